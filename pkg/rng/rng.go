@@ -1,0 +1,57 @@
+// Package rng derives reproducible, independent random streams from one run seed.
+//
+// Every random draw in dpsim comes from a stream named by a path of labels below the
+// run seed, e.g. New(seed, Label("plant"), 0, episode). Two different paths give
+// statistically independent PCG streams; the same path always gives the same stream,
+// so a run is reproduced exactly from --seed whichever process or engine draws it.
+package rng
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"hash/fnv"
+	"math/rand/v2"
+)
+
+// splitmix64 is the SplitMix64 finaliser: a bijective mixer with good avalanche, used to
+// turn (seed, path) into well-separated PCG seeds.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// Derive folds a path of labels into the seed and returns the derived 64-bit seed.
+func Derive(seed uint64, path ...uint64) uint64 {
+	h := splitmix64(seed)
+	for _, p := range path {
+		h = splitmix64(h ^ splitmix64(p+0x632be59bd9b4e019))
+	}
+	return h
+}
+
+// New returns the PCG stream for seed and path. It allocates; call it once per stream
+// (per episode), never per step.
+func New(seed uint64, path ...uint64) *rand.Rand {
+	d := Derive(seed, path...)
+	return rand.New(rand.NewPCG(d, splitmix64(d^0xda3e39cb94b95bdb)))
+}
+
+// Label turns a readable name ("plant", "agent") into a path element (FNV-1a).
+func Label(name string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name))
+	return h.Sum64()
+}
+
+// FromCrypto returns a fresh seed from crypto/rand, for runs started without --seed.
+// The caller must record it so the run can be reproduced.
+func FromCrypto() uint64 {
+	var b [8]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on supported platforms; fall back to the runtime's source.
+		return rand.Uint64()
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
