@@ -1,0 +1,240 @@
+package estimate
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// ControlEstimator is the eavesdropper's least-squares estimate of a plant's initial state x(0)
+// from the transcript yhat(0..t), u(0..t-1) (Section 5, eqs. (19)-(20); MATH.md section 4):
+//
+//	x0_hat = argmin_x0 sum_{s<=t} ||yhat(s) - C A^s x0 - C xu(s)||^2,  xu(s+1) = A xu(s) + B u(s), xu(0) = 0.
+//
+// It keeps the normal equations O_t'O_t and O_t'(Y - known), the row block C A^t and xu(t), so
+// Observe costs O(ny nx^2 + nx nu) and never allocates. It holds up to T steps (t = 0..T-1).
+// Reset makes it reusable for the next episode.
+type ControlEstimator struct {
+	nx, nu, ny, T int
+	a, b, c       []float64 // row-major A (nx x nx), B (nx x nu), C (ny x nx)
+
+	h, h2   []float64 // C A^t (ny x nx) and scratch
+	xu, xu2 []float64 // input-driven state xu(t) and scratch
+	g, rhs  []float64 // O_t'O_t (nx x nx), O_t'(Y - known) (nx)
+	res     []float64 // yhat(t) - C xu(t)
+	u       []float64 // u(0..T-1), T x nu
+	next    int       // the t the next Observe must carry
+	inputs  int       // u(0..inputs-1) recorded
+
+	x0, x, x2, l, d []float64 // solver and trajectory scratch
+}
+
+// NewControlEstimator returns the estimator for the plant (A, B, C) over a horizon of T steps.
+// B may be nil for a plant without input. Matrices are copied; errors name the offending dimension.
+func NewControlEstimator(A, B, C *mat.Dense, T int) (*ControlEstimator, error) {
+	if A == nil || C == nil {
+		return nil, fmt.Errorf("estimate: control: A and C are required")
+	}
+	nx, ac := A.Dims()
+	if nx == 0 || nx != ac {
+		return nil, fmt.Errorf("estimate: control: A must be square and non-empty, got %dx%d", nx, ac)
+	}
+	ny, cc := C.Dims()
+	if ny == 0 || cc != nx {
+		return nil, fmt.Errorf("estimate: control: C is %dx%d but A is %dx%d (C needs %d columns)", ny, cc, nx, nx, nx)
+	}
+	nu := 0
+	if B != nil {
+		br, bc := B.Dims()
+		if br != nx || bc == 0 {
+			return nil, fmt.Errorf("estimate: control: B is %dx%d but A is %dx%d (B needs %d rows)", br, bc, nx, nx, nx)
+		}
+		nu = bc
+	}
+	if T < 1 {
+		return nil, fmt.Errorf("estimate: control: horizon T must be >= 1, got %d", T)
+	}
+	e := &ControlEstimator{nx: nx, nu: nu, ny: ny, T: T}
+	var err error
+	if e.a, err = flatten("A", A); err != nil {
+		return nil, err
+	}
+	if e.c, err = flatten("C", C); err != nil {
+		return nil, err
+	}
+	if B != nil {
+		if e.b, err = flatten("B", B); err != nil {
+			return nil, err
+		}
+	}
+	e.h, e.h2 = make([]float64, ny*nx), make([]float64, ny*nx)
+	e.xu, e.xu2 = make([]float64, nx), make([]float64, nx)
+	e.g, e.rhs, e.res = make([]float64, nx*nx), make([]float64, nx), make([]float64, ny)
+	e.u = make([]float64, T*nu)
+	e.x0, e.x, e.x2 = make([]float64, nx), make([]float64, nx), make([]float64, nx)
+	e.l, e.d = make([]float64, nx*nx), make([]float64, nx)
+	e.Reset()
+	return e, nil
+}
+
+func flatten(name string, a *mat.Dense) ([]float64, error) {
+	r, c := a.Dims()
+	out := make([]float64, r*c)
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			v := a.At(i, j)
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("estimate: %s[%d][%d] = %v is not finite", name, i, j, v)
+			}
+			out[i*c+j] = v
+		}
+	}
+	return out, nil
+}
+
+// Reset forgets the transcript so the estimator can follow a new episode. It does not allocate.
+func (e *ControlEstimator) Reset() {
+	copy(e.h, e.c)
+	clear(e.xu)
+	clear(e.g)
+	clear(e.rhs)
+	e.next, e.inputs = 0, 0
+}
+
+// Dims returns (nx, nu, ny).
+func (e *ControlEstimator) Dims() (nx, nu, ny int) { return e.nx, e.nu, e.ny }
+
+// Steps returns how many outputs have been observed (t+1 after Observe(t, ...)).
+func (e *ControlEstimator) Steps() int { return e.next }
+
+// Observe adds step t of the transcript: yhat(t) (length ny) and u(t) (length nu), the input applied
+// after yhat(t) was published. t must be 0, 1, 2, ... in order and below T. u may be nil at the last
+// observed step (the input is not yet known); a later Observe then fails because u(t) is missing.
+// Errors (out-of-order step, wrong length, non-finite value) leave the estimator unchanged.
+// Observe never allocates on success.
+func (e *ControlEstimator) Observe(t int, yhat, u []float64) error {
+	switch {
+	case t != e.next:
+		return fmt.Errorf("estimate: control: step %d out of order (expected %d)", t, e.next)
+	case t >= e.T:
+		return fmt.Errorf("estimate: control: step %d beyond the horizon T = %d", t, e.T)
+	case e.inputs < t:
+		return fmt.Errorf("estimate: control: u(%d) was never given, cannot use step %d", e.inputs, t)
+	case len(yhat) != e.ny:
+		return fmt.Errorf("estimate: control: step %d: yhat has %d values, want %d", t, len(yhat), e.ny)
+	case len(u) != 0 && len(u) != e.nu:
+		return fmt.Errorf("estimate: control: step %d: u has %d values, want %d", t, len(u), e.nu)
+	}
+	if k := finite(yhat); k >= 0 {
+		return fmt.Errorf("estimate: control: step %d: yhat[%d] = %v is not finite", t, k, yhat[k])
+	}
+	if k := finite(u); k >= 0 {
+		return fmt.Errorf("estimate: control: step %d: u[%d] = %v is not finite", t, k, u[k])
+	}
+	nx, ny, nu := e.nx, e.ny, e.nu
+	// Residual yhat(t) - C xu(t): the output with the known input-driven part removed.
+	for i := 0; i < ny; i++ {
+		v := yhat[i]
+		for k := 0; k < nx; k++ {
+			v -= e.c[i*nx+k] * e.xu[k]
+		}
+		e.res[i] = v
+	}
+	// Normal equations: G += H'H, rhs += H' res with H = C A^t.
+	h := e.h
+	for i := 0; i < ny; i++ {
+		row := h[i*nx : i*nx+nx]
+		ri := e.res[i]
+		for j, hj := range row {
+			if hj == 0 {
+				continue
+			}
+			e.rhs[j] += hj * ri
+			gj := e.g[j*nx : j*nx+nx]
+			for k, hk := range row {
+				gj[k] += hj * hk
+			}
+		}
+	}
+	// H <- H A for step t+1.
+	for i := 0; i < ny; i++ {
+		for j := 0; j < nx; j++ {
+			var v float64
+			for k := 0; k < nx; k++ {
+				v += h[i*nx+k] * e.a[k*nx+j]
+			}
+			e.h2[i*nx+j] = v
+		}
+	}
+	e.h, e.h2 = e.h2, e.h
+	// xu(t+1) = A xu(t) + B u(t), when u(t) is known (or the plant has no input).
+	if len(u) == nu {
+		copy(e.u[t*nu:t*nu+nu], u)
+		for i := 0; i < nx; i++ {
+			var v float64
+			for k := 0; k < nx; k++ {
+				v += e.a[i*nx+k] * e.xu[k]
+			}
+			for k := 0; k < nu; k++ {
+				v += e.b[i*nu+k] * u[k]
+			}
+			e.xu2[i] = v
+		}
+		e.xu, e.xu2 = e.xu2, e.xu
+		e.inputs++
+	}
+	e.next++
+	return nil
+}
+
+// Estimate writes x0_hat into dst (length nx) and reports whether O_t'O_t is invertible (false until
+// enough steps were observed, e.g. t >= nx-1 for an observable single-output plant; see MinPivot).
+// It costs O(nx^3) and does not allocate. It panics if len(dst) != nx.
+func (e *ControlEstimator) Estimate(dst []float64) bool {
+	if len(dst) != e.nx {
+		panic("estimate: ControlEstimator.Estimate: len(dst) != nx")
+	}
+	if e.next == 0 {
+		return false
+	}
+	return solveSPD(e.nx, e.g, e.rhs, dst, e.l, e.d)
+}
+
+// Trajectory writes the implied state x_hat(t) = A^t x0_hat + xu(t) into dst (length nx), for
+// 0 <= t <= (number of inputs given), by running the model forward from x0_hat with the recorded u.
+// It reports false when the estimate does not exist yet or t is out of range. Cost O(t (nx^2 + nx nu)),
+// no allocation. It panics if len(dst) != nx.
+func (e *ControlEstimator) Trajectory(t int, dst []float64) bool {
+	if len(dst) != e.nx {
+		panic("estimate: ControlEstimator.Trajectory: len(dst) != nx")
+	}
+	if t < 0 || t > e.inputs || !e.Estimate(e.x0) {
+		return false
+	}
+	nx, nu := e.nx, e.nu
+	x, x2 := e.x, e.x2
+	copy(x, e.x0)
+	for s := 0; s < t; s++ {
+		u := e.u[s*nu : s*nu+nu]
+		for i := 0; i < nx; i++ {
+			var v float64
+			for k := 0; k < nx; k++ {
+				v += e.a[i*nx+k] * x[k]
+			}
+			for k := 0; k < nu; k++ {
+				v += e.b[i*nu+k] * u[k]
+			}
+			x2[i] = v
+		}
+		x, x2 = x2, x
+	}
+	copy(dst, x)
+	return true
+}
+
+// Information returns a copy of O_t'O_t. Under i.i.d. output noise of variance s^2 per component the
+// estimate's error covariance is s^2 (O_t'O_t)^{-1}. It allocates.
+func (e *ControlEstimator) Information() *mat.SymDense {
+	return mat.NewSymDense(e.nx, append([]float64(nil), e.g...))
+}
