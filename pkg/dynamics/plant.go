@@ -1,0 +1,230 @@
+package dynamics
+
+import (
+	"errors"
+	"fmt"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Plant is the simulation core of the plant of eq. (16): x(t+1) = A x(t) + B u(t), y(t) = C x(t).
+// It keeps row-major copies of the matrices and preallocated buffers, so Output, Step and Reset do
+// not allocate. A Plant is not safe for concurrent use.
+type Plant struct {
+	nx, nu, ny int
+	a, b, c    []float64 // row-major A (nx x nx), B (nx x nu), C (ny x nx)
+	x, xn      []float64
+}
+
+// NewPlant returns the plant of sys started at x0 (nil x0 means the origin). It panics if x0 is
+// non-nil with a length other than sys.Nx() (a programming error; validate user data with
+// sys.CheckState first).
+func NewPlant(sys *LTI, x0 []float64) *Plant {
+	p := &Plant{
+		nx: sys.Nx(), nu: sys.Nu(), ny: sys.Ny(),
+		a: rowMajor(sys.A), c: rowMajor(sys.C),
+	}
+	if sys.B != nil {
+		p.b = rowMajor(sys.B)
+	}
+	p.x = make([]float64, p.nx)
+	p.xn = make([]float64, p.nx)
+	p.Reset(x0)
+	return p
+}
+
+// CheckState returns an error unless v is nil or has length Nx with finite entries.
+func (s *LTI) CheckState(v []float64) error {
+	if v == nil {
+		return nil
+	}
+	if len(v) != s.Nx() {
+		return fmt.Errorf("dynamics: state has length %d, want nx=%d", len(v), s.Nx())
+	}
+	return finiteVec("state", v)
+}
+
+// Nx is the state dimension.
+func (p *Plant) Nx() int { return p.nx }
+
+// Nu is the input dimension.
+func (p *Plant) Nu() int { return p.nu }
+
+// Ny is the output dimension.
+func (p *Plant) Ny() int { return p.ny }
+
+// Reset sets the state to x0 (nil: the origin). It panics if len(x0) is not Nx.
+func (p *Plant) Reset(x0 []float64) {
+	if x0 == nil {
+		clear(p.x)
+		return
+	}
+	if len(x0) != p.nx {
+		panic(fmt.Sprintf("dynamics: plant state has length %d, want nx=%d", len(x0), p.nx))
+	}
+	copy(p.x, x0)
+}
+
+// Output writes y(t) = C x(t) into dst (len >= Ny). Eq. (16).
+func (p *Plant) Output(dst []float64) {
+	nx := p.nx
+	x := p.x[:nx]
+	for i := 0; i < p.ny; i++ {
+		row := p.c[i*nx : (i+1)*nx]
+		var acc float64
+		for j, v := range row {
+			acc += v * x[j]
+		}
+		dst[i] = acc
+	}
+}
+
+// Step advances x(t+1) = A x(t) + B u(t) (eq. 16); u must have length >= Nu. No allocation.
+func (p *Plant) Step(u []float64) {
+	nx, nu := p.nx, p.nu
+	x := p.x[:nx]
+	for i := 0; i < nx; i++ {
+		row := p.a[i*nx : (i+1)*nx]
+		var acc float64
+		for j, v := range row {
+			acc += v * x[j]
+		}
+		if nu > 0 {
+			brow := p.b[i*nu : (i+1)*nu]
+			for j, v := range brow {
+				acc += v * u[j]
+			}
+		}
+		p.xn[i] = acc
+	}
+	copy(p.x, p.xn)
+}
+
+// State returns the current state x(t) as a view into the plant (no copy): do not modify it;
+// its contents change with Step and Reset.
+func (p *Plant) State() []float64 { return p.x }
+
+// ObserverController is the cloud-side output-feedback tracking controller of eq. (24):
+//
+//	u(t)      = -K (x^(t) - x_r(t))
+//	x^(t+1)   = A x^(t) + B u(t) + L (y^(t) - C x^(t))
+//
+// (the paper writes -K_P' with K_P a column; here K is nu x nx, the MATLAB dlqr convention, so
+// the paper's K_P' = [3.4240 4.3095] is K). Step is pure given the state and allocation-free.
+type ObserverController struct {
+	nx, nu, ny    int
+	a, b, c, k, l []float64 // row-major A, B, C, K (nu x nx), L (nx x ny)
+	ref           Reference
+	xhat, xn, r   []float64
+	e, innov      []float64
+}
+
+// NewObserverController builds the controller of eq. (24) for sys with gains K (nu x nx) and
+// L (nx x ny), reference ref (nil: the zero reference) and initial estimate xhat0 (nil: the origin).
+func NewObserverController(sys *LTI, K, L *mat.Dense, ref Reference, xhat0 []float64) (*ObserverController, error) {
+	if sys == nil {
+		return nil, errors.New("dynamics: observer-controller: system is nil")
+	}
+	nx, nu, ny := sys.Nx(), sys.Nu(), sys.Ny()
+	if nu == 0 {
+		return nil, errors.New("dynamics: observer-controller: the system has no input matrix B")
+	}
+	if K == nil || K.IsEmpty() {
+		return nil, errors.New("dynamics: observer-controller: gain K is missing")
+	}
+	if L == nil || L.IsEmpty() {
+		return nil, errors.New("dynamics: observer-controller: observer gain L is missing")
+	}
+	if r, c := K.Dims(); r != nu || c != nx {
+		return nil, fmt.Errorf("dynamics: observer-controller: K must be nu x nx = %dx%d (u = -K x), got %dx%d", nu, nx, r, c)
+	}
+	if r, c := L.Dims(); r != nx || c != ny {
+		return nil, fmt.Errorf("dynamics: observer-controller: L must be nx x ny = %dx%d, got %dx%d", nx, ny, r, c)
+	}
+	if err := checkFinite("K", K); err != nil {
+		return nil, err
+	}
+	if err := checkFinite("L", L); err != nil {
+		return nil, err
+	}
+	if ref == nil {
+		ref = ZeroReference{N: nx}
+	}
+	if d, ok := ref.(Dimensioned); ok && d.Dim() != nx {
+		return nil, fmt.Errorf("dynamics: observer-controller: reference has dimension %d, want nx=%d", d.Dim(), nx)
+	}
+	if err := sys.CheckState(xhat0); err != nil {
+		return nil, fmt.Errorf("dynamics: observer-controller: initial estimate: %w", err)
+	}
+	c := &ObserverController{
+		nx: nx, nu: nu, ny: ny,
+		a: rowMajor(sys.A), b: rowMajor(sys.B), c: rowMajor(sys.C), k: rowMajor(K), l: rowMajor(L),
+		ref:  ref,
+		xhat: make([]float64, nx), xn: make([]float64, nx), r: make([]float64, nx),
+		e: make([]float64, nx), innov: make([]float64, ny),
+	}
+	c.Reset(xhat0)
+	return c, nil
+}
+
+// Reset sets the estimate to xhat0 (nil: the origin). It panics if len(xhat0) is not Nx.
+func (c *ObserverController) Reset(xhat0 []float64) {
+	if xhat0 == nil {
+		clear(c.xhat)
+		return
+	}
+	if len(xhat0) != c.nx {
+		panic(fmt.Sprintf("dynamics: estimate has length %d, want nx=%d", len(xhat0), c.nx))
+	}
+	copy(c.xhat, xhat0)
+}
+
+// Estimate returns the current estimate x^(t) as a view (no copy): do not modify it.
+func (c *ObserverController) Estimate() []float64 { return c.xhat }
+
+// Step writes u(t) = -K (x^(t) - x_r(t)) into u (len >= Nu) from the received output y^(t)
+// (len >= Ny) and advances x^(t+1) = A x^ + B u + L (y^ - C x^), eq. (24). No allocation (as long
+// as the reference's At does not allocate).
+func (c *ObserverController) Step(t int, yhat []float64, u []float64) {
+	nx, nu, ny := c.nx, c.nu, c.ny
+	xh := c.xhat[:nx]
+	c.ref.At(t, c.r)
+	e := c.e[:nx]
+	for i := range e {
+		e[i] = xh[i] - c.r[i]
+	}
+	for j := 0; j < nu; j++ {
+		row := c.k[j*nx : (j+1)*nx]
+		var acc float64
+		for i, v := range row {
+			acc += v * e[i]
+		}
+		u[j] = -acc
+	}
+	innov := c.innov[:ny]
+	for i := 0; i < ny; i++ {
+		row := c.c[i*nx : (i+1)*nx]
+		acc := yhat[i]
+		for j, v := range row {
+			acc -= v * xh[j]
+		}
+		innov[i] = acc
+	}
+	for i := 0; i < nx; i++ {
+		var acc float64
+		row := c.a[i*nx : (i+1)*nx]
+		for j, v := range row {
+			acc += v * xh[j]
+		}
+		brow := c.b[i*nu : (i+1)*nu]
+		for j, v := range brow {
+			acc += v * u[j]
+		}
+		lrow := c.l[i*ny : (i+1)*ny]
+		for j, v := range lrow {
+			acc += v * innov[j]
+		}
+		c.xn[i] = acc
+	}
+	copy(c.xhat, c.xn)
+}
