@@ -1,0 +1,226 @@
+package bus
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// rawStepsPerSec is the rate of the last raw request-reply run, for the ratio.
+var rawStepsPerSec float64
+
+// BenchmarkLockstepVsRequestReply compares, over the same embedded server, a raw NATS
+// request-reply loop (nc.Request against a responder on another connection: one round
+// trip per step) with a lockstep plant <-> cloud exchange using this package: per step
+// the plant publishes a 1-value yhat, the cloud collects and validates it and publishes a
+// 1-value u, the plant collects and validates u (two processes' worth of connections).
+//
+//   - raw-request-reply, lockstep-json, lockstep-binary: separate runs, steps/s each;
+//     ratio-vs-raw divides by the preceding raw run.
+//   - paired-json, paired-binary: raw and lockstep steps interleaved in blocks of 100 in
+//     one run, so both see the same machine load (the robust ratio on a shared machine);
+//     ns/op is one raw plus one lockstep step.
+//
+// Target: ratio >= 0.5.
+//
+//	go test ./pkg/bus/ -run '^$' -bench LockstepVsRequestReply -benchtime 5000x
+func BenchmarkLockstepVsRequestReply(b *testing.B) {
+	srv := startServer(b)
+	b.Run("raw-request-reply", func(b *testing.B) {
+		raw := newRawLoop(b, srv.URL())
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			raw.step()
+		}
+		rate := float64(b.N) / b.Elapsed().Seconds()
+		b.ReportMetric(rate, "steps/s")
+		rawStepsPerSec = rate
+	})
+	for _, enc := range []Encoding{JSON, Binary} {
+		b.Run("lockstep-"+enc.String(), func(b *testing.B) {
+			ls := newLockstepLoop(b, srv.URL(), enc, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				ls.step(i)
+			}
+			b.StopTimer()
+			ls.finish()
+			rate := float64(b.N) / b.Elapsed().Seconds()
+			b.ReportMetric(rate, "steps/s")
+			if rawStepsPerSec > 0 {
+				b.ReportMetric(rate/rawStepsPerSec, "ratio-vs-raw")
+			}
+		})
+	}
+	for _, enc := range []Encoding{JSON, Binary} {
+		b.Run("paired-"+enc.String(), func(b *testing.B) {
+			raw := newRawLoop(b, srv.URL())
+			ls := newLockstepLoop(b, srv.URL(), enc, b.N)
+			const block = 100
+			var tRaw, tLock time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i += block {
+				end := min(i+block, b.N)
+				t0 := time.Now()
+				for j := i; j < end; j++ {
+					raw.step()
+				}
+				t1 := time.Now()
+				for j := i; j < end; j++ {
+					ls.step(j)
+				}
+				tRaw += t1.Sub(t0)
+				tLock += time.Since(t1)
+			}
+			b.StopTimer()
+			ls.finish()
+			rawRate := float64(b.N) / tRaw.Seconds()
+			lockRate := float64(b.N) / tLock.Seconds()
+			b.ReportMetric(rawRate, "raw-steps/s")
+			b.ReportMetric(lockRate, "lockstep-steps/s")
+			b.ReportMetric(lockRate/rawRate, "ratio")
+		})
+	}
+}
+
+type rawLoop struct {
+	b       testing.TB
+	req     *nats.Conn
+	payload []byte
+}
+
+func newRawLoop(b testing.TB, url string) *rawLoop {
+	req, err := nats.Connect(url, nats.Name("bench-requester"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(req.Close)
+	rsp, err := nats.Connect(url, nats.Name("bench-responder"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(rsp.Close)
+	if _, err := rsp.Subscribe("bench.rr", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
+		b.Fatal(err)
+	}
+	if err := rsp.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	return &rawLoop{b: b, req: req, payload: make([]byte, 8)}
+}
+
+func (r *rawLoop) step() {
+	if _, err := r.req.Request("bench.rr", r.payload, 5*time.Second); err != nil {
+		r.b.Fatal(err)
+	}
+}
+
+// lockstepLoop is a plant (driven by step) and a cloud goroutine answering n steps.
+type lockstepLoop struct {
+	b        testing.TB
+	n        int
+	uIn      *Receiver
+	col      *StepCollector
+	pub      *Publisher
+	y        []float64
+	cloudErr chan error
+}
+
+const benchSteps = 1000 // steps per episode; n steps run as consecutive episodes
+
+func newLockstepLoop(b testing.TB, url string, enc Encoding, n int) *lockstepLoop {
+	subj, _ := NewSubjects(fmt.Sprintf("bench-%s-%d", enc, n))
+	plant := connect(b, url, "bench-plant", WithEncoding(enc))
+	cloud := connect(b, url, "bench-cloud", WithEncoding(enc))
+	exp := Expect{Run: subj.Run(), Dim: 1, Steps: benchSteps, Episode: AnyEpisode}
+	yIn, err := cloud.Receive(subj.PlantYhat(0), ReceiverOptions{Expect: exp, MatchSubject: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	uIn, err := plant.Receive(subj.CloudU(0), ReceiverOptions{Expect: exp, MatchSubject: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cloud.Flush(time.Second); err != nil {
+		b.Fatal(err)
+	}
+	if err := plant.Flush(time.Second); err != nil {
+		b.Fatal(err)
+	}
+	l := &lockstepLoop{b: b, n: n, uIn: uIn, y: []float64{1}, cloudErr: make(chan error, 1)}
+	go func() {
+		col, _ := NewStepCollector([]string{"plant.0"}, CollectorOptions{Counters: yIn.Counters()})
+		pub := cloud.Publisher(subj.CloudU(0), subj.Run(), "cloud.0", StreamU)
+		u := make([]float64, 1)
+		for i := 0; i < n; i++ {
+			ep, k := i/benchSteps, i%benchSteps
+			if err := col.Collect(yIn, ep, k, time.Now().Add(5*time.Second)); err != nil {
+				l.cloudErr <- err
+				return
+			}
+			u[0] = -0.5 * col.Values(0)[0]
+			if err := pub.Send(ep, k, u); err != nil {
+				l.cloudErr <- err
+				return
+			}
+		}
+		l.cloudErr <- nil
+	}()
+	l.col, _ = NewStepCollector([]string{"cloud.0"}, CollectorOptions{Counters: uIn.Counters()})
+	l.pub = plant.Publisher(subj.PlantYhat(0), subj.Run(), "plant.0", StreamYhat)
+	return l
+}
+
+func (l *lockstepLoop) step(i int) {
+	ep, k := i/benchSteps, i%benchSteps
+	if err := l.pub.Send(ep, k, l.y); err != nil {
+		l.b.Fatal(err)
+	}
+	if err := l.col.Collect(l.uIn, ep, k, time.Now().Add(5*time.Second)); err != nil {
+		l.b.Fatal(err)
+	}
+	l.y[0] = 1 + l.col.Values(0)[0]
+}
+
+func (l *lockstepLoop) finish() {
+	if err := <-l.cloudErr; err != nil {
+		l.b.Fatal(err)
+	}
+	if s := l.uIn.Counters().Snapshot(); s.Dropped != 0 || s.Received != uint64(l.n) {
+		l.b.Fatalf("plant counters %+v", s)
+	}
+}
+
+// BenchmarkCodec: encode + decode of one message (into reused buffers), JSON vs binary,
+// for the 1-value control messages and a 16-value vector; bytes/msg is the wire size.
+func BenchmarkCodec(b *testing.B) {
+	for _, dim := range []int{1, 16} {
+		m := &Message{V: Version, Run: "cloud-vehicle-20260101-3f9a", Episode: 12, Step: 345, Sender: "plant.0",
+			SentUnixNano: time.Now().UnixNano(), Kind: StreamYhat, Values: make([]float64, dim)}
+		for i := range m.Values {
+			m.Values[i] = 0.1234567890123*float64(i+1) - 3.3
+		}
+		for _, enc := range []Encoding{JSON, Binary} {
+			b.Run(fmt.Sprintf("%s/dim=%d", enc, dim), func(b *testing.B) {
+				buf := make([]byte, 0, 1024)
+				var out Message
+				b.ReportAllocs()
+				for b.Loop() {
+					var err error
+					buf, err = Encode(buf[:0], m, enc)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := Decode(buf, &out); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(len(buf)), "bytes/msg")
+			})
+		}
+	}
+}

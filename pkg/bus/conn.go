@@ -1,0 +1,441 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// EventKind classifies connection events.
+type EventKind uint8
+
+// Connection events reported to the handler of WithEvents.
+const (
+	EventDisconnected EventKind = iota // lost the server (Err may say why)
+	EventReconnected                   // connected again (URL is the server)
+	EventClosed                        // closed for good (drained, closed, or reconnects exhausted)
+	EventError                         // asynchronous error, e.g. slow consumer
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventDisconnected:
+		return "disconnected"
+	case EventReconnected:
+		return "reconnected"
+	case EventClosed:
+		return "closed"
+	case EventError:
+		return "error"
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Event is a connection event. Handlers run on the NATS client's goroutines: they must not
+// block (log and return).
+type Event struct {
+	Kind EventKind
+	Name string // connection name
+	URL  string // server URL, when known
+	Err  error
+}
+
+type connConfig struct {
+	maxReconnects  int
+	reconnectWait  time.Duration
+	connectTimeout time.Duration
+	drainTimeout   time.Duration
+	encoding       Encoding
+	onEvent        func(Event)
+	natsOpts       []nats.Option
+}
+
+// Option configures Connect.
+type Option func(*connConfig)
+
+// WithReconnect sets how often (max < 0: forever) and how fast the client reconnects
+// after losing the server. Default 120 attempts, 250 ms apart (about 30 s).
+func WithReconnect(max int, wait time.Duration) Option {
+	return func(c *connConfig) { c.maxReconnects, c.reconnectWait = max, wait }
+}
+
+// WithConnectTimeout bounds the initial connection (default 2 s).
+func WithConnectTimeout(d time.Duration) Option {
+	return func(c *connConfig) { c.connectTimeout = d }
+}
+
+// WithDrainTimeout bounds Drain inside the client (default 5 s).
+func WithDrainTimeout(d time.Duration) Option {
+	return func(c *connConfig) { c.drainTimeout = d }
+}
+
+// WithEncoding selects the encoding Publish writes (default JSON). Receivers detect it.
+func WithEncoding(e Encoding) Option {
+	return func(c *connConfig) { c.encoding = e }
+}
+
+// WithEvents installs a handler for connection events (disconnect, reconnect, close,
+// asynchronous errors), e.g. to log them. Events are also counted in ConnStats.
+func WithEvents(h func(Event)) Option {
+	return func(c *connConfig) { c.onEvent = h }
+}
+
+// WithNATSOptions passes extra options to nats.Connect (applied before this package's
+// own, so they cannot replace the event handlers).
+func WithNATSOptions(opts ...nats.Option) Option {
+	return func(c *connConfig) { c.natsOpts = append(c.natsOpts, opts...) }
+}
+
+// Conn is a NATS connection of one dpsim process.
+type Conn struct {
+	nc     *nats.Conn
+	name   string
+	enc    Encoding
+	cfg    connConfig
+	closed chan struct{}
+
+	disconnects   atomic.Uint64
+	reconnects    atomic.Uint64
+	asyncErrors   atomic.Uint64
+	slowConsumers atomic.Uint64
+
+	mu  sync.Mutex // guards buf
+	buf []byte
+}
+
+// Connect connects to the server at url as the named client (the name shows in the
+// server's monitoring, e.g. "dpsim-plant-0"). The client reconnects automatically (see
+// WithReconnect); subscriptions survive a reconnect, and messages published while
+// disconnected are buffered by the client (up to 8 MB).
+func Connect(url, name string, opts ...Option) (*Conn, error) {
+	if url == "" {
+		return nil, errors.New("bus: no NATS URL (start an embedded server, or pass --nats-url / $NATS_URL)")
+	}
+	cfg := connConfig{
+		maxReconnects:  120,
+		reconnectWait:  250 * time.Millisecond,
+		connectTimeout: 2 * time.Second,
+		drainTimeout:   5 * time.Second,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.encoding != JSON && cfg.encoding != Binary {
+		return nil, fmt.Errorf("bus: unknown encoding %v", cfg.encoding)
+	}
+	c := &Conn{name: name, enc: cfg.encoding, cfg: cfg, closed: make(chan struct{}), buf: make([]byte, 0, 512)}
+	var closeOnce sync.Once
+	emit := func(k EventKind, nc *nats.Conn, err error) {
+		if cfg.onEvent == nil {
+			return
+		}
+		ev := Event{Kind: k, Name: name, Err: err}
+		if nc != nil {
+			ev.URL = nc.ConnectedUrl()
+		}
+		cfg.onEvent(ev)
+	}
+	nopts := append([]nats.Option{}, cfg.natsOpts...)
+	nopts = append(nopts,
+		nats.Name(name),
+		nats.MaxReconnects(cfg.maxReconnects),
+		nats.ReconnectWait(cfg.reconnectWait),
+		nats.ReconnectJitter(cfg.reconnectWait/10, cfg.reconnectWait/10),
+		nats.Timeout(cfg.connectTimeout),
+		nats.DrainTimeout(cfg.drainTimeout),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			c.disconnects.Add(1)
+			emit(EventDisconnected, nil, err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			c.reconnects.Add(1)
+			emit(EventReconnected, nc, nil)
+		}),
+		nats.ClosedHandler(func(nc *nats.Conn) {
+			closeOnce.Do(func() { close(c.closed) })
+			emit(EventClosed, nil, nc.LastError())
+		}),
+		nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
+			c.asyncErrors.Add(1)
+			if errors.Is(err, nats.ErrSlowConsumer) {
+				c.slowConsumers.Add(1)
+			}
+			if sub != nil {
+				err = fmt.Errorf("subscription %q: %w", sub.Subject, err)
+			}
+			emit(EventError, nil, err)
+		}),
+	)
+	nc, err := nats.Connect(url, nopts...)
+	if err != nil {
+		return nil, fmt.Errorf("bus: connect %q to %s: %w", name, url, err)
+	}
+	c.nc = nc
+	return c, nil
+}
+
+// NATS exposes the underlying connection (for coordination messages, request-reply, ...).
+func (c *Conn) NATS() *nats.Conn { return c.nc }
+
+// Name returns the connection name.
+func (c *Conn) Name() string { return c.name }
+
+// Encoding returns the encoding Publish uses.
+func (c *Conn) Encoding() Encoding { return c.enc }
+
+// Closed is closed when the connection is closed for good.
+func (c *Conn) Closed() <-chan struct{} { return c.closed }
+
+// Publish encodes m (with the connection's encoding) and publishes it on subject. Safe for
+// concurrent use; it does not allocate (the client copies the bytes into its write buffer).
+func (c *Conn) Publish(subject string, m *Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	buf, err := Encode(c.buf[:0], m, c.enc)
+	if err != nil {
+		return fmt.Errorf("bus: publish %s step %d on %s: %w", m.Sender, m.Step, subject, err)
+	}
+	c.buf = buf
+	if err := c.nc.Publish(subject, buf); err != nil {
+		return fmt.Errorf("bus: publish %s step %d on %s: %w", m.Sender, m.Step, subject, err)
+	}
+	return nil
+}
+
+// PublishRaw publishes data unchanged (fault injection, coordination payloads).
+func (c *Conn) PublishRaw(subject string, data []byte) error {
+	if err := c.nc.Publish(subject, data); err != nil {
+		return fmt.Errorf("bus: publish on %s: %w", subject, err)
+	}
+	return nil
+}
+
+// Flush waits until the server processed everything published so far.
+func (c *Conn) Flush(timeout time.Duration) error {
+	if err := c.nc.FlushTimeout(timeout); err != nil {
+		return fmt.Errorf("bus: flush %q: %w", c.name, err)
+	}
+	return nil
+}
+
+// ConnStats reports a connection's health and traffic.
+type ConnStats struct {
+	Name          string `json:"name"`
+	URL           string `json:"url,omitempty"` // currently connected server, "" if none
+	Disconnects   uint64 `json:"disconnects"`
+	Reconnects    uint64 `json:"reconnects"`
+	AsyncErrors   uint64 `json:"async_errors"`
+	SlowConsumers uint64 `json:"slow_consumers"` // messages dropped by the client: a receiver fell behind
+	InMsgs        uint64 `json:"in_msgs"`
+	OutMsgs       uint64 `json:"out_msgs"`
+	InBytes       uint64 `json:"in_bytes"`
+	OutBytes      uint64 `json:"out_bytes"`
+}
+
+// Stats returns the connection statistics.
+func (c *Conn) Stats() ConnStats {
+	s := c.nc.Stats()
+	return ConnStats{
+		Name:          c.name,
+		URL:           c.nc.ConnectedUrl(),
+		Disconnects:   c.disconnects.Load(),
+		Reconnects:    c.reconnects.Load(),
+		AsyncErrors:   c.asyncErrors.Load(),
+		SlowConsumers: c.slowConsumers.Load(),
+		InMsgs:        s.InMsgs,
+		OutMsgs:       s.OutMsgs,
+		InBytes:       s.InBytes,
+		OutBytes:      s.OutBytes,
+	}
+}
+
+// Drain flushes what was published, stops the subscriptions and closes the connection,
+// waiting at most timeout. If draining does not finish in time the connection is closed
+// anyway and an error is returned. Draining a closed connection is a no-op.
+func (c *Conn) Drain(timeout time.Duration) error {
+	if c.nc.IsClosed() {
+		return nil
+	}
+	if err := c.nc.Drain(); err != nil {
+		if errors.Is(err, nats.ErrConnectionClosed) {
+			return nil
+		}
+		c.nc.Close()
+		return fmt.Errorf("bus: drain %q: %w (closed without draining)", c.name, err)
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-c.closed:
+		return nil
+	case <-t.C:
+		c.nc.Close()
+		return fmt.Errorf("bus: drain %q did not finish within %v: %w", c.name, timeout, ErrTimeout)
+	}
+}
+
+// Close closes the connection at once, without draining.
+func (c *Conn) Close() { c.nc.Close() }
+
+// Publisher publishes one stream (one subject, one sender) with a reused Message.
+type Publisher struct {
+	c       *Conn
+	subject string
+	msg     Message
+}
+
+// Publisher returns a publisher of messages {run, from: sender, kind} on subject.
+func (c *Conn) Publisher(subject, run, sender, kind string) *Publisher {
+	return &Publisher{c: c, subject: subject, msg: Message{V: Version, Run: run, Sender: sender, Kind: kind}}
+}
+
+// Subject returns the subject published on.
+func (p *Publisher) Subject() string { return p.subject }
+
+// Send publishes values for (episode, step), stamped with the current wall time. It does
+// not allocate.
+func (p *Publisher) Send(episode, step int, values []float64) error {
+	p.msg.Episode, p.msg.Step, p.msg.Values = episode, step, values
+	p.msg.SentUnixNano = time.Now().UnixNano()
+	err := p.c.Publish(p.subject, &p.msg)
+	p.msg.Values = nil
+	return err
+}
+
+// ReceiverOptions configures a Receiver.
+type ReceiverOptions struct {
+	Expect Expect
+	// Counters counts received and dropped messages; nil gives the receiver its own.
+	// Several receivers (and a StepCollector) may share one.
+	Counters *Counters
+	// OnInvalid, if set, is called for each dropped message (from the goroutine calling
+	// Next), e.g. to log it. It must not retain m.
+	OnInvalid func(subject string, err error)
+	// MatchSubject requires "from" to equal the <role>.<id> of the data subject the
+	// message arrived on (so a process cannot speak for another); mismatches are dropped
+	// with ReasonSender.
+	MatchSubject bool
+	// Buffer is the capacity of the delivery channel (default 4096). When it is full the
+	// client drops messages and reports a slow consumer (ConnStats.SlowConsumers).
+	Buffer int
+}
+
+// Receiver delivers the valid messages of one subscription (subject may contain
+// wildcards). It decodes and validates each message on the goroutine calling Next; invalid
+// ones are counted, reported to OnInvalid and dropped. It implements Source.
+type Receiver struct {
+	c       *Conn
+	subject string
+	sub     *nats.Subscription
+	ch      chan *nats.Msg
+	opts    ReceiverOptions
+	count   *Counters
+	msg     Message
+	timer   *time.Timer
+}
+
+// Receive subscribes to subject.
+func (c *Conn) Receive(subject string, opts ReceiverOptions) (*Receiver, error) {
+	if opts.Buffer <= 0 {
+		opts.Buffer = 4096
+	}
+	if opts.Counters == nil {
+		opts.Counters = new(Counters)
+	}
+	r := &Receiver{c: c, subject: subject, ch: make(chan *nats.Msg, opts.Buffer), opts: opts, count: opts.Counters}
+	r.timer = time.NewTimer(time.Hour)
+	r.timer.Stop()
+	sub, err := c.nc.ChanSubscribe(subject, r.ch)
+	if err != nil {
+		return nil, fmt.Errorf("bus: subscribe %q to %s: %w", c.name, subject, err)
+	}
+	r.sub = sub
+	return r, nil
+}
+
+// Subject returns the subscribed subject (filter).
+func (r *Receiver) Subject() string { return r.subject }
+
+// Counters returns the receiver's counters.
+func (r *Receiver) Counters() *Counters { return r.count }
+
+// SetExpect replaces the expectation (e.g. at the start of an episode). Not safe to call
+// concurrently with Next.
+func (r *Receiver) SetExpect(e Expect) { r.opts.Expect = e }
+
+// Next returns the next valid message, waiting until deadline. The message is reused by
+// the next call. It returns an error wrapping ErrTimeout at the deadline and ErrClosed
+// when the connection is closed.
+func (r *Receiver) Next(deadline time.Time) (*Message, error) {
+	for {
+		var nm *nats.Msg
+		ok := true
+		select {
+		case nm, ok = <-r.ch:
+		default:
+			d := time.Until(deadline)
+			if d <= 0 {
+				return nil, ErrTimeout
+			}
+			r.timer.Reset(d)
+			select {
+			case nm, ok = <-r.ch:
+				r.timer.Stop()
+			case <-r.timer.C:
+				return nil, ErrTimeout
+			case <-r.c.closed:
+				r.timer.Stop()
+				return nil, ErrClosed
+			}
+		}
+		if !ok || nm == nil {
+			return nil, ErrClosed
+		}
+		if err := r.accept(nm); err != nil {
+			r.count.DropErr(err)
+			if r.opts.OnInvalid != nil {
+				r.opts.OnInvalid(nm.Subject, err)
+			}
+			continue
+		}
+		return &r.msg, nil
+	}
+}
+
+func (r *Receiver) accept(nm *nats.Msg) error {
+	r.count.Receive()
+	if err := Decode(nm.Data, &r.msg); err != nil {
+		return err
+	}
+	if err := Validate(&r.msg, r.opts.Expect); err != nil {
+		return err
+	}
+	if r.opts.MatchSubject {
+		if want := senderOfSubject(nm.Subject); want != r.msg.Sender {
+			return &InvalidError{ReasonSender, fmt.Sprintf("from %q on subject %q", r.msg.Sender, nm.Subject)}
+		}
+	}
+	return nil
+}
+
+// SlowConsumerDropped returns how many messages the client dropped for this subscription
+// because Next did not keep up.
+func (r *Receiver) SlowConsumerDropped() int {
+	n, err := r.sub.Dropped()
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// Close unsubscribes.
+func (r *Receiver) Close() error {
+	if err := r.sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
+		return fmt.Errorf("bus: unsubscribe %s: %w", r.subject, err)
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// EnvURL is the environment variable naming an external NATS server.
+const EnvURL = "NATS_URL"
+
+// ResolveURL picks the NATS server: the flag value if set, else $NATS_URL, else "" which
+// means "start an embedded server".
+func ResolveURL(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	return os.Getenv(EnvURL)
+}
+
+// EmbeddedOptions configures an in-process nats-server.
+type EmbeddedOptions struct {
+	Host         string        // listen address; default "127.0.0.1" (loopback only)
+	Port         int           // 0: a random free port; > 0: that port (e.g. to restart a server where clients reconnect)
+	JetStream    bool          // off by default: dpsim needs core NATS only
+	StoreDir     string        // JetStream storage; default a temporary directory chosen by the server
+	ServerName   string        // default "dpsim-embedded"
+	ReadyTimeout time.Duration // how long to wait for the server to accept clients; default 5 s
+	MaxPayload   int32         // default the server's (1 MB)
+}
+
+// Embedded is a running in-process NATS server.
+type Embedded struct {
+	srv  *server.Server
+	url  string
+	port int
+}
+
+// StartEmbedded starts a nats-server in this process and waits until it accepts clients.
+// The server does not log and does not install signal handlers.
+func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	if opts.Port < 0 || opts.Port > 65535 {
+		return nil, fmt.Errorf("bus: embedded server port %d outside 0..65535", opts.Port)
+	}
+	port := opts.Port
+	if port == 0 {
+		port = server.RANDOM_PORT // nats-server treats 0 as its default port 4222
+	}
+	if opts.ServerName == "" {
+		opts.ServerName = "dpsim-embedded"
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = 5 * time.Second
+	}
+	sopts := &server.Options{
+		ServerName: opts.ServerName,
+		Host:       opts.Host,
+		Port:       port,
+		NoLog:      true,
+		NoSigs:     true,
+		JetStream:  opts.JetStream,
+		StoreDir:   opts.StoreDir,
+		MaxPayload: opts.MaxPayload,
+	}
+	srv, err := server.NewServer(sopts)
+	if err != nil {
+		return nil, fmt.Errorf("bus: configure embedded NATS server on %s:%d: %w", opts.Host, opts.Port, err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(opts.ReadyTimeout) {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return nil, fmt.Errorf("bus: embedded NATS server on %s:%d not ready within %v (port in use?)",
+			opts.Host, opts.Port, opts.ReadyTimeout)
+	}
+	e := &Embedded{srv: srv, url: srv.ClientURL()}
+	if addr, ok := srv.Addr().(*net.TCPAddr); ok {
+		e.port = addr.Port
+	}
+	if e.port == 0 {
+		srv.Shutdown()
+		return nil, errors.New("bus: embedded NATS server has no TCP listen address")
+	}
+	return e, nil
+}
+
+// URL is the client URL, e.g. "nats://127.0.0.1:41234".
+func (e *Embedded) URL() string { return e.url }
+
+// Port is the TCP port the server listens on.
+func (e *Embedded) Port() int { return e.port }
+
+// Server exposes the underlying server (monitoring, fault experiments).
+func (e *Embedded) Server() *server.Server { return e.srv }
+
+// Shutdown stops the server, disconnecting every client, and waits until it is down.
+// Calling it more than once is harmless.
+func (e *Embedded) Shutdown() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+}

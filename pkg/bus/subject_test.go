@@ -1,0 +1,138 @@
+package bus
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestValidToken(t *testing.T) {
+	tests := []struct {
+		tok string
+		ok  bool
+	}{
+		{"r1", true},
+		{"cloud-vehicle_20260101T120000-3f9a", true},
+		{"ünïcode", true},
+		{"", false},
+		{"a.b", false},
+		{"a*", false},
+		{">", false},
+		{"a b", false},
+		{"a\tb", false},
+		{"a\nb", false},
+		{"a\x00b", false},
+		{"\xff", false},
+		{strings.Repeat("x", MaxTokenLen), true},
+		{strings.Repeat("x", MaxTokenLen+1), false},
+	}
+	for _, tc := range tests {
+		err := ValidToken(tc.tok)
+		if (err == nil) != tc.ok {
+			t.Errorf("ValidToken(%q) = %v, want ok=%v", tc.tok, err, tc.ok)
+		}
+		if err != nil && !errors.Is(err, ErrToken) {
+			t.Errorf("ValidToken(%q) error %v does not wrap ErrToken", tc.tok, err)
+		}
+	}
+}
+
+func TestSubjects(t *testing.T) {
+	if _, err := NewSubjects("bad.run"); err == nil {
+		t.Fatal("NewSubjects accepted a run id with a dot")
+	}
+	s, err := NewSubjects("r7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCtl := func(toks ...string) string {
+		t.Helper()
+		subj, err := s.Ctl(toks...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return subj
+	}
+	tests := []struct{ got, want string }{
+		{AllRuns(), "dpsim.>"},
+		{s.All(), "dpsim.r7.>"},
+		{s.PlantYhat(0), "dpsim.r7.plant.0.yhat"},
+		{s.AllPlantYhat(), "dpsim.r7.plant.*.yhat"},
+		{s.CloudU(2), "dpsim.r7.cloud.2.u"},
+		{s.AllCloudU(), "dpsim.r7.cloud.*.u"},
+		{s.AgentY(17), "dpsim.r7.agent.17.y"},
+		{s.AllAgentY(), "dpsim.r7.agent.*.y"},
+		{s.AllCtl(), "dpsim.r7.ctl.>"},
+		{s.CtlStart(), "dpsim.r7.ctl.start"},
+		{s.CtlEpisode(), "dpsim.r7.ctl.episode"},
+		{s.CtlStop(), "dpsim.r7.ctl.stop"},
+		{s.CtlReady(RoleAgent, 3), "dpsim.r7.ctl.ready.agent.3"},
+		{s.CtlDone(RolePlant, 0), "dpsim.r7.ctl.done.plant.0"},
+		{s.CtlResult(RoleEavesdropper, 0), "dpsim.r7.ctl.result.eavesdropper.0"},
+		{s.AllCtlWord(CtlDone), "dpsim.r7.ctl.done.>"},
+		{mustCtl("fault", "drop"), "dpsim.r7.ctl.fault.drop"},
+		{SenderName(RolePlant, 4), "plant.4"},
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+	for _, bad := range [][]string{nil, {"a.b"}, {"*"}, {"ok", ">"}, {""}} {
+		if subj, err := s.Ctl(bad...); err == nil {
+			t.Errorf("Ctl(%q) = %q, want an error", bad, subj)
+		}
+	}
+}
+
+func TestParseSubject(t *testing.T) {
+	s, _ := NewSubjects("run-1")
+	tests := []struct {
+		subj   string
+		want   Subject
+		sender string
+		bad    bool
+	}{
+		{subj: s.PlantYhat(0), want: Subject{Run: "run-1", Role: RolePlant, ID: 0, Stream: StreamYhat}, sender: "plant.0"},
+		{subj: s.CloudU(3), want: Subject{Run: "run-1", Role: RoleCloud, ID: 3, Stream: StreamU}, sender: "cloud.3"},
+		{subj: s.AgentY(99), want: Subject{Run: "run-1", Role: RoleAgent, ID: 99, Stream: StreamY}, sender: "agent.99"},
+		{subj: s.CtlDone(RoleAgent, 5), want: Subject{Run: "run-1", Ctl: []string{"done", "agent", "5"}}},
+		{subj: "nats.run-1.plant.0.yhat", bad: true},
+		{subj: "dpsim.run-1", bad: true},
+		{subj: "dpsim.run-1.ctl", bad: true},
+		{subj: "dpsim.run-1.plant.x.yhat", bad: true},
+		{subj: "dpsim.run-1.plant.-1.yhat", bad: true},
+		{subj: "dpsim.run-1.plant.01.yhat", bad: true},
+		{subj: "dpsim.run-1.plant.0", bad: true},
+		{subj: "dpsim.run-1.plant.*.yhat", bad: true},
+		{subj: "dpsim..plant.0.yhat", bad: true},
+	}
+	for _, tc := range tests {
+		got, err := ParseSubject(tc.subj)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("ParseSubject(%q) = %+v, want an error", tc.subj, got)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseSubject(%q): %v", tc.subj, err)
+			continue
+		}
+		if got.Run != tc.want.Run || got.Role != tc.want.Role || got.ID != tc.want.ID || got.Stream != tc.want.Stream ||
+			strings.Join(got.Ctl, ".") != strings.Join(tc.want.Ctl, ".") || got.IsCtl() != tc.want.IsCtl() {
+			t.Errorf("ParseSubject(%q) = %+v, want %+v", tc.subj, got, tc.want)
+		}
+		if got.Sender() != tc.sender {
+			t.Errorf("ParseSubject(%q).Sender() = %q, want %q", tc.subj, got.Sender(), tc.sender)
+		}
+		if !got.IsCtl() && senderOfSubject(tc.subj) != tc.sender {
+			t.Errorf("senderOfSubject(%q) = %q, want %q", tc.subj, senderOfSubject(tc.subj), tc.sender)
+		}
+	}
+	for _, subj := range []string{"", "dpsim", "dpsim.r", "dpsim.r.x", "dpsim.r.a.b.c.d"} {
+		if got := senderOfSubject(subj); got != "" {
+			t.Errorf("senderOfSubject(%q) = %q, want empty", subj, got)
+		}
+	}
+}
