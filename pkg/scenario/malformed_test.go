@@ -1,0 +1,79 @@
+package scenario
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the testdata/malformed/*.err golden files")
+
+// TestMalformed loads every file in testdata/malformed. Each must fail with an error that
+// contains every "# want: ..." line of the file (written by hand) and equals the golden
+// .err file beside it (rewritten with -update; review the diff). Files whose message comes
+// from pkg/dynamics say "# golden: skip" and are checked against their wants only.
+func TestMalformed(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "malformed", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 20 {
+		t.Fatalf("%d malformed files, want at least 20", len(files))
+	}
+	for _, path := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".yaml"), func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wants []string
+			for _, line := range strings.Split(string(data), "\n") {
+				if w, ok := strings.CutPrefix(line, "# want: "); ok {
+					wants = append(wants, w)
+				}
+			}
+			if len(wants) == 0 {
+				t.Fatal("no '# want: ' line in the file")
+			}
+			s, err := Load(path)
+			if err == nil {
+				t.Fatalf("loaded without error: %+v", s)
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) || len(ve.Problems) == 0 {
+				t.Errorf("error is not a *ValidationError with problems: %v", err)
+			}
+			got := err.Error()
+			for _, w := range wants {
+				if !strings.Contains(got, w) {
+					t.Errorf("error lacks %q:\n%s", w, got)
+				}
+			}
+			if !strings.HasPrefix(got, "scenario "+path+": ") {
+				t.Errorf("error does not start with the file name:\n%s", got)
+			}
+			golden := strings.TrimSuffix(path, ".yaml") + ".err"
+			if strings.Contains(string(data), "\n# golden: skip\n") {
+				// the message comes from another package (pkg/dynamics): check the wants only
+				_ = os.Remove(golden)
+				return
+			}
+			if *update {
+				if err := os.WriteFile(golden, []byte(got+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if got != strings.TrimSuffix(string(want), "\n") {
+				t.Errorf("error differs from %s:\ngot:\n%s\nwant:\n%s", golden, got, want)
+			}
+		})
+	}
+}

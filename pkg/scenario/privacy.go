@@ -1,0 +1,149 @@
+package scenario
+
+import (
+	"fmt"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/dpsim/dpsim/pkg/privacy"
+)
+
+// privacyIssue is a broken privacy rule: the field it is reported on, the other fields
+// it involves, and the message (which starts with the offending value where there is one).
+type privacyIssue struct {
+	field  string
+	others []string
+	msg    string
+}
+
+// privacyRules checks the rules between privacy parameters (Theorems 1 and 2, and the
+// calibrations' ranges). set says which fields have a value (from the file or a sweep).
+func privacyRules(p PrivacySpec, set map[string]bool) []privacyIssue {
+	var out []privacyIssue
+	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	if !set["epsilon"] {
+		out = append(out, privacyIssue{field: "epsilon", msg: "missing: the privacy budget, a number > 0"})
+	} else if p.Epsilon <= 0 {
+		out = append(out, privacyIssue{field: "epsilon", msg: g(p.Epsilon) + " must be > 0"})
+	}
+	if set["mu"] && p.Mu <= 0 {
+		out = append(out, privacyIssue{field: "mu", msg: g(p.Mu) + " must be > 0 (the adjacency level)"})
+	}
+	switch p.Mechanism {
+	case privacy.Gaussian:
+		switch {
+		case !set["delta"]:
+			out = append(out, privacyIssue{field: "delta", others: []string{"mechanism"},
+				msg: "missing: mechanism gaussian requires delta in (0, 1)"})
+		case p.Delta <= 0 || p.Delta >= 1:
+			out = append(out, privacyIssue{field: "delta", others: []string{"mechanism"},
+				msg: g(p.Delta) + " out of range: mechanism gaussian requires delta in (0, 1)"})
+		}
+		if p.Calibration == privacy.Classic && set["epsilon"] && p.Epsilon >= 1 {
+			out = append(out, privacyIssue{field: "calibration", others: []string{"epsilon"},
+				msg: fmt.Sprintf("classic is valid only for epsilon < 1, but epsilon is %s (use tight or paper-bound)", g(p.Epsilon))})
+		}
+	case privacy.Laplace:
+		if set["delta"] && p.Delta != 0 {
+			out = append(out, privacyIssue{field: "delta", others: []string{"mechanism"},
+				msg: g(p.Delta) + " must be 0 or absent for mechanism laplace (pure epsilon-DP, Theorem 2)"})
+		}
+		if set["calibration"] {
+			out = append(out, privacyIssue{field: "calibration", others: []string{"mechanism"},
+				msg: string(p.Calibration) + " applies only to mechanism gaussian (laplace has one calibration, b = mu * Delta_L / eps)"})
+		}
+	}
+	return out
+}
+
+// checkPrivacy applies the privacy rules to the section as written and, with sweeps, at
+// every point of the sweep; a problem caused by a swept value is reported on that value.
+// It returns the base spec with defaults (swept fields keep their file value or default).
+func (d *decoder) checkPrivacy(r *rawPrivacy, sweeps []rawSweep) PrivacySpec {
+	base := r.spec
+	if r.spec.Mechanism == privacy.Laplace && !r.set["delta"] {
+		base.Delta = 0
+	}
+	// Fields whose value was unusable were reported already: do not pile rules on them.
+	skip := func(is privacyIssue) bool {
+		if r.bad[is.field] {
+			return true
+		}
+		for _, o := range is.others {
+			if r.bad[o] {
+				return true
+			}
+		}
+		return false
+	}
+	swept := map[string]int{}
+	for k, sw := range sweeps {
+		swept[string(sw.Param)] = k
+	}
+	if len(sweeps) == 0 {
+		for _, is := range privacyRules(base, r.set) {
+			if !skip(is) {
+				d.add(r.nodeOf(is.field), "privacy."+is.field, "%s", is.msg)
+			}
+		}
+		return base
+	}
+	idx := make([]int, len(sweeps))
+	total := 1
+	for _, sw := range sweeps {
+		total *= sw.Len()
+	}
+	for range total {
+		p := base
+		set := map[string]bool{}
+		for k, v := range r.set {
+			set[k] = v
+		}
+		for k, sw := range sweeps {
+			sw.apply(&p, idx[k])
+			set[string(sw.Param)] = true
+		}
+		for _, is := range privacyRules(p, set) {
+			if skip(is) {
+				continue
+			}
+			involved := append([]string{is.field}, is.others...)
+			at := -1
+			for _, fld := range involved {
+				if k, ok := swept[fld]; ok {
+					at = k
+					break
+				}
+			}
+			if at < 0 {
+				d.add(r.nodeOf(is.field), "privacy."+is.field, "%s", is.msg)
+				continue
+			}
+			sw := sweeps[at]
+			vn := sw.values[idx[at]]
+			vp := index(sw.path+".values", idx[at])
+			if string(sw.Param) == is.field {
+				d.add(vn, vp, "%s %s", is.field, is.msg)
+			} else {
+				d.add(vn, vp, "with %s = %s: privacy.%s: %s", sw.Param, sw.Value(idx[at]), is.field, is.msg)
+			}
+		}
+		for k := len(idx) - 1; k >= 0; k-- {
+			idx[k]++
+			if idx[k] < sweeps[k].Len() {
+				break
+			}
+			idx[k] = 0
+		}
+	}
+	return base
+}
+
+// nodeOf returns the node of a privacy field for its line, or the section's node.
+func (r *rawPrivacy) nodeOf(field string) *yaml.Node {
+	if n := r.f.get(field); n != nil {
+		return n
+	}
+	return r.f.node
+}

@@ -1,0 +1,185 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsim/dpsim/pkg/dynamics"
+)
+
+// System returns the plant (A, B, C) of a cloud-control scenario (eq. 23).
+func (s *Scenario) System() (*dynamics.LTI, error) {
+	if s.Plant == nil {
+		return nil, fmt.Errorf("scenario %s: kind %s has no plant", s.Name, s.Kind)
+	}
+	return dynamics.NewLTI(s.Plant.A.Dense(), s.Plant.B.Dense(), s.Plant.C.Dense())
+}
+
+// PrivateSystem returns the private subsystem (A_m, C_m) the noise is designed for, as an
+// autonomous LTI (B nil): privacy.model when given, else the plant (Section 5.3). For
+// consensus it is the scalar agent model (1, 1) (Section 6: ker D_i = span(1_T)).
+func (s *Scenario) PrivateSystem() (*dynamics.LTI, error) {
+	A, C := s.PrivateModel()
+	if A == nil {
+		return nil, fmt.Errorf("scenario %s: no private model", s.Name)
+	}
+	return dynamics.NewLTI(A, nil, C)
+}
+
+// Gains returns the controller gains of eq. (24): K (nu x nx) and L (nx x ny) as written,
+// or derived as the paper's authors did: K = dlqr(A, B, Q, R) from controller.lqr and
+// L = dlqr(A', C', Q, R)' from controller.observer.
+func (s *Scenario) Gains() (K, L *mat.Dense, err error) {
+	if s.Plant == nil || s.Controller == nil {
+		return nil, nil, fmt.Errorf("scenario %s: kind %s has no controller", s.Name, s.Kind)
+	}
+	p, c := s.Plant, s.Controller
+	switch {
+	case c.K != nil:
+		K = c.K.Dense()
+	case c.LQR != nil:
+		if K, err = dynamics.DLQR(p.A.Dense(), p.B.Dense(), c.LQR.Q.Dense(), c.LQR.R.Dense()); err != nil {
+			return nil, nil, fmt.Errorf("controller.lqr: %w", err)
+		}
+	default:
+		return nil, nil, errors.New("controller: no K and no lqr")
+	}
+	switch {
+	case c.L != nil:
+		L = c.L.Dense()
+	case c.Observer != nil:
+		if L, err = dynamics.ObserverGain(p.A.Dense(), p.C.Dense(), c.Observer.Q.Dense(), c.Observer.R.Dense()); err != nil {
+			return nil, nil, fmt.Errorf("controller.observer: %w", err)
+		}
+	default:
+		return nil, nil, errors.New("controller: no L and no observer")
+	}
+	return K, L, nil
+}
+
+// Reference returns the controller's reference trajectory x_r(t).
+func (s *Scenario) Reference() (dynamics.Reference, error) {
+	if s.Controller == nil || s.Plant == nil {
+		return nil, fmt.Errorf("scenario %s: kind %s has no controller", s.Name, s.Kind)
+	}
+	r := s.Controller.Reference
+	switch r.Kind {
+	case RefTanh:
+		return dynamics.TanhReference{}, nil
+	case RefZero, "":
+		return dynamics.ZeroReference{N: s.Plant.Nx()}, nil
+	case RefConstant:
+		return dynamics.ConstantReference{V: append([]float64(nil), r.Value...)}, nil
+	case RefStep:
+		return dynamics.NewStepReference(r.Before, r.After, r.At)
+	}
+	return nil, fmt.Errorf("controller.reference: unknown kind %q", r.Kind)
+}
+
+// Graph returns the consensus communication graph, checked by dynamics.Graph.Validate
+// (connected, positive weights, rate alpha < 1; the rate costs O(n^3) time and O(n^2)
+// memory). Parse records its warnings (weight sums >= 1) in s.Warnings.
+func (s *Scenario) Graph() (*dynamics.Graph, error) {
+	g, _, err := s.graph()
+	return g, err
+}
+
+func (s *Scenario) graph() (*dynamics.Graph, []string, error) {
+	spec := s.Network
+	if spec == nil {
+		return nil, nil, fmt.Errorf("scenario %s: kind %s has no graph", s.Name, s.Kind)
+	}
+	var g *dynamics.Graph
+	if spec.Name != "" {
+		var err error
+		g, err = dynamics.NamedGraph(spec.Name, dynamics.GraphParams{
+			N: spec.N, Rows: spec.Rows, Cols: spec.Cols, Degree: spec.Degree, Weight: spec.Weight, Seed: spec.Seed,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	} else {
+		g = &dynamics.Graph{N: spec.N, Edges: make([]dynamics.Edge, len(spec.Edges))}
+		for k, e := range spec.Edges {
+			g.Edges[k] = dynamics.Edge{I: e.I, J: e.J, W: e.W}
+		}
+	}
+	warnings, err := g.Validate()
+	if err != nil {
+		return nil, warnings, err
+	}
+	return g, warnings, nil
+}
+
+// checkBuild builds what the scenario describes with pkg/dynamics and records what fails
+// as problems (a graph whose rate alpha >= 1, an LQR design without a solution) and what
+// is suspicious as warnings (an unstable closed loop, weight sums >= 1).
+func (s *Scenario) checkBuild(d *decoder) {
+	line := func(path string) int { return d.lines[path] }
+	trim := func(err error) string { return strings.TrimPrefix(err.Error(), "dynamics: ") }
+	switch s.Kind {
+	case CloudControl:
+		sys, err := s.System()
+		if err != nil {
+			d.ps.add("plant", line("plant"), "%s", trim(err))
+			return
+		}
+		if _, err := s.PrivateSystem(); err != nil {
+			d.ps.add("privacy.model", line("privacy.model"), "%s", trim(err))
+		}
+		K, L, err := s.Gains()
+		if err != nil {
+			path, msg, _ := strings.Cut(err.Error(), ": ")
+			d.ps.add(path, line(path), "%s", strings.TrimPrefix(msg, "dynamics: "))
+			return
+		}
+		ref, err := s.Reference()
+		if err != nil {
+			d.ps.add("controller.reference", line("controller.reference"), "%s", trim(err))
+			return
+		}
+		if _, err := dynamics.NewObserverController(sys, K, L, ref, s.Controller.Xhat0); err != nil {
+			d.ps.add("controller", line("controller"), "%s", trim(err))
+			return
+		}
+		var acl, aol mat.Dense
+		acl.Mul(sys.B, K)
+		acl.Sub(sys.A, &acl)
+		if rho := dynamics.SpectralRadius(&acl); !(rho < 1) {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("controller.K: A - B K has spectral radius %.4g >= 1: the state feedback is not stabilising", rho))
+		}
+		aol.Mul(L, sys.C)
+		aol.Sub(sys.A, &aol)
+		if rho := dynamics.SpectralRadius(&aol); !(rho < 1) {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("controller.L: A - L C has spectral radius %.4g >= 1: the observer does not converge", rho))
+		}
+	case Consensus:
+		if s.Network.N > RateCheckNodes {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("graph: %d nodes: the consensus rate alpha is not checked at load time "+
+				"for graphs above %d nodes (dense eigenvalues, O(n^3)); Graph() checks it", s.Network.N, RateCheckNodes))
+			return
+		}
+		g, _, err := s.graph()
+		if err != nil {
+			d.ps.add("graph", line("graph"), "%s", trim(err))
+			return
+		}
+		var heavy []string
+		top := 0.0
+		for i, sum := range g.WeightSums() {
+			if sum >= 1 {
+				heavy = append(heavy, fmt.Sprint(i+1))
+				top = max(top, sum)
+			}
+		}
+		if len(heavy) > 0 {
+			alpha, _ := g.Rate()
+			s.Warnings = append(s.Warnings, fmt.Sprintf("graph: nodes %s have edge-weight sums >= 1 (up to %.4g); "+
+				"the paper asks sum_j w_ij < 1, but the rate alpha = %.4g < 1, so consensus still converges",
+				strings.Join(heavy, ", "), top, alpha))
+		}
+	}
+}

@@ -1,0 +1,453 @@
+package scenario
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsim/dpsim/pkg/noise"
+	"github.com/dpsim/dpsim/pkg/privacy"
+	"github.com/dpsim/dpsim/pkg/rng"
+)
+
+// MaxFileSize bounds the scenario files Load reads (large edge lists fit easily).
+const MaxFileSize = 16 << 20
+
+// Bounds on the sizes a scenario may ask for.
+const (
+	MaxSteps = 10_000_000
+	MaxRuns  = 1_000_000_000
+	MaxNodes = 100_000
+	MaxEdges = 1_000_000
+	// RateCheckNodes is the largest graph whose consensus rate alpha Parse checks (the
+	// Laplacian's eigenvalues are computed densely, O(n^3)); larger graphs get a warning.
+	RateCheckNodes = 2000
+)
+
+// Kind is the kind of system a scenario simulates.
+type Kind string
+
+const (
+	// CloudControl is the cloud-based observer controller of Section 5 (eq. 24).
+	CloudControl Kind = "cloud-control"
+	// Consensus is the private average consensus of Section 6 (eq. 25).
+	Consensus Kind = "consensus"
+)
+
+// Kinds lists the accepted scenario kinds.
+var Kinds = []Kind{CloudControl, Consensus}
+
+// ParseKind accepts "cloud-control" or "consensus".
+func ParseKind(s string) (Kind, error) {
+	for _, k := range Kinds {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("unknown kind %q (allowed: %s)", s, joinNames(Kinds))
+}
+
+// Matrix is a dense matrix as a list of rows, all of the same length.
+type Matrix [][]float64
+
+// Rows returns the number of rows.
+func (m Matrix) Rows() int { return len(m) }
+
+// Cols returns the number of columns (0 for an empty matrix).
+func (m Matrix) Cols() int {
+	if len(m) == 0 {
+		return 0
+	}
+	return len(m[0])
+}
+
+// Dense returns a fresh gonum copy of m, or nil when m is empty.
+func (m Matrix) Dense() *mat.Dense {
+	r, c := m.Rows(), m.Cols()
+	if r == 0 || c == 0 {
+		return nil
+	}
+	d := mat.NewDense(r, c, nil)
+	for i, row := range m {
+		d.SetRow(i, row)
+	}
+	return d
+}
+
+func (m Matrix) clone() Matrix {
+	if m == nil {
+		return nil
+	}
+	out := make(Matrix, len(m))
+	for i, row := range m {
+		out[i] = slices.Clone(row)
+	}
+	return out
+}
+
+func (m Matrix) dims() string { return fmt.Sprintf("%dx%d", m.Rows(), m.Cols()) }
+
+// Scenario is a validated scenario file with every default filled in.
+type Scenario struct {
+	Source      string // the path (or label) it was read from
+	Name        string
+	Description string
+	Kind        Kind
+	Steps       int    // T, the horizon of one run (>= 1)
+	Runs        int    // Monte Carlo runs (>= 1)
+	Seed        uint64 // run seed; 0 = not fixed in the file (see EnsureSeed)
+
+	Plant      *PlantSpec      // cloud-control only
+	Controller *ControllerSpec // cloud-control only
+	Network    *GraphSpec      // consensus only (the file's "graph")
+	X0         []float64       // consensus only: the agents' initial states, len = Network.N
+
+	Privacy   PrivacySpec
+	Transport TransportSpec
+
+	// Sweeps are the swept parameters (outer first); nil when the scenario does not sweep.
+	Sweeps []Sweep
+	// Point records, on a scenario produced by Expand, the sweep values it was built from.
+	Point []SweepPoint
+
+	// Warnings are things that are allowed but suspicious (an unstable closed loop, a
+	// graph node whose weights sum to 1 or more); commands should show them.
+	Warnings []string
+}
+
+// PlantSpec is the LTI plant x(t+1) = A x + B u, y = C x (eq. 23).
+type PlantSpec struct {
+	A, B, C Matrix    // nx x nx, nx x nu, ny x nx
+	X0      []float64 // initial state, default zeros
+}
+
+// Nx, Nu and Ny are the state, input and output dimensions.
+func (p *PlantSpec) Nx() int { return p.A.Rows() }
+func (p *PlantSpec) Nu() int { return p.B.Cols() }
+func (p *PlantSpec) Ny() int { return p.C.Rows() }
+
+// ControllerSpec is the observer-based controller of eq. (24):
+// u = -K (xhat - r(t)), xhat+ = A xhat + B u + L (yhat - C xhat).
+// Exactly one of K and LQR is set, and exactly one of L and Observer.
+type ControllerSpec struct {
+	K         Matrix   // nu x nx; nil when derived from LQR
+	L         Matrix   // nx x ny; nil when derived from Observer
+	LQR       *LQRSpec // K = dlqr(A, B, Q, R)
+	Observer  *LQRSpec // L = dlqr(A', C', Q, R)'
+	Reference ReferenceSpec
+	Xhat0     []float64 // the observer's initial estimate, default zeros
+}
+
+// LQRSpec holds the weights of a discrete LQR design (already expanded to full matrices).
+type LQRSpec struct {
+	Q, R Matrix
+}
+
+// ReferenceKind names a reference trajectory.
+type ReferenceKind string
+
+const (
+	// RefTanh is the paper's profile x_r(t) = (tanh(t), 1 - |tanh(t-9)|), t the step index (Section 5.3).
+	RefTanh ReferenceKind = "tanh"
+	// RefZero is x_r(t) = 0 (regulation).
+	RefZero ReferenceKind = "zero"
+	// RefConstant is x_r(t) = Value.
+	RefConstant ReferenceKind = "constant"
+	// RefStep is x_r(t) = Before for t < At, After for t >= At.
+	RefStep ReferenceKind = "step"
+)
+
+// ReferenceSpec is the reference trajectory x_r(t) the controller tracks.
+type ReferenceSpec struct {
+	Kind          ReferenceKind
+	Value         []float64 // RefConstant
+	Before, After []float64 // RefStep
+	At            int       // RefStep: the first step with After
+}
+
+// GraphSpec is the consensus communication graph. A named graph has Name set (and the
+// parameters its generator uses); an edge list has Name "" and Edges. Nodes are 0-based
+// here (the file counts from 1, as the paper does).
+type GraphSpec struct {
+	Name       string  // paper10, ring, path, complete, grid, random-regular; "" for an edge list
+	N          int     // number of nodes (always set)
+	Degree     int     // random-regular
+	Rows, Cols int     // grid
+	Weight     float64 // edge weight of a named graph; default weight of an edge list's edges
+	Seed       uint64  // random-regular: the graph's own seed (default 1)
+	Edges      []Edge  // edge list only, 0-based, each undirected edge once
+}
+
+// Edge is an undirected edge of weight W between the 0-based nodes I and J (I != J), in
+// the order the file lists them.
+type Edge struct {
+	I, J int
+	W    float64
+}
+
+// PrivacySpec is the privacy requirement and the noise design.
+type PrivacySpec struct {
+	Mechanism   privacy.Mechanism   // default gaussian
+	Epsilon     float64             // > 0
+	Delta       float64             // gaussian: in (0, 1); laplace: 0
+	Mu          float64             // adjacency level, default 1
+	Adjacency   privacy.Adjacency   // default manifold
+	Noise       noise.Kind          // default structured
+	Calibration privacy.Calibration // default tight (gaussian only)
+	Model       *ModelSpec          // private subsystem (cloud-control); nil = the plant itself
+}
+
+// ModelSpec is the private subsystem z(t+1) = A z, y = C z whose trajectory is protected
+// (the paper's vehicle protects the position only: A = 1, C = 1).
+type ModelSpec struct {
+	A, C Matrix
+}
+
+// TransportMode is how processes pace their steps (issue 3).
+type TransportMode string
+
+const (
+	// Lockstep: each step proceeds when its messages arrived, as fast as possible.
+	Lockstep TransportMode = "lockstep"
+	// Realtime: one step per Period on the wall clock.
+	Realtime TransportMode = "realtime"
+)
+
+// TransportSpec is how the processes are paced.
+type TransportSpec struct {
+	Mode   TransportMode // default lockstep
+	Period time.Duration // step period; required for realtime, 0 = unset
+}
+
+// SweepParam names a privacy parameter a scenario may sweep.
+type SweepParam string
+
+// The sweepable parameters.
+const (
+	SweepEpsilon     SweepParam = "epsilon"
+	SweepDelta       SweepParam = "delta"
+	SweepMu          SweepParam = "mu"
+	SweepNoise       SweepParam = "noise"
+	SweepCalibration SweepParam = "calibration"
+	SweepAdjacency   SweepParam = "adjacency"
+)
+
+// SweepParams lists the sweepable parameters.
+var SweepParams = []SweepParam{SweepEpsilon, SweepDelta, SweepMu, SweepNoise, SweepCalibration, SweepAdjacency}
+
+func (p SweepParam) numeric() bool {
+	return p == SweepEpsilon || p == SweepDelta || p == SweepMu
+}
+
+// Sweep is one swept parameter and its values: numbers for epsilon, delta and mu, names
+// for noise, calibration and adjacency.
+type Sweep struct {
+	Param   SweepParam
+	Numbers []float64
+	Names   []string
+}
+
+// Len returns the number of values.
+func (s Sweep) Len() int {
+	if s.Param.numeric() {
+		return len(s.Numbers)
+	}
+	return len(s.Names)
+}
+
+// Value returns value i as text (numbers in the shortest form that round-trips).
+func (s Sweep) Value(i int) string {
+	if s.Param.numeric() {
+		return strconv.FormatFloat(s.Numbers[i], 'g', -1, 64)
+	}
+	return s.Names[i]
+}
+
+// SweepPoint is one swept parameter's value in an expanded scenario.
+type SweepPoint struct {
+	Param SweepParam
+	Index int    // position in the sweep's values
+	Value string // as Sweep.Value
+}
+
+// apply sets value i of the sweep on p. The values were checked by Parse.
+func (s Sweep) apply(p *PrivacySpec, i int) {
+	switch s.Param {
+	case SweepEpsilon:
+		p.Epsilon = s.Numbers[i]
+	case SweepDelta:
+		p.Delta = s.Numbers[i]
+	case SweepMu:
+		p.Mu = s.Numbers[i]
+	case SweepNoise:
+		p.Noise = noise.Kind(s.Names[i])
+	case SweepCalibration:
+		p.Calibration = privacy.Calibration(s.Names[i])
+	case SweepAdjacency:
+		p.Adjacency = privacy.Adjacency(s.Names[i])
+	}
+}
+
+// Load reads and validates a scenario file. Every problem found is reported, as a
+// *ValidationError whose lines name the file, the field, the value and what is allowed.
+func Load(path string) (*Scenario, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", path, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("scenario %s: larger than the %d bytes allowed", path, MaxFileSize)
+	}
+	return Parse(data, path)
+}
+
+// Parse decodes and validates a scenario from YAML. source names it in messages (a file
+// path) and, without a name field, gives the scenario its name (the base name without
+// extension).
+func Parse(data []byte, source string) (*Scenario, error) {
+	ps := &problems{}
+	d := &decoder{ps: ps, lines: map[string]int{}}
+	s := decodeScenario(data, source, d)
+	if err := ps.err(source); err != nil {
+		return nil, err
+	}
+	// Everything is well formed: build it, so that what only the dynamics can refuse
+	// (a graph that does not converge, an LQR design without a solution) fails here too.
+	s.checkBuild(d)
+	if err := ps.err(source); err != nil {
+		return nil, err
+	}
+	s.Source = source
+	return s, nil
+}
+
+// EnsureSeed returns the run seed, drawing one from crypto/rand (and storing it in
+// s.Seed) when the file left it 0 or absent; drawn tells the caller to record it.
+func (s *Scenario) EnsureSeed() (seed uint64, drawn bool) {
+	if s.Seed != 0 {
+		return s.Seed, false
+	}
+	for s.Seed == 0 {
+		s.Seed = rng.FromCrypto()
+	}
+	return s.Seed, true
+}
+
+// Clone returns a deep copy of s.
+func (s *Scenario) Clone() *Scenario {
+	c := *s
+	if s.Plant != nil {
+		p := *s.Plant
+		p.A, p.B, p.C, p.X0 = s.Plant.A.clone(), s.Plant.B.clone(), s.Plant.C.clone(), slices.Clone(s.Plant.X0)
+		c.Plant = &p
+	}
+	if s.Controller != nil {
+		k := *s.Controller
+		k.K, k.L, k.Xhat0 = s.Controller.K.clone(), s.Controller.L.clone(), slices.Clone(s.Controller.Xhat0)
+		k.LQR, k.Observer = s.Controller.LQR.clone(), s.Controller.Observer.clone()
+		k.Reference.Value = slices.Clone(k.Reference.Value)
+		k.Reference.Before = slices.Clone(k.Reference.Before)
+		k.Reference.After = slices.Clone(k.Reference.After)
+		c.Controller = &k
+	}
+	if s.Network != nil {
+		g := *s.Network
+		g.Edges = slices.Clone(s.Network.Edges)
+		c.Network = &g
+	}
+	c.X0 = slices.Clone(s.X0)
+	if s.Privacy.Model != nil {
+		m := ModelSpec{A: s.Privacy.Model.A.clone(), C: s.Privacy.Model.C.clone()}
+		c.Privacy.Model = &m
+	}
+	if s.Sweeps != nil {
+		c.Sweeps = make([]Sweep, len(s.Sweeps))
+		for i, sw := range s.Sweeps {
+			c.Sweeps[i] = Sweep{Param: sw.Param, Numbers: slices.Clone(sw.Numbers), Names: slices.Clone(sw.Names)}
+		}
+	}
+	c.Point = slices.Clone(s.Point)
+	c.Warnings = slices.Clone(s.Warnings)
+	return &c
+}
+
+func (l *LQRSpec) clone() *LQRSpec {
+	if l == nil {
+		return nil
+	}
+	return &LQRSpec{Q: l.Q.clone(), R: l.R.clone()}
+}
+
+// Expand returns one scenario per point of the sweep (the Cartesian product of all swept
+// parameters, the first one outermost), each with the values applied, Sweeps nil, Point
+// set and the name suffixed "@param=value[,param=value]". Every point keeps the seed, so
+// the points share their random streams (common random numbers). Without a sweep it
+// returns []*Scenario{s}.
+func (s *Scenario) Expand() []*Scenario {
+	if len(s.Sweeps) == 0 {
+		return []*Scenario{s}
+	}
+	total := 1
+	for _, sw := range s.Sweeps {
+		total *= sw.Len()
+	}
+	out := make([]*Scenario, 0, total)
+	idx := make([]int, len(s.Sweeps))
+	for range total {
+		c := s.Clone()
+		c.Sweeps = nil
+		c.Point = make([]SweepPoint, 0, len(s.Point)+len(s.Sweeps))
+		c.Point = append(c.Point, s.Point...)
+		parts := make([]string, len(s.Sweeps))
+		for k, sw := range s.Sweeps {
+			sw.apply(&c.Privacy, idx[k])
+			c.Point = append(c.Point, SweepPoint{Param: sw.Param, Index: idx[k], Value: sw.Value(idx[k])})
+			parts[k] = string(sw.Param) + "=" + sw.Value(idx[k])
+		}
+		c.Name = s.Name + "@" + strings.Join(parts, ",")
+		out = append(out, c)
+		// advance the odometer, last sweep fastest
+		for k := len(idx) - 1; k >= 0; k-- {
+			idx[k]++
+			if idx[k] < s.Sweeps[k].Len() {
+				break
+			}
+			idx[k] = 0
+		}
+	}
+	return out
+}
+
+// PrivateModel returns the private subsystem (A_m, C_m) the noise is designed for: the
+// privacy model when given, else the plant's (A, C); for consensus the scalar agent
+// model (1, 1) of Section 6 (ker D_i = span(1_T)).
+func (s *Scenario) PrivateModel() (A, C *mat.Dense) {
+	switch {
+	case s.Kind == Consensus:
+		return mat.NewDense(1, 1, []float64{1}), mat.NewDense(1, 1, []float64{1})
+	case s.Privacy.Model != nil:
+		return s.Privacy.Model.A.Dense(), s.Privacy.Model.C.Dense()
+	case s.Plant != nil:
+		return s.Plant.A.Dense(), s.Plant.C.Dense()
+	}
+	return nil, nil
+}
+
+func joinNames[T ~string](xs []T) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = string(x)
+	}
+	return strings.Join(parts, ", ")
+}
