@@ -1,0 +1,445 @@
+// Package calibrate implements `dpsim calibrate`: the noise a privacy budget requires, for a
+// scalar sensitivity or for a scenario's system (sensitivity under the named adjacency, rank
+// condition (8), sigma or the optimal Sigma of Algorithm 1, and the worst adjacent pair).
+package calibrate
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/pkg/noise"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/privacy"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// Command is the table entry for `dpsim calibrate`.
+var Command = cli.Command{Name: "calibrate", Summary: "noise needed for a privacy budget (scalar or a scenario's system)", Run: Run}
+
+const synopsis = `dpsim calibrate --mechanism gaussian|laplace --epsilon E [--delta D] [--mu M] [--sensitivity S] [--calibration tight|paper-bound|classic] [--json]
+       dpsim calibrate --scenario FILE [--adjacency manifold|block] [--budget FLOPS] [--json]`
+
+const description = `Prints the noise scale that gives (epsilon, delta)-differential privacy.
+
+Scalar mode: sigma for a Gaussian mechanism (Theorem 1: kappa(eps, mu*Delta/sigma) <= delta) or the
+Laplace scale b = mu*Delta/eps (Theorem 2; variance 2 b^2) for a given sensitivity Delta.
+Calibrations: tight (default) inverts kappa exactly (eq. 7) - the least noise that is sufficient;
+paper-bound is the closed form the papers print (sigma = 2.5244 for eps = 1, delta = 1e-2);
+classic is sqrt(2 ln(1.25/delta))/eps, valid only for eps < 1.
+
+Scenario mode: for the scenario's private model and horizon T it computes the sensitivity under
+the adjacency (manifold = Definition 4 over all index sets, block = Theorem 3's T block sets),
+checks the rank condition (8), designs the noise of the scenario's kind (structured: Algorithm 1
+scalar sigma and optimal Sigma; iid-calibrated, iid-naive: per-step sigma) and prints the worst
+adjacent pair. A scenario with a sweep prints one result per point.`
+
+// Run executes `dpsim calibrate` with args (without the command name).
+func Run(args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("calibrate", synopsis, description, stderr)
+	var (
+		mechanism   = fs.String("mechanism", "gaussian", "noise law: gaussian or laplace (scalar mode)")
+		epsilon     = fs.Float64("epsilon", math.NaN(), "privacy budget epsilon > 0 (scalar mode, required)")
+		delta       = fs.Float64("delta", math.NaN(), "privacy budget delta in (0, 1) for gaussian; omit or 0 for laplace (scalar mode)")
+		mu          = fs.Float64("mu", 1, "adjacency level mu > 0: adjacent inputs differ by at most mu (scalar mode)")
+		sensitivity = fs.Float64("sensitivity", 1, "sensitivity Delta > 0 of the query per unit of mu: 2-norm for gaussian, 1-norm for laplace (scalar mode)")
+		calibration = fs.String("calibration", string(privacy.Tight), "gaussian calibration: tight, paper-bound or classic (scalar mode)")
+		scenarioF   = fs.String("scenario", "", "scenario YAML file: calibrate for its system and privacy settings")
+		adjacency   = fs.String("adjacency", "", "scenario mode: override the scenario's adjacency (manifold or block)")
+		budget      = fs.Int64("budget", 0, "scenario mode: flop budget of the exact sensitivity enumeration (0 = default); larger problems are refused")
+		asJSON      = fs.Bool("json", false, "print one JSON object on stdout instead of a table")
+	)
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return cli.UsageError("unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *scenarioF != "" {
+		for _, n := range []string{"mechanism", "epsilon", "delta", "mu", "sensitivity", "calibration"} {
+			if set[n] {
+				return cli.UsageError("--%s is a scalar-mode flag; with --scenario the scenario's privacy section is used", n)
+			}
+		}
+		var adj privacy.Adjacency
+		if *adjacency != "" {
+			a, err := privacy.ParseAdjacency(*adjacency)
+			if err != nil {
+				return cli.UsageError("--adjacency: %v", err)
+			}
+			adj = a
+		}
+		return runScenario(*scenarioF, adj, *budget, *asJSON, stdout)
+	}
+	if set["adjacency"] || set["budget"] {
+		return cli.UsageError("--adjacency and --budget need --scenario")
+	}
+	mech, err := privacy.ParseMechanism(*mechanism)
+	if err != nil {
+		return cli.UsageError("--mechanism: %v", err)
+	}
+	cal, err := privacy.ParseCalibration(*calibration)
+	if err != nil {
+		return cli.UsageError("--calibration: %v", err)
+	}
+	if !set["epsilon"] {
+		return cli.UsageError("--epsilon is required (or give --scenario)")
+	}
+	d := *delta
+	if mech == privacy.Gaussian && !set["delta"] {
+		return cli.UsageError("--delta is required for the gaussian mechanism")
+	}
+	if mech == privacy.Laplace {
+		if set["delta"] && d != 0 {
+			return cli.UsageError("--delta %v: the laplace mechanism gives pure (eps, 0)-DP; omit --delta", d)
+		}
+		if set["calibration"] {
+			return cli.UsageError("--calibration applies to the gaussian mechanism only")
+		}
+		d = 0
+	}
+	res, err := scalar(mech, cal, *epsilon, d, *mu, *sensitivity)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return cli.WriteJSON(stdout, res)
+	}
+	return printScalar(stdout, res)
+}
+
+// ScalarResult is the JSON of scalar mode.
+type ScalarResult struct {
+	Mode         string             `json:"mode"`
+	Mechanism    privacy.Mechanism  `json:"mechanism"`
+	Epsilon      float64            `json:"epsilon"`
+	Delta        float64            `json:"delta"`
+	Mu           float64            `json:"mu"`
+	Sensitivity  float64            `json:"sensitivity"`
+	Calibration  string             `json:"calibration"`
+	Sigma        float64            `json:"sigma"`
+	Variance     float64            `json:"variance"`
+	KappaInverse *float64           `json:"kappa_inverse,omitempty"`
+	KappaAtSigma *float64           `json:"kappa_at_sigma,omitempty"`
+	Adjacency    *string            `json:"adjacency"`
+	RankOK       bool               `json:"rank_ok"`
+	WorstPair    *WorstPairJSON     `json:"worst_pair"`
+	Alternatives map[string]float64 `json:"alternatives,omitempty"`
+}
+
+func scalar(mech privacy.Mechanism, cal privacy.Calibration, eps, delta, mu, sens float64) (*ScalarResult, error) {
+	r := &ScalarResult{Mode: "scalar", Mechanism: mech, Epsilon: eps, Delta: delta, Mu: mu, Sensitivity: sens, RankOK: true}
+	if mech == privacy.Laplace {
+		b, err := privacy.LaplaceScale(eps, mu, sens)
+		if err != nil {
+			return nil, err
+		}
+		r.Calibration, r.Sigma, r.Variance = "exact", b, 2*b*b
+		return r, nil
+	}
+	sigma, err := privacy.GaussianSigma(cal, eps, delta, mu, sens)
+	if err != nil {
+		return nil, err
+	}
+	kinv, err := privacy.KappaInverse(eps, delta)
+	if err != nil {
+		return nil, err
+	}
+	k := privacy.Kappa(eps, mu*sens/sigma)
+	r.Calibration, r.Sigma, r.Variance, r.KappaInverse, r.KappaAtSigma = string(cal), sigma, sigma*sigma, &kinv, &k
+	r.Alternatives = map[string]float64{}
+	for _, c := range privacy.Calibrations {
+		if s, err := privacy.GaussianSigma(c, eps, delta, mu, sens); err == nil {
+			r.Alternatives[string(c)] = s
+		}
+	}
+	return r, nil
+}
+
+func printScalar(w io.Writer, r *ScalarResult) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "mechanism\t%s\n", r.Mechanism)
+	fmt.Fprintf(tw, "budget\teps = %g, delta = %g, mu = %g\n", r.Epsilon, r.Delta, r.Mu)
+	fmt.Fprintf(tw, "sensitivity\t%g\n", r.Sensitivity)
+	fmt.Fprintf(tw, "calibration\t%s\n", r.Calibration)
+	if r.Mechanism == privacy.Laplace {
+		fmt.Fprintf(tw, "scale b\t%.6g\t(variance 2 b^2 = %.6g)\n", r.Sigma, r.Variance)
+		return tw.Flush()
+	}
+	fmt.Fprintf(tw, "sigma\t%.6g\n", r.Sigma)
+	fmt.Fprintf(tw, "check\tkappa(eps, mu*Delta/sigma) = %.4g <= delta = %g\n", *r.KappaAtSigma, r.Delta)
+	for _, c := range privacy.Calibrations {
+		if s, ok := r.Alternatives[string(c)]; ok && string(c) != r.Calibration {
+			fmt.Fprintf(tw, "  %s would give\t%.6g\t(%+.1f%%)\n", c, s, 100*(s/r.Sigma-1))
+		}
+	}
+	return tw.Flush()
+}
+
+// WorstPairJSON is the worst adjacent pair as printed (0-based coordinates).
+type WorstPairJSON struct {
+	FreeSet          []int     `json:"free_set"`
+	Coordinate       int       `json:"coordinate"`
+	Time             *int      `json:"time,omitempty"`
+	Component        *int      `json:"component,omitempty"`
+	Diff             []float64 `json:"diff"`
+	Param            []float64 `json:"param"`
+	InitialStateDiff []float64 `json:"initial_state_diff,omitempty"`
+}
+
+// ScenarioResult is the JSON of scenario mode (one per sweep point).
+type ScenarioResult struct {
+	Mode            string             `json:"mode"`
+	Scenario        string             `json:"scenario"`
+	Kind            scenario.Kind      `json:"kind"`
+	Steps           int                `json:"steps"`
+	Mechanism       privacy.Mechanism  `json:"mechanism"`
+	Epsilon         float64            `json:"epsilon"`
+	Delta           float64            `json:"delta"`
+	Mu              float64            `json:"mu"`
+	Adjacency       privacy.Adjacency  `json:"adjacency"`
+	Calibration     string             `json:"calibration"`
+	Noise           noise.Kind         `json:"noise"`
+	PrivateModel    map[string]any     `json:"private_model"`
+	Sensitivity     float64            `json:"sensitivity"`
+	Sigma           float64            `json:"sigma"`
+	SigmaMatrix     [][]float64        `json:"sigma_matrix,omitempty"`
+	KappaInverse    float64            `json:"kappa_inverse,omitempty"`
+	TraceScalar     float64            `json:"trace_scalar,omitempty"`
+	TraceOptimal    float64            `json:"trace_optimal,omitempty"`
+	TraceSavedPct   float64            `json:"trace_saved_percent,omitempty"`
+	LMIViolation    float64            `json:"max_lmi_violation"`
+	RankOK          bool               `json:"rank_ok"`
+	RankError       string             `json:"rank_error,omitempty"`
+	WorstPair       *WorstPairJSON     `json:"worst_pair"`
+	Evaluated       int64              `json:"evaluated"`
+	OtherAdjacency  *OtherAdjacency    `json:"other_adjacency,omitempty"`
+	GraphAlpha      float64            `json:"graph_alpha,omitempty"`
+	GraphWarnings   []string           `json:"graph_warnings,omitempty"`
+	Point           map[string]string  `json:"sweep_point,omitempty"`
+	PerAgentSigma   map[string]float64 `json:"per_agent_sigma,omitempty"`
+	NoiseVariance0  float64            `json:"noise_variance_step0"`
+	SeedFromFile    uint64             `json:"seed,omitempty"`
+	ScalarIsOptimal bool               `json:"scalar_is_optimal,omitempty"`
+}
+
+// OtherAdjacency reports what the other adjacency would require, for comparison.
+type OtherAdjacency struct {
+	Adjacency   privacy.Adjacency `json:"adjacency"`
+	Sensitivity float64           `json:"sensitivity"`
+	Sigma       float64           `json:"sigma"`
+}
+
+// SweepResult is the JSON of scenario mode for a scenario with a sweep.
+type SweepResult struct {
+	Mode     string            `json:"mode"`
+	Scenario string            `json:"scenario"`
+	Points   []*ScenarioResult `json:"points"`
+}
+
+func runScenario(path string, adj privacy.Adjacency, budget int64, asJSON bool, stdout io.Writer) error {
+	s, err := scenario.Load(path)
+	if err != nil {
+		return err
+	}
+	points := s.Expand()
+	results := make([]*ScenarioResult, 0, len(points))
+	for _, pt := range points {
+		r, err := calibrateScenario(pt, plan.Options{Adjacency: adj, Budget: budget})
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	if asJSON {
+		if len(s.Sweeps) == 0 {
+			return cli.WriteJSON(stdout, results[0])
+		}
+		return cli.WriteJSON(stdout, SweepResult{Mode: "scenario-sweep", Scenario: s.Name, Points: results})
+	}
+	for i, r := range results {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		if err := printScenario(stdout, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CalibrateScenario resolves one scenario point into its printed result.
+func calibrateScenario(s *scenario.Scenario, opt plan.Options) (*ScenarioResult, error) {
+	p, err := plan.New(s, opt)
+	if err != nil {
+		return nil, err
+	}
+	pr := s.Privacy
+	r := &ScenarioResult{
+		Mode: "scenario", Scenario: s.Name, Kind: s.Kind, Steps: s.Steps, Mechanism: p.Mechanism,
+		Epsilon: pr.Epsilon, Delta: pr.Delta, Mu: pr.Mu, Adjacency: p.Adjacency, Noise: p.Noise,
+		Sensitivity: p.Sensitivity.Value, Sigma: p.Scale, KappaInverse: p.KappaInv,
+		RankOK: p.RankErr == nil, Evaluated: p.Sensitivity.Evaluated, NoiseVariance0: p.NoiseVariance(),
+		SeedFromFile: s.Seed, GraphAlpha: p.Alpha, GraphWarnings: p.GraphWarnings,
+	}
+	r.Calibration = string(pr.Calibration)
+	if p.Mechanism == privacy.Laplace {
+		r.Calibration = "exact"
+	}
+	if p.RankErr != nil {
+		r.RankError = p.RankErr.Error()
+	}
+	r.PrivateModel = map[string]any{"A": rows(p.ModelA), "C": rows(p.ModelC), "from": modelSource(s)}
+	if g := p.Gaussian; g != nil {
+		r.SigmaMatrix = symRows(g.Sigma)
+		r.TraceScalar, r.TraceOptimal, r.TraceSavedPct = g.TraceScalar, g.TraceOptimal, g.TraceSavedPercent
+		r.LMIViolation, r.ScalarIsOptimal = g.MaxLMIViolation, g.ScalarIsOptimal
+	}
+	if len(s.Point) > 0 {
+		r.Point = map[string]string{}
+		for _, sp := range s.Point {
+			r.Point[string(sp.Param)] = sp.Value
+		}
+	}
+	if s.Kind == scenario.Consensus && p.Noise != noise.None {
+		r.PerAgentSigma = map[string]float64{"all": p.Scale}
+	}
+	if p.Noise != noise.None {
+		r.WorstPair = worstPair(p)
+	}
+	// What the other adjacency costs, so the choice is visible (MATH.md section 1).
+	other := privacy.Block
+	if p.Adjacency == privacy.Block {
+		other = privacy.Manifold
+	}
+	if po, err := plan.New(s, plan.Options{Adjacency: other, Budget: opt.Budget}); err == nil && p.Noise != noise.None {
+		r.OtherAdjacency = &OtherAdjacency{Adjacency: other, Sensitivity: po.Sensitivity.Value, Sigma: po.Scale}
+	}
+	return r, nil
+}
+
+func modelSource(s *scenario.Scenario) string {
+	switch {
+	case s.Kind == scenario.Consensus:
+		return "consensus agent (1, 1)"
+	case s.Privacy.Model != nil:
+		return "privacy.model"
+	}
+	return "plant"
+}
+
+func worstPair(p *plan.Plan) *WorstPairJSON {
+	w := p.Sensitivity.Worst
+	out := &WorstPairJSON{FreeSet: w.FreeSet, Coordinate: w.Coordinate, Diff: w.Diff, Param: w.Param}
+	if w.Time >= 0 {
+		t, c := w.Time, w.Component
+		out.Time, out.Component = &t, &c
+	}
+	if p.Noise == noise.Structured {
+		out.InitialStateDiff = w.Param
+	}
+	return out
+}
+
+func rows(m *mat.Dense) [][]float64 {
+	if m == nil {
+		return nil
+	}
+	r, _ := m.Dims()
+	out := make([][]float64, r)
+	for i := range out {
+		out[i] = mat.Row(nil, i, m)
+	}
+	return out
+}
+
+func symRows(m *mat.SymDense) [][]float64 {
+	if m == nil {
+		return nil
+	}
+	n := m.SymmetricDim()
+	out := make([][]float64, n)
+	for i := range out {
+		out[i] = make([]float64, n)
+		for j := range out[i] {
+			out[i][j] = m.At(i, j)
+		}
+	}
+	return out
+}
+
+func printScenario(w io.Writer, r *ScenarioResult) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	title := r.Scenario
+	fmt.Fprintf(tw, "scenario\t%s (%s, T = %d)\n", title, r.Kind, r.Steps)
+	fmt.Fprintf(tw, "privacy\t%s, eps = %g, delta = %g, mu = %g\n", r.Mechanism, r.Epsilon, r.Delta, r.Mu)
+	fmt.Fprintf(tw, "private model\tA = %v, C = %v (%v)\n", r.PrivateModel["A"], r.PrivateModel["C"], r.PrivateModel["from"])
+	fmt.Fprintf(tw, "adjacency\t%s\n", r.Adjacency)
+	fmt.Fprintf(tw, "noise\t%s\n", r.Noise)
+	fmt.Fprintf(tw, "sensitivity\t%.6g\t(%d index sets examined)\n", r.Sensitivity, r.Evaluated)
+	if r.RankOK {
+		fmt.Fprintf(tw, "rank condition (8)\tholds\n")
+	} else {
+		fmt.Fprintf(tw, "rank condition (8)\tFAILS: %s\n", r.RankError)
+	}
+	if r.Noise != noise.None {
+		name := "sigma"
+		if r.Mechanism == privacy.Laplace {
+			name = "scale b"
+		}
+		fmt.Fprintf(tw, "%s\t%.6g\t(calibration %s)\n", name, r.Sigma, r.Calibration)
+	}
+	if r.SigmaMatrix != nil && len(r.SigmaMatrix) > 1 {
+		fmt.Fprintf(tw, "optimal Sigma\t%s\n", formatMatrix(r.SigmaMatrix))
+		fmt.Fprintf(tw, "trace(O_T Sigma O_T')\t%.6g optimal vs %.6g scalar (%.1f%% saved); max LMI violation %.2g\n",
+			r.TraceOptimal, r.TraceScalar, r.TraceSavedPct, r.LMIViolation)
+	}
+	if r.WorstPair != nil {
+		wp := r.WorstPair
+		where := fmt.Sprintf("coordinate %d", wp.Coordinate)
+		if wp.Time != nil {
+			where = fmt.Sprintf("x_%d(t = %d)", *wp.Component+1, *wp.Time)
+		}
+		fmt.Fprintf(tw, "worst adjacent pair\t%s changes by mu; free set %s\n", where, formatInts(wp.FreeSet, 8))
+		if wp.InitialStateDiff != nil {
+			fmt.Fprintf(tw, "  initial-state difference\t%s\n", privacy.FormatVector(wp.InitialStateDiff))
+		}
+	}
+	if o := r.OtherAdjacency; o != nil {
+		fmt.Fprintf(tw, "for comparison\t%s adjacency: sensitivity %.6g, sigma %.6g\n", o.Adjacency, o.Sensitivity, o.Sigma)
+	}
+	if r.GraphAlpha > 0 {
+		fmt.Fprintf(tw, "graph rate alpha\t%.6g\n", r.GraphAlpha)
+	}
+	for _, wmsg := range r.GraphWarnings {
+		fmt.Fprintf(tw, "warning\t%s\n", wmsg)
+	}
+	return tw.Flush()
+}
+
+func formatMatrix(m [][]float64) string {
+	parts := make([]string, len(m))
+	for i, row := range m {
+		cells := make([]string, len(row))
+		for j, v := range row {
+			cells[j] = fmt.Sprintf("%.6g", v)
+		}
+		parts[i] = strings.Join(cells, " ")
+	}
+	return "[" + strings.Join(parts, "; ") + "]"
+}
+
+func formatInts(v []int, max int) string {
+	if len(v) <= max {
+		return fmt.Sprint(v)
+	}
+	return fmt.Sprintf("%v ... (%d in all)", v[:max], len(v))
+}

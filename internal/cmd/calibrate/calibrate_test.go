@@ -1,0 +1,146 @@
+package calibrate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/pkg/privacy"
+)
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := Run(args, &out, &errOut)
+	return out.String(), err
+}
+
+func runJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	out, err := run(t, append(args, "--json")...)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &m), out)
+	return m
+}
+
+var requiredKeys = []string{"sigma", "sensitivity", "adjacency", "calibration", "rank_ok", "worst_pair"}
+
+func TestScalarPaperBoundReproducesPaper(t *testing.T) {
+	for _, c := range []struct{ eps, want float64 }{{1, 2.5244}, {0.1, 23.4765}, {0.01, 232.8495}} {
+		m := runJSON(t, "--mechanism", "gaussian", "--epsilon", ftoa(c.eps), "--delta", "0.01", "--mu", "1", "--calibration", "paper-bound")
+		for _, k := range requiredKeys {
+			require.Contains(t, m, k)
+		}
+		require.InDelta(t, c.want, m["sigma"].(float64), 1e-4)
+	}
+}
+
+func TestScalarTightSatisfiesDefinition(t *testing.T) {
+	m := runJSON(t, "--epsilon", "0.5", "--delta", "1e-5", "--mu", "2", "--sensitivity", "3")
+	sigma := m["sigma"].(float64)
+	require.True(t, privacy.GaussianSatisfies(0.5, 1e-5, 2, 3, sigma))
+	require.False(t, privacy.GaussianSatisfies(0.5, 1e-5, 2, 3, 0.999*sigma))
+	require.Equal(t, "tight", m["calibration"])
+}
+
+func TestScalarLaplace(t *testing.T) {
+	m := runJSON(t, "--mechanism", "laplace", "--epsilon", "0.1", "--mu", "1")
+	require.InDelta(t, 10, m["sigma"].(float64), 1e-12)
+	require.InDelta(t, 200, m["variance"].(float64), 1e-9)
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--epsilon", "1"}, "--delta is required"},
+		{[]string{"--delta", "0.01"}, "--epsilon is required"},
+		{[]string{"--mechanism", "cauchy", "--epsilon", "1"}, "allowed: gaussian, laplace"},
+		{[]string{"--epsilon", "1", "--delta", "0.01", "--calibration", "loose"}, "allowed: tight, paper-bound, classic"},
+		{[]string{"--mechanism", "laplace", "--epsilon", "1", "--delta", "0.1"}, "pure (eps, 0)-DP"},
+		{[]string{"--scenario", "x.yaml", "--epsilon", "1"}, "scalar-mode flag"},
+		{[]string{"--adjacency", "block", "--epsilon", "1", "--delta", "0.1"}, "need --scenario"},
+		{[]string{"--scenario", "../../../scenarios/cloud-vehicle.yaml", "--adjacency", "circuit"}, "allowed: manifold, block"},
+		{[]string{"stray"}, "unexpected argument"},
+	} {
+		_, err := run(t, c.args...)
+		require.Error(t, err, c.args)
+		require.True(t, errors.Is(err, cli.ErrUsage), "%v: %v", c.args, err)
+		require.ErrorContains(t, err, c.want)
+	}
+}
+
+func TestDomainErrors(t *testing.T) {
+	_, err := run(t, "--epsilon", "1.5", "--delta", "0.01", "--calibration", "classic")
+	require.ErrorContains(t, err, "only valid for 0 < epsilon < 1")
+	_, err = run(t, "--epsilon", "-1", "--delta", "0.01")
+	require.Error(t, err)
+	_, err = run(t, "--epsilon", "1", "--delta", "1.5")
+	require.Error(t, err)
+	_, err = run(t, "--scenario", "does-not-exist.yaml")
+	require.ErrorContains(t, err, "does-not-exist.yaml")
+}
+
+func TestHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := Run([]string{"--help"}, &out, &errOut)
+	require.True(t, errors.Is(err, flag.ErrHelp))
+	for _, f := range []string{"-mechanism", "-epsilon", "-delta", "-mu", "-sensitivity", "-calibration", "-scenario", "-adjacency", "-json"} {
+		require.Contains(t, errOut.String(), f)
+	}
+}
+
+func scenarioPath(name string) string { return filepath.Join("..", "..", "..", "scenarios", name) }
+
+func TestScenarioFullStateManifoldVersusBlock(t *testing.T) {
+	man := runJSON(t, "--scenario", scenarioPath("cloud-vehicle-fullstate.yaml"))
+	blk := runJSON(t, "--scenario", scenarioPath("cloud-vehicle-fullstate.yaml"), "--adjacency", "block")
+	for _, k := range requiredKeys {
+		require.Contains(t, man, k)
+	}
+	require.Equal(t, "manifold", man["adjacency"])
+	require.Equal(t, "block", blk["adjacency"])
+	require.Equal(t, true, man["rank_ok"])
+	require.Greater(t, man["sensitivity"].(float64), 9*blk["sensitivity"].(float64))
+	wp := man["worst_pair"].(map[string]any)
+	require.Len(t, wp["initial_state_diff"], 2)
+	require.NotEmpty(t, wp["free_set"])
+	require.LessOrEqual(t, man["trace_optimal"].(float64), man["trace_scalar"].(float64))
+}
+
+func TestScenarioConsensusAndSweep(t *testing.T) {
+	cons, err := run(t, "--scenario", scenarioPath("consensus-gaussian.yaml"), "--json")
+	require.NoError(t, err)
+	var cs SweepResult
+	require.NoError(t, json.Unmarshal([]byte(cons), &cs))
+	require.Len(t, cs.Points, 3) // eps in {1, 0.1, 0.01}
+	for _, pt := range cs.Points {
+		require.InDelta(t, 1, pt.Sensitivity, 1e-12)
+		kinv, err := privacy.KappaInverse(pt.Epsilon, 0.01)
+		require.NoError(t, err)
+		require.InDelta(t, 1/kinv, pt.Sigma, 1e-12) // eq. (30) with the exact kappa inverse
+	}
+
+	out, err := run(t, "--scenario", scenarioPath("cloud-vehicle-sweep.yaml"), "--json")
+	require.NoError(t, err)
+	var sw SweepResult
+	require.NoError(t, json.Unmarshal([]byte(out), &sw))
+	require.Len(t, sw.Points, 21) // 7 epsilons x 3 noise kinds
+	// Human output names every point.
+	txt, err := run(t, "--scenario", scenarioPath("cloud-vehicle-sweep.yaml"))
+	require.NoError(t, err)
+	require.Contains(t, txt, "iid-naive")
+}
+
+func ftoa(f float64) string {
+	b, _ := json.Marshal(f)
+	return string(b)
+}

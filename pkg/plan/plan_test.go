@@ -1,0 +1,133 @@
+package plan
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/pkg/noise"
+	"github.com/dpsim/dpsim/pkg/privacy"
+	"github.com/dpsim/dpsim/pkg/rng"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// load returns the scenario's first point (a sweep's first value: eps = 1 for the consensus files).
+func load(t *testing.T, name string) *scenario.Scenario {
+	t.Helper()
+	s, err := scenario.Load(filepath.Join("..", "..", "scenarios", name))
+	require.NoError(t, err)
+	return s.Expand()[0]
+}
+
+func TestEveryShippedScenarioResolves(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "scenarios", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		s, err := scenario.Load(f)
+		require.NoError(t, err, f)
+		for _, pt := range s.Expand() {
+			p, err := New(pt, Options{})
+			require.NoError(t, err, pt.Name)
+			st, err := p.NewNoise()
+			require.NoError(t, err, pt.Name)
+			st.Reset(rng.New(1))
+			dst := make([]float64, p.OutputDim())
+			st.Next(dst)
+			if p.Noise != noise.None {
+				require.NoError(t, p.RankErr, pt.Name)
+				require.Greater(t, p.Scale, 0.0, pt.Name)
+			}
+		}
+	}
+}
+
+// The calibrated sigma satisfies Theorem 1's inequality with the plan's sensitivity, and 0.999 sigma does not.
+func TestStructuredGaussianIsTight(t *testing.T) {
+	for _, name := range []string{"cloud-vehicle.yaml", "cloud-vehicle-fullstate.yaml", "consensus-gaussian.yaml"} {
+		s := load(t, name)
+		p, err := New(s, Options{})
+		require.NoError(t, err)
+		pr := s.Privacy
+		require.Equal(t, privacy.Tight, pr.Calibration)
+		require.True(t, privacy.GaussianSatisfies(pr.Epsilon, pr.Delta, pr.Mu, p.Sensitivity.Value, p.Scale), name)
+		require.False(t, privacy.GaussianSatisfies(pr.Epsilon, pr.Delta, pr.Mu, p.Sensitivity.Value, 0.999*p.Scale), name)
+		require.NotNil(t, p.Gaussian)
+		require.LessOrEqual(t, p.Gaussian.TraceOptimal, p.Gaussian.TraceScalar*(1+1e-12), name)
+		require.Zero(t, p.Gaussian.MaxLMIViolation, name)
+	}
+}
+
+// MATH.md section 1: the full-state vehicle's manifold sensitivity exceeds the block one by about 1/Ts.
+func TestFullStateManifoldVersusBlock(t *testing.T) {
+	s := load(t, "cloud-vehicle-fullstate.yaml")
+	man, err := New(s, Options{Adjacency: privacy.Manifold})
+	require.NoError(t, err)
+	blk, err := New(s, Options{Adjacency: privacy.Block})
+	require.NoError(t, err)
+	// T = 100, Ts = 0.1: block max_t ||A^{-t} e_2|| = sqrt(1 + 9.9^2); manifold sqrt(1 + 9.9^2)/Ts.
+	require.InDelta(t, math.Sqrt(1+9.9*9.9), blk.Sensitivity.Value, 1e-9)
+	require.InDelta(t, math.Sqrt(1+9.9*9.9)/0.1, man.Sensitivity.Value, 1e-7)
+	require.InDelta(t, 10, man.Scale/blk.Scale, 1e-6)
+}
+
+// For the scalar private models both adjacencies agree (k = 1: one circuit).
+func TestScalarModelsAdjacenciesAgree(t *testing.T) {
+	for _, name := range []string{"cloud-vehicle.yaml", "consensus-gaussian.yaml", "consensus-laplace.yaml"} {
+		s := load(t, name)
+		man, err := New(s, Options{Adjacency: privacy.Manifold})
+		require.NoError(t, err)
+		blk, err := New(s, Options{Adjacency: privacy.Block})
+		require.NoError(t, err)
+		require.InDelta(t, 1, man.Sensitivity.Value, 1e-12, name)
+		require.Equal(t, man.Sensitivity.Value, blk.Sensitivity.Value, name)
+		require.Equal(t, man.Scale, blk.Scale, name)
+	}
+}
+
+func TestBaselines(t *testing.T) {
+	s := load(t, "cloud-vehicle.yaml")
+	structured, err := New(s, Options{})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		kind  noise.Kind
+		ratio float64 // sigma relative to structured
+	}{
+		{noise.IIDCalibrated, math.Sqrt(float64(s.Steps))}, // position model: ||1_T|| = sqrt(T)
+		{noise.IIDNaive, 1},
+	} {
+		s2 := s.Clone()
+		s2.Privacy.Noise = c.kind
+		p, err := New(s2, Options{})
+		require.NoError(t, err)
+		require.InDelta(t, c.ratio, p.Scale/structured.Scale, 1e-9, c.kind)
+		require.NoError(t, p.RankErr)
+	}
+	s3 := s.Clone()
+	s3.Privacy.Noise = noise.None
+	p, err := New(s3, Options{})
+	require.NoError(t, err)
+	require.ErrorContains(t, p.RankErr, "rank condition (8)")
+}
+
+// Theorem 4 / eq. (31): Laplace consensus offsets need sigma_i = mu/eps.
+func TestConsensusLaplaceScale(t *testing.T) {
+	s := load(t, "consensus-laplace.yaml")
+	for _, eps := range []float64{1, 0.1, 0.01} {
+		s2 := s.Clone()
+		s2.Privacy.Epsilon = eps
+		p, err := New(s2, Options{})
+		require.NoError(t, err)
+		require.InDelta(t, s.Privacy.Mu/eps, p.Scale, 1e-12*p.Scale)
+		require.InDelta(t, 2*p.Scale*p.Scale, p.NoiseVariance(), 1e-9*p.Scale*p.Scale)
+	}
+}
+
+func TestSweepNeedsExpand(t *testing.T) {
+	s, err := scenario.Load(filepath.Join("..", "..", "scenarios", "cloud-vehicle-sweep.yaml"))
+	require.NoError(t, err)
+	_, err = New(s, Options{})
+	require.ErrorContains(t, err, "Expand")
+}
