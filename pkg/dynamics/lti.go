@@ -292,18 +292,3 @@ func eye(n int) *mat.Dense {
 	}
 	return m
 }
-
-// rowMajor returns a row-major copy of m (nil for nil m).
-func rowMajor(m mat.Matrix) []float64 {
-	if m == nil {
-		return nil
-	}
-	r, c := m.Dims()
-	out := make([]float64, r*c)
-	for i := 0; i < r; i++ {
-		for j := 0; j < c; j++ {
-			out[i*c+j] = m.At(i, j)
-		}
-	}
-	return out
-}

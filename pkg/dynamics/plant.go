@@ -3,6 +3,7 @@ package dynamics
 import (
 	"errors"
 	"fmt"
+	"github.com/dpsim/dpsim/internal/rowmajor"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -22,10 +23,10 @@ type Plant struct {
 func NewPlant(sys *LTI, x0 []float64) *Plant {
 	p := &Plant{
 		nx: sys.Nx(), nu: sys.Nu(), ny: sys.Ny(),
-		a: rowMajor(sys.A), c: rowMajor(sys.C),
+		a: rowmajor.Copy(sys.A), c: rowmajor.Copy(sys.C),
 	}
 	if sys.B != nil {
-		p.b = rowMajor(sys.B)
+		p.b = rowmajor.Copy(sys.B)
 	}
 	p.x = make([]float64, p.nx)
 	p.xn = make([]float64, p.nx)
@@ -158,7 +159,7 @@ func NewObserverController(sys *LTI, K, L *mat.Dense, ref Reference, xhat0 []flo
 	}
 	c := &ObserverController{
 		nx: nx, nu: nu, ny: ny,
-		a: rowMajor(sys.A), b: rowMajor(sys.B), c: rowMajor(sys.C), k: rowMajor(K), l: rowMajor(L),
+		a: rowmajor.Copy(sys.A), b: rowmajor.Copy(sys.B), c: rowmajor.Copy(sys.C), k: rowmajor.Copy(K), l: rowmajor.Copy(L),
 		ref:  ref,
 		xhat: make([]float64, nx), xn: make([]float64, nx), r: make([]float64, nx),
 		e: make([]float64, nx), innov: make([]float64, ny),

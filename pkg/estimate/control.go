@@ -2,7 +2,7 @@ package estimate
 
 import (
 	"fmt"
-	"math"
+	"github.com/dpsim/dpsim/internal/rowmajor"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -57,14 +57,14 @@ func NewControlEstimator(A, B, C *mat.Dense, T int) (*ControlEstimator, error) {
 	}
 	e := &ControlEstimator{nx: nx, nu: nu, ny: ny, T: T}
 	var err error
-	if e.a, err = flatten("A", A); err != nil {
+	if e.a, err = rowmajor.Finite("estimate: A", A); err != nil {
 		return nil, err
 	}
-	if e.c, err = flatten("C", C); err != nil {
+	if e.c, err = rowmajor.Finite("estimate: C", C); err != nil {
 		return nil, err
 	}
 	if B != nil {
-		if e.b, err = flatten("B", B); err != nil {
+		if e.b, err = rowmajor.Finite("estimate: B", B); err != nil {
 			return nil, err
 		}
 	}
@@ -76,21 +76,6 @@ func NewControlEstimator(A, B, C *mat.Dense, T int) (*ControlEstimator, error) {
 	e.l, e.d = make([]float64, nx*nx), make([]float64, nx)
 	e.Reset()
 	return e, nil
-}
-
-func flatten(name string, a *mat.Dense) ([]float64, error) {
-	r, c := a.Dims()
-	out := make([]float64, r*c)
-	for i := 0; i < r; i++ {
-		for j := 0; j < c; j++ {
-			v := a.At(i, j)
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("estimate: %s[%d][%d] = %v is not finite", name, i, j, v)
-			}
-			out[i*c+j] = v
-		}
-	}
-	return out, nil
 }
 
 // Reset forgets the transcript so the estimator can follow a new episode. It does not allocate.

@@ -2,6 +2,7 @@ package noise
 
 import (
 	"fmt"
+	"github.com/dpsim/dpsim/internal/rowmajor"
 	"math"
 	"math/rand/v2"
 
@@ -63,13 +64,13 @@ func NewStructured(Am, Cm, S *mat.Dense, dist privacy.Mechanism) (*StructuredStr
 		nz: nz, m: m, r: r, dist: dist, draw: draw,
 		eta: make([]float64, r), z: make([]float64, nz), w: make([]float64, nz),
 	}
-	if s.am, err = flatten("A_m", Am); err != nil {
+	if s.am, err = rowmajor.Finite("noise: structured: A_m", Am); err != nil {
 		return nil, err
 	}
-	if s.cm, err = flatten("C_m", Cm); err != nil {
+	if s.cm, err = rowmajor.Finite("noise: structured: C_m", Cm); err != nil {
 		return nil, err
 	}
-	if s.s, err = flatten("S", S); err != nil {
+	if s.s, err = rowmajor.Finite("noise: structured: S", S); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -84,21 +85,6 @@ func NewOffset(sigma float64, dist privacy.Mechanism) (*StructuredStream, error)
 	}
 	one := mat.NewDense(1, 1, []float64{1})
 	return NewStructured(one, one, mat.NewDense(1, 1, []float64{sigma}), dist)
-}
-
-func flatten(name string, a *mat.Dense) ([]float64, error) {
-	r, c := a.Dims()
-	out := make([]float64, r*c)
-	for i := 0; i < r; i++ {
-		for j := 0; j < c; j++ {
-			v := a.At(i, j)
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("noise: structured: %s[%d][%d] = %v is not finite", name, i, j, v)
-			}
-			out[i*c+j] = v
-		}
-	}
-	return out, nil
 }
 
 // Reset draws eta (r values) from rnd, sets z(0) = S eta and t = 0. It does not allocate.

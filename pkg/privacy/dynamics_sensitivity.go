@@ -2,6 +2,7 @@ package privacy
 
 import (
 	"fmt"
+	"github.com/dpsim/dpsim/internal/rowmajor"
 	"math"
 
 	"gonum.org/v1/gonum/mat"
@@ -303,7 +304,7 @@ func IIDSensitivity(A, C *mat.Dense, T int, adj Adjacency, norm int, budget int6
 		return Sensitivity{}, err
 	}
 	nx, ny := m.nx, m.ny
-	Cd := denseRowMajor(C)
+	Cd := rowmajor.Copy(C)
 	// out = O_T z: y(t) = C (A^t z), A^t z from D_perp's rows.
 	param := func(dst, z []float64) {
 		for t := 0; t < T; t++ {

@@ -3,6 +3,7 @@ package privacy
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/dpsim/dpsim/internal/rowmajor"
 	"math"
 	"sort"
 
@@ -429,9 +430,9 @@ func ManifoldSensitivity(p Problem, norm int, budget int64) (Sensitivity, error)
 	if err != nil {
 		return Sensitivity{}, err
 	}
-	sp := &circuitSpec{n: n, k: k, rows: denseRowMajor(N), r: r, collect: true}
+	sp := &circuitSpec{n: n, k: k, rows: rowmajor.Copy(N), r: r, collect: true}
 	sp.rowNorm = rowNorms(sp.rows, n, k)
-	gdata := denseRowMajor(G)
+	gdata := rowmajor.Copy(G)
 	sp.param = func(dst, z []float64) {
 		for i := 0; i < r; i++ {
 			x := 0.0
@@ -459,17 +460,6 @@ func ManifoldSensitivity(p Problem, norm int, budget int64) (Sensitivity, error)
 		Evaluated:   res.evaluated,
 		Circuits:    res.circuits,
 	}, nil
-}
-
-func denseRowMajor(a *mat.Dense) []float64 {
-	r, c := a.Dims()
-	out := make([]float64, r*c)
-	for i := 0; i < r; i++ {
-		for j := 0; j < c; j++ {
-			out[i*c+j] = a.At(i, j)
-		}
-	}
-	return out
 }
 
 func rowNorms(rows []float64, n, k int) []float64 {

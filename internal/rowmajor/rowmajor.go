@@ -1,0 +1,40 @@
+// Package rowmajor copies gonum matrices into flat row-major slices: the form the allocation-free
+// step functions of the cores work on (a plain loop over []float64 beats mat calls on the hot path).
+package rowmajor
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Copy returns a row-major copy of m (nil for a nil m).
+func Copy(m mat.Matrix) []float64 {
+	if m == nil {
+		return nil
+	}
+	r, c := m.Dims()
+	out := make([]float64, r*c)
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			out[i*c+j] = m.At(i, j)
+		}
+	}
+	return out
+}
+
+// Finite is Copy that refuses NaN and infinite entries, naming the matrix and the entry.
+func Finite(name string, m mat.Matrix) ([]float64, error) {
+	out := Copy(m)
+	if m == nil {
+		return nil, nil
+	}
+	_, c := m.Dims()
+	for k, v := range out {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%s[%d][%d] = %v is not finite", name, k/c, k%c, v)
+		}
+	}
+	return out, nil
+}
