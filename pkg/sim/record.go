@@ -1,0 +1,405 @@
+package sim
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/dpsim/dpsim/pkg/dynamics"
+)
+
+// ControlRecord is one step of a cloud-control episode. Every field is written by exactly one role,
+// so the NATS processes each write partial records that MergeControl joins:
+//
+//	plant:        X (x(t), the true state: never on the bus), Yhat (yhat(t) = C x(t) + gamma(t))
+//	cloud:        U (u(t)), Xhat (xhat(t), the estimate u(t) was computed from)
+//	eavesdropper: EveX0 (its x(0) estimate from yhat(0..t), u(0..t-1); nil while not identifiable)
+//	scenario:     Ref (x_r(t)), filled in by MergeControl or the engine
+//
+// Steps run t = 0..T-1; a terminal record at Step = T carries only X = x(T) (and Ref = x_r(T)).
+type ControlRecord struct {
+	Episode int       `json:"episode"`
+	Step    int       `json:"step"`
+	X       []float64 `json:"x,omitempty"`
+	Ref     []float64 `json:"ref,omitempty"`
+	Yhat    []float64 `json:"yhat,omitempty"`
+	U       []float64 `json:"u,omitempty"`
+	Xhat    []float64 `json:"xhat,omitempty"`
+	EveX0   []float64 `json:"eve_x0,omitempty"`
+}
+
+// ConsensusRecord is one step of a consensus episode: X = x(t) and Y = y(t) over all agents (each
+// agent writes its own entries, see AgentRecord), EveX0 the eavesdropper's estimate of x(0) from
+// y(0..t). Steps run t = 0..T-1; the terminal record at Step = T carries only X = x(T).
+type ConsensusRecord struct {
+	Episode int       `json:"episode"`
+	Step    int       `json:"step"`
+	X       []float64 `json:"x,omitempty"`
+	Y       []float64 `json:"y,omitempty"`
+	EveX0   []float64 `json:"eve_x0,omitempty"`
+}
+
+// AgentRecord is what agent i writes for one step: its state x_i(t) and message y_i(t) (Y is nil at
+// the terminal step T, where nothing is published). MergeConsensus assembles ConsensusRecords.
+type AgentRecord struct {
+	Episode int      `json:"episode"`
+	Step    int      `json:"step"`
+	Agent   int      `json:"agent"`
+	X       float64  `json:"x"`
+	Y       *float64 `json:"y,omitempty"`
+}
+
+// Record is the set of trace record types.
+type Record interface {
+	ControlRecord | ConsensusRecord | AgentRecord
+}
+
+// Traces holds the per-step records of the episodes a run kept, in (episode, step) order.
+type Traces struct {
+	Control   []ControlRecord   `json:"control,omitempty"`
+	Consensus []ConsensusRecord `json:"consensus,omitempty"`
+}
+
+// TraceWriter writes records as JSON lines (one JSON object per line, fields as in the struct tags).
+// Floats are written in the shortest form that round-trips, so ReadTrace gives back the same bits.
+// Non-finite values cannot be encoded and are an error naming the record.
+type TraceWriter[R Record] struct {
+	w   *bufio.Writer
+	buf bytes.Buffer
+	enc *json.Encoder
+	n   int
+}
+
+// NewTraceWriter returns a writer to w; call Flush at the end.
+func NewTraceWriter[R Record](w io.Writer) *TraceWriter[R] {
+	tw := &TraceWriter[R]{w: bufio.NewWriterSize(w, 1<<16)}
+	tw.enc = json.NewEncoder(&tw.buf)
+	return tw
+}
+
+// Write appends one record as a line.
+func (tw *TraceWriter[R]) Write(r *R) error {
+	tw.buf.Reset()
+	if err := tw.enc.Encode(r); err != nil {
+		return fmt.Errorf("sim: trace record %d (%s): %w", tw.n, recordKey(r), err)
+	}
+	if _, err := tw.w.Write(tw.buf.Bytes()); err != nil {
+		return fmt.Errorf("sim: trace record %d: %w", tw.n, err)
+	}
+	tw.n++
+	return nil
+}
+
+// Flush writes buffered lines to the underlying writer.
+func (tw *TraceWriter[R]) Flush() error {
+	if err := tw.w.Flush(); err != nil {
+		return fmt.Errorf("sim: trace: %w", err)
+	}
+	return nil
+}
+
+// Count returns the number of records written.
+func (tw *TraceWriter[R]) Count() int { return tw.n }
+
+func recordKey(r any) string {
+	switch v := r.(type) {
+	case *ControlRecord:
+		return fmt.Sprintf("episode %d step %d", v.Episode, v.Step)
+	case *ConsensusRecord:
+		return fmt.Sprintf("episode %d step %d", v.Episode, v.Step)
+	case *AgentRecord:
+		return fmt.Sprintf("episode %d step %d agent %d", v.Episode, v.Step, v.Agent)
+	}
+	return "?"
+}
+
+// WriteTrace writes recs as JSON lines to w.
+func WriteTrace[R Record](w io.Writer, recs []R) error {
+	tw := NewTraceWriter[R](w)
+	for i := range recs {
+		if err := tw.Write(&recs[i]); err != nil {
+			return err
+		}
+	}
+	return tw.Flush()
+}
+
+// MaxTraceLine is the longest line ReadTrace accepts (bytes).
+const MaxTraceLine = 64 << 20
+
+// ReadTrace reads JSON-lines records written by WriteTrace (or a TraceWriter). Blank lines are
+// skipped; unknown fields and malformed lines are errors naming the line.
+func ReadTrace[R Record](r io.Reader) ([]R, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<16), MaxTraceLine)
+	var out []R
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		var rec R
+		if err := dec.Decode(&rec); err != nil {
+			return out, fmt.Errorf("sim: trace line %d: %w", line, err)
+		}
+		if dec.More() {
+			return out, fmt.Errorf("sim: trace line %d: more than one JSON value", line)
+		}
+		out = append(out, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("sim: trace line %d: %w", line+1, err)
+	}
+	return out, nil
+}
+
+// Roles of the record model, as named in Missing.
+const (
+	RolePlant        = "plant"
+	RoleCloud        = "cloud"
+	RoleAgent        = "agent"
+	RoleEavesdropper = "eavesdropper"
+)
+
+// Missing names a piece of a record that no role supplied.
+type Missing struct {
+	Episode int    `json:"episode"`
+	Step    int    `json:"step"`
+	Role    string `json:"role"`
+	Agent   int    `json:"agent"` // the agent for Role "agent", else -1
+}
+
+func (m Missing) String() string {
+	if m.Role == RoleAgent {
+		return fmt.Sprintf("episode %d step %d: agent %d", m.Episode, m.Step, m.Agent)
+	}
+	return fmt.Sprintf("episode %d step %d: %s", m.Episode, m.Step, m.Role)
+}
+
+type key struct{ ep, step int }
+
+func sortedKeys[V any](m map[key]V) []key {
+	ks := make([]key, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b key) int {
+		if a.ep != b.ep {
+			return a.ep - b.ep
+		}
+		return a.step - b.step
+	})
+	return ks
+}
+
+func episodesOf(parts ...map[key]bool) []int {
+	seen := map[int]bool{}
+	for _, p := range parts {
+		for k := range p {
+			seen[k.ep] = true
+		}
+	}
+	eps := make([]int, 0, len(seen))
+	for e := range seen {
+		eps = append(eps, e)
+	}
+	slices.Sort(eps)
+	return eps
+}
+
+// MergeControl joins the partial records of the plant (X, Yhat), the cloud (U, Xhat) and the
+// eavesdropper (EveX0) by (episode, step), taking from each part only its own fields, and fills Ref
+// from ref (nil: left empty). steps is the horizon T. For every episode that appears in any part it
+// returns records for t = 0..T and lists what is missing: the plant at t = 0..T, the cloud and the
+// eavesdropper at t = 0..T-1 (pass eve == nil when no eavesdropper ran: then it is not reported).
+// Duplicate (episode, step) records of one role and steps outside 0..T are errors.
+func MergeControl(steps int, ref dynamics.Reference, plant, cloud, eve []ControlRecord) ([]ControlRecord, []Missing, error) {
+	if steps < 1 {
+		return nil, nil, fmt.Errorf("sim: merge: horizon %d < 1", steps)
+	}
+	index := func(role string, recs []ControlRecord) (map[key]*ControlRecord, map[key]bool, error) {
+		m := make(map[key]*ControlRecord, len(recs))
+		seen := make(map[key]bool, len(recs))
+		for i := range recs {
+			r := &recs[i]
+			k := key{r.Episode, r.Step}
+			if r.Episode < 0 || r.Step < 0 || r.Step > steps {
+				return nil, nil, fmt.Errorf("sim: merge: %s record episode %d step %d outside 0..%d", role, r.Episode, r.Step, steps)
+			}
+			if seen[k] {
+				return nil, nil, fmt.Errorf("sim: merge: %s wrote episode %d step %d twice", role, r.Episode, r.Step)
+			}
+			m[k], seen[k] = r, true
+		}
+		return m, seen, nil
+	}
+	pm, ps, err := index(RolePlant, plant)
+	if err != nil {
+		return nil, nil, err
+	}
+	cm, cs, err := index(RoleCloud, cloud)
+	if err != nil {
+		return nil, nil, err
+	}
+	em, es, err := index(RoleEavesdropper, eve)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []ControlRecord
+	var missing []Missing
+	nref := 0
+	if d, ok := ref.(dynamics.Dimensioned); ok {
+		nref = d.Dim()
+	}
+	for _, ep := range episodesOf(ps, cs, es) {
+		for t := 0; t <= steps; t++ {
+			k := key{ep, t}
+			r := ControlRecord{Episode: ep, Step: t}
+			if p := pm[k]; p != nil {
+				r.X = p.X
+				if t < steps {
+					r.Yhat = p.Yhat
+				}
+			} else {
+				missing = append(missing, Missing{ep, t, RolePlant, -1})
+			}
+			if t < steps {
+				if c := cm[k]; c != nil {
+					r.U, r.Xhat = c.U, c.Xhat
+				} else {
+					missing = append(missing, Missing{ep, t, RoleCloud, -1})
+				}
+				if e := em[k]; e != nil {
+					r.EveX0 = e.EveX0
+				} else if eve != nil {
+					missing = append(missing, Missing{ep, t, RoleEavesdropper, -1})
+				}
+			}
+			if ref != nil {
+				n := nref
+				if n == 0 {
+					n = len(r.X)
+				}
+				if n > 0 {
+					r.Ref = make([]float64, n)
+					ref.At(t, r.Ref)
+				}
+			}
+			out = append(out, r)
+		}
+	}
+	return out, missing, nil
+}
+
+// MergeConsensus assembles ConsensusRecords of n agents from the agents' AgentRecords and the
+// eavesdropper's partial ConsensusRecords (EveX0 only; nil when no eavesdropper ran), for t = 0..T
+// of every episode that appears. When an agent's value is missing it is reported and the record's
+// X (or Y) is left nil: the Accumulator then counts the episode as incomplete instead of
+// aggregating a partial state. Y is nil at the terminal step T.
+func MergeConsensus(n, steps int, agents []AgentRecord, eve []ConsensusRecord) ([]ConsensusRecord, []Missing, error) {
+	if n < 1 || steps < 1 {
+		return nil, nil, fmt.Errorf("sim: merge: %d agents, horizon %d", n, steps)
+	}
+	type slot struct {
+		x, y []float64
+		hx   []bool
+		hy   []bool
+	}
+	am := map[key]*slot{}
+	as := map[key]bool{}
+	for _, r := range agents {
+		if r.Episode < 0 || r.Step < 0 || r.Step > steps || r.Agent < 0 || r.Agent >= n {
+			return nil, nil, fmt.Errorf("sim: merge: agent record episode %d step %d agent %d outside 0..%d / 0..%d", r.Episode, r.Step, r.Agent, steps, n-1)
+		}
+		k := key{r.Episode, r.Step}
+		s := am[k]
+		if s == nil {
+			s = &slot{x: make([]float64, n), y: make([]float64, n), hx: make([]bool, n), hy: make([]bool, n)}
+			am[k], as[k] = s, true
+		}
+		if s.hx[r.Agent] {
+			return nil, nil, fmt.Errorf("sim: merge: agent %d wrote episode %d step %d twice", r.Agent, r.Episode, r.Step)
+		}
+		s.x[r.Agent], s.hx[r.Agent] = r.X, true
+		if r.Y != nil {
+			s.y[r.Agent], s.hy[r.Agent] = *r.Y, true
+		}
+	}
+	em := map[key]*ConsensusRecord{}
+	es := map[key]bool{}
+	for i := range eve {
+		r := &eve[i]
+		if r.Episode < 0 || r.Step < 0 || r.Step > steps {
+			return nil, nil, fmt.Errorf("sim: merge: eavesdropper record episode %d step %d outside 0..%d", r.Episode, r.Step, steps)
+		}
+		k := key{r.Episode, r.Step}
+		if es[k] {
+			return nil, nil, fmt.Errorf("sim: merge: eavesdropper wrote episode %d step %d twice", r.Episode, r.Step)
+		}
+		em[k], es[k] = r, true
+	}
+	var out []ConsensusRecord
+	var missing []Missing
+	for _, ep := range episodesOf(as, es) {
+		for t := 0; t <= steps; t++ {
+			k := key{ep, t}
+			r := ConsensusRecord{Episode: ep, Step: t}
+			s := am[k]
+			fullX, fullY := s != nil, s != nil && t < steps
+			for i := 0; i < n; i++ {
+				okx, oky := s != nil && s.hx[i], s != nil && s.hy[i]
+				fullX = fullX && okx
+				fullY = fullY && oky
+				if !okx || (t < steps && !oky) {
+					missing = append(missing, Missing{ep, t, RoleAgent, i})
+				}
+			}
+			if fullX {
+				r.X = s.x
+			}
+			if fullY {
+				r.Y = s.y
+			}
+			if t < steps {
+				if e := em[k]; e != nil {
+					r.EveX0 = e.EveX0
+				} else if eve != nil {
+					missing = append(missing, Missing{ep, t, RoleEavesdropper, -1})
+				}
+			}
+			out = append(out, r)
+		}
+	}
+	return out, missing, nil
+}
+
+// errMissing is wrapped by MissingError.
+var errMissing = errors.New("missing record pieces")
+
+// MissingError summarises a non-empty Missing list as an error (nil when none is missing).
+func MissingError(ms []Missing) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	const show = 5
+	parts := make([]string, 0, show)
+	for i, m := range ms {
+		if i == show {
+			break
+		}
+		parts = append(parts, m.String())
+	}
+	more := ""
+	if len(ms) > show {
+		more = fmt.Sprintf(" and %d more", len(ms)-show)
+	}
+	return fmt.Errorf("sim: %w: %v%s", errMissing, parts, more)
+}

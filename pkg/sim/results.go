@@ -1,0 +1,585 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/dpsim/dpsim/pkg/dynamics"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/privacy"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// Z95 is the two-sided 95% normal quantile used for every confidence interval in Results.
+const Z95 = 1.959963984540054
+
+// Stat summarises one quantity over the aggregated runs: sample mean, its standard error
+// (sample standard deviation / sqrt(n); 0 when n < 2) and the 95% interval mean +- Z95 SE
+// (normal approximation, central limit theorem over independent runs).
+type Stat struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"`
+	SE   float64 `json:"se"`
+	Lo   float64 `json:"ci_lo"`
+	Hi   float64 `json:"ci_hi"`
+}
+
+// Series is a Stat per step: element t summarises step t over the runs (N[t] runs contributed;
+// N[t] = 0 means no data at t, and the other fields are then 0).
+type Series struct {
+	N    []int     `json:"n"`
+	Mean []float64 `json:"mean"`
+	SE   []float64 `json:"se"`
+	Lo   []float64 `json:"ci_lo"`
+	Hi   []float64 `json:"ci_hi"`
+}
+
+// At returns element t as a Stat.
+func (s *Series) At(t int) Stat {
+	return Stat{N: s.N[t], Mean: s.Mean[t], SE: s.SE[t], Lo: s.Lo[t], Hi: s.Hi[t]}
+}
+
+// Len returns the number of steps.
+func (s *Series) Len() int { return len(s.Mean) }
+
+// Results are the metrics of a Monte Carlo run, computed from the per-step records by the
+// Accumulator (the single implementation, used by the fast engine and the NATS launcher alike).
+// It is JSON-serialisable; the field names are a stable contract (summary.json "metrics").
+type Results struct {
+	Kind     string            `json:"kind"` // "cloud-control" or "consensus"
+	Scenario string            `json:"scenario"`
+	Point    map[string]string `json:"point,omitempty"` // sweep values of this point
+	Seed     uint64            `json:"seed"`
+	Steps    int               `json:"steps"` // T: steps 0..T-1 publish, step T is the final state
+	Runs     int               `json:"runs"`  // complete episodes aggregated
+	// IncompleteEpisodes lists episodes that had records but not every step (not aggregated).
+	IncompleteEpisodes []int   `json:"incomplete_episodes,omitempty"`
+	Confidence         float64 `json:"confidence"` // level of every ci_lo/ci_hi: 0.95
+
+	Mechanism   string  `json:"mechanism"`
+	Noise       string  `json:"noise"`
+	Adjacency   string  `json:"adjacency"`
+	Calibration string  `json:"calibration,omitempty"`
+	Epsilon     float64 `json:"epsilon"`
+	Delta       float64 `json:"delta"`
+	Mu          float64 `json:"mu"`
+	// NoiseScale is the plan's scalar sigma (Gaussian) or b (Laplace); NoiseVariance the
+	// per-component variance of gamma(0) (plan.NoiseVariance: sigma^2, or 2 b^2 for Laplace).
+	NoiseScale    float64 `json:"noise_scale"`
+	NoiseVariance float64 `json:"noise_variance"`
+
+	Control   *ControlMetrics   `json:"control,omitempty"`
+	Consensus *ConsensusMetrics `json:"consensus,omitempty"`
+}
+
+// ControlMetrics are the cloud-control metrics (Section 5.3, paper Figs. 2-3). Component i is
+// state coordinate i (for the vehicle: 0 = position p, 1 = velocity v).
+type ControlMetrics struct {
+	// TrackingError[i] is x_i(t) - x_r,i(t) for t = 0..T (mean: the bias; ci: its 95% interval).
+	TrackingError []Series `json:"tracking_error"`
+	// TrackingSqError[i] is (x_i(t) - x_r,i(t))^2 for t = 0..T: the mean is the mean-square error.
+	TrackingSqError []Series `json:"tracking_sq_error"`
+	// FinalSqError[i] is TrackingSqError[i] at the final step t = T.
+	FinalSqError []Stat `json:"final_sq_error"`
+	// FinalAbsErrorMax[i] is max over runs of |x_i(T) - x_r,i(T)|.
+	FinalAbsErrorMax []float64 `json:"final_abs_error_max"`
+	// EveSqError is the eavesdropper's ||x0_hat(t) - x(0)||^2 for t = 0..T-1 (x0_hat from
+	// yhat(0..t), u(0..t-1)); N[t] counts the runs where x0 was identifiable at t.
+	EveSqError Series `json:"eve_sq_error"`
+}
+
+// ConsensusMetrics are the average-consensus metrics (Section 6.3, paper Figs. 5-7).
+type ConsensusMetrics struct {
+	Agents int     `json:"agents"`
+	Alpha  float64 `json:"alpha"` // convergence rate of the graph
+	// XStar is x* = mean_i x_i(0) (per run; constant when x(0) is the scenario's).
+	XStar Stat `json:"x_star"`
+	// Deviation[i] is x_i(t) - x* for t = 0..T (Fig. 5: its mean tends to 0).
+	Deviation []Series `json:"deviation"`
+	// SqDeviation is ||x(t) - 1 x*||^2 for t = 0..T (Figs. 6-7: its mean against the bound).
+	SqDeviation Series `json:"sq_deviation"`
+	// FinalSqDeviation is SqDeviation at t = T.
+	FinalSqDeviation Stat `json:"final_sq_deviation"`
+	// Prop1Bound is Proposition 1's limit bound on E||x(t) - 1 x*||^2: sum_i sigma_i^2 (Gaussian),
+	// 2 sum_i b_i^2 (Laplace), i.e. N * NoiseVariance.
+	Prop1Bound float64 `json:"prop1_bound"`
+	// OffsetLimit is the exact limit (N-1) * NoiseVariance for i.i.d. constant offsets: node i
+	// ends at x* + mean(gamma) - gamma_i (MATH.md section 5), so the bound is loose by N/(N-1).
+	OffsetLimit float64 `json:"offset_limit"`
+	// FinalBelowBound reports FinalSqDeviation.Hi < Prop1Bound (95% upper limit below the bound).
+	FinalBelowBound bool `json:"final_below_bound"`
+	// SumRelDevMax is max over runs and t of |sum_i x_i(t) - sum_i x_i(0)| / scale, scale =
+	// max(|sum_i x_i(0)|, max_i |x_i(0)|) (1 if that is 0): eq. (25) preserves the sum exactly.
+	SumRelDevMax float64 `json:"sum_rel_dev_max"`
+	// EveSqError is the eavesdropper's ||x0_hat(t) - x(0)||^2 for t = 0..T-1.
+	EveSqError Series `json:"eve_sq_error"`
+}
+
+// moments is a vector of Welford accumulators (count, mean, sum of squared deviations).
+type moments struct {
+	n       []int
+	mean, q []float64
+}
+
+func newMoments(n int) moments {
+	return moments{n: make([]int, n), mean: make([]float64, n), q: make([]float64, n)}
+}
+
+func (m *moments) add(k int, v float64) {
+	m.n[k]++
+	d := v - m.mean[k]
+	m.mean[k] += d / float64(m.n[k])
+	m.q[k] += d * (v - m.mean[k])
+}
+
+func (m moments) clone() moments {
+	return moments{n: slices.Clone(m.n), mean: slices.Clone(m.mean), q: slices.Clone(m.q)}
+}
+
+func (m moments) stat(k int) Stat {
+	n := m.n[k]
+	if n == 0 {
+		return Stat{}
+	}
+	s := Stat{N: n, Mean: m.mean[k]}
+	if n > 1 {
+		s.SE = math.Sqrt(m.q[k]/float64(n-1)) / math.Sqrt(float64(n))
+	}
+	s.Lo, s.Hi = s.Mean-Z95*s.SE, s.Mean+Z95*s.SE
+	return s
+}
+
+// series returns elements off, off+stride, ... (count of them) as a Series.
+func (m moments) series(off, stride, count int) Series {
+	s := Series{N: make([]int, count), Mean: make([]float64, count), SE: make([]float64, count),
+		Lo: make([]float64, count), Hi: make([]float64, count)}
+	for t := 0; t < count; t++ {
+		st := m.stat(off + t*stride)
+		s.N[t], s.Mean[t], s.SE[t], s.Lo[t], s.Hi[t] = st.N, st.Mean, st.SE, st.Lo, st.Hi
+	}
+	return s
+}
+
+// episodeAcc collects the records of one episode (in any step order) into per-step arrays.
+// Steps are 0..T; the eavesdropper's estimates 0..T-1.
+type episodeAcc struct {
+	episode int
+	seen    []bool // per step 0..T: X arrived
+	nseen   int
+	x       []float64 // (T+1) x d
+	ref     []float64 // (T+1) x d (control)
+	eve     []float64 // T x d
+	eveOK   []bool    // T
+}
+
+func (a *Accumulator) newEpisode(ep int) *episodeAcc {
+	T, d := a.steps, a.dim
+	e := &episodeAcc{
+		seen: make([]bool, T+1), x: make([]float64, (T+1)*d), eve: make([]float64, T*d), eveOK: make([]bool, T),
+	}
+	if a.control {
+		e.ref = make([]float64, (T+1)*d)
+	}
+	e.reset(ep)
+	return e
+}
+
+func (e *episodeAcc) reset(ep int) {
+	e.episode, e.nseen = ep, 0
+	clear(e.seen)
+	clear(e.eveOK)
+}
+
+func (e *episodeAcc) complete() bool { return e.nseen == len(e.seen) }
+
+// Accumulator turns per-step records into Results: the one implementation of every metric.
+// Records may arrive in any order (episodes interleaved, steps out of order); each episode is
+// buffered (O(T d) memory) until all its steps 0..T arrived, then folded into the running sums.
+// Episodes are folded in increasing episode order (an episode waits until all lower-numbered
+// complete episodes are folded; Results folds what is still waiting in episode order), so the
+// Results are bit-identical whatever the arrival order or scheduling. Memory is O(T d) times the
+// number of episodes waiting. A record without X (a missing piece, see MergeControl /
+// MergeConsensus) is ignored, which leaves its episode incomplete. Not safe for concurrent use.
+type Accumulator struct {
+	res     Results // metadata template
+	control bool
+	steps   int
+	dim     int // nx (control) or N (consensus)
+	ref     dynamics.Reference
+	bound   float64
+	alpha   float64
+
+	next    int // lowest episode not folded yet (episodes below are folded)
+	pending map[int]*episodeAcc
+	free    []*episodeAcc
+	sums    sums
+}
+
+// sums are the running aggregates over folded episodes.
+type sums struct {
+	runs int
+	// control: err, sq are (T+1) x d (index t*d + i); eve is T.
+	// consensus: err is (T+1) x N deviations, sq is (T+1), eve is T, xstar 1.
+	err, sq, eve, xstar moments
+	absMax              []float64 // control: |err_i(T)| max per component
+	sumDev              float64
+}
+
+func (s sums) clone() sums {
+	return sums{runs: s.runs, err: s.err.clone(), sq: s.sq.clone(), eve: s.eve.clone(), xstar: s.xstar.clone(),
+		absMax: slices.Clone(s.absMax), sumDev: s.sumDev}
+}
+
+// NewAccumulator returns an empty accumulator for the plan's scenario point; seed is recorded in
+// the Results.
+func NewAccumulator(p *plan.Plan, seed uint64) (*Accumulator, error) {
+	if p == nil || p.Scenario == nil {
+		return nil, fmt.Errorf("sim: accumulator: plan is nil")
+	}
+	s := p.Scenario
+	a := &Accumulator{steps: p.Steps, pending: map[int]*episodeAcc{}}
+	if a.steps < 1 {
+		return nil, fmt.Errorf("sim: accumulator: scenario %s: steps %d < 1", s.Name, a.steps)
+	}
+	a.res = Results{
+		Kind: string(s.Kind), Scenario: s.Name, Seed: seed, Steps: p.Steps, Confidence: 0.95,
+		Mechanism: string(p.Mechanism), Noise: string(p.Noise), Adjacency: string(p.Adjacency),
+		Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta, Mu: s.Privacy.Mu,
+		NoiseScale: p.Scale, NoiseVariance: p.NoiseVariance(),
+	}
+	if p.Mechanism == privacy.Gaussian {
+		a.res.Calibration = string(s.Privacy.Calibration)
+	}
+	if len(s.Point) > 0 {
+		a.res.Point = map[string]string{}
+		for _, pt := range s.Point {
+			a.res.Point[string(pt.Param)] = pt.Value
+		}
+	}
+	T := a.steps
+	switch s.Kind {
+	case scenario.CloudControl:
+		if p.System == nil {
+			return nil, fmt.Errorf("sim: accumulator: scenario %s: no plant", s.Name)
+		}
+		a.control, a.dim, a.ref = true, p.System.Nx(), p.Reference
+		a.sums = sums{err: newMoments((T + 1) * a.dim), sq: newMoments((T + 1) * a.dim), eve: newMoments(T),
+			absMax: make([]float64, a.dim)}
+	case scenario.Consensus:
+		if p.Graph == nil {
+			return nil, fmt.Errorf("sim: accumulator: scenario %s: no graph", s.Name)
+		}
+		a.dim, a.alpha = p.Graph.N, p.Alpha
+		// Proposition 1: lim E||x(t) - 1 x*||^2 <= sum_i Var(gamma_i) = sum sigma_i^2 (Gaussian),
+		// 2 sum b_i^2 (Laplace); every agent has the plan's scale.
+		a.bound = float64(a.dim) * p.NoiseVariance()
+		a.sums = sums{err: newMoments((T + 1) * a.dim), sq: newMoments(T + 1), eve: newMoments(T), xstar: newMoments(1)}
+	default:
+		return nil, fmt.Errorf("sim: accumulator: scenario %s: unknown kind %q", s.Name, s.Kind)
+	}
+	return a, nil
+}
+
+func (a *Accumulator) episode(ep int) (*episodeAcc, error) {
+	if ep < 0 {
+		return nil, fmt.Errorf("sim: accumulator: episode %d is negative", ep)
+	}
+	if ep < a.next {
+		return nil, fmt.Errorf("sim: accumulator: episode %d already aggregated (duplicate record)", ep)
+	}
+	e := a.pending[ep]
+	if e == nil {
+		if n := len(a.free); n > 0 {
+			e, a.free = a.free[n-1], a.free[:n-1]
+			e.reset(ep)
+		} else {
+			e = a.newEpisode(ep)
+		}
+		a.pending[ep] = e
+	}
+	return e, nil
+}
+
+func (a *Accumulator) checkStep(kind string, ep, step int) error {
+	if step < 0 || step > a.steps {
+		return fmt.Errorf("sim: accumulator: %s record episode %d: step %d outside 0..%d", kind, ep, step, a.steps)
+	}
+	return nil
+}
+
+func checkVec(name string, v []float64, n, ep, step int) error {
+	if len(v) != n {
+		return fmt.Errorf("sim: accumulator: episode %d step %d: %s has %d values, want %d", ep, step, name, len(v), n)
+	}
+	if k := nonFinite(v); k >= 0 {
+		return fmt.Errorf("sim: accumulator: episode %d step %d: %s[%d] = %v is not finite", ep, step, name, k, v[k])
+	}
+	return nil
+}
+
+// AddControl adds one cloud-control record (values are copied). It uses X, Ref (computed from the
+// plan's reference when nil) and EveX0; a record without X is ignored.
+func (a *Accumulator) AddControl(r *ControlRecord) error {
+	if !a.control {
+		return fmt.Errorf("sim: accumulator: control record in a %s run", a.res.Kind)
+	}
+	if err := a.checkStep("control", r.Episode, r.Step); err != nil {
+		return err
+	}
+	if r.X == nil {
+		return nil
+	}
+	if err := a.validControl(r); err != nil {
+		return err
+	}
+	e, err := a.episode(r.Episode)
+	if err != nil {
+		return err
+	}
+	if err := a.putControl(e, r); err != nil {
+		return err
+	}
+	a.maybeFold(e)
+	return nil
+}
+
+// validControl checks the dimensions and finiteness of a control record with X.
+func (a *Accumulator) validControl(r *ControlRecord) error {
+	d, t := a.dim, r.Step
+	if err := checkVec("x", r.X, d, r.Episode, t); err != nil {
+		return err
+	}
+	if r.Ref != nil {
+		if err := checkVec("ref", r.Ref, d, r.Episode, t); err != nil {
+			return err
+		}
+	}
+	if r.EveX0 != nil {
+		if t == a.steps {
+			return fmt.Errorf("sim: accumulator: episode %d: eavesdropper estimate at the final step %d", r.Episode, t)
+		}
+		if err := checkVec("eve_x0", r.EveX0, d, r.Episode, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putControl copies a validated record into the episode buffer.
+func (a *Accumulator) putControl(e *episodeAcc, r *ControlRecord) error {
+	d, t := a.dim, r.Step
+	if e.seen[t] {
+		return fmt.Errorf("sim: accumulator: episode %d step %d added twice", r.Episode, t)
+	}
+	copy(e.x[t*d:(t+1)*d], r.X)
+	if r.Ref != nil {
+		copy(e.ref[t*d:(t+1)*d], r.Ref)
+	} else {
+		a.ref.At(t, e.ref[t*d:(t+1)*d])
+	}
+	if r.EveX0 != nil {
+		copy(e.eve[t*d:(t+1)*d], r.EveX0)
+		e.eveOK[t] = true
+	}
+	e.seen[t] = true
+	e.nseen++
+	return nil
+}
+
+// AddConsensus adds one consensus record (values are copied). It uses X and EveX0; a record
+// without X is ignored.
+func (a *Accumulator) AddConsensus(r *ConsensusRecord) error {
+	if a.control {
+		return fmt.Errorf("sim: accumulator: consensus record in a %s run", a.res.Kind)
+	}
+	if err := a.checkStep("consensus", r.Episode, r.Step); err != nil {
+		return err
+	}
+	if r.X == nil {
+		return nil
+	}
+	if err := a.validConsensus(r); err != nil {
+		return err
+	}
+	e, err := a.episode(r.Episode)
+	if err != nil {
+		return err
+	}
+	if err := a.putConsensus(e, r); err != nil {
+		return err
+	}
+	a.maybeFold(e)
+	return nil
+}
+
+// validConsensus checks the dimensions and finiteness of a consensus record with X.
+func (a *Accumulator) validConsensus(r *ConsensusRecord) error {
+	d, t := a.dim, r.Step
+	if err := checkVec("x", r.X, d, r.Episode, t); err != nil {
+		return err
+	}
+	if r.EveX0 != nil {
+		if t == a.steps {
+			return fmt.Errorf("sim: accumulator: episode %d: eavesdropper estimate at the final step %d", r.Episode, t)
+		}
+		if err := checkVec("eve_x0", r.EveX0, d, r.Episode, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putConsensus copies a validated record into the episode buffer.
+func (a *Accumulator) putConsensus(e *episodeAcc, r *ConsensusRecord) error {
+	d, t := a.dim, r.Step
+	if e.seen[t] {
+		return fmt.Errorf("sim: accumulator: episode %d step %d added twice", r.Episode, t)
+	}
+	copy(e.x[t*d:(t+1)*d], r.X)
+	if r.EveX0 != nil {
+		copy(e.eve[t*d:(t+1)*d], r.EveX0)
+		e.eveOK[t] = true
+	}
+	e.seen[t] = true
+	e.nseen++
+	return nil
+}
+
+// maybeFold folds complete episodes in episode order starting at next.
+func (a *Accumulator) maybeFold(e *episodeAcc) {
+	if !e.complete() || e.episode != a.next {
+		return
+	}
+	for {
+		e := a.pending[a.next]
+		if e == nil || !e.complete() {
+			return
+		}
+		a.fold(&a.sums, e)
+		delete(a.pending, a.next)
+		a.free = append(a.free, e)
+		a.next++
+	}
+}
+
+// addEpisode hands a complete episode buffer to the accumulator (fast engine path).
+func (a *Accumulator) addEpisode(e *episodeAcc) error {
+	if e.episode < a.next || a.pending[e.episode] != nil {
+		return fmt.Errorf("sim: accumulator: episode %d added twice", e.episode)
+	}
+	a.pending[e.episode] = e
+	a.maybeFold(e)
+	return nil
+}
+
+// fold adds one complete episode to s. This is where every metric is defined.
+func (a *Accumulator) fold(s *sums, e *episodeAcc) {
+	T, d := a.steps, a.dim
+	s.runs++
+	x0 := e.x[:d]
+	if a.control {
+		for t := 0; t <= T; t++ {
+			for i := 0; i < d; i++ {
+				k := t*d + i
+				err := e.x[k] - e.ref[k] // tracking error x_i(t) - x_r,i(t)
+				s.err.add(k, err)
+				s.sq.add(k, err*err)
+				if t == T {
+					s.absMax[i] = math.Max(s.absMax[i], math.Abs(err))
+				}
+			}
+		}
+	} else {
+		var sum0, max0 float64
+		for _, v := range x0 {
+			sum0 += v
+			max0 = math.Max(max0, math.Abs(v))
+		}
+		xstar := sum0 / float64(d) // x* = average of x(0)
+		scale := math.Max(math.Abs(sum0), max0)
+		if scale == 0 {
+			scale = 1
+		}
+		s.xstar.add(0, xstar)
+		for t := 0; t <= T; t++ {
+			var sq, sum float64
+			for i := 0; i < d; i++ {
+				k := t*d + i
+				dev := e.x[k] - xstar
+				s.err.add(k, dev)
+				sq += dev * dev
+				sum += e.x[k]
+			}
+			s.sq.add(t, sq)
+			s.sumDev = math.Max(s.sumDev, math.Abs(sum-sum0)/scale)
+		}
+	}
+	for t := 0; t < T; t++ {
+		if !e.eveOK[t] {
+			continue
+		}
+		var sq float64
+		for i := 0; i < d; i++ {
+			v := e.eve[t*d+i] - x0[i]
+			sq += v * v
+		}
+		s.eve.add(t, sq)
+	}
+}
+
+// Results returns the metrics of the episodes aggregated so far. Complete episodes still waiting
+// for a lower-numbered one are included (in episode order) without changing the accumulator;
+// episodes that are still incomplete are listed in IncompleteEpisodes. Calling Results does not
+// end the accumulation.
+func (a *Accumulator) Results() *Results {
+	s := a.sums
+	var waiting, incomplete []int
+	for ep, e := range a.pending {
+		if e.complete() {
+			waiting = append(waiting, ep)
+		} else {
+			incomplete = append(incomplete, ep)
+		}
+	}
+	if len(waiting) > 0 {
+		s = a.sums.clone()
+		slices.Sort(waiting)
+		for _, ep := range waiting {
+			a.fold(&s, a.pending[ep])
+		}
+	}
+	slices.Sort(incomplete)
+	r := a.res
+	if r.Point != nil {
+		r.Point = make(map[string]string, len(a.res.Point))
+		for k, v := range a.res.Point {
+			r.Point[k] = v
+		}
+	}
+	r.Runs = s.runs
+	r.IncompleteEpisodes = incomplete
+	T, d := a.steps, a.dim
+	if a.control {
+		m := &ControlMetrics{EveSqError: s.eve.series(0, 1, T), FinalAbsErrorMax: slices.Clone(s.absMax)}
+		for i := 0; i < d; i++ {
+			m.TrackingError = append(m.TrackingError, s.err.series(i, d, T+1))
+			m.TrackingSqError = append(m.TrackingSqError, s.sq.series(i, d, T+1))
+			m.FinalSqError = append(m.FinalSqError, s.sq.stat(T*d+i))
+		}
+		r.Control = m
+	} else {
+		m := &ConsensusMetrics{
+			Agents: d, Alpha: a.alpha, XStar: s.xstar.stat(0), SqDeviation: s.sq.series(0, 1, T+1),
+			FinalSqDeviation: s.sq.stat(T), Prop1Bound: a.bound,
+			OffsetLimit: float64(d-1) * a.res.NoiseVariance, SumRelDevMax: s.sumDev,
+			EveSqError: s.eve.series(0, 1, T),
+		}
+		for i := 0; i < d; i++ {
+			m.Deviation = append(m.Deviation, s.err.series(i, d, T+1))
+		}
+		m.FinalBelowBound = m.FinalSqDeviation.N > 0 && m.FinalSqDeviation.Hi < m.Prop1Bound
+		r.Consensus = m
+	}
+	return &r
+}
