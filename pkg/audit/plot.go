@@ -1,0 +1,128 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// TradeoffPlot builds (without I/O) the trade-off figure of a result: the region below the (eps, delta)
+// curve that the claim forbids (shaded), its boundary AllowedFNR, for a Gaussian claim also the mu-GDP
+// curve at MuClaimed, the empirical (FPR, FNR) curve of the trials (Result.Curve, when
+// Options.CurvePoints > 0), and the bounded tests (FPR_up, FNR_up) that gave the lower bounds. A point of
+// the empirical curve inside the shaded region is a violation seen by the point estimates; the verdict
+// uses the upper bounds.
+func TradeoffPlot(r *Result) (*plot.Plot, error) {
+	if r == nil {
+		return nil, errors.New("audit: plot: nil result")
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("trade-off: claim eps=%.3g delta=%.3g, lb cp=%.3g gdp=%.3g: %s",
+		r.EpsilonClaimed, r.Delta, r.EpsilonLBCP, r.EpsilonLBGDP, r.Verdict)
+	p.X.Label.Text = "FPR = P(guess x' | x)"
+	p.Y.Label.Text = "FNR = P(guess x | x')"
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
+	p.Add(plotter.NewGrid())
+
+	const k = 400
+	allowed := make(plotter.XYs, 0, k+1)
+	for i := 0; i <= k; i++ {
+		x := float64(i) / k
+		allowed = append(allowed, plotter.XY{X: x, Y: AllowedFNR(r.EpsilonClaimed, r.Delta, x)})
+	}
+	region := append(plotter.XYs{{X: 0, Y: 0}}, allowed...)
+	region = append(region, plotter.XY{X: 1, Y: 0})
+	poly, err := plotter.NewPolygon(region)
+	if err != nil {
+		return nil, fmt.Errorf("audit: plot: %w", err)
+	}
+	poly.Color = color.RGBA{R: 250, G: 200, B: 200, A: 255}
+	poly.LineStyle.Width = 0
+	p.Add(poly)
+	p.Legend.Add("forbidden by the claim", poly)
+
+	bl, err := plotter.NewLine(allowed)
+	if err != nil {
+		return nil, fmt.Errorf("audit: plot: %w", err)
+	}
+	bl.Color = color.RGBA{R: 200, A: 255}
+	bl.Width = vg.Points(1.5)
+	p.Add(bl)
+	p.Legend.Add(fmt.Sprintf("(eps, delta) = (%.3g, %.3g) boundary", r.EpsilonClaimed, r.Delta), bl)
+
+	if r.MuClaimed > 0 {
+		g := make(plotter.XYs, 0, k+1)
+		for i := 0; i <= k; i++ {
+			x := float64(i) / k
+			g = append(g, plotter.XY{X: x, Y: GDPFNR(r.MuClaimed, x)})
+		}
+		gl, err := plotter.NewLine(g)
+		if err != nil {
+			return nil, fmt.Errorf("audit: plot: %w", err)
+		}
+		gl.Color = color.RGBA{R: 200, G: 100, A: 255}
+		gl.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(gl)
+		p.Legend.Add(fmt.Sprintf("mu-GDP, mu = %.3g", r.MuClaimed), gl)
+	}
+
+	if len(r.Curve) > 0 {
+		e := make(plotter.XYs, len(r.Curve))
+		for i, c := range r.Curve {
+			e[i] = plotter.XY{X: c.FPR, Y: c.FNR}
+		}
+		el, err := plotter.NewLine(e)
+		if err != nil {
+			return nil, fmt.Errorf("audit: plot: %w", err)
+		}
+		el.Color = color.RGBA{B: 200, A: 255}
+		el.Width = vg.Points(1.5)
+		p.Add(el)
+		p.Legend.Add(fmt.Sprintf("empirical (%d+%d trials)", r.Trials.X, r.Trials.XPrime), el)
+	}
+
+	pts := plotter.XYs{{X: r.CP.FPRUpper, Y: r.CP.FNRUpper}}
+	if r.GDP != nil {
+		pts = append(pts, plotter.XY{X: r.GDP.FPRUpper, Y: r.GDP.FNRUpper})
+	}
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return nil, fmt.Errorf("audit: plot: %w", err)
+	}
+	sc.Shape = draw.CrossGlyph{}
+	sc.Radius = vg.Points(4)
+	p.Add(sc)
+	p.Legend.Add("bounded tests (FPR_up, FNR_up)", sc)
+	p.Legend.Top = true
+	return p, nil
+}
+
+// PlotTradeoff writes the trade-off figure (TradeoffPlot) as PNG and SVG: path with its .png/.svg
+// extension (if any) replaced, i.e. "out/tradeoff" and "out/tradeoff.png" both give out/tradeoff.png and
+// out/tradeoff.svg. It returns the written paths.
+func PlotTradeoff(path string, r *Result) ([]string, error) {
+	p, err := TradeoffPlot(r)
+	if err != nil {
+		return nil, err
+	}
+	base := path
+	if ext := strings.ToLower(filepath.Ext(path)); ext == ".png" || ext == ".svg" {
+		base = strings.TrimSuffix(path, filepath.Ext(path))
+	}
+	var out []string
+	for _, ext := range []string{".png", ".svg"} {
+		f := base + ext
+		if err := p.Save(6*vg.Inch, 6*vg.Inch, f); err != nil {
+			return out, fmt.Errorf("audit: plot: writing %s: %w", f, err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
