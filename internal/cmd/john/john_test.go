@@ -1,0 +1,259 @@
+package johncmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/pkg/rng"
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// randomCSV writes n seeded Gaussian rows of dimension d, with a header and a comment.
+func randomCSV(t *testing.T, n, d int) string {
+	r := rng.New(3, rng.Label("cli-test"))
+	var b strings.Builder
+	b.WriteString("# a random polytope\n")
+	for j := 0; j < d; j++ {
+		if j > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, "x%d", j+1)
+	}
+	b.WriteString("\n")
+	for i := 0; i < n; i++ {
+		for j := 0; j < d; j++ {
+			if j > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, "%.17g", r.NormFloat64())
+		}
+		b.WriteString("\n")
+	}
+	return writeFile(t, "A.csv", b.String())
+}
+
+func run(args ...string) (string, string, error) {
+	var out, errb bytes.Buffer
+	err := Run(args, &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func decode(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, s)
+	}
+	return m
+}
+
+// TestCubeJSON: the cube's John ellipsoid is the unit ball; the JSON carries the keys.
+func TestCubeJSON(t *testing.T) {
+	p := writeFile(t, "cube.csv", "1,0,0\n0,1,0\n0,0,1\n")
+	out, _, err := run("--input", p, "--json", "--seed", "5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := decode(t, out)
+	for _, k := range []string{"weights", "sum_weights", "max_leverage", "logdet_q", "iterations", "method", "seed", "time_ms", "q", "converged"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON lacks key %q", k)
+		}
+	}
+	if m["method"] != "exact" || m["seed"].(float64) != 5 || m["seed_source"] != "flag" {
+		t.Errorf("method %v seed %v source %v", m["method"], m["seed"], m["seed_source"])
+	}
+	if math.Abs(m["max_leverage"].(float64)-1) > 1e-12 || math.Abs(m["sum_weights"].(float64)-3) > 1e-12 || math.Abs(m["logdet_q"].(float64)) > 1e-12 {
+		t.Errorf("cube: %v %v %v", m["max_leverage"], m["sum_weights"], m["logdet_q"])
+	}
+	for _, w := range m["weights"].([]any) {
+		if math.Abs(w.(float64)-1) > 1e-12 {
+			t.Errorf("weight %v, want 1", w)
+		}
+	}
+	if _, ok := m["guarantee"]; ok {
+		t.Error("exact output carries a guarantee key")
+	}
+}
+
+// TestMethods: fast and dp on a random polytope reach the target; dp reports its noise
+// scale and no guarantee; the seed is drawn and printed when absent.
+func TestMethods(t *testing.T) {
+	p := randomCSV(t, 400, 4)
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"fast", []string{"--method", "fast", "--seed", "1"}},
+		{"dp sigma", []string{"--method", "dp", "--noise-scale", "0.1", "--eps0", "0.001", "--seed", "1"}},
+		{"dp calibrated", []string{"--method", "dp", "--epsilon", "1", "--delta", "1e-6", "--eps0", "0.001"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := run(append([]string{"--input", p, "--json"}, tc.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := decode(t, out)
+			if m["converged"] != true || m["max_leverage"].(float64) > 1.1 {
+				t.Errorf("max_leverage %v", m["max_leverage"])
+			}
+			if math.Abs(m["sum_weights"].(float64)-4) > 1e-9 || len(m["weights"].([]any)) != 400 {
+				t.Errorf("sum %v, %d weights", m["sum_weights"], len(m["weights"].([]any)))
+			}
+			if strings.HasPrefix(tc.name, "dp") {
+				if m["guarantee"] != "none (noise scale only)" || m["noise_scale"] == nil || m["guarantee_note"] == "" {
+					t.Errorf("dp fields: %v %v", m["guarantee"], m["noise_scale"])
+				}
+				if m["local_sensitivity"] == nil {
+					t.Error("no local sensitivity with --eps0")
+				}
+			}
+			if tc.name == "dp calibrated" {
+				if m["seed_source"] != "crypto" || m["noise_source"] != "calibrated-heuristic" {
+					t.Errorf("seed source %v noise source %v", m["seed_source"], m["noise_source"])
+				}
+			}
+		})
+	}
+}
+
+// TestTable: the human output is a table naming the verification quantities and the seed.
+func TestTable(t *testing.T) {
+	p := randomCSV(t, 200, 3)
+	out, _, err := run("--input", p, "--method", "dp", "--noise-scale", "0.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"max_leverage", "sum_weights", "logdet_q", "iterations", "seed", "(crypto)", "noise_scale", "none (noise scale only)", "guarantee note"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestMalformedInput(t *testing.T) {
+	cases := []struct {
+		name, csv, want string
+	}{
+		{"bad number", "1,2\n3,abc\n5,6\n", "line 2 (row 2), column 2: \"abc\""},
+		{"bad number after header", "a,b\n1,2\n3,4\n5,x\n", "line 4 (row 3), column 2"},
+		{"ragged", "1,2,3\n4,5\n6,7,8\n7,8,9\n", "line 2 (row 2): 2 fields, want 3"},
+		{"NaN", "1,2\nNaN,3\n4,5\n", "column 1: \"NaN\" is not a finite number"},
+		{"empty", "# nothing\n", "no data rows"},
+		{"too few rows", "1,2,3\n4,5,6\n", "need at least d rows"},
+		{"quote", "1,\"2\n3,4\n", "malformed CSV"},
+		{"rank deficient", "1,2\n2,4\n3,6\n", "rank"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeFile(t, "bad.csv", tc.csv)
+			_, _, err := run("--input", p, "--seed", "1")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), "bad.csv") {
+				t.Errorf("error does not name the file: %v", err)
+			}
+		})
+	}
+	if _, _, err := run("--input", filepath.Join(t.TempDir(), "missing.csv"), "--seed", "1"); err == nil {
+		t.Error("missing file accepted")
+	}
+}
+
+func TestUsage(t *testing.T) {
+	_, stderr, err := run("-h")
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	for _, f := range []string{"--input", "--method", "--xi", "--max-iter", "--epsilon", "--delta", "--eps0", "--noise-scale", "--seed", "--json", "--plot-out", "--sketch-size", "--sample-size", "--check-every", "--workers", "--log-level"} {
+		if !strings.Contains(stderr, strings.TrimPrefix(f, "-")) {
+			t.Errorf("usage does not explain %s", f)
+		}
+	}
+	p := writeFile(t, "cube.csv", "1,0\n0,1\n")
+	bad := [][]string{
+		{},
+		{"--input", p, "--method", "newton"},
+		{"--input", p, "--xi", "0"},
+		{"--input", p, "--method", "dp"},
+		{"--input", p, "--method", "dp", "--epsilon", "1"},
+		{"--input", p, "--epsilon", "1"},
+		{"--input", p, "--method", "dp", "--noise-scale", "-1"},
+		{"--input", p, "--method", "dp", "--epsilon", "1", "--delta", "2", "--eps0", "0.1"},
+		{"--input", p, "--max-iter", "-3"},
+		{"--input", p, "extra"},
+	}
+	for _, args := range bad {
+		if _, _, err := run(args...); !errors.Is(err, cli.ErrUsage) {
+			t.Errorf("%q: error %v, want a usage error", args, err)
+		}
+	}
+}
+
+// TestPlot: --plot-out writes the PNG and SVG and the JSON lists them; the curves end
+// below the target for exact.
+func TestPlot(t *testing.T) {
+	p := randomCSV(t, 300, 3)
+	dir := filepath.Join(t.TempDir(), "plots")
+	out, _, err := run("--input", p, "--json", "--seed", "2", "--plot-out", dir, "--max-iter", "120")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := decode(t, out)
+	files := m["plots"].([]any)
+	if len(files) != 2 {
+		t.Fatalf("plots %v", files)
+	}
+	for _, f := range files {
+		st, err := os.Stat(f.(string))
+		if err != nil || st.Size() < 1000 {
+			t.Errorf("%v: %v", f, err)
+		}
+	}
+	a, err := ReadMatrix(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	curves, _, err := Curves(a, PlotConfig{Xi: 0.1, MaxIter: 120, Seed: 2, Delta: 1e-6, Eps0: 1e-3, Epsilons: []float64{0.5, 1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(curves) != 5 || curves[0].Label != "exact" || !strings.HasPrefix(curves[2].Label, "dp eps=0.5") {
+		t.Fatalf("curves %d, labels %q %q", len(curves), curves[0].Label, curves[2].Label)
+	}
+	if last := curves[0].Acc[len(curves[0].Acc)-1]; last > 0.1 {
+		t.Errorf("exact curve ends at %g above xi", last)
+	}
+	// A zero row: no calibration possible, the dp curves fall back to fixed sigmas.
+	z := writeFile(t, "zero.csv", "1,0\n0,1\n0,0\n1,1\n")
+	a, err = ReadMatrix(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	curves, notes, err := Curves(a, PlotConfig{Xi: 0.1, MaxIter: 20, Seed: 2, Delta: 1e-6, Eps0: 1e-3, Epsilons: []float64{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) == 0 || len(curves) != 2+len(FallbackSigmas) {
+		t.Errorf("fallback: notes %q, %d curves", notes, len(curves))
+	}
+}
