@@ -1,0 +1,407 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/sim"
+)
+
+// pointInfo is one point with its place in the sweep.
+type pointInfo struct {
+	idx    int
+	sc     *scenario.Scenario
+	plan   *plan.Plan
+	res    *sim.Results
+	label  string // "epsilon=0.01, noise=structured", or the scenario name without a sweep
+	values map[string]string
+	axis   int // index into run.axisLabels
+	series int // index into run.seriesLabels
+
+	calInfo  string   // calibration statement that is not a check (baselines without guarantee)
+	naiveEps float64  // iid-naive: the eps actually achieved over the T releases
+	resInfo  []string // result lines that are not checks
+}
+
+// run is the analysed Input.
+type run struct {
+	in     Input
+	sc     *scenario.Scenario // the scenario file
+	kind   string             // scenario.CloudControl or scenario.Consensus
+	points []*pointInfo
+
+	sweep        bool
+	axisParam    string // the sweep figures' x parameter ("" without a sweep)
+	axisNumeric  bool
+	axisLabels   []string
+	axisValues   []float64 // numeric axis only
+	axisLog      bool
+	seriesParams []string
+	seriesLabels []string
+	rep          *pointInfo // the point the per-point figures show
+
+	comps, compLong []string // control: state component names (p, v or x1, x2, ...)
+	vehicle         bool     // the plant is the paper's double integrator with C = [1 0]
+
+	checks  []Check
+	skipped []string // figures left out for lack of data
+}
+
+func analyse(in Input) (*run, error) {
+	if len(in.Points) == 0 {
+		return nil, errors.New("report: no points")
+	}
+	r := &run{in: in, sc: in.Scenario}
+	for i, p := range in.Points {
+		if p.Results == nil {
+			return nil, fmt.Errorf("report: point %d: no results", i)
+		}
+		sc := p.Scenario
+		if sc == nil && p.Plan != nil {
+			sc = p.Plan.Scenario
+		}
+		pi := &pointInfo{idx: i, sc: sc, plan: p.Plan, res: p.Results, values: map[string]string{}}
+		if sc != nil {
+			for _, v := range sc.Point {
+				pi.values[string(v.Param)] = v.Value
+			}
+		}
+		if len(pi.values) == 0 {
+			for k, v := range p.Results.Point {
+				pi.values[k] = v
+			}
+		}
+		r.points = append(r.points, pi)
+	}
+	if r.sc == nil {
+		r.sc = r.points[0].sc
+	}
+	r.kind = r.points[0].res.Kind
+	for _, p := range r.points {
+		if p.res.Kind != r.kind {
+			return nil, fmt.Errorf("report: point %d is %q, point 0 is %q", p.idx, p.res.Kind, r.kind)
+		}
+		switch p.res.Kind {
+		case string(scenario.CloudControl):
+			if p.res.Control == nil {
+				return nil, fmt.Errorf("report: point %d: cloud-control results without control metrics", p.idx)
+			}
+			if err := validControl(p.res.Control); err != nil {
+				return nil, fmt.Errorf("report: point %d: %w", p.idx, err)
+			}
+		case string(scenario.Consensus):
+			if p.res.Consensus == nil {
+				return nil, fmt.Errorf("report: point %d: consensus results without consensus metrics", p.idx)
+			}
+			if err := validConsensus(p.res.Consensus); err != nil {
+				return nil, fmt.Errorf("report: point %d: %w", p.idx, err)
+			}
+		default:
+			return nil, fmt.Errorf("report: point %d: unknown kind %q", p.idx, p.res.Kind)
+		}
+	}
+	r.sweepLayout()
+	r.components()
+	r.evaluate()
+	return r, nil
+}
+
+// evaluate computes every check (calibration first, then results) in point order.
+func (r *run) evaluate() {
+	for _, p := range r.points {
+		p.calInfo = r.calibrationCheck(p)
+	}
+	for _, p := range r.points {
+		switch {
+		case p.res.Control != nil:
+			p.resInfo = r.controlChecks(p)
+		case p.res.Consensus != nil:
+			p.resInfo = r.consensusChecks(p)
+		}
+	}
+	r.sweepComparisons()
+}
+
+// numericParam reports whether a sweep parameter takes numbers.
+func numericParam(p string) bool {
+	return p == string(scenario.SweepEpsilon) || p == string(scenario.SweepDelta) || p == string(scenario.SweepMu)
+}
+
+// sweepLayout chooses the sweep figures' x parameter (the first numeric swept parameter, else
+// the first), the series (the values of the other parameters) and the representative point
+// (x value closest to 1 on a log scale, e.g. the paper's eps = 1; first series).
+func (r *run) sweepLayout() {
+	var params []string
+	if r.sc != nil {
+		for _, sw := range r.sc.Sweeps {
+			params = append(params, string(sw.Param))
+		}
+	}
+	if len(params) == 0 && r.points[0].sc != nil {
+		for _, v := range r.points[0].sc.Point {
+			params = append(params, string(v.Param))
+		}
+	}
+	if len(params) == 0 && len(r.points) > 1 {
+		// Points without sweep information: one categorical value per point.
+		params = []string{"point"}
+		for _, p := range r.points {
+			p.values["point"] = pointName(p)
+		}
+	}
+	if len(params) == 0 {
+		r.rep = r.points[0]
+		r.points[0].label = pointName(r.points[0])
+		return
+	}
+	r.sweep = len(r.points) > 1 || r.sc != nil && len(r.sc.Sweeps) > 0
+	r.axisParam = params[0]
+	for _, p := range params {
+		if numericParam(p) {
+			r.axisParam = p
+			break
+		}
+	}
+	for _, p := range params {
+		if p != r.axisParam {
+			r.seriesParams = append(r.seriesParams, p)
+		}
+	}
+	// Axis values in sweep order (from the file), else in order of appearance.
+	if r.sc != nil {
+		for _, sw := range r.sc.Sweeps {
+			if string(sw.Param) == r.axisParam {
+				for i := 0; i < sw.Len(); i++ {
+					r.axisLabels = append(r.axisLabels, sw.Value(i))
+				}
+			}
+		}
+	}
+	for _, p := range r.points {
+		if v := p.values[r.axisParam]; !slices.Contains(r.axisLabels, v) {
+			r.axisLabels = append(r.axisLabels, v)
+		}
+	}
+	r.axisNumeric = numericParam(r.axisParam)
+	if r.axisNumeric {
+		for _, l := range r.axisLabels {
+			v, err := strconv.ParseFloat(l, 64)
+			if err != nil || !(v > 0) {
+				r.axisNumeric = false
+				break
+			}
+			r.axisValues = append(r.axisValues, v)
+		}
+	}
+	if !r.axisNumeric {
+		r.axisValues = nil
+	} else if lo, hi := slices.Min(r.axisValues), slices.Max(r.axisValues); hi >= 10*lo {
+		r.axisLog = true
+	}
+	for _, p := range r.points {
+		p.axis = slices.Index(r.axisLabels, p.values[r.axisParam])
+		var parts, vals []string
+		for _, sp := range r.seriesParams {
+			parts = append(parts, sp+"="+p.values[sp])
+			vals = append(vals, p.values[sp])
+		}
+		key := strings.Join(vals, ", ")
+		if len(r.seriesParams) > 1 {
+			key = strings.Join(parts, ", ")
+		}
+		if i := slices.Index(r.seriesLabels, key); i >= 0 {
+			p.series = i
+		} else {
+			p.series = len(r.seriesLabels)
+			r.seriesLabels = append(r.seriesLabels, key)
+		}
+		var all []string
+		for _, q := range params {
+			if q == "point" {
+				all = append(all, p.values[q])
+			} else {
+				all = append(all, q+"="+p.values[q])
+			}
+		}
+		p.label = strings.Join(all, ", ")
+	}
+	repAxis := 0
+	if r.axisNumeric {
+		best := math.Inf(1)
+		for i, v := range r.axisValues {
+			if d := math.Abs(math.Log(v)); d < best-1e-12 {
+				best, repAxis = d, i
+			}
+		}
+	}
+	r.rep = r.points[0]
+	for _, p := range r.points {
+		if p.axis == repAxis && p.series == 0 {
+			r.rep = p
+			break
+		}
+	}
+}
+
+func pointName(p *pointInfo) string {
+	if p.sc != nil {
+		return p.sc.Name
+	}
+	return p.res.Scenario
+}
+
+// components names the state components of a control run: p and v for the paper's vehicle
+// (A = [1 Ts; 0 1], C = [1 0]), x1, x2, ... otherwise.
+func (r *run) components() {
+	if r.kind != string(scenario.CloudControl) {
+		return
+	}
+	n := len(r.rep.res.Control.TrackingError)
+	if p := r.rep.plan; p != nil && p.System != nil && n == 2 {
+		A, C := p.System.A, p.System.C
+		ar, ac := A.Dims()
+		cr, cc := C.Dims()
+		if ar == 2 && ac == 2 && cr == 1 && cc == 2 && A.At(0, 0) == 1 && A.At(1, 0) == 0 && A.At(1, 1) == 1 &&
+			A.At(0, 1) > 0 && C.At(0, 0) == 1 && C.At(0, 1) == 0 {
+			r.vehicle = true
+			r.comps = []string{"p", "v"}
+			r.compLong = []string{"position p", "velocity v"}
+			return
+		}
+	}
+	for i := 0; i < n; i++ {
+		r.comps = append(r.comps, fmt.Sprintf("x%d", i+1))
+		r.compLong = append(r.compLong, fmt.Sprintf("state x%d", i+1))
+	}
+}
+
+// pointsAt returns the points at axis index a (in series order).
+func (r *run) pointsAt(a int) []*pointInfo {
+	var out []*pointInfo
+	for _, p := range r.points {
+		if p.axis == a {
+			out = append(out, p)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y *pointInfo) int { return x.series - y.series })
+	return out
+}
+
+// pointsOfSeries returns the points of series s (in axis order).
+func (r *run) pointsOfSeries(s int) []*pointInfo {
+	var out []*pointInfo
+	for _, p := range r.points {
+		if p.series == s {
+			out = append(out, p)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y *pointInfo) int { return x.axis - y.axis })
+	return out
+}
+
+// axisText is the axis value of p as printed.
+func (r *run) axisText(p *pointInfo) string {
+	if r.axisParam == "point" {
+		return p.values["point"]
+	}
+	return r.axisParam + " = " + p.values[r.axisParam]
+}
+
+// constantOffset reports whether the point's noise is a constant offset gamma(t) = gamma(0):
+// structured noise with A_m = I (the paper's position-private vehicle, every consensus agent).
+func constantOffset(p *pointInfo) bool {
+	if p.plan == nil || string(p.plan.Noise) != "structured" || p.plan.ModelA == nil {
+		return false
+	}
+	n, m := p.plan.ModelA.Dims()
+	if n != m {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			want := 0.0
+			if i == j {
+				want = 1
+			}
+			if p.plan.ModelA.At(i, j) != want {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// eveTrend returns the eavesdropper's mean error at the first step with an estimate and at the
+// last step, with those steps; ok is false without two distinct such steps.
+func eveTrend(s *sim.Series) (early, late float64, t0, t1 int, ok bool) {
+	t0, t1 = -1, -1
+	for t := 0; t < s.Len(); t++ {
+		if s.N[t] > 0 {
+			if t0 < 0 {
+				t0 = t
+			}
+			t1 = t
+		}
+	}
+	if t0 < 0 || t1 <= t0 {
+		return 0, 0, t0, t1, false
+	}
+	return s.Mean[t0], s.Mean[t1], t0, t1, true
+}
+
+func (r *run) addCheck(p *pointInfo, name string, pass bool, text string) {
+	label := ""
+	if p != nil && r.sweep {
+		label = p.label
+	}
+	r.checks = append(r.checks, Check{Point: label, Name: name, Pass: pass, Text: text})
+}
+
+// validSeries checks that the slices of a Series have one length.
+func validSeries(name string, s *sim.Series) error {
+	n := len(s.Mean)
+	if len(s.N) != n || len(s.SE) != n || len(s.Lo) != n || len(s.Hi) != n {
+		return fmt.Errorf("%s: n, mean, se, ci_lo, ci_hi have lengths %d, %d, %d, %d, %d", name, len(s.N), n, len(s.SE), len(s.Lo), len(s.Hi))
+	}
+	return nil
+}
+
+func validControl(c *sim.ControlMetrics) error {
+	d := len(c.TrackingError)
+	if d == 0 {
+		return errors.New("control metrics without tracking errors")
+	}
+	if len(c.TrackingSqError) != d || len(c.FinalSqError) != d {
+		return fmt.Errorf("control metrics: %d tracking error series, %d squared, %d final", d, len(c.TrackingSqError), len(c.FinalSqError))
+	}
+	if len(c.FinalAbsErrorMax) != 0 && len(c.FinalAbsErrorMax) != d {
+		return fmt.Errorf("control metrics: %d final_abs_error_max values for %d components", len(c.FinalAbsErrorMax), d)
+	}
+	for i := 0; i < d; i++ {
+		if err := validSeries(fmt.Sprintf("tracking_error[%d]", i), &c.TrackingError[i]); err != nil {
+			return err
+		}
+		if err := validSeries(fmt.Sprintf("tracking_sq_error[%d]", i), &c.TrackingSqError[i]); err != nil {
+			return err
+		}
+	}
+	return validSeries("eve_sq_error", &c.EveSqError)
+}
+
+func validConsensus(c *sim.ConsensusMetrics) error {
+	for i := range c.Deviation {
+		if err := validSeries(fmt.Sprintf("deviation[%d]", i), &c.Deviation[i]); err != nil {
+			return err
+		}
+	}
+	if err := validSeries("sq_deviation", &c.SqDeviation); err != nil {
+		return err
+	}
+	return validSeries("eve_sq_error", &c.EveSqError)
+}

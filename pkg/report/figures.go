@@ -1,0 +1,593 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/sim"
+)
+
+// Figure names (files NAME.png and NAME.svg).
+const (
+	FigTrackingError     = "tracking-error"      // cloud control: x - x_r against t (paper Fig. 2)
+	FigTrackingMSE       = "tracking-mse"        // cloud control: E[(x - x_r)^2] against t
+	FigEavesdropper      = "eavesdropper-error"  // E||x0hat(t) - x(0)||^2 against t
+	FigSweepFinalMSE     = "sweep-final-mse"     // final mean-square error against the swept parameter (Fig. 3)
+	FigSweepEavesdropper = "sweep-eavesdropper"  // eavesdropper error against t per noise kind
+	FigConsensusDev      = "consensus-deviation" // E[x_i(t) - x*] against t (Fig. 5)
+	FigConsensusMSE      = "consensus-mse"       // E||x(t) - 1x*||^2 with the Proposition 1 bound (Figs. 6, 7)
+)
+
+const (
+	figW   = 7 * vg.Inch
+	figH   = 4.5 * vg.Inch
+	panelH = 3.2 * vg.Inch
+)
+
+var grey = color.RGBA{90, 90, 90, 255}
+
+// figures builds every figure of the run (no I/O).
+func (r *run) figures() ([]*Figure, error) {
+	var figs []*Figure
+	add := func(f *Figure, err error) error {
+		if err != nil {
+			return err
+		}
+		if f != nil {
+			figs = append(figs, f)
+		}
+		return nil
+	}
+	var steps []func() (*Figure, error)
+	switch r.kind {
+	case string(scenario.CloudControl):
+		steps = []func() (*Figure, error){r.figTrackingError, r.figTrackingMSE, r.figEavesdropper}
+	case string(scenario.Consensus):
+		steps = []func() (*Figure, error){r.figConsensusDeviation, r.figConsensusMSE, r.figEavesdropper}
+	}
+	if r.sweep {
+		steps = append(steps, r.figSweepFinal, r.figSweepEavesdropper)
+	}
+	for _, s := range steps {
+		f, err := s()
+		if errors.Is(err, errNoData) {
+			r.skipped = append(r.skipped, err.Error())
+			continue
+		}
+		if err := add(f, err); err != nil {
+			return nil, err
+		}
+	}
+	return figs, nil
+}
+
+// repSuffix names the representative point in titles of a sweep.
+func (r *run) repSuffix() string {
+	if !r.sweep {
+		return ""
+	}
+	return " (" + r.rep.label + ")"
+}
+
+func (r *run) figTrackingError() (*Figure, error) {
+	c := r.rep.res.Control
+	f := &Figure{Name: FigTrackingError, Width: figW, Height: panelH * vg.Length(len(c.TrackingError))}
+	for i := range c.TrackingError {
+		s := &c.TrackingError[i]
+		title := ""
+		if i == 0 {
+			title = fmt.Sprintf("Tracking error: mean and 95%% CI band over %d runs%s", r.rep.res.Runs, r.repSuffix())
+		}
+		name := r.comps[i]
+		p := newPlot(title, "step t", fmt.Sprintf("%s(t) - %s_r(t)", name, name))
+		if err := hline(p, 0, float64(s.Len()-1), 0, seriesStyle{color: grey, width: vg.Points(0.6)}, false); err != nil {
+			return nil, err
+		}
+		ok, err := addSeries(p, s, stepAxis, seriesStyle{color: colorOf(i), band: true}, false, 0)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("report: %s: %s: %w", FigTrackingError, name, errNoData)
+		}
+		f.Panels = append(f.Panels, []*plot.Plot{p})
+	}
+	f.Caption = fmt.Sprintf("Tracking errors %s against the step t: mean over the runs with its 95%% confidence band (paper Fig. 2)%s.",
+		joinErr(r.comps), r.repSuffix())
+	return f, nil
+}
+
+func joinErr(comps []string) string {
+	s := ""
+	for i, c := range comps {
+		if i > 0 {
+			s += " and "
+		}
+		s += c + " - " + c + "_r"
+	}
+	return s
+}
+
+func (r *run) figTrackingMSE() (*Figure, error) {
+	c := r.rep.res.Control
+	f := &Figure{Name: FigTrackingMSE, Width: figW, Height: panelH * vg.Length(len(c.TrackingSqError))}
+	for i := range c.TrackingSqError {
+		s := &c.TrackingSqError[i]
+		title := ""
+		if i == 0 {
+			title = fmt.Sprintf("Mean-square tracking error: mean and 95%% CI band over %d runs%s", r.rep.res.Runs, r.repSuffix())
+		}
+		name := r.comps[i]
+		p := newPlot(title, "step t", fmt.Sprintf("E[(%s - %s_r)^2]", name, name))
+		vals := seriesValues(s, true)
+		logY := spansDecades(seriesValues(s, false))
+		floor := 0.0
+		if logY {
+			lo, hi, _ := positiveRange(seriesValues(s, false))
+			if _, h, ok := positiveRange(vals); ok {
+				hi = math.Max(hi, h)
+			}
+			floor = lo / 10
+			setLogY(p, lo, hi)
+		}
+		ok, err := addSeries(p, s, stepAxis, seriesStyle{color: colorOf(i), band: true}, logY, floor)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("report: %s: %s: %w", FigTrackingMSE, name, errNoData)
+		}
+		nonNegAxis(p, logY)
+		f.Panels = append(f.Panels, []*plot.Plot{p})
+	}
+	f.Caption = "Mean-square tracking errors against the step t with 95% confidence bands" + r.repSuffix() + "."
+	return f, nil
+}
+
+// eveSeries returns the eavesdropper series of a point.
+func eveSeries(p *pointInfo) *sim.Series {
+	if p.res.Control != nil {
+		return &p.res.Control.EveSqError
+	}
+	if p.res.Consensus != nil {
+		return &p.res.Consensus.EveSqError
+	}
+	return nil
+}
+
+func hasData(s *sim.Series) bool {
+	if s == nil {
+		return false
+	}
+	for _, n := range s.N {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// eveLabel is the y label of the eavesdropper figures.
+func (r *run) eveLabel() string {
+	return "E||x0hat(t) - x(0)||^2"
+}
+
+func (r *run) figEavesdropper() (*Figure, error) {
+	s := eveSeries(r.rep)
+	if !hasData(s) {
+		return nil, nil
+	}
+	p := newPlot(fmt.Sprintf("Eavesdropper's error, %s noise: mean and 95%% CI band%s", r.rep.res.Noise, r.repSuffix()),
+		"step t (estimate from releases 0..t)", r.eveLabel())
+	st := seriesStyle{color: colorOf(0), band: true}
+	if err := r.plotEve(p, []*sim.Series{s}, []seriesStyle{st}); err != nil {
+		return nil, err
+	}
+	what := "x(0) of the plant"
+	if r.kind == string(scenario.Consensus) {
+		what = "every agent's x_i(0)"
+	}
+	return &Figure{Name: FigEavesdropper, Width: figW, Height: figH, Panels: [][]*plot.Plot{{p}},
+		Caption: fmt.Sprintf("The eavesdropper's mean-square error in estimating %s from everything published up to step t, "+
+			"with its 95%% confidence band%s. A flat curve means the releases do not reveal more over time.", what, r.repSuffix())}, nil
+}
+
+// plotEve draws eavesdropper series on p with a log y axis when they span decades.
+func (r *run) plotEve(p *plot.Plot, ss []*sim.Series, styles []seriesStyle) error {
+	var means, all []float64
+	for _, s := range ss {
+		means = append(means, seriesValues(s, false)...)
+		all = append(all, seriesValues(s, true)...)
+	}
+	logY := spansDecades(means)
+	floor := 0.0
+	if logY {
+		lo, hi, _ := positiveRange(means)
+		if _, h, ok := positiveRange(all); ok {
+			hi = math.Max(hi, h)
+		}
+		floor = lo / 10
+		setLogY(p, lo, hi)
+	}
+	drawn := false
+	for i, s := range ss {
+		ok, err := addSeries(p, s, stepAxis, styles[i], logY, floor)
+		if err != nil {
+			return err
+		}
+		drawn = drawn || ok
+	}
+	if !drawn {
+		return fmt.Errorf("report: eavesdropper figure: %w", errNoData)
+	}
+	nonNegAxis(p, logY)
+	return nil
+}
+
+func (r *run) figConsensusDeviation() (*Figure, error) {
+	c := r.rep.res.Consensus
+	p := newPlot(fmt.Sprintf("Deviation from the average, mean over %d runs%s", r.rep.res.Runs, r.repSuffix()),
+		"step t", "E[x_i(t) - x*]")
+	n := len(c.Deviation)
+	if n == 0 {
+		return nil, fmt.Errorf("report: %s: no agents: %w", FigConsensusDev, errNoData)
+	}
+	if err := hline(p, 0, float64(c.Deviation[0].Len()-1), 0, seriesStyle{color: grey, width: vg.Points(0.6)}, false); err != nil {
+		return nil, err
+	}
+	legend := n <= 12
+	drawn := false
+	for i := range c.Deviation {
+		st := seriesStyle{color: colorOf(i), band: n <= 4, width: vg.Points(1.3)}
+		if legend {
+			st.name = fmt.Sprintf("agent %d", i+1)
+		}
+		ok, err := addSeries(p, &c.Deviation[i], stepAxis, st, false, 0)
+		if err != nil {
+			return nil, err
+		}
+		drawn = drawn || ok
+	}
+	if !drawn {
+		return nil, fmt.Errorf("report: %s: %w", FigConsensusDev, errNoData)
+	}
+	p.Legend.Top = true
+	cap := fmt.Sprintf("Mean deviation E[x_i(t) - x*] of every agent from the average x* of x(0) against the step t (paper Fig. 5)%s; "+
+		"Proposition 1: it tends to 0.", r.repSuffix())
+	if n > 4 {
+		cap += " The 95% intervals are left out for readability; report.md checks them."
+	}
+	if !legend {
+		cap += fmt.Sprintf(" %d agents, not labelled.", n)
+	}
+	return &Figure{Name: FigConsensusDev, Width: figW, Height: figH + 0.5*vg.Inch, Panels: [][]*plot.Plot{{p}}, Caption: cap}, nil
+}
+
+// mseGroup returns the points the consensus-mse figure compares: the representative series
+// across the swept values (one point without a sweep).
+func (r *run) mseGroup() []*pointInfo {
+	if !r.sweep {
+		return []*pointInfo{r.rep}
+	}
+	return r.pointsOfSeries(r.rep.series)
+}
+
+func (r *run) figConsensusMSE() (*Figure, error) {
+	group := r.mseGroup()
+	title := "Mean-square deviation and the Proposition 1 bound"
+	if r.sweep && len(r.seriesLabels) > 1 {
+		title += " (" + r.seriesLabels[r.rep.series] + ")"
+	}
+	p := newPlot(title, "step t", "E||x(t) - 1x*||^2")
+	var means, all []float64
+	for _, g := range group {
+		c := g.res.Consensus
+		means = append(means, seriesValues(&c.SqDeviation, false)...)
+		means = append(means, c.Prop1Bound)
+		all = append(all, seriesValues(&c.SqDeviation, true)...)
+	}
+	lo, hi, ok := positiveRange(means)
+	if !ok {
+		return nil, fmt.Errorf("report: %s: %w", FigConsensusMSE, errNoData)
+	}
+	if _, h, ok := positiveRange(all); ok {
+		hi = math.Max(hi, h)
+	}
+	// Always log: the deviation falls from ||x(0) - 1x*||^2 to the noise floor.
+	setLogY(p, lo, hi)
+	floor := lo / 10
+	entries := 0
+	for k, g := range group {
+		c := g.res.Consensus
+		name := "E||x(t) - 1x*||^2"
+		bname := "Proposition 1 bound"
+		if len(group) > 1 {
+			name = r.axisText(g)
+			bname = "bound, " + r.axisText(g)
+		}
+		drawn, err := addSeries(p, &c.SqDeviation, stepAxis, seriesStyle{name: name, color: colorOf(k), band: true}, true, floor)
+		if err != nil {
+			return nil, err
+		}
+		if drawn {
+			entries++
+		}
+		if c.Prop1Bound > 0 {
+			entries++
+			if err := hline(p, 0, float64(c.SqDeviation.Len()-1), c.Prop1Bound, seriesStyle{name: bname, color: colorOf(k), dashes: dashed}, true); err != nil {
+				return nil, err
+			}
+		}
+	}
+	cap := "Mean-square deviation E||x(t) - 1x*||^2 against the step t with its 95% confidence band (log scale), and the Proposition 1 bound " +
+		"(dashed, same colour)"
+	if len(group) > 1 {
+		cap += ", one pair per " + r.axisParam + " (paper Figs. 6, 7)."
+	} else {
+		cap += " (paper Figs. 6, 7)."
+	}
+	legendRoom(p, entries, figH+0.5*vg.Inch)
+	return &Figure{Name: FigConsensusMSE, Width: figW, Height: figH + 0.5*vg.Inch, Panels: [][]*plot.Plot{{p}}, Caption: cap}, nil
+}
+
+// errPoints are points with asymmetric y error bars (distances below and above).
+type errPoints struct {
+	xy     plotter.XYs
+	lo, hi []float64
+}
+
+func (e errPoints) Len() int                        { return len(e.xy) }
+func (e errPoints) XY(i int) (float64, float64)     { return e.xy[i].X, e.xy[i].Y }
+func (e errPoints) YError(i int) (float64, float64) { return e.lo[i], e.hi[i] }
+
+// sweepX is the x coordinate of axis index a.
+func (r *run) sweepX(a int) float64 {
+	if r.axisNumeric {
+		return r.axisValues[a]
+	}
+	return float64(a)
+}
+
+// sweepPanel draws stat(point) against the swept parameter, one line per series, with 95% CI
+// error bars; bound(point) > 0 adds a dashed line per series.
+func (r *run) sweepPanel(title, ylabel string, stat func(*pointInfo) sim.Stat, bound func(*pointInfo) float64, boundName string) (*plot.Plot, error) {
+	xlabel := r.axisParam
+	if r.axisParam == string(scenario.SweepEpsilon) {
+		xlabel = "privacy budget epsilon"
+	}
+	p := newPlot(title, xlabel, ylabel)
+	var means, all []float64
+	for _, pt := range r.points {
+		s := stat(pt)
+		if s.N > 0 {
+			means = append(means, s.Mean)
+			all = append(all, s.Hi)
+		}
+		if bound != nil && bound(pt) > 0 {
+			means = append(means, bound(pt))
+		}
+	}
+	if len(means) == 0 {
+		return nil, errNoData
+	}
+	logY := spansDecades(means)
+	floor := 0.0
+	if logY {
+		lo, hi, _ := positiveRange(means)
+		if _, h, ok := positiveRange(all); ok {
+			hi = math.Max(hi, h)
+		}
+		floor = lo / 10
+		setLogY(p, lo, hi)
+	}
+	if r.axisLog {
+		lo, hi, _ := positiveRange(r.axisValues)
+		setLogX(p, lo, hi)
+	}
+	entries := 0
+	for s := range r.seriesLabels {
+		pts := r.pointsOfSeries(s)
+		var e errPoints
+		var bxy plotter.XYs
+		for _, pt := range pts {
+			st := stat(pt)
+			if st.N == 0 || (logY && !(st.Mean > 0)) {
+				continue
+			}
+			x := r.sweepX(pt.axis)
+			if r.axisLog {
+				x = lg(x)
+			}
+			m, l, h := st.Mean, st.Lo, st.Hi
+			if st.N < 2 {
+				l, h = m, m
+			}
+			by := 0.0
+			if bound != nil {
+				by = bound(pt)
+			}
+			if logY {
+				l = math.Max(l, floor)
+				m, l, h = lg(m), lg(l), lg(math.Max(h, l))
+				if by > 0 {
+					by = lg(by)
+				}
+			}
+			e.xy = append(e.xy, plotter.XY{X: x, Y: m})
+			e.lo = append(e.lo, math.Max(0, m-l))
+			e.hi = append(e.hi, math.Max(0, h-m))
+			if bound != nil && bound(pt) > 0 {
+				bxy = append(bxy, plotter.XY{X: x, Y: by})
+			}
+		}
+		if len(e.xy) == 0 {
+			continue
+		}
+		col := colorOf(s)
+		name, bname := r.seriesLabels[s], boundName+", "+r.seriesLabels[s]
+		if name == "" {
+			name, bname = "mean, 95% CI", boundName
+		}
+		line, sc, err := plotter.NewLinePoints(e.xy)
+		if err != nil {
+			return nil, fmt.Errorf("report: sweep line: %w", err)
+		}
+		line.Color, line.Width = col, vg.Points(1.5)
+		sc.Color, sc.Shape, sc.Radius = col, markerShape(s), vg.Points(3.5)
+		eb, err := plotter.NewYErrorBars(e)
+		if err != nil {
+			return nil, fmt.Errorf("report: sweep error bars: %w", err)
+		}
+		eb.Color, eb.Width, eb.CapWidth = col, vg.Points(1), vg.Points(5)
+		p.Add(line, sc, eb)
+		p.Legend.Add(name, line, sc)
+		entries++
+		if len(bxy) > 0 {
+			bl, err := plotter.NewLine(bxy)
+			if err != nil {
+				return nil, fmt.Errorf("report: sweep bound: %w", err)
+			}
+			bl.Color, bl.Width, bl.Dashes = col, vg.Points(1.2), dashed
+			p.Add(bl)
+			p.Legend.Add(bname, bl)
+			entries++
+		}
+	}
+	legendRoom(p, entries, panelH)
+	if !r.axisNumeric {
+		p.NominalX(r.axisLabels...)
+		p.X.Min, p.X.Max = -0.5, float64(len(r.axisLabels))-0.5
+	}
+	return p, nil
+}
+
+func markerShape(i int) draw.GlyphDrawer {
+	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
+	return shapes[i%len(shapes)]
+}
+
+func (r *run) figSweepFinal() (*Figure, error) {
+	T := r.rep.res.Steps
+	f := &Figure{Name: FigSweepFinalMSE, Width: figW}
+	switch r.kind {
+	case string(scenario.CloudControl):
+		n := len(r.comps)
+		for i := 0; i < n; i++ {
+			title := ""
+			if i == 0 {
+				title = fmt.Sprintf("Mean-square tracking error at the final step T = %d", T)
+			}
+			name := r.comps[i]
+			p, err := r.sweepPanel(title, fmt.Sprintf("E[(%s(T) - %s_r(T))^2]", name, name), func(pt *pointInfo) sim.Stat {
+				if i < len(pt.res.Control.FinalSqError) {
+					return pt.res.Control.FinalSqError[i]
+				}
+				return sim.Stat{}
+			}, nil, "")
+			if err != nil {
+				return nil, fmt.Errorf("report: %s: %w", FigSweepFinalMSE, err)
+			}
+			f.Panels = append(f.Panels, []*plot.Plot{p})
+		}
+		f.Height = panelH * vg.Length(n)
+		f.Caption = fmt.Sprintf("Mean-square tracking errors at the final step T = %d against %s, one line per %s, with 95%% confidence bars (paper Fig. 3).",
+			T, r.axisParam, seriesWord(r))
+	case string(scenario.Consensus):
+		p, err := r.sweepPanel(fmt.Sprintf("Final mean-square deviation at T = %d", T), "E||x(T) - 1x*||^2",
+			func(pt *pointInfo) sim.Stat { return pt.res.Consensus.FinalSqDeviation },
+			func(pt *pointInfo) float64 { return pt.res.Consensus.Prop1Bound }, "Proposition 1 bound")
+		if err != nil {
+			return nil, fmt.Errorf("report: %s: %w", FigSweepFinalMSE, err)
+		}
+		f.Panels = [][]*plot.Plot{{p}}
+		f.Height = figH
+		f.Caption = fmt.Sprintf("Final mean-square deviation E||x(T) - 1x*||^2 against %s with 95%% confidence bars and the Proposition 1 bound (dashed).", r.axisParam)
+	}
+	return f, nil
+}
+
+func seriesWord(r *run) string {
+	if len(r.seriesParams) == 1 {
+		if r.seriesParams[0] == string(scenario.SweepNoise) {
+			return "noise kind"
+		}
+		return r.seriesParams[0]
+	}
+	if len(r.seriesParams) == 0 {
+		return "series"
+	}
+	return "combination of the other swept parameters"
+}
+
+func (r *run) figSweepEavesdropper() (*Figure, error) {
+	var group []*pointInfo
+	var title, cap string
+	if len(r.seriesLabels) > 1 {
+		group = r.pointsAt(r.rep.axis)
+		title = "Eavesdropper's estimation error at " + r.axisText(r.rep)
+		cap = fmt.Sprintf("The eavesdropper's mean-square error in estimating x(0) against the step t at %s, one line per %s, with 95%% confidence bands. "+
+			"Structured noise keeps it flat; i.i.d. noise calibrated for one release lets it shrink with every step (the leak made visible).",
+			r.axisText(r.rep), seriesWord(r))
+	} else {
+		group = r.pointsOfSeries(0)
+		title = "Eavesdropper's estimation error per " + r.axisParam
+		cap = fmt.Sprintf("The eavesdropper's mean-square error in estimating x(0) against the step t, one line per %s, with 95%% confidence bands.", r.axisParam)
+	}
+	var ss []*sim.Series
+	var styles []seriesStyle
+	for k, g := range group {
+		s := eveSeries(g)
+		if !hasData(s) {
+			continue
+		}
+		name := r.axisText(g)
+		if len(r.seriesLabels) > 1 {
+			name = r.seriesLabels[g.series]
+		}
+		ss = append(ss, s)
+		styles = append(styles, seriesStyle{name: name, color: colorOf(k), band: true})
+	}
+	if len(ss) == 0 {
+		return nil, nil
+	}
+	p := newPlot(title, "step t (estimate from releases 0..t)", r.eveLabel())
+	if err := r.plotEve(p, ss, styles); err != nil {
+		return nil, err
+	}
+	legendRoom(p, len(ss), figH+0.5*vg.Inch)
+	return &Figure{Name: FigSweepEavesdropper, Width: figW, Height: figH + 0.5*vg.Inch, Panels: [][]*plot.Plot{{p}}, Caption: cap}, nil
+}
+
+// nonNegAxis finishes a plot of a non-negative quantity against the step: x from 0 and, on a
+// linear y axis, y from 0 with some head room.
+func nonNegAxis(p *plot.Plot, logY bool) {
+	p.X.Min = 0
+	if !logY {
+		p.Y.Min = 0
+		if p.Y.Max > 0 {
+			p.Y.Max *= 1.08
+		}
+	}
+}
+
+// legendRoom raises the top of the y axis so that the legend (top right) sits above the data
+// in a plot of the given height.
+func legendRoom(p *plot.Plot, entries int, height vg.Length) {
+	if entries == 0 || !(p.Y.Max > p.Y.Min) {
+		return
+	}
+	data := float64((height - 1.2*vg.Inch) / vg.Points(1))
+	if data <= 0 {
+		return
+	}
+	f := math.Min(0.6, float64(entries)*13/data+0.03)
+	p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)/(1-f)
+}

@@ -1,0 +1,135 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/sim"
+)
+
+// FileName is the name of the human report Write creates in the output directory.
+const FileName = "report.md"
+
+// Input is everything a finished run hands to the report. Only Points (with Results) is
+// required; every other field is printed when set.
+type Input struct {
+	// Scenario is the scenario file as loaded, possibly with a sweep (nil: Points[0].Scenario).
+	Scenario *scenario.Scenario
+	// Points are the resolved points in scenario.Expand order (one for a scenario without a sweep).
+	Points []Point
+	// Seed is the run seed; SeedDrawn says it was drawn at start (not fixed in the file or flag).
+	Seed      uint64
+	SeedDrawn bool
+	// Engine is "nats" or "fast"; Mode "lockstep" or "realtime"; NATSURL the server used.
+	Engine  string
+	Mode    string
+	NATSURL string
+	// Processes are the OS processes of a NATS run.
+	Processes []Process
+	// Timing is an optional JSON-serialisable value (e.g. realtime overrun/jitter statistics),
+	// printed as a key/value table in field order.
+	Timing any
+	// Invalid are optional invalid-message counters (e.g. per process or per reason).
+	Invalid map[string]any
+	// Elapsed is the run's wall-clock duration (the only time printed).
+	Elapsed time.Duration
+	// Extra are optional named numbers printed at the end of the results.
+	Extra map[string]float64
+}
+
+// Point is one scenario point of the run.
+type Point struct {
+	Scenario *scenario.Scenario // the expanded point (nil: Plan.Scenario)
+	Plan     *plan.Plan         // the resolved plan (nil: the calibration is not printed)
+	Results  *sim.Results       // the aggregated metrics (required)
+}
+
+// Process is one OS process of a NATS run.
+type Process struct {
+	Role         string // plant, cloud, agent, eavesdropper, ...
+	ID           int
+	PID          int
+	PeakRSSBytes int64 // peak resident set size; <= 0 when unknown
+}
+
+// Check is one computed statement of the report: Text states what was compared with which
+// numbers, Pass whether the run agrees with what the theory predicts.
+type Check struct {
+	Point string // the point label ("" for statements about the whole run)
+	Name  string // short stable identifier, e.g. "prop1-bound"
+	Pass  bool
+	Text  string
+}
+
+// String prints the check as report.md does: "PASS: text: yes".
+func (c Check) String() string {
+	if c.Pass {
+		return "PASS: " + c.Text + ": yes"
+	}
+	return "FAIL: " + c.Text + ": no"
+}
+
+// Report is the built report: the Markdown text, the figures and the checks it states.
+type Report struct {
+	Markdown []byte
+	Figures  []*Figure
+	Checks   []Check
+}
+
+// Build computes the report without any I/O. It is deterministic: the same Input gives the
+// same Markdown byte for byte.
+func Build(in Input) (rep *Report, err error) {
+	defer func() {
+		// Inputs are validated in analyse; this only turns an unforeseen inconsistency into an error.
+		if rec := recover(); rec != nil {
+			rep, err = nil, fmt.Errorf("report: inconsistent input: %v", rec)
+		}
+	}()
+	r, err := analyse(in)
+	if err != nil {
+		return nil, err
+	}
+	figs, err := r.figures()
+	if err != nil {
+		return nil, err
+	}
+	md := r.markdown(figs)
+	return &Report{Markdown: md, Figures: figs, Checks: r.checks}, nil
+}
+
+// Write builds the report and writes, into dir (created if needed), every figure as
+// NAME.png and NAME.svg and then report.md.
+func Write(dir string, in Input) error {
+	if dir == "" {
+		return errors.New("report: no output directory")
+	}
+	rep, err := Build(in)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	for _, f := range rep.Figures {
+		for _, format := range []string{"png", "svg"} {
+			data, err := f.Render(format)
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(dir, f.Name+"."+format)
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				return fmt.Errorf("report: writing %s: %w", path, err)
+			}
+		}
+	}
+	path := filepath.Join(dir, FileName)
+	if err := os.WriteFile(path, rep.Markdown, 0o644); err != nil {
+		return fmt.Errorf("report: writing %s: %w", path, err)
+	}
+	return nil
+}

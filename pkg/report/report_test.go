@@ -1,0 +1,467 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/sim"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// checkFiles asserts that every figure exists as a decodable PNG and an SVG, and returns report.md.
+func checkFiles(t *testing.T, dir string, figs []string) string {
+	t.Helper()
+	for _, name := range figs {
+		data, err := os.ReadFile(filepath.Join(dir, name+".png"))
+		if err != nil {
+			t.Fatalf("missing %s.png: %v", name, err)
+		}
+		img, err := png.Decode(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s.png does not decode: %v", name, err)
+		}
+		if b := img.Bounds(); b.Dx() < 500 || b.Dy() < 300 {
+			t.Errorf("%s.png is %dx%d, too small", name, b.Dx(), b.Dy())
+		}
+		svg, err := os.ReadFile(filepath.Join(dir, name+".svg"))
+		if err != nil {
+			t.Fatalf("missing %s.svg: %v", name, err)
+		}
+		if !bytes.HasPrefix(svg, []byte("<?xml")) && !bytes.HasPrefix(svg, []byte("<svg")) {
+			t.Errorf("%s.svg starts with %q", name, svg[:min(20, len(svg))])
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(md)
+	for _, sec := range []string{"## Setup", "## Privacy budget and calibration", "## Results against the paper's bounds", "## Figures", "**Verdict:**"} {
+		if !strings.Contains(s, sec) {
+			t.Errorf("report.md lacks %q", sec)
+		}
+	}
+	for _, name := range figs {
+		if !strings.Contains(s, "]("+name+".png)") || !strings.Contains(s, "("+name+".svg)") {
+			t.Errorf("report.md does not link %s.png and %s.svg", name, name)
+		}
+	}
+	return s
+}
+
+// TestShippedScenarios runs the fast engine on the shipped scenarios (fixed seeds, 200 runs) and
+// checks every file and the computed statements: with the shipped seeds every check agrees with
+// the theory.
+func TestShippedScenarios(t *testing.T) {
+	cases := []struct {
+		name     string
+		figs     []string
+		contains []string
+	}{
+		{"cloud-vehicle", []string{FigTrackingError, FigTrackingMSE, FigEavesdropper},
+			[]string{"velocity error vanishes", "agrees with the offset variance", "stays flat", "seed | 53 (fixed in the scenario file)"}},
+		{"cloud-vehicle-sweep", []string{FigTrackingError, FigTrackingMSE, FigEavesdropper, FigSweepFinalMSE, FigSweepEavesdropper},
+			[]string{"structured noise gives a lower final E[(p(T) - p_r(T))^2] than iid-calibrated at every epsilon", "unsound over T: eps' =",
+				"the eavesdropper's error shrinks (the leak) at every epsilon for iid-naive (7 of 7 points): yes"}},
+		{"cloud-vehicle-fullstate", []string{FigTrackingError, FigTrackingMSE, FigEavesdropper},
+			[]string{"### Manifold vs block adjacency", "Calibrating for block and claiming manifold therefore under-calibrates", "optimal Sigma ="}},
+		{"consensus-gaussian", []string{FigConsensusDev, FigConsensusMSE, FigEavesdropper, FigSweepFinalMSE, FigSweepEavesdropper},
+			[]string{"below the Proposition 1 bound", "network sum preserved in every run"}},
+		{"consensus-laplace", []string{FigConsensusDev, FigConsensusMSE, FigEavesdropper},
+			[]string{"Laplace: mu Delta_L / b", "below the Proposition 1 bound"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := scenario.Load(filepath.Join("..", "..", "scenarios", tc.name+".yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pts, err := sim.RunSweep(context.Background(), s, s.Seed, plan.Options{}, sim.FastOptions{Runs: 200})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := Input{Scenario: s, Seed: s.Seed, Engine: "fast", Mode: "lockstep"}
+			for _, p := range pts {
+				in.Points = append(in.Points, Point{Scenario: p.Scenario, Plan: p.Plan, Results: p.Results})
+			}
+			if s.Kind == scenario.Consensus && len(s.Sweeps) == 0 {
+				tc.figs = tc.figs[:3]
+			}
+			dir := t.TempDir()
+			if err := Write(dir, in); err != nil {
+				t.Fatal(err)
+			}
+			md := checkFiles(t, dir, tc.figs)
+			for _, c := range tc.contains {
+				if !strings.Contains(md, c) {
+					t.Errorf("report.md lacks %q", c)
+				}
+			}
+			rep, err := Build(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Checks) == 0 {
+				t.Fatal("no checks computed")
+			}
+			for _, c := range rep.Checks {
+				if !c.Pass {
+					t.Errorf("check fails with the shipped seed: %s", c)
+				}
+			}
+		})
+	}
+}
+
+// TestBoundExceeded: a run whose final mean-square deviation exceeds the Proposition 1 bound
+// must say so, in the check, the verdict and the sweep summary.
+func TestBoundExceeded(t *testing.T) {
+	cases := []struct {
+		name   string
+		factor float64
+		pass   bool
+	}{
+		{"below", 0.9, true},
+		{"above", 1.3, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Build(consensusInput(t, tc.factor))
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := string(rep.Markdown)
+			n := 0
+			for _, c := range rep.Checks {
+				if c.Name != "prop1-bound" {
+					continue
+				}
+				n++
+				if c.Pass != tc.pass {
+					t.Errorf("%s: pass = %v, want %v", c.Text, c.Pass, tc.pass)
+				}
+				if !strings.Contains(md, checkLine(c)) {
+					t.Errorf("report.md lacks the statement %q", checkLine(c))
+				}
+			}
+			if n != 2 {
+				t.Fatalf("%d prop1-bound checks, want one per point (2)", n)
+			}
+			failLine := "**FAIL**: the final E||x(T) - 1x*||^2 is below the Proposition 1 bound at every epsilon (0 of 2 points); fails at epsilon = 1, 0.1: no"
+			if got := strings.Contains(md, failLine); got == tc.pass {
+				t.Errorf("sweep summary line %q present = %v", failLine, got)
+			}
+			if got := strings.Contains(md, "failing: prop1-bound (epsilon=1)"); got == tc.pass {
+				t.Errorf("verdict names the failing bound = %v\n%s", got, md[:400])
+			}
+		})
+	}
+}
+
+// TestGolden compares report.md of fixed synthetic inputs with testdata/*.golden.md
+// (go test ./pkg/report -run Golden -update rewrites them).
+func TestGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		in   func(t *testing.T) Input
+	}{
+		{"control", func(t *testing.T) Input { return controlInput(t) }},
+		{"consensus-sweep", func(t *testing.T) Input { return consensusInput(t, 0.9) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Build(tc.in(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", tc.name+".golden.md")
+			if *update {
+				if err := os.WriteFile(path, rep.Markdown, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(rep.Markdown, want) {
+				t.Errorf("report.md differs from %s (run with -update after checking the change):\n%s", path, firstDiff(string(want), string(rep.Markdown)))
+			}
+		})
+	}
+}
+
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < max(len(al), len(bl)); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			return "line " + itoa(i+1) + ":\nwant: " + x + "\ngot:  " + y
+		}
+	}
+	return ""
+}
+
+func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(i)) }
+
+func fmtInt(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; i > 0; i /= 10 {
+		b = append([]byte{byte('0' + i%10)}, b...)
+	}
+	return string(b)
+}
+
+// TestWriteDeterministic: writing the same input twice gives byte-identical report.md, and the
+// synthetic control run writes its three figures.
+func TestWriteDeterministic(t *testing.T) {
+	in := controlInput(t)
+	d1, d2 := t.TempDir(), t.TempDir()
+	for _, d := range []string{d1, d2} {
+		if err := Write(d, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := checkFiles(t, d1, []string{FigTrackingError, FigTrackingMSE, FigEavesdropper})
+	b, _ := os.ReadFile(filepath.Join(d2, FileName))
+	if a != string(b) {
+		t.Error("report.md differs between two writes of the same input")
+	}
+	for _, want := range []string{
+		"| seed | 7 (fixed in the scenario file) |",
+		"| NATS URL | nats://127.0.0.1:4222 |",
+		"| elapsed | 1.235s |",
+		"| cloud | 0 | 1202 | 19 MiB |",
+		"| eavesdropper | 0 | 1203 | n/a |",
+		"| overruns | 2 |",
+		"| jitter_ms_p99 | 0.421 |",
+		"| Late.cloud | 0 |",
+		"| cloud.bad_version | 1 |",
+		"| plant | 3 |",
+		"| steps_per_second | 8120 |",
+	} {
+		if !strings.Contains(a, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	if strings.Contains(a, "**FAIL**") {
+		t.Errorf("synthetic control run should pass every check:\n%s", a)
+	}
+}
+
+func TestSeedText(t *testing.T) {
+	in := controlInput(t)
+	in.Seed, in.SeedDrawn = 123456789, true
+	rep, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "| seed | 123456789 (drawn at random for this run; pass --seed 123456789 to reproduce it) |"; !strings.Contains(string(rep.Markdown), want) {
+		t.Errorf("report.md lacks %q", want)
+	}
+	in.SeedDrawn = false
+	rep, _ = Build(in)
+	if want := "| seed | 123456789 (given on the command line) |"; !strings.Contains(string(rep.Markdown), want) {
+		t.Errorf("report.md lacks %q", want)
+	}
+}
+
+func TestInputErrors(t *testing.T) {
+	good := controlInput(t)
+	cons := consensusInput(t, 0.9)
+	cases := []struct {
+		name string
+		in   func() Input
+		want string
+	}{
+		{"no points", func() Input { return Input{Scenario: good.Scenario} }, "no points"},
+		{"nil results", func() Input {
+			in := good
+			in.Points = []Point{{Scenario: good.Scenario, Plan: good.Points[0].Plan}}
+			return in
+		}, "no results"},
+		{"mixed kinds", func() Input {
+			in := cons
+			in.Points = append([]Point{}, cons.Points...)
+			in.Points = append(in.Points, good.Points[0])
+			return in
+		}, "is \"cloud-control\""},
+		{"control without metrics", func() Input {
+			in := good
+			r := *good.Points[0].Results
+			r.Control = nil
+			in.Points = []Point{{Scenario: good.Scenario, Plan: good.Points[0].Plan, Results: &r}}
+			return in
+		}, "without control metrics"},
+		{"unknown kind", func() Input {
+			in := good
+			r := *good.Points[0].Results
+			r.Kind = "weird"
+			in.Points = []Point{{Results: &r}}
+			return in
+		}, "unknown kind"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Build(tc.in())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, tc.want)
+			}
+			if err := Write(t.TempDir(), tc.in()); err == nil {
+				t.Fatal("Write accepted the input")
+			}
+		})
+	}
+	// A directory that cannot be created.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(filepath.Join(file, "sub"), good); err == nil {
+		t.Fatal("Write into a path below a file succeeded")
+	}
+	if err := Write("", good); err == nil {
+		t.Fatal("Write without a directory succeeded")
+	}
+}
+
+// TestMinimalInput: results without plan or scenario still give a report (calibration n/a).
+func TestMinimalInput(t *testing.T) {
+	in := controlInput(t)
+	r := *in.Points[0].Results
+	rep, err := Build(Input{Points: []Point{{Results: &r}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(rep.Markdown)
+	if !strings.Contains(md, "# dpsim run") || !strings.Contains(md, "| synth-vehicle | gaussian |") {
+		t.Errorf("minimal report:\n%s", md)
+	}
+	if len(rep.Figures) != 3 {
+		t.Errorf("%d figures, want 3", len(rep.Figures))
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	f := &Figure{Name: "empty", Width: 100, Height: 100}
+	if _, err := f.Render("png"); err == nil {
+		t.Error("rendering a figure without panels succeeded")
+	}
+	rep, err := Build(controlInput(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rep.Figures[0].Render("gif"); err == nil || !strings.Contains(err.Error(), "unknown format") {
+		t.Errorf("err = %v for format gif", err)
+	}
+}
+
+func TestNoEavesdropperData(t *testing.T) {
+	in := controlInput(t)
+	r := *in.Points[0].Results
+	c := *r.Control
+	c.EveSqError = sim.Series{}
+	r.Control = &c
+	in.Points = []Point{{Scenario: in.Scenario, Plan: in.Points[0].Plan, Results: &r}}
+	rep, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Figures {
+		if f.Name == FigEavesdropper {
+			t.Error("eavesdropper figure without data")
+		}
+	}
+	if !strings.Contains(string(rep.Markdown), "no eavesdropper estimates were recorded") {
+		t.Error("report does not say the eavesdropper recorded nothing")
+	}
+}
+
+// TestNoRunsCompleted: a run where no episode completed still gives a report (figures left out,
+// said so) and no panic.
+func TestNoRunsCompleted(t *testing.T) {
+	for _, kind := range []string{"control", "consensus"} {
+		t.Run(kind, func(t *testing.T) {
+			var in Input
+			if kind == "control" {
+				in = controlInput(t)
+			} else {
+				in = consensusInput(t, 0.9)
+			}
+			for k, p := range in.Points {
+				r := *p.Results
+				r.Runs = 0
+				r.IncompleteEpisodes = []int{0, 1, 2}
+				empty := func(s sim.Series) sim.Series {
+					n := s.Len()
+					return sim.Series{N: make([]int, n), Mean: make([]float64, n), SE: make([]float64, n), Lo: make([]float64, n), Hi: make([]float64, n)}
+				}
+				if r.Control != nil {
+					c := *r.Control
+					c.TrackingError = []sim.Series{empty(c.TrackingError[0]), empty(c.TrackingError[1])}
+					c.TrackingSqError = []sim.Series{empty(c.TrackingSqError[0]), empty(c.TrackingSqError[1])}
+					c.FinalSqError = []sim.Stat{{}, {}}
+					c.EveSqError = empty(c.EveSqError)
+					r.Control = &c
+				} else {
+					c := *r.Consensus
+					c.Deviation = nil
+					c.SqDeviation = empty(c.SqDeviation)
+					c.FinalSqDeviation = sim.Stat{}
+					c.EveSqError = empty(c.EveSqError)
+					r.Consensus = &c
+				}
+				in.Points[k].Results = &r
+			}
+			dir := t.TempDir()
+			if err := Write(dir, in); err != nil {
+				t.Fatal(err)
+			}
+			md, err := os.ReadFile(filepath.Join(dir, FileName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"Not drawn for lack of data", "incomplete episodes were not aggregated: 0, 1, 2"} {
+				if !strings.Contains(string(md), want) {
+					t.Errorf("report.md lacks %q", want)
+				}
+			}
+		})
+	}
+}
+
+func TestMalformedSeries(t *testing.T) {
+	in := controlInput(t)
+	r := *in.Points[0].Results
+	c := *r.Control
+	bad := c.TrackingError[0]
+	bad.Hi = bad.Hi[:3]
+	c.TrackingError = []sim.Series{bad, c.TrackingError[1]}
+	r.Control = &c
+	in.Points = []Point{{Scenario: in.Scenario, Plan: in.Points[0].Plan, Results: &r}}
+	if _, err := Build(in); err == nil || !strings.Contains(err.Error(), "tracking_error[0]") {
+		t.Errorf("err = %v", err)
+	}
+	c.TrackingError = c.TrackingError[:1]
+	if _, err := Build(in); err == nil || !strings.Contains(err.Error(), "tracking error series") {
+		t.Errorf("err = %v", err)
+	}
+}
