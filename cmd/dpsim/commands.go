@@ -4,6 +4,8 @@ import (
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/cmd/calibrate"
 	johncmd "github.com/dpsim/dpsim/internal/cmd/john"
+	"github.com/dpsim/dpsim/internal/cmd/role"
+	runcmd "github.com/dpsim/dpsim/internal/cmd/run"
 	vecsumcmd "github.com/dpsim/dpsim/internal/cmd/vecsum"
 )
 
@@ -13,6 +15,11 @@ func commands() map[string]cli.Command {
 		calibrate.Command,
 		johncmd.Command,
 		vecsumcmd.Command,
+		runcmd.Command,
+		role.PlantCommand,
+		role.CloudCommand,
+		role.AgentCommand,
+		role.EveCommand,
 	}
 	m := make(map[string]cli.Command, len(list))
 	for _, c := range list {

@@ -1,0 +1,261 @@
+package role
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// Defaults of the role processes.
+const (
+	DefaultTimeout     = 10 * time.Second // longest wait for one step's messages (lockstep)
+	DefaultIdleTimeout = 2 * time.Minute  // longest wait for the next ctl.episode
+)
+
+// Config is a role process's configuration, all of it from flags.
+type Config struct {
+	Role         bus.Role
+	NATSURL      string
+	Run          string
+	ScenarioPath string
+	Point        int
+	Seed         uint64
+	SeedSet      bool
+	ID           int
+	LastAgent    int // agent hosts: the last agent hosted (= ID for one agent)
+	Out          string
+	Mode         bus.Mode
+	ModeSet      bool
+	Period       time.Duration
+	Timeout      time.Duration
+	IdleTimeout  time.Duration
+	LogLevel     string
+	Encoding     bus.Encoding
+	ParentPID    int
+	Transcript   bool
+}
+
+// Name returns the process name (see ProcName).
+func (c *Config) Name() string { return ProcName(c.Role, c.ID, c.LastAgent) }
+
+type roleDoc struct {
+	synopsis, description string
+	seed, agents          bool
+}
+
+var docs = map[bus.Role]roleDoc{
+	bus.RolePlant: {
+		synopsis: "dpsim plant --run ID --scenario FILE [--nats-url URL] [--seed N] [--id K] [--out DIR] [--mode lockstep|realtime] [--period D] [--timeout D]",
+		description: `The plant of a cloud-control run (eq. 23) as its own process. It holds the true state x(t),
+computes yhat(t) = C x(t) + gamma(t) inside the process (the privacy noise is injected at its edge,
+from the random stream rng(seed, "plant", 0, episode)), publishes yhat on dpsim.<run>.plant.<id>.yhat,
+waits (with a timeout) for u(t) on dpsim.<run>.cloud.<id>.u and steps. The true state never goes on
+the bus: it is written only to the plant's trace file <out>/plant-<id>.trace.jsonl.
+
+Episodes are started by the launcher (dpsim run) over dpsim.<run>.ctl.episode; see the ctl protocol
+in 'go doc github.com/dpsim/dpsim/internal/cmd/run'. Run by hand against a NATS server and start an
+episode yourself, e.g.
+  nats pub dpsim.r1.ctl.episode '{"v":1,"run":"r1","ep":0,"step":0,"from":"launcher.0","sent":0,"kind":"episode","vals":[]}'
+and stop with kind "stop" on dpsim.r1.ctl.stop.`,
+		seed: true,
+	},
+	bus.RoleCloud: {
+		synopsis: "dpsim cloud --run ID --scenario FILE [--nats-url URL] [--id K] [--out DIR] [--mode lockstep|realtime] [--period D] [--timeout D]",
+		description: `The cloud controller of a cloud-control run as its own process: the observer-based tracking
+controller of eq. (24). It subscribes to the plant's noisy output dpsim.<run>.plant.<id>.yhat and
+publishes u(t) on dpsim.<run>.cloud.<id>.u. It sees only yhat, and draws no randomness (no --seed).
+It writes u(t) and its estimate xhat(t) to <out>/cloud-<id>.trace.jsonl.`,
+	},
+	bus.RoleAgent: {
+		synopsis: "dpsim agent --run ID --scenario FILE [--nats-url URL] [--seed N] (--id I | --agents I..J) [--out DIR] [--mode lockstep|realtime] [--period D] [--timeout D]",
+		description: `Consensus agent(s) of a consensus run (eq. 25) as a process. Agent i publishes
+y_i(t) = x_i(t) + gamma_i(t) on dpsim.<run>.agent.<i>.y (noise from rng(seed, "agent", i, episode)),
+collects its neighbours' y_j(t) for the same step and updates x_i(t+1) = x_i + sum_j w_ij (y_j - y_i).
+One agent per process by default (--id I); --agents I..J hosts agents I to J (inclusive) in one
+process - they still talk only over NATS. Writes <out>/agent-<i>.trace.jsonl (or agents-<i>-<j>).`,
+		seed:   true,
+		agents: true,
+	},
+	bus.RoleEavesdropper: {
+		synopsis: "dpsim eavesdropper --run ID --scenario FILE [--nats-url URL] [--id K] [--out DIR] [--timeout D] [--transcript=false]",
+		description: `The eavesdropper as its own process. It subscribes to everything of the run (dpsim.<run>.>),
+records every message (<out>/eavesdropper-<id>.transcript.jsonl), validates the data messages and
+estimates the private initial state from what it saw: for cloud control the least-squares x(0) on
+the affine manifold from (yhat, u); for consensus every x_i(0) from the broadcast y. It never sees
+the truth and gets no seed; the launcher scores its estimates (<out>/eavesdropper-<id>.trace.jsonl).
+It only listens, so it waits for messages with --timeout in every mode.`,
+	},
+}
+
+// parseConfig parses a role's flags. It returns flag.ErrHelp for -h.
+func parseConfig(role bus.Role, args []string, stderr io.Writer) (*Config, error) {
+	d := docs[role]
+	fs := cli.NewFlagSet(string(role), d.synopsis, d.description, stderr)
+	cfg := &Config{Role: role}
+	var (
+		natsURL  = fs.String("nats-url", "", "NATS server URL, e.g. nats://127.0.0.1:4222 (default $"+bus.EnvURL+")")
+		mode     = fs.String("mode", "", "time mode: lockstep (each step when its messages arrived) or realtime (one step per --period on the wall clock); default the scenario's transport.mode")
+		encoding = fs.String("encoding", "json", "wire encoding of the messages this process publishes: json or binary (receivers accept both)")
+		seed     string
+		agents   string
+	)
+	fs.StringVar(&cfg.Run, "run", "", "run id (required): one NATS subject token; subjects are dpsim.<run>.*")
+	fs.StringVar(&cfg.ScenarioPath, "scenario", "", "scenario YAML file (required); the same file the launcher runs")
+	fs.IntVar(&cfg.Point, "point", 0, "sweep point: index into the scenario's expanded sweep (0 when it does not sweep)")
+	if d.seed {
+		fs.StringVar(&seed, "seed", "", "run seed (uint64) of the noise streams; default the scenario's seed (required when the scenario has none)")
+	}
+	if d.agents {
+		fs.IntVar(&cfg.ID, "id", 0, "the agent index i (0-based) this process runs; see --agents")
+		fs.StringVar(&agents, "agents", "", "host agents I..J (inclusive, 0-based) in this one process instead of --id")
+	} else {
+		fs.IntVar(&cfg.ID, "id", 0, "process id: the <id> of its subjects (the plant and the cloud of a loop share it)")
+	}
+	fs.StringVar(&cfg.Out, "out", ".", "directory for this process's trace and result files (created if missing)")
+	fs.DurationVar(&cfg.Period, "period", 0, "realtime step period Ts, e.g. 100ms; default the scenario's transport.period")
+	fs.DurationVar(&cfg.Timeout, "timeout", DefaultTimeout, "longest wait for one step's messages; a lockstep step that times out fails the process")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "longest wait for the next ctl.episode (or ctl.stop) before giving up")
+	fs.StringVar(&cfg.LogLevel, "log-level", "info", "zerolog level of the log on stderr: trace, debug, info, warn, error")
+	fs.IntVar(&cfg.ParentPID, "parent-pid", 0, "exit (flushing results) when this process's parent is no longer this pid; the launcher sets it so no child outlives it")
+	if role == bus.RoleEavesdropper {
+		fs.BoolVar(&cfg.Transcript, "transcript", true, "write every received message (subject, payload, receive time) to <out>/eavesdropper-<id>.transcript.jsonl")
+	}
+	if err := cli.Parse(fs, args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, cli.UsageError("unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	cfg.NATSURL = bus.ResolveURL(*natsURL)
+	if cfg.NATSURL == "" {
+		return nil, cli.UsageError("no NATS server: pass --nats-url or set $%s", bus.EnvURL)
+	}
+	if cfg.Run == "" {
+		return nil, cli.UsageError("--run is required")
+	}
+	if err := bus.ValidToken(cfg.Run); err != nil {
+		return nil, cli.UsageError("--run: %v", err)
+	}
+	if cfg.ScenarioPath == "" {
+		return nil, cli.UsageError("--scenario is required")
+	}
+	if cfg.Point < 0 {
+		return nil, cli.UsageError("--point %d: must be >= 0", cfg.Point)
+	}
+	if seed != "" {
+		v, err := strconv.ParseUint(seed, 10, 64)
+		if err != nil {
+			return nil, cli.UsageError("--seed %q: want an unsigned 64-bit integer", seed)
+		}
+		cfg.Seed, cfg.SeedSet = v, true
+	}
+	if cfg.ID < 0 {
+		return nil, cli.UsageError("--id %d: must be >= 0", cfg.ID)
+	}
+	cfg.LastAgent = cfg.ID
+	if agents != "" {
+		if set["id"] {
+			return nil, cli.UsageError("give --id or --agents, not both")
+		}
+		lo, hi, err := ParseAgents(agents)
+		if err != nil {
+			return nil, cli.UsageError("--agents: %v", err)
+		}
+		cfg.ID, cfg.LastAgent = lo, hi
+	}
+	if *mode != "" {
+		m, err := bus.ParseMode(*mode)
+		if err != nil {
+			return nil, cli.UsageError("--mode: %v", err)
+		}
+		cfg.Mode, cfg.ModeSet = m, true
+	}
+	enc, err := bus.ParseEncoding(*encoding)
+	if err != nil {
+		return nil, cli.UsageError("--encoding: %v", err)
+	}
+	cfg.Encoding = enc
+	if cfg.Period < 0 {
+		return nil, cli.UsageError("--period %v: must be > 0", cfg.Period)
+	}
+	if cfg.Timeout <= 0 || cfg.IdleTimeout <= 0 {
+		return nil, cli.UsageError("--timeout and --idle-timeout must be > 0")
+	}
+	if _, err := cli.Logger(io.Discard, cfg.LogLevel); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// LoadPoint loads the scenario file, expands its sweep and resolves point k into a plan: the
+// same steps the launcher takes, so every process works on the same design.
+func LoadPoint(path string, k int) (*scenario.Scenario, *plan.Plan, error) {
+	s, err := scenario.Load(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	points := s.Expand()
+	if k < 0 || k >= len(points) {
+		return nil, nil, fmt.Errorf("scenario %s: point %d out of range: it has %d point(s)", path, k, len(points))
+	}
+	p, err := plan.New(points[k], plan.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return points[k], p, nil
+}
+
+// resolveTiming applies the scenario's transport section where the flags left it open.
+func (c *Config) resolveTiming(s *scenario.Scenario) error {
+	if !c.ModeSet {
+		c.Mode = bus.Lockstep
+		if s.Transport.Mode == scenario.Realtime {
+			c.Mode = bus.Realtime
+		}
+	}
+	if c.Period == 0 {
+		c.Period = s.Transport.Period
+	}
+	if c.Mode == bus.Realtime && c.Period <= 0 {
+		return cli.UsageError("realtime mode needs a period: pass --period or set transport.period in the scenario")
+	}
+	return nil
+}
+
+func (c *Config) resolveSeed(s *scenario.Scenario) error {
+	if c.SeedSet {
+		return nil
+	}
+	if s.Seed == 0 {
+		return cli.UsageError("the scenario has no seed: pass --seed (the launcher passes the run's seed)")
+	}
+	c.Seed = s.Seed
+	return nil
+}
+
+func finite(v []float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func mkdirOut(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	return nil
+}

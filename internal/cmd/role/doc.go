@@ -1,0 +1,28 @@
+// Package role implements the role processes of a dpsim run - `dpsim plant`, `dpsim cloud`,
+// `dpsim agent` and `dpsim eavesdropper`, also built as the binaries cmd/plant, cmd/cloud,
+// cmd/agent and cmd/eavesdropper - as thin mains over the pure cores of pkg/sim
+// (PlantNode, CloudNode, AgentNode, EavesdropperNode), talking only over NATS (pkg/bus).
+//
+// Every process: connects to --nats-url (default $NATS_URL), subscribes to its data subjects,
+// to dpsim.<run>.ctl.episode and dpsim.<run>.ctl.stop, announces ctl.ready, then runs each
+// episode the launcher starts, publishing ctl.done after it. Every received message is
+// decoded and validated (version, run, episode, step range, dimension, finite values, sender
+// matching its subject, kind); invalid ones are counted by reason, logged (zerolog on
+// stderr, rate-limited) and dropped, never fatal. On ctl.stop, SIGINT, SIGTERM or when its
+// parent (the launcher) is gone, it abandons the running episode, flushes its trace file,
+// writes <out>/<name>.result.json (ProcessResult), publishes it on ctl.result and exits: 0
+// after ctl.stop, non-zero otherwise. The ctl protocol is documented in package
+// internal/cmd/run.
+//
+// Step order (the same as pkg/sim's fast engine, so the same seed gives the same numbers):
+//
+//   - plant, step t: record x(t); yhat(t) = C x(t) + gamma(t) (noise drawn in the process);
+//     publish yhat(t); wait for u(t) (timeout); x(t+1) = A x + B u. After T steps x(T).
+//   - cloud, step t: wait for yhat(t); u(t) = -K (xhat - x_r(t)), observer update (eq. 24);
+//     publish u(t).
+//   - agents, step t: every hosted agent i records x_i(t) and publishes y_i(t) = x_i + gamma_i;
+//     the process collects every neighbour's y_j(t) (StepCollector) and every hosted agent
+//     updates, eq. (25), with its neighbours in ascending index order.
+//   - eavesdropper, step t: collect yhat(t) and u(t) (or every y_i(t)), feed the estimator,
+//     record its x(0) estimate.
+package role

@@ -1,0 +1,393 @@
+package role
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// episodeStart is a validated ctl.episode.
+type episodeStart struct {
+	ep   int
+	x0   []float64 // nil: the scenario's
+	sent time.Time
+}
+
+// runner is one role's episode logic over a node.
+type runner interface {
+	// setup subscribes the data subjects (into n's inbox) and prepares publishers and files.
+	setup(n *node) error
+	// checkX0 validates an explicit initial state of a ctl.episode (nil is always valid).
+	checkX0(x0 []float64) error
+	// episode runs one episode; it returns errStopped (wrapped) when stopped midway.
+	episode(n *node, st episodeStart) error
+	// finish flushes the role's files; it runs whatever happened before.
+	finish(n *node) error
+}
+
+// node is what every role process shares: configuration, plan, connection, the ctl
+// subscriptions, the stop signal, counters, pacing and the result file.
+type node struct {
+	cfg    *Config
+	log    zerolog.Logger
+	scn    *scenario.Scenario
+	plan   *plan.Plan
+	subj   bus.Subjects
+	conn   *bus.Conn
+	sender string // "<role>.<id>"
+	in     *inbox
+	clock  *bus.Clock
+	steps  int // T
+
+	data bus.Counters // data messages (also the collectors' late/duplicate/ahead drops)
+	ctl  bus.Counters // coordination messages
+
+	episodes  chan episodeStart
+	lastEp    atomic.Int64 // highest episode accepted (-1: none)
+	stopCh    chan struct{}
+	stopOnce  sync.Once
+	stopMu    sync.Mutex
+	stopWhy   string
+	stopByCtl bool
+
+	invalidLogged atomic.Int64
+	draining      atomic.Bool
+
+	res     ProcessResult
+	busy    time.Duration
+	ctlSubs []*nats.Subscription
+}
+
+// stop ends the process (idempotent): byCtl marks a ctl.stop (a normal end).
+func (n *node) stop(why string, byCtl bool) {
+	n.stopOnce.Do(func() {
+		n.stopMu.Lock()
+		n.stopWhy, n.stopByCtl = why, byCtl
+		n.stopMu.Unlock()
+		close(n.stopCh)
+	})
+}
+
+func (n *node) stopped() (why string, byCtl bool) {
+	n.stopMu.Lock()
+	defer n.stopMu.Unlock()
+	return n.stopWhy, n.stopByCtl
+}
+
+// invalid counts, logs (the first 20, then every 1000th) and drops a message.
+func (n *node) invalid(c *bus.Counters, subject string, err error) {
+	c.DropErr(err)
+	k := n.invalidLogged.Add(1)
+	if k <= 20 || k%1000 == 0 {
+		n.log.Warn().Str("subject", subject).Str("reason", bus.ReasonOf(err).String()).Int64("invalid_total", k).
+			Err(err).Msg("dropped invalid message")
+	}
+}
+
+// serve is the main of every role: parse, set up, run episodes as ctl.episode asks, write
+// the results, exit. The returned error makes the process exit non-zero.
+func serve(role bus.Role, newRunner func() runner, args []string, stderr io.Writer) error {
+	cfg, err := parseConfig(role, args, stderr)
+	if err != nil {
+		return err
+	}
+	log, err := cli.Logger(stderr, cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	log = log.With().Str("proc", cfg.Name()).Str("run", cfg.Run).Logger()
+	scn, p, err := LoadPoint(cfg.ScenarioPath, cfg.Point)
+	if err != nil {
+		return err
+	}
+	if err := cfg.resolveTiming(scn); err != nil {
+		return err
+	}
+	if role == bus.RolePlant || role == bus.RoleAgent {
+		if err := cfg.resolveSeed(scn); err != nil {
+			return err
+		}
+	}
+	if err := mkdirOut(cfg.Out); err != nil {
+		return err
+	}
+	subj, err := bus.NewSubjects(cfg.Run)
+	if err != nil {
+		return err
+	}
+	n := &node{
+		cfg: cfg, log: log, scn: scn, plan: p, subj: subj, sender: bus.SenderName(role, cfg.ID),
+		steps: p.Steps, episodes: make(chan episodeStart, 16), stopCh: make(chan struct{}),
+	}
+	n.lastEp.Store(-1)
+	n.res = ProcessResult{V: ResultVersion, Run: cfg.Run, Role: string(role), ID: cfg.ID, Name: cfg.Name(),
+		PID: os.Getpid(), Point: cfg.Point}
+	if role == bus.RoleAgent {
+		n.res.Agents = []int{cfg.ID, cfg.LastAgent}
+	}
+	timing := bus.Timing{Mode: cfg.Mode, Period: cfg.Period, StepTimeout: cfg.Timeout}
+	if role == bus.RoleEavesdropper {
+		// The eavesdropper only listens: it waits for every message (in realtime for at
+		// most the grid lead, one period and the timeout).
+		timing = bus.Timing{Mode: bus.Lockstep, StepTimeout: cfg.Timeout + GridLead + cfg.Period}
+	}
+	if n.clock, err = bus.NewClock(timing, nil); err != nil {
+		return cli.UsageError("%v", err)
+	}
+
+	// Signals and the parent watch stop the process; the results are still written.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case s := <-sigs:
+			n.stop("signal "+s.String(), false)
+		case <-n.stopCh:
+		}
+	}()
+	if cfg.ParentPID > 0 {
+		go n.watchParent(cfg.ParentPID)
+	}
+
+	conn, err := bus.Connect(cfg.NATSURL, "dpsim-"+cfg.Name(), bus.WithEncoding(cfg.Encoding),
+		bus.WithReconnect(40, 250*time.Millisecond),
+		bus.WithEvents(func(ev bus.Event) {
+			lvl := zerolog.WarnLevel
+			if n.draining.Load() { // the drain at exit closes the connection: expected
+				lvl = zerolog.DebugLevel
+			}
+			log.WithLevel(lvl).Str("event", ev.Kind.String()).Str("url", ev.URL).AnErr("err", ev.Err).Msg("nats connection")
+		}))
+	if err != nil {
+		return err
+	}
+	n.conn = conn
+	n.in = newInbox(n)
+	r := newRunner()
+	runErr := n.run(r)
+	return n.finish(r, runErr)
+}
+
+func (n *node) watchParent(pid int) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stopCh:
+			return
+		case <-t.C:
+			if os.Getppid() != pid {
+				n.stop(fmt.Sprintf("parent process %d is gone", pid), false)
+				return
+			}
+		}
+	}
+}
+
+// run sets the role up, announces ready and serves episodes until stopped.
+func (n *node) run(r runner) error {
+	if err := r.setup(n); err != nil {
+		return err
+	}
+	if err := n.subscribeCtl(r); err != nil {
+		return err
+	}
+	if err := n.conn.Flush(n.cfg.Timeout); err != nil {
+		return err
+	}
+	ready := &bus.Message{V: bus.Version, Run: n.cfg.Run, Sender: n.sender, SentUnixNano: time.Now().UnixNano(),
+		Kind: KindReady, Values: []float64{float64(os.Getpid())}}
+	if err := n.conn.Publish(n.subj.CtlReady(n.cfg.Role, n.cfg.ID), ready); err != nil {
+		return err
+	}
+	if err := n.conn.Flush(n.cfg.Timeout); err != nil {
+		return err
+	}
+	n.log.Info().Int("steps", n.steps).Str("mode", n.cfg.Mode.String()).Str("nats", n.cfg.NATSURL).Msg("ready")
+	idle := time.NewTimer(n.cfg.IdleTimeout)
+	defer idle.Stop()
+	// Until the first episode, ready is repeated: a launcher that subscribes after this
+	// process started (attach mode, processes started by hand) still hears it.
+	again := time.NewTicker(ReadyRepeat)
+	defer again.Stop()
+	for {
+		select {
+		case <-again.C:
+			if n.res.Episodes == 0 {
+				ready.SentUnixNano = time.Now().UnixNano()
+				_ = n.conn.Publish(n.subj.CtlReady(n.cfg.Role, n.cfg.ID), ready)
+			}
+		case <-n.stopCh:
+			return nil
+		case <-idle.C:
+			return fmt.Errorf("no ctl.episode or ctl.stop for %v (--idle-timeout): is the launcher gone?", n.cfg.IdleTimeout)
+		case st := <-n.episodes:
+			start := time.Now()
+			n.in.setEpisode(st.ep)
+			err := r.episode(n, st)
+			n.busy += time.Since(start)
+			if err != nil {
+				if errors.Is(err, errStopped) {
+					return nil
+				}
+				return fmt.Errorf("episode %d: %w", st.ep, err)
+			}
+			n.res.Episodes++
+			done := &bus.Message{V: bus.Version, Run: n.cfg.Run, Episode: st.ep, Sender: n.sender,
+				SentUnixNano: time.Now().UnixNano(), Kind: KindDone,
+				Values: []float64{float64(n.steps), float64(n.clock.Stats().Missed)}}
+			if err := n.conn.Publish(n.subj.CtlDone(n.cfg.Role, n.cfg.ID), done); err != nil {
+				return err
+			}
+			if err := n.conn.Flush(n.cfg.Timeout); err != nil {
+				return err
+			}
+			n.log.Debug().Int("episode", st.ep).Dur("took", time.Since(start)).Msg("episode done")
+			idle.Reset(n.cfg.IdleTimeout)
+		}
+	}
+}
+
+// subscribeCtl handles ctl.episode and ctl.stop on NATS callbacks: they are validated (bad
+// ones counted and dropped) and turned into the episodes channel and the stop signal.
+func (n *node) subscribeCtl(r runner) error {
+	nc := n.conn.NATS()
+	ep, err := nc.Subscribe(n.subj.CtlEpisode(), func(nm *nats.Msg) {
+		n.ctl.Receive()
+		var m bus.Message
+		if err := bus.Decode(nm.Data, &m); err != nil {
+			n.invalid(&n.ctl, nm.Subject, err)
+			return
+		}
+		if err := bus.Validate(&m, bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode, Kind: KindEpisode}); err != nil {
+			n.invalid(&n.ctl, nm.Subject, err)
+			return
+		}
+		var x0 []float64
+		if len(m.Values) > 0 {
+			x0 = append([]float64(nil), m.Values...)
+			if err := r.checkX0(x0); err != nil {
+				n.invalid(&n.ctl, nm.Subject, &bus.InvalidError{Reason: bus.ReasonDim, Detail: err.Error()})
+				return
+			}
+		}
+		if int64(m.Episode) <= n.lastEp.Load() {
+			n.invalid(&n.ctl, nm.Subject, &bus.InvalidError{Reason: bus.ReasonEpisode,
+				Detail: fmt.Sprintf("episode %d after episode %d: episodes must increase", m.Episode, n.lastEp.Load())})
+			return
+		}
+		select {
+		case n.episodes <- episodeStart{ep: m.Episode, x0: x0, sent: time.Unix(0, m.SentUnixNano)}:
+			n.lastEp.Store(int64(m.Episode))
+		default:
+			n.invalid(&n.ctl, nm.Subject, &bus.InvalidError{Reason: bus.ReasonAhead, Detail: "too many episodes queued"})
+		}
+	})
+	if err != nil {
+		return err
+	}
+	st, err := nc.Subscribe(n.subj.CtlStop(), func(nm *nats.Msg) {
+		n.ctl.Receive()
+		var m bus.Message
+		if err := bus.Decode(nm.Data, &m); err != nil {
+			n.invalid(&n.ctl, nm.Subject, err)
+			return
+		}
+		if err := bus.Validate(&m, bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode, Kind: KindStop}); err != nil {
+			n.invalid(&n.ctl, nm.Subject, err)
+			return
+		}
+		n.stop("ctl.stop from "+m.Sender, true)
+	})
+	if err != nil {
+		return err
+	}
+	n.ctlSubs = append(n.ctlSubs, ep, st)
+	return nil
+}
+
+// grid returns the origin of a realtime episode's tick grid.
+func gridOrigin(st episodeStart) time.Time {
+	return st.sent.Add(GridLead)
+}
+
+// finish writes the result file, publishes it on ctl.result and drains the connection.
+func (n *node) finish(r runner, runErr error) error {
+	why, byCtl := n.stopped()
+	if err := r.finish(n); err != nil && runErr == nil {
+		runErr = err
+	}
+	switch {
+	case runErr != nil:
+		n.res.Status, n.res.Error = StatusFailed, runErr.Error()
+	case why != "" && !byCtl:
+		n.res.Status, n.res.Error = StatusInterrupted, why
+		runErr = errors.New("interrupted: " + why)
+	default:
+		n.res.Status = StatusOK
+	}
+	n.res.BusySeconds = n.busy.Seconds()
+	if n.busy > 0 {
+		n.res.StepsPerSec = float64(n.res.Steps) / n.busy.Seconds()
+	}
+	n.res.Invalid = n.data.Snapshot()
+	n.res.CtlInvalid = n.ctl.Snapshot()
+	n.res.Timing = n.clock.Stats()
+	if n.conn != nil {
+		n.res.Conn = n.conn.Stats()
+		if d := n.in.dropped(); d > 0 {
+			n.log.Warn().Int("dropped", d).Msg("slow consumer: the NATS client dropped messages")
+		}
+	}
+	data, err := json.MarshalIndent(&n.res, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(n.cfg.Out, ResultFile(n.cfg.Name())), append(data, '\n'), 0o644)
+	}
+	if err != nil && runErr == nil {
+		runErr = fmt.Errorf("result file: %w", err)
+	}
+	if n.conn != nil {
+		if data != nil {
+			_ = n.conn.PublishRaw(n.subj.CtlResult(n.cfg.Role, n.cfg.ID), data)
+		}
+		n.draining.Store(true)
+		if err := n.conn.Drain(5 * time.Second); err != nil {
+			n.log.Warn().Err(err).Msg("drain")
+		}
+	}
+	ev := n.log.Info()
+	if runErr != nil {
+		ev = n.log.Error().Err(runErr)
+	}
+	ev.Str("status", n.res.Status).Int("episodes", n.res.Episodes).Int("steps", n.res.Steps).
+		Uint64("invalid", n.res.Invalid.Dropped).Msg("exit")
+	return runErr
+}
+
+// openTrace creates the process's trace file.
+func (n *node) openTrace() (*os.File, error) {
+	name := TraceFile(n.cfg.Name())
+	f, err := os.Create(filepath.Join(n.cfg.Out, name))
+	if err != nil {
+		return nil, fmt.Errorf("trace file: %w", err)
+	}
+	n.res.TraceFile = name
+	return f, nil
+}

@@ -1,0 +1,156 @@
+package role
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dpsim/dpsim/pkg/bus"
+)
+
+// LauncherSender is the "from" of every coordination message the launcher sends.
+const LauncherSender = "launcher.0"
+
+// GridLead is how long after the launcher sent ctl.episode a realtime episode starts: the
+// tick grid of episode e is t_k = sent(ctl.episode) + GridLead + k*Ts, shared by every
+// process of the run (they run on one host, so they share the wall clock).
+const GridLead = 50 * time.Millisecond
+
+// ReadyRepeat is how often a process repeats ctl.ready until its first episode.
+const ReadyRepeat = 500 * time.Millisecond
+
+// ResultVersion is the version of the ProcessResult JSON.
+const ResultVersion = 1
+
+// Words of the coordination messages (Message.Kind on ctl subjects).
+const (
+	KindReady   = bus.CtlReady
+	KindEpisode = bus.CtlEpisode
+	KindDone    = bus.CtlDone
+	KindStop    = bus.CtlStop
+	KindResult  = bus.CtlResult
+)
+
+// EpisodeMessage is the ctl.episode message that starts episode ep. x0, when non-nil, is
+// the explicit initial state of the episode (the auditor's challenger sets it): nx values
+// for a cloud-control run (the plant's x(0)), N values for a consensus run (x_i(0) of every
+// agent). nil means the scenario's x(0).
+func EpisodeMessage(run string, ep int, x0 []float64) *bus.Message {
+	return &bus.Message{V: bus.Version, Run: run, Episode: ep, Sender: LauncherSender,
+		SentUnixNano: time.Now().UnixNano(), Kind: KindEpisode, Values: x0}
+}
+
+// StopMessage is the ctl.stop message: finish (abandoning a running episode), flush, exit.
+func StopMessage(run string) *bus.Message {
+	return &bus.Message{V: bus.Version, Run: run, Sender: LauncherSender,
+		SentUnixNano: time.Now().UnixNano(), Kind: KindStop}
+}
+
+// ProcessResult is what a role process reports when it ends: written to
+// <out>/<name>.result.json and published on dpsim.<run>.ctl.result.<role>.<id>.
+type ProcessResult struct {
+	V      int    `json:"v"`
+	Run    string `json:"run"`
+	Role   string `json:"role"`
+	ID     int    `json:"id"`
+	Agents []int  `json:"agents,omitempty"` // agent hosts: the first and last agent index hosted
+	Name   string `json:"name"`
+	PID    int    `json:"pid"`
+	Point  int    `json:"point"`
+
+	// Status is ok (stopped by ctl.stop after its episodes), interrupted (SIGINT/SIGTERM, or
+	// its launcher went away) or failed; Error says why when not ok.
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+
+	Episodes    int     `json:"episodes"`      // episodes completed
+	Steps       int     `json:"steps"`         // steps completed, all episodes
+	BusySeconds float64 `json:"busy_seconds"`  // wall time inside episodes
+	StepsPerSec float64 `json:"steps_per_sec"` // Steps / BusySeconds
+
+	// Invalid counts the data messages received and dropped (by reason: decode, dim,
+	// nonfinite, late, ...); CtlInvalid the coordination messages that were dropped.
+	Invalid    bus.CountersSnapshot `json:"invalid"`
+	CtlInvalid bus.CountersSnapshot `json:"ctl_invalid"`
+	Timing     bus.TimingStats      `json:"timing"`
+	Conn       bus.ConnStats        `json:"conn"`
+
+	TraceFile      string `json:"trace_file,omitempty"`
+	Records        int    `json:"records"`
+	TranscriptFile string `json:"transcript_file,omitempty"`
+	Messages       int    `json:"messages,omitempty"` // eavesdropper: every message seen
+}
+
+// Statuses of a ProcessResult.
+const (
+	StatusOK          = "ok"
+	StatusInterrupted = "interrupted"
+	StatusFailed      = "failed"
+)
+
+// DecodeResult parses a ctl.result payload (or a result file) and checks its version and run.
+func DecodeResult(data []byte, run string) (*ProcessResult, error) {
+	var r ProcessResult
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("process result: %w", err)
+	}
+	if r.V != ResultVersion {
+		return nil, fmt.Errorf("process result: version %d, want %d", r.V, ResultVersion)
+	}
+	if run != "" && r.Run != run {
+		return nil, fmt.Errorf("process result: run %q, want %q", r.Run, run)
+	}
+	return &r, nil
+}
+
+// ReadResultFile reads <out>/<name>.result.json.
+func ReadResultFile(path, run string) (*ProcessResult, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := DecodeResult(data, run)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// ProcName is the file and log name of a process: plant-0, cloud-0, eavesdropper-0,
+// agent-3 (one agent) or agents-0-24 (an agent host).
+func ProcName(role bus.Role, id, lastAgent int) string {
+	if role == bus.RoleAgent && lastAgent > id {
+		return "agents-" + strconv.Itoa(id) + "-" + strconv.Itoa(lastAgent)
+	}
+	return string(role) + "-" + strconv.Itoa(id)
+}
+
+// TraceFile, ResultFile and TranscriptFile name a process's output files in its --out
+// directory.
+func TraceFile(name string) string      { return name + ".trace.jsonl" }
+func ResultFile(name string) string     { return name + ".result.json" }
+func TranscriptFile(name string) string { return name + ".transcript.jsonl" }
+
+// ParseAgents parses an agent range "i..j" (inclusive) or a single index "i".
+func ParseAgents(s string) (lo, hi int, err error) {
+	a, b, found := strings.Cut(s, "..")
+	if !found {
+		b = a
+	}
+	lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+	hi, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("agent range %q: want i..j or i (0-based agent indices)", s)
+	}
+	if lo < 0 || hi < lo {
+		return 0, 0, fmt.Errorf("agent range %q: want 0 <= i <= j", s)
+	}
+	return lo, hi, nil
+}
+
+// errStopped is returned by waits interrupted by ctl.stop, a signal or the launcher going away.
+var errStopped = errors.New("stopped")

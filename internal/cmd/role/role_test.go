@@ -1,0 +1,155 @@
+package role
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/pkg/bus"
+)
+
+func TestParseAgents(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		lo, hi  int
+		wantErr string
+	}{
+		{"3", 3, 3, ""},
+		{"0..24", 0, 24, ""},
+		{" 5 .. 7 ", 5, 7, ""},
+		{"7..5", 0, 0, "0 <= i <= j"},
+		{"-1..2", 0, 0, "0 <= i <= j"},
+		{"a..b", 0, 0, "want i..j"},
+		{"", 0, 0, "want i..j"},
+		{"1..2..3", 0, 0, "want i..j"},
+	} {
+		lo, hi, err := ParseAgents(tc.in)
+		if tc.wantErr != "" {
+			require.ErrorContains(t, err, tc.wantErr, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		require.Equal(t, [2]int{tc.lo, tc.hi}, [2]int{lo, hi}, tc.in)
+	}
+}
+
+func TestProcName(t *testing.T) {
+	require.Equal(t, "plant-0", ProcName(bus.RolePlant, 0, 0))
+	require.Equal(t, "agent-3", ProcName(bus.RoleAgent, 3, 3))
+	require.Equal(t, "agents-0-24", ProcName(bus.RoleAgent, 0, 24))
+	require.Equal(t, "eavesdropper-1", ProcName(bus.RoleEavesdropper, 1, 1))
+	require.Equal(t, "plant-0.trace.jsonl", TraceFile("plant-0"))
+}
+
+func TestParseConfig(t *testing.T) {
+	base := []string{"--nats-url", "nats://127.0.0.1:4222", "--run", "r1", "--scenario", "s.yaml"}
+	for _, tc := range []struct {
+		role    bus.Role
+		args    []string
+		wantErr string // "" ok; "help" flag.ErrHelp
+		check   func(*testing.T, *Config)
+	}{
+		{role: bus.RolePlant, args: base, check: func(t *testing.T, c *Config) {
+			require.Equal(t, "plant-0", c.Name())
+			require.Equal(t, DefaultTimeout, c.Timeout)
+			require.False(t, c.SeedSet)
+		}},
+		{role: bus.RolePlant, args: append(base, "--seed", "42", "--id", "2", "--mode", "realtime", "--period", "10ms"), check: func(t *testing.T, c *Config) {
+			require.Equal(t, uint64(42), c.Seed)
+			require.True(t, c.SeedSet)
+			require.Equal(t, bus.Realtime, c.Mode)
+			require.Equal(t, 10*time.Millisecond, c.Period)
+			require.Equal(t, "plant-2", c.Name())
+		}},
+		{role: bus.RoleAgent, args: append(base, "--agents", "4..7"), check: func(t *testing.T, c *Config) {
+			require.Equal(t, "agents-4-7", c.Name())
+		}},
+		{role: bus.RoleEavesdropper, args: append(base, "--transcript=false"), check: func(t *testing.T, c *Config) {
+			require.False(t, c.Transcript)
+		}},
+		{role: bus.RolePlant, args: []string{"--help"}, wantErr: "help"},
+		{role: bus.RolePlant, args: []string{"--run", "r1", "--scenario", "s.yaml"}, wantErr: "no NATS server"},
+		{role: bus.RolePlant, args: []string{"--nats-url", "nats://x:1", "--scenario", "s.yaml"}, wantErr: "--run is required"},
+		{role: bus.RolePlant, args: []string{"--nats-url", "nats://x:1", "--run", "a.b", "--scenario", "s.yaml"}, wantErr: "--run"},
+		{role: bus.RolePlant, args: []string{"--nats-url", "nats://x:1", "--run", "r1"}, wantErr: "--scenario is required"},
+		{role: bus.RolePlant, args: append(base, "--seed", "-3"), wantErr: "--seed"},
+		{role: bus.RolePlant, args: append(base, "--mode", "warp"), wantErr: "--mode"},
+		{role: bus.RolePlant, args: append(base, "--encoding", "xml"), wantErr: "--encoding"},
+		{role: bus.RolePlant, args: append(base, "--timeout", "0s"), wantErr: "--timeout"},
+		{role: bus.RolePlant, args: append(base, "--log-level", "loud"), wantErr: "--log-level"},
+		{role: bus.RolePlant, args: append(base, "--agents", "1..2"), wantErr: "flag provided but not defined"},
+		{role: bus.RoleCloud, args: append(base, "--seed", "1"), wantErr: "flag provided but not defined"},
+		{role: bus.RoleAgent, args: append(base, "--agents", "1..2", "--id", "1"), wantErr: "not both"},
+		{role: bus.RoleAgent, args: append(base, "extra"), wantErr: "unexpected argument"},
+	} {
+		t.Run(fmt.Sprintf("%s %v", tc.role, tc.args), func(t *testing.T) {
+			t.Setenv(bus.EnvURL, "")
+			c, err := parseConfig(tc.role, tc.args, io.Discard)
+			switch tc.wantErr {
+			case "":
+				require.NoError(t, err)
+				tc.check(t, c)
+			case "help":
+				require.True(t, errors.Is(err, flag.ErrHelp))
+			default:
+				require.ErrorContains(t, err, tc.wantErr)
+				require.True(t, errors.Is(err, cli.ErrUsage), "a usage error (exit 2): %v", err)
+			}
+		})
+	}
+}
+
+func TestNATSURLFromEnv(t *testing.T) {
+	t.Setenv(bus.EnvURL, "nats://127.0.0.1:9999")
+	c, err := parseConfig(bus.RoleCloud, []string{"--run", "r1", "--scenario", "s.yaml"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "nats://127.0.0.1:9999", c.NATSURL)
+}
+
+func TestDecodeResult(t *testing.T) {
+	_, err := DecodeResult([]byte("garbage"), "r1")
+	require.ErrorContains(t, err, "process result")
+	_, err = DecodeResult([]byte(`{"v":2,"run":"r1"}`), "r1")
+	require.ErrorContains(t, err, "version 2")
+	_, err = DecodeResult([]byte(`{"v":1,"run":"r2"}`), "r1")
+	require.ErrorContains(t, err, `run "r2"`)
+	r, err := DecodeResult([]byte(`{"v":1,"run":"r1","role":"plant","id":0,"episodes":3}`), "r1")
+	require.NoError(t, err)
+	require.Equal(t, 3, r.Episodes)
+}
+
+func TestUsageTextsExplainEveryFlag(t *testing.T) {
+	for role := range docs {
+		var buf strings.Builder
+		_, err := parseConfig(role, []string{"--help"}, &buf)
+		require.True(t, errors.Is(err, flag.ErrHelp))
+		out := buf.String()
+		for _, f := range []string{"-nats-url", "-run ", "-scenario", "-point", "-id", "-out", "-mode", "-period", "-timeout", "-idle-timeout", "-log-level", "-parent-pid", "-encoding"} {
+			require.Contains(t, out, f, "%s --help", role)
+		}
+	}
+}
+
+// The wire form of the coordination message that starts episode 7 with an explicit initial
+// state (the auditor's challenger); an empty vals means the scenario's x(0).
+func ExampleEpisodeMessage() {
+	m := EpisodeMessage("r1", 7, []float64{0.5, 0})
+	m.SentUnixNano = 1700000000000000000 // fixed for the example
+	b, _ := bus.EncodeJSON(nil, m)
+	fmt.Println(string(b))
+	// Output:
+	// {"v":1,"run":"r1","ep":7,"step":0,"from":"launcher.0","sent":1700000000000000000,"kind":"episode","vals":[0.5,0]}
+}
+
+func ExampleParseAgents() {
+	lo, hi, err := ParseAgents("25..49")
+	fmt.Println(lo, hi, err, ProcName(bus.RoleAgent, lo, hi))
+	// Output: 25 49 <nil> agents-25-49
+}

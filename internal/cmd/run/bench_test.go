@@ -1,0 +1,270 @@
+package run_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/internal/cmd/role"
+	"github.com/dpsim/dpsim/internal/cmd/run"
+	"github.com/dpsim/dpsim/pkg/bus"
+)
+
+// The raw request-reply baseline runs as two OS processes (this test binary re-executed), like
+// the plant and the cloud, so the comparison prices the same process boundaries.
+const (
+	benchRoleEnv = "DPSIM_BENCH_RR_ROLE" // responder | requester
+	benchURLEnv  = "DPSIM_BENCH_RR_URL"
+	benchNEnv    = "DPSIM_BENCH_RR_N"
+	rrSubject    = "bench.rr"
+)
+
+// rawRole is the main of a raw request-reply process: the responder echoes; the requester
+// makes N round trips and prints the rate (round trips per second).
+func rawRole(role, url string) int {
+	nc, err := nats.Connect(url, nats.Name("bench-"+role))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer nc.Close()
+	switch role {
+	case "responder":
+		if _, err := nc.Subscribe(rrSubject, func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
+			return 1
+		}
+		_ = nc.Flush()
+		fmt.Println("ready")
+		time.Sleep(10 * time.Minute) // killed by the benchmark
+		return 0
+	case "requester":
+		n, _ := strconv.Atoi(os.Getenv(benchNEnv))
+		payload := make([]byte, 8)
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			if _, err := nc.Request(rrSubject, payload, 5*time.Second); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+		fmt.Println(float64(n) / time.Since(start).Seconds())
+		return 0
+	}
+	return 2
+}
+
+// rawCrossProcess runs n round trips between a requester and a responder process over the
+// server at url, both with GOMAXPROCS=procs (0: default), and returns round trips per second.
+func rawCrossProcess(b *testing.B, url string, n, procs int) float64 {
+	env := append(os.Environ(), benchURLEnv+"="+url, benchNEnv+"="+strconv.Itoa(n))
+	if procs > 0 {
+		env = append(env, "GOMAXPROCS="+strconv.Itoa(procs))
+	}
+	rsp := exec.Command(os.Args[0])
+	rsp.Env = append(env, benchRoleEnv+"=responder")
+	out, err := rsp.StdoutPipe()
+	require.NoError(b, err)
+	require.NoError(b, rsp.Start())
+	defer func() { _ = rsp.Process.Kill(); _ = rsp.Wait() }()
+	buf := make([]byte, 6)
+	_, err = out.Read(buf) // "ready"
+	require.NoError(b, err)
+	req := exec.Command(os.Args[0])
+	req.Env = append(env, benchRoleEnv+"=requester")
+	res, err := req.Output()
+	require.NoError(b, err)
+	rate, err := strconv.ParseFloat(strings.TrimSpace(string(res)), 64)
+	require.NoError(b, err)
+	return rate
+}
+
+// rawInProcess is the same loop with both clients in this process (pkg/bus's baseline).
+func rawInProcess(b *testing.B, url string, n int) float64 {
+	req, err := nats.Connect(url, nats.Name("bench-requester"))
+	require.NoError(b, err)
+	defer req.Close()
+	rsp, err := nats.Connect(url, nats.Name("bench-responder"))
+	require.NoError(b, err)
+	defer rsp.Close()
+	_, err = rsp.Subscribe(rrSubject, func(m *nats.Msg) { _ = m.Respond(m.Data) })
+	require.NoError(b, err)
+	require.NoError(b, rsp.Flush())
+	payload := make([]byte, 8)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		_, err := req.Request(rrSubject, payload, 5*time.Second)
+		require.NoError(b, err)
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// inProcessRoles runs the plant, cloud and eavesdropper role loops (the same code as the
+// processes: role.RunPlant, ...) as goroutines of this process, each with its own NATS
+// connection, driven by a run.Session in attach mode; it returns the plant's steps/s.
+func inProcessRoles(b *testing.B, url string, runs int, id string) float64 {
+	path := scenarioPath("cloud-vehicle")
+	_, p, err := role.LoadPoint(path, 0)
+	require.NoError(b, err)
+	dir := b.TempDir()
+	common := []string{"--nats-url", url, "--run", id, "--scenario", path, "--out", dir, "--log-level", "warn"}
+	errs := make(chan error, 3)
+	for _, r := range []func([]string, io.Writer, io.Writer) error{role.RunPlant, role.RunCloud, role.RunEavesdropper} {
+		go func() { errs <- r(common, io.Discard, io.Discard) }()
+	}
+	sess, err := run.StartSession(context.Background(), run.SessionConfig{Attach: true, Plan: p, Seed: 53, URL: url,
+		Run: id, Dir: dir, Timeout: 10 * time.Second, Mode: bus.Lockstep})
+	require.NoError(b, err)
+	for ep := 0; ep < runs; ep++ {
+		require.NoError(b, sess.Episode(context.Background(), ep, nil))
+	}
+	require.NoError(b, sess.Stop())
+	for range 3 {
+		require.NoError(b, <-errs)
+	}
+	res, err := role.ReadResultFile(filepath.Join(dir, role.ResultFile("plant-0")), id)
+	require.NoError(b, err)
+	return res.StepsPerSec
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkLockstepPlantCloud measures the full multi-process lockstep loop - `dpsim run
+// cloud-vehicle` with the plant, cloud and eavesdropper as OS processes over an embedded
+// server - in the same benchmark as a raw NATS request-reply loop on the same server. One op
+// is one plant<->cloud step (episodes of T = 100 steps). The work is split into 3 rounds;
+// each round runs the raw loop and then dpsim for b.N/3 steps, so both see the same machine
+// load, and the medians are reported:
+//
+//   - raw-xproc-rr/s: request-reply between two OS processes (GOMAXPROCS=1, as the roles)
+//
+//   - raw-inproc-rr/s: both clients in the test process (the baseline of pkg/bus's benchmark)
+//
+//   - plant-steps/s: steps / wall time inside episodes, measured by the plant process
+//
+//   - launcher-steps/s: as seen by the launcher, including the per-episode ctl barrier
+//
+//   - ratio: plant-steps/s over raw-xproc-rr/s, per round, median (target >= 0.5)
+//
+//   - inproc-roles-steps/s: the same role loops as goroutines of one process (each with its
+//     own connection; role.RunPlant etc. driven by run.Session in attach mode)
+//
+//   - inproc-ratio: inproc-roles-steps/s over raw-inproc-rr/s (the comparison of pkg/bus)
+//
+//   - MB-plant, MB-cloud, MB-eve: peak RSS of each role process (target < 50 MB)
+//
+//     go test ./internal/cmd/run -run '^$' -bench LockstepPlantCloud -benchtime 9000x
+func BenchmarkLockstepPlantCloud(b *testing.B) {
+	srv := server(b)
+	const rounds = 3
+	per := max(100, b.N/rounds)
+	runs := (per + 99) / 100
+	var xproc, inproc, plantRate, launcherRate, ratio, inRoles, inRatio []float64
+	var rss [3]float64
+	b.ResetTimer()
+	for r := 0; r < rounds; r++ {
+		b.StopTimer()
+		x := rawCrossProcess(b, srv.URL(), runs*100, 1)
+		in := rawInProcess(b, srv.URL(), runs*100)
+		roles := inProcessRoles(b, srv.URL(), runs, fmt.Sprintf("inproc%d", r))
+		inRoles, inRatio = append(inRoles, roles), append(inRatio, roles/in)
+		dir := b.TempDir()
+		b.StartTimer()
+		code, _, stderr := runDpsim(b, 10*time.Minute, "run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(),
+			"--runs", fmt.Sprint(runs), "--out", dir, "--log-level", "warn", "--run-id", fmt.Sprintf("bench%d", r))
+		b.StopTimer()
+		require.Equal(b, 0, code, stderr)
+		sum := readSummary(b, dir)
+		plant := sum.proc(b, "plant-0")
+		xproc, inproc = append(xproc, x), append(inproc, in)
+		plantRate = append(plantRate, plant.StepsPerSec)
+		launcherRate = append(launcherRate, sum.Timing["steps_per_sec"].(float64))
+		ratio = append(ratio, plant.StepsPerSec/x)
+		for i, name := range []string{"plant-0", "cloud-0", "eavesdropper-0"} {
+			rss[i] = max(rss[i], float64(sum.proc(b, name).MaxRSSBytes)/(1<<20))
+		}
+	}
+	b.ReportMetric(median(xproc), "raw-xproc-rr/s")
+	b.ReportMetric(median(inproc), "raw-inproc-rr/s")
+	b.ReportMetric(median(plantRate), "plant-steps/s")
+	b.ReportMetric(median(launcherRate), "launcher-steps/s")
+	b.ReportMetric(median(ratio), "ratio")
+	b.ReportMetric(median(inRoles), "inproc-roles-steps/s")
+	b.ReportMetric(median(inRatio), "inproc-ratio")
+	b.ReportMetric(rss[0], "MB-plant")
+	b.ReportMetric(rss[1], "MB-cloud")
+	b.ReportMetric(rss[2], "MB-eve")
+}
+
+// consensusScenario writes a consensus scenario of n agents on a random d-regular graph.
+func consensusScenario(tb testing.TB, n, d, steps, runs int) string {
+	x0 := make([]string, n)
+	for i := range x0 {
+		x0[i] = fmt.Sprint((i*37)%200 - 100)
+	}
+	yaml := fmt.Sprintf(`name: bench-consensus-%d
+kind: consensus
+steps: %d
+runs: %d
+seed: 7
+graph: {name: random-regular, n: %d, degree: %d, seed: 1}
+x0: [%s]
+privacy: {mechanism: gaussian, epsilon: 1, delta: 0.01, noise: structured}
+`, n, steps, runs, n, d, strings.Join(x0, ", "))
+	path := filepath.Join(tb.TempDir(), "consensus.yaml")
+	require.NoError(tb, os.WriteFile(path, []byte(yaml), 0o644))
+	return path
+}
+
+// BenchmarkConsensus100 runs 100 consensus agents on a random 4-regular graph in 4 agent
+// processes (25 agents each, `--agents-per-process 25`) plus the eavesdropper, over an
+// embedded server. One op is one network step (100 y messages). Target >= 500 steps/s.
+//
+//   - steps/s: network steps / wall time inside episodes, the slowest agent process
+//
+//   - launcher-steps/s: as seen by the launcher, including the per-episode ctl barrier
+//
+//   - MB-agents-max, MB-eve: peak RSS (target < 50 MB per process)
+//
+//     go test ./internal/cmd/run -run '^$' -bench Consensus100 -benchtime 3000x
+func BenchmarkConsensus100(b *testing.B) {
+	const steps = 100
+	srv := server(b)
+	runs := max(1, (b.N+steps-1)/steps)
+	path := consensusScenario(b, 100, 4, steps, runs)
+	dir := b.TempDir()
+	b.ResetTimer()
+	code, _, stderr := runDpsim(b, 10*time.Minute, "run", path, "--nats-url", srv.URL(), "--out", dir,
+		"--agents-per-process", "25", "--log-level", "warn", "--transcript=false")
+	b.StopTimer()
+	require.Equal(b, 0, code, stderr)
+	sum := readSummary(b, dir)
+	require.Len(b, sum.Processes, 5)
+	slowest, rss := 0.0, int64(0)
+	for _, p := range sum.Processes {
+		if p.Role == "agent" {
+			if slowest == 0 || p.StepsPerSec < slowest {
+				slowest = p.StepsPerSec
+			}
+			rss = max(rss, p.MaxRSSBytes)
+		}
+	}
+	b.ReportMetric(slowest, "steps/s")
+	b.ReportMetric(sum.Timing["steps_per_sec"].(float64), "launcher-steps/s")
+	b.ReportMetric(float64(rss)/(1<<20), "MB-agents-max")
+	b.ReportMetric(float64(sum.proc(b, "eavesdropper-0").MaxRSSBytes)/(1<<20), "MB-eve")
+}

@@ -1,0 +1,117 @@
+package run
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+func TestParseOptions(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+		check   func(*testing.T, *Options)
+	}{
+		{args: []string{"s.yaml"}, check: func(t *testing.T, o *Options) {
+			require.Equal(t, "s.yaml", o.ScenarioPath)
+			require.Equal(t, "nats", o.Engine)
+			require.False(t, o.SeedSet)
+			require.Equal(t, 1, o.AgentsPerProcess)
+		}},
+		// flags after the scenario, as in the synopsis
+		{args: []string{"s.yaml", "--out", "d", "--seed", "9", "--runs", "5", "--mode", "realtime", "--period", "20ms", "--engine", "fast"}, check: func(t *testing.T, o *Options) {
+			require.Equal(t, "d", o.Out)
+			require.Equal(t, uint64(9), o.Seed)
+			require.True(t, o.SeedSet)
+			require.Equal(t, 5, o.Runs)
+			require.Equal(t, bus.Realtime, o.Mode)
+			require.Equal(t, 20*time.Millisecond, o.Period)
+			require.Equal(t, "fast", o.Engine)
+		}},
+		{args: []string{"--runs", "3", "s.yaml", "--agents-per-process", "25"}, check: func(t *testing.T, o *Options) {
+			require.Equal(t, 3, o.Runs)
+			require.Equal(t, 25, o.AgentsPerProcess)
+		}},
+		{args: []string{}, wantErr: "missing SCENARIO"},
+		{args: []string{"a.yaml", "b.yaml"}, wantErr: "one SCENARIO expected"},
+		{args: []string{"s.yaml", "--engine", "warp"}, wantErr: "--engine"},
+		{args: []string{"s.yaml", "--seed", "x"}, wantErr: "--seed"},
+		{args: []string{"s.yaml", "--runs", "-1"}, wantErr: "--runs"},
+		{args: []string{"s.yaml", "--mode", "fastest"}, wantErr: "--mode"},
+		{args: []string{"s.yaml", "--timeout", "0s"}, wantErr: "--timeout"},
+		{args: []string{"s.yaml", "--agents-per-process", "0"}, wantErr: "--agents-per-process"},
+		{args: []string{"s.yaml", "--encoding", "xml"}, wantErr: "--encoding"},
+		{args: []string{"s.yaml", "--run-id", "a.b"}, wantErr: "--run-id"},
+		{args: []string{"s.yaml", "--bogus"}, wantErr: "flag provided but not defined"},
+	} {
+		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
+			o, err := parseOptions(tc.args, io.Discard)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				require.True(t, errors.Is(err, cli.ErrUsage))
+				return
+			}
+			require.NoError(t, err)
+			tc.check(t, o)
+		})
+	}
+	_, err := parseOptions([]string{"--help"}, io.Discard)
+	require.True(t, errors.Is(err, flag.ErrHelp))
+}
+
+func TestPlannedProcs(t *testing.T) {
+	s, err := scenario.Load("../../../scenarios/consensus-gaussian.yaml")
+	require.NoError(t, err)
+	p, err := plan.New(s.Expand()[0], plan.Options{})
+	require.NoError(t, err)
+	n := p.Graph.N
+	for _, per := range []int{1, 3, n, n + 5} {
+		procs := plannedProcs(p, per)
+		want := (n+per-1)/per + 1
+		require.Len(t, procs, want, "per %d", per)
+		covered := 0
+		for i, pr := range procs[:len(procs)-1] {
+			require.Equal(t, bus.RoleAgent, pr.Role)
+			require.Equal(t, covered, pr.ID, "host %d starts where the previous ended", i)
+			covered = pr.LastAgent + 1
+		}
+		require.Equal(t, n, covered, "every agent hosted exactly once")
+		require.Equal(t, bus.RoleEavesdropper, procs[len(procs)-1].Role)
+	}
+	s, err = scenario.Load("../../../scenarios/cloud-vehicle.yaml")
+	require.NoError(t, err)
+	p, err = plan.New(s, plan.Options{})
+	require.NoError(t, err)
+	var names []string
+	for _, pr := range plannedProcs(p, 1) {
+		names = append(names, pr.Name)
+	}
+	require.Equal(t, []string{"plant-0", "cloud-0", "eavesdropper-0"}, names)
+}
+
+func TestLastLogError(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/x.log"
+	require.NoError(t, writeFile(path, `{"level":"info","message":"ready"}
+{"level":"error","error":"boom","message":"exit"}
+`))
+	require.Contains(t, lastLogError(path), "boom")
+	require.NoError(t, writeFile(path, `{"level":"info","message":"ready"}
+dpsim plant: episode 3: bus: timeout
+`))
+	require.Equal(t, "dpsim plant: episode 3: bus: timeout", lastLogError(path))
+	require.Equal(t, "", lastLogError(dir+"/missing.log"))
+}
+
+func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }

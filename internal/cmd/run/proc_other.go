@@ -1,0 +1,19 @@
+//go:build !unix
+
+package run
+
+import (
+	"os"
+	"os/exec"
+)
+
+func setProcAttr(*exec.Cmd) {}
+
+func terminate(p *os.Process) error { return p.Kill() }
+
+func usage(ps *os.ProcessState) (maxRSS int64, user, sys float64) {
+	if ps == nil {
+		return 0, 0, 0
+	}
+	return 0, ps.UserTime().Seconds(), ps.SystemTime().Seconds()
+}

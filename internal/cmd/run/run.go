@@ -1,0 +1,696 @@
+package run
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/cmd/role"
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/report"
+	"github.com/dpsim/dpsim/pkg/rng"
+	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/sim"
+)
+
+// Command is the table entry for `dpsim run`.
+var Command = cli.Command{Name: "run", Summary: "run a scenario: every role its own process over NATS (or --engine fast)", Run: Run}
+
+const synopsis = `dpsim run SCENARIO [--out DIR] [--seed N] [--nats-url URL] [--mode lockstep|realtime] [--period D]
+                 [--engine nats|fast] [--runs N] [--timeout D] [--agents-per-process K] [--json]`
+
+const description = `Runs the scenario's Monte Carlo episodes and writes DIR/summary.json, the per-step traces and the report.
+
+The default engine (nats) starts an embedded NATS server on a random loopback port (unless --nats-url
+or $NATS_URL names one), spawns every role as its own OS process (this binary: dpsim plant, cloud,
+agent, eavesdropper), runs the episodes reusing the same processes (fresh noise per episode),
+collects the processes' result files, merges them with the same aggregation as the fast engine and
+stops the children. Ctrl-C stops the children cleanly, writes what was recorded and exits non-zero.
+Watch a run with: nats sub 'dpsim.>'. Subjects, the coordination protocol and the files:
+go doc github.com/dpsim/dpsim/internal/cmd/run
+
+--engine fast runs the same role cores in-process without NATS (for large Monte Carlo counts); for
+the same seed it gives the same numbers as the NATS run.
+
+The seed is --seed, else the scenario's seed, else drawn from crypto/rand; it is recorded in
+summary.json. A scenario with a sweep runs every point (one entry per point in summary.json).`
+
+// Options are the parsed flags of `dpsim run`.
+type Options struct {
+	ScenarioPath     string
+	Out              string
+	Seed             uint64
+	SeedSet          bool
+	NATSURL          string
+	Mode             bus.Mode
+	ModeSet          bool
+	Period           time.Duration
+	Engine           string
+	Runs             int
+	Timeout          time.Duration
+	AgentsPerProcess int
+	TraceEpisodes    int
+	Encoding         string
+	RunID            string
+	LogLevel         string
+	Transcript       bool
+	ChildProcs       int
+	JSON             bool
+	Progress         bool
+}
+
+func parseOptions(args []string, stderr io.Writer) (*Options, error) {
+	fs := cli.NewFlagSet("run", synopsis, description, stderr)
+	o := &Options{}
+	var seed, mode string
+	fs.StringVar(&o.Out, "out", "", "output directory (default out/<scenario name>); created if missing")
+	fs.StringVar(&seed, "seed", "", "run seed (uint64); default the scenario's seed, else one drawn from crypto/rand (recorded in summary.json)")
+	fs.StringVar(&o.NATSURL, "nats-url", "", "external NATS server URL (default $"+bus.EnvURL+"; if both are empty an embedded server is started on a random loopback port)")
+	fs.StringVar(&mode, "mode", "", "time mode: lockstep (each step when its messages arrived, as fast as possible) or realtime (period Ts on the wall clock); default the scenario's transport.mode")
+	fs.DurationVar(&o.Period, "period", 0, "realtime step period Ts, e.g. 100ms (default the scenario's transport.period)")
+	fs.StringVar(&o.Engine, "engine", "nats", "nats (every role its own process over NATS) or fast (in-process, no NATS; same numbers for the same seed)")
+	fs.IntVar(&o.Runs, "runs", 0, "number of Monte Carlo episodes per point (default the scenario's runs)")
+	fs.DurationVar(&o.Timeout, "timeout", role.DefaultTimeout, "longest wait for one step's messages in every process; a process that times out fails the run")
+	fs.IntVar(&o.AgentsPerProcess, "agents-per-process", 1, "consensus: agents hosted per agent process (1 = one process per agent; e.g. 25 runs 100 agents in 4 processes)")
+	fs.IntVar(&o.TraceEpisodes, "trace-episodes", 0, "write the per-step traces of the first N episodes only (0 = all)")
+	fs.StringVar(&o.Encoding, "encoding", "json", "wire encoding of the data messages: json (readable with nats sub) or binary")
+	fs.StringVar(&o.RunID, "run-id", "", "run id, the <run> of the subjects dpsim.<run>.* (default a random r<hex>; sweep point k appends -p<k>)")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "zerolog level of the launcher's log on stderr and of the children's logs (DIR/procs/*.log): trace, debug, info, warn, error")
+	fs.BoolVar(&o.Transcript, "transcript", true, "the eavesdropper writes every message it saw to its transcript file")
+	fs.IntVar(&o.ChildProcs, "child-gomaxprocs", 1, "GOMAXPROCS of every role process (0 = Go's default: one thread per core); 1 is fastest for the lockstep loops")
+	fs.BoolVar(&o.JSON, "json", false, "print summary.json on stdout instead of the short table")
+	fs.BoolVar(&o.Progress, "progress", true, "show a progress bar (only when stderr is a terminal)")
+	var pos []string
+	for {
+		if err := cli.Parse(fs, args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch len(pos) {
+	case 0:
+		return nil, cli.UsageError("missing SCENARIO (a scenario YAML file, e.g. scenarios/cloud-vehicle.yaml)")
+	case 1:
+		o.ScenarioPath = pos[0]
+	default:
+		return nil, cli.UsageError("one SCENARIO expected, got %d arguments: %v", len(pos), pos)
+	}
+	if seed != "" {
+		v, err := strconv.ParseUint(seed, 10, 64)
+		if err != nil {
+			return nil, cli.UsageError("--seed %q: want an unsigned 64-bit integer", seed)
+		}
+		o.Seed, o.SeedSet = v, true
+	}
+	if mode != "" {
+		m, err := bus.ParseMode(mode)
+		if err != nil {
+			return nil, cli.UsageError("--mode: %v", err)
+		}
+		o.Mode, o.ModeSet = m, true
+	}
+	if o.Engine != "nats" && o.Engine != "fast" {
+		return nil, cli.UsageError("--engine %q: want nats or fast", o.Engine)
+	}
+	if o.Runs < 0 || o.Runs > scenario.MaxRuns {
+		return nil, cli.UsageError("--runs %d: want 1..%d (0 = the scenario's)", o.Runs, scenario.MaxRuns)
+	}
+	if o.Timeout <= 0 || o.Period < 0 {
+		return nil, cli.UsageError("--timeout must be > 0 and --period >= 0")
+	}
+	if o.AgentsPerProcess < 1 {
+		return nil, cli.UsageError("--agents-per-process %d: want >= 1", o.AgentsPerProcess)
+	}
+	if o.ChildProcs < 0 {
+		return nil, cli.UsageError("--child-gomaxprocs %d: want >= 0", o.ChildProcs)
+	}
+	if o.TraceEpisodes < 0 {
+		return nil, cli.UsageError("--trace-episodes %d: want >= 0", o.TraceEpisodes)
+	}
+	if _, err := bus.ParseEncoding(o.Encoding); err != nil {
+		return nil, cli.UsageError("--encoding: %v", err)
+	}
+	if o.RunID != "" {
+		if err := bus.ValidToken(o.RunID); err != nil {
+			return nil, cli.UsageError("--run-id: %v", err)
+		}
+	}
+	return o, nil
+}
+
+// Run executes `dpsim run` with args (without the command name).
+func Run(args []string, stdout, stderr io.Writer) error {
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		return err
+	}
+	log, err := cli.Logger(stderr, o.LogLevel)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Execute(ctx, o, stdout, stderr, log)
+}
+
+// launcher is one `dpsim run`.
+type launcher struct {
+	o       *Options
+	log     zerolog.Logger
+	stderr  io.Writer
+	scn     *scenario.Scenario
+	points  []*scenario.Scenario
+	plans   []*plan.Plan
+	runs    int
+	sum     *Summary
+	bar     *progressbar.ProgressBar
+	started time.Time
+}
+
+// Execute runs the scenario with parsed options until done or ctx ends (then it stops the
+// children, writes what was recorded and returns an error).
+func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zerolog.Logger) error {
+	l := &launcher{o: o, log: log, stderr: stderr, started: time.Now()}
+	if err := l.prepare(); err != nil {
+		return err
+	}
+	runErr := l.runAll(ctx)
+	l.sum.ElapsedSec = time.Since(l.started).Seconds()
+	switch {
+	case runErr == nil:
+		l.sum.Status = "ok"
+	case errors.Is(runErr, ErrInterrupted) || ctx.Err() != nil:
+		l.sum.Status = "interrupted"
+		l.sum.Error = runErr.Error()
+		runErr = fmt.Errorf("%w: partial results written to %s", runErr, o.Out)
+	default:
+		l.sum.Status = "failed"
+		l.sum.Error = runErr.Error()
+	}
+	if err := l.writeReport(); err != nil {
+		if runErr == nil {
+			runErr = err
+			l.sum.Status, l.sum.Error = "failed", err.Error()
+		} else {
+			l.log.Warn().Err(err).Msg("report of the partial results")
+		}
+	}
+	if err := l.writeSummary(); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if o.JSON {
+		if err := cli.WriteJSON(stdout, l.sum); err != nil {
+			return errors.Join(runErr, err)
+		}
+	} else {
+		l.printTable(stdout)
+	}
+	return runErr
+}
+
+// prepare validates the scenario and every point, and fixes the seed, runs, mode and dirs.
+func (l *launcher) prepare() error {
+	o := l.o
+	s, err := scenario.Load(o.ScenarioPath)
+	if err != nil {
+		return err
+	}
+	l.scn = s
+	seedSource := "scenario"
+	seed := s.Seed
+	switch {
+	case o.SeedSet:
+		seed, seedSource = o.Seed, "flag"
+	case seed == 0:
+		for seed == 0 {
+			seed = rng.FromCrypto()
+		}
+		seedSource = "crypto"
+	}
+	o.Seed = seed
+	l.points = s.Expand()
+	for k, pt := range l.points {
+		p, err := plan.New(pt, plan.Options{})
+		if err != nil {
+			if len(l.points) > 1 {
+				return fmt.Errorf("sweep point %d (%s): %w", k, pt.Name, err)
+			}
+			return err
+		}
+		l.plans = append(l.plans, p)
+	}
+	l.runs = s.Runs
+	if o.Runs > 0 {
+		l.runs = o.Runs
+	}
+	if !o.ModeSet && s.Transport.Mode == scenario.Realtime {
+		o.Mode = bus.Realtime
+	}
+	if o.Period == 0 {
+		o.Period = s.Transport.Period
+	}
+	if o.Mode == bus.Realtime && o.Period <= 0 {
+		return cli.UsageError("realtime mode needs a period: pass --period or set transport.period in the scenario")
+	}
+	if o.Out == "" {
+		o.Out = filepath.Join("out", s.Name)
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if o.RunID == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		o.RunID = "r" + hex.EncodeToString(b[:])
+	}
+	l.sum = &Summary{
+		Scenario: s.Name, ScenarioFile: o.ScenarioPath, Description: s.Description, Kind: string(s.Kind),
+		Seed: seed, SeedSource: seedSource, Runs: l.runs, Steps: s.Steps, Engine: o.Engine,
+		Mode: o.Mode.String(), RunID: o.RunID, Started: l.started.UTC().Format(time.RFC3339),
+		Warnings: s.Warnings, Processes: []ProcessSummary{}, Invalid: map[string]bus.CountersSnapshot{},
+		Files: Files{Summary: "summary.json"},
+	}
+	if o.Mode == bus.Realtime {
+		l.sum.PeriodNS = int64(o.Period)
+	}
+	l.sum.Timing = TimingSummary{Mode: l.sum.Mode, PeriodNS: l.sum.PeriodNS}
+	if o.Engine == "fast" {
+		l.sum.Mode = "none (fast engine: no pacing)"
+		l.sum.Timing.Mode = l.sum.Mode
+	} else {
+		l.sum.Encoding = o.Encoding
+	}
+	for _, p := range l.plans {
+		for _, w := range p.GraphWarnings {
+			l.sum.Warnings = appendUnique(l.sum.Warnings, w)
+		}
+	}
+	if seedSource == "crypto" {
+		l.log.Info().Uint64("seed", seed).Msg("no seed given: drew one (recorded in summary.json)")
+	}
+	return nil
+}
+
+func appendUnique(xs []string, s string) []string {
+	for _, x := range xs {
+		if x == s {
+			return xs
+		}
+	}
+	return append(xs, s)
+}
+
+func (l *launcher) runAll(ctx context.Context) error {
+	total := l.runs * len(l.points)
+	if f, ok := l.stderr.(*os.File); ok && l.o.Progress && cli.IsTerminal(f) {
+		l.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(l.stderr),
+			progressbar.OptionSetDescription(l.scn.Name), progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(), progressbar.OptionSetItsString("episodes"),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		defer func() { _ = l.bar.Finish() }()
+	}
+	if l.o.Engine == "fast" {
+		return l.runFast(ctx)
+	}
+	return l.runNATS(ctx)
+}
+
+func (l *launcher) tick(n int) {
+	if l.bar != nil {
+		_ = l.bar.Add(n)
+	}
+}
+
+func (l *launcher) traceName(k int) string {
+	if len(l.points) == 1 {
+		return "trace.jsonl"
+	}
+	return fmt.Sprintf("trace-p%02d.jsonl", k)
+}
+
+func (l *launcher) addPoint(ps PointSummary, res *sim.Results) {
+	ps.Metrics = res
+	if res != nil && res.Point != nil {
+		ps.Point = res.Point
+	}
+	l.sum.Points = append(l.sum.Points, ps)
+	if len(l.points) == 1 {
+		l.sum.Metrics = res
+		return
+	}
+	list, _ := l.sum.Metrics.([]*sim.Results)
+	l.sum.Metrics = append(list, res)
+}
+
+func (l *launcher) runFast(ctx context.Context) error {
+	var steps int
+	var busy time.Duration
+	for k, p := range l.plans {
+		start := time.Now()
+		done := 0
+		res, tr, err := sim.RunFast(ctx, p, l.o.Seed, sim.FastOptions{
+			Runs: l.runs, KeepTraces: true, TraceEpisodes: l.o.TraceEpisodes,
+			Progress: func(d, _ int) { l.tick(d - done); done = d },
+		})
+		el := time.Since(start)
+		ps := PointSummary{Index: k, Name: l.points[k].Name, ElapsedSec: el.Seconds(), TraceFile: l.traceName(k)}
+		if res != nil {
+			ps.Episodes = res.Runs
+			steps += res.Runs * p.Steps
+			busy += el
+			if el > 0 {
+				ps.StepsPerSec = float64(res.Runs*p.Steps) / el.Seconds()
+			}
+		}
+		if tr != nil {
+			if werr := l.writeTrace(ps.TraceFile, tr.Control, tr.Consensus); werr != nil && err == nil {
+				err = werr
+			}
+			l.sum.Files.Traces = append(l.sum.Files.Traces, ps.TraceFile)
+		}
+		if err != nil {
+			ps.Error = err.Error()
+		}
+		l.addPoint(ps, res)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: %v", ErrInterrupted, err)
+			}
+			return err
+		}
+	}
+	if busy > 0 {
+		l.sum.Timing.StepsPerSec = float64(steps) / busy.Seconds()
+	}
+	return nil
+}
+
+func (l *launcher) runNATS(ctx context.Context) error {
+	url := bus.ResolveURL(l.o.NATSURL)
+	if url == "" {
+		srv, err := bus.StartEmbedded(bus.EmbeddedOptions{})
+		if err != nil {
+			return err
+		}
+		defer srv.Shutdown()
+		url = srv.URL()
+		l.sum.NATSEmbedded = true
+	}
+	l.sum.NATSURL = url
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot find the dpsim binary to spawn the roles: %w", err)
+	}
+	l.sum.Files.Procs = "procs"
+	var steps int
+	var busy time.Duration
+	for k, p := range l.plans {
+		runID, dir := l.o.RunID, filepath.Join(l.o.Out, "procs")
+		if len(l.plans) > 1 {
+			runID += fmt.Sprintf("-p%d", k)
+			dir = filepath.Join(dir, fmt.Sprintf("p%02d", k))
+		}
+		n, el, err := l.runPoint(ctx, k, p, SessionConfig{
+			Exe: exe, ScenarioPath: l.o.ScenarioPath, Point: k, Plan: p, Seed: l.o.Seed, URL: url, Run: runID,
+			Dir: dir, Mode: l.o.Mode, Period: l.o.Period, Timeout: l.o.Timeout, AgentsPerProcess: l.o.AgentsPerProcess,
+			Encoding: l.o.Encoding, LogLevel: l.o.LogLevel, Transcript: l.o.Transcript, GOMAXPROCS: l.o.ChildProcs, Log: l.log,
+		})
+		steps += n * p.Steps
+		busy += el
+		if busy > 0 {
+			l.sum.Timing.StepsPerSec = float64(steps) / busy.Seconds()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runPoint runs one point's episodes over its processes and collects their results.
+func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg SessionConfig) (int, time.Duration, error) {
+	start := time.Now()
+	l.log.Info().Str("point", l.points[k].Name).Str("run", cfg.Run).Int("runs", l.runs).Msg("starting processes")
+	sess, runErr := StartSession(ctx, cfg)
+	if runErr == nil {
+		for ep := 0; ep < l.runs; ep++ {
+			if runErr = sess.Episode(ctx, ep, nil); runErr != nil {
+				break
+			}
+			l.tick(1)
+		}
+	}
+	if sess == nil {
+		return 0, 0, runErr
+	}
+	if err := sess.Stop(); err != nil && runErr == nil {
+		runErr = err
+	}
+	ps := PointSummary{Index: k, Name: l.points[k].Name, RunID: cfg.Run, Episodes: sess.Episodes,
+		ElapsedSec: time.Since(start).Seconds(), TraceFile: l.traceName(k)}
+	if sess.EpisodeNS > 0 {
+		ps.StepsPerSec = float64(sess.Episodes*p.Steps) / sess.EpisodeNS.Seconds()
+	}
+	rel, _ := filepath.Rel(l.o.Out, cfg.Dir)
+	for _, pr := range sess.Procs() {
+		l.addProcess(sess, pr, k, rel)
+	}
+	l.sum.LauncherCtlInvalid = addCounters(l.sum.LauncherCtlInvalid, sess.CtlInvalid())
+	col, err := sess.Collect()
+	if err != nil {
+		l.log.Warn().Err(err).Msg("collect")
+	}
+	var res *sim.Results
+	if col != nil {
+		res = col.Results
+		ps.Missing = len(col.Missing)
+		for i, m := range col.Missing {
+			if i == 5 {
+				break
+			}
+			ps.MissingHead = append(ps.MissingHead, m.String())
+		}
+		if werr := l.writeTrace(ps.TraceFile, col.Control, col.Consensus); werr != nil && runErr == nil {
+			runErr = werr
+		}
+		l.sum.Files.Traces = append(l.sum.Files.Traces, ps.TraceFile)
+		if runErr == nil && (len(col.Missing) > 0 || len(res.IncompleteEpisodes) > 0) {
+			runErr = fmt.Errorf("point %s: %w", l.points[k].Name, sim.MissingError(col.Missing))
+		}
+	} else if runErr == nil {
+		runErr = err
+	}
+	if runErr != nil {
+		ps.Error = runErr.Error()
+	}
+	l.addPoint(ps, res)
+	return sess.Episodes, sess.EpisodeNS, runErr
+}
+
+func addCounters(a, b bus.CountersSnapshot) bus.CountersSnapshot {
+	a.Received += b.Received
+	a.Accepted += b.Accepted
+	a.Dropped += b.Dropped
+	for k, v := range b.ByReason {
+		if a.ByReason == nil {
+			a.ByReason = map[string]uint64{}
+		}
+		a.ByReason[k] += v
+	}
+	return a
+}
+
+func (l *launcher) addProcess(sess *Session, pr *Proc, point int, rel string) {
+	ps := ProcessSummary{Role: string(pr.Role), ID: pr.ID, PID: pr.PID(), Name: pr.Name, Point: point, ExitCode: -1,
+		LogFile: filepath.Join(rel, pr.Name+".log")}
+	if pr.Role == bus.RoleAgent {
+		ps.Agents = []int{pr.ID, pr.LastAgent}
+	}
+	if st := pr.exitState(); st != nil {
+		ps.ExitCode = st.ExitCode()
+		ps.MaxRSSBytes, ps.UserCPUSec, ps.SysCPUSec = usage(st)
+	}
+	if f := pr.failure(); f != "" {
+		ps.Status, ps.Error = role.StatusFailed, f
+	}
+	if r := sess.Result(pr); r != nil {
+		if ps.Status == "" {
+			ps.Status, ps.Error = r.Status, r.Error
+		}
+		ps.Episodes, ps.Steps, ps.StepsPerSec = r.Episodes, r.Steps, r.StepsPerSec
+		ps.Invalid, ps.CtlInvalid, ps.Timing, ps.Conn, ps.Messages = r.Invalid, r.CtlInvalid, r.Timing, r.Conn, r.Messages
+		if r.TraceFile != "" {
+			ps.TraceFile = filepath.Join(rel, r.TraceFile)
+		}
+		ps.ResultFile = filepath.Join(rel, role.ResultFile(pr.Name))
+	} else if ps.Status == "" {
+		ps.Status = "no result"
+	}
+	l.sum.Processes = append(l.sum.Processes, ps)
+	key := ps.Name
+	if len(l.points) > 1 {
+		key = fmt.Sprintf("p%02d/%s", point, ps.Name)
+	}
+	l.sum.Invalid[key] = ps.Invalid
+	l.sum.Timing.add(ps)
+}
+
+// writeTrace writes the merged per-step records (the sim trace format, JSON lines) of the
+// first TraceEpisodes episodes.
+func (l *launcher) writeTrace(name string, control []sim.ControlRecord, consensus []sim.ConsensusRecord) error {
+	f, err := os.Create(filepath.Join(l.o.Out, name))
+	if err != nil {
+		return err
+	}
+	lim := l.o.TraceEpisodes
+	if control != nil {
+		tw := sim.NewTraceWriter[sim.ControlRecord](f)
+		for i := range control {
+			if lim > 0 && control[i].Episode >= lim {
+				continue
+			}
+			if err = tw.Write(&control[i]); err != nil {
+				break
+			}
+		}
+		if ferr := tw.Flush(); err == nil {
+			err = ferr
+		}
+	} else {
+		tw := sim.NewTraceWriter[sim.ConsensusRecord](f)
+		for i := range consensus {
+			if lim > 0 && consensus[i].Episode >= lim {
+				continue
+			}
+			if err = tw.Write(&consensus[i]); err != nil {
+				break
+			}
+		}
+		if ferr := tw.Flush(); err == nil {
+			err = ferr
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("trace %s: %w", name, err)
+	}
+	return nil
+}
+
+// writeReport writes report.md and the figures (pkg/report) from the points that have
+// Results (all of them after a successful run; those recorded after a failure or Ctrl-C).
+func (l *launcher) writeReport() error {
+	in := report.Input{Scenario: l.scn, Seed: l.sum.Seed, SeedDrawn: l.sum.SeedSource == "crypto",
+		Engine: l.sum.Engine, Mode: l.sum.Mode, NATSURL: l.sum.NATSURL, Timing: l.sum.Timing,
+		Elapsed: time.Since(l.started)}
+	if l.sum.Engine == "fast" {
+		in.Mode = "lockstep" // the fast engine runs the lockstep step order, unpaced
+	}
+	for _, ps := range l.sum.Points {
+		if ps.Metrics == nil || ps.Metrics.Runs == 0 {
+			continue
+		}
+		in.Points = append(in.Points, report.Point{Scenario: l.points[ps.Index], Plan: l.plans[ps.Index], Results: ps.Metrics})
+	}
+	if len(in.Points) == 0 {
+		return nil
+	}
+	if len(in.Points) < len(l.points) {
+		in.Scenario = nil // a partial sweep: report the points that finished
+	}
+	for _, p := range l.sum.Processes {
+		in.Processes = append(in.Processes, report.Process{Role: p.Role, ID: p.ID, PID: p.PID, PeakRSSBytes: p.MaxRSSBytes})
+	}
+	if l.sum.Engine == "nats" {
+		in.Invalid = map[string]any{}
+		for k, v := range l.sum.Invalid {
+			in.Invalid[k] = v.Dropped
+		}
+	}
+	if err := report.Write(l.o.Out, in); err != nil {
+		return err
+	}
+	l.sum.Files.Report = report.FileName
+	return nil
+}
+
+func (l *launcher) writeSummary() error {
+	data, err := json.MarshalIndent(l.sum, "", "  ")
+	if err != nil {
+		return fmt.Errorf("summary.json: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(l.o.Out, "summary.json"), append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("summary.json: %w", err)
+	}
+	return nil
+}
+
+func (l *launcher) printTable(w io.Writer) {
+	s := l.sum
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "scenario\t%s (%s)\n", s.Scenario, s.Kind)
+	fmt.Fprintf(tw, "engine\t%s, %s, seed %d (%s)\n", s.Engine, s.Mode, s.Seed, s.SeedSource)
+	if s.Engine == "nats" {
+		fmt.Fprintf(tw, "nats\t%s, run %s, %d processes\n", s.NATSURL, s.RunID, len(s.Processes))
+	}
+	fmt.Fprintf(tw, "runs\t%d x %d steps per point, %d point(s), %.2f s, %.0f steps/s\n", s.Runs, s.Steps, len(s.Points), s.ElapsedSec, s.Timing.StepsPerSec)
+	if s.Timing.Mode == "realtime" {
+		fmt.Fprintf(tw, "timing\tlate %d, overruns %d, missed %d, jitter p99 %v\n", s.Timing.LateMessages, s.Timing.Overruns, s.Timing.Missed, s.Timing.JitterP99MaxNS)
+	}
+	var dropped uint64
+	for _, c := range s.Invalid {
+		dropped += c.Dropped
+	}
+	if s.Engine == "nats" {
+		fmt.Fprintf(tw, "invalid\t%d message(s) dropped\n", dropped)
+	}
+	for _, p := range s.Points {
+		r := p.Metrics
+		if r == nil {
+			fmt.Fprintf(tw, "%s\tno results\n", p.Name)
+			continue
+		}
+		switch {
+		case r.Control != nil && len(r.Control.FinalSqError) > 0:
+			fmt.Fprintf(tw, "%s\t%d runs: final mean-square error", p.Name, r.Runs)
+			for i, st := range r.Control.FinalSqError {
+				fmt.Fprintf(tw, " x%d %.4g", i, st.Mean)
+			}
+			if n := r.Control.EveSqError.Len(); n > 0 {
+				fmt.Fprintf(tw, "; eavesdropper ||x0_hat - x0||^2 at T-1 %.4g", r.Control.EveSqError.Mean[n-1])
+			}
+			fmt.Fprintln(tw)
+		case r.Consensus != nil:
+			c := r.Consensus
+			fmt.Fprintf(tw, "%s\t%d runs: E||x(T) - 1x*||^2 %.4g (Prop. 1 bound %.4g), sum rel. dev. %.2g\n", p.Name, r.Runs,
+				c.FinalSqDeviation.Mean, c.Prop1Bound, c.SumRelDevMax)
+		}
+	}
+	fmt.Fprintf(tw, "out\t%s\n", l.o.Out)
+	if s.Error != "" {
+		fmt.Fprintf(tw, "error\t%s\n", s.Error)
+	}
+	_ = tw.Flush()
+}

@@ -1,0 +1,639 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/dpsim/dpsim/internal/cmd/role"
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/sim"
+)
+
+// Timeouts of the launcher's own waits (the children bound every step with --timeout).
+const (
+	DefaultStartTimeout = 60 * time.Second // every process subscribed and ready
+	DefaultStopTimeout  = 15 * time.Second // every process flushed and exited after ctl.stop
+	killGrace           = 3 * time.Second  // after SIGTERM, before SIGKILL
+)
+
+// SessionConfig describes the processes of one scenario point.
+type SessionConfig struct {
+	Exe          string // the dpsim binary (os.Executable()); children run `Exe <role> ...`
+	ScenarioPath string
+	Point        int
+	Plan         *plan.Plan
+	Seed         uint64
+	URL          string // NATS server
+	Run          string // run id (a subject token)
+	Dir          string // the processes' --out directory (created)
+	Mode         bus.Mode
+	Period       time.Duration
+	Timeout      time.Duration // per-step wait of the children
+	StartTimeout time.Duration // default DefaultStartTimeout
+	StopTimeout  time.Duration // default DefaultStopTimeout
+	// AgentsPerProcess hosts that many consensus agents per process (default 1: one each).
+	AgentsPerProcess int
+	Encoding         string // json (default) or binary
+	LogLevel         string // the children's --log-level (their logs go to <Dir>/<name>.log)
+	Transcript       bool   // the eavesdropper writes its transcript
+	// GOMAXPROCS is the children's GOMAXPROCS (0: inherit the environment / Go's default).
+	// One OS thread per role process avoids cross-thread wake-ups on every message: on 2
+	// cores it makes the lockstep loop ~1.2-1.7x faster.
+	GOMAXPROCS int
+	// Attach drives processes started by someone else (by hand, or role loops in this
+	// process): nothing is spawned; StartSession waits for the ready of every planned role.
+	Attach bool
+	Log    zerolog.Logger
+}
+
+// Proc is one child process.
+type Proc struct {
+	Role      bus.Role
+	ID        int
+	LastAgent int
+	Name      string
+	LogPath   string
+
+	cmd     *exec.Cmd
+	logFile *os.File
+	exited  chan struct{}
+	state   *os.ProcessState
+	waitErr error
+	result  *role.ProcessResult
+}
+
+// PID returns the child's process id.
+func (p *Proc) PID() int {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// running reports whether the child was started and has not exited yet.
+func (p *Proc) running() bool {
+	if p.exited == nil || p.cmd == nil || p.cmd.Process == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// exitState returns the child's exit state once it exited (nil while it runs).
+func (p *Proc) exitState() *os.ProcessState {
+	if p.exited == nil {
+		return nil
+	}
+	select {
+	case <-p.exited:
+		return p.state
+	default:
+		return nil
+	}
+}
+
+// failure describes how the child ended, or "" when it exited 0. Call it only after the
+// child exited (or to describe one still running).
+func (p *Proc) failure() string {
+	if p.running() {
+		return "still running"
+	}
+	if p.state == nil {
+		if p.waitErr != nil {
+			return p.waitErr.Error()
+		}
+		return "still running"
+	}
+	if p.state.Success() {
+		return ""
+	}
+	msg := p.state.String() // "exit status 1", "signal: killed"
+	if tail := lastLogError(p.LogPath); tail != "" {
+		msg += ": " + tail
+	}
+	return msg
+}
+
+type ctlEvent struct {
+	word   string
+	sender string
+	ep     int
+	vals   []float64
+	result *role.ProcessResult
+}
+
+// Session is the running processes of one scenario point: spawn and wait for ready
+// (StartSession), run episodes (Episode), stop and collect (Stop).
+type Session struct {
+	cfg    SessionConfig
+	conn   *bus.Conn
+	subj   bus.Subjects
+	procs  []*Proc
+	byKey  map[string]*Proc // "<role>.<id>"
+	events chan ctlEvent
+	exits  chan *Proc
+	ctl    bus.Counters
+	subs   []*nats.Subscription
+
+	mu      sync.Mutex
+	results map[string]*role.ProcessResult
+
+	Episodes  int           // episodes completed by every process
+	EpisodeNS time.Duration // wall time inside episodes (from ctl.episode to the last done)
+	stopped   bool
+}
+
+// Procs returns the children.
+func (s *Session) Procs() []*Proc { return s.procs }
+
+// Subjects returns the run's subjects.
+func (s *Session) Subjects() bus.Subjects { return s.subj }
+
+// plannedProcs lists the processes a plan needs.
+func plannedProcs(p *plan.Plan, perProc int) []*Proc {
+	var out []*Proc
+	add := func(r bus.Role, id, last int) {
+		out = append(out, &Proc{Role: r, ID: id, LastAgent: last, Name: role.ProcName(r, id, last)})
+	}
+	switch p.Scenario.Kind {
+	case scenario.CloudControl:
+		add(bus.RolePlant, 0, 0)
+		add(bus.RoleCloud, 0, 0)
+	case scenario.Consensus:
+		if perProc < 1 {
+			perProc = 1
+		}
+		for i := 0; i < p.Graph.N; i += perProc {
+			add(bus.RoleAgent, i, min(i+perProc, p.Graph.N)-1)
+		}
+	}
+	add(bus.RoleEavesdropper, 0, 0)
+	return out
+}
+
+// StartSession connects to the server, spawns every role of the point as its own OS process
+// and waits until all of them are ready. On error the processes started are stopped.
+func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = DefaultStopTimeout
+	}
+	if cfg.Encoding == "" {
+		cfg.Encoding = "json"
+	}
+	if cfg.LogLevel == "" {
+		cfg.LogLevel = "info"
+	}
+	subj, err := bus.NewSubjects(cfg.Run)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &Session{cfg: cfg, subj: subj, byKey: map[string]*Proc{}, results: map[string]*role.ProcessResult{}}
+	s.procs = plannedProcs(cfg.Plan, cfg.AgentsPerProcess)
+	for _, p := range s.procs {
+		s.byKey[bus.SenderName(p.Role, p.ID)] = p
+	}
+	s.events = make(chan ctlEvent, 4*len(s.procs)+16)
+	s.exits = make(chan *Proc, len(s.procs))
+	if s.conn, err = bus.Connect(cfg.URL, "dpsim-launcher-"+cfg.Run); err != nil {
+		return nil, err
+	}
+	if err := s.subscribe(); err != nil {
+		s.conn.Close()
+		return nil, err
+	}
+	for _, p := range s.procs {
+		if cfg.Attach {
+			break
+		}
+		if err := s.spawn(p); err != nil {
+			_ = s.shutdown()
+			return nil, fmt.Errorf("start %s: %w", p.Name, err)
+		}
+	}
+	cfg.Log.Debug().Int("processes", len(s.procs)).Str("run", cfg.Run).Msg("spawned")
+	waiting := map[string]bool{}
+	for k := range s.byKey {
+		waiting[k] = true
+	}
+	timer := time.NewTimer(cfg.StartTimeout)
+	defer timer.Stop()
+	for len(waiting) > 0 {
+		select {
+		case ev := <-s.events:
+			if ev.word == role.KindReady {
+				delete(waiting, ev.sender)
+			}
+		case p := <-s.exits:
+			_ = s.shutdown()
+			return s, fmt.Errorf("%s (pid %d) exited before it was ready: %s", p.Name, p.PID(), p.failure())
+		case <-ctx.Done():
+			_ = s.shutdown()
+			return s, fmt.Errorf("interrupted while starting the processes: %w", context.Cause(ctx))
+		case <-timer.C:
+			_ = s.shutdown()
+			return s, fmt.Errorf("processes not ready within %v: %s", cfg.StartTimeout, keys(waiting))
+		}
+	}
+	return s, nil
+}
+
+func keys(m map[string]bool) string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return strings.Join(out, ", ")
+}
+
+// subscribe handles ready, done and result messages; invalid ones are counted and dropped.
+func (s *Session) subscribe() error {
+	handle := func(word string) nats.MsgHandler {
+		return func(nm *nats.Msg) {
+			s.ctl.Receive()
+			if word == role.KindResult {
+				r, err := role.DecodeResult(nm.Data, s.cfg.Run)
+				if err != nil {
+					s.ctl.DropErr(err)
+					return
+				}
+				key := r.Role + "." + strconv.Itoa(r.ID)
+				if s.byKey[key] == nil {
+					s.ctl.Drop(bus.ReasonSender)
+					return
+				}
+				s.mu.Lock()
+				s.results[key] = r
+				s.mu.Unlock()
+				return
+			}
+			var m bus.Message
+			if err := bus.Decode(nm.Data, &m); err != nil {
+				s.ctl.DropErr(err)
+				return
+			}
+			if err := bus.Validate(&m, bus.Expect{Run: s.cfg.Run, Episode: bus.AnyEpisode, Kind: word}); err != nil {
+				s.ctl.DropErr(err)
+				return
+			}
+			if s.byKey[m.Sender] == nil || !strings.HasSuffix(nm.Subject, "."+m.Sender) {
+				s.ctl.Drop(bus.ReasonSender)
+				return
+			}
+			select {
+			case s.events <- ctlEvent{word: word, sender: m.Sender, ep: m.Episode, vals: append([]float64(nil), m.Values...)}:
+			default:
+				s.ctl.Drop(bus.ReasonAhead)
+			}
+		}
+	}
+	for _, w := range []string{role.KindReady, role.KindDone, role.KindResult} {
+		sub, err := s.conn.NATS().Subscribe(s.subj.AllCtlWord(w), handle(w))
+		if err != nil {
+			return err
+		}
+		s.subs = append(s.subs, sub)
+	}
+	return s.conn.Flush(5 * time.Second)
+}
+
+func (s *Session) args(p *Proc) []string {
+	c := s.cfg
+	a := []string{string(p.Role),
+		"--nats-url", c.URL, "--run", c.Run, "--scenario", c.ScenarioPath, "--point", strconv.Itoa(c.Point),
+		"--out", c.Dir, "--mode", c.Mode.String(), "--timeout", c.Timeout.String(),
+		"--idle-timeout", (c.StartTimeout + c.Timeout + time.Minute).String(),
+		"--log-level", c.LogLevel, "--encoding", c.Encoding, "--parent-pid", strconv.Itoa(os.Getpid())}
+	if c.Period > 0 {
+		a = append(a, "--period", c.Period.String())
+	}
+	switch p.Role {
+	case bus.RolePlant:
+		a = append(a, "--seed", strconv.FormatUint(c.Seed, 10), "--id", strconv.Itoa(p.ID))
+	case bus.RoleAgent:
+		a = append(a, "--seed", strconv.FormatUint(c.Seed, 10), "--agents", fmt.Sprintf("%d..%d", p.ID, p.LastAgent))
+	case bus.RoleCloud:
+		a = append(a, "--id", strconv.Itoa(p.ID))
+	case bus.RoleEavesdropper: // no seed: the eavesdropper never learns the noise
+		a = append(a, "--id", strconv.Itoa(p.ID), "--transcript="+strconv.FormatBool(c.Transcript))
+	}
+	return a
+}
+
+func (s *Session) spawn(p *Proc) error {
+	p.LogPath = filepath.Join(s.cfg.Dir, p.Name+".log")
+	f, err := os.Create(p.LogPath)
+	if err != nil {
+		return err
+	}
+	p.logFile = f
+	p.cmd = exec.Command(s.cfg.Exe, s.args(p)...)
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	p.cmd.Env = os.Environ()
+	if s.cfg.GOMAXPROCS > 0 {
+		p.cmd.Env = append(p.cmd.Env, "GOMAXPROCS="+strconv.Itoa(s.cfg.GOMAXPROCS))
+	}
+	setProcAttr(p.cmd)
+	p.exited = make(chan struct{})
+	if err := p.cmd.Start(); err != nil {
+		f.Close()
+		close(p.exited)
+		p.waitErr = err
+		return err
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		p.state = p.cmd.ProcessState
+		p.logFile.Close()
+		close(p.exited)
+		s.exits <- p
+	}()
+	return nil
+}
+
+// ErrInterrupted is wrapped by the errors of waits that the context ended (Ctrl-C).
+var ErrInterrupted = errors.New("interrupted")
+
+// Episode starts episode ep (x0 nil: the scenario's initial state; else the explicit x(0):
+// nx values for cloud control, N for consensus - the auditor's challenger) and waits until
+// every process reported it done. A child that exits, the context ending or the episode
+// exceeding its time bound end the wait with an error naming the cause.
+func (s *Session) Episode(ctx context.Context, ep int, x0 []float64) error {
+	if x0 != nil {
+		want := 0
+		switch s.cfg.Plan.Scenario.Kind {
+		case scenario.CloudControl:
+			want = s.cfg.Plan.System.Nx()
+		case scenario.Consensus:
+			want = s.cfg.Plan.Graph.N
+		}
+		if len(x0) != want {
+			return fmt.Errorf("episode %d: explicit x0 has %d values, want %d", ep, len(x0), want)
+		}
+		for i, v := range x0 {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("episode %d: explicit x0[%d] = %v is not finite", ep, i, v)
+			}
+		}
+	}
+	start := time.Now()
+	if err := s.conn.Publish(s.subj.CtlEpisode(), role.EpisodeMessage(s.cfg.Run, ep, x0)); err != nil {
+		return err
+	}
+	if err := s.conn.Flush(s.cfg.Timeout); err != nil {
+		return err
+	}
+	waiting := make(map[string]bool, len(s.byKey))
+	for k := range s.byKey {
+		waiting[k] = true
+	}
+	// Every child bounds each step by --timeout and exits when it fails; this bound only
+	// catches a child that stalls without exiting.
+	steps := time.Duration(s.cfg.Plan.Steps)
+	bound := 2*s.cfg.Timeout + role.GridLead + steps*(s.cfg.Period+100*time.Millisecond)
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	for len(waiting) > 0 {
+		select {
+		case ev := <-s.events:
+			if ev.word == role.KindDone && ev.ep == ep {
+				delete(waiting, ev.sender)
+			}
+		case p := <-s.exits:
+			s.exits <- p // keep it for Stop's accounting
+			if f := p.failure(); f != "" {
+				return fmt.Errorf("episode %d: process %s (pid %d) failed: %s", ep, p.Name, p.PID(), f)
+			}
+			return fmt.Errorf("episode %d: process %s (pid %d) exited early", ep, p.Name, p.PID())
+		case <-ctx.Done():
+			return fmt.Errorf("episode %d: %w (%v)", ep, ErrInterrupted, context.Cause(ctx))
+		case <-timer.C:
+			return fmt.Errorf("episode %d: no ctl.done from %s within %v", ep, keys(waiting), bound)
+		}
+	}
+	s.Episodes++
+	s.EpisodeNS += time.Since(start)
+	return nil
+}
+
+// Stop sends ctl.stop, waits for every child to flush and exit (SIGTERM, then SIGKILL, for
+// those that do not), and returns the first failure among them (nil when all exited 0).
+func (s *Session) Stop() error {
+	if s.stopped {
+		return nil
+	}
+	return s.shutdown()
+}
+
+func (s *Session) shutdown() error {
+	s.stopped = true
+	if s.conn != nil && !s.conn.NATS().IsClosed() {
+		_ = s.conn.Publish(s.subj.CtlStop(), role.StopMessage(s.cfg.Run))
+		_ = s.conn.Flush(2 * time.Second)
+	}
+	wait := func(d time.Duration) bool {
+		deadline := time.After(d)
+		for _, p := range s.procs {
+			if p.exited == nil {
+				continue
+			}
+			select {
+			case <-p.exited:
+			case <-deadline:
+				return false
+			}
+		}
+		return true
+	}
+	if !wait(s.cfg.StopTimeout) {
+		for _, p := range s.procs {
+			if p.running() {
+				s.cfg.Log.Warn().Str("proc", p.Name).Msg("no exit after ctl.stop: SIGTERM")
+				_ = terminate(p.cmd.Process)
+			}
+		}
+		if !wait(killGrace) {
+			for _, p := range s.procs {
+				if p.running() {
+					s.cfg.Log.Warn().Str("proc", p.Name).Msg("no exit after SIGTERM: SIGKILL")
+					_ = p.cmd.Process.Kill()
+				}
+			}
+			wait(killGrace)
+		}
+	}
+	// Late ctl.result messages: give the subscription a moment, then close.
+	if s.conn != nil {
+		_ = s.conn.Flush(time.Second)
+		for _, sub := range s.subs {
+			_ = sub.Unsubscribe()
+		}
+		s.conn.Close()
+	}
+	var first error
+	for _, p := range s.procs {
+		if p.exited == nil {
+			continue
+		}
+		select {
+		case <-p.exited:
+			if f := p.failure(); f != "" && first == nil {
+				first = fmt.Errorf("process %s (pid %d) failed: %s", p.Name, p.PID(), f)
+			}
+		default:
+			if first == nil {
+				first = fmt.Errorf("process %s (pid %d) did not exit", p.Name, p.PID())
+			}
+		}
+	}
+	return first
+}
+
+// Result returns the process's result: its ctl.result message, else its result file.
+func (s *Session) Result(p *Proc) *role.ProcessResult {
+	if p.result != nil {
+		return p.result
+	}
+	s.mu.Lock()
+	r := s.results[bus.SenderName(p.Role, p.ID)]
+	s.mu.Unlock()
+	if r == nil {
+		r, _ = role.ReadResultFile(filepath.Join(s.cfg.Dir, role.ResultFile(p.Name)), s.cfg.Run)
+	}
+	p.result = r
+	return r
+}
+
+// CtlInvalid returns the launcher's counts of coordination messages.
+func (s *Session) CtlInvalid() bus.CountersSnapshot { return s.ctl.Snapshot() }
+
+// Collected is what the processes of a point recorded, merged into the sim records.
+type Collected struct {
+	Control   []sim.ControlRecord
+	Consensus []sim.ConsensusRecord
+	Missing   []sim.Missing
+	Results   *sim.Results
+}
+
+// Collect reads the processes' trace files, merges them (sim.MergeControl / MergeConsensus)
+// and aggregates the Results with the same Accumulator as the fast engine. Episodes with
+// missing pieces (an interrupted run) are listed in Results.IncompleteEpisodes.
+func (s *Session) Collect() (*Collected, error) {
+	p := s.cfg.Plan
+	out := &Collected{}
+	var errs []error
+	trace := func(pr *Proc) string { return filepath.Join(s.cfg.Dir, role.TraceFile(pr.Name)) }
+	switch p.Scenario.Kind {
+	case scenario.CloudControl:
+		var plant, cloud, eve []sim.ControlRecord
+		eve = []sim.ControlRecord{}
+		for _, pr := range s.procs {
+			recs, err := readTrace[sim.ControlRecord](trace(pr))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", pr.Name, err))
+			}
+			switch pr.Role {
+			case bus.RolePlant:
+				plant = recs
+			case bus.RoleCloud:
+				cloud = recs
+			case bus.RoleEavesdropper:
+				eve = append(eve, recs...)
+			}
+		}
+		recs, missing, err := sim.MergeControl(p.Steps, p.Reference, plant, cloud, eve)
+		if err != nil {
+			return nil, err
+		}
+		out.Control, out.Missing = recs, missing
+		if out.Results, err = sim.AggregateControl(p, s.cfg.Seed, recs); err != nil {
+			return nil, err
+		}
+	case scenario.Consensus:
+		var agents []sim.AgentRecord
+		eve := []sim.ConsensusRecord{}
+		for _, pr := range s.procs {
+			if pr.Role == bus.RoleAgent {
+				recs, err := readTrace[sim.AgentRecord](trace(pr))
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", pr.Name, err))
+				}
+				agents = append(agents, recs...)
+				continue
+			}
+			recs, err := readTrace[sim.ConsensusRecord](trace(pr))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", pr.Name, err))
+			}
+			eve = append(eve, recs...)
+		}
+		recs, missing, err := sim.MergeConsensus(p.Graph.N, p.Steps, agents, eve)
+		if err != nil {
+			return nil, err
+		}
+		out.Consensus, out.Missing = recs, missing
+		if out.Results, err = sim.AggregateConsensus(p, s.cfg.Seed, recs); err != nil {
+			return nil, err
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func readTrace[R sim.Record](path string) ([]R, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return sim.ReadTrace[R](f)
+}
+
+// lastLogError returns the message of the last error line of a child's log (zerolog JSON
+// lines, or plain text), shortened, for the launcher's error message.
+func lastLogError(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if len(data) > 64<<10 {
+		data = data[len(data)-64<<10:]
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := string(bytes.TrimSpace(lines[i]))
+		if l == "" {
+			continue
+		}
+		if strings.Contains(l, `"level":"error"`) || !strings.HasPrefix(l, "{") {
+			if len(l) > 400 {
+				l = l[:400] + "..."
+			}
+			return l
+		}
+	}
+	return ""
+}

@@ -1,0 +1,121 @@
+package run
+
+import (
+	"time"
+
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/sim"
+)
+
+// Summary is DIR/summary.json.
+type Summary struct {
+	Scenario     string   `json:"scenario"`
+	ScenarioFile string   `json:"scenario_file"`
+	Description  string   `json:"description,omitempty"`
+	Kind         string   `json:"kind"`
+	Seed         uint64   `json:"seed"`
+	SeedSource   string   `json:"seed_source"` // flag, scenario or crypto (drawn: recorded here)
+	Runs         int      `json:"runs"`        // episodes asked for, per point
+	Steps        int      `json:"steps"`
+	Engine       string   `json:"engine"` // nats or fast
+	Mode         string   `json:"mode"`   // lockstep or realtime (fast: the engine does not pace)
+	PeriodNS     int64    `json:"period_ns,omitempty"`
+	Encoding     string   `json:"encoding,omitempty"`
+	NATSURL      string   `json:"nats_url"`
+	NATSEmbedded bool     `json:"nats_embedded"`
+	RunID        string   `json:"run_id"`
+	Started      string   `json:"started"`
+	ElapsedSec   float64  `json:"elapsed_seconds"`
+	Status       string   `json:"status"` // ok, failed or interrupted
+	Error        string   `json:"error,omitempty"`
+	Warnings     []string `json:"warnings,omitempty"`
+
+	// Processes is every role process of every point: {role, id, pid} and what it reported.
+	Processes []ProcessSummary `json:"processes"`
+	// Metrics are the sim Results: one object for a single point, a list (one per point, in
+	// the order of Points) for a sweep.
+	Metrics any `json:"metrics"`
+	// Points has one entry per sweep point (one for a scenario without sweep).
+	Points []PointSummary `json:"points"`
+	Timing TimingSummary  `json:"timing"`
+	// Invalid counts the dropped data messages per process name (decode, dim, nonfinite,
+	// late, ...); LauncherCtlInvalid the launcher's dropped coordination messages.
+	Invalid            map[string]bus.CountersSnapshot `json:"invalid"`
+	LauncherCtlInvalid bus.CountersSnapshot            `json:"launcher_ctl_invalid"`
+	Files              Files                           `json:"files"`
+}
+
+// Files names the outputs, relative to DIR.
+type Files struct {
+	Summary string   `json:"summary"`
+	Traces  []string `json:"traces"`
+	Procs   string   `json:"procs,omitempty"` // the processes' own trace, result and log files
+	Report  string   `json:"report,omitempty"`
+}
+
+// ProcessSummary is one role process.
+type ProcessSummary struct {
+	Role        string               `json:"role"`
+	ID          int                  `json:"id"`
+	PID         int                  `json:"pid"`
+	Name        string               `json:"name"`
+	Agents      []int                `json:"agents,omitempty"`
+	Point       int                  `json:"point"`
+	ExitCode    int                  `json:"exit_code"`
+	Status      string               `json:"status"`
+	Error       string               `json:"error,omitempty"`
+	MaxRSSBytes int64                `json:"max_rss_bytes"`
+	UserCPUSec  float64              `json:"user_cpu_seconds"`
+	SysCPUSec   float64              `json:"sys_cpu_seconds"`
+	Episodes    int                  `json:"episodes"`
+	Steps       int                  `json:"steps"`
+	StepsPerSec float64              `json:"steps_per_sec"`
+	Invalid     bus.CountersSnapshot `json:"invalid"`
+	CtlInvalid  bus.CountersSnapshot `json:"ctl_invalid"`
+	Timing      bus.TimingStats      `json:"timing"`
+	Conn        bus.ConnStats        `json:"conn"`
+	Messages    int                  `json:"messages,omitempty"`
+	LogFile     string               `json:"log_file,omitempty"`
+	TraceFile   string               `json:"trace_file,omitempty"`
+	ResultFile  string               `json:"result_file,omitempty"`
+}
+
+// PointSummary is one sweep point.
+type PointSummary struct {
+	Index       int               `json:"index"`
+	Name        string            `json:"name"`
+	Point       map[string]string `json:"point,omitempty"`
+	RunID       string            `json:"run_id,omitempty"`
+	Episodes    int               `json:"episodes"` // completed by every process
+	ElapsedSec  float64           `json:"elapsed_seconds"`
+	StepsPerSec float64           `json:"steps_per_sec"` // launcher's view: T * episodes / time in episodes
+	TraceFile   string            `json:"trace_file,omitempty"`
+	Missing     int               `json:"missing_pieces"` // record pieces no process supplied
+	MissingHead []string          `json:"missing_first,omitempty"`
+	Error       string            `json:"error,omitempty"`
+	Metrics     *sim.Results      `json:"metrics"`
+}
+
+// TimingSummary aggregates how the processes kept time; realtime problems are never hidden.
+type TimingSummary struct {
+	Mode            string        `json:"mode"`
+	PeriodNS        int64         `json:"period_ns,omitempty"`
+	StepsPerSec     float64       `json:"steps_per_sec"`      // launcher's view over all points
+	LateMessages    uint64        `json:"late_messages"`      // dropped as late (realtime: after their tick)
+	Overruns        int           `json:"overruns"`           // steps that began after their tick
+	MaxOverrunNS    time.Duration `json:"max_overrun_ns"`     // worst lateness of a step start
+	Missed          int           `json:"missed"`             // steps whose messages missed the deadline
+	JitterMeanMaxNS time.Duration `json:"jitter_mean_max_ns"` // worst process mean jitter
+	JitterP99MaxNS  time.Duration `json:"jitter_p99_max_ns"`
+	JitterMaxNS     time.Duration `json:"jitter_max_ns"`
+}
+
+func (t *TimingSummary) add(p ProcessSummary) {
+	t.LateMessages += p.Invalid.ByReason[bus.ReasonLate.String()]
+	t.Overruns += p.Timing.Overruns
+	t.Missed += p.Timing.Missed
+	t.MaxOverrunNS = max(t.MaxOverrunNS, p.Timing.MaxOverrun)
+	t.JitterMeanMaxNS = max(t.JitterMeanMaxNS, p.Timing.Jitter.Mean)
+	t.JitterP99MaxNS = max(t.JitterP99MaxNS, p.Timing.Jitter.P99)
+	t.JitterMaxNS = max(t.JitterMaxNS, p.Timing.Jitter.Max)
+}
