@@ -21,11 +21,16 @@ func main() {
 // run dispatches to a subcommand and maps its error to an exit code: 0 success or help,
 // 2 usage error, 1 any other failure.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
+		return 2
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 && args[0] == "help" {
+			// `dpsim help calibrate` is `dpsim calibrate --help`.
+			return run([]string{args[1], "--help"}, stdout, stderr)
 		}
+		usage(stdout) // asked for: print where it can be piped
 		return 0
 	}
 	cmd, ok := commands()[args[0]]

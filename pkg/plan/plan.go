@@ -1,24 +1,3 @@
-// Package plan resolves a validated scenario into the concrete privacy design a run uses:
-// the private model, the sensitivity under the chosen adjacency with its worst adjacent pair,
-// the calibrated noise (Algorithm 1 or 2, or a named baseline), the rank condition (8), and
-// factories for the noise streams the plant or agents inject at their edge.
-//
-// One plan serves every consumer - `dpsim calibrate`, the in-process engine, the plant and
-// agent processes, and the auditor - so a calibration is computed in exactly one place.
-//
-// Noise kinds (MATH.md section 4), for a private model (A_m, C_m) over T steps:
-//
-//   - structured: Lambda_bar = O_T (Theorem 3); Gaussian noise gamma(t) = C_m A_m^t sqrt(Sigma) eta
-//     with the optimal Sigma of the LMIs (12), Laplace gamma(t) = C_m A_m^t b eta (Algorithm 2);
-//     eta is drawn once per run.
-//   - iid-calibrated: Lambda = sigma I over the whole released trajectory, sigma from Theorem 1
-//     with the output-space sensitivity (sound; r = T n_y).
-//   - iid-naive: fresh per-step noise calibrated for one single release (unsound over T steps:
-//     the auditor shows it).
-//   - none: no noise; the rank condition (8) fails and no guarantee holds.
-//
-// Consensus (Section 6) uses the same machinery with the scalar agent model (A, C) = (1, 1):
-// every agent adds gamma_i(t) = sigma_i eta_i with eta_i drawn once per run (eqs. (29)-(31)).
 package plan
 
 import (
@@ -235,15 +214,99 @@ func (p *Plan) scalarScale(sens float64) (float64, error) {
 	return privacy.GaussianSigma(pr.Calibration, pr.Epsilon, pr.Delta, pr.Mu, sens)
 }
 
-// structuredRank checks (8) for Lambda = O_T S with F = I_T (x) C_m and D_perp of the model.
+// rankCheckEntries bounds the size of O_T (entries) for which the rank condition is checked
+// numerically; beyond it the equivalent algebraic form is used (see structuredRank).
+const rankCheckEntries = 4_000_000
+
+// structuredRank checks (8) for Lambda = O_T S, with F D_perp = O_T of the private model.
+//
+// When O_T is too large to factor (long horizons), it uses the equivalent algebraic form: given
+// Assumption 1 (O_T has full column rank n_x, already verified by the sensitivity computation),
+// span(O_T S) = span(O_T) with rank n_x exactly when S is nonsingular.
 func (p *Plan) structuredRank() error {
 	model, err := dynamics.NewLTI(p.ModelA, nil, p.ModelC)
 	if err != nil {
 		return err
 	}
+	r, _ := p.NoiseMatrix.Dims()
+	if p.Steps*model.Ny()*model.Nx() > rankCheckEntries {
+		var svd mat.SVD
+		if !svd.Factorize(p.NoiseMatrix, mat.SVDNone) {
+			return errors.New("rank condition (8): SVD of the noise matrix did not converge")
+		}
+		sv := svd.Values(nil)
+		if sv[len(sv)-1] <= 1e-10*sv[0] {
+			return fmt.Errorf("rank condition (8) fails: the noise matrix S (%dx%d) is singular (smallest singular value %.3g), so O_T S misses a direction of O_T", r, r, sv[len(sv)-1])
+		}
+		return nil
+	}
+	O := model.Observability(p.Steps)
 	var lambda mat.Dense
-	lambda.Mul(model.Observability(p.Steps), p.NoiseMatrix)
-	return privacy.CheckRank(&lambda, model.StackedF(p.Steps), model.DPerp(p.Steps))
+	lambda.Mul(O, p.NoiseMatrix)
+	return privacy.CheckRankImage(&lambda, O)
+}
+
+// AchievedEpsilon is the epsilon the plan's noise actually gives, at the plan's delta and mu,
+// against the pairs of sensitivity s (in the same units as the plan's noise design). It shows what
+// a design is worth outside what it was calibrated for: iid-naive noise over T releases, or
+// block-calibrated noise under manifold adjacency.
+//
+// Gaussian: by Theorem 1 the privacy loss is set by Delta_N = max_N ||Sigma^{-1/2} N|| over the
+// constraint directions N of s (eq. (13)) when the plan has a full Sigma, else Delta/sigma; the
+// eps is the one with kappa(eps, mu Delta_N) = delta (eq. 7). Laplace: mu Delta_L / b (eq. 10).
+func (p *Plan) AchievedEpsilon(s privacy.Sensitivity) (float64, error) {
+	if !(p.Scale > 0) {
+		return math.Inf(1), nil
+	}
+	pr := p.Scenario.Privacy
+	ratio := pr.Mu * s.Value / p.Scale
+	if p.Mechanism == privacy.Laplace {
+		return ratio, nil
+	}
+	if p.Gaussian != nil && p.Gaussian.Sigma != nil && len(s.Constraints) > 0 {
+		m, err := whitenedMax(s.Constraints, p.Gaussian.Sigma)
+		if err != nil {
+			return 0, err
+		}
+		ratio = pr.Mu * m
+	}
+	return privacy.EpsilonForGDP(ratio, pr.Delta)
+}
+
+// whitenedMax returns max over the directions N of sqrt(N^T Sigma^{-1} N).
+func whitenedMax(cons [][]float64, sigma *mat.SymDense) (float64, error) {
+	n := sigma.SymmetricDim()
+	var ch mat.Cholesky
+	if !ch.Factorize(sigma) {
+		return 0, errors.New("achieved epsilon: Sigma is not positive definite")
+	}
+	best := 0.0
+	x := mat.NewVecDense(n, nil)
+	for _, c := range cons {
+		if len(c) != n {
+			return 0, fmt.Errorf("achieved epsilon: constraint of length %d, Sigma is %dx%d", len(c), n, n)
+		}
+		v := mat.NewVecDense(n, append([]float64(nil), c...))
+		if err := ch.SolveVecTo(x, v); err != nil {
+			return 0, fmt.Errorf("achieved epsilon: %w", err)
+		}
+		best = math.Max(best, mat.Dot(v, x))
+	}
+	return math.Sqrt(best), nil
+}
+
+// NaiveOverT returns, for iid-naive noise, the sensitivity of all T releases together (the
+// iid-calibrated one) and the epsilon the naive sigma actually achieves over them.
+func (p *Plan) NaiveOverT() (sensT, eps float64, err error) {
+	if p.Noise != noise.IIDNaive {
+		return 0, 0, fmt.Errorf("noise %s is not iid-naive", p.Noise)
+	}
+	full, err := privacy.IIDSensitivity(p.ModelA, p.ModelC, p.Steps, p.Adjacency, p.norm(), 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	eps, err = p.AchievedEpsilon(full)
+	return full.Value, eps, err
 }
 
 func scaledIdentity(n int, s float64) *mat.Dense {

@@ -131,3 +131,39 @@ func TestSweepNeedsExpand(t *testing.T) {
 	_, err = New(s, Options{})
 	require.ErrorContains(t, err, "Expand")
 }
+
+// The noise achieves exactly the claimed eps against its own sensitivity, and iid-naive noise
+// achieves much less than claimed over T releases (sqrt(T) times the single-release sensitivity).
+func TestAchievedEpsilon(t *testing.T) {
+	for _, name := range []string{"cloud-vehicle.yaml", "cloud-vehicle-fullstate.yaml", "consensus-gaussian.yaml", "consensus-laplace.yaml"} {
+		s := load(t, name)
+		p, err := New(s, Options{})
+		require.NoError(t, err)
+		eps, err := p.AchievedEpsilon(p.Sensitivity)
+		require.NoError(t, err)
+		require.InDelta(t, s.Privacy.Epsilon, eps, 1e-6*s.Privacy.Epsilon, name)
+	}
+	s := load(t, "cloud-vehicle.yaml").Clone()
+	s.Privacy.Noise = noise.IIDNaive
+	p, err := New(s, Options{})
+	require.NoError(t, err)
+	sensT, eps, err := p.NaiveOverT()
+	require.NoError(t, err)
+	require.InDelta(t, math.Sqrt(float64(s.Steps)), sensT, 1e-9)
+	require.Greater(t, eps, 10*s.Privacy.Epsilon)
+}
+
+// Long horizons must not build the (T ny) x (T nx) stacked F: T = 1e5 on the full-state vehicle
+// resolves (block adjacency: O(T) sensitivity) with the rank condition checked algebraically.
+func TestLongHorizonRankCheck(t *testing.T) {
+	s := load(t, "cloud-vehicle-fullstate.yaml").Clone()
+	s.Steps = 100_000
+	p, err := New(s, Options{Adjacency: privacy.Block})
+	require.NoError(t, err)
+	require.NoError(t, p.RankErr)
+	// The numeric and the algebraic form agree where both run.
+	s.Steps = 1000
+	p, err = New(s, Options{Adjacency: privacy.Block})
+	require.NoError(t, err)
+	require.NoError(t, p.RankErr)
+}

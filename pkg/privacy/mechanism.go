@@ -180,12 +180,28 @@ func CheckRank(Lambda, F, DPerp *mat.Dense) error {
 	if fm != m || fn != dn {
 		return fmt.Errorf("rank condition (8): shapes do not fit: Lambda %dx%d, F %dx%d, D_perp %dx%d", m, r, fm, fn, dn, k)
 	}
+	var fk mat.Dense
+	fk.Mul(F, DPerp) // m x k, spans F ker D
+	return CheckRankImage(Lambda, &fk)
+}
+
+// CheckRankImage is CheckRank given the product F D_perp directly (m x k, spanning F ker D). For
+// dynamics F D_perp = O_T, so the check needs O(T n_y n_x) memory instead of the (T n_y) x (T n_x)
+// matrix F = I_T (x) C.
+func CheckRankImage(Lambda, FDPerp *mat.Dense) error {
+	if Lambda == nil || FDPerp == nil {
+		return fmt.Errorf("rank condition (8): Lambda and F D_perp must both be given")
+	}
+	m, r := Lambda.Dims()
+	if fm, _ := FDPerp.Dims(); fm != m {
+		return fmt.Errorf("rank condition (8): shapes do not fit: Lambda %dx%d, F D_perp has %d rows", m, r, fm)
+	}
+	_, k := FDPerp.Dims()
+	fk := FDPerp
 	rl := numRank(Lambda)
 	if rl != r {
 		return &RankError{R: r, RankLambda: rl, RankJoint: -1}
 	}
-	var fk mat.Dense
-	fk.Mul(F, DPerp) // m x k, spans F ker D
 	// Orthonormal basis Q of span(Lambda) from the thin SVD.
 	var svd mat.SVD
 	if !svd.Factorize(Lambda, mat.SVDThin) {
@@ -196,10 +212,10 @@ func CheckRank(Lambda, F, DPerp *mat.Dense) error {
 	Q := u.Slice(0, m, 0, r)
 	// Residual of F D_perp outside span(Lambda).
 	var qt, res mat.Dense
-	qt.Mul(Q.T(), &fk)
+	qt.Mul(Q.T(), fk)
 	res.Mul(Q, &qt)
-	res.Sub(&fk, &res)
-	sfk := singularValues(&fk)
+	res.Sub(fk, &res)
+	sfk := singularValues(fk)
 	if len(sfk) == 0 || sfk[0] == 0 {
 		return nil // F ker D = {0}: nothing to hide, condition holds trivially
 	}
@@ -221,7 +237,7 @@ func CheckRank(Lambda, F, DPerp *mat.Dense) error {
 	rsvd.VTo(&rv)
 	w := mat.Col(nil, 0, &rv) // the combination of D_perp columns with the largest residual
 	dir := mat.NewVecDense(m, nil)
-	dir.MulVec(&fk, mat.NewVecDense(k, w))
+	dir.MulVec(fk, mat.NewVecDense(k, w))
 	nrm := mat.Norm(dir, 2)
 	dir.ScaleVec(1/nrm, dir)
 	// fix the sign on Missing and carry it to w

@@ -375,25 +375,12 @@ func (r *run) calibrationCheck(p *pointInfo) string {
 func (r *run) naiveGuarantee(p *pointInfo) string {
 	pl := p.plan
 	pr := pl.Scenario.Privacy
-	norm := 2
-	if pl.Mechanism == privacy.Laplace {
-		norm = 1
-	}
-	full, err := privacy.IIDSensitivity(pl.ModelA, pl.ModelC, pl.Steps, pl.Adjacency, norm, 0)
-	if err != nil {
-		return fmt.Sprintf("noise `iid-naive` is calibrated for one release only; its guarantee over the %d releases could not be computed: %v", pl.Steps, err)
-	}
 	if pl.Scale <= 0 {
 		return ""
 	}
-	var effEps float64
-	if pl.Mechanism == privacy.Laplace {
-		effEps = pr.Mu * full.Value / pl.Scale
-	} else {
-		effEps, err = privacy.EpsilonForGDP(pr.Mu*full.Value/pl.Scale, pr.Delta)
-		if err != nil {
-			return fmt.Sprintf("noise `iid-naive`: guarantee over the %d releases not computable: %v", pl.Steps, err)
-		}
+	fullValue, effEps, err := pl.NaiveOverT()
+	if err != nil {
+		return fmt.Sprintf("noise `iid-naive` is calibrated for one release only; its guarantee over the %d releases could not be computed: %v", pl.Steps, err)
 	}
 	p.naiveEps = effEps
 	verdict := "the claimed eps does not hold (unsound baseline, as intended)"
@@ -402,7 +389,7 @@ func (r *run) naiveGuarantee(p *pointInfo) string {
 	}
 	return fmt.Sprintf("noise `iid-naive`: sigma = %s is calibrated for one release (Delta = %s); over the T = %d releases the sensitivity is %s, "+
 		"so the mechanism is only (eps' = %s, delta = %s)-DP against eps = %s: %s",
-		numP(pl.Scale, 4), numP(pl.Sensitivity.Value, 4), pl.Steps, numP(full.Value, 4), numP(effEps, 3), numP(pr.Delta, 3), numP(pr.Epsilon, 4), verdict)
+		numP(pl.Scale, 4), numP(pl.Sensitivity.Value, 4), pl.Steps, numP(fullValue, 4), numP(effEps, 3), numP(pr.Delta, 3), numP(pr.Epsilon, 4), verdict)
 }
 
 // fullStatePrivate reports whether a control point protects the plant's whole state (the
@@ -477,22 +464,7 @@ func underCalibration(man, blk *plan.Plan) string {
 	s := fmt.Sprintf("Manifold adjacency needs a sensitivity %s times the block one (%s against %s), and the noise scales with it (sigma %s against %s). "+
 		"Calibrating for block and claiming manifold therefore under-calibrates",
 		numP(ratio, 3), numP(man.Sensitivity.Value, 4), numP(blk.Sensitivity.Value, 4), numP(man.Scale, 4), numP(blk.Scale, 4))
-	var eff float64
-	var err error
-	switch {
-	case man.Mechanism == privacy.Laplace:
-		if blk.Scale > 0 {
-			eff = pr.Mu * man.Sensitivity.Value / blk.Scale
-		}
-	default:
-		muGDP := pr.Mu * man.Sensitivity.Value / blk.Scale
-		if blk.Gaussian != nil && blk.Gaussian.Sigma != nil && len(man.Sensitivity.Constraints) > 0 {
-			if m, ok := gdpOfSigma(man.Sensitivity.Constraints, blk.Gaussian.Sigma); ok {
-				muGDP = pr.Mu * m
-			}
-		}
-		eff, err = privacy.EpsilonForGDP(muGDP, pr.Delta)
-	}
+	eff, err := blk.AchievedEpsilon(man.Sensitivity)
 	if err != nil || !(eff > 0) {
 		return s + "."
 	}
@@ -501,27 +473,4 @@ func underCalibration(man, blk *plan.Plan) string {
 	}
 	return s + fmt.Sprintf(": the block noise gives only (eps' = %s, delta = %s)-DP under manifold adjacency, against the claimed eps = %s.",
 		numP(eff, 3), numP(pr.Delta, 3), numP(pr.Epsilon, 4))
-}
-
-// gdpOfSigma returns max over the constraint directions N of sqrt(N^T Sigma^{-1} N): the
-// Gaussian-DP parameter (per unit mu) of the noise sqrt(Sigma) eta against those adjacent pairs.
-func gdpOfSigma(cons [][]float64, sigma *mat.SymDense) (float64, bool) {
-	n := sigma.SymmetricDim()
-	var ch mat.Cholesky
-	if !ch.Factorize(sigma) {
-		return 0, false
-	}
-	best := 0.0
-	x := mat.NewVecDense(n, nil)
-	for _, c := range cons {
-		if len(c) != n {
-			return 0, false
-		}
-		v := mat.NewVecDense(n, append([]float64(nil), c...))
-		if err := ch.SolveVecTo(x, v); err != nil {
-			return 0, false
-		}
-		best = math.Max(best, mat.Dot(v, x))
-	}
-	return math.Sqrt(best), true
 }

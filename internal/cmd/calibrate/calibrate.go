@@ -45,8 +45,8 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("calibrate", synopsis, description, stderr)
 	var (
 		mechanism   = fs.String("mechanism", "gaussian", "noise law: gaussian or laplace (scalar mode)")
-		epsilon     = fs.Float64("epsilon", math.NaN(), "privacy budget epsilon > 0 (scalar mode, required)")
-		delta       = fs.Float64("delta", math.NaN(), "privacy budget delta in (0, 1) for gaussian; omit or 0 for laplace (scalar mode)")
+		epsilon     = fs.Float64("epsilon", 0, "privacy budget epsilon > 0 (scalar mode, required)")
+		delta       = fs.Float64("delta", 0, "privacy budget delta in (0, 1) for gaussian; omit or 0 for laplace (scalar mode)")
 		mu          = fs.Float64("mu", 1, "adjacency level mu > 0: adjacent inputs differ by at most mu (scalar mode)")
 		sensitivity = fs.Float64("sensitivity", 1, "sensitivity Delta > 0 of the query per unit of mu: 2-norm for gaussian, 1-norm for laplace (scalar mode)")
 		calibration = fs.String("calibration", string(privacy.Tight), "gaussian calibration: tight, paper-bound or classic (scalar mode)")
@@ -63,6 +63,9 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *budget < 0 {
+		return cli.UsageError("--budget %d must be >= 0 (0 = the default budget)", *budget)
+	}
 	if *scenarioF != "" {
 		for _, n := range []string{"mechanism", "epsilon", "delta", "mu", "sensitivity", "calibration"} {
 			if set[n] {
@@ -77,7 +80,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 			}
 			adj = a
 		}
-		return runScenario(*scenarioF, adj, *budget, *asJSON, stdout)
+		return runScenario(*scenarioF, adj, *budget, *asJSON, stdout, stderr)
 	}
 	if set["adjacency"] || set["budget"] {
 		return cli.UsageError("--adjacency and --budget need --scenario")
@@ -97,6 +100,9 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	if mech == privacy.Gaussian && !set["delta"] {
 		return cli.UsageError("--delta is required for the gaussian mechanism")
 	}
+	if err := checkFlags(*epsilon, d, *mu, *sensitivity, mech); err != nil {
+		return err
+	}
 	if mech == privacy.Laplace {
 		if set["delta"] && d != 0 {
 			return cli.UsageError("--delta %v: the laplace mechanism gives pure (eps, 0)-DP; omit --delta", d)
@@ -114,6 +120,22 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		return cli.WriteJSON(stdout, res)
 	}
 	return printScalar(stdout, res)
+}
+
+// checkFlags refuses values outside the documented ranges, naming the flag.
+func checkFlags(eps, delta, mu, sens float64, mech privacy.Mechanism) error {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case !finite(eps) || eps <= 0:
+		return cli.UsageError("--epsilon %v must be a finite number > 0", eps)
+	case mech == privacy.Gaussian && (!finite(delta) || delta <= 0 || delta >= 1):
+		return cli.UsageError("--delta %v must lie in (0, 1) for the gaussian mechanism", delta)
+	case !finite(mu) || mu <= 0:
+		return cli.UsageError("--mu %v must be a finite number > 0", mu)
+	case !finite(sens) || sens <= 0:
+		return cli.UsageError("--sensitivity %v must be a finite number > 0", sens)
+	}
+	return nil
 }
 
 // ScalarResult is the JSON of scalar mode.
@@ -197,38 +219,42 @@ type WorstPairJSON struct {
 
 // ScenarioResult is the JSON of scenario mode (one per sweep point).
 type ScenarioResult struct {
-	Mode            string             `json:"mode"`
-	Scenario        string             `json:"scenario"`
-	Kind            scenario.Kind      `json:"kind"`
-	Steps           int                `json:"steps"`
-	Mechanism       privacy.Mechanism  `json:"mechanism"`
-	Epsilon         float64            `json:"epsilon"`
-	Delta           float64            `json:"delta"`
-	Mu              float64            `json:"mu"`
-	Adjacency       privacy.Adjacency  `json:"adjacency"`
-	Calibration     string             `json:"calibration"`
-	Noise           noise.Kind         `json:"noise"`
-	PrivateModel    map[string]any     `json:"private_model"`
-	Sensitivity     float64            `json:"sensitivity"`
-	Sigma           float64            `json:"sigma"`
-	SigmaMatrix     [][]float64        `json:"sigma_matrix,omitempty"`
-	KappaInverse    float64            `json:"kappa_inverse,omitempty"`
-	TraceScalar     float64            `json:"trace_scalar,omitempty"`
-	TraceOptimal    float64            `json:"trace_optimal,omitempty"`
-	TraceSavedPct   float64            `json:"trace_saved_percent,omitempty"`
-	LMIViolation    float64            `json:"max_lmi_violation"`
-	RankOK          bool               `json:"rank_ok"`
-	RankError       string             `json:"rank_error,omitempty"`
-	WorstPair       *WorstPairJSON     `json:"worst_pair"`
-	Evaluated       int64              `json:"evaluated"`
-	OtherAdjacency  *OtherAdjacency    `json:"other_adjacency,omitempty"`
-	GraphAlpha      float64            `json:"graph_alpha,omitempty"`
-	GraphWarnings   []string           `json:"graph_warnings,omitempty"`
-	Point           map[string]string  `json:"sweep_point,omitempty"`
-	PerAgentSigma   map[string]float64 `json:"per_agent_sigma,omitempty"`
-	NoiseVariance0  float64            `json:"noise_variance_step0"`
-	SeedFromFile    uint64             `json:"seed,omitempty"`
-	ScalarIsOptimal bool               `json:"scalar_is_optimal,omitempty"`
+	Mode           string            `json:"mode"`
+	Scenario       string            `json:"scenario"`
+	Kind           scenario.Kind     `json:"kind"`
+	Steps          int               `json:"steps"`
+	Mechanism      privacy.Mechanism `json:"mechanism"`
+	Epsilon        float64           `json:"epsilon"`
+	Delta          float64           `json:"delta"`
+	Mu             float64           `json:"mu"`
+	Adjacency      privacy.Adjacency `json:"adjacency"`
+	Calibration    string            `json:"calibration"`
+	Noise          noise.Kind        `json:"noise"`
+	PrivateModel   map[string]any    `json:"private_model"`
+	Sensitivity    float64           `json:"sensitivity"`
+	Sigma          float64           `json:"sigma"`
+	SigmaMatrix    [][]float64       `json:"sigma_matrix,omitempty"`
+	KappaInverse   float64           `json:"kappa_inverse,omitempty"`
+	TraceScalar    float64           `json:"trace_scalar,omitempty"`
+	TraceOptimal   float64           `json:"trace_optimal,omitempty"`
+	TraceSavedPct  float64           `json:"trace_saved_percent,omitempty"`
+	LMIViolation   float64           `json:"max_lmi_violation"`
+	RankOK         bool              `json:"rank_ok"`
+	RankError      string            `json:"rank_error,omitempty"`
+	WorstPair      *WorstPairJSON    `json:"worst_pair"`
+	Evaluated      int64             `json:"evaluated"`
+	OtherAdjacency *OtherAdjacency   `json:"other_adjacency,omitempty"`
+	GraphAlpha     float64           `json:"graph_alpha,omitempty"`
+	Point          map[string]string `json:"sweep_point,omitempty"`
+	Warnings       []string          `json:"warnings,omitempty"`
+	ComparisonNote string            `json:"comparison_note,omitempty"`
+	// Unsound: for iid-naive noise, what it is worth over all T releases.
+	NaiveSensitivityT float64            `json:"naive_sensitivity_over_T,omitempty"`
+	NaiveEpsilonT     float64            `json:"naive_epsilon_over_T,omitempty"`
+	PerAgentSigma     map[string]float64 `json:"per_agent_sigma,omitempty"`
+	NoiseVariance0    float64            `json:"noise_variance_step0"`
+	SeedFromFile      uint64             `json:"seed,omitempty"`
+	ScalarIsOptimal   bool               `json:"scalar_is_optimal,omitempty"`
 }
 
 // OtherAdjacency reports what the other adjacency would require, for comparison.
@@ -245,16 +271,26 @@ type SweepResult struct {
 	Points   []*ScenarioResult `json:"points"`
 }
 
-func runScenario(path string, adj privacy.Adjacency, budget int64, asJSON bool, stdout io.Writer) error {
+func runScenario(path string, adj privacy.Adjacency, budget int64, asJSON bool, stdout, stderr io.Writer) error {
 	s, err := scenario.Load(path)
 	if err != nil {
 		return err
+	}
+	if adj != "" {
+		for _, sw := range s.Sweeps {
+			if sw.Param == scenario.SweepAdjacency {
+				return cli.UsageError("--adjacency %s: scenario %s sweeps the adjacency itself; drop the flag or the sweep", adj, s.Name)
+			}
+		}
 	}
 	points := s.Expand()
 	results := make([]*ScenarioResult, 0, len(points))
 	for _, pt := range points {
 		r, err := calibrateScenario(pt, plan.Options{Adjacency: adj, Budget: budget})
 		if err != nil {
+			if strings.Contains(err.Error(), "budget") {
+				return fmt.Errorf("%w (raise it with --budget FLOPS)", err)
+			}
 			return err
 		}
 		results = append(results, r)
@@ -265,15 +301,10 @@ func runScenario(path string, adj privacy.Adjacency, budget int64, asJSON bool, 
 		}
 		return cli.WriteJSON(stdout, SweepResult{Mode: "scenario-sweep", Scenario: s.Name, Points: results})
 	}
-	for i, r := range results {
-		if i > 0 {
-			fmt.Fprintln(stdout)
-		}
-		if err := printScenario(stdout, r); err != nil {
-			return err
-		}
+	if len(results) > 1 {
+		return printSweep(stdout, s, results)
 	}
-	return nil
+	return printScenario(stdout, results[0])
 }
 
 // CalibrateScenario resolves one scenario point into its printed result.
@@ -288,7 +319,7 @@ func calibrateScenario(s *scenario.Scenario, opt plan.Options) (*ScenarioResult,
 		Epsilon: pr.Epsilon, Delta: pr.Delta, Mu: pr.Mu, Adjacency: p.Adjacency, Noise: p.Noise,
 		Sensitivity: p.Sensitivity.Value, Sigma: p.Scale, KappaInverse: p.KappaInv,
 		RankOK: p.RankErr == nil, Evaluated: p.Sensitivity.Evaluated, NoiseVariance0: p.NoiseVariance(),
-		SeedFromFile: s.Seed, GraphAlpha: p.Alpha, GraphWarnings: p.GraphWarnings,
+		SeedFromFile: s.Seed, GraphAlpha: p.Alpha, Warnings: s.Warnings,
 	}
 	r.Calibration = string(pr.Calibration)
 	if p.Mechanism == privacy.Laplace {
@@ -315,16 +346,34 @@ func calibrateScenario(s *scenario.Scenario, opt plan.Options) (*ScenarioResult,
 	if p.Noise != noise.None {
 		r.WorstPair = worstPair(p)
 	}
+	if p.Noise == noise.IIDNaive {
+		if sensT, eps, err := p.NaiveOverT(); err == nil {
+			r.NaiveSensitivityT, r.NaiveEpsilonT = sensT, eps
+		}
+	}
 	// What the other adjacency costs, so the choice is visible (MATH.md section 1).
 	other := privacy.Block
 	if p.Adjacency == privacy.Block {
 		other = privacy.Manifold
 	}
-	if po, err := plan.New(s, plan.Options{Adjacency: other, Budget: opt.Budget}); err == nil && p.Noise != noise.None {
-		r.OtherAdjacency = &OtherAdjacency{Adjacency: other, Sensitivity: po.Sensitivity.Value, Sigma: po.Scale}
+	// Its cost is capped: the comparison must not dominate the run.
+	if p.Noise != noise.None {
+		cmpBudget := int64(comparisonBudget)
+		if opt.Budget > 0 && opt.Budget < cmpBudget {
+			cmpBudget = opt.Budget
+		}
+		po, err := plan.New(s, plan.Options{Adjacency: other, Budget: cmpBudget})
+		if err != nil {
+			r.ComparisonNote = fmt.Sprintf("%s adjacency not computed: %v", other, err)
+		} else {
+			r.OtherAdjacency = &OtherAdjacency{Adjacency: other, Sensitivity: po.Sensitivity.Value, Sigma: po.Scale}
+		}
 	}
 	return r, nil
 }
+
+// comparisonBudget caps the flops spent on the other adjacency's sensitivity (about a second).
+const comparisonBudget = 1e9
 
 func modelSource(s *scenario.Scenario) string {
 	switch {
@@ -384,18 +433,14 @@ func printScenario(w io.Writer, r *ScenarioResult) error {
 	fmt.Fprintf(tw, "private model\tA = %v, C = %v (%v)\n", r.PrivateModel["A"], r.PrivateModel["C"], r.PrivateModel["from"])
 	fmt.Fprintf(tw, "adjacency\t%s\n", r.Adjacency)
 	fmt.Fprintf(tw, "noise\t%s\n", r.Noise)
-	fmt.Fprintf(tw, "sensitivity\t%.6g\t(%d index sets examined)\n", r.Sensitivity, r.Evaluated)
+	fmt.Fprintf(tw, "sensitivity\t%.6g\t(%s examined)\n", r.Sensitivity, plural(r.Evaluated, "index set"))
 	if r.RankOK {
 		fmt.Fprintf(tw, "rank condition (8)\tholds\n")
 	} else {
-		fmt.Fprintf(tw, "rank condition (8)\tFAILS: %s\n", r.RankError)
+		fmt.Fprintf(tw, "rank condition (8)\tFAILS: %s\n", strings.TrimPrefix(r.RankError, "rank condition (8) fails: "))
 	}
 	if r.Noise != noise.None {
-		name := "sigma"
-		if r.Mechanism == privacy.Laplace {
-			name = "scale b"
-		}
-		fmt.Fprintf(tw, "%s\t%.6g\t(calibration %s)\n", name, r.Sigma, r.Calibration)
+		fmt.Fprintf(tw, "%s\t%.6g\t(calibration %s)\n", scaleName(r.Mechanism), r.Sigma, r.Calibration)
 	}
 	if r.SigmaMatrix != nil && len(r.SigmaMatrix) > 1 {
 		fmt.Fprintf(tw, "optimal Sigma\t%s\n", formatMatrix(r.SigmaMatrix))
@@ -413,16 +458,72 @@ func printScenario(w io.Writer, r *ScenarioResult) error {
 			fmt.Fprintf(tw, "  initial-state difference\t%s\n", privacy.FormatVector(wp.InitialStateDiff))
 		}
 	}
+	if r.NaiveEpsilonT > 0 {
+		fmt.Fprintf(tw, "UNSOUND over T\tiid-naive is calibrated for one release; over all %d releases the sensitivity is %.6g, so this noise gives only eps = %.4g\n",
+			r.Steps, r.NaiveSensitivityT, r.NaiveEpsilonT)
+	}
 	if o := r.OtherAdjacency; o != nil {
-		fmt.Fprintf(tw, "for comparison\t%s adjacency: sensitivity %.6g, sigma %.6g\n", o.Adjacency, o.Sensitivity, o.Sigma)
+		fmt.Fprintf(tw, "for comparison\t%s adjacency: sensitivity %.6g, %s %.6g\n", o.Adjacency, o.Sensitivity, scaleName(r.Mechanism), o.Sigma)
+	}
+	if r.ComparisonNote != "" {
+		fmt.Fprintf(tw, "for comparison\t%s\n", r.ComparisonNote)
 	}
 	if r.GraphAlpha > 0 {
 		fmt.Fprintf(tw, "graph rate alpha\t%.6g\n", r.GraphAlpha)
 	}
-	for _, wmsg := range r.GraphWarnings {
+	for _, wmsg := range r.Warnings {
 		fmt.Fprintf(tw, "warning\t%s\n", wmsg)
 	}
 	return tw.Flush()
+}
+
+// printSweep prints one row per sweep point, then the scenario's warnings once.
+func printSweep(w io.Writer, s *scenario.Scenario, rs []*ScenarioResult) error {
+	fmt.Fprintf(w, "scenario %s (%s, T = %d): %d sweep points; --json gives every field of every point\n\n", s.Name, s.Kind, s.Steps, len(rs))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "point\tmechanism\teps\tdelta\tadjacency\tnoise\tsensitivity\tsigma / b\trank (8)\tnote")
+	for _, r := range rs {
+		rank := "holds"
+		if !r.RankOK {
+			rank = "FAILS"
+		}
+		note := ""
+		if r.NaiveEpsilonT > 0 {
+			note = fmt.Sprintf("unsound: eps = %.4g over T", r.NaiveEpsilonT)
+		} else if r.TraceSavedPct > 0 {
+			note = fmt.Sprintf("optimal Sigma saves %.1f%% trace", r.TraceSavedPct)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%g\t%g\t%s\t%s\t%.6g\t%.6g\t%s\t%s\n",
+			pointLabel(r), r.Mechanism, r.Epsilon, r.Delta, r.Adjacency, r.Noise, r.Sensitivity, r.Sigma, rank, note)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, wmsg := range s.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", wmsg)
+	}
+	return nil
+}
+
+func pointLabel(r *ScenarioResult) string {
+	if i := strings.Index(r.Scenario, "@"); i >= 0 {
+		return r.Scenario[i+1:]
+	}
+	return r.Scenario
+}
+
+func scaleName(m privacy.Mechanism) string {
+	if m == privacy.Laplace {
+		return "scale b"
+	}
+	return "sigma"
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func formatMatrix(m [][]float64) string {

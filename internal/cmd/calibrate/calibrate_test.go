@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -143,4 +145,76 @@ func TestScenarioConsensusAndSweep(t *testing.T) {
 func ftoa(f float64) string {
 	b, _ := json.Marshal(f)
 	return string(b)
+}
+
+// Flag values outside their documented ranges are usage errors that name the flag.
+func TestFlagRangesAreUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--epsilon", "-1", "--delta", "0.01"}, "--epsilon -1"},
+		{[]string{"--epsilon", "0", "--delta", "0.01"}, "--epsilon 0"},
+		{[]string{"--epsilon", "NaN", "--delta", "0.01"}, "--epsilon NaN"},
+		{[]string{"--epsilon", "1", "--delta", "1.5"}, "--delta 1.5"},
+		{[]string{"--epsilon", "1", "--delta", "0.01", "--mu", "0"}, "--mu 0"},
+		{[]string{"--epsilon", "1", "--delta", "0.01", "--sensitivity", "0"}, "--sensitivity 0"},
+		{[]string{"--epsilon", "1", "--delta", "0.01", "--sensitivity", "+Inf"}, "--sensitivity +Inf"},
+		{[]string{"--scenario", scenarioPath("cloud-vehicle.yaml"), "--budget", "-5"}, "--budget -5"},
+	} {
+		_, err := run(t, c.args...)
+		require.True(t, errors.Is(err, cli.ErrUsage), "%v: %v", c.args, err)
+		require.ErrorContains(t, err, c.want)
+	}
+}
+
+// A scenario that sweeps the adjacency cannot be overridden by --adjacency (the labels would lie).
+func TestAdjacencyOverrideOfAdjacencySweep(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile(scenarioPath("cloud-vehicle-fullstate.yaml"))
+	require.NoError(t, err)
+	f := filepath.Join(dir, "sweep-adj.yaml")
+	require.NoError(t, os.WriteFile(f, append(src, []byte("\nsweep:\n  param: adjacency\n  values: [manifold, block]\n")...), 0o644))
+	_, err = run(t, "--scenario", f, "--adjacency", "block")
+	require.True(t, errors.Is(err, cli.ErrUsage), "%v", err)
+	require.ErrorContains(t, err, "sweeps the adjacency")
+	out, err := run(t, "--scenario", f)
+	require.NoError(t, err)
+	require.Contains(t, out, "adjacency=manifold")
+	require.Contains(t, out, "adjacency=block")
+}
+
+// iid-naive noise is flagged as unsound with the eps it really gives over T releases, and a
+// sweep prints one row per point.
+func TestSweepTableAndNaiveWarning(t *testing.T) {
+	out, err := run(t, "--scenario", scenarioPath("cloud-vehicle-sweep.yaml"))
+	require.NoError(t, err)
+	require.Contains(t, out, "21 sweep points")
+	require.Contains(t, out, "unsound: eps")
+	require.Less(t, strings.Count(out, "\n"), 30)
+
+	var sw SweepResult
+	js, err := run(t, "--scenario", scenarioPath("cloud-vehicle-sweep.yaml"), "--json")
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal([]byte(js), &sw))
+	for _, p := range sw.Points {
+		if p.Noise == "iid-naive" {
+			require.Greater(t, p.NaiveEpsilonT, p.Epsilon)
+			require.InDelta(t, 10, p.NaiveSensitivityT, 1e-9) // sqrt(T) for the position model
+		} else {
+			require.Zero(t, p.NaiveEpsilonT)
+		}
+	}
+}
+
+// Scenario warnings (1-based node numbers, as in the file) reach the output.
+func TestScenarioWarningsShown(t *testing.T) {
+	m := runJSON(t, "--scenario", scenarioPath("consensus-gaussian.yaml"))
+	pts := m["points"].([]any)
+	ws := pts[0].(map[string]any)["warnings"].([]any)
+	require.NotEmpty(t, ws)
+	require.Contains(t, ws[0].(string), "2, 5, 7")
+	out, err := run(t, "--scenario", scenarioPath("consensus-gaussian.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(out, "warning:"), out)
 }
