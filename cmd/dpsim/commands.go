@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/dpsim/dpsim/internal/cli"
+	auditcmd "github.com/dpsim/dpsim/internal/cmd/audit"
 	"github.com/dpsim/dpsim/internal/cmd/calibrate"
 	johncmd "github.com/dpsim/dpsim/internal/cmd/john"
 	"github.com/dpsim/dpsim/internal/cmd/role"
@@ -13,6 +14,7 @@ import (
 func commands() map[string]cli.Command {
 	list := []cli.Command{
 		calibrate.Command,
+		auditcmd.Command,
 		johncmd.Command,
 		vecsumcmd.Command,
 		runcmd.Command,

@@ -19,7 +19,8 @@ func main() {
 }
 
 // run dispatches to a subcommand and maps its error to an exit code: 0 success or help,
-// 2 usage error, 1 any other failure.
+// 2 usage error, an error's own ExitCode() when it has one (audit --fail-on-violation: 3),
+// 1 any other failure.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
@@ -50,6 +51,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	default:
 		fmt.Fprintf(stderr, "dpsim %s: %v\n", cmd.Name, err)
+		// A command may choose its own status (audit --fail-on-violation exits 3).
+		var coded interface{ ExitCode() int }
+		if errors.As(err, &coded) {
+			return coded.ExitCode()
+		}
 		return 1
 	}
 }

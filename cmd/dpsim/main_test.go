@@ -42,3 +42,11 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		require.NotEmpty(t, out.String()+errb.String(), name)
 	}
 }
+
+// audit --fail-on-violation carries its own exit status through the dispatcher.
+func TestViolationExitCode(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"audit", "../../scenarios/audit-vehicle-iid-naive.yaml", "--trials", "500", "--fail-on-violation", "--json"}, &out, &errb)
+	require.Equal(t, 3, code, errb.String())
+	require.Contains(t, out.String(), `"verdict": "violation"`)
+}

@@ -85,4 +85,19 @@
 // the empirical curve (Options.CurvePoints) is one two-pointer sweep. About 0.25 s for 10^6 trials per
 // side on the project's 2-core machine (BenchmarkAnalyze); recording a trial costs ~40 ns, no allocation
 // once the buffer has grown.
+//
+// # The game against a scenario, and its engines
+//
+// Game (game.go) sets the distinguishing game up for one resolved scenario point (pkg/plan): the
+// adjacent pair - by default the worst pair of the sensitivity for the adjacency being audited,
+// which may differ from the one the noise was calibrated for, mapped from the private model to the
+// plant (O_T(plant) dx = O_T(model) z, x' = x + mu dx; consensus: agent 0's x_0(0) + mu) - the
+// challenger's balanced secret bits (Bit: trials 2k, 2k+1 opposite, the coin from the contract stream
+// rng(seed, "challenger", 2k)) and the adversary's scores on the eavesdropper's final estimate:
+// ProjectionScore, and the likelihood ratio where the noise law is known (GaussianScorer with the
+// estimate's exact covariance derived from the plan; LaplaceLLR in the noise coordinates for
+// structured Laplace noise). RunFast (engine.go) plays it in-process with the role cores of pkg/sim
+// (sim.Loop), parallel and deterministic for a seed; the wire engine (internal/cmd/audit) plays it
+// with the real processes over NATS. Game.Analyze runs the statistics above on every score, each at
+// confidence 1 - (1 - Confidence)/k so that the strongest, chosen afterwards, holds at Confidence.
 package audit

@@ -18,7 +18,7 @@ import (
 
 // Top-level and nested field names, in the order the documentation lists them.
 var (
-	topFields        = []string{"name", "description", "kind", "steps", "runs", "seed", "plant", "controller", "graph", "x0", "privacy", "sweep", "transport"}
+	topFields        = []string{"name", "description", "kind", "steps", "runs", "seed", "plant", "controller", "graph", "x0", "privacy", "sweep", "transport", "audit"}
 	plantFields      = []string{"A", "B", "C", "x0"}
 	controllerFields = []string{"K", "L", "lqr", "observer", "reference", "xhat0"}
 	lqrFields        = []string{"Q", "R"}
@@ -170,6 +170,17 @@ func decodeScenario(data []byte, source string, d *decoder) *Scenario {
 				d.add(pr.modelNode, "privacy.model", "only for kind cloud-control (a consensus agent's private model is the scalar x_i)")
 			}
 		}
+	}
+
+	if n := top.get("audit"); n != nil {
+		dim, what := 0, "the initial state the challenger sets"
+		switch {
+		case kindOK && s.Kind == CloudControl && s.Plant != nil:
+			dim, what = s.Plant.Nx(), "the plant's initial state: plant.A is "+s.Plant.A.dims()
+		case kindOK && s.Kind == Consensus && s.Network != nil && s.Network.N > 0:
+			dim, what = s.Network.N, "one initial value per node of the graph"
+		}
+		s.Audit = d.audit(n, dim, what)
 	}
 
 	if pr != nil {

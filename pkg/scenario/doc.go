@@ -39,6 +39,7 @@
 //	privacy:     {...}
 //	sweep:       {...}          # optional
 //	transport:   {...}          # optional
+//	audit:       {...}          # optional: defaults of dpsim audit
 //
 // Numbers are YAML numbers (1, 0.5, 1e-2); a quoted "1" is a string and is refused, and so
 // are .nan and .inf. Integers may be written 1e3. Anchors and aliases (&a, *a) work.
@@ -163,10 +164,28 @@
 //	  mode: lockstep          # lockstep (default: each step when its messages arrived) | realtime
 //	  period: 100ms           # a duration: one step on the wall clock; required for realtime
 //
+// # audit
+//
+// Defaults for `dpsim audit` (the empirical privacy audit, MATH.md section 6); its flags
+// override them, and every field is optional:
+//
+//	audit:
+//	  trials: 1000000         # trials per value of the secret bit (N on x, N on x'): 10 .. 10^9
+//	  adjacency: manifold     # the adjacency to audit (default: privacy.adjacency, the one the
+//	                          # noise is calibrated for); may differ from it
+//	  confidence: 0.95        # joint confidence level of the reported bounds, in (0, 1)
+//	  pair:                   # the adjacent pair (default: the worst pair of the sensitivity)
+//	    x0: [0, 0]            # cloud-control: the plant's x(0), nx values;
+//	    x0prime: [1, 0]       # consensus: every agent's x_i(0), one value per node
+//
+// x0 = x0prime is allowed: the system then does not depend on the secret, which audits the
+// auditor (its bounds must stay at 0). With a sweep, the audit section applies to every point.
+//
 // # Shipped scenarios
 //
 // The scenarios/ directory of the repository holds the paper's setups, each file
 // commented: cloud-vehicle (Section 5.3, position private), cloud-vehicle-fullstate (full
 // state private, manifold adjacency), cloud-vehicle-lqr (gains from LQR weights),
-// cloud-vehicle-sweep (Fig. 3), consensus-gaussian and consensus-laplace (Section 6.3).
+// cloud-vehicle-sweep (Fig. 3), consensus-gaussian and consensus-laplace (Section 6.3), and
+// the audit demonstrations audit-*.yaml (issue 4).
 package scenario

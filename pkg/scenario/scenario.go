@@ -110,6 +110,8 @@ type Scenario struct {
 
 	Privacy   PrivacySpec
 	Transport TransportSpec
+	// Audit holds the defaults of `dpsim audit` (the file's "audit"); nil when absent.
+	Audit *AuditSpec
 
 	// Sweeps are the swept parameters (outer first); nil when the scenario does not sweep.
 	Sweeps []Sweep
@@ -377,6 +379,7 @@ func (s *Scenario) Clone() *Scenario {
 			c.Sweeps[i] = Sweep{Param: sw.Param, Numbers: slices.Clone(sw.Numbers), Names: slices.Clone(sw.Names)}
 		}
 	}
+	c.Audit = s.Audit.clone()
 	c.Point = slices.Clone(s.Point)
 	c.Warnings = slices.Clone(s.Warnings)
 	return &c

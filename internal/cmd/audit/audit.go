@@ -1,0 +1,449 @@
+// Package auditcmd implements `dpsim audit`, the empirical privacy audit (issue 4, MATH.md
+// section 6): it plays the distinguishing game against a scenario's system - a challenger picks,
+// per trial and secretly, the initial state x or an adjacent x', the system runs one episode, the
+// eavesdropper scores what it saw - and turns the scores into lower bounds on epsilon with a
+// verdict (pkg/audit).
+//
+//	dpsim audit scenarios/audit-vehicle-structured.yaml
+//	dpsim audit scenarios/audit-vehicle-iid-naive.yaml --trials 20000 --json
+//	dpsim audit scenarios/audit-vehicle-block-vs-manifold.yaml --out out/audit-bvm
+//	dpsim audit scenarios/audit-vehicle-structured.yaml --engine wire --trials 1000
+//
+// Two engines play the same game (pkg/audit.Game): fast (in-process, the role cores of pkg/sim
+// on every core, millions of trials) and wire (the real role processes over NATS, spawned by the
+// launcher of `dpsim run`, which is the challenger: it sends each episode's x(0) in the
+// ctl.episode message; the eavesdropper process estimates from the data subjects only and writes
+// its estimates to its trace file; the launcher joins them with its secret bits). For the same seed
+// both engines run bit-identical episodes.
+//
+// Exit status: 0 whatever the verdict (the verdict is a finding, not a failure; read it from the
+// output), 1 when the audit could not be carried out, 2 for a usage error. With
+// --fail-on-violation a violation returns ErrViolation, whose ExitCode is 3 (cmd/dpsim maps it
+// when it honours ExitCoder; otherwise it exits 1).
+package auditcmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/pkg/audit"
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/privacy"
+	"github.com/dpsim/dpsim/pkg/rng"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// Command is the table entry for `dpsim audit`.
+var Command = cli.Command{Name: "audit", Summary: "empirical privacy audit: lower bounds on epsilon from the distinguishing game", Run: Run}
+
+// DefaultTrials is the number of trials per value of the secret bit when neither --trials nor the
+// scenario's audit.trials is given.
+const DefaultTrials = 100_000
+
+const synopsis = `dpsim audit SCENARIO [--engine fast|wire] [--trials N] [--audit-adjacency manifold|block]
+                   [--confidence C] [--seed S] [--out DIR] [--json] [--workers W] [--nats-url URL]
+                   [--fail-on-violation]`
+
+const description = `Audits the scenario's privacy claim empirically: plays the distinguishing game and reports lower
+bounds on epsilon with a verdict (MATH.md section 6).
+
+Per trial the challenger draws a secret bit (balanced: N trials with x, N with x'), the system runs
+ONE episode from the chosen initial state with fresh noise, and the eavesdropper - which sees only
+the transcript - outputs scores: its own least-squares estimate projected on the pair's difference,
+and the likelihood ratio of that estimate where the noise law is known (Gaussian; Laplace with
+structured noise). From the scores the auditor bounds the error rates of threshold tests with
+Clopper-Pearson intervals and derives eps_lb_cp = ln((1 - delta - FNR_up)/FPR_up) (sound for any
+mechanism) and, for Gaussian noise, the Gaussian-DP fit mu_gdp -> eps_lb_gdp (kappa(eps, mu) = delta).
+All bounds of all scores hold jointly at the confidence level. Verdict: violation when a bound
+exceeds the claimed epsilon, else consistent (no evidence against the claim - not a proof).
+
+The adjacent pair is, by default, the worst pair of the sensitivity computed for the adjacency
+being audited (which may differ from the one the noise was calibrated for): the private model's
+initial-state difference z, mapped to the plant (O_T(plant) dx = O_T(model) z, x' = x + mu dx);
+for consensus agent 0's x_0(0) + mu. The scenario's audit section may give the pair, the trials,
+the adjacency and the confidence; flags override it. A pair with x0 = x0prime runs a null game:
+the system ignores the secret, the bounds must stay at 0.
+
+Engines: fast runs the same role cores in-process on every core (deterministic for a seed whatever
+--workers); wire spawns the real role processes over NATS (dpsim run's launcher and roles, in
+lockstep; an embedded server unless --nats-url or $NATS_URL) with the launcher as the challenger;
+for the same seed both engines play bit-identical episodes. The seed is
+--seed, else the scenario's, else drawn from crypto/rand (reported). A sweep audits every point.
+
+With --out DIR: DIR/audit.json (the --json object), DIR/report.md and the trade-off plot
+DIR/tradeoff.png and .svg (one set per sweep point: -pNN suffix). Exit status 0 whatever the
+verdict (see --fail-on-violation), 1 if the audit fails, 2 on a usage error.`
+
+// ErrViolation is returned (wrapped) with --fail-on-violation when the verdict is violation.
+var ErrViolation = &ViolationError{}
+
+// ViolationError reports a violation verdict under --fail-on-violation; its exit code is 3.
+type ViolationError struct{ Points []string }
+
+func (e *ViolationError) Error() string {
+	if len(e.Points) == 0 {
+		return "privacy violation detected"
+	}
+	return "privacy violation detected: " + strings.Join(e.Points, ", ")
+}
+
+// Is makes errors.Is(err, ErrViolation) true for every ViolationError.
+func (e *ViolationError) Is(target error) bool { _, ok := target.(*ViolationError); return ok }
+
+// ExitCode is the process exit status dpsim should use: 3.
+func (e *ViolationError) ExitCode() int { return 3 }
+
+// Options are the parsed flags of `dpsim audit`.
+type Options struct {
+	ScenarioPath    string
+	Engine          string
+	Trials          int // 0 = the scenario's audit.trials, else DefaultTrials
+	Adjacency       privacy.Adjacency
+	Confidence      float64 // 0 = the scenario's, else 0.95
+	Seed            uint64
+	SeedSet         bool
+	Out             string
+	JSON            bool
+	Workers         int
+	NATSURL         string
+	FailOnViolation bool
+	Selection       audit.Selection
+	Timeout         time.Duration
+	Encoding        string // wire engine: data message encoding (binary or json)
+	LogLevel        string
+	Progress        bool
+	// Exe is the dpsim binary the wire engine spawns (default os.Executable()).
+	Exe string
+}
+
+func parseOptions(args []string, stderr io.Writer) (*Options, error) {
+	fs := cli.NewFlagSet("audit", synopsis, description, stderr)
+	o := &Options{}
+	var seed, adj, sel string
+	fs.StringVar(&o.Engine, "engine", audit.EngineFast, "fast (in-process role cores on every core) or wire (the real role processes over NATS)")
+	fs.IntVar(&o.Trials, "trials", 0, fmt.Sprintf("trials for EACH value of the secret bit (N on x, N on x': 2N episodes); default the scenario's audit.trials, else %d", DefaultTrials))
+	fs.StringVar(&adj, "audit-adjacency", "", "adjacency to audit: manifold or block; default the scenario's audit.adjacency, else the adjacency its noise is calibrated for (privacy.adjacency)")
+	fs.Float64Var(&o.Confidence, "confidence", 0, "joint confidence level of every reported bound, in (0, 1); default the scenario's audit.confidence, else 0.95")
+	fs.StringVar(&seed, "seed", "", "run seed (uint64): the noise of episode e and the challenger's bits; default the scenario's seed, else drawn from crypto/rand (reported)")
+	fs.StringVar(&o.Out, "out", "", "output directory for audit.json, report.md and the trade-off plot (PNG and SVG); nothing is written without it")
+	fs.BoolVar(&o.JSON, "json", false, "print one JSON object on stdout (epsilon_claimed, delta, epsilon_lb_cp, epsilon_lb_gdp, mu_gdp, trials, engine, verdict, pair, adjacencies, scores, seed, ...) instead of the table")
+	fs.IntVar(&o.Workers, "workers", 0, "fast engine: goroutines playing trials (0 = every core); the result does not depend on it")
+	fs.StringVar(&o.NATSURL, "nats-url", "", "wire engine: NATS server URL (default $NATS_URL; if both are empty an embedded server is started on a random loopback port)")
+	fs.BoolVar(&o.FailOnViolation, "fail-on-violation", false, "exit with status 3 when the verdict is violation (default: exit 0 whatever the verdict)")
+	fs.StringVar(&sel, "selection", string(audit.SelectSplit), "how test thresholds are chosen: split (choose on half the trials, bound on the other half) or bonferroni (a fixed grid, corrected)")
+	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "wire engine: longest wait for one step's messages in every role process")
+	fs.StringVar(&o.Encoding, "encoding", "binary", "wire engine: encoding of the data messages, binary (faster; float64 bits exact) or json (readable with nats sub; also exact)")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "zerolog level of the log on stderr (and of the role processes' logs): trace, debug, info, warn, error")
+	fs.BoolVar(&o.Progress, "progress", true, "show a progress bar while trials run (only when stderr is a terminal)")
+	var pos []string
+	for {
+		if err := cli.Parse(fs, args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch len(pos) {
+	case 0:
+		return nil, cli.UsageError("missing SCENARIO (a scenario YAML file, e.g. scenarios/audit-vehicle-structured.yaml)")
+	case 1:
+		o.ScenarioPath = pos[0]
+	default:
+		return nil, cli.UsageError("one SCENARIO expected, got %d arguments: %v", len(pos), pos)
+	}
+	if o.Engine != audit.EngineFast && o.Engine != audit.EngineWire {
+		return nil, cli.UsageError("--engine %q: want fast or wire", o.Engine)
+	}
+	if o.Trials < 0 || (o.Trials > 0 && o.Trials < scenario.MinAuditTrials) || o.Trials > scenario.MaxAuditTrials {
+		return nil, cli.UsageError("--trials %d: want %d..%d trials per value of the secret bit", o.Trials, scenario.MinAuditTrials, scenario.MaxAuditTrials)
+	}
+	if adj != "" {
+		a, err := privacy.ParseAdjacency(adj)
+		if err != nil {
+			return nil, cli.UsageError("--audit-adjacency: %v", err)
+		}
+		o.Adjacency = a
+	}
+	if o.Confidence != 0 && !(o.Confidence > 0 && o.Confidence < 1) {
+		return nil, cli.UsageError("--confidence %v: want a level in (0, 1), e.g. 0.95", o.Confidence)
+	}
+	if seed != "" {
+		v, err := strconv.ParseUint(seed, 10, 64)
+		if err != nil {
+			return nil, cli.UsageError("--seed %q: want an unsigned 64-bit integer", seed)
+		}
+		o.Seed, o.SeedSet = v, true
+	}
+	if o.Workers < 0 {
+		return nil, cli.UsageError("--workers %d: want >= 0", o.Workers)
+	}
+	s, err := audit.ParseSelection(sel)
+	if err != nil {
+		return nil, cli.UsageError("--selection: %v", err)
+	}
+	o.Selection = s
+	if o.Timeout <= 0 {
+		return nil, cli.UsageError("--timeout must be > 0")
+	}
+	if _, err := bus.ParseEncoding(o.Encoding); err != nil {
+		return nil, cli.UsageError("--encoding: %v", err)
+	}
+	return o, nil
+}
+
+// Run executes `dpsim audit` with args (without the command name).
+func Run(args []string, stdout, stderr io.Writer) error {
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		return err
+	}
+	log, err := cli.Logger(stderr, o.LogLevel)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Execute(ctx, o, stdout, stderr, log)
+}
+
+// Output is the --json object of a scenario with a sweep: one report per point. A scenario without
+// a sweep prints its single GameReport directly.
+type Output struct {
+	Scenario string              `json:"scenario"`
+	Verdict  string              `json:"verdict"` // violation if any point shows one
+	Points   []*audit.GameReport `json:"points"`
+}
+
+// Execute runs the audit with parsed options.
+func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zerolog.Logger) error {
+	s, err := scenario.Load(o.ScenarioPath)
+	if err != nil {
+		return err
+	}
+	seed := s.Seed
+	switch {
+	case o.SeedSet:
+		seed = o.Seed
+	case seed == 0:
+		for seed == 0 {
+			seed = rng.FromCrypto()
+		}
+		log.Info().Uint64("seed", seed).Msg("no seed given: drew one (reported in the output)")
+	}
+	spec := s.Audit
+	if spec == nil {
+		spec = &scenario.AuditSpec{}
+	}
+	trials := o.Trials
+	if trials == 0 {
+		trials = spec.Trials
+	}
+	if trials == 0 {
+		trials = DefaultTrials
+	}
+	adj := o.Adjacency
+	if adj == "" {
+		adj = spec.Adjacency
+	}
+	conf := o.Confidence
+	if conf == 0 {
+		conf = spec.Confidence
+	}
+	if conf == 0 {
+		conf = 0.95
+	}
+	points := s.Expand()
+	games := make([]*audit.Game, len(points))
+	for k, pt := range points {
+		p, err := plan.New(pt, plan.Options{})
+		if err != nil {
+			return pointErr(len(points), k, pt, err)
+		}
+		if games[k], err = audit.NewGame(p, audit.GameOptions{Adjacency: adj, Pair: spec.Pair}); err != nil {
+			return pointErr(len(points), k, pt, err)
+		}
+	}
+	if o.Out != "" {
+		if err := os.MkdirAll(o.Out, 0o755); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	var bar *progressbar.ProgressBar
+	if f, ok := stderr.(*os.File); ok && o.Progress && cli.IsTerminal(f) {
+		bar = progressbar.NewOptions64(int64(2*trials*len(points)), progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription("audit "+s.Name), progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(), progressbar.OptionSetItsString("episodes"),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		defer func() { _ = bar.Finish() }()
+	}
+	var reports []*audit.GameReport
+	var violations []string
+	for k, g := range games {
+		base := int64(2 * trials * k)
+		progress := func(done, _ int) {
+			if bar != nil {
+				_ = bar.Set64(base + int64(done))
+			}
+		}
+		log.Info().Str("point", points[k].Name).Str("engine", o.Engine).Int("trials", trials).
+			Str("audited", string(g.Audited)).Str("calibrated", string(g.Calibrated)).Msg("playing the game")
+		var out *audit.Outcome
+		switch o.Engine {
+		case audit.EngineFast:
+			out, err = audit.RunFast(ctx, g, audit.FastOptions{Trials: trials, Seed: seed, Workers: o.Workers, Progress: progress})
+		default:
+			out, err = runWire(ctx, o, wireConfig{point: k, points: len(points), game: g, seed: seed, trials: trials, log: log, progress: progress})
+		}
+		if err != nil {
+			return pointErr(len(points), k, points[k], err)
+		}
+		rep, err := g.Analyze(out, audit.ReportOptions{Confidence: conf, Selection: o.Selection})
+		if err != nil {
+			return pointErr(len(points), k, points[k], err)
+		}
+		rep.Scenario = points[k].Name
+		if o.Out != "" {
+			if err := writeFiles(o.Out, suffix(len(points), k), rep); err != nil {
+				return err
+			}
+		}
+		if rep.Verdict == audit.Violation {
+			violations = append(violations, points[k].Name)
+		}
+		reports = append(reports, rep)
+	}
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if o.JSON {
+		var v any = reports[0]
+		if len(reports) > 1 {
+			verdict := audit.Consistent
+			if len(violations) > 0 {
+				verdict = audit.Violation
+			}
+			v = &Output{Scenario: s.Name, Verdict: verdict, Points: reports}
+		}
+		if err := cli.WriteJSON(stdout, v); err != nil {
+			return err
+		}
+	} else {
+		printTable(stdout, reports, o.Out)
+	}
+	if o.FailOnViolation && len(violations) > 0 {
+		return &ViolationError{Points: violations}
+	}
+	return nil
+}
+
+func pointErr(n, k int, pt *scenario.Scenario, err error) error {
+	if n > 1 {
+		return fmt.Errorf("sweep point %d (%s): %w", k, pt.Name, err)
+	}
+	return err
+}
+
+func suffix(n, k int) string {
+	if n == 1 {
+		return ""
+	}
+	return fmt.Sprintf("-p%02d", k)
+}
+
+// writeFiles writes DIR/audit<sfx>.json, DIR/report<sfx>.md and DIR/tradeoff<sfx>.png/.svg.
+func writeFiles(dir, sfx string, r *audit.GameReport) error {
+	f, err := os.Create(filepath.Join(dir, "audit"+sfx+".json"))
+	if err != nil {
+		return err
+	}
+	if err := cli.WriteJSON(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	plotName := ""
+	if best := r.Best(); best != nil {
+		if _, err := audit.PlotTradeoff(filepath.Join(dir, "tradeoff"+sfx), best); err != nil {
+			return err
+		}
+		plotName = "tradeoff" + sfx + ".png"
+	}
+	return os.WriteFile(filepath.Join(dir, "report"+sfx+".md"), []byte(r.Markdown(plotName)), 0o644)
+}
+
+func printTable(w io.Writer, reports []*audit.GameReport, out string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+	for i, r := range reports {
+		if i > 0 {
+			fmt.Fprintln(tw)
+		}
+		fmt.Fprintf(tw, "scenario\t%s (%s, T = %d)\n", r.Scenario, r.Kind, r.Steps)
+		claim := fmt.Sprintf("eps = %s, delta = %s, %s, %s noise", g(r.EpsilonClaimed), g(r.Delta), r.Mechanism, r.Noise)
+		if r.Calibration != "" {
+			claim += ", " + r.Calibration
+		}
+		fmt.Fprintf(tw, "claim\t%s\n", claim)
+		fmt.Fprintf(tw, "adjacency\tcalibrated %s, audited %s\n", r.AdjacencyCalibrated, r.AdjacencyAudited)
+		null := ""
+		if r.Pair.Null {
+			null = " (null game)"
+		}
+		fmt.Fprintf(tw, "pair\t%s: x0 %s, x0' %s%s\n", r.Pair.Source, vec(r.Pair.X0), vec(r.Pair.X0Prime), null)
+		fmt.Fprintf(tw, "game\t%s engine, seed %d, %d + %d trials, %.3g s (%.0f episodes/s)\n", r.Engine, r.Seed, r.Trials, r.Trials, r.ElapsedSec, r.EpisodesPerSec)
+		for _, s := range r.Scores {
+			line := fmt.Sprintf("eps_lb_cp %s", g(s.Result.EpsilonLBCP))
+			if r.Mechanism == string(privacy.Gaussian) {
+				line += fmt.Sprintf(", eps_lb_gdp %s (mu_gdp %s)", g(s.Result.EpsilonLBGDP), g(s.Result.MuGDP))
+			}
+			mark := ""
+			if s.Name == r.Score {
+				mark = "  <- strongest"
+			}
+			fmt.Fprintf(tw, "score %s\t%s%s\n", s.Name, line, mark)
+		}
+		if t := r.Theory; t != nil && !t.Distinguishable {
+			th := fmt.Sprintf("eps of this pair %s", g(t.EpsilonPair))
+			if t.MuPair > 0 {
+				th += fmt.Sprintf(" (mu %s; the claim allows mu %s)", g(t.MuPair), g(r.MuClaimed))
+			}
+			fmt.Fprintf(tw, "theory\t%s\n", th)
+		}
+		fmt.Fprintf(tw, "verdict\t%s (joint confidence %g)\n", strings.ToUpper(r.Verdict), r.Confidence)
+	}
+	if out != "" {
+		fmt.Fprintf(tw, "\nout\t%s\n", out)
+	}
+	_ = tw.Flush()
+}
+
+func vec(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		if math.Abs(x) < 1e-300 {
+			x = 0
+		}
+		parts[i] = strconv.FormatFloat(x, 'g', 6, 64)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}

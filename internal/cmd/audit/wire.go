@@ -1,0 +1,179 @@
+package auditcmd
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/dpsim/dpsim/internal/cmd/role"
+	runcmd "github.com/dpsim/dpsim/internal/cmd/run"
+	"github.com/dpsim/dpsim/pkg/audit"
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/sim"
+)
+
+type wireConfig struct {
+	point, points int
+	game          *audit.Game
+	seed          uint64
+	trials        int
+	log           zerolog.Logger
+	progress      func(done, total int)
+}
+
+// runWire plays the game with the real processes over NATS (the wire engine).
+//
+// The launcher side (this process) is the challenger: it spawns the role processes of the point
+// (internal/cmd/run.StartSession: plant, cloud and eavesdropper, or every agent and the
+// eavesdropper; the plant and agents get the run seed, the eavesdropper does not), and for trial
+// e = 0 .. 2N-1 draws the secret bit audit.Bit(seed, e) and starts episode e with the chosen x(0)
+// in the ctl.episode message (Session.Episode). The plant (agents) reseed their noise from the
+// contract path of episode e, exactly as the fast engine. The eavesdropper process estimates x(0)
+// from the data subjects only (it skips every ctl payload, and runs without a transcript file
+// here, so the chosen x(0) is never written by it) and records its estimate at every step in its
+// trace file; after the last episode the launcher reads the estimates of step T-1, scores them
+// with the public pair and joins them with its secret bits.
+func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, error) {
+	g := c.game
+	p := g.Plan
+	url := bus.ResolveURL(o.NATSURL)
+	if url == "" {
+		srv, err := bus.StartEmbedded(bus.EmbeddedOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("wire engine: embedded NATS: %w", err)
+		}
+		defer srv.Shutdown()
+		url = srv.URL()
+	}
+	exe := o.Exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("wire engine: cannot find the dpsim binary to spawn the roles: %w", err)
+		}
+	}
+	var dir string
+	if o.Out != "" {
+		dir = filepath.Join(o.Out, "procs"+suffix(c.points, c.point))
+	} else {
+		tmp, err := os.MkdirTemp("", "dpsim-audit-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	runID := "audit" + hex.EncodeToString(b[:])
+	c.log.Info().Str("nats", url).Str("run", runID).Str("dir", dir).Msg("starting the role processes")
+	start := time.Now()
+	sess, err := runcmd.StartSession(ctx, runcmd.SessionConfig{
+		Exe: exe, ScenarioPath: o.ScenarioPath, Point: c.point, Plan: p, Seed: c.seed, URL: url, Run: runID,
+		Dir: dir, Mode: bus.Lockstep, Timeout: o.Timeout, LogLevel: o.LogLevel, Transcript: false, Log: c.log, Encoding: o.Encoding,
+	})
+	if err != nil {
+		if sess != nil {
+			_ = sess.Stop()
+		}
+		return nil, fmt.Errorf("wire engine: %w", err)
+	}
+	total := 2 * c.trials
+	bits := make([]int8, total)
+	var runErr error
+	for e := 0; e < total; e++ {
+		bit := audit.Bit(c.seed, uint64(e))
+		bits[e] = int8(bit)
+		if runErr = sess.Episode(ctx, e, g.X0(bit)); runErr != nil {
+			break
+		}
+		if c.progress != nil && (e&63 == 63 || e == total-1) {
+			c.progress(e+1, total)
+		}
+	}
+	if err := sess.Stop(); err != nil && runErr == nil {
+		runErr = err
+	}
+	elapsed := time.Since(start)
+	if runErr != nil {
+		return nil, fmt.Errorf("wire engine: %w", runErr)
+	}
+	est, err := readEstimates(dir, p.Steps, total, g.EstimateDim())
+	if err != nil {
+		return nil, fmt.Errorf("wire engine: %w", err)
+	}
+	out := g.NewOutcome(audit.EngineWire, c.seed, c.trials)
+	sc := g.Scorer()
+	scores := make([]float64, len(g.ScoreNames()))
+	for e := 0; e < total; e++ {
+		sc.Scores(est[e], scores)
+		out.Add(uint64(e), int(bits[e]), scores)
+	}
+	out.Elapsed = elapsed
+	return out, nil
+}
+
+// readEstimates streams the eavesdropper process's trace file (pkg/sim trace format, one JSON
+// record per step) and keeps its final estimate - the record of step T-1 - of every episode
+// 0..total-1: memory O(episodes), whatever T.
+func readEstimates(dir string, steps, total, dim int) ([][]float64, error) {
+	path := filepath.Join(dir, role.TraceFile(role.ProcName(bus.RoleEavesdropper, 0, 0)))
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("the eavesdropper's estimates: %w", err)
+	}
+	defer f.Close()
+	est := make([][]float64, total)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<16), sim.MaxTraceLine)
+	// the fields every eavesdropper record has (sim.ControlRecord and sim.ConsensusRecord)
+	var rec struct {
+		Episode int       `json:"episode"`
+		Step    int       `json:"step"`
+		EveX0   []float64 `json:"eve_x0"`
+	}
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		rec.EveX0 = nil
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if rec.Step != steps-1 {
+			continue
+		}
+		switch {
+		case rec.Episode < 0 || rec.Episode >= total:
+			return nil, fmt.Errorf("%s:%d: episode %d out of range 0..%d", path, line, rec.Episode, total-1)
+		case len(rec.EveX0) != dim:
+			return nil, fmt.Errorf("%s:%d: episode %d: final estimate has %d values, want %d", path, line, rec.Episode, len(rec.EveX0), dim)
+		}
+		est[rec.Episode] = rec.EveX0
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", path, line+1, err)
+	}
+	var missing []int
+	for e, x := range est {
+		if x == nil {
+			missing = append(missing, e)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%s: no final estimate for %d episode(s), first %d", path, len(missing), missing[0])
+	}
+	return est, nil
+}

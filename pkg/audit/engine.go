@@ -1,0 +1,167 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dpsim/dpsim/pkg/sim"
+)
+
+// Engine names.
+const (
+	EngineFast = "fast" // in-process: the role cores of pkg/sim, parallel over cores
+	EngineWire = "wire" // the real processes over NATS (internal/cmd/audit)
+)
+
+// Outcome is what an engine recorded: one Trials per score of the game (Game.ScoreNames order),
+// every trial numbered by its episode index.
+type Outcome struct {
+	Engine   string
+	Seed     uint64
+	N        int // trials per value of the secret bit
+	Trials   []*Trials
+	Episodes int
+	Elapsed  time.Duration
+	names    []string
+	mu       sync.Mutex
+}
+
+// NewOutcome returns an empty outcome for n trials per value of the secret bit of game g.
+func (g *Game) NewOutcome(engine string, seed uint64, n int) *Outcome {
+	o := &Outcome{Engine: engine, Seed: seed, N: n, names: g.ScoreNames()}
+	for range o.names {
+		o.Trials = append(o.Trials, NewTrials(n))
+	}
+	return o
+}
+
+// Add records one trial: its number (= its episode), secret bit and the game's scores (len of
+// ScoreNames). Not safe for concurrent use (engines merge per-worker outcomes with Merge).
+func (o *Outcome) Add(trial uint64, bit int, scores []float64) {
+	for k, t := range o.Trials {
+		t.AddTrial(trial, bit, scores[k])
+	}
+	o.Episodes++
+}
+
+// Merge appends the trials of w (a worker's outcome of the same game). Safe for concurrent use.
+func (o *Outcome) Merge(w *Outcome) {
+	for k, t := range o.Trials {
+		t.Merge(w.Trials[k])
+	}
+	o.mu.Lock()
+	o.Episodes += w.Episodes
+	o.mu.Unlock()
+}
+
+// FastOptions configure RunFast.
+type FastOptions struct {
+	// Trials per value of the secret bit: 2*Trials episodes are played.
+	Trials int
+	// Seed of the run: the noise of episode e is rng(seed, "plant", 0, e) (agents: rng(seed,
+	// "agent", i, e)), the challenger's bits Bit(seed, e).
+	Seed uint64
+	// Workers is the number of goroutines (<= 0: GOMAXPROCS). The outcome does not depend on it.
+	Workers int
+	// Progress, when set, is called with the episodes done and the total, from one goroutine at a
+	// time, about every chunk of episodes.
+	Progress func(done, total int)
+}
+
+// fastChunk is the number of consecutive trials a worker takes at a time.
+const fastChunk = 1024
+
+// RunFast plays the game in-process (the fast engine): for every trial e = 0 .. 2*Trials-1 the
+// challenger draws the secret bit (Bit(seed, e), balanced), the system runs ONE episode e from the
+// chosen initial state with the same role cores as the NATS processes (sim.Loop: plant, cloud and
+// eavesdropper, or agents and eavesdropper; noise from episode e's contract stream), and the
+// adversary's scores are computed from the eavesdropper's estimate alone. Workers take chunks of
+// consecutive trials, record into their own buffers and merge at the end: trial e depends only on
+// (plan, pair, seed, e), and the statistics only on the multiset of trials, so the outcome and the
+// report are identical for any number of workers. No allocation per step (the episode's random
+// sources are allocated once per episode).
+//
+// On ctx cancellation it returns the trials finished so far with an error wrapping the cause.
+func RunFast(ctx context.Context, g *Game, o FastOptions) (*Outcome, error) {
+	if g == nil {
+		return nil, errors.New("audit: fast engine: game is nil")
+	}
+	if o.Trials < 1 {
+		return nil, fmt.Errorf("audit: fast engine: %d trials per value of the secret bit, want >= 1", o.Trials)
+	}
+	total := 2 * o.Trials
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = max(1, min(workers, (total+fastChunk-1)/fastChunk))
+	loops := make([]*sim.Loop, workers)
+	for w := range loops {
+		l, err := sim.NewLoop(g.Plan, o.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("audit: fast engine: %w", err)
+		}
+		if l.EstimateDim() != g.EstimateDim() {
+			return nil, fmt.Errorf("audit: fast engine: the eavesdropper estimates %d values, the game scores %d", l.EstimateDim(), g.EstimateDim())
+		}
+		loops[w] = l
+	}
+	start := time.Now()
+	out := g.NewOutcome(EngineFast, o.Seed, o.Trials)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next, done atomic.Int64
+	var progMu sync.Mutex
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(loop *sim.Loop) {
+			defer wg.Done()
+			local := g.NewOutcome(EngineFast, o.Seed, o.Trials/workers+fastChunk)
+			defer out.Merge(local)
+			sc := g.Scorer()
+			est := make([]float64, g.EstimateDim())
+			scores := make([]float64, len(g.names))
+			for {
+				lo := int(next.Add(fastChunk)) - fastChunk
+				if lo >= total || ctx.Err() != nil {
+					return
+				}
+				hi := min(lo+fastChunk, total)
+				for e := lo; e < hi; e++ {
+					bit := Bit(o.Seed, uint64(e))
+					ok, err := loop.Episode(e, g.X0(bit), est)
+					if err == nil && !ok {
+						err = errors.New("the transcript does not determine the initial state (no estimate)")
+					}
+					if err != nil {
+						cancel(fmt.Errorf("audit: fast engine: episode %d: %w", e, err))
+						return
+					}
+					sc.Scores(est, scores)
+					local.Add(uint64(e), bit, scores)
+				}
+				d := done.Add(int64(hi - lo))
+				if o.Progress != nil {
+					progMu.Lock()
+					o.Progress(int(d), total)
+					progMu.Unlock()
+				}
+			}
+		}(loops[w])
+	}
+	wg.Wait()
+	out.Elapsed = time.Since(start)
+	if err := context.Cause(ctx); err != nil {
+		return out, err
+	}
+	if out.Episodes != total {
+		return out, fmt.Errorf("audit: fast engine: %d of %d episodes played", out.Episodes, total)
+	}
+	return out, nil
+}

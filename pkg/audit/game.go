@@ -1,0 +1,626 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsim/dpsim/pkg/dynamics"
+	"github.com/dpsim/dpsim/pkg/noise"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/privacy"
+	"github.com/dpsim/dpsim/pkg/rng"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// Score names (GameReport.Scores, Game.ScoreNames).
+const (
+	// ScoreProjection is the eavesdropper's own estimate projected on the pair's difference
+	// (ProjectionScore): what the adversary of the simulation concludes, with no knowledge of the
+	// noise law.
+	ScoreProjection = "projection"
+	// ScoreLLR is the likelihood-ratio score of the estimate where the noise law is known: Gaussian
+	// (GaussianScorer with the estimate's exact covariance) or Laplace (LaplaceLLR in the noise
+	// coordinates); Neyman-Pearson optimal for the estimate.
+	ScoreLLR = "llr"
+)
+
+// Pair sources (Pair.Source).
+const (
+	PairWorst    = "worst-pair" // the argmax of the sensitivity for the audited adjacency
+	PairScenario = "scenario"   // audit.pair of the scenario (or GameOptions.Pair)
+)
+
+// Pair is the adjacent pair of the game: the challenger runs the system from X0 (secret bit 0) or
+// X0Prime (bit 1). Cloud control: the plant's initial state; consensus: every agent's x_i(0).
+type Pair struct {
+	X0      []float64 `json:"x0"`
+	X0Prime []float64 `json:"x0prime"`
+	Source  string    `json:"source"` // worst-pair | scenario
+	// Adjacency is the adjacency the pair belongs to (the audited one; for a scenario pair, the one
+	// it is claimed under).
+	Adjacency string `json:"adjacency"`
+	// Z is the private model's initial-state difference per unit of mu (the worst pair's
+	// Lambda_bar^+ F (x - x') with Lambda_bar = O_T, MATH.md section 3), and DX the plant's, solving
+	// O_T(plant) DX = O_T(model) Z; X0Prime = X0 + Mu DX. Consensus: Z = DX = 1 at Agent.
+	Z  []float64 `json:"z,omitempty"`
+	DX []float64 `json:"dx,omitempty"`
+	Mu float64   `json:"mu,omitempty"`
+	// Time and Component locate the free coordinate whose unit change defines the worst pair
+	// (x_Component(Time) of the private model's trajectory); -1 when not applicable.
+	Time      int `json:"time"`
+	Component int `json:"component"`
+	// Agent is the consensus agent whose x_i(0) differs (agent 0: every agent has the same
+	// sensitivity, Section 6); -1 for cloud control.
+	Agent int `json:"agent"`
+	// Candidates is the number of worst directions (one per circuit) the pair was chosen from: with a
+	// non-scalar Gaussian Sigma the worst pair for the calibrated noise is the direction with the
+	// largest Mahalanobis length z' Sigma^+ z, which need not be the sensitivity's argmax of ||z||.
+	Candidates int `json:"candidates,omitempty"`
+	// Null: the system ignores the secret (both bits run X0); the scores still test X0 against
+	// X0Prime. It audits the auditor: every bound must stay at 0 within its confidence.
+	Null bool `json:"null,omitempty"`
+}
+
+// GameOptions configure NewGame.
+type GameOptions struct {
+	// Adjacency to audit; "" = the plan's (the one the noise was calibrated for).
+	Adjacency privacy.Adjacency
+	// Pair, when set, overrides the worst pair (cloud control: the plant's x(0); consensus: every
+	// agent's x_i(0)). X0 = X0Prime makes a null game whose scores use the worst pair's direction.
+	Pair *scenario.AuditPair
+	// Null runs X0 for both bits (with the default or given pair) - the auditor's soundness check.
+	Null bool
+	// Budget bounds the sensitivity enumeration (flops; <= 0: privacy.DefaultBudget).
+	Budget int64
+}
+
+// Theory is what the calibration says about the audited pair, for comparison with the bounds.
+type Theory struct {
+	// MuPair is the Gaussian-DP parameter of the pair under the noise as calibrated: the distance of
+	// the two estimate distributions in noise units, sqrt(d' Cov^+ d) (GaussianScorer.Mu). The claim
+	// allows MuClaimed = KappaInverse(eps, delta) (Theorem 1, eq. (9)).
+	MuPair float64 `json:"mu_pair,omitempty"`
+	// EpsilonPair is the smallest eps the pair's mechanism satisfies at the claimed delta: Gaussian
+	// EpsilonForGDP(MuPair, delta); Laplace ||G d||_1 (eq. (14)). An ideal auditor's bounds approach
+	// it; it exceeds the claim exactly when the calibration is unsound for this pair.
+	EpsilonPair float64 `json:"epsilon_pair"`
+	// Exact says whether the figure is exact for the eavesdropper's estimate (known noise law).
+	Exact bool `json:"exact"`
+	// Distinguishable: the pair's difference leaves the noise's range (rank condition (8) fails for
+	// it), so no finite eps holds; EpsilonPair is then 0 and meaningless.
+	Distinguishable bool `json:"distinguishable,omitempty"`
+}
+
+// Game is the distinguishing game of one plan (MATH.md section 6): the calibrated system, the
+// adjacent pair and the adversary's scores. It is immutable after NewGame; Scorer gives each
+// worker its own scratch.
+type Game struct {
+	Plan *plan.Plan
+	Pair Pair
+	// Calibrated and Audited adjacency.
+	Calibrated, Audited privacy.Adjacency
+	Theory              *Theory
+	// Notes explain choices and limitations (e.g. why no likelihood-ratio score exists).
+	Notes []string
+
+	run   [2][]float64 // what the system runs for bit 0 / 1
+	score [2][]float64 // the pair the scores test (= run unless Null)
+	names []string
+	gauss *GaussianScorer
+	lapG  *mat.Dense // Laplace: the estimate error is M w with w iid Laplace(0,1); lapG = M^+
+	dim   int        // estimate length
+}
+
+// NewGame builds the game of plan p (one scenario point, calibrated as the scenario says).
+func NewGame(p *plan.Plan, o GameOptions) (*Game, error) {
+	if p == nil || p.Scenario == nil {
+		return nil, errors.New("audit: game: plan is nil")
+	}
+	g := &Game{Plan: p, Calibrated: p.Adjacency, Audited: o.Adjacency}
+	if g.Audited == "" {
+		g.Audited = p.Adjacency
+	}
+	if g.Audited != privacy.Manifold && g.Audited != privacy.Block {
+		return nil, fmt.Errorf("audit: unknown adjacency %q (allowed: manifold, block)", g.Audited)
+	}
+	em, err := estimateNoise(p)
+	if err != nil {
+		return nil, err
+	}
+	g.dim = em.dim
+	// The default pair: needed unless an explicit pair with x0 != x0prime is given.
+	explicit := o.Pair != nil && !slices.Equal(o.Pair.X0, o.Pair.X0Prime)
+	if !explicit {
+		base := baseState(p)
+		if o.Pair != nil {
+			base = slices.Clone(o.Pair.X0)
+		}
+		if g.Pair, err = worstPair(p, g.Audited, o.Budget, base, em); err != nil {
+			return nil, err
+		}
+		if o.Pair != nil || o.Null {
+			g.Pair.Null = true
+			if o.Pair != nil {
+				g.Pair.Source = PairScenario
+			}
+		}
+	} else {
+		if len(o.Pair.X0) != em.dim || len(o.Pair.X0Prime) != em.dim {
+			return nil, fmt.Errorf("audit: pair: x0 has %d and x0prime %d values, want %d (%s)", len(o.Pair.X0), len(o.Pair.X0Prime), em.dim, stateName(p))
+		}
+		for i, v := range append(slices.Clone(o.Pair.X0), o.Pair.X0Prime...) {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("audit: pair: value %d is not finite", i)
+			}
+		}
+		g.Pair = Pair{X0: slices.Clone(o.Pair.X0), X0Prime: slices.Clone(o.Pair.X0Prime), Source: PairScenario,
+			Adjacency: string(g.Audited), Time: -1, Component: -1, Agent: -1, Null: o.Null}
+	}
+	g.score = [2][]float64{g.Pair.X0, g.Pair.X0Prime}
+	g.run = g.score
+	if g.Pair.Null {
+		g.run = [2][]float64{g.Pair.X0, g.Pair.X0}
+		g.Notes = append(g.Notes, "null game: the system runs x0 for both values of the secret bit; every bound must stay at 0 within its confidence")
+	}
+	if p.Scenario.Kind == scenario.CloudControl {
+		for b := 0; b < 2; b++ {
+			if err := p.System.CheckState(g.run[b]); err != nil {
+				return nil, fmt.Errorf("audit: pair: %w", err)
+			}
+		}
+	}
+	g.names = []string{ScoreProjection}
+	if err := g.likelihood(em); err != nil {
+		g.Notes = append(g.Notes, "no likelihood-ratio score: "+err.Error())
+	} else {
+		g.names = append(g.names, ScoreLLR)
+	}
+	if g.Pair.Null {
+		// the system runs the same input for both bits: the mechanism of the game is 0-DP
+		g.Theory = &Theory{Exact: true}
+	}
+	return g, nil
+}
+
+// ScoreNames lists the scores the game computes, in the order Scorer.Scores writes them.
+func (g *Game) ScoreNames() []string { return slices.Clone(g.names) }
+
+// EstimateDim is the length of the eavesdropper's estimate the scores read.
+func (g *Game) EstimateDim() int { return g.dim }
+
+// X0 returns the initial state the system runs for secret bit b (a view: do not modify).
+func (g *Game) X0(bit int) []float64 { return g.run[bit&1] }
+
+// Bit is the challenger's secret bit of trial `trial` under the balanced scheme: trials come in
+// pairs (2k, 2k+1) with opposite bits, the first one's drawn from the contract stream
+// rng.New(seed, rng.Label("challenger"), 2k). So N pairs give exactly N trials on x and N on x',
+// and each trial's bit is a fair coin that nothing but the challenger's stream determines. The
+// adversary scores each episode from its own transcript only; it never sees a bit.
+func Bit(seed, trial uint64) int {
+	first := trial &^ 1
+	coin := int(rng.New(seed, rng.Label("challenger"), first).Uint64() >> 63)
+	return coin ^ int(trial&1)
+}
+
+// Scorer computes a game's scores from an estimate with its own scratch (one per worker).
+type Scorer struct {
+	g        *Game
+	buf, gx0 []float64 // Laplace: G e, G x0, G x0'
+	gx1      []float64
+}
+
+// Scorer returns a scorer with its own scratch.
+func (g *Game) Scorer() *Scorer {
+	s := &Scorer{g: g}
+	if g.lapG != nil {
+		r, _ := g.lapG.Dims()
+		s.buf = make([]float64, r)
+		s.gx0, s.gx1 = mulVec(g.lapG, g.score[0]), mulVec(g.lapG, g.score[1])
+	}
+	return s
+}
+
+// Scores writes the scores of one estimate (len EstimateDim) into dst (len of ScoreNames), larger
+// pointing to x'. No allocation.
+func (s *Scorer) Scores(est, dst []float64) {
+	g := s.g
+	dst[0] = ProjectionScore(est, g.score[0], g.score[1])
+	if len(g.names) < 2 {
+		return
+	}
+	switch {
+	case g.gauss != nil:
+		dst[1] = g.gauss.Score(est)
+	case g.lapG != nil:
+		r, c := g.lapG.Dims()
+		raw := g.lapG.RawMatrix()
+		for i := 0; i < r; i++ {
+			var v float64
+			row := raw.Data[i*raw.Stride : i*raw.Stride+c]
+			for j, a := range row {
+				v += a * est[j]
+			}
+			s.buf[i] = v
+		}
+		dst[1] = LaplaceLLR(s.buf, s.gx0, s.gx1, 1)
+	}
+}
+
+// estimateModel is the law of the eavesdropper's estimate error: e - x0 = M w, w a vector of iid
+// standard draws of law (Gaussian N(0,1) or Laplace(0,1)). For Gaussian only the covariance M M'
+// matters; laplaceExact says whether w really is iid Laplace (structured Laplace noise) so that
+// LaplaceLLR is the likelihood ratio.
+type estimateModel struct {
+	M            *mat.Dense // nil: no noise
+	dim          int
+	law          privacy.Mechanism
+	laplaceExact bool
+	P            *mat.Dense // control: the LS map (O'O)^{-1} O' of the plant, nx x T ny
+	O, Om        *mat.Dense // control: O_T of the plant and of the private model
+	what         string
+}
+
+// estimateNoise derives the estimate's noise from the plan (MATH.md sections 4-5).
+//
+// Cloud control: the eavesdropper's estimate is the least-squares x0_hat = x0 + P Gamma with
+// P = (O'O)^{-1} O', O = O_T of the plant, Gamma the stacked noise (the known input part is
+// subtracted exactly). Structured: Gamma = O_m S eta, so M = P O_m S; i.i.d.: Gamma = s w, M = s P
+// (covariance s^2 (O'O)^{-1}). Consensus: agent i's estimate is x_i(0) + gamma_i (structured offset,
+// M = sigma I) or x_i(0) + the mean of T i.i.d. draws (covariance s^2/T I).
+func estimateNoise(p *plan.Plan) (*estimateModel, error) {
+	em := &estimateModel{law: p.Mechanism}
+	T := p.Steps
+	switch p.Scenario.Kind {
+	case scenario.CloudControl:
+		O := p.System.Observability(T)
+		model, err := dynamics.NewLTI(p.ModelA, nil, p.ModelC)
+		if err != nil {
+			return nil, fmt.Errorf("audit: private model: %w", err)
+		}
+		em.O, em.Om = O, model.Observability(T)
+		nx := p.System.Nx()
+		em.dim = nx
+		var gram mat.Dense
+		gram.Mul(O.T(), O)
+		var P mat.Dense
+		if err := P.Solve(&gram, O.T()); err != nil {
+			return nil, fmt.Errorf("audit: the plant is not observable over T = %d steps: the eavesdropper has no estimate: %w", T, err)
+		}
+		em.P = &P
+		switch p.Noise {
+		case noise.Structured:
+			var po mat.Dense
+			po.Mul(&P, em.Om)
+			em.M = mat.NewDense(nx, p.NoiseMatrix.RawMatrix().Cols, nil)
+			em.M.Mul(&po, p.NoiseMatrix)
+			em.laplaceExact = true
+			em.what = "structured: x0_hat - x0 = P O_m S eta"
+		case noise.IIDCalibrated, noise.IIDNaive:
+			em.M = mat.NewDense(nx, T*p.System.Ny(), nil)
+			em.M.Scale(p.Scale, &P)
+			em.what = "i.i.d.: x0_hat - x0 = s P w, covariance s^2 (O'O)^{-1}"
+		case noise.None:
+			em.what = "no noise"
+		}
+	case scenario.Consensus:
+		n := p.Graph.N
+		em.dim = n
+		switch p.Noise {
+		case noise.Structured:
+			em.M = scaledIdentity(n, p.Scale)
+			em.laplaceExact = true
+			em.what = "structured: x_i(0)_hat - x_i(0) = sigma_i eta_i"
+		case noise.IIDCalibrated, noise.IIDNaive:
+			em.M = scaledIdentity(n, p.Scale/math.Sqrt(float64(T)))
+			em.what = "i.i.d.: x_i(0)_hat - x_i(0) = mean of T draws, variance s^2/T"
+		case noise.None:
+			em.what = "no noise"
+		}
+	default:
+		return nil, fmt.Errorf("audit: unknown scenario kind %q", p.Scenario.Kind)
+	}
+	return em, nil
+}
+
+// likelihood prepares the likelihood-ratio score and the theory figures, or says why there is none.
+func (g *Game) likelihood(em *estimateModel) error {
+	p := g.Plan
+	if em.M == nil {
+		return errors.New("noise none: the estimate is exact, the two inputs are told apart with certainty (rank condition (8) fails)")
+	}
+	m0, m1 := g.score[0], g.score[1]
+	if slices.Equal(m0, m1) {
+		return errors.New("x0 = x0prime")
+	}
+	switch p.Mechanism {
+	case privacy.Gaussian:
+		var cov mat.SymDense
+		cov.SymOuterK(1, em.M)
+		gs, err := NewGaussianScorer(m0, m1, &cov)
+		if err != nil {
+			if errors.Is(err, ErrDistinguishable) {
+				g.Theory = &Theory{Distinguishable: true, Exact: true}
+			}
+			return err
+		}
+		g.gauss = gs
+		g.Theory = &Theory{MuPair: gs.Mu(), Exact: true}
+		if eps, err := privacy.EpsilonForGDP(gs.Mu(), p.Scenario.Privacy.Delta); err == nil {
+			g.Theory.EpsilonPair = eps
+		}
+		return nil
+	case privacy.Laplace:
+		if !em.laplaceExact {
+			return fmt.Errorf("%s noise: the estimate's error is a sum of Laplace draws, whose law is not Laplace (the projection score is used)", p.Noise)
+		}
+		var svd mat.SVD
+		if !svd.Factorize(em.M, mat.SVDThin) {
+			return errors.New("SVD of the estimate's noise map failed")
+		}
+		vals := svd.Values(nil)
+		_, r := em.M.Dims()
+		if len(vals) < r || !(vals[r-1] > 1e-10*vals[0]) {
+			return errors.New("the estimate does not determine the Laplace noise (rank-deficient noise map)")
+		}
+		var G mat.Dense
+		if err := G.Solve(em.M, identity(em.dim)); err != nil { // least squares: G = M^+ (full column rank)
+			return fmt.Errorf("pseudo-inverse of the noise map: %w", err)
+		}
+		g.lapG = &G
+		// ||G d||_1 must be all of d's difference: d must lie in range(M), else certain distinction.
+		d := make([]float64, len(m0))
+		for i := range d {
+			d[i] = m1[i] - m0[i]
+		}
+		gd := mulVec(&G, d)
+		back := mulVec(em.M, gd)
+		var res, dn, l1 float64
+		for i := range d {
+			res += (back[i] - d[i]) * (back[i] - d[i])
+			dn += d[i] * d[i]
+		}
+		if math.Sqrt(res) > 1e-6*math.Sqrt(dn) {
+			g.lapG = nil
+			g.Theory = &Theory{Distinguishable: true, Exact: true}
+			return ErrDistinguishable
+		}
+		for _, v := range gd {
+			l1 += math.Abs(v)
+		}
+		g.Theory = &Theory{EpsilonPair: l1, Exact: true}
+		return nil
+	}
+	return fmt.Errorf("unknown mechanism %q", p.Mechanism)
+}
+
+// baseState is the scenario's initial state: the plant's x(0) or every agent's x_i(0).
+func baseState(p *plan.Plan) []float64 {
+	if p.Scenario.Kind == scenario.Consensus {
+		return slices.Clone(p.Scenario.X0)
+	}
+	if p.Scenario.Plant != nil && p.Scenario.Plant.X0 != nil {
+		return slices.Clone(p.Scenario.Plant.X0)
+	}
+	return make([]float64, p.System.Nx())
+}
+
+func stateName(p *plan.Plan) string {
+	if p.Scenario.Kind == scenario.Consensus {
+		return "one initial value per agent"
+	}
+	return "the plant's initial state"
+}
+
+// worstPair maps the worst adjacent pair of the audited adjacency to the system's initial state.
+//
+// The sensitivity (privacy.DynamicsSensitivity for structured noise and none, IIDSensitivity for
+// the i.i.d. baselines: the mechanism actually run, over the whole horizon T) gives the private
+// model's initial-state difference z of the worst unit change (its Param; for i.i.d. the output
+// difference O_m z, solved for z). Cloud control: the plant's difference dx solves
+// O_T(plant) dx = O_T(model) z exactly (least squares, refused if the residual is not ~0): for
+// the vehicle's position model dx = (z, 0). x' = x + mu dx. Consensus: agent 0's x_0(0) + mu z
+// (z = 1; every agent has the same sensitivity).
+//
+// With structured Gaussian noise and a non-scalar Sigma, the worst pair for the noise as
+// calibrated is the circuit direction (Sensitivity.Constraints, one per circuit, each at its worst
+// coordinate) with the largest z' Sigma^+ z, which is chosen instead of the argmax of ||z||.
+func worstPair(p *plan.Plan, adj privacy.Adjacency, budget int64, base []float64, em *estimateModel) (Pair, error) {
+	norm := 2
+	if p.Mechanism == privacy.Laplace {
+		norm = 1
+	}
+	T := p.Steps
+	var sens privacy.Sensitivity
+	var err error
+	iid := p.Noise == noise.IIDCalibrated || p.Noise == noise.IIDNaive
+	if iid {
+		sens, err = privacy.IIDSensitivity(p.ModelA, p.ModelC, T, adj, norm, budget)
+	} else {
+		sens, err = privacy.DynamicsSensitivity(p.ModelA, p.ModelC, T, adj, norm, budget)
+	}
+	if err != nil {
+		return Pair{}, fmt.Errorf("audit: sensitivity for the audited %s adjacency: %w", adj, err)
+	}
+	mu := p.Scenario.Privacy.Mu
+	pair := Pair{Source: PairWorst, Adjacency: string(adj), Mu: mu, Time: sens.Worst.Time, Component: sens.Worst.Component, Agent: -1}
+	z := slices.Clone(sens.Worst.Param)
+	if iid {
+		// Param = O_m z (the output difference): recover z.
+		if z, err = solveExact(modelObservability(p, em), z, "the i.i.d. worst pair's output difference is not a trajectory of the private model"); err != nil {
+			return Pair{}, err
+		}
+	} else if p.Noise == noise.Structured && p.Mechanism == privacy.Gaussian && p.NoiseMatrix != nil && len(sens.Constraints) > 0 {
+		var sig mat.Dense
+		sig.Mul(p.NoiseMatrix, p.NoiseMatrix.T())
+		best := mahalanobis(&sig, z)
+		for _, c := range sens.Constraints {
+			if v := mahalanobis(&sig, c); v > best*(1+1e-12) {
+				best, z = v, slices.Clone(c)
+			}
+		}
+		pair.Candidates = len(sens.Constraints)
+	}
+	pair.Z = z
+	if len(base) != em.dim {
+		return Pair{}, fmt.Errorf("audit: the initial state has %d values, want %d (%s)", len(base), em.dim, stateName(p))
+	}
+	x1 := slices.Clone(base)
+	switch p.Scenario.Kind {
+	case scenario.CloudControl:
+		dx, err := plantDifference(em.O, em.Om, z)
+		if err != nil {
+			return Pair{}, err
+		}
+		pair.DX = dx
+		for i := range x1 {
+			x1[i] += mu * dx[i]
+		}
+	case scenario.Consensus:
+		if len(z) != 1 {
+			return Pair{}, fmt.Errorf("audit: consensus sensitivity has a %d-dimensional pair, want 1", len(z))
+		}
+		pair.Agent = 0
+		pair.DX = make([]float64, len(base))
+		pair.DX[0] = z[0]
+		x1[0] += mu * z[0]
+	}
+	pair.X0, pair.X0Prime = base, x1
+	return pair, nil
+}
+
+// plantDifference solves O dx = O_m z exactly (O = O_T of the plant, O_m of the private model).
+// When the private model is the plant, dx = z. Otherwise the square system of the first n_x rows
+// is solved when it is well conditioned (for the vehicle's position model it gives dx = (z, 0)
+// without rounding: rows p(0) = dx_0 and p(1) = dx_0 + Ts dx_1), else least squares; either way
+// every row must hold to 1e-9 relative, or the pair is refused.
+func plantDifference(O, Om *mat.Dense, z []float64) ([]float64, error) {
+	const why = "the private model's worst pair is not an initial-state change of the plant (O_T(plant) dx = O_T(model) z has no exact solution)"
+	if mat.Equal(O, Om) {
+		return slices.Clone(z), nil
+	}
+	return solveExact(O, mulVec(Om, z), why)
+}
+
+func residualOK(A *mat.Dense, x, b []float64) bool {
+	back := mulVec(A, x)
+	var res, bn float64
+	for i := range b {
+		res += (back[i] - b[i]) * (back[i] - b[i])
+		bn += b[i] * b[i]
+	}
+	return math.Sqrt(res) <= 1e-9*math.Sqrt(bn)
+}
+
+// modelObservability returns O_T of the private model (control) or 1_T (consensus agent).
+func modelObservability(p *plan.Plan, em *estimateModel) *mat.Dense {
+	if em.Om != nil {
+		return em.Om
+	}
+	one := make([]float64, p.Steps)
+	for i := range one {
+		one[i] = 1
+	}
+	return mat.NewDense(p.Steps, 1, one)
+}
+
+// solveExact solves A x = b (A tall, b in its range) and refuses a residual above 1e-9 ||b||. The
+// square system of the first columns-many rows is tried first when it is well conditioned (it gives
+// exact answers where they are simple: for O_T of the vehicle, rows p(0) = x_0 and p(1) = x_0 + Ts x_1
+// give dx = (z, 0) without rounding), then least squares.
+func solveExact(A *mat.Dense, b []float64, why string) ([]float64, error) {
+	r, c := A.Dims()
+	if len(b) != r {
+		return nil, fmt.Errorf("audit: %s (length %d, want %d)", why, len(b), r)
+	}
+	if r >= c {
+		var lu mat.LU
+		lu.Factorize(mat.DenseCopyOf(A.Slice(0, c, 0, c)))
+		if cond := lu.Cond(); cond < 1e8 && !math.IsInf(cond, 0) {
+			var x mat.VecDense
+			if err := lu.SolveVecTo(&x, false, mat.NewVecDense(c, slices.Clone(b[:c]))); err == nil {
+				out := make([]float64, c)
+				for i := range out {
+					out[i] = x.AtVec(i)
+				}
+				if residualOK(A, out, b) {
+					return out, nil
+				}
+			}
+		}
+	}
+	var x mat.VecDense
+	if err := x.SolveVec(A, mat.NewVecDense(r, slices.Clone(b))); err != nil {
+		return nil, fmt.Errorf("audit: %s: %w", why, err)
+	}
+	out := make([]float64, c)
+	for i := range out {
+		out[i] = x.AtVec(i)
+	}
+	if !residualOK(A, out, b) {
+		back := mulVec(A, out)
+		var res, bn float64
+		for i := range b {
+			res += (back[i] - b[i]) * (back[i] - b[i])
+			bn += b[i] * b[i]
+		}
+		return nil, fmt.Errorf("audit: %s (residual %.3g of %.3g)", why, math.Sqrt(res), math.Sqrt(bn))
+	}
+	return out, nil
+}
+
+// mahalanobis returns z' S^+ z (+Inf when z leaves the range of S), S symmetric PSD.
+func mahalanobis(S *mat.Dense, z []float64) float64 {
+	n, _ := S.Dims()
+	var eig mat.EigenSym
+	if !eig.Factorize(mat.NewSymDense(n, slices.Clone(S.RawMatrix().Data)), true) {
+		return math.Inf(1)
+	}
+	vals := eig.Values(nil)
+	var U mat.Dense
+	eig.VectorsTo(&U)
+	mx := slices.Max(vals)
+	var v, out, zn float64
+	for _, x := range z {
+		zn += x * x
+	}
+	for k, l := range vals {
+		var pr float64
+		for j := 0; j < n; j++ {
+			pr += U.At(j, k) * z[j]
+		}
+		if l <= 1e-12*mx {
+			out += pr * pr
+			continue
+		}
+		v += pr * pr / l
+	}
+	if math.Sqrt(out) > 1e-9*math.Sqrt(zn) {
+		return math.Inf(1)
+	}
+	return v
+}
+
+func mulVec(A mat.Matrix, x []float64) []float64 {
+	r, _ := A.Dims()
+	var y mat.VecDense
+	y.MulVec(A, mat.NewVecDense(len(x), slices.Clone(x)))
+	out := make([]float64, r)
+	for i := range out {
+		out[i] = y.AtVec(i)
+	}
+	return out
+}
+
+func scaledIdentity(n int, s float64) *mat.Dense {
+	m := mat.NewDense(n, n, nil)
+	for i := 0; i < n; i++ {
+		m.Set(i, i, s)
+	}
+	return m
+}
+
+func identity(n int) *mat.Dense { return scaledIdentity(n, 1) }
