@@ -174,6 +174,15 @@ func (s Subjects) CtlDone(role Role, id int) string { return s.ctlRole(CtlDone, 
 // CtlResult is "dpsim.<run>.ctl.result.<role>.<id>" (process -> launcher: results).
 func (s Subjects) CtlResult(role Role, id int) string { return s.ctlRole(CtlResult, role, id) }
 
+// ChallengerX0 is the private line on which an auditor's challenger hands the plant or the
+// agents the secret initial state of an episode. It lies deliberately OUTSIDE dpsim.>: the
+// eavesdropper sniffs dpsim.<run>.> (everything on the wire between plant, cloud and agents),
+// and x(0) is the very secret it must not see.
+func (s Subjects) ChallengerX0() string { return ChallengerPrefix + s.run + ".x0" }
+
+// ChallengerPrefix is the first token of the challenger's private subjects.
+const ChallengerPrefix = "dpsim-challenger."
+
 // AllCtlWord matches one coordination word from every process, e.g.
 // AllCtlWord(CtlDone) = "dpsim.<run>.ctl.done.>".
 func (s Subjects) AllCtlWord(word string) string { return s.base + "ctl." + word + ".>" }

@@ -24,9 +24,10 @@ import (
 
 // episodeStart is a validated ctl.episode.
 type episodeStart struct {
-	ep   int
-	x0   []float64 // nil: the scenario's
-	sent time.Time
+	ep      int
+	x0      []float64 // nil: the scenario's
+	private bool      // x0 comes on the private challenger subject (await it)
+	sent    time.Time
 }
 
 // runner is one role's episode logic over a node.
@@ -59,6 +60,7 @@ type node struct {
 	ctl  bus.Counters // coordination messages
 
 	episodes  chan episodeStart
+	x0s       chan x0Msg   // explicit x(0) from the challenger's private line (plant, agents)
 	lastEp    atomic.Int64 // highest episode accepted (-1: none)
 	stopCh    chan struct{}
 	stopOnce  sync.Once
@@ -133,7 +135,7 @@ func serve(role bus.Role, newRunner func() runner, args []string, stderr io.Writ
 	}
 	n := &node{
 		cfg: cfg, log: log, scn: scn, plan: p, subj: subj, sender: bus.SenderName(role, cfg.ID),
-		steps: p.Steps, episodes: make(chan episodeStart, 16), stopCh: make(chan struct{}),
+		steps: p.Steps, episodes: make(chan episodeStart, 16), x0s: make(chan x0Msg, 16), stopCh: make(chan struct{}),
 	}
 	n.lastEp.Store(-1)
 	n.res = ProcessResult{V: ResultVersion, Run: cfg.Run, Role: string(role), ID: cfg.ID, Name: cfg.Name(),
@@ -209,6 +211,11 @@ func (n *node) run(r runner) error {
 	if err := n.subscribeCtl(r); err != nil {
 		return err
 	}
+	if n.takesX0() {
+		if err := n.subscribeX0(r); err != nil {
+			return err
+		}
+	}
 	if err := n.conn.Flush(n.cfg.Timeout); err != nil {
 		return err
 	}
@@ -239,6 +246,16 @@ func (n *node) run(r runner) error {
 		case <-idle.C:
 			return fmt.Errorf("no ctl.episode or ctl.stop for %v (--idle-timeout): is the launcher gone?", n.cfg.IdleTimeout)
 		case st := <-n.episodes:
+			if st.private {
+				x0, err := n.awaitX0(st.ep)
+				if err != nil {
+					if errors.Is(err, errStopped) {
+						return nil
+					}
+					return err
+				}
+				st.x0 = x0
+			}
 			start := time.Now()
 			n.in.setEpisode(st.ep)
 			err := r.episode(n, st)
@@ -265,6 +282,69 @@ func (n *node) run(r runner) error {
 	}
 }
 
+// x0Msg is a validated private challenger message.
+type x0Msg struct {
+	ep int
+	x0 []float64
+}
+
+// takesX0 reports whether this role accepts an explicit x(0): the plant and the agents hold
+// the private state; the cloud and the eavesdropper must never receive it.
+func (n *node) takesX0() bool {
+	return n.cfg.Role == bus.RolePlant || n.cfg.Role == bus.RoleAgent
+}
+
+// subscribeX0 listens on the challenger's private subject (outside dpsim.>) for explicit
+// initial states; they are validated and queued for the episode that announces them.
+func (n *node) subscribeX0(r runner) error {
+	sub, err := n.conn.NATS().Subscribe(n.subj.ChallengerX0(), func(nm *nats.Msg) {
+		n.ctl.Receive()
+		var m bus.Message
+		if err := bus.Decode(nm.Data, &m); err != nil {
+			n.invalid(&n.ctl, nm.Subject, err)
+			return
+		}
+		if err := bus.Validate(&m, bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode, Kind: KindX0}); err != nil {
+			n.invalid(&n.ctl, nm.Subject, err)
+			return
+		}
+		x0 := append([]float64(nil), m.Values...)
+		if err := r.checkX0(x0); err != nil || len(x0) == 0 {
+			n.invalid(&n.ctl, nm.Subject, &bus.InvalidError{Reason: bus.ReasonDim, Detail: fmt.Sprintf("explicit x0: %v", err)})
+			return
+		}
+		select {
+		case n.x0s <- x0Msg{ep: m.Episode, x0: x0}:
+		default:
+			n.invalid(&n.ctl, nm.Subject, &bus.InvalidError{Reason: bus.ReasonAhead, Detail: "too many x0 messages queued"})
+		}
+	})
+	if err != nil {
+		return err
+	}
+	n.ctlSubs = append(n.ctlSubs, sub)
+	return nil
+}
+
+// awaitX0 returns the private x(0) of episode ep (older ones are stale and dropped), waiting
+// at most --timeout: a private episode without its x(0) is an error, never a silent default.
+func (n *node) awaitX0(ep int) ([]float64, error) {
+	deadline := time.NewTimer(n.cfg.Timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case m := <-n.x0s:
+			if m.ep == ep {
+				return m.x0, nil
+			}
+		case <-n.stopCh:
+			return nil, errStopped
+		case <-deadline.C:
+			return nil, fmt.Errorf("episode %d announced a private x0 that did not arrive within %v", ep, n.cfg.Timeout)
+		}
+	}
+}
+
 // subscribeCtl handles ctl.episode and ctl.stop on NATS callbacks: they are validated (bad
 // ones counted and dropped) and turned into the episodes channel and the stop signal.
 func (n *node) subscribeCtl(r runner) error {
@@ -276,12 +356,17 @@ func (n *node) subscribeCtl(r runner) error {
 			n.invalid(&n.ctl, nm.Subject, err)
 			return
 		}
-		if err := bus.Validate(&m, bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode, Kind: KindEpisode}); err != nil {
+		if err := bus.Validate(&m, bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode}); err != nil {
 			n.invalid(&n.ctl, nm.Subject, err)
 			return
 		}
+		if m.Kind != KindEpisode && m.Kind != KindEpisodePrivate {
+			n.invalid(&n.ctl, nm.Subject, &bus.InvalidError{Reason: bus.ReasonKind, Detail: fmt.Sprintf("kind %q on ctl.episode", m.Kind)})
+			return
+		}
+		private := m.Kind == KindEpisodePrivate && n.takesX0()
 		var x0 []float64
-		if len(m.Values) > 0 {
+		if len(m.Values) > 0 { // hand-driven runs may still put x(0) on ctl.episode
 			x0 = append([]float64(nil), m.Values...)
 			if err := r.checkX0(x0); err != nil {
 				n.invalid(&n.ctl, nm.Subject, &bus.InvalidError{Reason: bus.ReasonDim, Detail: err.Error()})
@@ -294,7 +379,7 @@ func (n *node) subscribeCtl(r runner) error {
 			return
 		}
 		select {
-		case n.episodes <- episodeStart{ep: m.Episode, x0: x0, sent: time.Unix(0, m.SentUnixNano)}:
+		case n.episodes <- episodeStart{ep: m.Episode, x0: x0, private: private, sent: time.Unix(0, m.SentUnixNano)}:
 			n.lastEp.Store(int64(m.Episode))
 		default:
 			n.invalid(&n.ctl, nm.Subject, &bus.InvalidError{Reason: bus.ReasonAhead, Detail: "too many episodes queued"})

@@ -33,15 +33,32 @@ const (
 	KindDone    = bus.CtlDone
 	KindStop    = bus.CtlStop
 	KindResult  = bus.CtlResult
+	// KindEpisodePrivate starts an episode whose explicit x(0) travels on the private
+	// challenger subject (bus.Subjects.ChallengerX0), not on the sniffable ctl.episode.
+	KindEpisodePrivate = "episode-x0"
+	// KindX0 is the private challenger message carrying an episode's x(0).
+	KindX0 = "x0"
 )
 
-// EpisodeMessage is the ctl.episode message that starts episode ep. x0, when non-nil, is
-// the explicit initial state of the episode (the auditor's challenger sets it): nx values
-// for a cloud-control run (the plant's x(0)), N values for a consensus run (x_i(0) of every
-// agent). nil means the scenario's x(0).
-func EpisodeMessage(run string, ep int, x0 []float64) *bus.Message {
+// EpisodeMessage is the ctl.episode message that starts episode ep with the scenario's x(0),
+// or, with private set, an episode whose explicit x(0) is sent on the private challenger
+// subject by X0Message (the auditor's challenger): the public message then carries no values,
+// so nothing on dpsim.<run>.> reveals the secret.
+func EpisodeMessage(run string, ep int, private bool) *bus.Message {
+	kind := KindEpisode
+	if private {
+		kind = KindEpisodePrivate
+	}
 	return &bus.Message{V: bus.Version, Run: run, Episode: ep, Sender: LauncherSender,
-		SentUnixNano: time.Now().UnixNano(), Kind: KindEpisode, Values: x0}
+		SentUnixNano: time.Now().UnixNano(), Kind: kind}
+}
+
+// X0Message is the private challenger message with episode ep's explicit initial state: nx
+// values for a cloud-control run (the plant's x(0)), N values for a consensus run (x_i(0) of
+// every agent).
+func X0Message(run string, ep int, x0 []float64) *bus.Message {
+	return &bus.Message{V: bus.Version, Run: run, Episode: ep, Sender: LauncherSender,
+		SentUnixNano: time.Now().UnixNano(), Kind: KindX0, Values: x0}
 }
 
 // StopMessage is the ctl.stop message: finish (abandoning a running episode), flush, exit.

@@ -137,15 +137,24 @@ func TestUsageTextsExplainEveryFlag(t *testing.T) {
 	}
 }
 
-// The wire form of the coordination message that starts episode 7 with an explicit initial
-// state (the auditor's challenger); an empty vals means the scenario's x(0).
+// The wire form of the messages that start episode 7 with an explicit initial state (the
+// auditor's challenger): the public ctl.episode says only that the x(0) is private; the x(0)
+// itself goes on the challenger's subject, outside dpsim.> where the eavesdropper listens.
 func ExampleEpisodeMessage() {
-	m := EpisodeMessage("r1", 7, []float64{0.5, 0})
-	m.SentUnixNano = 1700000000000000000 // fixed for the example
-	b, _ := bus.EncodeJSON(nil, m)
-	fmt.Println(string(b))
+	pub := EpisodeMessage("r1", 7, true)
+	priv := X0Message("r1", 7, []float64{0.5, 0})
+	pub.SentUnixNano, priv.SentUnixNano = 1700000000000000000, 1700000000000000000 // fixed for the example
+	subj, _ := bus.NewSubjects("r1")
+	for _, m := range []struct {
+		subject string
+		msg     *bus.Message
+	}{{subj.ChallengerX0(), priv}, {subj.CtlEpisode(), pub}} {
+		b, _ := bus.EncodeJSON(nil, m.msg)
+		fmt.Println(m.subject, string(b))
+	}
 	// Output:
-	// {"v":1,"run":"r1","ep":7,"step":0,"from":"launcher.0","sent":1700000000000000000,"kind":"episode","vals":[0.5,0]}
+	// dpsim-challenger.r1.x0 {"v":1,"run":"r1","ep":7,"step":0,"from":"launcher.0","sent":1700000000000000000,"kind":"x0","vals":[0.5,0]}
+	// dpsim.r1.ctl.episode {"v":1,"run":"r1","ep":7,"step":0,"from":"launcher.0","sent":1700000000000000000,"kind":"episode-x0","vals":[]}
 }
 
 func ExampleParseAgents() {

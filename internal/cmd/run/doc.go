@@ -28,7 +28,9 @@
 //	| Subject                               | From      | Kind    | ep | vals                          | Meaning                                   |
 //	|---------------------------------------|-----------|---------|----|-------------------------------|-------------------------------------------|
 //	| dpsim.<run>.ctl.ready.<role>.<id>     | process   | ready   | 0  | [pid]                         | subscribed to its subjects, ready         |
-//	| dpsim.<run>.ctl.episode               | launcher  | episode | e  | [] or the explicit x(0)       | start episode e                           |
+//	| dpsim.<run>.ctl.episode               | launcher  | episode | e  | []                            | start episode e (scenario x(0))           |
+//	| dpsim.<run>.ctl.episode               | launcher  | episode-x0 | e | []                         | start e; its x(0) is on the private line  |
+//	| dpsim-challenger.<run>.x0             | launcher  | x0      | e  | explicit x(0)                 | the challenger's secret (plant, agents)   |
 //	| dpsim.<run>.ctl.done.<role>.<id>      | process   | done    | e  | [steps, missed steps]         | finished episode e                        |
 //	| dpsim.<run>.ctl.stop                  | launcher  | stop    | 0  | []                            | abandon any episode, flush, exit 0        |
 //	| dpsim.<run>.ctl.result.<role>.<id>    | process   | -       | -  | role.ProcessResult JSON       | final counters, timing, files (also file) |
@@ -51,13 +53,14 @@
 //     with status 0. The launcher waits for every exit (15 s bound, then SIGTERM, then
 //     SIGKILL), reads the trace files and merges them.
 //
-// The episode message's vals carry an optional explicit initial state: empty means the
-// scenario's x(0); nx values set the plant's x(0) (cloud control), N values set every
-// agent's x_i(0) (consensus). This is the hook for the auditor's challenger (issue 4,
-// Session.Episode(ctx, e, x0)). The eavesdropper skips every ctl payload: it estimates from
-// the data subjects only, so it never reads x(0). (A wire observer of ctl.episode would see
-// it; the wire audit must treat the ctl channel as the challenger's private line, or deliver
-// x(0) out of band.)
+// An episode may start from an explicit initial state (the auditor's challenger,
+// Session.Episode(ctx, e, x0)): the launcher first sends x(0) on the private subject
+// dpsim-challenger.<run>.x0 (kind "x0": nx values for the plant's x(0), N values for the
+// agents' x_i(0)), then the public ctl.episode with kind "episode-x0" and no values. That
+// subject is deliberately outside dpsim.>: the eavesdropper sniffs dpsim.<run>.> and never
+// receives the secret; only the plant and the agents subscribe to it, and a plant told
+// "episode-x0" that does not receive its x(0) within --timeout fails rather than defaulting.
+// (For hand-driven runs ctl.episode may still carry x(0) in vals directly.)
 //
 // Every wait is bounded: a process's wait for a step's messages by --timeout (lockstep: the
 // process fails, naming the missing senders; realtime: the step is counted as missed and the

@@ -658,6 +658,7 @@ func TestAttach(t *testing.T) {
 	}
 	_, p, err := role.LoadPoint(path, 0)
 	require.NoError(t, err)
+	sn := sniff(t, srv.URL(), nil) // everything on dpsim.>, what the eavesdropper could see
 	time.Sleep(200 * time.Millisecond) // the processes are up before the session listens
 	sess, err := run.StartSession(context.Background(), run.SessionConfig{Attach: true, Plan: p, Seed: 53,
 		URL: srv.URL(), Run: id, Dir: dir, Timeout: 10 * time.Second})
@@ -674,6 +675,18 @@ func TestAttach(t *testing.T) {
 	require.NoError(t, sess.Stop())
 	for _, l := range procs {
 		require.Equal(t, 0, l.wait(t, 20*time.Second), l.stderr.String())
+	}
+	// The challenger's x(0) reached the plant (below) but never travelled on dpsim.>: the
+	// public ctl.episode of episode 1 only says the x(0) is private.
+	for _, m := range sn.all() {
+		var msg bus.Message
+		if bus.Decode(m.data, &msg) != nil {
+			continue
+		}
+		if strings.HasSuffix(m.subject, ".ctl.episode") {
+			require.Empty(t, msg.Values, "ctl.episode must not carry x(0)")
+		}
+		require.NotEqual(t, x0, msg.Values, "x(0) seen on %s", m.subject)
 	}
 	col, err := sess.Collect()
 	require.NoError(t, err)

@@ -401,7 +401,13 @@ func (s *Session) Episode(ctx context.Context, ep int, x0 []float64) error {
 		}
 	}
 	start := time.Now()
-	if err := s.conn.Publish(s.subj.CtlEpisode(), role.EpisodeMessage(s.cfg.Run, ep, x0)); err != nil {
+	if x0 != nil {
+		// The secret goes on the challenger's private line, never on dpsim.<run>.>.
+		if err := s.conn.Publish(s.subj.ChallengerX0(), role.X0Message(s.cfg.Run, ep, x0)); err != nil {
+			return err
+		}
+	}
+	if err := s.conn.Publish(s.subj.CtlEpisode(), role.EpisodeMessage(s.cfg.Run, ep, x0 != nil)); err != nil {
 		return err
 	}
 	if err := s.conn.Flush(s.cfg.Timeout); err != nil {
