@@ -658,7 +658,7 @@ func TestAttach(t *testing.T) {
 	}
 	_, p, err := role.LoadPoint(path, 0)
 	require.NoError(t, err)
-	sn := sniff(t, srv.URL(), nil) // everything on dpsim.>, what the eavesdropper could see
+	sn := sniff(t, srv.URL(), nil)     // everything on dpsim.>, what the eavesdropper could see
 	time.Sleep(200 * time.Millisecond) // the processes are up before the session listens
 	sess, err := run.StartSession(context.Background(), run.SessionConfig{Attach: true, Plan: p, Seed: 53,
 		URL: srv.URL(), Run: id, Dir: dir, Timeout: 10 * time.Second})
