@@ -39,11 +39,11 @@ func ExamplePaperGraph() {
 		panic(err)
 	}
 	alpha, _ := g.Rate()
-	fmt.Printf("alpha = %.4f, %d warnings\n", alpha, len(warnings))
+	fmt.Printf("alpha = %.4f, %d warning\n", alpha, len(warnings))
 	fmt.Println(warnings[0])
 	// Output:
-	// alpha = 0.8257, 4 warnings
-	// node 1: sum of edge weights 1 >= 1 (the paper asks < 1; convergence still holds while alpha < 1)
+	// alpha = 0.8257, 1 warning
+	// weight sums sum_j w_ij >= 1 (up to 1) at nodes 2, 5, 7, 10 (1-based); the paper asks < 1 (Section 6.1); convergence still holds while alpha < 1
 }
 
 // One run of the cloud-control loop of eq. (24) without noise: the plant sends y, the cloud

@@ -195,6 +195,15 @@ func (s *LTI) InputTerm(u [][]float64) []float64 {
 
 // rankTol is the numerical-rank threshold used by the checks: a singular value counts as zero
 // when it is below max(rows, cols) * eps * sigma_max (the LAPACK/MATLAB rank convention).
+//
+// Assumption 1 is checked in two places with different tolerances, on purpose. Here (CheckAssumption1,
+// a diagnostic of the system: is O_T of full rank at all) the threshold is the rounding level above.
+// pkg/privacy's checkAssumption1 (run by DynamicsSensitivity, the check the calibration pipeline
+// relies on) uses its package-wide rankTol = 1e-10 relative, the same threshold as its rank condition
+// (8) and circuit enumeration: a system with sigma_min/sigma_max in (~1e-15, 1e-10) passes here but is
+// refused there, because its sensitivity (~ sigma_max/sigma_min) would be calibrated from an
+// ill-conditioned O_T^+. The packages do not share code (neither imports the other; delegating privacy's
+// check to this one would make privacy's own rank decisions inconsistent with each other).
 func rankTol(rows, cols int, smax float64) float64 {
 	return float64(max(rows, cols)) * 2.220446049250313e-16 * smax
 }

@@ -65,7 +65,7 @@ func (s *Solver) setupNoise() error {
 	if c.NoiseScale == 0 {
 		sigma, err := CalibrateNoise(s.sens, c.MaxIter, c.Epsilon, c.Delta)
 		if err != nil {
-			return fmt.Errorf("john: %w", err)
+			return err
 		}
 		s.sigma, s.noiseSrc = sigma, NoiseCalibrated
 	}

@@ -155,6 +155,42 @@ type Result struct {
 	Warnings    []string
 }
 
+// Accepted ranges of Config: xi in [MinXiFor(method), MaxXi], SketchSize <= MaxSketchSize, Workers <=
+// MaxWorkers. Exact verifies its iterate every step and stops as soon as max_i h_i <= 1 + xi, so a tiny
+// xi only costs the iterations it needs (down to MinXiExact, where 1 + xi is still distinct from 1 in
+// float64 by 4500 ulps); fast and dp run ~1/xi^2 iterations with an s = ceil(1/xi) row sketch, beyond
+// any run below MinXiSketched. Above MaxXi the target 1 + xi says nothing.
+const (
+	MinXiExact    = 1e-12
+	MinXiSketched = 1e-6
+	MaxXi         = 10.0
+	MaxSketchSize = 1 << 24
+	MaxWorkers    = 4096
+)
+
+// MinXiFor returns the smallest accepted xi of method m.
+func MinXiFor(m Method) float64 {
+	if m == Exact || m == "" {
+		return MinXiExact
+	}
+	return MinXiSketched
+}
+
+func xiRangeReason(m Method) string {
+	if m == Exact || m == "" {
+		return "1 + xi must stay distinguishable from 1 in float64"
+	}
+	return "fast and dp run about 8 ln(n) V/(2 xi^2) iterations with a ceil(1/xi)-row sketch"
+}
+
+// ceilCount is ceil(x) as an int, saturating at math.MaxInt32 (x >= 1 expected).
+func ceilCount(x float64) int {
+	if !(x < math.MaxInt32) {
+		return math.MaxInt32
+	}
+	return int(math.Ceil(x))
+}
+
 // DefaultMaxIter is the default T. Exact: ceil(ln(n/d)/ln(1+xi)), which by the convexity
 // of log h_i (Lemma 3.9) guarantees max_i h_i(u) <= (n/d)^{1/T} <= 1 + xi for the average
 // u of w_1..w_T (each iterate sums to d and w_{T+1,i} <= 1). Fast and dp (sketch size s):
@@ -165,23 +201,23 @@ func DefaultMaxIter(m Method, n, d int, xi float64, s int) int {
 		if n <= d {
 			return 1
 		}
-		return max(1, int(math.Ceil(math.Log(float64(n)/float64(d))/math.Log1p(xi))))
+		return max(1, ceilCount(math.Log(float64(n)/float64(d))/math.Log1p(xi)))
 	}
 	v := 2 / float64(max(s, 1))
 	if m == DP {
 		v += 1.0 / 12
 	}
-	return max(1, int(math.Ceil(FastIterConstant*math.Log(float64(max(n, 2)))*v/(2*xi*xi))))
+	return max(1, ceilCount(FastIterConstant*math.Log(float64(max(n, 2)))*v/(2*xi*xi)))
 }
 
 // DefaultSketchSize is ceil(SketchConstant / xi).
 func DefaultSketchSize(xi float64) int {
-	return max(1, int(math.Ceil(SketchConstant/xi-1e-9)))
+	return max(1, ceilCount(SketchConstant/xi-1e-9))
 }
 
 // DefaultSampleSize is ceil(SampleConstant d ln(d+1) / xi).
 func DefaultSampleSize(d int, xi float64) int {
-	return max(d, int(math.Ceil(SampleConstant*float64(d)*math.Log(float64(d)+1)/xi)))
+	return max(d, ceilCount(SampleConstant*float64(d)*math.Log(float64(d)+1)/xi))
 }
 
 func (c Config) resolve(n, d int) (Config, error) {
@@ -194,11 +230,14 @@ func (c Config) resolve(n, d int) (Config, error) {
 	if c.Xi == 0 {
 		c.Xi = DefaultXi
 	}
-	if !(c.Xi > 0) || math.IsInf(c.Xi, 0) {
-		return c, fmt.Errorf("xi must be positive and finite, got %g", c.Xi)
+	if lo := MinXiFor(c.Method); !(c.Xi >= lo && c.Xi <= MaxXi) {
+		return c, fmt.Errorf("xi = %g: must lie in [%g, %g] for method %s (%s)", c.Xi, lo, MaxXi, c.Method, xiRangeReason(c.Method))
 	}
 	if c.MaxIter < 0 || c.SketchSize < 0 || c.SampleSize < 0 || c.CheckEvery < 0 || c.Workers < 0 {
 		return c, fmt.Errorf("max-iter, sketch size, sample size, check-every and workers must be >= 0")
+	}
+	if c.SketchSize > MaxSketchSize || c.Workers > MaxWorkers {
+		return c, fmt.Errorf("sketch size %d (at most %d) or workers %d (at most %d) too large", c.SketchSize, MaxSketchSize, c.Workers, MaxWorkers)
 	}
 	if c.SketchSize == 0 {
 		c.SketchSize = DefaultSketchSize(c.Xi)
@@ -243,7 +282,7 @@ func Solve(A *mat.Dense, cfg Config) (*Result, error) {
 	c := s.cfg
 	if c.Trace {
 		if err := s.trace(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("john: %w", err)
 		}
 	}
 	for s.Iterations() < c.MaxIter {
@@ -252,7 +291,7 @@ func Solve(A *mat.Dense, cfg Config) (*Result, error) {
 		}
 		if c.Trace {
 			if err := s.trace(); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("john: iteration %d: %w", s.Iterations(), err)
 			}
 		}
 		if s.Method() == Exact {
@@ -264,7 +303,7 @@ func Solve(A *mat.Dense, cfg Config) (*Result, error) {
 		if c.CheckEvery > 0 && s.Iterations()%c.CheckEvery == 0 {
 			mh, err := s.averageMaxLeverage()
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("john: iteration %d: %w", s.Iterations(), err)
 			}
 			if mh <= 1+c.Xi {
 				break

@@ -54,12 +54,16 @@ func LocalSensitivity(A *mat.Dense, w []float64, eps0 float64) (*Sensitivity, er
 			return nil, fmt.Errorf("john: weight %d is %g; weights must be finite and >= 0", i, x)
 		}
 	}
-	return s.localSensitivity(w, eps0)
+	sens, err := s.localSensitivity(w, eps0)
+	if err != nil {
+		return nil, fmt.Errorf("john: %w", err)
+	}
+	return sens, nil
 }
 
 func (s *Solver) localSensitivity(w []float64, eps0 float64) (*Sensitivity, error) {
 	if !(eps0 > 0) || math.IsInf(eps0, 0) {
-		return nil, fmt.Errorf("john: eps0 must be positive and finite, got %g", eps0)
+		return nil, fmt.Errorf("eps0 must be positive and finite, got %g", eps0)
 	}
 	d, n := s.d, s.n
 	out := &Sensitivity{Eps0: eps0, Row: -1}
@@ -72,11 +76,14 @@ func (s *Solver) localSensitivity(w []float64, eps0 float64) (*Sensitivity, erro
 	}
 	var eq mat.EigenSym
 	if !eq.Factorize(qd, false) {
-		return nil, fmt.Errorf("john: eigendecomposition of Q failed")
+		return nil, fmt.Errorf("eigendecomposition of Q failed")
 	}
 	out.LambdaMinQ = eq.Values(nil)[0]
-	u, _, ok := cholesky(s.q, d)
-	if !ok || !(out.LambdaMinQ > 0) {
+	u, _, err := s.factor(s.q)
+	if err != nil {
+		return nil, err
+	}
+	if !(out.LambdaMinQ > 0) {
 		return nil, s.rankError()
 	}
 	h := make([]float64, n)
@@ -90,7 +97,7 @@ func (s *Solver) localSensitivity(w []float64, eps0 float64) (*Sensitivity, erro
 	}
 	var em mat.EigenSym
 	if !em.Factorize(md, false) {
-		return nil, fmt.Errorf("john: eigendecomposition of M failed")
+		return nil, fmt.Errorf("eigendecomposition of M failed")
 	}
 	ev := em.Values(nil)
 	out.LambdaM[0] = ev[d-1]

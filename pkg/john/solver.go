@@ -50,32 +50,60 @@ type Solver struct {
 	sens      *Sensitivity
 	traceLog  []TracePoint
 	warnings  []string
+
+	maxAbs         float64 // largest |a_ij| and where (0-based), for overflow/underflow messages
+	maxRow, maxCol int
 }
 
 // NewSolver validates A and cfg and prepares a run (for fast and dp this includes the
 // O(1)-approximate leverage scores of B_1 = sqrt(W_1) A from a CountSketch subspace
 // embedding, Algorithm 1 line 14).
+//
+// Errors of the exported functions and methods carry the prefix "john: " once; the internal helpers
+// return unprefixed errors.
 func NewSolver(A *mat.Dense, cfg Config) (*Solver, error) {
-	if A == nil || A.IsEmpty() {
-		return nil, fmt.Errorf("john: empty matrix")
-	}
-	n, d := A.Dims()
-	if n < d {
-		return nil, fmt.Errorf("john: A is %d x %d; need n >= d rows (a bounded polytope needs rank d)", n, d)
-	}
-	raw := A.RawMatrix()
-	for i := 0; i < n; i++ {
-		for j, x := range raw.Data[i*raw.Stride : i*raw.Stride+d] {
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return nil, fmt.Errorf("john: A[%d][%d] = %g is not finite (row %d, column %d, 1-based)", i, j, x, i+1, j+1)
-			}
-		}
-	}
-	c, err := cfg.resolve(n, d)
+	s, err := newSolver(A, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("john: %w", err)
 	}
+	return s, nil
+}
+
+func newSolver(A *mat.Dense, cfg Config) (*Solver, error) {
+	if A == nil || A.IsEmpty() {
+		return nil, fmt.Errorf("empty matrix")
+	}
+	n, d := A.Dims()
+	if n < d {
+		return nil, fmt.Errorf("A is %d x %d; need n >= d rows (a bounded polytope needs rank d)", n, d)
+	}
+	raw := A.RawMatrix()
+	maxAbs, maxRow, maxCol, maxNorm2 := 0.0, 0, 0, 0.0
+	for i := 0; i < n; i++ {
+		norm2 := 0.0
+		for j, x := range raw.Data[i*raw.Stride : i*raw.Stride+d] {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, fmt.Errorf("A[%d][%d] = %g is not finite (row %d, column %d, 1-based)", i, j, x, i+1, j+1)
+			}
+			if math.Abs(x) > maxAbs {
+				maxAbs, maxRow, maxCol = math.Abs(x), i, j
+			}
+			norm2 += x * x
+		}
+		maxNorm2 = math.Max(maxNorm2, norm2)
+	}
+	// Every iterate has sum_i w_i = d, so the entries of A^T W A are at most d max_i ||a_i||^2 (and
+	// the leverages a_i^T Q^{-1} a_i need ||a_i||^2 too): refuse what overflows, before it turns into
+	// a misleading "not positive definite".
+	if math.IsInf(float64(d)*maxNorm2, 0) {
+		return nil, overflowError(maxAbs, maxRow, maxCol)
+	}
+	c, err := cfg.resolve(n, d)
+	if err != nil {
+		return nil, err
+	}
 	s := &Solver{
+		maxAbs: maxAbs, maxRow: maxRow, maxCol: maxCol,
 		cfg: c, a: raw, n: n, d: d,
 		w: make([]float64, n), wNext: make([]float64, n), prev: make([]float64, n),
 		sum: make([]float64, n), h: make([]float64, n),
@@ -130,18 +158,50 @@ func (s *Solver) Config() Config { return s.cfg }
 // Iterations returns the number of Steps done.
 func (s *Solver) Iterations() int { return s.iter }
 
+// overflowError reports entries of A too large for float64 arithmetic on A^T W A.
+func overflowError(maxAbs float64, row, col int) error {
+	return fmt.Errorf("A's entries are too large: A^T W A overflows float64 (largest |a_ij| = %g at row %d, column %d, 1-based); "+
+		"rescale A (A -> c A keeps the weights and scales the polytope and its ellipsoid by 1/c)", maxAbs, row+1, col+1)
+}
+
 func (s *Solver) rankError() error {
-	return fmt.Errorf("john: A^T W A is not positive definite: A (%d x %d) must have rank d = %d", s.n, s.d, s.d)
+	hint := ""
+	if s.maxAbs < 1e-150 {
+		hint = fmt.Sprintf(" (its largest entry |a_ij| = %g is so small that the products a_ij a_ik underflow: rescale A)", s.maxAbs)
+	}
+	return fmt.Errorf("A^T W A is not positive definite: A (%d x %d) must have rank d = %d%s", s.n, s.d, s.d, hint)
+}
+
+// factor Cholesky-factorises the d x d matrix q in place. A non-finite entry is reported as an
+// overflow (not as a rank defect).
+func (s *Solver) factor(q []float64) (blas64.Triangular, float64, error) {
+	for _, x := range q[:s.d*s.d] {
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return blas64.Triangular{}, 0, overflowError(s.maxAbs, s.maxRow, s.maxCol)
+		}
+	}
+	u, logdet, ok := cholesky(q, s.d)
+	if !ok {
+		return u, 0, s.rankError()
+	}
+	return u, logdet, nil
+}
+
+// checkLeverages refuses non-finite leverages (overflow in a_i^T Q^{-1} a_i for a nearly singular Q).
+func (s *Solver) checkLeverages(h []float64) error {
+	for i, x := range h {
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return fmt.Errorf("leverage h_%d = a_%d^T Q^{-1} a_%d = %g is not finite: Q is numerically singular or A's scale overflows (largest |a_ij| = %g); rescale A",
+				i+1, i+1, i+1, x, s.maxAbs)
+		}
+	}
+	return nil
 }
 
 // exactGram writes A^T diag(w) A into q and factorises it.
 func (s *Solver) exactFactor(w []float64) (blas64.Triangular, float64, error) {
 	s.gram.gram(s.pool, s.a, w, s.q)
-	u, logdet, ok := cholesky(s.q, s.d)
-	if !ok {
-		return u, 0, s.rankError()
-	}
-	return u, logdet, nil
+	return s.factor(s.q)
 }
 
 // Step performs one iteration.
@@ -166,6 +226,9 @@ func (s *Solver) stepExact() error {
 		return err
 	}
 	s.lev.leverages(s.pool, s.a, u, s.h)
+	if err := s.checkLeverages(s.h); err != nil {
+		return err
+	}
 	sumW, maxH := 0.0, 0.0
 	for i, wi := range s.w {
 		sumW += wi
@@ -236,13 +299,13 @@ func (s *Solver) initLeverage() error {
 		s.gram.gram(s.pool, blas64.General{Rows: m, Cols: d, Stride: d, Data: cs}, nil, s.pPrev)
 	}
 	copy(s.q, s.pPrev)
-	u, _, ok := cholesky(s.q, d)
-	if !ok {
+	u, _, err := s.factor(s.q)
+	if err != nil {
 		// Confirm with the exact Gram matrix before blaming A.
 		s.gram.gram(s.pool, s.a, s.w, s.pPrev)
 		copy(s.q, s.pPrev)
-		if u, _, ok = cholesky(s.q, d); !ok {
-			return s.rankError()
+		if u, _, err = s.factor(s.q); err != nil {
+			return err
 		}
 	}
 	s.sketchIn(u, s.hPrev)
@@ -294,9 +357,9 @@ func (s *Solver) sampleFactor(tau []float64) (blas64.Triangular, error) {
 	}
 	s.gram.gram(s.pool, s.a, s.w, s.pCur)
 	copy(s.q, s.pCur)
-	u, _, ok := cholesky(s.q, d)
-	if !ok {
-		return u, s.rankError()
+	u, _, err := s.factor(s.q)
+	if err != nil {
+		return u, err
 	}
 	s.sampled += float64(n)
 	return u, nil
@@ -399,11 +462,14 @@ func (s *Solver) evaluate(v []float64) (maxH, logdet float64, err error) {
 	}
 	s.gram.gram(s.pool, s.a, v, s.q)
 	copy(s.qFull, s.q)
-	u, logdet, ok := cholesky(s.q, s.d)
-	if !ok {
-		return 0, 0, s.rankError()
+	u, logdet, err := s.factor(s.q)
+	if err != nil {
+		return 0, 0, err
 	}
 	s.lev.leverages(s.pool, s.a, u, s.evH)
+	if err := s.checkLeverages(s.evH); err != nil {
+		return 0, 0, err
+	}
 	for _, x := range s.evH {
 		maxH = max(maxH, x)
 	}
@@ -421,6 +487,14 @@ func (s *Solver) averageMaxLeverage() (float64, error) {
 // MaxLeverage evaluates exactly (one O(n d^2) pass) max_i h_i of the weights Result would
 // return now: the normalised average, or for exact the better of it and the last iterate.
 func (s *Solver) MaxLeverage() (float64, error) {
+	mh, err := s.maxLeverage()
+	if err != nil {
+		return 0, fmt.Errorf("john: %w", err)
+	}
+	return mh, nil
+}
+
+func (s *Solver) maxLeverage() (float64, error) {
 	mh, err := s.averageMaxLeverage()
 	if err != nil {
 		return 0, err
@@ -433,7 +507,7 @@ func (s *Solver) MaxLeverage() (float64, error) {
 
 // trace appends the accuracy of the current output.
 func (s *Solver) trace() error {
-	mh, err := s.MaxLeverage()
+	mh, err := s.maxLeverage()
 	if err != nil {
 		return err
 	}
@@ -451,7 +525,7 @@ func (s *Solver) Result() (*Result, error) {
 		if !useLast {
 			mh, _, err := s.evaluate(v)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("john: result: %w", err)
 			}
 			useLast = s.lastMax < mh
 		}
@@ -468,7 +542,7 @@ func (s *Solver) Result() (*Result, error) {
 	}
 	maxH, logdet, err := s.evaluate(v)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("john: result: %w", err)
 	}
 	qs := mat.NewSymDense(s.d, nil)
 	for i := 0; i < s.d; i++ {
@@ -496,8 +570,17 @@ func (s *Solver) Result() (*Result, error) {
 		r.Guarantee, r.GuaranteeNote = GuaranteeNone, GuaranteeNote
 		r.Sensitivity = s.sens
 	}
-	if !r.Converged {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("not converged: max leverage %.6g > 1 + xi = %.6g after %d iterations", maxH, 1+c.Xi, s.iter))
+	if w := r.ConvergenceWarning(); w != "" {
+		r.Warnings = append(r.Warnings, w)
 	}
 	return r, nil
+}
+
+// ConvergenceWarning returns "" when the result is converged (MaxLeverage <= 1 + Xi), else the
+// warning (also in Warnings) that says by how much it missed.
+func (r *Result) ConvergenceWarning() string {
+	if r.Converged {
+		return ""
+	}
+	return fmt.Sprintf("not converged: max leverage - 1 = %.6g > xi = %g after %d iterations", r.MaxLeverage-1, r.Xi, r.Iterations)
 }

@@ -115,6 +115,92 @@ func TestErrors(t *testing.T) {
 // TestTruncatedNormal: support [-0.5, 0.5], mean 0 and the variance of TruncatedVariance,
 // for both samplers (sigma <= 0.5 rejects from the normal, larger sigma from the uniform).
 // 200000 draws: the standard error of the variance is below 0.3% of it, we allow 2%.
+// TestErrorsRangeAndOverflow: regressions. xi = 1e-300 used to collapse int(+Inf) to 1 iteration; an
+// entry of 1e308 used to be reported as "must have rank d"; errors repeated their "john:" prefix.
+func TestErrorsRangeAndOverflow(t *testing.T) {
+	good := randomPolytope(20, 3, 1)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"xi 1e-300", Config{Xi: 1e-300}, "xi = 1e-300: must lie in [1e-12, 10] for method exact"},
+		{"xi below sketched minimum", Config{Method: Fast, Xi: 1e-9}, "xi = 1e-09: must lie in [1e-06, 10] for method fast"},
+		{"xi too large", Config{Xi: 11}, "xi = 11: must lie in"},
+		{"xi NaN", Config{Xi: math.NaN()}, "xi = NaN"},
+		{"xi negative", Config{Xi: -1}, "xi = -1"},
+		{"huge sketch", Config{Method: Fast, SketchSize: 1 << 30}, "sketch size 1073741824 (at most 16777216)"},
+	} {
+		_, err := Solve(good, tc.cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)
+		}
+	}
+	// the default iteration counts saturate instead of wrapping to 1
+	if got := DefaultMaxIter(Exact, 1000, 2, 1e-300, 0); got != math.MaxInt32 {
+		t.Errorf("DefaultMaxIter(exact, xi = 1e-300) = %d, want saturation at %d", got, math.MaxInt32)
+	}
+	if got := DefaultMaxIter(Fast, 1000, 2, 1e-300, 1); got != math.MaxInt32 {
+		t.Errorf("DefaultMaxIter(fast, xi = 1e-300) = %d, want saturation", got)
+	}
+	if got := DefaultSketchSize(1e-300); got != math.MaxInt32 {
+		t.Errorf("DefaultSketchSize(1e-300) = %d", got)
+	}
+
+	// overflow is named as such, with the entry, for every method
+	big := mat.NewDense(3, 2, []float64{1, 0, 0, 1, 1e308, 1})
+	mid := mat.NewDense(3, 2, []float64{1, 0, 0, 1, 1e160, 1})
+	for _, a := range []*mat.Dense{big, mid} {
+		for _, m := range Methods {
+			_, err := Solve(a, Config{Method: m, NoiseScale: 0.1})
+			if err == nil || !strings.Contains(err.Error(), "too large: A^T W A overflows float64 (largest |a_ij| = ") ||
+				!strings.Contains(err.Error(), "at row 3, column 1, 1-based") || strings.Contains(err.Error(), "rank") {
+				t.Errorf("%s, entry %g: error %v, want the overflow named", m, a.At(2, 0), err)
+			}
+		}
+	}
+	// tiny entries: the rank message says why
+	tiny := mat.NewDense(3, 2, []float64{1e-170, 0, 0, 1e-170, 1e-170, 1e-170})
+	if _, err := Solve(tiny, Config{}); err == nil || !strings.Contains(err.Error(), "underflow") {
+		t.Errorf("tiny entries: error %v, want the underflow named", err)
+	}
+
+	// the prefix appears once
+	rankDef := mat.NewDense(3, 2, []float64{1, 0, 2, 0, 3, 0})
+	for _, m := range Methods {
+		_, err := Solve(rankDef, Config{Method: m, NoiseScale: 0.1})
+		if err == nil || strings.Count(err.Error(), "john:") != 1 || !strings.HasPrefix(err.Error(), "john: ") ||
+			!strings.Contains(err.Error(), "must have rank d = 2") {
+			t.Errorf("%s: rank-deficient error %q, want one \"john:\" prefix and the rank", m, err)
+		}
+	}
+	if _, err := Solve(randomPolytope(20, 3, 1), Config{Method: DP, Epsilon: 1, Delta: 1e-6, Eps0: -1}); err == nil || strings.Count(err.Error(), "john:") != 1 {
+		t.Errorf("dp error %q: want one prefix", err)
+	}
+	zero := randomPolytope(20, 3, 1)
+	zero.SetRow(3, []float64{0, 0, 0})
+	if _, err := Solve(zero, Config{Method: DP, Epsilon: 1, Delta: 1e-6, Eps0: 1e-3}); err == nil || strings.Count(err.Error(), "john:") != 1 {
+		t.Errorf("dp calibration error %q: want one prefix", err)
+	}
+	if _, err := LocalSensitivity(good, make([]float64, 20), 1e-3); err == nil || strings.Count(err.Error(), "john:") != 1 {
+		t.Errorf("LocalSensitivity error %q: want one prefix", err)
+	}
+
+	// a non-converged result carries the warning; a converged one none
+	res, err := Solve(good, Config{Method: Exact, Xi: 1e-9, MaxIter: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Converged || !strings.HasPrefix(res.ConvergenceWarning(), "not converged: max leverage") ||
+		!slices.Contains(res.Warnings, res.ConvergenceWarning()) {
+		t.Errorf("converged %v, warning %q, warnings %q", res.Converged, res.ConvergenceWarning(), res.Warnings)
+	}
+	res, err = Solve(good, Config{Method: Exact})
+	if err != nil || !res.Converged || res.ConvergenceWarning() != "" {
+		t.Errorf("default exact run: %v converged %v warning %q", err, res != nil && res.Converged, res.ConvergenceWarning())
+	}
+}
+
 func TestTruncatedNormal(t *testing.T) {
 	r := rng.New(4, rng.Label("trunc"))
 	for _, sigma := range []float64{0.01, 0.1, 0.3, 0.5, 0.7, 2, 100} {

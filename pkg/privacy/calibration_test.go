@@ -158,6 +158,8 @@ func TestGaussianSigmaErrors(t *testing.T) {
 		{Tight, 1, 1e-2, -2, 1, "mu = -2"},
 		{Tight, 1, 1e-2, 1, -3, "sensitivity = -3"},
 		{Tight, 1, 1e-2, 1, math.Inf(1), "sensitivity = +Inf"},
+		{Tight, 1, 1e-2, 1, 0, "sensitivity = 0"},
+		{Tight, 1, 1e-2, 1, math.NaN(), "sensitivity = NaN"},
 		{PaperBound, 0, 1e-2, 1, 1, "epsilon = 0"},
 		{Calibration("loose"), 1, 1e-2, 1, 1, `"loose"`},
 	}
@@ -175,11 +177,74 @@ func TestGaussianSigmaErrors(t *testing.T) {
 	}
 }
 
+// TestGaussianSigmaZeroSensitivity: a zero sensitivity has no noise scale (the release does not depend on
+// the private data); it is refused instead of returning sigma = 0, which made callers print NaN ratios.
 func TestGaussianSigmaZeroSensitivity(t *testing.T) {
 	for _, cal := range Calibrations {
 		s, err := GaussianSigma(cal, 0.5, 1e-3, 1, 0)
-		if err != nil || s != 0 {
-			t.Errorf("%s: zero sensitivity gave sigma = %v, %v; want 0, nil", cal, s, err)
+		if err == nil || !strings.Contains(err.Error(), "sensitivity = 0: must be finite and > 0") {
+			t.Errorf("%s: zero sensitivity gave sigma = %v, %v; want an error naming sensitivity = 0", cal, s, err)
+		}
+	}
+	if b, err := LaplaceScale(0.5, 1, 0); err == nil || !strings.Contains(err.Error(), "sensitivity = 0: must be finite and > 0") {
+		t.Errorf("LaplaceScale with zero sensitivity = %v, %v; want an error naming sensitivity = 0", b, err)
+	}
+	// GaussianSatisfies keeps its mathematical answer: with no sensitivity any sigma >= 0 is private.
+	if !GaussianSatisfies(0.5, 1e-3, 1, 0, 0) {
+		t.Error("GaussianSatisfies(sensitivity 0, sigma 0) = false")
+	}
+}
+
+// TestCalibrationNonFinite: noise scales that overflow float64 (eps -> 0, mu*Delta -> Inf) and products that
+// underflow to 0 are errors naming the cause, never a returned +Inf or 0.
+func TestCalibrationNonFinite(t *testing.T) {
+	gauss := []struct {
+		cal                  Calibration
+		eps, delta, mu, sens float64
+		mention              string
+	}{
+		{PaperBound, 5e-324, 1e-2, 1, 1, "overflows float64"},
+		{Classic, 5e-324, 1e-2, 1, 1, "overflows float64"},
+		{PaperBound, 1e-310, 1e-6, 1, 1, "overflows float64"},
+		{Tight, 0, 1e-300, 1e10, 1, "overflows float64"},
+		{Tight, 1, 1e-2, 10, 1e308, "mu*sensitivity = 10 * 1e+308 overflows float64"},
+		{PaperBound, 1, 1e-2, 1e300, 1e10, "mu*sensitivity = 1e+300 * 1e+10 overflows"},
+		{Tight, 1, 1e-2, 1e-200, 1e-200, "mu*sensitivity = 1e-200 * 1e-200 underflows to 0"},
+	}
+	for _, tc := range gauss {
+		s, err := GaussianSigma(tc.cal, tc.eps, tc.delta, tc.mu, tc.sens)
+		if err == nil || !strings.Contains(err.Error(), tc.mention) {
+			t.Errorf("GaussianSigma(%s, %v, %v, %v, %v) = %v, %v; want an error mentioning %q", tc.cal, tc.eps, tc.delta, tc.mu, tc.sens, s, err, tc.mention)
+		}
+	}
+	laplace := []struct {
+		eps, mu, sens float64
+		mention       string
+	}{
+		{1e-320, 1, 1, "b = mu*sensitivity/y = 1/1e-320 overflows float64"},
+		{5e-324, 1, 1, "overflows float64"},
+		{1, 10, 1e308, "mu*sensitivity = 10 * 1e+308 overflows float64"},
+		{1e304, 1e-10, 1e-10, "underflows to 0"},
+	}
+	for _, tc := range laplace {
+		b, err := LaplaceScale(tc.eps, tc.mu, tc.sens)
+		if err == nil || !strings.Contains(err.Error(), tc.mention) {
+			t.Errorf("LaplaceScale(%v, %v, %v) = %v, %v; want an error mentioning %q", tc.eps, tc.mu, tc.sens, b, err, tc.mention)
+		}
+	}
+	// Near the edge, what is returned is finite and positive and satisfies the definition.
+	for _, cal := range Calibrations {
+		eps := 1e-300
+		if cal == Tight {
+			eps = 0
+		}
+		s, err := GaussianSigma(cal, eps, 1e-6, 1, 1e-5)
+		if err != nil {
+			t.Errorf("%s: %v", cal, err)
+			continue
+		}
+		if math.IsInf(s, 0) || !(s > 0) || !GaussianSatisfies(eps, 1e-6, 1, 1e-5, s) {
+			t.Errorf("%s eps=%g: sigma = %v", cal, eps, s)
 		}
 	}
 }

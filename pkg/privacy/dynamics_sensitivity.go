@@ -81,7 +81,11 @@ func newDynamicsModel(A, C *mat.Dense, T int) (*dynamicsModel, error) {
 }
 
 // checkAssumption1 checks Assumption 1 of Section 5.2: (i) rank O_T = n_x (observable over T steps),
-// (ii) A nonsingular.
+// (ii) A nonsingular. Numerical rank uses this package's rankTol = 1e-10 relative to sigma_max, the
+// threshold of every other rank decision here (condition (8), circuits), deliberately stricter than
+// pkg/dynamics' LTI.CheckAssumption1 (max(rows, cols) * eps * sigma_max, a pure diagnostic): a
+// near-unobservable direction (sigma_min/sigma_max < 1e-10) would give a sensitivity computed from an
+// ill-conditioned O_T^+, so it is refused here. See the comment on rankTol in pkg/dynamics/lti.go.
 func checkAssumption1(A, C *mat.Dense, T int) error {
 	nx, _ := A.Dims()
 	ny, _ := C.Dims()

@@ -333,10 +333,13 @@ func calCheckEpsilon(eps float64) error {
 // that Kappa(eps, y*) <= delta holds as computed, and is within a few 1e-15 (relative) of the exact root.
 //
 // Accepted inputs: eps >= 0 finite, delta in (0, 1). Accuracy is tested for eps in [1e-4, 50] and delta in
-// [1e-12, 0.5]. Method: log kappa is concave in y (phi(y/2 - eps/y) is log-concave on y > 0, and kappa is its
-// integral from 0), so Newton's method on log kappa(eps, y) = log delta, started below the root at the
-// larger of the paper's closed-form bound and the eps = 0 solution, increases monotonically to y*. The
-// derivative d log kappa/dy = phi(A)/kappa is available in closed form. Cost: a few microseconds.
+// [1e-12, 0.5], and eps = 0 (closed form y* = 2 sqrt(2) erfinv(delta)) and eps down to the smallest
+// float64 round-trip as well. Method: log kappa is concave in y (phi(y/2 - eps/y) is log-concave on y > 0,
+// and kappa is its integral from 0), so Newton's method on log kappa(eps, y) = log delta, started at the
+// larger of the paper's closed-form bound and the eps = 0 solution (both below the root up to rounding),
+// increases monotonically to y*; a start that rounding put above the root is stepped below it by the
+// first (concave) Newton step. The derivative d log kappa/dy = phi(A)/kappa is available in closed form;
+// a bracket of evaluated signs guards every step. Cost: a few microseconds.
 func KappaInverse(eps, delta float64) (float64, error) {
 	if err := calCheckEpsilon(eps); err != nil {
 		return 0, fmt.Errorf("kappa inverse: %w", err)
@@ -345,21 +348,24 @@ func KappaInverse(eps, delta float64) (float64, error) {
 		return 0, fmt.Errorf("kappa inverse: %w", err)
 	}
 	ld := math.Log(delta)
-	// Lower bounds of y*: the paper's bound solves Phi(y/2 - eps/y) = delta (kappa's first term alone);
-	// y0 solves kappa(0, y) = delta, and kappa decreases in eps.
-	lo := paperBoundY(eps, PhiInv(delta))
-	if y0 := -2 * PhiInv(0.5-0.5*delta); y0 > lo {
-		lo = y0
+	// Starting point: the larger of two lower bounds of y* in exact arithmetic. The paper's bound solves
+	// Phi(y/2 - eps/y) = delta (kappa's first term alone); y0 solves kappa(0, y) = delta, and kappa
+	// decreases in eps. kappa(0, y) = 2 Phi(y/2) - 1 = erf(y/(2 sqrt 2)), so y0 = 2 sqrt(2) erfinv(delta),
+	// relative-accurate for every delta (the form -2 PhiInv(0.5 - delta/2) loses ~3e-11 to cancellation).
+	// Rounding can still put the start a few ulps above the root (eps ~ 0, where y0 is the root), so
+	// the start is not trusted as a bracket end: the bracket [lo, hi] only takes points whose sign of
+	// f = log kappa - log delta has been evaluated, starting from [0, +Inf) (kappa(eps, 0) = 0 < delta).
+	y := paperBoundY(eps, PhiInv(delta))
+	if y0 := 2 * math.Sqrt2 * math.Erfinv(delta); y0 > y {
+		y = y0
 	}
-	if !(lo > 0) || math.IsInf(lo, 0) {
+	if !(y > 0) || math.IsInf(y, 0) {
 		return 0, fmt.Errorf("kappa inverse: no starting point for epsilon = %v, delta = %v", eps, delta)
 	}
-	hi := math.Inf(1)
-	y := lo
+	lo, hi := 0.0, math.Inf(1)
 	converged := false
 	for it := 0; it < 200; it++ {
-		lk, dy, _ := logKappaDerivs(eps, y)
-		f := lk - ld
+		f, dy := kappaInverseResidual(eps, y, delta, ld)
 		if f == 0 {
 			converged = true
 			break
@@ -392,14 +398,38 @@ func KappaInverse(eps, delta float64) (float64, error) {
 	if !converged {
 		return 0, fmt.Errorf("kappa inverse: no convergence for epsilon = %v, delta = %v", eps, delta)
 	}
-	// Round down so that the defining inequality holds as computed.
+	// Round down so that the defining inequality holds as computed: ulp by ulp (the root is resolved to a
+	// few ulps), then, should that not suffice, by relative steps 2^-46, 2^-45, ... (never expected).
 	for i := 0; i < 64 && Kappa(eps, y) > delta; i++ {
 		y = math.Nextafter(y, 0)
+	}
+	for k := -46; k < 0 && Kappa(eps, y) > delta; k++ {
+		y -= math.Ldexp(y, k)
 	}
 	if Kappa(eps, y) > delta {
 		return 0, fmt.Errorf("kappa inverse: could not round y* = %v to kappa <= delta for epsilon = %v, delta = %v", y, eps, delta)
 	}
 	return y, nil
+}
+
+// kappaInverseResidual returns f = log(kappa(eps, y)/delta) and df/dy for KappaInverse's Newton iteration
+// (ld = log delta). Where kappa = phi(A) s it forms log(s/delta) + log phi(A) instead of
+// log s + log phi(A) - log delta: for tiny delta and small eps (kappa(eps, y) ~ y/sqrt(2 pi), phi(A) ~ 1),
+// log delta ~ -690 carries an absolute rounding of ~1e-13, which would limit y* to ~1e-13 relative.
+func kappaInverseResidual(eps, y, delta, ld float64) (f, dy float64) {
+	logPre, s, upper, c, _ := kappaParts(eps, y)
+	if upper {
+		A := eps/y - 0.5*y
+		phiA := nrmInvSqrt2Pi * math.Exp(-0.5*A*A)
+		return math.Log1p(-c) - ld, phiA / (1 - c)
+	}
+	if s <= 0 {
+		return math.Inf(-1), math.Inf(1)
+	}
+	if r := s / delta; r >= 0x1p-1000 && r <= 0x1p1000 {
+		return logPre + math.Log(r), 1 / s
+	}
+	return logPre + math.Log(s) - ld, 1 / s
 }
 
 // paperBoundY is the y solving Phi(y/2 - eps/y) = delta for z = PhiInv(delta): y = z + sqrt(z^2 + 2 eps)

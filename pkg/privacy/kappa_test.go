@@ -327,11 +327,21 @@ func TestKappaInverseReference(t *testing.T) {
 	}
 }
 
-// TestKappaInverseOutsideGrid: accepted inputs outside the acceptance grid still round-trip.
+// TestKappaInverseOutsideGrid: accepted inputs outside the acceptance grid still round-trip, including
+// eps ~ 0, where the root is y* = 2 sqrt(2) erfinv(delta) (kappa(0, y) = erf(y/(2 sqrt 2))) and a
+// starting point computed as -2 PhiInv(0.5 - delta/2) (cancellation, ~3e-11 relative) used to land above
+// the root and stall Newton (regression: "could not round y* = 2.5066e-06 to kappa <= delta").
 func TestKappaInverseOutsideGrid(t *testing.T) {
-	for _, tc := range []struct{ eps, delta float64 }{
+	cases := []struct{ eps, delta float64 }{
 		{0, 1e-12}, {0, 0.3}, {1e-8, 1e-6}, {100, 1e-6}, {1000, 1e-3}, {1, 1e-100}, {1, 0.9}, {0.1, 0.999},
-	} {
+		{0, 0.5}, {0, 0.9}, {5e-324, 1e-6}, {1e-300, 1e-300},
+	}
+	for _, eps := range []float64{0, 1e-300, 1e-12} {
+		for _, delta := range []float64{1e-6, 1e-8, 1e-10, 1e-12} {
+			cases = append(cases, struct{ eps, delta float64 }{eps, delta})
+		}
+	}
+	for _, tc := range cases {
 		y, err := KappaInverse(tc.eps, tc.delta)
 		if err != nil {
 			t.Errorf("KappaInverse(%g, %g): %v", tc.eps, tc.delta, err)
@@ -340,6 +350,49 @@ func TestKappaInverseOutsideGrid(t *testing.T) {
 		if k := Kappa(tc.eps, y); k > tc.delta || relErr(k, tc.delta) > 1e-9 {
 			t.Errorf("KappaInverse(%g, %g) = %g gives kappa %.17g", tc.eps, tc.delta, y, k)
 		}
+		// closed form at eps = 0; it also holds when eps is negligible next to y* (eps/y* < 1e-20)
+		if want := 2 * math.Sqrt2 * math.Erfinv(tc.delta); tc.eps <= 1e-20*want {
+			if relErr(y, want) > 1e-13 {
+				t.Errorf("KappaInverse(%g, %g) = %.17g, want 2 sqrt(2) erfinv(delta) = %.17g (rel %.2e)", tc.eps, tc.delta, y, want, relErr(y, want))
+			}
+		}
+	}
+}
+
+// TestKappaInverseWideScan: every accepted (eps, delta) of a wide log grid (eps from 0 and the smallest
+// float64 to 1000, delta from 1e-300 to 1 - 1e-300 on both sides of 1/2) has a root that satisfies the
+// defining inequality and is tight: kappa(eps, y*(1 + 1e-13)) > delta (for delta < 1/2, eps < 100, where
+// kappa moves by more than its rounding over 1e-13 relative). Regression for tiny delta at eps ~ 0, where
+// Newton on log kappa - log delta stalled at the ~1e-13 absolute rounding of log delta ~ -690.
+func TestKappaInverseWideScan(t *testing.T) {
+	fails := 0
+	report := func(format string, args ...any) {
+		if fails++; fails <= 10 {
+			t.Errorf(format, args...)
+		}
+	}
+	for _, eps := range []float64{0, 5e-324, 1e-300, 1e-100, 1e-20, 1e-14, 1e-10, 1e-6, 1e-4, 0.01, 0.3, 1, 5, 20, 50, 100, 1000} {
+		for le := -300.0; le <= -0.001; le += 0.37 {
+			for _, d := range []float64{math.Pow(10, le), 1 - math.Pow(10, le)} {
+				if !(d > 0 && d < 1) {
+					continue
+				}
+				y, err := KappaInverse(eps, d)
+				if err != nil {
+					report("KappaInverse(%g, %g): %v", eps, d, err)
+					continue
+				}
+				if k := Kappa(eps, y); k > d || relErr(k, d) > 1e-9 {
+					report("KappaInverse(%g, %g) = %g: kappa = %.17g", eps, d, y, k)
+				}
+				if up := Kappa(eps, y*(1+1e-13)); up <= d && eps < 100 && d < 0.5 {
+					report("KappaInverse(%g, %g) = %.17g is not the boundary: kappa(y*(1+1e-13)) = %.17g <= delta", eps, d, y, up)
+				}
+			}
+		}
+	}
+	if fails > 0 {
+		t.Errorf("%d failures", fails)
 	}
 }
 

@@ -15,16 +15,17 @@ import (
 
 // ReadMatrix reads the n x d matrix A from a CSV file: one row a_i per record, d numeric
 // fields each; '#' starts a comment line; a first record with no numeric field is a
-// header and skipped. Errors name the file, line, data row and column (all 1-based).
+// header and skipped. Errors name the file, line, data row and column (all 1-based), without a
+// "john:" prefix (dpsim prints "dpsim john: " before them).
 func ReadMatrix(path string) (*mat.Dense, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("john: %w", err)
+		return nil, err // *PathError: "open PATH: ..."
 	}
 	defer f.Close()
 	a, err := parseMatrix(f)
 	if err != nil {
-		return nil, fmt.Errorf("john: %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return a, nil
 }

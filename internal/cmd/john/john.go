@@ -5,6 +5,7 @@
 package johncmd
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,7 +26,8 @@ import (
 var Command = cli.Command{Name: "john", Summary: "John ellipsoid of a symmetric polytope (exact, fast sketched, or with DP noise)", Run: Run}
 
 const synopsis = `dpsim john --input A.csv [--method exact|fast|dp] [--xi X] [--max-iter N]
-       [--epsilon E --delta D --eps0 R] [--noise-scale S] [--seed S] [--json] [--plot-out DIR]`
+       [--epsilon E --delta D --eps0 R] [--noise-scale S] [--seed S] [--json] [--plot-out DIR]
+       [--require-converged]`
 
 const description = `Computes the John ellipsoid E = {x : x^T Q x <= 1}, Q = A^T diag(v) A, of the polytope
 P = {x : |a_i^T x| <= 1 for every row a_i of A}: weights v >= 0 with sum v = d and
@@ -46,7 +48,12 @@ Methods:
          The noise scale is --noise-scale, or derived from --epsilon/--delta/--eps0 by an
          idealised Gaussian-DP calibration on the local sensitivity. NO (epsilon, delta)
          guarantee is claimed: the result says guarantee "none (noise scale only)" and why
-         (no global Lipschitz bound exists for eps0-close polytopes; see pkg/john doc).`
+         (no global Lipschitz bound exists for eps0-close polytopes; see pkg/john doc).
+
+Convergence: when the output misses max_i h_i(v) <= 1 + xi (too few iterations), the result is
+still printed, a warning line goes to stderr and the exit status is 0; with --require-converged
+the exit status is 1 instead. Invalid flags exit with status 2, failures (unreadable or
+rank-deficient input, overflow) with 1.`
 
 // Run executes `dpsim john` with args (without the command name).
 func Run(args []string, stdout, stderr io.Writer) error {
@@ -54,9 +61,9 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	var (
 		input      = fs.String("input", "", "CSV file of the n x d matrix A, one row a_i per line (required)")
 		method     = fs.String("method", string(john.Exact), "exact, fast or dp (see above)")
-		xi         = fs.Float64("xi", john.DefaultXi, "accuracy target xi > 0: stop/aim at max_i h_i(v) <= 1 + xi")
+		xi         = fs.Float64("xi", john.DefaultXi, fmt.Sprintf("accuracy target: stop/aim at max_i h_i(v) <= 1 + xi; xi in [%g, %g] for exact, [%g, %g] for fast, dp and --plot-out", john.MinXiExact, john.MaxXi, john.MinXiSketched, john.MaxXi))
 		maxIter    = fs.Int("max-iter", 0, "iterations T (0 = the method's default: exact's proven bound; for fast/dp ceil(8 ln(n) V/(2 xi^2)), V = 2/s (+1/12 for dp))")
-		sketch     = fs.Int("sketch-size", 0, "fast/dp: rows s of the Gaussian sketch (0 = ceil(1/xi))")
+		sketch     = fs.Int("sketch-size", 0, fmt.Sprintf("fast/dp: rows s of the Gaussian sketch (0 = ceil(1/xi); at most %d)", john.MaxSketchSize))
 		sample     = fs.Int("sample-size", 0, "fast/dp: expected rows kept by leverage-score sampling (0 = ceil(4 d ln(d+1)/xi); >= n keeps all)")
 		check      = fs.Int("check-every", 0, "fast/dp: verify the averaged iterate exactly every K iterations and stop once it meets 1 + xi (0 = run all T iterations)")
 		epsilon    = fs.Float64("epsilon", 0, "dp: epsilon > 0 used to derive the noise scale when --noise-scale is absent (heuristic, no guarantee)")
@@ -64,7 +71,8 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		eps0       = fs.Float64("eps0", 0, "dp: neighbour radius: neighbouring polytopes differ in one row by at most eps0 in 2-norm; reports the local sensitivity bound")
 		noiseScale = fs.Float64("noise-scale", 0, "dp: sigma of the truncated Gaussian z ~ N(0, sigma^2) on [-0.5, 0.5] (overrides --epsilon/--delta)")
 		seed       = fs.Uint64("seed", 0, "random seed (sampling, sketch, noise); absent: drawn from crypto/rand and printed")
-		workers    = fs.Int("workers", 0, "goroutines (0 = GOMAXPROCS)")
+		workers    = fs.Int("workers", 0, fmt.Sprintf("goroutines (0 = GOMAXPROCS; at most %d)", john.MaxWorkers))
+		requireCnv = fs.Bool("require-converged", false, "exit with status 1 (after printing the result) when max_i h_i(v) > 1 + xi; without it a non-converged result only warns on stderr and exits 0")
 		asJSON     = fs.Bool("json", false, "print one JSON object on stdout (weights, q, sum_weights, max_leverage, logdet_q, iterations, ...) instead of a table")
 		plotOut    = fs.String("plot-out", "", "directory: also write john_accuracy.png/.svg, max_i h_i - 1 (log scale) against iterations for exact, fast and dp at epsilon 0.5, 1, 2 and --epsilon if given (delta and eps0 from the flags, default 1e-6 and 1e-3; T = --max-iter or the fast default; costs about T fast plus up to T exact iterations)")
 		logLevel   = fs.String("log-level", "warn", "stderr log level: trace, debug, info, warn, error")
@@ -88,8 +96,12 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return cli.UsageError("--method: %v", err)
 	}
-	if !(*xi > 0) || math.IsInf(*xi, 0) {
-		return cli.UsageError("--xi must be positive, got %g", *xi)
+	minXi := john.MinXiFor(m)
+	if *plotOut != "" {
+		minXi = john.MinXiSketched // the plot also runs fast and dp
+	}
+	if !(*xi >= minXi && *xi <= john.MaxXi) {
+		return cli.UsageError("--xi %g: must lie in [%g, %g] for --method %s%s", *xi, minXi, john.MaxXi, m, map[bool]string{true: " with --plot-out", false: ""}[*plotOut != ""])
 	}
 	for _, p := range []struct {
 		name string
@@ -98,6 +110,12 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		if p.v < 0 {
 			return cli.UsageError("--%s must be >= 0, got %d", p.name, p.v)
 		}
+	}
+	if *sketch > john.MaxSketchSize {
+		return cli.UsageError("--sketch-size %d: at most %d", *sketch, john.MaxSketchSize)
+	}
+	if *workers > john.MaxWorkers {
+		return cli.UsageError("--workers %d: at most %d", *workers, john.MaxWorkers)
 	}
 	for _, p := range []struct {
 		name string
@@ -118,6 +136,22 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		}
 	} else if !set["noise-scale"] && !(set["epsilon"] && set["delta"] && set["eps0"]) {
 		return cli.UsageError("--method dp needs --noise-scale, or --epsilon, --delta and --eps0 to derive it")
+	}
+	if m == john.DP && set["noise-scale"] && *noiseScale == 0 {
+		return cli.UsageError("--noise-scale 0: must be > 0 (omit it to derive the scale from --epsilon, --delta and --eps0)")
+	}
+	if m == john.DP && !set["noise-scale"] {
+		for _, p := range []struct {
+			name string
+			v    float64
+		}{{"epsilon", *epsilon}, {"eps0", *eps0}} {
+			if !(p.v > 0) {
+				return cli.UsageError("--%s %g: must be > 0 to derive the noise scale", p.name, p.v)
+			}
+		}
+	}
+	if *plotOut != "" && set["eps0"] && !(*eps0 > 0) {
+		return cli.UsageError("--eps0 %g: must be > 0 for the dp curves of --plot-out", *eps0)
 	}
 	seedSource := "flag"
 	if !set["seed"] {
@@ -141,10 +175,13 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	log.Debug().Str("input", *input).Int("n", n).Int("d", d).Str("method", string(m)).Msg("solving")
 	res, err := john.Solve(a, cfg)
 	if err != nil {
-		return fmt.Errorf("john: %s: %w", *input, err)
+		return inputError(*input, err)
 	}
+	notConverged := res.ConvergenceWarning()
 	for _, w := range res.Warnings {
-		log.Warn().Msg(w)
+		if w != notConverged {
+			log.Warn().Msg(w)
+		}
 	}
 	out := newOutput(res, *input, n, d, seedSource)
 	if m == john.DP {
@@ -168,7 +205,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 			Delta: pd, Eps0: pe, Epsilons: eps,
 		})
 		if err != nil {
-			return fmt.Errorf("john: plot: %w", err)
+			return inputError(*input, fmt.Errorf("plot: %w", err))
 		}
 		for _, n := range notes {
 			log.Warn().Msg(n)
@@ -177,9 +214,43 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		out.Warnings = append(out.Warnings, notes...)
 	}
 	if *asJSON {
-		return cli.WriteJSON(stdout, out)
+		err = cli.WriteJSON(stdout, out)
+	} else {
+		err = writeTable(stdout, out, log)
 	}
-	return writeTable(stdout, out, log)
+	if err != nil || notConverged == "" {
+		return err
+	}
+	hint := "raise --max-iter"
+	if m != john.Exact {
+		hint += ", or use --check-every to stop once verified"
+	}
+	msg := fmt.Sprintf("%s: %s (%s)", *input, strings.Replace(notConverged, "not converged", "NOT converged", 1), hint)
+	if *requireCnv {
+		return errors.New(msg + "; --require-converged is set")
+	}
+	fmt.Fprintf(stderr, "dpsim john: warning: %s\n", msg)
+	return nil
+}
+
+// libError names the input file and drops pkg/john's "john: " prefix (dpsim prints "dpsim john: "
+// already), keeping the original error for errors.Is/As.
+type libError struct {
+	msg string
+	err error
+}
+
+func (e *libError) Error() string { return e.msg }
+func (e *libError) Unwrap() error { return e.err }
+
+func inputError(input string, err error) error {
+	return &libError{msg: input + ": " + stripJohn(err.Error()), err: err}
+}
+
+// stripJohn removes every "john: " that pkg/john put after a ": " separator or at the start.
+func stripJohn(s string) string {
+	s = strings.TrimPrefix(s, "john: ")
+	return strings.ReplaceAll(s, ": john: ", ": ")
 }
 
 func optional(x float64) *float64 {

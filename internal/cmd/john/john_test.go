@@ -201,11 +201,84 @@ func TestUsage(t *testing.T) {
 		{"--input", p, "--method", "dp", "--epsilon", "1", "--delta", "2", "--eps0", "0.1"},
 		{"--input", p, "--max-iter", "-3"},
 		{"--input", p, "extra"},
+		// regressions: these reached the library and exited 1, or ran 1 iteration (xi = 1e-300)
+		{"--input", p, "--xi", "1e-300"},
+		{"--input", p, "--xi", "20"},
+		{"--input", p, "--method", "fast", "--xi", "1e-8"},
+		{"--input", p, "--xi", "1e-8", "--plot-out", t.TempDir()},
+		{"--input", p, "--method", "dp", "--epsilon", "0", "--delta", "1e-6", "--eps0", "0.1"},
+		{"--input", p, "--method", "dp", "--epsilon", "1", "--delta", "1e-6", "--eps0", "0"},
+		{"--input", p, "--method", "dp", "--noise-scale", "0"},
+		{"--input", p, "--method", "fast", "--sketch-size", "1000000000"},
+		{"--input", p, "--workers", "100000"},
 	}
 	for _, args := range bad {
 		if _, _, err := run(args...); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%q: error %v, want a usage error", args, err)
 		}
+	}
+	_, _, err = run("--input", p, "--xi", "1e-300")
+	if err == nil || !strings.Contains(err.Error(), "--xi 1e-300: must lie in [1e-12, 10]") {
+		t.Errorf("--xi 1e-300: %v", err)
+	}
+	_, stderr, _ = run("-h")
+	if !strings.Contains(stderr, "require-converged") || !strings.Contains(stderr, "exit status is 1") {
+		t.Error("usage does not document --require-converged and the exit status")
+	}
+}
+
+// TestErrorMessages: regressions for the messages. The "john:" prefix used to repeat
+// ("john: rankdef.csv: john: iteration 1: john: A^T W A ..."; dpsim adds "dpsim john: " itself) and an
+// entry of 1e308 was reported as a rank defect.
+func TestErrorMessages(t *testing.T) {
+	for _, tc := range []struct {
+		name, csv, want string
+	}{
+		{"rank deficient", "1,0\n2,0\n3,0\n", "A^T W A is not positive definite: A (3 x 2) must have rank d = 2"},
+		{"overflow", "1,0\n0,1\n1e308,1\n", "rankdef.csv: A's entries are too large: A^T W A overflows float64 (largest |a_ij| = 1e+308 at row 3, column 1, 1-based)"},
+		{"malformed", "1,0\n0,x\n1,1\n", "rankdef.csv: line 2 (row 2), column 2"},
+	} {
+		p := writeFile(t, "rankdef.csv", tc.csv)
+		for _, m := range []string{"exact", "fast"} {
+			_, _, err := run("--input", p, "--seed", "1", "--method", m)
+			if err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "john:") {
+				t.Errorf("%s (%s): error %q, want %q once prefixed by the file and no \"john:\"", tc.name, m, err, tc.want)
+			}
+			if errors.Is(err, cli.ErrUsage) {
+				t.Errorf("%s: a data error is not a usage error", tc.name)
+			}
+		}
+	}
+	_, _, err := run("--input", filepath.Join(t.TempDir(), "missing.csv"))
+	if err == nil || strings.Contains(err.Error(), "john:") || !strings.Contains(err.Error(), "missing.csv") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestNotConverged: a non-converged result is printed, warned about on stderr (whatever the log
+// level) and exits 0; --require-converged makes it an error (exit 1, not a usage error).
+func TestNotConverged(t *testing.T) {
+	p := randomCSV(t, 200, 3)
+	args := []string{"--input", p, "--seed", "1", "--xi", "1e-9", "--max-iter", "1", "--log-level", "error"}
+	out, stderr, err := run(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "NOT converged") || !strings.Contains(stderr, "dpsim john: warning: ") ||
+		!strings.Contains(stderr, "NOT converged: max leverage - 1 = ") || !strings.Contains(stderr, "raise --max-iter") {
+		t.Errorf("stdout %q\nstderr %q", out, stderr)
+	}
+	out, _, err = run(append(args, "--require-converged", "--json")...)
+	if err == nil || errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "--require-converged") {
+		t.Errorf("--require-converged: error %v, want a failure naming the flag", err)
+	}
+	if m := decode(t, out); m["converged"] != false {
+		t.Errorf("the result is still printed: %v", m["converged"])
+	}
+	// converged: no warning, --require-converged is satisfied
+	out, stderr, err = run("--input", p, "--seed", "1", "--require-converged")
+	if err != nil || strings.Contains(stderr, "warning") || !strings.Contains(out, "converged") {
+		t.Errorf("converged run: %v, stderr %q", err, stderr)
 	}
 }
 

@@ -97,7 +97,7 @@ func Curves(a *mat.Dense, pc PlotConfig) (curves []Curve, notes []string, err er
 		cfg.Seed = rng.Derive(pc.Seed, rng.Label("john-plot"), rng.Label(stream))
 		c, err := traceRun(a, cfg, T, label)
 		if err != nil {
-			return fmt.Errorf("%s: %w", label, err)
+			return fmt.Errorf("%s curve: %w", label, err)
 		}
 		curves = append(curves, c)
 		return nil
