@@ -100,13 +100,14 @@ func TestRunPrivateMean(t *testing.T) {
 		fmt.Fprintf(&sb, "%g,%g,%g\n", 5+2*src.NormFloat64(), -2+0.5*src.NormFloat64(), 0.5+0.05*src.NormFloat64())
 	}
 	require.NoError(t, os.WriteFile(file, []byte(sb.String()), 0o644))
+	// A fixed seed: the assertions below are about one draw, so the draw must not vary.
 	out, _, err := run(t, "run", "--input", file, "--epsilon", "2", "--delta", "1e-6", "--method", "normal",
-		"--sigmas", "2,0.5,0.05", "--json")
+		"--sigmas", "2,0.5,0.05", "--json", "--seed", "11")
 	require.NoError(t, err)
 	var r runJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &r))
 	require.True(t, r.MeanPrivate)
-	require.Equal(t, "crypto", r.SeedSource)
+	require.Equal(t, "flag", r.SeedSource)
 	require.InDelta(t, 0.5, r.MeanEpsilon, 1e-12)
 	require.InDelta(t, 1.5, r.SumEpsilon, 1e-12)
 	require.InDelta(t, r.Epsilon, r.MeanEpsilon+r.SumEpsilon, 1e-12)
@@ -115,6 +116,14 @@ func TestRunPrivateMean(t *testing.T) {
 		require.InDelta(t, []float64{5, -2, 0.5}[j], r.Mean[j], 0.1*[]float64{2, 0.5, 0.05}[j]+5*(s-[]float64{2, 0.5, 0.05}[j]))
 	}
 	require.InDelta(t, 100000, r.Sum[0], 6*math.Hypot(r.NoiseSigmas[0], 2*math.Sqrt(20000)))
+
+	// Without --seed the seed comes from crypto/rand and is reported, so the run can be repeated.
+	out, _, err = run(t, "run", "--input", file, "--epsilon", "2", "--delta", "1e-6", "--method", "normal",
+		"--sigmas", "2,0.5,0.05", "--mean", "5,-2,0.5", "--json")
+	require.NoError(t, err)
+	var r2 runJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &r2))
+	require.Equal(t, "crypto", r2.SeedSource)
 }
 
 func TestRunBoxMethods(t *testing.T) {
