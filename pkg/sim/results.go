@@ -324,67 +324,7 @@ func (a *Accumulator) AddControl(r *ControlRecord) error {
 	if !a.control {
 		return fmt.Errorf("sim: accumulator: control record in a %s run", a.res.Kind)
 	}
-	if err := a.checkStep("control", r.Episode, r.Step); err != nil {
-		return err
-	}
-	if r.X == nil {
-		return nil
-	}
-	if err := a.validControl(r); err != nil {
-		return err
-	}
-	e, err := a.episode(r.Episode)
-	if err != nil {
-		return err
-	}
-	if err := a.putControl(e, r); err != nil {
-		return err
-	}
-	a.maybeFold(e)
-	return nil
-}
-
-// validControl checks the dimensions and finiteness of a control record with X.
-func (a *Accumulator) validControl(r *ControlRecord) error {
-	d, t := a.dim, r.Step
-	if err := checkVec("x", r.X, d, r.Episode, t); err != nil {
-		return err
-	}
-	if r.Ref != nil {
-		if err := checkVec("ref", r.Ref, d, r.Episode, t); err != nil {
-			return err
-		}
-	}
-	if r.EveX0 != nil {
-		if t == a.steps {
-			return fmt.Errorf("sim: accumulator: episode %d: eavesdropper estimate at the final step %d", r.Episode, t)
-		}
-		if err := checkVec("eve_x0", r.EveX0, d, r.Episode, t); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// putControl copies a validated record into the episode buffer.
-func (a *Accumulator) putControl(e *episodeAcc, r *ControlRecord) error {
-	d, t := a.dim, r.Step
-	if e.seen[t] {
-		return fmt.Errorf("sim: accumulator: episode %d step %d added twice", r.Episode, t)
-	}
-	copy(e.x[t*d:(t+1)*d], r.X)
-	if r.Ref != nil {
-		copy(e.ref[t*d:(t+1)*d], r.Ref)
-	} else {
-		a.ref.At(t, e.ref[t*d:(t+1)*d])
-	}
-	if r.EveX0 != nil {
-		copy(e.eve[t*d:(t+1)*d], r.EveX0)
-		e.eveOK[t] = true
-	}
-	e.seen[t] = true
-	e.nseen++
-	return nil
+	return a.add("control", r.Episode, r.Step, r.X, r.Ref, r.EveX0)
 }
 
 // AddConsensus adds one consensus record (values are copied). It uses X and EveX0; a record
@@ -393,57 +333,89 @@ func (a *Accumulator) AddConsensus(r *ConsensusRecord) error {
 	if a.control {
 		return fmt.Errorf("sim: accumulator: consensus record in a %s run", a.res.Kind)
 	}
-	if err := a.checkStep("consensus", r.Episode, r.Step); err != nil {
+	return a.add("consensus", r.Episode, r.Step, r.X, nil, r.EveX0)
+}
+
+// add validates one record, copies it into its episode's buffer and folds the episode once
+// complete. ref is used by control runs only (nil: computed from the plan's reference).
+func (a *Accumulator) add(kind string, ep, t int, x, ref, eve []float64) error {
+	if err := a.checkStep(kind, ep, t); err != nil {
 		return err
 	}
-	if r.X == nil {
+	if x == nil {
 		return nil
 	}
-	if err := a.validConsensus(r); err != nil {
+	if err := a.valid(ep, t, x, ref, eve); err != nil {
 		return err
 	}
-	e, err := a.episode(r.Episode)
+	e, err := a.episode(ep)
 	if err != nil {
 		return err
 	}
-	if err := a.putConsensus(e, r); err != nil {
+	if err := a.put(e, ep, t, x, ref, eve); err != nil {
 		return err
 	}
 	a.maybeFold(e)
 	return nil
 }
 
-// validConsensus checks the dimensions and finiteness of a consensus record with X.
-func (a *Accumulator) validConsensus(r *ConsensusRecord) error {
-	d, t := a.dim, r.Step
-	if err := checkVec("x", r.X, d, r.Episode, t); err != nil {
+// valid checks a record's vectors: dimensions, finiteness, no estimate at the final step.
+func (a *Accumulator) valid(ep, t int, x, ref, eve []float64) error {
+	d := a.dim
+	if err := checkVec("x", x, d, ep, t); err != nil {
 		return err
 	}
-	if r.EveX0 != nil {
-		if t == a.steps {
-			return fmt.Errorf("sim: accumulator: episode %d: eavesdropper estimate at the final step %d", r.Episode, t)
+	if ref != nil {
+		if err := checkVec("ref", ref, d, ep, t); err != nil {
+			return err
 		}
-		if err := checkVec("eve_x0", r.EveX0, d, r.Episode, t); err != nil {
+	}
+	if eve != nil {
+		if t == a.steps {
+			return fmt.Errorf("sim: accumulator: episode %d: eavesdropper estimate at the final step %d", ep, t)
+		}
+		if err := checkVec("eve_x0", eve, d, ep, t); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// putConsensus copies a validated record into the episode buffer.
-func (a *Accumulator) putConsensus(e *episodeAcc, r *ConsensusRecord) error {
-	d, t := a.dim, r.Step
+// put copies a validated record into the episode buffer e.
+func (a *Accumulator) put(e *episodeAcc, ep, t int, x, ref, eve []float64) error {
+	d := a.dim
 	if e.seen[t] {
-		return fmt.Errorf("sim: accumulator: episode %d step %d added twice", r.Episode, t)
+		return fmt.Errorf("sim: accumulator: episode %d step %d added twice", ep, t)
 	}
-	copy(e.x[t*d:(t+1)*d], r.X)
-	if r.EveX0 != nil {
-		copy(e.eve[t*d:(t+1)*d], r.EveX0)
+	copy(e.x[t*d:(t+1)*d], x)
+	if a.control {
+		if ref != nil {
+			copy(e.ref[t*d:(t+1)*d], ref)
+		} else {
+			a.ref.At(t, e.ref[t*d:(t+1)*d])
+		}
+	}
+	if eve != nil {
+		copy(e.eve[t*d:(t+1)*d], eve)
 		e.eveOK[t] = true
 	}
 	e.seen[t] = true
 	e.nseen++
 	return nil
+}
+
+// The typed forms used by the fast engine, which owns its episode buffer.
+func (a *Accumulator) validControl(r *ControlRecord) error {
+	return a.valid(r.Episode, r.Step, r.X, r.Ref, r.EveX0)
+}
+func (a *Accumulator) putControl(e *episodeAcc, r *ControlRecord) error {
+	return a.put(e, r.Episode, r.Step, r.X, r.Ref, r.EveX0)
+}
+func (a *Accumulator) validConsensus(r *ConsensusRecord) error {
+	return a.valid(r.Episode, r.Step, r.X, nil, r.EveX0)
+}
+func (a *Accumulator) putConsensus(e *episodeAcc, r *ConsensusRecord) error {
+	return a.put(e, r.Episode, r.Step, r.X, nil, r.EveX0)
 }
 
 // maybeFold folds complete episodes in episode order starting at next.

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/pkg/audit"
 )
 
@@ -26,27 +27,10 @@ import (
 var dpsimBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dpsim-audit-it-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	dpsimBin = filepath.Join(dir, "dpsim")
-	build := exec.Command("go", "build", "-o", dpsimBin, "github.com/dpsim/dpsim/cmd/dpsim")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building dpsim:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(dpsimtest.Main(m, &dpsimBin))
 }
 
-func scenarioPath(name string) string {
-	return filepath.Join("..", "..", "..", "scenarios", name+".yaml")
-}
+func scenarioPath(name string) string { return dpsimtest.Scenario(name) }
 
 // runIn runs `dpsim audit args...` in-process and returns stdout, stderr and the error.
 func runIn(t testing.TB, args ...string) (string, string, error) {

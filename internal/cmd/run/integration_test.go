@@ -20,6 +20,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/cmd/role"
 	"github.com/dpsim/dpsim/internal/cmd/run"
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/sim"
 )
@@ -34,27 +35,10 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(benchRoleEnv); role != "" { // a raw request-reply process of a benchmark
 		os.Exit(rawRole(role, os.Getenv(benchURLEnv)))
 	}
-	dir, err := os.MkdirTemp("", "dpsim-it-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	dpsimBin = filepath.Join(dir, "dpsim")
-	build := exec.Command("go", "build", "-o", dpsimBin, "github.com/dpsim/dpsim/cmd/dpsim")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building dpsim:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(dpsimtest.Main(m, &dpsimBin))
 }
 
-func scenarioPath(name string) string {
-	return filepath.Join("..", "..", "..", "scenarios", name+".yaml")
-}
+func scenarioPath(name string) string { return dpsimtest.Scenario(name) }
 
 // server starts an embedded NATS server for one test.
 func server(t testing.TB) *bus.Embedded {
