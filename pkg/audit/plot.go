@@ -24,8 +24,12 @@ func TradeoffPlot(r *Result) (*plot.Plot, error) {
 		return nil, errors.New("audit: plot: nil result")
 	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("trade-off: claim eps=%.3g delta=%.3g, lb cp=%.3g gdp=%.3g: %s",
+	p.Title.Text = fmt.Sprintf("Trade-off: claim eps = %.3g, delta = %.3g\nlower bounds: CP %.3g, GDP %.3g - %s",
 		r.EpsilonClaimed, r.Delta, r.EpsilonLBCP, r.EpsilonLBGDP, r.Verdict)
+	p.Title.Padding = vg.Points(6)
+	p.Title.TextStyle.Font.Size = vg.Points(13)
+	p.X.Label.TextStyle.Font.Size = vg.Points(12)
+	p.Y.Label.TextStyle.Font.Size = vg.Points(12)
 	p.X.Label.Text = "FPR = P(guess x' | x)"
 	p.Y.Label.Text = "FNR = P(guess x | x')"
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
@@ -119,7 +123,7 @@ func PlotTradeoff(path string, r *Result) ([]string, error) {
 	var out []string
 	for _, ext := range []string{".png", ".svg"} {
 		f := base + ext
-		if err := p.Save(6*vg.Inch, 6*vg.Inch, f); err != nil {
+		if err := p.Save(7*vg.Inch, 7*vg.Inch, f); err != nil {
 			return out, fmt.Errorf("audit: plot: writing %s: %w", f, err)
 		}
 		out = append(out, f)
