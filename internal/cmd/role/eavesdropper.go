@@ -3,6 +3,7 @@ package role
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -98,7 +99,14 @@ func (r *eveRunner) setup(n *node) error {
 	if err := n.in.subscribeTo(n.subj.All()); err != nil {
 		return err
 	}
-	if r.col, err = bus.NewStepCollector(senders, bus.CollectorOptions{Counters: &n.data, Window: 8}); err != nil {
+	// The eavesdropper only listens: nobody waits for it, so within an episode the whole system
+	// may run up to T steps ahead of it (and agents far apart on a graph are many steps apart).
+	// It buffers the whole episode, up to a memory budget of eveWindowBudget sender-slots.
+	window := n.steps + 1
+	if limit := max(64, eveWindowBudget/len(senders)); window > limit {
+		window = limit
+	}
+	if r.col, err = bus.NewStepCollector(senders, bus.CollectorOptions{Counters: &n.data, Window: window}); err != nil {
 		return err
 	}
 	if r.file, err = n.openTrace(); err != nil {
@@ -118,9 +126,24 @@ func (r *eveRunner) checkX0([]float64) error { return nil } // never read
 // feed them to the estimator and record its x(0) estimate.
 func (r *eveRunner) episode(n *node, st episodeStart) error {
 	r.node.Begin(st.ep)
+	realtime := n.cfg.Mode == bus.Realtime
+	blind := false // realtime: a step was missed, the estimate of this episode stops there
 	for t := 0; t < n.steps; t++ {
 		if err := r.col.Collect(n.in, st.ep, t, n.clock.BeginStep(t)); err != nil {
-			return err
+			if !realtime || !errors.Is(err, bus.ErrTimeout) {
+				return err
+			}
+			// A passive observer never fails the run for a late message: it counts the miss
+			// and, missing a step of the transcript, estimates no further in this episode.
+			n.clock.Miss()
+			blind = true
+		}
+		if blind {
+			if err := r.writeRecord(st.ep, t, nil); err != nil {
+				return err
+			}
+			n.res.Steps++
+			continue
 		}
 		if r.control {
 			if err := r.node.ObserveControl(t, r.col.Values(0), r.col.Values(1)); err != nil {
@@ -138,18 +161,23 @@ func (r *eveRunner) episode(n *node, st episodeStart) error {
 		if r.node.EstimateX0(r.est) {
 			est = r.est
 		}
-		var err error
-		if r.control {
-			err = r.ctrace.Write(&sim.ControlRecord{Episode: st.ep, Step: t, EveX0: est})
-		} else {
-			err = r.ntrace.Write(&sim.ConsensusRecord{Episode: st.ep, Step: t, EveX0: est})
-		}
-		if err != nil {
+		if err := r.writeRecord(st.ep, t, est); err != nil {
 			return err
 		}
 		n.res.Steps++
 	}
 	return nil
+}
+
+// eveWindowBudget bounds the eavesdropper's step buffer: window x senders slots.
+const eveWindowBudget = 1 << 20
+
+// writeRecord appends the eavesdropper's x(0) estimate after step t (nil: none) to its trace.
+func (r *eveRunner) writeRecord(ep, t int, est []float64) error {
+	if r.control {
+		return r.ctrace.Write(&sim.ControlRecord{Episode: ep, Step: t, EveX0: est})
+	}
+	return r.ntrace.Write(&sim.ConsensusRecord{Episode: ep, Step: t, EveX0: est})
 }
 
 func (r *eveRunner) finish(n *node) error {

@@ -353,6 +353,39 @@ func TestConsensusProcesses(t *testing.T) {
 	}
 }
 
+// TestLongPathConsensus runs a path of 24 agents, one process each: agents at the two ends run
+// many steps apart, and the eavesdropper, which nobody waits for, may fall behind all of them.
+// It must buffer what runs ahead (it used to drop messages more than 8 steps ahead and fail the
+// run), and the numbers must equal the fast engine's.
+func TestLongPathConsensus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("25 processes")
+	}
+	srv := server(t)
+	dir := t.TempDir()
+	x0 := make([]string, 24)
+	for i := range x0 {
+		x0[i] = fmt.Sprint(i * 3)
+	}
+	path := filepath.Join(dir, "path24.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`name: path24
+kind: consensus
+steps: 60
+runs: 3
+seed: 5
+graph: {name: path, n: 24, weight: 0.3}
+x0: [`+strings.Join(x0, ", ")+`]
+privacy: {mechanism: gaussian, epsilon: 1, delta: 0.01}
+`), 0o644))
+	fdir := filepath.Join(dir, "fast")
+	code, _, stderr := runDpsim(t, 60*time.Second, "run", path, "--engine", "fast", "--out", fdir, "--log-level", "warn")
+	require.Equal(t, 0, code, stderr)
+	ndir := filepath.Join(dir, "nats")
+	code, _, stderr = runDpsim(t, 120*time.Second, "run", path, "--nats-url", srv.URL(), "--out", ndir, "--log-level", "warn")
+	require.Equal(t, 0, code, stderr)
+	require.JSONEq(t, string(readSummary(t, fdir).Metrics), string(readSummary(t, ndir).Metrics))
+}
+
 // TestHostileMessages publishes garbage, NaN values, wrong dimensions, another run's message
 // and a bogus subject into a running scenario: every receiver counts and drops them, and the
 // run still succeeds with exactly the fast engine's numbers.
