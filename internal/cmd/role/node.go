@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -117,6 +118,9 @@ func serve(role bus.Role, newRunner func() runner, args []string, stderr io.Writ
 	scn, p, err := LoadPoint(cfg.ScenarioPath, cfg.Point)
 	if err != nil {
 		return err
+	}
+	if role == bus.RoleCloud || role == bus.RoleEavesdropper {
+		redactPrivateState(scn)
 	}
 	if err := cfg.resolveTiming(scn); err != nil {
 		return err
@@ -279,6 +283,20 @@ func (n *node) run(r runner) error {
 			n.log.Debug().Int("episode", st.ep).Dur("took", time.Since(start)).Msg("episode done")
 			idle.Reset(n.cfg.IdleTimeout)
 		}
+	}
+}
+
+// redactPrivateState overwrites the private initial state in the scenario a cloud or an
+// eavesdropper process loaded (the plant's x(0), the agents' x_i(0)) with NaN: those roles must
+// work from the transcript alone, and a NaN would poison - and so expose - any accidental use.
+func redactPrivateState(s *scenario.Scenario) {
+	if s.Plant != nil {
+		for i := range s.Plant.X0 {
+			s.Plant.X0[i] = math.NaN()
+		}
+	}
+	for i := range s.X0 {
+		s.X0[i] = math.NaN()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -161,4 +162,21 @@ func ExampleParseAgents() {
 	lo, hi, err := ParseAgents("25..49")
 	fmt.Println(lo, hi, err, ProcName(bus.RoleAgent, lo, hi))
 	// Output: 25 49 <nil> agents-25-49
+}
+
+// The cloud and the eavesdropper never hold the private initial state.
+func TestRedactPrivateState(t *testing.T) {
+	for _, name := range []string{"cloud-vehicle", "consensus-gaussian"} {
+		s, _, err := LoadPoint("../../../scenarios/"+name+".yaml", 0)
+		require.NoError(t, err)
+		redactPrivateState(s)
+		xs := s.X0
+		if s.Plant != nil {
+			xs = s.Plant.X0
+		}
+		require.NotEmpty(t, xs, name)
+		for _, v := range xs {
+			require.True(t, math.IsNaN(v), name)
+		}
+	}
 }
