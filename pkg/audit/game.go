@@ -159,6 +159,9 @@ func NewGame(p *plan.Plan, o GameOptions) (*Game, error) {
 		}
 		g.Pair = Pair{X0: slices.Clone(o.Pair.X0), X0Prime: slices.Clone(o.Pair.X0Prime), Source: PairScenario,
 			Adjacency: string(g.Audited), Time: -1, Component: -1, Agent: -1, Null: o.Null}
+		if err := g.checkAdjacent(em, o.Budget); err != nil {
+			return nil, err
+		}
 	}
 	g.score = [2][]float64{g.Pair.X0, g.Pair.X0Prime}
 	g.run = g.score
@@ -357,26 +360,17 @@ func (g *Game) likelihood(em *estimateModel) error {
 		if !em.laplaceExact {
 			return fmt.Errorf("%s noise: the estimate's error is a sum of Laplace draws, whose law is not Laplace (the projection score is used)", p.Noise)
 		}
-		var svd mat.SVD
-		if !svd.Factorize(em.M, mat.SVDThin) {
-			return errors.New("SVD of the estimate's noise map failed")
+		G, err := laplaceMap(em)
+		if err != nil {
+			return err
 		}
-		vals := svd.Values(nil)
-		_, r := em.M.Dims()
-		if len(vals) < r || !(vals[r-1] > 1e-10*vals[0]) {
-			return errors.New("the estimate does not determine the Laplace noise (rank-deficient noise map)")
-		}
-		var G mat.Dense
-		if err := G.Solve(em.M, identity(em.dim)); err != nil { // least squares: G = M^+ (full column rank)
-			return fmt.Errorf("pseudo-inverse of the noise map: %w", err)
-		}
-		g.lapG = &G
+		g.lapG = G
 		// ||G d||_1 must be all of d's difference: d must lie in range(M), else certain distinction.
 		d := make([]float64, len(m0))
 		for i := range d {
 			d[i] = m1[i] - m0[i]
 		}
-		gd := mulVec(&G, d)
+		gd := mulVec(G, d)
 		back := mulVec(em.M, gd)
 		var res, dn, l1 float64
 		for i := range d {
@@ -395,6 +389,87 @@ func (g *Game) likelihood(em *estimateModel) error {
 		return nil
 	}
 	return fmt.Errorf("unknown mechanism %q", p.Mechanism)
+}
+
+// laplaceMap returns G = M^+ for a Laplace estimate error M w (w iid Laplace(0, 1)), which must
+// have full column rank so that the estimate determines the noise.
+func laplaceMap(em *estimateModel) (*mat.Dense, error) {
+	var svd mat.SVD
+	if !svd.Factorize(em.M, mat.SVDThin) {
+		return nil, errors.New("SVD of the estimate's noise map failed")
+	}
+	vals := svd.Values(nil)
+	_, r := em.M.Dims()
+	if len(vals) < r || !(vals[r-1] > 1e-10*vals[0]) {
+		return nil, errors.New("the estimate does not determine the Laplace noise (rank-deficient noise map)")
+	}
+	var G mat.Dense
+	if err := G.Solve(em.M, identity(em.dim)); err != nil { // least squares: G = M^+ (full column rank)
+		return nil, fmt.Errorf("pseudo-inverse of the noise map: %w", err)
+	}
+	return &G, nil
+}
+
+// checkAdjacent refuses a given pair that is farther apart, in the units of the calibrated noise,
+// than the worst mu-adjacent pair of the audited adjacency: such a pair is not adjacent (Definition
+// 4 lets one free coordinate move by at most mu), and a violation measured on it would say nothing
+// about the claim. Where the noise law gives no exact distance (iid Laplace, none), the pair is
+// accepted with a note.
+func (g *Game) checkAdjacent(em *estimateModel, budget int64) error {
+	p := g.Plan
+	worst, err := worstPair(p, g.Audited, budget, g.Pair.X0, em)
+	if err != nil {
+		return fmt.Errorf("audit: pair: the worst adjacent pair to compare it with: %w", err)
+	}
+	given, ok1 := pairDistance(p, em, g.Pair.X0, g.Pair.X0Prime)
+	limit, ok2 := pairDistance(p, em, worst.X0, worst.X0Prime)
+	if !ok1 || !ok2 {
+		g.Notes = append(g.Notes, "the given pair's adjacency could not be checked against the noise law; its verdict assumes it is mu-adjacent")
+		return nil
+	}
+	if given > limit*(1+1e-9) {
+		return fmt.Errorf("audit: pair: x0 and x0prime are not mu-adjacent under %s adjacency: in the noise's units they are %.6g apart, "+
+			"the worst adjacent pair only %.6g (%.3gx), so a violation on them would say nothing about the claim; "+
+			"give a pair that differs as Definition 4 allows (one free coordinate by at most mu = %g)",
+			g.Audited, given, limit, given/limit, p.Scenario.Privacy.Mu)
+	}
+	return nil
+}
+
+// pairDistance is how far apart the estimate laws of the pair are in the noise's units: the
+// Gaussian-DP mu sqrt(d' Cov^+ d), or for Laplace ||M^+ d||_1; ok is false where no exact law exists.
+func pairDistance(p *plan.Plan, em *estimateModel, m0, m1 []float64) (float64, bool) {
+	if em.M == nil {
+		return 0, false
+	}
+	switch p.Mechanism {
+	case privacy.Gaussian:
+		var cov mat.SymDense
+		cov.SymOuterK(1, em.M)
+		gs, err := NewGaussianScorer(m0, m1, &cov)
+		if err != nil {
+			return math.Inf(1), errors.Is(err, ErrDistinguishable)
+		}
+		return gs.Mu(), true
+	case privacy.Laplace:
+		if !em.laplaceExact {
+			return 0, false
+		}
+		G, err := laplaceMap(em)
+		if err != nil {
+			return 0, false
+		}
+		d := make([]float64, len(m0))
+		for i := range d {
+			d[i] = m1[i] - m0[i]
+		}
+		l1 := 0.0
+		for _, v := range mulVec(G, d) {
+			l1 += math.Abs(v)
+		}
+		return l1, true
+	}
+	return 0, false
 }
 
 // baseState is the scenario's initial state: the plant's x(0) or every agent's x_i(0).

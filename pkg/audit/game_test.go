@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -320,4 +321,27 @@ func TestFastNoAllocationPerStep(t *testing.T) {
 	a100, a1000 := perTrial(100), perTrial(1000)
 	require.Equal(t, a100, a1000, "allocations grow with T")
 	require.LessOrEqual(t, a100, 4.0) // challenger's and plant's random sources
+}
+
+// A pair given in the scenario must be mu-adjacent: a pair 3 mu apart would make a sound
+// calibration look violated, so it is refused; the worst adjacent pair itself and a closer pair
+// are accepted (an audit on them bounds the claim).
+func TestGivenPairMustBeAdjacent(t *testing.T) {
+	for _, name := range []string{"audit-vehicle-structured", "audit-consensus-gaussian", "audit-consensus-laplace"} {
+		p := loadPlan(t, name)
+		worst := newGame(t, p, GameOptions{}).Pair
+		scaled := func(c float64) *scenario.AuditPair {
+			x1 := slices.Clone(worst.X0)
+			for i := range x1 {
+				x1[i] += c * (worst.X0Prime[i] - worst.X0[i])
+			}
+			return &scenario.AuditPair{X0: slices.Clone(worst.X0), X0Prime: x1}
+		}
+		for _, c := range []float64{0.5, 1} {
+			_, err := NewGame(p, GameOptions{Pair: scaled(c)})
+			require.NoError(t, err, "%s: %g x the worst pair", name, c)
+		}
+		_, err := NewGame(p, GameOptions{Pair: scaled(3)})
+		require.ErrorContains(t, err, "not mu-adjacent", name)
+	}
 }

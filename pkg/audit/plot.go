@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/dpsim/dpsim/pkg/privacy"
 )
 
 // TradeoffPlot builds (without I/O) the trade-off figure of a result: the region below the (eps, delta)
@@ -24,8 +26,12 @@ func TradeoffPlot(r *Result) (*plot.Plot, error) {
 		return nil, errors.New("audit: plot: nil result")
 	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Trade-off: claim eps = %.3g, delta = %.3g\nlower bounds: CP %.3g, GDP %.3g - %s",
-		r.EpsilonClaimed, r.Delta, r.EpsilonLBCP, r.EpsilonLBGDP, r.Verdict)
+	gdp := fmt.Sprintf("GDP %.3g", r.EpsilonLBGDP)
+	if r.Mechanism == string(privacy.Laplace) {
+		gdp = "GDP n/a (pure eps)"
+	}
+	p.Title.Text = fmt.Sprintf("Trade-off: claim eps = %.3g, delta = %.3g\nlower bounds: CP %.3g, %s - %s",
+		r.EpsilonClaimed, r.Delta, r.EpsilonLBCP, gdp, r.Verdict)
 	p.Title.Padding = vg.Points(6)
 	p.Title.TextStyle.Font.Size = vg.Points(13)
 	p.X.Label.TextStyle.Font.Size = vg.Points(12)

@@ -129,7 +129,7 @@ func Curves(a *mat.Dense, pc PlotConfig) (curves []Curve, notes []string, err er
 			if err != nil {
 				return nil, nil, err
 			}
-			runs = append(runs, dpRun{fmt.Sprintf("dp eps=%g (sigma=%.3g)", eps, sigma), sigma})
+			runs = append(runs, dpRun{fmt.Sprintf("dp eps=%g (sigma=%.3g, heuristic: no guarantee)", eps, sigma), sigma})
 		}
 	} else {
 		notes = append(notes, "plot: dp noise cannot be calibrated ("+sens.Reason+"); dp curves use fixed noise scales")
