@@ -31,16 +31,50 @@ func UsageError(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
 }
 
-// NewFlagSet returns a ContinueOnError flag set whose usage prints synopsis, description and
-// every flag with its default to stderr.
+// NewFlagSet is NewCommandFlagSet for a command that has only its stderr at hand: the
+// explicit --help goes to os.Stdout when stderr is os.Stderr (a real process, so every
+// command of the binary prints its help to stdout), else to stderr (a test's buffer).
+// Prefer NewCommandFlagSet.
 func NewFlagSet(name, synopsis, description string, stderr io.Writer) *flag.FlagSet {
+	help := stderr
+	if f, ok := stderr.(*os.File); ok && f == os.Stderr {
+		help = os.Stdout
+	}
+	return NewCommandFlagSet(name, synopsis, description, help, stderr)
+}
+
+// NewCommandFlagSet returns a ContinueOnError flag set whose usage prints synopsis,
+// description and every flag with its default: to stdout when it was asked for (-h, --help:
+// it can be piped into a pager), to stderr after a parse error, following the error message.
+func NewCommandFlagSet(name, synopsis, description string, stdout, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package writes a parse error to Output just before it calls Usage; -h calls
+	// Usage without one. errMark tells the two apart.
+	mark := &errMark{w: stderr}
+	fs.SetOutput(mark)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\n%s\n\nFlags:\n", synopsis, strings.TrimSpace(description))
+		w := stdout
+		if mark.wrote {
+			w = stderr
+		}
+		mark.wrote = false
+		fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags:\n", synopsis, strings.TrimSpace(description))
+		fs.SetOutput(w)
 		fs.PrintDefaults()
+		fs.SetOutput(mark)
 	}
 	return fs
+}
+
+// errMark forwards to w and records that something (a parse error) was written.
+type errMark struct {
+	w     io.Writer
+	wrote bool
+}
+
+func (e *errMark) Write(p []byte) (int, error) {
+	e.wrote = true
+	return e.w.Write(p)
 }
 
 // Parse parses args; -h/--help prints usage and returns flag.ErrHelp, which callers pass up

@@ -23,12 +23,19 @@
 //	| dpsim.<run>.plant.<id>.yhat            | plant <id>      | cloud, eavesdropper  | yhat(t) = C x(t) + gamma(t), kind "yhat"        |
 //	| dpsim.<run>.cloud.<id>.u               | cloud <id>      | plant, eavesdropper  | control input u(t), kind "u"                    |
 //	| dpsim.<run>.agent.<i>.y                | agent <i>       | neighbours, eavesdr. | y_i(t) = x_i(t) + gamma_i(t) (eq. 25), kind "y" |
-//	| dpsim.<run>.ctl.start                  | launcher        | all                  | the run begins                                  |
 //	| dpsim.<run>.ctl.episode                | launcher        | all                  | episode Message.Episode begins                  |
-//	| dpsim.<run>.ctl.ready.<role>.<id>      | every process   | launcher             | subscribed and ready                            |
-//	| dpsim.<run>.ctl.done.<role>.<id>       | every process   | launcher             | episode finished                                |
+//	| dpsim.<run>.ctl.ready.<role>.<id>      | every process   | launcher             | subscribed and ready, vals [pid]                |
+//	| dpsim.<run>.ctl.done.<role>.<id>       | every process   | launcher             | episode finished, vals [steps, missed, pid]     |
 //	| dpsim.<run>.ctl.result.<role>.<id>     | every process   | launcher             | results of the process                          |
 //	| dpsim.<run>.ctl.stop                   | launcher        | all                  | flush and exit                                  |
+//	| dpsim.<run>.ctl.start                  | (reserved)      | -                    | Subjects.CtlStart: nothing publishes it         |
+//
+// A process that hosts several consensus agents (agents-<i>-<j>) publishes each agent's y
+// on that agent's subject, and announces itself (ready, done, result) under its first
+// agent's id: ctl.ready.agent.<i>. The launcher accepts ready and done only from the process
+// it started for a sender (the pid in vals), so a stray process on the same run id fails the
+// run instead of silently duplicating a role; the coordination protocol is documented in
+// package internal/cmd/run.
 //
 // Subjects builds them (NewSubjects(run).PlantYhat(0), ...), with wildcard filters such as
 // AllAgentY ("dpsim.<run>.agent.*.y") and All ("dpsim.<run>.>"); ParseSubject reads them

@@ -51,6 +51,22 @@ type run struct {
 
 	checks  []Check
 	skipped []string // figures left out for lack of data
+
+	// deviations are results outside a tolerance the issue states but the theory does not
+	// predict (velocity error at T >= VelocityTol): not failures, listed in the verdict.
+	deviations []deviation
+	// partial: the run did not cover what was asked (status not ok, fewer episodes or points,
+	// missing record pieces); partialWhy says how, for the verdict.
+	partial    bool
+	partialWhy []string
+}
+
+// deviation is the velocity error at T of one point against the issue's VelocityTol.
+type deviation struct {
+	point string
+	T     int
+	v     float64 // max over runs |v(T) - v_r(T)|
+	rho   float64 // slowest closed-loop pole (0: unknown)
 }
 
 func analyse(in Input) (*run, error) {
@@ -109,7 +125,38 @@ func analyse(in Input) (*run, error) {
 	r.sweepLayout()
 	r.components()
 	r.evaluate()
+	r.completeness()
 	return r, nil
+}
+
+// completeness decides whether the run covered what was asked, from Input.Status, the
+// episodes and points requested and the missing record pieces.
+func (r *run) completeness() {
+	in := r.in
+	if in.Status != "" && in.Status != "ok" {
+		r.partialWhy = append(r.partialWhy, in.Status)
+	}
+	done, want := 0, 0
+	known := true
+	for _, p := range r.points {
+		done += p.res.Runs
+		want += r.in.Points[p.idx].Requested
+		known = known && r.in.Points[p.idx].Requested > 0
+	}
+	if known && done < want {
+		r.partialWhy = append(r.partialWhy, fmt.Sprintf("%d of %d episodes", done, want))
+	}
+	if in.PlannedPoints > len(r.points) {
+		r.partialWhy = append(r.partialWhy, fmt.Sprintf("%d of %d sweep points", len(r.points), in.PlannedPoints))
+	}
+	missing := 0
+	for _, p := range r.in.Points {
+		missing += p.Missing
+	}
+	if missing > 0 {
+		r.partialWhy = append(r.partialWhy, fmt.Sprintf("%d missing record pieces", missing))
+	}
+	r.partial = len(r.partialWhy) > 0
 }
 
 // evaluate computes every check (calibration first, then results) in point order.
@@ -118,6 +165,10 @@ func (r *run) evaluate() {
 		p.calInfo = r.calibrationCheck(p)
 	}
 	for _, p := range r.points {
+		if p.res.Runs == 0 {
+			p.resInfo = []string{"no complete episode: there is nothing to check"}
+			continue
+		}
 		switch {
 		case p.res.Control != nil:
 			p.resInfo = r.controlChecks(p)

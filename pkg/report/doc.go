@@ -9,11 +9,15 @@
 //		Points:   points,            // one Point{Scenario, Plan, Results} per s.Expand() point
 //		Seed:     seed, SeedDrawn: drawn,
 //		Engine:   "nats", Mode: "lockstep", NATSURL: url,
-//		Processes: procs,            // role, id, pid, peak RSS
+//		Processes: procs,            // role, id, pid, peak RSS, sweep point
 //		Timing:   stats,             // optional: any JSON-serialisable value
 //		Invalid:  counters,          // optional: invalid-message counters
 //		Elapsed:  time.Since(start),
+//		Status:   "interrupted", Error: err.Error(), // how the run ended
 //	})
+//
+// with Point.Requested (episodes asked for) and Point.Missing (record pieces no process
+// supplied) per point.
 //
 // Build does the same without I/O and returns the Markdown, the figures (Figure.Render gives
 // PNG or SVG bytes) and the computed checks, e.g. for summary.json.
@@ -32,6 +36,16 @@
 // per-point figures show the representative point (swept value closest to 1, e.g. the paper's
 // eps = 1, first value of the other parameters).
 //
+// # Status
+//
+// When Input.Status is set, report.md opens with a status banner: ok, interrupted or failed,
+// the error, the episodes completed of those requested per point, the incomplete episodes,
+// the missing record pieces, the sweep points run and the realtime misses. A run that did
+// not end ok, or covered fewer episodes or points than requested, or lost record pieces,
+// gets a verdict marked partial ("**Verdict (partial: interrupted, 3 of 100000 episodes):**
+// ... on the completed episodes"); a point without any complete episode states no result
+// check (only its calibration).
+//
 // # Statements
 //
 // Every PASS/FAIL in report.md is computed from the run's numbers (Report.Checks):
@@ -49,6 +63,21 @@
 //   - consensus (Proposition 1): final E||x(T) - 1x*||^2 with its upper 95% limit below the bound,
 //     E[x_i(T) - x*] within alpha^T ||x(0) - 1x*|| (simultaneous 95% intervals), network sum
 //     preserved to SumTol.
+//
+// The velocity error at T is also compared with the issue's VelocityTol (1e-6). The theory does
+// not promise it: with the paper's gains the slowest closed-loop pole (0.9046) leaves about
+// 2.8e-5 of the initial error at T = 100 even without noise. The report states this honestly
+// and the verdict lists it as a deviation from the issue's stated tolerance ("all 5 computed
+// checks pass; deviation from the issue's stated tolerance: velocity error at T = 100 is
+// 0.0047 max over runs, not < 1e-6 (closed-loop pole 0.9046)") instead of an unqualified
+// all-pass.
+//
+// Intervals: mean [lo, hi] is the normal 95% interval of pkg/sim. For the nonnegative
+// quantities (mean squares, the eavesdropper's squared error) sim.Accumulator.Results clamps the
+// lower limit at 0, which the normal approximation can cross with few runs.
+//
+// The graph's weight-sum warning is stated once (MergeGraphWarnings: the scenario loader and
+// the plan find the same thing in different words).
 //
 // The Markdown is deterministic (maps are sorted, no clock is read): the same Input gives the
 // same bytes. Numbers are printed with 3 significant digits (4 for noise scales).

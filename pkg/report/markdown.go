@@ -32,6 +32,7 @@ func (r *run) markdown(figs []*Figure) []byte {
 		name = r.sc.Name
 	}
 	fmt.Fprintf(&b, "# %s\n\n", name)
+	r.statusBanner(&b)
 	if r.sc != nil && strings.TrimSpace(r.sc.Description) != "" {
 		b.WriteString(strings.TrimSpace(r.sc.Description) + "\n\n")
 	}
@@ -44,6 +45,83 @@ func (r *run) markdown(figs []*Figure) []byte {
 	r.transportSection(&b)
 	r.figuresSection(&b, figs)
 	return []byte(b.String())
+}
+
+// statusBanner opens report.md with how the run ended, when the caller stated it
+// (Input.Status): the error, the episodes completed of those requested, the points run, the
+// missing record pieces and the realtime misses - so that a failed or interrupted run never
+// reads as a normal one.
+func (r *run) statusBanner(b *strings.Builder) {
+	in := r.in
+	if in.Status == "" {
+		return
+	}
+	var lines []string
+	switch {
+	case in.Status == "ok" && !r.partial:
+		lines = append(lines, "**Status: ok** - every requested episode completed.")
+	case in.Status == "ok":
+		lines = append(lines, "**Status: ok, but incomplete** - the results below cover less than was asked for.")
+	default:
+		lines = append(lines, fmt.Sprintf("**Status: %s** - the run did not finish; every number below covers only the episodes completed before it stopped.", in.Status))
+	}
+	var items []string
+	if in.Error != "" {
+		items = append(items, "error: "+oneLine(in.Error))
+	}
+	for _, p := range r.points {
+		pt := in.Points[p.idx]
+		where := ""
+		if r.sweep {
+			where = p.label + ": "
+		}
+		if pt.Requested > 0 && (p.res.Runs < pt.Requested || !r.sweep) {
+			items = append(items, fmt.Sprintf("%sepisodes completed: %d of %d requested", where, p.res.Runs, pt.Requested))
+		}
+		if n := len(p.res.IncompleteEpisodes); n > 0 {
+			items = append(items, fmt.Sprintf("%s%d incomplete episode(s) not aggregated: %s", where, n, intList(p.res.IncompleteEpisodes, 10)))
+		}
+		if pt.Missing > 0 {
+			s := fmt.Sprintf("%smissing record pieces: %d", where, pt.Missing)
+			if len(pt.MissingFirst) > 0 {
+				s += " (first: " + strings.Join(pt.MissingFirst, "; ") + ")"
+			}
+			items = append(items, s)
+		}
+		if pt.Error != "" && !strings.Contains(in.Error, pt.Error) {
+			items = append(items, where+"error: "+oneLine(pt.Error))
+		}
+	}
+	if r.sweep {
+		done := 0
+		for _, p := range r.points {
+			if pt := in.Points[p.idx]; pt.Requested == 0 || p.res.Runs >= pt.Requested {
+				done++
+			}
+		}
+		items = append(items, fmt.Sprintf("sweep points complete: %d of %d", done, max(in.PlannedPoints, len(r.points))))
+	} else if in.PlannedPoints > len(r.points) {
+		items = append(items, fmt.Sprintf("points run: %d of %d", len(r.points), in.PlannedPoints))
+	}
+	if in.Missed > 0 || in.LateMessages > 0 {
+		items = append(items, fmt.Sprintf("realtime: %d step(s) missed their deadline (the last value was held), %d late message(s) dropped", in.Missed, in.LateMessages))
+	}
+	if r.partial {
+		items = append(items, "the verdict below is partial: it covers the completed episodes only")
+	}
+	b.WriteString("> " + lines[0] + "\n")
+	if len(items) > 0 {
+		b.WriteString(">\n")
+		for _, it := range items {
+			b.WriteString("> - " + it + "\n")
+		}
+	}
+	b.WriteString("\n")
+}
+
+// oneLine keeps a message on one line of the banner.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }
 
 func (r *run) verdict(b *strings.Builder) {
@@ -60,17 +138,49 @@ func (r *run) verdict(b *strings.Builder) {
 		}
 		failing = append(failing, f)
 	}
+	head := "**Verdict:**"
+	scope := ""
+	if r.partial {
+		head = "**Verdict (partial: " + strings.Join(r.partialWhy, ", ") + "):**"
+		scope = " on the completed episodes"
+	}
+	dev := r.deviationText()
 	switch {
 	case len(r.checks) == 0:
-		b.WriteString("**Verdict:** no computed checks apply to this run.\n\n")
+		fmt.Fprintf(b, "%s no computed checks apply to this run%s.\n\n", head, dev)
 	case len(failing) == 0:
-		fmt.Fprintf(b, "**Verdict:** all %d computed checks pass.\n\n", len(r.checks))
+		fmt.Fprintf(b, "%s all %d computed checks pass%s%s.\n\n", head, len(r.checks), scope, dev)
 	default:
 		if len(failing) > 6 {
 			failing = append(failing[:6], fmt.Sprintf("... %d more", len(failing)-6))
 		}
-		fmt.Fprintf(b, "**Verdict:** %d of %d computed checks pass; failing: %s.\n\n", pass, len(r.checks), strings.Join(failing, ", "))
+		fmt.Fprintf(b, "%s %d of %d computed checks pass%s; failing: %s%s.\n\n", head, pass, len(r.checks), scope, strings.Join(failing, ", "), dev)
 	}
+}
+
+// deviationText lists, for the verdict, what misses a tolerance the issue states though the
+// theory does not promise it: the velocity error at T against VelocityTol (the slowest
+// closed-loop pole leaves more than that at T with the paper's gains, even without noise).
+func (r *run) deviationText() string {
+	if len(r.deviations) == 0 {
+		return ""
+	}
+	worst := r.deviations[0]
+	for _, d := range r.deviations[1:] {
+		if d.v > worst.v {
+			worst = d
+		}
+	}
+	s := fmt.Sprintf("; deviation from the issue's stated tolerance: velocity error at T = %d is %s max over runs", worst.T, num(worst.v))
+	if len(r.deviations) > 1 || r.sweep {
+		s = fmt.Sprintf("; deviation from the issue's stated tolerance: velocity error at T = %d is up to %s max over runs (%d of %d points; largest at %s)",
+			worst.T, num(worst.v), len(r.deviations), len(r.points), worst.point)
+	}
+	s += ", not < " + num(VelocityTol)
+	if worst.rho > 0 {
+		s += " (closed-loop pole " + numP(worst.rho, 4) + ")"
+	}
+	return s
 }
 
 func (r *run) setupSection(b *strings.Builder) {
@@ -130,7 +240,19 @@ func (r *run) setupSection(b *strings.Builder) {
 
 	if len(in.Processes) > 0 {
 		procs := slices.Clone(in.Processes)
+		// Grouped by point (in the order the points first appear), then by role and id.
+		pointOrder := map[string]int{}
+		withPoint := false
+		for _, p := range procs {
+			if _, ok := pointOrder[p.Point]; !ok {
+				pointOrder[p.Point] = len(pointOrder)
+			}
+			withPoint = withPoint || p.Point != ""
+		}
 		sort.SliceStable(procs, func(i, j int) bool {
+			if a, b := pointOrder[procs[i].Point], pointOrder[procs[j].Point]; a != b {
+				return a < b
+			}
 			if procs[i].Role != procs[j].Role {
 				return procs[i].Role < procs[j].Role
 			}
@@ -139,27 +261,31 @@ func (r *run) setupSection(b *strings.Builder) {
 		var pr [][]string
 		var peak int64
 		for _, p := range procs {
-			pr = append(pr, []string{p.Role, fmt.Sprint(p.ID), fmt.Sprint(p.PID), bytesMiB(p.PeakRSSBytes)})
+			row := []string{p.Role, fmt.Sprint(p.ID), fmt.Sprint(p.PID), bytesMiB(p.PeakRSSBytes)}
+			if withPoint {
+				row = append([]string{p.Point}, row...)
+			}
+			pr = append(pr, row)
 			peak = max(peak, p.PeakRSSBytes)
 		}
 		fmt.Fprintf(b, "Processes (%d; largest peak RSS %s):\n\n", len(procs), bytesMiB(peak))
-		table(b, []string{"role", "id", "pid", "peak RSS"}, pr)
+		header := []string{"role", "id", "pid", "peak RSS"}
+		if withPoint {
+			header = append([]string{"point"}, header...)
+		}
+		table(b, header, pr)
 	}
 
 	var warn []string
 	if r.sc != nil {
 		warn = append(warn, r.sc.Warnings...)
 	}
-	seen := map[string]bool{}
 	for _, p := range r.points {
 		if p.plan != nil {
-			for _, w := range p.plan.GraphWarnings {
-				if !seen[w] && !slices.Contains(warn, w) {
-					warn = append(warn, w)
-				}
-				seen[w] = true
-			}
+			warn = MergeGraphWarnings(warn, p.plan.GraphWarnings)
 		}
+	}
+	for _, p := range r.points {
 		if len(p.res.IncompleteEpisodes) > 0 {
 			warn = append(warn, fmt.Sprintf("%s%d incomplete episodes were not aggregated: %s", r.prefix(p), len(p.res.IncompleteEpisodes), intList(p.res.IncompleteEpisodes, 10)))
 		}
@@ -190,6 +316,10 @@ func (r *run) runsText() string {
 	if r.sc != nil {
 		want = r.sc.Runs
 	}
+	requested := 0
+	for _, p := range r.points {
+		requested = max(requested, r.in.Points[p.idx].Requested)
+	}
 	lo, hi := r.points[0].res.Runs, r.points[0].res.Runs
 	for _, p := range r.points {
 		lo, hi = min(lo, p.res.Runs), max(hi, p.res.Runs)
@@ -201,8 +331,13 @@ func (r *run) runsText() string {
 	if r.sweep {
 		s += " per point"
 	}
-	if want > 0 && hi != want {
+	switch {
+	case requested > 0 && lo < requested:
+		s += fmt.Sprintf(" completed of %d requested", requested)
+	case requested == 0 && want > 0 && hi != want:
 		s += fmt.Sprintf(" (the scenario file asks for %d)", want)
+	case requested > 0 && want > 0 && requested != want:
+		s += fmt.Sprintf(" (--runs; the scenario file asks for %d)", want)
 	}
 	return s
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/plan"
@@ -40,6 +42,20 @@ type Input struct {
 	Elapsed time.Duration
 	// Extra are optional named numbers printed at the end of the results.
 	Extra map[string]float64
+
+	// Status is how the run ended: "ok", "interrupted" or "failed" ("" = not stated). When it
+	// is set report.md opens with a status banner; a run that did not end "ok" (or with fewer
+	// episodes or points than requested, or missing record pieces) gets a verdict marked
+	// partial. Error says why it did not end ok.
+	Status string
+	Error  string
+	// PlannedPoints is the number of points the run was to cover (0: len(Points)); a sweep
+	// stopped early hands over fewer Points.
+	PlannedPoints int
+	// Missed counts the realtime steps whose messages missed their deadline (summed over the
+	// processes), LateMessages the messages dropped as late.
+	Missed       int
+	LateMessages uint64
 }
 
 // Point is one scenario point of the run.
@@ -47,6 +63,13 @@ type Point struct {
 	Scenario *scenario.Scenario // the expanded point (nil: Plan.Scenario)
 	Plan     *plan.Plan         // the resolved plan (nil: the calibration is not printed)
 	Results  *sim.Results       // the aggregated metrics (required)
+	// Requested is the number of episodes asked for (0: not stated); Results.Runs completed.
+	Requested int
+	// Missing counts the record pieces no process supplied; MissingFirst names the first few.
+	Missing      int
+	MissingFirst []string
+	// Error is what stopped this point ("": nothing).
+	Error string
 }
 
 // Process is one OS process of a NATS run.
@@ -55,6 +78,38 @@ type Process struct {
 	ID           int
 	PID          int
 	PeakRSSBytes int64 // peak resident set size; <= 0 when unknown
+	// Point labels the sweep point the process served ("" without a sweep): a column of
+	// the Processes table when set.
+	Point string
+}
+
+// FigureNames lists every figure Write may create (as NAME.png and NAME.svg), so that a
+// caller reusing an output directory can remove those of an earlier run.
+func FigureNames() []string {
+	return []string{FigTrackingError, FigTrackingMSE, FigEavesdropper, FigSweepFinalMSE, FigSweepEavesdropper,
+		FigConsensusDev, FigConsensusMSE}
+}
+
+// MergeGraphWarnings appends to the scenario's warnings the graph warnings of a plan
+// (plan.GraphWarnings) that the scenario did not already state. The scenario loader and the
+// plan both check the edge-weight sums and word the same finding differently, so a plan's
+// graph warnings are dropped when the scenario already has one about the graph ("graph: ...").
+func MergeGraphWarnings(scenarioWarnings, graphWarnings []string) []string {
+	for _, w := range scenarioWarnings {
+		if strings.HasPrefix(w, "graph:") {
+			return scenarioWarnings
+		}
+	}
+	out := slices.Clone(scenarioWarnings)
+	for _, w := range graphWarnings {
+		if !strings.HasPrefix(w, "graph:") {
+			w = "graph: " + w
+		}
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // Check is one computed statement of the report: Text states what was compared with which

@@ -176,6 +176,7 @@ func TestGolden(t *testing.T) {
 	}{
 		{"control", func(t *testing.T) Input { return controlInput(t) }},
 		{"consensus-sweep", func(t *testing.T) Input { return consensusInput(t, 0.9) }},
+		{"control-interrupted", func(t *testing.T) Input { return interruptedInput(t) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -463,5 +464,176 @@ func TestMalformedSeries(t *testing.T) {
 	c.TrackingError = c.TrackingError[:1]
 	if _, err := Build(in); err == nil || !strings.Contains(err.Error(), "tracking error series") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// interruptedInput is the synthetic control run stopped by Ctrl-C after 3 of 100000 episodes,
+// with the episode running at the signal incomplete, as the launcher hands it over.
+func interruptedInput(t testing.TB) Input {
+	in := controlInput(t)
+	r := *in.Points[0].Results
+	r.Runs, r.IncompleteEpisodes = 3, []int{3}
+	in.Points[0].Results = &r
+	in.Points[0].Requested = 100000
+	in.Points[0].Missing = 150
+	in.Points[0].MissingFirst = []string{"episode 3 step 51: plant", "episode 3 step 51: cloud"}
+	in.Status, in.Error = "interrupted", "episode 4: interrupted (context canceled): partial results written to out/synth"
+	in.PlannedPoints = 1
+	in.Missed, in.LateMessages = 2, 5
+	return in
+}
+
+// TestStatusBanner: a failed or interrupted run opens with its status, the error, the
+// episodes completed of those requested and what is missing, and its verdict says partial; a
+// complete run says ok and nothing more.
+func TestStatusBanner(t *testing.T) {
+	rep, err := Build(interruptedInput(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(rep.Markdown)
+	top := md[:strings.Index(md, "## Setup")]
+	for _, want := range []string{
+		"> **Status: interrupted** - the run did not finish",
+		"> - error: episode 4: interrupted",
+		"> - episodes completed: 3 of 100000 requested",
+		"> - 1 incomplete episode(s) not aggregated: 3",
+		"> - missing record pieces: 150 (first: episode 3 step 51: plant; episode 3 step 51: cloud)",
+		"> - realtime: 2 step(s) missed their deadline",
+		"**Verdict (partial: interrupted, 3 of 100000 episodes, 150 missing record pieces):** all 5 computed checks pass on the completed episodes",
+		"| runs | 3 completed of 100000 requested |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, top)
+		}
+	}
+	if strings.Index(md, "> **Status") > strings.Index(md, "**Verdict") {
+		t.Error("the status banner must come before the verdict")
+	}
+
+	ok := controlInput(t)
+	ok.Status, ok.PlannedPoints = "ok", 1
+	ok.Points[0].Requested = ok.Points[0].Results.Runs
+	rep, err = Build(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md = string(rep.Markdown)
+	if !strings.Contains(md, "> **Status: ok** - every requested episode completed.") || strings.Contains(md, "partial") {
+		t.Errorf("complete run:\n%s", md[:strings.Index(md, "## Setup")])
+	}
+	// Fewer episodes than requested without an error (e.g. a merge that lost pieces) is partial too.
+	short := controlInput(t)
+	short.Status = "ok"
+	short.Points[0].Requested = 500
+	rep, _ = Build(short)
+	if md := string(rep.Markdown); !strings.Contains(md, "**Verdict (partial: 100 of 500 episodes):**") {
+		t.Errorf("short run not marked partial:\n%s", md[:strings.Index(md, "## Setup")])
+	}
+}
+
+// TestNoCompleteEpisodeNoChecks: a point without a complete episode states no result check
+// (a check on no data would pass or fail for nothing).
+func TestNoCompleteEpisodeNoChecks(t *testing.T) {
+	in := interruptedInput(t)
+	r := *in.Points[0].Results
+	r.Runs = 0
+	in.Points[0].Results = &r
+	rep, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Checks {
+		if !strings.HasPrefix(c.Name, "calibration") {
+			t.Errorf("result check %s on no episode", c.Name)
+		}
+	}
+	if !strings.Contains(string(rep.Markdown), "no complete episode: there is nothing to check") {
+		t.Error("report does not say there was no complete episode")
+	}
+}
+
+// TestVelocityDeviationInVerdict: with the paper's gains the velocity error at T is above the
+// issue's 1e-6 (the slowest closed-loop pole 0.9046); every check may pass, but the verdict
+// must not read as an unqualified all-pass.
+func TestVelocityDeviationInVerdict(t *testing.T) {
+	in := controlInput(t)
+	rep, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "**Verdict:** all 5 computed checks pass; deviation from the issue's stated tolerance: velocity error at T = 20 is 2e-4 max over runs, not < 1e-6 (closed-loop pole 0.9046)."
+	if !strings.Contains(string(rep.Markdown), want) {
+		t.Errorf("report.md lacks %q", want)
+	}
+	// Below the tolerance: no deviation.
+	r := *in.Points[0].Results
+	c := *r.Control
+	c.FinalAbsErrorMax = []float64{5.5, 5e-7}
+	r.Control = &c
+	in.Points[0].Results = &r
+	rep, err = Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md := string(rep.Markdown); !strings.Contains(md, "**Verdict:** all 5 computed checks pass.\n") || strings.Contains(md, "deviation from") {
+		t.Errorf("velocity below the tolerance still reported as a deviation")
+	}
+}
+
+// TestProcessesPointColumn: a sweep's Processes table says which point each process served.
+func TestProcessesPointColumn(t *testing.T) {
+	in := consensusInput(t, 0.9)
+	in.Processes = []Process{{Role: "agent", ID: 0, PID: 11, Point: "epsilon=0.1"}, {Role: "eavesdropper", ID: 0, PID: 12, Point: "epsilon=0.1"},
+		{Role: "agent", ID: 0, PID: 1, Point: "epsilon=1"}}
+	rep, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(rep.Markdown)
+	for _, want := range []string{"| point | role | id | pid | peak RSS |", "| epsilon=0.1 | agent | 0 | 11 | n/a |\n| epsilon=0.1 | eavesdropper | 0 | 12 | n/a |\n| epsilon=1 | agent | 0 | 1 | n/a |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	rep, _ = Build(controlInput(t))
+	if strings.Contains(string(rep.Markdown), "| point | role |") {
+		t.Error("a single point needs no point column")
+	}
+}
+
+func TestMergeGraphWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		scn, graph, want []string
+	}{
+		{nil, []string{"weight sums >= 1 at nodes 2"}, []string{"graph: weight sums >= 1 at nodes 2"}},
+		{[]string{"graph: nodes 2 have sums >= 1"}, []string{"weight sums >= 1 at nodes 2"}, []string{"graph: nodes 2 have sums >= 1"}},
+		{[]string{"controller.K: unstable"}, []string{"w", "w"}, []string{"controller.K: unstable", "graph: w"}},
+	} {
+		got := MergeGraphWarnings(tc.scn, tc.graph)
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("MergeGraphWarnings(%q, %q) = %q, want %q", tc.scn, tc.graph, got, tc.want)
+		}
+	}
+	// The shipped paper graph: one warning, not the same finding twice in other words.
+	s, err := scenario.Load(filepath.Join("..", "..", "scenarios", "consensus-gaussian.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := sim.RunSweep(context.Background(), s, s.Seed, plan.Options{}, sim.FastOptions{Runs: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{Scenario: s}
+	for _, p := range pts {
+		in.Points = append(in.Points, Point{Scenario: p.Scenario, Plan: p.Plan, Results: p.Results})
+	}
+	rep, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(rep.Markdown)
+	if n := strings.Count(md, "weight sum"); n != 1 {
+		t.Errorf("the weight-sum warning appears %d times:\n%s", n, md[strings.Index(md, "Warnings:"):][:600])
 	}
 }

@@ -80,9 +80,12 @@ func (r *run) controlChecks(p *pointInfo) []string {
 		line := fmt.Sprintf("velocity error at T = %d: max over runs |v(T) - v_r(T)| = %s", T, num(v))
 		if v >= VelocityTol && (offset || kind == string(noise.None)) {
 			line += fmt.Sprintf(", not below the %s of issue 3", num(VelocityTol))
+			dev := deviation{point: p.label, T: T, v: v}
 			if rho, ok := slowestPole(p); ok {
+				dev.rho = rho
 				line += fmt.Sprintf(": the slowest closed-loop pole |lambda| = %s decays only by %s over T = %d steps", numP(rho, 4), num(math.Pow(rho, float64(T))), T)
 			}
+			r.deviations = append(r.deviations, dev)
 		}
 		if !(offset || kind == string(noise.None)) {
 			line += fmt.Sprintf(" (no vanishing is predicted for %s noise on this private model)", kind)

@@ -19,16 +19,27 @@ type FastOptions struct {
 	// Workers is the number of goroutines running episodes (<= 0: GOMAXPROCS). The Results do not
 	// depend on it.
 	Workers int
-	// KeepTraces returns the per-step records of the episodes run.
+	// KeepTraces returns the per-step records of the episodes run, in memory: they grow with
+	// Runs (about 4 KB per cloud-control episode of 100 steps), so use it for small runs or
+	// with TraceEpisodes, and TraceSink to stream large ones to disk.
 	KeepTraces bool
-	// TraceEpisodes limits KeepTraces to episodes 0..TraceEpisodes-1 (0: all).
+	// TraceEpisodes limits the traces (KeepTraces and TraceSink) to episodes
+	// 0..TraceEpisodes-1 (0: all).
 	TraceEpisodes int
+	// TraceSink, when set, receives the records of every traced episode as soon as that
+	// episode and all traced episodes before it finished: in increasing episode order, one
+	// call per episode (steps 0..T), from one goroutine at a time. The records belong to the
+	// sink. Nothing is accumulated (with KeepTraces unset the returned Traces is nil), so
+	// the memory of a run does not grow with the traced episodes. An error from the sink
+	// stops the run and is returned.
+	TraceSink func(tr *Traces) error
 	// Progress, when set, is called after every finished episode with the number done and the
 	// total, from one goroutine at a time.
 	Progress func(done, total int)
 }
 
-// AggregateControl computes the Results of cloud-control records (any order) for plan p.
+// AggregateControl computes the Results of cloud-control records (any order) for plan p, as
+// Results of an Accumulator fed with them.
 func AggregateControl(p *plan.Plan, seed uint64, recs []ControlRecord) (*Results, error) {
 	a, err := NewAccumulator(p, seed)
 	if err != nil {
@@ -42,7 +53,8 @@ func AggregateControl(p *plan.Plan, seed uint64, recs []ControlRecord) (*Results
 	return a.Results(), nil
 }
 
-// AggregateConsensus computes the Results of consensus records (any order) for plan p.
+// AggregateConsensus computes the Results of consensus records (any order) for plan p, as
+// Results of an Accumulator fed with them.
 func AggregateConsensus(p *plan.Plan, seed uint64, recs []ConsensusRecord) (*Results, error) {
 	a, err := NewAccumulator(p, seed)
 	if err != nil {
@@ -302,8 +314,11 @@ func newRunner(p *plan.Plan, seed uint64, acc *Accumulator) (episodeRunner, erro
 // the same numbers in both engines. Episode e is a pure function of (plan, seed, e); the Results
 // are aggregated in episode order, so they do not depend on Workers or scheduling.
 //
+// Memory does not grow with the runs: the Results stream (Accumulator), and per-step records
+// exist only for the traced episodes (KeepTraces keeps them, TraceSink streams them out).
+//
 // On ctx cancellation (or an episode error) it stops, and returns the Results of the episodes that
-// finished, the traces kept so far, and an error wrapping the cause.
+// finished, the traces kept so far (a TraceSink has received them), and an error wrapping the cause.
 func RunFast(ctx context.Context, p *plan.Plan, seed uint64, opts FastOptions) (*Results, *Traces, error) {
 	acc, err := NewAccumulator(p, seed)
 	if err != nil {
@@ -328,8 +343,9 @@ func RunFast(ctx context.Context, p *plan.Plan, seed uint64, opts FastOptions) (
 			return nil, nil, fmt.Errorf("sim: %s: %w", p.Scenario.Name, err)
 		}
 	}
+	tracing := opts.KeepTraces || opts.TraceSink != nil
 	keep := func(ep int) bool {
-		return opts.KeepTraces && (opts.TraceEpisodes <= 0 || ep < opts.TraceEpisodes)
+		return tracing && (opts.TraceEpisodes <= 0 || ep < opts.TraceEpisodes)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -383,6 +399,28 @@ func RunFast(ctx context.Context, p *plan.Plan, seed uint64, opts FastOptions) (
 	if opts.KeepTraces {
 		traces = map[int]*Traces{}
 	}
+	// With a sink, finished episodes wait in held until every traced episode before them is
+	// delivered (episodes finish out of order across workers; the wait is a few episodes).
+	held := map[int]*Traces{}
+	nextTrace := 0
+	var sinkErr error
+	deliver := func(flushAll bool) {
+		for sinkErr == nil && len(held) > 0 {
+			tr := held[nextTrace]
+			if tr == nil {
+				if !flushAll {
+					return
+				}
+				nextTrace = minKey(held) // a gap (stopped early): the episodes after it are complete
+				continue
+			}
+			delete(held, nextTrace)
+			nextTrace++
+			if err := opts.TraceSink(tr); err != nil {
+				sinkErr = err
+			}
+		}
+	}
 	done, errEp := 0, -1
 	var firstErr error
 	for res := range out {
@@ -409,16 +447,30 @@ func RunFast(ctx context.Context, p *plan.Plan, seed uint64, opts FastOptions) (
 		}
 		acc.free = acc.free[:0]
 		if res.tr != nil {
-			traces[res.ep] = res.tr
+			if traces != nil {
+				traces[res.ep] = res.tr
+			}
+			if opts.TraceSink != nil && sinkErr == nil {
+				held[res.ep] = res.tr
+				deliver(false)
+				if sinkErr != nil {
+					cancel()
+				}
+			}
 		}
 		done++
 		if opts.Progress != nil {
 			opts.Progress(done, runs)
 		}
 	}
+	if opts.TraceSink != nil {
+		deliver(true)
+	}
 	results := acc.Results()
 	tr := flattenTraces(traces)
 	switch {
+	case sinkErr != nil:
+		return results, tr, fmt.Errorf("sim: %s: trace: %w", p.Scenario.Name, sinkErr)
 	case firstErr != nil:
 		return results, tr, fmt.Errorf("sim: %s: episode %d: %w", p.Scenario.Name, errEp, firstErr)
 	case done < runs:
@@ -429,6 +481,17 @@ func RunFast(ctx context.Context, p *plan.Plan, seed uint64, opts FastOptions) (
 		return results, tr, fmt.Errorf("sim: %s: stopped after %d of %d episodes: %w", p.Scenario.Name, done, runs, cause)
 	}
 	return results, tr, nil
+}
+
+func minKey(m map[int]*Traces) int {
+	first := true
+	k := 0
+	for ep := range m {
+		if first || ep < k {
+			k, first = ep, false
+		}
+	}
+	return k
 }
 
 func flattenTraces(m map[int]*Traces) *Traces {

@@ -385,8 +385,13 @@ func MergeConsensus(n, steps int, agents []AgentRecord, eve []ConsensusRecord) (
 var errMissing = errors.New("missing record pieces")
 
 // MissingError summarises a non-empty Missing list as an error (nil when none is missing).
-func MissingError(ms []Missing) error {
-	if len(ms) == 0 {
+func MissingError(ms []Missing) error { return MissingErrorN(ms, len(ms)) }
+
+// MissingErrorN is MissingError for a list that holds the first pieces of total missing ones
+// (a caller that keeps only the head of a long list).
+func MissingErrorN(ms []Missing, total int) error {
+	total = max(total, len(ms))
+	if total == 0 {
 		return nil
 	}
 	const show = 5
@@ -398,8 +403,270 @@ func MissingError(ms []Missing) error {
 		parts = append(parts, m.String())
 	}
 	more := ""
-	if len(ms) > show {
-		more = fmt.Sprintf(" and %d more", len(ms)-show)
+	if total > len(parts) {
+		more = fmt.Sprintf(" and %d more", total-len(parts))
 	}
 	return fmt.Errorf("sim: %w: %v%s", errMissing, parts, more)
+}
+
+// TraceReader reads JSON-lines records (as ReadTrace) one at a time, so that a trace file of
+// any length is read in constant memory. The records of a role process's trace are grouped
+// by episode in increasing order (a process runs its episodes one after the other), which is
+// what ReadEpisode and the stream merges rely on.
+type TraceReader[R Record] struct {
+	sc   *bufio.Scanner
+	line int
+	head R
+	has  bool // head holds the next record
+	err  error
+	eof  bool
+	last int // episode of the last record returned (-1: none)
+}
+
+// NewTraceReader returns a reader of the records in r.
+func NewTraceReader[R Record](r io.Reader) *TraceReader[R] {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<16), MaxTraceLine)
+	return &TraceReader[R]{sc: sc, last: -1}
+}
+
+// fill reads the next record into head; at the end or on an error has stays false.
+func (tr *TraceReader[R]) fill() {
+	for !tr.has && !tr.eof && tr.err == nil {
+		if !tr.sc.Scan() {
+			if err := tr.sc.Err(); err != nil {
+				tr.err = fmt.Errorf("sim: trace line %d: %w", tr.line+1, err)
+			}
+			tr.eof = true
+			return
+		}
+		tr.line++
+		b := bytes.TrimSpace(tr.sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		var rec R
+		if err := dec.Decode(&rec); err != nil {
+			tr.err = fmt.Errorf("sim: trace line %d: %w", tr.line, err)
+			return
+		}
+		if dec.More() {
+			tr.err = fmt.Errorf("sim: trace line %d: more than one JSON value", tr.line)
+			return
+		}
+		tr.head, tr.has = rec, true
+	}
+}
+
+// Peek returns the episode of the next record; ok is false at the end of the records or
+// after an error (see Err).
+func (tr *TraceReader[R]) Peek() (episode int, ok bool) {
+	tr.fill()
+	if !tr.has {
+		return 0, false
+	}
+	return episodeOf(&tr.head), true
+}
+
+// Read returns the next record; io.EOF at the end, or the error that stopped the reader.
+func (tr *TraceReader[R]) Read() (R, error) {
+	tr.fill()
+	var zero R
+	if !tr.has {
+		if tr.err != nil {
+			return zero, tr.err
+		}
+		return zero, io.EOF
+	}
+	r := tr.head
+	tr.head, tr.has = zero, false
+	tr.last = episodeOf(&r)
+	return r, nil
+}
+
+// ReadEpisode appends to dst the records of episode ep at the head of the stream (it stops at
+// the first record of another episode) and returns dst. Records of an episode below one
+// already read are an error: the stream is not ordered by episode.
+func (tr *TraceReader[R]) ReadEpisode(ep int, dst []R) ([]R, error) {
+	for {
+		e, ok := tr.Peek()
+		if !ok {
+			return dst, tr.err
+		}
+		if e < tr.last {
+			return dst, fmt.Errorf("sim: trace line %d: episode %d after episode %d: records are not ordered by episode", tr.line, e, tr.last)
+		}
+		if e != ep {
+			return dst, nil
+		}
+		r, err := tr.Read()
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, r)
+	}
+}
+
+// Err returns the error that stopped the reader (a malformed line), nil at a clean end.
+func (tr *TraceReader[R]) Err() error { return tr.err }
+
+func episodeOf(r any) int {
+	switch v := r.(type) {
+	case *ControlRecord:
+		return v.Episode
+	case *ConsensusRecord:
+		return v.Episode
+	case *AgentRecord:
+		return v.Episode
+	}
+	return 0
+}
+
+// nextEpisode returns the smallest episode at the head of the streams (ok false when all are
+// at their end).
+func nextEpisode[R Record](streams []*TraceReader[R]) (ep int, ok bool) {
+	for _, s := range streams {
+		if s == nil {
+			continue
+		}
+		if e, has := s.Peek(); has && (!ok || e < ep) {
+			ep, ok = e, true
+		}
+	}
+	return ep, ok
+}
+
+// streamErrs collects the reading errors of the streams; a stream that failed stops
+// contributing (the records read before the bad line are merged), the others go on.
+type streamErrs struct {
+	errs []error
+	bad  map[any]bool
+}
+
+func (se *streamErrs) add(stream any, name string, err error) {
+	if err == nil || se.bad[stream] {
+		return
+	}
+	if se.bad == nil {
+		se.bad = map[any]bool{}
+	}
+	se.bad[stream] = true
+	se.errs = append(se.errs, fmt.Errorf("%s: %w", name, err))
+}
+
+// MergeControlStreams merges the partial records of the plant, the cloud and the eavesdropper
+// (eve nil: no eavesdropper ran) one episode at a time, as MergeControl does for slices: for
+// every episode present in any stream, in increasing order, it calls fn with the joined records
+// of t = 0..T and what is missing. Each stream must be ordered by episode (as every role
+// process writes its trace); memory is that of one episode whatever the length of the
+// streams. A stream that breaks (a malformed line, records out of episode order) ends there:
+// the others are merged to their end and the error, naming the role, is returned with the
+// error of fn (which stops the merge) joined.
+func MergeControlStreams(steps int, ref dynamics.Reference, plant, cloud, eve *TraceReader[ControlRecord],
+	fn func(recs []ControlRecord, missing []Missing) error) error {
+	names := map[*TraceReader[ControlRecord]]string{plant: RolePlant, cloud: RoleCloud}
+	if eve != nil {
+		names[eve] = RoleEavesdropper
+	}
+	var se streamErrs
+	var p, c, e []ControlRecord
+	for {
+		var live []*TraceReader[ControlRecord]
+		for _, s := range []*TraceReader[ControlRecord]{plant, cloud, eve} {
+			if s != nil && !se.bad[s] {
+				live = append(live, s)
+			}
+		}
+		ep, ok := nextEpisode(live)
+		if !ok {
+			break
+		}
+		read := func(s *TraceReader[ControlRecord], dst []ControlRecord) []ControlRecord {
+			if s == nil || se.bad[s] {
+				return dst
+			}
+			out, err := s.ReadEpisode(ep, dst)
+			se.add(s, names[s], err)
+			return out
+		}
+		p, c, e = read(plant, p[:0]), read(cloud, c[:0]), read(eve, e[:0])
+		var ev []ControlRecord
+		if eve != nil {
+			ev = e
+			if ev == nil {
+				ev = []ControlRecord{}
+			}
+		}
+		recs, missing, err := MergeControl(steps, ref, p, c, ev)
+		if err != nil {
+			return errors.Join(append(se.errs, err)...)
+		}
+		if err := fn(recs, missing); err != nil {
+			return errors.Join(append(se.errs, err)...)
+		}
+	}
+	return errors.Join(se.errs...)
+}
+
+// MergeConsensusStreams merges the agents' records (one stream per agent process, each
+// holding any of the n agents) and the eavesdropper's (nil: none ran) one episode at a time,
+// as MergeConsensus does for slices; see MergeControlStreams for the order, memory and error
+// contract. names[k] names agents[k] in errors.
+func MergeConsensusStreams(n, steps int, agents []*TraceReader[AgentRecord], names []string, eve *TraceReader[ConsensusRecord],
+	fn func(recs []ConsensusRecord, missing []Missing) error) error {
+	var se streamErrs
+	var a []AgentRecord
+	var e []ConsensusRecord
+	name := func(k int) string {
+		if k < len(names) {
+			return names[k]
+		}
+		return fmt.Sprintf("%s stream %d", RoleAgent, k)
+	}
+	for {
+		var live []*TraceReader[AgentRecord]
+		for _, s := range agents {
+			if s != nil && !se.bad[s] {
+				live = append(live, s)
+			}
+		}
+		ep, ok := nextEpisode(live)
+		if eve != nil && !se.bad[eve] {
+			if ee, has := eve.Peek(); has && (!ok || ee < ep) {
+				ep, ok = ee, true
+			}
+		}
+		if !ok {
+			break
+		}
+		a = a[:0]
+		for k, s := range agents {
+			if s == nil || se.bad[s] {
+				continue
+			}
+			var err error
+			a, err = s.ReadEpisode(ep, a)
+			se.add(s, name(k), err)
+		}
+		var ev []ConsensusRecord
+		if eve != nil {
+			ev = []ConsensusRecord{}
+			if !se.bad[eve] {
+				var err error
+				e, err = eve.ReadEpisode(ep, e[:0])
+				se.add(eve, RoleEavesdropper, err)
+				ev = append(ev, e...)
+			}
+		}
+		recs, missing, err := MergeConsensus(n, steps, a, ev)
+		if err != nil {
+			return errors.Join(append(se.errs, err)...)
+		}
+		if err := fn(recs, missing); err != nil {
+			return errors.Join(append(se.errs, err)...)
+		}
+	}
+	return errors.Join(se.errs...)
 }

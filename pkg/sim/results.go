@@ -505,6 +505,13 @@ func (a *Accumulator) fold(s *sums, e *episodeAcc) {
 // episodes that are still incomplete are listed in IncompleteEpisodes. Calling Results does not
 // end the accumulation.
 func (a *Accumulator) Results() *Results {
+	r := a.results()
+	clampNonnegative(r)
+	return r
+}
+
+// results computes the Results from the folded sums.
+func (a *Accumulator) results() *Results {
 	s := a.sums
 	var waiting, incomplete []int
 	for ep, e := range a.pending {
@@ -554,4 +561,30 @@ func (a *Accumulator) Results() *Results {
 		r.Consensus = m
 	}
 	return &r
+}
+
+// clampNonnegative sets the lower 95% limit of every nonnegative quantity (mean squares, the
+// eavesdropper's squared error) to at least 0: the normal interval mean - 1.96 SE can dip below 0
+// at small n, which such a quantity cannot.
+func clampNonnegative(r *Results) {
+	clampSeries := func(s *Series) {
+		for t := range s.Lo {
+			s.Lo[t] = math.Max(0, s.Lo[t])
+		}
+	}
+	clampStat := func(s *Stat) { s.Lo = math.Max(0, s.Lo) }
+	if c := r.Control; c != nil {
+		for i := range c.TrackingSqError {
+			clampSeries(&c.TrackingSqError[i])
+		}
+		for i := range c.FinalSqError {
+			clampStat(&c.FinalSqError[i])
+		}
+		clampSeries(&c.EveSqError)
+	}
+	if c := r.Consensus; c != nil {
+		clampSeries(&c.SqDeviation)
+		clampStat(&c.FinalSqDeviation)
+		clampSeries(&c.EveSqError)
+	}
 }

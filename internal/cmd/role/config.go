@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dpsim/dpsim/internal/cli"
@@ -19,6 +20,9 @@ import (
 const (
 	DefaultTimeout     = 10 * time.Second // longest wait for one step's messages (lockstep)
 	DefaultIdleTimeout = 2 * time.Minute  // longest wait for the next ctl.episode
+	// MinTimeout is the smallest --timeout accepted: it also bounds every NATS flush, which
+	// takes a round trip to the server.
+	MinTimeout = time.Millisecond
 )
 
 // Config is a role process's configuration, all of it from flags.
@@ -81,7 +85,9 @@ It writes u(t) and its estimate xhat(t) to <out>/cloud-<id>.trace.jsonl.`,
 y_i(t) = x_i(t) + gamma_i(t) on dpsim.<run>.agent.<i>.y (noise from rng(seed, "agent", i, episode)),
 collects its neighbours' y_j(t) for the same step and updates x_i(t+1) = x_i + sum_j w_ij (y_j - y_i).
 One agent per process by default (--id I); --agents I..J hosts agents I to J (inclusive) in one
-process - they still talk only over NATS. Writes <out>/agent-<i>.trace.jsonl (or agents-<i>-<j>).`,
+process - they still talk only over NATS. Writes <out>/agent-<i>.trace.jsonl (or agents-<i>-<j>).
+A host of agents I..J announces itself under its first agent: its ctl.ready, ctl.done and
+ctl.result subjects end in agent.<I>.`,
 		seed:   true,
 		agents: true,
 	},
@@ -92,18 +98,29 @@ records every message (<out>/eavesdropper-<id>.transcript.jsonl), validates the 
 estimates the private initial state from what it saw: for cloud control the least-squares x(0) on
 the affine manifold from (yhat, u); for consensus every x_i(0) from the broadcast y. It never sees
 the truth and gets no seed; the launcher scores its estimates (<out>/eavesdropper-<id>.trace.jsonl).
-It only listens, so it waits for messages with --timeout in every mode.`,
+It only listens to the loop with id 0 (plant.0, cloud.0) or to every agent, and never paces
+itself: it waits for each step's messages for --timeout (plus --period and the 50 ms grid lead in
+realtime). --mode only decides what a step that does not arrive in time means: lockstep fails the
+process (something is wrong), realtime counts it as missed and stops estimating in that episode.`,
 	},
 }
 
-// parseConfig parses a role's flags. It returns flag.ErrHelp for -h.
-func parseConfig(role bus.Role, args []string, stderr io.Writer) (*Config, error) {
+// parseConfig parses a role's flags. It returns flag.ErrHelp for -h (the usage went to stdout).
+func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Config, error) {
 	d := docs[role]
-	fs := cli.NewFlagSet(string(role), d.synopsis, d.description, stderr)
+	synopsis := d.synopsis
+	if name := program[role]; name != "" {
+		synopsis = strings.Replace(synopsis, "dpsim "+string(role), name, 1)
+	}
+	fs := cli.NewCommandFlagSet(string(role), synopsis, d.description, stdout, stderr)
 	cfg := &Config{Role: role}
+	modeHelp := "time mode: lockstep (each step when its messages arrived) or realtime (one step per --period on the wall clock); default the scenario's transport.mode"
+	if role == bus.RoleEavesdropper {
+		modeHelp = "time mode of the run: the eavesdropper never paces itself; in realtime a step whose messages miss the wait is counted as missed (not a failure); default the scenario's transport.mode"
+	}
 	var (
 		natsURL  = fs.String("nats-url", "", "NATS server URL, e.g. nats://127.0.0.1:4222 (default $"+bus.EnvURL+")")
-		mode     = fs.String("mode", "", "time mode: lockstep (each step when its messages arrived) or realtime (one step per --period on the wall clock); default the scenario's transport.mode")
+		mode     = fs.String("mode", "", modeHelp)
 		encoding = fs.String("encoding", "json", "wire encoding of the messages this process publishes: json or binary (receivers accept both)")
 		seed     string
 		agents   string
@@ -117,12 +134,14 @@ func parseConfig(role bus.Role, args []string, stderr io.Writer) (*Config, error
 	if d.agents {
 		fs.IntVar(&cfg.ID, "id", 0, "the agent index i (0-based) this process runs; see --agents")
 		fs.StringVar(&agents, "agents", "", "host agents I..J (inclusive, 0-based) in this one process instead of --id")
+	} else if role == bus.RoleEavesdropper {
+		fs.IntVar(&cfg.ID, "id", 0, "eavesdropper id: the <id> of its ctl subjects (ctl.ready.eavesdropper.<id>, ...) and of its file names; it listens to the loop with id 0 or to every agent whatever its own id")
 	} else {
-		fs.IntVar(&cfg.ID, "id", 0, "process id: the <id> of its subjects (the plant and the cloud of a loop share it)")
+		fs.IntVar(&cfg.ID, "id", 0, "loop id: the <id> of its subjects (the plant and the cloud of one loop share it: plant.<id>.yhat, cloud.<id>.u)")
 	}
 	fs.StringVar(&cfg.Out, "out", ".", "directory for this process's trace and result files (created if missing)")
 	fs.DurationVar(&cfg.Period, "period", 0, "realtime step period Ts, e.g. 100ms; default the scenario's transport.period")
-	fs.DurationVar(&cfg.Timeout, "timeout", DefaultTimeout, "longest wait for one step's messages; a lockstep step that times out fails the process")
+	fs.DurationVar(&cfg.Timeout, "timeout", DefaultTimeout, "longest wait for one step's messages and for each NATS flush (at least 1ms); a lockstep step that times out fails the process")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "longest wait for the next ctl.episode (or ctl.stop) before giving up")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "zerolog level of the log on stderr: trace, debug, info, warn, error")
 	fs.IntVar(&cfg.ParentPID, "parent-pid", 0, "exit (flushing results) when this process's parent is no longer this pid; the launcher sets it so no child outlives it")
@@ -189,8 +208,11 @@ func parseConfig(role bus.Role, args []string, stderr io.Writer) (*Config, error
 	if cfg.Period < 0 {
 		return nil, cli.UsageError("--period %v: must be > 0", cfg.Period)
 	}
-	if cfg.Timeout <= 0 || cfg.IdleTimeout <= 0 {
-		return nil, cli.UsageError("--timeout and --idle-timeout must be > 0")
+	if cfg.Timeout < MinTimeout {
+		return nil, cli.UsageError("--timeout %v: must be at least %v (it bounds every wait for a step's messages and every NATS flush)", cfg.Timeout, MinTimeout)
+	}
+	if cfg.IdleTimeout <= 0 {
+		return nil, cli.UsageError("--idle-timeout %v: must be > 0", cfg.IdleTimeout)
 	}
 	if _, err := cli.Logger(io.Discard, cfg.LogLevel); err != nil {
 		return nil, err

@@ -10,9 +10,15 @@
 // matching its subject, kind); invalid ones are counted by reason, logged (zerolog on
 // stderr, rate-limited) and dropped, never fatal. On ctl.stop, SIGINT, SIGTERM or when its
 // parent (the launcher) is gone, it abandons the running episode, flushes its trace file,
-// writes <out>/<name>.result.json (ProcessResult), publishes it on ctl.result and exits: 0
-// after ctl.stop, non-zero otherwise. The ctl protocol is documented in package
-// internal/cmd/run.
+// writes <out>/<name>.result.json (ProcessResult, with its own peak RSS: VmHWM of
+// /proc/self/status on Linux, getrusage elsewhere), publishes it on ctl.result and exits: 0
+// after ctl.stop, non-zero otherwise. ctl.ready carries the process's pid and ctl.done
+// [steps, missed, pid], so a launcher can tell its processes from a stray one on the same run
+// id. A host of agents i..j announces itself under its first agent's id (ctl.ready.agent.<i>).
+// The ctl protocol is documented in package internal/cmd/run.
+//
+// The same code runs as `dpsim <role>` and as the binaries cmd/plant, ... (role.Main): the
+// usage text then names the binary. --help prints to stdout.
 //
 // Step order (the same as pkg/sim's fast engine, so the same seed gives the same numbers):
 //

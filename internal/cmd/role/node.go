@@ -105,8 +105,8 @@ func (n *node) invalid(c *bus.Counters, subject string, err error) {
 
 // serve is the main of every role: parse, set up, run episodes as ctl.episode asks, write
 // the results, exit. The returned error makes the process exit non-zero.
-func serve(role bus.Role, newRunner func() runner, args []string, stderr io.Writer) error {
-	cfg, err := parseConfig(role, args, stderr)
+func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(role, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func (n *node) run(r runner) error {
 			return err
 		}
 	}
-	if err := n.conn.Flush(n.cfg.Timeout); err != nil {
+	if err := n.flush(); err != nil {
 		return err
 	}
 	ready := &bus.Message{V: bus.Version, Run: n.cfg.Run, Sender: n.sender, SentUnixNano: time.Now().UnixNano(),
@@ -228,7 +228,7 @@ func (n *node) run(r runner) error {
 	if err := n.conn.Publish(n.subj.CtlReady(n.cfg.Role, n.cfg.ID), ready); err != nil {
 		return err
 	}
-	if err := n.conn.Flush(n.cfg.Timeout); err != nil {
+	if err := n.flush(); err != nil {
 		return err
 	}
 	n.log.Info().Int("steps", n.steps).Str("mode", n.cfg.Mode.String()).Str("nats", n.cfg.NATSURL).Msg("ready")
@@ -273,17 +273,25 @@ func (n *node) run(r runner) error {
 			n.res.Episodes++
 			done := &bus.Message{V: bus.Version, Run: n.cfg.Run, Episode: st.ep, Sender: n.sender,
 				SentUnixNano: time.Now().UnixNano(), Kind: KindDone,
-				Values: []float64{float64(n.steps), float64(n.clock.Stats().Missed)}}
+				Values: []float64{float64(n.steps), float64(n.clock.Stats().Missed), float64(os.Getpid())}}
 			if err := n.conn.Publish(n.subj.CtlDone(n.cfg.Role, n.cfg.ID), done); err != nil {
 				return err
 			}
-			if err := n.conn.Flush(n.cfg.Timeout); err != nil {
+			if err := n.flush(); err != nil {
 				return err
 			}
 			n.log.Debug().Int("episode", st.ep).Dur("took", time.Since(start)).Msg("episode done")
 			idle.Reset(n.cfg.IdleTimeout)
 		}
 	}
+}
+
+// flush waits (at most --timeout) until the server has processed what this process published.
+func (n *node) flush() error {
+	if err := n.conn.Flush(n.cfg.Timeout); err != nil {
+		return fmt.Errorf("NATS flush within --timeout %v: %w", n.cfg.Timeout, err)
+	}
+	return nil
 }
 
 // redactPrivateState overwrites the private initial state in the scenario a cloud or an
@@ -450,6 +458,7 @@ func (n *node) finish(r runner, runErr error) error {
 	if n.busy > 0 {
 		n.res.StepsPerSec = float64(n.res.Steps) / n.busy.Seconds()
 	}
+	n.res.PeakRSSBytes, n.res.PeakRSSSource = peakRSS()
 	n.res.Invalid = n.data.Snapshot()
 	n.res.CtlInvalid = n.ctl.Snapshot()
 	n.res.Timing = n.clock.Stats()

@@ -96,6 +96,13 @@ type ProcessResult struct {
 	Timing     bus.TimingStats      `json:"timing"`
 	Conn       bus.ConnStats        `json:"conn"`
 
+	// PeakRSSBytes is the process's own peak resident set size in bytes, read when it ends;
+	// PeakRSSSource says from where: RSSVmHWM (/proc/self/status, Linux) or RSSGetrusage
+	// (elsewhere). The launcher reports it in summary.json instead of the wait4 rusage of
+	// the child, which on Linux includes the launcher's own memory at fork/exec.
+	PeakRSSBytes  int64  `json:"peak_rss_bytes"`
+	PeakRSSSource string `json:"peak_rss_source,omitempty"`
+
 	TraceFile      string `json:"trace_file,omitempty"`
 	Records        int    `json:"records"`
 	TranscriptFile string `json:"transcript_file,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/pkg/bus"
@@ -23,28 +24,34 @@ var (
 var Commands = []cli.Command{PlantCommand, CloudCommand, AgentCommand, EveCommand}
 
 // RunPlant is `dpsim plant`.
-func RunPlant(args []string, _, stderr io.Writer) error {
-	return serve(bus.RolePlant, func() runner { return &plantRunner{} }, args, stderr)
+func RunPlant(args []string, stdout, stderr io.Writer) error {
+	return serve(bus.RolePlant, func() runner { return &plantRunner{} }, args, stdout, stderr)
 }
 
 // RunCloud is `dpsim cloud`.
-func RunCloud(args []string, _, stderr io.Writer) error {
-	return serve(bus.RoleCloud, func() runner { return &cloudRunner{} }, args, stderr)
+func RunCloud(args []string, stdout, stderr io.Writer) error {
+	return serve(bus.RoleCloud, func() runner { return &cloudRunner{} }, args, stdout, stderr)
 }
 
 // RunAgent is `dpsim agent`.
-func RunAgent(args []string, _, stderr io.Writer) error {
-	return serve(bus.RoleAgent, func() runner { return &agentRunner{} }, args, stderr)
+func RunAgent(args []string, stdout, stderr io.Writer) error {
+	return serve(bus.RoleAgent, func() runner { return &agentRunner{} }, args, stdout, stderr)
 }
 
 // RunEavesdropper is `dpsim eavesdropper`.
-func RunEavesdropper(args []string, _, stderr io.Writer) error {
-	return serve(bus.RoleEavesdropper, func() runner { return &eveRunner{} }, args, stderr)
+func RunEavesdropper(args []string, stdout, stderr io.Writer) error {
+	return serve(bus.RoleEavesdropper, func() runner { return &eveRunner{} }, args, stdout, stderr)
 }
 
-// Main runs c as a program (cmd/plant, cmd/cloud, ...): exit 0 on success or --help, 2 on a
-// usage error, 1 on any other failure - the same codes as dpsim.
+// program is the name the usage texts give the command: "dpsim plant" etc., or the
+// program's own name when a role runs as its own binary (Main).
+var program = map[bus.Role]string{}
+
+// Main runs c as a program (cmd/plant, cmd/cloud, ...): the same code as `dpsim <role>`, with
+// the binary's own name in its usage text; exit 0 on success or --help, 2 on a usage error, 1
+// on any other failure - the same codes as dpsim.
 func Main(c cli.Command) {
+	program[bus.Role(c.Name)] = filepath.Base(os.Args[0])
 	err := c.Run(os.Args[1:], os.Stdout, os.Stderr)
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -92,7 +93,7 @@ func TestParseConfig(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s %v", tc.role, tc.args), func(t *testing.T) {
 			t.Setenv(bus.EnvURL, "")
-			c, err := parseConfig(tc.role, tc.args, io.Discard)
+			c, err := parseConfig(tc.role, tc.args, io.Discard, io.Discard)
 			switch tc.wantErr {
 			case "":
 				require.NoError(t, err)
@@ -109,7 +110,7 @@ func TestParseConfig(t *testing.T) {
 
 func TestNATSURLFromEnv(t *testing.T) {
 	t.Setenv(bus.EnvURL, "nats://127.0.0.1:9999")
-	c, err := parseConfig(bus.RoleCloud, []string{"--run", "r1", "--scenario", "s.yaml"}, io.Discard)
+	c, err := parseConfig(bus.RoleCloud, []string{"--run", "r1", "--scenario", "s.yaml"}, io.Discard, io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, "nats://127.0.0.1:9999", c.NATSURL)
 }
@@ -128,8 +129,9 @@ func TestDecodeResult(t *testing.T) {
 
 func TestUsageTextsExplainEveryFlag(t *testing.T) {
 	for role := range docs {
-		var buf strings.Builder
-		_, err := parseConfig(role, []string{"--help"}, &buf)
+		var buf, errb strings.Builder
+		_, err := parseConfig(role, []string{"--help"}, &buf, &errb)
+		require.Empty(t, errb.String(), "an asked-for --help goes to stdout")
 		require.True(t, errors.Is(err, flag.ErrHelp))
 		out := buf.String()
 		for _, f := range []string{"-nats-url", "-run ", "-scenario", "-point", "-id", "-out", "-mode", "-period", "-timeout", "-idle-timeout", "-log-level", "-parent-pid", "-encoding"} {
@@ -179,4 +181,64 @@ func TestRedactPrivateState(t *testing.T) {
 			require.True(t, math.IsNaN(v), name)
 		}
 	}
+}
+
+func TestParseVmHWM(t *testing.T) {
+	status := "Name:\tdpsim\nVmPeak:\t  812345 kB\nVmHWM:\t   23456 kB\nVmRSS:\t   20000 kB\n"
+	v, ok := parseVmHWM([]byte(status))
+	require.True(t, ok)
+	require.Equal(t, int64(23456*1024), v)
+	for _, bad := range []string{"VmRSS: 1 kB\n", "VmHWM: x kB\n", "VmHWM: 12 MB\n", ""} {
+		_, ok := parseVmHWM([]byte(bad))
+		require.False(t, ok, "%q", bad)
+	}
+}
+
+// The process's own peak RSS: on Linux from VmHWM (its own address space, which exec starts
+// afresh), elsewhere from getrusage; plausible for this test process.
+func TestPeakRSS(t *testing.T) {
+	v, src := peakRSS()
+	if runtime.GOOS == "linux" {
+		require.Equal(t, RSSVmHWM, src)
+	} else if src == "" {
+		t.Skip("no peak RSS on " + runtime.GOOS)
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	require.Greater(t, v, int64(1<<20), "at least a MiB")
+	require.Less(t, v, int64(m.Sys)+int64(256<<20), "not more than the runtime mapped plus binary and stacks")
+}
+
+// Role usage texts: the eavesdropper's --id and --mode say what they mean for it; a role run
+// as its own binary names itself; --help goes to stdout, a bad flag's usage to stderr;
+// --timeout 1ns is refused, naming the flag.
+func TestRoleUsageTexts(t *testing.T) {
+	var out, errb strings.Builder
+	_, err := parseConfig(bus.RoleEavesdropper, []string{"--help"}, &out, &errb)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	require.Empty(t, errb.String())
+	help := out.String()
+	require.Contains(t, help, "eavesdropper id: the <id> of its ctl subjects")
+	require.NotContains(t, help, "the plant and the cloud of a loop share it")
+	require.Contains(t, help, "the eavesdropper never paces itself")
+
+	out.Reset()
+	program[bus.RolePlant] = "plant"
+	defer delete(program, bus.RolePlant)
+	_, err = parseConfig(bus.RolePlant, []string{"-h"}, &out, &errb)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	require.Contains(t, out.String(), "Usage: plant --run ID")
+	require.NotContains(t, out.String(), "dpsim plant --run")
+
+	out.Reset()
+	_, err = parseConfig(bus.RoleCloud, []string{"--nope"}, &out, &errb)
+	require.ErrorIs(t, err, cli.ErrUsage)
+	require.Empty(t, out.String())
+	require.Contains(t, errb.String(), "flag provided but not defined: -nope")
+	require.Contains(t, errb.String(), "Usage: dpsim cloud")
+
+	t.Setenv(bus.EnvURL, "")
+	_, err = parseConfig(bus.RolePlant, []string{"--nats-url", "nats://x:1", "--run", "r", "--scenario", "s.yaml", "--timeout", "1ns"}, io.Discard, io.Discard)
+	require.ErrorIs(t, err, cli.ErrUsage)
+	require.ErrorContains(t, err, "--timeout 1ns: must be at least 1ms")
 }

@@ -3,7 +3,7 @@
 // own OS process (this same binary: `dpsim plant|cloud|agent|eavesdropper`, everything passed
 // by flags), runs the Monte Carlo episodes reusing those processes, collects their result
 // files, merges them into the pkg/sim records and Results (the same aggregation as the fast
-// engine), writes DIR/summary.json and the traces, and stops the children cleanly.
+// engine), writes DIR/summary.json, the traces and report.md, and stops the children cleanly.
 //
 //	dpsim run scenarios/cloud-vehicle.yaml --out out/vehicle
 //	dpsim run scenarios/consensus-gaussian.yaml --agents-per-process 5
@@ -14,7 +14,8 @@
 // Cloud control: plant-0 (holds x(t); publishes yhat = C x + gamma), cloud-0 (publishes u),
 // eavesdropper-0. Consensus: one agent process per agent (agent-<i>), or with
 // --agents-per-process K hosts of K agents (agents-<i>-<j>, `dpsim agent --agents i..j`), and
-// eavesdropper-0. Each child gets --nats-url, --run, --scenario, --point, --out, --mode,
+// eavesdropper-0. A host of agents i..j announces itself under its first agent's id: its
+// ctl.ready, ctl.done and ctl.result subjects end in agent.<i>. Each child gets --nats-url, --run, --scenario, --point, --out, --mode,
 // --period, --timeout, --idle-timeout, --log-level, --encoding and --parent-pid; the plant
 // and the agents also --seed (the eavesdropper and the cloud draw no randomness and never get
 // the seed). Children run in their own process group: a Ctrl-C on the terminal reaches only
@@ -31,7 +32,7 @@
 //	| dpsim.<run>.ctl.episode               | launcher  | episode | e  | []                            | start episode e (scenario x(0))           |
 //	| dpsim.<run>.ctl.episode               | launcher  | episode-x0 | e | []                         | start e; its x(0) is on the private line  |
 //	| dpsim-challenger.<run>.x0             | launcher  | x0      | e  | explicit x(0)                 | the challenger's secret (plant, agents)   |
-//	| dpsim.<run>.ctl.done.<role>.<id>      | process   | done    | e  | [steps, missed steps]         | finished episode e                        |
+//	| dpsim.<run>.ctl.done.<role>.<id>      | process   | done    | e  | [steps, missed steps, pid]    | finished episode e                        |
 //	| dpsim.<run>.ctl.stop                  | launcher  | stop    | 0  | []                            | abandon any episode, flush, exit 0        |
 //	| dpsim.<run>.ctl.result.<role>.<id>    | process   | -       | -  | role.ProcessResult JSON       | final counters, timing, files (also file) |
 //
@@ -42,6 +43,10 @@
 //     flushes, and publishes ctl.ready (repeated every 500 ms until its first episode, so a
 //     launcher attaching to processes started by hand hears it too). The launcher waits for
 //     every ready (60 s bound; a child that exits first fails the run, naming it).
+//     It accepts ready and done only from the pid it spawned for each sender (in attach
+//     mode, Session with Attach, from the first pid it hears per sender): a ready or done of
+//     another pid - a stray process started by hand on the same run id, which would answer
+//     every episode too - fails the run with an error naming the sender and both pids.
 //  2. For e = 0, 1, ..., runs-1: the launcher publishes ctl.episode with ep = e and waits for
 //     ctl.done from every process. Each process runs the T steps of episode e (new noise:
 //     the plant reseeds from rng(seed, "plant", 0, e), agent i from rng(seed, "agent", i, e))
@@ -51,7 +56,10 @@
 //  3. The launcher publishes ctl.stop. Each process flushes its trace, writes
 //     <out>/<name>.result.json, publishes it on ctl.result, drains its connection and exits
 //     with status 0. The launcher waits for every exit (15 s bound, then SIGTERM, then
-//     SIGKILL), reads the trace files and merges them.
+//     SIGKILL), then merges the processes' trace files one episode at a time (each process
+//     writes its records in episode order), folding every complete episode into the Results
+//     as it goes and streaming the first --trace-episodes merged episodes to trace.jsonl:
+//     the launcher's memory does not grow with the number of episodes.
 //
 // An episode may start from an explicit initial state (the auditor's challenger,
 // Session.Episode(ctx, e, x0)): the launcher first sends x(0) on the private subject
@@ -85,14 +93,33 @@
 //
 // # Files
 //
-//	DIR/summary.json        scenario, seed (+ source), runs, steps, nats_url, processes [{role, id, pid,
-//	                        max_rss_bytes, exit_code, invalid, timing, ...}], metrics (sim.Results; a list
-//	                        for a sweep), points (one per sweep point), timing, invalid, engine, mode
-//	DIR/trace.jsonl         merged per-step records of every episode (pkg/sim trace format, JSON lines);
-//	                        trace-pNN.jsonl per point for a sweep; --trace-episodes N keeps the first N
-//	DIR/procs/[pNN/]        each process's own files: <name>.trace.jsonl (its partial records; the plant's
-//	                        is the only place x(t) is written), <name>.result.json, <name>.log (its zerolog
-//	                        stderr), eavesdropper-0.transcript.jsonl (every message it received)
+//	DIR/summary.json        scenario, seed (+ seed_string, the same in decimal for readers that parse
+//	                        JSON numbers as doubles, and its source), runs, steps, nats_url, status, error,
+//	                        processes [{role, id, pid, max_rss_bytes, max_rss_source, exit_code, invalid,
+//	                        timing, ...}], metrics (sim.Results; a list for a sweep), points (one per sweep
+//	                        point: requested and completed episodes, missing pieces, trace_episodes),
+//	                        timing, invalid, engine, mode
+//	DIR/report.md, *.png    the report (pkg/report); after a failure or Ctrl-C it opens with a status
+//	                        banner (error, episodes completed of requested, missing pieces, realtime
+//	                        misses) and its verdict is marked partial
+//	DIR/trace.jsonl         merged per-step records of the first --trace-episodes episodes (default 100;
+//	                        -1 every episode, 0 none; pkg/sim trace format, JSON lines); trace-pNN.jsonl per
+//	                        point for a sweep. The metrics always cover every episode.
+//	DIR/procs/[pNN/]        each process's own files: <name>.trace.jsonl (its partial records of every
+//	                        episode, which the metrics are computed from; the plant's is the only place
+//	                        x(t) is written), <name>.result.json, <name>.log (its zerolog stderr),
+//	                        eavesdropper-0.transcript.jsonl (every message it received)
+//
+// Before it writes, the launcher removes from DIR what an earlier run wrote there (summary.json,
+// report.md, trace.jsonl, trace-pNN.jsonl, the report's figures, and in procs/ and procs/pNN/
+// the processes' *.log, *.trace.jsonl, *.result.json, *.transcript.jsonl), so a reused --out
+// never mixes two runs; other files are left alone.
+//
+// Peak memory per process (max_rss_bytes): each role process reads its own VmHWM from
+// /proc/self/status when it ends (Linux; max_rss_source "VmHWM") or its getrusage ru_maxrss
+// elsewhere ("getrusage"), and reports it in its result. The wait4 rusage of the child is only
+// a fallback ("wait4", also in wait_max_rss_bytes): on Linux it includes the launcher's memory
+// at fork/exec, so a small child of a large launcher would look large.
 //
 // Exit status: 0 when every episode of every point completed and every process exited 0; 1
 // when a process failed (the error names it and quotes its last log line), the run was

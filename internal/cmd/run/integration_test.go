@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -129,6 +130,7 @@ func runDpsim(t testing.TB, limit time.Duration, args ...string) (code int, stdo
 type summary struct {
 	Scenario   string          `json:"scenario"`
 	Seed       uint64          `json:"seed"`
+	SeedString string          `json:"seed_string"`
 	Runs       int             `json:"runs"`
 	Steps      int             `json:"steps"`
 	NATSURL    string          `json:"nats_url"`
@@ -138,10 +140,14 @@ type summary struct {
 	Metrics    json.RawMessage `json:"metrics"`
 	Processes  []procSummary   `json:"processes"`
 	Invalid    map[string]bus.CountersSnapshot
-	Points     []struct{ Metrics *sim.Results } `json:"points"`
-	RunID      string                           `json:"run_id"`
-	Timing     map[string]any                   `json:"timing"`
-	SeedSource string                           `json:"seed_source"`
+	Points     []struct {
+		Metrics       *sim.Results `json:"metrics"`
+		Requested     int          `json:"requested"`
+		TraceEpisodes int          `json:"trace_episodes"`
+	} `json:"points"`
+	RunID      string         `json:"run_id"`
+	Timing     map[string]any `json:"timing"`
+	SeedSource string         `json:"seed_source"`
 }
 
 type procSummary struct {
@@ -153,6 +159,8 @@ type procSummary struct {
 	ExitCode    int                  `json:"exit_code"`
 	Status      string               `json:"status"`
 	MaxRSSBytes int64                `json:"max_rss_bytes"`
+	RSSSource   string               `json:"max_rss_source"`
+	WaitRSS     int64                `json:"wait_max_rss_bytes"`
 	StepsPerSec float64              `json:"steps_per_sec"`
 	Invalid     bus.CountersSnapshot `json:"invalid"`
 	TraceFile   string               `json:"trace_file"`
@@ -203,6 +211,7 @@ func TestCloudVehicleOverNATS(t *testing.T) {
 	require.Equal(t, srv.URL(), sum.NATSURL)
 	require.Equal(t, runs, sum.Runs)
 	require.Equal(t, uint64(53), sum.Seed, "the scenario's seed")
+	require.Equal(t, "53", sum.SeedString)
 	T := sum.Steps
 	require.Equal(t, 100, T)
 	require.Len(t, sum.Processes, 3)
@@ -211,6 +220,10 @@ func TestCloudVehicleOverNATS(t *testing.T) {
 		require.Equal(t, 0, p.ExitCode, p.Name)
 		require.Equal(t, "ok", p.Status, p.Name)
 		require.Positive(t, p.MaxRSSBytes, p.Name)
+		if runtime.GOOS == "linux" {
+			require.Equal(t, role.RSSVmHWM, p.RSSSource, "%s: its own peak, not the wait4 rusage", p.Name)
+		}
+		require.Less(t, p.MaxRSSBytes, int64(512<<20), p.Name)
 		require.Zero(t, p.Invalid.Dropped, p.Name)
 	}
 	for _, f := range []string{"trace.jsonl", "report.md", "tracking-error.png", "tracking-error.svg"} {
@@ -300,6 +313,7 @@ func TestCloudVehicleOverNATS(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(fdir, "trace.jsonl"))
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(a, b), "per-step traces identical")
+		require.Equal(t, runs*(T+1), bytes.Count(a, []byte("\n")), "every episode traced (runs < --trace-episodes)")
 		var res sim.Results
 		require.NoError(t, json.Unmarshal(sum.Metrics, &res))
 		require.Equal(t, runs, res.Runs)
@@ -437,7 +451,7 @@ func TestHostileMessages(t *testing.T) {
 	})
 	dir := t.TempDir()
 	code, _, stderr := runDpsim(t, 60*time.Second, "run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(),
-		"--runs", fmt.Sprint(runs), "--out", dir, "--run-id", run, "--log-level", "warn")
+		"--runs", fmt.Sprint(runs), "--out", dir, "--run-id", run, "--log-level", "warn", "--trace-episodes", "3")
 	select {
 	case <-fired:
 	case <-time.After(5 * time.Second):
@@ -462,6 +476,15 @@ func TestHostileMessages(t *testing.T) {
 		"--runs", fmt.Sprint(runs), "--out", fdir, "--log-level", "warn")
 	require.Equal(t, 0, code, stderr)
 	require.JSONEq(t, string(readSummary(t, fdir).Metrics), string(sum.Metrics))
+	// --trace-episodes 3: the merged trace holds the first 3 episodes, identical to the fast
+	// engine's first 3; the metrics cover all 20.
+	a, err := os.ReadFile(filepath.Join(dir, "trace.jsonl"))
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(fdir, "trace.jsonl"))
+	require.NoError(t, err)
+	require.Equal(t, 3*101, bytes.Count(a, []byte("\n")))
+	require.True(t, bytes.HasPrefix(b, a), "the traced episodes equal the fast engine's")
+	require.Equal(t, 3, sum.Points[0].TraceEpisodes)
 	// The drops were logged by the receivers.
 	log, err := os.ReadFile(filepath.Join(dir, "procs", "cloud-0.log"))
 	require.NoError(t, err)
@@ -520,6 +543,12 @@ func TestChildDies(t *testing.T) {
 	sum := readSummary(t, dir)
 	require.Equal(t, "failed", sum.Status)
 	require.Contains(t, sum.Error, "cloud-0")
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "> **Status: failed** - the run did not finish")
+	require.Contains(t, string(md), "cloud-0")
+	require.Contains(t, string(md), "of 100000 requested")
+	require.Contains(t, string(md), "**Verdict (partial: failed, ")
 	for _, p := range sum.Processes {
 		if p.Name != "cloud-0" {
 			require.Equal(t, 0, p.ExitCode, "%s stopped cleanly", p.Name)
@@ -561,6 +590,15 @@ func TestInterrupt(t *testing.T) {
 	trace, err := os.ReadFile(filepath.Join(dir, "trace.jsonl"))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, bytes.Count(trace, []byte("\n")), 3*101)
+	// report.md and the table say the run was interrupted, not a normal passing run.
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "> **Status: interrupted** - the run did not finish")
+	require.Contains(t, string(md), fmt.Sprintf("episodes completed: %d of 100000 requested", res.Runs))
+	require.Contains(t, string(md), "**Verdict (partial: interrupted, ")
+	require.NotContains(t, string(md), "**Verdict:**")
+	require.Contains(t, l.stdout.String(), "(partial: of 100000 requested)")
+	require.Contains(t, l.stdout.String(), "interrupted (partial results)")
 }
 
 // TestMalformedScenario: the launcher refuses a bad scenario with the field named, before
@@ -590,16 +628,17 @@ func TestMalformedScenario(t *testing.T) {
 // TestRoleHelp: every role explains every flag, and refuses to run without its required ones.
 func TestRoleHelp(t *testing.T) {
 	for _, r := range []string{"plant", "cloud", "agent", "eavesdropper"} {
-		code, _, stderr := runDpsim(t, 20*time.Second, r, "--help")
+		code, stdout, stderr := runDpsim(t, 20*time.Second, r, "--help")
 		require.Equal(t, 0, code, r)
+		require.Empty(t, stderr, "an asked-for --help goes to stdout")
 		for _, f := range []string{"-nats-url", "-run", "-scenario", "-id", "-out", "-mode", "-period", "-timeout", "-log-level"} {
-			require.Contains(t, stderr, f, "%s --help", r)
+			require.Contains(t, stdout, f, "%s --help", r)
 		}
 		if r == "plant" || r == "agent" {
-			require.Contains(t, stderr, "-seed", r)
+			require.Contains(t, stdout, "-seed", r)
 		}
 		if r == "agent" {
-			require.Contains(t, stderr, "-agents", r)
+			require.Contains(t, stdout, "-agents", r)
 		}
 		code, _, stderr = runDpsim(t, 20*time.Second, r, "--nats-url", "nats://127.0.0.1:1")
 		require.Equal(t, 2, code, r)

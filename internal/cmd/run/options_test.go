@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,7 +29,16 @@ func TestParseOptions(t *testing.T) {
 			require.Equal(t, "nats", o.Engine)
 			require.False(t, o.SeedSet)
 			require.Equal(t, 1, o.AgentsPerProcess)
+			require.Equal(t, DefaultTraceEpisodes, o.TraceEpisodes, "traces are bounded by default")
 		}},
+		{args: []string{"s.yaml", "--trace-episodes", "-1"}, check: func(t *testing.T, o *Options) {
+			require.Equal(t, -1, o.TraceEpisodes, "-1: every episode")
+		}},
+		{args: []string{"s.yaml", "--trace-episodes", "0"}, check: func(t *testing.T, o *Options) {
+			require.Equal(t, 0, o.TraceEpisodes, "0: no trace")
+		}},
+		{args: []string{"s.yaml", "--trace-episodes", "-2"}, wantErr: "--trace-episodes -2"},
+		{args: []string{"s.yaml", "--timeout", "1ns"}, wantErr: "--timeout 1ns: must be at least 1ms"},
 		// flags after the scenario, as in the synopsis
 		{args: []string{"s.yaml", "--out", "d", "--seed", "9", "--runs", "5", "--mode", "realtime", "--period", "20ms", "--engine", "fast"}, check: func(t *testing.T, o *Options) {
 			require.Equal(t, "d", o.Out)
@@ -56,7 +66,7 @@ func TestParseOptions(t *testing.T) {
 		{args: []string{"s.yaml", "--bogus"}, wantErr: "flag provided but not defined"},
 	} {
 		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
-			o, err := parseOptions(tc.args, io.Discard)
+			o, err := parseOptions(tc.args, io.Discard, io.Discard)
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
 				require.True(t, errors.Is(err, cli.ErrUsage))
@@ -66,8 +76,20 @@ func TestParseOptions(t *testing.T) {
 			tc.check(t, o)
 		})
 	}
-	_, err := parseOptions([]string{"--help"}, io.Discard)
+	// An asked-for --help goes to stdout (it can be piped into a pager); a bad flag's usage
+	// goes to stderr with the error.
+	var out, errb bytes.Buffer
+	_, err := parseOptions([]string{"--help"}, &out, &errb)
 	require.True(t, errors.Is(err, flag.ErrHelp))
+	require.Contains(t, out.String(), "Usage: dpsim run SCENARIO")
+	require.Contains(t, out.String(), "-trace-episodes")
+	require.Empty(t, errb.String())
+	out.Reset()
+	_, err = parseOptions([]string{"s.yaml", "--bogus"}, &out, &errb)
+	require.Error(t, err)
+	require.Empty(t, out.String())
+	require.Contains(t, errb.String(), "flag provided but not defined: -bogus")
+	require.Contains(t, errb.String(), "Usage: dpsim run SCENARIO")
 }
 
 func TestPlannedProcs(t *testing.T) {

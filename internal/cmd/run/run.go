@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -33,7 +34,7 @@ import (
 var Command = cli.Command{Name: "run", Summary: "run a scenario: every role its own process over NATS (or --engine fast)", Run: Run}
 
 const synopsis = `dpsim run SCENARIO [--out DIR] [--seed N] [--nats-url URL] [--mode lockstep|realtime] [--period D]
-                 [--engine nats|fast] [--runs N] [--timeout D] [--agents-per-process K] [--json]`
+                 [--engine nats|fast] [--runs N] [--trace-episodes N] [--timeout D] [--agents-per-process K] [--json]`
 
 const description = `Runs the scenario's Monte Carlo episodes and writes DIR/summary.json, the per-step traces and the report.
 
@@ -49,7 +50,23 @@ go doc github.com/dpsim/dpsim/internal/cmd/run
 the same seed it gives the same numbers as the NATS run.
 
 The seed is --seed, else the scenario's seed, else drawn from crypto/rand; it is recorded in
-summary.json. A scenario with a sweep runs every point (one entry per point in summary.json).`
+summary.json. A scenario with a sweep runs every point (one entry per point in summary.json).
+
+Memory does not grow with --runs: the metrics are aggregated as episodes complete, and the merged
+per-step records of the first --trace-episodes episodes (default 100) are streamed to trace.jsonl.
+
+--out is reused safely: before it writes, dpsim removes what an earlier run wrote there - summary.json,
+report.md, trace.jsonl, trace-pNN.jsonl, the report's figures (tracking-error.png/.svg, ...) and the
+processes' files in procs/ (*.log, *.trace.jsonl, *.result.json, *.transcript.jsonl) - so no file of
+another run (a former sweep's trace-p03.jsonl, procs/p03/) is left to be mistaken for this one's.
+Every other file in DIR is left alone.
+
+report.md opens with the run's status: after a failure or Ctrl-C it says so, with the error, the
+episodes completed of those requested and what is missing, and its verdict is marked partial.`
+
+// DefaultTraceEpisodes is the default of --trace-episodes: the episodes whose merged
+// per-step records go to trace.jsonl.
+const DefaultTraceEpisodes = 100
 
 // Options are the parsed flags of `dpsim run`.
 type Options struct {
@@ -65,7 +82,7 @@ type Options struct {
 	Runs             int
 	Timeout          time.Duration
 	AgentsPerProcess int
-	TraceEpisodes    int
+	TraceEpisodes    int // first N episodes traced; 0 none, -1 all
 	Encoding         string
 	RunID            string
 	LogLevel         string
@@ -75,20 +92,20 @@ type Options struct {
 	Progress         bool
 }
 
-func parseOptions(args []string, stderr io.Writer) (*Options, error) {
-	fs := cli.NewFlagSet("run", synopsis, description, stderr)
+func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
+	fs := cli.NewCommandFlagSet("run", synopsis, description, stdout, stderr)
 	o := &Options{}
 	var seed, mode string
-	fs.StringVar(&o.Out, "out", "", "output directory (default out/<scenario name>); created if missing")
+	fs.StringVar(&o.Out, "out", "", "output directory (default out/<scenario name>); created if missing; the files an earlier dpsim run wrote there are removed first (see above), other files are kept")
 	fs.StringVar(&seed, "seed", "", "run seed (uint64); default the scenario's seed, else one drawn from crypto/rand (recorded in summary.json)")
 	fs.StringVar(&o.NATSURL, "nats-url", "", "external NATS server URL (default $"+bus.EnvURL+"; if both are empty an embedded server is started on a random loopback port)")
 	fs.StringVar(&mode, "mode", "", "time mode: lockstep (each step when its messages arrived, as fast as possible) or realtime (period Ts on the wall clock); default the scenario's transport.mode")
 	fs.DurationVar(&o.Period, "period", 0, "realtime step period Ts, e.g. 100ms (default the scenario's transport.period)")
 	fs.StringVar(&o.Engine, "engine", "nats", "nats (every role its own process over NATS) or fast (in-process, no NATS; same numbers for the same seed)")
 	fs.IntVar(&o.Runs, "runs", 0, "number of Monte Carlo episodes per point (default the scenario's runs)")
-	fs.DurationVar(&o.Timeout, "timeout", role.DefaultTimeout, "longest wait for one step's messages in every process; a process that times out fails the run")
+	fs.DurationVar(&o.Timeout, "timeout", role.DefaultTimeout, "longest wait for one step's messages and for each NATS flush in every process (at least 1ms); a process that times out fails the run")
 	fs.IntVar(&o.AgentsPerProcess, "agents-per-process", 1, "consensus: agents hosted per agent process (1 = one process per agent; e.g. 25 runs 100 agents in 4 processes)")
-	fs.IntVar(&o.TraceEpisodes, "trace-episodes", 0, "write the per-step traces of the first N episodes only (0 = all)")
+	fs.IntVar(&o.TraceEpisodes, "trace-episodes", DefaultTraceEpisodes, "write the merged per-step records of the first N episodes to trace.jsonl (0 = no trace file, -1 = every episode: about 25 KB per cloud-control episode of 100 steps, 2.5 GB for 100000 runs)")
 	fs.StringVar(&o.Encoding, "encoding", "json", "wire encoding of the data messages: json (readable with nats sub) or binary")
 	fs.StringVar(&o.RunID, "run-id", "", "run id, the <run> of the subjects dpsim.<run>.* (default a random r<hex>; sweep point k appends -p<k>)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "zerolog level of the launcher's log on stderr and of the children's logs (DIR/procs/*.log): trace, debug, info, warn, error")
@@ -135,8 +152,11 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	if o.Runs < 0 || o.Runs > scenario.MaxRuns {
 		return nil, cli.UsageError("--runs %d: want 1..%d (0 = the scenario's)", o.Runs, scenario.MaxRuns)
 	}
-	if o.Timeout <= 0 || o.Period < 0 {
-		return nil, cli.UsageError("--timeout must be > 0 and --period >= 0")
+	if o.Timeout < role.MinTimeout {
+		return nil, cli.UsageError("--timeout %v: must be at least %v (it bounds every wait for a step's messages and every NATS flush of the processes)", o.Timeout, role.MinTimeout)
+	}
+	if o.Period < 0 {
+		return nil, cli.UsageError("--period %v: must be >= 0", o.Period)
 	}
 	if o.AgentsPerProcess < 1 {
 		return nil, cli.UsageError("--agents-per-process %d: want >= 1", o.AgentsPerProcess)
@@ -144,8 +164,8 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	if o.ChildProcs < 0 {
 		return nil, cli.UsageError("--child-gomaxprocs %d: want >= 0", o.ChildProcs)
 	}
-	if o.TraceEpisodes < 0 {
-		return nil, cli.UsageError("--trace-episodes %d: want >= 0", o.TraceEpisodes)
+	if o.TraceEpisodes < -1 {
+		return nil, cli.UsageError("--trace-episodes %d: want N >= 0, or -1 for every episode", o.TraceEpisodes)
 	}
 	if _, err := bus.ParseEncoding(o.Encoding); err != nil {
 		return nil, cli.UsageError("--encoding: %v", err)
@@ -160,7 +180,7 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 
 // Run executes `dpsim run` with args (without the command name).
 func Run(args []string, stdout, stderr io.Writer) error {
-	o, err := parseOptions(args, stderr)
+	o, err := parseOptions(args, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -278,6 +298,9 @@ func (l *launcher) prepare() error {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
+	if err := cleanOutputs(o.Out); err != nil {
+		return fmt.Errorf("--out %s: removing the files of an earlier run: %w", o.Out, err)
+	}
 	if o.RunID == "" {
 		var b [4]byte
 		_, _ = rand.Read(b[:])
@@ -285,10 +308,10 @@ func (l *launcher) prepare() error {
 	}
 	l.sum = &Summary{
 		Scenario: s.Name, ScenarioFile: o.ScenarioPath, Description: s.Description, Kind: string(s.Kind),
-		Seed: seed, SeedSource: seedSource, Runs: l.runs, Steps: s.Steps, Engine: o.Engine,
+		Seed: seed, SeedString: strconv.FormatUint(seed, 10), SeedSource: seedSource, Runs: l.runs, Steps: s.Steps, Engine: o.Engine,
 		Mode: o.Mode.String(), RunID: o.RunID, Started: l.started.UTC().Format(time.RFC3339),
 		Warnings: s.Warnings, Processes: []ProcessSummary{}, Invalid: map[string]bus.CountersSnapshot{},
-		Files: Files{Summary: "summary.json"},
+		Files: Files{Summary: "summary.json", Traces: []string{}},
 	}
 	if o.Mode == bus.Realtime {
 		l.sum.PeriodNS = int64(o.Period)
@@ -301,23 +324,12 @@ func (l *launcher) prepare() error {
 		l.sum.Encoding = o.Encoding
 	}
 	for _, p := range l.plans {
-		for _, w := range p.GraphWarnings {
-			l.sum.Warnings = appendUnique(l.sum.Warnings, w)
-		}
+		l.sum.Warnings = report.MergeGraphWarnings(l.sum.Warnings, p.GraphWarnings)
 	}
 	if seedSource == "crypto" {
 		l.log.Info().Uint64("seed", seed).Msg("no seed given: drew one (recorded in summary.json)")
 	}
 	return nil
-}
-
-func appendUnique(xs []string, s string) []string {
-	for _, x := range xs {
-		if x == s {
-			return xs
-		}
-	}
-	return append(xs, s)
 }
 
 func (l *launcher) runAll(ctx context.Context) error {
@@ -362,18 +374,100 @@ func (l *launcher) addPoint(ps PointSummary, res *sim.Results) {
 	l.sum.Metrics = append(list, res)
 }
 
+// traced returns the sim.FastOptions.TraceEpisodes / CollectOptions.TraceEpisodes of
+// --trace-episodes (0 = every episode there) and whether any episode is traced.
+func (l *launcher) traced() (episodes int, on bool) {
+	switch n := l.o.TraceEpisodes; {
+	case n == 0:
+		return 0, false
+	case n < 0:
+		return 0, true
+	default:
+		return n, true
+	}
+}
+
+// traceOut streams merged records into DIR/<name> as episodes complete.
+type traceOut struct {
+	name     string
+	f        *os.File
+	ctl      *sim.TraceWriter[sim.ControlRecord]
+	cns      *sim.TraceWriter[sim.ConsensusRecord]
+	episodes int
+}
+
+func (l *launcher) createTrace(name string) (*traceOut, error) {
+	f, err := os.Create(filepath.Join(l.o.Out, name))
+	if err != nil {
+		return nil, fmt.Errorf("trace %s: %w", name, err)
+	}
+	return &traceOut{name: name, f: f}, nil
+}
+
+// write appends one episode's records (the sink of sim.RunFast).
+func (t *traceOut) write(tr *sim.Traces) error {
+	if len(tr.Control) > 0 {
+		if t.ctl == nil {
+			t.ctl = sim.NewTraceWriter[sim.ControlRecord](t.f)
+		}
+		for i := range tr.Control {
+			if err := t.ctl.Write(&tr.Control[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if len(tr.Consensus) > 0 {
+		if t.cns == nil {
+			t.cns = sim.NewTraceWriter[sim.ConsensusRecord](t.f)
+		}
+		for i := range tr.Consensus {
+			if err := t.cns.Write(&tr.Consensus[i]); err != nil {
+				return err
+			}
+		}
+	}
+	t.episodes++
+	return nil
+}
+
+func (t *traceOut) close() error {
+	var err error
+	if t.ctl != nil {
+		err = t.ctl.Flush()
+	}
+	if t.cns != nil {
+		if ferr := t.cns.Flush(); err == nil {
+			err = ferr
+		}
+	}
+	if cerr := t.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("trace %s: %w", t.name, err)
+	}
+	return nil
+}
+
 func (l *launcher) runFast(ctx context.Context) error {
 	var steps int
 	var busy time.Duration
 	for k, p := range l.plans {
 		start := time.Now()
 		done := 0
-		res, tr, err := sim.RunFast(ctx, p, l.o.Seed, sim.FastOptions{
-			Runs: l.runs, KeepTraces: true, TraceEpisodes: l.o.TraceEpisodes,
-			Progress: func(d, _ int) { l.tick(d - done); done = d },
-		})
+		opts := sim.FastOptions{Runs: l.runs, Progress: func(d, _ int) { l.tick(d - done); done = d }}
+		ps := PointSummary{Index: k, Name: l.points[k].Name, Requested: l.runs}
+		var out *traceOut
+		if n, ok := l.traced(); ok {
+			var err error
+			if out, err = l.createTrace(l.traceName(k)); err != nil {
+				return err
+			}
+			opts.TraceEpisodes, opts.TraceSink = n, out.write
+		}
+		res, _, err := sim.RunFast(ctx, p, l.o.Seed, opts)
 		el := time.Since(start)
-		ps := PointSummary{Index: k, Name: l.points[k].Name, ElapsedSec: el.Seconds(), TraceFile: l.traceName(k)}
+		ps.ElapsedSec = el.Seconds()
 		if res != nil {
 			ps.Episodes = res.Runs
 			steps += res.Runs * p.Steps
@@ -381,12 +475,16 @@ func (l *launcher) runFast(ctx context.Context) error {
 			if el > 0 {
 				ps.StepsPerSec = float64(res.Runs*p.Steps) / el.Seconds()
 			}
+			if busy > 0 {
+				l.sum.Timing.StepsPerSec = float64(steps) / busy.Seconds()
+			}
 		}
-		if tr != nil {
-			if werr := l.writeTrace(ps.TraceFile, tr.Control, tr.Consensus); werr != nil && err == nil {
+		if out != nil {
+			if werr := out.close(); werr != nil && err == nil {
 				err = werr
 			}
-			l.sum.Files.Traces = append(l.sum.Files.Traces, ps.TraceFile)
+			ps.TraceFile, ps.TraceEpisodes = out.name, out.episodes
+			l.sum.Files.Traces = append(l.sum.Files.Traces, out.name)
 		}
 		if err != nil {
 			ps.Error = err.Error()
@@ -398,9 +496,6 @@ func (l *launcher) runFast(ctx context.Context) error {
 			}
 			return err
 		}
-	}
-	if busy > 0 {
-		l.sum.Timing.StepsPerSec = float64(steps) / busy.Seconds()
 	}
 	return nil
 }
@@ -466,8 +561,8 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 	if err := sess.Stop(); err != nil && runErr == nil {
 		runErr = err
 	}
-	ps := PointSummary{Index: k, Name: l.points[k].Name, RunID: cfg.Run, Episodes: sess.Episodes,
-		ElapsedSec: time.Since(start).Seconds(), TraceFile: l.traceName(k)}
+	ps := PointSummary{Index: k, Name: l.points[k].Name, RunID: cfg.Run, Requested: l.runs, Episodes: sess.Episodes,
+		ElapsedSec: time.Since(start).Seconds()}
 	if sess.EpisodeNS > 0 {
 		ps.StepsPerSec = float64(sess.Episodes*p.Steps) / sess.EpisodeNS.Seconds()
 	}
@@ -476,28 +571,44 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 		l.addProcess(sess, pr, k, rel)
 	}
 	l.sum.LauncherCtlInvalid = addCounters(l.sum.LauncherCtlInvalid, sess.CtlInvalid())
-	col, err := sess.Collect()
+	opts := CollectOptions{}
+	var out *traceOut
+	if n, ok := l.traced(); ok {
+		var err error
+		if out, err = l.createTrace(l.traceName(k)); err != nil {
+			return sess.Episodes, sess.EpisodeNS, errors.Join(runErr, err)
+		}
+		opts.Trace, opts.TraceEpisodes = out.f, n
+	}
+	col, err := sess.CollectTo(opts)
 	if err != nil {
 		l.log.Warn().Err(err).Msg("collect")
+	}
+	if out != nil {
+		if werr := out.close(); werr != nil && runErr == nil {
+			runErr = werr
+		}
+		ps.TraceFile = out.name
+		if col != nil {
+			ps.TraceEpisodes = col.TracedEpisodes
+		}
+		l.sum.Files.Traces = append(l.sum.Files.Traces, out.name)
 	}
 	var res *sim.Results
 	if col != nil {
 		res = col.Results
-		ps.Missing = len(col.Missing)
+		ps.Missing = col.MissingCount
 		for i, m := range col.Missing {
 			if i == 5 {
 				break
 			}
 			ps.MissingHead = append(ps.MissingHead, m.String())
 		}
-		if werr := l.writeTrace(ps.TraceFile, col.Control, col.Consensus); werr != nil && runErr == nil {
-			runErr = werr
+		if runErr == nil && (col.MissingCount > 0 || len(res.IncompleteEpisodes) > 0) {
+			runErr = fmt.Errorf("point %s: %w", l.points[k].Name, sim.MissingErrorN(col.Missing, col.MissingCount))
 		}
-		l.sum.Files.Traces = append(l.sum.Files.Traces, ps.TraceFile)
-		if runErr == nil && (len(col.Missing) > 0 || len(res.IncompleteEpisodes) > 0) {
-			runErr = fmt.Errorf("point %s: %w", l.points[k].Name, sim.MissingError(col.Missing))
-		}
-	} else if runErr == nil {
+	}
+	if runErr == nil && err != nil {
 		runErr = err
 	}
 	if runErr != nil {
@@ -528,7 +639,10 @@ func (l *launcher) addProcess(sess *Session, pr *Proc, point int, rel string) {
 	}
 	if st := pr.exitState(); st != nil {
 		ps.ExitCode = st.ExitCode()
-		ps.MaxRSSBytes, ps.UserCPUSec, ps.SysCPUSec = usage(st)
+		ps.WaitMaxRSSBytes, ps.UserCPUSec, ps.SysCPUSec = usage(st)
+		if ps.WaitMaxRSSBytes > 0 {
+			ps.MaxRSSBytes, ps.MaxRSSSource = ps.WaitMaxRSSBytes, RSSWait
+		}
 	}
 	if f := pr.failure(); f != "" {
 		ps.Status, ps.Error = role.StatusFailed, f
@@ -539,6 +653,9 @@ func (l *launcher) addProcess(sess *Session, pr *Proc, point int, rel string) {
 		}
 		ps.Episodes, ps.Steps, ps.StepsPerSec = r.Episodes, r.Steps, r.StepsPerSec
 		ps.Invalid, ps.CtlInvalid, ps.Timing, ps.Conn, ps.Messages = r.Invalid, r.CtlInvalid, r.Timing, r.Conn, r.Messages
+		if r.PeakRSSBytes > 0 { // the process's own measure: see ProcessSummary.MaxRSSSource
+			ps.MaxRSSBytes, ps.MaxRSSSource = r.PeakRSSBytes, r.PeakRSSSource
+		}
 		if r.TraceFile != "" {
 			ps.TraceFile = filepath.Join(rel, r.TraceFile)
 		}
@@ -555,64 +672,23 @@ func (l *launcher) addProcess(sess *Session, pr *Proc, point int, rel string) {
 	l.sum.Timing.add(ps)
 }
 
-// writeTrace writes the merged per-step records (the sim trace format, JSON lines) of the
-// first TraceEpisodes episodes.
-func (l *launcher) writeTrace(name string, control []sim.ControlRecord, consensus []sim.ConsensusRecord) error {
-	f, err := os.Create(filepath.Join(l.o.Out, name))
-	if err != nil {
-		return err
-	}
-	lim := l.o.TraceEpisodes
-	if control != nil {
-		tw := sim.NewTraceWriter[sim.ControlRecord](f)
-		for i := range control {
-			if lim > 0 && control[i].Episode >= lim {
-				continue
-			}
-			if err = tw.Write(&control[i]); err != nil {
-				break
-			}
-		}
-		if ferr := tw.Flush(); err == nil {
-			err = ferr
-		}
-	} else {
-		tw := sim.NewTraceWriter[sim.ConsensusRecord](f)
-		for i := range consensus {
-			if lim > 0 && consensus[i].Episode >= lim {
-				continue
-			}
-			if err = tw.Write(&consensus[i]); err != nil {
-				break
-			}
-		}
-		if ferr := tw.Flush(); err == nil {
-			err = ferr
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("trace %s: %w", name, err)
-	}
-	return nil
-}
-
 // writeReport writes report.md and the figures (pkg/report) from the points that have
-// Results (all of them after a successful run; those recorded after a failure or Ctrl-C).
+// Results (all of them after a successful run; those recorded after a failure or Ctrl-C, with
+// the status banner saying so).
 func (l *launcher) writeReport() error {
 	in := report.Input{Scenario: l.scn, Seed: l.sum.Seed, SeedDrawn: l.sum.SeedSource == "crypto",
 		Engine: l.sum.Engine, Mode: l.sum.Mode, NATSURL: l.sum.NATSURL, Timing: l.sum.Timing,
-		Elapsed: time.Since(l.started)}
+		Elapsed: time.Since(l.started), Status: l.sum.Status, Error: l.sum.Error, PlannedPoints: len(l.points),
+		Missed: l.sum.Timing.Missed, LateMessages: l.sum.Timing.LateMessages}
 	if l.sum.Engine == "fast" {
 		in.Mode = "lockstep" // the fast engine runs the lockstep step order, unpaced
 	}
 	for _, ps := range l.sum.Points {
-		if ps.Metrics == nil || ps.Metrics.Runs == 0 {
+		if ps.Metrics == nil {
 			continue
 		}
-		in.Points = append(in.Points, report.Point{Scenario: l.points[ps.Index], Plan: l.plans[ps.Index], Results: ps.Metrics})
+		in.Points = append(in.Points, report.Point{Scenario: l.points[ps.Index], Plan: l.plans[ps.Index], Results: ps.Metrics,
+			Requested: ps.Requested, Missing: ps.Missing, MissingFirst: ps.MissingHead, Error: ps.Error})
 	}
 	if len(in.Points) == 0 {
 		return nil
@@ -621,7 +697,11 @@ func (l *launcher) writeReport() error {
 		in.Scenario = nil // a partial sweep: report the points that finished
 	}
 	for _, p := range l.sum.Processes {
-		in.Processes = append(in.Processes, report.Process{Role: p.Role, ID: p.ID, PID: p.PID, PeakRSSBytes: p.MaxRSSBytes})
+		label := ""
+		if len(l.points) > 1 {
+			label = pointLabel(l.points[p.Point])
+		}
+		in.Processes = append(in.Processes, report.Process{Role: p.Role, ID: p.ID, PID: p.PID, PeakRSSBytes: p.MaxRSSBytes, Point: label})
 	}
 	if l.sum.Engine == "nats" {
 		in.Invalid = map[string]any{}
@@ -634,6 +714,18 @@ func (l *launcher) writeReport() error {
 	}
 	l.sum.Files.Report = report.FileName
 	return nil
+}
+
+// pointLabel names a sweep point as report.md does: "epsilon=1, noise=structured".
+func pointLabel(pt *scenario.Scenario) string {
+	parts := make([]string, 0, len(pt.Point))
+	for _, v := range pt.Point {
+		parts = append(parts, string(v.Param)+"="+v.Value)
+	}
+	if len(parts) == 0 {
+		return pt.Name
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (l *launcher) writeSummary() error {
@@ -672,9 +764,17 @@ func (l *launcher) printTable(w io.Writer) {
 			fmt.Fprintf(tw, "%s\tno results\n", p.Name)
 			continue
 		}
+		if r.Runs == 0 {
+			fmt.Fprintf(tw, "%s\tno complete episode (of %d requested): no metrics\n", p.Name, p.Requested)
+			continue
+		}
+		partial := ""
+		if p.Requested > 0 && r.Runs < p.Requested {
+			partial = fmt.Sprintf(" (partial: of %d requested)", p.Requested)
+		}
 		switch {
 		case r.Control != nil && len(r.Control.FinalSqError) > 0:
-			fmt.Fprintf(tw, "%s\t%d runs: final mean-square error", p.Name, r.Runs)
+			fmt.Fprintf(tw, "%s\t%d runs%s: final mean-square error", p.Name, r.Runs, partial)
 			for i, st := range r.Control.FinalSqError {
 				fmt.Fprintf(tw, " x%d %.4g", i, st.Mean)
 			}
@@ -684,11 +784,14 @@ func (l *launcher) printTable(w io.Writer) {
 			fmt.Fprintln(tw)
 		case r.Consensus != nil:
 			c := r.Consensus
-			fmt.Fprintf(tw, "%s\t%d runs: E||x(T) - 1x*||^2 %.4g (Prop. 1 bound %.4g), sum rel. dev. %.2g\n", p.Name, r.Runs,
+			fmt.Fprintf(tw, "%s\t%d runs%s: E||x(T) - 1x*||^2 %.4g (Prop. 1 bound %.4g), sum rel. dev. %.2g\n", p.Name, r.Runs, partial,
 				c.FinalSqDeviation.Mean, c.Prop1Bound, c.SumRelDevMax)
 		}
 	}
 	fmt.Fprintf(tw, "out\t%s\n", l.o.Out)
+	if s.Status != "" && s.Status != "ok" {
+		fmt.Fprintf(tw, "status\t%s (partial results)\n", s.Status)
+	}
 	if s.Error != "" {
 		fmt.Fprintf(tw, "error\t%s\n", s.Error)
 	}

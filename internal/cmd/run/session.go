@@ -1,10 +1,12 @@
 package run
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -70,6 +72,7 @@ type Proc struct {
 	LogPath   string
 
 	cmd     *exec.Cmd
+	pid     int // attach mode: the pid its ready carried
 	logFile *os.File
 	exited  chan struct{}
 	state   *os.ProcessState
@@ -77,10 +80,10 @@ type Proc struct {
 	result  *role.ProcessResult
 }
 
-// PID returns the child's process id.
+// PID returns the child's process id (attach mode: the pid its ctl.ready announced).
 func (p *Proc) PID() int {
 	if p.cmd == nil || p.cmd.Process == nil {
-		return 0
+		return p.pid
 	}
 	return p.cmd.Process.Pid
 }
@@ -156,6 +159,11 @@ type Session struct {
 
 	mu      sync.Mutex
 	results map[string]*role.ProcessResult
+	// pids is the process accepted for each sender: the child spawned for it, or in attach
+	// mode the first pid that announced itself. A ready or done from another pid is a second
+	// process claiming the sender (a stray on the same run id): conflict, and the run fails.
+	pids     map[string]int
+	conflict error
 
 	Episodes  int           // episodes completed by every process
 	EpisodeNS time.Duration // wall time inside episodes (from ctl.episode to the last done)
@@ -212,7 +220,7 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, subj: subj, byKey: map[string]*Proc{}, results: map[string]*role.ProcessResult{}}
+	s := &Session{cfg: cfg, subj: subj, byKey: map[string]*Proc{}, results: map[string]*role.ProcessResult{}, pids: map[string]int{}}
 	s.procs = plannedProcs(cfg.Plan, cfg.AgentsPerProcess)
 	for _, p := range s.procs {
 		s.byKey[bus.SenderName(p.Role, p.ID)] = p
@@ -245,6 +253,10 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	for len(waiting) > 0 {
 		select {
 		case ev := <-s.events:
+			if err := s.conflictErr(); err != nil {
+				_ = s.shutdown()
+				return s, err
+			}
 			if ev.word == role.KindReady {
 				delete(waiting, ev.sender)
 			}
@@ -282,7 +294,7 @@ func (s *Session) subscribe() error {
 					return
 				}
 				key := r.Role + "." + strconv.Itoa(r.ID)
-				if s.byKey[key] == nil {
+				if s.byKey[key] == nil || !s.owns(key, r.PID) {
 					s.ctl.Drop(bus.ReasonSender)
 					return
 				}
@@ -304,6 +316,19 @@ func (s *Session) subscribe() error {
 				s.ctl.Drop(bus.ReasonSender)
 				return
 			}
+			// ready carries [pid], done [steps, missed, pid].
+			at := 0
+			if word == role.KindDone {
+				at = 2
+			}
+			if len(m.Values) <= at || m.Values[at] < 1 || m.Values[at] != math.Trunc(m.Values[at]) || m.Values[at] > math.MaxInt32 {
+				s.ctl.Drop(bus.ReasonDim) // no pid
+				return
+			}
+			if !s.claim(m.Sender, int(m.Values[at]), word) {
+				s.ctl.Drop(bus.ReasonSender)
+				word = kindConflict // wake the waits: they return the conflict
+			}
 			select {
 			case s.events <- ctlEvent{word: word, sender: m.Sender, ep: m.Episode, vals: append([]float64(nil), m.Values...)}:
 			default:
@@ -319,6 +344,57 @@ func (s *Session) subscribe() error {
 		s.subs = append(s.subs, sub)
 	}
 	return s.conn.Flush(5 * time.Second)
+}
+
+// kindConflict is the event word of a ready or done from a second process claiming a sender.
+const kindConflict = "conflict"
+
+// claim checks that a ready or done of sender comes from the process accepted for it: the
+// child spawned for it, or in attach mode the first pid heard. It records the first
+// conflict and returns false for a message of another process.
+func (s *Session) claim(sender string, pid int, word string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	own, known := s.pids[sender]
+	switch {
+	case known && own == pid:
+		return true
+	case !known && s.cfg.Attach && pid > 0:
+		s.pids[sender] = pid
+		if p := s.byKey[sender]; p != nil {
+			p.pid = pid
+		}
+		return true
+	}
+	if s.conflict == nil {
+		switch {
+		case known && s.cfg.Attach:
+			s.conflict = fmt.Errorf("run %s: two processes claim %s: pid %d and pid %d (ctl.%s): another process uses this run id; stop it, or pick another run id",
+				s.cfg.Run, sender, own, pid, word)
+		case known:
+			s.conflict = fmt.Errorf("run %s: %s is claimed by pid %d, which this launcher did not start (its own %s is pid %d; ctl.%s): another process uses this run id; stop it, or pick another --run-id",
+				s.cfg.Run, sender, pid, s.byKey[sender].Name, own, word)
+		default:
+			s.conflict = fmt.Errorf("run %s: %s is claimed by pid %d, which this launcher did not start (ctl.%s before its own process started): another process uses this run id; stop it, or pick another --run-id",
+				s.cfg.Run, sender, pid, word)
+		}
+	}
+	return false
+}
+
+// owns reports whether pid is the process accepted for sender (a result of another is dropped).
+func (s *Session) owns(sender string, pid int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	own, known := s.pids[sender]
+	return known && own == pid
+}
+
+// conflictErr returns the first conflict (nil: none).
+func (s *Session) conflictErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conflict
 }
 
 func (s *Session) args(p *Proc) []string {
@@ -359,7 +435,15 @@ func (s *Session) spawn(p *Proc) error {
 	}
 	setProcAttr(p.cmd)
 	p.exited = make(chan struct{})
-	if err := p.cmd.Start(); err != nil {
+	// Hold the lock over the start: a ready of this child is checked against its pid only
+	// once the pid is recorded.
+	s.mu.Lock()
+	err = p.cmd.Start()
+	if err == nil {
+		s.pids[bus.SenderName(p.Role, p.ID)] = p.cmd.Process.Pid
+	}
+	s.mu.Unlock()
+	if err != nil {
 		f.Close()
 		close(p.exited)
 		p.waitErr = err
@@ -400,6 +484,9 @@ func (s *Session) Episode(ctx context.Context, ep int, x0 []float64) error {
 			}
 		}
 	}
+	if err := s.conflictErr(); err != nil {
+		return fmt.Errorf("episode %d: %w", ep, err)
+	}
 	start := time.Now()
 	if x0 != nil {
 		// The secret goes on the challenger's private line, never on dpsim.<run>.>.
@@ -426,6 +513,9 @@ func (s *Session) Episode(ctx context.Context, ep int, x0 []float64) error {
 	for len(waiting) > 0 {
 		select {
 		case ev := <-s.events:
+			if err := s.conflictErr(); err != nil {
+				return fmt.Errorf("episode %d: %w", ep, err)
+			}
 			if ev.word == role.KindDone && ev.ep == ep {
 				delete(waiting, ev.sender)
 			}
@@ -440,6 +530,9 @@ func (s *Session) Episode(ctx context.Context, ep int, x0 []float64) error {
 		case <-timer.C:
 			return fmt.Errorf("episode %d: no ctl.done from %s within %v", ep, keys(waiting), bound)
 		}
+	}
+	if err := s.conflictErr(); err != nil {
+		return fmt.Errorf("episode %d: %w", ep, err)
 	}
 	s.Episodes++
 	s.EpisodeNS += time.Since(start)
@@ -537,85 +630,207 @@ func (s *Session) Result(p *Proc) *role.ProcessResult {
 // CtlInvalid returns the launcher's counts of coordination messages.
 func (s *Session) CtlInvalid() bus.CountersSnapshot { return s.ctl.Snapshot() }
 
+// MaxMissingListed bounds Collected.Missing; MissingCount has the total.
+const MaxMissingListed = 100
+
 // Collected is what the processes of a point recorded, merged into the sim records.
 type Collected struct {
+	// Control / Consensus are the merged records (CollectOptions.Keep only).
 	Control   []sim.ControlRecord
 	Consensus []sim.ConsensusRecord
-	Missing   []sim.Missing
-	Results   *sim.Results
+	// Missing lists the first MaxMissingListed record pieces no process supplied;
+	// MissingCount counts all of them.
+	Missing      []sim.Missing
+	MissingCount int
+	// Episodes is the number of episodes found in the traces; TracedEpisodes and
+	// TraceRecords count what was written to CollectOptions.Trace.
+	Episodes       int
+	TracedEpisodes int
+	TraceRecords   int
+	Results        *sim.Results
 }
 
-// Collect reads the processes' trace files, merges them (sim.MergeControl / MergeConsensus)
-// and aggregates the Results with the same Accumulator as the fast engine. Episodes with
-// missing pieces (an interrupted run) are listed in Results.IncompleteEpisodes.
-func (s *Session) Collect() (*Collected, error) {
+// CollectOptions say where the merged records go.
+type CollectOptions struct {
+	// Trace receives the merged records (the pkg/sim trace format, JSON lines) of the
+	// episodes 0..TraceEpisodes-1 (all when TraceEpisodes <= 0), as they are merged; nil:
+	// none are written.
+	Trace         io.Writer
+	TraceEpisodes int
+	// Keep also returns every merged record in Collected: memory then grows with the
+	// episodes (tests and short hand-driven runs).
+	Keep bool
+}
+
+// Collect is CollectTo(CollectOptions{Keep: true}): the merged records in memory.
+func (s *Session) Collect() (*Collected, error) { return s.CollectTo(CollectOptions{Keep: true}) }
+
+// CollectTo reads the processes' trace files and merges them one episode at a time
+// (sim.MergeControlStreams / MergeConsensusStreams: every process writes its records in
+// episode order), so memory stays that of one episode whatever the number of episodes. Each
+// complete episode is folded into the Results by the same Accumulator as the fast engine
+// (sim.Accumulator.Results), in episode order, so the numbers are the fast engine's bit for bit;
+// episodes with missing pieces (an interrupted run) are not aggregated and are listed in
+// Results.IncompleteEpisodes. A trace file that cannot be read is reported in the error;
+// what the other files hold is still merged.
+func (s *Session) CollectTo(o CollectOptions) (*Collected, error) {
 	p := s.cfg.Plan
 	out := &Collected{}
-	var errs []error
-	trace := func(pr *Proc) string { return filepath.Join(s.cfg.Dir, role.TraceFile(pr.Name)) }
-	switch p.Scenario.Kind {
-	case scenario.CloudControl:
-		var plant, cloud, eve []sim.ControlRecord
-		eve = []sim.ControlRecord{}
-		for _, pr := range s.procs {
-			recs, err := readTrace[sim.ControlRecord](trace(pr))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", pr.Name, err))
-			}
-			switch pr.Role {
-			case bus.RolePlant:
-				plant = recs
-			case bus.RoleCloud:
-				cloud = recs
-			case bus.RoleEavesdropper:
-				eve = append(eve, recs...)
-			}
-		}
-		recs, missing, err := sim.MergeControl(p.Steps, p.Reference, plant, cloud, eve)
-		if err != nil {
-			return nil, err
-		}
-		out.Control, out.Missing = recs, missing
-		if out.Results, err = sim.AggregateControl(p, s.cfg.Seed, recs); err != nil {
-			return nil, err
-		}
-	case scenario.Consensus:
-		var agents []sim.AgentRecord
-		eve := []sim.ConsensusRecord{}
-		for _, pr := range s.procs {
-			if pr.Role == bus.RoleAgent {
-				recs, err := readTrace[sim.AgentRecord](trace(pr))
-				if err != nil {
-					errs = append(errs, fmt.Errorf("%s: %w", pr.Name, err))
-				}
-				agents = append(agents, recs...)
-				continue
-			}
-			recs, err := readTrace[sim.ConsensusRecord](trace(pr))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", pr.Name, err))
-			}
-			eve = append(eve, recs...)
-		}
-		recs, missing, err := sim.MergeConsensus(p.Graph.N, p.Steps, agents, eve)
-		if err != nil {
-			return nil, err
-		}
-		out.Consensus, out.Missing = recs, missing
-		if out.Results, err = sim.AggregateConsensus(p, s.cfg.Seed, recs); err != nil {
-			return nil, err
-		}
-	}
-	return out, errors.Join(errs...)
-}
-
-func readTrace[R sim.Record](path string) ([]R, error) {
-	f, err := os.Open(path)
+	acc, err := sim.NewAccumulator(p, s.cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return sim.ReadTrace[R](f)
+	var incomplete []int
+	folded := 0 // complete episodes fold under consecutive numbers (see foldEpisode)
+	var errs []error
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	open := func(pr *Proc) io.Reader {
+		f, err := os.Open(filepath.Join(s.cfg.Dir, role.TraceFile(pr.Name)))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", pr.Name, err))
+			return strings.NewReader("")
+		}
+		files = append(files, f)
+		return bufio.NewReaderSize(f, 1<<16)
+	}
+	noteMissing := func(ms []sim.Missing) {
+		out.MissingCount += len(ms)
+		if room := MaxMissingListed - len(out.Missing); room > 0 {
+			out.Missing = append(out.Missing, ms[:min(room, len(ms))]...)
+		}
+	}
+	traced := func(ep int) bool { return o.Trace != nil && (o.TraceEpisodes <= 0 || ep < o.TraceEpisodes) }
+	var mergeErr error
+	switch p.Scenario.Kind {
+	case scenario.CloudControl:
+		var plant, cloud, eve *sim.TraceReader[sim.ControlRecord]
+		for _, pr := range s.procs {
+			r := sim.NewTraceReader[sim.ControlRecord](open(pr))
+			switch pr.Role {
+			case bus.RolePlant:
+				plant = r
+			case bus.RoleCloud:
+				cloud = r
+			case bus.RoleEavesdropper:
+				eve = r
+			}
+		}
+		var tw *sim.TraceWriter[sim.ControlRecord]
+		if o.Trace != nil {
+			tw = sim.NewTraceWriter[sim.ControlRecord](o.Trace)
+		}
+		mergeErr = sim.MergeControlStreams(p.Steps, p.Reference, plant, cloud, eve, func(recs []sim.ControlRecord, missing []sim.Missing) error {
+			if len(recs) == 0 {
+				return nil
+			}
+			ep := recs[0].Episode
+			out.Episodes++
+			noteMissing(missing)
+			if traced(ep) {
+				for i := range recs {
+					if err := tw.Write(&recs[i]); err != nil {
+						return err
+					}
+				}
+				out.TraceRecords += len(recs)
+				out.TracedEpisodes++
+			}
+			if o.Keep {
+				out.Control = append(out.Control, recs...)
+			}
+			for i := range recs {
+				if recs[i].X == nil {
+					incomplete = append(incomplete, ep)
+					return nil
+				}
+			}
+			for i := range recs {
+				r := recs[i]
+				r.Episode = folded
+				if err := acc.AddControl(&r); err != nil {
+					return fmt.Errorf("episode %d: %w", ep, err)
+				}
+			}
+			folded++
+			return nil
+		})
+		if tw != nil {
+			if err := tw.Flush(); err != nil && mergeErr == nil {
+				mergeErr = err
+			}
+		}
+	case scenario.Consensus:
+		var agents []*sim.TraceReader[sim.AgentRecord]
+		var names []string
+		var eve *sim.TraceReader[sim.ConsensusRecord]
+		for _, pr := range s.procs {
+			if pr.Role == bus.RoleAgent {
+				agents = append(agents, sim.NewTraceReader[sim.AgentRecord](open(pr)))
+				names = append(names, pr.Name)
+				continue
+			}
+			eve = sim.NewTraceReader[sim.ConsensusRecord](open(pr))
+		}
+		var tw *sim.TraceWriter[sim.ConsensusRecord]
+		if o.Trace != nil {
+			tw = sim.NewTraceWriter[sim.ConsensusRecord](o.Trace)
+		}
+		mergeErr = sim.MergeConsensusStreams(p.Graph.N, p.Steps, agents, names, eve, func(recs []sim.ConsensusRecord, missing []sim.Missing) error {
+			if len(recs) == 0 {
+				return nil
+			}
+			ep := recs[0].Episode
+			out.Episodes++
+			noteMissing(missing)
+			if traced(ep) {
+				for i := range recs {
+					if err := tw.Write(&recs[i]); err != nil {
+						return err
+					}
+				}
+				out.TraceRecords += len(recs)
+				out.TracedEpisodes++
+			}
+			if o.Keep {
+				out.Consensus = append(out.Consensus, recs...)
+			}
+			for i := range recs {
+				if recs[i].X == nil {
+					incomplete = append(incomplete, ep)
+					return nil
+				}
+			}
+			for i := range recs {
+				r := recs[i]
+				r.Episode = folded
+				if err := acc.AddConsensus(&r); err != nil {
+					return fmt.Errorf("episode %d: %w", ep, err)
+				}
+			}
+			folded++
+			return nil
+		})
+		if tw != nil {
+			if err := tw.Flush(); err != nil && mergeErr == nil {
+				mergeErr = err
+			}
+		}
+	}
+	// The Accumulator folds episodes in the order they are numbered; the complete episodes were
+	// handed over in increasing episode order under the numbers 0, 1, 2, ..., so the sums are
+	// those of the fast engine (which folds episodes 0..runs-1 in order), and an incomplete
+	// episode never holds the later ones back in memory.
+	out.Results = acc.Results()
+	out.Results.IncompleteEpisodes = incomplete
+	if mergeErr != nil {
+		errs = append(errs, mergeErr)
+	}
+	return out, errors.Join(errs...)
 }
 
 // lastLogError returns the message of the last error line of a child's log (zerolog JSON

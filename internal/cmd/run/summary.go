@@ -9,11 +9,14 @@ import (
 
 // Summary is DIR/summary.json.
 type Summary struct {
-	Scenario     string   `json:"scenario"`
-	ScenarioFile string   `json:"scenario_file"`
-	Description  string   `json:"description,omitempty"`
-	Kind         string   `json:"kind"`
-	Seed         uint64   `json:"seed"`
+	Scenario     string `json:"scenario"`
+	ScenarioFile string `json:"scenario_file"`
+	Description  string `json:"description,omitempty"`
+	Kind         string `json:"kind"`
+	Seed         uint64 `json:"seed"`
+	// SeedString is Seed in decimal: JSON readers that parse numbers as doubles (JavaScript,
+	// jq) round a seed above 2^53, and a drawn seed usually is.
+	SeedString   string   `json:"seed_string"`
 	SeedSource   string   `json:"seed_source"` // flag, scenario or crypto (drawn: recorded here)
 	Runs         int      `json:"runs"`        // episodes asked for, per point
 	Steps        int      `json:"steps"`
@@ -55,45 +58,55 @@ type Files struct {
 
 // ProcessSummary is one role process.
 type ProcessSummary struct {
-	Role        string               `json:"role"`
-	ID          int                  `json:"id"`
-	PID         int                  `json:"pid"`
-	Name        string               `json:"name"`
-	Agents      []int                `json:"agents,omitempty"`
-	Point       int                  `json:"point"`
-	ExitCode    int                  `json:"exit_code"`
-	Status      string               `json:"status"`
-	Error       string               `json:"error,omitempty"`
-	MaxRSSBytes int64                `json:"max_rss_bytes"`
-	UserCPUSec  float64              `json:"user_cpu_seconds"`
-	SysCPUSec   float64              `json:"sys_cpu_seconds"`
-	Episodes    int                  `json:"episodes"`
-	Steps       int                  `json:"steps"`
-	StepsPerSec float64              `json:"steps_per_sec"`
-	Invalid     bus.CountersSnapshot `json:"invalid"`
-	CtlInvalid  bus.CountersSnapshot `json:"ctl_invalid"`
-	Timing      bus.TimingStats      `json:"timing"`
-	Conn        bus.ConnStats        `json:"conn"`
-	Messages    int                  `json:"messages,omitempty"`
-	LogFile     string               `json:"log_file,omitempty"`
-	TraceFile   string               `json:"trace_file,omitempty"`
-	ResultFile  string               `json:"result_file,omitempty"`
+	Role     string `json:"role"`
+	ID       int    `json:"id"`
+	PID      int    `json:"pid"`
+	Name     string `json:"name"`
+	Agents   []int  `json:"agents,omitempty"`
+	Point    int    `json:"point"`
+	ExitCode int    `json:"exit_code"`
+	Status   string `json:"status"`
+	Error    string `json:"error,omitempty"`
+	// MaxRSSBytes is the process's peak resident set size and MaxRSSSource where it comes
+	// from: "VmHWM" (the process read /proc/self/status at exit: Linux), "getrusage" (its
+	// own ru_maxrss, elsewhere) or, when the process reported nothing (killed), "wait4" (the
+	// rusage of the exited child: on Linux this includes the launcher's memory at fork/exec,
+	// so it overstates a small child of a large launcher). WaitMaxRSSBytes is always that
+	// wait4 value, for comparison.
+	MaxRSSBytes     int64                `json:"max_rss_bytes"`
+	MaxRSSSource    string               `json:"max_rss_source"`
+	WaitMaxRSSBytes int64                `json:"wait_max_rss_bytes"`
+	UserCPUSec      float64              `json:"user_cpu_seconds"`
+	SysCPUSec       float64              `json:"sys_cpu_seconds"`
+	Episodes        int                  `json:"episodes"`
+	Steps           int                  `json:"steps"`
+	StepsPerSec     float64              `json:"steps_per_sec"`
+	Invalid         bus.CountersSnapshot `json:"invalid"`
+	CtlInvalid      bus.CountersSnapshot `json:"ctl_invalid"`
+	Timing          bus.TimingStats      `json:"timing"`
+	Conn            bus.ConnStats        `json:"conn"`
+	Messages        int                  `json:"messages,omitempty"`
+	LogFile         string               `json:"log_file,omitempty"`
+	TraceFile       string               `json:"trace_file,omitempty"`
+	ResultFile      string               `json:"result_file,omitempty"`
 }
 
 // PointSummary is one sweep point.
 type PointSummary struct {
-	Index       int               `json:"index"`
-	Name        string            `json:"name"`
-	Point       map[string]string `json:"point,omitempty"`
-	RunID       string            `json:"run_id,omitempty"`
-	Episodes    int               `json:"episodes"` // completed by every process
-	ElapsedSec  float64           `json:"elapsed_seconds"`
-	StepsPerSec float64           `json:"steps_per_sec"` // launcher's view: T * episodes / time in episodes
-	TraceFile   string            `json:"trace_file,omitempty"`
-	Missing     int               `json:"missing_pieces"` // record pieces no process supplied
-	MissingHead []string          `json:"missing_first,omitempty"`
-	Error       string            `json:"error,omitempty"`
-	Metrics     *sim.Results      `json:"metrics"`
+	Index         int               `json:"index"`
+	Name          string            `json:"name"`
+	Point         map[string]string `json:"point,omitempty"`
+	RunID         string            `json:"run_id,omitempty"`
+	Requested     int               `json:"requested"` // episodes asked for
+	Episodes      int               `json:"episodes"`  // completed by every process
+	ElapsedSec    float64           `json:"elapsed_seconds"`
+	StepsPerSec   float64           `json:"steps_per_sec"`        // launcher's view: T * episodes / time in episodes
+	TraceFile     string            `json:"trace_file,omitempty"` // merged records of the traced episodes
+	TraceEpisodes int               `json:"trace_episodes"`       // episodes written to TraceFile
+	Missing       int               `json:"missing_pieces"`       // record pieces no process supplied
+	MissingHead   []string          `json:"missing_first,omitempty"`
+	Error         string            `json:"error,omitempty"`
+	Metrics       *sim.Results      `json:"metrics"`
 }
 
 // TimingSummary aggregates how the processes kept time; realtime problems are never hidden.

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"testing"
+)
+
+// An asked-for -h/--help prints the usage to stdout; a parse error prints the error and the
+// usage to stderr.
+func TestHelpGoesToStdout(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"-help"}} {
+		var out, errb bytes.Buffer
+		fs := NewCommandFlagSet("x", "x [--n N]", "Does x.", &out, &errb)
+		fs.Int("n", 1, "how many")
+		err := Parse(fs, args)
+		if !errors.Is(err, flag.ErrHelp) {
+			t.Fatalf("%v: err = %v", args, err)
+		}
+		if want := "Usage: x [--n N]\n\nDoes x.\n\nFlags:\n  -n int\n    \thow many (default 1)\n"; out.String() != want {
+			t.Errorf("%v: stdout %q, want %q", args, out.String(), want)
+		}
+		if errb.Len() != 0 {
+			t.Errorf("%v: stderr %q", args, errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	fs := NewCommandFlagSet("x", "x [--n N]", "Does x.", &out, &errb)
+	fs.Int("n", 1, "how many")
+	err := Parse(fs, []string{"--n", "z"})
+	if !errors.Is(err, ErrUsage) {
+		t.Fatalf("err = %v", err)
+	}
+	if out.Len() != 0 || !bytes.Contains(errb.Bytes(), []byte(`invalid value "z" for flag -n`)) || !bytes.Contains(errb.Bytes(), []byte("Usage: x")) {
+		t.Errorf("stdout %q, stderr %q", out.String(), errb.String())
+	}
+	// A second parse after an error still sends an asked-for help to stdout.
+	out.Reset()
+	errb.Reset()
+	if err := Parse(fs, []string{"-h"}); !errors.Is(err, flag.ErrHelp) || out.Len() == 0 || errb.Len() != 0 {
+		t.Errorf("err %v, stdout %q, stderr %q", err, out.String(), errb.String())
+	}
+}
+
+// NewFlagSet, given only stderr, prints help to os.Stdout for the real process's stderr and
+// to the given writer otherwise (a test's buffer).
+func TestNewFlagSetHelpWriter(t *testing.T) {
+	var errb bytes.Buffer
+	fs := NewFlagSet("x", "x", "Does x.", &errb)
+	if err := Parse(fs, []string{"-h"}); !errors.Is(err, flag.ErrHelp) || !bytes.Contains(errb.Bytes(), []byte("Usage: x")) {
+		t.Errorf("err %v, stderr %q", err, errb.String())
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	fs = NewFlagSet("x", "x", "Does x.", os.Stderr)
+	err = Parse(fs, []string{"-h"})
+	os.Stdout = stdout
+	w.Close()
+	var got bytes.Buffer
+	_, _ = got.ReadFrom(r)
+	if !errors.Is(err, flag.ErrHelp) || !bytes.Contains(got.Bytes(), []byte("Usage: x")) {
+		t.Errorf("err %v, stdout %q", err, got.String())
+	}
+}

@@ -1,0 +1,110 @@
+package run
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dpsim/dpsim/pkg/report"
+)
+
+// RSSWait is ProcessSummary.MaxRSSSource when the peak comes from the wait4 rusage of the
+// exited child (the process reported none): on Linux it includes the launcher's memory at
+// fork/exec.
+const RSSWait = "wait4"
+
+// procFileSuffixes are the files a role process writes into its --out directory.
+var procFileSuffixes = []string{".log", ".trace.jsonl", ".result.json", ".transcript.jsonl"}
+
+// cleanOutputs removes from dir what an earlier dpsim run wrote there, so that a reused --out
+// holds only this run's outputs: summary.json, report.md, trace.jsonl and trace-pNN.jsonl, the
+// report's figures (report.FigureNames as .png and .svg), and procs/ with the processes'
+// files (procs/ and procs/pNN/: *.log, *.trace.jsonl, *.result.json, *.transcript.jsonl; the
+// directories go when that leaves them empty). Nothing else is touched.
+func cleanOutputs(dir string) error {
+	var errs []error
+	remove := func(path string) {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	figs := map[string]bool{}
+	for _, f := range report.FigureNames() {
+		figs[f+".png"], figs[f+".svg"] = true, true
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() {
+			continue
+		}
+		if name == "summary.json" || name == report.FileName || name == "trace.jsonl" || isPointTrace(name) || figs[name] {
+			remove(filepath.Join(dir, name))
+		}
+	}
+	procs := filepath.Join(dir, "procs")
+	var cleanProcs func(d string, depth int)
+	cleanProcs = func(d string, depth int) {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			return
+		}
+		for _, e := range entries {
+			name := e.Name()
+			switch {
+			case e.IsDir() && depth == 0 && isPointDir(name):
+				cleanProcs(filepath.Join(d, name), 1)
+			case !e.IsDir() && hasAnySuffix(name, procFileSuffixes):
+				remove(filepath.Join(d, name))
+			}
+		}
+		_ = os.Remove(d) // only when empty: a directory with other files stays
+	}
+	cleanProcs(procs, 0)
+	return errors.Join(errs...)
+}
+
+// isPointTrace matches trace-pNN.jsonl.
+func isPointTrace(name string) bool {
+	digits, ok := strings.CutPrefix(name, "trace-p")
+	if !ok {
+		return false
+	}
+	digits, ok = strings.CutSuffix(digits, ".jsonl")
+	return ok && allDigits(digits)
+}
+
+// isPointDir matches pNN.
+func isPointDir(name string) bool {
+	digits, ok := strings.CutPrefix(name, "p")
+	return ok && allDigits(digits)
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func hasAnySuffix(s string, suffixes []string) bool {
+	for _, x := range suffixes {
+		if strings.HasSuffix(s, x) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,366 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/pkg/dynamics"
+)
+
+// A TraceSink receives every traced episode once, in episode order, whatever the number of
+// workers, with exactly the records KeepTraces returns; the engine then keeps none itself.
+func TestTraceSinkOrderedAndEqual(t *testing.T) {
+	for _, name := range []string{"cloud-vehicle", "consensus-laplace"} {
+		t.Run(name, func(t *testing.T) {
+			_, p := loadPlan(t, name)
+			res, kept := runFast(t, p, 3, FastOptions{Runs: 60, KeepTraces: true, TraceEpisodes: 9, Workers: 1})
+			var got Traces
+			next := 0
+			res4, tr4, err := RunFast(context.Background(), p, 3, FastOptions{Runs: 60, TraceEpisodes: 9, Workers: 4,
+				TraceSink: func(tr *Traces) error {
+					recs := len(tr.Control) + len(tr.Consensus)
+					require.Equal(t, p.Steps+1, recs, "one call per episode, steps 0..T")
+					ep := -1
+					if len(tr.Control) > 0 {
+						ep = tr.Control[0].Episode
+					} else {
+						ep = tr.Consensus[0].Episode
+					}
+					require.Equal(t, next, ep, "episodes in order")
+					next++
+					got.Control = append(got.Control, tr.Control...)
+					got.Consensus = append(got.Consensus, tr.Consensus...)
+					return nil
+				}})
+			require.NoError(t, err)
+			require.Nil(t, tr4, "with a sink and no KeepTraces nothing is accumulated")
+			require.Equal(t, 9, next)
+			require.Equal(t, kept, &got)
+			require.Equal(t, res, res4)
+		})
+	}
+}
+
+// A sink error stops the run and is returned.
+func TestTraceSinkError(t *testing.T) {
+	_, p := loadPlan(t, "cloud-vehicle")
+	boom := errors.New("disk full")
+	calls := 0
+	res, _, err := RunFast(context.Background(), p, 1, FastOptions{Runs: 5000, Workers: 2, TraceSink: func(*Traces) error {
+		calls++
+		if calls == 3 {
+			return boom
+		}
+		return nil
+	}})
+	require.ErrorIs(t, err, boom)
+	require.ErrorContains(t, err, "trace")
+	require.Equal(t, 3, calls, "no call after the error")
+	require.Less(t, res.Runs, 5000, "the run stopped")
+}
+
+// Memory does not grow with the runs: streaming every episode's records through a sink (what
+// `dpsim run --engine fast --trace-episodes -1` does) keeps the live heap flat. The records
+// of 8000 vehicle episodes are about 250 MB when kept.
+func TestRunFastMemoryFlat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("8000 episodes")
+	}
+	_, p := loadPlan(t, "cloud-vehicle")
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	runtime.GC()
+	base := heap()
+	var peak uint64
+	eps := 0
+	_, tr, err := RunFast(context.Background(), p, 1, FastOptions{Runs: 8000, TraceSink: func(tr *Traces) error {
+		eps++
+		if eps%500 == 0 {
+			runtime.GC()
+			peak = max(peak, heap())
+		}
+		return nil
+	}})
+	require.NoError(t, err)
+	require.Nil(t, tr)
+	require.Equal(t, 8000, eps, "every episode streamed")
+	growth := int64(peak) - int64(base)
+	require.Less(t, growth, int64(16<<20), "live heap grew by %d MB over 8000 episodes", growth>>20)
+}
+
+// Accumulator.Results clamps the lower 95% limit of the nonnegative quantities at 0 (a normal
+// interval mean - 1.96 SE can go below 0 with few runs); the signed ones keep theirs.
+func TestResultsClampNonnegative(t *testing.T) {
+	_, p := loadPlan(t, "cloud-vehicle")
+	acc, err := NewAccumulator(p, 1)
+	require.NoError(t, err)
+	_, tr := runFast(t, p, 1, FastOptions{Runs: 3, KeepTraces: true})
+	for i := range tr.Control {
+		require.NoError(t, acc.AddControl(&tr.Control[i]))
+	}
+	raw := acc.results() // before the clamp
+	negative := 0
+	for _, s := range raw.Control.TrackingSqError {
+		for _, lo := range s.Lo {
+			if lo < 0 {
+				negative++
+			}
+		}
+	}
+	require.Positive(t, negative, "3 runs: the raw intervals of some mean squares go below 0")
+	res := acc.Results()
+	for i, s := range res.Control.TrackingSqError {
+		for k, lo := range s.Lo {
+			require.GreaterOrEqual(t, lo, 0.0, "tracking_sq_error[%d] step %d", i, k)
+			require.Equal(t, raw.Control.TrackingSqError[i].Hi[k], s.Hi[k])
+			require.Equal(t, raw.Control.TrackingSqError[i].Mean[k], s.Mean[k])
+		}
+	}
+	for _, st := range res.Control.FinalSqError {
+		require.GreaterOrEqual(t, st.Lo, 0.0)
+	}
+	for _, lo := range res.Control.EveSqError.Lo {
+		require.GreaterOrEqual(t, lo, 0.0)
+	}
+	signed := 0
+	for _, lo := range res.Control.TrackingError[0].Lo {
+		if lo < 0 {
+			signed++
+		}
+	}
+	require.Positive(t, signed, "tracking errors are signed: their intervals are not clamped")
+	fr, _ := runFast(t, p, 1, FastOptions{Runs: 3})
+	require.Equal(t, res, fr, "RunFast reports the Accumulator's Results")
+}
+
+// splitControl splits engine records into the plant's, cloud's and eavesdropper's partial ones.
+func splitControl(steps int, recs []ControlRecord) (plant, cloud, eve []ControlRecord) {
+	for _, r := range recs {
+		plant = append(plant, ControlRecord{Episode: r.Episode, Step: r.Step, X: r.X, Yhat: r.Yhat})
+		if r.Step < steps {
+			cloud = append(cloud, ControlRecord{Episode: r.Episode, Step: r.Step, U: r.U, Xhat: r.Xhat})
+			eve = append(eve, ControlRecord{Episode: r.Episode, Step: r.Step, EveX0: r.EveX0})
+		}
+	}
+	return plant, cloud, eve
+}
+
+func readerOf[R Record](t testing.TB, recs []R) *TraceReader[R] {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, WriteTrace(&buf, recs))
+	return NewTraceReader[R](&buf)
+}
+
+// Merging the role streams episode by episode gives the records of the in-memory merge.
+func TestMergeControlStreams(t *testing.T) {
+	_, p := loadPlan(t, "cloud-vehicle")
+	_, tr := runFast(t, p, 8, FastOptions{Runs: 5, KeepTraces: true})
+	plant, cloud, eve := splitControl(p.Steps, tr.Control)
+	// The cloud misses step 3 of episode 1; the eavesdropper ran only episodes 0..3.
+	cloud = append(append([]ControlRecord(nil), cloud[:p.Steps+3]...), cloud[p.Steps+4:]...)
+	eve = eve[:4*p.Steps]
+	want, wantMissing, err := MergeControl(p.Steps, p.Reference, plant, cloud, eve)
+	require.NoError(t, err)
+	var got []ControlRecord
+	var missing []Missing
+	calls := 0
+	err = MergeControlStreams(p.Steps, p.Reference, readerOf(t, plant), readerOf(t, cloud), readerOf(t, eve), func(recs []ControlRecord, ms []Missing) error {
+		calls++
+		for _, r := range recs {
+			require.Equal(t, recs[0].Episode, r.Episode, "one episode per call")
+		}
+		got = append(got, recs...)
+		missing = append(missing, ms...)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 5, calls)
+	require.Equal(t, want, got)
+	require.Equal(t, wantMissing, missing)
+	require.Contains(t, missing, Missing{1, 3, RoleCloud, -1})
+	require.Contains(t, missing, Missing{4, 0, RoleEavesdropper, -1})
+
+	// A stream out of episode order, or with a bad line, is an error naming its role; the
+	// records before it and the other streams are still merged.
+	bad := append(append([]ControlRecord(nil), cloud[2*p.Steps:3*p.Steps]...), cloud[:p.Steps]...)
+	n := 0
+	err = MergeControlStreams(p.Steps, p.Reference, readerOf(t, plant), readerOf(t, bad), nil, func(recs []ControlRecord, _ []Missing) error {
+		n += len(recs)
+		return nil
+	})
+	require.ErrorContains(t, err, "cloud")
+	require.ErrorContains(t, err, "not ordered by episode")
+	require.Equal(t, len(plant), n, "every plant episode merged")
+
+	var buf bytes.Buffer
+	require.NoError(t, WriteTrace(&buf, plant[:2*(p.Steps+1)]))
+	buf.WriteString("{broken\n")
+	n = 0
+	err = MergeControlStreams(p.Steps, p.Reference, NewTraceReader[ControlRecord](&buf), readerOf(t, cloud), nil, func(recs []ControlRecord, _ []Missing) error {
+		n++
+		return nil
+	})
+	require.ErrorContains(t, err, "plant")
+	require.ErrorContains(t, err, fmt.Sprintf("line %d", 2*(p.Steps+1)+1))
+	require.Equal(t, 5, n, "the cloud's episodes are still merged")
+
+	// fn's error stops the merge.
+	stop := errors.New("stop")
+	err = MergeControlStreams(p.Steps, nil, readerOf(t, plant), readerOf(t, cloud), nil, func([]ControlRecord, []Missing) error { return stop })
+	require.ErrorIs(t, err, stop)
+}
+
+func TestMergeConsensusStreams(t *testing.T) {
+	_, p := loadPlan(t, "consensus-gaussian")
+	n, T := p.Graph.N, p.Steps
+	res, tr := runFast(t, p, 8, FastOptions{Runs: 3, KeepTraces: true})
+	// Two agent hosts (0..4, 5..n-1) and the eavesdropper, each writing episode by episode.
+	var hosts [2][]AgentRecord
+	var eve []ConsensusRecord
+	for _, r := range tr.Consensus {
+		for i := 0; i < n; i++ {
+			a := AgentRecord{Episode: r.Episode, Step: r.Step, Agent: i, X: r.X[i]}
+			if r.Step < T {
+				y := r.Y[i]
+				a.Y = &y
+			}
+			h := 0
+			if i >= 5 {
+				h = 1
+			}
+			hosts[h] = append(hosts[h], a)
+		}
+		if r.Step < T {
+			eve = append(eve, ConsensusRecord{Episode: r.Episode, Step: r.Step, EveX0: r.EveX0})
+		}
+	}
+	var got []ConsensusRecord
+	err := MergeConsensusStreams(n, T, []*TraceReader[AgentRecord]{readerOf(t, hosts[0]), readerOf(t, hosts[1])}, []string{"agents-0-4", "agents-5-9"},
+		readerOf(t, eve), func(recs []ConsensusRecord, ms []Missing) error {
+			require.Empty(t, ms)
+			got = append(got, recs...)
+			return nil
+		})
+	require.NoError(t, err)
+	require.Equal(t, tr.Consensus, got)
+	agg, err := AggregateConsensus(p, 8, got)
+	require.NoError(t, err)
+	require.Equal(t, res, agg)
+}
+
+// genStream writes the partial records of episodes 0..eps-1 of a synthetic 1-state loop as the
+// role processes would, on the fly: the merge must read it in constant memory.
+func genStream(eps, steps int, role string) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		tw := NewTraceWriter[ControlRecord](pw)
+		x, u := []float64{0.5}, []float64{-0.25}
+		for ep := 0; ep < eps; ep++ {
+			for t := 0; t <= steps; t++ {
+				r := ControlRecord{Episode: ep, Step: t}
+				switch {
+				case role == RolePlant:
+					r.X = x
+					if t < steps {
+						r.Yhat = x
+					}
+				case t == steps:
+					continue
+				case role == RoleCloud:
+					r.U, r.Xhat = u, x
+				default:
+					r.EveX0 = x
+				}
+				if err := tw.Write(&r); err != nil {
+					pw.CloseWithError(err)
+					return
+				}
+			}
+		}
+		pw.CloseWithError(tw.Flush())
+	}()
+	return pr
+}
+
+// The stream merge holds one episode at a time: merging 6000 episodes of three roles (the
+// size of the whole merged trace grows with the episodes, the live heap does not).
+func TestMergeStreamsMemoryFlat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("6000 episodes")
+	}
+	const eps, steps = 6000, 10
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	runtime.GC()
+	base := heap()
+	var peak uint64
+	seen := 0
+	err := MergeControlStreams(steps, dynamics.ZeroReference{N: 1},
+		NewTraceReader[ControlRecord](genStream(eps, steps, RolePlant)),
+		NewTraceReader[ControlRecord](genStream(eps, steps, RoleCloud)),
+		NewTraceReader[ControlRecord](genStream(eps, steps, RoleEavesdropper)),
+		func(recs []ControlRecord, ms []Missing) error {
+			if len(ms) > 0 {
+				return fmt.Errorf("missing %v", ms)
+			}
+			if recs[0].Episode != seen {
+				return fmt.Errorf("episode %d, want %d", recs[0].Episode, seen)
+			}
+			seen++
+			if seen%500 == 0 {
+				runtime.GC()
+				peak = max(peak, heap())
+			}
+			return nil
+		})
+	require.NoError(t, err)
+	require.Equal(t, eps, seen)
+	growth := int64(peak) - int64(base)
+	// Reading everything first (what the launcher used to do) holds 6000 x 11 x 3 records.
+	require.Less(t, growth, int64(4<<20), "live heap grew by %d KB", growth>>10)
+}
+
+func TestTraceReader(t *testing.T) {
+	r := NewTraceReader[ControlRecord](strings.NewReader("\n" + `{"episode":0,"step":0}` + "\n" + `{"episode":1,"step":0}` + "\n"))
+	ep, ok := r.Peek()
+	require.True(t, ok)
+	require.Equal(t, 0, ep)
+	recs, err := r.ReadEpisode(0, nil)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	recs, err = r.ReadEpisode(1, recs[:0])
+	require.NoError(t, err)
+	require.Equal(t, []ControlRecord{{Episode: 1}}, recs)
+	_, err = r.Read()
+	require.ErrorIs(t, err, io.EOF)
+	require.NoError(t, r.Err())
+	_, ok = r.Peek()
+	require.False(t, ok)
+
+	r = NewTraceReader[ControlRecord](strings.NewReader(`{"episode":0,"step":0,"nope":1}`))
+	_, err = r.Read()
+	require.ErrorContains(t, err, "line 1")
+	require.Error(t, r.Err())
+}
+
+func TestMissingErrorN(t *testing.T) {
+	ms := []Missing{{0, 1, RolePlant, -1}, {0, 2, RolePlant, -1}}
+	require.ErrorContains(t, MissingErrorN(ms, 2000), "and 1998 more")
+	require.NoError(t, MissingErrorN(nil, 0))
+	require.EqualError(t, MissingError(ms), "sim: missing record pieces: [episode 0 step 1: plant episode 0 step 2: plant]")
+}
