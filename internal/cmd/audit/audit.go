@@ -11,8 +11,8 @@
 //
 // Two engines play the same game (pkg/audit.Game): fast (in-process, the role cores of pkg/sim
 // on every core, millions of trials) and wire (the real role processes over NATS, spawned by the
-// launcher of `dpsim run`, which is the challenger: it sends each episode's x(0) in the
-// ctl.episode message; the eavesdropper process estimates from the data subjects only and writes
+// launcher of `dpsim run`, which is the challenger: it sends each episode's x(0) on the private
+// subject dpsim-challenger.<run>.x0, outside the dpsim.> traffic the eavesdropper sniffs; the eavesdropper process estimates from the data subjects only and writes
 // its estimates to its trace file; the launcher joins them with its secret bits). For the same seed
 // both engines run bit-identical episodes.
 //
@@ -24,6 +24,7 @@ package auditcmd
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -50,6 +51,9 @@ import (
 
 // Command is the table entry for `dpsim audit`.
 var Command = cli.Command{Name: "audit", Summary: "empirical privacy audit: lower bounds on epsilon from the distinguishing game", Run: Run}
+
+// DefaultWireTrials caps the default trial count of the wire engine (an explicit --trials is used as given).
+const DefaultWireTrials = 1000
 
 // DefaultTrials is the number of trials per value of the secret bit when neither --trials nor the
 // scenario's audit.trials is given.
@@ -172,6 +176,14 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	if o.Engine != audit.EngineFast && o.Engine != audit.EngineWire {
 		return nil, cli.UsageError("--engine %q: want fast or wire", o.Engine)
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["trials"] && o.Trials == 0 {
+		return nil, cli.UsageError("--trials 0: want %d..%d trials per value of the secret bit (omit the flag for the default)", scenario.MinAuditTrials, scenario.MaxAuditTrials)
+	}
+	if set["confidence"] && o.Confidence == 0 {
+		return nil, cli.UsageError("--confidence 0: want a level in (0, 1), e.g. 0.95 (omit the flag for the default)")
+	}
 	if o.Trials < 0 || (o.Trials > 0 && o.Trials < scenario.MinAuditTrials) || o.Trials > scenario.MaxAuditTrials {
 		return nil, cli.UsageError("--trials %d: want %d..%d trials per value of the secret bit", o.Trials, scenario.MinAuditTrials, scenario.MaxAuditTrials)
 	}
@@ -227,9 +239,22 @@ func Run(args []string, stdout, stderr io.Writer) error {
 // Output is the --json object of a scenario with a sweep: one report per point. A scenario without
 // a sweep prints its single GameReport directly.
 type Output struct {
-	Scenario string              `json:"scenario"`
-	Verdict  string              `json:"verdict"` // violation if any point shows one
-	Points   []*audit.GameReport `json:"points"`
+	Scenario string `json:"scenario"`
+	Verdict  string `json:"verdict"` // violation if any point shows one
+	Engine   string `json:"engine"`
+	Trials   int    `json:"trials"`
+	// Confidence is the joint level of the verdict over all points; each point is analysed at
+	// ConfidencePerPoint = 1 - (1 - Confidence)/K (Bonferroni).
+	Confidence         float64 `json:"confidence"`
+	ConfidencePerPoint float64 `json:"confidence_per_point"`
+	// The point whose strongest bound is largest relative to its claim, and its figures.
+	WorstPoint     string              `json:"worst_point"`
+	EpsilonClaimed float64             `json:"epsilon_claimed"`
+	Delta          float64             `json:"delta"`
+	EpsilonLBCP    float64             `json:"epsilon_lb_cp"`
+	EpsilonLBGDP   float64             `json:"epsilon_lb_gdp"`
+	MuGDP          float64             `json:"mu_gdp"`
+	Points         []*audit.GameReport `json:"points"`
 }
 
 // Execute runs the audit with parsed options.
@@ -252,12 +277,11 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	if spec == nil {
 		spec = &scenario.AuditSpec{}
 	}
-	trials := o.Trials
-	if trials == 0 {
-		trials = spec.Trials
-	}
-	if trials == 0 {
-		trials = DefaultTrials
+	trials, capped := effectiveTrials(o, spec)
+	if capped {
+		// The wire engine plays every episode through real processes (~50 episodes/s here): a
+		// scenario's fast-engine count would take hours. Only an explicit --trials goes higher.
+		log.Warn().Int("trials", trials).Msg("wire engine: default trial count capped; pass --trials to play more")
 	}
 	adj := o.Adjacency
 	if adj == "" {
@@ -271,6 +295,9 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 		conf = 0.95
 	}
 	points := s.Expand()
+	// Every point is one more chance of a false violation: a sweep's points are analysed at
+	// 1 - (1 - conf)/K each (Bonferroni), so its overall verdict holds at the stated conf.
+	pointConf := 1 - (1-conf)/float64(len(points))
 	games := make([]*audit.Game, len(points))
 	for k, pt := range points {
 		p, err := plan.New(pt, plan.Options{})
@@ -315,7 +342,7 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 		if err != nil {
 			return pointErr(len(points), k, points[k], err)
 		}
-		rep, err := g.Analyze(out, audit.ReportOptions{Confidence: conf, Selection: o.Selection})
+		rep, err := g.Analyze(out, audit.ReportOptions{Confidence: pointConf, Selection: o.Selection})
 		if err != nil {
 			return pointErr(len(points), k, points[k], err)
 		}
@@ -340,7 +367,7 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 			if len(violations) > 0 {
 				verdict = audit.Violation
 			}
-			v = &Output{Scenario: s.Name, Verdict: verdict, Points: reports}
+			v = sweepOutput(s.Name, verdict, conf, reports)
 		}
 		if err := cli.WriteJSON(stdout, v); err != nil {
 			return err
@@ -352,6 +379,40 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 		return &ViolationError{Points: violations}
 	}
 	return nil
+}
+
+// effectiveTrials resolves the trials per secret bit: --trials, else the scenario's
+// audit.trials, else DefaultTrials - capped at DefaultWireTrials for the wire engine unless
+// --trials asked for more (capped reports that).
+func effectiveTrials(o *Options, spec *scenario.AuditSpec) (trials int, capped bool) {
+	trials = o.Trials
+	if trials == 0 {
+		trials = spec.Trials
+	}
+	if trials == 0 {
+		trials = DefaultTrials
+	}
+	if o.Trials == 0 && o.Engine == audit.EngineWire && trials > DefaultWireTrials {
+		return DefaultWireTrials, true
+	}
+	return trials, false
+}
+
+// sweepOutput summarises a sweep: the verdict, and the figures of the point whose strongest
+// bound is largest relative to its claimed epsilon, so the required keys exist at the top level.
+func sweepOutput(name, verdict string, conf float64, reports []*audit.GameReport) *Output {
+	o := &Output{Scenario: name, Verdict: verdict, Engine: reports[0].Engine, Trials: reports[0].Trials,
+		Confidence: conf, ConfidencePerPoint: reports[0].Confidence, Points: reports}
+	best := -1.0
+	for _, r := range reports {
+		ratio := math.Max(r.EpsilonLBCP, r.EpsilonLBGDP) / r.EpsilonClaimed
+		if ratio > best {
+			best = ratio
+			o.WorstPoint, o.EpsilonClaimed, o.Delta = r.Scenario, r.EpsilonClaimed, r.Delta
+			o.EpsilonLBCP, o.EpsilonLBGDP, o.MuGDP = r.EpsilonLBCP, r.EpsilonLBGDP, r.MuGDP
+		}
+	}
+	return o
 }
 
 func pointErr(n, k int, pt *scenario.Scenario, err error) error {

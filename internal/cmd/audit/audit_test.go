@@ -20,6 +20,7 @@ import (
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/pkg/audit"
+	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
 // The wire-engine tests run the real binary: `dpsim audit --engine wire` spawns the role processes
@@ -74,6 +75,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"a.yaml", "--workers", "-2"}, "--workers -2"},
 		{[]string{"a.yaml", "--selection", "best"}, "--selection"},
 		{[]string{"a.yaml", "--encoding", "xml"}, "--encoding"},
+		{[]string{"a.yaml", "--trials", "0"}, "--trials 0"},
+		{[]string{"a.yaml", "--confidence", "0"}, "--confidence 0"},
 	} {
 		_, _, err := runIn(t, c.args...)
 		require.ErrorIs(t, err, cli.ErrUsage, "%v", c.args)
@@ -131,6 +134,20 @@ func TestSweepAndFailOnViolation(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &o))
 	require.Equal(t, audit.Violation, o.Verdict)
 	require.Len(t, o.Points, 2)
+	// The sweep's verdict holds jointly: each of the K = 2 points is analysed at 1 - 0.05/2, and the
+	// required keys are at the top level, from the point furthest beyond its claim.
+	require.Equal(t, 0.95, o.Confidence)
+	require.InDelta(t, 0.975, o.ConfidencePerPoint, 1e-12)
+	require.Equal(t, o.ConfidencePerPoint, o.Points[0].Confidence)
+	require.Equal(t, "audit-vehicle-block-vs-manifold@adjacency=block", o.WorstPoint)
+	require.Equal(t, o.Points[0].EpsilonLBGDP, o.EpsilonLBGDP)
+	require.Equal(t, "fast", o.Engine)
+	require.Equal(t, 3000, o.Trials)
+	var rawSweep map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rawSweep))
+	for _, k := range []string{"epsilon_claimed", "delta", "epsilon_lb_cp", "epsilon_lb_gdp", "mu_gdp", "trials", "engine", "verdict"} {
+		require.Contains(t, rawSweep, k)
+	}
 	require.Equal(t, audit.Violation, o.Points[0].Verdict)
 	require.Equal(t, "block", o.Points[0].AdjacencyCalibrated)
 	require.Equal(t, audit.Consistent, o.Points[1].Verdict)
@@ -258,4 +275,26 @@ func TestReadEstimates(t *testing.T) {
 	require.ErrorContains(t, err, ":1: ")
 	_, err = readEstimates(t.TempDir(), 2, 2, 2)
 	require.ErrorContains(t, err, "the eavesdropper's estimates")
+}
+
+// The wire engine does not inherit a fast-engine trial count by default (hours of processes).
+func TestEffectiveTrials(t *testing.T) {
+	spec := &scenario.AuditSpec{Trials: 1_000_000}
+	for _, c := range []struct {
+		engine string
+		flag   int
+		spec   *scenario.AuditSpec
+		want   int
+		capped bool
+	}{
+		{audit.EngineFast, 0, spec, 1_000_000, false},
+		{audit.EngineWire, 0, spec, DefaultWireTrials, true},
+		{audit.EngineWire, 5000, spec, 5000, false},
+		{audit.EngineFast, 0, &scenario.AuditSpec{}, DefaultTrials, false},
+		{audit.EngineWire, 0, &scenario.AuditSpec{Trials: 200}, 200, false},
+	} {
+		got, capped := effectiveTrials(&Options{Engine: c.engine, Trials: c.flag}, c.spec)
+		require.Equal(t, c.want, got, "%+v", c)
+		require.Equal(t, c.capped, capped, "%+v", c)
+	}
 }

@@ -36,10 +36,10 @@ type wireConfig struct {
 // (internal/cmd/run.StartSession: plant, cloud and eavesdropper, or every agent and the
 // eavesdropper; the plant and agents get the run seed, the eavesdropper does not), and for trial
 // e = 0 .. 2N-1 draws the secret bit audit.Bit(seed, e) and starts episode e with the chosen x(0)
-// in the ctl.episode message (Session.Episode). The plant (agents) reseed their noise from the
+// (Session.Episode), which travels on the private subject dpsim-challenger.<run>.x0 that only the
+// plant and the agents subscribe to. The plant (agents) reseed their noise from the
 // contract path of episode e, exactly as the fast engine. The eavesdropper process estimates x(0)
-// from the data subjects only (it skips every ctl payload, and runs without a transcript file
-// here, so the chosen x(0) is never written by it) and records its estimate at every step in its
+// from the data subjects only (it never receives the chosen x(0): that subject lies outside the dpsim.<run>.> it sniffs) and records its estimate at every step in its
 // trace file; after the last episode the launcher reads the estimates of step T-1, scores them
 // with the public pair and joins them with its secret bits.
 func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, error) {
