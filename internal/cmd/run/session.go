@@ -680,8 +680,6 @@ func (s *Session) CollectTo(o CollectOptions) (*Collected, error) {
 	if err != nil {
 		return nil, err
 	}
-	var incomplete []int
-	folded := 0 // complete episodes fold under consecutive numbers (see foldEpisode)
 	var errs []error
 	var files []*os.File
 	defer func() {
@@ -705,6 +703,7 @@ func (s *Session) CollectTo(o CollectOptions) (*Collected, error) {
 		}
 	}
 	traced := func(ep int) bool { return o.Trace != nil && (o.TraceEpisodes <= 0 || ep < o.TraceEpisodes) }
+	f := &folder{out: out, traced: traced, noteMissing: noteMissing}
 	var mergeErr error
 	switch p.Scenario.Kind {
 	case scenario.CloudControl:
@@ -724,40 +723,12 @@ func (s *Session) CollectTo(o CollectOptions) (*Collected, error) {
 		if o.Trace != nil {
 			tw = sim.NewTraceWriter[sim.ControlRecord](o.Trace)
 		}
+		var keep *[]sim.ControlRecord
+		if o.Keep {
+			keep = &out.Control
+		}
 		mergeErr = sim.MergeControlStreams(p.Steps, p.Reference, plant, cloud, eve, func(recs []sim.ControlRecord, missing []sim.Missing) error {
-			if len(recs) == 0 {
-				return nil
-			}
-			ep := recs[0].Episode
-			out.Episodes++
-			noteMissing(missing)
-			if traced(ep) {
-				for i := range recs {
-					if err := tw.Write(&recs[i]); err != nil {
-						return err
-					}
-				}
-				out.TraceRecords += len(recs)
-				out.TracedEpisodes++
-			}
-			if o.Keep {
-				out.Control = append(out.Control, recs...)
-			}
-			for i := range recs {
-				if recs[i].X == nil {
-					incomplete = append(incomplete, ep)
-					return nil
-				}
-			}
-			for i := range recs {
-				r := recs[i]
-				r.Episode = folded
-				if err := acc.AddControl(&r); err != nil {
-					return fmt.Errorf("episode %d: %w", ep, err)
-				}
-			}
-			folded++
-			return nil
+			return foldMerged(f, recs, missing, tw, keep, func(r *sim.ControlRecord) (*int, []float64) { return &r.Episode, r.X }, acc.AddControl)
 		})
 		if tw != nil {
 			if err := tw.Flush(); err != nil && mergeErr == nil {
@@ -780,40 +751,12 @@ func (s *Session) CollectTo(o CollectOptions) (*Collected, error) {
 		if o.Trace != nil {
 			tw = sim.NewTraceWriter[sim.ConsensusRecord](o.Trace)
 		}
+		var keep *[]sim.ConsensusRecord
+		if o.Keep {
+			keep = &out.Consensus
+		}
 		mergeErr = sim.MergeConsensusStreams(p.Graph.N, p.Steps, agents, names, eve, func(recs []sim.ConsensusRecord, missing []sim.Missing) error {
-			if len(recs) == 0 {
-				return nil
-			}
-			ep := recs[0].Episode
-			out.Episodes++
-			noteMissing(missing)
-			if traced(ep) {
-				for i := range recs {
-					if err := tw.Write(&recs[i]); err != nil {
-						return err
-					}
-				}
-				out.TraceRecords += len(recs)
-				out.TracedEpisodes++
-			}
-			if o.Keep {
-				out.Consensus = append(out.Consensus, recs...)
-			}
-			for i := range recs {
-				if recs[i].X == nil {
-					incomplete = append(incomplete, ep)
-					return nil
-				}
-			}
-			for i := range recs {
-				r := recs[i]
-				r.Episode = folded
-				if err := acc.AddConsensus(&r); err != nil {
-					return fmt.Errorf("episode %d: %w", ep, err)
-				}
-			}
-			folded++
-			return nil
+			return foldMerged(f, recs, missing, tw, keep, func(r *sim.ConsensusRecord) (*int, []float64) { return &r.Episode, r.X }, acc.AddConsensus)
 		})
 		if tw != nil {
 			if err := tw.Flush(); err != nil && mergeErr == nil {
@@ -826,11 +769,63 @@ func (s *Session) CollectTo(o CollectOptions) (*Collected, error) {
 	// those of the fast engine (which folds episodes 0..runs-1 in order), and an incomplete
 	// episode never holds the later ones back in memory.
 	out.Results = acc.Results()
-	out.Results.IncompleteEpisodes = incomplete
+	out.Results.IncompleteEpisodes = f.incomplete
 	if mergeErr != nil {
 		errs = append(errs, mergeErr)
 	}
 	return out, errors.Join(errs...)
+}
+
+// folder is CollectTo's state across merged episodes.
+type folder struct {
+	out         *Collected
+	traced      func(ep int) bool
+	noteMissing func([]sim.Missing)
+	folded      int   // complete episodes fold under consecutive numbers 0, 1, 2, ...
+	incomplete  []int // episodes with missing pieces, not aggregated
+}
+
+// foldMerged handles one merged episode of either kind: it writes a kept episode to the trace,
+// keeps its records in memory when asked (keep non-nil), and folds a complete episode into the
+// accumulator (add) under the next consecutive number - the fast engine's order. meta gives a
+// record's episode field and its state X (nil when a piece is missing).
+func foldMerged[R sim.ControlRecord | sim.ConsensusRecord](f *folder, recs []R, missing []sim.Missing, tw *sim.TraceWriter[R],
+	keep *[]R, meta func(*R) (*int, []float64), add func(*R) error) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	epp, _ := meta(&recs[0])
+	ep := *epp
+	f.out.Episodes++
+	f.noteMissing(missing)
+	if f.traced(ep) {
+		for i := range recs {
+			if err := tw.Write(&recs[i]); err != nil {
+				return err
+			}
+		}
+		f.out.TraceRecords += len(recs)
+		f.out.TracedEpisodes++
+	}
+	if keep != nil {
+		*keep = append(*keep, recs...)
+	}
+	for i := range recs {
+		if _, x := meta(&recs[i]); x == nil {
+			f.incomplete = append(f.incomplete, ep)
+			return nil
+		}
+	}
+	for i := range recs {
+		r := recs[i]
+		p, _ := meta(&r)
+		*p = f.folded
+		if err := add(&r); err != nil {
+			return fmt.Errorf("episode %d: %w", ep, err)
+		}
+	}
+	f.folded++
+	return nil
 }
 
 // lastLogError returns the message of the last error line of a child's log (zerolog JSON
