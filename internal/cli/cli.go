@@ -89,6 +89,30 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// ParseScenarioArgs parses args where flags may come before or after the one SCENARIO
+// argument (dpsim run SCENARIO --out DIR): it returns the scenario path, or a usage error
+// naming what is missing or extra (example is shown in the "missing" message).
+func ParseScenarioArgs(fs *flag.FlagSet, args []string, example string) (string, error) {
+	var pos []string
+	for {
+		if err := Parse(fs, args); err != nil {
+			return "", err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch len(pos) {
+	case 0:
+		return "", UsageError("missing SCENARIO (a scenario YAML file, e.g. %s)", example)
+	case 1:
+		return pos[0], nil
+	}
+	return "", UsageError("one SCENARIO expected, got %d arguments: %v", len(pos), pos)
+}
+
 // WriteJSON writes v as indented JSON followed by a newline.
 func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"os"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // An asked-for -h/--help prints the usage to stdout; a parse error prints the error and the
@@ -66,5 +68,32 @@ func TestNewFlagSetHelpWriter(t *testing.T) {
 	_, _ = got.ReadFrom(r)
 	if !errors.Is(err, flag.ErrHelp) || !bytes.Contains(got.Bytes(), []byte("Usage: x")) {
 		t.Errorf("err %v, stdout %q", err, got.String())
+	}
+}
+
+func TestParseScenarioArgs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		path string
+		err  string
+	}{
+		{[]string{"s.yaml", "--out", "d"}, "s.yaml", ""},
+		{[]string{"--out", "d", "s.yaml"}, "s.yaml", ""},
+		{[]string{"--out", "d"}, "", "missing SCENARIO (a scenario YAML file, e.g. ex.yaml)"},
+		{[]string{"a.yaml", "--out", "d", "b.yaml"}, "", "one SCENARIO expected, got 2 arguments"},
+		{[]string{"s.yaml", "--bogus"}, "", "flag provided but not defined"},
+	} {
+		var buf bytes.Buffer
+		fs := NewCommandFlagSet("x", "x", "x", &buf, &buf)
+		out := fs.String("out", "", "output")
+		path, err := ParseScenarioArgs(fs, c.args, "ex.yaml")
+		if c.err != "" {
+			require.ErrorIs(t, err, ErrUsage, c.args)
+			require.ErrorContains(t, err, c.err)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, c.path, path)
+		require.Equal(t, "d", *out)
 	}
 }

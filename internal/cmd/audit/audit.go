@@ -154,25 +154,11 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.StringVar(&o.Encoding, "encoding", "binary", "wire engine: encoding of the data messages, binary (faster; float64 bits exact) or json (readable with nats sub; also exact)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "zerolog level of the log on stderr (and of the role processes' logs): trace, debug, info, warn, error")
 	fs.BoolVar(&o.Progress, "progress", true, "show a progress bar while trials run (only when stderr is a terminal)")
-	var pos []string
-	for {
-		if err := cli.Parse(fs, args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/audit-vehicle-structured.yaml")
+	if err != nil {
+		return nil, err
 	}
-	switch len(pos) {
-	case 0:
-		return nil, cli.UsageError("missing SCENARIO (a scenario YAML file, e.g. scenarios/audit-vehicle-structured.yaml)")
-	case 1:
-		o.ScenarioPath = pos[0]
-	default:
-		return nil, cli.UsageError("one SCENARIO expected, got %d arguments: %v", len(pos), pos)
-	}
+	o.ScenarioPath = path
 	if o.Engine != audit.EngineFast && o.Engine != audit.EngineWire {
 		return nil, cli.UsageError("--engine %q: want fast or wire", o.Engine)
 	}

@@ -113,25 +113,11 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	fs.IntVar(&o.ChildProcs, "child-gomaxprocs", 1, "GOMAXPROCS of every role process (0 = Go's default: one thread per core); 1 is fastest for the lockstep loops")
 	fs.BoolVar(&o.JSON, "json", false, "print summary.json on stdout instead of the short table")
 	fs.BoolVar(&o.Progress, "progress", true, "show a progress bar (only when stderr is a terminal)")
-	var pos []string
-	for {
-		if err := cli.Parse(fs, args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/cloud-vehicle.yaml")
+	if err != nil {
+		return nil, err
 	}
-	switch len(pos) {
-	case 0:
-		return nil, cli.UsageError("missing SCENARIO (a scenario YAML file, e.g. scenarios/cloud-vehicle.yaml)")
-	case 1:
-		o.ScenarioPath = pos[0]
-	default:
-		return nil, cli.UsageError("one SCENARIO expected, got %d arguments: %v", len(pos), pos)
-	}
+	o.ScenarioPath = path
 	if seed != "" {
 		v, err := strconv.ParseUint(seed, 10, 64)
 		if err != nil {
