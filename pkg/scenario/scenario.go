@@ -110,6 +110,9 @@ type Scenario struct {
 
 	Privacy   PrivacySpec
 	Transport TransportSpec
+	// Faults is the faults: section: missing-input rules and per-link faults (zero value: no
+	// link faults, default rules).
+	Faults FaultsSpec
 	// Audit holds the defaults of `dpsim audit` (the file's "audit"); nil when absent.
 	Audit *AuditSpec
 
@@ -379,6 +382,7 @@ func (s *Scenario) Clone() *Scenario {
 			c.Sweeps[i] = Sweep{Param: sw.Param, Numbers: slices.Clone(sw.Numbers), Names: slices.Clone(sw.Names)}
 		}
 	}
+	c.Faults = s.Faults.Clone()
 	c.Audit = s.Audit.clone()
 	c.Point = slices.Clone(s.Point)
 	c.Warnings = slices.Clone(s.Warnings)
