@@ -245,3 +245,30 @@ func (c *Clock) Stats() TimingStats {
 	}
 	return s
 }
+
+// Observe records, for a driver that keeps its own schedule (it never sleeps in BeginStep),
+// that step k started (released its output) at time at. In realtime at - t_k is the step's
+// jitter, and a start later than the next tick t_{k+1} is an overrun (the step lost its
+// whole period).
+func (c *Clock) Observe(k int, at time.Time) {
+	if !c.started {
+		c.StartAt(at)
+	}
+	c.steps++
+	c.last = at
+	if c.t.Mode != Realtime {
+		return
+	}
+	tick := c.Tick(k)
+	late := at.Sub(tick)
+	if late > c.t.Period {
+		c.over++
+		if late > c.maxOver {
+			c.maxOver = late
+		}
+	}
+	c.jitter = append(c.jitter, late)
+}
+
+// MissN records n steps whose deadline passed before all their messages arrived.
+func (c *Clock) MissN(n int) { c.missed += n }

@@ -27,6 +27,8 @@ type Message struct {
 	SentUnixNano int64     `json:"sent"`           // sender's wall clock at publish, Unix ns
 	Kind         string    `json:"kind,omitempty"` // optional: yhat, u, y, or a ctl word
 	Values       []float64 `json:"vals"`           // the payload vector
+	// Route is the delivery metadata from the NATS headers (see Route); not in the payload.
+	Route Route `json:"-"`
 }
 
 // Reset clears m but keeps the capacity of Values.

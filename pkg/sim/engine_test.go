@@ -191,7 +191,7 @@ func TestMergeControl(t *testing.T) {
 	cloud2 := append(append([]ControlRecord(nil), cloud[:p.Steps+3]...), cloud[p.Steps+4:]...)
 	merged, missing, err = MergeControl(p.Steps, p.Reference, plant2, cloud2, eve)
 	require.NoError(t, err)
-	require.Equal(t, []Missing{{1, 3, RoleCloud, -1}, {2, 17, RolePlant, -1}}, missing)
+	require.Equal(t, []Missing{{1, 3, RoleCloud.String(), -1}, {2, 17, RolePlant.String(), -1}}, missing)
 	require.ErrorContains(t, MissingError(missing), "episode 2 step 17: plant")
 	got, err := AggregateControl(p, 8, merged)
 	require.NoError(t, err)
@@ -246,7 +246,7 @@ func TestMergeConsensus(t *testing.T) {
 	}
 	merged, missing, err = MergeConsensus(n, T, drop, eve)
 	require.NoError(t, err)
-	require.Equal(t, []Missing{{0, 5, RoleAgent, 4}}, missing)
+	require.Equal(t, []Missing{{0, 5, RoleAgent.String(), 4}}, missing)
 	require.Nil(t, merged[5].X)
 	got, err = AggregateConsensus(p, 8, merged)
 	require.NoError(t, err)

@@ -40,8 +40,10 @@ func ExampleRunFast() {
 	// E||x(T) - 1x*||^2 = 31.8 (95% CI 30.0..33.7), Proposition 1 bound 35.3
 }
 
-// The role cores step by step: one episode of the cloud-controlled vehicle in the documented order.
-func ExamplePlantNode() {
+// The role cores as state machines: one episode of the cloud-controlled vehicle, plant, cloud
+// and eavesdropper driven over the in-memory network. The order of the steps is not written
+// anywhere: each core completes a step when its inputs arrived.
+func ExampleDriver() {
 	s, err := scenario.Load("../../scenarios/cloud-vehicle.yaml")
 	if err != nil {
 		fmt.Println(err)
@@ -52,22 +54,18 @@ func ExamplePlantNode() {
 		fmt.Println(err)
 		return
 	}
-	plant, _ := sim.NewPlantNode(p, s.Seed)
-	cloud, _ := sim.NewCloudNode(p)
-	eve, _ := sim.NewEavesdropperNode(p)
+	cores, _ := sim.NewCores(p, s.Seed) // plant, cloud, eavesdropper
+	net := sim.NewNetwork(cores, nil)   // no link faults
+	drv := sim.NewDriver(cores, net, nil, nil)
 	const episode = 0
-	_ = plant.Begin(episode, nil)
-	cloud.Begin(episode)
-	eve.Begin(episode)
-	yhat, u, x0hat := make([]float64, 1), make([]float64, 1), make([]float64, 2)
-	for t := 0; t < p.Steps; t++ {
-		plant.Emit(yhat) // yhat(t) = p(t) + gamma(t)
-		_ = eve.ObserveYhat(t, yhat)
-		cloud.Step(t, yhat, u) // u(t) from yhat(0..t)
-		_ = eve.ObserveU(t, u)
-		plant.Apply(u)
+	net.Begin(episode)
+	if err := drv.Episode(episode, nil, nil); err != nil {
+		fmt.Println(err)
+		return
 	}
-	eve.EstimateX0(x0hat)
+	plant := cores[0].(*sim.PlantCore).Node()
+	x0hat := make([]float64, 2)
+	cores[2].(*sim.EavesdropperCore).Node().EstimateX0(x0hat)
 	x := plant.State()
 	fmt.Printf("x(T) = (%.3f, %.3f), offset gamma = %.3f\n", x[0], x[1], plant.Gamma()[0])
 	fmt.Printf("eavesdropper's x0 estimate = (%.3f, %.3f): x0 + (gamma, 0)\n", x0hat[0], x0hat[1])

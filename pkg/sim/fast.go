@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
@@ -68,245 +69,36 @@ func AggregateConsensus(p *plan.Plan, seed uint64, recs []ConsensusRecord) (*Res
 	return a.Results(), nil
 }
 
-// episodeRunner runs whole episodes of one kind with its own role cores (one per worker).
-type episodeRunner interface {
-	// run plays episode ep into e (a reset buffer) and, when keep, returns its records.
-	run(ctx context.Context, ep int, e *episodeAcc, keep bool) (*Traces, error)
-}
-
-// controlSim is one closed loop: plant, cloud and eavesdropper in the lockstep order of the
-// package doc.
-type controlSim struct {
+// netSim is one worker of the fast engine: every core of the run on an in-memory Network,
+// driven by the one Driver, with an assembler joining the cores' partial records.
+type netSim struct {
 	acc   *Accumulator
-	plant *PlantNode
-	cloud *CloudNode
-	eve   *EavesdropperNode
-	T     int
-
-	x, ref, yhat, u, xhat, evex0 []float64
-	rec                          ControlRecord
+	cores []Core
+	net   *Network
+	drv   *Driver
+	asm   *assembler
 }
 
-func newControlSim(p *plan.Plan, seed uint64, acc *Accumulator) (*controlSim, error) {
-	plant, err := NewPlantNode(p, seed)
+func newNetSim(p *plan.Plan, seed uint64, acc *Accumulator, inj *fault.Injector) (*netSim, error) {
+	cores, err := NewCores(p, seed)
 	if err != nil {
 		return nil, err
 	}
-	cloud, err := NewCloudNode(p)
-	if err != nil {
-		return nil, err
-	}
-	eve, err := NewEavesdropperNode(p)
-	if err != nil {
-		return nil, err
-	}
-	nx := plant.Nx()
-	return &controlSim{
-		acc: acc, plant: plant, cloud: cloud, eve: eve, T: p.Steps,
-		x: make([]float64, nx), ref: make([]float64, nx), yhat: make([]float64, plant.Ny()),
-		u: make([]float64, plant.Nu()), xhat: make([]float64, nx), evex0: make([]float64, nx),
-	}, nil
-}
-
-func (s *controlSim) begin(ep int) error {
-	if err := s.plant.Begin(ep, nil); err != nil {
-		return err
-	}
-	s.cloud.Begin(ep)
-	s.eve.Begin(ep)
-	return nil
-}
-
-// step runs step t of the current episode in the documented order and returns its record (a
-// view valid until the next call): plant.Emit -> eavesdropper sees yhat -> cloud.Step ->
-// eavesdropper sees u -> (record) -> plant.Apply. No allocation.
-func (s *controlSim) step(ep, t int) (*ControlRecord, error) {
-	copy(s.x, s.plant.State()) // x(t), before Apply
-	s.plant.Emit(s.yhat)
-	if err := s.eve.ObserveYhat(t, s.yhat); err != nil {
-		return nil, err
-	}
-	s.cloud.Step(t, s.yhat, s.u)
-	if err := s.eve.ObserveU(t, s.u); err != nil {
-		return nil, err
-	}
-	copy(s.xhat, s.cloud.Xhat())
-	s.acc.ref.At(t, s.ref)
-	s.rec = ControlRecord{Episode: ep, Step: t, X: s.x, Ref: s.ref, Yhat: s.yhat, U: s.u, Xhat: s.xhat}
-	if s.eve.EstimateX0(s.evex0) {
-		s.rec.EveX0 = s.evex0
-	}
-	s.plant.Apply(s.u)
-	return &s.rec, nil
-}
-
-// final returns the terminal record x(T).
-func (s *controlSim) final(ep int) *ControlRecord {
-	copy(s.x, s.plant.State())
-	s.acc.ref.At(s.T, s.ref)
-	s.rec = ControlRecord{Episode: ep, Step: s.T, X: s.x, Ref: s.ref}
-	return &s.rec
-}
-
-func (s *controlSim) run(ctx context.Context, ep int, e *episodeAcc, keep bool) (*Traces, error) {
-	if err := s.begin(ep); err != nil {
-		return nil, err
-	}
-	var tr *Traces
-	if keep {
-		tr = &Traces{Control: make([]ControlRecord, 0, s.T+1)}
-	}
-	put := func(r *ControlRecord) error {
-		if err := s.acc.validControl(r); err != nil {
-			return err
-		}
-		if err := s.acc.putControl(e, r); err != nil {
-			return err
-		}
-		if keep {
-			tr.Control = append(tr.Control, cloneControl(r))
-		}
-		return nil
-	}
-	for t := 0; t < s.T; t++ {
-		if t&255 == 255 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		r, err := s.step(ep, t)
-		if err != nil {
-			return nil, err
-		}
-		if err := put(r); err != nil {
-			return nil, err
-		}
-	}
-	return tr, put(s.final(ep))
-}
-
-func cloneControl(r *ControlRecord) ControlRecord {
-	return ControlRecord{Episode: r.Episode, Step: r.Step, X: slices.Clone(r.X), Ref: slices.Clone(r.Ref),
-		Yhat: slices.Clone(r.Yhat), U: slices.Clone(r.U), Xhat: slices.Clone(r.Xhat), EveX0: slices.Clone(r.EveX0)}
-}
-
-// consensusSim is one network: every agent and the eavesdropper, in the documented order.
-type consensusSim struct {
-	acc    *Accumulator
-	agents []*AgentNode
-	eve    *EavesdropperNode
-	T      int
-
-	x0, x, y, evex0, nb []float64
-	rec                 ConsensusRecord
-}
-
-func newConsensusSim(p *plan.Plan, seed uint64, acc *Accumulator) (*consensusSim, error) {
-	n := p.Graph.N
-	s := &consensusSim{acc: acc, T: p.Steps, agents: make([]*AgentNode, n),
-		x0: make([]float64, n), x: make([]float64, n), y: make([]float64, n), evex0: make([]float64, n)}
-	maxDeg := 0
-	for i := range s.agents {
-		a, err := NewAgentNode(p, seed, i)
-		if err != nil {
-			return nil, err
-		}
-		s.agents[i], s.x0[i] = a, a.X0()
-		maxDeg = max(maxDeg, len(a.Neighbors()))
-	}
-	s.nb = make([]float64, maxDeg)
-	eve, err := NewEavesdropperNode(p)
-	if err != nil {
-		return nil, err
-	}
-	s.eve = eve
+	s := &netSim{acc: acc, cores: cores, net: NewNetwork(cores, inj), asm: newAssembler(p, acc.ref)}
+	s.drv = NewDriver(cores, s.net, nil, s.asm.sink)
 	return s, nil
 }
 
-func (s *consensusSim) begin(ep int) error {
-	for i, a := range s.agents {
-		if err := a.Begin(ep, s.x0[i]); err != nil {
-			return err
-		}
-	}
-	s.eve.Begin(ep)
-	return nil
-}
-
-// step runs step t: every agent Emits y_i(t) (in index order) -> the eavesdropper sees y(t) ->
-// (record) -> every agent Updates (in index order) with its neighbours' y_j(t). No allocation.
-func (s *consensusSim) step(ep, t int) (*ConsensusRecord, error) {
-	for i, a := range s.agents {
-		s.x[i] = a.State()
-		s.y[i] = a.Emit()
-	}
-	if err := s.eve.ObserveConsensus(t, s.y); err != nil {
+// run plays episode ep into e (a reset buffer) and, when keep, returns its records.
+func (s *netSim) run(ctx context.Context, ep int, e *episodeAcc, keep bool) (*Traces, error) {
+	s.asm.begin(ep)
+	s.net.Begin(ep)
+	err := s.drv.Episode(ep, nil, ctx.Err)
+	s.net.End()
+	if err != nil {
 		return nil, err
 	}
-	s.rec = ConsensusRecord{Episode: ep, Step: t, X: s.x, Y: s.y}
-	if s.eve.EstimateX0(s.evex0) {
-		s.rec.EveX0 = s.evex0
-	}
-	for i, a := range s.agents {
-		nbr := a.Neighbors()
-		buf := s.nb[:len(nbr)]
-		for k, j := range nbr {
-			buf[k] = s.y[j]
-		}
-		if err := a.Update(s.y[i], buf); err != nil {
-			return nil, err
-		}
-	}
-	return &s.rec, nil
-}
-
-func (s *consensusSim) final(ep int) *ConsensusRecord {
-	for i, a := range s.agents {
-		s.x[i] = a.State()
-	}
-	s.rec = ConsensusRecord{Episode: ep, Step: s.T, X: s.x}
-	return &s.rec
-}
-
-func (s *consensusSim) run(ctx context.Context, ep int, e *episodeAcc, keep bool) (*Traces, error) {
-	if err := s.begin(ep); err != nil {
-		return nil, err
-	}
-	var tr *Traces
-	if keep {
-		tr = &Traces{Consensus: make([]ConsensusRecord, 0, s.T+1)}
-	}
-	put := func(r *ConsensusRecord) error {
-		if err := s.acc.validConsensus(r); err != nil {
-			return err
-		}
-		if err := s.acc.putConsensus(e, r); err != nil {
-			return err
-		}
-		if keep {
-			tr.Consensus = append(tr.Consensus, ConsensusRecord{Episode: r.Episode, Step: r.Step,
-				X: slices.Clone(r.X), Y: slices.Clone(r.Y), EveX0: slices.Clone(r.EveX0)})
-		}
-		return nil
-	}
-	for t := 0; t < s.T; t++ {
-		if t&255 == 255 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		r, err := s.step(ep, t)
-		if err != nil {
-			return nil, err
-		}
-		if err := put(r); err != nil {
-			return nil, err
-		}
-	}
-	return tr, put(s.final(ep))
-}
-
-func newRunner(p *plan.Plan, seed uint64, acc *Accumulator) (episodeRunner, error) {
-	if acc.control {
-		return newControlSim(p, seed, acc)
-	}
-	return newConsensusSim(p, seed, acc)
+	return s.asm.put(s.acc, e, keep)
 }
 
 // RunFast runs the plan's Monte Carlo episodes in-process on every core: the same role cores as the
@@ -336,10 +128,14 @@ func RunFast(ctx context.Context, p *plan.Plan, seed uint64, opts FastOptions) (
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, runs))
+	inj, err := fault.New(&p.Scenario.Faults, seed)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sim: %s: %w", p.Scenario.Name, err)
+	}
 	// Build every worker's cores up front so configuration errors surface before any work.
-	runners := make([]episodeRunner, workers)
+	runners := make([]*netSim, workers)
 	for w := range runners {
-		if runners[w], err = newRunner(p, seed, acc); err != nil {
+		if runners[w], err = newNetSim(p, seed, acc, inj); err != nil {
 			return nil, nil, fmt.Errorf("sim: %s: %w", p.Scenario.Name, err)
 		}
 	}
@@ -372,7 +168,7 @@ func RunFast(ctx context.Context, p *plan.Plan, seed uint64, opts FastOptions) (
 	var wg sync.WaitGroup
 	for _, r := range runners {
 		wg.Add(1)
-		go func(r episodeRunner) {
+		go func(r *netSim) {
 			defer wg.Done()
 			for ep := range jobs {
 				if ctx.Err() != nil {
@@ -467,6 +263,11 @@ func RunFast(ctx context.Context, p *plan.Plan, seed uint64, opts FastOptions) (
 		deliver(true)
 	}
 	results := acc.Results()
+	var links [][]fault.LinkStats
+	for _, r := range runners {
+		links = append(links, r.net.LinkStats(r.cores))
+	}
+	results.Links = MergeLinkStats(links...)
 	tr := flattenTraces(traces)
 	switch {
 	case sinkErr != nil:

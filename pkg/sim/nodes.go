@@ -326,12 +326,9 @@ type EavesdropperNode struct {
 	consensus *estimate.NetworkEstimator
 	dim       int
 
-	// control transcript of the current step t = next: yhat(t) and u(t) may arrive in any order.
-	ny, nu     int
-	next       int
-	yhat, u    []float64
-	hasY, hasU bool
-	episode    int
+	ny, nu  int
+	next    int // steps observed
+	episode int
 }
 
 // NewEavesdropperNode returns the eavesdropper of a plan (cloud control or consensus).
@@ -349,8 +346,7 @@ func NewEavesdropperNode(p *plan.Plan) (*EavesdropperNode, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sim: eavesdropper: %w", err)
 		}
-		return &EavesdropperNode{control: est, dim: sys.Nx(), ny: sys.Ny(), nu: sys.Nu(),
-			yhat: make([]float64, sys.Ny()), u: make([]float64, sys.Nu())}, nil
+		return &EavesdropperNode{control: est, dim: sys.Nx(), ny: sys.Ny(), nu: sys.Nu()}, nil
 	case scenario.Consensus:
 		if err := needConsensus(p, "eavesdropper"); err != nil {
 			return nil, err
@@ -383,71 +379,30 @@ func (e *EavesdropperNode) Begin(episode int) {
 	if e.consensus != nil {
 		e.consensus.Reset()
 	}
-	e.next, e.hasY, e.hasU, e.episode = 0, false, false, episode
+	e.next, e.episode = 0, episode
 }
 
-// ObserveYhat records the plant's message yhat(t). Together with ObserveU(t, u(t)), in either
-// order, it completes step t of the transcript. Steps must come in order 0, 1, 2, ...
-func (e *EavesdropperNode) ObserveYhat(t int, yhat []float64) error {
-	if err := e.checkControl(t, "yhat", len(yhat), e.ny, e.hasY); err != nil {
-		return err
-	}
-	copy(e.yhat, yhat)
-	e.hasY = true
-	return e.commit()
-}
-
-// ObserveU records the cloud's message u(t); see ObserveYhat.
-func (e *EavesdropperNode) ObserveU(t int, u []float64) error {
-	if err := e.checkControl(t, "u", len(u), e.nu, e.hasU); err != nil {
-		return err
-	}
-	copy(e.u, u)
-	e.hasU = true
-	return e.commit()
-}
-
-// ObserveControl records step t of a cloud-control transcript at once: yhat(t) and u(t).
-func (e *EavesdropperNode) ObserveControl(t int, yhat, u []float64) error {
-	if err := e.ObserveYhat(t, yhat); err != nil {
-		return err
-	}
-	return e.ObserveU(t, u)
-}
-
-func (e *EavesdropperNode) checkControl(t int, what string, got, want int, dup bool) error {
-	switch {
-	case e.control == nil:
+// observeControl adds step t of a cloud-control transcript: yhat(t) (nil: not received, its
+// output rows are left out of the least squares) and u(t) (the input the plant is taken to
+// have applied: received, or the caller's stand-in).
+func (e *EavesdropperNode) observeControl(t int, yhat, u []float64) error {
+	if e.control == nil {
 		return errors.New("sim: eavesdropper: control message in a consensus run")
-	case t != e.next:
-		return fmt.Errorf("sim: eavesdropper: episode %d: %s(%d) out of order (expected step %d)", e.episode, what, t, e.next)
-	case got != want:
-		return fmt.Errorf("sim: eavesdropper: episode %d: %s(%d) has %d values, want %d", e.episode, what, t, got, want)
-	case dup:
-		return fmt.Errorf("sim: eavesdropper: episode %d: %s(%d) received twice", e.episode, what, t)
 	}
-	return nil
-}
-
-func (e *EavesdropperNode) commit() error {
-	if !e.hasY || !e.hasU {
-		return nil
-	}
-	if err := e.control.Observe(e.next, e.yhat, e.u); err != nil {
-		e.hasY, e.hasU = false, false
+	if err := e.control.Observe(t, yhat, u); err != nil {
 		return fmt.Errorf("sim: eavesdropper: episode %d: %w", e.episode, err)
 	}
 	e.next++
-	e.hasY, e.hasU = false, false
 	return nil
 }
 
-// ObserveConsensus records the broadcast vector y(t) (len N) of a consensus step.
-func (e *EavesdropperNode) ObserveConsensus(t int, y []float64) error {
+// observeConsensus adds step t of a consensus transcript: y(t) with have[i] false where y_i(t)
+// was not received (y[i] is then a stand-in for the neighbours' terms only).
+func (e *EavesdropperNode) observeConsensus(t int, y []float64, have []bool) error {
 	if e.consensus == nil {
 		return errors.New("sim: eavesdropper: consensus message in a cloud-control run")
 	}
-	if err := e.consensus.Observe(t, y); err != nil {
+	if err := observePartial(e.consensus, t, y, have); err != nil {
 		return fmt.Errorf("sim: eavesdropper: episode %d: %w", e.episode, err)
 	}
 	e.next++

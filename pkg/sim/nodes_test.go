@@ -1,11 +1,13 @@
 package sim
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/pkg/rng"
+	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
 // The role cores use exactly the contract's random stream paths: the plant's noise of episode e is
@@ -87,69 +89,43 @@ func TestRoleConstructorsRefuseTheWrongKind(t *testing.T) {
 	eve, err := NewEavesdropperNode(pv)
 	require.NoError(t, err)
 	eve.Begin(0)
-	require.ErrorContains(t, eve.ObserveConsensus(0, make([]float64, 10)), "cloud-control")
-	require.ErrorContains(t, eve.ObserveYhat(1, []float64{0}), "out of order")
-	require.ErrorContains(t, eve.ObserveYhat(0, []float64{0, 1}), "want 1")
-	require.NoError(t, eve.ObserveU(0, []float64{0})) // u(t) before yhat(t) is fine
-	require.ErrorContains(t, eve.ObserveU(0, []float64{0}), "twice")
-	require.NoError(t, eve.ObserveYhat(0, []float64{1}))
+	require.ErrorContains(t, eve.observeConsensus(0, make([]float64, 10), make([]bool, 10)), "cloud-control")
+	require.ErrorContains(t, eve.observeControl(1, []float64{0}, []float64{0}), "out of order")
+	require.ErrorContains(t, eve.observeControl(0, []float64{0, 1}, []float64{0}), "want 1")
+	require.NoError(t, eve.observeControl(0, []float64{1}, []float64{0}))
 	require.Equal(t, 1, eve.Steps())
 	require.False(t, eve.EstimateX0(make([]float64, 2)), "one scalar output cannot identify two states")
 }
 
-// One control step and one consensus step allocate nothing.
+// An episode's allocations do not grow with its steps: the cores, the network and the
+// accumulation allocate nothing per step (only the noise sources, once per episode).
 func TestStepsDoNotAllocate(t *testing.T) {
-	_, pv := loadPlan(t, "cloud-vehicle")
-	acc, err := NewAccumulator(pv, 1)
-	require.NoError(t, err)
-	cs, err := newControlSim(pv, 1, acc)
-	require.NoError(t, err)
-	e := acc.newEpisode(0)
-	for _, kind := range []string{"structured", "iid"} {
-		if kind == "iid" {
-			s := load(t, "cloud-vehicle").Expand()[0]
-			s.Privacy.Noise = "iid-naive"
-			pv = planOf(t, s)
-			acc, err = NewAccumulator(pv, 1)
-			require.NoError(t, err)
-			cs, err = newControlSim(pv, 1, acc)
-			require.NoError(t, err)
-			e = acc.newEpisode(0)
+	episodeAllocs := func(s *scenario.Scenario, steps int) float64 {
+		s = s.Clone()
+		s.Steps = steps
+		p := planOf(t, s)
+		acc, err := NewAccumulator(p, 1)
+		require.NoError(t, err)
+		ns, err := newNetSim(p, 1, acc, nil)
+		require.NoError(t, err)
+		e := acc.newEpisode(0)
+		ep := 0
+		run := func() {
+			e.reset(ep)
+			if _, err := ns.run(context.Background(), ep, e, false); err != nil {
+				panic(err)
+			}
+			ep++
 		}
-		require.NoError(t, cs.begin(0))
-		step := 0
-		allocs := testing.AllocsPerRun(90, func() {
-			r, err := cs.step(0, step)
-			if err != nil {
-				panic(err)
-			}
-			if err := acc.putControl(e, r); err != nil {
-				panic(err)
-			}
-			step++
-		})
-		require.Zero(t, allocs, "control step (%s noise)", kind)
+		run()
+		return testing.AllocsPerRun(5, run)
 	}
-
-	_, pc := loadPlan(t, "consensus-gaussian")
-	acc, err = NewAccumulator(pc, 1)
-	require.NoError(t, err)
-	ns, err := newConsensusSim(pc, 1, acc)
-	require.NoError(t, err)
-	e = acc.newEpisode(0)
-	require.NoError(t, ns.begin(0))
-	step := 0
-	allocs := testing.AllocsPerRun(25, func() {
-		r, err := ns.step(0, step)
-		if err != nil {
-			panic(err)
-		}
-		if err := acc.putConsensus(e, r); err != nil {
-			panic(err)
-		}
-		step++
-	})
-	require.Zero(t, allocs, "consensus step")
+	for _, name := range []string{"cloud-vehicle", "consensus-gaussian"} {
+		s := load(t, name).Expand()[0]
+		short, long := episodeAllocs(s, 50), episodeAllocs(s, 500)
+		require.Equal(t, short, long, "%s: allocations per episode grow with the steps", name)
+		require.Less(t, long, 100.0, name)
+	}
 }
 
 // The distributed agents reproduce dynamics.ConsensusNetwork's arithmetic bit for bit, and the

@@ -30,6 +30,8 @@ type ControlRecord struct {
 	U       []float64 `json:"u,omitempty"`
 	Xhat    []float64 `json:"xhat,omitempty"`
 	EveX0   []float64 `json:"eve_x0,omitempty"`
+	// EveMissing is how many of the step's messages the eavesdropper did not receive (its gap).
+	EveMissing int `json:"eve_missing,omitempty"`
 }
 
 // ConsensusRecord is one step of a consensus episode: X = x(t) and Y = y(t) over all agents (each
@@ -41,6 +43,8 @@ type ConsensusRecord struct {
 	X       []float64 `json:"x,omitempty"`
 	Y       []float64 `json:"y,omitempty"`
 	EveX0   []float64 `json:"eve_x0,omitempty"`
+	// EveMissing is how many agents' y_i(t) the eavesdropper did not receive (its gap).
+	EveMissing int `json:"eve_missing,omitempty"`
 }
 
 // AgentRecord is what agent i writes for one step: its state x_i(t) and message y_i(t) (Y is nil at
@@ -161,14 +165,6 @@ func ReadTrace[R Record](r io.Reader) ([]R, error) {
 	return out, nil
 }
 
-// Roles of the record model, as named in Missing.
-const (
-	RolePlant        = "plant"
-	RoleCloud        = "cloud"
-	RoleAgent        = "agent"
-	RoleEavesdropper = "eavesdropper"
-)
-
 // Missing names a piece of a record that no role supplied.
 type Missing struct {
 	Episode int    `json:"episode"`
@@ -178,7 +174,7 @@ type Missing struct {
 }
 
 func (m Missing) String() string {
-	if m.Role == RoleAgent {
+	if m.Role == RoleAgent.String() {
 		return fmt.Sprintf("episode %d step %d: agent %d", m.Episode, m.Step, m.Agent)
 	}
 	return fmt.Sprintf("episode %d step %d: %s", m.Episode, m.Step, m.Role)
@@ -241,15 +237,15 @@ func MergeControl(steps int, ref dynamics.Reference, plant, cloud, eve []Control
 		}
 		return m, seen, nil
 	}
-	pm, ps, err := index(RolePlant, plant)
+	pm, ps, err := index(RolePlant.String(), plant)
 	if err != nil {
 		return nil, nil, err
 	}
-	cm, cs, err := index(RoleCloud, cloud)
+	cm, cs, err := index(RoleCloud.String(), cloud)
 	if err != nil {
 		return nil, nil, err
 	}
-	em, es, err := index(RoleEavesdropper, eve)
+	em, es, err := index(RoleEavesdropper.String(), eve)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -269,18 +265,18 @@ func MergeControl(steps int, ref dynamics.Reference, plant, cloud, eve []Control
 					r.Yhat = p.Yhat
 				}
 			} else {
-				missing = append(missing, Missing{ep, t, RolePlant, -1})
+				missing = append(missing, Missing{ep, t, RolePlant.String(), -1})
 			}
 			if t < steps {
 				if c := cm[k]; c != nil {
 					r.U, r.Xhat = c.U, c.Xhat
 				} else {
-					missing = append(missing, Missing{ep, t, RoleCloud, -1})
+					missing = append(missing, Missing{ep, t, RoleCloud.String(), -1})
 				}
 				if e := em[k]; e != nil {
-					r.EveX0 = e.EveX0
+					r.EveX0, r.EveMissing = e.EveX0, e.EveMissing
 				} else if eve != nil {
-					missing = append(missing, Missing{ep, t, RoleEavesdropper, -1})
+					missing = append(missing, Missing{ep, t, RoleEavesdropper.String(), -1})
 				}
 			}
 			if ref != nil {
@@ -359,7 +355,7 @@ func MergeConsensus(n, steps int, agents []AgentRecord, eve []ConsensusRecord) (
 				fullX = fullX && okx
 				fullY = fullY && oky
 				if !okx || (t < steps && !oky) {
-					missing = append(missing, Missing{ep, t, RoleAgent, i})
+					missing = append(missing, Missing{ep, t, RoleAgent.String(), i})
 				}
 			}
 			if fullX {
@@ -370,9 +366,9 @@ func MergeConsensus(n, steps int, agents []AgentRecord, eve []ConsensusRecord) (
 			}
 			if t < steps {
 				if e := em[k]; e != nil {
-					r.EveX0 = e.EveX0
+					r.EveX0, r.EveMissing = e.EveX0, e.EveMissing
 				} else if eve != nil {
-					missing = append(missing, Missing{ep, t, RoleEavesdropper, -1})
+					missing = append(missing, Missing{ep, t, RoleEavesdropper.String(), -1})
 				}
 			}
 			out = append(out, r)
@@ -566,9 +562,9 @@ func (se *streamErrs) add(stream any, name string, err error) {
 // error of fn (which stops the merge) joined.
 func MergeControlStreams(steps int, ref dynamics.Reference, plant, cloud, eve *TraceReader[ControlRecord],
 	fn func(recs []ControlRecord, missing []Missing) error) error {
-	names := map[*TraceReader[ControlRecord]]string{plant: RolePlant, cloud: RoleCloud}
+	names := map[*TraceReader[ControlRecord]]string{plant: RolePlant.String(), cloud: RoleCloud.String()}
 	if eve != nil {
-		names[eve] = RoleEavesdropper
+		names[eve] = RoleEavesdropper.String()
 	}
 	var se streamErrs
 	var p, c, e []ControlRecord
@@ -623,7 +619,7 @@ func MergeConsensusStreams(n, steps int, agents []*TraceReader[AgentRecord], nam
 		if k < len(names) {
 			return names[k]
 		}
-		return fmt.Sprintf("%s stream %d", RoleAgent, k)
+		return fmt.Sprintf("%s stream %d", RoleAgent.String(), k)
 	}
 	for {
 		var live []*TraceReader[AgentRecord]
@@ -656,7 +652,7 @@ func MergeConsensusStreams(n, steps int, agents []*TraceReader[AgentRecord], nam
 			if !se.bad[eve] {
 				var err error
 				e, err = eve.ReadEpisode(ep, e[:0])
-				se.add(eve, RoleEavesdropper, err)
+				se.add(eve, RoleEavesdropper.String(), err)
 				ev = append(ev, e...)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/dpsim/dpsim/pkg/dynamics"
+	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/privacy"
 	"github.com/dpsim/dpsim/pkg/scenario"
@@ -71,6 +72,11 @@ type Results struct {
 
 	Control   *ControlMetrics   `json:"control,omitempty"`
 	Consensus *ConsensusMetrics `json:"consensus,omitempty"`
+
+	// Links are the per-link message counters (fault.LinkStats: sent, delivered, dropped,
+	// duplicated, reordered, late, ...), the injector's and the receivers' sides merged,
+	// sorted by link name. Filled by the engine that ran the episodes.
+	Links []fault.LinkStats `json:"links,omitempty"`
 }
 
 // ControlMetrics are the cloud-control metrics (Section 5.3, paper Figs. 2-3). Component i is

@@ -53,7 +53,7 @@ type node struct {
 	subj   bus.Subjects
 	conn   *bus.Conn
 	sender string // "<role>.<id>"
-	in     *inbox
+	in     *bus.Inbox
 	clock  *bus.Clock
 	steps  int // T
 
@@ -185,7 +185,6 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 		return err
 	}
 	n.conn = conn
-	n.in = newInbox(n)
 	r := newRunner()
 	runErr := n.run(r)
 	return n.finish(r, runErr)
@@ -261,7 +260,6 @@ func (n *node) run(r runner) error {
 				st.x0 = x0
 			}
 			start := time.Now()
-			n.in.setEpisode(st.ep)
 			err := r.episode(n, st)
 			n.busy += time.Since(start)
 			if err != nil {
@@ -464,7 +462,7 @@ func (n *node) finish(r runner, runErr error) error {
 	n.res.Timing = n.clock.Stats()
 	if n.conn != nil {
 		n.res.Conn = n.conn.Stats()
-		if d := n.in.dropped(); d > 0 {
+		if d := n.inboxDropped(); d > 0 {
 			n.log.Warn().Int("dropped", d).Msg("slow consumer: the NATS client dropped messages")
 		}
 	}
@@ -491,6 +489,13 @@ func (n *node) finish(r runner, runErr error) error {
 	ev.Str("status", n.res.Status).Int("episodes", n.res.Episodes).Int("steps", n.res.Steps).
 		Uint64("invalid", n.res.Invalid.Dropped).Msg("exit")
 	return runErr
+}
+
+func (n *node) inboxDropped() int {
+	if n.in == nil {
+		return 0
+	}
+	return n.in.Dropped()
 }
 
 // openTrace creates the process's trace file.

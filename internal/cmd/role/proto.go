@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/fault"
 )
 
 // LauncherSender is the "from" of every coordination message the launcher sends.
@@ -107,6 +108,10 @@ type ProcessResult struct {
 	Records        int    `json:"records"`
 	TranscriptFile string `json:"transcript_file,omitempty"`
 	Messages       int    `json:"messages,omitempty"` // eavesdropper: every message seen
+
+	// Links are this process's per-link counters (fault.LinkStats): its publishers' injector
+	// side and its cores' receive side. The launcher merges every process's.
+	Links []fault.LinkStats `json:"links,omitempty"`
 }
 
 // Statuses of a ProcessResult.

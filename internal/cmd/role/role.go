@@ -25,22 +25,22 @@ var Commands = []cli.Command{PlantCommand, CloudCommand, AgentCommand, EveComman
 
 // RunPlant is `dpsim plant`.
 func RunPlant(args []string, stdout, stderr io.Writer) error {
-	return serve(bus.RolePlant, func() runner { return &plantRunner{} }, args, stdout, stderr)
+	return serve(bus.RolePlant, func() runner { return &coreRunner{} }, args, stdout, stderr)
 }
 
 // RunCloud is `dpsim cloud`.
 func RunCloud(args []string, stdout, stderr io.Writer) error {
-	return serve(bus.RoleCloud, func() runner { return &cloudRunner{} }, args, stdout, stderr)
+	return serve(bus.RoleCloud, func() runner { return &coreRunner{} }, args, stdout, stderr)
 }
 
 // RunAgent is `dpsim agent`.
 func RunAgent(args []string, stdout, stderr io.Writer) error {
-	return serve(bus.RoleAgent, func() runner { return &agentRunner{} }, args, stdout, stderr)
+	return serve(bus.RoleAgent, func() runner { return &coreRunner{} }, args, stdout, stderr)
 }
 
 // RunEavesdropper is `dpsim eavesdropper`.
 func RunEavesdropper(args []string, stdout, stderr io.Writer) error {
-	return serve(bus.RoleEavesdropper, func() runner { return &eveRunner{} }, args, stdout, stderr)
+	return serve(bus.RoleEavesdropper, func() runner { return &coreRunner{} }, args, stdout, stderr)
 }
 
 // program is the name the usage texts give the command: "dpsim plant" etc., or the

@@ -23,6 +23,7 @@ import (
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/cmd/role"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/report"
 	"github.com/dpsim/dpsim/pkg/rng"
@@ -583,6 +584,14 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 	var res *sim.Results
 	if col != nil {
 		res = col.Results
+		// The per-link counters: every process's injector side and receive side, merged.
+		var links [][]fault.LinkStats
+		for _, pr := range sess.Procs() {
+			if r := sess.Result(pr); r != nil {
+				links = append(links, r.Links)
+			}
+		}
+		res.Links = sim.MergeLinkStats(links...)
 		ps.Missing = col.MissingCount
 		for i, m := range col.Missing {
 			if i == 5 {

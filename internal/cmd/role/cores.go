@@ -1,0 +1,387 @@
+package role
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/fault"
+	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/sim"
+)
+
+// coreRunner is every role process: the cores it hosts (plant; cloud; agents ID..LastAgent;
+// eavesdropper) run by the one sim.Driver over a natsTransport, with a pacer for the wall
+// clock and a sink writing the cores' partial records to the process's trace file. The
+// step order, the missing-input rules and the faults live in pkg/sim and pkg/fault; this is
+// only I/O.
+type coreRunner struct {
+	cores []sim.Core
+	tr    *natsTransport
+	pace  *pacer
+	drv   *sim.Driver
+	nx, n int // plant state dimension (control) / agents in the network (consensus)
+
+	file   *os.File
+	ctrace *sim.TraceWriter[sim.ControlRecord]
+	atrace *sim.TraceWriter[sim.AgentRecord]
+	ntrace *sim.TraceWriter[sim.ConsensusRecord]
+	count  func() int
+
+	// eavesdropper transcript
+	tfile *os.File
+	tw    *bufio.Writer
+	enc   *json.Encoder
+	line  transcriptLine
+	msgs  int
+}
+
+// transcriptLine is one received message in the eavesdropper's transcript: the receive time,
+// the subject and the payload (as JSON when it is JSON, else base64 in data_b64).
+type transcriptLine struct {
+	T       int64           `json:"t"`
+	Subject string          `json:"subject"`
+	Data    json.RawMessage `json:"data,omitempty"`
+	DataB64 []byte          `json:"data_b64,omitempty"`
+}
+
+// buildCores returns the cores a process of role hosts.
+func buildCores(n *node) ([]sim.Core, error) {
+	p, cfg := n.plan, n.cfg
+	one := func(c sim.Core, err error) ([]sim.Core, error) {
+		if err != nil {
+			return nil, err
+		}
+		return []sim.Core{c}, nil
+	}
+	if cfg.Role != bus.RoleAgent && cfg.ID != 0 {
+		return nil, fmt.Errorf("--id %d: a run has one %s, id 0", cfg.ID, cfg.Role)
+	}
+	switch cfg.Role {
+	case bus.RolePlant:
+		return one(sim.NewPlantCore(p, cfg.Seed))
+	case bus.RoleCloud:
+		return one(sim.NewCloudCore(p))
+	case bus.RoleEavesdropper:
+		return one(sim.NewEavesdropperCore(p))
+	case bus.RoleAgent:
+		if p.Graph == nil {
+			return nil, fmt.Errorf("agents need a consensus scenario")
+		}
+		if cfg.LastAgent >= p.Graph.N {
+			return nil, fmt.Errorf("agents %d..%d: the network has %d agents (0..%d)", cfg.ID, cfg.LastAgent, p.Graph.N, p.Graph.N-1)
+		}
+		var out []sim.Core
+		for i := cfg.ID; i <= cfg.LastAgent; i++ {
+			a, err := sim.NewAgentCore(p, cfg.Seed, i)
+			if err != nil {
+				return nil, err
+			}
+			if len(a.Senders()) == 0 {
+				return nil, fmt.Errorf("agent %d has no neighbours", i)
+			}
+			out = append(out, a)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unknown role %q", cfg.Role)
+}
+
+// expectOf is what a sender's data messages must carry.
+func expectOf(n *node, s sim.Endpoint) (subject string, e bus.Expect) {
+	e = bus.Expect{Run: n.cfg.Run, Steps: n.steps, Sender: s.String(), Kind: streamKind(s)}
+	switch s.Role {
+	case sim.RolePlant:
+		e.Dim = n.plan.System.Ny()
+	case sim.RoleCloud:
+		e.Dim = n.plan.System.Nu()
+	default:
+		e.Dim = 1
+	}
+	return dataSubject(n.subj, s), e
+}
+
+func (r *coreRunner) setup(n *node) error {
+	cores, err := buildCores(n)
+	if err != nil {
+		return err
+	}
+	r.cores = cores
+	if n.plan.System != nil {
+		r.nx = n.plan.System.Nx()
+	}
+	if n.plan.Graph != nil {
+		r.n = n.plan.Graph.N
+	}
+	eve := n.cfg.Role == bus.RoleEavesdropper
+	opts := bus.InboxOptions{Counters: &n.data, Stop: n.stopCh,
+		OnInvalid: func(subject string, err error) { n.invalid(&n.data, subject, err) }}
+	if eve {
+		// Coordination messages are legitimate traffic: skipped here, not counted as invalid.
+		opts.Unknown = func(subject string) bool {
+			s, err := bus.ParseSubject(subject)
+			return err == nil && s.IsCtl()
+		}
+		if err := r.openTranscript(n); err != nil {
+			return err
+		}
+		opts.Tap = r.tap
+	}
+	in := n.conn.NewInbox(opts)
+	n.in = in
+	for _, c := range cores {
+		for _, s := range c.Senders() {
+			in.Expect(expectOf(n, s))
+		}
+	}
+	if eve {
+		err = in.SubscribeTo(n.subj.All())
+	} else {
+		err = in.Subscribe()
+	}
+	if err != nil {
+		return err
+	}
+	inj, err := fault.New(&n.scn.Faults, n.cfg.Seed)
+	if err != nil {
+		return err
+	}
+	if r.tr, err = newNATSTransport(n, in, cores, inj); err != nil {
+		return err
+	}
+	r.pace = newPacer(n, eve)
+	r.drv = sim.NewDriver(cores, r.tr, r.pace, r.sink)
+	if r.file, err = n.openTrace(); err != nil {
+		return err
+	}
+	switch {
+	case n.cfg.Role == bus.RoleAgent:
+		r.atrace = sim.NewTraceWriter[sim.AgentRecord](r.file)
+		r.count = r.atrace.Count
+	case n.scn.Kind == scenario.Consensus:
+		r.ntrace = sim.NewTraceWriter[sim.ConsensusRecord](r.file)
+		r.count = r.ntrace.Count
+	default:
+		r.ctrace = sim.NewTraceWriter[sim.ControlRecord](r.file)
+		r.count = r.ctrace.Count
+	}
+	return nil
+}
+
+func (r *coreRunner) checkX0(x0 []float64) error {
+	if x0 == nil {
+		return nil
+	}
+	switch r.cores[0].Endpoint().Role {
+	case sim.RolePlant:
+		if len(x0) != r.nx || !finite(x0) {
+			return fmt.Errorf("plant x0 needs %d finite values, got %d", r.nx, len(x0))
+		}
+	case sim.RoleAgent:
+		if len(x0) != r.n || !finite(x0) {
+			return fmt.Errorf("consensus x0 needs %d finite values (one per agent), got %d", r.n, len(x0))
+		}
+	}
+	return nil // the cloud and the eavesdropper never read it
+}
+
+// sink writes a core's records to the trace and counts the steps it went without inputs.
+func (r *coreRunner) sink(_ sim.Core, rd *sim.Ready) error {
+	for i := range rd.Control {
+		if err := r.ctrace.Write(&rd.Control[i]); err != nil {
+			return err
+		}
+	}
+	for i := range rd.Agent {
+		if err := r.atrace.Write(&rd.Agent[i]); err != nil {
+			return err
+		}
+	}
+	for i := range rd.Consensus {
+		if err := r.ntrace.Write(&rd.Consensus[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// episode runs one episode of every hosted core.
+func (r *coreRunner) episode(n *node, st episodeStart) error {
+	r.tr.begin(st.ep)
+	r.pace.begin(gridOrigin(st))
+	forced := r.drv.Forced()
+	err := r.drv.Episode(st.ep, st.x0, nil)
+	n.clock.MissN(r.drv.Forced() - forced)
+	if eerr := r.tr.end(); err == nil {
+		err = eerr
+	}
+	if err != nil {
+		return err
+	}
+	n.res.Steps += n.steps
+	n.res.Records = r.count()
+	return nil
+}
+
+// linkStats returns the process's per-link counters: its publishers' (injector side) and its
+// cores' (receive side).
+func (r *coreRunner) linkStats() []fault.LinkStats {
+	var lists [][]fault.LinkStats
+	for _, ps := range r.tr.pubs {
+		lists = append(lists, ps.ob.Stats())
+	}
+	for _, c := range r.cores {
+		lists = append(lists, c.LinkStats())
+	}
+	return sim.MergeLinkStats(lists...)
+}
+
+func (r *coreRunner) openTranscript(n *node) error {
+	if !n.cfg.Transcript {
+		return nil
+	}
+	name := TranscriptFile(n.cfg.Name())
+	f, err := os.Create(filepath.Join(n.cfg.Out, name))
+	if err != nil {
+		return fmt.Errorf("transcript: %w", err)
+	}
+	r.tfile = f
+	n.res.TranscriptFile = name
+	r.tw = bufio.NewWriterSize(f, 1<<16)
+	r.enc = json.NewEncoder(r.tw)
+	return nil
+}
+
+// tap writes every message the eavesdropper receives to its transcript.
+func (r *coreRunner) tap(subject string, data []byte) {
+	r.msgs++
+	if r.enc == nil {
+		return
+	}
+	r.line = transcriptLine{T: time.Now().UnixNano(), Subject: subject}
+	if utf8.Valid(data) && json.Valid(data) {
+		r.line.Data = data
+	} else {
+		r.line.DataB64 = data
+	}
+	_ = r.enc.Encode(&r.line)
+}
+
+func (r *coreRunner) finish(n *node) error {
+	if r.tr != nil {
+		r.tr.close()
+		n.res.Links = r.linkStats()
+	}
+	var err error
+	if n.in != nil && r.tfile != nil {
+		// Whatever is still queued (the last coordination messages) goes into the transcript too.
+		n.in.DrainTap()
+	}
+	if r.tfile != nil || n.cfg.Role == bus.RoleEavesdropper {
+		n.res.Messages = r.msgs
+	}
+	if r.tw != nil {
+		err = r.tw.Flush()
+		if cerr := r.tfile.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			err = fmt.Errorf("transcript: %w", err)
+		}
+	}
+	var tw flusher
+	switch {
+	case r.ctrace != nil:
+		tw = r.ctrace
+	case r.atrace != nil:
+		tw = r.atrace
+	case r.ntrace != nil:
+		tw = r.ntrace
+	}
+	if cerr := closeTrace(n, tw, r.file); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+type flusher interface {
+	Flush() error
+	Count() int
+}
+
+func closeTrace(n *node, tw flusher, f *os.File) error {
+	if f == nil {
+		return nil
+	}
+	var err error
+	if tw != nil {
+		err = tw.Flush()
+		n.res.Records = tw.Count()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("trace file: %w", err)
+	}
+	return nil
+}
+
+// pacer is the wall clock of a process's driver (sim.Pacer). Lockstep: outputs go out at
+// once, and a step's deadline is --timeout after the core last progressed (a safety net: the
+// lockstep network's gap notices complete every step). Realtime: the plant and the agents
+// release step k's output at the tick t_k = t0 + k Ts, the cloud reacts at once, and every
+// step's deadline is the next tick t_{k+1} (the eavesdropper, which nobody waits for, gets a
+// grace of --timeout + the grid lead + one period more).
+type pacer struct {
+	clock    *bus.Clock
+	realtime bool
+	reacts   bool // the cloud: outputs go out as soon as computed
+	period   time.Duration
+	timeout  time.Duration
+	grace    time.Duration
+	origin   time.Time
+}
+
+func newPacer(n *node, eve bool) *pacer {
+	p := &pacer{clock: n.clock, realtime: n.cfg.Mode == bus.Realtime, reacts: n.cfg.Role == bus.RoleCloud,
+		period: n.cfg.Period, timeout: n.cfg.Timeout}
+	if eve {
+		p.grace = n.cfg.Timeout + GridLead + n.cfg.Period
+	}
+	return p
+}
+
+func (p *pacer) begin(origin time.Time) {
+	p.origin = origin
+	p.clock.StartAt(origin)
+}
+
+func (p *pacer) tick(k int) time.Time { return p.origin.Add(time.Duration(k) * p.period) }
+
+// ReleaseAt implements sim.Pacer.
+func (p *pacer) ReleaseAt(o *sim.Out) time.Time {
+	if !p.realtime || p.reacts {
+		return time.Time{}
+	}
+	return p.tick(o.Step)
+}
+
+// Deadline implements sim.Pacer.
+func (p *pacer) Deadline(_ sim.Core, t int, since time.Time) time.Time {
+	if !p.realtime {
+		return since.Add(p.timeout)
+	}
+	return p.tick(t + 1).Add(p.grace)
+}
+
+// Now implements sim.Pacer.
+func (p *pacer) Now() time.Time { return time.Now() }
+
+// Released implements sim.Pacer: the clock's step, jitter and overrun statistics.
+func (p *pacer) Released(o *sim.Out, at time.Time) { p.clock.Observe(o.Step, at) }

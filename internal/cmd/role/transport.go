@@ -1,0 +1,243 @@
+package role
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/fault"
+	"github.com/dpsim/dpsim/pkg/sim"
+)
+
+// natsTransport is sim.Transport over NATS for the cores one process hosts: a thin adapter.
+// Outputs go through each publisher's fault.Outbox (the injector on the publish side, the
+// same as the in-memory network's) and out as bus messages whose bus.Route headers carry the
+// delivery metadata; deliveries come in through the process's one bus.Inbox.
+type natsTransport struct {
+	n        *node
+	in       *bus.Inbox
+	pubs     map[sim.Endpoint]*pubStream
+	hosted   map[string]bool         // endpoint names of the hosted cores
+	senders  map[string]sim.Endpoint // expected senders by name
+	realtime bool
+	ep       int
+	msg      sim.Msg
+	lines    map[string]*delayLine // wall-clock delay lines per subscriber (ms rules only)
+	lineMu   sync.Mutex
+	lineErr  error
+	wg       sync.WaitGroup
+}
+
+// pubStream is one hosted publisher: its bus publisher, outbox and subscribers' names.
+type pubStream struct {
+	pub                   *bus.Publisher
+	subject, sender, kind string
+	ob                    *fault.Outbox
+	names                 []string
+	// wall is set when a link has wall-clock (ms) delays: every delivery then goes through
+	// the per-subscriber delay lines, which keep each subscriber's order.
+	wall bool
+}
+
+func newNATSTransport(n *node, in *bus.Inbox, cores []sim.Core, inj *fault.Injector) (*natsTransport, error) {
+	t := &natsTransport{n: n, in: in, pubs: map[sim.Endpoint]*pubStream{}, hosted: map[string]bool{},
+		senders: map[string]sim.Endpoint{}, realtime: n.cfg.Mode == bus.Realtime, lines: map[string]*delayLine{}}
+	for _, c := range cores {
+		t.hosted[c.Endpoint().String()] = true
+		for _, s := range c.Senders() {
+			t.senders[s.String()] = s
+		}
+		if c.Endpoint().Role == sim.RoleEavesdropper {
+			continue // it only listens
+		}
+		from := c.Endpoint()
+		subs := sim.Subscribers(n.plan, from)
+		ps := &pubStream{subject: dataSubject(n.subj, from), sender: from.String(), kind: streamKind(from),
+			ob: sim.NewPublisherOutbox(inj, from, subs)}
+		ps.pub = n.conn.Publisher(ps.subject, n.cfg.Run, ps.sender, ps.kind)
+		for _, s := range subs {
+			ps.names = append(ps.names, s.String())
+		}
+		for _, l := range ps.ob.Links() {
+			if l.WallDelay() {
+				ps.wall = true
+			}
+		}
+		t.pubs[from] = ps
+	}
+	return t, nil
+}
+
+// dataSubject is the bus subject of a publisher's data stream.
+func dataSubject(s bus.Subjects, e sim.Endpoint) string {
+	switch e.Role {
+	case sim.RolePlant:
+		return s.PlantYhat(e.ID)
+	case sim.RoleCloud:
+		return s.CloudU(e.ID)
+	}
+	return s.AgentY(e.ID)
+}
+
+func streamKind(e sim.Endpoint) string {
+	switch e.Role {
+	case sim.RolePlant:
+		return bus.StreamYhat
+	case sim.RoleCloud:
+		return bus.StreamU
+	}
+	return bus.StreamY
+}
+
+// begin starts episode ep: only its messages are valid; the outboxes begin the episode.
+func (t *natsTransport) begin(ep int) {
+	t.ep = ep
+	t.in.SetEpisode(ep)
+	for _, ps := range t.pubs {
+		ps.ob.Begin(ep)
+	}
+}
+
+// end ends the episode (held copies expire) and waits for the delay lines to empty.
+func (t *natsTransport) end() error {
+	for _, ps := range t.pubs {
+		ps.ob.End()
+	}
+	t.wg.Wait()
+	t.lineMu.Lock()
+	defer t.lineMu.Unlock()
+	return t.lineErr
+}
+
+// Send implements sim.Transport.
+func (t *natsTransport) Send(o *sim.Out) error {
+	ps := t.pubs[o.From]
+	if ps == nil {
+		return fmt.Errorf("no publisher for %s", o.From)
+	}
+	var err error
+	ps.ob.Release(o.Step, o.Values, func(d *fault.Delivery) {
+		if err != nil || (d.Gap && t.realtime) { // realtime: a loss gives no notice
+			return
+		}
+		r := bus.Route{More: d.More, Gap: d.Gap}
+		if d.At != d.Step {
+			r.At, r.AtSet = d.At, true
+		}
+		if d.To != fault.Broadcast {
+			r.To = ps.names[d.To]
+		}
+		if !ps.wall {
+			err = ps.pub.SendRouted(t.ep, d.Step, d.Values, r)
+			return
+		}
+		// Wall-clock delays: every subscriber's deliveries queue on its own line, in order.
+		if d.To != fault.Broadcast {
+			t.queue(ps, r, d)
+			return
+		}
+		for _, name := range ps.names {
+			r.To = name
+			t.queue(ps, r, d)
+		}
+	})
+	return err
+}
+
+// Recv implements sim.Transport: the next delivery addressed to a hosted core.
+func (t *natsTransport) Recv(deadline time.Time) (*sim.Msg, error) {
+	for {
+		m, err := t.in.Next(deadline)
+		switch {
+		case errors.Is(err, bus.ErrTimeout):
+			return nil, sim.ErrIdle
+		case errors.Is(err, bus.ErrStopped):
+			return nil, errStopped
+		case err != nil:
+			return nil, err
+		}
+		if m.Route.To != "" && !t.hosted[m.Route.To] {
+			continue // addressed to another subscriber of the same subject
+		}
+		from, ok := t.senders[m.Sender]
+		if !ok {
+			continue // the inbox validated the sender; a core does not expect it here
+		}
+		t.msg = sim.Msg{From: from, ToAll: m.Route.To == "", Episode: m.Episode, Step: m.Step, At: m.Step,
+			Gap: m.Route.Gap, More: m.Route.More, Values: m.Values}
+		if m.Route.AtSet {
+			t.msg.At = m.Route.At
+		}
+		if !t.msg.ToAll {
+			t.msg.To = parseEndpoint(m.Route.To)
+		}
+		return &t.msg, nil
+	}
+}
+
+// parseEndpoint parses "<role>.<id>" (validated by the inbox).
+func parseEndpoint(s string) sim.Endpoint {
+	role, id, _ := strings.Cut(s, ".")
+	k, _ := strconv.Atoi(id)
+	for r := sim.RolePlant; r <= sim.RoleEavesdropper; r++ {
+		if r.String() == role {
+			return sim.Endpoint{Role: r, ID: k}
+		}
+	}
+	return sim.Endpoint{Role: 255, ID: k}
+}
+
+// delayLine publishes one subscriber's delayed deliveries in order, each not before its time.
+type delayLine struct {
+	ch chan delayed
+}
+
+type delayed struct {
+	due   time.Time
+	ps    *pubStream
+	ep    int
+	step  int
+	vals  []float64
+	route bus.Route
+}
+
+func (t *natsTransport) queue(ps *pubStream, r bus.Route, d *fault.Delivery) {
+	l := t.lines[r.To]
+	if l == nil {
+		l = &delayLine{ch: make(chan delayed, 1<<12)}
+		t.lines[r.To] = l
+		go t.runLine(l)
+	}
+	t.wg.Add(1)
+	l.ch <- delayed{due: time.Now().Add(d.Delay), ps: ps, ep: t.ep, step: d.Step, vals: append([]float64(nil), d.Values...), route: r}
+}
+
+func (t *natsTransport) runLine(l *delayLine) {
+	for d := range l.ch {
+		if w := time.Until(d.due); w > 0 {
+			time.Sleep(w)
+		}
+		m := bus.Message{V: bus.Version, Run: t.n.cfg.Run, Episode: d.ep, Step: d.step, Sender: d.ps.sender,
+			SentUnixNano: time.Now().UnixNano(), Kind: d.ps.kind, Values: d.vals}
+		if err := t.n.conn.PublishRouted(d.ps.subject, &m, d.route); err != nil {
+			t.lineMu.Lock()
+			if t.lineErr == nil {
+				t.lineErr = err
+			}
+			t.lineMu.Unlock()
+		}
+		t.wg.Done()
+	}
+}
+
+// close stops the delay lines.
+func (t *natsTransport) close() {
+	for _, l := range t.lines {
+		close(l.ch)
+	}
+	t.lines = map[string]*delayLine{}
+}

@@ -1,0 +1,212 @@
+package bus
+
+import (
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// ErrStopped is returned by Inbox.Next when the inbox's stop channel closed.
+var ErrStopped = errors.New("bus: stopped")
+
+// DefaultInboxBuffer is the capacity of an inbox's channel. When it is full the NATS client
+// drops messages and reports a slow consumer (counted in ConnStats and Inbox.Dropped).
+const DefaultInboxBuffer = 1 << 14
+
+// InboxOptions configures an Inbox.
+type InboxOptions struct {
+	// Counters counts received and dropped messages (nil: the inbox's own).
+	Counters *Counters
+	// OnInvalid, if set, is called for each dropped message (from the goroutine calling
+	// Next), e.g. to log it.
+	OnInvalid func(subject string, err error)
+	// Tap, if set, sees every message first, valid or not (the eavesdropper's transcript).
+	Tap func(subject string, data []byte)
+	// Unknown, if set, is asked about a message on a subject with no Expect: true means it is
+	// legitimate traffic handled elsewhere (skipped, not counted as invalid).
+	Unknown func(subject string) bool
+	// Stop, when closed, makes Next return ErrStopped.
+	Stop <-chan struct{}
+	// Buffer is the channel capacity (default DefaultInboxBuffer).
+	Buffer int
+}
+
+// Inbox is the one receive path of a dpsim process: one channel fed by any number of
+// subscriptions (exact subjects or wildcards). Each message is decoded, its Route read from
+// the headers, and validated against the Expect of its subject (whose Sender is the
+// subject's <role>.<id>, so a process cannot speak for another; a gap carries no values);
+// invalid ones are counted, reported and dropped. It decodes into one reused Message: no
+// allocation in the steady state for a fault-free run. Not safe for concurrent Next calls.
+type Inbox struct {
+	c     *Conn
+	ch    chan *nats.Msg
+	subs  []*nats.Subscription
+	exp   map[string]*Expect
+	opts  InboxOptions
+	count *Counters
+	msg   Message
+	timer *time.Timer
+}
+
+// NewInbox returns an empty inbox on c.
+func (c *Conn) NewInbox(opts InboxOptions) *Inbox {
+	if opts.Buffer <= 0 {
+		opts.Buffer = DefaultInboxBuffer
+	}
+	if opts.Counters == nil {
+		opts.Counters = new(Counters)
+	}
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &Inbox{c: c, ch: make(chan *nats.Msg, opts.Buffer), exp: map[string]*Expect{}, opts: opts, count: opts.Counters, timer: t}
+}
+
+// Expect registers what messages on subject (an exact subject) must carry.
+func (in *Inbox) Expect(subject string, e Expect) { in.exp[subject] = &e }
+
+// Subscribe subscribes to every subject registered with Expect.
+func (in *Inbox) Subscribe() error {
+	for s := range in.exp {
+		if err := in.SubscribeTo(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SubscribeTo subscribes subject (may be a wildcard) into the inbox.
+func (in *Inbox) SubscribeTo(subject string) error {
+	sub, err := in.c.nc.ChanSubscribe(subject, in.ch)
+	if err != nil {
+		return err
+	}
+	// The client's pending limits apply per subscription; keep them above the channel.
+	_ = sub.SetPendingLimits(4*cap(in.ch), 256<<20)
+	in.subs = append(in.subs, sub)
+	return nil
+}
+
+// SetEpisode makes only messages of episode ep valid on every expected subject.
+func (in *Inbox) SetEpisode(ep int) {
+	for _, e := range in.exp {
+		e.Episode = ep
+	}
+}
+
+// Counters returns the inbox's counters.
+func (in *Inbox) Counters() *Counters { return in.count }
+
+// Dropped returns how many messages the client dropped because Next did not keep up.
+func (in *Inbox) Dropped() int {
+	n := 0
+	for _, s := range in.subs {
+		if d, err := s.Dropped(); err == nil {
+			n += d
+		}
+	}
+	return n
+}
+
+// DrainTap hands every message still queued to the Tap (at the end of a run).
+func (in *Inbox) DrainTap() {
+	for {
+		select {
+		case nm := <-in.ch:
+			if in.opts.Tap != nil {
+				in.opts.Tap(nm.Subject, nm.Data)
+			}
+		default:
+			return
+		}
+	}
+}
+
+// Next returns the next valid message (its Route filled in), waiting until deadline (zero:
+// do not wait). It returns ErrTimeout at the deadline, ErrStopped when stopped and ErrClosed
+// when the connection closed. The message is reused by the next call.
+func (in *Inbox) Next(deadline time.Time) (*Message, error) {
+	for {
+		var nm *nats.Msg
+		select {
+		case nm = <-in.ch:
+		default:
+			select {
+			case <-in.opts.Stop:
+				return nil, ErrStopped
+			default:
+			}
+			d := time.Until(deadline)
+			if deadline.IsZero() || d <= 0 {
+				return nil, ErrTimeout
+			}
+			in.timer.Reset(d)
+			select {
+			case nm = <-in.ch:
+				in.timer.Stop()
+			case <-in.timer.C:
+				return nil, ErrTimeout
+			case <-in.opts.Stop:
+				in.timer.Stop()
+				return nil, ErrStopped
+			case <-in.c.closed:
+				in.timer.Stop()
+				return nil, ErrClosed
+			}
+		}
+		if in.opts.Tap != nil {
+			in.opts.Tap(nm.Subject, nm.Data)
+		}
+		e := in.exp[nm.Subject]
+		if e == nil {
+			if in.opts.Unknown != nil && in.opts.Unknown(nm.Subject) {
+				continue
+			}
+			in.count.Receive()
+			in.invalid(nm.Subject, &InvalidError{Reason: ReasonSender, Detail: "no sender of this run publishes on this subject"})
+			continue
+		}
+		in.count.Receive()
+		if err := in.accept(nm, e); err != nil {
+			in.invalid(nm.Subject, err)
+			continue
+		}
+		return &in.msg, nil
+	}
+}
+
+func (in *Inbox) accept(nm *nats.Msg, e *Expect) error {
+	if err := Decode(nm.Data, &in.msg); err != nil {
+		return err
+	}
+	r, err := routeOf(nm.Header)
+	if err != nil {
+		return err
+	}
+	in.msg.Route = r
+	exp := *e
+	if r.Gap {
+		if len(in.msg.Values) != 0 {
+			return &InvalidError{Reason: ReasonDim, Detail: "a gap carries no values"}
+		}
+		exp.Dim = 0
+	}
+	if r.AtSet && r.At < in.msg.Step {
+		return &InvalidError{Reason: ReasonStep, Detail: "delivered before its own step"}
+	}
+	return Validate(&in.msg, exp)
+}
+
+func (in *Inbox) invalid(subject string, err error) {
+	in.count.DropErr(err)
+	if in.opts.OnInvalid != nil {
+		in.opts.OnInvalid(subject, err)
+	}
+}
+
+// Close unsubscribes everything.
+func (in *Inbox) Close() {
+	for _, s := range in.subs {
+		_ = s.Unsubscribe()
+	}
+}

@@ -1,0 +1,122 @@
+package bus
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Route is the delivery metadata of a data message under link faults (see pkg/fault): the
+// subscriber it is addressed to, the logical step it is delivered at, and the lockstep end
+// marker. It travels in NATS headers, not in the payload, and only when it says something:
+// a fault-free run publishes plain messages, and its zero value means "for every subscriber,
+// delivered at its own step, the last one of the step".
+type Route struct {
+	To   string // "<role>.<id>" of the one subscriber it is for; "" = every subscriber
+	At   int    // logical delivery step; 0 with AtSet false = the message's own step
+	More bool   // more deliveries from this sender to To for step At follow
+	Gap  bool   // no message: the sender has nothing more for To at step At (no values)
+	// AtSet reports whether At was given (a delivery later than its own step).
+	AtSet bool
+}
+
+// The NATS header names of a Route.
+const (
+	HeaderTo   = "Dpsim-To"
+	HeaderAt   = "Dpsim-At"
+	HeaderMore = "Dpsim-More"
+	HeaderGap  = "Dpsim-Gap"
+)
+
+// IsZero reports whether r carries nothing (a plain broadcast).
+func (r Route) IsZero() bool { return r.To == "" && !r.AtSet && !r.More && !r.Gap }
+
+// header returns r as NATS headers (nil for the zero Route).
+func (r Route) header() nats.Header {
+	if r.IsZero() {
+		return nil
+	}
+	h := nats.Header{}
+	if r.To != "" {
+		h.Set(HeaderTo, r.To)
+	}
+	if r.AtSet {
+		h.Set(HeaderAt, strconv.Itoa(r.At))
+	}
+	if r.More {
+		h.Set(HeaderMore, "1")
+	}
+	if r.Gap {
+		h.Set(HeaderGap, "1")
+	}
+	return h
+}
+
+// routeOf parses the route headers of a message (zero Route without headers).
+func routeOf(h nats.Header) (Route, error) {
+	var r Route
+	if len(h) == 0 {
+		return r, nil
+	}
+	r.To = h.Get(HeaderTo)
+	if r.To != "" && senderPattern(r.To) != nil {
+		return r, &InvalidError{ReasonSender, fmt.Sprintf("header %s %q is not <role>.<id>", HeaderTo, r.To)}
+	}
+	if v := h.Get(HeaderAt); v != "" {
+		at, err := strconv.Atoi(v)
+		if err != nil || at < 0 {
+			return r, &InvalidError{ReasonStep, fmt.Sprintf("header %s %q is not a step", HeaderAt, v)}
+		}
+		r.At, r.AtSet = at, true
+	}
+	r.More = h.Get(HeaderMore) == "1"
+	r.Gap = h.Get(HeaderGap) == "1"
+	return r, nil
+}
+
+// senderPattern checks "<role>.<id>".
+func senderPattern(s string) error {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' {
+			if i == 0 || i == len(s)-1 {
+				break
+			}
+			if _, err := strconv.Atoi(s[i+1:]); err != nil {
+				break
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("bus: %q is not <role>.<id>", s)
+}
+
+// PublishRouted publishes m on subject with route r in the headers (a plain Publish when r is
+// zero). Safe for concurrent use.
+func (c *Conn) PublishRouted(subject string, m *Message, r Route) error {
+	if r.IsZero() {
+		return c.Publish(subject, m)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	buf, err := Encode(c.buf[:0], m, c.enc)
+	if err != nil {
+		return fmt.Errorf("bus: publish %s step %d on %s: %w", m.Sender, m.Step, subject, err)
+	}
+	c.buf = buf
+	if err := c.nc.PublishMsg(&nats.Msg{Subject: subject, Data: buf, Header: r.header()}); err != nil {
+		return fmt.Errorf("bus: publish %s step %d on %s: %w", m.Sender, m.Step, subject, err)
+	}
+	return nil
+}
+
+// SendRouted publishes values for (episode, step) with route r, stamped with the current
+// wall time (a gap carries no values).
+func (p *Publisher) SendRouted(episode, step int, values []float64, r Route) error {
+	p.msg.Episode, p.msg.Step, p.msg.Values = episode, step, values
+	p.msg.SentUnixNano = time.Now().UnixNano()
+	err := p.c.PublishRouted(p.subject, &p.msg, r)
+	p.msg.Values = nil
+	return err
+}

@@ -1,0 +1,274 @@
+// Package fault injects per-link network faults - delay, jitter, loss, duplication and
+// reordering - into the messages of a dpsim run, deterministically from the run seed.
+//
+// A link is one publisher endpoint to one subscriber endpoint ("cloud.0" -> "plant.0";
+// endpoints are named as bus.SenderName: "<role>.<id>"). The scenario's faults.links rules
+// (scenario.LinkFault) say which links they match (by endpoint pattern or by data subject)
+// and what they do. The fate of the message a publisher releases at step t of episode e on a
+// link is a pure function of (run seed, rule, link, e, t) (Link.Decide, drawn from an
+// rng.Counter): the in-memory network of the fast engine and the publish side of every NATS
+// process compute the same fates without coordinating, which is what makes a faulty run
+// reproducible and the two engines bit-identical in lockstep mode.
+//
+// # Logical time (lockstep)
+//
+// Every publisher releases exactly one message per step t = 0..T-1. An Outbox turns the
+// releases into deliveries, per subscriber: a delivery has the message's own step (Step) and
+// the logical step at which it is delivered (At >= Step). For each subscriber and each step
+// t, the deliveries with At = t are emitted together at the publisher's release of step t,
+// in this order: late copies due at t (delayed by At - Step steps), the step-t message itself
+// (and its duplicate), then copies reordered behind it. The last one has More = false; when
+// there is none (the message was dropped or delayed), a Gap delivery stands in for it. A
+// receiver in lockstep therefore knows that a publisher is finished with step t when it has
+// that publisher's delivery with At = t and More = false: a lost message is detected at the
+// step's logical deadline, never by a wall-clock timeout, and never hangs the run.
+//
+// In realtime mode the same deliveries are sent, gaps excepted (a real network gives no
+// notice of a loss): the receiver's step deadline is the wall clock's. Millisecond delays
+// (unit ms) hold a delivery for that long on the NATS path; they have no effect on logical
+// time (the fast engine ignores them, and a lockstep run waits for the message).
+package fault
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dpsim/dpsim/pkg/rng"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// rule is one compiled faults.links entry.
+type rule struct {
+	spec     scenario.LinkFault
+	name     string
+	from, to endpointPattern
+	subject  []string // nil: match by from
+}
+
+// endpointPattern matches "<role>.<id>"; empty role or id -1 match anything.
+type endpointPattern struct {
+	role string // "" = any
+	id   int    // -1 = any
+}
+
+func parseEndpointPattern(s string) (endpointPattern, error) {
+	if s == "" || s == "*" {
+		return endpointPattern{id: -1}, nil
+	}
+	role, id, ok := strings.Cut(s, ".")
+	if !ok || role == "" || id == "" {
+		return endpointPattern{}, fmt.Errorf("endpoint pattern %q: want <role>.<id>, <role>.* or *", s)
+	}
+	p := endpointPattern{role: role, id: -1}
+	if role == "*" {
+		p.role = ""
+	}
+	if id != "*" {
+		n, err := strconv.Atoi(id)
+		if err != nil || n < 0 {
+			return endpointPattern{}, fmt.Errorf("endpoint pattern %q: id %q is not a non-negative integer or *", s, id)
+		}
+		p.id = n
+	}
+	return p, nil
+}
+
+func (p endpointPattern) match(endpoint string) bool {
+	role, id, ok := strings.Cut(endpoint, ".")
+	if !ok {
+		return false
+	}
+	if p.role != "" && p.role != role {
+		return false
+	}
+	if p.id >= 0 && strconv.Itoa(p.id) != id {
+		return false
+	}
+	return true
+}
+
+// matchSubject matches a subject's tokens against a pattern with * (one token) and > (the rest).
+func matchSubject(pattern, tokens []string) bool {
+	for i, p := range pattern {
+		if p == ">" {
+			return len(tokens) > i
+		}
+		if i >= len(tokens) || (p != "*" && p != tokens[i]) {
+			return false
+		}
+	}
+	return len(pattern) == len(tokens)
+}
+
+// Injector holds the compiled fault rules of a run and its seed.
+type Injector struct {
+	seed  uint64
+	rules []rule
+}
+
+// New compiles the link rules of spec for run seed seed. A nil or empty spec gives an
+// injector under which every link is clear.
+func New(spec *scenario.FaultsSpec, seed uint64) (*Injector, error) {
+	in := &Injector{seed: seed}
+	if spec == nil {
+		return in, nil
+	}
+	for k, l := range spec.Links {
+		r := rule{spec: l, name: l.Name}
+		if r.name == "" {
+			r.name = "link" + strconv.Itoa(k)
+		}
+		var err error
+		if r.from, err = parseEndpointPattern(l.From); err != nil {
+			return nil, fmt.Errorf("fault: faults.links[%d] (%s): from: %w", k, r.name, err)
+		}
+		if r.to, err = parseEndpointPattern(l.To); err != nil {
+			return nil, fmt.Errorf("fault: faults.links[%d] (%s): to: %w", k, r.name, err)
+		}
+		if l.Subject != "" {
+			r.subject = strings.Split(l.Subject, ".")
+		}
+		if l.Unit != "" && l.Unit != scenario.UnitSteps && l.Unit != scenario.UnitMS {
+			return nil, fmt.Errorf("fault: faults.links[%d] (%s): unknown unit %q", k, r.name, l.Unit)
+		}
+		in.rules = append(in.rules, r)
+	}
+	return in, nil
+}
+
+// Active reports whether any rule is configured.
+func (in *Injector) Active() bool { return in != nil && len(in.rules) > 0 }
+
+// linkRule is a rule matched on one link, with the label of its random draws.
+type linkRule struct {
+	r     *rule
+	label uint64
+}
+
+// Link is one publisher -> subscriber link with the rules that match it.
+type Link struct {
+	From, To string
+	seed     uint64
+	rules    []linkRule
+}
+
+// Name is "from->to", the link's key in statistics.
+func (l *Link) Name() string { return l.From + "->" + l.To }
+
+// Clear reports whether no rule matches the link (every message is delivered on time, once).
+func (l *Link) Clear() bool { return len(l.rules) == 0 }
+
+// WallDelay reports whether a rule on the link delays in wall-clock time (unit ms).
+func (l *Link) WallDelay() bool {
+	for _, lr := range l.rules {
+		if lr.r.spec.Unit == scenario.UnitMS {
+			return true
+		}
+	}
+	return false
+}
+
+// Link returns the link from publisher from to subscriber to, for the publisher's data
+// subject below dpsim.<run>. (e.g. "plant.0.yhat"; it matters only for subject rules).
+func (in *Injector) Link(from, to, subject string) *Link {
+	l := &Link{From: from, To: to}
+	if in == nil {
+		return l
+	}
+	l.seed = in.seed
+	tokens := strings.Split(subject, ".")
+	for k := range in.rules {
+		r := &in.rules[k]
+		if r.subject != nil {
+			if !matchSubject(r.subject, tokens) {
+				continue
+			}
+		} else if !r.from.match(from) {
+			continue
+		}
+		if !r.to.match(to) {
+			continue
+		}
+		l.rules = append(l.rules, linkRule{r: r, label: rng.Label("fault/" + r.name + "/" + from + "->" + to)})
+	}
+	return l
+}
+
+// Fate is what the link does to one message.
+type Fate struct {
+	Drop       bool
+	Duplicate  bool
+	Reorder    bool          // held back behind the link's next message (one step later)
+	DelaySteps int           // logical delay, >= 0
+	Delay      time.Duration // wall-clock delay (unit ms rules), >= 0
+}
+
+// Clear reports whether the message goes through on time, once.
+func (f Fate) Clear() bool {
+	return !f.Drop && !f.Duplicate && !f.Reorder && f.DelaySteps == 0 && f.Delay == 0
+}
+
+// Decide returns the fate of the message of step t of episode ep on the link. It is a pure
+// function of (seed, rule, link, ep, t): every rule whose window contains t draws, in this
+// order, drop, duplicate, reorder, the random delay and the jitter from the counter stream
+// rng.NewCounter(seed, label(rule, link), ep, t). Delays of the matching rules add (steps
+// are rounded to the nearest integer per rule); a message is dropped, duplicated or reordered
+// if any rule says so. No allocation.
+func (l *Link) Decide(ep, t int) Fate {
+	var f Fate
+	for _, lr := range l.rules {
+		s := &lr.r.spec
+		if !s.Window.Contains(t) {
+			continue
+		}
+		c := rng.NewCounter(l.seed, lr.label, uint64(ep), uint64(t))
+		if c.Float64() < s.Drop {
+			f.Drop = true
+		}
+		if c.Float64() < s.Duplicate {
+			f.Duplicate = true
+		}
+		if c.Float64() < s.Reorder {
+			f.Reorder = true
+		}
+		d := s.Delay + randomDelay(s.RandomDelay, &c)
+		if s.Jitter > 0 {
+			d += s.Jitter * (2*c.Float64() - 1)
+		}
+		d = math.Max(d, 0)
+		if s.Unit == scenario.UnitMS {
+			f.Delay += time.Duration(d * float64(time.Millisecond))
+		} else {
+			f.DelaySteps += int(math.Round(d))
+		}
+	}
+	return f
+}
+
+// randomDelay draws from the rule's delay distribution (0 without one).
+func randomDelay(r *scenario.RandomDelay, c *rng.Counter) float64 {
+	if r == nil {
+		return 0
+	}
+	switch r.Dist {
+	case scenario.DistUniform:
+		return r.Min + (r.Max-r.Min)*c.Float64()
+	case scenario.DistExponential:
+		return -r.Mean * math.Log(c.Open01())
+	case scenario.DistNormal:
+		return math.Max(0, r.Mean+r.SD*normal(c))
+	case scenario.DistLognormal:
+		return math.Exp(r.Mu + r.Sigma*normal(c))
+	}
+	return 0
+}
+
+// normal draws a standard normal by Box-Muller (two uniforms, always: the draw count per
+// message is fixed).
+func normal(c *rng.Counter) float64 {
+	u1, u2 := c.Open01(), c.Float64()
+	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
+}

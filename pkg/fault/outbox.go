@@ -1,0 +1,225 @@
+package fault
+
+import (
+	"time"
+)
+
+// Broadcast is the To of a delivery that goes to every subscriber alike: on time, once.
+const Broadcast = -1
+
+// Delivery is one copy of a released message to one subscriber (or to all: To = Broadcast).
+type Delivery struct {
+	To     int           // subscriber index (Outbox order), or Broadcast
+	Step   int           // the message's own step
+	At     int           // the logical step at which it is delivered (>= Step)
+	Gap    bool          // no message: this publisher has nothing more for To at step At (lockstep)
+	More   bool          // more deliveries from this publisher to To for step At follow
+	Delay  time.Duration // wall-clock hold before sending (unit ms rules)
+	Values []float64     // the payload (nil for a gap); valid until the next Release
+}
+
+// LinkStats counts what happened on one link. The injector (Outbox) fills Sent, Dropped,
+// Duplicated, Delayed, Reordered and Expired; the receiver fills Delivered, Late, Gaps and
+// DupReceived. Merged per link, they must agree: Delivered = Sent - Dropped + Duplicated -
+// Expired, DupReceived = Duplicated, Late = the delayed and reordered copies delivered.
+type LinkStats struct {
+	Link string `json:"link"` // "from->to"
+
+	Sent       uint64 `json:"sent"`       // messages released on the link (one per step)
+	Dropped    uint64 `json:"dropped"`    // lost by the injector
+	Duplicated uint64 `json:"duplicated"` // delivered twice by the injector
+	Delayed    uint64 `json:"delayed"`    // held back >= 1 step (or some ms) by the injector
+	Reordered  uint64 `json:"reordered"`  // held behind the link's next message by the injector
+	Expired    uint64 `json:"expired"`    // delayed past the end of the episode: never delivered
+
+	Delivered   uint64 `json:"delivered"`    // message copies the receiver got (duplicates and late ones included)
+	Late        uint64 `json:"late"`         // of those, copies of an earlier step than the receiver's
+	DupReceived uint64 `json:"dup_received"` // of those, second copies of a step already received
+	Gaps        uint64 `json:"gaps"`         // steps at which the receiver got no message (lockstep gap notices)
+}
+
+// Add adds o's counters to s (Link is kept).
+func (s *LinkStats) Add(o *LinkStats) {
+	s.Sent += o.Sent
+	s.Dropped += o.Dropped
+	s.Duplicated += o.Duplicated
+	s.Delayed += o.Delayed
+	s.Reordered += o.Reordered
+	s.Expired += o.Expired
+	s.Delivered += o.Delivered
+	s.Late += o.Late
+	s.DupReceived += o.DupReceived
+	s.Gaps += o.Gaps
+}
+
+// held is a copy waiting for its delivery step.
+type held struct {
+	at, step  int
+	reordered bool
+	delay     time.Duration
+	vals      []float64
+}
+
+// Outbox is the publish side of one publisher's stream: it applies each subscriber's link
+// to every release and yields the deliveries in the order of the package doc. It is pure (no
+// I/O, no clock) and shared by the in-memory network and the NATS publisher, so both deliver
+// the same copies at the same logical steps. An Outbox is not safe for concurrent use.
+type Outbox struct {
+	links   []*Link
+	clear   bool
+	ep      int
+	pending [][]held
+	free    [][]float64
+	fates   []Fate
+	stats   []LinkStats
+	scratch []Delivery
+	bcast   Delivery
+}
+
+// NewOutbox returns the outbox of a publisher whose subscribers are reached through links
+// (one per subscriber, in the order Delivery.To indexes).
+func NewOutbox(links []*Link) *Outbox {
+	o := &Outbox{links: links, clear: true, pending: make([][]held, len(links)),
+		fates: make([]Fate, len(links)), stats: make([]LinkStats, len(links))}
+	for k, l := range links {
+		o.stats[k].Link = l.Name()
+		if !l.Clear() {
+			o.clear = false
+		}
+	}
+	return o
+}
+
+// Clear reports whether no link of the outbox has a rule: every release is one broadcast.
+func (o *Outbox) Clear() bool { return o.clear }
+
+// Links returns the subscribers' links.
+func (o *Outbox) Links() []*Link { return o.links }
+
+// Begin starts episode ep: copies still held from the previous one expire.
+func (o *Outbox) Begin(ep int) {
+	o.End()
+	o.ep = ep
+}
+
+// End ends the episode: copies still held (delayed past the last step) expire, counted.
+func (o *Outbox) End() {
+	for k := range o.pending {
+		for _, h := range o.pending[k] {
+			o.stats[k].Expired++
+			o.free = append(o.free, h.vals)
+		}
+		o.pending[k] = o.pending[k][:0]
+	}
+}
+
+// Stats returns the injector's counters per link (a view).
+func (o *Outbox) Stats() []LinkStats { return o.stats }
+
+// Release files the message of step t (values vals) and calls emit for every delivery due at
+// logical step t, per subscriber in the order of the package doc. A step at which nothing is
+// due for a subscriber yields a Gap for it. When no link disturbs anything at this step, it
+// yields one Broadcast delivery instead of one per subscriber. The *Delivery and its Values
+// are valid during the call only. No allocation in the steady state.
+func (o *Outbox) Release(t int, vals []float64, emit func(*Delivery)) {
+	for k := range o.stats {
+		o.stats[k].Sent++
+	}
+	if o.clear {
+		o.broadcast(t, vals, emit)
+		return
+	}
+	trivial := true
+	for k, l := range o.links {
+		o.fates[k] = l.Decide(o.ep, t)
+		if !o.fates[k].Clear() || len(o.pending[k]) > 0 {
+			trivial = false
+		}
+	}
+	if trivial {
+		o.broadcast(t, vals, emit)
+		return
+	}
+	for k := range o.links {
+		o.release(k, t, vals, emit)
+	}
+}
+
+func (o *Outbox) broadcast(t int, vals []float64, emit func(*Delivery)) {
+	o.bcast = Delivery{To: Broadcast, Step: t, At: t, Values: vals}
+	emit(&o.bcast)
+}
+
+func (o *Outbox) hold(k int, h held, vals []float64) {
+	var buf []float64
+	if n := len(o.free); n > 0 {
+		buf, o.free = o.free[n-1][:0], o.free[:n-1]
+	}
+	h.vals = append(buf, vals...)
+	o.pending[k] = append(o.pending[k], h)
+}
+
+func (o *Outbox) release(k, t int, vals []float64, emit func(*Delivery)) {
+	f := o.fates[k]
+	st := &o.stats[k]
+	out := o.scratch[:0]
+	// 1. late copies due now, in the order they were held
+	for _, h := range o.pending[k] {
+		if h.at == t && !h.reordered {
+			out = append(out, Delivery{To: k, Step: h.step, At: t, Delay: h.delay, Values: h.vals})
+		}
+	}
+	// 2. the message itself, unless dropped or held
+	switch {
+	case f.Drop:
+		st.Dropped++
+	case f.DelaySteps == 0 && !f.Reorder:
+		out = append(out, Delivery{To: k, Step: t, At: t, Delay: f.Delay, Values: vals})
+		if f.Duplicate {
+			st.Duplicated++
+			out = append(out, Delivery{To: k, Step: t, At: t, Delay: f.Delay, Values: vals})
+		}
+		if f.Delay > 0 {
+			st.Delayed++
+		}
+	default:
+		at := t + f.DelaySteps
+		if f.Reorder {
+			at++
+			st.Reordered++
+		}
+		if f.DelaySteps > 0 || f.Delay > 0 {
+			st.Delayed++
+		}
+		h := held{at: at, step: t, reordered: f.Reorder, delay: f.Delay}
+		o.hold(k, h, vals)
+		if f.Duplicate {
+			st.Duplicated++
+			o.hold(k, h, vals)
+		}
+	}
+	// 3. copies reordered behind this step's message
+	for _, h := range o.pending[k] {
+		if h.at == t && h.reordered {
+			out = append(out, Delivery{To: k, Step: h.step, At: t, Delay: h.delay, Values: h.vals})
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, Delivery{To: k, Step: t, At: t, Gap: true})
+	}
+	for i := range out {
+		out[i].More = i < len(out)-1
+		emit(&out[i])
+	}
+	o.scratch = out[:0]
+	// forget what was delivered
+	keep := o.pending[k][:0]
+	for _, h := range o.pending[k] {
+		if h.at == t {
+			o.free = append(o.free, h.vals)
+			continue
+		}
+		keep = append(keep, h)
+	}
+	o.pending[k] = keep
+}

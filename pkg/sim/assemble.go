@@ -1,0 +1,173 @@
+package sim
+
+import (
+	"slices"
+
+	"github.com/dpsim/dpsim/pkg/dynamics"
+	"github.com/dpsim/dpsim/pkg/plan"
+)
+
+// assembler joins the partial records the cores of one in-memory run produce (Ready) into the
+// full records of an episode - the in-memory counterpart of MergeControl / MergeConsensus,
+// with preallocated buffers so the fast engine does not allocate per step.
+type assembler struct {
+	control bool
+	T, n    int // steps; agents (consensus)
+	ref     dynamics.Reference
+	ep      int
+	ctl     []ControlRecord
+	con     []ConsensusRecord
+	// per-step backing storage and presence
+	x, refs, yhat, u, xhat, eve [][]float64
+	y                           [][]float64
+	hasX, hasYhat, hasU, hasEve []bool
+	missing                     []int
+}
+
+func newAssembler(p *plan.Plan, ref dynamics.Reference) *assembler {
+	T := p.Steps
+	a := &assembler{T: T, ref: ref, control: p.System != nil && p.Graph == nil}
+	mk := func(n, d int) [][]float64 {
+		out := make([][]float64, n)
+		for i := range out {
+			out[i] = make([]float64, d)
+		}
+		return out
+	}
+	a.hasX, a.hasYhat, a.hasU, a.hasEve, a.missing = make([]bool, T+1), make([]bool, T+1), make([]bool, T+1), make([]bool, T+1), make([]int, T+1)
+	if a.control {
+		nx, nu, ny := p.System.Nx(), p.System.Nu(), p.System.Ny()
+		a.ctl = make([]ControlRecord, T+1)
+		a.x, a.refs, a.yhat, a.u, a.xhat, a.eve = mk(T+1, nx), mk(T+1, nx), mk(T+1, ny), mk(T+1, nu), mk(T+1, nx), mk(T+1, nx)
+	} else {
+		a.n = p.Graph.N
+		a.con = make([]ConsensusRecord, T+1)
+		a.x, a.y, a.eve = mk(T+1, a.n), mk(T+1, a.n), mk(T+1, a.n)
+		a.hasU = make([]bool, (T+1)*a.n) // consensus: per (step, agent) X presence
+		a.hasYhat = make([]bool, (T+1)*a.n)
+	}
+	return a
+}
+
+func (a *assembler) begin(ep int) {
+	a.ep = ep
+	clear(a.hasX)
+	clear(a.hasYhat)
+	clear(a.hasU)
+	clear(a.hasEve)
+	clear(a.missing)
+}
+
+// sink is the Driver's record sink.
+func (a *assembler) sink(_ Core, rd *Ready) error {
+	for i := range rd.Control {
+		r := &rd.Control[i]
+		t := r.Step
+		if r.X != nil {
+			copy(a.x[t], r.X)
+			a.hasX[t] = true
+		}
+		if r.Yhat != nil {
+			copy(a.yhat[t], r.Yhat)
+			a.hasYhat[t] = true
+		}
+		if r.U != nil {
+			copy(a.u[t], r.U)
+			copy(a.xhat[t], r.Xhat)
+			a.hasU[t] = true
+		}
+		if r.EveX0 != nil {
+			copy(a.eve[t], r.EveX0)
+			a.hasEve[t] = true
+		}
+		a.missing[t] += r.EveMissing
+	}
+	for i := range rd.Agent {
+		r := &rd.Agent[i]
+		k := r.Step*a.n + r.Agent
+		a.x[r.Step][r.Agent] = r.X
+		a.hasU[k] = true
+		if r.Y != nil {
+			a.y[r.Step][r.Agent] = *r.Y
+			a.hasYhat[k] = true
+		}
+	}
+	for i := range rd.Consensus {
+		r := &rd.Consensus[i]
+		if r.EveX0 != nil {
+			copy(a.eve[r.Step], r.EveX0)
+			a.hasEve[r.Step] = true
+		}
+		a.missing[r.Step] += r.EveMissing
+	}
+	return nil
+}
+
+func opt(ok bool, v []float64) []float64 {
+	if ok {
+		return v
+	}
+	return nil
+}
+
+// put feeds the episode's records 0..T to the accumulator (buffer e) and, when keep, returns
+// copies of them.
+func (a *assembler) put(acc *Accumulator, e *episodeAcc, keep bool) (*Traces, error) {
+	var tr *Traces
+	if a.control {
+		if keep {
+			tr = &Traces{Control: make([]ControlRecord, 0, a.T+1)}
+		}
+		for t := 0; t <= a.T; t++ {
+			a.ref.At(t, a.refs[t])
+			r := &a.ctl[t]
+			*r = ControlRecord{Episode: a.ep, Step: t, X: opt(a.hasX[t], a.x[t]), Ref: a.refs[t],
+				EveX0: opt(a.hasEve[t], a.eve[t]), EveMissing: a.missing[t]}
+			if t < a.T {
+				r.Yhat, r.U, r.Xhat = opt(a.hasYhat[t], a.yhat[t]), opt(a.hasU[t], a.u[t]), opt(a.hasU[t], a.xhat[t])
+			}
+			if err := acc.validControl(r); err != nil {
+				return nil, err
+			}
+			if err := acc.putControl(e, r); err != nil {
+				return nil, err
+			}
+			if keep {
+				tr.Control = append(tr.Control, cloneControl(r))
+			}
+		}
+		return tr, nil
+	}
+	if keep {
+		tr = &Traces{Consensus: make([]ConsensusRecord, 0, a.T+1)}
+	}
+	for t := 0; t <= a.T; t++ {
+		r := &a.con[t]
+		*r = ConsensusRecord{Episode: a.ep, Step: t, X: a.x[t], EveX0: opt(a.hasEve[t], a.eve[t]), EveMissing: a.missing[t]}
+		for i := 0; i < a.n; i++ {
+			if !a.hasU[t*a.n+i] {
+				r.X = nil // an agent's record is missing: the episode is incomplete
+			}
+		}
+		if t < a.T {
+			r.Y = a.y[t]
+		}
+		if err := acc.validConsensus(r); err != nil {
+			return nil, err
+		}
+		if err := acc.putConsensus(e, r); err != nil {
+			return nil, err
+		}
+		if keep {
+			tr.Consensus = append(tr.Consensus, ConsensusRecord{Episode: r.Episode, Step: r.Step,
+				X: slices.Clone(r.X), Y: slices.Clone(r.Y), EveX0: slices.Clone(r.EveX0), EveMissing: r.EveMissing})
+		}
+	}
+	return tr, nil
+}
+
+func cloneControl(r *ControlRecord) ControlRecord {
+	return ControlRecord{Episode: r.Episode, Step: r.Step, X: slices.Clone(r.X), Ref: slices.Clone(r.Ref),
+		Yhat: slices.Clone(r.Yhat), U: slices.Clone(r.U), Xhat: slices.Clone(r.Xhat), EveX0: slices.Clone(r.EveX0),
+		EveMissing: r.EveMissing}
+}

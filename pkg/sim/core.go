@@ -1,0 +1,423 @@
+package sim
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/dpsim/dpsim/pkg/fault"
+)
+
+// Role is the kind of a core: plant, cloud, agent or eavesdropper (the names of bus.Role).
+type Role uint8
+
+// The roles of a run.
+const (
+	RolePlant Role = iota
+	RoleCloud
+	RoleAgent
+	RoleEavesdropper
+)
+
+var roleNames = [...]string{"plant", "cloud", "agent", "eavesdropper"}
+
+func (r Role) String() string {
+	if int(r) < len(roleNames) {
+		return roleNames[r]
+	}
+	return "Role(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Endpoint names one role instance: plant.0, cloud.0, agent.i, eavesdropper.0 (String gives
+// the bus's sender name "<role>.<id>").
+type Endpoint struct {
+	Role Role
+	ID   int
+}
+
+func (e Endpoint) String() string { return e.Role.String() + "." + strconv.Itoa(e.ID) }
+
+// The data streams (bus.StreamYhat, bus.StreamU, bus.StreamY).
+const (
+	StreamYhat = "yhat"
+	StreamU    = "u"
+	StreamY    = "y"
+)
+
+// Msg is one delivery to a core: a message of step Step from From, delivered at logical step
+// At (At > Step: delayed; see pkg/fault), or a Gap (From has nothing more for this core at
+// step At). More says further deliveries from From for step At follow. Values belong to the
+// caller; a core copies what it keeps.
+type Msg struct {
+	From    Endpoint
+	To      Endpoint // the subscriber it is addressed to, unless ToAll
+	ToAll   bool     // for every subscriber of From
+	Episode int
+	Step    int
+	At      int
+	Gap     bool
+	More    bool
+	Values  []float64
+}
+
+// Out is a message a core releases: its stream's value of step Step.
+type Out struct {
+	From   Endpoint
+	Stream string
+	Step   int
+	Values []float64
+}
+
+// Ready is what a core produced since the last call to Ready: messages to release (in order)
+// and its partial records (see ControlRecord, AgentRecord). Slices are views valid until the
+// next call on the core.
+type Ready struct {
+	Out       []Out
+	Control   []ControlRecord   // plant, cloud, eavesdropper (cloud control)
+	Consensus []ConsensusRecord // eavesdropper (consensus)
+	Agent     []AgentRecord     // agents
+	// Missing counts the inputs the core went without (step deadline passed: its
+	// missing-input rule applied) since the last Ready.
+	Missing int
+}
+
+// Core is a role as a deterministic, message-driven state machine (in the manner of etcd
+// raft's Step/Ready): messages and deadlines in, messages and records out, no I/O, no clock,
+// no goroutines. The order of a run's steps is not written in any loop: it follows from what
+// each core needs before it can complete a step. One driver (Drive) runs cores over an
+// in-memory network or over NATS.
+//
+// Per episode: Begin, then Step for every delivery addressed to the core and Tick(t) when
+// the deadline of step t passed (a lockstep network needs no Tick: its gap notices complete
+// every step); after each call, Ready. Cur is the step whose inputs the core waits for; Done
+// reports the episode complete (the terminal record produced).
+type Core interface {
+	Endpoint() Endpoint
+	// Begin starts episode ep from the explicit initial state x0 (nil: the scenario's).
+	Begin(ep int, x0 []float64) error
+	// Step files one delivery. Deliveries of other episodes or from unexpected senders are
+	// counted (Unexpected) and dropped.
+	Step(m *Msg) error
+	// Tick says the deadline of step t passed: if the core still waits on step t, it completes
+	// it with its missing-input rule.
+	Tick(t int) error
+	Ready() *Ready
+	Cur() int
+	Done() bool
+	// Senders lists the endpoints the core expects a delivery from at every step.
+	Senders() []Endpoint
+	// LinkStats returns the receive-side counters per expected sender (a view), keyed
+	// "<sender>-><this endpoint>".
+	LinkStats() []fault.LinkStats
+	// Unexpected counts deliveries dropped as not for this core's episode or senders.
+	Unexpected() uint64
+}
+
+// arena hands out float64 slices that stay valid until reset, without moving earlier ones.
+type arena struct{ buf []float64 }
+
+func (a *arena) take(n int) []float64 {
+	if len(a.buf)+n > cap(a.buf) {
+		a.buf = make([]float64, 0, max(2*cap(a.buf), n, 64))
+	}
+	s := a.buf[len(a.buf) : len(a.buf)+n : len(a.buf)+n]
+	a.buf = a.buf[:len(a.buf)+n]
+	return s
+}
+
+func (a *arena) copy(v []float64) []float64 {
+	if v == nil {
+		return nil
+	}
+	s := a.take(len(v))
+	copy(s, v)
+	return s
+}
+
+func (a *arena) reset() { a.buf = a.buf[:0] }
+
+// outbuf is a core's Ready under construction.
+type outbuf struct {
+	rd       Ready
+	mem      arena
+	consumed bool
+}
+
+func (o *outbuf) ready() *Ready {
+	o.consumed = true
+	return &o.rd
+}
+
+// clearIfConsumed starts a new Ready once the caller took the last one.
+func (o *outbuf) clearIfConsumed() {
+	if o.consumed {
+		o.clear()
+	}
+}
+
+// clear forgets the last Ready (its views are no longer used).
+func (o *outbuf) clear() {
+	o.rd.Out, o.rd.Control, o.rd.Consensus, o.rd.Agent = o.rd.Out[:0], o.rd.Control[:0], o.rd.Consensus[:0], o.rd.Agent[:0]
+	o.rd.Missing = 0
+	o.mem.reset()
+	o.consumed = false
+}
+
+func (o *outbuf) out(from Endpoint, stream string, step int, v []float64) {
+	o.rd.Out = append(o.rd.Out, Out{From: from, Stream: stream, Step: step, Values: o.mem.copy(v)})
+}
+
+// inputs is the receive side of a core: the deliveries of its expected senders filed by step,
+// what arrived on time for the current step, the newest value heard from each sender (for the
+// missing-input rules), duplicates, and the per-link receive counters. Deliveries for a later
+// logical step wait (in arrival order) until the core gets there.
+type inputs struct {
+	self    Endpoint
+	senders []Endpoint
+	index   endpointIndex
+	T       int
+	ep      int
+	cur     int
+
+	have   []bool      // sender's step-cur message arrived
+	vals   [][]float64 // its values
+	done   []bool      // sender finished step cur (its last delivery for At = cur)
+	ndone  int
+	nstep  []int       // newest step heard from the sender (-1: none)
+	newest [][]float64 // its values
+	seen   [][]uint64  // bitset of steps received, per sender (duplicates)
+	ahead  []Msg       // deliveries for a later logical step, in arrival order
+	spare  [][]float64 // value buffers of consumed ahead deliveries
+
+	stats      []fault.LinkStats
+	unexpected uint64
+}
+
+func newInputs(self Endpoint, senders []Endpoint, T int) *inputs {
+	n := len(senders)
+	in := &inputs{self: self, senders: senders, index: newEndpointIndex(senders), T: T,
+		have: make([]bool, n), vals: make([][]float64, n), done: make([]bool, n),
+		nstep: make([]int, n), newest: make([][]float64, n), seen: make([][]uint64, n),
+		stats: make([]fault.LinkStats, n)}
+	words := (T + 63) / 64
+	for k, s := range senders {
+		in.seen[k] = make([]uint64, words)
+		in.stats[k].Link = s.String() + "->" + self.String()
+	}
+	return in
+}
+
+// begin starts episode ep at step 0: everything from the previous episode is forgotten
+// (deliveries still waiting are of a finished episode: unexpected).
+func (in *inputs) begin(ep int) {
+	in.ep, in.cur, in.ndone = ep, 0, 0
+	clear(in.have)
+	clear(in.done)
+	for k := range in.nstep {
+		in.nstep[k] = -1
+		clear(in.seen[k])
+	}
+	for _, m := range in.ahead {
+		in.unexpected++
+		in.spare = append(in.spare, m.Values[:0])
+	}
+	in.ahead = in.ahead[:0]
+}
+
+// complete reports whether every sender finished the current step.
+func (in *inputs) complete() bool { return in.ndone == len(in.senders) }
+
+// missing returns how many senders' step-cur messages are absent.
+func (in *inputs) missing() int {
+	n := 0
+	for _, h := range in.have {
+		if !h {
+			n++
+		}
+	}
+	return n
+}
+
+// file takes one delivery: wrong episode or sender is dropped (counted), a later logical
+// step waits, anything else is applied now.
+func (in *inputs) file(m *Msg) {
+	k, ok := in.index.of(m.From)
+	if !ok || m.Episode != in.ep || m.Step < 0 || m.Step >= in.T || m.At < m.Step {
+		in.unexpected++
+		return
+	}
+	if m.At > in.cur {
+		var buf []float64
+		if n := len(in.spare); n > 0 {
+			buf, in.spare = in.spare[n-1], in.spare[:n-1]
+		}
+		c := *m
+		c.Values = append(buf[:0], m.Values...)
+		in.ahead = append(in.ahead, c)
+		return
+	}
+	in.apply(k, m)
+}
+
+func (in *inputs) apply(k int, m *Msg) {
+	st := &in.stats[k]
+	if m.Gap {
+		st.Gaps++
+	} else {
+		st.Delivered++
+		w, bit := m.Step/64, uint64(1)<<(m.Step%64)
+		switch {
+		case in.seen[k][w]&bit != 0:
+			st.DupReceived++
+		default:
+			in.seen[k][w] |= bit
+			if m.Step < in.cur {
+				st.Late++
+			} else if m.Step == in.cur {
+				in.have[k] = true
+				in.vals[k] = append(in.vals[k][:0], m.Values...)
+			}
+			if m.Step > in.nstep[k] {
+				in.nstep[k] = m.Step
+				in.newest[k] = append(in.newest[k][:0], m.Values...)
+			}
+		}
+	}
+	if !m.More && m.At == in.cur && !in.done[k] {
+		in.done[k] = true
+		in.ndone++
+	}
+}
+
+// advance moves to the next step and applies the deliveries that waited for it.
+func (in *inputs) advance() {
+	in.cur++
+	in.ndone = 0
+	clear(in.have)
+	clear(in.done)
+	keep := in.ahead[:0]
+	for i := range in.ahead {
+		m := &in.ahead[i]
+		if m.At == in.cur {
+			k, _ := in.index.of(m.From)
+			in.apply(k, m)
+			in.spare = append(in.spare, m.Values[:0])
+			continue
+		}
+		keep = append(keep, *m)
+	}
+	in.ahead = keep
+}
+
+// value returns sender k's step-cur values (nil if absent).
+func (in *inputs) value(k int) []float64 {
+	if !in.have[k] {
+		return nil
+	}
+	return in.vals[k]
+}
+
+// latest returns the newest values heard from sender k (nil: none yet this episode).
+func (in *inputs) latest(k int) []float64 {
+	if in.nstep[k] < 0 {
+		return nil
+	}
+	return in.newest[k]
+}
+
+// endpointIndex maps endpoints to their position in a list without hashing: per role, a
+// slice indexed by the id (the lists are short, or dense in the agents' ids).
+type endpointIndex struct {
+	byRole [4][]int32 // position+1 of (role, id); 0 = absent
+}
+
+func newEndpointIndex(list []Endpoint) endpointIndex {
+	var x endpointIndex
+	for k, e := range list {
+		if int(e.Role) >= len(x.byRole) || e.ID < 0 {
+			continue
+		}
+		r := x.byRole[e.Role]
+		for len(r) <= e.ID {
+			r = append(r, 0)
+		}
+		r[e.ID] = int32(k + 1)
+		x.byRole[e.Role] = r
+	}
+	return x
+}
+
+// of returns the position of e, and whether it is in the list.
+func (x *endpointIndex) of(e Endpoint) (int, bool) {
+	if int(e.Role) >= len(x.byRole) || e.ID < 0 {
+		return 0, false
+	}
+	r := x.byRole[e.Role]
+	if e.ID >= len(r) || r[e.ID] == 0 {
+		return 0, false
+	}
+	return int(r[e.ID]) - 1, true
+}
+
+// base holds what every core shares: its endpoint, inputs, Ready buffer and step bookkeeping.
+type base struct {
+	self Endpoint
+	in   *inputs
+	ob   outbuf
+	T    int
+	done bool
+}
+
+func (b *base) Endpoint() Endpoint           { return b.self }
+func (b *base) Cur() int                     { return b.in.cur }
+func (b *base) Done() bool                   { return b.done }
+func (b *base) Senders() []Endpoint          { return b.in.senders }
+func (b *base) LinkStats() []fault.LinkStats { return b.in.stats }
+func (b *base) Unexpected() uint64           { return b.in.unexpected }
+func (b *base) Ready() *Ready                { return b.ob.ready() }
+func (b *base) beginBase(ep int)             { b.ob.clear(); b.in.begin(ep); b.done = false }
+func (b *base) errEpisode(ep int) error {
+	if ep < 0 {
+		return fmt.Errorf("sim: %s: episode %d is negative", b.self, ep)
+	}
+	return nil
+}
+
+// run completes steps while the inputs are complete: complete(step) does the role's work
+// for the current step (with whatever arrived) and reports whether the episode ended.
+func (b *base) run(complete func() bool) {
+	for !b.done && b.in.complete() {
+		b.finish(complete)
+	}
+}
+
+func (b *base) finish(complete func() bool) {
+	b.ob.rd.Missing += b.in.missing()
+	if complete() {
+		b.done = true
+		return
+	}
+	b.in.advance()
+}
+
+// step is Step for every core: file the delivery, then complete what can be completed.
+func (b *base) step(m *Msg, complete func() bool) error {
+	b.ob.clearIfConsumed()
+	if b.done {
+		b.in.unexpected++
+		return nil
+	}
+	b.in.file(m)
+	b.run(complete)
+	return nil
+}
+
+// tick is Tick for every core.
+func (b *base) tick(t int, complete func() bool) error {
+	b.ob.clearIfConsumed()
+	if b.done || b.in.cur != t {
+		return nil
+	}
+	b.finish(complete)
+	b.run(complete)
+	return nil
+}

@@ -1,0 +1,393 @@
+package sim
+
+import (
+	"fmt"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// The endpoints of a cloud-control run (one plant, one cloud) and of the eavesdropper.
+var (
+	PlantEndpoint        = Endpoint{RolePlant, 0}
+	CloudEndpoint        = Endpoint{RoleCloud, 0}
+	EavesdropperEndpoint = Endpoint{RoleEavesdropper, 0}
+)
+
+// AgentEndpoint is consensus agent i.
+func AgentEndpoint(i int) Endpoint { return Endpoint{RoleAgent, i} }
+
+// PlantCore is the plant as a Core (PlantNode's arithmetic): it releases yhat(t) at the start
+// of step t and completes step t with u(t) from the cloud - or, when u(t) is missing at the
+// step's deadline, with its missing-input rule: hold (the newest u received, by step; zero
+// before the first) or zero. It then applies x(t+1) = A x(t) + B u(t) (eq. 23).
+type PlantCore struct {
+	base
+	node *PlantNode
+	rule scenario.PlantMissing
+	x    []float64
+	yhat []float64
+	u    []float64
+}
+
+// NewPlantCore returns the plant core of a cloud-control plan with run seed seed.
+func NewPlantCore(p *plan.Plan, seed uint64) (*PlantCore, error) {
+	node, err := NewPlantNode(p, seed)
+	if err != nil {
+		return nil, err
+	}
+	c := &PlantCore{node: node, rule: p.Scenario.Faults.Missing.Plant,
+		x: make([]float64, node.Nx()), yhat: make([]float64, node.Ny()), u: make([]float64, node.Nu())}
+	if c.rule == "" {
+		c.rule = scenario.PlantHold
+	}
+	c.base = base{self: PlantEndpoint, T: p.Steps, in: newInputs(PlantEndpoint, []Endpoint{CloudEndpoint}, p.Steps)}
+	return c, nil
+}
+
+// Node returns the plant's arithmetic (its state and noise, for scoring).
+func (c *PlantCore) Node() *PlantNode { return c.node }
+
+// Begin implements Core: x(0) = x0 (nil: the scenario's), noise reseeded, yhat(0) released.
+func (c *PlantCore) Begin(ep int, x0 []float64) error {
+	c.beginBase(ep)
+	if err := c.node.Begin(ep, x0); err != nil {
+		return err
+	}
+	clear(c.u)
+	c.emit()
+	return nil
+}
+
+// emit records x(t), draws the noise and releases yhat(t) = C x(t) + gamma(t).
+func (c *PlantCore) emit() {
+	t := c.node.Step()
+	c.node.Emit(c.yhat)
+	rec := ControlRecord{Episode: c.node.Episode(), Step: t, X: c.ob.mem.copy(c.node.State()), Yhat: c.ob.mem.copy(c.yhat)}
+	c.ob.rd.Control = append(c.ob.rd.Control, rec)
+	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Stream: StreamYhat, Step: t, Values: rec.Yhat})
+}
+
+func (c *PlantCore) complete() bool {
+	switch v := c.in.value(0); {
+	case v != nil:
+		copy(c.u, v)
+	case c.rule == scenario.PlantZero:
+		clear(c.u)
+	default: // hold
+		if l := c.in.latest(0); l != nil {
+			copy(c.u, l)
+		}
+	}
+	c.node.Apply(c.u)
+	if c.node.Step() == c.T {
+		c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.Episode(), Step: c.T, X: c.ob.mem.copy(c.node.State())})
+		return true
+	}
+	c.emit()
+	return false
+}
+
+// Step implements Core.
+func (c *PlantCore) Step(m *Msg) error { return c.step(m, c.complete) }
+
+// Tick implements Core.
+func (c *PlantCore) Tick(t int) error { return c.tick(t, c.complete) }
+
+// CloudCore is the cloud controller as a Core (CloudNode's arithmetic, eq. (24)): it
+// completes step t with yhat(t) - or, when yhat(t) is missing at the deadline, with the
+// observer's own prediction C xhat(t) (the observer then runs open loop for that step) - and
+// releases u(t).
+type CloudCore struct {
+	base
+	node *CloudNode
+	c    *mat.Dense
+	yhat []float64
+	u    []float64
+}
+
+// NewCloudCore returns the cloud core of a cloud-control plan.
+func NewCloudCore(p *plan.Plan) (*CloudCore, error) {
+	node, err := NewCloudNode(p)
+	if err != nil {
+		return nil, err
+	}
+	c := &CloudCore{node: node, c: p.System.C, yhat: make([]float64, node.Ny()), u: make([]float64, node.Nu())}
+	c.base = base{self: CloudEndpoint, T: p.Steps, in: newInputs(CloudEndpoint, []Endpoint{PlantEndpoint}, p.Steps)}
+	return c, nil
+}
+
+// Begin implements Core: xhat(0) = the scenario's xhat0 (the cloud never sees x(0)).
+func (c *CloudCore) Begin(ep int, _ []float64) error {
+	if err := c.errEpisode(ep); err != nil {
+		return err
+	}
+	c.beginBase(ep)
+	c.node.Begin(ep)
+	return nil
+}
+
+func (c *CloudCore) complete() bool {
+	t := c.in.cur
+	if v := c.in.value(0); v != nil {
+		copy(c.yhat, v)
+	} else { // predict: yhat = C xhat(t), zero innovation
+		xh := c.node.Next()
+		r, k := c.c.Dims()
+		for i := 0; i < r; i++ {
+			var s float64
+			for j := 0; j < k; j++ {
+				s += c.c.At(i, j) * xh[j]
+			}
+			c.yhat[i] = s
+		}
+	}
+	c.node.Step(t, c.yhat, c.u)
+	rec := ControlRecord{Episode: c.node.episode, Step: t, U: c.ob.mem.copy(c.u), Xhat: c.ob.mem.copy(c.node.Xhat())}
+	c.ob.rd.Control = append(c.ob.rd.Control, rec)
+	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Stream: StreamU, Step: t, Values: rec.U})
+	return t+1 == c.T
+}
+
+// Step implements Core.
+func (c *CloudCore) Step(m *Msg) error { return c.step(m, c.complete) }
+
+// Tick implements Core.
+func (c *CloudCore) Tick(t int) error { return c.tick(t, c.complete) }
+
+// AgentCore is consensus agent i as a Core (AgentNode's arithmetic, eq. (25)): it releases
+// y_i(t) at the start of step t and completes the step with its neighbours' y_j(t), taken in
+// Neighbors() order. A neighbour's message missing at the deadline is replaced by the rule:
+// reuse-last (the newest y_j received, by step; skip before the first) or skip (the term
+// w_ij (y_j - y_i) is 0 for this step).
+type AgentCore struct {
+	base
+	node  *AgentNode
+	rule  scenario.AgentMissing
+	y     float64
+	buf   []float64
+	state float64
+}
+
+// NewAgentCore returns agent i of a consensus plan with run seed seed.
+func NewAgentCore(p *plan.Plan, seed uint64, i int) (*AgentCore, error) {
+	node, err := NewAgentNode(p, seed, i)
+	if err != nil {
+		return nil, err
+	}
+	nb := node.Neighbors()
+	senders := make([]Endpoint, len(nb))
+	for k, j := range nb {
+		senders[k] = AgentEndpoint(j)
+	}
+	c := &AgentCore{node: node, rule: p.Scenario.Faults.Missing.Agent, buf: make([]float64, len(nb))}
+	if c.rule == "" {
+		c.rule = scenario.AgentReuseLast
+	}
+	self := AgentEndpoint(i)
+	c.base = base{self: self, T: p.Steps, in: newInputs(self, senders, p.Steps)}
+	return c, nil
+}
+
+// Node returns the agent's arithmetic.
+func (c *AgentCore) Node() *AgentNode { return c.node }
+
+// Begin implements Core: x_i(0) from x0 (every agent's initial state, len N; nil: the
+// scenario's), noise reseeded, y_i(0) released.
+func (c *AgentCore) Begin(ep int, x0 []float64) error {
+	c.beginBase(ep)
+	x0i := c.node.X0()
+	if x0 != nil {
+		if c.node.Index() >= len(x0) {
+			return fmt.Errorf("sim: agent %d: x0 has %d values", c.node.Index(), len(x0))
+		}
+		x0i = x0[c.node.Index()]
+	}
+	if err := c.node.Begin(ep, x0i); err != nil {
+		return err
+	}
+	c.emit()
+	return nil
+}
+
+func (c *AgentCore) emit() {
+	t := c.node.Step()
+	x := c.node.State()
+	c.y = c.node.Emit()
+	y := c.ob.mem.take(1)
+	y[0] = c.y
+	c.ob.rd.Agent = append(c.ob.rd.Agent, AgentRecord{Episode: c.node.episode, Step: t, Agent: c.node.Index(), X: x, Y: &y[0]})
+	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Stream: StreamY, Step: t, Values: y})
+}
+
+func (c *AgentCore) complete() bool {
+	for k := range c.buf {
+		switch v := c.in.value(k); {
+		case v != nil:
+			c.buf[k] = v[0]
+		case c.rule == scenario.AgentReuseLast && c.in.latest(k) != nil:
+			c.buf[k] = c.in.latest(k)[0]
+		default: // skip: no contribution this step
+			c.buf[k] = c.y
+		}
+	}
+	_ = c.node.Update(c.y, c.buf) // len(buf) is the degree by construction
+	if c.node.Step() == c.T {
+		c.ob.rd.Agent = append(c.ob.rd.Agent, AgentRecord{Episode: c.node.episode, Step: c.T, Agent: c.node.Index(), X: c.node.State()})
+		return true
+	}
+	c.emit()
+	return false
+}
+
+// Step implements Core.
+func (c *AgentCore) Step(m *Msg) error { return c.step(m, c.complete) }
+
+// Tick implements Core.
+func (c *AgentCore) Tick(t int) error { return c.tick(t, c.complete) }
+
+// EavesdropperCore is the eavesdropper as a Core (EavesdropperNode's estimators): it sees the
+// deliveries addressed to it and, at each step, estimates x(0) from what it received. A
+// missing yhat(t) (or y_i(t)) leaves that output out of the least squares; a missing u(t)
+// is replaced by what the plant's rule would apply (hold the newest u seen, or zero), and a
+// missing y_i(t) in the neighbours' terms by the newest y_i seen (0 before the first). Each
+// record names how many messages the step missed (EveMissing).
+type EavesdropperCore struct {
+	base
+	node      *EavesdropperNode
+	control   bool
+	plantRule scenario.PlantMissing
+	u         []float64
+	y         []float64
+	have      []bool
+	est       []float64
+}
+
+// NewEavesdropperCore returns the eavesdropper core of a plan.
+func NewEavesdropperCore(p *plan.Plan) (*EavesdropperCore, error) {
+	node, err := NewEavesdropperNode(p)
+	if err != nil {
+		return nil, err
+	}
+	c := &EavesdropperCore{node: node, control: node.control != nil, plantRule: p.Scenario.Faults.Missing.Plant,
+		est: make([]float64, node.Dim())}
+	var senders []Endpoint
+	if c.control {
+		senders = []Endpoint{PlantEndpoint, CloudEndpoint}
+		c.u = make([]float64, node.nu)
+	} else {
+		n := p.Graph.N
+		senders = make([]Endpoint, n)
+		for i := range senders {
+			senders[i] = AgentEndpoint(i)
+		}
+		c.y, c.have = make([]float64, n), make([]bool, n)
+	}
+	c.base = base{self: EavesdropperEndpoint, T: p.Steps, in: newInputs(EavesdropperEndpoint, senders, p.Steps)}
+	return c, nil
+}
+
+// Node returns the eavesdropper's estimators.
+func (c *EavesdropperCore) Node() *EavesdropperNode { return c.node }
+
+// Begin implements Core (x0 is never read: the eavesdropper does not know it).
+func (c *EavesdropperCore) Begin(ep int, _ []float64) error {
+	if err := c.errEpisode(ep); err != nil {
+		return err
+	}
+	c.beginBase(ep)
+	c.node.Begin(ep)
+	clear(c.u)
+	return nil
+}
+
+func (c *EavesdropperCore) complete() bool {
+	t := c.in.cur
+	missing := c.in.missing()
+	var err error
+	if c.control {
+		yhat := c.in.value(0)
+		switch v := c.in.value(1); {
+		case v != nil:
+			copy(c.u, v)
+		case c.plantRule == scenario.PlantZero:
+			clear(c.u)
+		default:
+			if l := c.in.latest(1); l != nil {
+				copy(c.u, l)
+			}
+		}
+		err = c.node.observeControl(t, yhat, c.u)
+	} else {
+		for i := range c.y {
+			v := c.in.value(i)
+			c.have[i] = v != nil
+			switch {
+			case v != nil:
+				c.y[i] = v[0]
+			case c.in.latest(i) != nil:
+				c.y[i] = c.in.latest(i)[0]
+			default:
+				c.y[i] = 0
+			}
+		}
+		err = c.node.observeConsensus(t, c.y, c.have)
+	}
+	var est []float64
+	if err == nil && c.node.EstimateX0(c.est) {
+		est = c.ob.mem.copy(c.est)
+	}
+	if c.control {
+		c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.episode, Step: t, EveX0: est, EveMissing: missing})
+	} else {
+		c.ob.rd.Consensus = append(c.ob.rd.Consensus, ConsensusRecord{Episode: c.node.episode, Step: t, EveX0: est, EveMissing: missing})
+	}
+	return t+1 == c.T
+}
+
+// Step implements Core.
+func (c *EavesdropperCore) Step(m *Msg) error { return c.step(m, c.complete) }
+
+// Tick implements Core.
+func (c *EavesdropperCore) Tick(t int) error { return c.tick(t, c.complete) }
+
+// NewCores returns every core of a plan's run: plant, cloud and eavesdropper (cloud
+// control), or every agent and the eavesdropper (consensus).
+func NewCores(p *plan.Plan, seed uint64) ([]Core, error) {
+	if p == nil || p.Scenario == nil {
+		return nil, fmt.Errorf("sim: cores: plan is nil")
+	}
+	var out []Core
+	switch p.Scenario.Kind {
+	case scenario.CloudControl:
+		pc, err := NewPlantCore(p, seed)
+		if err != nil {
+			return nil, err
+		}
+		cc, err := NewCloudCore(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pc, cc)
+	case scenario.Consensus:
+		if err := needConsensus(p, "agents"); err != nil {
+			return nil, err
+		}
+		for i := 0; i < p.Graph.N; i++ {
+			a, err := NewAgentCore(p, seed, i)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, a)
+		}
+	default:
+		return nil, fmt.Errorf("sim: cores: unknown scenario kind %q", p.Scenario.Kind)
+	}
+	ec, err := NewEavesdropperCore(p)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, ec), nil
+}

@@ -1,0 +1,264 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrIdle is returned by Transport.Recv when no delivery is pending and the deadline passed
+// (or, with a zero deadline, at once): the driver then ticks the cores that still wait.
+var ErrIdle = errors.New("sim: no delivery before the deadline")
+
+// Transport moves a driver's messages: the in-memory Network, or a NATS adapter.
+type Transport interface {
+	// Send releases an output of a hosted core (the transport applies the link faults).
+	Send(o *Out) error
+	// Recv returns the next delivery for the hosted cores, waiting at most until deadline
+	// (zero: do not wait); ErrIdle (wrapped or not) when none came. The *Msg is valid until
+	// the next Recv.
+	Recv(deadline time.Time) (*Msg, error)
+}
+
+// Pacer gives a driver its clock. Nil (the in-memory lockstep network) means logical time:
+// outputs go out at once and a step's deadline is when no delivery is pending.
+type Pacer interface {
+	// ReleaseAt returns when an output may be released (the zero time: at once).
+	ReleaseAt(o *Out) time.Time
+	// Deadline returns the deadline of step t of core c, which has waited on it since since.
+	Deadline(c Core, t int, since time.Time) time.Time
+	// Now reads the clock.
+	Now() time.Time
+	// Released records that o went out at time at (for jitter statistics).
+	Released(o *Out, at time.Time)
+}
+
+// Driver is the one step loop of dpsim: it runs a set of hosted cores for an episode over a
+// transport - every core of a run over the in-memory Network (fast engine, auditor, tests),
+// or the cores of one process over NATS - delivering each message to the cores that expect
+// its sender, feeding each core's Ready to the transport and to the record sink, and ticking a
+// core whose step deadline passed. No other loop sequences the roles.
+type Driver struct {
+	cores []Core
+	route [4][][]int // [role][id]: the hosted cores that expect the sender
+	tr    Transport
+	pace  Pacer
+	sink  func(c Core, rd *Ready) error
+	since []time.Time
+	held  []heldOut
+	mem   arena
+	// forced counts the steps a core completed by a deadline (Tick) rather than by its
+	// deliveries: in lockstep over NATS a timeout, in realtime a missed deadline.
+	forced int
+}
+
+// Forced returns how many steps cores completed by a deadline since the driver was made.
+func (d *Driver) Forced() int { return d.forced }
+
+type heldOut struct {
+	at time.Time
+	o  Out
+}
+
+// NewDriver returns a driver of cores over tr. pace may be nil (logical time); sink, if not
+// nil, receives every core's Ready (records and missing-input counts) after each call.
+func NewDriver(cores []Core, tr Transport, pace Pacer, sink func(c Core, rd *Ready) error) *Driver {
+	d := &Driver{cores: cores, tr: tr, pace: pace, sink: sink, since: make([]time.Time, len(cores))}
+	for k, c := range cores {
+		for _, s := range c.Senders() {
+			if int(s.Role) >= len(d.route) || s.ID < 0 {
+				continue
+			}
+			r := d.route[s.Role]
+			for len(r) <= s.ID {
+				r = append(r, nil)
+			}
+			r[s.ID] = append(r[s.ID], k)
+			d.route[s.Role] = r
+		}
+	}
+	return d
+}
+
+// Cores returns the hosted cores.
+func (d *Driver) Cores() []Core { return d.cores }
+
+// flush hands core k's Ready to the transport and the sink.
+func (d *Driver) flush(k int) error {
+	c := d.cores[k]
+	rd := c.Ready()
+	for i := range rd.Out {
+		o := &rd.Out[i]
+		if d.pace != nil {
+			if at := d.pace.ReleaseAt(o); at.After(d.pace.Now()) {
+				d.held = append(d.held, heldOut{at: at, o: Out{From: o.From, Stream: o.Stream, Step: o.Step, Values: d.mem.copy(o.Values)}})
+				continue
+			}
+			d.pace.Released(o, d.pace.Now())
+		}
+		if err := d.tr.Send(o); err != nil {
+			return fmt.Errorf("%s: send %s(%d): %w", c.Endpoint(), o.Stream, o.Step, err)
+		}
+	}
+	if d.sink != nil {
+		if err := d.sink(c, rd); err != nil {
+			return err
+		}
+	}
+	if d.pace != nil {
+		d.since[k] = d.pace.Now()
+	}
+	return nil
+}
+
+// releaseDue sends the held outputs whose time came.
+func (d *Driver) releaseDue() error {
+	if len(d.held) == 0 {
+		return nil
+	}
+	now := d.pace.Now()
+	keep := d.held[:0]
+	for i := range d.held {
+		h := &d.held[i]
+		if h.at.After(now) {
+			keep = append(keep, *h)
+			continue
+		}
+		d.pace.Released(&h.o, now)
+		if err := d.tr.Send(&h.o); err != nil {
+			return fmt.Errorf("%s: send %s(%d): %w", h.o.From, h.o.Stream, h.o.Step, err)
+		}
+	}
+	d.held = keep
+	if len(d.held) == 0 {
+		d.mem.reset()
+	}
+	return nil
+}
+
+// deadline is the earliest of the held releases and the waiting cores' step deadlines.
+func (d *Driver) deadline() time.Time {
+	if d.pace == nil {
+		return time.Time{}
+	}
+	var dl time.Time
+	for k, c := range d.cores {
+		if c.Done() {
+			continue
+		}
+		if t := d.pace.Deadline(c, c.Cur(), d.since[k]); dl.IsZero() || t.Before(dl) {
+			dl = t
+		}
+	}
+	for _, h := range d.held {
+		if dl.IsZero() || h.at.Before(dl) {
+			dl = h.at
+		}
+	}
+	return dl
+}
+
+// Episode runs episode ep on every hosted core from the explicit initial state x0 (nil: the
+// scenario's) until all are done. stop, if not nil, is polled between deliveries: a non-nil
+// error ends the episode early and is returned.
+func (d *Driver) Episode(ep int, x0 []float64, stop func() error) error {
+	d.held, d.mem.buf = d.held[:0], d.mem.buf[:0]
+	for k, c := range d.cores {
+		if err := c.Begin(ep, x0); err != nil {
+			return err
+		}
+		if d.pace != nil {
+			d.since[k] = d.pace.Now()
+		}
+		if err := d.flush(k); err != nil {
+			return err
+		}
+	}
+	for {
+		if d.pace != nil {
+			if err := d.releaseDue(); err != nil {
+				return err
+			}
+		}
+		if d.allDone() {
+			return nil
+		}
+		if stop != nil {
+			if err := stop(); err != nil {
+				return err
+			}
+		}
+		m, err := d.tr.Recv(d.deadline())
+		if err != nil {
+			if !errors.Is(err, ErrIdle) {
+				return err
+			}
+			if err := d.tickDue(); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := d.deliver(m); err != nil {
+			return err
+		}
+	}
+}
+
+func (d *Driver) allDone() bool {
+	for _, c := range d.cores {
+		if !c.Done() {
+			return false
+		}
+	}
+	return len(d.held) == 0
+}
+
+// deliver steps every hosted core the message is for.
+func (d *Driver) deliver(m *Msg) error {
+	var targets []int
+	if int(m.From.Role) < len(d.route) && m.From.ID >= 0 && m.From.ID < len(d.route[m.From.Role]) {
+		targets = d.route[m.From.Role][m.From.ID]
+	}
+	if len(targets) == 0 {
+		return nil // nobody here expects the sender (the transport counts such traffic)
+	}
+	for _, k := range targets {
+		c := d.cores[k]
+		if !m.ToAll && m.To != c.Endpoint() {
+			continue
+		}
+		if err := c.Step(m); err != nil {
+			return err
+		}
+		if err := d.flush(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tickDue ticks the cores whose step deadline passed (logical time: every waiting core).
+func (d *Driver) tickDue() error {
+	var now time.Time
+	if d.pace != nil {
+		now = d.pace.Now()
+	}
+	for k, c := range d.cores {
+		if c.Done() {
+			continue
+		}
+		if d.pace != nil && d.pace.Deadline(c, c.Cur(), d.since[k]).After(now) {
+			continue
+		}
+		if d.pace != nil {
+			d.forced++
+		}
+		if err := c.Tick(c.Cur()); err != nil {
+			return err
+		}
+		if err := d.flush(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

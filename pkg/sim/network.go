@@ -1,0 +1,224 @@
+package sim
+
+import (
+	"slices"
+	"time"
+
+	"github.com/dpsim/dpsim/pkg/fault"
+	"github.com/dpsim/dpsim/pkg/plan"
+)
+
+// Network is the in-memory transport of a whole run: every core's output goes through its
+// publisher's fault.Outbox (the same injector the NATS publishers use) into one FIFO queue of
+// deliveries. Run by a Driver without a Pacer it is lockstep in logical time: deterministic,
+// allocation-free in the steady state, and - the faults being pure functions of the seed -
+// bit-identical to a lockstep NATS run of the same scenario and seed.
+type Network struct {
+	pubs  [4][]*netPub // [role][id]: each publisher's outbox and subscribers
+	all   []*netPub
+	ep    int
+	queue []Msg
+	head  int
+	mem   arena
+	cur   Msg
+	// the release in progress (emit's context; a method value made once, so Send does not
+	// allocate)
+	from Endpoint
+	to   []Endpoint
+	emit func(*fault.Delivery)
+}
+
+// netPub is one publisher of the network: its outbox and subscribers (in outbox order).
+type netPub struct {
+	ob   *fault.Outbox
+	subs []Endpoint
+}
+
+// streamOf is the data stream each role publishes.
+func streamOf(r Role) string {
+	switch r {
+	case RolePlant:
+		return StreamYhat
+	case RoleCloud:
+		return StreamU
+	case RoleAgent:
+		return StreamY
+	}
+	return ""
+}
+
+// DataSubject is a publisher's data subject below dpsim.<run>. ("plant.0.yhat"): what
+// subject rules of faults.links match.
+func DataSubject(from Endpoint) string { return from.String() + "." + streamOf(from.Role) }
+
+// NewNetwork connects cores: every publisher reaches the cores that expect it, through the
+// links of inj (nil: no faults).
+func NewNetwork(cores []Core, inj *fault.Injector) *Network {
+	n := &Network{}
+	n.emit = n.deliver
+	subs := map[Endpoint][]Endpoint{}
+	var order []Endpoint
+	for _, c := range cores {
+		for _, s := range c.Senders() {
+			if _, ok := subs[s]; !ok {
+				order = append(order, s)
+			}
+			subs[s] = append(subs[s], c.Endpoint())
+		}
+	}
+	for _, from := range order {
+		if int(from.Role) >= len(n.pubs) || from.ID < 0 {
+			continue
+		}
+		np := &netPub{ob: NewPublisherOutbox(inj, from, subs[from]), subs: subs[from]}
+		r := n.pubs[from.Role]
+		for len(r) <= from.ID {
+			r = append(r, nil)
+		}
+		r[from.ID] = np
+		n.pubs[from.Role] = r
+		n.all = append(n.all, np)
+	}
+	return n
+}
+
+// NewPublisherOutbox returns the outbox of publisher from towards subscribers subs (in that
+// order): the one construction of a publisher's links, for the in-memory network and the
+// NATS publishers alike.
+func NewPublisherOutbox(inj *fault.Injector, from Endpoint, subs []Endpoint) *fault.Outbox {
+	links := make([]*fault.Link, len(subs))
+	for i, s := range subs {
+		links[i] = inj.Link(from.String(), s.String(), DataSubject(from))
+	}
+	return fault.NewOutbox(links)
+}
+
+// Begin starts episode ep: the queue is emptied and the outboxes begin the episode.
+func (n *Network) Begin(ep int) {
+	n.ep = ep
+	n.queue, n.head = n.queue[:0], 0
+	n.mem.reset()
+	for _, np := range n.all {
+		np.ob.Begin(ep)
+	}
+}
+
+// End ends the episode: copies still held by the links expire (counted).
+func (n *Network) End() {
+	for _, np := range n.all {
+		np.ob.End()
+	}
+}
+
+// Send implements Transport.
+func (n *Network) Send(o *Out) error {
+	var np *netPub
+	if int(o.From.Role) < len(n.pubs) && o.From.ID >= 0 && o.From.ID < len(n.pubs[o.From.Role]) {
+		np = n.pubs[o.From.Role][o.From.ID]
+	}
+	if np == nil {
+		return nil // nobody subscribes (a lone agent in a graph without edges)
+	}
+	n.from, n.to = o.From, np.subs
+	np.ob.Release(o.Step, o.Values, n.emit)
+	return nil
+}
+
+// deliver queues one delivery of the release in progress.
+func (n *Network) deliver(d *fault.Delivery) {
+	m := Msg{From: n.from, Episode: n.ep, Step: d.Step, At: d.At, Gap: d.Gap, More: d.More}
+	if d.To == fault.Broadcast {
+		m.ToAll = true
+	} else {
+		m.To = n.to[d.To]
+	}
+	if !d.Gap {
+		m.Values = n.mem.copy(d.Values)
+	}
+	n.queue = append(n.queue, m)
+}
+
+// Recv implements Transport: the oldest queued delivery, or ErrIdle (logical time: the queue is
+// empty, so every step a core still waits on has reached its deadline).
+func (n *Network) Recv(time.Time) (*Msg, error) {
+	if n.head == len(n.queue) {
+		n.queue, n.head = n.queue[:0], 0
+		n.mem.reset()
+		return nil, ErrIdle
+	}
+	n.cur = n.queue[n.head]
+	n.head++
+	return &n.cur, nil
+}
+
+// LinkStats returns the injector's counters of every link (sorted by link name), merged with
+// the receive-side counters of cores.
+func (n *Network) LinkStats(cores []Core) []fault.LinkStats {
+	return MergeLinkStats(n.injectorStats(), coreStats(cores))
+}
+
+func (n *Network) injectorStats() []fault.LinkStats {
+	var out []fault.LinkStats
+	for _, np := range n.all {
+		out = append(out, np.ob.Stats()...)
+	}
+	return out
+}
+
+func coreStats(cores []Core) []fault.LinkStats {
+	var out []fault.LinkStats
+	for _, c := range cores {
+		out = append(out, c.LinkStats()...)
+	}
+	return out
+}
+
+// MergeLinkStats adds up counters of the same link from any number of lists (the injector's
+// side and the receivers' side, several processes), sorted by link name.
+func MergeLinkStats(lists ...[]fault.LinkStats) []fault.LinkStats {
+	byName := map[string]*fault.LinkStats{}
+	for _, l := range lists {
+		for i := range l {
+			s := byName[l[i].Link]
+			if s == nil {
+				s = &fault.LinkStats{Link: l[i].Link}
+				byName[l[i].Link] = s
+			}
+			s.Add(&l[i])
+		}
+	}
+	out := make([]fault.LinkStats, 0, len(byName))
+	for _, s := range byName {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b fault.LinkStats) int {
+		switch {
+		case a.Link < b.Link:
+			return -1
+		case a.Link > b.Link:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Subscribers lists, in the order the in-memory Network uses, the endpoints that receive
+// publisher from's stream: plant.0 -> cloud.0, eavesdropper.0; cloud.0 -> plant.0,
+// eavesdropper.0; agent i -> its neighbours (ascending; the graph is undirected), then
+// eavesdropper.0.
+func Subscribers(p *plan.Plan, from Endpoint) []Endpoint {
+	switch from.Role {
+	case RolePlant:
+		return []Endpoint{CloudEndpoint, EavesdropperEndpoint}
+	case RoleCloud:
+		return []Endpoint{PlantEndpoint, EavesdropperEndpoint}
+	case RoleAgent:
+		var out []Endpoint
+		for _, e := range p.Graph.Neighbors(from.ID) {
+			out = append(out, AgentEndpoint(e.J))
+		}
+		return append(out, EavesdropperEndpoint)
+	}
+	return nil
+}
