@@ -2,18 +2,27 @@
 //
 // # Roles
 //
-// Each role is a deterministic value with step functions: no I/O, no goroutines, no allocation per
-// step. The same cores run inside the NATS processes (cmd/plant, cmd/cloud, cmd/agent,
-// cmd/eavesdropper) and inside RunFast, so there is one implementation of every algorithm.
+// Each role's arithmetic is a deterministic value with step functions (no I/O, no goroutines, no
+// allocation per step), wrapped in a Core: a message-driven state machine in the manner of etcd
+// raft's Step/Ready. Messages and deadlines go in (Core.Step, Core.Tick), messages to release
+// and partial records come out (Core.Ready). The same cores run inside the NATS processes
+// (cmd/plant, cmd/cloud, cmd/agent, cmd/eavesdropper) and inside RunFast and the auditor's Loop,
+// so there is one implementation of every algorithm.
 //
-//   - PlantNode (cloud control, Section 5, eq. (23)): the true state x(t); publishes
+//   - PlantCore (cloud control, Section 5, eq. (23)): the true state x(t); releases
 //     yhat(t) = C x(t) + gamma(t), the noise injected at its edge (Theorem 3); applies u(t).
-//   - CloudNode: the observer-based tracking controller of eq. (24); sees only yhat.
-//   - AgentNode i (consensus, Section 6, eq. (25)): publishes y_i(t) = x_i(t) + gamma_i(t) and
+//     u(t) missing at the step's deadline: hold (the newest u received) or zero
+//     (faults.missing.plant).
+//   - CloudCore: the observer-based tracking controller of eq. (24); sees only yhat. yhat(t)
+//     missing: the prediction C xhat(t) (the observer runs open loop for the step).
+//   - AgentCore i (consensus, Section 6, eq. (25)): releases y_i(t) = x_i(t) + gamma_i(t) and
 //     updates x_i(t+1) = x_i(t) + sum_j w_ij (y_j(t) - y_i(t)) from its neighbours' messages, taken
-//     in ascending neighbour index (dynamics.Graph.Neighbors order; AgentNode.Neighbors).
-//   - EavesdropperNode: sees only the transcript (yhat and u; or every y) and estimates x(0) by least
-//     squares on the affine manifold (pkg/estimate). It never sees the truth.
+//     in ascending neighbour index (dynamics.Graph.Neighbors order). y_j(t) missing: reuse-last
+//     (the newest y_j received) or skip (the term is 0 this step) (faults.missing.agent).
+//   - EavesdropperCore: sees only the deliveries addressed to it and estimates x(0) by least
+//     squares on the affine manifold (pkg/estimate) from what it received: a missing output is
+//     left out, a missing u(t) replaced by what the plant's rule applies; each record names the
+//     messages it missed (EveMissing). It never sees the truth.
 //
 // # Random streams (contract)
 //
@@ -22,33 +31,24 @@
 //	plant:    rng.New(seed, rng.Label("plant"), 0, uint64(e))
 //	agent i:  rng.New(seed, rng.Label("agent"), uint64(i), uint64(e))
 //
-// reseeded by Begin. Nothing else in this package draws random numbers. A NATS process and RunFast
-// given the same (plan, seed, episode) therefore produce bit-identical values.
+// reseeded by Begin, and the fate of every message on a faulty link from the counter stream of
+// (seed, rule, link, e, t) (pkg/fault). Nothing else draws random numbers. A NATS process and
+// RunFast given the same (plan, seed, episode) therefore produce bit-identical values.
 //
-// # Step order (contract: the NATS engine reproduces it exactly)
+// # Step order (contract: it follows from the cores, not from a loop)
 //
-// Cloud control, for t = 0..T-1 after PlantNode.Begin(e, x0), CloudNode.Begin(e),
-// EavesdropperNode.Begin(e):
-//
-//  1. plant.Emit(yhat): yhat(t) = C x(t) + gamma(t)
-//  2. eavesdropper.ObserveYhat(t, yhat)
-//  3. cloud.Step(t, yhat, u): u(t) = -K (xhat(t) - x_r(t)), then xhat(t+1)
-//  4. eavesdropper.ObserveU(t, u) (2 and 4 may arrive in either order; the step completes on both)
-//  5. record: X = x(t), Ref = x_r(t), Yhat, U, Xhat = xhat(t), EveX0 = estimate from yhat(0..t)
-//  6. plant.Apply(u): x(t+1) = A x(t) + B u(t)
-//
-// then a terminal record with X = x(T).
-//
-// Consensus, for t = 0..T-1 after every AgentNode.Begin(e, x_i(0)) and EavesdropperNode.Begin(e):
-//
-//  1. every agent i: record x_i(t), then y_i = Emit()
-//  2. eavesdropper.ObserveConsensus(t, y)
-//  3. record: X = x(t), Y = y(t), EveX0 = estimate from y(0..t)
-//  4. every agent i: Update(y_i, [y_j for j in Neighbors()])
-//
-// then a terminal record with X = x(T). Each agent's arithmetic depends only on its own state and
-// the step-t messages, so agents may update in any order or in different processes.
-//
+// No loop sequences the roles. A core completes step t when it has, from every sender it
+// expects, the last delivery for step t (on time, or a lockstep gap notice: see pkg/fault), or
+// when Tick(t) says the step's deadline passed; then it does its work and releases its next
+// message. One Driver runs a set of cores over a Transport: the in-memory Network (every core
+// of a run; logical time, deterministic) or a NATS process's adapter (its own cores; wall-clock
+// deadlines from a Pacer). Cloud control, step t: the plant releases yhat(t); the cloud,
+// having yhat(t), releases u(t); the plant, having u(t), applies it and releases yhat(t+1);
+// the eavesdropper completes t when it has yhat(t) and u(t). Consensus, step t: every agent
+// releases y_i(t); agent i, having its neighbours' y_j(t), updates and releases y_i(t+1).
+// Each core's arithmetic depends only on its own state and the deliveries of the step, never on
+// their arrival order, so cores may run in any order or in different processes.
+
 // # Records and results
 //
 // ControlRecord / ConsensusRecord are the per-step trace model, written as JSON lines by

@@ -47,6 +47,11 @@ type Driver struct {
 	since []time.Time
 	held  []heldOut
 	mem   arena
+	// now is the clock read once per delivery (Pacer only); dl the cached earliest deadline
+	// (zero: recompute). Deadlines only move later as cores progress, so a stale cache wakes
+	// the loop early, never late: tickDue then checks each core's own deadline.
+	now time.Time
+	dl  time.Time
 	// forced counts the steps a core completed by a deadline (Tick) rather than by its
 	// deliveries: in lockstep over NATS a timeout, in realtime a missed deadline.
 	forced int
@@ -90,11 +95,14 @@ func (d *Driver) flush(k int) error {
 	for i := range rd.Out {
 		o := &rd.Out[i]
 		if d.pace != nil {
-			if at := d.pace.ReleaseAt(o); at.After(d.pace.Now()) {
+			if at := d.pace.ReleaseAt(o); at.After(d.now) {
 				d.held = append(d.held, heldOut{at: at, o: Out{From: o.From, Stream: o.Stream, Step: o.Step, Values: d.mem.copy(o.Values)}})
+				if d.dl.IsZero() || at.Before(d.dl) {
+					d.dl = at
+				}
 				continue
 			}
-			d.pace.Released(o, d.pace.Now())
+			d.pace.Released(o, d.now)
 		}
 		if err := d.tr.Send(o); err != nil {
 			return fmt.Errorf("%s: send %s(%d): %w", c.Endpoint(), o.Stream, o.Step, err)
@@ -106,7 +114,7 @@ func (d *Driver) flush(k int) error {
 		}
 	}
 	if d.pace != nil {
-		d.since[k] = d.pace.Now()
+		d.since[k] = d.now
 	}
 	return nil
 }
@@ -116,7 +124,7 @@ func (d *Driver) releaseDue() error {
 	if len(d.held) == 0 {
 		return nil
 	}
-	now := d.pace.Now()
+	now := d.now
 	keep := d.held[:0]
 	for i := range d.held {
 		h := &d.held[i]
@@ -141,6 +149,9 @@ func (d *Driver) deadline() time.Time {
 	if d.pace == nil {
 		return time.Time{}
 	}
+	if !d.dl.IsZero() && d.dl.After(d.now) {
+		return d.dl
+	}
 	var dl time.Time
 	for k, c := range d.cores {
 		if c.Done() {
@@ -155,6 +166,7 @@ func (d *Driver) deadline() time.Time {
 			dl = h.at
 		}
 	}
+	d.dl = dl
 	return dl
 }
 
@@ -163,12 +175,16 @@ func (d *Driver) deadline() time.Time {
 // error ends the episode early and is returned.
 func (d *Driver) Episode(ep int, x0 []float64, stop func() error) error {
 	d.held, d.mem.buf = d.held[:0], d.mem.buf[:0]
+	d.dl = time.Time{}
+	if d.pace != nil {
+		d.now = d.pace.Now()
+	}
 	for k, c := range d.cores {
 		if err := c.Begin(ep, x0); err != nil {
 			return err
 		}
 		if d.pace != nil {
-			d.since[k] = d.pace.Now()
+			d.since[k] = d.now
 		}
 		if err := d.flush(k); err != nil {
 			return err
@@ -189,6 +205,9 @@ func (d *Driver) Episode(ep int, x0 []float64, stop func() error) error {
 			}
 		}
 		m, err := d.tr.Recv(d.deadline())
+		if d.pace != nil {
+			d.now = d.pace.Now()
+		}
 		if err != nil {
 			if !errors.Is(err, ErrIdle) {
 				return err
@@ -239,10 +258,8 @@ func (d *Driver) deliver(m *Msg) error {
 
 // tickDue ticks the cores whose step deadline passed (logical time: every waiting core).
 func (d *Driver) tickDue() error {
-	var now time.Time
-	if d.pace != nil {
-		now = d.pace.Now()
-	}
+	now := d.now
+	d.dl = time.Time{} // recompute after the ticks
 	for k, c := range d.cores {
 		if c.Done() {
 			continue

@@ -118,6 +118,13 @@ type ConsensusMetrics struct {
 	// SumRelDevMax is max over runs and t of |sum_i x_i(t) - sum_i x_i(0)| / scale, scale =
 	// max(|sum_i x_i(0)|, max_i |x_i(0)|) (1 if that is 0): eq. (25) preserves the sum exactly.
 	SumRelDevMax float64 `json:"sum_rel_dev_max"`
+	// FinalSumDrift is sum_i x_i(T) - sum_i x_i(0) per run. Eq. (25) keeps it at 0 (to
+	// rounding) when every agent hears every neighbour; a lost message breaks the symmetry of
+	// the exchange (i uses a stand-in for y_j while j used y_i), and the network sum drifts.
+	FinalSumDrift Stat `json:"final_sum_drift"`
+	// FinalSumAbsDrift is |sum_i x_i(T) - sum_i x_i(0)| per run (its mean is the typical size
+	// of the drift whatever its sign).
+	FinalSumAbsDrift Stat `json:"final_sum_abs_drift"`
 	// EveSqError is the eavesdropper's ||x0_hat(t) - x(0)||^2 for t = 0..T-1.
 	EveSqError Series `json:"eve_sq_error"`
 }
@@ -230,11 +237,12 @@ type sums struct {
 	err, sq, eve, xstar moments
 	absMax              []float64 // control: |err_i(T)| max per component
 	sumDev              float64
+	drift               moments // consensus: [sum x(T) - sum x(0), |...|]
 }
 
 func (s sums) clone() sums {
 	return sums{runs: s.runs, err: s.err.clone(), sq: s.sq.clone(), eve: s.eve.clone(), xstar: s.xstar.clone(),
-		absMax: slices.Clone(s.absMax), sumDev: s.sumDev}
+		absMax: slices.Clone(s.absMax), sumDev: s.sumDev, drift: s.drift.clone()}
 }
 
 // NewAccumulator returns an empty accumulator for the plan's scenario point; seed is recorded in
@@ -280,7 +288,8 @@ func NewAccumulator(p *plan.Plan, seed uint64) (*Accumulator, error) {
 		// Proposition 1: lim E||x(t) - 1 x*||^2 <= sum_i Var(gamma_i) = sum sigma_i^2 (Gaussian),
 		// 2 sum b_i^2 (Laplace); every agent has the plan's scale.
 		a.bound = float64(a.dim) * p.NoiseVariance()
-		a.sums = sums{err: newMoments((T + 1) * a.dim), sq: newMoments(T + 1), eve: newMoments(T), xstar: newMoments(1)}
+		a.sums = sums{err: newMoments((T + 1) * a.dim), sq: newMoments(T + 1), eve: newMoments(T), xstar: newMoments(1),
+			drift: newMoments(2)}
 	default:
 		return nil, fmt.Errorf("sim: accumulator: scenario %s: unknown kind %q", s.Name, s.Kind)
 	}
@@ -491,6 +500,10 @@ func (a *Accumulator) fold(s *sums, e *episodeAcc) {
 			}
 			s.sq.add(t, sq)
 			s.sumDev = math.Max(s.sumDev, math.Abs(sum-sum0)/scale)
+			if t == T {
+				s.drift.add(0, sum-sum0)
+				s.drift.add(1, math.Abs(sum-sum0))
+			}
 		}
 	}
 	for t := 0; t < T; t++ {
@@ -558,6 +571,7 @@ func (a *Accumulator) results() *Results {
 			Agents: d, Alpha: a.alpha, XStar: s.xstar.stat(0), SqDeviation: s.sq.series(0, 1, T+1),
 			FinalSqDeviation: s.sq.stat(T), Prop1Bound: a.bound,
 			OffsetLimit: float64(d-1) * a.res.NoiseVariance, SumRelDevMax: s.sumDev,
+			FinalSumDrift: s.drift.stat(0), FinalSumAbsDrift: s.drift.stat(1),
 			EveSqError: s.eve.series(0, 1, T),
 		}
 		for i := 0; i < d; i++ {
@@ -591,6 +605,7 @@ func clampNonnegative(r *Results) {
 	if c := r.Consensus; c != nil {
 		clampSeries(&c.SqDeviation)
 		clampStat(&c.FinalSqDeviation)
+		clampStat(&c.FinalSumAbsDrift)
 		clampSeries(&c.EveSqError)
 	}
 }

@@ -91,6 +91,9 @@ type Options struct {
 	ChildProcs       int
 	JSON             bool
 	Progress         bool
+	// MaxMissedFraction fails a run in which more than this fraction of the processes' steps
+	// completed without all their messages by the deadline (1: never fail, only degrade).
+	MaxMissedFraction float64
 }
 
 func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
@@ -114,6 +117,7 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	fs.IntVar(&o.ChildProcs, "child-gomaxprocs", 1, "GOMAXPROCS of every role process (0 = Go's default: one thread per core); 1 is fastest for the lockstep loops")
 	fs.BoolVar(&o.JSON, "json", false, "print summary.json on stdout instead of the short table")
 	fs.BoolVar(&o.Progress, "progress", true, "show a progress bar (only when stderr is a terminal)")
+	fs.Float64Var(&o.MaxMissedFraction, "max-missed-fraction", 1, "fail the run (exit 1) when more than this fraction of the processes' steps went on without all their messages at the deadline (realtime: a missed tick; lockstep: a --timeout); below it such a run ends with status degraded, exit 0")
 	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/cloud-vehicle.yaml")
 	if err != nil {
 		return nil, err
@@ -147,6 +151,9 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	}
 	if o.AgentsPerProcess < 1 {
 		return nil, cli.UsageError("--agents-per-process %d: want >= 1", o.AgentsPerProcess)
+	}
+	if !(o.MaxMissedFraction >= 0 && o.MaxMissedFraction <= 1) {
+		return nil, cli.UsageError("--max-missed-fraction %v: want a fraction in [0, 1]", o.MaxMissedFraction)
 	}
 	if o.ChildProcs < 0 {
 		return nil, cli.UsageError("--child-gomaxprocs %d: want >= 0", o.ChildProcs)
@@ -203,7 +210,12 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	}
 	runErr := l.runAll(ctx)
 	l.sum.ElapsedSec = time.Since(l.started).Seconds()
+	if runErr == nil {
+		runErr = l.degradation()
+	}
 	switch {
+	case runErr == nil && len(l.sum.Degraded) > 0:
+		l.sum.Status = "degraded"
 	case runErr == nil:
 		l.sum.Status = "ok"
 	case errors.Is(runErr, ErrInterrupted) || ctx.Err() != nil:
@@ -233,6 +245,39 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 		l.printTable(stdout)
 	}
 	return runErr
+}
+
+// degradation names what went wrong without failing the run - steps the processes completed
+// without all their messages at the deadline (realtime: missed ticks; lockstep: timeouts) -
+// in summary.json "degraded", and fails the run when they exceed --max-missed-fraction.
+// Faults the scenario injects on purpose (faults.links) are the experiment, not a
+// degradation: they are counted per link in the metrics.
+func (l *launcher) degradation() error {
+	var coreSteps int
+	for _, p := range l.sum.Processes {
+		cores := 1
+		if len(p.Agents) == 2 {
+			cores = p.Agents[1] - p.Agents[0] + 1
+		}
+		coreSteps += cores * p.Steps
+	}
+	missed := l.sum.Timing.Missed
+	if missed == 0 {
+		return nil
+	}
+	frac := float64(missed) / float64(max(coreSteps, 1))
+	what := "missed their realtime deadline"
+	if l.sum.Mode != bus.Realtime.String() {
+		what = "timed out (--timeout)"
+	}
+	msg := fmt.Sprintf("%d of %d process steps (%.3g%%) %s and went on without all their messages (the missing-input rules applied)",
+		missed, coreSteps, 100*frac, what)
+	l.sum.Degraded = append(l.sum.Degraded, msg)
+	l.sum.MissedFraction = frac
+	if frac > l.o.MaxMissedFraction {
+		return fmt.Errorf("%s: more than --max-missed-fraction %v", msg, l.o.MaxMissedFraction)
+	}
+	return nil
 }
 
 // prepare validates the scenario and every point, and fixes the seed, runs, mode and dirs.

@@ -29,8 +29,12 @@ type Summary struct {
 	RunID        string   `json:"run_id"`
 	Started      string   `json:"started"`
 	ElapsedSec   float64  `json:"elapsed_seconds"`
-	Status       string   `json:"status"` // ok, failed or interrupted
+	Status       string   `json:"status"` // ok, degraded, failed or interrupted
 	Error        string   `json:"error,omitempty"`
+	// Degraded names what made a completed run "degraded" (with the counts); MissedFraction is
+	// the fraction of the processes' steps that went on without all their messages.
+	Degraded       []string `json:"degraded,omitempty"`
+	MissedFraction float64  `json:"missed_fraction"`
 	Warnings     []string `json:"warnings,omitempty"`
 
 	// Processes is every role process of every point: {role, id, pid} and what it reported.
