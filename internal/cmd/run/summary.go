@@ -16,26 +16,26 @@ type Summary struct {
 	Seed         uint64 `json:"seed"`
 	// SeedString is Seed in decimal: JSON readers that parse numbers as doubles (JavaScript,
 	// jq) round a seed above 2^53, and a drawn seed usually is.
-	SeedString   string   `json:"seed_string"`
-	SeedSource   string   `json:"seed_source"` // flag, scenario or crypto (drawn: recorded here)
-	Runs         int      `json:"runs"`        // episodes asked for, per point
-	Steps        int      `json:"steps"`
-	Engine       string   `json:"engine"` // nats or fast
-	Mode         string   `json:"mode"`   // lockstep or realtime (fast: the engine does not pace)
-	PeriodNS     int64    `json:"period_ns,omitempty"`
-	Encoding     string   `json:"encoding,omitempty"`
-	NATSURL      string   `json:"nats_url"`
-	NATSEmbedded bool     `json:"nats_embedded"`
-	RunID        string   `json:"run_id"`
-	Started      string   `json:"started"`
-	ElapsedSec   float64  `json:"elapsed_seconds"`
-	Status       string   `json:"status"` // ok, degraded, failed or interrupted
-	Error        string   `json:"error,omitempty"`
+	SeedString   string  `json:"seed_string"`
+	SeedSource   string  `json:"seed_source"` // flag, scenario or crypto (drawn: recorded here)
+	Runs         int     `json:"runs"`        // episodes asked for, per point
+	Steps        int     `json:"steps"`
+	Engine       string  `json:"engine"` // nats or fast
+	Mode         string  `json:"mode"`   // lockstep or realtime (fast: the engine does not pace)
+	PeriodNS     int64   `json:"period_ns,omitempty"`
+	Encoding     string  `json:"encoding,omitempty"`
+	NATSURL      string  `json:"nats_url"`
+	NATSEmbedded bool    `json:"nats_embedded"`
+	RunID        string  `json:"run_id"`
+	Started      string  `json:"started"`
+	ElapsedSec   float64 `json:"elapsed_seconds"`
+	Status       string  `json:"status"` // ok, degraded, failed or interrupted
+	Error        string  `json:"error,omitempty"`
 	// Degraded names what made a completed run "degraded" (with the counts); MissedFraction is
 	// the fraction of the processes' steps that went on without all their messages.
 	Degraded       []string `json:"degraded,omitempty"`
 	MissedFraction float64  `json:"missed_fraction"`
-	Warnings     []string `json:"warnings,omitempty"`
+	Warnings       []string `json:"warnings,omitempty"`
 
 	// Processes is every role process of every point: {role, id, pid} and what it reported.
 	Processes []ProcessSummary `json:"processes"`
