@@ -3,6 +3,10 @@ package sim
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
 // One cloud-vehicle episode (T = 100): plant, cloud and eavesdropper cores plus the per-step
@@ -68,4 +72,58 @@ func BenchmarkFastConsensus(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*steps)/b.Elapsed().Seconds(), "steps/s")
+}
+
+// BenchmarkFastDrop10 compares the fast engine with a 10 % drop on every link against the
+// same scenario without faults, in alternating rounds of one run (target: ratio >= 0.7).
+//
+//	go test ./pkg/sim -run '^$' -bench FastDrop10 -benchtime 5x
+func BenchmarkFastDrop10(b *testing.B) {
+	for _, name := range []string{"cloud-vehicle", "consensus-gaussian"} {
+		b.Run(name, func(b *testing.B) {
+			clean := withFaults(b, name, 2000)
+			lossy := withFaults(b, name, 2000, scenario.LinkFault{Drop: 0.1})
+			pc, pl := planOf(b, clean), planOf(b, lossy)
+			var tc, tl time.Duration
+			for i := 0; i < b.N; i++ {
+				for _, r := range []struct {
+					p *plan.Plan
+					d *time.Duration
+				}{{pc, &tc}, {pl, &tl}} {
+					start := time.Now()
+					if _, _, err := RunFast(context.Background(), r.p, 1, FastOptions{Workers: 1}); err != nil {
+						b.Fatal(err)
+					}
+					*r.d += time.Since(start)
+				}
+			}
+			steps := float64(b.N * 2000 * pc.Steps)
+			b.ReportMetric(steps/tc.Seconds(), "clean-steps/s")
+			b.ReportMetric(steps/tl.Seconds(), "drop10-steps/s")
+			b.ReportMetric(tc.Seconds()/tl.Seconds(), "ratio")
+		})
+	}
+}
+
+// BenchmarkFastInjectorIdle measures what the injector costs when a rule is configured but
+// does nothing (every message still asks Decide) against no rule at all (a clear outbox
+// broadcasts without asking): the ratio of their speeds.
+func BenchmarkFastInjectorIdle(b *testing.B) {
+	clean := withFaults(b, "cloud-vehicle", 2000)
+	idle := withFaults(b, "cloud-vehicle", 2000, scenario.LinkFault{Drop: 0})
+	pc, pi := planOf(b, clean), planOf(b, idle)
+	var tc, ti time.Duration
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if _, _, err := RunFast(context.Background(), pc, 1, FastOptions{Workers: 1}); err != nil {
+			b.Fatal(err)
+		}
+		tc += time.Since(start)
+		start = time.Now()
+		if _, _, err := RunFast(context.Background(), pi, 1, FastOptions{Workers: 1}); err != nil {
+			b.Fatal(err)
+		}
+		ti += time.Since(start)
+	}
+	b.ReportMetric(tc.Seconds()/ti.Seconds(), "ratio")
 }

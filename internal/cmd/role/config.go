@@ -62,7 +62,9 @@ var docs = map[bus.Role]roleDoc{
 		description: `The plant of a cloud-control run (eq. 23) as its own process. It holds the true state x(t),
 computes yhat(t) = C x(t) + gamma(t) inside the process (the privacy noise is injected at its edge,
 from the random stream rng(seed, "plant", 0, episode)), publishes yhat on dpsim.<run>.plant.<id>.yhat,
-waits (with a timeout) for u(t) on dpsim.<run>.cloud.<id>.u and steps. The true state never goes on
+waits for u(t) on dpsim.<run>.cloud.<id>.u and steps; a u(t) that does not come (lost, late, past
+--timeout or the realtime tick) is replaced by the scenario's rule faults.missing.plant (hold the
+newest u received, or zero). The true state never goes on
 the bus: it is written only to the plant's trace file <out>/plant-<id>.trace.jsonl.
 
 Episodes are started by the launcher (dpsim run) over dpsim.<run>.ctl.episode; see the ctl protocol
@@ -77,13 +79,15 @@ and stop with kind "stop" on dpsim.r1.ctl.stop.`,
 		description: `The cloud controller of a cloud-control run as its own process: the observer-based tracking
 controller of eq. (24). It subscribes to the plant's noisy output dpsim.<run>.plant.<id>.yhat and
 publishes u(t) on dpsim.<run>.cloud.<id>.u. It sees only yhat, and draws no randomness (no --seed).
+A yhat(t) that does not come is replaced by the observer's prediction C xhat(t).
 It writes u(t) and its estimate xhat(t) to <out>/cloud-<id>.trace.jsonl.`,
 	},
 	bus.RoleAgent: {
 		synopsis: "dpsim agent --run ID --scenario FILE [--nats-url URL] [--seed N] (--id I | --agents I..J) [--out DIR] [--mode lockstep|realtime] [--period D] [--timeout D]",
 		description: `Consensus agent(s) of a consensus run (eq. 25) as a process. Agent i publishes
 y_i(t) = x_i(t) + gamma_i(t) on dpsim.<run>.agent.<i>.y (noise from rng(seed, "agent", i, episode)),
-collects its neighbours' y_j(t) for the same step and updates x_i(t+1) = x_i + sum_j w_ij (y_j - y_i).
+collects its neighbours' y_j(t) for the same step and updates x_i(t+1) = x_i + sum_j w_ij (y_j - y_i);
+a y_j(t) that does not come is replaced by the rule faults.missing.agent (reuse-last or skip).
 One agent per process by default (--id I); --agents I..J hosts agents I to J (inclusive) in one
 process - they still talk only over NATS. Writes <out>/agent-<i>.trace.jsonl (or agents-<i>-<j>).
 A host of agents I..J announces itself under its first agent: its ctl.ready, ctl.done and
@@ -100,8 +104,8 @@ the affine manifold from (yhat, u); for consensus every x_i(0) from the broadcas
 the truth and gets no seed; the launcher scores its estimates (<out>/eavesdropper-<id>.trace.jsonl).
 It only listens to the loop with id 0 (plant.0, cloud.0) or to every agent, and never paces
 itself: it waits for each step's messages for --timeout (plus --period and the 50 ms grid lead in
-realtime). --mode only decides what a step that does not arrive in time means: lockstep fails the
-process (something is wrong), realtime counts it as missed and stops estimating in that episode.`,
+realtime). A message it misses is left out of its least squares (a missing u(t) is replaced by
+what the plant's rule applies); its records say how many it missed (eve_missing).`,
 	},
 }
 
@@ -141,7 +145,7 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 	}
 	fs.StringVar(&cfg.Out, "out", ".", "directory for this process's trace and result files (created if missing)")
 	fs.DurationVar(&cfg.Period, "period", 0, "realtime step period Ts, e.g. 100ms; default the scenario's transport.period")
-	fs.DurationVar(&cfg.Timeout, "timeout", DefaultTimeout, "longest wait for one step's messages and for each NATS flush (at least 1ms); a lockstep step that times out fails the process")
+	fs.DurationVar(&cfg.Timeout, "timeout", DefaultTimeout, "longest wait for one step's messages in lockstep and for each NATS flush (at least 1ms); a step that times out goes on with the missing-input rules and is counted as missed")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "longest wait for the next ctl.episode (or ctl.stop) before giving up")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "zerolog level of the log on stderr: trace, debug, info, warn, error")
 	fs.IntVar(&cfg.ParentPID, "parent-pid", 0, "exit (flushing results) when this process's parent is no longer this pid; the launcher sets it so no child outlives it")

@@ -70,10 +70,24 @@
 // "episode-x0" that does not receive its x(0) within --timeout fails rather than defaulting.
 // (For hand-driven runs ctl.episode may still carry x(0) in vals directly.)
 //
-// Every wait is bounded: a process's wait for a step's messages by --timeout (lockstep: the
-// process fails, naming the missing senders; realtime: the step is counted as missed and the
-// last value held), its wait for the next ctl.episode by --idle-timeout, the launcher's wait
-// for ready, done and exits by the bounds above. No run can hang.
+// Every wait is bounded: a process's wait for a step's messages by --timeout in lockstep and by
+// the next tick in realtime (either way the core's missing-input rule applies - the plant holds
+// or zeroes u, the cloud predicts yhat, an agent reuses or skips a neighbour - the step is
+// counted as missed and the run ends "degraded", or failed past --max-missed-fraction), its wait
+// for the next ctl.episode by --idle-timeout, the launcher's wait for ready, done and exits by
+// the bounds above. No run can hang, and a lost message is never fatal.
+//
+// # Faults and delivery headers
+//
+// A scenario's faults: section (scenario.FaultsSpec) injects per-link faults on the publish
+// side (pkg/fault): every process applies the same pure fates to its own messages. A fault-free
+// message is a plain publish. Otherwise a message carries NATS headers (bus.Route): Dpsim-To
+// (the one subscriber "<role>.<id>" it is for; others ignore it), Dpsim-At (the logical step it
+// is delivered at, when later than its own), Dpsim-More (more deliveries from this sender for
+// that step follow) and Dpsim-Gap (no values: in lockstep, the sender has nothing more for
+// the subscriber at that step - a lost or delayed message - so the subscriber applies its
+// rule at once instead of waiting for a timeout). This is what keeps a faulty lockstep run
+// bit-identical to the fast engine.
 //
 // Hand-driven use, against any NATS server:
 //
@@ -88,8 +102,9 @@
 // the agents start step k at t0 + k*Ts with t0 = sent(ctl.episode) + role.GridLead (50 ms);
 // a step's messages are due by the next tick. Late messages (dropped as "late"), overruns,
 // missed deadlines and the jitter of every process are reported in summary.json "timing" and
-// per process; never hidden. In realtime a run is not expected to reproduce the fast engine
-// bit for bit when steps are missed (held inputs); in lockstep it is.
+// per process; never hidden, and a run with missed steps ends with status "degraded" (the
+// counts in summary.json "degraded"). In realtime a run is not expected to reproduce the fast
+// engine bit for bit when steps are missed (held inputs); in lockstep it is, faults included.
 //
 // # Files
 //

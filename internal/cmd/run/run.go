@@ -107,7 +107,7 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	fs.DurationVar(&o.Period, "period", 0, "realtime step period Ts, e.g. 100ms (default the scenario's transport.period)")
 	fs.StringVar(&o.Engine, "engine", "nats", "nats (every role its own process over NATS) or fast (in-process, no NATS; same numbers for the same seed)")
 	fs.IntVar(&o.Runs, "runs", 0, "number of Monte Carlo episodes per point (default the scenario's runs)")
-	fs.DurationVar(&o.Timeout, "timeout", role.DefaultTimeout, "longest wait for one step's messages and for each NATS flush in every process (at least 1ms); a process that times out fails the run")
+	fs.DurationVar(&o.Timeout, "timeout", role.DefaultTimeout, "longest wait for one step's messages (lockstep) and for each NATS flush in every process (at least 1ms); a step that times out goes on with the missing-input rules, is counted, and makes the run degraded (see --max-missed-fraction)")
 	fs.IntVar(&o.AgentsPerProcess, "agents-per-process", 1, "consensus: agents hosted per agent process (1 = one process per agent; e.g. 25 runs 100 agents in 4 processes)")
 	fs.IntVar(&o.TraceEpisodes, "trace-episodes", DefaultTraceEpisodes, "write the merged per-step records of the first N episodes to trace.jsonl (0 = no trace file, -1 = every episode: about 25 KB per cloud-control episode of 100 steps, 2.5 GB for 100000 runs)")
 	fs.StringVar(&o.Encoding, "encoding", "json", "wire encoding of the data messages: json (readable with nats sub) or binary")
