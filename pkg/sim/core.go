@@ -110,6 +110,9 @@ type Core interface {
 	LinkStats() []fault.LinkStats
 	// Unexpected counts deliveries dropped as not for this core's episode or senders.
 	Unexpected() uint64
+	// SetRecords turns the partial records of Ready on (the default) or off: the auditor's
+	// loop needs only the eavesdropper's final estimate, not a per-step estimate and trace.
+	SetRecords(on bool)
 }
 
 // arena hands out float64 slices that stay valid until reset, without moving earlier ones.
@@ -184,7 +187,7 @@ type inputs struct {
 	ndone  int
 	nstep  []int       // newest step heard from the sender (-1: none)
 	newest [][]float64 // its values
-	seen   [][]uint64  // bitset of steps received, per sender (duplicates)
+	seen   [][]uint64  // bitset of the late steps received, per sender (their duplicates)
 	ahead  []Msg       // deliveries for a later logical step, in arrival order
 	spare  [][]float64 // value buffers of consumed ahead deliveries
 
@@ -260,26 +263,35 @@ func (in *inputs) file(m *Msg) {
 
 func (in *inputs) apply(k int, m *Msg) {
 	st := &in.stats[k]
-	if m.Gap {
+	switch {
+	case m.Gap:
 		st.Gaps++
-	} else {
+	case m.Step == in.cur:
+		// On time. A duplicate of an on-time message is on time too (the injector holds or
+		// passes both copies alike), so have[k] detects it without the bitset.
+		st.Delivered++
+		if in.have[k] {
+			st.DupReceived++
+			break
+		}
+		in.have[k] = true
+		in.vals[k] = append(in.vals[k][:0], m.Values...)
+		if m.Step > in.nstep[k] {
+			in.nstep[k] = m.Step
+			in.newest[k] = append(in.newest[k][:0], m.Values...)
+		}
+	default: // late (Step < cur): the bitset of late steps received detects its duplicates
 		st.Delivered++
 		w, bit := m.Step/64, uint64(1)<<(m.Step%64)
-		switch {
-		case in.seen[k][w]&bit != 0:
+		if in.seen[k][w]&bit != 0 {
 			st.DupReceived++
-		default:
-			in.seen[k][w] |= bit
-			if m.Step < in.cur {
-				st.Late++
-			} else if m.Step == in.cur {
-				in.have[k] = true
-				in.vals[k] = append(in.vals[k][:0], m.Values...)
-			}
-			if m.Step > in.nstep[k] {
-				in.nstep[k] = m.Step
-				in.newest[k] = append(in.newest[k][:0], m.Values...)
-			}
+			break
+		}
+		in.seen[k][w] |= bit
+		st.Late++
+		if m.Step > in.nstep[k] {
+			in.nstep[k] = m.Step
+			in.newest[k] = append(in.newest[k][:0], m.Values...)
 		}
 	}
 	if !m.More && m.At == in.cur && !in.done[k] {
@@ -360,12 +372,15 @@ func (x *endpointIndex) of(e Endpoint) (int, bool) {
 
 // base holds what every core shares: its endpoint, inputs, Ready buffer and step bookkeeping.
 type base struct {
-	self Endpoint
-	in   *inputs
-	ob   outbuf
-	T    int
-	done bool
+	self  Endpoint
+	in    *inputs
+	ob    outbuf
+	T     int
+	done  bool
+	norec bool // SetRecords(false)
 }
+
+func (b *base) SetRecords(on bool) { b.norec = !on }
 
 func (b *base) Endpoint() Endpoint           { return b.self }
 func (b *base) Cur() int                     { return b.in.cur }

@@ -65,9 +65,11 @@ func (c *PlantCore) Begin(ep int, x0 []float64) error {
 func (c *PlantCore) emit() {
 	t := c.node.Step()
 	c.node.Emit(c.yhat)
-	rec := ControlRecord{Episode: c.node.Episode(), Step: t, X: c.ob.mem.copy(c.node.State()), Yhat: c.ob.mem.copy(c.yhat)}
-	c.ob.rd.Control = append(c.ob.rd.Control, rec)
-	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Stream: StreamYhat, Step: t, Values: rec.Yhat})
+	yhat := c.ob.mem.copy(c.yhat)
+	if !c.norec {
+		c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.Episode(), Step: t, X: c.ob.mem.copy(c.node.State()), Yhat: yhat})
+	}
+	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Stream: StreamYhat, Step: t, Values: yhat})
 }
 
 func (c *PlantCore) complete() bool {
@@ -83,7 +85,9 @@ func (c *PlantCore) complete() bool {
 	}
 	c.node.Apply(c.u)
 	if c.node.Step() == c.T {
-		c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.Episode(), Step: c.T, X: c.ob.mem.copy(c.node.State())})
+		if !c.norec {
+			c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.Episode(), Step: c.T, X: c.ob.mem.copy(c.node.State())})
+		}
 		return true
 	}
 	c.emit()
@@ -145,9 +149,11 @@ func (c *CloudCore) complete() bool {
 		}
 	}
 	c.node.Step(t, c.yhat, c.u)
-	rec := ControlRecord{Episode: c.node.episode, Step: t, U: c.ob.mem.copy(c.u), Xhat: c.ob.mem.copy(c.node.Xhat())}
-	c.ob.rd.Control = append(c.ob.rd.Control, rec)
-	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Stream: StreamU, Step: t, Values: rec.U})
+	u := c.ob.mem.copy(c.u)
+	if !c.norec {
+		c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.episode, Step: t, U: u, Xhat: c.ob.mem.copy(c.node.Xhat())})
+	}
+	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Stream: StreamU, Step: t, Values: u})
 	return t+1 == c.T
 }
 
@@ -218,7 +224,9 @@ func (c *AgentCore) emit() {
 	c.y = c.node.Emit()
 	y := c.ob.mem.take(1)
 	y[0] = c.y
-	c.ob.rd.Agent = append(c.ob.rd.Agent, AgentRecord{Episode: c.node.episode, Step: t, Agent: c.node.Index(), X: x, Y: &y[0]})
+	if !c.norec {
+		c.ob.rd.Agent = append(c.ob.rd.Agent, AgentRecord{Episode: c.node.episode, Step: t, Agent: c.node.Index(), X: x, Y: &y[0]})
+	}
 	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Stream: StreamY, Step: t, Values: y})
 }
 
@@ -235,7 +243,9 @@ func (c *AgentCore) complete() bool {
 	}
 	_ = c.node.Update(c.y, c.buf) // len(buf) is the degree by construction
 	if c.node.Step() == c.T {
-		c.ob.rd.Agent = append(c.ob.rd.Agent, AgentRecord{Episode: c.node.episode, Step: c.T, Agent: c.node.Index(), X: c.node.State()})
+		if !c.norec {
+			c.ob.rd.Agent = append(c.ob.rd.Agent, AgentRecord{Episode: c.node.episode, Step: c.T, Agent: c.node.Index(), X: c.node.State()})
+		}
 		return true
 	}
 	c.emit()
@@ -334,6 +344,9 @@ func (c *EavesdropperCore) complete() bool {
 			}
 		}
 		err = c.node.observeConsensus(t, c.y, c.have)
+	}
+	if c.norec {
+		return t+1 == c.T
 	}
 	var est []float64
 	if err == nil && c.node.EstimateX0(c.est) {

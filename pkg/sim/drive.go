@@ -92,6 +92,9 @@ func (d *Driver) Cores() []Core { return d.cores }
 func (d *Driver) flush(k int) error {
 	c := d.cores[k]
 	rd := c.Ready()
+	if len(rd.Out) == 0 && d.sink == nil && d.pace == nil {
+		return nil
+	}
 	for i := range rd.Out {
 		o := &rd.Out[i]
 		if d.pace != nil {

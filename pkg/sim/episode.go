@@ -41,6 +41,9 @@ func NewLoop(p *plan.Plan, seed uint64) (*Loop, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, c := range cores {
+		c.SetRecords(false) // only the final estimate is wanted
+	}
 	l := &Loop{T: p.Steps, cores: cores, net: NewNetwork(cores, inj)}
 	l.drv = NewDriver(cores, l.net, nil, nil)
 	l.eve = cores[len(cores)-1].(*EavesdropperCore)

@@ -119,6 +119,11 @@ func (n *Network) Send(o *Out) error {
 	if np == nil {
 		return nil // nobody subscribes (a lone agent in a graph without edges)
 	}
+	if np.ob.Clear() { // no rule on any link: one broadcast, on time (the outbox counts it)
+		np.ob.Count()
+		n.queue = append(n.queue, Msg{From: o.From, ToAll: true, Episode: n.ep, Step: o.Step, At: o.Step, Values: n.mem.copy(o.Values)})
+		return nil
+	}
 	n.from, n.to = o.From, np.subs
 	np.ob.Release(o.Step, o.Values, n.emit)
 	return nil
@@ -146,9 +151,10 @@ func (n *Network) Recv(time.Time) (*Msg, error) {
 		n.mem.reset()
 		return nil, ErrIdle
 	}
-	n.cur = n.queue[n.head]
 	n.head++
-	return &n.cur, nil
+	// A pointer into the queue: appends made while the message is processed may move the
+	// queue, but the message stays where it is (the old array lives while referenced).
+	return &n.queue[n.head-1], nil
 }
 
 // LinkStats returns the injector's counters of every link (sorted by link name), merged with
