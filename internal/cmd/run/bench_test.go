@@ -268,3 +268,36 @@ func BenchmarkConsensus100(b *testing.B) {
 	b.ReportMetric(float64(rss)/(1<<20), "MB-agents-max")
 	b.ReportMetric(float64(sum.proc(b, "eavesdropper-0").MaxRSSBytes)/(1<<20), "MB-eve")
 }
+
+// BenchmarkLockstepInjector measures what the fault injector costs on the NATS path when no
+// fault is configured: the lockstep cloud-vehicle loop as real processes without a faults:
+// section, against the same scenario with a rule on every link that does nothing (so every
+// message asks the injector for its fate), in alternating rounds; ratio = idle / clean plant
+// steps/s, median over the rounds (target >= 0.95).
+//
+//	go test ./internal/cmd/run -run '^$' -bench LockstepInjector -benchtime 3x
+func BenchmarkLockstepInjector(b *testing.B) {
+	srv := server(b)
+	clean := scenarioPath("cloud-vehicle")
+	src, err := os.ReadFile(clean)
+	require.NoError(b, err)
+	idle := filepath.Join(b.TempDir(), "idle.yaml")
+	require.NoError(b, os.WriteFile(idle, append(src, []byte("\nfaults:\n  links:\n    - {name: idle, drop: 0}\n")...), 0o644))
+	const runs = 30
+	var ratios, cleanRates, idleRates []float64
+	for i := 0; i < b.N; i++ {
+		var rate [2]float64
+		for k, path := range []string{clean, idle} {
+			dir := b.TempDir()
+			code, _, stderr := runDpsim(b, 5*time.Minute, "run", path, "--nats-url", srv.URL(), "--runs", fmt.Sprint(runs),
+				"--out", dir, "--log-level", "warn", "--run-id", fmt.Sprintf("inj%d-%d", i, k), "--trace-episodes", "0")
+			require.Equal(b, 0, code, stderr)
+			rate[k] = readSummary(b, dir).proc(b, "plant-0").StepsPerSec
+		}
+		cleanRates, idleRates = append(cleanRates, rate[0]), append(idleRates, rate[1])
+		ratios = append(ratios, rate[1]/rate[0])
+	}
+	b.ReportMetric(median(cleanRates), "clean-steps/s")
+	b.ReportMetric(median(idleRates), "idle-rule-steps/s")
+	b.ReportMetric(median(ratios), "ratio")
+}
