@@ -18,7 +18,7 @@ import (
 
 // Top-level and nested field names, in the order the documentation lists them.
 var (
-	topFields        = []string{"name", "description", "kind", "steps", "runs", "seed", "plant", "controller", "graph", "x0", "privacy", "sweep", "transport", "audit"}
+	topFields        = []string{"name", "description", "kind", "steps", "runs", "seed", "plant", "controller", "graph", "x0", "privacy", "sweep", "transport", "faults", "audit"}
 	plantFields      = []string{"A", "B", "C", "x0"}
 	controllerFields = []string{"K", "L", "lqr", "observer", "reference", "xhat0"}
 	lqrFields        = []string{"Q", "R"}
@@ -186,9 +186,23 @@ func decodeScenario(data []byte, source string, d *decoder) *Scenario {
 	if pr != nil {
 		s.Privacy = d.checkPrivacy(pr, sweeps)
 	}
+	s.Faults = defaultFaults()
+	if n := top.get("faults"); n != nil {
+		kind := Kind("")
+		if kindOK {
+			kind = s.Kind
+		}
+		graphN := 0
+		if s.Network != nil {
+			graphN = s.Network.N
+		}
+		s.Faults = d.faults(n, kind, s.Steps, graphN)
+	}
+	d.checkFaultSweeps(s.Faults, s.Kind, sweeps)
 	for _, sw := range sweeps {
 		s.Sweeps = append(s.Sweeps, sw.Sweep)
 	}
+	s.Warnings = append(s.Warnings, d.warnings...)
 	return s
 }
 
@@ -1056,11 +1070,26 @@ func (d *decoder) sweep(n *yaml.Node, path string) (rawSweep, bool) {
 				good = false
 				continue
 			}
-			var probe PrivacySpec
-			if err := setName(&probe, string(sw.Param), v); err != nil {
-				d.add(c, p, "%v", err)
-				good = false
-				continue
+			switch sw.Param {
+			case SweepMissingPlant:
+				if !contains(namesOf(PlantMissingRules), v) {
+					d.add(c, p, "unknown rule %q (allowed: %s)", v, joinNames(PlantMissingRules))
+					good = false
+					continue
+				}
+			case SweepMissingAgent:
+				if !contains(namesOf(AgentMissingRules), v) {
+					d.add(c, p, "unknown rule %q (allowed: %s)", v, joinNames(AgentMissingRules))
+					good = false
+					continue
+				}
+			default:
+				var probe PrivacySpec
+				if err := setName(&probe, string(sw.Param), v); err != nil {
+					d.add(c, p, "%v", err)
+					good = false
+					continue
+				}
 			}
 			sw.Names = append(sw.Names, v)
 			key = v

@@ -16,8 +16,14 @@ import (
 // decoder walks a yaml.Node tree, converting values and recording every problem with its
 // field path and line. Type checks are strict: a quoted "1" is a string, not a number.
 type decoder struct {
-	ps    *problems
-	lines map[string]int // line of every field path seen, for problems found after decoding
+	ps       *problems
+	lines    map[string]int // line of every field path seen, for problems found after decoding
+	warnings []string       // allowed but worth saying (they go to Scenario.Warnings)
+}
+
+// warn records a warning.
+func (d *decoder) warn(format string, args ...any) {
+	d.warnings = append(d.warnings, fmt.Sprintf(format, args...))
 }
 
 func (d *decoder) add(n *yaml.Node, path, format string, args ...any) {

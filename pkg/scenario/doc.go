@@ -39,6 +39,7 @@
 //	privacy:     {...}
 //	sweep:       {...}          # optional
 //	transport:   {...}          # optional
+//	faults:      {...}          # optional: missing-input rules and per-link faults
 //	audit:       {...}          # optional: defaults of dpsim audit
 //
 // Numbers are YAML numbers (1, 0.5, 1e-2); a quoted "1" is a string and is refused, and so
@@ -144,7 +145,9 @@
 //	sweep: {param: epsilon, values: [1e-2, 5e-2, 1e-1, 5e-1, 1, 5, 10]}
 //
 // param is one of epsilon, delta, mu (values are numbers) or noise, calibration, adjacency
-// (values are names). A swept parameter may be left out of privacy. Every value is checked
+// (values are names), or a fault parameter: faults.delay, faults.jitter, faults.drop,
+// faults.duplicate, faults.reorder (numbers, set on every rule of faults.links, which must
+// have one) or faults.missing.plant, faults.missing.agent (rule names). A swept parameter may be left out of privacy. Every value is checked
 // with the rest of the privacy section (a negative epsilon, a delta with laplace, classic
 // with epsilon >= 1 are reported on the value). A list of sweeps is their Cartesian
 // product, the first outermost:
@@ -163,6 +166,37 @@
 //	transport:
 //	  mode: lockstep          # lockstep (default: each step when its messages arrived) | realtime
 //	  period: 100ms           # a duration: one step on the wall clock; required for realtime
+//
+// # faults
+//
+// What each role does when a step's input is missing, and the faults the network injects
+// per link (a link is one publisher to one subscriber, the eavesdropper included):
+//
+//	faults:
+//	  missing:
+//	    plant: hold             # cloud-control: u(t) missing -> hold the newest u received | zero
+//	    agent: reuse-last       # consensus: y_j(t) missing -> the newest y_j received | skip
+//	  links:
+//	    - name: u-delay         # optional label (default link<k>); unique
+//	      from: cloud.0         # publisher: plant.0, cloud.0, agent.<i>, agent.*, * (default *)
+//	      to: plant.0           # subscriber: as from, or eavesdropper.0 (default *)
+//	      subject: agent.*.y    # instead of from: the data subject below dpsim.<run>. (* and >)
+//	      unit: steps           # steps (default) | ms (wall clock: NATS path, realtime only)
+//	      delay: 2              # fixed delay, >= 0
+//	      random_delay: {dist: exponential, mean: 1}   # added: uniform {min, max}, exponential
+//	                            # {mean}, normal {mean, sd} (truncated at 0), lognormal {mu, sigma}
+//	      jitter: 0.5           # uniform in [-jitter, jitter], added; the total is clamped at 0
+//	      drop: 0.1             # loss probability
+//	      duplicate: 0.05       # probability of a second copy
+//	      reorder: 0.05         # probability of being held behind the link's next message
+//	      window: [20, 40]      # only the messages of steps 20..39 (or {from, to})
+//
+// Every rule that matches a link applies with its own random draws (delays add; a message is
+// lost, duplicated or reordered if any rule says so), drawn from the run seed, the rule, the
+// link, the episode and the step only: runs are reproducible, and the fast engine and a
+// lockstep NATS run give the same numbers. The cloud's rule (predict yhat(t) = C xhat(t)) and
+// the eavesdropper's (estimate from what arrived) are fixed. Without a faults section every
+// link is clear and the rules are hold and reuse-last.
 //
 // # audit
 //

@@ -101,7 +101,7 @@ func (d *decoder) checkPrivacy(r *rawPrivacy, sweeps []rawSweep) PrivacySpec {
 			set[k] = v
 		}
 		for k, sw := range sweeps {
-			sw.apply(&p, idx[k])
+			sw.applyPrivacy(&p, idx[k])
 			set[string(sw.Param)] = true
 		}
 		for _, is := range privacyRules(p, set) {

@@ -243,11 +243,17 @@ const (
 	SweepAdjacency   SweepParam = "adjacency"
 )
 
-// SweepParams lists the sweepable parameters.
-var SweepParams = []SweepParam{SweepEpsilon, SweepDelta, SweepMu, SweepNoise, SweepCalibration, SweepAdjacency}
+// SweepParams lists the sweepable parameters: the privacy parameters, then the fault
+// parameters (faults.go).
+var SweepParams = append([]SweepParam{SweepEpsilon, SweepDelta, SweepMu, SweepNoise, SweepCalibration, SweepAdjacency},
+	faultSweepParams...)
 
 func (p SweepParam) numeric() bool {
-	return p == SweepEpsilon || p == SweepDelta || p == SweepMu
+	switch p {
+	case SweepEpsilon, SweepDelta, SweepMu, SweepFaultDelay, SweepFaultJitter, SweepFaultDrop, SweepFaultDuplicate, SweepFaultReorder:
+		return true
+	}
+	return false
 }
 
 // Sweep is one swept parameter and its values: numbers for epsilon, delta and mu, names
@@ -281,8 +287,18 @@ type SweepPoint struct {
 	Value string // as Sweep.Value
 }
 
-// apply sets value i of the sweep on p. The values were checked by Parse.
-func (s Sweep) apply(p *PrivacySpec, i int) {
+// apply sets value i of the sweep on the scenario c (its privacy or its faults section).
+func (s Sweep) apply(c *Scenario, i int) {
+	if isFaultParam(s.Param) {
+		s.applyFaults(&c.Faults, i)
+		return
+	}
+	s.applyPrivacy(&c.Privacy, i)
+}
+
+// applyPrivacy sets value i of a privacy sweep on p (a fault sweep leaves p alone). The
+// values were checked by Parse.
+func (s Sweep) applyPrivacy(p *PrivacySpec, i int) {
 	switch s.Param {
 	case SweepEpsilon:
 		p.Epsilon = s.Numbers[i]
@@ -418,7 +434,7 @@ func (s *Scenario) Expand() []*Scenario {
 		c.Point = append(c.Point, s.Point...)
 		parts := make([]string, len(s.Sweeps))
 		for k, sw := range s.Sweeps {
-			sw.apply(&c.Privacy, idx[k])
+			sw.apply(c, idx[k])
 			c.Point = append(c.Point, SweepPoint{Param: sw.Param, Index: idx[k], Value: sw.Value(idx[k])})
 			parts[k] = string(sw.Param) + "=" + sw.Value(idx[k])
 		}
