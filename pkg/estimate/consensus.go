@@ -117,6 +117,7 @@ type NetworkEstimator struct {
 	next  int
 	u     []float64 // sum_{s<t} u_i(s)
 	sum   []float64 // sum of r_i(s)
+	count []int     // the steps whose y_i was received, per agent
 }
 
 // NewNetworkEstimator builds the estimator from the n x n weight matrix W (W[i][j] = w_ij >= 0,
@@ -161,7 +162,7 @@ func NewNetworkEstimatorLists(nbrs [][]int, w [][]float64) (*NetworkEstimator, e
 	if len(w) != n {
 		return nil, fmt.Errorf("estimate: network: %d neighbour lists but %d weight lists", n, len(w))
 	}
-	e := &NetworkEstimator{n: n, start: make([]int, n+1), u: make([]float64, n), sum: make([]float64, n)}
+	e := &NetworkEstimator{n: n, start: make([]int, n+1), u: make([]float64, n), sum: make([]float64, n), count: make([]int, n)}
 	for i := range nbrs {
 		if err := checkNeighbours(n, i, nbrs[i], w[i]); err != nil {
 			return nil, err
@@ -181,22 +182,38 @@ func (e *NetworkEstimator) Reset() {
 	e.next = 0
 	clear(e.u)
 	clear(e.sum)
+	clear(e.count)
 }
 
 // Observe adds step t (0, 1, 2, ... in order) with the full broadcast vector y(t). Errors leave the
 // estimator unchanged. No allocation.
 func (e *NetworkEstimator) Observe(t int, y []float64) error {
+	return e.ObservePartial(t, y, nil)
+}
+
+// ObservePartial adds step t with the broadcast vector y(t) of which only the entries with
+// have[i] were received (have nil: all). For an agent whose y_i(t) is missing, y[i] is the
+// caller's stand-in (e.g. the newest y_i it saw): it enters the neighbours' input terms u_j, but
+// the agent's own estimate takes no sample this step (each agent averages over its own received
+// steps). Errors leave the estimator unchanged. No allocation.
+func (e *NetworkEstimator) ObservePartial(t int, y []float64, have []bool) error {
 	if t != e.next {
 		return fmt.Errorf("estimate: network: step %d out of order (expected %d)", t, e.next)
 	}
 	if len(y) != e.n {
 		return fmt.Errorf("estimate: network: step %d: y has %d values, want %d", t, len(y), e.n)
 	}
+	if have != nil && len(have) != e.n {
+		return fmt.Errorf("estimate: network: step %d: have has %d entries, want %d", t, len(have), e.n)
+	}
 	if k := finite(y); k >= 0 {
 		return fmt.Errorf("estimate: network: step %d: y[%d] = %v is not finite", t, k, y[k])
 	}
 	for i, yi := range y {
-		e.sum[i] += yi - e.u[i]
+		if have == nil || have[i] {
+			e.sum[i] += yi - e.u[i]
+			e.count[i]++
+		}
 		var ui float64
 		for k := e.start[i]; k < e.start[i+1]; k++ {
 			ui += e.w[k] * (y[e.idx[k]] - yi)
@@ -207,8 +224,8 @@ func (e *NetworkEstimator) Observe(t int, y []float64) error {
 	return nil
 }
 
-// Estimate writes every agent's x_i(0) estimate into dst (length n); false before the first step.
-// It panics if len(dst) != n.
+// Estimate writes every agent's x_i(0) estimate (its received samples' mean) into dst (length n);
+// false before the first step or while some agent has no sample. It panics if len(dst) != n.
 func (e *NetworkEstimator) Estimate(dst []float64) bool {
 	if len(dst) != e.n {
 		panic("estimate: NetworkEstimator.Estimate: len(dst) != n")
@@ -216,9 +233,11 @@ func (e *NetworkEstimator) Estimate(dst []float64) bool {
 	if e.next == 0 {
 		return false
 	}
-	k := float64(e.next)
 	for i, s := range e.sum {
-		dst[i] = s / k
+		if e.count[i] == 0 {
+			return false
+		}
+		dst[i] = s / float64(e.count[i])
 	}
 	return true
 }

@@ -96,6 +96,8 @@ func (e *ControlEstimator) Steps() int { return e.next }
 // Observe adds step t of the transcript: yhat(t) (length ny) and u(t) (length nu), the input applied
 // after yhat(t) was published. t must be 0, 1, 2, ... in order and below T. u may be nil at the last
 // observed step (the input is not yet known); a later Observe then fails because u(t) is missing.
+// yhat may be nil for a missing output (the eavesdropper did not receive yhat(t)): the step still
+// advances C A^t and xu(t), but its rows are left out of the least squares.
 // Errors (out-of-order step, wrong length, non-finite value) leave the estimator unchanged.
 // Observe never allocates on success.
 func (e *ControlEstimator) Observe(t int, yhat, u []float64) error {
@@ -106,7 +108,7 @@ func (e *ControlEstimator) Observe(t int, yhat, u []float64) error {
 		return fmt.Errorf("estimate: control: step %d beyond the horizon T = %d", t, e.T)
 	case e.inputs < t:
 		return fmt.Errorf("estimate: control: u(%d) was never given, cannot use step %d", e.inputs, t)
-	case len(yhat) != e.ny:
+	case yhat != nil && len(yhat) != e.ny:
 		return fmt.Errorf("estimate: control: step %d: yhat has %d values, want %d", t, len(yhat), e.ny)
 	case len(u) != 0 && len(u) != e.nu:
 		return fmt.Errorf("estimate: control: step %d: u has %d values, want %d", t, len(u), e.nu)
@@ -118,6 +120,9 @@ func (e *ControlEstimator) Observe(t int, yhat, u []float64) error {
 		return fmt.Errorf("estimate: control: step %d: u[%d] = %v is not finite", t, k, u[k])
 	}
 	nx, ny, nu := e.nx, e.ny, e.nu
+	if yhat == nil {
+		ny = 0 // a missing output: no rows this step
+	}
 	// Residual yhat(t) - C xu(t): the output with the known input-driven part removed.
 	for i := 0; i < ny; i++ {
 		v := yhat[i]
@@ -142,8 +147,8 @@ func (e *ControlEstimator) Observe(t int, yhat, u []float64) error {
 			}
 		}
 	}
-	// H <- H A for step t+1.
-	for i := 0; i < ny; i++ {
+	// H <- H A for step t+1 (whether or not yhat(t) came).
+	for i := 0; i < e.ny; i++ {
 		for j := 0; j < nx; j++ {
 			var v float64
 			for k := 0; k < nx; k++ {

@@ -402,7 +402,7 @@ func (e *EavesdropperNode) observeConsensus(t int, y []float64, have []bool) err
 	if e.consensus == nil {
 		return errors.New("sim: eavesdropper: consensus message in a cloud-control run")
 	}
-	if err := observePartial(e.consensus, t, y, have); err != nil {
+	if err := e.consensus.ObservePartial(t, y, have); err != nil {
 		return fmt.Errorf("sim: eavesdropper: episode %d: %w", e.episode, err)
 	}
 	e.next++
