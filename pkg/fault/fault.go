@@ -30,6 +30,8 @@
 package fault
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
@@ -103,14 +105,25 @@ func matchSubject(pattern, tokens []string) bool {
 	return len(pattern) == len(tokens)
 }
 
+// SeedOf returns the fault seed of a run: SHA-256 of the run seed under a fixed label. The
+// faults are drawn from it, not from the run seed, because every process needs the fates of
+// its own messages - the cloud and the eavesdropper too, which must not learn the run seed
+// (it is the seed of the plant's and the agents' noise). The hash cannot be inverted.
+func SeedOf(runSeed uint64) uint64 {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], runSeed)
+	h := sha256.Sum256(append([]byte("dpsim/faults/v1/"), b[:]...))
+	return binary.LittleEndian.Uint64(h[:8])
+}
+
 // Injector holds the compiled fault rules of a run and its seed.
 type Injector struct {
 	seed  uint64
 	rules []rule
 }
 
-// New compiles the link rules of spec for run seed seed. A nil or empty spec gives an
-// injector under which every link is clear.
+// New compiles the link rules of spec with the fault seed seed (SeedOf the run seed). A nil or
+// empty spec gives an injector under which every link is clear.
 func New(spec *scenario.FaultsSpec, seed uint64) (*Injector, error) {
 	in := &Injector{seed: seed}
 	if spec == nil {

@@ -33,7 +33,7 @@ func NewLoop(p *plan.Plan, seed uint64) (*Loop, error) {
 	if p == nil || p.Scenario == nil {
 		return nil, errors.New("sim: loop: plan is nil")
 	}
-	inj, err := fault.New(&p.Scenario.Faults, seed)
+	inj, err := fault.New(&p.Scenario.Faults, fault.SeedOf(seed))
 	if err != nil {
 		return nil, fmt.Errorf("sim: loop: %w", err)
 	}

@@ -128,7 +128,7 @@ func RunFast(ctx context.Context, p *plan.Plan, seed uint64, opts FastOptions) (
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, runs))
-	inj, err := fault.New(&p.Scenario.Faults, seed)
+	inj, err := fault.New(&p.Scenario.Faults, fault.SeedOf(seed))
 	if err != nil {
 		return nil, nil, fmt.Errorf("sim: %s: %w", p.Scenario.Name, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
@@ -34,6 +35,8 @@ type Config struct {
 	Point        int
 	Seed         uint64
 	SeedSet      bool
+	FaultSeed    uint64 // the seed of the link faults' fates (fault.SeedOf the run seed)
+	FaultSeedSet bool
 	ID           int
 	LastAgent    int // agent hosts: the last agent hosted (= ID for one agent)
 	Out          string
@@ -135,6 +138,8 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 	if d.seed {
 		fs.StringVar(&seed, "seed", "", "run seed (uint64) of the noise streams; default the scenario's seed (required when the scenario has none)")
 	}
+	var faultSeed string
+	fs.StringVar(&faultSeed, "fault-seed", "", "seed (uint64) of the scenario's link faults, the same in every process of a run (the launcher passes it; a hash of the run seed that does not reveal it); the plant and agents derive it from --seed when absent")
 	if d.agents {
 		fs.IntVar(&cfg.ID, "id", 0, "the agent index i (0-based) this process runs; see --agents")
 		fs.StringVar(&agents, "agents", "", "host agents I..J (inclusive, 0-based) in this one process instead of --id")
@@ -182,6 +187,13 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 			return nil, cli.UsageError("--seed %q: want an unsigned 64-bit integer", seed)
 		}
 		cfg.Seed, cfg.SeedSet = v, true
+	}
+	if faultSeed != "" {
+		v, err := strconv.ParseUint(faultSeed, 10, 64)
+		if err != nil {
+			return nil, cli.UsageError("--fault-seed %q: want an unsigned 64-bit integer", faultSeed)
+		}
+		cfg.FaultSeed, cfg.FaultSeedSet = v, true
 	}
 	if cfg.ID < 0 {
 		return nil, cli.UsageError("--id %d: must be >= 0", cfg.ID)
@@ -267,6 +279,19 @@ func (c *Config) resolveSeed(s *scenario.Scenario) error {
 		return cli.UsageError("the scenario has no seed: pass --seed (the launcher passes the run's seed)")
 	}
 	c.Seed = s.Seed
+	return nil
+}
+
+// resolveFaultSeed fills in the fault seed: --fault-seed, else (plant, agents) derived from
+// the run seed. A cloud or eavesdropper of a scenario with link faults needs it given.
+func (c *Config) resolveFaultSeed(s *scenario.Scenario) error {
+	switch {
+	case c.FaultSeedSet:
+	case c.Role == bus.RolePlant || c.Role == bus.RoleAgent:
+		c.FaultSeed = fault.SeedOf(c.Seed)
+	case s.Faults.Active():
+		return cli.UsageError("the scenario has link faults: pass --fault-seed (the launcher passes the run's)")
+	}
 	return nil
 }
 

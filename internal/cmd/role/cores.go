@@ -147,7 +147,7 @@ func (r *coreRunner) setup(n *node) error {
 	if err != nil {
 		return err
 	}
-	inj, err := fault.New(&n.scn.Faults, n.cfg.Seed)
+	inj, err := fault.New(&n.scn.Faults, n.cfg.FaultSeed)
 	if err != nil {
 		return err
 	}

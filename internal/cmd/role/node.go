@@ -130,6 +130,9 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 			return err
 		}
 	}
+	if err := cfg.resolveFaultSeed(scn); err != nil {
+		return err
+	}
 	if err := mkdirOut(cfg.Out); err != nil {
 		return err
 	}
@@ -296,6 +299,7 @@ func (n *node) flush() error {
 // eavesdropper process loaded (the plant's x(0), the agents' x_i(0)) with NaN: those roles must
 // work from the transcript alone, and a NaN would poison - and so expose - any accidental use.
 func redactPrivateState(s *scenario.Scenario) {
+	s.Seed = 0 // the seed of the noise: the cloud and the eavesdropper never learn it
 	if s.Plant != nil {
 		for i := range s.Plant.X0 {
 			s.Plant.X0[i] = math.NaN()

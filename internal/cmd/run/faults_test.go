@@ -84,7 +84,10 @@ func TestFaultsBitIdenticalOverNATS(t *testing.T) {
 				var dropped, dups uint64
 				for _, l := range links {
 					require.Equal(t, l.Sent-l.Dropped+l.Duplicated-l.Expired, l.Delivered, l.Link)
-					require.Equal(t, l.Duplicated, l.DupReceived, l.Link)
+					// A duplicate is received as one unless both its copies were delayed past the
+					// episode's end (then they count as two expired copies).
+					require.LessOrEqual(t, l.DupReceived, l.Duplicated, l.Link)
+					require.LessOrEqual(t, 2*(l.Duplicated-l.DupReceived), l.Expired, l.Link)
 					dropped += l.Dropped
 					dups += l.Duplicated
 				}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/cmd/role"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
@@ -407,6 +408,9 @@ func (s *Session) args(p *Proc) []string {
 	if c.Period > 0 {
 		a = append(a, "--period", c.Period.String())
 	}
+	// Every process draws its own messages' faults from the same fault seed; a hash of the run
+	// seed, so the cloud and the eavesdropper learn nothing of the noise from it.
+	a = append(a, "--fault-seed", strconv.FormatUint(fault.SeedOf(c.Seed), 10))
 	switch p.Role {
 	case bus.RolePlant:
 		a = append(a, "--seed", strconv.FormatUint(c.Seed, 10), "--id", strconv.Itoa(p.ID))
