@@ -177,11 +177,21 @@ func (r *run) evaluate() {
 		}
 	}
 	r.sweepComparisons()
+	r.faultChecks()
 }
 
 // numericParam reports whether a sweep parameter takes numbers.
 func numericParam(p string) bool {
-	return p == string(scenario.SweepEpsilon) || p == string(scenario.SweepDelta) || p == string(scenario.SweepMu)
+	return p == string(scenario.SweepEpsilon) || p == string(scenario.SweepDelta) || p == string(scenario.SweepMu) || faultAxis(p)
+}
+
+// faultAxis reports whether p is a numeric fault parameter (a linear axis that may start at 0).
+func faultAxis(p string) bool {
+	switch scenario.SweepParam(p) {
+	case scenario.SweepFaultDelay, scenario.SweepFaultJitter, scenario.SweepFaultDrop, scenario.SweepFaultDuplicate, scenario.SweepFaultReorder:
+		return true
+	}
+	return false
 }
 
 // sweepLayout chooses the sweep figures' x parameter (the first numeric swept parameter, else
@@ -243,7 +253,7 @@ func (r *run) sweepLayout() {
 	if r.axisNumeric {
 		for _, l := range r.axisLabels {
 			v, err := strconv.ParseFloat(l, 64)
-			if err != nil || !(v > 0) {
+			if err != nil || !(v > 0 || faultAxis(r.axisParam) && v >= 0) {
 				r.axisNumeric = false
 				break
 			}
@@ -252,7 +262,7 @@ func (r *run) sweepLayout() {
 	}
 	if !r.axisNumeric {
 		r.axisValues = nil
-	} else if lo, hi := slices.Min(r.axisValues), slices.Max(r.axisValues); hi >= 10*lo {
+	} else if lo, hi := slices.Min(r.axisValues), slices.Max(r.axisValues); hi >= 10*lo && !faultAxis(r.axisParam) {
 		r.axisLog = true
 	}
 	for _, p := range r.points {

@@ -24,6 +24,7 @@ const (
 	FigSweepEavesdropper = "sweep-eavesdropper"  // eavesdropper error against t per noise kind
 	FigConsensusDev      = "consensus-deviation" // E[x_i(t) - x*] against t (Fig. 5)
 	FigConsensusMSE      = "consensus-mse"       // E||x(t) - 1x*||^2 with the Proposition 1 bound (Figs. 6, 7)
+	FigFaults            = "faults"              // final errors (and sum drift) against a swept fault parameter
 )
 
 const (
@@ -55,6 +56,9 @@ func (r *run) figures() ([]*Figure, error) {
 	}
 	if r.sweep {
 		steps = append(steps, r.figSweepFinal, r.figSweepEavesdropper)
+	}
+	if r.sweep && faultAxis(r.axisParam) {
+		steps = append(steps, r.figFaults)
 	}
 	for _, s := range steps {
 		f, err := s()
@@ -363,6 +367,9 @@ func (r *run) sweepPanel(title, ylabel string, stat func(*pointInfo) sim.Stat, b
 	if r.axisParam == string(scenario.SweepEpsilon) {
 		xlabel = "privacy budget epsilon"
 	}
+	if t, ok := faultAxisLabel[scenario.SweepParam(r.axisParam)]; ok {
+		xlabel = t
+	}
 	p := newPlot(title, xlabel, ylabel)
 	var means, all []float64
 	for _, pt := range r.points {
@@ -590,4 +597,73 @@ func legendRoom(p *plot.Plot, entries int, height vg.Length) {
 	}
 	f := math.Min(0.6, float64(entries)*13/data+0.03)
 	p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)/(1-f)
+}
+
+// faultAxisLabel names the x axis of a fault sweep.
+var faultAxisLabel = map[scenario.SweepParam]string{
+	scenario.SweepFaultDelay:     "delay per link rule (faults.delay)",
+	scenario.SweepFaultJitter:    "jitter per link rule (faults.jitter)",
+	scenario.SweepFaultDrop:      "loss probability per link (faults.drop)",
+	scenario.SweepFaultDuplicate: "duplication probability (faults.duplicate)",
+	scenario.SweepFaultReorder:   "reordering probability (faults.reorder)",
+}
+
+// eveFinal is the eavesdropper's squared error of its final estimate (t = T-1).
+func eveFinal(pt *pointInfo) sim.Stat {
+	s := eveSeries(pt)
+	if s == nil || s.Len() == 0 {
+		return sim.Stat{}
+	}
+	return s.At(s.Len() - 1)
+}
+
+// figFaults draws what a fault sweep is for, against the swept fault parameter, one line per
+// value of the other swept parameters: cloud control - the final mean-square tracking error
+// of the first state component and the eavesdropper's final error; consensus - the final
+// deviation with the Proposition 1 bound, the network-sum drift and the eavesdropper's final
+// error.
+func (r *run) figFaults() (*Figure, error) {
+	T := r.rep.res.Steps
+	var panels [][]*plot.Plot
+	add := func(p *plot.Plot, err error) error {
+		if err != nil {
+			return fmt.Errorf("report: %s: %w", FigFaults, err)
+		}
+		panels = append(panels, []*plot.Plot{p})
+		return nil
+	}
+	var cap string
+	switch r.kind {
+	case string(scenario.CloudControl):
+		c := r.comps[0]
+		if err := add(r.sweepPanel("Tracking error over the run against the fault", fmt.Sprintf("mean over t of (%s(t) - %s_r(t))^2", c, c),
+			func(pt *pointInfo) sim.Stat {
+				if fs := pt.res.Control.AvgSqError; len(fs) > 0 {
+					return fs[0]
+				}
+				return sim.Stat{}
+			}, nil, "")); err != nil {
+			return nil, err
+		}
+		cap = fmt.Sprintf("Top: the squared tracking error of the %s averaged over t = 0..%d (one number per run, so the bars are across runs); bottom: the eavesdropper's squared error of its final x(0) estimate; both against %s, one line per %s, with 95%% confidence bars.",
+			r.compLong[0], T, r.axisParam, seriesWord(r))
+	case string(scenario.Consensus):
+		if err := add(r.sweepPanel(fmt.Sprintf("Final deviation at T = %d against the fault", T), "E||x(T) - 1x*||^2",
+			func(pt *pointInfo) sim.Stat { return pt.res.Consensus.FinalSqDeviation },
+			func(pt *pointInfo) float64 { return pt.res.Consensus.Prop1Bound }, "Proposition 1 bound")); err != nil {
+			return nil, err
+		}
+		if err := add(r.sweepPanel("Network-sum drift", "E|sum x(T) - sum x(0)|",
+			func(pt *pointInfo) sim.Stat { return pt.res.Consensus.FinalSumAbsDrift }, nil, "")); err != nil {
+			return nil, err
+		}
+		cap = fmt.Sprintf("Top: the final mean-square deviation from the true average (dashed: the Proposition 1 bound, which assumes a lossless network); middle: the drift of the network sum, which eq. (25) preserves only when every message arrives; bottom: the eavesdropper's squared error of its final estimate; all against %s, one line per %s, with 95%% confidence bars.",
+			r.axisParam, seriesWord(r))
+	default:
+		return nil, nil
+	}
+	if err := add(r.sweepPanel("Eavesdropper's final error", r.eveLabel(), eveFinal, nil, "")); err != nil {
+		return nil, err
+	}
+	return &Figure{Name: FigFaults, Width: figW, Height: panelH * vg.Length(len(panels)), Panels: panels, Caption: cap}, nil
 }

@@ -42,6 +42,7 @@ func (r *run) markdown(figs []*Figure) []byte {
 	r.setupSection(&b)
 	r.privacySection(&b)
 	r.resultsSection(&b)
+	r.faultsSection(&b)
 	r.transportSection(&b)
 	r.figuresSection(&b, figs)
 	return []byte(b.String())
@@ -62,12 +63,17 @@ func (r *run) statusBanner(b *strings.Builder) {
 		lines = append(lines, "**Status: ok** - every requested episode completed.")
 	case in.Status == "ok":
 		lines = append(lines, "**Status: ok, but incomplete** - the results below cover less than was asked for.")
+	case in.Status == "degraded" && !r.partial:
+		lines = append(lines, "**Status: degraded** - every requested episode completed, but some steps went on without all their messages (the missing-input rules applied):")
 	default:
 		lines = append(lines, fmt.Sprintf("**Status: %s** - the run did not finish; every number below covers only the episodes completed before it stopped.", in.Status))
 	}
 	var items []string
 	if in.Error != "" {
 		items = append(items, "error: "+oneLine(in.Error))
+	}
+	for _, d := range in.Degraded {
+		items = append(items, oneLine(d))
 	}
 	for _, p := range r.points {
 		pt := in.Points[p.idx]

@@ -49,6 +49,9 @@ type Input struct {
 	// partial. Error says why it did not end ok.
 	Status string
 	Error  string
+	// Degraded names what made a completed run "degraded" (steps that went on without all
+	// their messages at a deadline), with the counts.
+	Degraded []string
 	// PlannedPoints is the number of points the run was to cover (0: len(Points)); a sweep
 	// stopped early hands over fewer Points.
 	PlannedPoints int
@@ -87,7 +90,7 @@ type Process struct {
 // caller reusing an output directory can remove those of an earlier run.
 func FigureNames() []string {
 	return []string{FigTrackingError, FigTrackingMSE, FigEavesdropper, FigSweepFinalMSE, FigSweepEavesdropper,
-		FigConsensusDev, FigConsensusMSE}
+		FigConsensusDev, FigConsensusMSE, FigFaults}
 }
 
 // MergeGraphWarnings appends to the scenario's warnings the graph warnings of a plan

@@ -88,6 +88,10 @@ type ControlMetrics struct {
 	TrackingSqError []Series `json:"tracking_sq_error"`
 	// FinalSqError[i] is TrackingSqError[i] at the final step t = T.
 	FinalSqError []Stat `json:"final_sq_error"`
+	// AvgSqError[i] is the run's time-averaged squared tracking error (1/(T+1)) sum_t
+	// (x_i(t) - x_r,i(t))^2 over t = 0..T: one number per run, so its interval is across runs
+	// (a summary of the whole trajectory, steadier than the final step when the loop oscillates).
+	AvgSqError []Stat `json:"avg_sq_error"`
 	// FinalAbsErrorMax[i] is max over runs of |x_i(T) - x_r,i(T)|.
 	FinalAbsErrorMax []float64 `json:"final_abs_error_max"`
 	// EveSqError is the eavesdropper's ||x0_hat(t) - x(0)||^2 for t = 0..T-1 (x0_hat from
@@ -237,7 +241,7 @@ type sums struct {
 	err, sq, eve, xstar moments
 	absMax              []float64 // control: |err_i(T)| max per component
 	sumDev              float64
-	drift               moments // consensus: [sum x(T) - sum x(0), |...|]
+	drift               moments // consensus: [sum x(T) - sum x(0), |...|]; control: time-averaged sq. error per component
 }
 
 func (s sums) clone() sums {
@@ -279,7 +283,7 @@ func NewAccumulator(p *plan.Plan, seed uint64) (*Accumulator, error) {
 		}
 		a.control, a.dim, a.ref = true, p.System.Nx(), p.Reference
 		a.sums = sums{err: newMoments((T + 1) * a.dim), sq: newMoments((T + 1) * a.dim), eve: newMoments(T),
-			absMax: make([]float64, a.dim)}
+			absMax: make([]float64, a.dim), drift: newMoments(a.dim)}
 	case scenario.Consensus:
 		if p.Graph == nil {
 			return nil, fmt.Errorf("sim: accumulator: scenario %s: no graph", s.Name)
@@ -466,16 +470,19 @@ func (a *Accumulator) fold(s *sums, e *episodeAcc) {
 	s.runs++
 	x0 := e.x[:d]
 	if a.control {
-		for t := 0; t <= T; t++ {
-			for i := 0; i < d; i++ {
+		for i := 0; i < d; i++ {
+			var avg float64
+			for t := 0; t <= T; t++ {
 				k := t*d + i
 				err := e.x[k] - e.ref[k] // tracking error x_i(t) - x_r,i(t)
 				s.err.add(k, err)
 				s.sq.add(k, err*err)
+				avg += err * err
 				if t == T {
 					s.absMax[i] = math.Max(s.absMax[i], math.Abs(err))
 				}
 			}
+			s.drift.add(i, avg/float64(T+1))
 		}
 	} else {
 		var sum0, max0 float64
@@ -564,6 +571,7 @@ func (a *Accumulator) results() *Results {
 			m.TrackingError = append(m.TrackingError, s.err.series(i, d, T+1))
 			m.TrackingSqError = append(m.TrackingSqError, s.sq.series(i, d, T+1))
 			m.FinalSqError = append(m.FinalSqError, s.sq.stat(T*d+i))
+			m.AvgSqError = append(m.AvgSqError, s.drift.stat(i))
 		}
 		r.Control = m
 	} else {
@@ -599,6 +607,9 @@ func clampNonnegative(r *Results) {
 		}
 		for i := range c.FinalSqError {
 			clampStat(&c.FinalSqError[i])
+		}
+		for i := range c.AvgSqError {
+			clampStat(&c.AvgSqError[i])
 		}
 		clampSeries(&c.EveSqError)
 	}

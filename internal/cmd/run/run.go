@@ -718,7 +718,7 @@ func (l *launcher) addProcess(sess *Session, pr *Proc, point int, rel string) {
 func (l *launcher) writeReport() error {
 	in := report.Input{Scenario: l.scn, Seed: l.sum.Seed, SeedDrawn: l.sum.SeedSource == "crypto",
 		Engine: l.sum.Engine, Mode: l.sum.Mode, NATSURL: l.sum.NATSURL, Timing: l.sum.Timing,
-		Elapsed: time.Since(l.started), Status: l.sum.Status, Error: l.sum.Error, PlannedPoints: len(l.points),
+		Elapsed: time.Since(l.started), Status: l.sum.Status, Error: l.sum.Error, Degraded: l.sum.Degraded, PlannedPoints: len(l.points),
 		Missed: l.sum.Timing.Missed, LateMessages: l.sum.Timing.LateMessages}
 	if l.sum.Engine == "fast" {
 		in.Mode = "lockstep" // the fast engine runs the lockstep step order, unpaced
