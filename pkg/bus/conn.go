@@ -178,9 +178,6 @@ func Connect(url, name string, opts ...Option) (*Conn, error) {
 	return c, nil
 }
 
-// NATS exposes the underlying connection (for coordination messages, request-reply, ...).
-func (c *Conn) NATS() *nats.Conn { return c.nc }
-
 // Name returns the connection name.
 func (c *Conn) Name() string { return c.name }
 
@@ -325,17 +322,11 @@ type ReceiverOptions struct {
 }
 
 // Receiver delivers the valid messages of one subscription (subject may contain
-// wildcards). It decodes and validates each message on the goroutine calling Next; invalid
-// ones are counted, reported to OnInvalid and dropped. It implements Source.
+// wildcards): an Inbox with one expectation for every subject it matches. It implements
+// Source.
 type Receiver struct {
-	c       *Conn
+	in      *Inbox
 	subject string
-	sub     *nats.Subscription
-	ch      chan *nats.Msg
-	opts    ReceiverOptions
-	count   *Counters
-	msg     Message
-	timer   *time.Timer
 }
 
 // Receive subscribes to subject.
@@ -343,99 +334,33 @@ func (c *Conn) Receive(subject string, opts ReceiverOptions) (*Receiver, error) 
 	if opts.Buffer <= 0 {
 		opts.Buffer = 4096
 	}
-	if opts.Counters == nil {
-		opts.Counters = new(Counters)
-	}
-	r := &Receiver{c: c, subject: subject, ch: make(chan *nats.Msg, opts.Buffer), opts: opts, count: opts.Counters}
-	r.timer = time.NewTimer(time.Hour)
-	r.timer.Stop()
-	sub, err := c.nc.ChanSubscribe(subject, r.ch)
-	if err != nil {
+	e := opts.Expect
+	in := c.NewInbox(InboxOptions{Counters: opts.Counters, OnInvalid: opts.OnInvalid, Buffer: opts.Buffer,
+		Any: &e, MatchSubject: opts.MatchSubject})
+	if err := in.SubscribeTo(subject); err != nil {
 		return nil, fmt.Errorf("bus: subscribe %q to %s: %w", c.name, subject, err)
 	}
-	r.sub = sub
-	return r, nil
+	return &Receiver{in: in, subject: subject}, nil
 }
 
 // Subject returns the subscribed subject (filter).
 func (r *Receiver) Subject() string { return r.subject }
 
 // Counters returns the receiver's counters.
-func (r *Receiver) Counters() *Counters { return r.count }
+func (r *Receiver) Counters() *Counters { return r.in.Counters() }
 
 // SetExpect replaces the expectation (e.g. at the start of an episode). Not safe to call
 // concurrently with Next.
-func (r *Receiver) SetExpect(e Expect) { r.opts.Expect = e }
+func (r *Receiver) SetExpect(e Expect) { *r.in.opts.Any = e }
 
 // Next returns the next valid message, waiting until deadline. The message is reused by
 // the next call. It returns an error wrapping ErrTimeout at the deadline and ErrClosed
 // when the connection is closed.
-func (r *Receiver) Next(deadline time.Time) (*Message, error) {
-	for {
-		var nm *nats.Msg
-		ok := true
-		select {
-		case nm, ok = <-r.ch:
-		default:
-			d := time.Until(deadline)
-			if d <= 0 {
-				return nil, ErrTimeout
-			}
-			r.timer.Reset(d)
-			select {
-			case nm, ok = <-r.ch:
-				r.timer.Stop()
-			case <-r.timer.C:
-				return nil, ErrTimeout
-			case <-r.c.closed:
-				r.timer.Stop()
-				return nil, ErrClosed
-			}
-		}
-		if !ok || nm == nil {
-			return nil, ErrClosed
-		}
-		if err := r.accept(nm); err != nil {
-			r.count.DropErr(err)
-			if r.opts.OnInvalid != nil {
-				r.opts.OnInvalid(nm.Subject, err)
-			}
-			continue
-		}
-		return &r.msg, nil
-	}
-}
-
-func (r *Receiver) accept(nm *nats.Msg) error {
-	r.count.Receive()
-	if err := Decode(nm.Data, &r.msg); err != nil {
-		return err
-	}
-	if err := Validate(&r.msg, r.opts.Expect); err != nil {
-		return err
-	}
-	if r.opts.MatchSubject {
-		if want := senderOfSubject(nm.Subject); want != r.msg.Sender {
-			return &InvalidError{ReasonSender, fmt.Sprintf("from %q on subject %q", r.msg.Sender, nm.Subject)}
-		}
-	}
-	return nil
-}
+func (r *Receiver) Next(deadline time.Time) (*Message, error) { return r.in.Next(deadline) }
 
 // SlowConsumerDropped returns how many messages the client dropped for this subscription
 // because Next did not keep up.
-func (r *Receiver) SlowConsumerDropped() int {
-	n, err := r.sub.Dropped()
-	if err != nil {
-		return 0
-	}
-	return n
-}
+func (r *Receiver) SlowConsumerDropped() int { return r.in.Dropped() }
 
 // Close unsubscribes.
-func (r *Receiver) Close() error {
-	if err := r.sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
-		return fmt.Errorf("bus: unsubscribe %s: %w", r.subject, err)
-	}
-	return nil
-}
+func (r *Receiver) Close() error { return r.in.Close() }

@@ -2,6 +2,7 @@ package bus
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -30,6 +31,10 @@ type InboxOptions struct {
 	Stop <-chan struct{}
 	// Buffer is the channel capacity (default DefaultInboxBuffer).
 	Buffer int
+	// Any, if set, is the expectation of every subject without its own (wildcard
+	// subscriptions); with MatchSubject its Sender is the subject's <role>.<id>.
+	Any          *Expect
+	MatchSubject bool
 }
 
 // Inbox is the one receive path of a dpsim process: one channel fed by any number of
@@ -39,14 +44,15 @@ type InboxOptions struct {
 // invalid ones are counted, reported and dropped. It decodes into one reused Message: no
 // allocation in the steady state for a fault-free run. Not safe for concurrent Next calls.
 type Inbox struct {
-	c     *Conn
-	ch    chan *nats.Msg
-	subs  []*nats.Subscription
-	exp   map[string]*Expect
-	opts  InboxOptions
-	count *Counters
-	msg   Message
-	timer *time.Timer
+	c      *Conn
+	ch     chan *nats.Msg
+	subs   []*nats.Subscription
+	exp    map[string]*Expect
+	opts   InboxOptions
+	count  *Counters
+	msg    Message
+	timer  *time.Timer
+	anyExp Expect // scratch: opts.Any for the message at hand
 }
 
 // NewInbox returns an empty inbox on c.
@@ -158,6 +164,13 @@ func (in *Inbox) Next(deadline time.Time) (*Message, error) {
 			in.opts.Tap(nm.Subject, nm.Data)
 		}
 		e := in.exp[nm.Subject]
+		if e == nil && in.opts.Any != nil {
+			in.anyExp = *in.opts.Any
+			if in.opts.MatchSubject {
+				in.anyExp.Sender = senderOfSubject(nm.Subject)
+			}
+			e = &in.anyExp
+		}
 		if e == nil {
 			if in.opts.Unknown != nil && in.opts.Unknown(nm.Subject) {
 				continue
@@ -204,9 +217,13 @@ func (in *Inbox) invalid(subject string, err error) {
 	}
 }
 
-// Close unsubscribes everything.
-func (in *Inbox) Close() {
+// Close unsubscribes everything (a closed connection is not an error).
+func (in *Inbox) Close() error {
+	var first error
 	for _, s := range in.subs {
-		_ = s.Unsubscribe()
+		if err := s.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) && first == nil {
+			first = fmt.Errorf("bus: unsubscribe %s: %w", s.Subject, err)
+		}
 	}
+	return first
 }

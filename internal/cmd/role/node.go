@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/dpsim/dpsim/internal/cli"
@@ -74,7 +73,7 @@ type node struct {
 
 	res     ProcessResult
 	busy    time.Duration
-	ctlSubs []*nats.Subscription
+	ctlSubs []*bus.Subscription
 }
 
 // stop ends the process (idempotent): byCtl marks a ctl.stop (a normal end).
@@ -225,8 +224,7 @@ func (n *node) run(r runner) error {
 	if err := n.flush(); err != nil {
 		return err
 	}
-	ready := &bus.Message{V: bus.Version, Run: n.cfg.Run, Sender: n.sender, SentUnixNano: time.Now().UnixNano(),
-		Kind: KindReady, Values: []float64{float64(os.Getpid())}}
+	ready := bus.ReadyMessage(n.cfg.Run, n.sender, os.Getpid())
 	if err := n.conn.Publish(n.subj.CtlReady(n.cfg.Role, n.cfg.ID), ready); err != nil {
 		return err
 	}
@@ -272,9 +270,7 @@ func (n *node) run(r runner) error {
 				return fmt.Errorf("episode %d: %w", st.ep, err)
 			}
 			n.res.Episodes++
-			done := &bus.Message{V: bus.Version, Run: n.cfg.Run, Episode: st.ep, Sender: n.sender,
-				SentUnixNano: time.Now().UnixNano(), Kind: KindDone,
-				Values: []float64{float64(n.steps), float64(n.clock.Stats().Missed), float64(os.Getpid())}}
+			done := bus.DoneMessage(n.cfg.Run, n.sender, st.ep, n.steps, n.clock.Stats().Missed, os.Getpid())
 			if err := n.conn.Publish(n.subj.CtlDone(n.cfg.Role, n.cfg.ID), done); err != nil {
 				return err
 			}
@@ -325,26 +321,18 @@ func (n *node) takesX0() bool {
 // subscribeX0 listens on the challenger's private subject (outside dpsim.>) for explicit
 // initial states; they are validated and queued for the episode that announces them.
 func (n *node) subscribeX0(r runner) error {
-	sub, err := n.conn.NATS().Subscribe(n.subj.ChallengerX0(), func(nm *nats.Msg) {
-		n.ctl.Receive()
-		var m bus.Message
-		if err := bus.Decode(nm.Data, &m); err != nil {
-			n.invalid(&n.ctl, nm.Subject, err)
-			return
-		}
-		if err := bus.Validate(&m, bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode, Kind: KindX0}); err != nil {
-			n.invalid(&n.ctl, nm.Subject, err)
-			return
-		}
+	o := bus.CtlOptions{Expect: bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode, Kind: bus.CtlX0, Sender: bus.LauncherSender},
+		Counters: &n.ctl, OnInvalid: n.ctlInvalid}
+	sub, err := n.conn.SubscribeCtl(n.subj.ChallengerX0(), o, func(subject string, m *bus.Message) {
 		x0 := append([]float64(nil), m.Values...)
 		if err := r.checkX0(x0); err != nil || len(x0) == 0 {
-			n.invalid(&n.ctl, nm.Subject, &bus.InvalidError{Reason: bus.ReasonDim, Detail: fmt.Sprintf("explicit x0: %v", err)})
+			n.invalid(&n.ctl, subject, &bus.InvalidError{Reason: bus.ReasonDim, Detail: fmt.Sprintf("explicit x0: %v", err)})
 			return
 		}
 		select {
 		case n.x0s <- x0Msg{ep: m.Episode, x0: x0}:
 		default:
-			n.invalid(&n.ctl, nm.Subject, &bus.InvalidError{Reason: bus.ReasonAhead, Detail: "too many x0 messages queued"})
+			n.invalid(&n.ctl, subject, &bus.InvalidError{Reason: bus.ReasonAhead, Detail: "too many x0 messages queued"})
 		}
 	})
 	if err != nil {
@@ -352,6 +340,15 @@ func (n *node) subscribeX0(r runner) error {
 	}
 	n.ctlSubs = append(n.ctlSubs, sub)
 	return nil
+}
+
+// ctlInvalid logs a dropped coordination message (SubscribeCtl counted it).
+func (n *node) ctlInvalid(subject string, err error) {
+	k := n.invalidLogged.Add(1)
+	if k <= 20 || k%1000 == 0 {
+		n.log.Warn().Str("subject", subject).Str("reason", bus.ReasonOf(err).String()).Int64("invalid_total", k).
+			Err(err).Msg("dropped invalid message")
+	}
 }
 
 // awaitX0 returns the private x(0) of episode ep (older ones are stale and dropped), waiting
@@ -373,36 +370,26 @@ func (n *node) awaitX0(ep int) ([]float64, error) {
 	}
 }
 
-// subscribeCtl handles ctl.episode and ctl.stop on NATS callbacks: they are validated (bad
-// ones counted and dropped) and turned into the episodes channel and the stop signal.
+// subscribeCtl handles ctl.episode and ctl.stop: they are validated (bad ones counted and
+// dropped) and turned into the episodes channel and the stop signal.
 func (n *node) subscribeCtl(r runner) error {
-	nc := n.conn.NATS()
-	ep, err := nc.Subscribe(n.subj.CtlEpisode(), func(nm *nats.Msg) {
-		n.ctl.Receive()
-		var m bus.Message
-		if err := bus.Decode(nm.Data, &m); err != nil {
-			n.invalid(&n.ctl, nm.Subject, err)
+	o := bus.CtlOptions{Expect: bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode}, Counters: &n.ctl, OnInvalid: n.ctlInvalid}
+	ep, err := n.conn.SubscribeCtl(n.subj.CtlEpisode(), o, func(subject string, m *bus.Message) {
+		if m.Kind != bus.CtlEpisode && m.Kind != bus.CtlEpisodeX0 {
+			n.invalid(&n.ctl, subject, &bus.InvalidError{Reason: bus.ReasonKind, Detail: fmt.Sprintf("kind %q on ctl.episode", m.Kind)})
 			return
 		}
-		if err := bus.Validate(&m, bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode}); err != nil {
-			n.invalid(&n.ctl, nm.Subject, err)
-			return
-		}
-		if m.Kind != KindEpisode && m.Kind != KindEpisodePrivate {
-			n.invalid(&n.ctl, nm.Subject, &bus.InvalidError{Reason: bus.ReasonKind, Detail: fmt.Sprintf("kind %q on ctl.episode", m.Kind)})
-			return
-		}
-		private := m.Kind == KindEpisodePrivate && n.takesX0()
+		private := m.Kind == bus.CtlEpisodeX0 && n.takesX0()
 		var x0 []float64
 		if len(m.Values) > 0 { // hand-driven runs may still put x(0) on ctl.episode
 			x0 = append([]float64(nil), m.Values...)
 			if err := r.checkX0(x0); err != nil {
-				n.invalid(&n.ctl, nm.Subject, &bus.InvalidError{Reason: bus.ReasonDim, Detail: err.Error()})
+				n.invalid(&n.ctl, subject, &bus.InvalidError{Reason: bus.ReasonDim, Detail: err.Error()})
 				return
 			}
 		}
 		if int64(m.Episode) <= n.lastEp.Load() {
-			n.invalid(&n.ctl, nm.Subject, &bus.InvalidError{Reason: bus.ReasonEpisode,
+			n.invalid(&n.ctl, subject, &bus.InvalidError{Reason: bus.ReasonEpisode,
 				Detail: fmt.Sprintf("episode %d after episode %d: episodes must increase", m.Episode, n.lastEp.Load())})
 			return
 		}
@@ -410,23 +397,14 @@ func (n *node) subscribeCtl(r runner) error {
 		case n.episodes <- episodeStart{ep: m.Episode, x0: x0, private: private, sent: time.Unix(0, m.SentUnixNano)}:
 			n.lastEp.Store(int64(m.Episode))
 		default:
-			n.invalid(&n.ctl, nm.Subject, &bus.InvalidError{Reason: bus.ReasonAhead, Detail: "too many episodes queued"})
+			n.invalid(&n.ctl, subject, &bus.InvalidError{Reason: bus.ReasonAhead, Detail: "too many episodes queued"})
 		}
 	})
 	if err != nil {
 		return err
 	}
-	st, err := nc.Subscribe(n.subj.CtlStop(), func(nm *nats.Msg) {
-		n.ctl.Receive()
-		var m bus.Message
-		if err := bus.Decode(nm.Data, &m); err != nil {
-			n.invalid(&n.ctl, nm.Subject, err)
-			return
-		}
-		if err := bus.Validate(&m, bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode, Kind: KindStop}); err != nil {
-			n.invalid(&n.ctl, nm.Subject, err)
-			return
-		}
+	o.Expect.Kind = bus.CtlStop
+	st, err := n.conn.SubscribeCtl(n.subj.CtlStop(), o, func(_ string, m *bus.Message) {
 		n.stop("ctl.stop from "+m.Sender, true)
 	})
 	if err != nil {

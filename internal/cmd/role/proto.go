@@ -14,7 +14,7 @@ import (
 )
 
 // LauncherSender is the "from" of every coordination message the launcher sends.
-const LauncherSender = "launcher.0"
+const LauncherSender = bus.LauncherSender
 
 // GridLead is how long after the launcher sent ctl.episode a realtime episode starts: the
 // tick grid of episode e is t_k = sent(ctl.episode) + GridLead + k*Ts, shared by every
@@ -27,46 +27,17 @@ const ReadyRepeat = 500 * time.Millisecond
 // ResultVersion is the version of the ProcessResult JSON.
 const ResultVersion = 1
 
-// Words of the coordination messages (Message.Kind on ctl subjects).
+// Words of the coordination messages (Message.Kind on ctl subjects); the protocol itself is
+// pkg/bus's (ctl.go).
 const (
-	KindReady   = bus.CtlReady
-	KindEpisode = bus.CtlEpisode
-	KindDone    = bus.CtlDone
-	KindStop    = bus.CtlStop
-	KindResult  = bus.CtlResult
-	// KindEpisodePrivate starts an episode whose explicit x(0) travels on the private
-	// challenger subject (bus.Subjects.ChallengerX0), not on the sniffable ctl.episode.
-	KindEpisodePrivate = "episode-x0"
-	// KindX0 is the private challenger message carrying an episode's x(0).
-	KindX0 = "x0"
+	KindReady          = bus.CtlReady
+	KindEpisode        = bus.CtlEpisode
+	KindDone           = bus.CtlDone
+	KindStop           = bus.CtlStop
+	KindResult         = bus.CtlResult
+	KindEpisodePrivate = bus.CtlEpisodeX0
+	KindX0             = bus.CtlX0
 )
-
-// EpisodeMessage is the ctl.episode message that starts episode ep with the scenario's x(0),
-// or, with private set, an episode whose explicit x(0) is sent on the private challenger
-// subject by X0Message (the auditor's challenger): the public message then carries no values,
-// so nothing on dpsim.<run>.> reveals the secret.
-func EpisodeMessage(run string, ep int, private bool) *bus.Message {
-	kind := KindEpisode
-	if private {
-		kind = KindEpisodePrivate
-	}
-	return &bus.Message{V: bus.Version, Run: run, Episode: ep, Sender: LauncherSender,
-		SentUnixNano: time.Now().UnixNano(), Kind: kind}
-}
-
-// X0Message is the private challenger message with episode ep's explicit initial state: nx
-// values for a cloud-control run (the plant's x(0)), N values for a consensus run (x_i(0) of
-// every agent).
-func X0Message(run string, ep int, x0 []float64) *bus.Message {
-	return &bus.Message{V: bus.Version, Run: run, Episode: ep, Sender: LauncherSender,
-		SentUnixNano: time.Now().UnixNano(), Kind: KindX0, Values: x0}
-}
-
-// StopMessage is the ctl.stop message: finish (abandoning a running episode), flush, exit.
-func StopMessage(run string) *bus.Message {
-	return &bus.Message{V: bus.Version, Run: run, Sender: LauncherSender,
-		SentUnixNano: time.Now().UnixNano(), Kind: KindStop}
-}
 
 // ProcessResult is what a role process reports when it ends: written to
 // <out>/<name>.result.json and published on dpsim.<run>.ctl.result.<role>.<id>.

@@ -144,8 +144,8 @@ func TestUsageTextsExplainEveryFlag(t *testing.T) {
 // auditor's challenger): the public ctl.episode says only that the x(0) is private; the x(0)
 // itself goes on the challenger's subject, outside dpsim.> where the eavesdropper listens.
 func ExampleEpisodeMessage() {
-	pub := EpisodeMessage("r1", 7, true)
-	priv := X0Message("r1", 7, []float64{0.5, 0})
+	pub := bus.EpisodeMessage("r1", 7, true)
+	priv := bus.X0Message("r1", 7, []float64{0.5, 0})
 	pub.SentUnixNano, priv.SentUnixNano = 1700000000000000000, 1700000000000000000 // fixed for the example
 	subj, _ := bus.NewSubjects("r1")
 	for _, m := range []struct {

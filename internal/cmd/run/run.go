@@ -829,7 +829,9 @@ func (l *launcher) printTable(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(tw, "out\t%s\n", l.o.Out)
-	if s.Status != "" && s.Status != "ok" {
+	if s.Status == "degraded" {
+		fmt.Fprintf(tw, "status\tdegraded: %s\n", strings.Join(s.Degraded, "; "))
+	} else if s.Status != "" && s.Status != "ok" {
 		fmt.Fprintf(tw, "status\t%s (partial results)\n", s.Status)
 	}
 	if s.Error != "" {

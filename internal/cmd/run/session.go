@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/dpsim/dpsim/internal/cmd/role"
@@ -156,7 +155,7 @@ type Session struct {
 	events chan ctlEvent
 	exits  chan *Proc
 	ctl    bus.Counters
-	subs   []*nats.Subscription
+	subs   []*bus.Subscription
 
 	mu      sync.Mutex
 	results map[string]*role.ProcessResult
@@ -285,60 +284,49 @@ func keys(m map[string]bool) string {
 
 // subscribe handles ready, done and result messages; invalid ones are counted and dropped.
 func (s *Session) subscribe() error {
-	handle := func(word string) nats.MsgHandler {
-		return func(nm *nats.Msg) {
-			s.ctl.Receive()
-			if word == role.KindResult {
-				r, err := role.DecodeResult(nm.Data, s.cfg.Run)
-				if err != nil {
-					s.ctl.DropErr(err)
-					return
-				}
-				key := r.Role + "." + strconv.Itoa(r.ID)
-				if s.byKey[key] == nil || !s.owns(key, r.PID) {
-					s.ctl.Drop(bus.ReasonSender)
-					return
-				}
-				s.mu.Lock()
-				s.results[key] = r
-				s.mu.Unlock()
-				return
-			}
-			var m bus.Message
-			if err := bus.Decode(nm.Data, &m); err != nil {
-				s.ctl.DropErr(err)
-				return
-			}
-			if err := bus.Validate(&m, bus.Expect{Run: s.cfg.Run, Episode: bus.AnyEpisode, Kind: word}); err != nil {
-				s.ctl.DropErr(err)
-				return
-			}
-			if s.byKey[m.Sender] == nil || !strings.HasSuffix(nm.Subject, "."+m.Sender) {
+	results, err := s.conn.SubscribeDocuments(s.subj.AllCtlWord(role.KindResult), &s.ctl, func(_ string, data []byte) {
+		r, err := role.DecodeResult(data, s.cfg.Run)
+		if err != nil {
+			s.ctl.DropErr(err)
+			return
+		}
+		key := r.Role + "." + strconv.Itoa(r.ID)
+		if s.byKey[key] == nil || !s.owns(key, r.PID) {
+			s.ctl.Drop(bus.ReasonSender)
+			return
+		}
+		s.mu.Lock()
+		s.results[key] = r
+		s.mu.Unlock()
+	})
+	if err != nil {
+		return err
+	}
+	s.subs = append(s.subs, results)
+	for _, w := range []string{role.KindReady, role.KindDone} {
+		word := w
+		o := bus.CtlOptions{Expect: bus.Expect{Run: s.cfg.Run, Episode: bus.AnyEpisode, Kind: word}, Counters: &s.ctl}
+		sub, err := s.conn.SubscribeCtl(s.subj.AllCtlWord(word), o, func(subject string, m *bus.Message) {
+			if s.byKey[m.Sender] == nil || !strings.HasSuffix(subject, "."+m.Sender) {
 				s.ctl.Drop(bus.ReasonSender)
 				return
 			}
-			// ready carries [pid], done [steps, missed, pid].
-			at := 0
-			if word == role.KindDone {
-				at = 2
-			}
-			if len(m.Values) <= at || m.Values[at] < 1 || m.Values[at] != math.Trunc(m.Values[at]) || m.Values[at] > math.MaxInt32 {
-				s.ctl.Drop(bus.ReasonDim) // no pid
+			pid, err := bus.CtlPID(m) // ready carries [pid], done [steps, missed, pid]
+			if err != nil {
+				s.ctl.DropErr(err)
 				return
 			}
-			if !s.claim(m.Sender, int(m.Values[at]), word) {
+			ev := word
+			if !s.claim(m.Sender, pid, word) {
 				s.ctl.Drop(bus.ReasonSender)
-				word = kindConflict // wake the waits: they return the conflict
+				ev = kindConflict // wake the waits: they return the conflict
 			}
 			select {
-			case s.events <- ctlEvent{word: word, sender: m.Sender, ep: m.Episode, vals: append([]float64(nil), m.Values...)}:
+			case s.events <- ctlEvent{word: ev, sender: m.Sender, ep: m.Episode, vals: append([]float64(nil), m.Values...)}:
 			default:
 				s.ctl.Drop(bus.ReasonAhead)
 			}
-		}
-	}
-	for _, w := range []string{role.KindReady, role.KindDone, role.KindResult} {
-		sub, err := s.conn.NATS().Subscribe(s.subj.AllCtlWord(w), handle(w))
+		})
 		if err != nil {
 			return err
 		}
@@ -494,11 +482,11 @@ func (s *Session) Episode(ctx context.Context, ep int, x0 []float64) error {
 	start := time.Now()
 	if x0 != nil {
 		// The secret goes on the challenger's private line, never on dpsim.<run>.>.
-		if err := s.conn.Publish(s.subj.ChallengerX0(), role.X0Message(s.cfg.Run, ep, x0)); err != nil {
+		if err := s.conn.Publish(s.subj.ChallengerX0(), bus.X0Message(s.cfg.Run, ep, x0)); err != nil {
 			return err
 		}
 	}
-	if err := s.conn.Publish(s.subj.CtlEpisode(), role.EpisodeMessage(s.cfg.Run, ep, x0 != nil)); err != nil {
+	if err := s.conn.Publish(s.subj.CtlEpisode(), bus.EpisodeMessage(s.cfg.Run, ep, x0 != nil)); err != nil {
 		return err
 	}
 	if err := s.conn.Flush(s.cfg.Timeout); err != nil {
@@ -554,8 +542,8 @@ func (s *Session) Stop() error {
 
 func (s *Session) shutdown() error {
 	s.stopped = true
-	if s.conn != nil && !s.conn.NATS().IsClosed() {
-		_ = s.conn.Publish(s.subj.CtlStop(), role.StopMessage(s.cfg.Run))
+	if s.conn != nil && !s.conn.IsClosed() {
+		_ = s.conn.Publish(s.subj.CtlStop(), bus.StopMessage(s.cfg.Run))
 		_ = s.conn.Flush(2 * time.Second)
 	}
 	wait := func(d time.Duration) bool {
