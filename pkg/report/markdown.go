@@ -109,7 +109,7 @@ func (r *run) statusBanner(b *strings.Builder) {
 	} else if in.PlannedPoints > len(r.points) {
 		items = append(items, fmt.Sprintf("points run: %d of %d", len(r.points), in.PlannedPoints))
 	}
-	if in.Missed > 0 || in.LateMessages > 0 {
+	if (in.Missed > 0 || in.LateMessages > 0) && len(in.Degraded) == 0 {
 		items = append(items, fmt.Sprintf("realtime: %d step(s) missed their deadline (the last value was held), %d late message(s) dropped", in.Missed, in.LateMessages))
 	}
 	if r.partial {
