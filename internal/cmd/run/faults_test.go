@@ -98,3 +98,61 @@ func TestFaultsBitIdenticalOverNATS(t *testing.T) {
 		})
 	}
 }
+
+// vehicleWithFaults is the cloud-vehicle scenario with a faults section appended.
+func vehicleWithFaults(t *testing.T, faults string) string {
+	t.Helper()
+	src, err := os.ReadFile(scenarioPath("cloud-vehicle"))
+	require.NoError(t, err)
+	return writeScenario(t, string(src)+"\n"+faults)
+}
+
+// Realtime: steps whose input misses its tick go on with the rules and are counted; the run
+// completes "degraded" (exit 0) naming the counts, and --max-missed-fraction makes it fail.
+func TestRealtimeMissesDegrade(t *testing.T) {
+	srv := server(t)
+	path := vehicleWithFaults(t, "faults:\n  links:\n    - {name: slow-u, from: cloud.0, to: plant.0, unit: ms, delay: 12, window: [20, 40]}\n")
+	dir := t.TempDir()
+	args := []string{"run", path, "--nats-url", srv.URL(), "--runs", "1", "--mode", "realtime", "--period", "5ms", "--log-level", "warn"}
+	code, _, stderr := runDpsim(t, 60*time.Second, append(args, "--out", dir)...)
+	require.Equal(t, 0, code, stderr)
+	sum := readSummary(t, dir)
+	require.Equal(t, "degraded", sum.Status)
+	require.NotEmpty(t, sum.Degraded)
+	require.Contains(t, sum.Degraded[0], "missed their realtime deadline")
+	require.Greater(t, sum.MissedFraction, 0.0)
+	require.GreaterOrEqual(t, sum.Timing["missed"].(float64), 10.0, "at least the 20 steps of the window minus those the delay still makes")
+	require.Equal(t, 1, sum.Points[0].Metrics.Runs, "the episode completed")
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "**Status: degraded**")
+
+	dir2 := t.TempDir()
+	code, _, stderr = runDpsim(t, 60*time.Second, append(args, "--out", dir2, "--max-missed-fraction", "0.001")...)
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "max-missed-fraction")
+	require.Equal(t, "failed", readSummary(t, dir2).Status)
+}
+
+// Lockstep: a message that does not come within --timeout is not fatal any more - the
+// receiver applies its rule, the late message is counted when it comes, and the run
+// completes "degraded", naming the timeouts.
+func TestLockstepTimeoutNotFatal(t *testing.T) {
+	srv := server(t)
+	path := vehicleWithFaults(t, "faults:\n  links:\n    - {name: stall, from: cloud.0, to: plant.0, unit: ms, delay: 300, window: [10, 12]}\n")
+	dir := t.TempDir()
+	code, _, stderr := runDpsim(t, 60*time.Second, "run", path, "--nats-url", srv.URL(), "--runs", "1", "--timeout", "60ms",
+		"--out", dir, "--log-level", "warn")
+	require.Equal(t, 0, code, stderr)
+	sum := readSummary(t, dir)
+	require.Equal(t, "degraded", sum.Status)
+	require.Contains(t, sum.Degraded[0], "timed out")
+	require.Equal(t, 1, sum.Points[0].Metrics.Runs)
+	var late uint64
+	for _, l := range sum.Points[0].Metrics.Links {
+		if l.Link == "cloud.0->plant.0" {
+			late = l.Late
+		}
+	}
+	require.Positive(t, late, "the stalled inputs arrived after the plant went on without them")
+}
