@@ -59,13 +59,16 @@ type Msg struct {
 	Values  []float64
 }
 
-// Out is a message a core releases: its stream's value of step Step.
+// Out is a message a core releases: its stream's value of step Step (the stream is the
+// publisher's: StreamOf(From.Role)).
 type Out struct {
 	From   Endpoint
-	Stream string
 	Step   int
 	Values []float64
 }
+
+// StreamOf is the data stream a role publishes: yhat (plant), u (cloud), y (agents).
+func StreamOf(r Role) string { return streamOf(r) }
 
 // Ready is what a core produced since the last call to Ready: messages to release (in order)
 // and its partial records (see ControlRecord, AgentRecord). Slices are views valid until the
@@ -165,9 +168,6 @@ func (o *outbuf) clear() {
 	o.consumed = false
 }
 
-func (o *outbuf) out(from Endpoint, stream string, step int, v []float64) {
-	o.rd.Out = append(o.rd.Out, Out{From: from, Stream: stream, Step: step, Values: o.mem.copy(v)})
-}
 
 // inputs is the receive side of a core: the deliveries of its expected senders filed by step,
 // what arrived on time for the current step, the newest value heard from each sender (for the
@@ -181,29 +181,41 @@ type inputs struct {
 	ep      int
 	cur     int
 
-	have   []bool      // sender's step-cur message arrived
-	vals   [][]float64 // its values
-	done   []bool      // sender finished step cur (its last delivery for At = cur)
-	ndone  int
-	nstep  []int       // newest step heard from the sender (-1: none)
-	newest [][]float64 // its values
-	seen   [][]uint64  // bitset of the late steps received, per sender (their duplicates)
-	ahead  []Msg       // deliveries for a later logical step, in arrival order
-	spare  [][]float64 // value buffers of consumed ahead deliveries
+	from  []sender // per expected sender, in Senders order
+	ndone int
+	ahead []Msg       // deliveries for a later logical step, in arrival order
+	spare [][]float64 // value buffers of consumed ahead deliveries
 
 	stats      []fault.LinkStats
 	unexpected uint64
 }
 
+// sender is what a core knows of one expected sender, together in memory.
+type sender struct {
+	have   bool      // its step-cur message arrived
+	done   bool      // it finished step cur (its last delivery for At = cur)
+	nstep  int       // newest step heard from it (-1: none)
+	vals   []float64 // the step-cur values
+	newest []float64 // the values of step nstep
+	seen   []uint64  // bitset of the late steps received (their duplicates)
+}
+
+// setVals copies v into dst's storage (short vectors: no memmove call).
+func setVals(dst []float64, v []float64) []float64 {
+	dst = dst[:0]
+	for _, x := range v {
+		dst = append(dst, x)
+	}
+	return dst
+}
+
 func newInputs(self Endpoint, senders []Endpoint, T int) *inputs {
 	n := len(senders)
 	in := &inputs{self: self, senders: senders, index: newEndpointIndex(senders), T: T,
-		have: make([]bool, n), vals: make([][]float64, n), done: make([]bool, n),
-		nstep: make([]int, n), newest: make([][]float64, n), seen: make([][]uint64, n),
-		stats: make([]fault.LinkStats, n)}
+		from: make([]sender, n), stats: make([]fault.LinkStats, n)}
 	words := (T + 63) / 64
 	for k, s := range senders {
-		in.seen[k] = make([]uint64, words)
+		in.from[k].seen = make([]uint64, words)
 		in.stats[k].Link = s.String() + "->" + self.String()
 	}
 	return in
@@ -213,11 +225,10 @@ func newInputs(self Endpoint, senders []Endpoint, T int) *inputs {
 // (deliveries still waiting are of a finished episode: unexpected).
 func (in *inputs) begin(ep int) {
 	in.ep, in.cur, in.ndone = ep, 0, 0
-	clear(in.have)
-	clear(in.done)
-	for k := range in.nstep {
-		in.nstep[k] = -1
-		clear(in.seen[k])
+	for k := range in.from {
+		f := &in.from[k]
+		f.have, f.done, f.nstep = false, false, -1
+		clear(f.seen)
 	}
 	for _, m := range in.ahead {
 		in.unexpected++
@@ -227,13 +238,13 @@ func (in *inputs) begin(ep int) {
 }
 
 // complete reports whether every sender finished the current step.
-func (in *inputs) complete() bool { return in.ndone == len(in.senders) }
+func (in *inputs) complete() bool { return in.ndone == len(in.from) }
 
 // missing returns how many senders' step-cur messages are absent.
 func (in *inputs) missing() int {
 	n := 0
-	for _, h := range in.have {
-		if !h {
+	for k := range in.from {
+		if !in.from[k].have {
 			n++
 		}
 	}
@@ -262,40 +273,41 @@ func (in *inputs) file(m *Msg) {
 }
 
 func (in *inputs) apply(k int, m *Msg) {
-	st := &in.stats[k]
+	f := &in.from[k]
 	switch {
 	case m.Gap:
-		st.Gaps++
+		in.stats[k].Gaps++
 	case m.Step == in.cur:
 		// On time. A duplicate of an on-time message is on time too (the injector holds or
-		// passes both copies alike), so have[k] detects it without the bitset.
-		st.Delivered++
-		if in.have[k] {
-			st.DupReceived++
+		// passes both copies alike), so have detects it without the bitset.
+		in.stats[k].Delivered++
+		if f.have {
+			in.stats[k].DupReceived++
 			break
 		}
-		in.have[k] = true
-		in.vals[k] = append(in.vals[k][:0], m.Values...)
-		if m.Step > in.nstep[k] {
-			in.nstep[k] = m.Step
-			in.newest[k] = append(in.newest[k][:0], m.Values...)
+		f.have = true
+		f.vals = setVals(f.vals, m.Values)
+		if m.Step > f.nstep {
+			f.nstep = m.Step
+			f.newest = setVals(f.newest, m.Values)
 		}
 	default: // late (Step < cur): the bitset of late steps received detects its duplicates
+		st := &in.stats[k]
 		st.Delivered++
 		w, bit := m.Step/64, uint64(1)<<(m.Step%64)
-		if in.seen[k][w]&bit != 0 {
+		if f.seen[w]&bit != 0 {
 			st.DupReceived++
 			break
 		}
-		in.seen[k][w] |= bit
+		f.seen[w] |= bit
 		st.Late++
-		if m.Step > in.nstep[k] {
-			in.nstep[k] = m.Step
-			in.newest[k] = append(in.newest[k][:0], m.Values...)
+		if m.Step > f.nstep {
+			f.nstep = m.Step
+			f.newest = setVals(f.newest, m.Values)
 		}
 	}
-	if !m.More && m.At == in.cur && !in.done[k] {
-		in.done[k] = true
+	if !m.More && m.At == in.cur && !f.done {
+		f.done = true
 		in.ndone++
 	}
 }
@@ -304,8 +316,12 @@ func (in *inputs) apply(k int, m *Msg) {
 func (in *inputs) advance() {
 	in.cur++
 	in.ndone = 0
-	clear(in.have)
-	clear(in.done)
+	for k := range in.from {
+		in.from[k].have, in.from[k].done = false, false
+	}
+	if len(in.ahead) == 0 {
+		return
+	}
 	keep := in.ahead[:0]
 	for i := range in.ahead {
 		m := &in.ahead[i]
@@ -322,18 +338,18 @@ func (in *inputs) advance() {
 
 // value returns sender k's step-cur values (nil if absent).
 func (in *inputs) value(k int) []float64 {
-	if !in.have[k] {
+	if !in.from[k].have {
 		return nil
 	}
-	return in.vals[k]
+	return in.from[k].vals
 }
 
 // latest returns the newest values heard from sender k (nil: none yet this episode).
 func (in *inputs) latest(k int) []float64 {
-	if in.nstep[k] < 0 {
+	if in.from[k].nstep < 0 {
 		return nil
 	}
-	return in.newest[k]
+	return in.from[k].newest
 }
 
 // endpointIndex maps endpoints to their position in a list without hashing: per role, a

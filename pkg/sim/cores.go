@@ -69,7 +69,7 @@ func (c *PlantCore) emit() {
 	if !c.norec {
 		c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.Episode(), Step: t, X: c.ob.mem.copy(c.node.State()), Yhat: yhat})
 	}
-	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Stream: StreamYhat, Step: t, Values: yhat})
+	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Step: t, Values: yhat})
 }
 
 func (c *PlantCore) complete() bool {
@@ -153,7 +153,7 @@ func (c *CloudCore) complete() bool {
 	if !c.norec {
 		c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.episode, Step: t, U: u, Xhat: c.ob.mem.copy(c.node.Xhat())})
 	}
-	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Stream: StreamU, Step: t, Values: u})
+	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Step: t, Values: u})
 	return t+1 == c.T
 }
 
@@ -227,7 +227,7 @@ func (c *AgentCore) emit() {
 	if !c.norec {
 		c.ob.rd.Agent = append(c.ob.rd.Agent, AgentRecord{Episode: c.node.episode, Step: t, Agent: c.node.Index(), X: x, Y: &y[0]})
 	}
-	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Stream: StreamY, Step: t, Values: y})
+	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Step: t, Values: y})
 }
 
 func (c *AgentCore) complete() bool {

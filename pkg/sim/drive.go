@@ -99,7 +99,7 @@ func (d *Driver) flush(k int) error {
 		o := &rd.Out[i]
 		if d.pace != nil {
 			if at := d.pace.ReleaseAt(o); at.After(d.now) {
-				d.held = append(d.held, heldOut{at: at, o: Out{From: o.From, Stream: o.Stream, Step: o.Step, Values: d.mem.copy(o.Values)}})
+				d.held = append(d.held, heldOut{at: at, o: Out{From: o.From, Step: o.Step, Values: d.mem.copy(o.Values)}})
 				if d.dl.IsZero() || at.Before(d.dl) {
 					d.dl = at
 				}
@@ -108,7 +108,7 @@ func (d *Driver) flush(k int) error {
 			d.pace.Released(o, d.now)
 		}
 		if err := d.tr.Send(o); err != nil {
-			return fmt.Errorf("%s: send %s(%d): %w", c.Endpoint(), o.Stream, o.Step, err)
+			return fmt.Errorf("%s: send %s(%d): %w", c.Endpoint(), streamOf(o.From.Role), o.Step, err)
 		}
 	}
 	if d.sink != nil {
@@ -137,7 +137,7 @@ func (d *Driver) releaseDue() error {
 		}
 		d.pace.Released(&h.o, now)
 		if err := d.tr.Send(&h.o); err != nil {
-			return fmt.Errorf("%s: send %s(%d): %w", h.o.From, h.o.Stream, h.o.Step, err)
+			return fmt.Errorf("%s: send %s(%d): %w", h.o.From, streamOf(h.o.From.Role), h.o.Step, err)
 		}
 	}
 	d.held = keep

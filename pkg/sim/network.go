@@ -17,8 +17,7 @@ type Network struct {
 	pubs  [4][]*netPub // [role][id]: each publisher's outbox and subscribers
 	all   []*netPub
 	ep    int
-	queue []Msg
-	head  int
+	q     ring
 	mem   arena
 	cur   Msg
 	// the release in progress (emit's context; a method value made once, so Send does not
@@ -96,8 +95,7 @@ func NewPublisherOutbox(inj *fault.Injector, from Endpoint, subs []Endpoint) *fa
 // Begin starts episode ep: the queue is emptied and the outboxes begin the episode.
 func (n *Network) Begin(ep int) {
 	n.ep = ep
-	n.queue, n.head = n.queue[:0], 0
-	n.mem.reset()
+	n.q.reset()
 	for _, np := range n.all {
 		np.ob.Begin(ep)
 	}
@@ -121,7 +119,9 @@ func (n *Network) Send(o *Out) error {
 	}
 	if np.ob.Clear() { // no rule on any link: one broadcast, on time (the outbox counts it)
 		np.ob.Count()
-		n.queue = append(n.queue, Msg{From: o.From, ToAll: true, Episode: n.ep, Step: o.Step, At: o.Step, Values: n.mem.copy(o.Values)})
+		m := n.q.push()
+		m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More = o.From, Endpoint{}, true, n.ep, o.Step, o.Step, false, false
+		m.Values = append(m.Values[:0], o.Values...)
 		return nil
 	}
 	n.from, n.to = o.From, np.subs
@@ -131,30 +131,68 @@ func (n *Network) Send(o *Out) error {
 
 // deliver queues one delivery of the release in progress.
 func (n *Network) deliver(d *fault.Delivery) {
-	m := Msg{From: n.from, Episode: n.ep, Step: d.Step, At: d.At, Gap: d.Gap, More: d.More}
+	m := n.q.push()
+	m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More = n.from, Endpoint{}, false, n.ep, d.Step, d.At, d.Gap, d.More
 	if d.To == fault.Broadcast {
 		m.ToAll = true
 	} else {
 		m.To = n.to[d.To]
 	}
-	if !d.Gap {
-		m.Values = n.mem.copy(d.Values)
-	}
-	n.queue = append(n.queue, m)
+	m.Values = append(m.Values[:0], d.Values...) // a gap: none
 }
 
 // Recv implements Transport: the oldest queued delivery, or ErrIdle (logical time: the queue is
 // empty, so every step a core still waits on has reached its deadline).
 func (n *Network) Recv(time.Time) (*Msg, error) {
-	if n.head == len(n.queue) {
-		n.queue, n.head = n.queue[:0], 0
-		n.mem.reset()
+	m := n.q.pop()
+	if m == nil {
 		return nil, ErrIdle
 	}
-	n.head++
-	// A pointer into the queue: appends made while the message is processed may move the
-	// queue, but the message stays where it is (the old array lives while referenced).
-	return &n.queue[n.head-1], nil
+	return m, nil
+}
+
+// ring is the network's FIFO of deliveries: a ring of reused slots (each keeps its value
+// buffer), so a run's queue stays a few cache lines and allocates nothing in the steady state.
+// A popped slot is not reused before the ring wraps around, so the *Msg Recv returns stays
+// valid while the driver hands it to every core it is for.
+type ring struct {
+	buf        []Msg
+	head, tail int // pop at head, push at tail; count = tail - head
+}
+
+func (r *ring) reset() { r.head, r.tail = 0, 0 }
+
+func (r *ring) push() *Msg {
+	// Grow one slot early: the slot popped last (the message being delivered) is not reused.
+	if r.tail-r.head >= len(r.buf)-1 {
+		r.grow()
+	}
+	m := &r.buf[r.tail&(len(r.buf)-1)]
+	r.tail++
+	return m
+}
+
+func (r *ring) pop() *Msg {
+	if r.head == r.tail {
+		return nil
+	}
+	m := &r.buf[r.head&(len(r.buf)-1)]
+	r.head++
+	return m
+}
+
+// grow doubles the ring, keeping the order. The old array stays alive while a popped *Msg
+// still points into it.
+func (r *ring) grow() {
+	n := max(64, 2*len(r.buf))
+	nb := make([]Msg, n)
+	k := 0
+	for i := r.head; i < r.tail; i++ {
+		nb[k] = r.buf[i&(len(r.buf)-1)]
+		nb[k].Values = append([]float64(nil), nb[k].Values...) // the old slot may still be read
+		k++
+	}
+	r.buf, r.head, r.tail = nb, 0, k
 }
 
 // LinkStats returns the injector's counters of every link (sorted by link name), merged with
