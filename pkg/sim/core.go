@@ -168,7 +168,6 @@ func (o *outbuf) clear() {
 	o.consumed = false
 }
 
-
 // inputs is the receive side of a core: the deliveries of its expected senders filed by step,
 // what arrived on time for the current step, the newest value heard from each sender (for the
 // missing-input rules), duplicates, and the per-link receive counters. Deliveries for a later

@@ -14,12 +14,12 @@ import (
 // allocation-free in the steady state, and - the faults being pure functions of the seed -
 // bit-identical to a lockstep NATS run of the same scenario and seed.
 type Network struct {
-	pubs  [4][]*netPub // [role][id]: each publisher's outbox and subscribers
-	all   []*netPub
-	ep    int
-	q     ring
-	mem   arena
-	cur   Msg
+	pubs [4][]*netPub // [role][id]: each publisher's outbox and subscribers
+	all  []*netPub
+	ep   int
+	q    ring
+	mem  arena
+	cur  Msg
 	// the release in progress (emit's context; a method value made once, so Send does not
 	// allocate)
 	from Endpoint
