@@ -52,6 +52,19 @@ func (s *LinkStats) Add(o *LinkStats) {
 	s.Gaps += o.Gaps
 }
 
+// Event is what the injector did to one message on one link (a line of a process's
+// <name>.faults.jsonl): every message whose fate was not "on time, once" has one.
+type Event struct {
+	Link       string `json:"link"`
+	Episode    int    `json:"episode"`
+	Step       int    `json:"step"`
+	Drop       bool   `json:"drop,omitempty"`
+	Duplicate  bool   `json:"duplicate,omitempty"`
+	Reorder    bool   `json:"reorder,omitempty"`
+	DelaySteps int    `json:"delay_steps,omitempty"`
+	DelayNS    int64  `json:"delay_ns,omitempty"`
+}
+
 // held is a copy waiting for its delivery step.
 type held struct {
 	at, step  int
@@ -74,6 +87,9 @@ type Outbox struct {
 	stats   []LinkStats
 	scratch []Delivery
 	bcast   Delivery
+	// Log, when set, hears of every message whose fate on a link was not clear.
+	Log func(*Event)
+	ev  Event
 }
 
 // NewOutbox returns the outbox of a publisher whose subscribers are reached through links
@@ -150,6 +166,12 @@ func (o *Outbox) Release(t int, vals []float64, emit func(*Delivery)) {
 		return
 	}
 	for k := range o.links {
+		if o.Log != nil && !o.fates[k].Clear() {
+			f := o.fates[k]
+			o.ev = Event{Link: o.stats[k].Link, Episode: o.ep, Step: t, Drop: f.Drop, Duplicate: f.Duplicate,
+				Reorder: f.Reorder, DelaySteps: f.DelaySteps, DelayNS: int64(f.Delay)}
+			o.Log(&o.ev)
+		}
 		o.release(k, t, vals, emit)
 	}
 }

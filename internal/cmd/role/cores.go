@@ -33,6 +33,12 @@ type coreRunner struct {
 	ntrace *sim.TraceWriter[sim.ConsensusRecord]
 	count  func() int
 
+	// the injector's record of this process's messages (<name>.faults.jsonl)
+	ffile *os.File
+	fw    *bufio.Writer
+	fenc  *json.Encoder
+	ferr  error
+
 	// eavesdropper transcript
 	tfile *os.File
 	tw    *bufio.Writer
@@ -154,6 +160,11 @@ func (r *coreRunner) setup(n *node) error {
 	if r.tr, err = newNATSTransport(n, in, cores, inj); err != nil {
 		return err
 	}
+	if inj.Active() && len(r.tr.pubs) > 0 {
+		if err := r.openFaultLog(n); err != nil {
+			return err
+		}
+	}
 	r.pace = newPacer(n, eve)
 	r.drv = sim.NewDriver(cores, r.tr, r.pace, r.sink)
 	if r.file, err = n.openTrace(); err != nil {
@@ -241,6 +252,26 @@ func (r *coreRunner) linkStats() []fault.LinkStats {
 	return sim.MergeLinkStats(lists...)
 }
 
+// openFaultLog records what the injector does to each of this process's messages.
+func (r *coreRunner) openFaultLog(n *node) error {
+	name := FaultsFile(n.cfg.Name())
+	f, err := os.Create(filepath.Join(n.cfg.Out, name))
+	if err != nil {
+		return fmt.Errorf("fault log: %w", err)
+	}
+	r.ffile, r.fw = f, bufio.NewWriterSize(f, 1<<16)
+	r.fenc = json.NewEncoder(r.fw)
+	n.res.FaultsFile = name
+	for _, ps := range r.tr.pubs {
+		ps.ob.Log = func(ev *fault.Event) {
+			if err := r.fenc.Encode(ev); err != nil && r.ferr == nil {
+				r.ferr = err
+			}
+		}
+	}
+	return nil
+}
+
 func (r *coreRunner) openTranscript(n *node) error {
 	if !n.cfg.Transcript {
 		return nil
@@ -278,6 +309,18 @@ func (r *coreRunner) finish(n *node) error {
 		n.res.Links = r.linkStats()
 	}
 	var err error
+	if r.ffile != nil {
+		err = r.ferr
+		if ferr := r.fw.Flush(); err == nil {
+			err = ferr
+		}
+		if cerr := r.ffile.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			err = fmt.Errorf("fault log: %w", err)
+		}
+	}
 	if n.in != nil && r.tfile != nil {
 		// Whatever is still queued (the last coordination messages) goes into the transcript too.
 		n.in.DrainTap()
@@ -286,12 +329,12 @@ func (r *coreRunner) finish(n *node) error {
 		n.res.Messages = r.msgs
 	}
 	if r.tw != nil {
-		err = r.tw.Flush()
-		if cerr := r.tfile.Close(); err == nil {
-			err = cerr
+		terr := r.tw.Flush()
+		if cerr := r.tfile.Close(); terr == nil {
+			terr = cerr
 		}
-		if err != nil {
-			err = fmt.Errorf("transcript: %w", err)
+		if terr != nil && err == nil {
+			err = fmt.Errorf("transcript: %w", terr)
 		}
 	}
 	var tw flusher

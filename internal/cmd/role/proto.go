@@ -78,7 +78,10 @@ type ProcessResult struct {
 	TraceFile      string `json:"trace_file,omitempty"`
 	Records        int    `json:"records"`
 	TranscriptFile string `json:"transcript_file,omitempty"`
-	Messages       int    `json:"messages,omitempty"` // eavesdropper: every message seen
+	// FaultsFile is the injector's record of this process's messages: one line per message
+	// whose fate on a link was not "on time, once" (fault.Event).
+	FaultsFile string `json:"faults_file,omitempty"`
+	Messages   int    `json:"messages,omitempty"` // eavesdropper: every message seen
 
 	// Links are this process's per-link counters (fault.LinkStats): its publishers' injector
 	// side and its cores' receive side. The launcher merges every process's.
@@ -134,6 +137,9 @@ func ProcName(role bus.Role, id, lastAgent int) string {
 func TraceFile(name string) string      { return name + ".trace.jsonl" }
 func ResultFile(name string) string     { return name + ".result.json" }
 func TranscriptFile(name string) string { return name + ".transcript.jsonl" }
+
+// FaultsFile names a process's fault log (what its injector did to its messages).
+func FaultsFile(name string) string { return name + ".faults.jsonl" }
 
 // ParseAgents parses an agent range "i..j" (inclusive) or a single index "i".
 func ParseAgents(s string) (lo, hi int, err error) {

@@ -1,13 +1,17 @@
 package run_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/pkg/fault"
 )
 
 // faultyVehicle and faultyConsensus exercise every fault kind at once on every link: loss,
@@ -94,8 +98,61 @@ func TestFaultsBitIdenticalOverNATS(t *testing.T) {
 				require.Positive(t, dropped)
 				require.Positive(t, dups)
 				require.Equal(t, runs, sum.Points[0].Metrics.Runs)
+				checkFaultLogs(t, dir, sum, links)
 			}
 		})
+	}
+}
+
+// checkFaultLogs reads every process's record of what its injector did (one line per message
+// whose fate was not "on time, once") and checks that the per-link statistics say the same.
+func checkFaultLogs(t *testing.T, dir string, sum *summary, links []fault.LinkStats) {
+	t.Helper()
+	type counts struct{ drop, dup, reorder, delay uint64 }
+	got := map[string]*counts{}
+	files := 0
+	for _, p := range sum.Processes {
+		if p.TraceFile == "" || p.Role == "eavesdropper" {
+			continue
+		}
+		path := filepath.Join(dir, strings.TrimSuffix(p.TraceFile, ".trace.jsonl")+".faults.jsonl")
+		data, err := os.ReadFile(path)
+		require.NoError(t, err, "%s keeps a fault log", p.Name)
+		files++
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			if line == "" {
+				continue
+			}
+			var ev fault.Event
+			require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
+			c := got[ev.Link]
+			if c == nil {
+				c = &counts{}
+				got[ev.Link] = c
+			}
+			switch {
+			case ev.Drop:
+				c.drop++
+			default:
+				if ev.Duplicate {
+					c.dup++
+				}
+				if ev.Reorder {
+					c.reorder++
+				}
+				if ev.DelaySteps > 0 || ev.DelayNS > 0 {
+					c.delay++
+				}
+			}
+		}
+	}
+	require.Positive(t, files)
+	for _, l := range links {
+		c := got[l.Link]
+		if c == nil {
+			c = &counts{}
+		}
+		require.Equal(t, counts{l.Dropped, l.Duplicated, l.Reordered, l.Delayed}, *c, "%s: the statistics are what the injector recorded", l.Link)
 	}
 }
 

@@ -16,12 +16,12 @@ import (
 const RSSWait = "wait4"
 
 // procFileSuffixes are the files a role process writes into its --out directory.
-var procFileSuffixes = []string{".log", ".trace.jsonl", ".result.json", ".transcript.jsonl"}
+var procFileSuffixes = []string{".log", ".trace.jsonl", ".result.json", ".transcript.jsonl", ".faults.jsonl"}
 
 // cleanOutputs removes from dir what an earlier dpsim run wrote there, so that a reused --out
 // holds only this run's outputs: summary.json, report.md, trace.jsonl and trace-pNN.jsonl, the
 // report's figures (report.FigureNames as .png and .svg), and procs/ with the processes'
-// files (procs/ and procs/pNN/: *.log, *.trace.jsonl, *.result.json, *.transcript.jsonl; the
+// files (procs/ and procs/pNN/: *.log, *.trace.jsonl, *.result.json, *.transcript.jsonl, *.faults.jsonl; the
 // directories go when that leaves them empty). Nothing else is touched.
 func cleanOutputs(dir string) error {
 	var errs []error
