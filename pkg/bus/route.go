@@ -3,6 +3,7 @@ package bus
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,10 +15,12 @@ import (
 // a fault-free run publishes plain messages, and its zero value means "for every subscriber,
 // delivered at its own step, the last one of the step".
 type Route struct {
-	To   string // "<role>.<id>" of the one subscriber it is for; "" = every subscriber
-	At   int    // logical delivery step; 0 with AtSet false = the message's own step
-	More bool   // more deliveries from this sender to To for step At follow
-	Gap  bool   // no message: the sender has nothing more for To at step At (no values)
+	To string // "<role>.<id>" of the one subscriber it is for; "" = every subscriber ...
+	// Except: ... but these (they get deliveries of their own).
+	Except []string
+	At     int  // logical delivery step; 0 with AtSet false = the message's own step
+	More   bool // more deliveries from this sender to To for step At follow
+	Gap    bool // no message: the sender has nothing more for To at step At (no values)
 	// AtSet reports whether At was given (a delivery later than its own step).
 	AtSet bool
 }
@@ -28,10 +31,14 @@ const (
 	HeaderAt   = "Dpsim-At"
 	HeaderMore = "Dpsim-More"
 	HeaderGap  = "Dpsim-Gap"
+	// HeaderExcept lists the subscribers a broadcast is not for, comma-separated.
+	HeaderExcept = "Dpsim-Except"
 )
 
 // IsZero reports whether r carries nothing (a plain broadcast).
-func (r Route) IsZero() bool { return r.To == "" && !r.AtSet && !r.More && !r.Gap }
+func (r Route) IsZero() bool {
+	return r.To == "" && !r.AtSet && !r.More && !r.Gap && len(r.Except) == 0
+}
 
 // header returns r as NATS headers (nil for the zero Route).
 func (r Route) header() nats.Header {
@@ -50,6 +57,9 @@ func (r Route) header() nats.Header {
 	}
 	if r.Gap {
 		h.Set(HeaderGap, "1")
+	}
+	if len(r.Except) > 0 {
+		h.Set(HeaderExcept, strings.Join(r.Except, ","))
 	}
 	return h
 }
@@ -73,6 +83,17 @@ func routeOf(h nats.Header) (Route, error) {
 	}
 	r.More = h.Get(HeaderMore) == "1"
 	r.Gap = h.Get(HeaderGap) == "1"
+	if v := h.Get(HeaderExcept); v != "" {
+		if r.To != "" {
+			return r, &InvalidError{ReasonSender, "header " + HeaderExcept + " on a message for one subscriber"}
+		}
+		r.Except = strings.Split(v, ",")
+		for _, e := range r.Except {
+			if senderPattern(e) != nil {
+				return r, &InvalidError{ReasonSender, fmt.Sprintf("header %s: %q is not <role>.<id>", HeaderExcept, e)}
+			}
+		}
+	}
 	return r, nil
 }
 

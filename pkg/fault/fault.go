@@ -5,8 +5,8 @@
 // endpoints are named as bus.SenderName: "<role>.<id>"). The scenario's faults.links rules
 // (scenario.LinkFault) say which links they match (by endpoint pattern or by data subject)
 // and what they do. The fate of the message a publisher releases at step t of episode e on a
-// link is a pure function of (run seed, rule, link, e, t) (Link.Decide, drawn from an
-// rng.Counter): the in-memory network of the fast engine and the publish side of every NATS
+// link is a pure function of (run seed, rule, link, e, t) (Link.Decide, counter-based draws
+// rng.At): the in-memory network of the fast engine and the publish side of every NATS
 // process compute the same fates without coordinating, which is what makes a faulty run
 // reproducible and the two engines bit-identical in lockstep mode.
 //
@@ -166,6 +166,10 @@ type Link struct {
 	From, To string
 	seed     uint64
 	rules    []linkRule
+	// keys[r] = rng.Derive(seed, label(rule r, link), ep) for the episode ep last decided:
+	// a cache (Decide stays a pure function of its arguments).
+	keys  []uint64
+	keyEp int
 }
 
 // Name is "from->to", the link's key in statistics.
@@ -207,6 +211,7 @@ func (in *Injector) Link(from, to, subject string) *Link {
 		}
 		l.rules = append(l.rules, linkRule{r: r, label: rng.Label("fault/" + r.name + "/" + from + "->" + to)})
 	}
+	l.keys, l.keyEp = make([]uint64, len(l.rules)), -1
 	return l
 }
 
@@ -224,32 +229,49 @@ func (f Fate) Clear() bool {
 	return !f.Drop && !f.Duplicate && !f.Reorder && f.DelaySteps == 0 && f.Delay == 0
 }
 
+// The fixed draw indices of a rule's fate: each decision has its own draw, so a rule that
+// does not use one (a zero probability, no random delay) skips it without shifting the others.
+const (
+	drawDrop = iota + 1
+	drawDuplicate
+	drawReorder
+	drawDelay1
+	drawDelay2
+	drawJitter
+)
+
 // Decide returns the fate of the message of step t of episode ep on the link. It is a pure
-// function of (seed, rule, link, ep, t): every rule whose window contains t draws, in this
-// order, drop, duplicate, reorder, the random delay and the jitter from the counter stream
-// rng.NewCounter(seed, label(rule, link), ep, t). Delays of the matching rules add (steps
-// are rounded to the nearest integer per rule); a message is dropped, duplicated or reordered
-// if any rule says so. No allocation.
+// function of (seed, rule, link, ep, t): every rule whose window contains t takes its drop,
+// duplicate, reorder, random-delay and jitter draws from the episode's counter stream keyed
+// by rng.Derive(seed, label(rule, link), ep), draw d of step t at index 8t + d (rng.At). Delays of the
+// matching rules add (steps are rounded to the nearest integer per rule); a message is
+// dropped, duplicated or reordered if any rule says so. No allocation.
 func (l *Link) Decide(ep, t int) Fate {
 	var f Fate
-	for _, lr := range l.rules {
+	if ep != l.keyEp {
+		for i, lr := range l.rules {
+			l.keys[i] = rng.Derive(l.seed, lr.label, uint64(ep))
+		}
+		l.keyEp = ep
+	}
+	for i, lr := range l.rules {
 		s := &lr.r.spec
 		if !s.Window.Contains(t) {
 			continue
 		}
-		c := rng.NewCounter(l.seed, lr.label, uint64(ep), uint64(t))
-		if c.Float64() < s.Drop {
+		key, base := l.keys[i], uint64(t)<<3 // draw d of step t is index 8t + d of the episode's stream
+		if s.Drop > 0 && rng.At(key, base+drawDrop) < s.Drop {
 			f.Drop = true
 		}
-		if c.Float64() < s.Duplicate {
+		if s.Duplicate > 0 && rng.At(key, base+drawDuplicate) < s.Duplicate {
 			f.Duplicate = true
 		}
-		if c.Float64() < s.Reorder {
+		if s.Reorder > 0 && rng.At(key, base+drawReorder) < s.Reorder {
 			f.Reorder = true
 		}
-		d := s.Delay + randomDelay(s.RandomDelay, &c)
+		d := s.Delay + randomDelay(s.RandomDelay, key, base)
 		if s.Jitter > 0 {
-			d += s.Jitter * (2*c.Float64() - 1)
+			d += s.Jitter * (2*rng.At(key, base+drawJitter) - 1)
 		}
 		d = math.Max(d, 0)
 		if s.Unit == scenario.UnitMS {
@@ -262,26 +284,25 @@ func (l *Link) Decide(ep, t int) Fate {
 }
 
 // randomDelay draws from the rule's delay distribution (0 without one).
-func randomDelay(r *scenario.RandomDelay, c *rng.Counter) float64 {
+func randomDelay(r *scenario.RandomDelay, key, base uint64) float64 {
 	if r == nil {
 		return 0
 	}
 	switch r.Dist {
 	case scenario.DistUniform:
-		return r.Min + (r.Max-r.Min)*c.Float64()
+		return r.Min + (r.Max-r.Min)*rng.At(key, base+drawDelay1)
 	case scenario.DistExponential:
-		return -r.Mean * math.Log(c.Open01())
+		return -r.Mean * math.Log(rng.OpenAt(key, base+drawDelay1))
 	case scenario.DistNormal:
-		return math.Max(0, r.Mean+r.SD*normal(c))
+		return math.Max(0, r.Mean+r.SD*normal(key, base))
 	case scenario.DistLognormal:
-		return math.Exp(r.Mu + r.Sigma*normal(c))
+		return math.Exp(r.Mu + r.Sigma*normal(key, base))
 	}
 	return 0
 }
 
-// normal draws a standard normal by Box-Muller (two uniforms, always: the draw count per
-// message is fixed).
-func normal(c *rng.Counter) float64 {
-	u1, u2 := c.Open01(), c.Float64()
+// normal draws a standard normal by Box-Muller from the two delay draws.
+func normal(key, base uint64) float64 {
+	u1, u2 := rng.OpenAt(key, base+drawDelay1), rng.At(key, base+drawDelay2)
 	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
 }

@@ -1,6 +1,7 @@
 package fault
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -141,12 +142,13 @@ func TestWindow(t *testing.T) {
 type rec struct {
 	to, step, at int
 	gap, more    bool
+	except       string
 }
 
 func collect(ob *Outbox, t int, v float64) []rec {
 	var out []rec
 	ob.Release(t, []float64{v}, func(d *Delivery) {
-		out = append(out, rec{d.To, d.Step, d.At, d.Gap, d.More})
+		out = append(out, rec{d.To, d.Step, d.At, d.Gap, d.More, fmt.Sprint(d.Except)})
 	})
 	return out
 }
@@ -156,19 +158,21 @@ func TestOutboxClear(t *testing.T) {
 	in := inj(t)
 	ob := NewOutbox([]*Link{in.Link("plant.0", "cloud.0", "plant.0.yhat"), in.Link("plant.0", "eavesdropper.0", "plant.0.yhat")})
 	ob.Begin(0)
-	assert.Equal(t, []rec{{Broadcast, 3, 3, false, false}}, collect(ob, 3, 1))
+	assert.Equal(t, []rec{{Broadcast, 3, 3, false, false, "[]"}}, collect(ob, 3, 1))
 	assert.Equal(t, uint64(1), ob.Stats()[0].Sent)
 }
 
 // A delay of 2 steps on one link: gaps at the step, the copy at step + 2 ahead of that
-// step's own message, the other subscriber unaffected; copies left at the end expire.
+// step's own message; the other subscriber gets the plain broadcast (excepting the delayed
+// link); copies left at the end expire.
 func TestOutboxDelayOrder(t *testing.T) {
 	in := inj(t, scenario.LinkFault{To: "cloud.0", Delay: 2})
 	ob := NewOutbox([]*Link{in.Link("plant.0", "cloud.0", "plant.0.yhat"), in.Link("plant.0", "eavesdropper.0", "plant.0.yhat")})
 	ob.Begin(0)
-	assert.Equal(t, []rec{{0, 0, 0, true, false}, {1, 0, 0, false, false}}, collect(ob, 0, 0))
-	assert.Equal(t, []rec{{0, 1, 1, true, false}, {1, 1, 1, false, false}}, collect(ob, 1, 1))
-	assert.Equal(t, []rec{{0, 0, 2, false, false}, {1, 2, 2, false, false}}, collect(ob, 2, 2))
+	bc := func(t int) rec { return rec{Broadcast, t, t, false, false, "[0]"} }
+	assert.Equal(t, []rec{bc(0), {0, 0, 0, true, false, "[]"}}, collect(ob, 0, 0))
+	assert.Equal(t, []rec{bc(1), {0, 1, 1, true, false, "[]"}}, collect(ob, 1, 1))
+	assert.Equal(t, []rec{bc(2), {0, 0, 2, false, false, "[]"}}, collect(ob, 2, 2), "the late copy of step 0 ends step 2 (step 2's own is held)")
 	ob.End()
 	st := ob.Stats()[0]
 	assert.Equal(t, uint64(3), st.Sent)
@@ -183,8 +187,8 @@ func TestOutboxReorderAndDuplicate(t *testing.T) {
 		scenario.LinkFault{Duplicate: 1, Window: &scenario.StepWindow{From: 1, To: 2}})
 	ob := NewOutbox([]*Link{in.Link("agent.0", "agent.1", "agent.0.y")})
 	ob.Begin(0)
-	assert.Equal(t, []rec{{0, 0, 0, true, false}}, collect(ob, 0, 0))
-	assert.Equal(t, []rec{{0, 1, 1, false, true}, {0, 1, 1, false, true}, {0, 0, 1, false, false}}, collect(ob, 1, 1))
+	assert.Equal(t, []rec{{0, 0, 0, true, false, "[]"}}, collect(ob, 0, 0))
+	assert.Equal(t, []rec{{0, 1, 1, false, true, "[]"}, {0, 1, 1, false, true, "[]"}, {0, 0, 1, false, false, "[]"}}, collect(ob, 1, 1))
 	st := ob.Stats()[0]
 	assert.Equal(t, uint64(1), st.Reordered)
 	assert.Equal(t, uint64(1), st.Duplicated)
@@ -198,9 +202,13 @@ func TestOutboxAccounting(t *testing.T) {
 	ob := NewOutbox([]*Link{in.Link("agent.0", "agent.1", "agent.0.y")})
 	var delivered, gaps uint64
 	emit := func(d *Delivery) {
-		if d.Gap {
+		switch {
+		case d.Gap:
 			gaps++
-		} else {
+		case d.To == Broadcast && len(d.Except) == 0:
+			delivered++ // the only link
+		case d.To == Broadcast: // excepting the only link: nobody
+		default:
 			delivered++
 		}
 	}

@@ -9,7 +9,10 @@ const Broadcast = -1
 
 // Delivery is one copy of a released message to one subscriber (or to all: To = Broadcast).
 type Delivery struct {
-	To     int           // subscriber index (Outbox order), or Broadcast
+	To int // subscriber index (Outbox order), or Broadcast
+	// Except lists the subscribers a Broadcast is not for (they get deliveries of their own
+	// at this release); nil: every subscriber.
+	Except []int
 	Step   int           // the message's own step
 	At     int           // the logical step at which it is delivered (>= Step)
 	Gap    bool          // no message: this publisher has nothing more for To at step At (lockstep)
@@ -87,6 +90,8 @@ type Outbox struct {
 	stats   []LinkStats
 	scratch []Delivery
 	bcast   Delivery
+	plain   []bool // per link at this release: the step's message on time, once, nothing else due
+	except  []int
 	// Log, when set, hears of every message whose fate on a link was not clear.
 	Log func(*Event)
 	ev  Event
@@ -96,7 +101,7 @@ type Outbox struct {
 // (one per subscriber, in the order Delivery.To indexes).
 func NewOutbox(links []*Link) *Outbox {
 	o := &Outbox{links: links, clear: true, pending: make([][]held, len(links)),
-		fates: make([]Fate, len(links)), stats: make([]LinkStats, len(links))}
+		fates: make([]Fate, len(links)), stats: make([]LinkStats, len(links)), plain: make([]bool, len(links))}
 	for k, l := range links {
 		o.stats[k].Link = l.Name()
 		if !l.Clear() {
@@ -143,8 +148,8 @@ func (o *Outbox) Count() {
 
 // Release files the message of step t (values vals) and calls emit for every delivery due at
 // logical step t, per subscriber in the order of the package doc. A step at which nothing is
-// due for a subscriber yields a Gap for it. When no link disturbs anything at this step, it
-// yields one Broadcast delivery instead of one per subscriber. The *Delivery and its Values
+// due for a subscriber yields a Gap for it. The subscribers whose link delivers just this
+// message, on time and once, share one Broadcast (Except naming the others). The *Delivery and its Values
 // are valid during the call only. No allocation in the steady state.
 func (o *Outbox) Release(t int, vals []float64, emit func(*Delivery)) {
 	for k := range o.stats {
@@ -154,18 +159,31 @@ func (o *Outbox) Release(t int, vals []float64, emit func(*Delivery)) {
 		o.broadcast(t, vals, emit)
 		return
 	}
-	trivial := true
+	nplain := 0
+	o.except = o.except[:0]
 	for k, l := range o.links {
 		o.fates[k] = l.Decide(o.ep, t)
-		if !o.fates[k].Clear() || len(o.pending[k]) > 0 {
-			trivial = false
+		o.plain[k] = o.fates[k].Clear() && !o.due(k, t)
+		if o.plain[k] {
+			nplain++
+		} else {
+			o.except = append(o.except, k)
 		}
 	}
-	if trivial {
-		o.broadcast(t, vals, emit)
-		return
+	if nplain > 0 { // one broadcast for the plain links, deliveries of their own for the others
+		o.bcast = Delivery{To: Broadcast, Step: t, At: t, Values: vals}
+		if len(o.except) > 0 {
+			o.bcast.Except = o.except
+		}
+		emit(&o.bcast)
+		if len(o.except) == 0 {
+			return
+		}
 	}
 	for k := range o.links {
+		if o.plain[k] {
+			continue
+		}
 		if o.Log != nil && !o.fates[k].Clear() {
 			f := o.fates[k]
 			o.ev = Event{Link: o.stats[k].Link, Episode: o.ep, Step: t, Drop: f.Drop, Duplicate: f.Duplicate,
@@ -174,6 +192,16 @@ func (o *Outbox) Release(t int, vals []float64, emit func(*Delivery)) {
 		}
 		o.release(k, t, vals, emit)
 	}
+}
+
+// due reports whether a held copy is due on link k at step t.
+func (o *Outbox) due(k, t int) bool {
+	for _, h := range o.pending[k] {
+		if h.at == t {
+			return true
+		}
+	}
+	return false
 }
 
 func (o *Outbox) broadcast(t int, vals []float64, emit func(*Delivery)) {

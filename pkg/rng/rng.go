@@ -56,33 +56,17 @@ func FromCrypto() uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
-// Counter is a counter-based random source: draw k of the stream (seed, path) is a pure
-// function of (Derive(seed, path...), k), so two parties that name the same path draw the
-// same numbers whatever else they drew before, and no state is shared or allocated. The
-// fault injector uses it to decide a message's fate from (seed, link, episode, step) alone:
-// the in-memory network and every NATS publisher then agree bit for bit without
-// coordinating. Not for long streams: each draw is one SplitMix64 evaluation.
-type Counter struct {
-	key, n uint64
+// At returns draw k of the counter stream keyed by key (a Derive result): a uniform in [0, 1)
+// with 53 random bits, the SplitMix64 output of key + k * golden ratio. A pure function of
+// (key, k): draws can be taken in any order, or skipped, and two parties that name the same
+// key draw the same numbers without coordinating. The fault injector decides a message's fate
+// this way from (seed, link, episode, step) alone, so the in-memory network and every NATS
+// publisher agree bit for bit. Not for long streams: use New.
+func At(key, k uint64) float64 {
+	return float64(splitmix64(key+k*0x9e3779b97f4a7c15)>>11) / (1 << 53)
 }
 
-// NewCounter returns the counter stream of (seed, path...), positioned at draw 0.
-func NewCounter(seed uint64, path ...uint64) Counter {
-	return Counter{key: Derive(seed, path...)}
-}
-
-// Uint64 returns the next draw.
-func (c *Counter) Uint64() uint64 {
-	c.n++
-	return splitmix64(c.key ^ splitmix64(c.n))
-}
-
-// Float64 returns a uniform draw in [0, 1) with 53 random bits.
-func (c *Counter) Float64() float64 {
-	return float64(c.Uint64()>>11) / (1 << 53)
-}
-
-// Open01 returns a uniform draw in (0, 1), for logarithms.
-func (c *Counter) Open01() float64 {
-	return (float64(c.Uint64()>>11) + 0.5) / (1 << 53)
+// OpenAt is At mapped to (0, 1), for logarithms.
+func OpenAt(key, k uint64) float64 {
+	return (float64(splitmix64(key+k*0x9e3779b97f4a7c15)>>11) + 0.5) / (1 << 53)
 }

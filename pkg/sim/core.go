@@ -49,8 +49,9 @@ const (
 // caller; a core copies what it keeps.
 type Msg struct {
 	From    Endpoint
-	To      Endpoint // the subscriber it is addressed to, unless ToAll
-	ToAll   bool     // for every subscriber of From
+	To      Endpoint   // the subscriber it is addressed to, unless ToAll
+	ToAll   bool       // for every subscriber of From ...
+	Except  []Endpoint // ... but these (they get deliveries of their own)
 	Episode int
 	Step    int
 	At      int

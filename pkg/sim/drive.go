@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -40,7 +41,9 @@ type Pacer interface {
 // core whose step deadline passed. No other loop sequences the roles.
 type Driver struct {
 	cores []Core
-	route [4][][]int // [role][id]: the hosted cores that expect the sender
+	route  [4][][]int    // [role][id]: the hosted cores that expect the sender
+	eps    []Endpoint    // the hosted cores' endpoints
+	hosted endpointIndex // the hosted cores by endpoint (addressed deliveries)
 	tr    Transport
 	pace  Pacer
 	sink  func(c Core, rd *Ready) error
@@ -69,6 +72,11 @@ type heldOut struct {
 // nil, receives every core's Ready (records and missing-input counts) after each call.
 func NewDriver(cores []Core, tr Transport, pace Pacer, sink func(c Core, rd *Ready) error) *Driver {
 	d := &Driver{cores: cores, tr: tr, pace: pace, sink: sink, since: make([]time.Time, len(cores))}
+	eps := make([]Endpoint, len(cores))
+	for k, c := range cores {
+		eps[k] = c.Endpoint()
+	}
+	d.hosted, d.eps = newEndpointIndex(eps), eps
 	for k, c := range cores {
 		for _, s := range c.Senders() {
 			if int(s.Role) >= len(d.route) || s.ID < 0 {
@@ -237,6 +245,16 @@ func (d *Driver) allDone() bool {
 
 // deliver steps every hosted core the message is for.
 func (d *Driver) deliver(m *Msg) error {
+	if !m.ToAll { // addressed: one core, if it is hosted here
+		k, ok := d.hosted.of(m.To)
+		if !ok {
+			return nil
+		}
+		if err := d.cores[k].Step(m); err != nil {
+			return err
+		}
+		return d.flush(k)
+	}
 	var targets []int
 	if int(m.From.Role) < len(d.route) && m.From.ID >= 0 && m.From.ID < len(d.route[m.From.Role]) {
 		targets = d.route[m.From.Role][m.From.ID]
@@ -245,11 +263,10 @@ func (d *Driver) deliver(m *Msg) error {
 		return nil // nobody here expects the sender (the transport counts such traffic)
 	}
 	for _, k := range targets {
-		c := d.cores[k]
-		if !m.ToAll && m.To != c.Endpoint() {
-			continue
+		if len(m.Except) > 0 && slices.Contains(m.Except, d.eps[k]) {
+			continue // it has a delivery of its own
 		}
-		if err := c.Step(m); err != nil {
+		if err := d.cores[k].Step(m); err != nil {
 			return err
 		}
 		if err := d.flush(k); err != nil {

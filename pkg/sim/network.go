@@ -121,7 +121,7 @@ func (n *Network) Send(o *Out) error {
 		np.ob.Count()
 		m := n.q.push()
 		m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More = o.From, Endpoint{}, true, n.ep, o.Step, o.Step, false, false
-		m.Values = append(m.Values[:0], o.Values...)
+		m.Values, m.Except = append(m.Values[:0], o.Values...), m.Except[:0]
 		return nil
 	}
 	n.from, n.to = o.From, np.subs
@@ -133,8 +133,12 @@ func (n *Network) Send(o *Out) error {
 func (n *Network) deliver(d *fault.Delivery) {
 	m := n.q.push()
 	m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More = n.from, Endpoint{}, false, n.ep, d.Step, d.At, d.Gap, d.More
+	m.Except = m.Except[:0]
 	if d.To == fault.Broadcast {
 		m.ToAll = true
+		for _, k := range d.Except {
+			m.Except = append(m.Except, n.to[k])
+		}
 	} else {
 		m.To = n.to[d.To]
 	}
@@ -190,6 +194,7 @@ func (r *ring) grow() {
 	for i := r.head; i < r.tail; i++ {
 		nb[k] = r.buf[i&(len(r.buf)-1)]
 		nb[k].Values = append([]float64(nil), nb[k].Values...) // the old slot may still be read
+		nb[k].Except = append([]Endpoint(nil), nb[k].Except...)
 		k++
 	}
 	r.buf, r.head, r.tail = nb, 0, k

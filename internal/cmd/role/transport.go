@@ -3,6 +3,7 @@ package role
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,8 @@ type natsTransport struct {
 	lineMu   sync.Mutex
 	lineErr  error
 	wg       sync.WaitGroup
+	except   []string // scratch of a broadcast's Except
+	exceptEP []sim.Endpoint
 }
 
 // pubStream is one hosted publisher: its bus publisher, outbox and subscribers' names.
@@ -130,6 +133,12 @@ func (t *natsTransport) Send(o *sim.Out) error {
 		}
 		if d.To != fault.Broadcast {
 			r.To = ps.names[d.To]
+		} else if len(d.Except) > 0 {
+			r.Except = t.except[:0]
+			for _, k := range d.Except {
+				r.Except = append(r.Except, ps.names[k])
+			}
+			t.except = r.Except
 		}
 		if !ps.wall {
 			err = ps.pub.SendRouted(t.ep, d.Step, d.Values, r)
@@ -140,7 +149,12 @@ func (t *natsTransport) Send(o *sim.Out) error {
 			t.queue(ps, r, d)
 			return
 		}
+		except := r.Except
+		r.Except = nil
 		for _, name := range ps.names {
+			if slices.Contains(except, name) {
+				continue
+			}
 			r.To = name
 			t.queue(ps, r, d)
 		}
@@ -174,6 +188,13 @@ func (t *natsTransport) Recv(deadline time.Time) (*sim.Msg, error) {
 		}
 		if !t.msg.ToAll {
 			t.msg.To = parseEndpoint(m.Route.To)
+		}
+		if len(m.Route.Except) > 0 {
+			t.exceptEP = t.exceptEP[:0]
+			for _, e := range m.Route.Except {
+				t.exceptEP = append(t.exceptEP, parseEndpoint(e))
+			}
+			t.msg.Except = t.exceptEP
 		}
 		return &t.msg, nil
 	}

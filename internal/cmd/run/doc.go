@@ -82,7 +82,9 @@
 // A scenario's faults: section (scenario.FaultsSpec) injects per-link faults on the publish
 // side (pkg/fault): every process applies the same pure fates to its own messages. A fault-free
 // message is a plain publish. Otherwise a message carries NATS headers (bus.Route): Dpsim-To
-// (the one subscriber "<role>.<id>" it is for; others ignore it), Dpsim-At (the logical step it
+// (the one subscriber "<role>.<id>" it is for; others ignore it), Dpsim-Except (on a message
+// for every subscriber: those it is not for, which get deliveries of their own), Dpsim-At (the
+// logical step it
 // is delivered at, when later than its own), Dpsim-More (more deliveries from this sender for
 // that step follow) and Dpsim-Gap (no values: in lockstep, the sender has nothing more for
 // the subscriber at that step - a lost or delayed message - so the subscriber applies its
