@@ -40,16 +40,16 @@ type Pacer interface {
 // its sender, feeding each core's Ready to the transport and to the record sink, and ticking a
 // core whose step deadline passed. No other loop sequences the roles.
 type Driver struct {
-	cores []Core
+	cores  []Core
 	route  [4][][]int    // [role][id]: the hosted cores that expect the sender
 	eps    []Endpoint    // the hosted cores' endpoints
 	hosted endpointIndex // the hosted cores by endpoint (addressed deliveries)
-	tr    Transport
-	pace  Pacer
-	sink  func(c Core, rd *Ready) error
-	since []time.Time
-	held  []heldOut
-	mem   arena
+	tr     Transport
+	pace   Pacer
+	sink   func(c Core, rd *Ready) error
+	since  []time.Time
+	held   []heldOut
+	mem    arena
 	// now is the clock read once per delivery (Pacer only); dl the cached earliest deadline
 	// (zero: recompute). Deadlines only move later as cores progress, so a stale cache wakes
 	// the loop early, never late: tickDue then checks each core's own deadline.
