@@ -58,6 +58,9 @@ type Driver struct {
 	// forced counts the steps a core completed by a deadline (Tick) rather than by its
 	// deliveries: in lockstep over NATS a timeout, in realtime a missed deadline.
 	forced int
+	// done[k]: core k finished the episode (noted in flush); ndone of them.
+	done  []bool
+	ndone int
 }
 
 // Forced returns how many steps cores completed by a deadline since the driver was made.
@@ -71,7 +74,7 @@ type heldOut struct {
 // NewDriver returns a driver of cores over tr. pace may be nil (logical time); sink, if not
 // nil, receives every core's Ready (records and missing-input counts) after each call.
 func NewDriver(cores []Core, tr Transport, pace Pacer, sink func(c Core, rd *Ready) error) *Driver {
-	d := &Driver{cores: cores, tr: tr, pace: pace, sink: sink, since: make([]time.Time, len(cores))}
+	d := &Driver{cores: cores, tr: tr, pace: pace, sink: sink, since: make([]time.Time, len(cores)), done: make([]bool, len(cores))}
 	eps := make([]Endpoint, len(cores))
 	for k, c := range cores {
 		eps[k] = c.Endpoint()
@@ -99,6 +102,10 @@ func (d *Driver) Cores() []Core { return d.cores }
 // flush hands core k's Ready to the transport and the sink.
 func (d *Driver) flush(k int) error {
 	c := d.cores[k]
+	if !d.done[k] && c.Done() {
+		d.done[k] = true
+		d.ndone++
+	}
 	rd := c.Ready()
 	if len(rd.Out) == 0 && d.sink == nil && d.pace == nil {
 		return nil
@@ -182,14 +189,17 @@ func (d *Driver) deadline() time.Time {
 }
 
 // Episode runs episode ep on every hosted core from the explicit initial state x0 (nil: the
-// scenario's) until all are done. stop, if not nil, is polled between deliveries: a non-nil
+// scenario's) until all are done. stop, if not nil, is polled every 256 deliveries: a non-nil
 // error ends the episode early and is returned.
 func (d *Driver) Episode(ep int, x0 []float64, stop func() error) error {
 	d.held, d.mem.buf = d.held[:0], d.mem.buf[:0]
 	d.dl = time.Time{}
+	clear(d.done)
+	d.ndone = 0
 	if d.pace != nil {
 		d.now = d.pace.Now()
 	}
+	polls := 0
 	for k, c := range d.cores {
 		if err := c.Begin(ep, x0); err != nil {
 			return err
@@ -207,10 +217,10 @@ func (d *Driver) Episode(ep int, x0 []float64, stop func() error) error {
 				return err
 			}
 		}
-		if d.allDone() {
+		if d.ndone == len(d.cores) && len(d.held) == 0 {
 			return nil
 		}
-		if stop != nil {
+		if polls++; stop != nil && polls&255 == 0 {
 			if err := stop(); err != nil {
 				return err
 			}
@@ -234,14 +244,6 @@ func (d *Driver) Episode(ep int, x0 []float64, stop func() error) error {
 	}
 }
 
-func (d *Driver) allDone() bool {
-	for _, c := range d.cores {
-		if !c.Done() {
-			return false
-		}
-	}
-	return len(d.held) == 0
-}
 
 // deliver steps every hosted core the message is for.
 func (d *Driver) deliver(m *Msg) error {
