@@ -244,7 +244,6 @@ func (d *Driver) Episode(ep int, x0 []float64, stop func() error) error {
 	}
 }
 
-
 // deliver steps every hosted core the message is for.
 func (d *Driver) deliver(m *Msg) error {
 	if !m.ToAll { // addressed: one core, if it is hosted here
