@@ -124,7 +124,6 @@ type lockstepLoop struct {
 	b        testing.TB
 	n        int
 	uIn      *Receiver
-	col      *StepCollector
 	pub      *Publisher
 	y        []float64
 	cloudErr chan error
@@ -153,16 +152,16 @@ func newLockstepLoop(b testing.TB, url string, enc Encoding, n int) *lockstepLoo
 	}
 	l := &lockstepLoop{b: b, n: n, uIn: uIn, y: []float64{1}, cloudErr: make(chan error, 1)}
 	go func() {
-		col, _ := NewStepCollector([]string{"plant.0"}, CollectorOptions{Counters: yIn.Counters()})
 		pub := cloud.Publisher(subj.CloudU(0), subj.Run(), "cloud.0", StreamU)
 		u := make([]float64, 1)
 		for i := 0; i < n; i++ {
 			ep, k := i/benchSteps, i%benchSteps
-			if err := col.Collect(yIn, ep, k, time.Now().Add(5*time.Second)); err != nil {
+			m, err := await(yIn, ep, k)
+			if err != nil {
 				l.cloudErr <- err
 				return
 			}
-			u[0] = -0.5 * col.Values(0)[0]
+			u[0] = -0.5 * m.Values[0]
 			if err := pub.Send(ep, k, u); err != nil {
 				l.cloudErr <- err
 				return
@@ -170,7 +169,6 @@ func newLockstepLoop(b testing.TB, url string, enc Encoding, n int) *lockstepLoo
 		}
 		l.cloudErr <- nil
 	}()
-	l.col, _ = NewStepCollector([]string{"cloud.0"}, CollectorOptions{Counters: uIn.Counters()})
 	l.pub = plant.Publisher(subj.PlantYhat(0), subj.Run(), "plant.0", StreamYhat)
 	return l
 }
@@ -180,10 +178,24 @@ func (l *lockstepLoop) step(i int) {
 	if err := l.pub.Send(ep, k, l.y); err != nil {
 		l.b.Fatal(err)
 	}
-	if err := l.col.Collect(l.uIn, ep, k, time.Now().Add(5*time.Second)); err != nil {
+	m, err := await(l.uIn, ep, k)
+	if err != nil {
 		l.b.Fatal(err)
 	}
-	l.y[0] = 1 + l.col.Values(0)[0]
+	l.y[0] = 1 + m.Values[0]
+}
+
+// await reads the next valid message of a one-sender lockstep exchange and checks it is the
+// one of episode ep, step k (the messages of one sender arrive in order).
+func await(in *Receiver, ep, k int) (*Message, error) {
+	m, err := in.Next(time.Now().Add(5 * time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("episode %d step %d: %w", ep, k, err)
+	}
+	if m.Episode != ep || m.Step != k {
+		return nil, fmt.Errorf("got episode %d step %d, want %d %d", m.Episode, m.Step, ep, k)
+	}
+	return m, nil
 }
 
 func (l *lockstepLoop) finish() {

@@ -307,7 +307,7 @@ func (p *Publisher) Send(episode, step int, values []float64) error {
 type ReceiverOptions struct {
 	Expect Expect
 	// Counters counts received and dropped messages; nil gives the receiver its own.
-	// Several receivers (and a StepCollector) may share one.
+	// Several receivers may share one.
 	Counters *Counters
 	// OnInvalid, if set, is called for each dropped message (from the goroutine calling
 	// Next), e.g. to log it. It must not retain m.

@@ -70,22 +70,22 @@
 //
 // # Validation
 //
-// Every received message is decoded and checked by Validate against an Expect (version,
-// run id, episode, 0 <= step < steps, dimension, finite numbers, sender, kind). Invalid
-// messages are never fatal: the Receiver counts them by Reason in Counters, hands them to
-// ReceiverOptions.OnInvalid for the caller's log, and drops them. Decode never panics on
-// arbitrary bytes (FuzzDecode).
+// Every received message goes through one receive path, the Inbox (a Receiver is an Inbox
+// on one subscription): decoded, its Route read from the headers (fault injection: see
+// Route) and checked by Validate against an Expect (version, run id, episode, 0 <= step <
+// steps, dimension, finite numbers, sender, kind). Invalid messages are never fatal: they are
+// counted by Reason in Counters, handed to OnInvalid for the caller's log, and dropped.
+// Decode never panics on arbitrary bytes (FuzzDecode). The coordination messages are typed in
+// one place (ctl.go: kinds, constructors, SubscribeCtl) for the launcher and the processes
+// alike; this package is the only one that touches nats.go.
 //
 // # Time
 //
-// Lockstep: a step proceeds when its messages arrived, as fast as possible.
-// StepCollector gathers one message per expected sender and step from a Source (a
-// Receiver, or a ChanSource in tests), buffers messages that are ahead, drops late and
-// duplicate ones (counted), and gives up at a deadline with a *TimeoutError naming the
-// missing senders - no wait is unbounded. Realtime: Clock ticks at t0 + k*Ts on the wall
-// clock; a step's messages are due by the next tick; overruns, missed deadlines, late
-// messages (ReasonLate) and the jitter (mean, max, p99) are reported in TimingStats,
-// never hidden.
+// Lockstep: a step proceeds when its messages arrived, as fast as possible; which messages a
+// step needs, what happens when one is missing and when its deadline is are the role cores'
+// business (pkg/sim), not this package's. Realtime: Clock keeps the statistics of the tick
+// grid t0 + k*Ts (Observe, MissN): overruns, missed deadlines, late messages (ReasonLate) and
+// the jitter (mean, max, p99) are reported in TimingStats, never hidden.
 //
 // # Performance
 //

@@ -1,15 +1,14 @@
 package bus_test
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/bus"
 )
 
-// A plant publishes its noisy output for step 0 on an embedded server; the cloud receives,
-// validates and collects it.
+// A plant publishes its noisy output for step 0 on an embedded server; the cloud receives
+// and validates it.
 func Example() {
 	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{}) // random loopback port
 	if err != nil {
@@ -34,12 +33,12 @@ func Example() {
 	_ = plant.PublishRaw(subj.PlantYhat(0), []byte("not a message")) // counted and dropped
 	_ = pub.Send(0, 0, []float64{0.5, -1.25})
 
-	col, _ := bus.NewStepCollector([]string{"plant.0"}, bus.CollectorOptions{})
-	if err := col.Collect(yhat, 0, 0, time.Now().Add(5*time.Second)); err != nil {
+	m, err := yhat.Next(time.Now().Add(5 * time.Second)) // the garbage is dropped on the way
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(subj.PlantYhat(0), col.Values(0))
+	fmt.Println(subj.PlantYhat(0), m.Values)
 	fmt.Printf("%+v\n", yhat.Counters().Snapshot())
 	_ = cloud.Drain(time.Second)
 	_ = plant.Drain(time.Second)
@@ -56,18 +55,4 @@ func ExampleEncodeJSON() {
 	fmt.Println(string(b))
 	// Output:
 	// {"v":1,"run":"r1","ep":0,"step":3,"from":"plant.0","sent":1700000000123456789,"kind":"yhat","vals":[0.5,-1.25]}
-}
-
-// A lockstep wait that times out names the senders that are missing.
-func ExampleStepCollector_Collect() {
-	col, _ := bus.NewStepCollector([]string{"agent.0", "agent.1", "agent.2"}, bus.CollectorOptions{})
-	ch := make(chan *bus.Message, 1)
-	ch <- &bus.Message{V: 1, Run: "r", Step: 0, Sender: "agent.1", Values: []float64{1}}
-	err := col.Collect(bus.NewChanSource(ch), 0, 0, time.Now().Add(10*time.Millisecond))
-	var te *bus.TimeoutError
-	if errors.As(err, &te) {
-		fmt.Println("missing:", te.Missing)
-	}
-	// Output:
-	// missing: [agent.0 agent.2]
 }

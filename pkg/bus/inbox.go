@@ -8,6 +8,12 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// ErrTimeout is returned (wrapped) when a wait reaches its deadline.
+var ErrTimeout = errors.New("bus: timeout")
+
+// ErrClosed is returned (wrapped) when the connection can deliver no more messages.
+var ErrClosed = errors.New("bus: source closed")
+
 // ErrStopped is returned by Inbox.Next when the inbox's stop channel closed.
 var ErrStopped = errors.New("bus: stopped")
 

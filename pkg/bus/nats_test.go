@@ -105,15 +105,15 @@ func TestClosedLoopOnDocumentedSubjects(t *testing.T) {
 			}
 			cloudDone := make(chan error, 1)
 			go func() { // cloud: u(t) = -2 yhat(t)
-				col, _ := NewStepCollector([]string{SenderName(RolePlant, 0)}, CollectorOptions{Counters: yIn.Counters()})
 				pub := cloud.Publisher(subj.CloudU(0), subj.Run(), SenderName(RoleCloud, 0), StreamU)
 				u := make([]float64, 1)
 				for k := range steps {
-					if err := col.Collect(yIn, 0, k, time.Now().Add(5*time.Second)); err != nil {
+					m, err := await(yIn, 0, k)
+					if err != nil {
 						cloudDone <- err
 						return
 					}
-					u[0] = -2 * col.Values(0)[0]
+					u[0] = -2 * m.Values[0]
 					if err := pub.Send(0, k, u); err != nil {
 						cloudDone <- err
 						return
@@ -121,16 +121,16 @@ func TestClosedLoopOnDocumentedSubjects(t *testing.T) {
 				}
 				cloudDone <- nil
 			}()
-			col, _ := NewStepCollector([]string{SenderName(RoleCloud, 0)}, CollectorOptions{Counters: uIn.Counters()})
 			pub := plant.Publisher(subj.PlantYhat(0), subj.Run(), SenderName(RolePlant, 0), StreamYhat)
 			for k := range steps {
 				if err := pub.Send(0, k, []float64{float64(k) + 0.5}); err != nil {
 					t.Fatal(err)
 				}
-				if err := col.Collect(uIn, 0, k, time.Now().Add(5*time.Second)); err != nil {
+				m, err := await(uIn, 0, k)
+				if err != nil {
 					t.Fatal(err)
 				}
-				if got, want := col.Values(0)[0], -2*(float64(k)+0.5); got != want {
+				if got, want := m.Values[0], -2*(float64(k)+0.5); got != want {
 					t.Fatalf("step %d: u = %v, want %v", k, got, want)
 				}
 			}

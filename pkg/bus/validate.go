@@ -12,8 +12,9 @@ import (
 type Reason uint8
 
 // Drop reasons. Validate reports ReasonVersion..ReasonKind; Decode reports ReasonDecode
-// (and ReasonVersion for a binary message of another version); StepCollector reports
-// ReasonSender, ReasonLate, ReasonDuplicate and ReasonAhead.
+// (and ReasonVersion for a binary message of another version); the Inbox ReasonSender for a
+// subject nobody of the run publishes on, and the ctl receivers ReasonAhead when their queue
+// is full.
 const (
 	ReasonDecode    Reason = iota // not a message: garbage, truncated, bad JSON
 	ReasonVersion                 // schema version != Version
@@ -133,10 +134,9 @@ func stepsWant(steps int) string {
 }
 
 // Counters counts received messages and the dropped ones by Reason. Each message is
-// counted as received once (Receiver does this) and dropped at most once (by the Receiver
-// when it fails to decode or validate, or later by a StepCollector when it is late, a
-// duplicate, from an unexpected sender or too far ahead); the accepted count is the
-// difference. All methods are safe for concurrent use and allocation-free except
+// counted as received once (the Inbox or a ctl subscription does this) and dropped at most
+// once (when it fails to decode or validate, or later by its handler); the accepted count is
+// the difference. All methods are safe for concurrent use and allocation-free except
 // Snapshot. The zero value is ready.
 type Counters struct {
 	received atomic.Uint64

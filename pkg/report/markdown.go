@@ -110,7 +110,7 @@ func (r *run) statusBanner(b *strings.Builder) {
 		items = append(items, fmt.Sprintf("points run: %d of %d", len(r.points), in.PlannedPoints))
 	}
 	if (in.Missed > 0 || in.LateMessages > 0) && len(in.Degraded) == 0 {
-		items = append(items, fmt.Sprintf("realtime: %d step(s) missed their deadline (the last value was held), %d late message(s) dropped", in.Missed, in.LateMessages))
+		items = append(items, fmt.Sprintf("%d step(s) went on without all their messages at the deadline (the missing-input rules applied), %d message(s) arrived after their step", in.Missed, in.LateMessages))
 	}
 	if r.partial {
 		items = append(items, "the verdict below is partial: it covers the completed episodes only")

@@ -56,7 +56,7 @@ type Input struct {
 	// stopped early hands over fewer Points.
 	PlannedPoints int
 	// Missed counts the realtime steps whose messages missed their deadline (summed over the
-	// processes), LateMessages the messages dropped as late.
+	// processes), LateMessages the messages delivered after their step.
 	Missed       int
 	LateMessages uint64
 }

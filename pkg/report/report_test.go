@@ -499,7 +499,7 @@ func TestStatusBanner(t *testing.T) {
 		"> - episodes completed: 3 of 100000 requested",
 		"> - 1 incomplete episode(s) not aggregated: 3",
 		"> - missing record pieces: 150 (first: episode 3 step 51: plant; episode 3 step 51: cloud)",
-		"> - realtime: 2 step(s) missed their deadline",
+		"> - 2 step(s) went on without all their messages at the deadline",
 		"**Verdict (partial: interrupted, 3 of 100000 episodes, 150 missing record pieces):** all 5 computed checks pass on the completed episodes",
 		"| runs | 3 completed of 100000 requested |",
 	} {

@@ -20,15 +20,10 @@
 // The same code runs as `dpsim <role>` and as the binaries cmd/plant, ... (role.Main): the
 // usage text then names the binary. --help prints to stdout.
 //
-// Step order (the same as pkg/sim's fast engine, so the same seed gives the same numbers):
-//
-//   - plant, step t: record x(t); yhat(t) = C x(t) + gamma(t) (noise drawn in the process);
-//     publish yhat(t); wait for u(t) (timeout); x(t+1) = A x + B u. After T steps x(T).
-//   - cloud, step t: wait for yhat(t); u(t) = -K (xhat - x_r(t)), observer update (eq. 24);
-//     publish u(t).
-//   - agents, step t: every hosted agent i records x_i(t) and publishes y_i(t) = x_i + gamma_i;
-//     the process collects every neighbour's y_j(t) (StepCollector) and every hosted agent
-//     updates, eq. (25), with its neighbours in ascending index order.
-//   - eavesdropper, step t: collect yhat(t) and u(t) (or every y_i(t)), feed the estimator,
-//     record its x(0) estimate.
+// Each process is a thin adapter: the role's cores (pkg/sim: PlantCore, CloudCore, AgentCore,
+// EavesdropperCore) run by the one sim.Driver, over a transport that publishes their outputs
+// through the fault injector (pkg/fault) and hands them their deliveries from the process's
+// one bus.Inbox, with a pacer for the wall clock. The step order and the missing-input rules
+// are the cores'; the same seed gives the same numbers as the fast engine (in lockstep, faults
+// included).
 package role

@@ -637,6 +637,9 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 			}
 		}
 		res.Links = sim.MergeLinkStats(links...)
+		for _, lk := range res.Links {
+			l.sum.Timing.LateMessages += lk.Late // delivered after their step
+		}
 		ps.Missing = col.MissingCount
 		for i, m := range col.Missing {
 			if i == 5 {

@@ -118,7 +118,7 @@ type TimingSummary struct {
 	Mode            string        `json:"mode"`
 	PeriodNS        int64         `json:"period_ns,omitempty"`
 	StepsPerSec     float64       `json:"steps_per_sec"`      // launcher's view over all points
-	LateMessages    uint64        `json:"late_messages"`      // dropped as late (realtime: after their tick)
+	LateMessages    uint64        `json:"late_messages"`      // delivered after their step (links' "late": lost ticks, injected delays)
 	Overruns        int           `json:"overruns"`           // steps that began after their tick
 	MaxOverrunNS    time.Duration `json:"max_overrun_ns"`     // worst lateness of a step start
 	Missed          int           `json:"missed"`             // steps whose messages missed the deadline
@@ -128,7 +128,6 @@ type TimingSummary struct {
 }
 
 func (t *TimingSummary) add(p ProcessSummary) {
-	t.LateMessages += p.Invalid.ByReason[bus.ReasonLate.String()]
 	t.Overruns += p.Timing.Overruns
 	t.Missed += p.Timing.Missed
 	t.MaxOverrunNS = max(t.MaxOverrunNS, p.Timing.MaxOverrun)
