@@ -189,19 +189,7 @@ func (c *Conn) Closed() <-chan struct{} { return c.closed }
 
 // Publish encodes m (with the connection's encoding) and publishes it on subject. Safe for
 // concurrent use; it does not allocate (the client copies the bytes into its write buffer).
-func (c *Conn) Publish(subject string, m *Message) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	buf, err := Encode(c.buf[:0], m, c.enc)
-	if err != nil {
-		return fmt.Errorf("bus: publish %s step %d on %s: %w", m.Sender, m.Step, subject, err)
-	}
-	c.buf = buf
-	if err := c.nc.Publish(subject, buf); err != nil {
-		return fmt.Errorf("bus: publish %s step %d on %s: %w", m.Sender, m.Step, subject, err)
-	}
-	return nil
-}
+func (c *Conn) Publish(subject string, m *Message) error { return c.PublishRouted(subject, m, Route{}) }
 
 // PublishRaw publishes data unchanged (fault injection, coordination payloads).
 func (c *Conn) PublishRaw(subject string, data []byte) error {

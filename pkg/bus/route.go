@@ -113,12 +113,9 @@ func senderPattern(s string) error {
 	return fmt.Errorf("bus: %q is not <role>.<id>", s)
 }
 
-// PublishRouted publishes m on subject with route r in the headers (a plain Publish when r is
-// zero). Safe for concurrent use.
+// PublishRouted publishes m on subject with route r in the headers (none when r is zero: a
+// plain publish, which does not allocate). Safe for concurrent use.
 func (c *Conn) PublishRouted(subject string, m *Message, r Route) error {
-	if r.IsZero() {
-		return c.Publish(subject, m)
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	buf, err := Encode(c.buf[:0], m, c.enc)
@@ -126,7 +123,12 @@ func (c *Conn) PublishRouted(subject string, m *Message, r Route) error {
 		return fmt.Errorf("bus: publish %s step %d on %s: %w", m.Sender, m.Step, subject, err)
 	}
 	c.buf = buf
-	if err := c.nc.PublishMsg(&nats.Msg{Subject: subject, Data: buf, Header: r.header()}); err != nil {
+	if r.IsZero() {
+		err = c.nc.Publish(subject, buf)
+	} else {
+		err = c.nc.PublishMsg(&nats.Msg{Subject: subject, Data: buf, Header: r.header()})
+	}
+	if err != nil {
 		return fmt.Errorf("bus: publish %s step %d on %s: %w", m.Sender, m.Step, subject, err)
 	}
 	return nil
