@@ -284,11 +284,7 @@ func (p *Publisher) Subject() string { return p.subject }
 // Send publishes values for (episode, step), stamped with the current wall time. It does
 // not allocate.
 func (p *Publisher) Send(episode, step int, values []float64) error {
-	p.msg.Episode, p.msg.Step, p.msg.Values = episode, step, values
-	p.msg.SentUnixNano = time.Now().UnixNano()
-	err := p.c.Publish(p.subject, &p.msg)
-	p.msg.Values = nil
-	return err
+	return p.SendRouted(episode, step, values, Route{})
 }
 
 // ReceiverOptions configures a Receiver.
