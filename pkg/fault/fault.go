@@ -225,7 +225,7 @@ type Fate struct {
 }
 
 // Clear reports whether the message goes through on time, once.
-func (f Fate) Clear() bool {
+func (f *Fate) Clear() bool {
 	return !f.Drop && !f.Duplicate && !f.Reorder && f.DelaySteps == 0 && f.Delay == 0
 }
 
@@ -248,6 +248,12 @@ const (
 // dropped, duplicated or reordered if any rule says so. No allocation.
 func (l *Link) Decide(ep, t int) Fate {
 	var f Fate
+	l.decide(ep, t, &f)
+	return f
+}
+
+// decide is Decide into *f (zeroed by the caller), without copying a Fate about.
+func (l *Link) decide(ep, t int, f *Fate) {
 	if ep != l.keyEp {
 		for i, lr := range l.rules {
 			l.keys[i] = rng.Derive(l.seed, lr.label, uint64(ep))
@@ -280,7 +286,6 @@ func (l *Link) Decide(ep, t int) Fate {
 			f.DelaySteps += int(math.Round(d))
 		}
 	}
-	return f
 }
 
 // randomDelay draws from the rule's delay distribution (0 without one).

@@ -162,8 +162,10 @@ func (o *Outbox) Release(t int, vals []float64, emit func(*Delivery)) {
 	nplain := 0
 	o.except = o.except[:0]
 	for k, l := range o.links {
-		o.fates[k] = l.Decide(o.ep, t)
-		o.plain[k] = o.fates[k].Clear() && !o.due(k, t)
+		f := &o.fates[k]
+		*f = Fate{}
+		l.decide(o.ep, t, f)
+		o.plain[k] = f.Clear() && (len(o.pending[k]) == 0 || !o.due(k, t))
 		if o.plain[k] {
 			nplain++
 		} else {
