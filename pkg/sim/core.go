@@ -82,6 +82,8 @@ type Ready struct {
 	// Missing counts the inputs the core went without (step deadline passed: its
 	// missing-input rule applied) since the last Ready.
 	Missing int
+	// Done reports the episode complete (as Core.Done).
+	Done bool
 }
 
 // Core is a role as a deterministic, message-driven state machine (in the manner of etcd
@@ -404,7 +406,7 @@ func (b *base) Done() bool                   { return b.done }
 func (b *base) Senders() []Endpoint          { return b.in.senders }
 func (b *base) LinkStats() []fault.LinkStats { return b.in.stats }
 func (b *base) Unexpected() uint64           { return b.in.unexpected }
-func (b *base) Ready() *Ready                { return b.ob.ready() }
+func (b *base) Ready() *Ready                { b.ob.rd.Done = b.done; return b.ob.ready() }
 func (b *base) beginBase(ep int)             { b.ob.clear(); b.in.begin(ep); b.done = false }
 func (b *base) errEpisode(ep int) error {
 	if ep < 0 {

@@ -65,8 +65,9 @@ func (c *PlantCore) Begin(ep int, x0 []float64) error {
 func (c *PlantCore) emit() {
 	t := c.node.Step()
 	c.node.Emit(c.yhat)
-	yhat := c.ob.mem.copy(c.yhat)
+	yhat := c.yhat // a view: the plant releases at most one yhat per call (it needs u(t) first)
 	if !c.norec {
+		yhat = c.ob.mem.copy(c.yhat)
 		c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.Episode(), Step: t, X: c.ob.mem.copy(c.node.State()), Yhat: yhat})
 	}
 	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Step: t, Values: yhat})
@@ -149,8 +150,9 @@ func (c *CloudCore) complete() bool {
 		}
 	}
 	c.node.Step(t, c.yhat, c.u)
-	u := c.ob.mem.copy(c.u)
+	u := c.u // a view: the cloud releases at most one u per call (it needs yhat(t) first)
 	if !c.norec {
+		u = c.ob.mem.copy(c.u)
 		c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.episode, Step: t, U: u, Xhat: c.ob.mem.copy(c.node.Xhat())})
 	}
 	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Step: t, Values: u})

@@ -102,11 +102,11 @@ func (d *Driver) Cores() []Core { return d.cores }
 // flush hands core k's Ready to the transport and the sink.
 func (d *Driver) flush(k int) error {
 	c := d.cores[k]
-	if !d.done[k] && c.Done() {
+	rd := c.Ready()
+	if rd.Done && !d.done[k] {
 		d.done[k] = true
 		d.ndone++
 	}
-	rd := c.Ready()
 	if len(rd.Out) == 0 && d.sink == nil && d.pace == nil {
 		return nil
 	}
