@@ -257,11 +257,17 @@ func (in *inputs) missing() int {
 // step waits, anything else is applied now.
 func (in *inputs) file(m *Msg) {
 	k, ok := in.index.of(m.From)
-	if !ok || m.Episode != in.ep || m.Step < 0 || m.Step >= in.T || m.At < m.Step {
+	if !ok || m.Episode != in.ep || m.Step < 0 || m.Step >= in.T || m.At < m.Step || m.At >= in.T {
 		in.unexpected++
 		return
 	}
 	if m.At > in.cur {
+		// Waiting deliveries are bounded: a sender has at most a few per step (its message,
+		// a duplicate, late copies), so more than 4 per sender and remaining step is a flood.
+		if len(in.ahead) >= 4*len(in.from)*(in.T-in.cur) {
+			in.unexpected++
+			return
+		}
 		var buf []float64
 		if n := len(in.spare); n > 0 {
 			buf, in.spare = in.spare[n-1], in.spare[:n-1]

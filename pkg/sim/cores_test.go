@@ -193,3 +193,21 @@ func TestCoreDropsStrangers(t *testing.T) {
 	assert.Equal(t, uint64(3), c.Unexpected())
 	assert.Equal(t, 0, c.Cur())
 }
+
+// Deliveries for a later step wait, but not without bound, and never for a step beyond the
+// horizon: a flood of them is counted and dropped.
+func TestCoreBoundsWaitingDeliveries(t *testing.T) {
+	p := planOf(t, vehiclePlan(t, scenario.PlantHold))
+	c, err := NewCloudCore(p)
+	require.NoError(t, err)
+	require.NoError(t, c.Begin(0, nil))
+	require.NoError(t, c.Step(&Msg{From: PlantEndpoint, ToAll: true, Step: 3, At: p.Steps, Values: []float64{1}}))
+	assert.Equal(t, uint64(1), c.Unexpected(), "At beyond the horizon")
+	for i := 0; i < 10*p.Steps; i++ {
+		require.NoError(t, c.Step(&Msg{From: PlantEndpoint, ToAll: true, Step: 5, At: 5, More: true, Values: []float64{1}}))
+	}
+	assert.LessOrEqual(t, len(c.in.ahead), 4*p.Steps)
+	assert.Greater(t, c.Unexpected(), uint64(1), "the flood beyond the bound is counted")
+	require.NoError(t, c.Step(msgFrom(PlantEndpoint, 0, 0.3)))
+	assert.Equal(t, 1, c.Cur(), "genuine traffic still goes through")
+}

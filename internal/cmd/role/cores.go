@@ -308,6 +308,9 @@ func (r *coreRunner) finish(n *node) error {
 		r.tr.close()
 		n.res.Links = r.linkStats()
 	}
+	for _, c := range r.cores {
+		n.res.Unexpected += c.Unexpected()
+	}
 	var err error
 	if r.ffile != nil {
 		err = r.ferr

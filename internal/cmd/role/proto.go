@@ -83,6 +83,9 @@ type ProcessResult struct {
 	FaultsFile string `json:"faults_file,omitempty"`
 	Messages   int    `json:"messages,omitempty"` // eavesdropper: every message seen
 
+	// Unexpected counts the deliveries its cores dropped as not theirs: another episode, a
+	// sender they do not hear, a step beyond the horizon, a flood of early ones.
+	Unexpected uint64 `json:"unexpected"`
 	// Links are this process's per-link counters (fault.LinkStats): its publishers' injector
 	// side and its cores' receive side. The launcher merges every process's.
 	Links []fault.LinkStats `json:"links,omitempty"`

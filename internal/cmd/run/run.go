@@ -696,6 +696,7 @@ func (l *launcher) addProcess(sess *Session, pr *Proc, point int, rel string) {
 		}
 		ps.Episodes, ps.Steps, ps.StepsPerSec = r.Episodes, r.Steps, r.StepsPerSec
 		ps.Invalid, ps.CtlInvalid, ps.Timing, ps.Conn, ps.Messages = r.Invalid, r.CtlInvalid, r.Timing, r.Conn, r.Messages
+		ps.Unexpected = r.Unexpected
 		if r.PeakRSSBytes > 0 { // the process's own measure: see ProcessSummary.MaxRSSSource
 			ps.MaxRSSBytes, ps.MaxRSSSource = r.PeakRSSBytes, r.PeakRSSSource
 		}

@@ -87,6 +87,7 @@ type ProcessSummary struct {
 	StepsPerSec     float64              `json:"steps_per_sec"`
 	Invalid         bus.CountersSnapshot `json:"invalid"`
 	CtlInvalid      bus.CountersSnapshot `json:"ctl_invalid"`
+	Unexpected      uint64               `json:"unexpected"` // deliveries its cores dropped as not theirs
 	Timing          bus.TimingStats      `json:"timing"`
 	Conn            bus.ConnStats        `json:"conn"`
 	Messages        int                  `json:"messages,omitempty"`
