@@ -21,7 +21,10 @@
 // there is none (the message was dropped or delayed), a Gap delivery stands in for it. A
 // receiver in lockstep therefore knows that a publisher is finished with step t when it has
 // that publisher's delivery with At = t and More = false: a lost message is detected at the
-// step's logical deadline, never by a wall-clock timeout, and never hangs the run.
+// step's logical deadline, never by a wall-clock timeout, and never hangs the run. The
+// subscribers whose link delivers just the step's message, on time and once, share one
+// Broadcast delivery (Except naming the others), so a faulty release costs little more than a
+// clean one.
 //
 // In realtime mode the same deliveries are sent, gaps excepted (a real network gives no
 // notice of a loss): the receiver's step deadline is the wall clock's. Millisecond delays
