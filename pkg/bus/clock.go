@@ -66,31 +66,24 @@ func (t Timing) Validate() error {
 	return nil
 }
 
-// TimeSource is the clock a Clock reads and sleeps on (WallClock, or a fake in tests).
+// TimeSource is the clock a Clock reads (WallClock, or a fake in tests).
 type TimeSource interface {
 	Now() time.Time
-	SleepUntil(t time.Time)
 }
 
 type wallClock struct{}
 
 func (wallClock) Now() time.Time { return time.Now() }
-func (wallClock) SleepUntil(t time.Time) {
-	if d := time.Until(t); d > 0 {
-		time.Sleep(d)
-	}
-}
 
 // WallClock is the real clock.
 var WallClock TimeSource = wallClock{}
 
-// Clock paces the steps of a run. Lockstep: BeginStep returns immediately with the deadline
-// now + StepTimeout. Realtime: BeginStep(k) sleeps until the tick t_k = t0 + k*Ts, records
-// the wake-up jitter (actual start - t_k), counts an overrun when the tick had already
-// passed (the previous step took longer than its period; the step then starts at once and
-// the ticks stay on the t0 + k*Ts grid, so overruns are never absorbed silently), and
-// returns the deadline t_{k+1} for the step's messages. A Clock is not safe for concurrent
-// use.
+// Clock keeps the time statistics of a run's steps on the tick grid t_k = t0 + k*Ts: the
+// driver (sim.Driver, through a process's pacer) releases step k's output at t_k and reports
+// it (Observe): the jitter (actual start - t_k), an overrun when the step could only start
+// after its tick (the previous one took longer than its period; the ticks stay on the grid,
+// so overruns are never absorbed silently), and the steps that missed their deadline
+// (MissN). A Clock is not safe for concurrent use.
 type Clock struct {
 	t       Timing
 	ts      TimeSource
@@ -148,38 +141,6 @@ func (c *Clock) Tick(k int) time.Time {
 	}
 	return c.t0.Add(time.Duration(k) * c.t.Period)
 }
-
-// BeginStep starts step k (counted from 0 at each Start) and returns the deadline by which
-// the step's messages must arrive. It starts the clock if Start was not called.
-func (c *Clock) BeginStep(k int) time.Time {
-	if !c.started {
-		c.Start()
-	}
-	c.steps++
-	if c.t.Mode != Realtime {
-		now := c.ts.Now()
-		c.last = now
-		return now.Add(c.t.StepTimeout)
-	}
-	tick := c.Tick(k)
-	now := c.ts.Now()
-	if now.After(tick) {
-		c.over++
-		if late := now.Sub(tick); late > c.maxOver {
-			c.maxOver = late
-		}
-	} else {
-		c.ts.SleepUntil(tick)
-		now = c.ts.Now()
-	}
-	c.jitter = append(c.jitter, now.Sub(tick))
-	c.last = now
-	return c.Tick(k + 1)
-}
-
-// Miss records that a step's deadline passed before all its messages arrived (the caller
-// went on without them, e.g. holding the last input).
-func (c *Clock) Miss() { c.missed++ }
 
 // DurationStats summarises a set of durations.
 type DurationStats struct {
@@ -246,11 +207,10 @@ func (c *Clock) Stats() TimingStats {
 	return s
 }
 
-// Observe records, for a driver that keeps its own schedule (it never sleeps in BeginStep),
-// that step k started (released its output) at time at. In realtime at - t_k is the step's
-// jitter, and a start later than the next tick t_{k+1} is an overrun (the step lost its
-// whole period).
-func (c *Clock) Observe(k int, at time.Time) {
+// Observe records that step k started - released its output - at time at; late says it could
+// only start after its tick (the previous step overran). In realtime at - t_k is the step's
+// jitter and a late start an overrun; in lockstep only the step is counted.
+func (c *Clock) Observe(k int, at time.Time, late bool) {
 	if !c.started {
 		c.StartAt(at)
 	}
@@ -260,14 +220,13 @@ func (c *Clock) Observe(k int, at time.Time) {
 		return
 	}
 	tick := c.Tick(k)
-	late := at.Sub(tick)
-	if late > c.t.Period {
+	if late {
 		c.over++
-		if late > c.maxOver {
-			c.maxOver = late
+		if d := at.Sub(tick); d > c.maxOver {
+			c.maxOver = d
 		}
 	}
-	c.jitter = append(c.jitter, late)
+	c.jitter = append(c.jitter, at.Sub(tick))
 }
 
 // MissN records n steps whose deadline passed before all their messages arrived.

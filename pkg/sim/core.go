@@ -61,15 +61,12 @@ type Msg struct {
 }
 
 // Out is a message a core releases: its stream's value of step Step (the stream is the
-// publisher's: StreamOf(From.Role)).
+// publisher's: yhat for the plant, u for the cloud, y for an agent).
 type Out struct {
 	From   Endpoint
 	Step   int
 	Values []float64
 }
-
-// StreamOf is the data stream a role publishes: yhat (plant), u (cloud), y (agents).
-func StreamOf(r Role) string { return streamOf(r) }
 
 // Ready is what a core produced since the last call to Ready: messages to release (in order)
 // and its partial records (see ControlRecord, AgentRecord). Slices are views valid until the

@@ -30,8 +30,9 @@ type Pacer interface {
 	Deadline(c Core, t int, since time.Time) time.Time
 	// Now reads the clock.
 	Now() time.Time
-	// Released records that o went out at time at (for jitter statistics).
-	Released(o *Out, at time.Time)
+	// Released records that o went out at time at; late says it was ready only after its
+	// release time (the step started late: an overrun), not held until then.
+	Released(o *Out, at time.Time, late bool)
 }
 
 // Driver is the one step loop of dpsim: it runs a set of hosted cores for an episode over a
@@ -113,14 +114,15 @@ func (d *Driver) flush(k int) error {
 	for i := range rd.Out {
 		o := &rd.Out[i]
 		if d.pace != nil {
-			if at := d.pace.ReleaseAt(o); at.After(d.now) {
+			at := d.pace.ReleaseAt(o)
+			if at.After(d.now) {
 				d.held = append(d.held, heldOut{at: at, o: Out{From: o.From, Step: o.Step, Values: d.mem.copy(o.Values)}})
 				if d.dl.IsZero() || at.Before(d.dl) {
 					d.dl = at
 				}
 				continue
 			}
-			d.pace.Released(o, d.now)
+			d.pace.Released(o, d.now, !at.IsZero() && at.Before(d.now))
 		}
 		if err := d.tr.Send(o); err != nil {
 			return fmt.Errorf("%s: send %s(%d): %w", c.Endpoint(), streamOf(o.From.Role), o.Step, err)
@@ -150,7 +152,7 @@ func (d *Driver) releaseDue() error {
 			keep = append(keep, *h)
 			continue
 		}
-		d.pace.Released(&h.o, now)
+		d.pace.Released(&h.o, now, false)
 		if err := d.tr.Send(&h.o); err != nil {
 			return fmt.Errorf("%s: send %s(%d): %w", h.o.From, streamOf(h.o.From.Role), h.o.Step, err)
 		}

@@ -429,5 +429,11 @@ func (p *pacer) Deadline(_ sim.Core, t int, since time.Time) time.Time {
 // Now implements sim.Pacer.
 func (p *pacer) Now() time.Time { return time.Now() }
 
-// Released implements sim.Pacer: the clock's step, jitter and overrun statistics.
-func (p *pacer) Released(o *sim.Out, at time.Time) { p.clock.Observe(o.Step, at) }
+// Released implements sim.Pacer: the clock's step, jitter and overrun statistics (of the
+// paced releases: the cloud's replies keep no grid).
+func (p *pacer) Released(o *sim.Out, at time.Time, late bool) {
+	if p.realtime && p.reacts {
+		return
+	}
+	p.clock.Observe(o.Step, at, late)
+}
