@@ -72,11 +72,13 @@ func AggregateConsensus(p *plan.Plan, seed uint64, recs []ConsensusRecord) (*Res
 // netSim is one worker of the fast engine: every core of the run on an in-memory Network,
 // driven by the one Driver, with an assembler joining the cores' partial records.
 type netSim struct {
-	acc   *Accumulator
-	cores []Core
-	net   *Network
-	drv   *Driver
-	asm   *assembler
+	acc    *Accumulator
+	cores  []Core
+	net    *Network
+	drv    *Driver
+	asm    *assembler
+	events []fault.Event // the traced episode's fault record
+	logFn  func(*fault.Event)
 }
 
 func newNetSim(p *plan.Plan, seed uint64, acc *Accumulator, inj *fault.Injector) (*netSim, error) {
@@ -86,6 +88,7 @@ func newNetSim(p *plan.Plan, seed uint64, acc *Accumulator, inj *fault.Injector)
 	}
 	s := &netSim{acc: acc, cores: cores, net: NewNetwork(cores, inj), asm: newAssembler(p, acc.ref)}
 	s.drv = NewDriver(cores, s.net, nil, s.asm.sink)
+	s.logFn = func(ev *fault.Event) { s.events = append(s.events, *ev) }
 	return s, nil
 }
 
@@ -93,12 +96,22 @@ func newNetSim(p *plan.Plan, seed uint64, acc *Accumulator, inj *fault.Injector)
 func (s *netSim) run(ctx context.Context, ep int, e *episodeAcc, keep bool) (*Traces, error) {
 	s.asm.begin(ep)
 	s.net.Begin(ep)
+	s.events = nil
+	if keep { // a traced episode also keeps what the injector did to its messages
+		s.net.SetFaultLog(s.logFn)
+	} else {
+		s.net.SetFaultLog(nil)
+	}
 	err := s.drv.Episode(ep, nil, ctx.Err)
 	s.net.End()
 	if err != nil {
 		return nil, err
 	}
-	return s.asm.put(s.acc, e, keep)
+	tr, err := s.asm.put(s.acc, e, keep)
+	if tr != nil {
+		tr.Faults = s.events
+	}
+	return tr, err
 }
 
 // RunFast runs the plan's Monte Carlo episodes in-process on every core: the same role cores as the
@@ -308,6 +321,7 @@ func flattenTraces(m map[int]*Traces) *Traces {
 	for _, ep := range eps {
 		out.Control = append(out.Control, m[ep].Control...)
 		out.Consensus = append(out.Consensus, m[ep].Consensus...)
+		out.Faults = append(out.Faults, m[ep].Faults...)
 	}
 	return out
 }

@@ -135,3 +135,42 @@ func TestDelayDegradesTracking(t *testing.T) {
 		prev = sum
 	}
 }
+
+// The fast engine's record of what the injector did (Traces.Faults, for the traced episodes)
+// says what the per-link statistics say, message by message.
+func TestFaultRecordMatchesStats(t *testing.T) {
+	s := withFaults(t, "consensus-gaussian", 30, scenario.LinkFault{Drop: 0.1, Duplicate: 0.05, Reorder: 0.05,
+		RandomDelay: &scenario.RandomDelay{Dist: scenario.DistUniform, Min: 0, Max: 1.2}})
+	res, tr, err := RunFast(context.Background(), planOf(t, s), 8, FastOptions{KeepTraces: true, Workers: 2})
+	require.NoError(t, err)
+	type counts struct{ drop, dup, reorder, delay uint64 }
+	got := map[string]*counts{}
+	for _, ev := range tr.Faults {
+		c := got[ev.Link]
+		if c == nil {
+			c = &counts{}
+			got[ev.Link] = c
+		}
+		if ev.Drop {
+			c.drop++
+			continue
+		}
+		if ev.Duplicate {
+			c.dup++
+		}
+		if ev.Reorder {
+			c.reorder++
+		}
+		if ev.DelaySteps > 0 || ev.DelayNS > 0 {
+			c.delay++
+		}
+	}
+	require.NotEmpty(t, tr.Faults)
+	for _, l := range res.Links {
+		c := got[l.Link]
+		if c == nil {
+			c = &counts{}
+		}
+		assert.Equal(t, counts{l.Dropped, l.Duplicated, l.Reordered, l.Delayed}, *c, l.Link)
+	}
+}

@@ -101,6 +101,14 @@ func (n *Network) Begin(ep int) {
 	}
 }
 
+// SetFaultLog makes every outbox report the messages whose fate was not clear to fn (nil:
+// stop reporting).
+func (n *Network) SetFaultLog(fn func(*fault.Event)) {
+	for _, np := range n.all {
+		np.ob.Log = fn
+	}
+}
+
 // End ends the episode: copies still held by the links expire (counted).
 func (n *Network) End() {
 	for _, np := range n.all {

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/dpsim/dpsim/pkg/dynamics"
+	"github.com/dpsim/dpsim/pkg/fault"
 )
 
 // ControlRecord is one step of a cloud-control episode. Every field is written by exactly one role,
@@ -66,6 +67,9 @@ type Record interface {
 type Traces struct {
 	Control   []ControlRecord   `json:"control,omitempty"`
 	Consensus []ConsensusRecord `json:"consensus,omitempty"`
+	// Faults is what the injector did to the messages of these episodes: one event per
+	// message whose fate on a link was not "on time, once", in release order.
+	Faults []fault.Event `json:"faults,omitempty"`
 }
 
 // TraceWriter writes records as JSON lines (one JSON object per line, fields as in the struct tags).

@@ -122,6 +122,9 @@
 //	DIR/trace.jsonl         merged per-step records of the first --trace-episodes episodes (default 100;
 //	                        -1 every episode, 0 none; pkg/sim trace format, JSON lines); trace-pNN.jsonl per
 //	                        point for a sweep. The metrics always cover every episode.
+//	DIR/faults.jsonl        --engine fast with link faults: what the injector did to the traced episodes'
+//	                        messages, one fault.Event per message not delivered on time once (faults-pNN.jsonl
+//	                        per point); a NATS run has each process's own in procs/<name>.faults.jsonl
 //	DIR/procs/[pNN/]        each process's own files: <name>.trace.jsonl (its partial records of every
 //	                        episode, which the metrics are computed from; the plant's is the only place
 //	                        x(t) is written), <name>.result.json, <name>.log (its zerolog stderr),

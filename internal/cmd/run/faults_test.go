@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,8 @@ func TestFaultsBitIdenticalOverNATS(t *testing.T) {
 				require.Positive(t, dups)
 				require.Equal(t, runs, sum.Points[0].Metrics.Runs)
 				checkFaultLogs(t, dir, sum, links)
+				require.Equal(t, sortedCopy(readFaultEvents(t, filepath.Join(fdir, "faults.jsonl"))), processFaultEvents(t, dir, sum),
+					"the fast engine's injector and the processes' injectors did the same to every message")
 			}
 		})
 	}
@@ -154,6 +157,39 @@ func checkFaultLogs(t *testing.T, dir string, sum *summary, links []fault.LinkSt
 		}
 		require.Equal(t, counts{l.Dropped, l.Duplicated, l.Reordered, l.Delayed}, *c, "%s: the statistics are what the injector recorded", l.Link)
 	}
+}
+
+func readFaultEvents(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if line != "" {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// processFaultEvents is every process's fault log, as one sorted list (fast: in release order,
+// sorted here the same way).
+func processFaultEvents(t *testing.T, dir string, sum *summary) []string {
+	t.Helper()
+	var all []string
+	for _, p := range sum.Processes {
+		if p.TraceFile == "" || p.Role == "eavesdropper" {
+			continue
+		}
+		all = append(all, readFaultEvents(t, filepath.Join(dir, strings.TrimSuffix(p.TraceFile, ".trace.jsonl")+".faults.jsonl"))...)
+	}
+	return sortedCopy(all)
+}
+
+func sortedCopy(xs []string) []string {
+	out := append([]string(nil), xs...)
+	slices.Sort(out)
+	return out
 }
 
 // vehicleWithFaults is the cloud-vehicle scenario with a faults section appended.

@@ -19,7 +19,8 @@ const RSSWait = "wait4"
 var procFileSuffixes = []string{".log", ".trace.jsonl", ".result.json", ".transcript.jsonl", ".faults.jsonl"}
 
 // cleanOutputs removes from dir what an earlier dpsim run wrote there, so that a reused --out
-// holds only this run's outputs: summary.json, report.md, trace.jsonl and trace-pNN.jsonl, the
+// holds only this run's outputs: summary.json, report.md, trace.jsonl and trace-pNN.jsonl (and
+// faults.jsonl, faults-pNN.jsonl beside them), the
 // report's figures (report.FigureNames as .png and .svg), and procs/ with the processes'
 // files (procs/ and procs/pNN/: *.log, *.trace.jsonl, *.result.json, *.transcript.jsonl, *.faults.jsonl; the
 // directories go when that leaves them empty). Nothing else is touched.
@@ -43,7 +44,8 @@ func cleanOutputs(dir string) error {
 		if e.IsDir() {
 			continue
 		}
-		if name == "summary.json" || name == report.FileName || name == "trace.jsonl" || isPointTrace(name) || figs[name] {
+		if name == "summary.json" || name == report.FileName || name == "trace.jsonl" || isPointTrace(name) ||
+			name == "faults.jsonl" || isPointTrace(strings.Replace(name, "faults-p", "trace-p", 1)) || figs[name] {
 			remove(filepath.Join(dir, name))
 		}
 	}

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -422,7 +423,11 @@ func (l *launcher) traced() (episodes int, on bool) {
 // traceOut streams merged records into DIR/<name> as episodes complete.
 type traceOut struct {
 	name     string
+	dir      string
 	f        *os.File
+	faults   *os.File // faults.jsonl beside it, created at the first fault event
+	fenc     *json.Encoder
+	fbuf     *bufio.Writer
 	ctl      *sim.TraceWriter[sim.ControlRecord]
 	cns      *sim.TraceWriter[sim.ConsensusRecord]
 	episodes int
@@ -433,8 +438,12 @@ func (l *launcher) createTrace(name string) (*traceOut, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trace %s: %w", name, err)
 	}
-	return &traceOut{name: name, f: f}, nil
+	return &traceOut{name: name, dir: l.o.Out, f: f}, nil
 }
+
+// FaultsName is the file beside a trace file (trace.jsonl, trace-pNN.jsonl) that records what
+// the fault injector did to the traced episodes' messages (faults.jsonl, faults-pNN.jsonl).
+func FaultsName(trace string) string { return "faults" + strings.TrimPrefix(trace, "trace") }
 
 // write appends one episode's records (the sink of sim.RunFast).
 func (t *traceOut) write(tr *sim.Traces) error {
@@ -458,6 +467,21 @@ func (t *traceOut) write(tr *sim.Traces) error {
 			}
 		}
 	}
+	if len(tr.Faults) > 0 {
+		if t.faults == nil {
+			f, err := os.Create(filepath.Join(t.dir, FaultsName(t.name)))
+			if err != nil {
+				return fmt.Errorf("fault record: %w", err)
+			}
+			t.faults, t.fbuf = f, bufio.NewWriterSize(f, 1<<16)
+			t.fenc = json.NewEncoder(t.fbuf)
+		}
+		for i := range tr.Faults {
+			if err := t.fenc.Encode(&tr.Faults[i]); err != nil {
+				return fmt.Errorf("fault record: %w", err)
+			}
+		}
+	}
 	t.episodes++
 	return nil
 }
@@ -474,6 +498,14 @@ func (t *traceOut) close() error {
 	}
 	if cerr := t.f.Close(); err == nil {
 		err = cerr
+	}
+	if t.faults != nil {
+		if ferr := t.fbuf.Flush(); err == nil {
+			err = ferr
+		}
+		if cerr := t.faults.Close(); err == nil {
+			err = cerr
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("trace %s: %w", t.name, err)
