@@ -1,7 +1,7 @@
 // Package john computes the John ellipsoid (the largest-volume inscribed ellipsoid) of a
 // symmetric polytope P = {x : |a_i^T x| <= 1, i = 1..n}, A = [a_1 .. a_n]^T of size n x d,
-// n >= d, rank d, following Gu et al., "Fast John ellipsoid computation with differential
-// privacy" (shared/papers/dp-john-ellipsoid.txt; MATH.md section 8).
+// n >= d, rank d, following J. Gu, X. Li, Y. Liang, Z. Shi, Z. Song and J. Yu, "Fast John
+// Ellipsoid Computation with Differential Privacy Optimization".
 //
 // # Problem
 //

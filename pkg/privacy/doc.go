@@ -1,5 +1,6 @@
-// Package privacy implements differential privacy over affine manifolds (Ren, Wang, Yuan & Shi; equation
-// and theorem numbers are the journal version's, see ../shared/MATH.md): the feasibility conditions of
+// Package privacy implements differential privacy over affine manifolds (Z. Ren, L. Wang, D. Yuan and
+// G. Shi, "Differential Privacy on Affine Manifolds: Geometrically Confined Privacy in Linear Dynamical
+// Systems"; equation and theorem numbers are the journal version's): the feasibility conditions of
 // Theorems 1 and 2, the sensitivities they need, the structured noise designs of Algorithms 1 and 2, and the
 // scalar calibration of Gaussian and Laplace noise.
 //
