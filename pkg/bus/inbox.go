@@ -210,7 +210,7 @@ func (in *Inbox) accept(nm *nats.Msg, e *Expect) error {
 		}
 		exp.Dim = 0
 	}
-	if r.AtSet && r.At < in.msg.Step {
+	if r.At > 0 && r.At < in.msg.Step {
 		return &InvalidError{Reason: ReasonStep, Detail: "delivered before its own step"}
 	}
 	return Validate(&in.msg, exp)

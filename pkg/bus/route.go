@@ -18,11 +18,9 @@ type Route struct {
 	To string // "<role>.<id>" of the one subscriber it is for; "" = every subscriber ...
 	// Except: ... but these (they get deliveries of their own).
 	Except []string
-	At     int  // logical delivery step; 0 with AtSet false = the message's own step
+	At     int  // logical delivery step when later than the message's own (> 0); 0 = its own step
 	More   bool // more deliveries from this sender to To for step At follow
 	Gap    bool // no message: the sender has nothing more for To at step At (no values)
-	// AtSet reports whether At was given (a delivery later than its own step).
-	AtSet bool
 }
 
 // The NATS header names of a Route.
@@ -37,7 +35,7 @@ const (
 
 // IsZero reports whether r carries nothing (a plain broadcast).
 func (r Route) IsZero() bool {
-	return r.To == "" && !r.AtSet && !r.More && !r.Gap && len(r.Except) == 0
+	return r.To == "" && r.At == 0 && !r.More && !r.Gap && len(r.Except) == 0
 }
 
 // header returns r as NATS headers (nil for the zero Route).
@@ -49,7 +47,7 @@ func (r Route) header() nats.Header {
 	if r.To != "" {
 		h.Set(HeaderTo, r.To)
 	}
-	if r.AtSet {
+	if r.At > 0 {
 		h.Set(HeaderAt, strconv.Itoa(r.At))
 	}
 	if r.More {
@@ -79,7 +77,7 @@ func routeOf(h nats.Header) (Route, error) {
 		if err != nil || at < 0 {
 			return r, &InvalidError{ReasonStep, fmt.Sprintf("header %s %q is not a step", HeaderAt, v)}
 		}
-		r.At, r.AtSet = at, true
+		r.At = at
 	}
 	r.More = h.Get(HeaderMore) == "1"
 	r.Gap = h.Get(HeaderGap) == "1"

@@ -33,29 +33,11 @@ func (d *decoder) faults(n *yaml.Node, kind Kind, steps, graphN int) FaultsSpec 
 	}
 	if mn := f.get("missing"); mn != nil {
 		if mf := d.mapping(mn, "faults.missing", missingFields...); mf != nil {
-			if pn := mf.get("plant"); pn != nil {
-				if v, ok := d.str(pn, "faults.missing.plant"); ok {
-					switch {
-					case !contains(namesOf(PlantMissingRules), v):
-						d.add(pn, "faults.missing.plant", "unknown rule %q (allowed: %s)", v, joinNames(PlantMissingRules))
-					case kind == Consensus:
-						d.add(pn, "faults.missing.plant", "only for kind cloud-control (this scenario is consensus)")
-					default:
-						out.Missing.Plant = PlantMissing(v)
-					}
-				}
+			if v, ok := d.missingRule(mf, "plant", namesOf(PlantMissingRules), kind, CloudControl, Consensus); ok {
+				out.Missing.Plant = PlantMissing(v)
 			}
-			if an := mf.get("agent"); an != nil {
-				if v, ok := d.str(an, "faults.missing.agent"); ok {
-					switch {
-					case !contains(namesOf(AgentMissingRules), v):
-						d.add(an, "faults.missing.agent", "unknown rule %q (allowed: %s)", v, joinNames(AgentMissingRules))
-					case kind == CloudControl:
-						d.add(an, "faults.missing.agent", "only for kind consensus (this scenario is cloud-control)")
-					default:
-						out.Missing.Agent = AgentMissing(v)
-					}
-				}
+			if v, ok := d.missingRule(mf, "agent", namesOf(AgentMissingRules), kind, Consensus, CloudControl); ok {
+				out.Missing.Agent = AgentMissing(v)
 			}
 		}
 	}
@@ -82,6 +64,27 @@ func (d *decoder) faults(n *yaml.Node, kind Kind, steps, graphN int) FaultsSpec 
 		out.Links = append(out.Links, l)
 	}
 	return out
+}
+
+// missingRule decodes faults.missing.<role>: one of rules, in a scenario of kind own (an error
+// in one of kind other).
+func (d *decoder) missingRule(mf *fields, role string, rules []string, kind, own, other Kind) (string, bool) {
+	n := mf.get(role)
+	if n == nil {
+		return "", false
+	}
+	path := "faults.missing." + role
+	v, ok := d.str(n, path)
+	switch {
+	case !ok:
+	case !contains(rules, v):
+		d.add(n, path, "unknown rule %q (allowed: %s)", v, strings.Join(rules, ", "))
+	case kind == other:
+		d.add(n, path, "only for kind %s (this scenario is %s)", own, other)
+	default:
+		return v, true
+	}
+	return "", false
 }
 
 // endpointRoles are the roles a link endpoint may name, per kind.

@@ -20,7 +20,8 @@ type assembler struct {
 	// per-step backing storage and presence
 	x, refs, yhat, u, xhat, eve [][]float64
 	y                           [][]float64
-	hasX, hasYhat, hasU, hasEve []bool
+	hasX, hasYhat, hasU, hasEve []bool // control: per step
+	agentX                      []bool // consensus: per (step, agent), its record arrived
 	missing                     []int
 }
 
@@ -43,8 +44,7 @@ func newAssembler(p *plan.Plan, ref dynamics.Reference) *assembler {
 		a.n = p.Graph.N
 		a.con = make([]ConsensusRecord, T+1)
 		a.x, a.y, a.eve = mk(T+1, a.n), mk(T+1, a.n), mk(T+1, a.n)
-		a.hasU = make([]bool, (T+1)*a.n) // consensus: per (step, agent) X presence
-		a.hasYhat = make([]bool, (T+1)*a.n)
+		a.agentX = make([]bool, (T+1)*a.n)
 	}
 	return a
 }
@@ -55,6 +55,7 @@ func (a *assembler) begin(ep int) {
 	clear(a.hasYhat)
 	clear(a.hasU)
 	clear(a.hasEve)
+	clear(a.agentX)
 	clear(a.missing)
 }
 
@@ -86,10 +87,9 @@ func (a *assembler) sink(_ Core, rd *Ready) error {
 		r := &rd.Agent[i]
 		k := r.Step*a.n + r.Agent
 		a.x[r.Step][r.Agent] = r.X
-		a.hasU[k] = true
+		a.agentX[k] = true
 		if r.Y != nil {
 			a.y[r.Step][r.Agent] = *r.Y
-			a.hasYhat[k] = true
 		}
 	}
 	for i := range rd.Consensus {
@@ -145,7 +145,7 @@ func (a *assembler) put(acc *Accumulator, e *episodeAcc, keep bool) (*Traces, er
 		r := &a.con[t]
 		*r = ConsensusRecord{Episode: a.ep, Step: t, X: a.x[t], EveX0: opt(a.hasEve[t], a.eve[t]), EveMissing: a.missing[t]}
 		for i := 0; i < a.n; i++ {
-			if !a.hasU[t*a.n+i] {
+			if !a.agentX[t*a.n+i] {
 				r.X = nil // an agent's record is missing: the episode is incomplete
 			}
 		}

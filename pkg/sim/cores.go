@@ -74,16 +74,7 @@ func (c *PlantCore) emit() {
 }
 
 func (c *PlantCore) complete() bool {
-	switch v := c.in.value(0); {
-	case v != nil:
-		copy(c.u, v)
-	case c.rule == scenario.PlantZero:
-		clear(c.u)
-	default: // hold
-		if l := c.in.latest(0); l != nil {
-			copy(c.u, l)
-		}
-	}
+	plantInput(c.in, 0, c.rule, c.u)
 	c.node.Apply(c.u)
 	if c.node.Step() == c.T {
 		if !c.norec {
@@ -93,6 +84,22 @@ func (c *PlantCore) complete() bool {
 	}
 	c.emit()
 	return false
+}
+
+// plantInput writes into u the input the plant applies at the current step: sender k's u(t),
+// or, missing, the plant's rule (zero, or hold the newest u received; u keeps its value
+// before the first). The plant applies it; the eavesdropper assumes it.
+func plantInput(in *inputs, k int, rule scenario.PlantMissing, u []float64) {
+	switch v := in.value(k); {
+	case v != nil:
+		copy(u, v)
+	case rule == scenario.PlantZero:
+		clear(u)
+	default: // hold
+		if l := in.latest(k); l != nil {
+			copy(u, l)
+		}
+	}
 }
 
 // Step implements Core.
@@ -321,16 +328,7 @@ func (c *EavesdropperCore) complete() bool {
 	var err error
 	if c.control {
 		yhat := c.in.value(0)
-		switch v := c.in.value(1); {
-		case v != nil:
-			copy(c.u, v)
-		case c.plantRule == scenario.PlantZero:
-			clear(c.u)
-		default:
-			if l := c.in.latest(1); l != nil {
-				copy(c.u, l)
-			}
-		}
+		plantInput(c.in, 1, c.plantRule, c.u) // what the plant's rule applies
 		err = c.node.observeControl(t, yhat, c.u)
 	} else {
 		for i := range c.y {

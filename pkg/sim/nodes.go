@@ -326,7 +326,7 @@ type EavesdropperNode struct {
 	consensus *estimate.NetworkEstimator
 	dim       int
 
-	ny, nu  int
+	nu      int // inputs (cloud control)
 	next    int // steps observed
 	episode int
 }
@@ -346,7 +346,7 @@ func NewEavesdropperNode(p *plan.Plan) (*EavesdropperNode, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sim: eavesdropper: %w", err)
 		}
-		return &EavesdropperNode{control: est, dim: sys.Nx(), ny: sys.Ny(), nu: sys.Nu()}, nil
+		return &EavesdropperNode{control: est, dim: sys.Nx(), nu: sys.Nu()}, nil
 	case scenario.Consensus:
 		if err := needConsensus(p, "eavesdropper"); err != nil {
 			return nil, err

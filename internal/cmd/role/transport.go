@@ -129,7 +129,7 @@ func (t *natsTransport) Send(o *sim.Out) error {
 		}
 		r := bus.Route{More: d.More, Gap: d.Gap}
 		if d.At != d.Step {
-			r.At, r.AtSet = d.At, true
+			r.At = d.At // > d.Step >= 0
 		}
 		if d.To != fault.Broadcast {
 			r.To = ps.names[d.To]
@@ -183,7 +183,7 @@ func (t *natsTransport) Recv(deadline time.Time) (*sim.Msg, error) {
 		}
 		t.msg = sim.Msg{From: from, ToAll: m.Route.To == "", Episode: m.Episode, Step: m.Step, At: m.Step,
 			Gap: m.Route.Gap, More: m.Route.More, Values: m.Values}
-		if m.Route.AtSet {
+		if m.Route.At > 0 {
 			t.msg.At = m.Route.At
 		}
 		if !t.msg.ToAll {
