@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
@@ -180,13 +181,13 @@ func Write(dir string, in Input) error {
 				return err
 			}
 			path := filepath.Join(dir, f.Name+"."+format)
-			if err := os.WriteFile(path, data, 0o644); err != nil {
+			if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
 				return fmt.Errorf("report: writing %s: %w", path, err)
 			}
 		}
 	}
 	path := filepath.Join(dir, FileName)
-	if err := os.WriteFile(path, rep.Markdown, 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, rep.Markdown, 0o644); err != nil {
 		return fmt.Errorf("report: writing %s: %w", path, err)
 	}
 	return nil

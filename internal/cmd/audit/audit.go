@@ -40,6 +40,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/pkg/audit"
 	"github.com/dpsim/dpsim/pkg/bus"
@@ -417,15 +418,7 @@ func suffix(n, k int) string {
 
 // writeFiles writes DIR/audit<sfx>.json, DIR/report<sfx>.md and DIR/tradeoff<sfx>.png/.svg.
 func writeFiles(dir, sfx string, r *audit.GameReport) error {
-	f, err := os.Create(filepath.Join(dir, "audit"+sfx+".json"))
-	if err != nil {
-		return err
-	}
-	if err := cli.WriteJSON(f, r); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "audit"+sfx+".json"), 0o644, func(w io.Writer) error { return cli.WriteJSON(w, r) }); err != nil {
 		return err
 	}
 	plotName := ""
@@ -435,7 +428,7 @@ func writeFiles(dir, sfx string, r *audit.GameReport) error {
 		}
 		plotName = "tradeoff" + sfx + ".png"
 	}
-	return os.WriteFile(filepath.Join(dir, "report"+sfx+".md"), []byte(r.Markdown(plotName)), 0o644)
+	return atomicfile.WriteFile(filepath.Join(dir, "report"+sfx+".md"), []byte(r.Markdown(plotName)), 0o644)
 }
 
 func printTable(w io.Writer, reports []*audit.GameReport, out string) {

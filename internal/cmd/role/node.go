@@ -16,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/plan"
@@ -450,7 +451,7 @@ func (n *node) finish(r runner, runErr error) error {
 	}
 	data, err := json.MarshalIndent(&n.res, "", "  ")
 	if err == nil {
-		err = os.WriteFile(filepath.Join(n.cfg.Out, ResultFile(n.cfg.Name())), append(data, '\n'), 0o644)
+		err = atomicfile.WriteFile(filepath.Join(n.cfg.Out, ResultFile(n.cfg.Name())), append(data, '\n'), 0o644)
 	}
 	if err != nil && runErr == nil {
 		runErr = fmt.Errorf("result file: %w", err)

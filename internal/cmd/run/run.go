@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/cmd/role"
 	"github.com/dpsim/dpsim/pkg/bus"
@@ -809,7 +810,7 @@ func (l *launcher) writeSummary() error {
 	if err != nil {
 		return fmt.Errorf("summary.json: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(l.o.Out, "summary.json"), append(data, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(l.o.Out, "summary.json"), append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("summary.json: %w", err)
 	}
 	return nil
