@@ -49,6 +49,11 @@ type Config struct {
 	Encoding     bus.Encoding
 	ParentPID    int
 	Transcript   bool
+	// KeepEpisodes bounds the disk use of the trace, transcript and fault log: the records of
+	// the first KeepEpisodes episodes stay; a later episode's records replace the previous
+	// one's (the launcher folds each episode into its metrics before the next starts).
+	// -1 keeps every episode.
+	KeepEpisodes int
 }
 
 // Name returns the process name (see ProcName).
@@ -157,6 +162,7 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 	if role == bus.RoleEavesdropper {
 		fs.BoolVar(&cfg.Transcript, "transcript", true, "write every received message (subject, payload, receive time) to <out>/eavesdropper-<id>.transcript.jsonl")
 	}
+	fs.IntVar(&cfg.KeepEpisodes, "keep-episodes", -1, "bound the disk use: keep the trace records (and the transcript and fault log) of the first N episodes only; each later episode's trace replaces the previous one's once done (the launcher reads every episode before it starts the next); -1 keeps all")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -226,6 +232,9 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 	}
 	if cfg.Timeout < MinTimeout {
 		return nil, cli.UsageError("--timeout %v: must be at least %v (it bounds every wait for a step's messages and every NATS flush)", cfg.Timeout, MinTimeout)
+	}
+	if cfg.KeepEpisodes < -1 {
+		return nil, cli.UsageError("--keep-episodes %d: want N >= 0, or -1 for every episode", cfg.KeepEpisodes)
 	}
 	if cfg.IdleTimeout <= 0 {
 		return nil, cli.UsageError("--idle-timeout %v: must be > 0", cfg.IdleTimeout)

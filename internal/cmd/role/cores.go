@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -32,6 +33,14 @@ type coreRunner struct {
 	atrace *sim.TraceWriter[sim.AgentRecord]
 	ntrace *sim.TraceWriter[sim.ConsensusRecord]
 	count  func() int
+	flush  func() error // the trace writer's
+
+	// Disk bound (--keep-episodes): finished counts the episodes done; keepEnd is the trace
+	// file's size after the last kept episode (-1: not reached yet), where every later
+	// episode starts; keeping says whether this episode's transcript and fault log are written.
+	finished int
+	keepEnd  int64
+	keeping  bool
 
 	// the injector's record of this process's messages (<name>.faults.jsonl)
 	ffile *os.File
@@ -173,15 +182,74 @@ func (r *coreRunner) setup(n *node) error {
 	switch {
 	case n.cfg.Role == bus.RoleAgent:
 		r.atrace = sim.NewTraceWriter[sim.AgentRecord](r.file)
-		r.count = r.atrace.Count
+		r.count, r.flush = r.atrace.Count, r.atrace.Flush
 	case n.scn.Kind == scenario.Consensus:
 		r.ntrace = sim.NewTraceWriter[sim.ConsensusRecord](r.file)
-		r.count = r.ntrace.Count
+		r.count, r.flush = r.ntrace.Count, r.ntrace.Flush
 	default:
 		r.ctrace = sim.NewTraceWriter[sim.ControlRecord](r.file)
-		r.count = r.ctrace.Count
+		r.count, r.flush = r.ctrace.Count, r.ctrace.Flush
+	}
+	r.keepEnd = -1
+	if n.cfg.KeepEpisodes == 0 {
+		r.keepEnd = 0
+	}
+	r.keeping = true
+	return nil
+}
+
+// beginFiles prepares the files for the next episode: past the kept episodes, the trace is cut
+// back to the end of the last kept one (the launcher has read the previous episode: it starts
+// an episode only after every process reported the last one done and it folded it), and the
+// transcript and fault log stop growing.
+func (r *coreRunner) beginFiles(n *node) error {
+	r.keeping = n.cfg.KeepEpisodes < 0 || r.finished < n.cfg.KeepEpisodes
+	if r.keepEnd < 0 {
+		return nil
+	}
+	if err := r.file.Truncate(r.keepEnd); err != nil {
+		return fmt.Errorf("trace file: %w", err)
+	}
+	if _, err := r.file.Seek(r.keepEnd, io.SeekStart); err != nil {
+		return fmt.Errorf("trace file: %w", err)
 	}
 	return nil
+}
+
+// endFiles makes the episode's records durable: every file this process writes is flushed
+// and fsync'd once per episode, so a crash (even SIGKILL followed by a power cut) loses no
+// finished episode.
+func (r *coreRunner) endFiles(n *node) error {
+	r.finished++
+	if err := syncWriter(r.flush, r.file); err != nil {
+		return fmt.Errorf("trace file: %w", err)
+	}
+	if r.fw != nil {
+		if err := syncWriter(r.fw.Flush, r.ffile); err != nil {
+			return fmt.Errorf("fault log: %w", err)
+		}
+	}
+	if r.tw != nil {
+		if err := syncWriter(r.tw.Flush, r.tfile); err != nil {
+			return fmt.Errorf("transcript: %w", err)
+		}
+	}
+	if r.keepEnd < 0 && r.finished == n.cfg.KeepEpisodes {
+		end, err := r.file.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return fmt.Errorf("trace file: %w", err)
+		}
+		r.keepEnd = end
+	}
+	return nil
+}
+
+// syncWriter flushes a buffered writer into f and fsyncs f.
+func syncWriter(flush func() error, f *os.File) error {
+	if err := flush(); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 func (r *coreRunner) checkX0(x0 []float64) error {
@@ -223,6 +291,9 @@ func (r *coreRunner) sink(_ sim.Core, rd *sim.Ready) error {
 
 // episode runs one episode of every hosted core.
 func (r *coreRunner) episode(n *node, st episodeStart) error {
+	if err := r.beginFiles(n); err != nil {
+		return err
+	}
 	r.tr.begin(st.ep)
 	r.pace.begin(gridOrigin(st))
 	forced := r.drv.Forced()
@@ -232,6 +303,9 @@ func (r *coreRunner) episode(n *node, st episodeStart) error {
 		err = eerr
 	}
 	if err != nil {
+		return err
+	}
+	if err := r.endFiles(n); err != nil {
 		return err
 	}
 	n.res.Steps += n.steps
@@ -264,6 +338,9 @@ func (r *coreRunner) openFaultLog(n *node) error {
 	n.res.FaultsFile = name
 	for _, ps := range r.tr.pubs {
 		ps.ob.Log = func(ev *fault.Event) {
+			if !r.keeping {
+				return
+			}
 			if err := r.fenc.Encode(ev); err != nil && r.ferr == nil {
 				r.ferr = err
 			}
@@ -291,7 +368,7 @@ func (r *coreRunner) openTranscript(n *node) error {
 // tap writes every message the eavesdropper receives to its transcript.
 func (r *coreRunner) tap(subject string, data []byte) {
 	r.msgs++
-	if r.enc == nil {
+	if r.enc == nil || !r.keeping {
 		return
 	}
 	r.line = transcriptLine{T: time.Now().UnixNano(), Subject: subject}

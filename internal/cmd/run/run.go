@@ -111,7 +111,7 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	fs.IntVar(&o.Runs, "runs", 0, "number of Monte Carlo episodes per point (default the scenario's runs)")
 	fs.DurationVar(&o.Timeout, "timeout", role.DefaultTimeout, "longest wait for one step's messages (lockstep) and for each NATS flush in every process (at least 1ms); a step that times out goes on with the missing-input rules, is counted, and makes the run degraded (see --max-missed-fraction)")
 	fs.IntVar(&o.AgentsPerProcess, "agents-per-process", 1, "consensus: agents hosted per agent process (1 = one process per agent; e.g. 25 runs 100 agents in 4 processes)")
-	fs.IntVar(&o.TraceEpisodes, "trace-episodes", DefaultTraceEpisodes, "write the merged per-step records of the first N episodes to trace.jsonl (0 = no trace file, -1 = every episode: about 25 KB per cloud-control episode of 100 steps, 2.5 GB for 100000 runs)")
+	fs.IntVar(&o.TraceEpisodes, "trace-episodes", DefaultTraceEpisodes, "write the merged per-step records of the first N episodes to trace.jsonl (0 = no trace file, -1 = every episode: about 25 KB per cloud-control episode of 100 steps, 2.5 GB for 100000 runs); it also bounds the disk of the NATS engine: each process keeps its trace, transcript and fault log for these N episodes only (plus the episode in progress), and the metrics still cover every episode")
 	fs.StringVar(&o.Encoding, "encoding", "json", "wire encoding of the data messages: json (readable with nats sub) or binary")
 	fs.StringVar(&o.RunID, "run-id", "", "run id, the <run> of the subjects dpsim.<run>.* (default a random r<hex>; sweep point k appends -p<k>)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "zerolog level of the launcher's log on stderr and of the children's logs (DIR/procs/*.log): trace, debug, info, warn, error")
@@ -611,16 +611,44 @@ func (l *launcher) runNATS(ctx context.Context) error {
 func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg SessionConfig) (int, time.Duration, error) {
 	start := time.Now()
 	l.log.Info().Str("point", l.points[k].Name).Str("run", cfg.Run).Int("runs", l.runs).Msg("starting processes")
+	// The processes keep the per-step records of the traced episodes only; every episode is
+	// folded into the metrics by the collector as soon as it is done.
+	n, traced := l.traced()
+	cfg.BoundTraces, cfg.KeepEpisodes = true, 0
+	if traced {
+		cfg.KeepEpisodes = n
+		if n == 0 { // every episode is traced
+			cfg.BoundTraces = false
+		}
+	}
+	opts := CollectOptions{}
+	var out *traceOut
+	if traced {
+		var err error
+		if out, err = l.createTrace(l.traceName(k)); err != nil {
+			return 0, 0, err
+		}
+		opts.Trace, opts.TraceEpisodes = out.f, n
+	}
 	sess, runErr := StartSession(ctx, cfg)
+	var col *Collector
 	if runErr == nil {
-		for ep := 0; ep < l.runs; ep++ {
-			if runErr = sess.Episode(ctx, ep, nil); runErr != nil {
-				break
+		if col, runErr = sess.NewCollector(opts); runErr == nil {
+			for ep := 0; ep < l.runs; ep++ {
+				if runErr = sess.Episode(ctx, ep, nil); runErr != nil {
+					break
+				}
+				if err := col.Poll(); err != nil {
+					l.log.Warn().Err(err).Int("episode", ep).Msg("collect")
+				}
+				l.tick(1)
 			}
-			l.tick(1)
 		}
 	}
 	if sess == nil {
+		if out != nil {
+			_ = out.close()
+		}
 		return 0, 0, runErr
 	}
 	if err := sess.Stop(); err != nil && runErr == nil {
@@ -636,32 +664,28 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 		l.addProcess(sess, pr, k, rel)
 	}
 	l.sum.LauncherCtlInvalid = addCounters(l.sum.LauncherCtlInvalid, sess.CtlInvalid())
-	opts := CollectOptions{}
-	var out *traceOut
-	if n, ok := l.traced(); ok {
-		var err error
-		if out, err = l.createTrace(l.traceName(k)); err != nil {
-			return sess.Episodes, sess.EpisodeNS, errors.Join(runErr, err)
+	var collected *Collected
+	var err error
+	if col != nil {
+		// What the processes wrote after the last complete episode (an interrupted one).
+		if perr := col.Poll(); perr != nil {
+			l.log.Warn().Err(perr).Msg("collect")
 		}
-		opts.Trace, opts.TraceEpisodes = out.f, n
-	}
-	col, err := sess.CollectTo(opts)
-	if err != nil {
-		l.log.Warn().Err(err).Msg("collect")
+		collected, err = col.Finish()
 	}
 	if out != nil {
 		if werr := out.close(); werr != nil && runErr == nil {
 			runErr = werr
 		}
 		ps.TraceFile = out.name
-		if col != nil {
-			ps.TraceEpisodes = col.TracedEpisodes
+		if collected != nil {
+			ps.TraceEpisodes = collected.TracedEpisodes
 		}
 		l.sum.Files.Traces = append(l.sum.Files.Traces, out.name)
 	}
 	var res *sim.Results
-	if col != nil {
-		res = col.Results
+	if collected != nil {
+		res = collected.Results
 		// The per-link counters: every process's injector side and receive side, merged.
 		var links [][]fault.LinkStats
 		for _, pr := range sess.Procs() {
@@ -673,15 +697,15 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 		for _, lk := range res.Links {
 			l.sum.Timing.LateMessages += lk.Late // delivered after their step
 		}
-		ps.Missing = col.MissingCount
-		for i, m := range col.Missing {
+		ps.Missing = collected.MissingCount
+		for i, m := range collected.Missing {
 			if i == 5 {
 				break
 			}
 			ps.MissingHead = append(ps.MissingHead, m.String())
 		}
-		if runErr == nil && (col.MissingCount > 0 || len(res.IncompleteEpisodes) > 0) {
-			runErr = fmt.Errorf("point %s: %w", l.points[k].Name, sim.MissingErrorN(col.Missing, col.MissingCount))
+		if runErr == nil && (collected.MissingCount > 0 || len(res.IncompleteEpisodes) > 0) {
+			runErr = fmt.Errorf("point %s: %w", l.points[k].Name, sim.MissingErrorN(collected.Missing, collected.MissingCount))
 		}
 	}
 	if runErr == nil && err != nil {

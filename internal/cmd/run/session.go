@@ -57,6 +57,11 @@ type SessionConfig struct {
 	// One OS thread per role process avoids cross-thread wake-ups on every message: on 2
 	// cores it makes the lockstep loop ~1.2-1.7x faster.
 	GOMAXPROCS int
+	// BoundTraces starts the processes with --keep-episodes KeepEpisodes: their traces keep
+	// the first KeepEpisodes episodes, and each later one replaces the previous; the
+	// episodes must then be collected one by one (Collector.Poll after each).
+	BoundTraces  bool
+	KeepEpisodes int
 	// Attach drives processes started by someone else (by hand, or role loops in this
 	// process): nothing is spawned; StartSession waits for the ready of every planned role.
 	Attach bool
@@ -396,6 +401,9 @@ func (s *Session) args(p *Proc) []string {
 	if c.Period > 0 {
 		a = append(a, "--period", c.Period.String())
 	}
+	if c.BoundTraces {
+		a = append(a, "--keep-episodes", strconv.Itoa(c.KeepEpisodes))
+	}
 	// Every process draws its own messages' faults from the same fault seed; a hash of the run
 	// seed, so the cloud and the eavesdropper learn nothing of the noise from it.
 	a = append(a, "--fault-seed", strconv.FormatUint(fault.SeedOf(c.Seed), 10))
@@ -657,21 +665,74 @@ type CollectOptions struct {
 // Collect is CollectTo(CollectOptions{Keep: true}): the merged records in memory.
 func (s *Session) Collect() (*Collected, error) { return s.CollectTo(CollectOptions{Keep: true}) }
 
-// CollectTo reads the processes' trace files and merges them one episode at a time
-// (sim.MergeControlStreams / MergeConsensusStreams: every process writes its records in
-// episode order), so memory stays that of one episode whatever the number of episodes. Each
-// complete episode is folded into the Results by the same Accumulator as the fast engine
-// (sim.Accumulator.Results), in episode order, so the numbers are the fast engine's bit for bit;
-// episodes with missing pieces (an interrupted run) are not aggregated and are listed in
-// Results.IncompleteEpisodes. A trace file that cannot be read is reported in the error;
-// what the other files hold is still merged.
+// CollectTo reads the processes' trace files to their end and merges them (see Collector):
+// one Poll and Finish. A run whose processes bound their traces (KeepEpisodes) must be
+// collected episode by episode instead, with a Collector polled after each episode.
 func (s *Session) CollectTo(o CollectOptions) (*Collected, error) {
-	p := s.cfg.Plan
-	out := &Collected{}
-	acc, err := sim.NewAccumulator(p, s.cfg.Seed)
+	c, err := s.NewCollector(o)
 	if err != nil {
 		return nil, err
 	}
+	perr := c.Poll()
+	col, ferr := c.Finish()
+	return col, errors.Join(perr, ferr)
+}
+
+// Collector merges the processes' trace files into the run's records and metrics as they
+// grow: each Poll reads what every trace file holds beyond what was read before and merges it
+// one episode at a time (sim.MergeControlStreams / MergeConsensusStreams: every process
+// writes its records in episode order), so memory stays that of one episode whatever the
+// number of episodes. Each complete episode is folded into the Results by the same
+// Accumulator as the fast engine (sim.Accumulator.Results), in episode order, so the numbers
+// are the fast engine's bit for bit; episodes with missing pieces (an interrupted run) are not
+// aggregated and are listed in Results.IncompleteEpisodes. A trace file that cannot be read
+// is reported in the error; what the other files hold is still merged.
+//
+// Polled after every episode (the launcher does), it also bounds the disk: processes started
+// with KeepEpisodes cut their trace back to the end of the kept episodes when the next
+// episode begins, and the collector reads each later episode from there.
+type Collector struct {
+	s   *Session
+	o   CollectOptions
+	acc *sim.Accumulator
+	f   *folder
+	// off is the size of each process's trace already merged; keepEnd the size after the
+	// kept episodes (-1: not reached).
+	off, keepEnd map[string]int64
+	polls        int
+	errs         []error
+}
+
+// NewCollector returns a collector of the session's traces.
+func (s *Session) NewCollector(o CollectOptions) (*Collector, error) {
+	acc, err := sim.NewAccumulator(s.cfg.Plan, s.cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	c := &Collector{s: s, o: o, acc: acc, off: map[string]int64{}, keepEnd: map[string]int64{}}
+	out := &Collected{}
+	c.f = &folder{out: out,
+		traced: func(ep int) bool { return o.Trace != nil && (o.TraceEpisodes <= 0 || ep < o.TraceEpisodes) },
+		noteMissing: func(ms []sim.Missing) {
+			out.MissingCount += len(ms)
+			if room := MaxMissingListed - len(out.Missing); room > 0 {
+				out.Missing = append(out.Missing, ms[:min(room, len(ms))]...)
+			}
+		}}
+	for _, pr := range s.procs {
+		c.keepEnd[pr.Name] = -1
+		if s.cfg.KeepEpisodes == 0 && s.cfg.BoundTraces {
+			c.keepEnd[pr.Name] = 0
+		}
+	}
+	return c, nil
+}
+
+// Poll merges what the trace files gained since the last Poll. With bounded traces, call it
+// once after every episode, before the next one starts.
+func (c *Collector) Poll() error {
+	s, p := c.s, c.s.cfg.Plan
+	c.polls++
 	var errs []error
 	var files []*os.File
 	defer func() {
@@ -679,6 +740,7 @@ func (s *Session) CollectTo(o CollectOptions) (*Collected, error) {
 			f.Close()
 		}
 	}()
+	size := map[string]int64{}
 	open := func(pr *Proc) io.Reader {
 		f, err := os.Open(filepath.Join(s.cfg.Dir, role.TraceFile(pr.Name)))
 		if err != nil {
@@ -686,16 +748,19 @@ func (s *Session) CollectTo(o CollectOptions) (*Collected, error) {
 			return strings.NewReader("")
 		}
 		files = append(files, f)
-		return bufio.NewReaderSize(f, 1<<16)
-	}
-	noteMissing := func(ms []sim.Missing) {
-		out.MissingCount += len(ms)
-		if room := MaxMissingListed - len(out.Missing); room > 0 {
-			out.Missing = append(out.Missing, ms[:min(room, len(ms))]...)
+		st, err := f.Stat()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", pr.Name, err))
+			return strings.NewReader("")
 		}
+		off := c.off[pr.Name]
+		if st.Size() < off { // cut back past the kept episodes (a process's disk bound)
+			off = max(c.keepEnd[pr.Name], 0)
+		}
+		size[pr.Name] = st.Size()
+		return bufio.NewReaderSize(io.NewSectionReader(f, off, st.Size()-off), 1<<16)
 	}
-	traced := func(ep int) bool { return o.Trace != nil && (o.TraceEpisodes <= 0 || ep < o.TraceEpisodes) }
-	f := &folder{out: out, traced: traced, noteMissing: noteMissing}
+	f := c.f
 	var mergeErr error
 	switch p.Scenario.Kind {
 	case scenario.CloudControl:
@@ -712,15 +777,15 @@ func (s *Session) CollectTo(o CollectOptions) (*Collected, error) {
 			}
 		}
 		var tw *sim.TraceWriter[sim.ControlRecord]
-		if o.Trace != nil {
-			tw = sim.NewTraceWriter[sim.ControlRecord](o.Trace)
+		if c.o.Trace != nil {
+			tw = sim.NewTraceWriter[sim.ControlRecord](c.o.Trace)
 		}
 		var keep *[]sim.ControlRecord
-		if o.Keep {
-			keep = &out.Control
+		if c.o.Keep {
+			keep = &f.out.Control
 		}
 		mergeErr = sim.MergeControlStreams(p.Steps, p.Reference, plant, cloud, eve, func(recs []sim.ControlRecord, missing []sim.Missing) error {
-			return foldMerged(f, recs, missing, tw, keep, func(r *sim.ControlRecord) (*int, []float64) { return &r.Episode, r.X }, acc.AddControl)
+			return foldMerged(f, recs, missing, tw, keep, func(r *sim.ControlRecord) (*int, []float64) { return &r.Episode, r.X }, c.acc.AddControl)
 		})
 		if tw != nil {
 			if err := tw.Flush(); err != nil && mergeErr == nil {
@@ -740,15 +805,15 @@ func (s *Session) CollectTo(o CollectOptions) (*Collected, error) {
 			eve = sim.NewTraceReader[sim.ConsensusRecord](open(pr))
 		}
 		var tw *sim.TraceWriter[sim.ConsensusRecord]
-		if o.Trace != nil {
-			tw = sim.NewTraceWriter[sim.ConsensusRecord](o.Trace)
+		if c.o.Trace != nil {
+			tw = sim.NewTraceWriter[sim.ConsensusRecord](c.o.Trace)
 		}
 		var keep *[]sim.ConsensusRecord
-		if o.Keep {
-			keep = &out.Consensus
+		if c.o.Keep {
+			keep = &f.out.Consensus
 		}
 		mergeErr = sim.MergeConsensusStreams(p.Graph.N, p.Steps, agents, names, eve, func(recs []sim.ConsensusRecord, missing []sim.Missing) error {
-			return foldMerged(f, recs, missing, tw, keep, func(r *sim.ConsensusRecord) (*int, []float64) { return &r.Episode, r.X }, acc.AddConsensus)
+			return foldMerged(f, recs, missing, tw, keep, func(r *sim.ConsensusRecord) (*int, []float64) { return &r.Episode, r.X }, c.acc.AddConsensus)
 		})
 		if tw != nil {
 			if err := tw.Flush(); err != nil && mergeErr == nil {
@@ -756,16 +821,34 @@ func (s *Session) CollectTo(o CollectOptions) (*Collected, error) {
 			}
 		}
 	}
-	// The Accumulator folds episodes in the order they are numbered; the complete episodes were
-	// handed over in increasing episode order under the numbers 0, 1, 2, ..., so the sums are
-	// those of the fast engine (which folds episodes 0..runs-1 in order), and an incomplete
-	// episode never holds the later ones back in memory.
-	out.Results = acc.Results()
-	out.Results.IncompleteEpisodes = f.incomplete
+	for name, sz := range size {
+		c.off[name] = sz
+		if s.cfg.BoundTraces && c.keepEnd[name] < 0 && c.polls == s.cfg.KeepEpisodes {
+			c.keepEnd[name] = sz
+		}
+		if s.cfg.BoundTraces && c.keepEnd[name] >= 0 {
+			c.off[name] = c.keepEnd[name] // the process starts its next episode there
+		}
+	}
 	if mergeErr != nil {
 		errs = append(errs, mergeErr)
 	}
-	return out, errors.Join(errs...)
+	err := errors.Join(errs...)
+	if err != nil {
+		c.errs = append(c.errs, err)
+	}
+	return err
+}
+
+// Finish returns what was merged. The Accumulator folds episodes in the order they are
+// numbered; the complete episodes were handed over in increasing episode order under the
+// numbers 0, 1, 2, ..., so the sums are those of the fast engine (which folds episodes
+// 0..runs-1 in order), and an incomplete episode never holds the later ones back in memory.
+func (c *Collector) Finish() (*Collected, error) {
+	out := c.f.out
+	out.Results = c.acc.Results()
+	out.Results.IncompleteEpisodes = c.f.incomplete
+	return out, errors.Join(c.errs...)
 }
 
 // folder is CollectTo's state across merged episodes.
@@ -774,6 +857,7 @@ type folder struct {
 	traced      func(ep int) bool
 	noteMissing func([]sim.Missing)
 	folded      int   // complete episodes fold under consecutive numbers 0, 1, 2, ...
+	merged      int   // episodes 0..merged-1 were merged (a bounded trace's last episode stays after the run: read once)
 	incomplete  []int // episodes with missing pieces, not aggregated
 }
 
@@ -788,6 +872,10 @@ func foldMerged[R sim.ControlRecord | sim.ConsensusRecord](f *folder, recs []R, 
 	}
 	epp, _ := meta(&recs[0])
 	ep := *epp
+	if ep < f.merged {
+		return nil
+	}
+	f.merged = ep + 1
 	f.out.Episodes++
 	f.noteMissing(missing)
 	if f.traced(ep) {
