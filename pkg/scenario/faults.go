@@ -32,10 +32,16 @@ import "slices"
 type FaultsSpec struct {
 	Missing MissingSpec
 	Links   []LinkFault
+
+	// Process, server and network faults (process_faults.go).
+	Crashes        []Crash
+	Partitions     []Partition
+	ServerRestarts []ServerRestart
+	Proxies        []Proxy
 }
 
-// Active reports whether any link fault is configured.
-func (f *FaultsSpec) Active() bool { return f != nil && len(f.Links) > 0 }
+// Active reports whether any link fault (a rule, or a partition) is configured.
+func (f *FaultsSpec) Active() bool { return f != nil && (len(f.Links) > 0 || len(f.Partitions) > 0) }
 
 // Clone returns a deep copy.
 func (f FaultsSpec) Clone() FaultsSpec {
@@ -54,6 +60,14 @@ func (f FaultsSpec) Clone() FaultsSpec {
 	}
 	if f.Links == nil {
 		c.Links = nil
+	}
+	c.Crashes = append([]Crash(nil), f.Crashes...)
+	c.ServerRestarts = append([]ServerRestart(nil), f.ServerRestarts...)
+	c.Proxies = append([]Proxy(nil), f.Proxies...)
+	c.Partitions = nil
+	for _, p := range f.Partitions {
+		p.Side = append([]int(nil), p.Side...)
+		c.Partitions = append(c.Partitions, p)
 	}
 	return c
 }

@@ -9,7 +9,7 @@ import (
 )
 
 var (
-	faultsFields  = []string{"missing", "links"}
+	faultsFields  = []string{"missing", "links", "crashes", "partitions", "server_restarts", "proxies"}
 	missingFields = []string{"plant", "agent"}
 	linkFields    = []string{"name", "from", "to", "subject", "unit", "delay", "random_delay", "jitter", "drop", "duplicate", "reorder", "window"}
 	distParams    = map[DelayDist][]string{
@@ -41,6 +41,7 @@ func (d *decoder) faults(n *yaml.Node, kind Kind, steps, graphN int) FaultsSpec 
 			}
 		}
 	}
+	d.processFaults(f, &out, kind, steps, graphN)
 	ln := f.get("links")
 	if ln == nil {
 		return out
