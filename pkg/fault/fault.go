@@ -51,6 +51,17 @@ type rule struct {
 	name     string
 	from, to endpointPattern
 	subject  []string // nil: match by from
+	// cut, when set, is a partition's side: the rule matches the agent->agent links that
+	// cross it (one end on the side, the other not), and no other link.
+	cut map[string]bool
+}
+
+// crosses reports whether the link from -> to crosses the partition side cut.
+func crosses(cut map[string]bool, from, to string) bool {
+	if !strings.HasPrefix(from, "agent.") || !strings.HasPrefix(to, "agent.") {
+		return false
+	}
+	return cut[from] != cut[to]
 }
 
 // endpointPattern matches "<role>.<id>"; empty role or id -1 match anything.
@@ -152,6 +163,18 @@ func New(spec *scenario.FaultsSpec, seed uint64) (*Injector, error) {
 		}
 		in.rules = append(in.rules, r)
 	}
+	// A partition drops every message across its cut during its window: a rule of drop 1
+	// (its draws are then certain) on the crossing links, so the loss is counted per link
+	// and logged like any other.
+	for _, p := range spec.Partitions {
+		w := p.Window
+		r := rule{name: p.Name, spec: scenario.LinkFault{Name: p.Name, Unit: scenario.UnitSteps, Drop: 1, Window: &w},
+			cut: map[string]bool{}}
+		for _, a := range p.Side {
+			r.cut["agent."+strconv.Itoa(a)] = true
+		}
+		in.rules = append(in.rules, r)
+	}
 	return in, nil
 }
 
@@ -202,14 +225,18 @@ func (in *Injector) Link(from, to, subject string) *Link {
 	tokens := strings.Split(subject, ".")
 	for k := range in.rules {
 		r := &in.rules[k]
-		if r.subject != nil {
+		if r.cut != nil {
+			if !crosses(r.cut, from, to) {
+				continue
+			}
+		} else if r.subject != nil {
 			if !matchSubject(r.subject, tokens) {
 				continue
 			}
 		} else if !r.from.match(from) {
 			continue
 		}
-		if !r.to.match(to) {
+		if r.cut == nil && !r.to.match(to) {
 			continue
 		}
 		l.rules = append(l.rules, linkRule{r: r, label: rng.Label("fault/" + r.name + "/" + from + "->" + to)})

@@ -231,3 +231,39 @@ func TestOutboxAccounting(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+// A partition drops every message across its cut in its window, and nothing else: not the
+// links within a side, not the eavesdropper's, not outside the window.
+func TestPartitionCutsAcross(t *testing.T) {
+	spec := &scenario.FaultsSpec{Partitions: []scenario.Partition{{Name: "halves", Side: []int{0, 1}, Window: scenario.StepWindow{From: 5, To: 8}}}}
+	in, err := New(spec, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !in.Active() {
+		t.Fatal("a partition is an active fault")
+	}
+	cases := []struct {
+		from, to string
+		cut      bool
+	}{
+		{"agent.0", "agent.2", true}, {"agent.3", "agent.1", true},
+		{"agent.0", "agent.1", false}, {"agent.2", "agent.3", false},
+		{"agent.0", "eavesdropper.0", false},
+	}
+	for _, c := range cases {
+		l := in.Link(c.from, c.to, "agent.0.y")
+		for ep := 0; ep < 3; ep++ {
+			for st := 0; st < 12; st++ {
+				f := l.Decide(ep, st)
+				want := c.cut && st >= 5 && st < 8
+				if f.Drop != want {
+					t.Fatalf("%s->%s episode %d step %d: drop %v, want %v", c.from, c.to, ep, st, f.Drop, want)
+				}
+				if f.Duplicate || f.Reorder || f.DelaySteps != 0 {
+					t.Fatalf("%s->%s: a partition only drops: %+v", c.from, c.to, f)
+				}
+			}
+		}
+	}
+}
