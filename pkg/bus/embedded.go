@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -35,7 +36,9 @@ type EmbeddedOptions struct {
 
 // Embedded is a running in-process NATS server.
 type Embedded struct {
+	mu   sync.Mutex
 	srv  *server.Server
+	opts EmbeddedOptions
 	url  string
 	port int
 }
@@ -80,7 +83,7 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		return nil, fmt.Errorf("bus: embedded NATS server on %s:%d not ready within %v (port in use?)",
 			opts.Host, opts.Port, opts.ReadyTimeout)
 	}
-	e := &Embedded{srv: srv, url: srv.ClientURL()}
+	e := &Embedded{srv: srv, opts: opts, url: srv.ClientURL()}
 	if addr, ok := srv.Addr().(*net.TCPAddr); ok {
 		e.port = addr.Port
 	}
@@ -98,11 +101,40 @@ func (e *Embedded) URL() string { return e.url }
 func (e *Embedded) Port() int { return e.port }
 
 // Server exposes the underlying server (monitoring, fault experiments).
-func (e *Embedded) Server() *server.Server { return e.srv }
+func (e *Embedded) Server() *server.Server {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.srv
+}
 
 // Shutdown stops the server, disconnecting every client, and waits until it is down.
 // Calling it more than once is harmless.
 func (e *Embedded) Shutdown() {
-	e.srv.Shutdown()
-	e.srv.WaitForShutdown()
+	srv := e.Server()
+	srv.Shutdown()
+	srv.WaitForShutdown()
+}
+
+// Restart stops the server (every client is disconnected and what it had in flight is lost),
+// keeps it down for down, and starts a new one on the same port: clients that reconnect (the
+// default of Connect) resume with their subscriptions. The port may be taken meanwhile by
+// another program; Restart then fails and the server stays down.
+func (e *Embedded) Restart(down time.Duration) error {
+	e.Shutdown()
+	time.Sleep(down)
+	opts := e.opts
+	opts.Port = e.port
+	var last error
+	for try := 0; try < 20; try++ { // the old listener may linger a moment
+		n, err := StartEmbedded(opts)
+		if err == nil {
+			e.mu.Lock()
+			e.srv = n.srv
+			e.mu.Unlock()
+			return nil
+		}
+		last = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("bus: restart the embedded server on port %d: %w", e.port, last)
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/nats-io/nats.go"
 )
 
@@ -447,5 +449,41 @@ func TestEmbeddedJetStreamOptional(t *testing.T) {
 	plain := startServer(t)
 	if plain.Server().JetStreamEnabled() {
 		t.Error("JetStream enabled by default")
+	}
+}
+
+// A restart of the embedded server on the same port: a client reconnects by itself, its
+// subscription survives, and messages flow again; the reconnect is counted.
+func TestEmbeddedRestart(t *testing.T) {
+	srv, err := StartEmbedded(EmbeddedOptions{})
+	require.NoError(t, err)
+	defer srv.Shutdown()
+	port := srv.Port()
+	sub, err := Connect(srv.URL(), "sub", WithReconnect(-1, 20*time.Millisecond))
+	require.NoError(t, err)
+	defer sub.Close()
+	pub, err := Connect(srv.URL(), "pub", WithReconnect(-1, 20*time.Millisecond))
+	require.NoError(t, err)
+	defer pub.Close()
+	got := make(chan string, 16)
+	s, err := sub.SubscribeDocuments("test.restart", nil, func(_ string, data []byte) { got <- string(data) })
+	require.NoError(t, err)
+	defer s.Unsubscribe()
+	require.NoError(t, sub.Flush(time.Second))
+	require.NoError(t, srv.Restart(200*time.Millisecond))
+	require.Equal(t, port, srv.Port())
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		require.True(t, time.Now().Before(deadline), "no message after the restart")
+		_ = pub.PublishRaw("test.restart", []byte("after"))
+		_ = pub.Flush(200 * time.Millisecond)
+		select {
+		case m := <-got:
+			require.Equal(t, "after", m)
+			require.GreaterOrEqual(t, sub.Stats().Reconnects, uint64(1))
+			require.GreaterOrEqual(t, sub.Stats().Disconnects, uint64(1))
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }

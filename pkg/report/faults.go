@@ -25,15 +25,42 @@ func faulty(l fault.LinkStats) bool {
 // linkAccounting checks that a point's counters add up, link by link: every message released
 // was delivered, lost or expired (delivered = sent - dropped + duplicated - expired), and no
 // more duplicates were received than made. It returns the failing links ("" when none).
-func linkAccounting(links []fault.LinkStats) string {
-	var bad []string
+// Messages lost in transport (a broker outage, a crashed receiver) are allowed when outage
+// is set - the run names its outages - and returned as lost.
+func linkAccounting(links []fault.LinkStats, outage bool) (bad string, lost uint64) {
+	var out []string
 	for _, l := range links {
-		if l.Delivered != l.Sent-l.Dropped+l.Duplicated-l.Expired || l.DupReceived > l.Duplicated {
-			bad = append(bad, fmt.Sprintf("%s (sent %d, dropped %d, duplicated %d, expired %d, delivered %d, duplicates received %d)",
+		want := l.Sent - l.Dropped + l.Duplicated - l.Expired
+		if outage && l.Delivered < want && l.DupReceived <= l.Duplicated {
+			lost += want - l.Delivered
+			continue
+		}
+		if l.Delivered != want || l.DupReceived > l.Duplicated {
+			out = append(out, fmt.Sprintf("%s (sent %d, dropped %d, duplicated %d, expired %d, delivered %d, duplicates received %d)",
 				l.Link, l.Sent, l.Dropped, l.Duplicated, l.Expired, l.Delivered, l.DupReceived))
 		}
 	}
-	return strings.Join(bad, "; ")
+	return strings.Join(out, "; "), lost
+}
+
+// LostInTransport counts the messages of links that were neither delivered nor dropped or
+// expired by the injector: lost by the transport itself (a broker outage, a receiver that
+// was down).
+func LostInTransport(links []fault.LinkStats) uint64 {
+	_, lost := linkAccounting(links, true)
+	return lost
+}
+
+// outage reports whether the run names an outage: a server restart, a killed process or a
+// lost connection on its timeline.
+func (r *run) outage() bool {
+	for _, ev := range r.in.Timeline {
+		switch ev.Event {
+		case "nats-server-stopped", "killed", "disconnected", "exited":
+			return true
+		}
+	}
+	return false
 }
 
 // faultChecks adds the link-accounting check of every point that reports links.
@@ -42,8 +69,11 @@ func (r *run) faultChecks() {
 		if len(p.res.Links) == 0 {
 			continue
 		}
-		bad := linkAccounting(p.res.Links)
+		bad, lost := linkAccounting(p.res.Links, r.outage())
 		text := fmt.Sprintf("every link's messages add up: delivered = sent - dropped + duplicated - expired on all %d links", len(p.res.Links))
+		if lost > 0 {
+			text += fmt.Sprintf(", but for %d message(s) lost in transport during the outages of the timeline (their receivers applied the missing-input rules)", lost)
+		}
 		if bad != "" {
 			text = "link counters do not add up: " + bad
 		}
@@ -56,6 +86,71 @@ var linkHeader = []string{"link", "sent", "delivered", "dropped", "duplicated", 
 func linkRow(l fault.LinkStats) []string {
 	return []string{l.Link, fmt.Sprint(l.Sent), fmt.Sprint(l.Delivered), fmt.Sprint(l.Dropped), fmt.Sprint(l.Duplicated),
 		fmt.Sprint(l.Reordered), fmt.Sprint(l.Late), fmt.Sprint(l.Delayed), fmt.Sprint(l.Expired), fmt.Sprint(l.Gaps)}
+}
+
+// processFaults lists the scenario's crashes, partitions, server restarts and proxies.
+func processFaults(b *strings.Builder, f *scenario.FaultsSpec) {
+	b.WriteString("Process, server and network faults of the scenario:\n\n")
+	var rows [][]string
+	for _, c := range f.Crashes {
+		what := "restarted from its checkpoint with the same noise draw"
+		if c.Noise == scenario.NoiseRedraw {
+			what = "restarted with a **fresh noise draw** (restart-redraw: a second independent release, outside the privacy claim)"
+		}
+		rows = append(rows, []string{"crash", c.Proc, fmt.Sprintf("episode %d, steps %d..%d", c.Episode, c.Step, c.Restart-1),
+			"killed (SIGKILL) before releasing step " + fmt.Sprint(c.Step) + "; " + what + "; back at step " + fmt.Sprint(c.Restart) + " (its peers apply their missing-input rules meanwhile)"})
+	}
+	for _, p := range f.Partitions {
+		rows = append(rows, []string{"partition " + p.Name, fmt.Sprintf("agents %v | the others", p.Side),
+			fmt.Sprintf("steps %d..%d of every episode", p.Window.From, p.Window.To-1), "every message across the cut is dropped"})
+	}
+	for _, s := range f.ServerRestarts {
+		rows = append(rows, []string{"server restart", "NATS server", fmt.Sprintf("episode %d, from step %d", s.Episode, s.Step),
+			fmt.Sprintf("stopped for %v and started on the same port; what was in flight is lost", s.Down)})
+	}
+	for _, x := range f.Proxies {
+		bw := "unlimited"
+		if x.Bandwidth > 0 {
+			bw = fmt.Sprintf("%d KB/s", x.Bandwidth)
+		}
+		rows = append(rows, []string{"proxy", x.Proc, "whole run", fmt.Sprintf("toxiproxy: latency %v +- %v, bandwidth %s, both directions", x.Latency, x.Jitter, bw)})
+	}
+	table(b, []string{"fault", "who", "when", "what"}, rows)
+}
+
+// timelineSection lists the faults as they happened (Input.Timeline).
+func (r *run) timelineSection(b *strings.Builder) {
+	tl := r.in.Timeline
+	if len(tl) == 0 {
+		return
+	}
+	b.WriteString("## Timeline of faults\n\n")
+	b.WriteString("What happened when: seconds since the launcher started, and where in the run (episode and step; - where it does not apply or is not known). Connection events are the processes' own, as their NATS clients reported them.\n\n")
+	const maxRows = 200
+	var rows [][]string
+	dash := func(v int) string {
+		if v < 0 {
+			return "-"
+		}
+		return fmt.Sprint(v)
+	}
+	for i, ev := range tl {
+		if i == maxRows {
+			fmt.Fprintf(b, "(%d more events in summary.json \"timeline\")\n\n", len(tl)-maxRows)
+			break
+		}
+		row := []string{fmt.Sprintf("%.3f", ev.Sec)}
+		if r.sweep {
+			row = append(row, fmt.Sprint(ev.Point))
+		}
+		row = append(row, dash(ev.Episode), dash(ev.Step), ev.Proc, ev.Event, ev.Detail)
+		rows = append(rows, row)
+	}
+	head := []string{"t (s)"}
+	if r.sweep {
+		head = append(head, "point")
+	}
+	table(b, append(head, "episode", "step", "process", "event", "detail"), rows)
 }
 
 // faultsSection writes the scenario's fault rules, the missing-input rules in force and the
@@ -73,7 +168,8 @@ func (r *run) faultsSection(b *strings.Builder) {
 		sc = r.points[0].sc
 	}
 	hasRules := sc != nil && len(sc.Faults.Links) > 0
-	if !any && !hasRules {
+	hasProc := sc != nil && (len(sc.Faults.Crashes)+len(sc.Faults.Partitions)+len(sc.Faults.ServerRestarts)+len(sc.Faults.Proxies) > 0)
+	if !any && !hasRules && !hasProc {
 		return
 	}
 	b.WriteString("## Faults and links\n\n")
@@ -83,6 +179,9 @@ func (r *run) faultsSection(b *strings.Builder) {
 		} else {
 			fmt.Fprintf(b, "Missing-input rule: an agent missing a neighbour's y_j(t) applies **%s**; the eavesdropper estimates from what it received.\n\n", sc.Faults.Missing.Agent)
 		}
+	}
+	if hasProc {
+		processFaults(b, &sc.Faults)
 	}
 	if hasRules {
 		b.WriteString("Link rules (every rule matching a link applies, drawn from the run seed; lockstep delays count steps):\n\n")

@@ -79,16 +79,26 @@ func TestFaultSweepReport(t *testing.T) {
 // Counters that do not add up fail the accounting check, naming the link.
 func TestLinkAccountingFails(t *testing.T) {
 	good := fault.LinkStats{Link: "a->b", Sent: 10, Dropped: 2, Duplicated: 1, Expired: 1, Delivered: 8, DupReceived: 1}
-	if bad := linkAccounting([]fault.LinkStats{good}); bad != "" {
+	if bad, _ := linkAccounting([]fault.LinkStats{good}, false); bad != "" {
 		t.Fatalf("consistent counters flagged: %s", bad)
 	}
 	off := good
 	off.Link, off.Delivered = "c->d", 9
 	dups := good
 	dups.Link, dups.DupReceived = "e->f", 2
-	bad := linkAccounting([]fault.LinkStats{good, off, dups})
+	bad, _ := linkAccounting([]fault.LinkStats{good, off, dups}, false)
 	if !strings.Contains(bad, "c->d") || !strings.Contains(bad, "e->f") || strings.Contains(bad, "a->b") {
 		t.Fatalf("accounting: %q", bad)
+	}
+	// A message lost in transport is silent loss - a failure - unless the run names an outage;
+	// then it is counted as lost. More delivered than sent is never explained.
+	lossy := good
+	lossy.Link, lossy.Delivered = "g->h", 6
+	if bad, _ := linkAccounting([]fault.LinkStats{lossy}, false); !strings.Contains(bad, "g->h") {
+		t.Fatalf("silent loss not flagged: %q", bad)
+	}
+	if bad, lost := linkAccounting([]fault.LinkStats{lossy, off}, true); lost != 2 || !strings.Contains(bad, "c->d") || strings.Contains(bad, "g->h") {
+		t.Fatalf("outage: bad %q, lost %d", bad, lost)
 	}
 	in := faultSweepInput(t, "faults-consensus-loss", 5)
 	in.Points = in.Points[:1]

@@ -43,6 +43,7 @@ func (r *run) markdown(figs []*Figure) []byte {
 	r.privacySection(&b)
 	r.resultsSection(&b)
 	r.faultsSection(&b)
+	r.timelineSection(&b)
 	r.transportSection(&b)
 	r.figuresSection(&b, figs)
 	return []byte(b.String())

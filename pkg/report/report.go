@@ -60,6 +60,22 @@ type Input struct {
 	// processes), LateMessages the messages delivered after their step.
 	Missed       int
 	LateMessages uint64
+	// Timeline lists the faults as they happened (crashes, restarts, server outages,
+	// connection events, partitions), in time order.
+	Timeline []TimelineEvent
+}
+
+// TimelineEvent is one entry of a run's fault timeline: what happened, to which process, when
+// (seconds since the run started) and where in the run (point, episode, step; -1 when not
+// known or not applicable).
+type TimelineEvent struct {
+	Sec     float64 `json:"t_sec"`
+	Point   int     `json:"point"`
+	Episode int     `json:"episode"`
+	Step    int     `json:"step"`
+	Proc    string  `json:"proc,omitempty"`
+	Event   string  `json:"event"`
+	Detail  string  `json:"detail,omitempty"`
 }
 
 // Point is one scenario point of the run.

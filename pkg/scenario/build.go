@@ -27,7 +27,7 @@ var (
 	privacyFields    = []string{"mechanism", "epsilon", "delta", "mu", "adjacency", "noise", "calibration", "model"}
 	modelFields      = []string{"A", "C"}
 	sweepFields      = []string{"param", "values"}
-	transportFields  = []string{"mode", "period"}
+	transportFields  = []string{"mode", "period", "timeout"}
 )
 
 // graphParams says which graph fields each named graph (dynamics.GraphNames) uses.
@@ -1145,6 +1145,11 @@ func (d *decoder) transport(n *yaml.Node) TransportSpec {
 		}
 	} else if t.Mode == Realtime {
 		d.missing(f, "period", "mode realtime needs period, the wall-clock time of one step (e.g. 100ms)")
+	}
+	if tn := f.get("timeout"); tn != nil {
+		if v, ok := d.durationIn(tn, "transport.timeout", time.Millisecond, time.Hour); ok {
+			t.Timeout = v
+		}
 	}
 	return t
 }

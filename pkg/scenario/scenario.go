@@ -228,6 +228,9 @@ const (
 type TransportSpec struct {
 	Mode   TransportMode // default lockstep
 	Period time.Duration // step period; required for realtime, 0 = unset
+	// Timeout is the processes' longest wait for one step's messages (0: the launcher's
+	// --timeout default); a fault scenario where messages are lost sets it short.
+	Timeout time.Duration
 }
 
 // SweepParam names a privacy parameter a scenario may sweep.

@@ -73,7 +73,14 @@ type node struct {
 	draining      atomic.Bool
 
 	res     ProcessResult
-	busy    time.Duration
+	resMu   sync.Mutex // res.ConnEvents (the client's goroutine appends)
+	// lastDone is the ctl.done of the newest episode finished: repeated after a reconnect,
+	// for a launcher that may have missed it while the server was down.
+	lastDone atomic.Pointer[bus.Message]
+	// reannounce: reconnected since the last episode began; ready is repeated until the
+	// launcher (which may itself have reconnected after this process) starts the next one.
+	reannounce atomic.Bool
+	busy     time.Duration
 	ctlSubs []*bus.Subscription
 }
 
@@ -177,13 +184,7 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 
 	conn, err := bus.Connect(cfg.NATSURL, "dpsim-"+cfg.Name(), bus.WithEncoding(cfg.Encoding),
 		bus.WithReconnect(40, 250*time.Millisecond),
-		bus.WithEvents(func(ev bus.Event) {
-			lvl := zerolog.WarnLevel
-			if n.draining.Load() { // the drain at exit closes the connection: expected
-				lvl = zerolog.DebugLevel
-			}
-			log.WithLevel(lvl).Str("event", ev.Kind.String()).Str("url", ev.URL).AnErr("err", ev.Err).Msg("nats connection")
-		}))
+		bus.WithEvents(n.connEvent))
 	if err != nil {
 		return err
 	}
@@ -191,6 +192,38 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 	r := newRunner()
 	runErr := n.run(r)
 	return n.finish(r, runErr)
+}
+
+// connEvent logs and records a connection event. After a reconnect the process announces
+// itself again (ctl.ready) and repeats its last ctl.done: what it published while the server
+// was down may be lost, and the launcher waits for both.
+func (n *node) connEvent(ev bus.Event) {
+	lvl := zerolog.WarnLevel
+	if n.draining.Load() { // the drain at exit closes the connection: expected
+		lvl = zerolog.DebugLevel
+	}
+	n.log.WithLevel(lvl).Str("event", ev.Kind.String()).Str("url", ev.URL).AnErr("err", ev.Err).Msg("nats connection")
+	if ev.Kind == bus.EventError || n.draining.Load() {
+		return
+	}
+	n.resMu.Lock()
+	if len(n.res.ConnEvents) < MaxConnEvents {
+		ce := ConnEvent{UnixNano: time.Now().UnixNano(), Event: ev.Kind.String(), Episode: int(n.lastEp.Load()), URL: ev.URL}
+		if ev.Err != nil {
+			ce.Error = ev.Err.Error()
+		}
+		n.res.ConnEvents = append(n.res.ConnEvents, ce)
+	}
+	n.resMu.Unlock()
+	if ev.Kind != bus.EventReconnected || n.conn == nil {
+		return
+	}
+	n.reannounce.Store(true)
+	ready := bus.ReadyMessage(n.cfg.Run, n.sender, os.Getpid())
+	_ = n.conn.Publish(n.subj.CtlReady(n.cfg.Role, n.cfg.ID), ready)
+	if d := n.lastDone.Load(); d != nil {
+		_ = n.conn.Publish(n.subj.CtlDone(n.cfg.Role, n.cfg.ID), d)
+	}
 }
 
 func (n *node) watchParent(pid int) {
@@ -242,15 +275,19 @@ func (n *node) run(r runner) error {
 	for {
 		select {
 		case <-again.C:
-			if n.res.Episodes == 0 {
+			if n.res.Episodes == 0 || n.reannounce.Load() {
 				ready.SentUnixNano = time.Now().UnixNano()
 				_ = n.conn.Publish(n.subj.CtlReady(n.cfg.Role, n.cfg.ID), ready)
+				if d := n.lastDone.Load(); d != nil && n.reannounce.Load() {
+					_ = n.conn.Publish(n.subj.CtlDone(n.cfg.Role, n.cfg.ID), d)
+				}
 			}
 		case <-n.stopCh:
 			return nil
 		case <-idle.C:
 			return fmt.Errorf("no ctl.episode or ctl.stop for %v (--idle-timeout): is the launcher gone?", n.cfg.IdleTimeout)
 		case st := <-n.episodes:
+			n.reannounce.Store(false)
 			if st.private {
 				x0, err := n.awaitX0(st.ep)
 				if err != nil {
@@ -272,6 +309,7 @@ func (n *node) run(r runner) error {
 			}
 			n.res.Episodes++
 			done := bus.DoneMessage(n.cfg.Run, n.sender, st.ep, n.steps, n.clock.Stats().Missed, os.Getpid())
+			n.lastDone.Store(done)
 			if err := n.conn.Publish(n.subj.CtlDone(n.cfg.Role, n.cfg.ID), done); err != nil {
 				return err
 			}
@@ -449,7 +487,9 @@ func (n *node) finish(r runner, runErr error) error {
 			n.log.Warn().Int("dropped", d).Msg("slow consumer: the NATS client dropped messages")
 		}
 	}
+	n.resMu.Lock()
 	data, err := json.MarshalIndent(&n.res, "", "  ")
+	n.resMu.Unlock()
 	if err == nil {
 		err = atomicfile.WriteFile(filepath.Join(n.cfg.Out, ResultFile(n.cfg.Name())), append(data, '\n'), 0o644)
 	}

@@ -89,6 +89,27 @@ type ProcessResult struct {
 	// Links are this process's per-link counters (fault.LinkStats): its publishers' injector
 	// side and its cores' receive side. The launcher merges every process's.
 	Links []fault.LinkStats `json:"links,omitempty"`
+
+	// ConnEvents are the NATS connection's events (disconnected, reconnected, closed; async
+	// errors are counted in Conn), the first MaxConnEvents of them, with when they happened.
+	ConnEvents []ConnEvent `json:"conn_events,omitempty"`
+	// Restarted says the process was started again after a crash (faults.crashes): it
+	// resumed episode RestartEpisode from its checkpoint at step RestartStep.
+	Restarted      bool `json:"restarted,omitempty"`
+	RestartEpisode int  `json:"restart_episode,omitempty"`
+	RestartStep    int  `json:"restart_step,omitempty"`
+}
+
+// MaxConnEvents bounds ProcessResult.ConnEvents.
+const MaxConnEvents = 100
+
+// ConnEvent is one connection event of a process.
+type ConnEvent struct {
+	UnixNano int64  `json:"t"`
+	Event    string `json:"event"`             // disconnected, reconnected, closed
+	Episode  int    `json:"episode"`           // the episode the process was in (-1: none yet)
+	Error    string `json:"error,omitempty"`   // why, when the client said
+	URL      string `json:"url,omitempty"`     // the server (redacted of credentials)
 }
 
 // Statuses of a ProcessResult.

@@ -148,9 +148,33 @@ type summary struct {
 		Requested     int          `json:"requested"`
 		TraceEpisodes int          `json:"trace_episodes"`
 	} `json:"points"`
-	RunID      string         `json:"run_id"`
-	Timing     map[string]any `json:"timing"`
-	SeedSource string         `json:"seed_source"`
+	RunID       string         `json:"run_id"`
+	Timing      map[string]any `json:"timing"`
+	SeedSource  string         `json:"seed_source"`
+	Connections struct {
+		Disconnects    uint64 `json:"disconnects"`
+		Reconnects     uint64 `json:"reconnects"`
+		ServerRestarts int    `json:"server_restarts"`
+		Crashes        int    `json:"crashes"`
+		Restarts       int    `json:"restarts"`
+	} `json:"connections"`
+	Timeline []struct {
+		Episode int    `json:"episode"`
+		Step    int    `json:"step"`
+		Proc    string `json:"proc"`
+		Event   string `json:"event"`
+	} `json:"timeline"`
+}
+
+// events returns the timeline's events of kind ev.
+func (s *summary) events(ev string) int {
+	n := 0
+	for _, e := range s.Timeline {
+		if e.Event == ev {
+			n++
+		}
+	}
+	return n
 }
 
 type procSummary struct {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -80,6 +81,7 @@ type Options struct {
 	NATSURL          string
 	Mode             bus.Mode
 	ModeSet          bool
+	TimeoutSet       bool // --timeout given (else the scenario's transport.timeout, if any)
 	Period           time.Duration
 	Engine           string
 	Runs             int
@@ -139,6 +141,11 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 		}
 		o.Mode, o.ModeSet = m, true
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "timeout" {
+			o.TimeoutSet = true
+		}
+	})
 	if o.Engine != "nats" && o.Engine != "fast" {
 		return nil, cli.UsageError("--engine %q: want nats or fast", o.Engine)
 	}
@@ -201,17 +208,20 @@ type launcher struct {
 	sum     *Summary
 	bar     *progressbar.ProgressBar
 	started time.Time
+	tl      *timeline
 }
 
 // Execute runs the scenario with parsed options until done or ctx ends (then it stops the
 // children, writes what was recorded and returns an error).
 func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zerolog.Logger) error {
 	l := &launcher{o: o, log: log, stderr: stderr, started: time.Now()}
+	l.tl = &timeline{origin: l.started}
 	if err := l.prepare(); err != nil {
 		return err
 	}
 	runErr := l.runAll(ctx)
 	l.sum.ElapsedSec = time.Since(l.started).Seconds()
+	l.sum.Timeline = l.tl.sorted()
 	if runErr == nil {
 		runErr = l.degradation()
 	}
@@ -262,6 +272,25 @@ func (l *launcher) degradation() error {
 			cores = p.Agents[1] - p.Agents[0] + 1
 		}
 		coreSteps += cores * p.Steps
+	}
+	if c := l.sum.Connections; c.Disconnects > 0 || c.ServerRestarts > 0 {
+		msg := fmt.Sprintf("%d NATS disconnect(s) and %d reconnect(s) across the processes", c.Disconnects, c.Reconnects)
+		if c.ServerRestarts > 0 {
+			msg = fmt.Sprintf("the NATS server was restarted %d time(s) (faults.server_restarts): %s", c.ServerRestarts, msg)
+		}
+		for _, ev := range l.sum.Timeline {
+			if ev.Event == EvServerStopped {
+				msg += fmt.Sprintf("; server down from episode %d step %d (%s)", ev.Episode, ev.Step, ev.Detail)
+			}
+		}
+		var lost uint64
+		for _, ps := range l.sum.Points {
+			if ps.Metrics != nil {
+				lost += report.LostInTransport(ps.Metrics.Links)
+			}
+		}
+		msg += fmt.Sprintf("; %d data message(s) lost in transport", lost)
+		l.sum.Degraded = append(l.sum.Degraded, msg)
 	}
 	missed := l.sum.Timing.Missed
 	if missed == 0 {
@@ -322,6 +351,9 @@ func (l *launcher) prepare() error {
 	}
 	if o.Period == 0 {
 		o.Period = s.Transport.Period
+	}
+	if !o.TimeoutSet && s.Transport.Timeout > 0 {
+		o.Timeout = s.Transport.Timeout
 	}
 	if o.Mode == bus.Realtime && o.Period <= 0 {
 		return cli.UsageError("realtime mode needs a period: pass --period or set transport.period in the scenario")
@@ -567,9 +599,10 @@ func (l *launcher) runFast(ctx context.Context) error {
 
 func (l *launcher) runNATS(ctx context.Context) error {
 	url := bus.ResolveURL(l.o.NATSURL)
+	var srv *bus.Embedded
 	if url == "" {
-		srv, err := bus.StartEmbedded(bus.EmbeddedOptions{})
-		if err != nil {
+		var err error
+		if srv, err = bus.StartEmbedded(bus.EmbeddedOptions{}); err != nil {
 			return err
 		}
 		defer srv.Shutdown()
@@ -594,6 +627,7 @@ func (l *launcher) runNATS(ctx context.Context) error {
 			Exe: exe, ScenarioPath: l.o.ScenarioPath, Point: k, Plan: p, Seed: l.o.Seed, URL: url, Run: runID,
 			Dir: dir, Mode: l.o.Mode, Period: l.o.Period, Timeout: l.o.Timeout, AgentsPerProcess: l.o.AgentsPerProcess,
 			Encoding: l.o.Encoding, LogLevel: l.o.LogLevel, Transcript: l.o.Transcript, GOMAXPROCS: l.o.ChildProcs, Log: l.log,
+			Server: srv, Timeline: l.tl, PointIndex: k,
 		})
 		steps += n * p.Steps
 		busy += el
@@ -630,6 +664,7 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 		}
 		opts.Trace, opts.TraceEpisodes = out.f, n
 	}
+	l.tl.addStatic(k, &p.Scenario.Faults)
 	sess, runErr := StartSession(ctx, cfg)
 	var col *Collector
 	if runErr == nil {
@@ -654,6 +689,7 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 	if err := sess.Stop(); err != nil && runErr == nil {
 		runErr = err
 	}
+	l.sum.Connections.ServerRestarts += sess.ServerRestarts
 	ps := PointSummary{Index: k, Name: l.points[k].Name, RunID: cfg.Run, Requested: l.runs, Episodes: sess.Episodes,
 		ElapsedSec: time.Since(start).Seconds()}
 	if sess.EpisodeNS > 0 {
@@ -662,6 +698,11 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 	rel, _ := filepath.Rel(l.o.Out, cfg.Dir)
 	for _, pr := range sess.Procs() {
 		l.addProcess(sess, pr, k, rel)
+		if r := sess.Result(pr); r != nil {
+			l.tl.addConnEvents(k, r)
+			l.sum.Connections.Disconnects += r.Conn.Disconnects
+			l.sum.Connections.Reconnects += r.Conn.Reconnects
+		}
 	}
 	l.sum.LauncherCtlInvalid = addCounters(l.sum.LauncherCtlInvalid, sess.CtlInvalid())
 	var collected *Collected
@@ -780,7 +821,7 @@ func (l *launcher) writeReport() error {
 	in := report.Input{Scenario: l.scn, Seed: l.sum.Seed, SeedDrawn: l.sum.SeedSource == "crypto",
 		Engine: l.sum.Engine, Mode: l.sum.Mode, NATSURL: l.sum.NATSURL, Timing: l.sum.Timing,
 		Elapsed: time.Since(l.started), Status: l.sum.Status, Error: l.sum.Error, Degraded: l.sum.Degraded, PlannedPoints: len(l.points),
-		Missed: l.sum.Timing.Missed, LateMessages: l.sum.Timing.LateMessages}
+		Missed: l.sum.Timing.Missed, LateMessages: l.sum.Timing.LateMessages, Timeline: l.sum.Timeline}
 	if l.sum.Engine == "fast" {
 		in.Mode = "lockstep" // the fast engine runs the lockstep step order, unpaced
 	}

@@ -66,6 +66,12 @@ type SessionConfig struct {
 	// process): nothing is spawned; StartSession waits for the ready of every planned role.
 	Attach bool
 	Log    zerolog.Logger
+	// Server is the embedded NATS server (nil: an external one); the scenario's
+	// faults.server_restarts need it. Timeline, if set, receives the faults as they happen;
+	// PointIndex is the point's index on it.
+	Server     *bus.Embedded
+	Timeline   *timeline
+	PointIndex int
 }
 
 // Proc is one child process.
@@ -173,6 +179,16 @@ type Session struct {
 	Episodes  int           // episodes completed by every process
 	EpisodeNS time.Duration // wall time inside episodes (from ctl.episode to the last done)
 	stopped   bool
+
+	// A server restart in progress or done: restartDone is closed when the server is back;
+	// pendingReady are the processes not heard from (ctl.ready) since it went down - an
+	// episode starts only when every process is back on the bus.
+	restartMu    sync.Mutex
+	restartDone  chan struct{}
+	restartErr   error
+	pendingReady map[string]bool
+	// ServerRestarts counts the restarts of the embedded server done in this session.
+	ServerRestarts int
 }
 
 // Procs returns the children.
@@ -236,6 +252,10 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		return nil, err
 	}
 	if err := s.subscribe(); err != nil {
+		s.conn.Close()
+		return nil, err
+	}
+	if err := s.watchServer(); err != nil {
 		s.conn.Close()
 		return nil, err
 	}
@@ -487,6 +507,9 @@ func (s *Session) Episode(ctx context.Context, ep int, x0 []float64) error {
 	if err := s.conflictErr(); err != nil {
 		return fmt.Errorf("episode %d: %w", ep, err)
 	}
+	if err := s.awaitRejoin(ctx, ep); err != nil {
+		return err
+	}
 	start := time.Now()
 	if x0 != nil {
 		// The secret goes on the challenger's private line, never on dpsim.<run>.>.
@@ -508,11 +531,17 @@ func (s *Session) Episode(ctx context.Context, ep int, x0 []float64) error {
 	// catches a child that stalls without exiting.
 	steps := time.Duration(s.cfg.Plan.Steps)
 	bound := 2*s.cfg.Timeout + role.GridLead + steps*(s.cfg.Period+100*time.Millisecond)
+	for _, r := range s.cfg.Plan.Scenario.Faults.ServerRestarts {
+		if r.Episode == ep { // down, then every message lost in the gap costs a timeout
+			bound += r.Down + 10*s.cfg.Timeout + 10*time.Second
+		}
+	}
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	for len(waiting) > 0 {
 		select {
 		case ev := <-s.events:
+			s.noteEvent(ev)
 			if err := s.conflictErr(); err != nil {
 				return fmt.Errorf("episode %d: %w", ep, err)
 			}
@@ -539,6 +568,135 @@ func (s *Session) Episode(ctx context.Context, ep int, x0 []float64) error {
 	return nil
 }
 
+// noteEvent keeps track of the processes heard from since a server restart.
+func (s *Session) noteEvent(ev ctlEvent) {
+	if ev.word != role.KindReady {
+		return
+	}
+	s.restartMu.Lock()
+	delete(s.pendingReady, ev.sender)
+	s.restartMu.Unlock()
+}
+
+// awaitRejoin waits, before episode ep starts, until a server restart is over and every
+// process announced itself again (what is published while a subscriber is away is lost: an
+// episode started earlier would go unheard).
+func (s *Session) awaitRejoin(ctx context.Context, ep int) error {
+	s.restartMu.Lock()
+	done := s.restartDone
+	s.restartMu.Unlock()
+	if done == nil {
+		return nil
+	}
+	timer := time.NewTimer(s.cfg.StartTimeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("episode %d: %w (%v)", ep, ErrInterrupted, context.Cause(ctx))
+	case <-timer.C:
+		return fmt.Errorf("episode %d: the NATS server restart did not finish within %v", ep, s.cfg.StartTimeout)
+	}
+	s.restartMu.Lock()
+	err := s.restartErr
+	s.restartMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("episode %d: %w", ep, err)
+	}
+	for {
+		s.restartMu.Lock()
+		var left []string
+		for k := range s.pendingReady {
+			left = append(left, k)
+		}
+		s.restartMu.Unlock()
+		if len(left) == 0 {
+			return nil
+		}
+		select {
+		case ev := <-s.events:
+			s.noteEvent(ev)
+		case p := <-s.exits:
+			s.exits <- p
+			return fmt.Errorf("episode %d: process %s (pid %d) exited after the NATS server restart: %s", ep, p.Name, p.PID(), p.failure())
+		case <-ctx.Done():
+			return fmt.Errorf("episode %d: %w (%v)", ep, ErrInterrupted, context.Cause(ctx))
+		case <-timer.C:
+			return fmt.Errorf("episode %d: after the NATS server restart, not back on the bus within %v: %s", ep, s.cfg.StartTimeout, strings.Join(left, ", "))
+		}
+	}
+}
+
+// watchServer arms the scenario's server restarts: the launcher listens to one data stream
+// (the plant's yhat, or agent 0's y) and restarts the embedded server when it sees the step.
+func (s *Session) watchServer() error {
+	rs := s.cfg.Plan.Scenario.Faults.ServerRestarts
+	if len(rs) == 0 {
+		return nil
+	}
+	if s.cfg.Server == nil {
+		return errors.New("faults.server_restarts: the run uses an external NATS server (--nats-url); only the embedded server can be restarted")
+	}
+	subject := s.subj.AgentY(0)
+	if s.cfg.Plan.Scenario.Kind == scenario.CloudControl {
+		subject = s.subj.PlantYhat(0)
+	}
+	fired := make([]bool, len(rs))
+	sub, err := s.conn.SubscribeDocuments(subject, nil, func(_ string, data []byte) {
+		var m bus.Message
+		if bus.Decode(data, &m) != nil || m.Run != s.cfg.Run {
+			return
+		}
+		for i, r := range rs {
+			if !fired[i] && m.Episode == r.Episode && m.Step >= r.Step {
+				fired[i] = true
+				s.restartServer(r, m.Step)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	s.subs = append(s.subs, sub)
+	return nil
+}
+
+// restartServer stops the embedded server, keeps it down, starts it again, and puts both on
+// the timeline; the next episode waits until every process is back.
+func (s *Session) restartServer(r scenario.ServerRestart, step int) {
+	s.restartMu.Lock()
+	prev := s.restartDone
+	done := make(chan struct{})
+	s.restartDone = done
+	s.pendingReady = map[string]bool{}
+	for k := range s.byKey {
+		s.pendingReady[k] = true
+	}
+	s.ServerRestarts++
+	s.restartMu.Unlock()
+	tl, pt := s.cfg.Timeline, s.cfg.PointIndex
+	go func() {
+		if prev != nil {
+			<-prev
+		}
+		s.cfg.Log.Warn().Int("episode", r.Episode).Int("step", step).Dur("down", r.Down).Msg("faults: stopping the NATS server")
+		tl.add(time.Now(), TimelineEvent{Point: pt, Episode: r.Episode, Step: step, Event: EvServerStopped, Detail: fmt.Sprintf("down for %v", r.Down)})
+		err := s.cfg.Server.Restart(r.Down)
+		if err != nil {
+			tl.add(time.Now(), TimelineEvent{Point: pt, Episode: r.Episode, Step: -1, Event: EvServerFailed, Detail: err.Error()})
+		} else {
+			tl.add(time.Now(), TimelineEvent{Point: pt, Episode: r.Episode, Step: -1, Event: EvServerStarted, Detail: "same port"})
+			s.cfg.Log.Warn().Msg("faults: the NATS server is back")
+		}
+		s.restartMu.Lock()
+		if err != nil && s.restartErr == nil {
+			s.restartErr = err
+		}
+		s.restartMu.Unlock()
+		close(done)
+	}()
+}
+
 // Stop sends ctl.stop, waits for every child to flush and exit (SIGTERM, then SIGKILL, for
 // those that do not), and returns the first failure among them (nil when all exited 0).
 func (s *Session) Stop() error {
@@ -550,6 +708,15 @@ func (s *Session) Stop() error {
 
 func (s *Session) shutdown() error {
 	s.stopped = true
+	s.restartMu.Lock()
+	restart := s.restartDone
+	s.restartMu.Unlock()
+	if restart != nil { // a ctl.stop sent while the server is down would be lost
+		select {
+		case <-restart:
+		case <-time.After(s.cfg.StartTimeout):
+		}
+	}
 	if s.conn != nil && !s.conn.IsClosed() {
 		_ = s.conn.Publish(s.subj.CtlStop(), bus.StopMessage(s.cfg.Run))
 		_ = s.conn.Flush(2 * time.Second)

@@ -49,7 +49,20 @@ type Summary struct {
 	// late, ...); LauncherCtlInvalid the launcher's dropped coordination messages.
 	Invalid            map[string]bus.CountersSnapshot `json:"invalid"`
 	LauncherCtlInvalid bus.CountersSnapshot            `json:"launcher_ctl_invalid"`
-	Files              Files                           `json:"files"`
+	// Connections counts the processes' NATS connection events (a server outage shows here);
+	// Timeline lists every fault as it happened.
+	Connections ConnectionSummary `json:"connections"`
+	Timeline    []TimelineEvent   `json:"timeline,omitempty"`
+	Files       Files             `json:"files"`
+}
+
+// ConnectionSummary sums the processes' connection events.
+type ConnectionSummary struct {
+	Disconnects    uint64 `json:"disconnects"`
+	Reconnects     uint64 `json:"reconnects"`
+	ServerRestarts int    `json:"server_restarts"` // of the embedded server (faults.server_restarts)
+	Crashes        int    `json:"crashes"`         // processes killed (faults.crashes)
+	Restarts       int    `json:"restarts"`        // killed processes started again
 }
 
 // Files names the outputs, relative to DIR.

@@ -1,0 +1,85 @@
+package run
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/dpsim/dpsim/internal/cmd/role"
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/report"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// TimelineEvent is one entry of a run's fault timeline (summary.json "timeline", report.md
+// "Timeline of faults").
+type TimelineEvent = report.TimelineEvent
+
+// The events of the timeline.
+const (
+	EvServerStopped  = "nats-server-stopped"
+	EvServerStarted  = "nats-server-started"
+	EvServerFailed   = "nats-server-restart-failed"
+	EvDisconnected   = "disconnected"
+	EvReconnected    = "reconnected"
+	EvClosed         = "connection-closed"
+	EvKilled         = "killed"
+	EvRestarted      = "restarted"
+	EvExited         = "exited"
+	EvPartitionStart = "partition"
+)
+
+// timeline collects events from the launcher's goroutines.
+type timeline struct {
+	mu     sync.Mutex
+	origin time.Time
+	events []TimelineEvent
+}
+
+func (t *timeline) add(at time.Time, ev TimelineEvent) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ev.Sec = at.Sub(t.origin).Seconds()
+	t.events = append(t.events, ev)
+}
+
+// sorted returns the events in time order.
+func (t *timeline) sorted() []TimelineEvent {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := append([]TimelineEvent(nil), t.events...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Sec < out[j].Sec })
+	return out
+}
+
+// addConnEvents puts a process's connection events on the timeline.
+func (t *timeline) addConnEvents(point int, r *role.ProcessResult) {
+	for _, ce := range r.ConnEvents {
+		ev := TimelineEvent{Point: point, Episode: ce.Episode, Step: -1, Proc: r.Name, Detail: ce.Error}
+		switch ce.Event {
+		case bus.EventDisconnected.String():
+			ev.Event = EvDisconnected
+		case bus.EventReconnected.String():
+			ev.Event = EvReconnected
+		default:
+			ev.Event = EvClosed
+		}
+		t.add(time.Unix(0, ce.UnixNano), ev)
+	}
+}
+
+// addStatic puts the faults the scenario schedules for every episode on the timeline, at the
+// start of the point: partitions.
+func (t *timeline) addStatic(point int, f *scenario.FaultsSpec) {
+	for _, p := range f.Partitions {
+		t.add(time.Now(), TimelineEvent{Point: point, Episode: -1, Step: p.Window.From, Event: EvPartitionStart,
+			Detail: fmt.Sprintf("%s: agents %v cut off the others for steps %d..%d of every episode", p.Name, p.Side, p.Window.From, p.Window.To-1)})
+	}
+}
