@@ -72,16 +72,16 @@ type node struct {
 	invalidLogged atomic.Int64
 	draining      atomic.Bool
 
-	res     ProcessResult
-	resMu   sync.Mutex // res.ConnEvents (the client's goroutine appends)
+	res   ProcessResult
+	resMu sync.Mutex // res.ConnEvents (the client's goroutine appends)
 	// lastDone is the ctl.done of the newest episode finished: repeated after a reconnect,
 	// for a launcher that may have missed it while the server was down.
 	lastDone atomic.Pointer[bus.Message]
 	// reannounce: reconnected since the last episode began; ready is repeated until the
 	// launcher (which may itself have reconnected after this process) starts the next one.
 	reannounce atomic.Bool
-	busy     time.Duration
-	ctlSubs []*bus.Subscription
+	busy       time.Duration
+	ctlSubs    []*bus.Subscription
 }
 
 // stop ends the process (idempotent): byCtl marks a ctl.stop (a normal end).

@@ -106,10 +106,10 @@ const MaxConnEvents = 100
 // ConnEvent is one connection event of a process.
 type ConnEvent struct {
 	UnixNano int64  `json:"t"`
-	Event    string `json:"event"`             // disconnected, reconnected, closed
-	Episode  int    `json:"episode"`           // the episode the process was in (-1: none yet)
-	Error    string `json:"error,omitempty"`   // why, when the client said
-	URL      string `json:"url,omitempty"`     // the server (redacted of credentials)
+	Event    string `json:"event"`           // disconnected, reconnected, closed
+	Episode  int    `json:"episode"`         // the episode the process was in (-1: none yet)
+	Error    string `json:"error,omitempty"` // why, when the client said
+	URL      string `json:"url,omitempty"`   // the server (redacted of credentials)
 }
 
 // Statuses of a ProcessResult.

@@ -57,7 +57,9 @@ func TestPartition(t *testing.T) {
 	cut := 0
 	for _, l := range m.Links {
 		from, to, _ := strings.Cut(l.Link, "->")
-		side := func(e string) bool { return e == "agent.0" || e == "agent.1" || e == "agent.2" || e == "agent.3" || e == "agent.4" }
+		side := func(e string) bool {
+			return e == "agent.0" || e == "agent.1" || e == "agent.2" || e == "agent.3" || e == "agent.4"
+		}
 		crossing := strings.HasPrefix(to, "agent.") && side(from) != side(to)
 		if crossing {
 			cut++
