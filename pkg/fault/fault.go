@@ -132,8 +132,9 @@ func SeedOf(runSeed uint64) uint64 {
 
 // Injector holds the compiled fault rules of a run and its seed.
 type Injector struct {
-	seed  uint64
-	rules []rule
+	seed    uint64
+	rules   []rule
+	crashes []scenario.Crash
 }
 
 // New compiles the link rules of spec with the fault seed seed (SeedOf the run seed). A nil or
@@ -143,6 +144,7 @@ func New(spec *scenario.FaultsSpec, seed uint64) (*Injector, error) {
 	if spec == nil {
 		return in, nil
 	}
+	in.crashes = spec.Crashes
 	for k, l := range spec.Links {
 		r := rule{spec: l, name: l.Name}
 		if r.name == "" {
@@ -196,13 +198,26 @@ type Link struct {
 	// a cache (Decide stays a pure function of its arguments).
 	keys  []uint64
 	keyEp int
+	// downs are the crashes of the subscriber To: while it is down, nothing reaches it.
+	downs []scenario.Crash
+}
+
+// Down reports whether the subscriber of the link is down (crashed) at step t of episode ep.
+func (l *Link) Down(ep, t int) bool {
+	for i := range l.downs {
+		if l.downs[i].Down(ep, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // Name is "from->to", the link's key in statistics.
 func (l *Link) Name() string { return l.From + "->" + l.To }
 
-// Clear reports whether no rule matches the link (every message is delivered on time, once).
-func (l *Link) Clear() bool { return len(l.rules) == 0 }
+// Clear reports whether no rule matches the link and its subscriber never crashes (every
+// message is delivered on time, once).
+func (l *Link) Clear() bool { return len(l.rules) == 0 && len(l.downs) == 0 }
 
 // WallDelay reports whether a rule on the link delays in wall-clock time (unit ms).
 func (l *Link) WallDelay() bool {
@@ -222,6 +237,11 @@ func (in *Injector) Link(from, to, subject string) *Link {
 		return l
 	}
 	l.seed = in.seed
+	for _, c := range in.crashes {
+		if c.Proc == to {
+			l.downs = append(l.downs, c)
+		}
+	}
 	tokens := strings.Split(subject, ".")
 	for k := range in.rules {
 		r := &in.rules[k]

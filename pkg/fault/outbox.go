@@ -39,6 +39,9 @@ type LinkStats struct {
 	Late        uint64 `json:"late"`         // of those, copies of an earlier step than the receiver's
 	DupReceived uint64 `json:"dup_received"` // of those, second copies of a step already received
 	Gaps        uint64 `json:"gaps"`         // steps at which the receiver got no message (lockstep gap notices)
+	// Lost counts the copies not delivered because the receiver was down (faults.crashes):
+	// Delivered = Sent - Dropped + Duplicated - Expired - Lost.
+	Lost uint64 `json:"lost,omitempty"`
 }
 
 // Add adds o's counters to s (Link is kept).
@@ -53,6 +56,7 @@ func (s *LinkStats) Add(o *LinkStats) {
 	s.Late += o.Late
 	s.DupReceived += o.DupReceived
 	s.Gaps += o.Gaps
+	s.Lost += o.Lost
 }
 
 // Event is what the injector did to one message on one link (a line of a process's
@@ -165,7 +169,7 @@ func (o *Outbox) Release(t int, vals []float64, emit func(*Delivery)) {
 		f := &o.fates[k]
 		*f = Fate{}
 		l.decide(o.ep, t, f)
-		o.plain[k] = f.Clear() && (len(o.pending[k]) == 0 || !o.due(k, t))
+		o.plain[k] = f.Clear() && (len(o.pending[k]) == 0 || !o.due(k, t)) && !l.Down(o.ep, t)
 		if o.plain[k] {
 			nplain++
 		} else {
@@ -265,7 +269,11 @@ func (o *Outbox) release(k, t int, vals []float64, emit func(*Delivery)) {
 			out = append(out, Delivery{To: k, Step: h.step, At: t, Delay: h.delay, Values: h.vals})
 		}
 	}
-	if len(out) == 0 {
+	if o.links[k].Down(o.ep, t) {
+		// The receiver is down (crashed): what is due now is lost, and it waits for nothing.
+		st.Lost += uint64(len(out))
+		out = out[:0]
+	} else if len(out) == 0 {
 		out = append(out, Delivery{To: k, Step: t, At: t, Gap: true})
 	}
 	for i := range out {

@@ -19,7 +19,7 @@ func linkTotals(links []fault.LinkStats) fault.LinkStats {
 
 // faulty reports whether any link counter says something other than "delivered once, on time".
 func faulty(l fault.LinkStats) bool {
-	return l.Dropped+l.Duplicated+l.Delayed+l.Reordered+l.Expired+l.Gaps+l.Late+l.DupReceived > 0
+	return l.Dropped+l.Duplicated+l.Delayed+l.Reordered+l.Expired+l.Gaps+l.Late+l.DupReceived+l.Lost > 0
 }
 
 // linkAccounting checks that a point's counters add up, link by link: every message released
@@ -30,14 +30,14 @@ func faulty(l fault.LinkStats) bool {
 func linkAccounting(links []fault.LinkStats, outage bool) (bad string, lost uint64) {
 	var out []string
 	for _, l := range links {
-		want := l.Sent - l.Dropped + l.Duplicated - l.Expired
+		want := l.Sent - l.Dropped + l.Duplicated - l.Expired - l.Lost
 		if outage && l.Delivered < want && l.DupReceived <= l.Duplicated {
 			lost += want - l.Delivered
 			continue
 		}
 		if l.Delivered != want || l.DupReceived > l.Duplicated {
-			out = append(out, fmt.Sprintf("%s (sent %d, dropped %d, duplicated %d, expired %d, delivered %d, duplicates received %d)",
-				l.Link, l.Sent, l.Dropped, l.Duplicated, l.Expired, l.Delivered, l.DupReceived))
+			out = append(out, fmt.Sprintf("%s (sent %d, dropped %d, duplicated %d, expired %d, lost to a crash %d, delivered %d, duplicates received %d)",
+				l.Link, l.Sent, l.Dropped, l.Duplicated, l.Expired, l.Lost, l.Delivered, l.DupReceived))
 		}
 	}
 	return strings.Join(out, "; "), lost
@@ -70,7 +70,7 @@ func (r *run) faultChecks() {
 			continue
 		}
 		bad, lost := linkAccounting(p.res.Links, r.outage())
-		text := fmt.Sprintf("every link's messages add up: delivered = sent - dropped + duplicated - expired on all %d links", len(p.res.Links))
+		text := fmt.Sprintf("every link's messages add up: delivered = sent - dropped + duplicated - expired - lost on all %d links", len(p.res.Links))
 		if lost > 0 {
 			text += fmt.Sprintf(", but for %d message(s) lost in transport during the outages of the timeline (their receivers applied the missing-input rules)", lost)
 		}
@@ -81,11 +81,11 @@ func (r *run) faultChecks() {
 	}
 }
 
-var linkHeader = []string{"link", "sent", "delivered", "dropped", "duplicated", "reordered", "late", "delayed", "expired", "gaps"}
+var linkHeader = []string{"link", "sent", "delivered", "dropped", "duplicated", "reordered", "late", "delayed", "expired", "lost", "gaps"}
 
 func linkRow(l fault.LinkStats) []string {
 	return []string{l.Link, fmt.Sprint(l.Sent), fmt.Sprint(l.Delivered), fmt.Sprint(l.Dropped), fmt.Sprint(l.Duplicated),
-		fmt.Sprint(l.Reordered), fmt.Sprint(l.Late), fmt.Sprint(l.Delayed), fmt.Sprint(l.Expired), fmt.Sprint(l.Gaps)}
+		fmt.Sprint(l.Reordered), fmt.Sprint(l.Late), fmt.Sprint(l.Delayed), fmt.Sprint(l.Expired), fmt.Sprint(l.Lost), fmt.Sprint(l.Gaps)}
 }
 
 // processFaults lists the scenario's crashes, partitions, server restarts and proxies.
@@ -220,7 +220,7 @@ func (r *run) faultsSection(b *strings.Builder) {
 	if !any {
 		return
 	}
-	b.WriteString("Messages per link: sent (one per step), delivered (copies received, duplicates and late ones included), dropped, duplicated and reordered by the injector, late (received after their step), delayed (held back by the injector), expired (delayed past the episode's end), gaps (steps at which the receiver got nothing and applied its rule).\n\n")
+	b.WriteString("Messages per link: sent (one per step), delivered (copies received, duplicates and late ones included), dropped, duplicated and reordered by the injector, late (received after their step), delayed (held back by the injector), expired (delayed past the episode's end), lost (due while the receiver's process was down: a crash), gaps (steps at which the receiver got nothing and applied its rule: a loss, or a sender that was down).\n\n")
 	if !r.sweep {
 		p := r.points[0]
 		if !faulty(linkTotals(p.res.Links)) {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/dpsim/dpsim/pkg/dynamics"
@@ -23,6 +24,9 @@ type assembler struct {
 	hasX, hasYhat, hasU, hasEve []bool // control: per step
 	agentX                      []bool // consensus: per (step, agent), its record arrived
 	missing                     []int
+	// down: per step, the roles (control) / agents (consensus) down (faults.crashes)
+	downCtl [][]string
+	downCon [][]int
 }
 
 func newAssembler(p *plan.Plan, ref dynamics.Reference) *assembler {
@@ -36,6 +40,7 @@ func newAssembler(p *plan.Plan, ref dynamics.Reference) *assembler {
 		return out
 	}
 	a.hasX, a.hasYhat, a.hasU, a.hasEve, a.missing = make([]bool, T+1), make([]bool, T+1), make([]bool, T+1), make([]bool, T+1), make([]int, T+1)
+	a.downCtl, a.downCon = make([][]string, T+1), make([][]int, T+1)
 	if a.control {
 		nx, nu, ny := p.System.Nx(), p.System.Nu(), p.System.Ny()
 		a.ctl = make([]ControlRecord, T+1)
@@ -57,6 +62,12 @@ func (a *assembler) begin(ep int) {
 	clear(a.hasEve)
 	clear(a.agentX)
 	clear(a.missing)
+	for t := range a.downCtl {
+		a.downCtl[t] = a.downCtl[t][:0]
+	}
+	for t := range a.downCon {
+		a.downCon[t] = a.downCon[t][:0]
+	}
 }
 
 // sink is the Driver's record sink.
@@ -82,6 +93,7 @@ func (a *assembler) sink(_ Core, rd *Ready) error {
 			a.hasEve[t] = true
 		}
 		a.missing[t] += r.EveMissing
+		a.downCtl[t] = append(a.downCtl[t], r.Down...)
 	}
 	for i := range rd.Agent {
 		r := &rd.Agent[i]
@@ -90,6 +102,10 @@ func (a *assembler) sink(_ Core, rd *Ready) error {
 		a.agentX[k] = true
 		if r.Y != nil {
 			a.y[r.Step][r.Agent] = *r.Y
+		}
+		if r.Down {
+			a.y[r.Step][r.Agent] = 0
+			a.downCon[r.Step] = append(a.downCon[r.Step], r.Agent)
 		}
 	}
 	for i := range rd.Consensus {
@@ -101,6 +117,15 @@ func (a *assembler) sink(_ Core, rd *Ready) error {
 		a.missing[r.Step] += r.EveMissing
 	}
 	return nil
+}
+
+// downOrNil is nil for an empty list (no field in the JSON, as MergeControl / MergeConsensus).
+func downOrNil[T cmp.Ordered](v []T) []T {
+	if len(v) == 0 {
+		return nil
+	}
+	slices.Sort(v)
+	return v
 }
 
 func opt(ok bool, v []float64) []float64 {
@@ -122,7 +147,7 @@ func (a *assembler) put(acc *Accumulator, e *episodeAcc, keep bool) (*Traces, er
 			a.ref.At(t, a.refs[t])
 			r := &a.ctl[t]
 			*r = ControlRecord{Episode: a.ep, Step: t, X: opt(a.hasX[t], a.x[t]), Ref: a.refs[t],
-				EveX0: opt(a.hasEve[t], a.eve[t]), EveMissing: a.missing[t]}
+				EveX0: opt(a.hasEve[t], a.eve[t]), EveMissing: a.missing[t], Down: downOrNil(a.downCtl[t])}
 			if t < a.T {
 				r.Yhat, r.U, r.Xhat = opt(a.hasYhat[t], a.yhat[t]), opt(a.hasU[t], a.u[t]), opt(a.hasU[t], a.xhat[t])
 			}
@@ -143,7 +168,7 @@ func (a *assembler) put(acc *Accumulator, e *episodeAcc, keep bool) (*Traces, er
 	}
 	for t := 0; t <= a.T; t++ {
 		r := &a.con[t]
-		*r = ConsensusRecord{Episode: a.ep, Step: t, X: a.x[t], EveX0: opt(a.hasEve[t], a.eve[t]), EveMissing: a.missing[t]}
+		*r = ConsensusRecord{Episode: a.ep, Step: t, X: a.x[t], EveX0: opt(a.hasEve[t], a.eve[t]), EveMissing: a.missing[t], Down: downOrNil(a.downCon[t])}
 		for i := 0; i < a.n; i++ {
 			if !a.agentX[t*a.n+i] {
 				r.X = nil // an agent's record is missing: the episode is incomplete
@@ -160,7 +185,7 @@ func (a *assembler) put(acc *Accumulator, e *episodeAcc, keep bool) (*Traces, er
 		}
 		if keep {
 			tr.Consensus = append(tr.Consensus, ConsensusRecord{Episode: r.Episode, Step: r.Step,
-				X: slices.Clone(r.X), Y: slices.Clone(r.Y), EveX0: slices.Clone(r.EveX0), EveMissing: r.EveMissing})
+				X: slices.Clone(r.X), Y: slices.Clone(r.Y), EveX0: slices.Clone(r.EveX0), EveMissing: r.EveMissing, Down: slices.Clone(r.Down)})
 		}
 	}
 	return tr, nil
@@ -169,5 +194,5 @@ func (a *assembler) put(acc *Accumulator, e *episodeAcc, keep bool) (*Traces, er
 func cloneControl(r *ControlRecord) ControlRecord {
 	return ControlRecord{Episode: r.Episode, Step: r.Step, X: slices.Clone(r.X), Ref: slices.Clone(r.Ref),
 		Yhat: slices.Clone(r.Yhat), U: slices.Clone(r.U), Xhat: slices.Clone(r.Xhat), EveX0: slices.Clone(r.EveX0),
-		EveMissing: r.EveMissing}
+		EveMissing: r.EveMissing, Down: slices.Clone(r.Down)}
 }

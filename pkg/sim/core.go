@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/dpsim/dpsim/pkg/fault"
+	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
 // Role is the kind of a core: plant, cloud, agent or eavesdropper (the names of bus.Role).
@@ -81,6 +82,10 @@ type Ready struct {
 	Missing int
 	// Done reports the episode complete (as Core.Done).
 	Done bool
+	// Crash reports that the core reached its crash point (faults.crashes): it completed the
+	// step before the crash and stopped there. The caller checkpoints or kills what it must,
+	// then calls Restart (at once in memory; in the restarted process after Restore).
+	Crash bool
 }
 
 // Core is a role as a deterministic, message-driven state machine (in the manner of etcd
@@ -116,6 +121,10 @@ type Core interface {
 	// SetRecords turns the partial records of Ready on (the default) or off: the auditor's
 	// loop needs only the eavesdropper's final estimate, not a per-step estimate and trace.
 	SetRecords(on bool)
+	// Restart continues a core stopped at its crash point (Ready.Crash): it passes the down
+	// steps (state frozen, nothing released, a down record each) and is back at the crash's
+	// restart step. It is a no-op for a core that is not stopped.
+	Restart() error
 }
 
 // arena hands out float64 slices that stay valid until reset, without moving earlier ones.
@@ -187,6 +196,48 @@ type inputs struct {
 
 	stats      []fault.LinkStats
 	unexpected uint64
+
+	// crashes of the run (faults.crashes); this episode's down windows [lo, hi) of the core
+	// itself and of each sender (hi = 0: none).
+	crashes      []scenario.Crash
+	selfLo, selfHi int
+	sendDown     [][2]int
+}
+
+// downWindow returns the window [lo, hi) in which endpoint e is down in episode ep.
+func downWindow(crashes []scenario.Crash, e string, ep int) (lo, hi int) {
+	for _, c := range crashes {
+		if c.Proc == e && c.Episode == ep {
+			return c.Step, c.Restart
+		}
+	}
+	return 0, 0
+}
+
+// selfDown reports whether the core itself is down at step t.
+func (in *inputs) selfDown(t int) bool { return t >= in.selfLo && t < in.selfHi }
+
+// markDown completes, at the current step, the senders that are down (nothing will come:
+// the step's gap) - or every sender when the core itself is down.
+func (in *inputs) markDown() {
+	if in.selfHi == 0 && len(in.crashes) == 0 {
+		return
+	}
+	self := in.selfDown(in.cur)
+	for k := range in.from {
+		f := &in.from[k]
+		if f.done {
+			continue
+		}
+		w := in.sendDown[k]
+		if self || (in.cur >= w[0] && in.cur < w[1]) {
+			f.done = true
+			in.ndone++
+			if !self {
+				in.stats[k].Gaps++
+			}
+		}
+	}
 }
 
 // sender is what a core knows of one expected sender, together in memory.
@@ -211,7 +262,7 @@ func setVals(dst []float64, v []float64) []float64 {
 func newInputs(self Endpoint, senders []Endpoint, T int) *inputs {
 	n := len(senders)
 	in := &inputs{self: self, senders: senders, index: newEndpointIndex(senders), T: T,
-		from: make([]sender, n), stats: make([]fault.LinkStats, n)}
+		from: make([]sender, n), stats: make([]fault.LinkStats, n), sendDown: make([][2]int, n)}
 	words := (T + 63) / 64
 	for k, s := range senders {
 		in.from[k].seen = make([]uint64, words)
@@ -234,6 +285,13 @@ func (in *inputs) begin(ep int) {
 		in.spare = append(in.spare, m.Values[:0])
 	}
 	in.ahead = in.ahead[:0]
+	if len(in.crashes) > 0 {
+		in.selfLo, in.selfHi = downWindow(in.crashes, in.self.String(), ep)
+		for k, s := range in.senders {
+			in.sendDown[k][0], in.sendDown[k][1] = downWindow(in.crashes, s.String(), ep)
+		}
+		in.markDown()
+	}
 }
 
 // complete reports whether every sender finished the current step.
@@ -324,6 +382,7 @@ func (in *inputs) advance() {
 	for k := range in.from {
 		in.from[k].have, in.from[k].done = false, false
 	}
+	in.markDown()
 	if len(in.ahead) == 0 {
 		return
 	}
@@ -399,6 +458,43 @@ type base struct {
 	T     int
 	done  bool
 	norec bool // SetRecords(false)
+	// crashed: stopped at the crash point of this episode (faults.crashes) until Restart;
+	// redraw: the crash's noise rule says draw afresh at the restart.
+	crashed bool
+	redraw  bool
+}
+
+// setCrashes gives the core the run's crashes (its own, and its senders').
+func (b *base) setCrashes(cs []scenario.Crash) { b.in.crashes = cs }
+
+// crashStep returns the step of this episode's crash of the core and its restart (hi = 0: none).
+func (b *base) crashWindow() (lo, hi int) { return b.in.selfLo, b.in.selfHi }
+
+// downNext reports whether the core is down at step t: it releases nothing then.
+func (b *base) downAt(t int) bool { return b.in.selfDown(t) }
+
+// checkCrash stops the core at its crash point: the current step is the first it is down.
+func (b *base) checkCrash() {
+	if lo, hi := b.crashWindow(); hi > 0 && b.in.cur == lo && !b.done {
+		b.crashed = true
+		b.ob.rd.Crash = true
+		for _, c := range b.in.crashes {
+			if c.Proc == b.self.String() && c.Episode == b.in.ep {
+				b.redraw = c.Noise == scenario.NoiseRedraw
+			}
+		}
+	}
+}
+
+// restart is Restart for every core.
+func (b *base) restart(complete func() bool) error {
+	b.ob.clearIfConsumed()
+	if !b.crashed {
+		return nil
+	}
+	b.crashed = false
+	b.run(complete)
+	return nil
 }
 
 func (b *base) SetRecords(on bool) { b.norec = !on }
@@ -410,7 +506,11 @@ func (b *base) Senders() []Endpoint          { return b.in.senders }
 func (b *base) LinkStats() []fault.LinkStats { return b.in.stats }
 func (b *base) Unexpected() uint64           { return b.in.unexpected }
 func (b *base) Ready() *Ready                { b.ob.rd.Done = b.done; return b.ob.ready() }
-func (b *base) beginBase(ep int)             { b.ob.clear(); b.in.begin(ep); b.done = false }
+func (b *base) beginBase(ep int) {
+	b.ob.clear()
+	b.in.begin(ep)
+	b.done, b.crashed, b.redraw = false, false, false
+}
 func (b *base) errEpisode(ep int) error {
 	if ep < 0 {
 		return fmt.Errorf("sim: %s: episode %d is negative", b.self, ep)
@@ -421,18 +521,21 @@ func (b *base) errEpisode(ep int) error {
 // run completes steps while the inputs are complete: complete(step) does the role's work
 // for the current step (with whatever arrived) and reports whether the episode ended.
 func (b *base) run(complete func() bool) {
-	for !b.done && b.in.complete() {
+	for !b.done && !b.crashed && b.in.complete() {
 		b.finish(complete)
 	}
 }
 
 func (b *base) finish(complete func() bool) {
-	b.ob.rd.Missing += b.in.missing()
+	if !b.in.selfDown(b.in.cur) {
+		b.ob.rd.Missing += b.in.missing()
+	}
 	if complete() {
 		b.done = true
 		return
 	}
 	b.in.advance()
+	b.checkCrash()
 }
 
 // step is Step for every core: file the delivery, then complete what can be completed.
@@ -450,7 +553,7 @@ func (b *base) step(m *Msg, complete func() bool) error {
 // tick is Tick for every core.
 func (b *base) tick(t int, complete func() bool) error {
 	b.ob.clearIfConsumed()
-	if b.done || b.in.cur != t {
+	if b.done || b.crashed || b.in.cur != t {
 		return nil
 	}
 	b.finish(complete)

@@ -44,6 +44,7 @@ func NewPlantCore(p *plan.Plan, seed uint64) (*PlantCore, error) {
 		c.rule = scenario.PlantHold
 	}
 	c.base = base{self: PlantEndpoint, T: p.Steps, in: newInputs(PlantEndpoint, []Endpoint{CloudEndpoint}, p.Steps)}
+	c.setCrashes(p.Scenario.Faults.Crashes)
 	return c, nil
 }
 
@@ -57,7 +58,10 @@ func (c *PlantCore) Begin(ep int, x0 []float64) error {
 		return err
 	}
 	clear(c.u)
-	c.emit()
+	if !c.downAt(0) {
+		c.emit()
+	}
+	c.checkCrash()
 	return nil
 }
 
@@ -74,17 +78,35 @@ func (c *PlantCore) emit() {
 }
 
 func (c *PlantCore) complete() bool {
-	plantInput(c.in, 0, c.rule, c.u)
-	c.node.Apply(c.u)
+	if t := c.in.cur; c.downAt(t) { // crashed: x frozen, nothing released, the noise runs on
+		if !c.norec {
+			c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.Episode(), Step: t, X: c.ob.mem.copy(c.node.State()), Down: downNames[RolePlant]})
+		}
+		c.node.Idle()
+	} else {
+		plantInput(c.in, 0, c.rule, c.u)
+		c.node.Apply(c.u)
+	}
 	if c.node.Step() == c.T {
 		if !c.norec {
 			c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.Episode(), Step: c.T, X: c.ob.mem.copy(c.node.State())})
 		}
 		return true
 	}
-	c.emit()
+	if next := c.node.Step(); !c.downAt(next) {
+		if c.downAt(next - 1) && c.redraw {
+			c.node.Redraw()
+		}
+		c.emit()
+	}
 	return false
 }
+
+// downNames are the Down field of a down core's records (one process per role and id).
+var downNames = [...][]string{RolePlant: {"plant.0"}, RoleCloud: {"cloud.0"}}
+
+// Restart implements Core.
+func (c *PlantCore) Restart() error { return c.restart(c.complete) }
 
 // plantInput writes into u the input the plant applies at the current step: sender k's u(t),
 // or, missing, the plant's rule (zero, or hold the newest u received; u keeps its value
@@ -128,6 +150,7 @@ func NewCloudCore(p *plan.Plan) (*CloudCore, error) {
 	}
 	c := &CloudCore{node: node, c: p.System.C, yhat: make([]float64, node.Ny()), u: make([]float64, node.Nu())}
 	c.base = base{self: CloudEndpoint, T: p.Steps, in: newInputs(CloudEndpoint, []Endpoint{PlantEndpoint}, p.Steps)}
+	c.setCrashes(p.Scenario.Faults.Crashes)
 	return c, nil
 }
 
@@ -138,11 +161,21 @@ func (c *CloudCore) Begin(ep int, _ []float64) error {
 	}
 	c.beginBase(ep)
 	c.node.Begin(ep)
+	c.checkCrash()
 	return nil
 }
 
+// Restart implements Core.
+func (c *CloudCore) Restart() error { return c.restart(c.complete) }
+
 func (c *CloudCore) complete() bool {
 	t := c.in.cur
+	if c.downAt(t) { // crashed: the observer is frozen, no u(t) is released
+		if !c.norec {
+			c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.episode, Step: t, Down: downNames[RoleCloud]})
+		}
+		return t+1 == c.T
+	}
 	if v := c.in.value(0); v != nil {
 		copy(c.yhat, v)
 	} else { // predict: yhat = C xhat(t), zero innovation
@@ -203,6 +236,7 @@ func NewAgentCore(p *plan.Plan, seed uint64, i int) (*AgentCore, error) {
 	}
 	self := AgentEndpoint(i)
 	c.base = base{self: self, T: p.Steps, in: newInputs(self, senders, p.Steps)}
+	c.setCrashes(p.Scenario.Faults.Crashes)
 	return c, nil
 }
 
@@ -223,9 +257,15 @@ func (c *AgentCore) Begin(ep int, x0 []float64) error {
 	if err := c.node.Begin(ep, x0i); err != nil {
 		return err
 	}
-	c.emit()
+	if !c.downAt(0) {
+		c.emit()
+	}
+	c.checkCrash()
 	return nil
 }
+
+// Restart implements Core.
+func (c *AgentCore) Restart() error { return c.restart(c.complete) }
 
 func (c *AgentCore) emit() {
 	t := c.node.Step()
@@ -240,6 +280,13 @@ func (c *AgentCore) emit() {
 }
 
 func (c *AgentCore) complete() bool {
+	if t := c.in.cur; c.downAt(t) { // crashed: x_i frozen, nothing released, the noise runs on
+		if !c.norec {
+			c.ob.rd.Agent = append(c.ob.rd.Agent, AgentRecord{Episode: c.node.episode, Step: t, Agent: c.node.Index(), X: c.node.State(), Down: true})
+		}
+		c.node.Idle()
+		return c.next()
+	}
 	for k := range c.buf {
 		switch v := c.in.value(k); {
 		case v != nil:
@@ -251,13 +298,23 @@ func (c *AgentCore) complete() bool {
 		}
 	}
 	_ = c.node.Update(c.y, c.buf) // len(buf) is the degree by construction
+	return c.next()
+}
+
+// next ends step t-1: the terminal record at T, else the release of y_i(t) unless down.
+func (c *AgentCore) next() bool {
 	if c.node.Step() == c.T {
 		if !c.norec {
 			c.ob.rd.Agent = append(c.ob.rd.Agent, AgentRecord{Episode: c.node.episode, Step: c.T, Agent: c.node.Index(), X: c.node.State()})
 		}
 		return true
 	}
-	c.emit()
+	if t := c.node.Step(); !c.downAt(t) {
+		if c.downAt(t-1) && c.redraw {
+			c.node.Redraw()
+		}
+		c.emit()
+	}
 	return false
 }
 
@@ -305,8 +362,12 @@ func NewEavesdropperCore(p *plan.Plan) (*EavesdropperCore, error) {
 		c.y, c.have = make([]float64, n), make([]bool, n)
 	}
 	c.base = base{self: EavesdropperEndpoint, T: p.Steps, in: newInputs(EavesdropperEndpoint, senders, p.Steps)}
+	c.setCrashes(p.Scenario.Faults.Crashes)
 	return c, nil
 }
+
+// Restart implements Core (the eavesdropper never crashes).
+func (c *EavesdropperCore) Restart() error { return c.restart(c.complete) }
 
 // Node returns the eavesdropper's estimators.
 func (c *EavesdropperCore) Node() *EavesdropperNode { return c.node }

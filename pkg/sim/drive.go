@@ -21,6 +21,12 @@ type Transport interface {
 	Recv(deadline time.Time) (*Msg, error)
 }
 
+// Crasher is implemented by a transport that must know of a hosted core's crash
+// (faults.crashes): the copies its publisher's links still hold die with the process.
+type Crasher interface {
+	Crashed(e Endpoint)
+}
+
 // Pacer gives a driver its clock. Nil (the in-memory lockstep network) means logical time:
 // outputs go out at once and a step's deadline is when no delivery is pending.
 type Pacer interface {
@@ -62,6 +68,11 @@ type Driver struct {
 	// done[k]: core k finished the episode (noted in flush); ndone of them.
 	done  []bool
 	ndone int
+	// OnCrash, if set, is called when a core reaches its crash point (Ready.Crash), after its
+	// transport heard of it: a process checkpoints and kills itself there (it does not
+	// return). Unset - in memory - the core restarts at once, the same as a process restored
+	// from that checkpoint.
+	OnCrash func(c Core) error
 }
 
 // Forced returns how many steps cores completed by a deadline since the driver was made.
@@ -108,6 +119,15 @@ func (d *Driver) flush(k int) error {
 		d.done[k] = true
 		d.ndone++
 	}
+	if rd.Crash {
+		return d.crash(k, rd)
+	}
+	return d.flushReady(k, rd)
+}
+
+// flushReady hands a Ready of core k to the transport and the sink.
+func (d *Driver) flushReady(k int, rd *Ready) error {
+	c := d.cores[k]
 	if len(rd.Out) == 0 && d.sink == nil && d.pace == nil {
 		return nil
 	}
@@ -137,6 +157,28 @@ func (d *Driver) flush(k int) error {
 		d.since[k] = d.now
 	}
 	return nil
+}
+
+// crash handles core k stopped at its crash point: what it released before goes out, its
+// records to the sink; the transport and OnCrash hear of the crash; then the core restarts.
+func (d *Driver) crash(k int, rd *Ready) error {
+	c := d.cores[k]
+	rd.Crash = false
+	if err := d.flushReady(k, rd); err != nil {
+		return err
+	}
+	if cr, ok := d.tr.(Crasher); ok {
+		cr.Crashed(c.Endpoint())
+	}
+	if d.OnCrash != nil {
+		if err := d.OnCrash(c); err != nil {
+			return err
+		}
+	}
+	if err := c.Restart(); err != nil {
+		return err
+	}
+	return d.flush(k)
 }
 
 // releaseDue sends the held outputs whose time came.

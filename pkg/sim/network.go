@@ -109,6 +109,16 @@ func (n *Network) SetFaultLog(fn func(*fault.Event)) {
 	}
 }
 
+// Crashed implements Crasher: what the crashed publisher's links still held dies with it
+// (expired, counted), as in a killed process.
+func (n *Network) Crashed(e Endpoint) {
+	if int(e.Role) < len(n.pubs) && e.ID >= 0 && e.ID < len(n.pubs[e.Role]) {
+		if np := n.pubs[e.Role][e.ID]; np != nil {
+			np.ob.End()
+		}
+	}
+}
+
 // End ends the episode: copies still held by the links expire (counted).
 func (n *Network) End() {
 	for _, np := range n.all {

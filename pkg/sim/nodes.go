@@ -132,6 +132,25 @@ func (n *PlantNode) Apply(u []float64) {
 	n.t++
 }
 
+// Idle passes step t while the plant's process is down (faults.crashes): x stays, nothing is
+// released, and the noise stream moves on to gamma(t+1), so the plant is back with the
+// episode's draw at the right step. No allocation.
+func (n *PlantNode) Idle() {
+	n.noise.Next(n.gamma)
+	n.t++
+}
+
+// Redraw replaces the episode's noise draw by a fresh one from the stream
+// rng.New(seed, rng.Label("plant-redraw"), 0, episode), advanced to the current step: what a
+// restarted process that does not restore its draw would do (a second independent release;
+// faults.crashes noise: redraw demonstrates the leak).
+func (n *PlantNode) Redraw() {
+	n.noise.Reset(rng.New(n.seed, rng.Label(LabelPlant+"-redraw"), 0, uint64(n.episode)))
+	for k := 0; k < n.t; k++ {
+		n.noise.Next(n.gamma)
+	}
+}
+
 // State returns x(t) as a view (do not modify; it changes with Apply and Begin).
 func (n *PlantNode) State() []float64 { return n.plant.State() }
 
@@ -302,6 +321,23 @@ func (a *AgentNode) Update(yself float64, yneigh []float64) error {
 	a.agent.Step(yself, yneigh)
 	a.t++
 	return nil
+}
+
+// Idle passes step t while the agent's process is down (faults.crashes): x_i stays, nothing is
+// released, the noise stream moves on. No allocation.
+func (a *AgentNode) Idle() {
+	a.noise.Next(a.gamma[:])
+	a.t++
+}
+
+// Redraw replaces the episode's noise draw by a fresh one from the stream
+// rng.New(seed, rng.Label("agent-redraw"), i, episode), advanced to the current step (see
+// PlantNode.Redraw: only to demonstrate the leak of a restart that redraws).
+func (a *AgentNode) Redraw() {
+	a.noise.Reset(rng.New(a.seed, rng.Label(LabelAgent+"-redraw"), uint64(a.i), uint64(a.episode)))
+	for k := 0; k < a.t; k++ {
+		a.noise.Next(a.gamma[:])
+	}
 }
 
 // State returns x_i(t).

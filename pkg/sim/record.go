@@ -33,6 +33,9 @@ type ControlRecord struct {
 	EveX0   []float64 `json:"eve_x0,omitempty"`
 	// EveMissing is how many of the step's messages the eavesdropper did not receive (its gap).
 	EveMissing int `json:"eve_missing,omitempty"`
+	// Down names the roles whose process was down at this step (faults.crashes): a down
+	// plant's X is its frozen state and it released no Yhat; a down cloud released no U.
+	Down []string `json:"down,omitempty"`
 }
 
 // ConsensusRecord is one step of a consensus episode: X = x(t) and Y = y(t) over all agents (each
@@ -46,6 +49,9 @@ type ConsensusRecord struct {
 	EveX0   []float64 `json:"eve_x0,omitempty"`
 	// EveMissing is how many agents' y_i(t) the eavesdropper did not receive (its gap).
 	EveMissing int `json:"eve_missing,omitempty"`
+	// Down lists the agents whose process was down at this step (faults.crashes): their X is
+	// frozen and their Y entry is 0 (nothing was released).
+	Down []int `json:"down,omitempty"`
 }
 
 // AgentRecord is what agent i writes for one step: its state x_i(t) and message y_i(t) (Y is nil at
@@ -56,6 +62,7 @@ type AgentRecord struct {
 	Agent   int      `json:"agent"`
 	X       float64  `json:"x"`
 	Y       *float64 `json:"y,omitempty"`
+	Down    bool     `json:"down,omitempty"` // the agent's process was down: nothing released
 }
 
 // Record is the set of trace record types.
@@ -268,12 +275,14 @@ func MergeControl(steps int, ref dynamics.Reference, plant, cloud, eve []Control
 				if t < steps {
 					r.Yhat = p.Yhat
 				}
+				r.Down = append(r.Down, p.Down...)
 			} else {
 				missing = append(missing, Missing{ep, t, RolePlant.String(), -1})
 			}
 			if t < steps {
 				if c := cm[k]; c != nil {
 					r.U, r.Xhat = c.U, c.Xhat
+					r.Down = append(r.Down, c.Down...)
 				} else {
 					missing = append(missing, Missing{ep, t, RoleCloud.String(), -1})
 				}
@@ -283,6 +292,7 @@ func MergeControl(steps int, ref dynamics.Reference, plant, cloud, eve []Control
 					missing = append(missing, Missing{ep, t, RoleEavesdropper.String(), -1})
 				}
 			}
+			slices.Sort(r.Down)
 			if ref != nil {
 				n := nref
 				if n == 0 {
@@ -312,6 +322,7 @@ func MergeConsensus(n, steps int, agents []AgentRecord, eve []ConsensusRecord) (
 		x, y []float64
 		hx   []bool
 		hy   []bool
+		down []bool
 	}
 	am := map[key]*slot{}
 	as := map[key]bool{}
@@ -322,7 +333,7 @@ func MergeConsensus(n, steps int, agents []AgentRecord, eve []ConsensusRecord) (
 		k := key{r.Episode, r.Step}
 		s := am[k]
 		if s == nil {
-			s = &slot{x: make([]float64, n), y: make([]float64, n), hx: make([]bool, n), hy: make([]bool, n)}
+			s = &slot{x: make([]float64, n), y: make([]float64, n), hx: make([]bool, n), hy: make([]bool, n), down: make([]bool, n)}
 			am[k], as[k] = s, true
 		}
 		if s.hx[r.Agent] {
@@ -331,6 +342,9 @@ func MergeConsensus(n, steps int, agents []AgentRecord, eve []ConsensusRecord) (
 		s.x[r.Agent], s.hx[r.Agent] = r.X, true
 		if r.Y != nil {
 			s.y[r.Agent], s.hy[r.Agent] = *r.Y, true
+		}
+		if r.Down { // nothing released: the entry is 0, and the record says so
+			s.hy[r.Agent], s.down[r.Agent] = true, true
 		}
 	}
 	em := map[key]*ConsensusRecord{}
@@ -367,6 +381,13 @@ func MergeConsensus(n, steps int, agents []AgentRecord, eve []ConsensusRecord) (
 			}
 			if fullY {
 				r.Y = s.y
+			}
+			if s != nil {
+				for i, d := range s.down {
+					if d {
+						r.Down = append(r.Down, i)
+					}
+				}
 			}
 			if t < steps {
 				if e := em[k]; e != nil {
