@@ -105,6 +105,28 @@ func (s *StructuredStream) Reset(rnd *rand.Rand) {
 	s.ready = true
 }
 
+// SetEta replaces the episode's draw by eta (len r, e.g. from a checkpoint): z(0) = S eta and
+// t = 0, as Reset after drawing eta. A restarted process that restores its checkpoint uses it
+// to continue with the same draw instead of a second, independent one.
+func (s *StructuredStream) SetEta(eta []float64) error {
+	if len(eta) != s.r {
+		return fmt.Errorf("noise: structured: eta has %d values, want %d", len(eta), s.r)
+	}
+	copy(s.eta, eta)
+	r := s.r
+	for i := range s.z {
+		row := s.s[i*r : i*r+r]
+		var acc float64
+		for k, v := range row {
+			acc += v * s.eta[k]
+		}
+		s.z[i] = acc
+	}
+	s.t = 0
+	s.ready = true
+	return nil
+}
+
 // Next writes gamma(t) = C_m z(t) into dst and advances z <- A_m z. It panics if len(dst) != Dim()
 // or if Reset was never called (emitting zeros silently would publish unprotected data).
 func (s *StructuredStream) Next(dst []float64) {

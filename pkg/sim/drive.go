@@ -236,14 +236,7 @@ func (d *Driver) deadline() time.Time {
 // scenario's) until all are done. stop, if not nil, is polled every 256 deliveries: a non-nil
 // error ends the episode early and is returned.
 func (d *Driver) Episode(ep int, x0 []float64, stop func() error) error {
-	d.held, d.mem.buf = d.held[:0], d.mem.buf[:0]
-	d.dl = time.Time{}
-	clear(d.done)
-	d.ndone = 0
-	if d.pace != nil {
-		d.now = d.pace.Now()
-	}
-	polls := 0
+	d.reset()
 	for k, c := range d.cores {
 		if err := c.Begin(ep, x0); err != nil {
 			return err
@@ -255,6 +248,41 @@ func (d *Driver) Episode(ep int, x0 []float64, stop func() error) error {
 			return err
 		}
 	}
+	return d.loop(stop)
+}
+
+// Resume runs the rest of an episode whose cores were restored from their checkpoints (a
+// process restarted after a crash): a core stopped at its crash point restarts, and the
+// episode goes on as Episode.
+func (d *Driver) Resume(stop func() error) error {
+	d.reset()
+	for k, c := range d.cores {
+		if d.pace != nil {
+			d.since[k] = d.now
+		}
+		if err := c.Restart(); err != nil {
+			return err
+		}
+		if err := d.flush(k); err != nil {
+			return err
+		}
+	}
+	return d.loop(stop)
+}
+
+func (d *Driver) reset() {
+	d.held, d.mem.buf = d.held[:0], d.mem.buf[:0]
+	d.dl = time.Time{}
+	clear(d.done)
+	d.ndone = 0
+	if d.pace != nil {
+		d.now = d.pace.Now()
+	}
+}
+
+// loop delivers and ticks until every hosted core is done.
+func (d *Driver) loop(stop func() error) error {
+	polls := 0
 	for {
 		if d.pace != nil {
 			if err := d.releaseDue(); err != nil {

@@ -1,0 +1,220 @@
+package sim
+
+import (
+	"fmt"
+
+	"math/rand/v2"
+
+	"github.com/dpsim/dpsim/pkg/fault"
+	"github.com/dpsim/dpsim/pkg/noise"
+	"github.com/dpsim/dpsim/pkg/rng"
+)
+
+// CoreState is a core's checkpoint: everything a restarted process needs to continue the core
+// where it stopped - its state, what it holds of its inputs, its counters and the episode's
+// noise draw. It is plain data (JSON): the role process writes it to an fsync'd file before it
+// is killed (faults.crashes), and its successor restores it.
+type CoreState struct {
+	Endpoint string `json:"endpoint"`
+	Episode  int    `json:"episode"`
+	Step     int    `json:"step"` // the step the core waits on (Cur)
+	Crashed  bool   `json:"crashed"`
+	Redraw   bool   `json:"redraw,omitempty"`
+	Done     bool   `json:"done,omitempty"`
+	// X is the state: the plant's x(t), the cloud's observer estimate xhat(t), agent i's [x_i(t)].
+	X []float64 `json:"x"`
+	// Held is what the core keeps between steps: the plant's u (its hold rule), an agent's
+	// own last message [y_i].
+	Held []float64 `json:"held,omitempty"`
+	// NodeStep is the node's step counter; Eta the episode's noise draw (structured noise),
+	// NoiseStep the noise stream's position.
+	NodeStep  int       `json:"node_step"`
+	Eta       []float64 `json:"eta,omitempty"`
+	NoiseStep int       `json:"noise_step"`
+
+	Senders    []SenderState     `json:"senders"`
+	Ahead      []Msg             `json:"ahead,omitempty"`
+	Links      []fault.LinkStats `json:"links"`
+	Unexpected uint64            `json:"unexpected"`
+}
+
+// SenderState is what a core knows of one expected sender.
+type SenderState struct {
+	NewestStep int       `json:"newest_step"`
+	Newest     []float64 `json:"newest,omitempty"`
+	Seen       []uint64  `json:"seen"`
+	Have       bool      `json:"have,omitempty"`
+	Done       bool      `json:"done,omitempty"`
+	Vals       []float64 `json:"vals,omitempty"`
+}
+
+// Checkpointer is implemented by the cores a crash can stop (plant, cloud, agent).
+type Checkpointer interface {
+	Core
+	// Checkpoint returns the core's state (copies).
+	Checkpoint() *CoreState
+	// Restore puts a fresh core (same plan, same endpoint) in the state st.
+	Restore(st *CoreState) error
+}
+
+func (b *base) checkpoint() *CoreState {
+	in := b.in
+	st := &CoreState{Endpoint: b.self.String(), Episode: in.ep, Step: in.cur, Crashed: b.crashed, Redraw: b.redraw, Done: b.done,
+		Links: append([]fault.LinkStats(nil), in.stats...), Unexpected: in.unexpected}
+	for k := range in.from {
+		f := &in.from[k]
+		st.Senders = append(st.Senders, SenderState{NewestStep: f.nstep, Newest: clone(f.newest), Seen: clone(f.seen),
+			Have: f.have, Done: f.done, Vals: clone(f.vals)})
+	}
+	for _, m := range in.ahead {
+		m.Values = clone(m.Values)
+		m.Except = append([]Endpoint(nil), m.Except...)
+		st.Ahead = append(st.Ahead, m)
+	}
+	return st
+}
+
+func clone[T any](v []T) []T {
+	if v == nil {
+		return nil
+	}
+	return append([]T(nil), v...)
+}
+
+func (b *base) restore(st *CoreState) error {
+	if st.Endpoint != b.self.String() {
+		return fmt.Errorf("sim: checkpoint of %s restored into %s", st.Endpoint, b.self)
+	}
+	in := b.in
+	if len(st.Senders) != len(in.from) || len(st.Links) != len(in.stats) {
+		return fmt.Errorf("sim: %s: checkpoint has %d senders, the core %d", b.self, len(st.Senders), len(in.from))
+	}
+	if st.Step < 0 || st.Step > b.T {
+		return fmt.Errorf("sim: %s: checkpoint step %d outside 0..%d", b.self, st.Step, b.T)
+	}
+	b.beginBase(st.Episode) // down windows of the episode
+	in.cur, in.ndone = st.Step, 0
+	for k, s := range st.Senders {
+		f := &in.from[k]
+		if len(s.Seen) != len(f.seen) {
+			return fmt.Errorf("sim: %s: checkpoint sender %d: %d words of seen steps, want %d", b.self, k, len(s.Seen), len(f.seen))
+		}
+		f.nstep, f.newest, f.have, f.done, f.vals = s.NewestStep, clone(s.Newest), s.Have, s.Done, clone(s.Vals)
+		copy(f.seen, s.Seen)
+		if f.done {
+			in.ndone++
+		}
+	}
+	copy(in.stats, st.Links)
+	in.unexpected = st.Unexpected
+	in.ahead = append(in.ahead[:0], st.Ahead...)
+	b.crashed, b.redraw, b.done = st.Crashed, st.Redraw, st.Done
+	return nil
+}
+
+// resumeNoise puts a noise stream at step t of episode ep with the checkpoint's draw eta: the
+// stream is reset from its episode path (what an i.i.d. stream replays), the structured
+// stream's draw replaced by eta, and t steps are passed.
+func resumeNoise(s noise.Stream, path func() *rand.Rand, eta []float64, t int, scratch []float64) error {
+	s.Reset(path())
+	if eta != nil {
+		ss, ok := s.(*noise.StructuredStream)
+		if !ok {
+			return fmt.Errorf("sim: the checkpoint has a noise draw, the stream draws none")
+		}
+		if err := ss.SetEta(eta); err != nil {
+			return err
+		}
+	}
+	for k := 0; k < t; k++ {
+		s.Next(scratch)
+	}
+	return nil
+}
+
+// etaOf returns a copy of a stream's once-per-episode draw (nil: none).
+func etaOf(s noise.Stream) []float64 {
+	if a, ok := s.(noise.Auditable); ok {
+		return a.Eta()
+	}
+	return nil
+}
+
+// noiseStep returns the position of a stream (the next t Next writes).
+func noiseStep(s noise.Stream) int {
+	if a, ok := s.(noise.Auditable); ok {
+		return a.Step()
+	}
+	return 0
+}
+
+// Checkpoint implements Checkpointer.
+func (c *PlantCore) Checkpoint() *CoreState {
+	st := c.checkpoint()
+	n := c.node
+	st.X, st.Held, st.NodeStep = clone(n.State()), clone(c.u), n.t
+	st.Eta, st.NoiseStep = etaOf(n.noise), noiseStep(n.noise)
+	return st
+}
+
+// Restore implements Checkpointer.
+func (c *PlantCore) Restore(st *CoreState) error {
+	if err := c.restore(st); err != nil {
+		return err
+	}
+	n := c.node
+	if len(st.X) != n.nx || len(st.Held) != len(c.u) {
+		return fmt.Errorf("sim: plant: checkpoint state has %d values (want %d), input %d (want %d)", len(st.X), n.nx, len(st.Held), len(c.u))
+	}
+	n.plant.Reset(st.X)
+	copy(c.u, st.Held)
+	n.episode, n.t = st.Episode, st.NodeStep
+	return resumeNoise(n.noise, func() *rand.Rand { return rng.New(n.seed, rng.Label(LabelPlant), 0, uint64(st.Episode)) },
+		st.Eta, st.NoiseStep, n.gamma)
+}
+
+// Checkpoint implements Checkpointer.
+func (c *CloudCore) Checkpoint() *CoreState {
+	st := c.checkpoint()
+	st.X, st.Held = clone(c.node.ctl.Estimate()), clone(c.node.used)
+	return st
+}
+
+// Restore implements Checkpointer.
+func (c *CloudCore) Restore(st *CoreState) error {
+	if err := c.restore(st); err != nil {
+		return err
+	}
+	if len(st.X) != c.node.nx || len(st.Held) != c.node.nx {
+		return fmt.Errorf("sim: cloud: checkpoint estimate has %d values, want %d", len(st.X), c.node.nx)
+	}
+	c.node.ctl.Reset(st.X)
+	copy(c.node.used, st.Held)
+	c.node.episode = st.Episode
+	return nil
+}
+
+// Checkpoint implements Checkpointer.
+func (c *AgentCore) Checkpoint() *CoreState {
+	st := c.checkpoint()
+	n := c.node
+	st.X, st.Held, st.NodeStep = []float64{n.State()}, []float64{c.y}, n.t
+	st.Eta, st.NoiseStep = etaOf(n.noise), noiseStep(n.noise)
+	return st
+}
+
+// Restore implements Checkpointer.
+func (c *AgentCore) Restore(st *CoreState) error {
+	if err := c.restore(st); err != nil {
+		return err
+	}
+	n := c.node
+	if len(st.X) != 1 || len(st.Held) != 1 {
+		return fmt.Errorf("sim: agent %d: checkpoint state has %d values, want 1", n.i, len(st.X))
+	}
+	n.agent.Reset(st.X[0])
+	c.y = st.Held[0]
+	n.episode, n.t = st.Episode, st.NodeStep
+	return resumeNoise(n.noise, func() *rand.Rand { return rng.New(n.seed, rng.Label(LabelAgent), uint64(n.i), uint64(st.Episode)) },
+		st.Eta, st.NoiseStep, n.gamma[:])
+}
