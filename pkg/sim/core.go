@@ -199,9 +199,9 @@ type inputs struct {
 
 	// crashes of the run (faults.crashes); this episode's down windows [lo, hi) of the core
 	// itself and of each sender (hi = 0: none).
-	crashes      []scenario.Crash
+	crashes        []scenario.Crash
 	selfLo, selfHi int
-	sendDown     [][2]int
+	sendDown       [][2]int
 }
 
 // downWindow returns the window [lo, hi) in which endpoint e is down in episode ep.

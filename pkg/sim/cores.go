@@ -94,7 +94,7 @@ func (c *PlantCore) complete() bool {
 		return true
 	}
 	if next := c.node.Step(); !c.downAt(next) {
-		if c.downAt(next - 1) && c.redraw {
+		if c.downAt(next-1) && c.redraw {
 			c.node.Redraw()
 		}
 		c.emit()
