@@ -32,6 +32,11 @@ func ReadyMessage(run, sender string, pid int) *Message {
 	return ctlMessage(run, sender, CtlReady, 0, []float64{float64(pid)})
 }
 
+// RejoinMessage is a restarted process's ctl.rejoin for episode ep: [restart step, pid].
+func RejoinMessage(run, sender string, ep, step, pid int) *Message {
+	return ctlMessage(run, sender, CtlRejoin, ep, []float64{float64(step), float64(pid)})
+}
+
 // DoneMessage is a process's ctl.done for episode ep: [steps, missed steps, pid].
 func DoneMessage(run, sender string, ep, steps, missed, pid int) *Message {
 	return ctlMessage(run, sender, CtlDone, ep, []float64{float64(steps), float64(missed), float64(pid)})
@@ -130,12 +135,15 @@ func (c *Conn) SubscribeDocuments(subject string, counters *Counters, fn func(su
 // IsClosed reports whether the connection is closed for good.
 func (c *Conn) IsClosed() bool { return c.nc.IsClosed() }
 
-// CtlPID reads the pid a ready ([pid]) or done ([steps, missed, pid]) carries: a positive
+// CtlPID reads the pid a ready ([pid]), done ([steps, missed, pid]) or rejoin ([step, pid]) carries: a positive
 // integer, else an error.
 func CtlPID(m *Message) (int, error) {
 	at := 0
-	if m.Kind == CtlDone {
+	switch m.Kind {
+	case CtlDone:
 		at = 2
+	case CtlRejoin:
+		at = 1
 	}
 	if len(m.Values) <= at {
 		return 0, &InvalidError{Reason: ReasonDim, Detail: "no pid in ctl." + m.Kind}

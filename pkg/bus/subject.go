@@ -43,6 +43,9 @@ const (
 	CtlDone    = "done"
 	CtlStop    = "stop"
 	CtlResult  = "result"
+	// CtlRejoin: a process restarted after a crash is subscribed again (process -> peers and
+	// launcher): its peers hold what is due to it from its restart step until they hear it.
+	CtlRejoin = "rejoin"
 )
 
 // ErrToken is wrapped by every token validation error.
@@ -170,6 +173,9 @@ func (s Subjects) CtlReady(role Role, id int) string { return s.ctlRole(CtlReady
 
 // CtlDone is "dpsim.<run>.ctl.done.<role>.<id>" (process -> launcher: episode finished).
 func (s Subjects) CtlDone(role Role, id int) string { return s.ctlRole(CtlDone, role, id) }
+
+// CtlRejoin is "dpsim.<run>.ctl.rejoin.<role>.<id>" (a restarted process -> its peers).
+func (s Subjects) CtlRejoin(role Role, id int) string { return s.ctlRole(CtlRejoin, role, id) }
 
 // CtlResult is "dpsim.<run>.ctl.result.<role>.<id>" (process -> launcher: results).
 func (s Subjects) CtlResult(role Role, id int) string { return s.ctlRole(CtlResult, role, id) }

@@ -1,6 +1,7 @@
 package fault
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -136,6 +137,20 @@ func (o *Outbox) End() {
 		}
 		o.pending[k] = o.pending[k][:0]
 	}
+}
+
+// SetStats restores the counters (a checkpoint's Stats after a restart).
+func (o *Outbox) SetStats(st []LinkStats) error {
+	if len(st) != len(o.stats) {
+		return fmt.Errorf("fault: outbox has %d links, the counters %d", len(o.stats), len(st))
+	}
+	for k := range st {
+		if st[k].Link != o.stats[k].Link {
+			return fmt.Errorf("fault: counters of link %s restored into link %s", st[k].Link, o.stats[k].Link)
+		}
+	}
+	copy(o.stats, st)
+	return nil
 }
 
 // Stats returns the injector's counters per link (a view).

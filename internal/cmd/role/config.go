@@ -54,6 +54,8 @@ type Config struct {
 	// one's (the launcher folds each episode into its metrics before the next starts).
 	// -1 keeps every episode.
 	KeepEpisodes int
+	// Resume continues from the process's checkpoint after a crash (faults.crashes).
+	Resume bool
 }
 
 // Name returns the process name (see ProcName).
@@ -163,6 +165,7 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 		fs.BoolVar(&cfg.Transcript, "transcript", true, "write every received message (subject, payload, receive time) to <out>/eavesdropper-<id>.transcript.jsonl")
 	}
 	fs.IntVar(&cfg.KeepEpisodes, "keep-episodes", -1, "bound the disk use: keep the trace records (and the transcript and fault log) of the first N episodes only; each later episode's trace replaces the previous one's once done (the launcher reads every episode before it starts the next); -1 keeps all")
+	fs.BoolVar(&cfg.Resume, "resume", false, "continue from <out>/<name>.checkpoint.json after this process was killed by a crash of the scenario (faults.crashes): the launcher restarts a killed process with it")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}

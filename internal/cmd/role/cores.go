@@ -41,6 +41,7 @@ type coreRunner struct {
 	finished int
 	keepEnd  int64
 	keeping  bool
+	epStart  time.Time // when the episode in progress began (busy time of a checkpoint)
 
 	// the injector's record of this process's messages (<name>.faults.jsonl)
 	ffile *os.File
@@ -176,6 +177,9 @@ func (r *coreRunner) setup(n *node) error {
 	}
 	r.pace = newPacer(n, eve)
 	r.drv = sim.NewDriver(cores, r.tr, r.pace, r.sink)
+	if len(crashesOf(n, cores)) > 0 {
+		r.drv.OnCrash = func(c sim.Core) error { return r.crash(n, c) }
+	}
 	if r.file, err = n.openTrace(); err != nil {
 		return err
 	}
@@ -296,6 +300,7 @@ func (r *coreRunner) episode(n *node, st episodeStart) error {
 	}
 	r.tr.begin(st.ep)
 	r.pace.begin(gridOrigin(st))
+	r.epStart = time.Now()
 	forced := r.drv.Forced()
 	err := r.drv.Episode(st.ep, st.x0, nil)
 	n.clock.MissN(r.drv.Forced() - forced)
@@ -329,7 +334,7 @@ func (r *coreRunner) linkStats() []fault.LinkStats {
 // openFaultLog records what the injector does to each of this process's messages.
 func (r *coreRunner) openFaultLog(n *node) error {
 	name := FaultsFile(n.cfg.Name())
-	f, err := os.Create(filepath.Join(n.cfg.Out, name))
+	f, err := n.createFile(name)
 	if err != nil {
 		return fmt.Errorf("fault log: %w", err)
 	}

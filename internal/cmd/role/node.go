@@ -41,6 +41,9 @@ type runner interface {
 	episode(n *node, st episodeStart) error
 	// finish flushes the role's files; it runs whatever happened before.
 	finish(n *node) error
+	// resume restores the checkpoint of a process killed by a crash, announces its rejoin
+	// and finishes the checkpoint's episode; it returns that episode.
+	resume(n *node) (int, error)
 }
 
 // node is what every role process shares: configuration, plan, connection, the ctl
@@ -266,6 +269,20 @@ func (n *node) run(r runner) error {
 		return err
 	}
 	n.log.Info().Int("steps", n.steps).Str("mode", n.cfg.Mode.String()).Str("nats", n.cfg.NATSURL).Msg("ready")
+	if n.cfg.Resume {
+		start := time.Now()
+		ep, err := r.resume(n)
+		n.busy += time.Since(start)
+		if err != nil {
+			if errors.Is(err, errStopped) {
+				return nil
+			}
+			return fmt.Errorf("resume: %w", err)
+		}
+		if err := n.episodeDone(ep, start); err != nil {
+			return err
+		}
+	}
 	idle := time.NewTimer(n.cfg.IdleTimeout)
 	defer idle.Stop()
 	// Until the first episode, ready is repeated: a launcher that subscribes after this
@@ -307,19 +324,27 @@ func (n *node) run(r runner) error {
 				}
 				return fmt.Errorf("episode %d: %w", st.ep, err)
 			}
-			n.res.Episodes++
-			done := bus.DoneMessage(n.cfg.Run, n.sender, st.ep, n.steps, n.clock.Stats().Missed, os.Getpid())
-			n.lastDone.Store(done)
-			if err := n.conn.Publish(n.subj.CtlDone(n.cfg.Role, n.cfg.ID), done); err != nil {
+			if err := n.episodeDone(st.ep, start); err != nil {
 				return err
 			}
-			if err := n.flush(); err != nil {
-				return err
-			}
-			n.log.Debug().Int("episode", st.ep).Dur("took", time.Since(start)).Msg("episode done")
 			idle.Reset(n.cfg.IdleTimeout)
 		}
 	}
+}
+
+// episodeDone counts a finished episode and reports it (ctl.done).
+func (n *node) episodeDone(ep int, start time.Time) error {
+	n.res.Episodes++
+	done := bus.DoneMessage(n.cfg.Run, n.sender, ep, n.steps, n.clock.Stats().Missed, os.Getpid())
+	n.lastDone.Store(done)
+	if err := n.conn.Publish(n.subj.CtlDone(n.cfg.Role, n.cfg.ID), done); err != nil {
+		return err
+	}
+	if err := n.flush(); err != nil {
+		return err
+	}
+	n.log.Debug().Int("episode", ep).Dur("took", time.Since(start)).Msg("episode done")
+	return nil
 }
 
 // flush waits (at most --timeout) until the server has processed what this process published.
@@ -521,10 +546,20 @@ func (n *node) inboxDropped() int {
 	return n.in.Dropped()
 }
 
+// createFile creates (truncates) one of the process's files - or, resuming after a crash,
+// opens it as it is: the checkpoint says where to cut it.
+func (n *node) createFile(name string) (*os.File, error) {
+	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	if n.cfg.Resume {
+		flags = os.O_RDWR | os.O_CREATE
+	}
+	return os.OpenFile(filepath.Join(n.cfg.Out, name), flags, 0o644)
+}
+
 // openTrace creates the process's trace file.
 func (n *node) openTrace() (*os.File, error) {
 	name := TraceFile(n.cfg.Name())
-	f, err := os.Create(filepath.Join(n.cfg.Out, name))
+	f, err := n.createFile(name)
 	if err != nil {
 		return nil, fmt.Errorf("trace file: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/fault"
+	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
 )
 
@@ -33,6 +34,10 @@ type natsTransport struct {
 	wg       sync.WaitGroup
 	except   []string // scratch of a broadcast's Except
 	exceptEP []sim.Endpoint
+	// crashes of subscribers (faults.crashes) and the rejoins heard: a delivery due to a
+	// restarted subscriber from its restart step waits for its ctl.rejoin.
+	crashes []scenario.Crash
+	rejoins *rejoins
 }
 
 // pubStream is one hosted publisher: its bus publisher, outbox and subscribers' names.
@@ -72,7 +77,46 @@ func newNATSTransport(n *node, in *bus.Inbox, cores []sim.Core, inj *fault.Injec
 		}
 		t.pubs[from] = ps
 	}
+	if len(n.scn.Faults.Crashes) > 0 && len(t.pubs) > 0 {
+		t.crashes, t.rejoins = n.scn.Faults.Crashes, newRejoins()
+		o := bus.CtlOptions{Expect: bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode, Kind: bus.CtlRejoin}, Counters: &n.ctl, OnInvalid: n.ctlInvalid}
+		sub, err := n.conn.SubscribeCtl(n.subj.AllCtlWord(bus.CtlRejoin), o, func(_ string, m *bus.Message) {
+			t.rejoins.note(m.Sender, m.Episode)
+		})
+		if err != nil {
+			return nil, err
+		}
+		n.ctlSubs = append(n.ctlSubs, sub)
+	}
 	return t, nil
+}
+
+// Crashed implements sim.Crasher: the copies a crashed publisher's links held die with it.
+func (t *natsTransport) Crashed(e sim.Endpoint) {
+	if ps := t.pubs[e]; ps != nil {
+		ps.ob.End()
+	}
+}
+
+// awaitRejoin holds a delivery of step at (to the subscribers named, or all of ps's but
+// except) until every one of them that restarts at or before at in this episode rejoined.
+func (t *natsTransport) awaitRejoin(ps *pubStream, at int, to string, except []string) error {
+	for _, c := range t.crashes {
+		if c.Episode != t.ep || at < c.Restart {
+			continue
+		}
+		if to != "" && to != c.Proc {
+			continue
+		}
+		if to == "" && (!slices.Contains(ps.names, c.Proc) || slices.Contains(except, c.Proc)) {
+			continue
+		}
+		deadline := time.Now().Add(DefaultRejoinTimeout)
+		if err := t.rejoins.await(c.Proc, t.ep, deadline, t.n.stopCh); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dataSubject is the bus subject of a publisher's data stream.
@@ -139,6 +183,11 @@ func (t *natsTransport) Send(o *sim.Out) error {
 				r.Except = append(r.Except, ps.names[k])
 			}
 			t.except = r.Except
+		}
+		if t.rejoins != nil {
+			if err = t.awaitRejoin(ps, d.At, r.To, r.Except); err != nil {
+				return
+			}
 		}
 		if !ps.wall {
 			err = ps.pub.SendRouted(t.ep, d.Step, d.Values, r)

@@ -17,3 +17,6 @@ func usage(ps *os.ProcessState) (maxRSS int64, user, sys float64) {
 	}
 	return 0, ps.UserTime().Seconds(), ps.SystemTime().Seconds()
 }
+
+// killed reports whether the process was killed (a crash of the scenario): not known here.
+func killed(*os.ProcessState) bool { return false }

@@ -34,3 +34,9 @@ func usage(ps *os.ProcessState) (maxRSS int64, user, sys float64) {
 	}
 	return maxRSS, user, sys
 }
+
+// killed reports whether the process was killed by SIGKILL (a crash of the scenario).
+func killed(ps *os.ProcessState) bool {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}

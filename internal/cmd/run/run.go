@@ -358,6 +358,17 @@ func (l *launcher) prepare() error {
 	if o.Mode == bus.Realtime && o.Period <= 0 {
 		return cli.UsageError("realtime mode needs a period: pass --period or set transport.period in the scenario")
 	}
+	if f := s.Faults; len(f.Crashes) > 0 && o.Engine == "nats" {
+		switch {
+		case o.Mode == bus.Realtime:
+			return cli.UsageError("scenario %s: faults.crashes needs lockstep mode (a restarted process rejoins at a logical step)", o.ScenarioPath)
+		case o.AgentsPerProcess > 1:
+			return cli.UsageError("scenario %s: faults.crashes kills one agent's process: run with --agents-per-process 1", o.ScenarioPath)
+		}
+	}
+	if len(s.Faults.ServerRestarts) > 0 && o.Engine == "nats" && bus.ResolveURL(o.NATSURL) != "" {
+		return cli.UsageError("scenario %s: faults.server_restarts restarts the embedded NATS server: run without --nats-url", o.ScenarioPath)
+	}
 	if o.Out == "" {
 		o.Out = filepath.Join("out", s.Name)
 	}
@@ -690,6 +701,8 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 		runErr = err
 	}
 	l.sum.Connections.ServerRestarts += sess.ServerRestarts
+	l.sum.Connections.Crashes += sess.Crashes
+	l.sum.Connections.Restarts += sess.Restarts
 	ps := PointSummary{Index: k, Name: l.points[k].Name, RunID: cfg.Run, Requested: l.runs, Episodes: sess.Episodes,
 		ElapsedSec: time.Since(start).Seconds()}
 	if sess.EpisodeNS > 0 {

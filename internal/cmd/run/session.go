@@ -187,8 +187,13 @@ type Session struct {
 	restartDone  chan struct{}
 	restartErr   error
 	pendingReady map[string]bool
-	// ServerRestarts counts the restarts of the embedded server done in this session.
+	// ServerRestarts counts the restarts of the embedded server done in this session;
+	// Crashes the processes killed by the scenario (faults.crashes), Restarts those started
+	// again from their checkpoint.
 	ServerRestarts int
+	Crashes        int
+	Restarts       int
+	crashed        map[string]bool // "<sender>/<episode>": the scheduled crash happened
 }
 
 // Procs returns the children.
@@ -440,14 +445,26 @@ func (s *Session) args(p *Proc) []string {
 	return a
 }
 
-func (s *Session) spawn(p *Proc) error {
+func (s *Session) spawn(p *Proc) error { return s.spawnWith(p, false) }
+
+// spawnWith starts p's process; resume restarts it after a crash (its log goes on, and it
+// continues from its checkpoint).
+func (s *Session) spawnWith(p *Proc, resume bool) error {
 	p.LogPath = filepath.Join(s.cfg.Dir, p.Name+".log")
-	f, err := os.Create(p.LogPath)
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if resume {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(p.LogPath, flags, 0o644)
 	if err != nil {
 		return err
 	}
 	p.logFile = f
-	p.cmd = exec.Command(s.cfg.Exe, s.args(p)...)
+	args := s.args(p)
+	if resume {
+		args = append(args, "--resume")
+	}
+	p.cmd = exec.Command(s.cfg.Exe, args...)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	p.cmd.Env = os.Environ()
 	if s.cfg.GOMAXPROCS > 0 {
@@ -549,6 +566,12 @@ func (s *Session) Episode(ctx context.Context, ep int, x0 []float64) error {
 				delete(waiting, ev.sender)
 			}
 		case p := <-s.exits:
+			if c := s.scheduledCrash(p, ep); c != nil {
+				if err := s.restartCrashed(p, c); err != nil {
+					return fmt.Errorf("episode %d: %w", ep, err)
+				}
+				continue
+			}
 			s.exits <- p // keep it for Stop's accounting
 			if f := p.failure(); f != "" {
 				return fmt.Errorf("episode %d: process %s (pid %d) failed: %s", ep, p.Name, p.PID(), f)
@@ -565,6 +588,41 @@ func (s *Session) Episode(ctx context.Context, ep int, x0 []float64) error {
 	}
 	s.Episodes++
 	s.EpisodeNS += time.Since(start)
+	return nil
+}
+
+// scheduledCrash returns the scenario's crash of p in episode ep when p's exit is that crash
+// (killed by SIGKILL, the first time), else nil.
+func (s *Session) scheduledCrash(p *Proc, ep int) *scenario.Crash {
+	c := s.cfg.Plan.Scenario.Faults.CrashOf(bus.SenderName(p.Role, p.ID), ep)
+	if c == nil || p.state == nil || !killed(p.state) {
+		return nil
+	}
+	key := fmt.Sprintf("%s/%d", c.Proc, ep)
+	if s.crashed[key] {
+		return nil
+	}
+	if s.crashed == nil {
+		s.crashed = map[string]bool{}
+	}
+	s.crashed[key] = true
+	return c
+}
+
+// restartCrashed starts a process killed by a crash of the scenario again, with --resume: it
+// continues from its checkpoint and is back at the crash's restart step.
+func (s *Session) restartCrashed(p *Proc, c *scenario.Crash) error {
+	s.Crashes++
+	tl, pt := s.cfg.Timeline, s.cfg.PointIndex
+	tl.add(time.Now(), TimelineEvent{Point: pt, Episode: c.Episode, Step: c.Step, Proc: p.Name, Event: EvKilled,
+		Detail: fmt.Sprintf("SIGKILL (pid %d, faults.crashes); checkpoint at step %d", p.PID(), c.Step)})
+	s.cfg.Log.Warn().Str("proc", p.Name).Int("episode", c.Episode).Int("step", c.Step).Msg("faults: process killed; restarting it from its checkpoint")
+	if err := s.spawnWith(p, true); err != nil {
+		return fmt.Errorf("restart %s after its crash: %w", p.Name, err)
+	}
+	s.Restarts++
+	tl.add(time.Now(), TimelineEvent{Point: pt, Episode: c.Episode, Step: c.Restart, Proc: p.Name, Event: EvRestarted,
+		Detail: fmt.Sprintf("pid %d resumes from its checkpoint, back at step %d (noise: %s)", p.PID(), c.Restart, c.Noise)})
 	return nil
 }
 

@@ -1,0 +1,279 @@
+package role
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dpsim/dpsim/internal/atomicfile"
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/fault"
+	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/sim"
+)
+
+// Crashes (faults.crashes). A process hosting a core the scenario kills writes its checkpoint
+// when the core reaches its crash step - the step boundary at which it is killed, so nothing
+// before it is lost - fsyncs it with its trace and fault log, and kills itself with SIGKILL
+// (no cleanup runs: its results are what is on disk). The launcher sees the kill and starts
+// the process again with --resume: the successor reads the checkpoint, cuts its files back to
+// the checkpoint's offsets, restores its cores (state, inputs held, counters and the noise
+// draw eta), subscribes, announces ctl.rejoin and continues the episode. Its peers never wait
+// for it while it is down (the outage is in the scenario: their missing-input rules apply at
+// once), and they hold what is due to it from its restart step until they hear its rejoin.
+//
+// The checkpoint is a JSON file, <out>/<name>.checkpoint.json, written atomically (temporary
+// file, fsync, rename, directory fsync): dpsim does not need JetStream, and a file works with
+// any server.
+
+// DefaultRejoinTimeout bounds how long a peer holds a delivery for a restarted process (the
+// time to start a process, load the scenario, restore and subscribe).
+const DefaultRejoinTimeout = time.Minute
+
+// CheckpointVersion is the version of the checkpoint file.
+const CheckpointVersion = 1
+
+// CheckpointFile is the name of a process's checkpoint in its --out directory.
+func CheckpointFile(name string) string { return name + ".checkpoint.json" }
+
+// Checkpoint is a role process's checkpoint.
+type Checkpoint struct {
+	V       int    `json:"v"`
+	Run     string `json:"run"`
+	Name    string `json:"name"`
+	Episode int    `json:"episode"`
+	Step    int    `json:"step"` // the crash step
+	Restart int    `json:"restart"`
+	// Cores are the hosted cores' states; Outboxes the injector counters of each publisher.
+	Cores    []*sim.CoreState             `json:"cores"`
+	Outboxes map[string][]fault.LinkStats `json:"outboxes"`
+	// The files' sizes at the checkpoint, and the disk bound's state.
+	TraceOffset  int64 `json:"trace_offset"`
+	FaultsOffset int64 `json:"faults_offset"`
+	KeepEnd      int64 `json:"keep_end"`
+	Finished     int   `json:"finished"`
+	// The process's counters so far.
+	Episodes int                  `json:"episodes"`
+	Steps    int                  `json:"steps"`
+	Busy     float64              `json:"busy_seconds"`
+	Invalid  bus.CountersSnapshot `json:"invalid"`
+}
+
+// crashesOf returns the scenario's crashes of the cores a process hosts.
+func crashesOf(n *node, cores []sim.Core) []scenario.Crash {
+	var out []scenario.Crash
+	for _, c := range n.scn.Faults.Crashes {
+		for _, k := range cores {
+			if k.Endpoint().String() == c.Proc {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// crash is the driver's OnCrash: checkpoint, then SIGKILL. It returns only if the kill fails.
+func (r *coreRunner) crash(n *node, c sim.Core) error {
+	ck := &Checkpoint{V: CheckpointVersion, Run: n.cfg.Run, Name: n.cfg.Name(), Episode: r.tr.ep, Step: c.Cur(),
+		Outboxes: map[string][]fault.LinkStats{}, KeepEnd: r.keepEnd, Finished: r.finished,
+		Episodes: n.res.Episodes, Steps: n.res.Steps, Busy: (n.busy + time.Since(r.epStart)).Seconds(), Invalid: n.data.Snapshot()}
+	if cr := n.scn.Faults.CrashOf(c.Endpoint().String(), r.tr.ep); cr != nil {
+		ck.Restart = cr.Restart
+	}
+	for _, k := range r.cores {
+		cp, ok := k.(sim.Checkpointer)
+		if !ok {
+			return fmt.Errorf("crash of %s: %s cannot be checkpointed", c.Endpoint(), k.Endpoint())
+		}
+		ck.Cores = append(ck.Cores, cp.Checkpoint())
+	}
+	for e, ps := range r.tr.pubs {
+		ck.Outboxes[e.String()] = append([]fault.LinkStats(nil), ps.ob.Stats()...)
+	}
+	var err error
+	if err = syncWriter(r.flush, r.file); err != nil {
+		return fmt.Errorf("crash: trace: %w", err)
+	}
+	if ck.TraceOffset, err = r.file.Seek(0, io.SeekCurrent); err != nil {
+		return fmt.Errorf("crash: trace: %w", err)
+	}
+	if r.fw != nil {
+		if err = syncWriter(r.fw.Flush, r.ffile); err != nil {
+			return fmt.Errorf("crash: fault log: %w", err)
+		}
+		if ck.FaultsOffset, err = r.ffile.Seek(0, io.SeekCurrent); err != nil {
+			return fmt.Errorf("crash: fault log: %w", err)
+		}
+	}
+	data, err := json.Marshal(ck)
+	if err != nil {
+		return fmt.Errorf("crash: checkpoint: %w", err)
+	}
+	if err := atomicfile.WriteFile(filepath.Join(n.cfg.Out, CheckpointFile(n.cfg.Name())), data, 0o600); err != nil {
+		return fmt.Errorf("crash: checkpoint: %w", err)
+	}
+	n.log.Warn().Int("episode", ck.Episode).Int("step", ck.Step).Int("restart", ck.Restart).
+		Msg("faults: checkpoint written; killing this process (SIGKILL)")
+	if err := syscall.Kill(os.Getpid(), syscall.SIGKILL); err != nil {
+		return fmt.Errorf("crash: SIGKILL: %w", err)
+	}
+	select {} // the kill is asynchronous: never go on
+}
+
+// readCheckpoint reads and checks a process's checkpoint.
+func readCheckpoint(n *node) (*Checkpoint, error) {
+	path := filepath.Join(n.cfg.Out, CheckpointFile(n.cfg.Name()))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--resume: %w", err)
+	}
+	var ck Checkpoint
+	if err := json.Unmarshal(data, &ck); err != nil {
+		return nil, fmt.Errorf("--resume: %s: %w", path, err)
+	}
+	switch {
+	case ck.V != CheckpointVersion:
+		return nil, fmt.Errorf("--resume: %s: version %d, want %d", path, ck.V, CheckpointVersion)
+	case ck.Run != n.cfg.Run || ck.Name != n.cfg.Name():
+		return nil, fmt.Errorf("--resume: %s is the checkpoint of %s in run %s, not of %s in run %s", path, ck.Name, ck.Run, n.cfg.Name(), n.cfg.Run)
+	}
+	return &ck, nil
+}
+
+// restoreFrom puts the runner in the checkpoint's state: cores, outbox counters, files.
+func (r *coreRunner) restoreFrom(n *node, ck *Checkpoint) error {
+	if len(ck.Cores) != len(r.cores) {
+		return fmt.Errorf("--resume: the checkpoint has %d cores, this process hosts %d", len(ck.Cores), len(r.cores))
+	}
+	for i, k := range r.cores {
+		cp, ok := k.(sim.Checkpointer)
+		if !ok {
+			return fmt.Errorf("--resume: %s cannot be restored", k.Endpoint())
+		}
+		if err := cp.Restore(ck.Cores[i]); err != nil {
+			return fmt.Errorf("--resume: %w", err)
+		}
+	}
+	for e, ps := range r.tr.pubs {
+		if st, ok := ck.Outboxes[e.String()]; ok {
+			if err := ps.ob.SetStats(st); err != nil {
+				return fmt.Errorf("--resume: %s: %w", e, err)
+			}
+		}
+	}
+	cut := func(f *os.File, off int64) error {
+		if err := f.Truncate(off); err != nil {
+			return err
+		}
+		_, err := f.Seek(off, io.SeekStart)
+		return err
+	}
+	if err := cut(r.file, ck.TraceOffset); err != nil {
+		return fmt.Errorf("--resume: trace: %w", err)
+	}
+	if r.ffile != nil {
+		if err := cut(r.ffile, ck.FaultsOffset); err != nil {
+			return fmt.Errorf("--resume: fault log: %w", err)
+		}
+	}
+	r.keepEnd, r.finished = ck.KeepEnd, ck.Finished
+	r.keeping = n.cfg.KeepEpisodes < 0 || r.finished < n.cfg.KeepEpisodes
+	n.res.Episodes, n.res.Steps = ck.Episodes, ck.Steps
+	n.busy = time.Duration(ck.Busy * float64(time.Second))
+	n.res.Restarted, n.res.RestartEpisode, n.res.RestartStep = true, ck.Episode, ck.Restart
+	n.lastEp.Store(int64(ck.Episode))
+	return nil
+}
+
+// resume implements runner: restore the checkpoint, announce the rejoin (the process is
+// subscribed: its peers may send what is due to it from its restart step), finish the episode.
+func (r *coreRunner) resume(n *node) (int, error) {
+	ck, err := readCheckpoint(n)
+	if err != nil {
+		return 0, err
+	}
+	if err := r.restoreFrom(n, ck); err != nil {
+		return 0, err
+	}
+	n.log.Warn().Int("episode", ck.Episode).Int("step", ck.Step).Int("restart", ck.Restart).Msg("faults: restarted from the checkpoint")
+	rejoin := bus.RejoinMessage(n.cfg.Run, n.sender, ck.Episode, ck.Restart, os.Getpid())
+	if err := n.conn.Publish(n.subj.CtlRejoin(n.cfg.Role, n.cfg.ID), rejoin); err != nil {
+		return 0, err
+	}
+	if err := n.flush(); err != nil {
+		return 0, err
+	}
+	return ck.Episode, r.resumeEpisode(n, ck)
+}
+
+// resumeEpisode finishes the checkpoint's episode: the transport begins it without a new
+// begin of the outboxes' counters, the driver resumes the restored cores.
+func (r *coreRunner) resumeEpisode(n *node, ck *Checkpoint) error {
+	r.tr.begin(ck.Episode) // the outboxes keep the restored counters
+	r.pace.begin(time.Now())
+	r.epStart = time.Now()
+	forced := r.drv.Forced()
+	err := r.drv.Resume(nil)
+	n.clock.MissN(r.drv.Forced() - forced)
+	if eerr := r.tr.end(); err == nil {
+		err = eerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := r.endFiles(n); err != nil {
+		return err
+	}
+	n.res.Steps += n.steps
+	n.res.Records = r.count()
+	return nil
+}
+
+// rejoins tracks the ctl.rejoin of restarted peers: what is due to a peer from its restart
+// step waits until it is subscribed again.
+type rejoins struct {
+	mu    sync.Mutex
+	heard map[string]int // sender -> newest episode it rejoined
+	ch    chan struct{}  // closed and replaced at each rejoin
+}
+
+func newRejoins() *rejoins { return &rejoins{heard: map[string]int{}, ch: make(chan struct{})} }
+
+func (j *rejoins) note(sender string, ep int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if old, ok := j.heard[sender]; !ok || ep > old {
+		j.heard[sender] = ep
+	}
+	close(j.ch)
+	j.ch = make(chan struct{})
+}
+
+// await waits until sender rejoined episode ep (or a later one), at most until deadline, or
+// the stop channel closes.
+func (j *rejoins) await(sender string, ep int, deadline time.Time, stop <-chan struct{}) error {
+	for {
+		j.mu.Lock()
+		got, ok := j.heard[sender]
+		ch := j.ch
+		j.mu.Unlock()
+		if ok && got >= ep {
+			return nil
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return fmt.Errorf("%s did not rejoin episode %d after its restart (no ctl.rejoin)", sender, ep)
+		}
+		select {
+		case <-ch:
+		case <-stop:
+			return errStopped
+		case <-time.After(wait):
+		}
+	}
+}
