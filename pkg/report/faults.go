@@ -97,7 +97,7 @@ func processFaults(b *strings.Builder, f *scenario.FaultsSpec) {
 		if c.Noise == scenario.NoiseRedraw {
 			what = "restarted with a **fresh noise draw** (restart-redraw: a second independent release, outside the privacy claim)"
 		}
-		rows = append(rows, []string{"crash", c.Proc, fmt.Sprintf("episode %d, steps %d..%d", c.Episode, c.Step, c.Restart-1),
+		rows = append(rows, []string{"crash", c.Proc, fmt.Sprintf("episode %s, steps %d..%d", c.EpisodeName(), c.Step, c.Restart-1),
 			"killed (SIGKILL) before releasing step " + fmt.Sprint(c.Step) + "; " + what + "; back at step " + fmt.Sprint(c.Restart) + " (its peers apply their missing-input rules meanwhile)"})
 	}
 	for _, p := range f.Partitions {

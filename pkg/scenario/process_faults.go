@@ -13,7 +13,7 @@ import (
 //	faults:
 //	  crashes:                 # kill a role's OS process (SIGKILL) and restart it
 //	    - proc: agent.3        # plant.0, cloud.0 or agent.<i> (one agent per process)
-//	      episode: 1           # in this episode (default 0)
+//	      episode: 1           # in this episode (default 0; all: in every episode)
 //	      step: 20             # killed just before it releases its step-20 output
 //	      restart: 30          # back at step 30 of the same episode (step < restart < steps)
 //	      noise: resume        # resume (default): the checkpoint's noise draw; redraw: a fresh
@@ -62,8 +62,22 @@ type Crash struct {
 	Noise   CrashNoise
 }
 
+// EveryEpisode is the Episode of a crash in every episode (episode: all).
+const EveryEpisode = -1
+
+// In reports whether the crash happens in episode ep.
+func (c *Crash) In(ep int) bool { return c.Episode == EveryEpisode || c.Episode == ep }
+
 // Down reports whether the crashed endpoint is down at step t of episode ep.
-func (c *Crash) Down(ep, t int) bool { return ep == c.Episode && t >= c.Step && t < c.Restart }
+func (c *Crash) Down(ep, t int) bool { return c.In(ep) && t >= c.Step && t < c.Restart }
+
+// EpisodeName is the crash's episode as the scenario says it ("all" for every episode).
+func (c *Crash) EpisodeName() string {
+	if c.Episode == EveryEpisode {
+		return "all"
+	}
+	return strconv.Itoa(c.Episode)
+}
 
 // Partition cuts the agents of Side off every other agent for the steps of Window.
 type Partition struct {
@@ -98,7 +112,7 @@ func (f *FaultsSpec) CrashOf(proc string, ep int) *Crash {
 		return nil
 	}
 	for i := range f.Crashes {
-		if c := &f.Crashes[i]; c.Proc == proc && c.Episode == ep {
+		if c := &f.Crashes[i]; c.Proc == proc && c.In(ep) {
 			return c
 		}
 	}
@@ -180,7 +194,9 @@ func (d *decoder) processFaults(f *fields, out *FaultsSpec, kind Kind, steps, gr
 			good = false
 		}
 		if en := cf.get("episode"); en != nil {
-			if v, ok := d.intIn(en, cf.sub("episode"), 0, 1<<31-1, ""); ok {
+			if en.Kind == yaml.ScalarNode && en.Value == "all" {
+				cr.Episode = EveryEpisode
+			} else if v, ok := d.intIn(en, cf.sub("episode"), 0, 1<<31-1, " (or all)"); ok {
 				cr.Episode = v
 			} else {
 				good = false
@@ -227,10 +243,24 @@ func (d *decoder) processFaults(f *fields, out *FaultsSpec, kind Kind, steps, gr
 		if !good {
 			return
 		}
-		key := cr.Proc + "/" + strconv.Itoa(cr.Episode)
-		if first, dup := seen[key]; dup {
-			d.add(c, path, "%s is already killed in episode %d by %s: one crash per process and episode", cr.Proc, cr.Episode, first)
+		key, all := cr.Proc+"/"+strconv.Itoa(cr.Episode), cr.Proc+"/all"
+		first, dup := seen[key]
+		if !dup {
+			first, dup = seen[all]
+		}
+		if !dup && cr.Episode == EveryEpisode {
+			for k, v := range seen {
+				if strings.HasPrefix(k, cr.Proc+"/") {
+					first, dup = v, true
+				}
+			}
+		}
+		if dup {
+			d.add(c, path, "%s is already killed in episode %s by %s: one crash per process and episode", cr.Proc, cr.EpisodeName(), first)
 			return
+		}
+		if cr.Episode == EveryEpisode {
+			key = all
 		}
 		seen[key] = path
 		out.Crashes = append(out.Crashes, cr)

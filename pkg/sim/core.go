@@ -207,7 +207,7 @@ type inputs struct {
 // downWindow returns the window [lo, hi) in which endpoint e is down in episode ep.
 func downWindow(crashes []scenario.Crash, e string, ep int) (lo, hi int) {
 	for _, c := range crashes {
-		if c.Proc == e && c.Episode == ep {
+		if c.Proc == e && c.In(ep) {
 			return c.Step, c.Restart
 		}
 	}
@@ -479,7 +479,7 @@ func (b *base) checkCrash() {
 		b.crashed = true
 		b.ob.rd.Crash = true
 		for _, c := range b.in.crashes {
-			if c.Proc == b.self.String() && c.Episode == b.in.ep {
+			if c.Proc == b.self.String() && c.In(b.in.ep) {
 				b.redraw = c.Noise == scenario.NoiseRedraw
 			}
 		}

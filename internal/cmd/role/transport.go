@@ -102,7 +102,7 @@ func (t *natsTransport) Crashed(e sim.Endpoint) {
 // except) until every one of them that restarts at or before at in this episode rejoined.
 func (t *natsTransport) awaitRejoin(ps *pubStream, at int, to string, except []string) error {
 	for _, c := range t.crashes {
-		if c.Episode != t.ep || at < c.Restart {
+		if !c.In(t.ep) || at < c.Restart {
 			continue
 		}
 		if to != "" && to != c.Proc {

@@ -567,7 +567,7 @@ func (s *Session) Episode(ctx context.Context, ep int, x0 []float64) error {
 			}
 		case p := <-s.exits:
 			if c := s.scheduledCrash(p, ep); c != nil {
-				if err := s.restartCrashed(p, c); err != nil {
+				if err := s.restartCrashed(p, c, ep); err != nil {
 					return fmt.Errorf("episode %d: %w", ep, err)
 				}
 				continue
@@ -611,17 +611,17 @@ func (s *Session) scheduledCrash(p *Proc, ep int) *scenario.Crash {
 
 // restartCrashed starts a process killed by a crash of the scenario again, with --resume: it
 // continues from its checkpoint and is back at the crash's restart step.
-func (s *Session) restartCrashed(p *Proc, c *scenario.Crash) error {
+func (s *Session) restartCrashed(p *Proc, c *scenario.Crash, ep int) error {
 	s.Crashes++
 	tl, pt := s.cfg.Timeline, s.cfg.PointIndex
-	tl.add(time.Now(), TimelineEvent{Point: pt, Episode: c.Episode, Step: c.Step, Proc: p.Name, Event: EvKilled,
+	tl.add(time.Now(), TimelineEvent{Point: pt, Episode: ep, Step: c.Step, Proc: p.Name, Event: EvKilled,
 		Detail: fmt.Sprintf("SIGKILL (pid %d, faults.crashes); checkpoint at step %d", p.PID(), c.Step)})
-	s.cfg.Log.Warn().Str("proc", p.Name).Int("episode", c.Episode).Int("step", c.Step).Msg("faults: process killed; restarting it from its checkpoint")
+	s.cfg.Log.Warn().Str("proc", p.Name).Int("episode", ep).Int("step", c.Step).Msg("faults: process killed; restarting it from its checkpoint")
 	if err := s.spawnWith(p, true); err != nil {
 		return fmt.Errorf("restart %s after its crash: %w", p.Name, err)
 	}
 	s.Restarts++
-	tl.add(time.Now(), TimelineEvent{Point: pt, Episode: c.Episode, Step: c.Restart, Proc: p.Name, Event: EvRestarted,
+	tl.add(time.Now(), TimelineEvent{Point: pt, Episode: ep, Step: c.Restart, Proc: p.Name, Event: EvRestarted,
 		Detail: fmt.Sprintf("pid %d resumes from its checkpoint, back at step %d (noise: %s)", p.PID(), c.Restart, c.Noise)})
 	return nil
 }
