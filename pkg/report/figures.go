@@ -84,6 +84,7 @@ func (r *run) repSuffix() string {
 func (r *run) figTrackingError() (*Figure, error) {
 	c := r.rep.res.Control
 	f := &Figure{Name: FigTrackingError, Width: figW, Height: panelH * vg.Length(len(c.TrackingError))}
+	shaded := ""
 	for i := range c.TrackingError {
 		s := &c.TrackingError[i]
 		title := ""
@@ -102,10 +103,11 @@ func (r *run) figTrackingError() (*Figure, error) {
 		if !ok {
 			return nil, fmt.Errorf("report: %s: %s: %w", FigTrackingError, name, errNoData)
 		}
+		shaded = r.shadeFaults(p)
 		f.Panels = append(f.Panels, []*plot.Plot{p})
 	}
 	f.Caption = fmt.Sprintf("Tracking errors %s against the step t: mean over the runs with its 95%% confidence band (paper Fig. 2)%s.",
-		joinErr(r.comps), r.repSuffix())
+		joinErr(r.comps), r.repSuffix()) + shaded
 	return f, nil
 }
 
@@ -195,13 +197,14 @@ func (r *run) figEavesdropper() (*Figure, error) {
 	if err := r.plotEve(p, []*sim.Series{s}, []seriesStyle{st}); err != nil {
 		return nil, err
 	}
+	shaded := r.shadeFaults(p)
 	what := "x(0) of the plant"
 	if r.kind == string(scenario.Consensus) {
 		what = "every agent's x_i(0)"
 	}
 	return &Figure{Name: FigEavesdropper, Width: figW, Height: figH, Panels: [][]*plot.Plot{{p}},
 		Caption: fmt.Sprintf("The eavesdropper's mean-square error in estimating %s from everything published up to step t, "+
-			"with its 95%% confidence band%s. A flat curve means the releases do not reveal more over time.", what, r.repSuffix())}, nil
+			"with its 95%% confidence band%s. A flat curve means the releases do not reveal more over time.", what, r.repSuffix()) + shaded}, nil
 }
 
 // plotEve draws eavesdropper series on p with a log y axis when they span decades.
@@ -265,7 +268,7 @@ func (r *run) figConsensusDeviation() (*Figure, error) {
 	}
 	p.Legend.Top = true
 	cap := fmt.Sprintf("Mean deviation E[x_i(t) - x*] of every agent from the average x* of x(0) against the step t (paper Fig. 5)%s; "+
-		"Proposition 1: it tends to 0.", r.repSuffix())
+		"Proposition 1: it tends to 0.", r.repSuffix()) + r.shadeFaults(p)
 	if n > 4 {
 		cap += " The 95% intervals are left out for readability; report.md checks them."
 	}

@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
 )
 
@@ -429,3 +430,54 @@ func seriesValues(s *sim.Series, withHi bool) []float64 {
 func stepAxis(t int) float64 { return float64(t) }
 
 var errNoData = errors.New("no data")
+
+// faultWindow is a range of steps a scenario fault covers, drawn shaded on step-axis figures.
+type faultWindow struct {
+	lo, hi float64 // steps [lo, hi)
+	what   string
+}
+
+// faultWindows lists the crash down-times, partitions and server restarts of the
+// representative point's scenario.
+func (r *run) faultWindows() []faultWindow {
+	if r.rep == nil || r.rep.sc == nil {
+		return nil
+	}
+	f := &r.rep.sc.Faults
+	var out []faultWindow
+	for _, c := range f.Crashes {
+		ep := "episode " + c.EpisodeName()
+		if c.Episode == scenario.EveryEpisode {
+			ep = "every episode"
+		}
+		out = append(out, faultWindow{float64(c.Step), float64(c.Restart), fmt.Sprintf("%s down at steps %d..%d (%s)", c.Proc, c.Step, c.Restart-1, ep)})
+	}
+	for _, p := range f.Partitions {
+		out = append(out, faultWindow{float64(p.Window.From), float64(p.Window.To), fmt.Sprintf("partition %s at steps %d..%d", p.Name, p.Window.From, p.Window.To-1)})
+	}
+	for _, s := range f.ServerRestarts {
+		out = append(out, faultWindow{float64(s.Step), float64(s.Step) + 1, fmt.Sprintf("NATS server stopped for %v at step %d of episode %d", s.Down, s.Step, s.Episode)})
+	}
+	return out
+}
+
+// shadeFaults draws the fault windows on p (call it after the data: it spans the y range the
+// data set) and returns the caption's sentence about them ("" when there are none).
+func (r *run) shadeFaults(p *plot.Plot) string {
+	ws := r.faultWindows()
+	if len(ws) == 0 {
+		return ""
+	}
+	var what []string
+	for _, w := range ws {
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: w.lo, Y: p.Y.Min}, {X: w.hi, Y: p.Y.Min}, {X: w.hi, Y: p.Y.Max}, {X: w.lo, Y: p.Y.Max}})
+		if err != nil {
+			continue
+		}
+		poly.Color = color.NRGBA{R: 230, G: 120, B: 20, A: 50}
+		poly.LineStyle.Width = 0
+		p.Add(poly)
+		what = append(what, w.what)
+	}
+	return " Shaded: " + strings.Join(what, "; ") + "."
+}
