@@ -298,3 +298,20 @@ func TestEffectiveTrials(t *testing.T) {
 		require.Equal(t, c.capped, capped, "%+v", c)
 	}
 }
+
+// The auditor replays a crash of the scenario in every trial. A restart that restores the
+// checkpoint's noise draw leaks nothing more than the claim (consistent); a restart that draws
+// afresh (noise: redraw) hands the eavesdropper a second release, and the audit flags it
+// (violation), with the same number of trials and the same seed.
+func TestCrashRestartAudit(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want string
+	}{{"faults-agent-crash", audit.Consistent}, {"faults-agent-crash-redraw", audit.Violation}} {
+		stdout, _, err := runIn(t, scenarioPath(c.name), "--trials", "20000", "--json", "--seed", "11")
+		require.NoError(t, err, c.name)
+		r := decodeReport(t, stdout)
+		require.Equal(t, c.want, r.Verdict, "%s: eps_lb_gdp %v, eps_lb_cp %v", c.name, r.EpsilonLBGDP, r.EpsilonLBCP)
+		t.Logf("%s: %s, eps_lb_gdp %.3f (claim eps 1)", c.name, r.Verdict, r.EpsilonLBGDP)
+	}
+}

@@ -573,6 +573,8 @@ func (s *Session) Episode(ctx context.Context, ep int, x0 []float64) error {
 				continue
 			}
 			s.exits <- p // keep it for Stop's accounting
+			s.cfg.Timeline.add(time.Now(), TimelineEvent{Point: s.cfg.PointIndex, Episode: ep, Step: -1, Proc: p.Name, Event: EvExited,
+				Detail: fmt.Sprintf("pid %d: %s; the episodes finished before are kept", p.PID(), p.failure())})
 			if f := p.failure(); f != "" {
 				return fmt.Errorf("episode %d: process %s (pid %d) failed: %s", ep, p.Name, p.PID(), f)
 			}
