@@ -246,3 +246,22 @@ func findProcess(t *testing.T, role, run string) int {
 	}
 	return 0
 }
+
+// The shipped toxiproxy scenario in realtime: the plant's connection goes through an embedded
+// toxiproxy with 8 +- 6 ms each way, so some u(t) arrive after their tick: they are counted as
+// late, the steps as missed, and the run ends degraded naming them; the proxy is on the timeline.
+func TestToxiproxyLatency(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runDpsim(t, 90*time.Second, "run", scenarioPath("faults-tcp-latency"), "--runs", "2", "--out", dir, "--log-level", "warn")
+	require.Equal(t, 0, code, stderr)
+	sum := readSummary(t, dir)
+	require.Equal(t, "degraded", sum.Status)
+	require.Positive(t, sum.Timing["late_messages"], "messages after their tick are counted")
+	require.Positive(t, sum.Timing["missed"])
+	require.Equal(t, 1, sum.events("proxy"))
+	plant := sum.proc(t, "plant-0")
+	require.Equal(t, 0, plant.ExitCode)
+	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(rep), "toxiproxy: latency 8ms +- 6ms")
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/dpsim/dpsim/internal/cmd/role"
+	"github.com/dpsim/dpsim/internal/proxy"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/plan"
@@ -194,6 +195,8 @@ type Session struct {
 	Crashes        int
 	Restarts       int
 	crashed        map[string]bool // "<sender>/<episode>": the scheduled crash happened
+	// proxies are the toxiproxies in front of the server (faults.proxies), by sender.
+	proxies map[string]*proxy.Proxy
 }
 
 // Procs returns the children.
@@ -263,6 +266,22 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	if err := s.watchServer(); err != nil {
 		s.conn.Close()
 		return nil, err
+	}
+	for _, x := range cfg.Plan.Scenario.Faults.Proxies {
+		if cfg.Attach {
+			break
+		}
+		px, err := proxy.Start(cfg.Run+"-"+x.Proc, cfg.URL, x)
+		if err != nil {
+			_ = s.shutdown()
+			return nil, err
+		}
+		if s.proxies == nil {
+			s.proxies = map[string]*proxy.Proxy{}
+		}
+		s.proxies[x.Proc] = px
+		cfg.Log.Info().Str("proc", x.Proc).Str("proxy", px.URL()).Dur("latency", x.Latency).Dur("jitter", x.Jitter).
+			Int64("bandwidth_kBps", x.Bandwidth).Msg("faults: toxiproxy in front of the server")
 	}
 	for _, p := range s.procs {
 		if cfg.Attach {
@@ -418,8 +437,12 @@ func (s *Session) conflictErr() error {
 
 func (s *Session) args(p *Proc) []string {
 	c := s.cfg
+	url := c.URL
+	if px := s.proxies[bus.SenderName(p.Role, p.ID)]; px != nil {
+		url = px.URL() // faults.proxies: this process reaches the server through toxiproxy
+	}
 	a := []string{string(p.Role),
-		"--nats-url", c.URL, "--run", c.Run, "--scenario", c.ScenarioPath, "--point", strconv.Itoa(c.Point),
+		"--nats-url", url, "--run", c.Run, "--scenario", c.ScenarioPath, "--point", strconv.Itoa(c.Point),
 		"--out", c.Dir, "--mode", c.Mode.String(), "--timeout", c.Timeout.String(),
 		"--idle-timeout", (c.StartTimeout + c.Timeout + time.Minute).String(),
 		"--log-level", c.LogLevel, "--encoding", c.Encoding, "--parent-pid", strconv.Itoa(os.Getpid())}
@@ -811,6 +834,9 @@ func (s *Session) shutdown() error {
 			}
 			wait(killGrace)
 		}
+	}
+	for _, px := range s.proxies {
+		px.Close()
 	}
 	// Late ctl.result messages: give the subscription a moment, then close.
 	if s.conn != nil {

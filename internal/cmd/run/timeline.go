@@ -28,6 +28,7 @@ const (
 	EvRestarted      = "restarted"
 	EvExited         = "exited"
 	EvPartitionStart = "partition"
+	EvProxy          = "proxy"
 )
 
 // timeline collects events from the launcher's goroutines.
@@ -78,6 +79,14 @@ func (t *timeline) addConnEvents(point int, r *role.ProcessResult) {
 // addStatic puts the faults the scenario schedules for every episode on the timeline, at the
 // start of the point: partitions.
 func (t *timeline) addStatic(point int, f *scenario.FaultsSpec) {
+	for _, x := range f.Proxies {
+		bw := "unlimited bandwidth"
+		if x.Bandwidth > 0 {
+			bw = fmt.Sprintf("%d KB/s", x.Bandwidth)
+		}
+		t.add(time.Now(), TimelineEvent{Point: point, Episode: -1, Step: -1, Proc: x.Proc, Event: EvProxy,
+			Detail: fmt.Sprintf("toxiproxy between %s and the server for the whole run: latency %v +- %v, %s, both directions", x.Proc, x.Latency, x.Jitter, bw)})
+	}
 	for _, p := range f.Partitions {
 		t.add(time.Now(), TimelineEvent{Point: point, Episode: -1, Step: p.Window.From, Event: EvPartitionStart,
 			Detail: fmt.Sprintf("%s: agents %v cut off the others for steps %d..%d of every episode", p.Name, p.Side, p.Window.From, p.Window.To-1)})
