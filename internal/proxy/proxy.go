@@ -69,6 +69,16 @@ func addToxic(p *toxiproxy.Proxy, kind, dir string, attrs map[string]int64) erro
 // URL is the proxy's client URL: a process connects here instead of to the server.
 func (x *Proxy) URL() string { return x.url }
 
+// Reset closes every connection through the proxy (the client sees its connection reset and
+// reconnects) and listens again on the same address.
+func (x *Proxy) Reset() error {
+	x.p.Stop()
+	if err := x.p.Start(); err != nil {
+		return fmt.Errorf("proxy %s: restart after the reset: %w", x.p.Name, err)
+	}
+	return nil
+}
+
 // Close stops the proxy and closes its connections.
 func (x *Proxy) Close() { x.p.Stop() }
 

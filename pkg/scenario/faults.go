@@ -63,7 +63,11 @@ func (f FaultsSpec) Clone() FaultsSpec {
 	}
 	c.Crashes = append([]Crash(nil), f.Crashes...)
 	c.ServerRestarts = append([]ServerRestart(nil), f.ServerRestarts...)
-	c.Proxies = append([]Proxy(nil), f.Proxies...)
+	c.Proxies = nil
+	for _, x := range f.Proxies {
+		x.Resets = append([]StepPoint(nil), x.Resets...)
+		c.Proxies = append(c.Proxies, x)
+	}
 	c.Partitions = nil
 	for _, p := range f.Partitions {
 		p.Side = append([]int(nil), p.Side...)

@@ -31,6 +31,8 @@ import (
 //	      latency: 20ms        # added to every chunk, both directions
 //	      jitter: 5ms          # +- uniform
 //	      bandwidth: 0         # KB/s, 0: unlimited
+//	      resets:              # reset the process's TCP connection when the launcher sees
+//	        - {episode: 1, step: 30}  # this step on the bus (the client reconnects)
 //
 // While a crashed process is down (steps step..restart-1) its peers apply their
 // missing-input rules at once: the outage is in the scenario, so every engine replays it the
@@ -99,11 +101,13 @@ type Proxy struct {
 	Latency   time.Duration
 	Jitter    time.Duration
 	Bandwidth int64 // KB/s; 0: unlimited
+	// Resets are the steps at which the proxy resets the process's connections.
+	Resets []StepPoint
 }
 
-// HasProcessFaults reports whether the scenario kills processes or restarts the server.
-func (f *FaultsSpec) HasProcessFaults() bool {
-	return f != nil && (len(f.Crashes) > 0 || len(f.ServerRestarts) > 0)
+// StepPoint is one step of one episode.
+type StepPoint struct {
+	Episode, Step int
 }
 
 // CrashOf returns the crash of endpoint proc in episode ep (nil: none).
@@ -123,7 +127,8 @@ var (
 	crashFields     = []string{"proc", "episode", "step", "restart", "noise"}
 	partitionFields = []string{"name", "agents", "window"}
 	restartFields   = []string{"episode", "step", "down"}
-	proxyFields     = []string{"proc", "latency", "jitter", "bandwidth"}
+	proxyFields     = []string{"proc", "latency", "jitter", "bandwidth", "resets"}
+	pointFields     = []string{"episode", "step"}
 )
 
 // list decodes a sequence under path, calling item for each element.
@@ -406,6 +411,33 @@ func (d *decoder) processFaults(f *fields, out *FaultsSpec, kind Kind, steps, gr
 				good = false
 			}
 		}
+		d.list(xf.get("resets"), xf.sub("resets"), func(rn *yaml.Node, rpath string, _ int) {
+			rf := d.mapping(rn, rpath, pointFields...)
+			if rf == nil {
+				good = false
+				return
+			}
+			var sp StepPoint
+			if en := rf.get("episode"); en != nil {
+				if v, ok := d.intIn(en, rf.sub("episode"), 0, 1<<31-1, ""); ok {
+					sp.Episode = v
+				} else {
+					good = false
+				}
+			}
+			hi := int64(1<<31 - 1)
+			if steps > 0 {
+				hi = int64(steps - 1)
+			}
+			if sn := rf.get("step"); sn != nil {
+				if v, ok := d.intIn(sn, rf.sub("step"), 0, hi, " (a step of the episode)"); ok {
+					sp.Step = v
+				} else {
+					good = false
+				}
+			}
+			x.Resets = append(x.Resets, sp)
+		})
 		if good && x.Jitter > x.Latency {
 			d.add(c, xf.sub("jitter"), "%v is larger than the latency %v (the delay is latency +- jitter)", x.Jitter, x.Latency)
 			good = false

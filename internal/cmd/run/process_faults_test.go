@@ -259,6 +259,8 @@ func TestToxiproxyLatency(t *testing.T) {
 	require.Positive(t, sum.Timing["late_messages"], "messages after their tick are counted")
 	require.Positive(t, sum.Timing["missed"])
 	require.Equal(t, 1, sum.events("proxy"))
+	require.Equal(t, 1, sum.events("connection-reset"), "the reset of episode 1, step 50")
+	require.Equal(t, uint64(1), sum.Connections.Reconnects, "the plant reconnected after the reset")
 	plant := sum.proc(t, "plant-0")
 	require.Equal(t, 0, plant.ExitCode)
 	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))

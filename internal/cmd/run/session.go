@@ -263,10 +263,7 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		s.conn.Close()
 		return nil, err
 	}
-	if err := s.watchServer(); err != nil {
-		s.conn.Close()
-		return nil, err
-	}
+
 	for _, x := range cfg.Plan.Scenario.Faults.Proxies {
 		if cfg.Attach {
 			break
@@ -282,6 +279,10 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		s.proxies[x.Proc] = px
 		cfg.Log.Info().Str("proc", x.Proc).Str("proxy", px.URL()).Dur("latency", x.Latency).Dur("jitter", x.Jitter).
 			Int64("bandwidth_kBps", x.Bandwidth).Msg("faults: toxiproxy in front of the server")
+	}
+	if err := s.watchServer(); err != nil {
+		_ = s.shutdown()
+		return nil, err
 	}
 	for _, p := range s.procs {
 		if cfg.Attach {
@@ -710,30 +711,59 @@ func (s *Session) awaitRejoin(ctx context.Context, ep int) error {
 	}
 }
 
-// watchServer arms the scenario's server restarts: the launcher listens to one data stream
-// (the plant's yhat, or agent 0's y) and restarts the embedded server when it sees the step.
+// trigger is a fault the launcher fires when it sees a step on the bus.
+type trigger struct {
+	at    scenario.StepPoint
+	fired bool
+	fire  func(step int)
+}
+
+// watchServer arms the scenario's server restarts and proxy resets: the launcher listens to
+// one data stream (the plant's yhat, or agent 0's y) and fires each when it sees its step.
 func (s *Session) watchServer() error {
-	rs := s.cfg.Plan.Scenario.Faults.ServerRestarts
-	if len(rs) == 0 {
-		return nil
+	f := &s.cfg.Plan.Scenario.Faults
+	var ts []*trigger
+	for _, r := range f.ServerRestarts {
+		if s.cfg.Server == nil {
+			return errors.New("faults.server_restarts: the run uses an external NATS server (--nats-url); only the embedded server can be restarted")
+		}
+		r := r
+		ts = append(ts, &trigger{at: scenario.StepPoint{Episode: r.Episode, Step: r.Step}, fire: func(step int) { s.restartServer(r, step) }})
 	}
-	if s.cfg.Server == nil {
-		return errors.New("faults.server_restarts: the run uses an external NATS server (--nats-url); only the embedded server can be restarted")
+	for _, x := range f.Proxies {
+		px := s.proxies[x.Proc]
+		if px == nil {
+			continue
+		}
+		for _, at := range x.Resets {
+			proc, at := x.Proc, at
+			ts = append(ts, &trigger{at: at, fire: func(step int) {
+				err := px.Reset()
+				detail := "toxiproxy closed the connection; the client reconnects"
+				if err != nil {
+					detail = err.Error()
+				}
+				s.cfg.Log.Warn().Str("proc", proc).Int("episode", at.Episode).Int("step", step).Msg("faults: connection reset")
+				s.cfg.Timeline.add(time.Now(), TimelineEvent{Point: s.cfg.PointIndex, Episode: at.Episode, Step: step, Proc: role.ProcName(procRole(proc)), Event: EvReset, Detail: detail})
+			}})
+		}
+	}
+	if len(ts) == 0 {
+		return nil
 	}
 	subject := s.subj.AgentY(0)
 	if s.cfg.Plan.Scenario.Kind == scenario.CloudControl {
 		subject = s.subj.PlantYhat(0)
 	}
-	fired := make([]bool, len(rs))
 	sub, err := s.conn.SubscribeDocuments(subject, nil, func(_ string, data []byte) {
 		var m bus.Message
 		if bus.Decode(data, &m) != nil || m.Run != s.cfg.Run {
 			return
 		}
-		for i, r := range rs {
-			if !fired[i] && m.Episode == r.Episode && m.Step >= r.Step {
-				fired[i] = true
-				s.restartServer(r, m.Step)
+		for _, t := range ts {
+			if !t.fired && m.Episode == t.at.Episode && m.Step >= t.at.Step {
+				t.fired = true
+				t.fire(m.Step)
 			}
 		}
 	})
@@ -742,6 +772,13 @@ func (s *Session) watchServer() error {
 	}
 	s.subs = append(s.subs, sub)
 	return nil
+}
+
+// procRole splits an endpoint "<role>.<id>" into what role.ProcName takes.
+func procRole(e string) (bus.Role, int, int) {
+	r, id, _ := strings.Cut(e, ".")
+	k, _ := strconv.Atoi(id)
+	return bus.Role(r), k, k
 }
 
 // restartServer stops the embedded server, keeps it down, starts it again, and puts both on

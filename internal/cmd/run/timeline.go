@@ -29,6 +29,7 @@ const (
 	EvExited         = "exited"
 	EvPartitionStart = "partition"
 	EvProxy          = "proxy"
+	EvReset          = "connection-reset"
 )
 
 // timeline collects events from the launcher's goroutines.
@@ -84,7 +85,7 @@ func (t *timeline) addStatic(point int, f *scenario.FaultsSpec) {
 		if x.Bandwidth > 0 {
 			bw = fmt.Sprintf("%d KB/s", x.Bandwidth)
 		}
-		t.add(time.Now(), TimelineEvent{Point: point, Episode: -1, Step: -1, Proc: x.Proc, Event: EvProxy,
+		t.add(time.Now(), TimelineEvent{Point: point, Episode: -1, Step: -1, Proc: role.ProcName(procRole(x.Proc)), Event: EvProxy,
 			Detail: fmt.Sprintf("toxiproxy between %s and the server for the whole run: latency %v +- %v, %s, both directions", x.Proc, x.Latency, x.Jitter, bw)})
 	}
 	for _, p := range f.Partitions {
