@@ -190,6 +190,19 @@
 //	      duplicate: 0.05       # probability of a second copy
 //	      reorder: 0.05         # probability of being held behind the link's next message
 //	      window: [20, 40]      # only the messages of steps 20..39 (or {from, to})
+//	  crashes:                  # kill a process (SIGKILL) and restart it from its checkpoint
+//	    - {proc: agent.3, episode: 1, step: 10, restart: 15, noise: resume}  # episode: all | k;
+//	                            # noise: resume (the checkpoint's draw) | redraw (leak demo)
+//	  partitions:               # drop everything between agents and the others in a window
+//	    - {name: halves, agents: [0, 1, 2, 3, 4], window: [10, 20]}
+//	  server_restarts:          # stop the embedded server at a step, start it after down
+//	    - {episode: 2, step: 50, down: 1s}
+//	  proxies:                  # toxiproxy between one process and the server
+//	    - {proc: plant.0, latency: 8ms, jitter: 6ms, bandwidth: 0, resets: [{episode: 1, step: 50}]}
+//
+// process_faults.go documents the crash, partition, server and proxy faults field by field.
+// transport.timeout (a duration) bounds the processes' wait for one step's messages (default
+// the launcher's --timeout): a scenario where messages are lost in transport sets it short.
 //
 // Every rule that matches a link applies with its own random draws (delays add; a message is
 // lost, duplicated or reordered if any rule says so), drawn from the run seed, the rule, the

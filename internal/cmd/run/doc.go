@@ -34,6 +34,7 @@
 //	| dpsim-challenger.<run>.x0             | launcher  | x0      | e  | explicit x(0)                 | the challenger's secret (plant, agents)   |
 //	| dpsim.<run>.ctl.done.<role>.<id>      | process   | done    | e  | [steps, missed steps, pid]    | finished episode e                        |
 //	| dpsim.<run>.ctl.stop                  | launcher  | stop    | 0  | []                            | abandon any episode, flush, exit 0        |
+//	| dpsim.<run>.ctl.rejoin.<role>.<id>    | process   | rejoin  | e  | [restart step, pid]           | restarted after a crash, subscribed again |
 //	| dpsim.<run>.ctl.result.<role>.<id>    | process   | -       | -  | role.ProcessResult JSON       | final counters, timing, files (also file) |
 //
 // The sequence of a run:
@@ -90,6 +91,19 @@
 // the subscriber at that step - a lost or delayed message - so the subscriber applies its
 // rule at once instead of waiting for a timeout). This is what keeps a faulty lockstep run
 // bit-identical to the fast engine.
+//
+// # Crashes, outages and nothing lost
+//
+// A process the scenario kills (faults.crashes) writes <name>.checkpoint.json at its crash
+// step and SIGKILLs itself; the launcher sees the kill and starts it again with --resume; the
+// successor restores the checkpoint (cores, noise draw, counters, file offsets), publishes
+// ctl.rejoin and finishes the episode. Its peers never wait for it while it is down, and hold
+// what is due to it from its restart step until its rejoin. After a broker outage
+// (faults.server_restarts, or a real one) every process reconnects, repeats ctl.ready until the
+// next episode and repeats its last ctl.done: the launcher starts the next episode only when
+// every process is back. Every process flushes and fsyncs its files once per episode, and the
+// launcher folds each episode as soon as it is done (Collector): a process that dies loses no
+// finished episode, and the report covers them.
 //
 // Hand-driven use, against any NATS server:
 //
