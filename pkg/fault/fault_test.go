@@ -3,6 +3,7 @@ package fault
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -265,5 +266,48 @@ func TestPartitionCutsAcross(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A subscriber that is down (a crash) gets nothing in its window: no delivery, no gap notice;
+// what was due is counted lost, and the other subscribers get the message as usual.
+func TestOutboxReceiverDown(t *testing.T) {
+	spec := &scenario.FaultsSpec{Crashes: []scenario.Crash{{Proc: "agent.1", Episode: 2, Step: 3, Restart: 5}}}
+	in, err := New(spec, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob := NewOutbox([]*Link{in.Link("agent.0", "agent.1", "agent.0.y"), in.Link("agent.0", "agent.2", "agent.0.y")})
+	if ob.Clear() {
+		t.Fatal("an outbox with a crashing subscriber is not clear")
+	}
+	for _, ep := range []int{1, 2} {
+		ob.Begin(ep)
+		for st := 0; st < 8; st++ {
+			got := map[int]bool{}
+			ob.Release(st, []float64{float64(st)}, func(d *Delivery) {
+				if d.Gap {
+					t.Fatalf("episode %d step %d: unexpected gap to %d", ep, st, d.To)
+				}
+				if d.To == Broadcast {
+					for k := 0; k < 2; k++ {
+						if !slices.Contains(d.Except, k) {
+							got[k] = true
+						}
+					}
+					return
+				}
+				got[d.To] = true
+			})
+			down := ep == 2 && st >= 3 && st < 5
+			if got[0] == down || !got[1] {
+				t.Fatalf("episode %d step %d: delivered to agent.1 %v, agent.2 %v (down %v)", ep, st, got[0], got[1], down)
+			}
+		}
+		ob.End()
+	}
+	st := ob.Stats()
+	if st[0].Lost != 2 || st[1].Lost != 0 || st[0].Sent != 16 {
+		t.Fatalf("counters %+v", st)
 	}
 }
