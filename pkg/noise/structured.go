@@ -92,6 +92,11 @@ func (s *StructuredStream) Reset(rnd *rand.Rand) {
 	for k := range s.eta {
 		s.eta[k] = s.draw(rnd)
 	}
+	s.start()
+}
+
+// start sets z(0) = S eta and t = 0 for the draw in s.eta.
+func (s *StructuredStream) start() {
 	r := s.r
 	for i := range s.z {
 		row := s.s[i*r : i*r+r]
@@ -113,17 +118,7 @@ func (s *StructuredStream) SetEta(eta []float64) error {
 		return fmt.Errorf("noise: structured: eta has %d values, want %d", len(eta), s.r)
 	}
 	copy(s.eta, eta)
-	r := s.r
-	for i := range s.z {
-		row := s.s[i*r : i*r+r]
-		var acc float64
-		for k, v := range row {
-			acc += v * s.eta[k]
-		}
-		s.z[i] = acc
-	}
-	s.t = 0
-	s.ready = true
+	s.start()
 	return nil
 }
 

@@ -180,6 +180,32 @@ func (d *decoder) durationIn(n *yaml.Node, path string, lo, hi time.Duration) (t
 	return 0, false
 }
 
+// stepPoint decodes the episode (default 0) and step (default 0, below steps when known) of a
+// mapping.
+func (d *decoder) stepPoint(f *fields, steps int) (StepPoint, bool) {
+	var sp StepPoint
+	good := true
+	if en := f.get("episode"); en != nil {
+		if v, ok := d.intIn(en, f.sub("episode"), 0, 1<<31-1, ""); ok {
+			sp.Episode = v
+		} else {
+			good = false
+		}
+	}
+	hi := int64(1<<31 - 1)
+	if steps > 0 {
+		hi = int64(steps - 1)
+	}
+	if sn := f.get("step"); sn != nil {
+		if v, ok := d.intIn(sn, f.sub("step"), 0, hi, " (a step of the episode)"); ok {
+			sp.Step = v
+		} else {
+			good = false
+		}
+	}
+	return sp, good
+}
+
 // processFaults decodes crashes, partitions, server_restarts and proxies into out.
 func (d *decoder) processFaults(f *fields, out *FaultsSpec, kind Kind, steps, graphN int) {
 	seen := map[string]string{}
@@ -346,25 +372,8 @@ func (d *decoder) processFaults(f *fields, out *FaultsSpec, kind Kind, steps, gr
 			return
 		}
 		r := ServerRestart{Down: time.Second}
-		good := true
-		if en := rf.get("episode"); en != nil {
-			if v, ok := d.intIn(en, rf.sub("episode"), 0, 1<<31-1, ""); ok {
-				r.Episode = v
-			} else {
-				good = false
-			}
-		}
-		hi := int64(1<<31 - 1)
-		if steps > 0 {
-			hi = int64(steps - 1)
-		}
-		if sn := rf.get("step"); sn != nil {
-			if v, ok := d.intIn(sn, rf.sub("step"), 0, hi, " (a step of the episode)"); ok {
-				r.Step = v
-			} else {
-				good = false
-			}
-		}
+		at, good := d.stepPoint(rf, steps)
+		r.Episode, r.Step = at.Episode, at.Step
 		if dn := rf.get("down"); dn != nil {
 			if v, ok := d.durationIn(dn, rf.sub("down"), time.Millisecond, time.Minute); ok {
 				r.Down = v
@@ -417,25 +426,8 @@ func (d *decoder) processFaults(f *fields, out *FaultsSpec, kind Kind, steps, gr
 				good = false
 				return
 			}
-			var sp StepPoint
-			if en := rf.get("episode"); en != nil {
-				if v, ok := d.intIn(en, rf.sub("episode"), 0, 1<<31-1, ""); ok {
-					sp.Episode = v
-				} else {
-					good = false
-				}
-			}
-			hi := int64(1<<31 - 1)
-			if steps > 0 {
-				hi = int64(steps - 1)
-			}
-			if sn := rf.get("step"); sn != nil {
-				if v, ok := d.intIn(sn, rf.sub("step"), 0, hi, " (a step of the episode)"); ok {
-					sp.Step = v
-				} else {
-					good = false
-				}
-			}
+			sp, ok := d.stepPoint(rf, steps)
+			good = good && ok
 			x.Resets = append(x.Resets, sp)
 		})
 		if good && x.Jitter > x.Latency {

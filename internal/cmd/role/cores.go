@@ -298,11 +298,17 @@ func (r *coreRunner) episode(n *node, st episodeStart) error {
 	if err := r.beginFiles(n); err != nil {
 		return err
 	}
-	r.tr.begin(st.ep)
-	r.pace.begin(gridOrigin(st))
+	return r.drive(n, st.ep, gridOrigin(st), func() error { return r.drv.Episode(st.ep, st.x0, nil) })
+}
+
+// drive runs episode ep on the driver (run: from its start, or resumed) with the tick grid
+// at origin, and makes its records durable.
+func (r *coreRunner) drive(n *node, ep int, origin time.Time, run func() error) error {
+	r.tr.begin(ep)
+	r.pace.begin(origin)
 	r.epStart = time.Now()
 	forced := r.drv.Forced()
-	err := r.drv.Episode(st.ep, st.x0, nil)
+	err := run()
 	n.clock.MissN(r.drv.Forced() - forced)
 	if eerr := r.tr.end(); err == nil {
 		err = eerr

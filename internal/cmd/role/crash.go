@@ -214,24 +214,8 @@ func (r *coreRunner) resume(n *node) (int, error) {
 // resumeEpisode finishes the checkpoint's episode: the transport begins it without a new
 // begin of the outboxes' counters, the driver resumes the restored cores.
 func (r *coreRunner) resumeEpisode(n *node, ck *Checkpoint) error {
-	r.tr.begin(ck.Episode) // the outboxes keep the restored counters
-	r.pace.begin(time.Now())
-	r.epStart = time.Now()
-	forced := r.drv.Forced()
-	err := r.drv.Resume(nil)
-	n.clock.MissN(r.drv.Forced() - forced)
-	if eerr := r.tr.end(); err == nil {
-		err = eerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := r.endFiles(n); err != nil {
-		return err
-	}
-	n.res.Steps += n.steps
-	n.res.Records = r.count()
-	return nil
+	// the outboxes keep the restored counters
+	return r.drive(n, ck.Episode, time.Now(), func() error { return r.drv.Resume(nil) })
 }
 
 // rejoins tracks the ctl.rejoin of restarted peers: what is due to a peer from its restart
