@@ -3,6 +3,7 @@ package scenario
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -112,4 +113,38 @@ func TestShippedFaultScenarios(t *testing.T) {
 		l := last.Faults.Links[0]
 		assert.True(t, l.Delay > 0 || l.Drop > 0, "%s: the last point's rule is not idle", name)
 	}
+}
+
+// Every key of the process, server and network faults decodes into its field.
+func TestProcessFaultsDecode(t *testing.T) {
+	src := faultsBase + `faults:
+  crashes:
+    - {proc: agent.1, episode: 2, step: 4, restart: 9}
+    - {proc: agent.2, episode: all, step: 1, restart: 3, noise: redraw}
+  partitions:
+    - {name: cut, agents: [0, 1], window: [5, 8]}
+  server_restarts:
+    - {episode: 1, step: 7, down: 250ms}
+    - {}
+  proxies:
+    - {proc: agent.0, latency: 20ms, jitter: 5ms, bandwidth: 100, resets: [{episode: 1, step: 3}]}
+`
+	s, err := Parse([]byte(src), "f.yaml")
+	require.NoError(t, err)
+	f := s.Faults
+	require.Equal(t, []Crash{{Proc: "agent.1", Episode: 2, Step: 4, Restart: 9, Noise: NoiseResume},
+		{Proc: "agent.2", Episode: EveryEpisode, Step: 1, Restart: 3, Noise: NoiseRedraw}}, f.Crashes)
+	require.True(t, f.Crashes[1].Down(7, 2) && !f.Crashes[1].Down(7, 3) && !f.Crashes[0].Down(1, 5) && f.Crashes[0].Down(2, 8))
+	require.Equal(t, []Partition{{Name: "cut", Side: []int{0, 1}, Window: StepWindow{From: 5, To: 8}}}, f.Partitions)
+	require.Equal(t, []ServerRestart{{Episode: 1, Step: 7, Down: 250 * time.Millisecond}, {Down: time.Second}}, f.ServerRestarts)
+	require.Equal(t, []Proxy{{Proc: "agent.0", Latency: 20 * time.Millisecond, Jitter: 5 * time.Millisecond, Bandwidth: 100,
+		Resets: []StepPoint{{Episode: 1, Step: 3}}}}, f.Proxies)
+	require.True(t, f.Active(), "a partition is a link fault")
+	require.Same(t, &f.Crashes[1], f.CrashOf("agent.2", 12))
+	require.Nil(t, f.CrashOf("agent.1", 1))
+	c := f.Clone()
+	c.Partitions[0].Side[0] = 9
+	c.Proxies[0].Resets[0].Step = 99
+	require.Equal(t, 0, s.Faults.Partitions[0].Side[0], "Clone copies deeply")
+	require.Equal(t, 3, s.Faults.Proxies[0].Resets[0].Step)
 }
