@@ -42,6 +42,7 @@ type coreRunner struct {
 	keepEnd  int64
 	keeping  bool
 	epStart  time.Time // when the episode in progress began (busy time of a checkpoint)
+	syncing  chan error // the background fsync of the last finished episode (nil: none)
 
 	// the injector's record of this process's messages (<name>.faults.jsonl)
 	ffile *os.File
@@ -221,22 +222,27 @@ func (r *coreRunner) beginFiles(n *node) error {
 }
 
 // endFiles makes the episode's records durable: every file this process writes is flushed
-// and fsync'd once per episode, so a crash (even SIGKILL followed by a power cut) loses no
-// finished episode.
+// to the kernel at once (a killed process loses no finished episode) and fsync'd once per
+// episode (a power cut loses at most the episode in progress). The fsync runs in the
+// background while the next episode goes on - the flush is what the launcher reads - and the
+// next episode's fsync waits for it; finish waits for the last one.
 func (r *coreRunner) endFiles(n *node) error {
 	r.finished++
-	if err := syncWriter(r.flush, r.file); err != nil {
+	if err := r.flush(); err != nil {
 		return fmt.Errorf("trace file: %w", err)
 	}
 	if r.fw != nil {
-		if err := syncWriter(r.fw.Flush, r.ffile); err != nil {
+		if err := r.fw.Flush(); err != nil {
 			return fmt.Errorf("fault log: %w", err)
 		}
 	}
 	if r.tw != nil {
-		if err := syncWriter(r.tw.Flush, r.tfile); err != nil {
+		if err := r.tw.Flush(); err != nil {
 			return fmt.Errorf("transcript: %w", err)
 		}
+	}
+	if err := r.syncFiles(); err != nil {
+		return err
 	}
 	if r.keepEnd < 0 && r.finished == n.cfg.KeepEpisodes {
 		end, err := r.file.Seek(0, io.SeekCurrent)
@@ -246,6 +252,41 @@ func (r *coreRunner) endFiles(n *node) error {
 		r.keepEnd = end
 	}
 	return nil
+}
+
+// syncFiles starts the fsync of this episode's files in the background, after the previous
+// one finished (its error, if any, is returned now).
+func (r *coreRunner) syncFiles() error {
+	err := r.waitSync()
+	files := []*os.File{r.file}
+	if r.ffile != nil {
+		files = append(files, r.ffile)
+	}
+	if r.tfile != nil {
+		files = append(files, r.tfile)
+	}
+	done := make(chan error, 1)
+	r.syncing = done
+	go func() {
+		var first error
+		for _, f := range files {
+			if err := f.Sync(); err != nil && first == nil {
+				first = fmt.Errorf("fsync %s: %w", f.Name(), err)
+			}
+		}
+		done <- first
+	}()
+	return err
+}
+
+// waitSync waits for the background fsync in progress (nil: none) and returns its error.
+func (r *coreRunner) waitSync() error {
+	if r.syncing == nil {
+		return nil
+	}
+	err := <-r.syncing
+	r.syncing = nil
+	return err
 }
 
 // syncWriter flushes a buffered writer into f and fsyncs f.
@@ -392,6 +433,7 @@ func (r *coreRunner) tap(subject string, data []byte) {
 }
 
 func (r *coreRunner) finish(n *node) error {
+	serr := r.waitSync()
 	if r.tr != nil {
 		r.tr.close()
 		n.res.Links = r.linkStats()
@@ -402,7 +444,7 @@ func (r *coreRunner) finish(n *node) error {
 	var err error
 	if r.ffile != nil {
 		err = r.ferr
-		if ferr := r.fw.Flush(); err == nil {
+		if ferr := syncWriter(r.fw.Flush, r.ffile); err == nil {
 			err = ferr
 		}
 		if cerr := r.ffile.Close(); err == nil {
@@ -420,7 +462,7 @@ func (r *coreRunner) finish(n *node) error {
 		n.res.Messages = r.msgs
 	}
 	if r.tw != nil {
-		terr := r.tw.Flush()
+		terr := syncWriter(r.tw.Flush, r.tfile)
 		if cerr := r.tfile.Close(); terr == nil {
 			terr = cerr
 		}
@@ -440,6 +482,9 @@ func (r *coreRunner) finish(n *node) error {
 	if cerr := closeTrace(n, tw, r.file); err == nil {
 		err = cerr
 	}
+	if err == nil && serr != nil {
+		err = serr
+	}
 	return err
 }
 
@@ -454,7 +499,7 @@ func closeTrace(n *node, tw flusher, f *os.File) error {
 	}
 	var err error
 	if tw != nil {
-		err = tw.Flush()
+		err = syncWriter(tw.Flush, f)
 		n.res.Records = tw.Count()
 	}
 	if cerr := f.Close(); err == nil {
