@@ -267,3 +267,20 @@ func TestToxiproxyLatency(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(rep), "toxiproxy: latency 8ms +- 6ms")
 }
+
+// Crashes need lockstep and one agent per process; server restarts the embedded server: each
+// refusal names the scenario and the reason, before any process starts.
+func TestProcessFaultsRefused(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", scenarioPath("faults-agent-crash"), "--mode", "realtime", "--period", "10ms"}, "faults.crashes needs lockstep mode"},
+		{[]string{"run", scenarioPath("faults-agent-crash"), "--agents-per-process", "2"}, "--agents-per-process 1"},
+		{[]string{"run", scenarioPath("faults-nats-restart"), "--nats-url", "nats://127.0.0.1:1"}, "run without --nats-url"},
+	} {
+		code, _, stderr := runDpsim(t, 30*time.Second, append(c.args, "--out", t.TempDir())...)
+		require.NotEqual(t, 0, code, c.args)
+		require.Contains(t, stderr, c.want, c.args)
+	}
+}
