@@ -41,7 +41,7 @@ type coreRunner struct {
 	finished int
 	keepEnd  int64
 	keeping  bool
-	epStart  time.Time // when the episode in progress began (busy time of a checkpoint)
+	epStart  time.Time  // when the episode in progress began (busy time of a checkpoint)
 	syncing  chan error // the background fsync of the last finished episode (nil: none)
 
 	// the injector's record of this process's messages (<name>.faults.jsonl)
