@@ -27,7 +27,8 @@ import (
 // for it while it is down (the outage is in the scenario: their missing-input rules apply at
 // once), and they hold what is due to it from its restart step until they hear its rejoin.
 //
-// The checkpoint is a JSON file, <out>/<name>.checkpoint.json, written atomically (temporary
+// The checkpoint is a JSON file, <out>/<name>.checkpoint.json (mode 0600: it holds the noise
+// draw; the successor removes it once restored), written atomically (temporary
 // file, fsync, rename, directory fsync): dpsim does not need JetStream, and a file works with
 // any server.
 
@@ -199,6 +200,10 @@ func (r *coreRunner) resume(n *node) (int, error) {
 	}
 	if err := r.restoreFrom(n, ck); err != nil {
 		return 0, err
+	}
+	// The checkpoint holds the episode's noise draw, a secret: it is gone once restored.
+	if err := os.Remove(filepath.Join(n.cfg.Out, CheckpointFile(n.cfg.Name()))); err != nil {
+		n.log.Warn().Err(err).Msg("remove the restored checkpoint")
 	}
 	n.log.Warn().Int("episode", ck.Episode).Int("step", ck.Step).Int("restart", ck.Restart).Msg("faults: restarted from the checkpoint")
 	rejoin := bus.RejoinMessage(n.cfg.Run, n.sender, ck.Episode, ck.Restart, os.Getpid())
