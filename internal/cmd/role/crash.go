@@ -111,6 +111,11 @@ func (r *coreRunner) crash(n *node, c sim.Core) error {
 			return fmt.Errorf("crash: fault log: %w", err)
 		}
 	}
+	// What the core released before its crash point (the cloud's u(t) of the step before) is
+	// part of the run: it must be on the wire before the kill, not in the client's buffer.
+	if err := n.flush(); err != nil {
+		return fmt.Errorf("crash: %w", err)
+	}
 	data, err := json.Marshal(ck)
 	if err != nil {
 		return fmt.Errorf("crash: checkpoint: %w", err)
