@@ -32,6 +32,9 @@ type EmbeddedOptions struct {
 	ServerName   string        // default "dpsim-embedded"
 	ReadyTimeout time.Duration // how long to wait for the server to accept clients; default 5 s
 	MaxPayload   int32         // default the server's (1 MB)
+	// Users, when set, are the only clients the server accepts, each with its subject
+	// permissions (see User); a client without credentials is refused.
+	Users []User
 }
 
 // Embedded is a running in-process NATS server.
@@ -71,6 +74,9 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		JetStream:  opts.JetStream,
 		StoreDir:   opts.StoreDir,
 		MaxPayload: opts.MaxPayload,
+	}
+	for _, u := range opts.Users {
+		sopts.Users = append(sopts.Users, u.serverUser())
 	}
 	srv, err := server.NewServer(sopts)
 	if err != nil {

@@ -185,7 +185,7 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 		go n.watchParent(cfg.ParentPID)
 	}
 
-	conn, err := bus.Connect(cfg.NATSURL, "dpsim-"+cfg.Name(), bus.WithEncoding(cfg.Encoding),
+	conn, err := bus.Connect(cfg.NATSURL, "dpsim-"+cfg.Name(), bus.WithEncoding(cfg.Encoding), bus.WithEnvUser(),
 		bus.WithReconnect(40, 250*time.Millisecond),
 		bus.WithEvents(n.connEvent))
 	if err != nil {

@@ -611,9 +611,25 @@ func (l *launcher) runFast(ctx context.Context) error {
 func (l *launcher) runNATS(ctx context.Context) error {
 	url := bus.ResolveURL(l.o.NATSURL)
 	var srv *bus.Embedded
+	// The embedded server accepts only the run's processes and its launcher, each with the
+	// subject permissions of its role.
+	users := make([]map[string]bus.User, len(l.plans))
+	launchers := make([]*bus.User, len(l.plans))
 	if url == "" {
+		var all []bus.User
+		for k, p := range l.plans {
+			u, lu, err := RunUsers(p, l.pointRunID(k), l.o.AgentsPerProcess)
+			if err != nil {
+				return err
+			}
+			users[k], launchers[k] = u, &lu
+			all = append(all, lu)
+			for _, x := range u {
+				all = append(all, x)
+			}
+		}
 		var err error
-		if srv, err = bus.StartEmbedded(bus.EmbeddedOptions{}); err != nil {
+		if srv, err = bus.StartEmbedded(bus.EmbeddedOptions{Users: all}); err != nil {
 			return err
 		}
 		defer srv.Shutdown()
@@ -629,16 +645,15 @@ func (l *launcher) runNATS(ctx context.Context) error {
 	var steps int
 	var busy time.Duration
 	for k, p := range l.plans {
-		runID, dir := l.o.RunID, filepath.Join(l.o.Out, "procs")
+		runID, dir := l.pointRunID(k), filepath.Join(l.o.Out, "procs")
 		if len(l.plans) > 1 {
-			runID += fmt.Sprintf("-p%d", k)
 			dir = filepath.Join(dir, fmt.Sprintf("p%02d", k))
 		}
 		n, el, err := l.runPoint(ctx, k, p, SessionConfig{
 			Exe: exe, ScenarioPath: l.o.ScenarioPath, Point: k, Plan: p, Seed: l.o.Seed, URL: url, Run: runID,
 			Dir: dir, Mode: l.o.Mode, Period: l.o.Period, Timeout: l.o.Timeout, AgentsPerProcess: l.o.AgentsPerProcess,
 			Encoding: l.o.Encoding, LogLevel: l.o.LogLevel, Transcript: l.o.Transcript, GOMAXPROCS: l.o.ChildProcs, Log: l.log,
-			Server: srv, Timeline: l.tl, PointIndex: k,
+			Server: srv, Timeline: l.tl, PointIndex: k, Users: users[k], Launcher: launchers[k],
 		})
 		steps += n * p.Steps
 		busy += el
@@ -650,6 +665,14 @@ func (l *launcher) runNATS(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// pointRunID is the run id of point k: --run-id, with -p<k> in a sweep.
+func (l *launcher) pointRunID(k int) string {
+	if len(l.plans) > 1 {
+		return fmt.Sprintf("%s-p%d", l.o.RunID, k)
+	}
+	return l.o.RunID
 }
 
 // runPoint runs one point's episodes over its processes and collects their results.

@@ -73,6 +73,32 @@ type SessionConfig struct {
 	Server     *bus.Embedded
 	Timeline   *timeline
 	PointIndex int
+	// Users are the credentials of the processes by sender name ("plant.0"; an agent host
+	// under its first agent) and Launcher the launcher's, on a server with permissions
+	// (nil: none). A child gets its own through its environment, never its argv.
+	Users    map[string]bus.User
+	Launcher *bus.User
+}
+
+// RunUsers returns the users of a run's processes (by sender name) and of its launcher, each
+// with its role's subject permissions (bus.Subjects.RolePermissions).
+func RunUsers(p *plan.Plan, run string, perProc int) (map[string]bus.User, bus.User, error) {
+	subj, err := bus.NewSubjects(run)
+	if err != nil {
+		return nil, bus.User{}, err
+	}
+	users := map[string]bus.User{}
+	for _, pr := range plannedProcs(p, perProc) {
+		pub, sub := subj.RolePermissions(pr.Role, pr.ID, pr.LastAgent)
+		u, err := bus.NewUser(bus.UserName(run, pr.Role, pr.ID), pub, sub)
+		if err != nil {
+			return nil, bus.User{}, err
+		}
+		users[bus.SenderName(pr.Role, pr.ID)] = u
+	}
+	pub, sub := subj.LauncherPermissions()
+	l, err := bus.NewUser(run+"-launcher", pub, sub)
+	return users, l, err
 }
 
 // Proc is one child process.
@@ -256,7 +282,11 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	}
 	s.events = make(chan ctlEvent, 4*len(s.procs)+16)
 	s.exits = make(chan *Proc, len(s.procs))
-	if s.conn, err = bus.Connect(cfg.URL, "dpsim-launcher-"+cfg.Run); err != nil {
+	var auth []bus.Option
+	if cfg.Launcher != nil {
+		auth = append(auth, bus.WithUser(cfg.Launcher.Name, cfg.Launcher.Password))
+	}
+	if s.conn, err = bus.Connect(cfg.URL, "dpsim-launcher-"+cfg.Run, auth...); err != nil {
 		return nil, err
 	}
 	if err := s.subscribe(); err != nil {
@@ -493,6 +523,9 @@ func (s *Session) spawnWith(p *Proc, resume bool) error {
 	p.cmd.Env = os.Environ()
 	if s.cfg.GOMAXPROCS > 0 {
 		p.cmd.Env = append(p.cmd.Env, "GOMAXPROCS="+strconv.Itoa(s.cfg.GOMAXPROCS))
+	}
+	if u, ok := s.cfg.Users[bus.SenderName(p.Role, p.ID)]; ok {
+		p.cmd.Env = append(p.cmd.Env, u.Env()...) // the credentials: never in argv
 	}
 	setProcAttr(p.cmd)
 	p.exited = make(chan struct{})

@@ -1,0 +1,114 @@
+package bus
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// The bus is not an open door. An embedded server of a run knows one user per process
+// (and one for the launcher), each with a random password and the subject permissions of
+// its role - NATS's own per-user permissions (server.Options.Users), not a check of dpsim's:
+//
+//	role          publish                                     subscribe
+//	plant.<id>    plant.<id>.yhat, its ctl ready/done/result/rejoin   cloud.<id>.u, ctl.episode, ctl.stop, ctl.rejoin.>, the challenger's x0
+//	cloud.<id>    cloud.<id>.u, its ctl words                 plant.<id>.yhat, ctl.episode, ctl.stop, ctl.rejoin.>
+//	agent.<i>..j  agent.<i..j>.y, its ctl words               agent.*.y, ctl.episode, ctl.stop, ctl.rejoin.>, the challenger's x0
+//	eavesdropper  its ctl ready/done/result only              dpsim.<run>.>  (not the challenger's line)
+//	launcher      ctl.episode, ctl.stop, the challenger's x0  dpsim.<run>.>
+//
+// (subjects below dpsim.<run>.). A client without credentials is refused. The credentials
+// reach a child process through its environment (EnvUser, EnvPassword), never its argv.
+
+// Environment variables that carry a process's NATS credentials.
+const (
+	EnvUser     = "DPSIM_NATS_USER"
+	EnvPassword = "DPSIM_NATS_PASSWORD"
+)
+
+// User is one account of an embedded server: its credentials and permissions.
+type User struct {
+	Name, Password string
+	Publish        []string
+	Subscribe      []string
+}
+
+// NewUser returns a user with a random 128-bit password.
+func NewUser(name string, pub, sub []string) (User, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return User{}, fmt.Errorf("bus: password for %s: %w", name, err)
+	}
+	return User{Name: name, Password: base64.RawURLEncoding.EncodeToString(b), Publish: pub, Subscribe: sub}, nil
+}
+
+// Env returns the environment entries that hand u's credentials to a child process.
+func (u User) Env() []string { return []string{EnvUser + "=" + u.Name, EnvPassword + "=" + u.Password} }
+
+// serverUser is u in the server's options.
+func (u User) serverUser() *server.User {
+	return &server.User{Username: u.Name, Password: u.Password, Permissions: &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: u.Publish},
+		Subscribe: &server.SubjectPermission{Allow: u.Subscribe},
+	}}
+}
+
+// UserName is the account name of a process of a run: "<run>-<role>-<id>".
+func UserName(run string, role Role, id int) string { return run + "-" + string(role) + "-" + strconv.Itoa(id) }
+
+// ctlWords are the coordination words a process publishes under its own name.
+var ctlWords = []string{CtlReady, CtlDone, CtlResult, CtlRejoin}
+
+// RolePermissions returns what a process of role publishes and subscribes: id is its id (the
+// first agent it hosts), last its last agent (= id for one).
+func (s Subjects) RolePermissions(role Role, id, last int) (pub, sub []string) {
+	for _, w := range ctlWords {
+		if role == RoleEavesdropper && w == CtlRejoin {
+			continue
+		}
+		pub = append(pub, s.ctlRole(w, role, id))
+	}
+	common := []string{s.CtlEpisode(), s.CtlStop(), s.AllCtlWord(CtlRejoin)}
+	switch role {
+	case RolePlant:
+		pub = append(pub, s.PlantYhat(id))
+		sub = append(append(sub, s.CloudU(id), s.ChallengerX0()), common...)
+	case RoleCloud:
+		pub = append(pub, s.CloudU(id))
+		sub = append(sub, s.PlantYhat(id))
+		sub = append(sub, common...)
+	case RoleAgent:
+		for i := id; i <= last; i++ {
+			pub = append(pub, s.AgentY(i))
+		}
+		sub = append(append(sub, s.AllAgentY(), s.ChallengerX0()), common...)
+	case RoleEavesdropper:
+		sub = []string{s.All()}
+	}
+	return pub, sub
+}
+
+// LauncherPermissions returns what the launcher of a run publishes and subscribes.
+func (s Subjects) LauncherPermissions() (pub, sub []string) {
+	return []string{s.CtlEpisode(), s.CtlStop(), s.CtlStart(), s.ChallengerX0()}, []string{s.All()}
+}
+
+// WithUser connects with a user name and password (an embedded server with permissions).
+func WithUser(name, password string) Option {
+	return func(c *connConfig) { c.natsOpts = append(c.natsOpts, nats.UserInfo(name, password)) }
+}
+
+// WithEnvUser connects with the credentials of the environment (EnvUser, EnvPassword), when
+// set: what a launcher hands its children.
+func WithEnvUser() Option {
+	return func(c *connConfig) {
+		if u := os.Getenv(EnvUser); u != "" {
+			c.natsOpts = append(c.natsOpts, nats.UserInfo(u, os.Getenv(EnvPassword)))
+		}
+	}
+}

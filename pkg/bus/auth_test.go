@@ -1,0 +1,191 @@
+package bus
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+)
+
+// authServer starts an embedded server with the users of a cloud-control and a consensus
+// run's roles, and an all-seeing observer (the test's own eyes, not a dpsim role).
+func authServer(t *testing.T, run string) (*Embedded, map[string]User) {
+	t.Helper()
+	s, err := NewSubjects(run)
+	require.NoError(t, err)
+	users := map[string]User{}
+	add := func(key string, role Role, id, last int) {
+		pub, sub := s.RolePermissions(role, id, last)
+		u, err := NewUser(UserName(run, role, id), pub, sub)
+		require.NoError(t, err)
+		users[key] = u
+	}
+	add("plant", RolePlant, 0, 0)
+	add("cloud", RoleCloud, 0, 0)
+	add("agent", RoleAgent, 2, 3)
+	add("eve", RoleEavesdropper, 0, 0)
+	pub, sub := s.LauncherPermissions()
+	l, err := NewUser(run+"-launcher", pub, sub)
+	require.NoError(t, err)
+	users["launcher"] = l
+	obs, err := NewUser("observer", []string{">"}, []string{">"})
+	require.NoError(t, err)
+	users["observer"] = obs
+	var all []User
+	for _, u := range users {
+		all = append(all, u)
+	}
+	srv, err := StartEmbedded(EmbeddedOptions{Users: all})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	return srv, users
+}
+
+// client connects as u and records the permission violations the server reports.
+type client struct {
+	nc   *nats.Conn
+	mu   sync.Mutex
+	errs []string
+}
+
+func connectAs(t *testing.T, url string, u User) *client {
+	t.Helper()
+	c := &client{}
+	nc, err := nats.Connect(url, nats.UserInfo(u.Name, u.Password), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		c.mu.Lock()
+		c.errs = append(c.errs, err.Error())
+		c.mu.Unlock()
+	}))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	c.nc = nc
+	return c
+}
+
+func (c *client) violations() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.errs, "\n")
+}
+
+// received subscribes subject as c and reports whether msg arrives after publish ran.
+func received(t *testing.T, c *client, subject string, publish func()) bool {
+	t.Helper()
+	got := make(chan struct{}, 1)
+	sub, err := c.nc.Subscribe(subject, func(*nats.Msg) {
+		select {
+		case got <- struct{}{}:
+		default:
+		}
+	})
+	require.NoError(t, err)
+	defer sub.Unsubscribe()
+	require.NoError(t, c.nc.Flush())
+	publish()
+	select {
+	case <-got:
+		return true
+	case <-time.After(300 * time.Millisecond):
+		return false
+	}
+}
+
+// A client without credentials (or with a wrong password) is refused.
+func TestUnauthenticatedRefused(t *testing.T) {
+	srv, users := authServer(t, "sec1")
+	_, err := nats.Connect(srv.URL())
+	require.Error(t, err)
+	require.Contains(t, strings.ToLower(err.Error()), "authorization")
+	_, err = nats.Connect(srv.URL(), nats.UserInfo(users["plant"].Name, "wrong"))
+	require.Error(t, err)
+	_, err = Connect(srv.URL(), "anon", WithReconnect(0, time.Millisecond))
+	require.Error(t, err)
+}
+
+// Each role may publish its own subjects only, and subscribe only what it needs; what is
+// forbidden is refused by the server (a permissions violation) and never delivered.
+func TestRolePermissions(t *testing.T) {
+	const run = "sec2"
+	srv, users := authServer(t, run)
+	s, _ := NewSubjects(run)
+	obs := connectAs(t, srv.URL(), users["observer"])
+	cases := []struct {
+		user           string
+		allowed        []string // publish: must arrive
+		forbiddenPub   []string // publish: refused
+		forbiddenSub   []string // subscribe: refused
+		allowedSubject string   // subscribe: allowed
+	}{
+		{"plant", []string{s.PlantYhat(0), s.CtlReady(RolePlant, 0)},
+			[]string{s.CloudU(0), s.CtlStop(), s.CtlEpisode(), s.AgentY(1), s.CtlReady(RoleCloud, 0), s.ChallengerX0()},
+			[]string{s.All(), s.AgentY(0)}, s.CloudU(0)},
+		{"cloud", []string{s.CloudU(0), s.CtlDone(RoleCloud, 0)},
+			[]string{s.PlantYhat(0), s.CtlStop(), s.CtlDone(RolePlant, 0)},
+			[]string{s.ChallengerX0(), s.All()}, s.PlantYhat(0)},
+		{"agent", []string{s.AgentY(2), s.AgentY(3), s.CtlResult(RoleAgent, 2)},
+			[]string{s.AgentY(1), s.AgentY(4), s.CtlEpisode(), s.CtlDone(RoleAgent, 3)},
+			[]string{s.All(), s.CloudU(0)}, s.AllAgentY()},
+		{"eve", []string{s.CtlReady(RoleEavesdropper, 0)},
+			[]string{s.PlantYhat(0), s.AgentY(0), s.CtlStop(), s.CtlEpisode(), s.CtlRejoin(RoleEavesdropper, 0)},
+			[]string{s.ChallengerX0(), ChallengerPrefix + ">", ">"}, s.All()},
+		{"launcher", []string{s.CtlEpisode(), s.CtlStop(), s.ChallengerX0()},
+			[]string{s.PlantYhat(0), s.CtlDone(RolePlant, 0)},
+			[]string{ChallengerPrefix + ">"}, s.All()},
+	}
+	for _, c := range cases {
+		t.Run(c.user, func(t *testing.T) {
+			cl := connectAs(t, srv.URL(), users[c.user])
+			for _, subj := range c.allowed {
+				require.True(t, received(t, obs, subj, func() { require.NoError(t, cl.nc.Publish(subj, []byte("ok"))); require.NoError(t, cl.nc.Flush()) }),
+					"%s may publish %s", c.user, subj)
+			}
+			for _, subj := range c.forbiddenPub {
+				require.False(t, received(t, obs, subj, func() { _ = cl.nc.Publish(subj, []byte("forged")); _ = cl.nc.Flush() }),
+					"%s must not publish %s", c.user, subj)
+				require.Eventually(t, func() bool { return strings.Contains(cl.violations(), `Publish to "`+subj+`"`) },
+					2*time.Second, 10*time.Millisecond, "%s: no violation reported for %s: %s", c.user, subj, cl.violations())
+			}
+			for _, subj := range c.forbiddenSub {
+				pub := obs
+				require.False(t, received(t, cl, subj, func() { _ = pub.nc.Publish(strings.ReplaceAll(strings.ReplaceAll(subj, ">", "x"), "*", "x"), []byte("secret")); _ = pub.nc.Flush() }),
+					"%s must not receive on %s", c.user, subj)
+				require.Eventually(t, func() bool { return strings.Contains(cl.violations(), `Subscription to "`+subj+`"`) },
+					2*time.Second, 10*time.Millisecond, "%s: no violation reported for subscribing %s: %s", c.user, subj, cl.violations())
+			}
+			probe := strings.ReplaceAll(c.allowedSubject, "*", "7")
+			probe = strings.ReplaceAll(probe, ">", "plant.0.yhat")
+			require.True(t, received(t, cl, c.allowedSubject, func() { require.NoError(t, obs.nc.Publish(probe, []byte("x"))); require.NoError(t, obs.nc.Flush()) }),
+				"%s may subscribe %s", c.user, c.allowedSubject)
+		})
+	}
+}
+
+// The audit's secret never reaches the eavesdropper, even when it subscribes to everything:
+// the challenger's line is outside dpsim.>, and the server refuses it '>'.
+func TestChallengerSecretNotForEavesdropper(t *testing.T) {
+	const run = "sec3"
+	srv, users := authServer(t, run)
+	s, _ := NewSubjects(run)
+	eve := connectAs(t, srv.URL(), users["eve"])
+	plant := connectAs(t, srv.URL(), users["plant"])
+	launcher := connectAs(t, srv.URL(), users["launcher"])
+	var mu sync.Mutex
+	var seen []string
+	for _, f := range []string{">", s.All(), ChallengerPrefix + ">"} {
+		_, _ = eve.nc.Subscribe(f, func(m *nats.Msg) { mu.Lock(); seen = append(seen, m.Subject); mu.Unlock() })
+	}
+	_ = eve.nc.Flush()
+	require.True(t, received(t, plant, s.ChallengerX0(), func() {
+		require.NoError(t, launcher.nc.Publish(s.ChallengerX0(), []byte(`{"vals":[42]}`)))
+		require.NoError(t, launcher.nc.Flush())
+	}), "the plant gets the challenger's x0")
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, subj := range seen {
+		require.False(t, strings.HasPrefix(subj, ChallengerPrefix), "the eavesdropper saw %s", subj)
+	}
+}
