@@ -59,7 +59,9 @@ func (u User) serverUser() *server.User {
 }
 
 // UserName is the account name of a process of a run: "<run>-<role>-<id>".
-func UserName(run string, role Role, id int) string { return run + "-" + string(role) + "-" + strconv.Itoa(id) }
+func UserName(run string, role Role, id int) string {
+	return run + "-" + string(role) + "-" + strconv.Itoa(id)
+}
 
 // ctlWords are the coordination words a process publishes under its own name.
 var ctlWords = []string{CtlReady, CtlDone, CtlResult, CtlRejoin}

@@ -150,7 +150,10 @@ func TestRolePermissions(t *testing.T) {
 			}
 			for _, subj := range c.forbiddenSub {
 				pub := obs
-				require.False(t, received(t, cl, subj, func() { _ = pub.nc.Publish(strings.ReplaceAll(strings.ReplaceAll(subj, ">", "x"), "*", "x"), []byte("secret")); _ = pub.nc.Flush() }),
+				require.False(t, received(t, cl, subj, func() {
+					_ = pub.nc.Publish(strings.ReplaceAll(strings.ReplaceAll(subj, ">", "x"), "*", "x"), []byte("secret"))
+					_ = pub.nc.Flush()
+				}),
 					"%s must not receive on %s", c.user, subj)
 				require.Eventually(t, func() bool { return strings.Contains(cl.violations(), `Subscription to "`+subj+`"`) },
 					2*time.Second, 10*time.Millisecond, "%s: no violation reported for subscribing %s: %s", c.user, subj, cl.violations())
