@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -100,9 +101,14 @@ func (s Subjects) LauncherPermissions() (pub, sub []string) {
 	return []string{s.CtlEpisode(), s.CtlStop(), s.CtlStart(), s.ChallengerX0()}, []string{s.All()}
 }
 
-// WithUser connects with a user name and password (an embedded server with permissions).
+// WithUser connects with a user name and password (an embedded server with permissions), or
+// with a token (password "").
 func WithUser(name, password string) Option {
-	return func(c *connConfig) { c.natsOpts = append(c.natsOpts, nats.UserInfo(name, password)) }
+	return func(c *connConfig) {
+		if name != "" {
+			c.natsOpts = append(c.natsOpts, credentials(name, password))
+		}
+	}
 }
 
 // WithEnvUser connects with the credentials of the environment (EnvUser, EnvPassword), when
@@ -110,7 +116,48 @@ func WithUser(name, password string) Option {
 func WithEnvUser() Option {
 	return func(c *connConfig) {
 		if u := os.Getenv(EnvUser); u != "" {
-			c.natsOpts = append(c.natsOpts, nats.UserInfo(u, os.Getenv(EnvPassword)))
+			c.natsOpts = append(c.natsOpts, credentials(u, os.Getenv(EnvPassword)))
 		}
 	}
+}
+
+// SplitURL separates the credentials of a NATS URL ("nats://user:password@host:port", or a
+// token as "nats://token@host:port") from the address: clean is the URL without them, safe to
+// print, log and pass in argv; the credentials go through the environment or an option.
+func SplitURL(u string) (clean, user, password string) {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		scheme, rest = "", u
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return u, "", ""
+	}
+	info, host := rest[:at], rest[at+1:]
+	user, password, _ = strings.Cut(info, ":")
+	if scheme != "" {
+		return scheme + "://" + host, user, password
+	}
+	return host, user, password
+}
+
+// RedactURL returns u with its credentials, if any, replaced by "REDACTED".
+func RedactURL(u string) string {
+	clean, user, _ := SplitURL(u)
+	if user == "" {
+		return u
+	}
+	scheme, host, ok := strings.Cut(clean, "://")
+	if !ok {
+		return "REDACTED@" + clean
+	}
+	return scheme + "://REDACTED@" + host
+}
+
+// credentials is the nats option of a user/password pair or of a token (no password).
+func credentials(user, password string) nats.Option {
+	if password == "" {
+		return nats.Token(user)
+	}
+	return nats.UserInfo(user, password)
 }

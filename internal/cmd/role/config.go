@@ -56,6 +56,8 @@ type Config struct {
 	KeepEpisodes int
 	// Resume continues from the process's checkpoint after a crash (faults.crashes).
 	Resume bool
+	// credentials found in --nats-url / $NATS_URL (taken out of NATSURL, never logged)
+	natsUser, natsPassword string
 }
 
 // Name returns the process name (see ProcName).
@@ -133,7 +135,7 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 		modeHelp = "time mode of the run: the eavesdropper never paces itself; in realtime a step whose messages miss the wait is counted as missed (not a failure); default the scenario's transport.mode"
 	}
 	var (
-		natsURL  = fs.String("nats-url", "", "NATS server URL, e.g. nats://127.0.0.1:4222 (default $"+bus.EnvURL+")")
+		natsURL  = fs.String("nats-url", "", "NATS server URL, e.g. nats://127.0.0.1:4222 (default $"+bus.EnvURL+"); credentials come from $"+bus.EnvUser+" and $"+bus.EnvPassword+" (the launcher sets them; credentials written in the URL are taken out of every log and output, but stay visible in this process's argv)")
 		mode     = fs.String("mode", "", modeHelp)
 		encoding = fs.String("encoding", "json", "wire encoding of the messages this process publishes: json or binary (receivers accept both)")
 		seed     string
@@ -174,7 +176,7 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	cfg.NATSURL = bus.ResolveURL(*natsURL)
+	cfg.NATSURL, cfg.natsUser, cfg.natsPassword = bus.SplitURL(bus.ResolveURL(*natsURL))
 	if cfg.NATSURL == "" {
 		return nil, cli.UsageError("no NATS server: pass --nats-url or set $%s", bus.EnvURL)
 	}

@@ -186,6 +186,7 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 	}
 
 	conn, err := bus.Connect(cfg.NATSURL, "dpsim-"+cfg.Name(), bus.WithEncoding(cfg.Encoding), bus.WithEnvUser(),
+		bus.WithUser(cfg.natsUser, cfg.natsPassword),
 		bus.WithReconnect(40, 250*time.Millisecond),
 		bus.WithEvents(n.connEvent))
 	if err != nil {
@@ -205,13 +206,13 @@ func (n *node) connEvent(ev bus.Event) {
 	if n.draining.Load() { // the drain at exit closes the connection: expected
 		lvl = zerolog.DebugLevel
 	}
-	n.log.WithLevel(lvl).Str("event", ev.Kind.String()).Str("url", ev.URL).AnErr("err", ev.Err).Msg("nats connection")
+	n.log.WithLevel(lvl).Str("event", ev.Kind.String()).Str("url", bus.RedactURL(ev.URL)).AnErr("err", ev.Err).Msg("nats connection")
 	if ev.Kind == bus.EventError || n.draining.Load() {
 		return
 	}
 	n.resMu.Lock()
 	if len(n.res.ConnEvents) < MaxConnEvents {
-		ce := ConnEvent{UnixNano: time.Now().UnixNano(), Event: ev.Kind.String(), Episode: int(n.lastEp.Load()), URL: ev.URL}
+		ce := ConnEvent{UnixNano: time.Now().UnixNano(), Event: ev.Kind.String(), Episode: int(n.lastEp.Load()), URL: bus.RedactURL(ev.URL)}
 		if ev.Err != nil {
 			ce.Error = ev.Err.Error()
 		}

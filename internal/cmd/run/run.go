@@ -635,6 +635,21 @@ func (l *launcher) runNATS(ctx context.Context) error {
 		defer srv.Shutdown()
 		url = srv.URL()
 		l.sum.NATSEmbedded = true
+	} else {
+		// Credentials in an external server's URL never reach an output, a log or a child's
+		// argv: the launcher and every child connect with them through options and the
+		// environment, and the address alone is printed.
+		clean, user, pass := bus.SplitURL(url)
+		url = clean
+		if user != "" {
+			ext := bus.User{Name: user, Password: pass}
+			for k, p := range l.plans {
+				users[k], launchers[k] = map[string]bus.User{}, &ext
+				for _, pr := range plannedProcs(p, l.o.AgentsPerProcess) {
+					users[k][bus.SenderName(pr.Role, pr.ID)] = ext
+				}
+			}
+		}
 	}
 	l.sum.NATSURL = url
 	exe, err := os.Executable()

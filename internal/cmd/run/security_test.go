@@ -1,0 +1,115 @@
+package run_test
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/pkg/bus"
+)
+
+// childrenOf returns the argv and environment of every dpsim role process of a run.
+func childrenOf(t *testing.T, run string) (argv, env []string) {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmd), run) || strings.Contains(string(cmd), "\x00run\x00") {
+			continue // not of this run, or the launcher itself (its argv is what the user typed)
+		}
+		argv = append(argv, strings.ReplaceAll(string(cmd), "\x00", " "))
+		if en, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ")); err == nil {
+			env = append(env, strings.ReplaceAll(string(en), "\x00", "\n"))
+		}
+	}
+	return argv, env
+}
+
+// grepTree fails if secret occurs in any file under dir.
+func grepTree(t *testing.T, dir, secret string) {
+	t.Helper()
+	n := 0
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.NotContains(t, string(data), secret, "the secret is in %s", path)
+		n++
+		return nil
+	}))
+	require.Positive(t, n)
+}
+
+// No secret in any output, log or argv: neither a password written in --nats-url for an
+// external server, nor the per-process passwords of the embedded server (read here from a
+// child's environment, where they are meant to be).
+func TestNoSecretInOutputs(t *testing.T) {
+	const secret = "S3cretPassw0rdOfTheTest"
+	ext, err := bus.NewUser("tester", []string{">"}, []string{">"})
+	require.NoError(t, err)
+	ext.Password = secret
+	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{Users: []bus.User{ext}})
+	require.NoError(t, err)
+	defer srv.Shutdown()
+	_, hostPort, _ := strings.Cut(srv.URL(), "://")
+	url := "nats://tester:" + secret + "@" + hostPort
+
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{{"external", []string{"--nats-url", url}}, {"embedded", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, run := t.TempDir(), "sec"+tc.name
+			args := append([]string{"run", scenarioPath("cloud-vehicle"), "--runs", "150", "--out", dir, "--run-id", run}, tc.args...)
+			l := start(t, args...)
+			var argv, env []string
+			deadline := time.Now().Add(20 * time.Second)
+			for len(argv) < 3 && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+				argv, env = childrenOf(t, run)
+			}
+			code := l.wait(t, 90*time.Second)
+			require.Equal(t, 0, code, l.stderr.String())
+			require.Len(t, argv, 3, "plant, cloud and eavesdropper were running")
+			secrets := []string{secret}
+			if tc.name == "embedded" {
+				secrets = nil
+				for _, e := range env {
+					for _, line := range strings.Split(e, "\n") {
+						if v, ok := strings.CutPrefix(line, bus.EnvPassword+"="); ok {
+							secrets = append(secrets, v)
+						}
+					}
+				}
+				require.Len(t, secrets, 3, "every child got its own password through its environment")
+				require.NotEqual(t, secrets[0], secrets[1])
+			}
+			for _, s := range secrets {
+				for _, a := range argv {
+					require.NotContains(t, a, s, "a secret in a child's argv")
+				}
+				grepTree(t, dir, s)
+				require.NotContains(t, l.stdout.String()+l.stderr.String(), s)
+			}
+			sum := readSummary(t, dir)
+			require.Equal(t, "ok", sum.Status)
+			if tc.name == "external" {
+				require.Equal(t, srv.URL(), sum.NATSURL, "the address, without its credentials")
+			}
+		})
+	}
+}
