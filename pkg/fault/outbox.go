@@ -43,6 +43,10 @@ type LinkStats struct {
 	// Lost counts the copies not delivered because the receiver was down (faults.crashes):
 	// Delivered = Sent - Dropped + Duplicated - Expired - Lost.
 	Lost uint64 `json:"lost,omitempty"`
+	// Conflicts counts copies of a step already received from the sender with OTHER values:
+	// a forged or corrupted publisher (the injector's duplicates are exact copies). The
+	// first copy was used; the run is degraded (or fails with --strict).
+	Conflicts uint64 `json:"conflicts,omitempty"`
 }
 
 // Add adds o's counters to s (Link is kept).
@@ -58,6 +62,7 @@ func (s *LinkStats) Add(o *LinkStats) {
 	s.DupReceived += o.DupReceived
 	s.Gaps += o.Gaps
 	s.Lost += o.Lost
+	s.Conflicts += o.Conflicts
 }
 
 // Event is what the injector did to one message on one link (a line of a process's

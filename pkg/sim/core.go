@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/dpsim/dpsim/pkg/fault"
@@ -346,10 +347,16 @@ func (in *inputs) apply(k int, m *Msg) {
 		in.stats[k].Delivered++
 		if f.have {
 			in.stats[k].DupReceived++
+			if !slices.Equal(f.vals, m.Values) {
+				in.stats[k].Conflicts++ // not a copy: forged or corrupted
+			}
 			break
 		}
 		f.have = true
 		f.vals = setVals(f.vals, m.Values)
+		// Remember the step: a later copy of it - a forged early message used now, the genuine
+		// one after - is then a duplicate (a conflict when the values differ), never "late".
+		f.seen[m.Step/64] |= uint64(1) << (m.Step % 64)
 		if m.Step > f.nstep {
 			f.nstep = m.Step
 			f.newest = setVals(f.newest, m.Values)
@@ -360,6 +367,9 @@ func (in *inputs) apply(k int, m *Msg) {
 		w, bit := m.Step/64, uint64(1)<<(m.Step%64)
 		if f.seen[w]&bit != 0 {
 			st.DupReceived++
+			if m.Step == f.nstep && !slices.Equal(f.newest, m.Values) {
+				st.Conflicts++ // only the newest step's values are kept to compare
+			}
 			break
 		}
 		f.seen[w] |= bit

@@ -509,7 +509,8 @@ func (n *node) finish(r runner, runErr error) error {
 	n.res.Timing = n.clock.Stats()
 	if n.conn != nil {
 		n.res.Conn = n.conn.Stats()
-		if d := n.inboxDropped(); d > 0 {
+		n.res.SlowConsumerDropped = n.inboxDropped()
+		if d := n.res.SlowConsumerDropped; d > 0 {
 			n.log.Warn().Int("dropped", d).Msg("slow consumer: the NATS client dropped messages")
 		}
 	}

@@ -82,6 +82,9 @@ type ProcessResult struct {
 	// whose fate on a link was not "on time, once" (fault.Event).
 	FaultsFile string `json:"faults_file,omitempty"`
 	Messages   int    `json:"messages,omitempty"` // eavesdropper: every message seen
+	// SlowConsumerDropped counts the messages the process's NATS client dropped because the
+	// process fell behind (slow consumer): messages, not events.
+	SlowConsumerDropped int `json:"slow_consumer_dropped"`
 
 	// Unexpected counts the deliveries its cores dropped as not theirs: another episode, a
 	// sender they do not hear, a step beyond the horizon, a flood of early ones.

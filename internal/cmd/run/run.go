@@ -98,6 +98,9 @@ type Options struct {
 	// MaxMissedFraction fails a run in which more than this fraction of the processes' steps
 	// completed without all their messages by the deadline (1: never fail, only degrade).
 	MaxMissedFraction float64
+	// Strict fails a run with conflicting messages (forged or corrupted traffic) instead of
+	// ending it degraded.
+	Strict bool
 }
 
 func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
@@ -121,6 +124,7 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	fs.IntVar(&o.ChildProcs, "child-gomaxprocs", 1, "GOMAXPROCS of every role process (0 = Go's default: one thread per core); 1 is fastest for the lockstep loops")
 	fs.BoolVar(&o.JSON, "json", false, "print summary.json on stdout instead of the short table")
 	fs.BoolVar(&o.Progress, "progress", true, "show a progress bar (only when stderr is a terminal)")
+	fs.BoolVar(&o.Strict, "strict", false, "fail the run (exit 1) when a receiver got two different messages for the same sender, episode and step (forged or corrupted traffic; counted as conflicts per link) instead of ending it degraded")
 	fs.Float64Var(&o.MaxMissedFraction, "max-missed-fraction", 1, "fail the run (exit 1) when more than this fraction of the processes' steps went on without all their messages at the deadline (realtime: a missed tick; lockstep: a --timeout); below it such a run ends with status degraded, exit 0")
 	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/cloud-vehicle.yaml")
 	if err != nil {
@@ -237,6 +241,17 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	default:
 		l.sum.Status = "failed"
 		l.sum.Error = runErr.Error()
+		// A receiver that fell behind loses messages in its client: name it as a cause.
+		var slow []string
+		for _, p := range l.sum.Processes {
+			if p.SlowConsumerDropped > 0 {
+				slow = append(slow, fmt.Sprintf("%s dropped %d", p.Name, p.SlowConsumerDropped))
+			}
+		}
+		if len(slow) > 0 {
+			l.sum.Error += "; slow consumers (the NATS client dropped messages the process could not keep up with): " + strings.Join(slow, ", ")
+			runErr = fmt.Errorf("%w; slow consumers: %s", runErr, strings.Join(slow, ", "))
+		}
 	}
 	if err := l.writeReport(); err != nil {
 		if runErr == nil {
@@ -272,6 +287,31 @@ func (l *launcher) degradation() error {
 			cores = p.Agents[1] - p.Agents[0] + 1
 		}
 		coreSteps += cores * p.Steps
+	}
+	var conflicts, slow uint64
+	var slowProcs []string
+	for _, ps := range l.sum.Points {
+		if ps.Metrics != nil {
+			for _, lk := range ps.Metrics.Links {
+				conflicts += lk.Conflicts
+			}
+		}
+	}
+	for _, p := range l.sum.Processes {
+		if p.SlowConsumerDropped > 0 {
+			slow += uint64(p.SlowConsumerDropped)
+			slowProcs = append(slowProcs, fmt.Sprintf("%s %d", p.Name, p.SlowConsumerDropped))
+		}
+	}
+	if slow > 0 {
+		l.sum.Degraded = append(l.sum.Degraded, fmt.Sprintf("%d message(s) dropped by NATS clients that fell behind (slow consumers: %s)", slow, strings.Join(slowProcs, ", ")))
+	}
+	if conflicts > 0 {
+		msg := fmt.Sprintf("%d conflicting message(s): a receiver got two different messages for the same sender, episode and step (forged or corrupted traffic; the first was used; metrics.links[].conflicts)", conflicts)
+		l.sum.Degraded = append(l.sum.Degraded, msg)
+		if l.o.Strict {
+			return fmt.Errorf("%s: --strict", msg)
+		}
 	}
 	if c := l.sum.Connections; c.Disconnects > 0 || c.ServerRestarts > 0 {
 		msg := fmt.Sprintf("%d NATS disconnect(s) and %d reconnect(s) across the processes", c.Disconnects, c.Reconnects)
@@ -845,6 +885,7 @@ func (l *launcher) addProcess(sess *Session, pr *Proc, point int, rel string) {
 		}
 		ps.Episodes, ps.Steps, ps.StepsPerSec = r.Episodes, r.Steps, r.StepsPerSec
 		ps.Invalid, ps.CtlInvalid, ps.Timing, ps.Conn, ps.Messages = r.Invalid, r.CtlInvalid, r.Timing, r.Conn, r.Messages
+		ps.SlowConsumerDropped = r.SlowConsumerDropped
 		ps.Unexpected = r.Unexpected
 		if r.PeakRSSBytes > 0 { // the process's own measure: see ProcessSummary.MaxRSSSource
 			ps.MaxRSSBytes, ps.MaxRSSSource = r.PeakRSSBytes, r.PeakRSSSource

@@ -1,14 +1,18 @@
 package run_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/pkg/bus"
@@ -111,5 +115,68 @@ func TestNoSecretInOutputs(t *testing.T) {
 				require.Equal(t, srv.URL(), sum.NATSURL, "the address, without its credentials")
 			}
 		})
+	}
+}
+
+// The forged-future-step attack, on an external server without permissions: a message with
+// the plant's name and subject for a later step of the current episode, published before the
+// genuine one, no longer corrupts a result silently - the receivers count the conflict when
+// the genuine copy arrives, the run ends degraded naming it, and --strict fails it.
+func TestForgedFutureStepIsFlagged(t *testing.T) {
+	srv := server(t)
+	for _, strict := range []bool{false, true} {
+		run := fmt.Sprintf("forge%v", strict)
+		subj, _ := bus.NewSubjects(run)
+		attacker, err := nats.Connect(srv.URL(), nats.Name("test-forger"))
+		require.NoError(t, err)
+		forged := map[int]bool{}
+		var mu sync.Mutex
+		_, err = attacker.Subscribe(subj.PlantYhat(0), func(m *nats.Msg) {
+			var msg bus.Message
+			if bus.Decode(m.Data, &msg) != nil || msg.Step != 1 {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if forged[msg.Episode] {
+				return
+			}
+			forged[msg.Episode] = true
+			f := bus.Message{V: bus.Version, Run: run, Episode: msg.Episode, Step: 90, Sender: "plant.0", SentUnixNano: time.Now().UnixNano(),
+				Kind: bus.StreamYhat, Values: []float64{1e6}}
+			data, _ := bus.Encode(nil, &f, bus.JSON)
+			_ = attacker.Publish(subj.PlantYhat(0), data)
+		})
+		require.NoError(t, err)
+		require.NoError(t, attacker.Flush())
+		dir := t.TempDir()
+		args := []string{"run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(), "--runs", "5", "--out", dir, "--run-id", run, "--log-level", "warn"}
+		if strict {
+			args = append(args, "--strict")
+		}
+		code, _, stderr := runDpsim(t, 60*time.Second, args...)
+		attacker.Close()
+		sum := readSummary(t, dir)
+		var m struct {
+			Links []struct {
+				Link      string `json:"link"`
+				Conflicts uint64 `json:"conflicts"`
+			} `json:"links"`
+		}
+		require.NoError(t, json.Unmarshal(sum.Metrics, &m))
+		var conflicts uint64
+		for _, l := range m.Links {
+			conflicts += l.Conflicts
+		}
+		require.Positive(t, conflicts, "the genuine copies after the forged ones are conflicts; invalid: %v", sum.Invalid)
+		if strict {
+			require.NotEqual(t, 0, code)
+			require.Equal(t, "failed", sum.Status)
+			require.Contains(t, sum.Error, "conflicting message")
+		} else {
+			require.Equal(t, 0, code, stderr)
+			require.Equal(t, "degraded", sum.Status)
+			require.Contains(t, strings.Join(sum.Degraded, "\n"), "conflicting message")
+		}
 	}
 }

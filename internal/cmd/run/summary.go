@@ -104,9 +104,12 @@ type ProcessSummary struct {
 	Timing          bus.TimingStats      `json:"timing"`
 	Conn            bus.ConnStats        `json:"conn"`
 	Messages        int                  `json:"messages,omitempty"`
-	LogFile         string               `json:"log_file,omitempty"`
-	TraceFile       string               `json:"trace_file,omitempty"`
-	ResultFile      string               `json:"result_file,omitempty"`
+	// SlowConsumerDropped counts the messages (not events) the process's NATS client dropped
+	// because the process fell behind.
+	SlowConsumerDropped int    `json:"slow_consumer_dropped"`
+	LogFile             string `json:"log_file,omitempty"`
+	TraceFile           string `json:"trace_file,omitempty"`
+	ResultFile          string `json:"result_file,omitempty"`
 }
 
 // PointSummary is one sweep point.
