@@ -192,3 +192,22 @@ func TestChallengerSecretNotForEavesdropper(t *testing.T) {
 		require.False(t, strings.HasPrefix(subj, ChallengerPrefix), "the eavesdropper saw %s", subj)
 	}
 }
+
+// --tls auto: a server with a throwaway CA accepts a client that trusts the CA, and refuses
+// one that does not (and a plaintext one).
+func TestAutoTLS(t *testing.T) {
+	files, err := AutoTLS(t.TempDir())
+	require.NoError(t, err)
+	srv, err := StartEmbedded(EmbeddedOptions{TLS: files})
+	require.NoError(t, err)
+	defer srv.Shutdown()
+	c, err := Connect(srv.URL(), "tls-client", WithTLS(TLSFiles{CA: files.CA}))
+	require.NoError(t, err)
+	require.True(t, c.nc.TLSRequired())
+	require.NoError(t, c.Flush(2*time.Second))
+	c.Close()
+	_, err = nats.Connect(srv.URL(), nats.Secure()) // the system's roots do not know the CA
+	require.Error(t, err)
+	_, err = nats.Connect(srv.URL(), nats.Timeout(time.Second))
+	require.Error(t, err)
+}

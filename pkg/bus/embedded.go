@@ -35,6 +35,8 @@ type EmbeddedOptions struct {
 	// Users, when set, are the only clients the server accepts, each with its subject
 	// permissions (see User); a client without credentials is refused.
 	Users []User
+	// TLS, when its Cert and Key are set, makes the server require TLS (see AutoTLS).
+	TLS TLSFiles
 }
 
 // Embedded is a running in-process NATS server.
@@ -77,6 +79,14 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	}
 	for _, u := range opts.Users {
 		sopts.Users = append(sopts.Users, u.serverUser())
+	}
+	if opts.TLS.Cert != "" {
+		tc, err := serverTLS(opts.TLS)
+		if err != nil {
+			return nil, err
+		}
+		sopts.TLSConfig, sopts.TLS = tc, true
+		sopts.TLSTimeout = 2
 	}
 	srv, err := server.NewServer(sopts)
 	if err != nil {

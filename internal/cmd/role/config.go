@@ -56,6 +56,8 @@ type Config struct {
 	KeepEpisodes int
 	// Resume continues from the process's checkpoint after a crash (faults.crashes).
 	Resume bool
+	// TLS files (the CA to trust; a client certificate and key for mutual TLS)
+	TLS bus.TLSFiles
 	// credentials found in --nats-url / $NATS_URL (taken out of NATSURL, never logged)
 	natsUser, natsPassword string
 }
@@ -167,6 +169,9 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 		fs.BoolVar(&cfg.Transcript, "transcript", true, "write every received message (subject, payload, receive time) to <out>/eavesdropper-<id>.transcript.jsonl")
 	}
 	fs.IntVar(&cfg.KeepEpisodes, "keep-episodes", -1, "bound the disk use: keep the trace records (and the transcript and fault log) of the first N episodes only; each later episode's trace replaces the previous one's once done (the launcher reads every episode before it starts the next); -1 keeps all")
+	fs.StringVar(&cfg.TLS.CA, "tls-ca", "", "connect over TLS, trusting this CA file (PEM); the launcher passes its run's")
+	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "mutual TLS: the client certificate (PEM)")
+	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "mutual TLS: the key (PEM) of --tls-cert")
 	fs.BoolVar(&cfg.Resume, "resume", false, "continue from <out>/<name>.checkpoint.json after this process was killed by a crash of the scenario (faults.crashes): the launcher restarts a killed process with it")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err

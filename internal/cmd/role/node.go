@@ -186,7 +186,7 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 	}
 
 	conn, err := bus.Connect(cfg.NATSURL, "dpsim-"+cfg.Name(), bus.WithEncoding(cfg.Encoding), bus.WithEnvUser(),
-		bus.WithUser(cfg.natsUser, cfg.natsPassword),
+		bus.WithUser(cfg.natsUser, cfg.natsPassword), bus.WithTLS(cfg.TLS),
 		bus.WithReconnect(40, 250*time.Millisecond),
 		bus.WithEvents(n.connEvent))
 	if err != nil {

@@ -98,6 +98,10 @@ type Options struct {
 	// MaxMissedFraction fails a run in which more than this fraction of the processes' steps
 	// completed without all their messages by the deadline (1: never fail, only degrade).
 	MaxMissedFraction float64
+	// TLS is "auto" (the embedded server with a throwaway CA) or "" (off, unless TLSFiles
+	// name the files of an external server's TLS).
+	TLS      string
+	TLSFiles bus.TLSFiles
 	// Strict fails a run with conflicting messages (forged or corrupted traffic) instead of
 	// ending it degraded.
 	Strict bool
@@ -124,6 +128,10 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	fs.IntVar(&o.ChildProcs, "child-gomaxprocs", 1, "GOMAXPROCS of every role process (0 = Go's default: one thread per core); 1 is fastest for the lockstep loops")
 	fs.BoolVar(&o.JSON, "json", false, "print summary.json on stdout instead of the short table")
 	fs.BoolVar(&o.Progress, "progress", true, "show a progress bar (only when stderr is a terminal)")
+	fs.StringVar(&o.TLS, "tls", "", "auto: the embedded server requires TLS with a certificate of a throwaway CA made for this run (every process trusts it); default off")
+	fs.StringVar(&o.TLSFiles.CA, "tls-ca", "", "external server over TLS: the CA file (PEM) that signed its certificate; every process trusts it")
+	fs.StringVar(&o.TLSFiles.Cert, "tls-cert", "", "external server with mutual TLS: the client certificate (PEM) every process presents")
+	fs.StringVar(&o.TLSFiles.Key, "tls-key", "", "external server with mutual TLS: the key (PEM) of --tls-cert")
 	fs.BoolVar(&o.Strict, "strict", false, "fail the run (exit 1) when a receiver got two different messages for the same sender, episode and step (forged or corrupted traffic; counted as conflicts per link) instead of ending it degraded")
 	fs.Float64Var(&o.MaxMissedFraction, "max-missed-fraction", 1, "fail the run (exit 1) when more than this fraction of the processes' steps went on without all their messages at the deadline (realtime: a missed tick; lockstep: a --timeout); below it such a run ends with status degraded, exit 0")
 	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/cloud-vehicle.yaml")
@@ -150,6 +158,24 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 			o.TimeoutSet = true
 		}
 	})
+	switch {
+	case o.TLS != "" && o.TLS != "auto":
+		return nil, cli.UsageError("--tls %q: want auto (or leave it out)", o.TLS)
+	case o.TLS == "auto" && bus.ResolveURL(o.NATSURL) != "":
+		return nil, cli.UsageError("--tls auto secures the embedded server; for an external server give --tls-ca (and --tls-cert, --tls-key)")
+	case o.TLSFiles.Enabled() && bus.ResolveURL(o.NATSURL) == "":
+		return nil, cli.UsageError("--tls-ca, --tls-cert and --tls-key are for an external server (--nats-url); the embedded one uses --tls auto")
+	case (o.TLSFiles.Cert == "") != (o.TLSFiles.Key == ""):
+		return nil, cli.UsageError("--tls-cert and --tls-key go together")
+	}
+	for _, f := range []string{o.TLSFiles.CA, o.TLSFiles.Cert, o.TLSFiles.Key} {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Stat(f); err != nil {
+			return nil, cli.UsageError("TLS file: %v", err)
+		}
+	}
 	if o.Engine != "nats" && o.Engine != "fast" {
 		return nil, cli.UsageError("--engine %q: want nats or fast", o.Engine)
 	}
@@ -213,6 +239,8 @@ type launcher struct {
 	bar     *progressbar.ProgressBar
 	started time.Time
 	tl      *timeline
+	// tlsClient is what every process uses to connect over TLS (zero: plain).
+	tlsClient bus.TLSFiles
 }
 
 // Execute runs the scenario with parsed options until done or ctx ends (then it stops the
@@ -668,8 +696,22 @@ func (l *launcher) runNATS(ctx context.Context) error {
 				all = append(all, x)
 			}
 		}
+		opts := bus.EmbeddedOptions{Users: all}
+		if l.o.TLS == "auto" {
+			// A throwaway CA and server key, outside --out: nothing secret is left behind.
+			tmp, err := os.MkdirTemp("", "dpsim-tls-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(tmp)
+			if opts.TLS, err = bus.AutoTLS(tmp); err != nil {
+				return err
+			}
+			l.tlsClient = bus.TLSFiles{CA: opts.TLS.CA}
+			l.sum.TLS = "auto"
+		}
 		var err error
-		if srv, err = bus.StartEmbedded(bus.EmbeddedOptions{Users: all}); err != nil {
+		if srv, err = bus.StartEmbedded(opts); err != nil {
 			return err
 		}
 		defer srv.Shutdown()
@@ -681,6 +723,9 @@ func (l *launcher) runNATS(ctx context.Context) error {
 		// environment, and the address alone is printed.
 		clean, user, pass := bus.SplitURL(url)
 		url = clean
+		if l.o.TLSFiles.Enabled() {
+			l.tlsClient, l.sum.TLS = l.o.TLSFiles, "external"
+		}
 		if user != "" {
 			ext := bus.User{Name: user, Password: pass}
 			for k, p := range l.plans {
@@ -708,7 +753,7 @@ func (l *launcher) runNATS(ctx context.Context) error {
 			Exe: exe, ScenarioPath: l.o.ScenarioPath, Point: k, Plan: p, Seed: l.o.Seed, URL: url, Run: runID,
 			Dir: dir, Mode: l.o.Mode, Period: l.o.Period, Timeout: l.o.Timeout, AgentsPerProcess: l.o.AgentsPerProcess,
 			Encoding: l.o.Encoding, LogLevel: l.o.LogLevel, Transcript: l.o.Transcript, GOMAXPROCS: l.o.ChildProcs, Log: l.log,
-			Server: srv, Timeline: l.tl, PointIndex: k, Users: users[k], Launcher: launchers[k],
+			Server: srv, Timeline: l.tl, PointIndex: k, Users: users[k], Launcher: launchers[k], TLS: l.tlsClient,
 		})
 		steps += n * p.Steps
 		busy += el

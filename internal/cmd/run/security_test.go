@@ -180,3 +180,21 @@ func TestForgedFutureStepIsFlagged(t *testing.T) {
 		}
 	}
 }
+
+// A whole scenario over TLS (--tls auto: the embedded server requires TLS with a throwaway CA
+// every process trusts) gives the fast engine's numbers; --tls is checked.
+func TestScenarioOverTLS(t *testing.T) {
+	dir, fdir := t.TempDir(), t.TempDir()
+	code, _, stderr := runDpsim(t, 90*time.Second, "run", scenarioPath("consensus-gaussian"), "--runs", "4", "--tls", "auto", "--out", dir, "--log-level", "warn")
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runDpsim(t, 30*time.Second, "run", scenarioPath("consensus-gaussian"), "--runs", "4", "--engine", "fast", "--out", fdir, "--log-level", "warn")
+	require.Equal(t, 0, code, stderr)
+	sum := readSummary(t, dir)
+	require.Equal(t, "ok", sum.Status)
+	require.True(t, strings.HasPrefix(sum.NATSURL, "tls://"), sum.NATSURL)
+	require.JSONEq(t, string(readSummary(t, fdir).Metrics), string(sum.Metrics))
+	for _, bad := range [][]string{{"--tls", "on"}, {"--tls", "auto", "--nats-url", "nats://127.0.0.1:1"}, {"--tls-ca", "/nonexistent.pem", "--nats-url", "nats://127.0.0.1:1"}} {
+		code, _, stderr := runDpsim(t, 30*time.Second, append([]string{"run", scenarioPath("cloud-vehicle"), "--out", t.TempDir()}, bad...)...)
+		require.Equal(t, 2, code, "%v: %s", bad, stderr)
+	}
+}

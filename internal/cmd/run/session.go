@@ -78,6 +78,8 @@ type SessionConfig struct {
 	// (nil: none). A child gets its own through its environment, never its argv.
 	Users    map[string]bus.User
 	Launcher *bus.User
+	// TLS is what the launcher and the children connect with (zero: plain TCP).
+	TLS bus.TLSFiles
 }
 
 // RunUsers returns the users of a run's processes (by sender name) and of its launcher, each
@@ -282,7 +284,7 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	}
 	s.events = make(chan ctlEvent, 4*len(s.procs)+16)
 	s.exits = make(chan *Proc, len(s.procs))
-	var auth []bus.Option
+	auth := []bus.Option{bus.WithTLS(cfg.TLS)}
 	if cfg.Launcher != nil {
 		auth = append(auth, bus.WithUser(cfg.Launcher.Name, cfg.Launcher.Password))
 	}
@@ -482,6 +484,11 @@ func (s *Session) args(p *Proc) []string {
 	}
 	if c.BoundTraces {
 		a = append(a, "--keep-episodes", strconv.Itoa(c.KeepEpisodes))
+	}
+	for _, f := range []struct{ flag, path string }{{"--tls-ca", c.TLS.CA}, {"--tls-cert", c.TLS.Cert}, {"--tls-key", c.TLS.Key}} {
+		if f.path != "" { // file names, not secrets
+			a = append(a, f.flag, f.path)
+		}
 	}
 	// Every process draws its own messages' faults from the same fault seed; a hash of the run
 	// seed, so the cloud and the eavesdropper learn nothing of the noise from it.
