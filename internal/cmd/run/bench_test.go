@@ -301,3 +301,36 @@ func BenchmarkLockstepInjector(b *testing.B) {
 	b.ReportMetric(median(idleRates), "idle-rule-steps/s")
 	b.ReportMetric(median(ratios), "ratio")
 }
+
+// BenchmarkLockstepSecure compares the lockstep plant<->cloud loop on a plain server (an
+// external one without users or TLS: what every run used before) with the launcher's own
+// server with per-role permissions and --tls auto. Rounds alternate; medians are reported:
+//
+//   - plain-steps/s, secure-steps/s: steps / wall time inside episodes (the plant's)
+//
+//   - ratio: secure over plain, per round (target >= 0.8)
+//
+//     go test ./internal/cmd/run -run '^$' -bench LockstepSecure -benchtime 9000x
+func BenchmarkLockstepSecure(b *testing.B) {
+	srv := server(b)
+	const rounds = 3
+	runs := max(1, b.N/rounds/100)
+	var plain, secure, ratio []float64
+	rate := func(extra ...string) float64 {
+		dir := b.TempDir()
+		args := append([]string{"run", scenarioPath("cloud-vehicle"), "--runs", fmt.Sprint(runs), "--out", dir, "--log-level", "warn",
+			"--trace-episodes", "1"}, extra...)
+		code, _, stderr := runDpsim(b, 10*time.Minute, args...)
+		require.Equal(b, 0, code, stderr)
+		return readSummary(b, dir).proc(b, "plant-0").StepsPerSec
+	}
+	b.ResetTimer()
+	for r := 0; r < rounds; r++ {
+		p := rate("--nats-url", srv.URL())
+		s := rate("--tls", "auto")
+		plain, secure, ratio = append(plain, p), append(secure, s), append(ratio, s/p)
+	}
+	b.ReportMetric(median(plain), "plain-steps/s")
+	b.ReportMetric(median(secure), "secure-steps/s")
+	b.ReportMetric(median(ratio), "ratio")
+}
