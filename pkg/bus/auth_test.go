@@ -211,3 +211,87 @@ func TestAutoTLS(t *testing.T) {
 	_, err = nats.Connect(srv.URL(), nats.Timeout(time.Second))
 	require.Error(t, err)
 }
+
+// Signed messages: a receiver that knows the senders' public keys accepts the signed
+// messages of a sender and drops an unsigned one, one signed by another key, and one whose
+// payload was altered - all counted as signature drops.
+func TestSignedMessages(t *testing.T) {
+	srv, err := StartEmbedded(EmbeddedOptions{})
+	require.NoError(t, err)
+	defer srv.Shutdown()
+	plant, err := NewSigningKey()
+	require.NoError(t, err)
+	other, err := NewSigningKey()
+	require.NoError(t, err)
+	v, err := NewVerifier(map[string]string{"plant.0": plant.Public})
+	require.NoError(t, err)
+	s, _ := NewSubjects("sig1")
+	rx, err := Connect(srv.URL(), "rx")
+	require.NoError(t, err)
+	defer rx.Close()
+	var counters Counters
+	in := rx.NewInbox(InboxOptions{Counters: &counters, Verify: v})
+	in.Expect(s.PlantYhat(0), Expect{Run: "sig1", Steps: 10, Sender: "plant.0", Kind: StreamYhat, Dim: 1})
+	require.NoError(t, in.Subscribe())
+	require.NoError(t, rx.Flush(time.Second))
+	in.SetEpisode(0)
+
+	good, err := Connect(srv.URL(), "good", WithSigner(plant.Seed))
+	require.NoError(t, err)
+	defer good.Close()
+	forger, err := Connect(srv.URL(), "forger", WithSigner(other.Seed))
+	require.NoError(t, err)
+	defer forger.Close()
+	plain, err := Connect(srv.URL(), "plain")
+	require.NoError(t, err)
+	defer plain.Close()
+	msg := func(step int, v float64) *Message {
+		return &Message{V: Version, Run: "sig1", Episode: 0, Step: step, Sender: "plant.0", Kind: StreamYhat, Values: []float64{v}}
+	}
+	require.NoError(t, forger.Publish(s.PlantYhat(0), msg(1, 666)))
+	require.NoError(t, forger.Flush(time.Second)) // one after the other: they come on different connections
+	require.NoError(t, plain.Publish(s.PlantYhat(0), msg(2, 666)))
+	// altered: a valid signature over other bytes
+	data, _ := Encode(nil, msg(3, 3), JSON)
+	sig, err := sign(good.signer, data)
+	require.NoError(t, err)
+	altered, _ := Encode(nil, msg(3, 666), JSON)
+	require.NoError(t, plain.nc.PublishMsg(&nats.Msg{Subject: s.PlantYhat(0), Data: altered, Header: nats.Header{HeaderSig: []string{sig}}}))
+	require.NoError(t, plain.Flush(time.Second))
+	require.NoError(t, good.Publish(s.PlantYhat(0), msg(4, 4)))
+	for _, c := range []*Conn{forger, plain, good} {
+		require.NoError(t, c.Flush(time.Second))
+	}
+	m, err := in.Next(time.Now().Add(2 * time.Second))
+	require.NoError(t, err)
+	require.Equal(t, 4, m.Step, "only the genuine, signed message gets through")
+	snap := counters.Snapshot()
+	require.Equal(t, uint64(3), snap.ByReason["signature"], "%+v", snap)
+}
+
+// BenchmarkSignVerify is the cost signing adds to one data message: the publisher's ed25519
+// signature and the receiver's verification of a vehicle yhat message.
+func BenchmarkSignVerify(b *testing.B) {
+	k, err := NewSigningKey()
+	require.NoError(b, err)
+	kp, err := newSigner(k.Seed)
+	require.NoError(b, err)
+	v, err := NewVerifier(map[string]string{"plant.0": k.Public})
+	require.NoError(b, err)
+	data, _ := Encode(nil, &Message{V: Version, Run: "r", Episode: 1, Step: 42, Sender: "plant.0", Kind: StreamYhat, Values: []float64{0.5}}, JSON)
+	b.Run("sign", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := sign(kp, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	sig, _ := sign(kp, data)
+	b.Run("verify", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := v.Verify("plant.0", data, sig); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 )
 
 // EventKind classifies connection events.
@@ -52,6 +53,7 @@ type connConfig struct {
 	encoding       Encoding
 	onEvent        func(Event)
 	natsOpts       []nats.Option
+	signSeed       string // sign data messages (WithSigner)
 }
 
 // Option configures Connect.
@@ -103,8 +105,9 @@ type Conn struct {
 	asyncErrors   atomic.Uint64
 	slowConsumers atomic.Uint64
 
-	mu  sync.Mutex // guards buf
-	buf []byte
+	mu     sync.Mutex // guards buf
+	buf    []byte
+	signer nkeys.KeyPair // nil: messages are not signed
 }
 
 // Connect connects to the server at url as the named client (the name shows in the
@@ -128,6 +131,13 @@ func Connect(url, name string, opts ...Option) (*Conn, error) {
 		return nil, fmt.Errorf("bus: unknown encoding %v", cfg.encoding)
 	}
 	c := &Conn{name: name, enc: cfg.encoding, cfg: cfg, closed: make(chan struct{}), buf: make([]byte, 0, 512)}
+	if cfg.signSeed != "" {
+		kp, err := newSigner(cfg.signSeed)
+		if err != nil {
+			return nil, err
+		}
+		c.signer = kp
+	}
 	var closeOnce sync.Once
 	emit := func(k EventKind, nc *nats.Conn, err error) {
 		if cfg.onEvent == nil {

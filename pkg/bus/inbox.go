@@ -30,6 +30,9 @@ type InboxOptions struct {
 	OnInvalid func(subject string, err error)
 	// Tap, if set, sees every message first, valid or not (the eavesdropper's transcript).
 	Tap func(subject string, data []byte)
+	// Verify, if set, drops (ReasonSignature) every data message whose Dpsim-Sig header is
+	// not its sender's signature of the payload (dpsim run --sign).
+	Verify *Verifier
 	// Unknown, if set, is asked about a message on a subject with no Expect: true means it is
 	// legitimate traffic handled elsewhere (skipped, not counted as invalid).
 	Unknown func(subject string) bool
@@ -197,6 +200,11 @@ func (in *Inbox) Next(deadline time.Time) (*Message, error) {
 func (in *Inbox) accept(nm *nats.Msg, e *Expect) error {
 	if err := Decode(nm.Data, &in.msg); err != nil {
 		return err
+	}
+	if in.opts.Verify != nil {
+		if err := in.opts.Verify.Verify(in.msg.Sender, nm.Data, nm.Header.Get(HeaderSig)); err != nil {
+			return err
+		}
 	}
 	r, err := routeOf(nm.Header)
 	if err != nil {

@@ -121,9 +121,21 @@ func (c *Conn) PublishRouted(subject string, m *Message, r Route) error {
 		return fmt.Errorf("bus: publish %s step %d on %s: %w", m.Sender, m.Step, subject, err)
 	}
 	c.buf = buf
-	if r.IsZero() {
+	switch {
+	case c.signer != nil:
+		h := r.header()
+		if h == nil {
+			h = nats.Header{}
+		}
+		sig, serr := sign(c.signer, buf)
+		if serr != nil {
+			return serr
+		}
+		h.Set(HeaderSig, sig)
+		err = c.nc.PublishMsg(&nats.Msg{Subject: subject, Data: buf, Header: h})
+	case r.IsZero():
 		err = c.nc.Publish(subject, buf)
-	} else {
+	default:
 		err = c.nc.PublishMsg(&nats.Msg{Subject: subject, Data: buf, Header: r.header()})
 	}
 	if err != nil {

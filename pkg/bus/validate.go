@@ -28,12 +28,13 @@ const (
 	ReasonLate                    // for a step already completed or abandoned (realtime: late message)
 	ReasonDuplicate               // a second message from the same sender for the same step
 	ReasonAhead                   // too far ahead of the receiver: no buffer slot free
+	ReasonSignature               // signing on: the signature is missing or does not verify
 	numReasons
 )
 
 var reasonNames = [numReasons]string{
 	"decode", "version", "run", "episode", "step", "dim", "nonfinite", "sender", "kind",
-	"late", "duplicate", "ahead",
+	"late", "duplicate", "ahead", "signature",
 }
 
 func (r Reason) String() string {

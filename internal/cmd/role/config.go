@@ -58,6 +58,9 @@ type Config struct {
 	Resume bool
 	// TLS files (the CA to trust; a client certificate and key for mutual TLS)
 	TLS bus.TLSFiles
+	// SignKeys is the file of every sender's public signing key (--sign-keys): data messages
+	// are signed (with the seed of $DPSIM_SIGN_SEED) and verified.
+	SignKeys string
 	// credentials found in --nats-url / $NATS_URL (taken out of NATSURL, never logged)
 	natsUser, natsPassword string
 }
@@ -172,6 +175,7 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 	fs.StringVar(&cfg.TLS.CA, "tls-ca", "", "connect over TLS, trusting this CA file (PEM); the launcher passes its run's")
 	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "mutual TLS: the client certificate (PEM)")
 	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "mutual TLS: the key (PEM) of --tls-cert")
+	fs.StringVar(&cfg.SignKeys, "sign-keys", "", "sign every data message with the ed25519 seed of $"+bus.EnvSignSeed+" and drop (counted as signature) any received data message that does not verify against this file of public keys ({\"plant.0\": \"U...\"}); the launcher sets both with --sign")
 	fs.BoolVar(&cfg.Resume, "resume", false, "continue from <out>/<name>.checkpoint.json after this process was killed by a crash of the scenario (faults.crashes): the launcher restarts a killed process with it")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err

@@ -136,7 +136,7 @@ func (r *coreRunner) setup(n *node) error {
 		r.n = n.plan.Graph.N
 	}
 	eve := n.cfg.Role == bus.RoleEavesdropper
-	opts := bus.InboxOptions{Counters: &n.data, Stop: n.stopCh,
+	opts := bus.InboxOptions{Counters: &n.data, Stop: n.stopCh, Verify: n.verify,
 		OnInvalid: func(subject string, err error) { n.invalid(&n.data, subject, err) }}
 	if eve {
 		// Coordination messages are legitimate traffic: skipped here, not counted as invalid.

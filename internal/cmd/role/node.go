@@ -75,8 +75,9 @@ type node struct {
 	invalidLogged atomic.Int64
 	draining      atomic.Bool
 
-	res   ProcessResult
-	resMu sync.Mutex // res.ConnEvents (the client's goroutine appends)
+	verify *bus.Verifier // --sign-keys: the senders\' public keys (nil: no signatures)
+	res    ProcessResult
+	resMu  sync.Mutex // res.ConnEvents (the client's goroutine appends)
 	// lastDone is the ctl.done of the newest episode finished: repeated after a reconnect,
 	// for a launcher that may have missed it while the server was down.
 	lastDone atomic.Pointer[bus.Message]
@@ -186,13 +187,21 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 	}
 
 	conn, err := bus.Connect(cfg.NATSURL, "dpsim-"+cfg.Name(), bus.WithEncoding(cfg.Encoding), bus.WithEnvUser(),
-		bus.WithUser(cfg.natsUser, cfg.natsPassword), bus.WithTLS(cfg.TLS),
+		bus.WithUser(cfg.natsUser, cfg.natsPassword), bus.WithTLS(cfg.TLS), bus.WithEnvSigner(),
 		bus.WithReconnect(40, 250*time.Millisecond),
 		bus.WithEvents(n.connEvent))
 	if err != nil {
 		return err
 	}
 	n.conn = conn
+	if cfg.SignKeys != "" {
+		if n.verify, err = bus.ReadVerifier(cfg.SignKeys); err != nil {
+			return err
+		}
+		if role != bus.RoleEavesdropper && !conn.Signing() {
+			return cli.UsageError("--sign-keys: no signing seed in $%s", bus.EnvSignSeed)
+		}
+	}
 	r := newRunner()
 	runErr := n.run(r)
 	return n.finish(r, runErr)

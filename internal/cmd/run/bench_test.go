@@ -310,12 +310,15 @@ func BenchmarkLockstepInjector(b *testing.B) {
 //
 //   - ratio: secure over plain, per round (target >= 0.8)
 //
+//   - signed-steps/s, signed-ratio: the same with --sign (every data message signed and
+//     verified), and its ratio to plain
+//
 //     go test ./internal/cmd/run -run '^$' -bench LockstepSecure -benchtime 9000x
 func BenchmarkLockstepSecure(b *testing.B) {
 	srv := server(b)
 	const rounds = 3
 	runs := max(1, b.N/rounds/100)
-	var plain, secure, ratio []float64
+	var plain, secure, ratio, signed, signRatio []float64
 	rate := func(extra ...string) float64 {
 		dir := b.TempDir()
 		args := append([]string{"run", scenarioPath("cloud-vehicle"), "--runs", fmt.Sprint(runs), "--out", dir, "--log-level", "warn",
@@ -328,8 +331,12 @@ func BenchmarkLockstepSecure(b *testing.B) {
 	for r := 0; r < rounds; r++ {
 		p := rate("--nats-url", srv.URL())
 		s := rate("--tls", "auto")
+		g := rate("--tls", "auto", "--sign")
 		plain, secure, ratio = append(plain, p), append(secure, s), append(ratio, s/p)
+		signed, signRatio = append(signed, g), append(signRatio, g/p)
 	}
+	b.ReportMetric(median(signed), "signed-steps/s")
+	b.ReportMetric(median(signRatio), "signed-ratio")
 	b.ReportMetric(median(plain), "plain-steps/s")
 	b.ReportMetric(median(secure), "secure-steps/s")
 	b.ReportMetric(median(ratio), "ratio")

@@ -16,7 +16,7 @@ import (
 const RSSWait = "wait4"
 
 // procFileSuffixes are the files a role process writes into its --out directory.
-var procFileSuffixes = []string{".log", ".trace.jsonl", ".result.json", ".transcript.jsonl", ".faults.jsonl", ".checkpoint.json"}
+var procFileSuffixes = []string{".log", ".trace.jsonl", ".result.json", ".transcript.jsonl", ".faults.jsonl", ".checkpoint.json", "public-keys.json"}
 
 // cleanOutputs removes from dir what an earlier dpsim run wrote there, so that a reused --out
 // holds only this run's outputs: summary.json, report.md, trace.jsonl and trace-pNN.jsonl (and

@@ -2,7 +2,6 @@ package run_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -121,11 +120,13 @@ func TestNoSecretInOutputs(t *testing.T) {
 // The forged-future-step attack, on an external server without permissions: a message with
 // the plant's name and subject for a later step of the current episode, published before the
 // genuine one, no longer corrupts a result silently - the receivers count the conflict when
-// the genuine copy arrives, the run ends degraded naming it, and --strict fails it.
+// the genuine copy arrives, the run ends degraded naming it, and --strict fails it; with
+// --sign the forgery is dropped on arrival (no signature of the plant's key) and the run is ok.
 func TestForgedFutureStepIsFlagged(t *testing.T) {
 	srv := server(t)
-	for _, strict := range []bool{false, true} {
-		run := fmt.Sprintf("forge%v", strict)
+	for _, mode := range []string{"", "strict", "sign"} {
+		strict := mode == "strict"
+		run := "forge" + mode
 		subj, _ := bus.NewSubjects(run)
 		attacker, err := nats.Connect(srv.URL(), nats.Name("test-forger"))
 		require.NoError(t, err)
@@ -151,8 +152,8 @@ func TestForgedFutureStepIsFlagged(t *testing.T) {
 		require.NoError(t, attacker.Flush())
 		dir := t.TempDir()
 		args := []string{"run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(), "--runs", "5", "--out", dir, "--run-id", run, "--log-level", "warn"}
-		if strict {
-			args = append(args, "--strict")
+		if mode != "" {
+			args = append(args, "--"+mode)
 		}
 		code, _, stderr := runDpsim(t, 60*time.Second, args...)
 		attacker.Close()
@@ -167,6 +168,15 @@ func TestForgedFutureStepIsFlagged(t *testing.T) {
 		var conflicts uint64
 		for _, l := range m.Links {
 			conflicts += l.Conflicts
+		}
+		if mode == "sign" {
+			// Signed: the forged messages never get in - dropped as signature - and the run is
+			// the genuine one.
+			require.Equal(t, 0, code, stderr)
+			require.Equal(t, "ok", sum.Status)
+			require.Zero(t, conflicts)
+			require.Positive(t, sum.Invalid["cloud-0"].ByReason["signature"], "%v", sum.Invalid)
+			continue
 		}
 		require.Positive(t, conflicts, "the genuine copies after the forged ones are conflicts; invalid: %v", sum.Invalid)
 		if strict {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/cmd/role"
 	"github.com/dpsim/dpsim/internal/proxy"
 	"github.com/dpsim/dpsim/pkg/bus"
@@ -80,6 +82,9 @@ type SessionConfig struct {
 	Launcher *bus.User
 	// TLS is what the launcher and the children connect with (zero: plain TCP).
 	TLS bus.TLSFiles
+	// Sign gives every process a signing key (its seed through its environment) and the file
+	// of all public keys: data messages are signed and verified (dpsim run --sign).
+	Sign bool
 }
 
 // RunUsers returns the users of a run's processes (by sender name) and of its launcher, each
@@ -225,6 +230,36 @@ type Session struct {
 	crashed        map[string]bool // "<sender>/<episode>": the scheduled crash happened
 	// proxies are the toxiproxies in front of the server (faults.proxies), by sender.
 	proxies map[string]*proxy.Proxy
+	// seeds are the processes' signing seeds (--sign), keysFile the public keys.
+	seeds    map[string]string
+	keysFile string
+}
+
+// makeKeys gives every process a signing key and writes the public keys beside their files.
+func (s *Session) makeKeys() error {
+	s.seeds = map[string]string{}
+	pub := map[string]string{}
+	for _, p := range s.procs {
+		k, err := bus.NewSigningKey()
+		if err != nil {
+			return err
+		}
+		key := bus.SenderName(p.Role, p.ID)
+		s.seeds[key] = k.Seed
+		if p.Role == bus.RoleAgent { // a host signs for every agent it hosts
+			for i := p.ID; i <= p.LastAgent; i++ {
+				pub[bus.SenderName(bus.RoleAgent, i)] = k.Public
+			}
+		} else {
+			pub[key] = k.Public
+		}
+	}
+	data, err := json.MarshalIndent(pub, "", "  ")
+	if err != nil {
+		return err
+	}
+	s.keysFile = filepath.Join(s.cfg.Dir, "public-keys.json")
+	return atomicfile.WriteFile(s.keysFile, data, 0o644)
 }
 
 // Procs returns the children.
@@ -281,6 +316,11 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	s.procs = plannedProcs(cfg.Plan, cfg.AgentsPerProcess)
 	for _, p := range s.procs {
 		s.byKey[bus.SenderName(p.Role, p.ID)] = p
+	}
+	if cfg.Sign {
+		if err := s.makeKeys(); err != nil {
+			return nil, err
+		}
 	}
 	s.events = make(chan ctlEvent, 4*len(s.procs)+16)
 	s.exits = make(chan *Proc, len(s.procs))
@@ -485,6 +525,9 @@ func (s *Session) args(p *Proc) []string {
 	if c.BoundTraces {
 		a = append(a, "--keep-episodes", strconv.Itoa(c.KeepEpisodes))
 	}
+	if s.keysFile != "" {
+		a = append(a, "--sign-keys", s.keysFile)
+	}
 	for _, f := range []struct{ flag, path string }{{"--tls-ca", c.TLS.CA}, {"--tls-cert", c.TLS.Cert}, {"--tls-key", c.TLS.Key}} {
 		if f.path != "" { // file names, not secrets
 			a = append(a, f.flag, f.path)
@@ -533,6 +576,9 @@ func (s *Session) spawnWith(p *Proc, resume bool) error {
 	}
 	if u, ok := s.cfg.Users[bus.SenderName(p.Role, p.ID)]; ok {
 		p.cmd.Env = append(p.cmd.Env, u.Env()...) // the credentials: never in argv
+	}
+	if seed, ok := s.seeds[bus.SenderName(p.Role, p.ID)]; ok {
+		p.cmd.Env = append(p.cmd.Env, bus.EnvSignSeed+"="+seed) // the signing seed: never in argv
 	}
 	setProcAttr(p.cmd)
 	p.exited = make(chan struct{})
