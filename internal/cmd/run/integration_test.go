@@ -178,19 +178,20 @@ func (s *summary) events(ev string) int {
 }
 
 type procSummary struct {
-	Role        string               `json:"role"`
-	ID          int                  `json:"id"`
-	PID         int                  `json:"pid"`
-	Name        string               `json:"name"`
-	Agents      []int                `json:"agents"`
-	ExitCode    int                  `json:"exit_code"`
-	Status      string               `json:"status"`
-	MaxRSSBytes int64                `json:"max_rss_bytes"`
-	RSSSource   string               `json:"max_rss_source"`
-	WaitRSS     int64                `json:"wait_max_rss_bytes"`
-	StepsPerSec float64              `json:"steps_per_sec"`
-	Invalid     bus.CountersSnapshot `json:"invalid"`
-	TraceFile   string               `json:"trace_file"`
+	Role                string               `json:"role"`
+	ID                  int                  `json:"id"`
+	PID                 int                  `json:"pid"`
+	Name                string               `json:"name"`
+	Agents              []int                `json:"agents"`
+	ExitCode            int                  `json:"exit_code"`
+	Status              string               `json:"status"`
+	MaxRSSBytes         int64                `json:"max_rss_bytes"`
+	RSSSource           string               `json:"max_rss_source"`
+	WaitRSS             int64                `json:"wait_max_rss_bytes"`
+	StepsPerSec         float64              `json:"steps_per_sec"`
+	Invalid             bus.CountersSnapshot `json:"invalid"`
+	TraceFile           string               `json:"trace_file"`
+	SlowConsumerDropped int                  `json:"slow_consumer_dropped"`
 }
 
 func readSummary(t testing.TB, dir string) *summary {

@@ -208,3 +208,39 @@ func TestScenarioOverTLS(t *testing.T) {
 		require.Equal(t, 2, code, "%v: %s", bad, stderr)
 	}
 }
+
+// A flood on a shared server: 200,000 messages on the plant's subject while a run goes on.
+// Whatever the receivers' clients drop because they fell behind is counted per process
+// (slow_consumer_dropped, messages) and named in the degraded status - never silent.
+func TestFloodCountsSlowConsumers(t *testing.T) {
+	srv := server(t)
+	const run = "flood"
+	subj, _ := bus.NewSubjects(run)
+	dir := t.TempDir()
+	l := start(t, "run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(), "--runs", "60", "--out", dir, "--run-id", run, "--log-level", "warn", "--timeout", "500ms")
+	flooder, err := nats.Connect(srv.URL(), nats.Name("test-flooder"))
+	require.NoError(t, err)
+	defer flooder.Close()
+	time.Sleep(700 * time.Millisecond) // the run is going
+	junk := []byte(`{"v":1,"run":"flood","ep":0,"step":1,"from":"plant.0","sent":0,"kind":"yhat","vals":[1]}`)
+	for i := 0; i < 200000; i++ {
+		_ = flooder.Publish(subj.PlantYhat(0), junk)
+	}
+	_ = flooder.Flush()
+	code := l.wait(t, 120*time.Second)
+	sum := readSummary(t, dir)
+	var dropped int
+	for _, p := range sum.Processes {
+		dropped += p.SlowConsumerDropped
+	}
+	t.Logf("exit %d, status %s, slow-consumer drops %d, degraded %v", code, sum.Status, dropped, sum.Degraded)
+	if dropped == 0 {
+		t.Skip("no client fell behind on this machine: nothing to count")
+	}
+	require.Contains(t, []string{"degraded", "failed"}, sum.Status)
+	if sum.Status == "degraded" {
+		require.Contains(t, strings.Join(sum.Degraded, "\n"), "slow consumers")
+	} else {
+		require.Contains(t, sum.Error, "slow consumers")
+	}
+}
