@@ -81,6 +81,9 @@ type CtlOptions struct {
 	Expect    Expect
 	Counters  *Counters
 	OnInvalid func(subject string, err error)
+	// Verify, if set, drops (ReasonSignature) a message whose Dpsim-Sig header is not its
+	// sender's signature (dpsim run --sign: the launcher signs ctl.episode and ctl.stop too).
+	Verify *Verifier
 }
 
 func (o CtlOptions) drop(subject string, err error) {
@@ -108,6 +111,12 @@ func (c *Conn) SubscribeCtl(subject string, o CtlOptions, fn func(subject string
 		if err := Validate(&m, o.Expect); err != nil {
 			o.drop(nm.Subject, err)
 			return
+		}
+		if o.Verify != nil {
+			if err := o.Verify.Verify(m.Sender, nm.Data, nm.Header.Get(HeaderSig)); err != nil {
+				o.drop(nm.Subject, err)
+				return
+			}
 		}
 		fn(nm.Subject, &m)
 	})

@@ -396,7 +396,7 @@ func (n *node) takesX0() bool {
 // initial states; they are validated and queued for the episode that announces them.
 func (n *node) subscribeX0(r runner) error {
 	o := bus.CtlOptions{Expect: bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode, Kind: bus.CtlX0, Sender: bus.LauncherSender},
-		Counters: &n.ctl, OnInvalid: n.ctlInvalid}
+		Counters: &n.ctl, OnInvalid: n.ctlInvalid, Verify: n.verify}
 	sub, err := n.conn.SubscribeCtl(n.subj.ChallengerX0(), o, func(subject string, m *bus.Message) {
 		x0 := append([]float64(nil), m.Values...)
 		if err := r.checkX0(x0); err != nil || len(x0) == 0 {
@@ -447,7 +447,7 @@ func (n *node) awaitX0(ep int) ([]float64, error) {
 // subscribeCtl handles ctl.episode and ctl.stop: they are validated (bad ones counted and
 // dropped) and turned into the episodes channel and the stop signal.
 func (n *node) subscribeCtl(r runner) error {
-	o := bus.CtlOptions{Expect: bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode}, Counters: &n.ctl, OnInvalid: n.ctlInvalid}
+	o := bus.CtlOptions{Expect: bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode}, Counters: &n.ctl, OnInvalid: n.ctlInvalid, Verify: n.verify}
 	ep, err := n.conn.SubscribeCtl(n.subj.CtlEpisode(), o, func(subject string, m *bus.Message) {
 		if m.Kind != bus.CtlEpisode && m.Kind != bus.CtlEpisodeX0 {
 			n.invalid(&n.ctl, subject, &bus.InvalidError{Reason: bus.ReasonKind, Detail: fmt.Sprintf("kind %q on ctl.episode", m.Kind)})

@@ -192,6 +192,7 @@ type procSummary struct {
 	Invalid             bus.CountersSnapshot `json:"invalid"`
 	TraceFile           string               `json:"trace_file"`
 	SlowConsumerDropped int                  `json:"slow_consumer_dropped"`
+	CtlInvalid          bus.CountersSnapshot `json:"ctl_invalid"`
 }
 
 func readSummary(t testing.TB, dir string) *summary {

@@ -244,3 +244,38 @@ func TestFloodCountsSlowConsumers(t *testing.T) {
 		require.Contains(t, sum.Error, "slow consumers")
 	}
 }
+
+// A forged ctl.stop "from the launcher" on a server that lets anyone publish stops a run -
+// unless the run signs: with --sign the processes verify the launcher's signature on
+// ctl.episode and ctl.stop, drop the forgery (counted) and the run completes.
+func TestForgedStopRefusedWhenSigned(t *testing.T) {
+	srv := server(t)
+	const run = "forgestop"
+	subj, _ := bus.NewSubjects(run)
+	attacker, err := nats.Connect(srv.URL(), nats.Name("test-forger"))
+	require.NoError(t, err)
+	defer attacker.Close()
+	var once sync.Once
+	_, err = attacker.Subscribe(subj.PlantYhat(0), func(m *nats.Msg) {
+		once.Do(func() {
+			stop, _ := bus.Encode(nil, bus.StopMessage(run), bus.JSON)
+			_ = attacker.Publish(subj.CtlStop(), stop)
+			ep, _ := bus.Encode(nil, bus.EpisodeMessage(run, 77, false), bus.JSON)
+			_ = attacker.Publish(subj.CtlEpisode(), ep)
+		})
+	})
+	require.NoError(t, err)
+	require.NoError(t, attacker.Flush())
+	dir := t.TempDir()
+	code, _, stderr := runDpsim(t, 60*time.Second, "run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(), "--runs", "5",
+		"--out", dir, "--run-id", run, "--log-level", "warn", "--sign")
+	require.Equal(t, 0, code, stderr)
+	sum := readSummary(t, dir)
+	require.Equal(t, "ok", sum.Status)
+	require.Equal(t, 5, sum.Points[0].Metrics.Runs)
+	var refused uint64
+	for _, p := range sum.Processes {
+		refused += p.CtlInvalid.ByReason["signature"]
+	}
+	require.GreaterOrEqual(t, refused, uint64(3), "every process dropped the forged ctl.stop")
+}

@@ -233,6 +233,7 @@ type Session struct {
 	// seeds are the processes' signing seeds (--sign), keysFile the public keys.
 	seeds    map[string]string
 	keysFile string
+	signSeed string // the launcher's own (ctl.episode, ctl.stop, the challenger's x0)
 }
 
 // makeKeys gives every process a signing key and writes the public keys beside their files.
@@ -254,6 +255,11 @@ func (s *Session) makeKeys() error {
 			pub[key] = k.Public
 		}
 	}
+	l, err := bus.NewSigningKey()
+	if err != nil {
+		return err
+	}
+	s.signSeed, pub[bus.LauncherSender] = l.Seed, l.Public
 	data, err := json.MarshalIndent(pub, "", "  ")
 	if err != nil {
 		return err
@@ -324,7 +330,7 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	}
 	s.events = make(chan ctlEvent, 4*len(s.procs)+16)
 	s.exits = make(chan *Proc, len(s.procs))
-	auth := []bus.Option{bus.WithTLS(cfg.TLS)}
+	auth := []bus.Option{bus.WithTLS(cfg.TLS), bus.WithSigner(s.signSeed)}
 	if cfg.Launcher != nil {
 		auth = append(auth, bus.WithUser(cfg.Launcher.Name, cfg.Launcher.Password))
 	}
