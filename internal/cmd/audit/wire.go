@@ -45,14 +45,41 @@ type wireConfig struct {
 func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, error) {
 	g := c.game
 	p := g.Plan
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	runID := "audit" + hex.EncodeToString(b[:])
 	url := bus.ResolveURL(o.NATSURL)
+	var users map[string]bus.User
+	var launcher *bus.User
 	if url == "" {
-		srv, err := bus.StartEmbedded(bus.EmbeddedOptions{})
+		// The embedded server admits the run's processes only, with their roles' permissions:
+		// nobody but the plant (agents) reads the challenger's secret x(0).
+		u, l, err := runcmd.RunUsers(p, runID, 1)
+		if err != nil {
+			return nil, fmt.Errorf("wire engine: %w", err)
+		}
+		all := []bus.User{l}
+		for _, x := range u {
+			all = append(all, x)
+		}
+		users, launcher = u, &l
+		srv, err := bus.StartEmbedded(bus.EmbeddedOptions{Users: all})
 		if err != nil {
 			return nil, fmt.Errorf("wire engine: embedded NATS: %w", err)
 		}
 		defer srv.Shutdown()
 		url = srv.URL()
+	} else {
+		// credentials in the URL go to the processes' environment, never their argv
+		clean, user, pass := bus.SplitURL(url)
+		url = clean
+		if user != "" {
+			ext := bus.User{Name: user, Password: pass}
+			users, launcher = map[string]bus.User{}, &ext
+			for _, k := range runcmd.ProcessKeys(p, 1) {
+				users[k] = ext
+			}
+		}
 	}
 	exe := o.Exe
 	if exe == "" {
@@ -72,14 +99,12 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	runID := "audit" + hex.EncodeToString(b[:])
 	c.log.Info().Str("nats", url).Str("run", runID).Str("dir", dir).Msg("starting the role processes")
 	start := time.Now()
 	sess, err := runcmd.StartSession(ctx, runcmd.SessionConfig{
 		Exe: exe, ScenarioPath: o.ScenarioPath, Point: c.point, Plan: p, Seed: c.seed, URL: url, Run: runID,
 		Dir: dir, Mode: bus.Lockstep, Timeout: o.Timeout, LogLevel: o.LogLevel, Transcript: false, Log: c.log, Encoding: o.Encoding,
+		Users: users, Launcher: launcher,
 	})
 	if err != nil {
 		if sess != nil {

@@ -733,8 +733,8 @@ func (l *launcher) runNATS(ctx context.Context) error {
 			ext := bus.User{Name: user, Password: pass}
 			for k, p := range l.plans {
 				users[k], launchers[k] = map[string]bus.User{}, &ext
-				for _, pr := range plannedProcs(p, l.o.AgentsPerProcess) {
-					users[k][bus.SenderName(pr.Role, pr.ID)] = ext
+				for _, key := range ProcessKeys(p, l.o.AgentsPerProcess) {
+					users[k][key] = ext
 				}
 			}
 		}

@@ -203,6 +203,17 @@ func TestScenarioOverTLS(t *testing.T) {
 	require.Equal(t, "ok", sum.Status)
 	require.True(t, strings.HasPrefix(sum.NATSURL, "tls://"), sum.NATSURL)
 	require.JSONEq(t, string(readSummary(t, fdir).Metrics), string(sum.Metrics))
+	// an external server over TLS, trusted through --tls-ca
+	files, err := bus.AutoTLS(t.TempDir())
+	require.NoError(t, err)
+	ext, err := bus.StartEmbedded(bus.EmbeddedOptions{TLS: files})
+	require.NoError(t, err)
+	defer ext.Shutdown()
+	edir := t.TempDir()
+	code, _, stderr = runDpsim(t, 90*time.Second, "run", scenarioPath("consensus-gaussian"), "--runs", "4", "--nats-url", ext.URL(),
+		"--tls-ca", files.CA, "--out", edir, "--log-level", "warn")
+	require.Equal(t, 0, code, stderr)
+	require.JSONEq(t, string(readSummary(t, fdir).Metrics), string(readSummary(t, edir).Metrics))
 	for _, bad := range [][]string{{"--tls", "on"}, {"--tls", "auto", "--nats-url", "nats://127.0.0.1:1"}, {"--tls-ca", "/nonexistent.pem", "--nats-url", "nats://127.0.0.1:1"}} {
 		code, _, stderr := runDpsim(t, 30*time.Second, append([]string{"run", scenarioPath("cloud-vehicle"), "--out", t.TempDir()}, bad...)...)
 		require.Equal(t, 2, code, "%v: %s", bad, stderr)

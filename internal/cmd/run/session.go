@@ -87,6 +87,16 @@ type SessionConfig struct {
 	Sign bool
 }
 
+// ProcessKeys returns the sender names ("plant.0", "agent.3") of the processes a plan needs
+// with perProc agents per process.
+func ProcessKeys(p *plan.Plan, perProc int) []string {
+	var out []string
+	for _, pr := range plannedProcs(p, perProc) {
+		out = append(out, bus.SenderName(pr.Role, pr.ID))
+	}
+	return out
+}
+
 // RunUsers returns the users of a run's processes (by sender name) and of its launcher, each
 // with its role's subject permissions (bus.Subjects.RolePermissions).
 func RunUsers(p *plan.Plan, run string, perProc int) (map[string]bus.User, bus.User, error) {
