@@ -23,6 +23,7 @@ import (
 	"github.com/dpsim/dpsim/internal/cmd/run"
 	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/sim"
 )
 
@@ -164,6 +165,16 @@ type summary struct {
 		Proc    string `json:"proc"`
 		Event   string `json:"event"`
 	} `json:"timeline"`
+}
+
+// links returns the per-link counters of a single-point run's metrics.
+func (s *summary) links(t testing.TB) []fault.LinkStats {
+	t.Helper()
+	var m struct {
+		Links []fault.LinkStats `json:"links"`
+	}
+	require.NoError(t, json.Unmarshal(s.Metrics, &m))
+	return m.Links
 }
 
 // events returns the timeline's events of kind ev.
@@ -728,15 +739,9 @@ func TestRealtime(t *testing.T) {
 	// late_messages counts the deliveries of an earlier step than the receiver's (the links'
 	// late), which the cores file; the inbox drops none as late any more.
 	require.Zero(t, late)
-	var metrics struct {
-		Links []struct {
-			Late float64 `json:"late"`
-		} `json:"links"`
-	}
-	require.NoError(t, json.Unmarshal(sum.Metrics, &metrics))
 	var linkLate float64
-	for _, lk := range metrics.Links {
-		linkLate += lk.Late
+	for _, lk := range (&summary{Metrics: sum.Metrics}).links(t) {
+		linkLate += float64(lk.Late)
 	}
 	require.Equal(t, linkLate, sum.TimingRaw["late_messages"])
 	require.Equal(t, missed, sum.TimingRaw["missed"])

@@ -1,7 +1,6 @@
 package run_test
 
 import (
-	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -51,15 +50,8 @@ func TestPartition(t *testing.T) {
 	sum, fsum := readSummary(t, dir), readSummary(t, fdir)
 	require.Equal(t, "ok", sum.Status)
 	require.JSONEq(t, string(fsum.Metrics), string(sum.Metrics))
-	var m struct {
-		Links []struct {
-			Link    string `json:"link"`
-			Dropped uint64 `json:"dropped"`
-		} `json:"links"`
-	}
-	require.NoError(t, json.Unmarshal(sum.Metrics, &m))
 	cut := 0
-	for _, l := range m.Links {
+	for _, l := range sum.links(t) {
 		from, to, _ := strings.Cut(l.Link, "->")
 		side := func(e string) bool {
 			return e == "agent.0" || e == "agent.1" || e == "agent.2" || e == "agent.3" || e == "agent.4"

@@ -1,7 +1,6 @@
 package run_test
 
 import (
-	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -158,15 +157,8 @@ func TestForgedFutureStepIsFlagged(t *testing.T) {
 		code, _, stderr := runDpsim(t, 60*time.Second, args...)
 		attacker.Close()
 		sum := readSummary(t, dir)
-		var m struct {
-			Links []struct {
-				Link      string `json:"link"`
-				Conflicts uint64 `json:"conflicts"`
-			} `json:"links"`
-		}
-		require.NoError(t, json.Unmarshal(sum.Metrics, &m))
 		var conflicts uint64
-		for _, l := range m.Links {
+		for _, l := range sum.links(t) {
 			conflicts += l.Conflicts
 		}
 		if mode == "sign" {
