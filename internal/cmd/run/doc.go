@@ -92,6 +92,23 @@
 // rule at once instead of waiting for a timeout). This is what keeps a faulty lockstep run
 // bit-identical to the fast engine.
 //
+// # Security
+//
+// The launcher's embedded server knows one NATS user per process and one for the launcher,
+// each with a random password and its role's subject permissions (bus.Subjects.RolePermissions:
+// a process publishes only its own data subject and ctl words; the eavesdropper reads
+// dpsim.<run>.> and publishes nothing else; only the plant and agents read the challenger's
+// line; only the launcher publishes ctl.episode and ctl.stop); a client without credentials is
+// refused. A child gets its credentials in $DPSIM_NATS_USER and $DPSIM_NATS_PASSWORD, never in
+// argv; credentials in an external server's URL are handed on the same way and taken out of
+// every output. --tls auto makes the embedded server require TLS with a throwaway CA (the
+// children get --tls-ca, a file name); --tls-ca/--tls-cert/--tls-key do the same for an external
+// server. --sign gives every process (and the launcher) an ed25519 key (seed in
+// $DPSIM_SIGN_SEED, public keys in procs/public-keys.json, passed as --sign-keys): data
+// messages, ctl.episode, ctl.stop and the challenger's x0 carry a Dpsim-Sig header that every
+// receiver verifies. Without signing, two different messages for one (sender, episode, step)
+// are counted as conflicts and make the run degraded (--strict: failed).
+//
 // # Crashes, outages and nothing lost
 //
 // A process the scenario kills (faults.crashes) writes <name>.checkpoint.json at its crash
