@@ -261,7 +261,7 @@ type testEval struct {
 func (e testEval) cp() float64 { return math.Max(0, math.Max(e.epsXp, e.epsX)) }
 
 // evalTest bounds one test with fp false positives of n0 and fn false negatives of n1, each rate by a
-// one-sided Clopper-Pearson bound at level alpha (MATH.md section 6):
+// one-sided Clopper-Pearson bound at level alpha (docs/math.md section 6):
 //
 //	eps >= ln((1 - delta - FNR_up)/FPR_up),  eps >= ln((1 - delta - FPR_up)/FNR_up),
 //	mu  >= PhiInv(1 - FPR_up) - PhiInv(FNR_up)  (= -PhiInv(FPR_up) - PhiInv(FNR_up), no cancellation).

@@ -1,4 +1,4 @@
-// Package audit is the statistics core of dpsim's empirical privacy auditor (MATH.md section 6): it turns
+// Package audit is the statistics core of dpsim's empirical privacy auditor (docs/math.md section 6): it turns
 // the outcomes of the distinguishing game into lower bounds on epsilon, a verdict and a trade-off curve.
 // The engines that play the game (fast in-process, wire over NATS) feed it through Trials.
 //

@@ -44,7 +44,7 @@ type Pair struct {
 	// it is claimed under).
 	Adjacency string `json:"adjacency"`
 	// Z is the private model's initial-state difference per unit of mu (the worst pair's
-	// Lambda_bar^+ F (x - x') with Lambda_bar = O_T, MATH.md section 3), and DX the plant's, solving
+	// Lambda_bar^+ F (x - x') with Lambda_bar = O_T, docs/math.md section 3), and DX the plant's, solving
 	// O_T(plant) DX = O_T(model) Z; X0Prime = X0 + Mu DX. Consensus: Z = DX = 1 at Agent.
 	Z  []float64 `json:"z,omitempty"`
 	DX []float64 `json:"dx,omitempty"`
@@ -95,7 +95,7 @@ type Theory struct {
 	Distinguishable bool `json:"distinguishable,omitempty"`
 }
 
-// Game is the distinguishing game of one plan (MATH.md section 6): the calibrated system, the
+// Game is the distinguishing game of one plan (docs/math.md section 6): the calibrated system, the
 // adjacent pair and the adversary's scores. It is immutable after NewGame; Scorer gives each
 // worker its own scratch.
 type Game struct {
@@ -267,7 +267,7 @@ type estimateModel struct {
 	what         string
 }
 
-// estimateNoise derives the estimate's noise from the plan (MATH.md sections 4-5).
+// estimateNoise derives the estimate's noise from the plan (docs/math.md sections 4-5).
 //
 // Cloud control: the eavesdropper's estimate is the least-squares x0_hat = x0 + P Gamma with
 // P = (O'O)^{-1} O', O = O_T of the plant, Gamma the stacked noise (the known input part is

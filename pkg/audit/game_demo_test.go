@@ -9,7 +9,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/privacy"
 )
 
-// The demonstrations of issue 4 on the shipped scenarios, with smaller trial counts than the files
+// The audit demonstrations on the shipped scenarios, with smaller trial counts than the files
 // (the full counts run in the benchmarks and with dpsim audit). Every run uses a fixed seed; the
 // thresholds on the bounds are the power checks: an audit that passes them exercises most of the
 // claim (or exposes the violation by a wide margin), not just "no evidence".

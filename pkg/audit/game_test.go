@@ -81,7 +81,7 @@ privacy:
   delta: 0.01
 `
 
-// The worst pair of the audited adjacency, mapped to the plant (issue 4, item 1).
+// The worst pair of the audited adjacency, mapped to the plant (item 1).
 func TestWorstPairMapping(t *testing.T) {
 	t.Run("vehicle position model: dx = (z, 0) exactly", func(t *testing.T) {
 		p := loadPlan(t, "audit-vehicle-structured")
@@ -213,7 +213,7 @@ func TestChallengerBalanced(t *testing.T) {
 }
 
 // The likelihood-ratio score's law under each bit matches the covariance the game derives from the
-// plan (MATH.md sections 4-5): N(-+mu^2/2, mu^2) with mu = Theory.MuPair. This checks the
+// plan (docs/math.md sections 4-5): N(-+mu^2/2, mu^2) with mu = Theory.MuPair. This checks the
 // estimate-error model of every noise kind against the running cores.
 func TestEstimateLawMatchesTheCores(t *testing.T) {
 	for _, c := range []struct {
@@ -254,7 +254,7 @@ func TestEstimateLawMatchesTheCores(t *testing.T) {
 	}
 }
 
-// The outcome and the report do not depend on the number of workers (issue 4: deterministic for a
+// The outcome and the report do not depend on the number of workers (deterministic for a
 // seed regardless of workers).
 func TestFastDeterministicAcrossWorkers(t *testing.T) {
 	g := newGame(t, loadPlan(t, "audit-vehicle-structured"), GameOptions{})

@@ -18,7 +18,7 @@ import (
 //
 //	LLR = <obs - (mean0 + mean1)/2, mean1 - mean0> / sigma^2.
 //
-// By Neyman-Pearson, thresholding it is the most powerful test between the two means (MATH.md section 6);
+// By Neyman-Pearson, thresholding it is the most powerful test between the two means (docs/math.md section 6);
 // under bit b it is N(-+mu^2/2, mu^2) with mu = ||mean1 - mean0||/sigma, the exact mu-GDP trade-off.
 // It returns NaN when the lengths differ or sigma is not positive and finite. No allocation.
 func GaussianLLR(obs, mean0, mean1 []float64, sigma float64) float64 {

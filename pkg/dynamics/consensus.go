@@ -149,7 +149,7 @@ func (n *ConsensusNetwork) Sum() float64 {
 	return s
 }
 
-// ConsensusLimit returns the limit of eq. (25) with constant offsets gamma (MATH.md section 5):
+// ConsensusLimit returns the limit of eq. (25) with constant offsets gamma (docs/math.md section 5):
 // node i converges to xbar0 + mean(gamma) - gamma_i, written into dst (len >= len(x0)).
 func ConsensusLimit(x0, gamma, dst []float64) {
 	var s, sg float64

@@ -1,6 +1,6 @@
 // Package dynamics holds the plant, controller and consensus cores of dpsim and the stacked
 // trajectory operators that turn them into mechanisms over affine manifolds (Ren, Wang, Yuan,
-// Shi, "Differential privacy over affine manifolds", journal version, Sections 5-6; MATH.md
+// Shi, "Differential privacy over affine manifolds", journal version, Sections 5-6; docs/math.md
 // sections 4-5).
 //
 // Cloud control (Section 5). An LTI plant x(t+1) = A x + B u, y = C x (eq. 16) run for T steps

@@ -8,7 +8,7 @@ import (
 )
 
 // ConsensusEstimator is the eavesdropper's least-squares estimate of one agent's initial value x_i(0)
-// in average consensus (Section 6, eq. (25); MATH.md section 5). Agent i updates
+// in average consensus (Section 6, eq. (25); docs/math.md section 5). Agent i updates
 // x_i(t+1) = x_i(t) + u_i(t), u_i(t) = sum_j w_ij (y_j(t) - y_i(t)), from broadcast values, so
 //
 //	r(t) = y_i(t) - sum_{s<t} u_i(s) = x_i(0) + gamma_i(t)

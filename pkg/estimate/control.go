@@ -8,7 +8,7 @@ import (
 )
 
 // ControlEstimator is the eavesdropper's least-squares estimate of a plant's initial state x(0)
-// from the transcript yhat(0..t), u(0..t-1) (Section 5, eqs. (19)-(20); MATH.md section 4):
+// from the transcript yhat(0..t), u(0..t-1) (Section 5, eqs. (19)-(20); docs/math.md section 4):
 //
 //	x0_hat = argmin_x0 sum_{s<=t} ||yhat(s) - C A^s x0 - C xu(s)||^2,  xu(s+1) = A xu(s) + B u(s), xu(0) = 0.
 //

@@ -1,7 +1,7 @@
 // Package estimate holds the eavesdropper's estimators: pure cores that see only the transcript
 // (what went over the bus), never the truth, and estimate the private initial states.
 //
-// Cloud control (Section 5, MATH.md section 4). The plant x(t+1) = A x + B u, y = C x publishes
+// Cloud control (Section 5, docs/math.md section 4). The plant x(t+1) = A x + B u, y = C x publishes
 // yhat(t) = C x(t) + gamma(t) and receives u(t). Given yhat(0..t) and u(0..t-1),
 //
 //	yhat(s) = C A^s x0 + C sum_{r<s} A^{s-1-r} B u(r) + gamma(s),
@@ -27,12 +27,12 @@
 // A = [1 Ts; 0 1], B = [Ts^2/2; Ts], C = [1 0]: the noise gamma(t) = sigma eta is then C A^t (sigma eta, 0),
 // inside the plant's signal subspace, and the estimate is x0 + (sigma eta, 0).
 //
-// Average consensus (Section 6, MATH.md section 5). Agent i publishes y_i(t) = x_i(t) + gamma_i and
+// Average consensus (Section 6, docs/math.md section 5). Agent i publishes y_i(t) = x_i(t) + gamma_i and
 // updates x_i(t+1) = x_i(t) + u_i(t) with u_i(t) = sum_j w_ij (y_j(t) - y_i(t)), computed from broadcast
 // values the eavesdropper also sees. Hence y_i(t) - sum_{s<t} u_i(s) = x_i(0) + gamma_i at every t,
 // and the least-squares estimate (the mean of that sequence) equals x_i(0) + gamma_i exactly: with the
 // paper's constant offsets the noise is never averaged away. ConsensusEstimator does this for one
 // agent, NetworkEstimator for all agents from the full y vector per step.
 //
-// ProjectScore turns an estimate into the score of the distinguishing game (MATH.md section 6).
+// ProjectScore turns an estimate into the score of the distinguishing game (docs/math.md section 6).
 package estimate

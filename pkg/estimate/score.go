@@ -3,7 +3,7 @@ package estimate
 import "math"
 
 // ProjectScore is the eavesdropper's score in the distinguishing game between the adjacent pair
-// (x0, x0prime) (MATH.md section 6): the projection of the estimate on the pair's difference
+// (x0, x0prime) (docs/math.md section 6): the projection of the estimate on the pair's difference
 // d = x0 - x0prime, centred at the midpoint and normalised by ||d||^2:
 //
 //	score = <xhat0 - (x0 + x0prime)/2, d> / ||d||^2,

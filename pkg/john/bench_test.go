@@ -4,7 +4,7 @@ import (
 	"testing"
 )
 
-// benchN, benchD: the size of the targets.
+// benchN, benchD: the size of the benchmark targets.
 const benchN, benchD = 100_000, 50
 
 // BenchmarkIteration: one exact iteration (Gram, Cholesky, leverages: O(n d^2)) against one

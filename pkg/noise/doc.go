@@ -6,7 +6,7 @@
 // from the run seed and different paths give independent streams. Next writes gamma(t) and advances t.
 // Neither allocates, so a stream can run 10^8 steps inside an audit.
 //
-// The designs (MATH.md sections 3-5, Kind in kind.go names them):
+// The designs (docs/math.md sections 3-5, Kind in kind.go names them):
 //
 //   - Structured (Algorithm 1 / Theorem 3, Algorithm 2 for Laplace): gamma(t) = C_m A_m^t S eta with
 //     eta ~ N(0,1)^r or Laplace(0,1)^r drawn ONCE per episode; S = sqrt(Sigma) (Gaussian) or sigma I

@@ -9,7 +9,7 @@ import (
 )
 
 // IIDStream draws fresh noise every step: gamma_k(t) ~ N(0, scale^2) or Laplace(0, scale), independent
-// over components k and steps t (Lambda = scale I_m, MATH.md section 4). iid-calibrated and iid-naive
+// over components k and steps t (Lambda = scale I_m, docs/math.md section 4). iid-calibrated and iid-naive
 // are both IIDStreams; they differ only in the scale the caller computes (whole-trajectory vs
 // single-release calibration).
 type IIDStream struct {

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Kind names a noise design for a control loop (MATH.md section 4).
+// Kind names a noise design for a control loop (docs/math.md section 4).
 type Kind string
 
 const (

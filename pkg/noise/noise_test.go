@@ -452,7 +452,7 @@ func TestDescribe(t *testing.T) {
 	}
 }
 
-// BenchmarkStructuredStep: one structured-noise step (issue 2 target < 100 ns, 0 allocs).
+// BenchmarkStructuredStep: one structured-noise step (target < 100 ns, 0 allocs).
 func BenchmarkStructuredStep(b *testing.B) {
 	cases := []struct {
 		name    string

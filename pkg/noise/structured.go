@@ -16,7 +16,7 @@ import (
 //	z(0) = S eta,  gamma(t) = C_m z(t),  z(t+1) = A_m z(t),   i.e. gamma(t) = C_m A_m^t S eta,
 //
 // with eta ~ N(0,1)^r (Gaussian, S = sqrt(Sigma)) or Laplace(0,1)^r (Laplace, S = sigma I, eq. (14))
-// drawn once per episode by Reset (MATH.md section 4). Dimensions: A_m is nz x nz, C_m is m x nz,
+// drawn once per episode by Reset (docs/math.md section 4). Dimensions: A_m is nz x nz, C_m is m x nz,
 // S is nz x r. Matrices are copied at construction; a step costs O(nz^2 + m nz) and never allocates.
 type StructuredStream struct {
 	nz, m, r  int
@@ -76,7 +76,7 @@ func NewStructured(Am, Cm, S *mat.Dense, dist privacy.Mechanism) (*StructuredStr
 	return s, nil
 }
 
-// NewOffset returns the consensus offset gamma_i(t) = sigma_i eta_i (Section 6, MATH.md section 5):
+// NewOffset returns the consensus offset gamma_i(t) = sigma_i eta_i (Section 6, docs/math.md section 5):
 // eta_i ~ N(0,1) or Laplace(0,1) drawn once per episode, the same value every step. It is the 1x1
 // structured stream A_m = C_m = 1, S = sigma.
 func NewOffset(sigma float64, dist privacy.Mechanism) (*StructuredStream, error) {

@@ -6,7 +6,7 @@
 // One plan serves every consumer - `dpsim calibrate`, the in-process engine, the plant and
 // agent processes, and the auditor - so a calibration is computed in exactly one place.
 //
-// Noise kinds (MATH.md section 4), for a private model (A_m, C_m) over T steps:
+// Noise kinds (docs/math.md section 4), for a private model (A_m, C_m) over T steps:
 //
 //   - structured: Lambda_bar = O_T (Theorem 3); Gaussian noise gamma(t) = C_m A_m^t sqrt(Sigma) eta
 //     with the optimal Sigma of the LMIs (12), Laplace gamma(t) = C_m A_m^t b eta (Algorithm 2);

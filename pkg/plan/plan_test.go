@@ -60,7 +60,7 @@ func TestStructuredGaussianIsTight(t *testing.T) {
 	}
 }
 
-// MATH.md section 1: the full-state vehicle's manifold sensitivity exceeds the block one by about 1/Ts.
+// docs/math.md section 1: the full-state vehicle's manifold sensitivity exceeds the block one by about 1/Ts.
 func TestFullStateManifoldVersusBlock(t *testing.T) {
 	s := load(t, "cloud-vehicle-fullstate.yaml")
 	man, err := New(s, Options{Adjacency: privacy.Manifold})

@@ -48,7 +48,7 @@
 // [GaussianSatisfies] is the defining inequality itself, kappa(eps, mu Delta / sigma) <= delta; every sigma
 // returned satisfies it. [LaplaceScale] gives b = mu Delta_L / eps; a Laplace variable of scale b has
 // variance 2 b^2. [EpsilonForGDP] converts an audited mu-GDP into the eps it certifies at a given delta
-// (kappa(eps, mu_gdp) = delta, MATH.md section 6).
+// (kappa(eps, mu_gdp) = delta, docs/math.md section 6).
 //
 // # Numerics
 //

@@ -278,7 +278,7 @@ func (m *dynamicsModel) block(norm int, value func([]float64) float64, param fun
 	return s, nil
 }
 
-// IIDSensitivity is the sensitivity of the iid-calibrated baseline (MATH.md section 4): the same
+// IIDSensitivity is the sensitivity of the iid-calibrated baseline (docs/math.md section 4): the same
 // trajectory mechanism F = I_T (x) C over the manifold (20), but with LambdaBar = I (r = T n_y, noise
 // Lambda = sigma I on every released output). The value is max ||O_T z||_Norm / |(A^t z)_k| over the
 // adjacency's pairs (z the initial-state difference), so it grows with T where the structured

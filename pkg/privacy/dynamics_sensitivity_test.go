@@ -136,7 +136,7 @@ func vehicleManifold(T int, Ts float64, norm int) (manifold, block float64) {
 	return math.Sqrt(1+a*a) / Ts, math.Sqrt(1 + a*a)
 }
 
-// TestVehicleFullState: the paper's vehicle with the full state private (MATH.md section 1): block
+// TestVehicleFullState: the paper's vehicle with the full state private (docs/math.md section 1): block
 // ≈ 9.95 and manifold ≈ 99.5 at T = 100 (Ts = 0.1), matching the closed forms exactly, with the
 // worst pair derived by hand: R = {p(99)}, the change at p(98), z = (99, -10).
 func TestVehicleFullState(t *testing.T) {

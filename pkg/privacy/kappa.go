@@ -443,7 +443,7 @@ func paperBoundY(eps, z float64) float64 {
 }
 
 // EpsilonForGDP converts mu-Gaussian differential privacy into (eps, delta): it returns the eps >= 0 with
-// Kappa(eps, muGDP) = delta (MATH.md section 6; mu-GDP is (eps, delta)-DP for all eps with
+// Kappa(eps, muGDP) = delta (docs/math.md section 6; mu-GDP is (eps, delta)-DP for all eps with
 // kappa(eps, mu) <= delta, Dong, Roth & Su 2019, Cor. 2.13). Kappa decreases in eps, so the answer is 0 when
 // Kappa(0, muGDP) <= delta already, and also when muGDP <= 0 (no distinguishing power). The result is
 // rounded up so that Kappa(eps, muGDP) <= delta holds as computed.

@@ -9,7 +9,7 @@ import (
 	"gonum.org/v1/gonum/integrate/quad"
 )
 
-// The acceptance grid of issue 2: eps in [1e-4, 50], delta in [1e-12, 0.5].
+// The acceptance grid: eps in [1e-4, 50], delta in [1e-12, 0.5].
 var (
 	gridEps   = []float64{1e-4, 1e-3, 0.01, 0.1, 0.5, 1, 2, 5, 10, 20, 50}
 	gridDelta = []float64{1e-12, 1e-9, 1e-6, 1e-3, 1e-2, 0.1, 0.5}
@@ -491,7 +491,7 @@ func TestKappaAllocationFree(t *testing.T) {
 }
 
 // BenchmarkKappaInverse measures one KappaInverse call, cycling through the 77 points of the acceptance
-// grid (eps in [1e-4, 50] x delta in [1e-12, 0.5]); the issue's target is < 20 us per call.
+// grid (eps in [1e-4, 50] x delta in [1e-12, 0.5]); the target is < 20 us per call.
 func BenchmarkKappaInverse(b *testing.B) {
 	type pt struct{ eps, delta float64 }
 	var pts []pt

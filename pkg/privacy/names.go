@@ -41,7 +41,7 @@ func ParseCalibration(s string) (Calibration, error) {
 	return parseName(s, Calibrations, "calibration")
 }
 
-// Adjacency names the set of index sets over which the sensitivity is maximised (MATH.md section 1).
+// Adjacency names the set of index sets over which the sensitivity is maximised (docs/math.md section 1).
 type Adjacency string
 
 const (

@@ -151,7 +151,7 @@ func (c *constraintSet) add(v []float64) {
 }
 
 // circuitSpec describes a kernel basis N (n x k, row-major) and the map z -> ||G z|| for the exact
-// circuit enumeration of MATH.md section 1.
+// circuit enumeration of docs/math.md section 1.
 type circuitSpec struct {
 	n, k    int
 	rows    []float64                 // N, row-major
@@ -302,7 +302,7 @@ func (sp *circuitSpec) minSupport(z []float64) (int, float64, bool) {
 	return bi, bv, bi >= 0
 }
 
-// enumerateCircuits is the exact enumeration of MATH.md section 1: every (k-1)-row subset R of N with
+// enumerateCircuits is the exact enumeration of docs/math.md section 1: every (k-1)-row subset R of N with
 // rank k-1 fixes a circuit z (null(N_R)); its worst coordinate is the smallest nonzero |N_i z|, and
 // the circuit's value is ||G z|| / |N_i z|. Every Definition-4 pair (d_j, i) is such a pair
 // (free set R ∪ {i}), so the maximum is exact. Parallel z (the same circuit reached from different R)
@@ -397,7 +397,7 @@ func budgetError(what string, sets float64, perSet float64, budget int64) error 
 }
 
 // ManifoldSensitivity computes Delta_N (norm 2) or Delta_L (norm 1) of Definition 4 over every valid
-// index set, exactly, by circuit enumeration (MATH.md section 1): with N an orthonormal basis of ker D
+// index set, exactly, by circuit enumeration (docs/math.md section 1): with N an orthonormal basis of ker D
 // (n x k) and G = LambdaBar^+ F N, every (k-1)-row subset R of N of rank k-1 gives a circuit z
 // (null(N_R)), worst coordinate i = argmin nonzero |N_i z|, value ||G z|| / |N_i z|.
 //

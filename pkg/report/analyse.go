@@ -52,7 +52,7 @@ type run struct {
 	checks  []Check
 	skipped []string // figures left out for lack of data
 
-	// deviations are results outside a tolerance the issue states but the theory does not
+	// deviations are results outside a tolerance dpsim states but the theory does not
 	// predict (velocity error at T >= VelocityTol): not failures, listed in the verdict.
 	deviations []deviation
 	// partial: the run did not cover what was asked (status not ok, fewer episodes or points,
@@ -61,7 +61,7 @@ type run struct {
 	partialWhy []string
 }
 
-// deviation is the velocity error at T of one point against the issue's VelocityTol.
+// deviation is the velocity error at T of one point against VelocityTol.
 type deviation struct {
 	point string
 	T     int

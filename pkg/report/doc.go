@@ -1,6 +1,6 @@
 // Package report writes what a person reads after a dpsim run: the figures (PNG and SVG, drawn
 // with gonum.org/v1/plot) and report.md, which states the setup, the privacy budget and its
-// calibration, and the results against the papers' bounds (MATH.md sections 1-5).
+// calibration, and the results against the papers' bounds (docs/math.md sections 1-5).
 //
 // The launcher calls one function after a run:
 //
@@ -64,11 +64,11 @@
 //     E[x_i(T) - x*] within alpha^T ||x(0) - 1x*|| (simultaneous 95% intervals), network sum
 //     preserved to SumTol.
 //
-// The velocity error at T is also compared with the issue's VelocityTol (1e-6). The theory does
+// The velocity error at T is also compared with VelocityTol (1e-6). The theory does
 // not promise it: with the paper's gains the slowest closed-loop pole (0.9046) leaves about
 // 2.8e-5 of the initial error at T = 100 even without noise. The report states this honestly
-// and the verdict lists it as a deviation from the issue's stated tolerance ("all 5 computed
-// checks pass; deviation from the issue's stated tolerance: velocity error at T = 100 is
+// and the verdict lists it as a deviation from the tolerance dpsim states ("all 5 computed
+// checks pass; deviation from the tolerance dpsim states: velocity error at T = 100 is
 // 0.0047 max over runs, not < 1e-6 (closed-loop pole 0.9046)") instead of an unqualified
 // all-pass.
 //

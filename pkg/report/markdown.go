@@ -165,7 +165,7 @@ func (r *run) verdict(b *strings.Builder) {
 	}
 }
 
-// deviationText lists, for the verdict, what misses a tolerance the issue states though the
+// deviationText lists, for the verdict, what misses a tolerance dpsim states though the
 // theory does not promise it: the velocity error at T against VelocityTol (the slowest
 // closed-loop pole leaves more than that at T with the paper's gains, even without noise).
 func (r *run) deviationText() string {
@@ -178,9 +178,9 @@ func (r *run) deviationText() string {
 			worst = d
 		}
 	}
-	s := fmt.Sprintf("; deviation from the issue's stated tolerance: velocity error at T = %d is %s max over runs", worst.T, num(worst.v))
+	s := fmt.Sprintf("; deviation from the tolerance dpsim states: velocity error at T = %d is %s max over runs", worst.T, num(worst.v))
 	if len(r.deviations) > 1 || r.sweep {
-		s = fmt.Sprintf("; deviation from the issue's stated tolerance: velocity error at T = %d is up to %s max over runs (%d of %d points; largest at %s)",
+		s = fmt.Sprintf("; deviation from the tolerance dpsim states: velocity error at T = %d is up to %s max over runs (%d of %d points; largest at %s)",
 			worst.T, num(worst.v), len(r.deviations), len(r.points), worst.point)
 	}
 	s += ", not < " + num(VelocityTol)

@@ -420,7 +420,7 @@ func (r *run) adjacencySection(b *strings.Builder) {
 		}
 	}
 	b.WriteString("### Manifold vs block adjacency\n\n")
-	b.WriteString("The whole state is private, so the two adjacency notions differ (MATH.md section 1): `manifold` is Definition 4 over " +
+	b.WriteString("The whole state is private, so the two adjacency notions differ (docs/math.md section 1): `manifold` is Definition 4 over " +
 		"every valid index set (a free set may mix time steps), `block` only the T block index sets of Theorem 3 (one time step's state changes).\n\n")
 	var rows [][]string
 	var notes []string

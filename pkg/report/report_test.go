@@ -554,7 +554,7 @@ func TestNoCompleteEpisodeNoChecks(t *testing.T) {
 }
 
 // TestVelocityDeviationInVerdict: with the paper's gains the velocity error at T is above the
-// issue's 1e-6 (the slowest closed-loop pole 0.9046); every check may pass, but the verdict
+// stated 1e-6 (the slowest closed-loop pole 0.9046); every check may pass, but the verdict
 // must not read as an unqualified all-pass.
 func TestVelocityDeviationInVerdict(t *testing.T) {
 	in := controlInput(t)
@@ -562,7 +562,7 @@ func TestVelocityDeviationInVerdict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "**Verdict:** all 5 computed checks pass; deviation from the issue's stated tolerance: velocity error at T = 20 is 2e-4 max over runs, not < 1e-6 (closed-loop pole 0.9046)."
+	want := "**Verdict:** all 5 computed checks pass; deviation from the tolerance dpsim states: velocity error at T = 20 is 2e-4 max over runs, not < 1e-6 (closed-loop pole 0.9046)."
 	if !strings.Contains(string(rep.Markdown), want) {
 		t.Errorf("report.md lacks %q", want)
 	}

@@ -16,12 +16,12 @@ import (
 
 // Thresholds of the computed statements.
 const (
-	// VelocityTol is the bound on the velocity error at T named in issue 3 (printed for comparison).
+	// VelocityTol is the bound on the velocity error at T that dpsim states (printed for comparison).
 	VelocityTol = 1e-6
 	// VanishFactor: a mean-square error counts as vanished at T when it is at most VanishFactor
 	// times its peak over the run.
 	VanishFactor = 1e-4
-	// SumTol bounds the relative deviation of the network sum (issue 3 acceptance).
+	// SumTol bounds the relative deviation of the network sum.
 	SumTol = 1e-9
 	// FlatRatio: the eavesdropper's error counts as flat when late/early >= FlatRatio, and
 	// as shrinking when late/early < FlatRatio.
@@ -79,7 +79,7 @@ func (r *run) controlChecks(p *pointInfo) []string {
 		}
 		line := fmt.Sprintf("velocity error at T = %d: max over runs |v(T) - v_r(T)| = %s", T, num(v))
 		if v >= VelocityTol && (offset || kind == string(noise.None)) {
-			line += fmt.Sprintf(", not below the %s of issue 3", num(VelocityTol))
+			line += fmt.Sprintf(", not below the %s that dpsim states", num(VelocityTol))
 			dev := deviation{point: p.label, T: T, v: v}
 			if rho, ok := slowestPole(p); ok {
 				dev.rho = rho

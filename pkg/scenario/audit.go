@@ -23,7 +23,7 @@ var (
 	auditPairFields = []string{"x0", "x0prime"}
 )
 
-// AuditSpec is the optional audit section: defaults for `dpsim audit` (issue 4, MATH.md
+// AuditSpec is the optional audit section: defaults for `dpsim audit` (docs/math.md
 // section 6). Command-line flags override it.
 type AuditSpec struct {
 	// Trials per value of the secret bit (N runs on x and N on x'); 0 = not set.

@@ -213,7 +213,7 @@
 //
 // # audit
 //
-// Defaults for `dpsim audit` (the empirical privacy audit, MATH.md section 6); its flags
+// Defaults for `dpsim audit` (the empirical privacy audit, docs/math.md section 6); its flags
 // override them, and every field is optional:
 //
 //	audit:
@@ -234,5 +234,5 @@
 // commented: cloud-vehicle (Section 5.3, position private), cloud-vehicle-fullstate (full
 // state private, manifold adjacency), cloud-vehicle-lqr (gains from LQR weights),
 // cloud-vehicle-sweep (Fig. 3), consensus-gaussian and consensus-laplace (Section 6.3), and
-// the audit demonstrations audit-*.yaml (issue 4).
+// the audit demonstrations audit-*.yaml.
 package scenario

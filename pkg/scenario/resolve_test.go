@@ -54,7 +54,7 @@ func TestShippedScenariosBuild(t *testing.T) {
 }
 
 // The LQR scenario reproduces the paper's gains K_P = [3.4240; 4.3095], L = [0.8266; 0.6973]
-// to 4 digits (issue 2: the authors' dlqr designs).
+// to 4 digits (the authors' dlqr designs).
 func TestLQRGainsMatchPaper(t *testing.T) {
 	s, err := Load("../../scenarios/cloud-vehicle-lqr.yaml")
 	if err != nil {

@@ -214,7 +214,7 @@ type ModelSpec struct {
 	A, C Matrix
 }
 
-// TransportMode is how processes pace their steps (issue 3).
+// TransportMode is how processes pace their steps.
 type TransportMode string
 
 const (

@@ -13,7 +13,7 @@ import (
 
 // consensus-gaussian / consensus-laplace (paper Figs. 5-7): 500 runs, T = 30, eps in {1, 0.1, 0.01}.
 //
-// Theory (MATH.md section 5): with W = I - L, eq. (25) with constant offsets gamma gives exactly
+// Theory (docs/math.md section 5): with W = I - L, eq. (25) with constant offsets gamma gives exactly
 //
 //	x(T) = W^T x(0) - (I - W^T) gamma,
 //

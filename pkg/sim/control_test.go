@@ -13,7 +13,7 @@ import (
 
 // cloud-vehicle (paper Fig. 2), 500 runs, T = 100, seed 53 of the scenario file.
 //
-// Theory (MATH.md section 4): with the paper's position-only structured noise the plant publishes
+// Theory (docs/math.md section 4): with the paper's position-only structured noise the plant publishes
 // yhat(t) = p(t) + c with the constant c = sigma eta. Since A [c; 0] = [c; 0], the loop behaves
 // exactly as a noise-free loop whose plant started at x(0) + [c; 0]: the shifted state converges to
 // the reference (constant (1, 0) from t ~ 20 on), so the velocity error vanishes and the position
@@ -68,7 +68,7 @@ func TestCloudVehicle(t *testing.T) {
 	}
 }
 
-// At a longer horizon the velocity error falls below 1e-6 in every run (the tolerance): at
+// At a longer horizon the velocity error falls below 1e-6 in every run (the stated tolerance): at
 // T = 100 it cannot (see TestCloudVehicle: ~5e-3 at worst), at T = 250 the envelope
 // |c| T 0.905^T is ~1e-8 |c|.
 func TestCloudVehicleVelocityErrorVanishes(t *testing.T) {

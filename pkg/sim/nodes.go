@@ -350,7 +350,7 @@ func (a *AgentNode) Gamma() float64 { return a.gamma[0] }
 func (a *AgentNode) Step() int { return a.t }
 
 // EavesdropperNode is the adversary: it sees only the transcript (what goes over the bus) and
-// estimates the private initial state by least squares (pkg/estimate, MATH.md sections 4-5):
+// estimates the private initial state by least squares (pkg/estimate, docs/math.md sections 4-5):
 //
 //   - cloud control: x0_hat from yhat(0..t) and u(0..t-1) with the plant's own model (A, B, C)
 //     on the affine manifold of eqs. (19)-(20) (estimate.ControlEstimator);

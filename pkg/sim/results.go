@@ -115,7 +115,7 @@ type ConsensusMetrics struct {
 	// 2 sum_i b_i^2 (Laplace), i.e. N * NoiseVariance.
 	Prop1Bound float64 `json:"prop1_bound"`
 	// OffsetLimit is the exact limit (N-1) * NoiseVariance for i.i.d. constant offsets: node i
-	// ends at x* + mean(gamma) - gamma_i (MATH.md section 5), so the bound is loose by N/(N-1).
+	// ends at x* + mean(gamma) - gamma_i (docs/math.md section 5), so the bound is loose by N/(N-1).
 	OffsetLimit float64 `json:"offset_limit"`
 	// FinalBelowBound reports FinalSqDeviation.Hi < Prop1Bound (95% upper limit below the bound).
 	FinalBelowBound bool `json:"final_below_bound"`

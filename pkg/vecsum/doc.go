@@ -1,6 +1,6 @@
 // Package vecsum releases the sum of n vectors in R^d under (epsilon, delta)-differential privacy with
 // the mechanisms of Poulsen, "Differentially private vector sums in the case of normally distributed
-// data" (MATH.md section 7). Neighbouring data sets differ in one row (Definition 2.1, replacement;
+// data" (docs/math.md section 7). Neighbouring data sets differ in one row (Definition 2.1, replacement;
 // n is public).
 //
 //   - Algorithm 1, the Gaussian mechanism (PlanBox with MethodGaussian): rows in a box

@@ -1,4 +1,4 @@
-// Package auditcmd implements `dpsim audit`, the empirical privacy audit (issue 4, MATH.md
+// Package auditcmd implements `dpsim audit`, the empirical privacy audit (docs/math.md
 // section 6): it plays the distinguishing game against a scenario's system - a challenger picks,
 // per trial and secretly, the initial state x or an adjacent x', the system runs one episode, the
 // eavesdropper scores what it saw - and turns the scores into lower bounds on epsilon with a
@@ -65,7 +65,7 @@ const synopsis = `dpsim audit SCENARIO [--engine fast|wire] [--trials N] [--audi
                    [--fail-on-violation]`
 
 const description = `Audits the scenario's privacy claim empirically: plays the distinguishing game and reports lower
-bounds on epsilon with a verdict (MATH.md section 6).
+bounds on epsilon with a verdict (docs/math.md section 6).
 
 Per trial the challenger draws a secret bit (balanced: N trials with x, N with x'), the system runs
 ONE episode from the chosen initial state with fresh noise, and the eavesdropper - which sees only

@@ -166,7 +166,7 @@ func TestSweepAndFailOnViolation(t *testing.T) {
 // Demonstration 5: the wire engine (real processes over NATS) agrees with the fast engine on
 // demonstrations 1 and 2 (binary and JSON wire encodings). For the same seed both engines run the same episodes with the same noise,
 // so the eavesdropper's estimates - and hence every bound - are identical; the test checks that
-// (to 1e-12) and, as the issue asks, that the two bounds lie within each other's confidence ranges.
+// (to 1e-12) and, that the two bounds lie within each other's confidence ranges.
 // 1500 episodes in total (500 + 250 trials per side, about 40 s); -short: 100 episodes. The
 // 2000-episode figure is BenchmarkWireEngine.
 func TestWireAgreesWithFast(t *testing.T) {

@@ -351,7 +351,7 @@ func calibrateScenario(s *scenario.Scenario, opt plan.Options) (*ScenarioResult,
 			r.NaiveSensitivityT, r.NaiveEpsilonT = sensT, eps
 		}
 	}
-	// What the other adjacency costs, so the choice is visible (MATH.md section 1).
+	// What the other adjacency costs, so the choice is visible (docs/math.md section 1).
 	other := privacy.Block
 	if p.Adjacency == privacy.Block {
 		other = privacy.Manifold

@@ -24,7 +24,7 @@ import (
 
 const topUsage = `Usage: dpsim vecsum <plan|run|figure> [flags]
 
-Differentially private sums of vectors (Poulsen, MATH.md section 7): the Gaussian mechanism, the
+Differentially private sums of vectors (Poulsen, docs/math.md section 7): the Gaussian mechanism, the
 elliptical Gaussian mechanism, and Algorithm 3 for normally distributed data (centre, scale by
 Lemma 4.1, clip, per-dimension noise).
 
