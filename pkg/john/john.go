@@ -43,8 +43,14 @@ func ParseMethod(s string) (Method, error) {
 
 // Documented constants of the fast iteration (the paper only gives Theta(.) orders).
 const (
-	// DefaultXi is the default accuracy: max_i h_i(v) <= 1 + Xi (Definition 3.4).
+	// DefaultXi is the default accuracy of the sketched methods (fast, dp): max_i h_i(v) <=
+	// 1 + Xi (Definition 3.4).
 	DefaultXi = 0.1
+	// DefaultXiExact is the default accuracy of the exact method: the John ellipsoid to
+	// machine accuracy (log det Q within d ln(1 + 1e-9) of the optimum).
+	DefaultXiExact = 1e-9
+	// MaxIterWolfeAtwood bounds the exact method's Wolfe-Atwood iterations.
+	MaxIterWolfeAtwood = 1_000_000
 	// SketchConstant c_s in s = ceil(c_s / xi) (Algorithm 1, line 3: s = Theta(1/xi)).
 	SketchConstant = 1.0
 	// SampleConstant c_N in N = ceil(c_N d ln(d+1) / xi), the expected number of rows kept
@@ -229,6 +235,9 @@ func (c Config) resolve(n, d int) (Config, error) {
 	}
 	if c.Xi == 0 {
 		c.Xi = DefaultXi
+		if c.Method == Exact && !c.Trace {
+			c.Xi = DefaultXiExact
+		}
 	}
 	if lo := MinXiFor(c.Method); !(c.Xi >= lo && c.Xi <= MaxXi) {
 		return c, fmt.Errorf("xi = %g: must lie in [%g, %g] for method %s (%s)", c.Xi, lo, MaxXi, c.Method, xiRangeReason(c.Method))
@@ -241,6 +250,9 @@ func (c Config) resolve(n, d int) (Config, error) {
 	}
 	if c.SketchSize == 0 {
 		c.SketchSize = DefaultSketchSize(c.Xi)
+	}
+	if c.MaxIter == 0 && c.Method == Exact && !c.Trace {
+		c.MaxIter = MaxIterWolfeAtwood // Solve's Wolfe-Atwood iterations; it stops far earlier
 	}
 	if c.MaxIter == 0 {
 		c.MaxIter = DefaultMaxIter(c.Method, n, d, c.Xi, c.SketchSize)
@@ -280,6 +292,32 @@ func Solve(A *mat.Dense, cfg Config) (*Result, error) {
 	}
 	defer s.Close()
 	c := s.cfg
+	if c.Method == Exact && !c.Trace {
+		// The exact method: Wolfe-Atwood on the dual (wa.go), then the same exact evaluation.
+		// The uniform start is checked first: its factorisation names a rank defect, an
+		// underflow or an overflow precisely.
+		if _, _, err := s.exactFactor(s.w); err != nil {
+			return nil, fmt.Errorf("john: %w", err)
+		}
+		w, it, err := wolfeAtwood(mat.DenseCopyOf(A), c.Xi, c.MaxIter)
+		if err != nil {
+			return nil, fmt.Errorf("john: %w", err)
+		}
+		shareDuplicates(A, w)
+		copy(s.prev, w)
+		copy(s.sum, w)
+		s.count, s.iter = 1, it
+		if s.lastMax, _, err = s.evaluate(w); err != nil {
+			return nil, fmt.Errorf("john: %w", err)
+		}
+		res, err := s.Result()
+		if err != nil {
+			return nil, err
+		}
+		res.Output = "wolfe-atwood"
+		res.Elapsed = time.Since(start)
+		return res, nil
+	}
 	if c.Trace {
 		if err := s.trace(); err != nil {
 			return nil, fmt.Errorf("john: %w", err)

@@ -72,13 +72,21 @@ func TestCubeJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := decode(t, out)
-	for _, k := range []string{"weights", "sum_weights", "max_leverage", "logdet_q", "iterations", "method", "seed", "time_ms", "q", "converged"} {
+	for _, k := range []string{"weights", "sum_weights", "max_leverage", "logdet_q", "iterations", "method", "time_ms", "q", "converged"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("JSON lacks key %q", k)
 		}
 	}
-	if m["method"] != "exact" || m["seed"].(float64) != 5 || m["seed_source"] != "flag" {
-		t.Errorf("method %v seed %v source %v", m["method"], m["seed"], m["seed_source"])
+	// the exact method draws nothing: no seed is printed, whatever --seed says
+	if _, has := m["seed"]; m["method"] != "exact" || has || m["xi"].(float64) != 1e-9 {
+		t.Errorf("method %v, seed %v, xi %v: want exact, no seed, xi 1e-9", m["method"], m["seed"], m["xi"])
+	}
+	fast, _, err := run("--input", p, "--json", "--seed", "5", "--method", "fast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := decode(t, fast); f["seed"].(float64) != 5 || f["seed_source"] != "flag" || f["xi"].(float64) != 0.1 {
+		t.Errorf("fast: seed %v source %v xi %v", f["seed"], f["seed_source"], f["xi"])
 	}
 	if math.Abs(m["max_leverage"].(float64)-1) > 1e-12 || math.Abs(m["sum_weights"].(float64)-3) > 1e-12 || math.Abs(m["logdet_q"].(float64)) > 1e-12 {
 		t.Errorf("cube: %v %v %v", m["max_leverage"], m["sum_weights"], m["logdet_q"])
