@@ -44,37 +44,51 @@ func NewFlagSet(name, synopsis, description string, stderr io.Writer) *flag.Flag
 }
 
 // NewCommandFlagSet returns a ContinueOnError flag set whose usage prints synopsis,
-// description and every flag with its default: to stdout when it was asked for (-h, --help:
-// it can be piped into a pager), to stderr after a parse error, following the error message.
+// description and every flag with its default to stdout when it was asked for (-h, --help:
+// it can be piped into a pager); after a parse error only one line follows the error on
+// stderr, "see 'dpsim run --help'", so that the error is not scrolled away.
 func NewCommandFlagSet(name, synopsis, description string, stdout, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	// The flag package writes a parse error to Output just before it calls Usage; -h calls
 	// Usage without one. errMark tells the two apart.
-	mark := &errMark{w: stderr}
+	mark := &errMark{cmd: commandOf(synopsis)}
 	fs.SetOutput(mark)
 	fs.Usage = func() {
-		w := stdout
 		if mark.wrote {
-			w = stderr
+			mark.wrote = false // Parse returns the error with the hint; nothing more here
+			return
 		}
-		mark.wrote = false
-		fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags:\n", synopsis, strings.TrimSpace(description))
-		fs.SetOutput(w)
+		fmt.Fprintf(stdout, "Usage: %s\n\n%s\n\nFlags:\n", synopsis, strings.TrimSpace(description))
+		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		fs.SetOutput(mark)
 	}
 	return fs
 }
 
-// errMark forwards to w and records that something (a parse error) was written.
+// commandOf returns the command a synopsis starts with: "dpsim run" of "dpsim run SCENARIO
+// [--out DIR]", "plant" of "plant --run ID ...".
+func commandOf(synopsis string) string {
+	f := strings.Fields(synopsis)
+	switch {
+	case len(f) == 0:
+		return "dpsim"
+	case f[0] == "dpsim" && len(f) > 1 && !strings.HasPrefix(f[1], "-") && !strings.HasPrefix(f[1], "["):
+		return f[0] + " " + f[1]
+	}
+	return f[0]
+}
+
+// errMark swallows the flag package's own error message (Parse returns the error, with a
+// hint, for the caller to print once) and records that one was written.
 type errMark struct {
-	w     io.Writer
+	cmd   string
 	wrote bool
 }
 
 func (e *errMark) Write(p []byte) (int, error) {
 	e.wrote = true
-	return e.w.Write(p)
+	return len(p), nil
 }
 
 // Parse parses args; -h/--help prints usage and returns flag.ErrHelp, which callers pass up
@@ -83,6 +97,9 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
+		}
+		if m, ok := fs.Output().(*errMark); ok {
+			return fmt.Errorf("%w: %v (see '%s --help')", ErrUsage, err, m.cmd)
 		}
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
