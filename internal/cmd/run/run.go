@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -129,7 +130,7 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	fs.BoolVar(&o.Transcript, "transcript", true, "the eavesdropper writes every message it saw to its transcript file")
 	fs.IntVar(&o.ChildProcs, "child-gomaxprocs", 1, "GOMAXPROCS of every role process (0 = Go's default: one thread per core); 1 is fastest for the lockstep loops")
 	fs.BoolVar(&o.JSON, "json", false, "print summary.json on stdout instead of the short table")
-	fs.BoolVar(&o.Progress, "progress", true, "show a progress bar (only when stderr is a terminal)")
+	fs.BoolVar(&o.Progress, "progress", true, "show progress: a bar when stderr is a terminal, else a plain line every 5 s (piped output, CI logs)")
 	fs.StringVar(&o.TLS, "tls", "", "auto: the embedded server requires TLS with a certificate of a throwaway CA made for this run (every process trusts it); default off")
 	fs.StringVar(&o.TLSFiles.CA, "tls-ca", "", "external server over TLS: the CA file (PEM) that signed its certificate; every process trusts it")
 	fs.StringVar(&o.TLSFiles.Cert, "tls-cert", "", "external server with mutual TLS: the client certificate (PEM) every process presents")
@@ -240,6 +241,7 @@ type launcher struct {
 	runs    int
 	sum     *Summary
 	bar     *progressbar.ProgressBar
+	plain   *plainProgress
 	started time.Time
 	tl      *timeline
 	// tlsClient is what every process uses to connect over TLS (zero: plain).
@@ -488,6 +490,9 @@ func (l *launcher) runAll(ctx context.Context) error {
 			progressbar.OptionShowIts(), progressbar.OptionSetItsString("episodes"),
 			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 		defer func() { _ = l.bar.Finish() }()
+	} else if l.o.Progress {
+		// Not a terminal (piped, a CI log): a plain line every few seconds instead of silence.
+		l.plain = &plainProgress{w: l.stderr, total: total, start: time.Now(), last: time.Now(), name: l.scn.Name}
 	}
 	if l.o.Engine == "fast" {
 		return l.runFast(ctx)
@@ -498,6 +503,32 @@ func (l *launcher) runAll(ctx context.Context) error {
 func (l *launcher) tick(n int) {
 	if l.bar != nil {
 		_ = l.bar.Add(n)
+	}
+	if l.plain != nil {
+		l.plain.add(n)
+	}
+}
+
+// PlainProgressEvery is how often a run that does not write to a terminal prints a progress line.
+const PlainProgressEvery = 5 * time.Second
+
+// plainProgress prints "dpsim run: NAME: 120/500 episodes (24%), 12.3 s" lines.
+type plainProgress struct {
+	mu          sync.Mutex
+	w           io.Writer
+	name        string
+	total, done int
+	start, last time.Time
+}
+
+func (p *plainProgress) add(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done += n
+	if now := time.Now(); now.Sub(p.last) >= PlainProgressEvery || p.done == p.total {
+		p.last = now
+		fmt.Fprintf(p.w, "dpsim run: %s: %d/%d episodes (%.0f%%), %.1f s\n", p.name, p.done, p.total,
+			100*float64(p.done)/float64(max(p.total, 1)), now.Sub(p.start).Seconds())
 	}
 }
 

@@ -282,3 +282,14 @@ func TestForgedStopRefusedWhenSigned(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, refused, uint64(3), "every process dropped the forged ctl.stop")
 }
+
+// Piped output gets plain progress lines (here only the last: the run is short), not silence;
+// --progress=false silences them.
+func TestPlainProgress(t *testing.T) {
+	code, _, stderr := runDpsim(t, 60*time.Second, "run", scenarioPath("cloud-vehicle"), "--runs", "3", "--engine", "fast", "--out", t.TempDir())
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stderr, "dpsim run: cloud-vehicle: 3/3 episodes (100%)")
+	code, _, stderr = runDpsim(t, 60*time.Second, "run", scenarioPath("cloud-vehicle"), "--runs", "3", "--engine", "fast", "--out", t.TempDir(), "--progress=false")
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, stderr, "episodes (")
+}
