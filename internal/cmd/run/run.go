@@ -105,6 +105,8 @@ type Options struct {
 	TLSFiles bus.TLSFiles
 	// Sign turns on per-process message signing.
 	Sign bool
+	// ConnectRetry bounds the retries of an unreachable external server.
+	ConnectRetry time.Duration
 	// Strict fails a run with conflicting messages (forged or corrupted traffic) instead of
 	// ending it degraded.
 	Strict bool
@@ -135,6 +137,7 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	fs.StringVar(&o.TLSFiles.CA, "tls-ca", "", "external server over TLS: the CA file (PEM) that signed its certificate; every process trusts it")
 	fs.StringVar(&o.TLSFiles.Cert, "tls-cert", "", "external server with mutual TLS: the client certificate (PEM) every process presents")
 	fs.StringVar(&o.TLSFiles.Key, "tls-key", "", "external server with mutual TLS: the key (PEM) of --tls-cert")
+	fs.DurationVar(&o.ConnectRetry, "connect-retry", 20*time.Second, "an external NATS server (--nats-url) that cannot be reached is retried every 0.5 s for this long before the run fails (with report.md and summary.json saying why)")
 	fs.BoolVar(&o.Sign, "sign", false, "every process signs its data messages with its own ed25519 key (seed through its environment) and every receiver drops, counted as signature, what does not verify: nobody can speak for another sender (costs about 40 us to sign and 45 us to verify per message)")
 	fs.BoolVar(&o.Strict, "strict", false, "fail the run (exit 1) when a receiver got two different messages for the same sender, episode and step (forged or corrupted traffic; counted as conflicts per link) instead of ending it degraded")
 	fs.Float64Var(&o.MaxMissedFraction, "max-missed-fraction", 1, "fail the run (exit 1) when more than this fraction of the processes' steps went on without all their messages at the deadline (realtime: a missed tick; lockstep: a --timeout); below it such a run ends with status degraded, exit 0")
@@ -788,6 +791,7 @@ func (l *launcher) runNATS(ctx context.Context) error {
 			Dir: dir, Mode: l.o.Mode, Period: l.o.Period, Timeout: l.o.Timeout, AgentsPerProcess: l.o.AgentsPerProcess,
 			Encoding: l.o.Encoding, LogLevel: l.o.LogLevel, Transcript: l.o.Transcript, GOMAXPROCS: l.o.ChildProcs, Log: l.log,
 			Server: srv, Timeline: l.tl, PointIndex: k, Users: users[k], Launcher: launchers[k], TLS: l.tlsClient, Sign: l.o.Sign,
+			ConnectRetry: externalRetry(srv, l.o.ConnectRetry),
 		})
 		steps += n * p.Steps
 		busy += el
@@ -799,6 +803,14 @@ func (l *launcher) runNATS(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// externalRetry is the connect retry of a run: none for the embedded server (it is up).
+func externalRetry(srv *bus.Embedded, d time.Duration) time.Duration {
+	if srv != nil {
+		return 0
+	}
+	return d
 }
 
 // pointRunID is the run id of point k: --run-id, with -p<k> in a sweep.
@@ -1004,7 +1016,19 @@ func (l *launcher) writeReport() error {
 			Requested: ps.Requested, Missing: ps.Missing, MissingFirst: ps.MissingHead, Error: ps.Error})
 	}
 	if len(in.Points) == 0 {
-		return nil
+		if l.sum.Status == "ok" || l.sum.Status == "" {
+			return nil
+		}
+		// Nothing completed (the server was unreachable, a process failed at once): the
+		// report still says what happened.
+		if err := os.MkdirAll(l.o.Out, 0o755); err != nil {
+			return err
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "# %s\n\n> **Status: %s** - no episode completed, so there are no results to report.\n>\n> - cause: %s\n\n",
+			l.scn.Name, l.sum.Status, l.sum.Error)
+		fmt.Fprintf(&b, "Scenario %s, engine %s, NATS %s. summary.json has the details.\n", l.o.ScenarioPath, l.sum.Engine, l.sum.NATSURL)
+		return atomicfile.WriteFile(filepath.Join(l.o.Out, report.FileName), []byte(b.String()), 0o644)
 	}
 	if len(in.Points) < len(l.points) {
 		in.Scenario = nil // a partial sweep: report the points that finished

@@ -293,3 +293,20 @@ func TestPlainProgress(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.NotContains(t, stderr, "episodes (")
 }
+
+// An external server that cannot be reached is retried for --connect-retry, then the run fails
+// with summary.json and report.md saying why.
+func TestUnreachableServerReported(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runDpsim(t, 60*time.Second, "run", scenarioPath("cloud-vehicle"), "--nats-url", "nats://127.0.0.1:1",
+		"--connect-retry", "1s", "--out", dir)
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "gave up after")
+	sum := readSummary(t, dir)
+	require.Equal(t, "failed", sum.Status)
+	require.Contains(t, sum.Error, "no servers available")
+	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(rep), "**Status: failed**")
+	require.Contains(t, string(rep), "no servers available")
+}

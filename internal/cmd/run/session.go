@@ -82,6 +82,8 @@ type SessionConfig struct {
 	Launcher *bus.User
 	// TLS is what the launcher and the children connect with (zero: plain TCP).
 	TLS bus.TLSFiles
+	// ConnectRetry is how long the launcher retries a server it cannot reach (0: one try).
+	ConnectRetry time.Duration
 	// Sign gives every process a signing key (its seed through its environment) and the file
 	// of all public keys: data messages are signed and verified (dpsim run --sign).
 	Sign bool
@@ -95,6 +97,30 @@ func ProcessKeys(p *plan.Plan, perProc int) []string {
 		out = append(out, bus.SenderName(pr.Role, pr.ID))
 	}
 	return out
+}
+
+// connectRetry connects the launcher, retrying an unreachable server for cfg.ConnectRetry
+// (an external server that is still starting: docker-compose, a job scheduler).
+func connectRetry(ctx context.Context, cfg SessionConfig, auth []bus.Option) (*bus.Conn, error) {
+	deadline := time.Now().Add(cfg.ConnectRetry)
+	for attempt := 1; ; attempt++ {
+		c, err := bus.Connect(cfg.URL, "dpsim-launcher-"+cfg.Run, auth...)
+		if err == nil {
+			return c, nil
+		}
+		if time.Now().After(deadline) {
+			if attempt > 1 {
+				return nil, fmt.Errorf("%w (gave up after %d attempts in %v)", err, attempt, cfg.ConnectRetry)
+			}
+			return nil, err
+		}
+		cfg.Log.Warn().Err(err).Int("attempt", attempt).Msg("NATS server not reachable yet; retrying")
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: while connecting to the NATS server: %v", ErrInterrupted, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // RunUsers returns the users of a run's processes (by sender name) and of its launcher, each
@@ -344,7 +370,7 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	if cfg.Launcher != nil {
 		auth = append(auth, bus.WithUser(cfg.Launcher.Name, cfg.Launcher.Password))
 	}
-	if s.conn, err = bus.Connect(cfg.URL, "dpsim-launcher-"+cfg.Run, auth...); err != nil {
+	if s.conn, err = connectRetry(ctx, cfg, auth); err != nil {
 		return nil, err
 	}
 	if err := s.subscribe(); err != nil {
