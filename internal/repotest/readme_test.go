@@ -1,0 +1,108 @@
+package repotest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dpsim/dpsim/internal/dpsimtest"
+)
+
+var dpsimBin string
+
+func TestMain(m *testing.M) { os.Exit(dpsimtest.Main(m, &dpsimBin)) }
+
+// readmeCommands returns the dpsim commands of the README's sh blocks, as written.
+func readmeCommands(t *testing.T, root string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(data), -1) {
+		for _, line := range strings.Split(block[1], "\n") {
+			line = strings.TrimSpace(line)
+			if i := strings.Index(line, "#"); i >= 0 {
+				line = strings.TrimSpace(line[:i])
+			}
+			line = strings.TrimPrefix(line, "go run ./cmd/")
+			if strings.HasPrefix(line, "dpsim ") {
+				out = append(out, line)
+			}
+		}
+	}
+	return out
+}
+
+// Every dpsim command of the README runs as written from the repository root - with small run
+// and trial counts, and its outputs redirected to a temporary directory. Commands that need
+// what a fresh machine does not have (an external NATS server, your own certificates) are
+// listed as skipped.
+func TestReadmeCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every README command")
+	}
+	root, _ := filepath.Abs(filepath.Join("..", ".."))
+	cmds := readmeCommands(t, root)
+	if len(cmds) < 30 {
+		t.Fatalf("only %d commands found in the README", len(cmds))
+	}
+	small := func(args []string, flag, value string) []string {
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == flag {
+				args[i+1] = value
+				return args
+			}
+		}
+		return append(args, flag, value)
+	}
+	for _, c := range cmds {
+		if strings.Contains(c, "--nats-url") {
+			t.Logf("skipped (needs an external NATS server): %s", c)
+			continue
+		}
+		args := strings.Fields(c)[1:]
+		tmp := t.TempDir()
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == "--out" || args[i] == "--plot-out" {
+				args[i+1] = filepath.Join(tmp, "out")
+			}
+		}
+		switch args[0] {
+		case "run":
+			args = small(args, "--runs", "2")
+			if !strings.Contains(c, "--out") {
+				args = append(args, "--out", filepath.Join(tmp, "out"))
+			}
+		case "audit":
+			args = small(args, "--trials", "300")
+			if !strings.Contains(c, "--out") {
+				args = append(args, "--out", filepath.Join(tmp, "out"))
+			}
+		}
+		t.Run(strings.Join(strings.Fields(c)[:2], "_"), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, dpsimBin, args...)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "NATS_URL=")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s\n(run as: dpsim %s)\n%v\n%s", c, strings.Join(args, " "), err, tail(string(out)))
+			}
+		})
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 2000 {
+		return "..." + s[len(s)-2000:]
+	}
+	return s
+}
