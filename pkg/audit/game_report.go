@@ -167,9 +167,11 @@ func (r *GameReport) Markdown(plot string) string {
 		fmt.Fprintf(&b, ", %s calibration", r.Calibration)
 	}
 	fmt.Fprintf(&b, " |\n| adjacency | calibrated for %s, audited under %s |\n", r.AdjacencyCalibrated, r.AdjacencyAudited)
-	fmt.Fprintf(&b, "| pair | %s: x0 = %s, x0' = %s", r.Pair.Source, vec(r.Pair.X0), vec(r.Pair.X0Prime))
 	if r.Pair.Null {
-		b.WriteString(" (null game: the system ignores the secret)")
+		fmt.Fprintf(&b, "| pair | %s: x0 = x0' = %s (null game: the system ignores the secret; the scores test the direction %s -> %s)",
+			r.Pair.Source, vec(r.Pair.X0), vec(r.Pair.X0), vec(r.Pair.X0Prime))
+	} else {
+		fmt.Fprintf(&b, "| pair | %s: x0 = %s, x0' = %s", r.Pair.Source, vec(r.Pair.X0), vec(r.Pair.X0Prime))
 	}
 	b.WriteString(" |\n")
 	fmt.Fprintf(&b, "| eps_lb (Clopper-Pearson) | %s |\n", g(r.EpsilonLBCP))

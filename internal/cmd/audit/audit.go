@@ -445,11 +445,13 @@ func printTable(w io.Writer, reports []*audit.GameReport, out string) {
 		}
 		fmt.Fprintf(tw, "claim\t%s\n", claim)
 		fmt.Fprintf(tw, "adjacency\tcalibrated %s, audited %s\n", r.AdjacencyCalibrated, r.AdjacencyAudited)
-		null := ""
 		if r.Pair.Null {
-			null = " (null game)"
+			// As the scenario gives it: both bits run x0; the scores look along a direction.
+			fmt.Fprintf(tw, "pair\t%s: x0 = x0' = %s (null game: the system ignores the secret; the scores test the direction %s -> %s)\n",
+				r.Pair.Source, vec(r.Pair.X0), vec(r.Pair.X0), vec(r.Pair.X0Prime))
+		} else {
+			fmt.Fprintf(tw, "pair\t%s: x0 %s, x0' %s\n", r.Pair.Source, vec(r.Pair.X0), vec(r.Pair.X0Prime))
 		}
-		fmt.Fprintf(tw, "pair\t%s: x0 %s, x0' %s%s\n", r.Pair.Source, vec(r.Pair.X0), vec(r.Pair.X0Prime), null)
 		fmt.Fprintf(tw, "game\t%s engine, seed %d, %d + %d trials, %.3g s (%.0f episodes/s)\n", r.Engine, r.Seed, r.Trials, r.Trials, r.ElapsedSec, r.EpisodesPerSec)
 		for _, s := range r.Scores {
 			line := fmt.Sprintf("eps_lb_cp %s", g(s.Result.EpsilonLBCP))
