@@ -326,10 +326,28 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 		default:
 			out, err = runWire(ctx, o, wireConfig{point: k, points: len(points), game: g, seed: seed, trials: trials, log: log, progress: progress})
 		}
-		if err != nil {
+		interrupted := err != nil && ctx.Err() != nil && out != nil && out.Episodes > 0
+		if err != nil && !interrupted {
 			return pointErr(len(points), k, points[k], err)
 		}
-		rep, err := g.Analyze(out, audit.ReportOptions{Confidence: pointConf, Selection: o.Selection})
+		rep, aerr := g.Analyze(out, audit.ReportOptions{Confidence: pointConf, Selection: o.Selection})
+		if interrupted {
+			// Ctrl-C: what was played is analysed and written, marked as such, and the exit
+			// status says the audit did not finish.
+			if aerr != nil {
+				return pointErr(len(points), k, points[k], fmt.Errorf("interrupted after %d of %d episodes, too few to analyse: %w", out.Episodes, 2*trials, aerr))
+			}
+			rep.Scenario = points[k].Name
+			rep.Notes = append(rep.Notes, fmt.Sprintf("INTERRUPTED: %d of %d episodes were played; the bounds use those only", out.Episodes, 2*trials))
+			if o.Out != "" {
+				if werr := writeFiles(o.Out, suffix(len(points), k), rep); werr != nil {
+					return werr
+				}
+			}
+			printTable(stdout, append(reports, rep), o.Out)
+			return fmt.Errorf("audit interrupted (%v) after %d of %d episodes of point %s: partial results written", context.Cause(ctx), out.Episodes, 2*trials, points[k].Name)
+		}
+		err = aerr
 		if err != nil {
 			return pointErr(len(points), k, points[k], err)
 		}

@@ -315,3 +315,22 @@ func TestCrashRestartAudit(t *testing.T) {
 		t.Logf("%s: %s, eps_lb_gdp %.3f (claim eps 1)", c.name, r.Verdict, r.EpsilonLBGDP)
 	}
 }
+
+// Ctrl-C during the game: what was played is analysed and written (report.md says it was
+// interrupted) and Execute returns an error naming how far it got.
+func TestInterruptWritesWhatItHas(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	o := &Options{ScenarioPath: scenarioPath("audit-vehicle-structured"), Engine: audit.EngineFast, Trials: 5_000_000,
+		Seed: 3, SeedSet: true, Selection: audit.SelectSplit, Timeout: time.Second, Out: dir, Encoding: "json"}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	err := Execute(ctx, o, &out, &errb, zerolog.Nop())
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "partial results written")
+	md, rerr := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, rerr)
+	require.Contains(t, string(md), "INTERRUPTED:")
+	_, serr := os.Stat(filepath.Join(dir, "audit.json"))
+	require.NoError(t, serr)
+}
