@@ -31,10 +31,11 @@ type pointInfo struct {
 
 // run is the analysed Input.
 type run struct {
-	in     Input
-	sc     *scenario.Scenario // the scenario file
-	kind   string             // scenario.CloudControl or scenario.Consensus
-	points []*pointInfo
+	appendix strings.Builder // sections after the figures (a large process table)
+	in       Input
+	sc       *scenario.Scenario // the scenario file
+	kind     string             // scenario.CloudControl or scenario.Consensus
+	points   []*pointInfo
 
 	sweep        bool
 	axisParam    string // the sweep figures' x parameter ("" without a sweep)

@@ -46,8 +46,13 @@ func (r *run) markdown(figs []*Figure) []byte {
 	r.timelineSection(&b)
 	r.transportSection(&b)
 	r.figuresSection(&b, figs)
+	b.WriteString(r.appendix.String())
 	return []byte(b.String())
 }
+
+// maxInlineProcs is the largest process table report.md shows in its setup section; a larger
+// one goes to the appendix.
+const maxInlineProcs = 12
 
 // statusBanner opens report.md with how the run ended, when the caller stated it
 // (Input.Status): the error, the episodes completed of those requested, the points run, the
@@ -275,12 +280,19 @@ func (r *run) setupSection(b *strings.Builder) {
 			pr = append(pr, row)
 			peak = max(peak, p.PeakRSSBytes)
 		}
-		fmt.Fprintf(b, "Processes (%d; largest peak RSS %s):\n\n", len(procs), bytesMiB(peak))
 		header := []string{"role", "id", "pid", "peak RSS"}
 		if withPoint {
 			header = append([]string{"point"}, header...)
 		}
-		table(b, header, pr)
+		if len(procs) > maxInlineProcs {
+			// A sweep's or a large network's table would bury the setup: it goes to the appendix.
+			fmt.Fprintf(b, "Processes: %d, largest peak RSS %s (the table is in the appendix \"Processes\").\n\n", len(procs), bytesMiB(peak))
+			fmt.Fprintf(&r.appendix, "## Appendix: processes\n\nEvery OS process of the run (%d; largest peak RSS %s):\n\n", len(procs), bytesMiB(peak))
+			table(&r.appendix, header, pr)
+		} else {
+			fmt.Fprintf(b, "Processes (%d; largest peak RSS %s):\n\n", len(procs), bytesMiB(peak))
+			table(b, header, pr)
+		}
 	}
 
 	var warn []string

@@ -282,7 +282,7 @@ func (r *run) worstWords(p *pointInfo) string {
 		}
 	}
 	if len(w.Diff) > 0 {
-		s += "; x - x' = " + privacy.FormatVector(scaled(w.Diff, mu))
+		s += "; x - x' = " + privacy.FormatVector(scaled(w.Diff, mu)) + " (sparse notation over the stacked trajectory: eK:v is entry K, 0-based, with value v; \"+N more nonzero of M\" counts the nonzero entries not shown, M the vector's length)"
 	}
 	if len(w.Param) > 0 {
 		switch pl.Noise {

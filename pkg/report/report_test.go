@@ -637,3 +637,28 @@ func TestMergeGraphWarnings(t *testing.T) {
 		t.Errorf("the weight-sum warning appears %d times:\n%s", n, md[strings.Index(md, "Warnings:"):][:600])
 	}
 }
+
+// A large process table (a sweep's, a big network's) goes to an appendix after the figures;
+// the setup says so in one line.
+func TestLargeProcessTableInAppendix(t *testing.T) {
+	in := consensusInput(t, 0.9)
+	for i := 0; i < 30; i++ {
+		in.Processes = append(in.Processes, Process{Role: "agent", ID: i, PID: 100 + i, Point: "epsilon=1"})
+	}
+	rep, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(rep.Markdown)
+	app := strings.Index(md, "## Appendix: processes")
+	figs := strings.Index(md, "## Figures")
+	if app < 0 || figs < 0 || app < figs {
+		t.Fatalf("appendix at %d, figures at %d", app, figs)
+	}
+	if !strings.Contains(md, "Processes: 30, largest peak RSS") || !strings.Contains(md[app:], "| epsilon=1 | agent | 29 | 129 |") {
+		t.Error("the setup line or the appendix table is missing")
+	}
+	if strings.Contains(md[:figs], "| epsilon=1 | agent | 29 |") {
+		t.Error("the table is still in the setup")
+	}
+}
