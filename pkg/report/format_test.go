@@ -91,6 +91,9 @@ func TestTicks(t *testing.T) {
 		{"log decades", labelsOf(logTicks), lg(0.012), lg(9000), "0.1 1 10 100 1000"},
 		{"log many decades", labelsOf(logTicks), -15, 0.5, "1e-15 1e-12 1e-9 1e-6 0.001 1"},
 		{"log one decade", labelsOf(logTicks), lg(1.5), lg(6), "2 5"},
+		// three decades with a bound at 35: labelled 1-2-5, and the lowest minor tick (30) too,
+		// so no curve runs below the first label
+		{"log three decades", labelsOf(logTicks), lg(29), lg(28000), "30 50 100 200 500 1000 2000 5000 10000 20000"},
 	}
 	for _, c := range cases {
 		if got := strings.Join(c.ticks(c.min, c.max), " "); got != c.labels {

@@ -199,7 +199,9 @@ func logTicks(min, max float64) []plot.Tick {
 			}
 		}
 	}
-	if labelled < 2 {
+	// Up to four decades, 2 and 5 times the powers of ten are labelled too (one format, the
+	// same as the decades'), so a value such as a bound at 35 sits between labels.
+	if labelled < 2 || decades <= 4 {
 		for i := range ticks {
 			frac := ticks[i].Value - math.Floor(ticks[i].Value+1e-9)
 			if math.Abs(frac-math.Log10(2)) < 1e-9 || math.Abs(frac-math.Log10(5)) < 1e-9 {
@@ -207,7 +209,37 @@ func logTicks(min, max float64) []plot.Tick {
 			}
 		}
 	}
+	// Nothing below the lowest label (or above the highest) by more than a factor 1.5: label
+	// the outermost minor tick there, so no curve runs under the first label.
+	if decades <= 4 {
+		labelEnd(ticks, min, max)
+	}
 	return ticks
+}
+
+// labelEnd labels the lowest and highest minor ticks of a log axis when the labels leave more
+// than a factor 1.5 of the axis unlabelled at either end.
+func labelEnd(ticks []plot.Tick, min, max float64) {
+	lowL, highL := math.Inf(1), math.Inf(-1)
+	lowT, highT := -1, -1
+	for i, t := range ticks {
+		if t.Label != "" {
+			lowL, highL = math.Min(lowL, t.Value), math.Max(highL, t.Value)
+		}
+		if t.Value >= min-1e-9 && (lowT < 0 || t.Value < ticks[lowT].Value) {
+			lowT = i
+		}
+		if t.Value <= max+1e-9 && (highT < 0 || t.Value > ticks[highT].Value) {
+			highT = i
+		}
+	}
+	gap := math.Log10(1.5)
+	if lowT >= 0 && lowL-min > gap && lowL-ticks[lowT].Value > 1e-9 {
+		ticks[lowT].Label = tickLabel(math.Pow(10, ticks[lowT].Value))
+	}
+	if highT >= 0 && max-highL > gap && ticks[highT].Value-highL > 1e-9 {
+		ticks[highT].Label = tickLabel(math.Pow(10, ticks[highT].Value))
+	}
 }
 
 // niceTicks labels a linear axis every 1, 2, 2.5 or 5 times a power of ten (5 to 10 labels),
