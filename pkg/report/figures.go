@@ -122,9 +122,13 @@ func joinErr(comps []string) string {
 	return s
 }
 
+// logSpan is the smallest value a log panel shows, relative to its largest.
+const logSpan = 1e-8
+
 func (r *run) figTrackingMSE() (*Figure, error) {
 	c := r.rep.res.Control
 	f := &Figure{Name: FigTrackingMSE, Width: figW, Height: panelH * vg.Length(len(c.TrackingSqError))}
+	clipped := false
 	for i := range c.TrackingSqError {
 		s := &c.TrackingSqError[i]
 		title := ""
@@ -141,7 +145,12 @@ func (r *run) figTrackingMSE() (*Figure, error) {
 			if _, h, ok := positiveRange(vals); ok {
 				hi = math.Max(hi, h)
 			}
-			floor = lo / 10
+			// A near-zero start (the exact v(0) = v_r(0): 1e-15) would stretch the axis over
+			// fifteen decades: the axis shows eight below the peak, and lower values sit on it.
+			if lo < hi*logSpan {
+				lo, clipped = hi*logSpan, true
+			}
+			floor = lo
 			setLogY(p, lo, hi)
 		}
 		ok, err := addSeries(p, s, stepAxis, seriesStyle{color: colorOf(i), band: true}, logY, floor)
@@ -154,7 +163,10 @@ func (r *run) figTrackingMSE() (*Figure, error) {
 		nonNegAxis(p, logY)
 		f.Panels = append(f.Panels, []*plot.Plot{p})
 	}
-	f.Caption = "Mean-square tracking errors against the step t with 95% confidence bands" + r.repSuffix() + "."
+	f.Caption = "Mean-square tracking errors against the step t with 95% confidence bands (a band narrower than its line, as for an error the noise hardly affects, is hidden by it)" + r.repSuffix() + "."
+	if clipped {
+		f.Caption += " A log panel spans eight decades below its peak; smaller values are drawn on its lower edge."
+	}
 	return f, nil
 }
 

@@ -89,7 +89,7 @@ func TestTicks(t *testing.T) {
 		{"linear small", labelsOf(niceTicks), 0, 1, "0 0.2 0.4 0.6 0.8 1.0"},
 		{"linear quarter", labelsOf(niceTicks), -0.9, 0.35, "-0.75 -0.50 -0.25 0 0.25"},
 		{"log decades", labelsOf(logTicks), lg(0.012), lg(9000), "0.1 1 10 100 1000"},
-		{"log many decades", labelsOf(logTicks), -15, 0.5, "1e-15 1e-12 1e-9 1e-6 0.001 1"},
+		{"log many decades", labelsOf(logTicks), -15, 0.5, "1e-15 1e-12 1e-9 1e-6 1e-3 1"}, // one format per axis
 		{"log one decade", labelsOf(logTicks), lg(1.5), lg(6), "2 5"},
 		// three decades with a bound at 35: labelled 1-2-5, and the lowest minor tick (30) too,
 		// so no curve runs below the first label

@@ -214,7 +214,41 @@ func logTicks(min, max float64) []plot.Tick {
 	if decades <= 4 {
 		labelEnd(ticks, min, max)
 	}
+	// One format per axis: when any label needs an exponent, every label gets one (1e-2, not
+	// 0.01 beside 1e-4).
+	exp := false
+	for _, t := range ticks {
+		exp = exp || strings.Contains(t.Label, "e")
+	}
+	if exp {
+		for i := range ticks {
+			if ticks[i].Label != "" {
+				ticks[i].Label = expLabel(math.Pow(10, ticks[i].Value))
+			}
+		}
+	}
 	return ticks
+}
+
+// expLabel prints v as m e k ("1e-2", "5e3"); 1 stays "1".
+func expLabel(v float64) string {
+	if math.Abs(v-1) < 1e-9 {
+		return "1"
+	}
+	s := strconv.FormatFloat(v, 'e', -1, 64)
+	mant, e, _ := strings.Cut(s, "e")
+	if m, err := strconv.ParseFloat(mant, 64); err == nil {
+		mant = strconv.FormatFloat(math.Round(m*1e6)/1e6, 'g', -1, 64)
+	}
+	sign := ""
+	if strings.HasPrefix(e, "-") {
+		sign = "-"
+	}
+	e = strings.TrimLeft(strings.TrimLeft(e, "+-"), "0")
+	if e == "" {
+		return mant
+	}
+	return mant + "e" + sign + e
 }
 
 // labelEnd labels the lowest and highest minor ticks of a log axis when the labels leave more
@@ -369,6 +403,7 @@ func addSeries(p *plot.Plot, s *sim.Series, x func(t int) float64, st seriesStyl
 			l, h = m, m
 		}
 		if logY {
+			m = math.Max(m, floor) // below the panel's floor: drawn on its lower edge
 			l = math.Max(l, floor)
 			h = math.Max(h, l)
 			m, l, h = lg(m), lg(l), lg(h)
