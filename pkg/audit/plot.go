@@ -12,34 +12,29 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/dpsim/dpsim/pkg/figure"
 	"github.com/dpsim/dpsim/pkg/privacy"
 )
 
-// TradeoffPlot builds (without I/O) the trade-off figure of a result: the region below the (eps, delta)
-// curve that the claim forbids (shaded), its boundary AllowedFNR, for a Gaussian claim also the mu-GDP
-// curve at MuClaimed, the empirical (FPR, FNR) curve of the trials (Result.Curve, when
-// Options.CurvePoints > 0), and the bounded tests (FPR_up, FNR_up) that gave the lower bounds. A point of
-// the empirical curve inside the shaded region is a violation seen by the point estimates; the verdict
-// uses the upper bounds.
-func TradeoffPlot(r *Result) (*plot.Plot, error) {
+// TradeoffFigure builds (without I/O) the trade-off figure of a result, named name (files
+// name.png and name.svg): the region below the (eps, delta) curve that the claim forbids
+// (shaded), its boundary AllowedFNR, for a Gaussian claim also the mu-GDP curve at MuClaimed,
+// the empirical (FPR, FNR) curve of the trials (Result.Curve, when Options.CurvePoints > 0),
+// and the bounded tests (FPR_up, FNR_up) that gave the lower bounds. A point of the empirical
+// curve inside the shaded region is a violation seen by the point estimates; the verdict uses
+// the upper bounds.
+func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 	if r == nil {
 		return nil, errors.New("audit: plot: nil result")
 	}
-	p := plot.New()
 	gdp := fmt.Sprintf("GDP %.3g", r.EpsilonLBGDP)
 	if r.Mechanism == string(privacy.Laplace) {
 		gdp = "GDP n/a (pure eps)"
 	}
-	p.Title.Text = fmt.Sprintf("Trade-off: claim eps = %.3g, delta = %.3g\nlower bounds: CP %.3g, %s - %s",
-		r.EpsilonClaimed, r.Delta, r.EpsilonLBCP, gdp, r.Verdict)
-	p.Title.Padding = vg.Points(6)
-	p.Title.TextStyle.Font.Size = vg.Points(13)
-	p.X.Label.TextStyle.Font.Size = vg.Points(12)
-	p.Y.Label.TextStyle.Font.Size = vg.Points(12)
-	p.X.Label.Text = "FPR = P(guess x' | x)"
-	p.Y.Label.Text = "FNR = P(guess x | x')"
+	p := figure.New(fmt.Sprintf("Trade-off: claim eps = %.3g, delta = %.3g\nlower bounds: CP %.3g, %s - %s",
+		r.EpsilonClaimed, r.Delta, r.EpsilonLBCP, gdp, r.Verdict),
+		"FPR = P(guess x' | x)", "FNR = P(guess x | x')")
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
-	p.Add(plotter.NewGrid())
 
 	const k = 400
 	allowed := make(plotter.XYs, 0, k+1)
@@ -78,7 +73,7 @@ func TradeoffPlot(r *Result) (*plot.Plot, error) {
 			return nil, fmt.Errorf("audit: plot: %w", err)
 		}
 		gl.Color = color.RGBA{R: 200, G: 100, A: 255}
-		gl.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		gl.Dashes = figure.Dashed
 		p.Add(gl)
 		p.Legend.Add(fmt.Sprintf("mu-GDP, mu = %.3g", r.MuClaimed), gl)
 	}
@@ -92,7 +87,7 @@ func TradeoffPlot(r *Result) (*plot.Plot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("audit: plot: %w", err)
 		}
-		el.Color = color.RGBA{B: 200, A: 255}
+		el.Color = figure.Color(0)
 		el.Width = vg.Points(1.5)
 		p.Add(el)
 		p.Legend.Add(fmt.Sprintf("empirical (%d+%d trials)", r.Trials.X, r.Trials.XPrime), el)
@@ -107,32 +102,29 @@ func TradeoffPlot(r *Result) (*plot.Plot, error) {
 		return nil, fmt.Errorf("audit: plot: %w", err)
 	}
 	sc.Shape = draw.CrossGlyph{}
-	sc.Radius = vg.Points(4)
+	sc.Radius = vg.Points(5)
+	sc.Color = color.Black
 	p.Add(sc)
 	p.Legend.Add("bounded tests (FPR_up, FNR_up)", sc)
-	p.Legend.Top = true
-	return p, nil
+	// square data area: the trade-off curve's symmetry is visible
+	return &figure.Figure{Name: name, Panels: [][]*plot.Plot{{p}}, PanelHeight: figure.MaxPanelHeight}, nil
 }
 
-// PlotTradeoff writes the trade-off figure (TradeoffPlot) as PNG and SVG: path with its .png/.svg
-// extension (if any) replaced, i.e. "out/tradeoff" and "out/tradeoff.png" both give out/tradeoff.png and
-// out/tradeoff.svg. It returns the written paths.
+// PlotTradeoff writes the trade-off figure (TradeoffFigure) as PNG and SVG: path with its
+// .png/.svg extension (if any) replaced, i.e. "out/tradeoff" and "out/tradeoff.png" both give
+// out/tradeoff.png and out/tradeoff.svg (each written atomically). It returns the written paths.
 func PlotTradeoff(path string, r *Result) ([]string, error) {
-	p, err := TradeoffPlot(r)
-	if err != nil {
-		return nil, err
-	}
 	base := path
 	if ext := strings.ToLower(filepath.Ext(path)); ext == ".png" || ext == ".svg" {
 		base = strings.TrimSuffix(path, filepath.Ext(path))
 	}
-	var out []string
-	for _, ext := range []string{".png", ".svg"} {
-		f := base + ext
-		if err := p.Save(7*vg.Inch, 7*vg.Inch, f); err != nil {
-			return out, fmt.Errorf("audit: plot: writing %s: %w", f, err)
-		}
-		out = append(out, f)
+	f, err := TradeoffFigure(r, filepath.Base(base))
+	if err != nil {
+		return nil, err
+	}
+	out, err := f.WriteFiles(filepath.Dir(base))
+	if err != nil {
+		return out, fmt.Errorf("audit: plot: %w", err)
 	}
 	return out, nil
 }

@@ -104,7 +104,17 @@ func TestPlotTradeoff(t *testing.T) {
 	if _, err := PlotTradeoff(filepath.Join(dir, "missing", "x"), r); err == nil {
 		t.Error("unwritable path accepted")
 	}
-	if _, err := TradeoffPlot(nil); err == nil {
+	if _, err := TradeoffFigure(nil, "x"); err == nil {
 		t.Error("nil result accepted")
+	}
+	// the house style, for a Gaussian and a Laplace claim
+	for _, res := range []*Result{r, analyze(t, gaussTrials(72, 2000, mu), Options{EpsilonClaimed: 1, Mechanism: privacy.Laplace, CurvePoints: 50})} {
+		f, err := TradeoffFigure(res, "tradeoff")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Check(); err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -299,7 +299,7 @@ func Solve(A *mat.Dense, cfg Config) (*Result, error) {
 		if _, _, err := s.exactFactor(s.w); err != nil {
 			return nil, fmt.Errorf("john: %w", err)
 		}
-		w, it, err := wolfeAtwood(mat.DenseCopyOf(A), c.Xi, c.MaxIter)
+		w, it, err := wolfeAtwood(mat.DenseCopyOf(A), c.Xi, c.MaxIter, nil)
 		if err != nil {
 			return nil, fmt.Errorf("john: %w", err)
 		}

@@ -26,8 +26,10 @@ import (
 const waRefresh = 200
 
 // wolfeAtwood returns weights w (sum d) with max_i h_i(w) <= 1 + xi (checked in exact
-// arithmetic by the caller), and the iterations taken; maxIter bounds them.
-func wolfeAtwood(A *mat.Dense, xi float64, maxIter int) (w []float64, iters int, err error) {
+// arithmetic by the caller), and the iterations taken; maxIter bounds them. observe, if not
+// nil, sees max_i h_i of every iterate (0, 1, ..., iters) from the updated g: exact to
+// rounding, refreshed from scratch every waRefresh iterations.
+func wolfeAtwood(A *mat.Dense, xi float64, maxIter int, observe func(iter int, maxH float64)) (w []float64, iters int, err error) {
 	n, d := A.Dims()
 	u := make([]float64, n)
 	for i := range u {
@@ -74,6 +76,9 @@ func wolfeAtwood(A *mat.Dense, xi float64, maxIter int) (w []float64, iters int,
 			if u[i] > 0 && (k < 0 || g[i] < g[k]) {
 				k = i
 			}
+		}
+		if observe != nil {
+			observe(iters, g[j]/fd)
 		}
 		if g[j] <= target {
 			break
@@ -141,6 +146,13 @@ func wolfeAtwood(A *mat.Dense, xi float64, maxIter int) (w []float64, iters int,
 	if err := refresh(); err != nil {
 		return nil, iters, err
 	}
+	if observe != nil && iters == maxIter {
+		mg := 0.0
+		for _, v := range g {
+			mg = math.Max(mg, v)
+		}
+		observe(iters, mg/fd)
+	}
 	w = make([]float64, n)
 	for i := range u {
 		w[i] = fd * u[i]
@@ -207,3 +219,26 @@ func quad(s *mat.Dense, x []float64) float64 {
 // errNotCertified is returned when the exact evaluation of the Wolfe-Atwood weights misses
 // the target (rounding) after the iteration bound.
 var errNotCertified = fmt.Errorf("the Wolfe-Atwood weights do not reach the target in exact evaluation")
+
+// ExactTrace runs the exact method's Wolfe-Atwood iteration from the uniform weights until
+// max_i h_i <= 1 + xi (or maxIter iterations) and returns max_i h_i after every iteration
+// (Iteration 0 is the start). Unlike the fixed-point iteration (Config.Trace) the sequence need
+// not decrease: an away step can raise the largest leverage while it raises log det Q. Each
+// iteration costs O(n d).
+func ExactTrace(A *mat.Dense, xi float64, maxIter int) ([]TracePoint, error) {
+	n, d := A.Dims()
+	if n < d || d == 0 {
+		return nil, fmt.Errorf("john: A is %d x %d: need n >= d >= 1", n, d)
+	}
+	if !(xi >= MinXiExact && xi <= MaxXi) || maxIter < 1 {
+		return nil, fmt.Errorf("john: exact trace: xi = %g (in [%g, %g]) and max-iter %d (>= 1)", xi, MinXiExact, MaxXi, maxIter)
+	}
+	var out []TracePoint
+	_, _, err := wolfeAtwood(mat.DenseCopyOf(A), xi, maxIter, func(it int, mh float64) {
+		out = append(out, TracePoint{Iteration: it, MaxLeverage: mh})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("john: %w", err)
+	}
+	return out, nil
+}

@@ -33,6 +33,32 @@ func TestExactIsExact(t *testing.T) {
 	}
 }
 
+// ExactTrace follows the same iterations as Solve: one point per iterate, starting at the
+// uniform weights' max leverage, ending where Solve stops, at most 1 + xi.
+func TestExactTrace(t *testing.T) {
+	a := randomPolytope(200, 6, 4)
+	tr, err := ExactTrace(a, 1e-9, MaxIterWolfeAtwood)
+	require.NoError(t, err)
+	res, err := Solve(a, Config{Method: Exact, Xi: 1e-9})
+	require.NoError(t, err)
+	require.Len(t, tr, res.Iterations+1)
+	for i, p := range tr {
+		require.Equal(t, i, p.Iteration)
+	}
+	start, err := Solve(a, Config{Method: Exact, Trace: true, MaxIter: 1, Xi: 0.1})
+	require.NoError(t, err)
+	require.InDelta(t, start.Trace[0].MaxLeverage, tr[0].MaxLeverage, 1e-9, "iterate 0 is the uniform start")
+	require.LessOrEqual(t, tr[len(tr)-1].MaxLeverage, 1+1e-9)
+	require.InDelta(t, res.MaxLeverage, tr[len(tr)-1].MaxLeverage, 1e-9)
+	// a cap: maxIter iterations and the last iterate recorded
+	tr, err = ExactTrace(a, 1e-9, 5)
+	require.NoError(t, err)
+	require.Len(t, tr, 6)
+	require.Greater(t, tr[5].MaxLeverage, 1+1e-9)
+	_, err = ExactTrace(a, 0, 10)
+	require.Error(t, err)
+}
+
 // BenchmarkExactJohn200x6: dpsim john's default exact solve of a random polytope, n = 200, d = 6.
 func BenchmarkExactJohn200x6(b *testing.B) {
 	a := randomPolytope(200, 6, 1)

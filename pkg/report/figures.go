@@ -3,14 +3,13 @@ package report
 import (
 	"errors"
 	"fmt"
-	"image/color"
 	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/dpsim/dpsim/pkg/figure"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
 )
@@ -27,18 +26,10 @@ const (
 	FigFaults            = "faults"              // final errors (and sum drift) against a swept fault parameter
 )
 
-const (
-	figW   = 7 * vg.Inch
-	figH   = 4.5 * vg.Inch
-	panelH = 3.2 * vg.Inch
-)
-
-var grey = color.RGBA{90, 90, 90, 255}
-
 // figures builds every figure of the run (no I/O).
-func (r *run) figures() ([]*Figure, error) {
-	var figs []*Figure
-	add := func(f *Figure, err error) error {
+func (r *run) figures() ([]*figure.Figure, error) {
+	var figs []*figure.Figure
+	add := func(f *figure.Figure, err error) error {
 		if err != nil {
 			return err
 		}
@@ -47,12 +38,12 @@ func (r *run) figures() ([]*Figure, error) {
 		}
 		return nil
 	}
-	var steps []func() (*Figure, error)
+	var steps []func() (*figure.Figure, error)
 	switch r.kind {
 	case string(scenario.CloudControl):
-		steps = []func() (*Figure, error){r.figTrackingError, r.figTrackingMSE, r.figEavesdropper}
+		steps = []func() (*figure.Figure, error){r.figTrackingError, r.figTrackingMSE, r.figEavesdropper}
 	case string(scenario.Consensus):
-		steps = []func() (*Figure, error){r.figConsensusDeviation, r.figConsensusMSE, r.figEavesdropper}
+		steps = []func() (*figure.Figure, error){r.figConsensusDeviation, r.figConsensusMSE, r.figEavesdropper}
 	}
 	if r.sweep {
 		steps = append(steps, r.figSweepFinal, r.figSweepEavesdropper)
@@ -81,9 +72,9 @@ func (r *run) repSuffix() string {
 	return " (" + r.rep.label + ")"
 }
 
-func (r *run) figTrackingError() (*Figure, error) {
+func (r *run) figTrackingError() (*figure.Figure, error) {
 	c := r.rep.res.Control
-	f := &Figure{Name: FigTrackingError, Width: figW, Height: panelH * vg.Length(len(c.TrackingError))}
+	f := &figure.Figure{Name: FigTrackingError}
 	shaded := ""
 	for i := range c.TrackingError {
 		s := &c.TrackingError[i]
@@ -92,11 +83,11 @@ func (r *run) figTrackingError() (*Figure, error) {
 			title = fmt.Sprintf("Tracking error: mean and 95%% CI band over %d runs%s", r.rep.res.Runs, r.repSuffix())
 		}
 		name := r.comps[i]
-		p := newPlot(title, "step t", fmt.Sprintf("%s(t) - %s_r(t)", name, name))
-		if err := hline(p, 0, float64(s.Len()-1), 0, seriesStyle{color: grey, width: vg.Points(0.6)}, false); err != nil {
+		p := figure.New(title, "step t", fmt.Sprintf("%s(t) - %s_r(t)", name, name))
+		if err := hline(p, 0, float64(s.Len()-1), 0, seriesStyle{color: figure.Grey, width: vg.Points(0.6)}, false); err != nil {
 			return nil, err
 		}
-		ok, err := addSeries(p, s, stepAxis, seriesStyle{color: colorOf(i), band: true}, false, 0)
+		ok, err := addSeries(p, s, stepAxis, seriesStyle{color: figure.Color(i), band: true}, false, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -122,12 +113,27 @@ func joinErr(comps []string) string {
 	return s
 }
 
-// logSpan is the smallest value a log panel shows, relative to its largest.
-const logSpan = 1e-8
+// logY gives p a log y axis for the means (positive ones) and the upper band limits all;
+// it returns the floor to draw smaller values at and whether the axis had to cut values off
+// (figure.MaxLogDecades).
+func logY(p *plot.Plot, means, all []float64) (floor float64, clipped bool) {
+	lo, hi, _ := figure.PositiveRange(means)
+	if _, h, ok := figure.PositiveRange(all); ok {
+		hi = math.Max(hi, h)
+	}
+	return figure.SetLogY(p, lo, hi)
+}
 
-func (r *run) figTrackingMSE() (*Figure, error) {
+// trackingDecades is the span of a log panel of the tracking-mse figure: the errors of interest
+// lie within a few decades of the peak, the exact start (v(0) = v_r(0)) far below.
+const trackingDecades = 8
+
+// clipNote is the caption's sentence for a log panel that cut small values off.
+var clipNote = fmt.Sprintf(" A log panel spans at most %d decades below its largest value; smaller values are drawn on its lower edge.", figure.MaxLogDecades)
+
+func (r *run) figTrackingMSE() (*figure.Figure, error) {
 	c := r.rep.res.Control
-	f := &Figure{Name: FigTrackingMSE, Width: figW, Height: panelH * vg.Length(len(c.TrackingSqError))}
+	f := &figure.Figure{Name: FigTrackingMSE}
 	clipped := false
 	for i := range c.TrackingSqError {
 		s := &c.TrackingSqError[i]
@@ -136,36 +142,37 @@ func (r *run) figTrackingMSE() (*Figure, error) {
 			title = fmt.Sprintf("Mean-square tracking error: mean and 95%% CI band over %d runs%s", r.rep.res.Runs, r.repSuffix())
 		}
 		name := r.comps[i]
-		p := newPlot(title, "step t", fmt.Sprintf("E[(%s - %s_r)^2]", name, name))
-		vals := seriesValues(s, true)
-		logY := spansDecades(seriesValues(s, false))
+		p := figure.New(title, "step t", fmt.Sprintf("E[(%s - %s_r)^2]", name, name))
+		isLog := figure.SpansDecades(seriesValues(s, false))
 		floor := 0.0
-		if logY {
-			lo, hi, _ := positiveRange(seriesValues(s, false))
-			if _, h, ok := positiveRange(vals); ok {
-				hi = math.Max(hi, h)
-			}
+		if isLog {
 			// A near-zero start (the exact v(0) = v_r(0): 1e-15) would stretch the axis over
-			// fifteen decades: the axis shows eight below the peak, and lower values sit on it.
-			if lo < hi*logSpan {
-				lo, clipped = hi*logSpan, true
+			// fifteen decades: the panel shows trackingDecades below the peak, lower values
+			// sit on its edge.
+			means := seriesValues(s, false)
+			_, hi, _ := figure.PositiveRange(append(seriesValues(s, true), means...))
+			for k := range means {
+				if means[k] > 0 && means[k] < hi*math.Pow(10, -trackingDecades) {
+					means[k], clipped = hi*math.Pow(10, -trackingDecades), true
+				}
 			}
-			floor = lo
-			setLogY(p, lo, hi)
+			var cut bool
+			floor, cut = logY(p, means, seriesValues(s, true))
+			clipped = clipped || cut
 		}
-		ok, err := addSeries(p, s, stepAxis, seriesStyle{color: colorOf(i), band: true}, logY, floor)
+		ok, err := addSeries(p, s, stepAxis, seriesStyle{color: figure.Color(i), band: true}, isLog, floor)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			return nil, fmt.Errorf("report: %s: %s: %w", FigTrackingMSE, name, errNoData)
 		}
-		nonNegAxis(p, logY)
+		nonNegAxis(p, isLog)
 		f.Panels = append(f.Panels, []*plot.Plot{p})
 	}
 	f.Caption = "Mean-square tracking errors against the step t with 95% confidence bands (a band narrower than its line, as for an error the noise hardly affects, is hidden by it)" + r.repSuffix() + "."
 	if clipped {
-		f.Caption += " A log panel spans eight decades below its peak; smaller values are drawn on its lower edge."
+		f.Caption += fmt.Sprintf(" A log panel spans %d decades below its largest value; smaller values are drawn on its lower edge.", trackingDecades)
 	}
 	return f, nil
 }
@@ -198,74 +205,74 @@ func (r *run) eveLabel() string {
 	return "E||x0hat(t) - x(0)||^2"
 }
 
-func (r *run) figEavesdropper() (*Figure, error) {
+func (r *run) figEavesdropper() (*figure.Figure, error) {
 	s := eveSeries(r.rep)
 	if !hasData(s) {
 		return nil, nil
 	}
-	p := newPlot(fmt.Sprintf("Eavesdropper's error, %s noise: mean and 95%% CI band%s", r.rep.res.Noise, r.repSuffix()),
+	p := figure.New(fmt.Sprintf("Eavesdropper's error, %s noise: mean and 95%% CI band%s", r.rep.res.Noise, r.repSuffix()),
 		"step t (estimate from releases 0..t)", r.eveLabel())
-	st := seriesStyle{color: colorOf(0), band: true}
-	if err := r.plotEve(p, []*sim.Series{s}, []seriesStyle{st}); err != nil {
+	st := seriesStyle{color: figure.Color(0), band: true}
+	note, err := r.plotEve(p, []*sim.Series{s}, []seriesStyle{st})
+	if err != nil {
 		return nil, err
 	}
-	shaded := r.shadeFaults(p)
+	shaded := r.shadeFaults(p) + note
 	what := "x(0) of the plant"
 	if r.kind == string(scenario.Consensus) {
 		what = "every agent's x_i(0)"
 	}
-	return &Figure{Name: FigEavesdropper, Width: figW, Height: figH, Panels: [][]*plot.Plot{{p}},
+	return &figure.Figure{Name: FigEavesdropper, Panels: [][]*plot.Plot{{p}},
 		Caption: fmt.Sprintf("The eavesdropper's mean-square error in estimating %s from everything published up to step t, "+
 			"with its 95%% confidence band%s. A flat curve means the releases do not reveal more over time.", what, r.repSuffix()) + shaded}, nil
 }
 
-// plotEve draws eavesdropper series on p with a log y axis when they span decades.
-func (r *run) plotEve(p *plot.Plot, ss []*sim.Series, styles []seriesStyle) error {
+// plotEve draws eavesdropper series on p with a log y axis when they span decades; it
+// returns the caption's note on a cut-off log axis ("" if none).
+func (r *run) plotEve(p *plot.Plot, ss []*sim.Series, styles []seriesStyle) (string, error) {
 	var means, all []float64
 	for _, s := range ss {
 		means = append(means, seriesValues(s, false)...)
 		all = append(all, seriesValues(s, true)...)
 	}
-	logY := spansDecades(means)
-	floor := 0.0
-	if logY {
-		lo, hi, _ := positiveRange(means)
-		if _, h, ok := positiveRange(all); ok {
-			hi = math.Max(hi, h)
-		}
-		floor = lo / 10
-		setLogY(p, lo, hi)
+	isLog := figure.SpansDecades(means)
+	floor, clipped := 0.0, false
+	if isLog {
+		floor, clipped = logY(p, means, all)
 	}
 	drawn := false
 	for i, s := range ss {
-		ok, err := addSeries(p, s, stepAxis, styles[i], logY, floor)
+		ok, err := addSeries(p, s, stepAxis, styles[i], isLog, floor)
 		if err != nil {
-			return err
+			return "", err
 		}
 		drawn = drawn || ok
 	}
 	if !drawn {
-		return fmt.Errorf("report: eavesdropper figure: %w", errNoData)
+		return "", fmt.Errorf("report: eavesdropper figure: %w", errNoData)
 	}
-	nonNegAxis(p, logY)
-	return nil
+	nonNegAxis(p, isLog)
+	if clipped {
+		return clipNote, nil
+	}
+	return "", nil
 }
 
-func (r *run) figConsensusDeviation() (*Figure, error) {
+func (r *run) figConsensusDeviation() (*figure.Figure, error) {
 	c := r.rep.res.Consensus
-	p := newPlot(fmt.Sprintf("Deviation from the average, mean over %d runs%s", r.rep.res.Runs, r.repSuffix()),
+	p := figure.New(fmt.Sprintf("Deviation from the average, mean over %d runs%s", r.rep.res.Runs, r.repSuffix()),
 		"step t", "E[x_i(t) - x*]")
 	n := len(c.Deviation)
 	if n == 0 {
 		return nil, fmt.Errorf("report: %s: no agents: %w", FigConsensusDev, errNoData)
 	}
-	if err := hline(p, 0, float64(c.Deviation[0].Len()-1), 0, seriesStyle{color: grey, width: vg.Points(0.6)}, false); err != nil {
+	if err := hline(p, 0, float64(c.Deviation[0].Len()-1), 0, seriesStyle{color: figure.Grey, width: vg.Points(0.6)}, false); err != nil {
 		return nil, err
 	}
 	legend := n <= 12
 	drawn := false
 	for i := range c.Deviation {
-		st := seriesStyle{color: colorOf(i), band: n <= 4, width: vg.Points(1.3)}
+		st := seriesStyle{color: figure.Color(i), band: n <= 4, width: vg.Points(1.3)}
 		if legend {
 			st.name = fmt.Sprintf("agent %d", i+1)
 		}
@@ -287,7 +294,7 @@ func (r *run) figConsensusDeviation() (*Figure, error) {
 	if !legend {
 		cap += fmt.Sprintf(" %d agents, not labelled.", n)
 	}
-	return &Figure{Name: FigConsensusDev, Width: figW, Height: figH + 0.5*vg.Inch, Panels: [][]*plot.Plot{{p}}, Caption: cap}, nil
+	return &figure.Figure{Name: FigConsensusDev, Panels: [][]*plot.Plot{{p}}, Caption: cap}, nil
 }
 
 // mseGroup returns the points the consensus-mse figure compares: the representative series
@@ -299,13 +306,13 @@ func (r *run) mseGroup() []*pointInfo {
 	return r.pointsOfSeries(r.rep.series)
 }
 
-func (r *run) figConsensusMSE() (*Figure, error) {
+func (r *run) figConsensusMSE() (*figure.Figure, error) {
 	group := r.mseGroup()
 	title := "Mean-square deviation and the Proposition 1 bound"
 	if r.sweep && len(r.seriesLabels) > 1 {
 		title += " (" + r.seriesLabels[r.rep.series] + ")"
 	}
-	p := newPlot(title, "step t", "E||x(t) - 1x*||^2")
+	p := figure.New(title, "step t", "E||x(t) - 1x*||^2")
 	var means, all []float64
 	for _, g := range group {
 		c := g.res.Consensus
@@ -313,17 +320,11 @@ func (r *run) figConsensusMSE() (*Figure, error) {
 		means = append(means, c.Prop1Bound)
 		all = append(all, seriesValues(&c.SqDeviation, true)...)
 	}
-	lo, hi, ok := positiveRange(means)
-	if !ok {
+	if _, _, ok := figure.PositiveRange(means); !ok {
 		return nil, fmt.Errorf("report: %s: %w", FigConsensusMSE, errNoData)
 	}
-	if _, h, ok := positiveRange(all); ok {
-		hi = math.Max(hi, h)
-	}
 	// Always log: the deviation falls from ||x(0) - 1x*||^2 to the noise floor.
-	setLogY(p, lo, hi)
-	floor := lo / 10
-	entries := 0
+	floor, clipped := logY(p, means, all)
 	for k, g := range group {
 		c := g.res.Consensus
 		name := "E||x(t) - 1x*||^2"
@@ -332,16 +333,12 @@ func (r *run) figConsensusMSE() (*Figure, error) {
 			name = r.axisText(g)
 			bname = "bound, " + r.axisText(g)
 		}
-		drawn, err := addSeries(p, &c.SqDeviation, stepAxis, seriesStyle{name: name, color: colorOf(k), band: true}, true, floor)
+		_, err := addSeries(p, &c.SqDeviation, stepAxis, seriesStyle{name: name, color: figure.Color(k), band: true}, true, floor)
 		if err != nil {
 			return nil, err
 		}
-		if drawn {
-			entries++
-		}
 		if c.Prop1Bound > 0 {
-			entries++
-			if err := hline(p, 0, float64(c.SqDeviation.Len()-1), c.Prop1Bound, seriesStyle{name: bname, color: colorOf(k), dashes: dashed}, true); err != nil {
+			if err := hline(p, 0, float64(c.SqDeviation.Len()-1), c.Prop1Bound, seriesStyle{name: bname, color: figure.Color(k), dashes: figure.Dashed}, true); err != nil {
 				return nil, err
 			}
 		}
@@ -353,8 +350,10 @@ func (r *run) figConsensusMSE() (*Figure, error) {
 	} else {
 		cap += " (paper Figs. 6, 7)."
 	}
-	legendRoom(p, entries, figH+0.5*vg.Inch)
-	return &Figure{Name: FigConsensusMSE, Width: figW, Height: figH + 0.5*vg.Inch, Panels: [][]*plot.Plot{{p}}, Caption: cap}, nil
+	if clipped {
+		cap += clipNote
+	}
+	return &figure.Figure{Name: FigConsensusMSE, Panels: [][]*plot.Plot{{p}}, Caption: cap}, nil
 }
 
 // errPoints are points with asymmetric y error bars (distances below and above).
@@ -376,8 +375,9 @@ func (r *run) sweepX(a int) float64 {
 }
 
 // sweepPanel draws stat(point) against the swept parameter, one line per series, with 95% CI
-// error bars; bound(point) > 0 adds a dashed line per series.
-func (r *run) sweepPanel(title, ylabel string, stat func(*pointInfo) sim.Stat, bound func(*pointInfo) float64, boundName string) (*plot.Plot, error) {
+// error bars; bound(point) > 0 adds a dashed line per series. It returns the caption note of a
+// cut-off log axis ("" if none).
+func (r *run) sweepPanel(title, ylabel string, stat func(*pointInfo) sim.Stat, bound func(*pointInfo) float64, boundName string) (*plot.Plot, string, error) {
 	xlabel := r.axisParam
 	if r.axisParam == string(scenario.SweepEpsilon) {
 		xlabel = "privacy budget epsilon"
@@ -385,7 +385,7 @@ func (r *run) sweepPanel(title, ylabel string, stat func(*pointInfo) sim.Stat, b
 	if t, ok := faultAxisLabel[scenario.SweepParam(r.axisParam)]; ok {
 		xlabel = t
 	}
-	p := newPlot(title, xlabel, ylabel)
+	p := figure.New(title, xlabel, ylabel)
 	var means, all []float64
 	for _, pt := range r.points {
 		s := stat(pt)
@@ -398,35 +398,29 @@ func (r *run) sweepPanel(title, ylabel string, stat func(*pointInfo) sim.Stat, b
 		}
 	}
 	if len(means) == 0 {
-		return nil, errNoData
+		return nil, "", errNoData
 	}
-	logY := spansDecades(means)
-	floor := 0.0
-	if logY {
-		lo, hi, _ := positiveRange(means)
-		if _, h, ok := positiveRange(all); ok {
-			hi = math.Max(hi, h)
-		}
-		floor = lo / 10
-		setLogY(p, lo, hi)
+	isLog := figure.SpansDecades(means)
+	floor, clipped := 0.0, false
+	if isLog {
+		floor, clipped = logY(p, means, all)
 	}
 	if r.axisLog {
-		lo, hi, _ := positiveRange(r.axisValues)
-		setLogX(p, lo, hi)
+		lo, hi, _ := figure.PositiveRange(r.axisValues)
+		figure.SetLogX(p, lo, hi)
 	}
-	entries := 0
 	for s := range r.seriesLabels {
 		pts := r.pointsOfSeries(s)
 		var e errPoints
 		var bxy plotter.XYs
 		for _, pt := range pts {
 			st := stat(pt)
-			if st.N == 0 || (logY && !(st.Mean > 0)) {
+			if st.N == 0 || (isLog && !(st.Mean > 0)) {
 				continue
 			}
 			x := r.sweepX(pt.axis)
 			if r.axisLog {
-				x = lg(x)
+				x = figure.Lg(x)
 			}
 			m, l, h := st.Mean, st.Lo, st.Hi
 			if st.N < 2 {
@@ -436,11 +430,15 @@ func (r *run) sweepPanel(title, ylabel string, stat func(*pointInfo) sim.Stat, b
 			if bound != nil {
 				by = bound(pt)
 			}
-			if logY {
+			if isLog {
+				m = math.Max(m, floor) // below the axis: drawn on its lower edge
 				l = math.Max(l, floor)
-				m, l, h = lg(m), lg(l), lg(math.Max(h, l))
 				if by > 0 {
-					by = lg(by)
+					by = math.Max(by, floor)
+				}
+				m, l, h = figure.Lg(m), figure.Lg(l), figure.Lg(math.Max(h, l))
+				if by > 0 {
+					by = figure.Lg(by)
 				}
 			}
 			e.xy = append(e.xy, plotter.XY{X: x, Y: m})
@@ -453,52 +451,53 @@ func (r *run) sweepPanel(title, ylabel string, stat func(*pointInfo) sim.Stat, b
 		if len(e.xy) == 0 {
 			continue
 		}
-		col := colorOf(s)
+		col := figure.Color(s)
 		name, bname := r.seriesLabels[s], boundName+", "+r.seriesLabels[s]
 		if name == "" {
 			name, bname = "mean, 95% CI", boundName
 		}
 		line, sc, err := plotter.NewLinePoints(e.xy)
 		if err != nil {
-			return nil, fmt.Errorf("report: sweep line: %w", err)
+			return nil, "", fmt.Errorf("report: sweep line: %w", err)
 		}
 		line.Color, line.Width = col, vg.Points(1.5)
-		sc.Color, sc.Shape, sc.Radius = col, markerShape(s), vg.Points(3.5)
+		sc.Color, sc.Shape, sc.Radius = col, figure.Marker(s), vg.Points(3.5)
 		eb, err := plotter.NewYErrorBars(e)
 		if err != nil {
-			return nil, fmt.Errorf("report: sweep error bars: %w", err)
+			return nil, "", fmt.Errorf("report: sweep error bars: %w", err)
 		}
 		eb.Color, eb.Width, eb.CapWidth = col, vg.Points(1), vg.Points(5)
 		p.Add(line, sc, eb)
 		p.Legend.Add(name, line, sc)
-		entries++
 		if len(bxy) > 0 {
 			bl, err := plotter.NewLine(bxy)
 			if err != nil {
-				return nil, fmt.Errorf("report: sweep bound: %w", err)
+				return nil, "", fmt.Errorf("report: sweep bound: %w", err)
 			}
-			bl.Color, bl.Width, bl.Dashes = col, vg.Points(1.2), dashed
+			bl.Color, bl.Width, bl.Dashes = col, vg.Points(1.2), figure.Dashed
 			p.Add(bl)
 			p.Legend.Add(bname, bl)
-			entries++
 		}
 	}
-	legendRoom(p, entries, panelH)
 	if !r.axisNumeric {
 		p.NominalX(r.axisLabels...)
 		p.X.Min, p.X.Max = -0.5, float64(len(r.axisLabels))-0.5
 	}
-	return p, nil
+	if !isLog && p.Y.Max > p.Y.Min {
+		// errors are non-negative: from 0, with room above the highest bar
+		p.Y.Min = math.Min(p.Y.Min, 0)
+		p.Y.Max += 0.05 * (p.Y.Max - p.Y.Min)
+	}
+	if clipped {
+		return p, clipNote, nil
+	}
+	return p, "", nil
 }
 
-func markerShape(i int) draw.GlyphDrawer {
-	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
-	return shapes[i%len(shapes)]
-}
-
-func (r *run) figSweepFinal() (*Figure, error) {
+func (r *run) figSweepFinal() (*figure.Figure, error) {
 	T := r.rep.res.Steps
-	f := &Figure{Name: FigSweepFinalMSE, Width: figW}
+	f := &figure.Figure{Name: FigSweepFinalMSE}
+	note := ""
 	switch r.kind {
 	case string(scenario.CloudControl):
 		n := len(r.comps)
@@ -508,7 +507,7 @@ func (r *run) figSweepFinal() (*Figure, error) {
 				title = fmt.Sprintf("Mean-square tracking error at the final step T = %d", T)
 			}
 			name := r.comps[i]
-			p, err := r.sweepPanel(title, fmt.Sprintf("E[(%s(T) - %s_r(T))^2]", name, name), func(pt *pointInfo) sim.Stat {
+			p, n, err := r.sweepPanel(title, fmt.Sprintf("E[(%s(T) - %s_r(T))^2]", name, name), func(pt *pointInfo) sim.Stat {
 				if i < len(pt.res.Control.FinalSqError) {
 					return pt.res.Control.FinalSqError[i]
 				}
@@ -517,22 +516,25 @@ func (r *run) figSweepFinal() (*Figure, error) {
 			if err != nil {
 				return nil, fmt.Errorf("report: %s: %w", FigSweepFinalMSE, err)
 			}
+			if n != "" {
+				note = n
+			}
 			f.Panels = append(f.Panels, []*plot.Plot{p})
 		}
-		f.Height = panelH * vg.Length(n)
 		f.Caption = fmt.Sprintf("Mean-square tracking errors at the final step T = %d against %s, one line per %s, with 95%% confidence bars (paper Fig. 3).",
 			T, r.axisParam, seriesWord(r))
 	case string(scenario.Consensus):
-		p, err := r.sweepPanel(fmt.Sprintf("Final mean-square deviation at T = %d", T), "E||x(T) - 1x*||^2",
+		p, n, err := r.sweepPanel(fmt.Sprintf("Final mean-square deviation at T = %d", T), "E||x(T) - 1x*||^2",
 			func(pt *pointInfo) sim.Stat { return pt.res.Consensus.FinalSqDeviation },
 			func(pt *pointInfo) float64 { return pt.res.Consensus.Prop1Bound }, "Proposition 1 bound")
 		if err != nil {
 			return nil, fmt.Errorf("report: %s: %w", FigSweepFinalMSE, err)
 		}
+		note = n
 		f.Panels = [][]*plot.Plot{{p}}
-		f.Height = figH
 		f.Caption = fmt.Sprintf("Final mean-square deviation E||x(T) - 1x*||^2 against %s with 95%% confidence bars and the Proposition 1 bound (dashed).", r.axisParam)
 	}
+	f.Caption += note
 	return f, nil
 }
 
@@ -549,7 +551,7 @@ func seriesWord(r *run) string {
 	return "combination of the other swept parameters"
 }
 
-func (r *run) figSweepEavesdropper() (*Figure, error) {
+func (r *run) figSweepEavesdropper() (*figure.Figure, error) {
 	var group []*pointInfo
 	var title, cap string
 	if len(r.seriesLabels) > 1 {
@@ -575,17 +577,18 @@ func (r *run) figSweepEavesdropper() (*Figure, error) {
 			name = r.seriesLabels[g.series]
 		}
 		ss = append(ss, s)
-		styles = append(styles, seriesStyle{name: name, color: colorOf(k), band: true})
+		styles = append(styles, seriesStyle{name: name, color: figure.Color(k), band: true})
 	}
 	if len(ss) == 0 {
 		return nil, nil
 	}
-	p := newPlot(title, "step t (estimate from releases 0..t)", r.eveLabel())
-	if err := r.plotEve(p, ss, styles); err != nil {
+	p := figure.New(title, "step t (estimate from releases 0..t)", r.eveLabel())
+	note, err := r.plotEve(p, ss, styles)
+	if err != nil {
 		return nil, err
 	}
-	legendRoom(p, len(ss), figH+0.5*vg.Inch)
-	return &Figure{Name: FigSweepEavesdropper, Width: figW, Height: figH + 0.5*vg.Inch, Panels: [][]*plot.Plot{{p}}, Caption: cap}, nil
+	cap += note
+	return &figure.Figure{Name: FigSweepEavesdropper, Panels: [][]*plot.Plot{{p}}, Caption: cap}, nil
 }
 
 // nonNegAxis finishes a plot of a non-negative quantity against the step: x from 0 and, on a
@@ -598,20 +601,6 @@ func nonNegAxis(p *plot.Plot, logY bool) {
 			p.Y.Max *= 1.08
 		}
 	}
-}
-
-// legendRoom raises the top of the y axis so that the legend (top right) sits above the data
-// in a plot of the given height.
-func legendRoom(p *plot.Plot, entries int, height vg.Length) {
-	if entries == 0 || !(p.Y.Max > p.Y.Min) {
-		return
-	}
-	data := float64((height - 1.2*vg.Inch) / vg.Points(1))
-	if data <= 0 {
-		return
-	}
-	f := math.Min(0.6, float64(entries)*13/data+0.03)
-	p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)/(1-f)
 }
 
 // faultAxisLabel names the x axis of a fault sweep.
@@ -637,12 +626,16 @@ func eveFinal(pt *pointInfo) sim.Stat {
 // of the first state component and the eavesdropper's final error; consensus - the final
 // deviation with the Proposition 1 bound, the network-sum drift and the eavesdropper's final
 // error.
-func (r *run) figFaults() (*Figure, error) {
+func (r *run) figFaults() (*figure.Figure, error) {
 	T := r.rep.res.Steps
 	var panels [][]*plot.Plot
-	add := func(p *plot.Plot, err error) error {
+	note := ""
+	add := func(p *plot.Plot, n string, err error) error {
 		if err != nil {
 			return fmt.Errorf("report: %s: %w", FigFaults, err)
+		}
+		if n != "" {
+			note = n
 		}
 		panels = append(panels, []*plot.Plot{p})
 		return nil
@@ -680,5 +673,5 @@ func (r *run) figFaults() (*Figure, error) {
 	if err := add(r.sweepPanel("Eavesdropper's final error", r.eveLabel(), eveFinal, nil, "")); err != nil {
 		return nil, err
 	}
-	return &Figure{Name: FigFaults, Width: figW, Height: panelH * vg.Length(len(panels)), Panels: panels, Caption: cap}, nil
+	return &figure.Figure{Name: FigFaults, Panels: panels, Caption: cap + note}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dpsim/dpsim/pkg/figure"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
@@ -25,7 +26,7 @@ var describe = map[string]string{
 }
 
 // markdown writes report.md.
-func (r *run) markdown(figs []*Figure) []byte {
+func (r *run) markdown(figs []*figure.Figure) []byte {
 	var b strings.Builder
 	name := "dpsim run"
 	if r.sc != nil {
@@ -647,7 +648,7 @@ func (r *run) transportSection(b *strings.Builder) {
 	}
 }
 
-func (r *run) figuresSection(b *strings.Builder, figs []*Figure) {
+func (r *run) figuresSection(b *strings.Builder, figs []*figure.Figure) {
 	if len(figs) == 0 && len(r.skipped) == 0 {
 		return
 	}

@@ -1,356 +1,20 @@
 package report
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"image/color"
 	"math"
-	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/dpsim/dpsim/pkg/figure"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
 )
-
-// PNGDPI is the resolution of the PNG figures.
-const PNGDPI = 150
-
-// Figure is one figure of the report: a grid of panels (plots), written as Name.png and Name.svg.
-type Figure struct {
-	Name    string         // file base name
-	Caption string         // what the figure shows, for report.md
-	Panels  [][]*plot.Plot // rows of panels, all rows of the same length
-	Width   vg.Length
-	Height  vg.Length
-}
-
-// Render draws the figure as "png" or "svg". Drawing problems are returned as errors.
-func (f *Figure) Render(format string) (data []byte, err error) {
-	if len(f.Panels) == 0 || len(f.Panels[0]) == 0 {
-		return nil, fmt.Errorf("report: figure %s has no panels", f.Name)
-	}
-	defer func() {
-		if rec := recover(); rec != nil {
-			data, err = nil, fmt.Errorf("report: figure %s: drawing %s failed: %v", f.Name, format, rec)
-		}
-	}()
-	var cw vg.CanvasWriterTo
-	switch format {
-	case "png":
-		cw = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(f.Width, f.Height), vgimg.UseDPI(PNGDPI))}
-	case "svg":
-		cw = vgsvg.New(f.Width, f.Height)
-	default:
-		return nil, fmt.Errorf("report: figure %s: unknown format %q (png, svg)", f.Name, format)
-	}
-	dc := draw.New(cw)
-	rows, cols := len(f.Panels), len(f.Panels[0])
-	for i, row := range f.Panels {
-		if len(row) != cols {
-			return nil, fmt.Errorf("report: figure %s: row %d has %d panels, row 0 has %d", f.Name, i, len(row), cols)
-		}
-	}
-	if rows == 1 && cols == 1 {
-		f.Panels[0][0].Draw(dc)
-	} else {
-		tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 5,
-			PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 3}
-		canvases := plot.Align(f.Panels, tiles, dc)
-		for i := range f.Panels {
-			for j, p := range f.Panels[i] {
-				if p != nil {
-					p.Draw(canvases[i][j])
-				}
-			}
-		}
-	}
-	var buf bytes.Buffer
-	if _, err := cw.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("report: figure %s: %w", f.Name, err)
-	}
-	return buf.Bytes(), nil
-}
-
-var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
-
-// palette is a colour-blind-friendly qualitative palette (Tableau 10).
-var palette = []color.RGBA{
-	{31, 119, 180, 255}, {214, 39, 40, 255}, {44, 160, 44, 255}, {255, 127, 14, 255}, {148, 103, 189, 255},
-	{140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255}, {188, 189, 34, 255}, {23, 190, 207, 255},
-}
-
-func colorOf(i int) color.RGBA { return palette[i%len(palette)] }
-
-func translucent(c color.RGBA, a uint8) color.Color {
-	// premultiplied alpha
-	return color.RGBA{R: uint8(uint16(c.R) * uint16(a) / 255), G: uint8(uint16(c.G) * uint16(a) / 255),
-		B: uint8(uint16(c.B) * uint16(a) / 255), A: a}
-}
-
-var dashed = []vg.Length{vg.Points(6), vg.Points(3)}
-
-// newPlot returns a plot with readable sans-serif text, a grid and the legend at the top right.
-func newPlot(title, xlabel, ylabel string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
-	p.Title.TextStyle.Font = font.From(sans, 13)
-	p.Title.Padding = vg.Points(6)
-	p.X.Label.Text, p.Y.Label.Text = xlabel, ylabel
-	for _, a := range []*plot.Axis{&p.X, &p.Y} {
-		a.Label.TextStyle.Font = font.From(sans, 12)
-		a.Tick.Label.Font = font.From(sans, 10)
-		a.Tick.Marker = plot.TickerFunc(niceTicks)
-	}
-	p.Legend.TextStyle.Font = font.From(sans, 10)
-	p.Legend.Top = true
-	p.Legend.ThumbnailWidth = vg.Points(22)
-	g := plotter.NewGrid()
-	g.Vertical.Color = color.Gray{Y: 225}
-	g.Horizontal.Color = color.Gray{Y: 225}
-	p.Add(g)
-	return p
-}
-
-// spansDecades reports whether the positive values span at least two decades (log axis).
-func spansDecades(vals []float64) bool {
-	lo, hi := math.Inf(1), 0.0
-	for _, v := range vals {
-		if v > 0 && !math.IsInf(v, 0) {
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
-		}
-	}
-	return hi > 0 && hi >= 100*lo
-}
-
-// positiveRange returns the smallest and largest positive finite values.
-func positiveRange(vals []float64) (lo, hi float64, ok bool) {
-	lo, hi = math.Inf(1), 0
-	for _, v := range vals {
-		if v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) {
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
-		}
-	}
-	return lo, hi, hi > 0
-}
-
-// Log axes are drawn on linear axes holding log10 of the data, with ticks labelled as the
-// powers of ten they stand for (gonum's LogScale mis-places the axis label's glyph box, which
-// shrinks the data area, and panics on non-positive ranges).
-
-// lg maps a positive value to the log axis coordinate.
-func lg(v float64) float64 { return math.Log10(v) }
-
-// setLogY makes the y axis logarithmic over [lo, hi] (positive data values).
-func setLogY(p *plot.Plot, lo, hi float64) {
-	if hi <= lo {
-		lo, hi = lo/2, hi*2
-	}
-	p.Y.Tick.Marker = plot.TickerFunc(logTicks)
-	p.Y.Min, p.Y.Max = lg(lo/1.15), lg(hi*1.15)
-}
-
-// setLogX makes the x axis logarithmic over [lo, hi] (positive data values).
-func setLogX(p *plot.Plot, lo, hi float64) {
-	if hi <= lo {
-		lo, hi = lo/2, hi*2
-	}
-	p.X.Tick.Marker = plot.TickerFunc(logTicks)
-	p.X.Min, p.X.Max = lg(lo/1.4), lg(hi*1.4)
-}
-
-// logTicks gives the ticks of a log axis whose coordinates are log10 values in [min, max]:
-// labels at powers of ten (every k-th decade when there are many), minor ticks at 2..9 times
-// them; within about one decade it also labels 2 and 5 times powers of ten.
-func logTicks(min, max float64) []plot.Tick {
-	if !(max > min) || math.IsInf(min, 0) || math.IsInf(max, 0) {
-		return plot.DefaultTicks{}.Ticks(min, max)
-	}
-	lo, hi := int(math.Floor(min)), int(math.Ceil(max))
-	decades := hi - lo
-	step := 1
-	if decades > 7 {
-		step = (decades + 6) / 7
-	}
-	in := func(x float64) bool { return x >= min-1e-9 && x <= max+1e-9 }
-	var ticks []plot.Tick
-	labelled := 0
-	for e := lo; e <= hi; e++ {
-		x := float64(e)
-		if (e-lo)%step == 0 && in(x) {
-			ticks = append(ticks, plot.Tick{Value: x, Label: tickLabel(math.Pow(10, x))})
-			labelled++
-		} else if in(x) {
-			ticks = append(ticks, plot.Tick{Value: x})
-		}
-		if decades <= 7 {
-			for k := 2; k <= 9; k++ {
-				if xm := x + math.Log10(float64(k)); in(xm) {
-					ticks = append(ticks, plot.Tick{Value: xm})
-				}
-			}
-		}
-	}
-	// Up to four decades, 2 and 5 times the powers of ten are labelled too (one format, the
-	// same as the decades'), so a value such as a bound at 35 sits between labels.
-	if labelled < 2 || decades <= 4 {
-		for i := range ticks {
-			frac := ticks[i].Value - math.Floor(ticks[i].Value+1e-9)
-			if math.Abs(frac-math.Log10(2)) < 1e-9 || math.Abs(frac-math.Log10(5)) < 1e-9 {
-				ticks[i].Label = tickLabel(math.Pow(10, ticks[i].Value))
-			}
-		}
-	}
-	// Nothing below the lowest label (or above the highest) by more than a factor 1.5: label
-	// the outermost minor tick there, so no curve runs under the first label.
-	if decades <= 4 {
-		labelEnd(ticks, min, max)
-	}
-	// One format per axis: when any label needs an exponent, every label gets one (1e-2, not
-	// 0.01 beside 1e-4).
-	exp := false
-	for _, t := range ticks {
-		exp = exp || strings.Contains(t.Label, "e")
-	}
-	if exp {
-		for i := range ticks {
-			if ticks[i].Label != "" {
-				ticks[i].Label = expLabel(math.Pow(10, ticks[i].Value))
-			}
-		}
-	}
-	return ticks
-}
-
-// expLabel prints v as m e k ("1e-2", "5e3"); 1 stays "1".
-func expLabel(v float64) string {
-	if math.Abs(v-1) < 1e-9 {
-		return "1"
-	}
-	s := strconv.FormatFloat(v, 'e', -1, 64)
-	mant, e, _ := strings.Cut(s, "e")
-	if m, err := strconv.ParseFloat(mant, 64); err == nil {
-		mant = strconv.FormatFloat(math.Round(m*1e6)/1e6, 'g', -1, 64)
-	}
-	sign := ""
-	if strings.HasPrefix(e, "-") {
-		sign = "-"
-	}
-	e = strings.TrimLeft(strings.TrimLeft(e, "+-"), "0")
-	if e == "" {
-		return mant
-	}
-	return mant + "e" + sign + e
-}
-
-// labelEnd labels the lowest and highest minor ticks of a log axis when the labels leave more
-// than a factor 1.5 of the axis unlabelled at either end.
-func labelEnd(ticks []plot.Tick, min, max float64) {
-	lowL, highL := math.Inf(1), math.Inf(-1)
-	lowT, highT := -1, -1
-	for i, t := range ticks {
-		if t.Label != "" {
-			lowL, highL = math.Min(lowL, t.Value), math.Max(highL, t.Value)
-		}
-		if t.Value >= min-1e-9 && (lowT < 0 || t.Value < ticks[lowT].Value) {
-			lowT = i
-		}
-		if t.Value <= max+1e-9 && (highT < 0 || t.Value > ticks[highT].Value) {
-			highT = i
-		}
-	}
-	gap := math.Log10(1.5)
-	if lowT >= 0 && lowL-min > gap && lowL-ticks[lowT].Value > 1e-9 {
-		ticks[lowT].Label = tickLabel(math.Pow(10, ticks[lowT].Value))
-	}
-	if highT >= 0 && max-highL > gap && ticks[highT].Value-highL > 1e-9 {
-		ticks[highT].Label = tickLabel(math.Pow(10, ticks[highT].Value))
-	}
-}
-
-// niceTicks labels a linear axis every 1, 2, 2.5 or 5 times a power of ten (5 to 10 labels),
-// with minor ticks in between, printing each label with only the digits the step needs.
-func niceTicks(min, max float64) []plot.Tick {
-	if !(max > min) || math.IsInf(min, 0) || math.IsInf(max, 0) {
-		return plot.DefaultTicks{}.Ticks(min, max)
-	}
-	raw := (max - min) / 6
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	step, minorDiv := 10*mag, 5
-	for _, m := range []struct {
-		f   float64
-		div int
-	}{{1, 5}, {2, 4}, {2.5, 5}, {5, 5}} {
-		if m.f*mag >= raw {
-			step, minorDiv = m.f*mag, m.div
-			break
-		}
-	}
-	dec := 0
-	if e := -int(math.Floor(math.Log10(step) + 1e-9)); e > 0 {
-		dec = e
-	}
-	if math.Abs(step/mag-2.5) < 1e-9 && step < 1 {
-		dec++
-	}
-	big := math.Max(math.Abs(min), math.Abs(max))
-	var ticks []plot.Tick
-	minor := step / float64(minorDiv)
-	k0 := int(math.Ceil(min/minor - 1e-9))
-	for k := k0; ; k++ {
-		v := float64(k) * minor
-		if v > max+1e-9*step {
-			break
-		}
-		if k%minorDiv == 0 {
-			v = float64(k/minorDiv) * step
-			var label string
-			if big >= 1e5 || big < 1e-3 {
-				label = tickLabel(v)
-			} else {
-				label = strconv.FormatFloat(v, 'f', dec, 64)
-				if strings.Trim(label, "-0.") == "" {
-					label = "0"
-				}
-			}
-			ticks = append(ticks, plot.Tick{Value: v, Label: label})
-		} else {
-			ticks = append(ticks, plot.Tick{Value: v})
-		}
-		if len(ticks) > 200 {
-			break
-		}
-	}
-	return ticks
-}
-
-// tickLabel prints a tick value compactly: 0.01, 100, 1e-5, 2e6.
-func tickLabel(v float64) string {
-	v, _ = strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
-	a := math.Abs(v)
-	if a != 0 && (a < 1e-3 || a >= 1e5) {
-		s := strconv.FormatFloat(v, 'e', -1, 64)
-		mant, exp, _ := strings.Cut(s, "e")
-		sign := ""
-		if strings.HasPrefix(exp, "-") {
-			sign = "-"
-		}
-		exp = strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")
-		if mant == "1" {
-			return "1e" + sign + exp
-		}
-		return mant + "e" + sign + exp
-	}
-	return strconv.FormatFloat(v, 'g', 6, 64)
-}
 
 // seriesStyle is how one mean line is drawn.
 type seriesStyle struct {
@@ -406,7 +70,7 @@ func addSeries(p *plot.Plot, s *sim.Series, x func(t int) float64, st seriesStyl
 			m = math.Max(m, floor) // below the panel's floor: drawn on its lower edge
 			l = math.Max(l, floor)
 			h = math.Max(h, l)
-			m, l, h = lg(m), lg(l), lg(h)
+			m, l, h = figure.Lg(m), figure.Lg(l), figure.Lg(h)
 		}
 		cur = append(cur, plotter.XY{X: x(t), Y: m})
 		lo, hi = append(lo, l), append(hi, h)
@@ -429,7 +93,7 @@ func addSeries(p *plot.Plot, s *sim.Series, x func(t int) float64, st seriesStyl
 		if poly, err = plotter.NewPolygon(rings...); err != nil {
 			return false, fmt.Errorf("report: band: %w", err)
 		}
-		poly.Color = translucent(st.color, 60)
+		poly.Color = figure.Translucent(st.color, 60)
 		poly.LineStyle.Width = 0
 		p.Add(poly)
 	}
@@ -458,7 +122,7 @@ func addSeries(p *plot.Plot, s *sim.Series, x func(t int) float64, st seriesStyl
 // hline draws a horizontal line at y over [x0, x1] (y > 0 on a log axis).
 func hline(p *plot.Plot, x0, x1, y float64, st seriesStyle, logY bool) error {
 	if logY {
-		y = lg(y)
+		y = figure.Lg(y)
 	}
 	l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: y}, {X: x1, Y: y}})
 	if err != nil {

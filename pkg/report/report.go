@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
+	"github.com/dpsim/dpsim/pkg/figure"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
@@ -152,7 +153,7 @@ func (c Check) String() string {
 // Report is the built report: the Markdown text, the figures and the checks it states.
 type Report struct {
 	Markdown []byte
-	Figures  []*Figure
+	Figures  []*figure.Figure
 	Checks   []Check
 }
 
@@ -191,15 +192,8 @@ func Write(dir string, in Input) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	for _, f := range rep.Figures {
-		for _, format := range []string{"png", "svg"} {
-			data, err := f.Render(format)
-			if err != nil {
-				return err
-			}
-			path := filepath.Join(dir, f.Name+"."+format)
-			if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
-				return fmt.Errorf("report: writing %s: %w", path, err)
-			}
+		if _, err := f.WriteFiles(dir); err != nil {
+			return fmt.Errorf("report: %w", err)
 		}
 	}
 	path := filepath.Join(dir, FileName)

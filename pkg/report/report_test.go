@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsim/dpsim/pkg/figure"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
@@ -362,7 +363,7 @@ func TestMinimalInput(t *testing.T) {
 }
 
 func TestRenderErrors(t *testing.T) {
-	f := &Figure{Name: "empty", Width: 100, Height: 100}
+	f := &figure.Figure{Name: "empty"}
 	if _, err := f.Render("png"); err == nil {
 		t.Error("rendering a figure without panels succeeded")
 	}

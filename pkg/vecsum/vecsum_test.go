@@ -465,6 +465,13 @@ func TestWriteGainPlot(t *testing.T) {
 	require.True(t, bytes.HasPrefix(png.Bytes(), []byte("\x89PNG")))
 	require.Contains(t, svg.String(), "<svg")
 	require.True(t, errors.Is(WriteGainPlot(&svg, rows, "gif"), ErrInput))
+
+	// the house style, on the figure 'dpsim vecsum figure' draws by default (three panels)
+	rows, err = GainTable([]int{10, 100, 1000}, []int{100, 1000, 1000000}, LogGrid(0.01, 100, 9), 0, 1)
+	require.NoError(t, err)
+	f, err := GainFigure(rows)
+	require.NoError(t, err)
+	require.NoError(t, f.Check())
 }
 
 // BenchmarkSum compares Algorithm 3 (centre, scale, norm, clip test, sum) with a plain column sum of

@@ -43,7 +43,7 @@ Methods:
          D-optimal design problem, rank-one updates, O(n d) per iteration, until max_i h_i
          <= 1 + xi (default 1e-9: log det Q within d ln(1 + xi) of the optimum, a certificate);
          rows that are the same constraint share their weight equally. n = 200, d = 6: about
-         1.4 ms. (--plot-out shows the paper's fixed-point iteration w_i <- w_i h_i(w) instead.)
+         1.4 ms. --plot-out draws these iterations.
   fast   Algorithm 1 of Gu et al. without noise: leverage-score sampling and an s x d
          Gaussian sketch (s = ceil(1/xi)), O(n d s) per iteration, many more iterations.
   dp     Algorithm 1 with truncated Gaussian noise w_i = wbar_i (1 + z_i), z in [-0.5, 0.5].
@@ -76,7 +76,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		workers    = fs.Int("workers", 0, fmt.Sprintf("goroutines (0 = GOMAXPROCS; at most %d)", john.MaxWorkers))
 		requireCnv = fs.Bool("require-converged", false, "exit with status 1 (after printing the result) when max_i h_i(v) > 1 + xi; without it a non-converged result only warns on stderr and exits 0")
 		asJSON     = fs.Bool("json", false, "print one JSON object on stdout (weights, q, sum_weights, max_leverage, logdet_q, iterations, ...) instead of a table")
-		plotOut    = fs.String("plot-out", "", "directory: also write john_accuracy.png/.svg, max_i h_i - 1 (log scale) against iterations for exact, fast and dp at epsilon 0.5, 1, 2 and --epsilon if given (delta and eps0 from the flags, default 1e-6 and 1e-3; T = --max-iter or the fast default; costs about T fast plus up to T exact iterations)")
+		plotOut    = fs.String("plot-out", "", "directory: also write john_accuracy.png/.svg, max_i h_i - 1 against iterations (both log scale) for exact (Wolfe-Atwood to 1e-9, its own O(nd) iterations), fast and dp at epsilon 0.5, 1, 2 and --epsilon if given (delta and eps0 from the flags, default 1e-6 and 1e-3; T = --max-iter or the fast default iterations of fast and of each dp curve)")
 		logLevel   = fs.String("log-level", "warn", "stderr log level: trace, debug, info, warn, error")
 	)
 	if err := cli.Parse(fs, args); err != nil {

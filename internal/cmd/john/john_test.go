@@ -321,11 +321,18 @@ func TestPlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(curves) != 5 || curves[0].Label != "exact" || !strings.HasPrefix(curves[2].Label, "dp eps=0.5") {
+	if len(curves) != 5 || curves[0].Label != ExactLabel || !strings.HasPrefix(curves[2].Label, "dp eps=0.5") {
 		t.Fatalf("curves %d, labels %q %q", len(curves), curves[0].Label, curves[2].Label)
 	}
-	if last := curves[0].Acc[len(curves[0].Acc)-1]; last > 0.1 {
-		t.Errorf("exact curve ends at %g above xi", last)
+	if last := curves[0].Acc[len(curves[0].Acc)-1]; last > 1e-9 {
+		t.Errorf("exact curve ends at %g above 1e-9 (its default accuracy)", last)
+	}
+	fig, err := AccuracyFigure(a, 0.1, curves)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fig.Check(); err != nil {
+		t.Error(err)
 	}
 	// A zero row: no calibration possible, the dp curves fall back to fixed sigmas.
 	z := writeFile(t, "zero.csv", "1,0\n0,1\n0,0\n1,1\n")

@@ -5,14 +5,13 @@ import (
 	"image/color"
 	"math"
 	"os"
-	"path/filepath"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/dpsim/dpsim/pkg/figure"
 	"github.com/dpsim/dpsim/pkg/john"
 	"github.com/dpsim/dpsim/pkg/rng"
 )
@@ -56,8 +55,7 @@ func checkpoints(T int) []int {
 }
 
 // traceRun steps a solver to T iterations and evaluates its output exactly at the
-// checkpoints. exact stops early once max h - 1 <= xi/100 (the curve is then well below
-// the target and further exact iterations cost O(n d^2) each).
+// checkpoints.
 func traceRun(a *mat.Dense, cfg john.Config, T int, label string) (Curve, error) {
 	s, err := john.NewSolver(a, cfg)
 	if err != nil {
@@ -77,15 +75,15 @@ func traceRun(a *mat.Dense, cfg john.Config, T int, label string) (Curve, error)
 		}
 		c.Iter = append(c.Iter, it)
 		c.Acc = append(c.Acc, mh-1)
-		if cfg.Method == john.Exact && mh-1 <= cfg.Xi/100 {
-			break
-		}
 	}
 	return c, nil
 }
 
-// Curves runs exact, fast and dp (one curve per epsilon) on a for the plot. notes explain
-// fallbacks.
+// ExactLabel names the exact method's curve.
+const ExactLabel = "exact (Wolfe-Atwood, O(nd) per iteration)"
+
+// Curves runs exact (john.ExactTrace), fast and dp (one curve per epsilon) on a for the plot.
+// notes explain fallbacks.
 func Curves(a *mat.Dense, pc PlotConfig) (curves []Curve, notes []string, err error) {
 	n, d := a.Dims()
 	T := pc.MaxIter
@@ -102,12 +100,22 @@ func Curves(a *mat.Dense, pc PlotConfig) (curves []Curve, notes []string, err er
 		curves = append(curves, c)
 		return nil
 	}
-	for _, m := range []john.Method{john.Exact, john.Fast} {
-		cfg := base
-		cfg.Method = m
-		if err := run(cfg, string(m), string(m)); err != nil {
-			return nil, nil, err
-		}
+	// exact: the Wolfe-Atwood iterations dpsim john --method exact runs, to its default
+	// accuracy; its x axis counts its own (cheaper, O(n d)) iterations.
+	tr, err := john.ExactTrace(a, john.DefaultXiExact, john.MaxIterWolfeAtwood)
+	if err != nil {
+		return nil, nil, fmt.Errorf("exact curve: %w", err)
+	}
+	ex := Curve{Label: ExactLabel}
+	for _, it := range checkpoints(len(tr) - 1) {
+		ex.Iter = append(ex.Iter, it)
+		ex.Acc = append(ex.Acc, tr[it].MaxLeverage-1)
+	}
+	curves = append(curves, ex)
+	fast := base
+	fast.Method = john.Fast
+	if err := run(fast, string(john.Fast), string(john.Fast)); err != nil {
+		return nil, nil, err
 	}
 	// dp: calibrate sigma per epsilon from the local sensitivity at w_1.
 	w1 := make([]float64, n)
@@ -148,62 +156,70 @@ func Curves(a *mat.Dense, pc PlotConfig) (curves []Curve, notes []string, err er
 }
 
 // Plot writes john_accuracy.png and john_accuracy.svg into pc.Dir (created if needed):
-// max_i h_i(v) - 1 on a log scale against iterations, with the target xi dashed.
+// max_i h_i(v) - 1 against iterations, both on log scales, with the target xi dashed.
 func Plot(a *mat.Dense, pc PlotConfig) (files, notes []string, err error) {
 	curves, notes, err := Curves(a, pc)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := AccuracyFigure(a, pc.Xi, curves)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := os.MkdirAll(pc.Dir, 0o755); err != nil {
 		return nil, nil, err
 	}
+	files, err = f.WriteFiles(pc.Dir)
+	return files, notes, err
+}
+
+// accuracyFloor is where the log axis ends: an answer exact to rounding reaches 0.
+const accuracyFloor = 1e-12
+
+// AccuracyFigure draws the curves (no I/O): max_i h_i - 1 against iterations, both on log
+// scales, with the target xi dashed.
+func AccuracyFigure(a *mat.Dense, xi float64, curves []Curve) (*figure.Figure, error) {
 	n, d := a.Dims()
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("John ellipsoid accuracy (n = %d, d = %d, xi = %g)", n, d, pc.Xi)
-	p.X.Label.Text = "iterations"
-	p.Y.Label.Text = "max_i h_i(v) - 1"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Legend.Top = true
-	const floor = 1e-12 // exact answers reach 0; the log axis needs a floor
-	palette := []color.Color{
-		color.RGBA{0, 0, 0, 255}, color.RGBA{31, 119, 180, 255}, color.RGBA{214, 39, 40, 255},
-		color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255}, color.RGBA{148, 103, 189, 255},
-	}
-	maxIt := 1
-	for i, c := range curves {
-		pts := make(plotter.XYs, len(c.Iter))
+	p := figure.New(fmt.Sprintf("John ellipsoid accuracy (n = %d, d = %d, xi = %g)", n, d, xi), "iterations", "max_i h_i(v) - 1")
+	maxIt, lo, hi := 1, xi, xi
+	for _, c := range curves {
 		for k := range c.Iter {
-			pts[k].X = float64(c.Iter[k])
-			pts[k].Y = math.Max(c.Acc[k], floor)
 			maxIt = max(maxIt, c.Iter[k])
+			hi = math.Max(hi, c.Acc[k])
+			lo = math.Min(lo, math.Max(c.Acc[k], accuracyFloor))
+		}
+	}
+	floor, _ := figure.SetLogY(p, lo, hi)
+	figure.SetLogX(p, 1, float64(maxIt))
+	for i, c := range curves {
+		var pts plotter.XYs
+		for k := range c.Iter {
+			if c.Iter[k] < 1 {
+				continue
+			}
+			pts = append(pts, plotter.XY{X: figure.Lg(float64(c.Iter[k])), Y: figure.Lg(math.Max(c.Acc[k], floor))})
+		}
+		if len(pts) == 0 {
+			continue
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		l.Color = palette[i%len(palette)]
-		l.Width = vg.Points(1.5)
+		l.Color, l.Width = figure.Color(i), figure.LineWidth
+		if c.Label == ExactLabel {
+			l.Color = color.Black
+		}
 		p.Add(l)
 		p.Legend.Add(c.Label, l)
 	}
-	target, err := plotter.NewLine(plotter.XYs{{X: 0, Y: pc.Xi}, {X: float64(maxIt), Y: pc.Xi}})
+	target, err := plotter.NewLine(plotter.XYs{{X: 0, Y: figure.Lg(xi)}, {X: figure.Lg(float64(maxIt)), Y: figure.Lg(xi)}})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	target.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	target.Color = color.Gray{Y: 120}
-	target.Width = vg.Points(1)
+	target.Dashes, target.Color, target.Width = figure.Dashed, figure.Grey, vg.Points(1)
 	p.Add(target)
-	p.Legend.Add(fmt.Sprintf("target xi = %g", pc.Xi), target)
-	p.Legend.TextStyle.Font.Size = vg.Points(8)
-	p.Legend.YPosition = draw.PosTop
-	for _, ext := range []string{"png", "svg"} {
-		f := filepath.Join(pc.Dir, "john_accuracy."+ext)
-		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, f); err != nil {
-			return nil, nil, err
-		}
-		files = append(files, f)
-	}
-	return files, notes, nil
+	p.Legend.Add(fmt.Sprintf("target xi = %g (fast, dp)", xi), target)
+	return &figure.Figure{Name: "john_accuracy", Panels: [][]*plot.Plot{{p}},
+		Caption: "Largest leverage minus one of each method's output against its iterations; exact runs to 1e-9, values below 1e-12 sit on the axis."}, nil
 }

@@ -1,0 +1,305 @@
+package figure
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+)
+
+// LogTicker marks the ticks of a log axis (see SetLogY); Check recognises log axes by it.
+type LogTicker struct{}
+
+// Ticks implements plot.Ticker.
+func (LogTicker) Ticks(min, max float64) []plot.Tick { return logTicks(min, max) }
+
+// NiceTicker is the ticker of every linear axis (New sets it).
+type NiceTicker struct{}
+
+// Ticks implements plot.Ticker.
+func (NiceTicker) Ticks(min, max float64) []plot.Tick { return niceTicks(min, max) }
+
+// SpansDecades reports whether the positive values span at least two decades (log axis).
+func SpansDecades(vals []float64) bool {
+	lo, hi := math.Inf(1), 0.0
+	for _, v := range vals {
+		if v > 0 && !math.IsInf(v, 0) {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	return hi > 0 && hi >= 100*lo
+}
+
+// PositiveRange returns the smallest and largest positive finite values.
+func PositiveRange(vals []float64) (lo, hi float64, ok bool) {
+	lo, hi = math.Inf(1), 0
+	for _, v := range vals {
+		if v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	return lo, hi, hi > 0
+}
+
+// Log axes are drawn on linear axes holding log10 of the data, with ticks labelled as the
+// powers of ten they stand for (gonum's LogScale mis-places the axis label's glyph box, which
+// shrinks the data area, and panics on non-positive ranges).
+
+// Lg maps a positive value to the log axis coordinate.
+func Lg(v float64) float64 { return math.Log10(v) }
+
+// MaxLogDecades is the most decades a log axis spans below the largest value it shows;
+// smaller values are drawn on its lower edge (a near-zero value such as an exact 1e-15 would
+// otherwise stretch the axis over fifteen decades and flatten everything else).
+const MaxLogDecades = 12
+
+// SetLogY makes the y axis logarithmic for positive data values in [lo, hi]. It returns the
+// floor, the axis's lowest value (plot smaller values at it), and whether lo was raised to
+// keep within MaxLogDecades. An axis of more than four decades runs from decade to decade,
+// so that both ends are labelled.
+func SetLogY(p *plot.Plot, lo, hi float64) (floor float64, clipped bool) {
+	p.Y.Tick.Marker = LogTicker{}
+	p.Y.Min, p.Y.Max, clipped = logRange(lo, hi, 1.15)
+	return math.Pow(10, p.Y.Min), clipped
+}
+
+// SetLogX makes the x axis logarithmic for positive data values in [lo, hi].
+func SetLogX(p *plot.Plot, lo, hi float64) (floor float64, clipped bool) {
+	p.X.Tick.Marker = LogTicker{}
+	p.X.Min, p.X.Max, clipped = logRange(lo, hi, 1.4)
+	return math.Pow(10, p.X.Min), clipped
+}
+
+// logRange is the log10 axis range for data in [lo, hi] with a margin of a factor pad.
+func logRange(lo, hi, pad float64) (min, max float64, clipped bool) {
+	if hi <= lo {
+		lo, hi = lo/2, hi*2
+	}
+	if lo < hi*math.Pow(10, -MaxLogDecades) {
+		lo, clipped = hi*math.Pow(10, -MaxLogDecades), true
+	}
+	min, max = Lg(lo/pad), Lg(hi*pad)
+	if max-min <= 4 {
+		// An end more than a factor 1.5 beyond the nearest minor tick (k 10^e, which logTicks
+		// labels where the labels stop short) moves out to the next one.
+		if a, b := lo/pad, minorAbove(lo/pad); b/a > 1.5 {
+			min = Lg(minorBelow(a))
+		}
+		if a, b := hi*pad, minorBelow(hi*pad); a/b > 1.5 {
+			max = Lg(minorAbove(a))
+		}
+	} else {
+		// whole decades around the data, no margin: both ends labelled
+		min, max = math.Floor(Lg(lo)+1e-9), math.Ceil(Lg(hi)-1e-9)
+		if d := int(max - min); d > 7 {
+			step := (d + 6) / 7 // logTicks labels every step-th decade from min
+			max = min + float64((d+step-1)/step*step)
+		}
+	}
+	return min, max, clipped
+}
+
+// minorBelow is the largest k 10^e (k = 1..9) at most v; minorAbove the smallest at least v.
+func minorBelow(v float64) float64 {
+	e := math.Pow(10, math.Floor(Lg(v)))
+	return math.Floor(v/e*(1+1e-12)) * e
+}
+
+func minorAbove(v float64) float64 {
+	e := math.Pow(10, math.Floor(Lg(v)))
+	return math.Ceil(v/e*(1-1e-12)) * e
+}
+
+// logTicks gives the ticks of a log axis whose coordinates are log10 values in [min, max]:
+// labels at powers of ten (every k-th decade when there are many), minor ticks at 2..9 times
+// them; over up to two decades it also labels 2 and 5 times powers of ten, up to four 3 times.
+func logTicks(min, max float64) []plot.Tick {
+	if !(max > min) || math.IsInf(min, 0) || math.IsInf(max, 0) {
+		return plot.DefaultTicks{}.Ticks(min, max)
+	}
+	lo, hi := int(math.Floor(min)), int(math.Ceil(max))
+	decades := hi - lo
+	step := 1
+	if decades > 7 {
+		step = (decades + 6) / 7
+	}
+	in := func(x float64) bool { return x >= min-1e-9 && x <= max+1e-9 }
+	var ticks []plot.Tick
+	labelled := 0
+	for e := lo; e <= hi; e++ {
+		x := float64(e)
+		if (e-lo)%step == 0 && in(x) {
+			ticks = append(ticks, plot.Tick{Value: x, Label: tickLabel(math.Pow(10, x))})
+			labelled++
+		} else if in(x) {
+			ticks = append(ticks, plot.Tick{Value: x})
+		}
+		if decades <= 7 {
+			for k := 2; k <= 9; k++ {
+				if xm := x + math.Log10(float64(k)); in(xm) {
+					ticks = append(ticks, plot.Tick{Value: xm})
+				}
+			}
+		}
+	}
+	// Up to two decades, 2 and 5 times the powers of ten are labelled too, up to four 3 times
+	// them (one format, the same as the decades'), so a value such as a bound at 35 sits
+	// between labels and the labels stay apart on a panel a few inches tall.
+	span := max - min
+	if labelled < 2 || span <= 4 {
+		mult := []float64{3}
+		if span <= 2 || labelled < 2 {
+			mult = []float64{2, 5}
+		}
+		for i := range ticks {
+			frac := ticks[i].Value - math.Floor(ticks[i].Value+1e-9)
+			for _, m := range mult {
+				if math.Abs(frac-math.Log10(m)) < 1e-9 {
+					ticks[i].Label = tickLabel(math.Pow(10, ticks[i].Value))
+				}
+			}
+		}
+	}
+	// Nothing below the lowest label (or above the highest) by more than a factor 1.5: label
+	// the outermost minor tick there, so no curve runs under the first label.
+	if span <= 4 {
+		labelEnd(ticks, min, max)
+	}
+	// One format per axis: when any label needs an exponent, every label gets one (1e-2, not
+	// 0.01 beside 1e-4).
+	exp := false
+	for _, t := range ticks {
+		exp = exp || strings.Contains(t.Label, "e")
+	}
+	if exp {
+		for i := range ticks {
+			if ticks[i].Label != "" {
+				ticks[i].Label = expLabel(math.Pow(10, ticks[i].Value))
+			}
+		}
+	}
+	return ticks
+}
+
+// expLabel prints v as m e k ("1e-2", "5e3"); 1 stays "1".
+func expLabel(v float64) string {
+	if math.Abs(v-1) < 1e-9 {
+		return "1"
+	}
+	s := strconv.FormatFloat(v, 'e', -1, 64)
+	mant, e, _ := strings.Cut(s, "e")
+	if m, err := strconv.ParseFloat(mant, 64); err == nil {
+		mant = strconv.FormatFloat(math.Round(m*1e6)/1e6, 'g', -1, 64)
+	}
+	sign := ""
+	if strings.HasPrefix(e, "-") {
+		sign = "-"
+	}
+	e = strings.TrimLeft(strings.TrimLeft(e, "+-"), "0")
+	if e == "" {
+		return mant
+	}
+	return mant + "e" + sign + e
+}
+
+// labelEnd labels the lowest and highest minor ticks of a log axis when the labels leave more
+// than a factor 1.5 of the axis unlabelled at either end.
+func labelEnd(ticks []plot.Tick, min, max float64) {
+	lowL, highL := math.Inf(1), math.Inf(-1)
+	lowT, highT := -1, -1
+	for i, t := range ticks {
+		if t.Label != "" {
+			lowL, highL = math.Min(lowL, t.Value), math.Max(highL, t.Value)
+		}
+		if t.Value >= min-1e-9 && (lowT < 0 || t.Value < ticks[lowT].Value) {
+			lowT = i
+		}
+		if t.Value <= max+1e-9 && (highT < 0 || t.Value > ticks[highT].Value) {
+			highT = i
+		}
+	}
+	gap := math.Log10(1.5)
+	if lowT >= 0 && lowL-min > gap && lowL-ticks[lowT].Value > 1e-9 {
+		ticks[lowT].Label = tickLabel(math.Pow(10, ticks[lowT].Value))
+	}
+	if highT >= 0 && max-highL > gap && ticks[highT].Value-highL > 1e-9 {
+		ticks[highT].Label = tickLabel(math.Pow(10, ticks[highT].Value))
+	}
+}
+
+// niceTicks labels a linear axis every 1, 2, 2.5 or 5 times a power of ten (5 to 10 labels),
+// with minor ticks in between, printing each label with only the digits the step needs.
+func niceTicks(min, max float64) []plot.Tick {
+	if !(max > min) || math.IsInf(min, 0) || math.IsInf(max, 0) {
+		return plot.DefaultTicks{}.Ticks(min, max)
+	}
+	raw := (max - min) / 6
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step, minorDiv := 10*mag, 5
+	for _, m := range []struct {
+		f   float64
+		div int
+	}{{1, 5}, {2, 4}, {2.5, 5}, {5, 5}} {
+		if m.f*mag >= raw {
+			step, minorDiv = m.f*mag, m.div
+			break
+		}
+	}
+	dec := 0
+	if e := -int(math.Floor(math.Log10(step) + 1e-9)); e > 0 {
+		dec = e
+	}
+	if math.Abs(step/mag-2.5) < 1e-9 && step < 10 { // 2.5, 7.5 and 0.25, 0.75 need one more digit
+		dec++
+	}
+	big := math.Max(math.Abs(min), math.Abs(max))
+	var ticks []plot.Tick
+	minor := step / float64(minorDiv)
+	k0 := int(math.Ceil(min/minor - 1e-9))
+	for k := k0; ; k++ {
+		v := float64(k) * minor
+		if v > max+1e-9*step {
+			break
+		}
+		if k%minorDiv == 0 {
+			v = float64(k/minorDiv) * step
+			var label string
+			if big >= 1e5 || big < 1e-3 {
+				label = tickLabel(v)
+			} else {
+				label = strconv.FormatFloat(v, 'f', dec, 64)
+				if strings.Trim(label, "-0.") == "" {
+					label = "0"
+				}
+			}
+			ticks = append(ticks, plot.Tick{Value: v, Label: label})
+		} else {
+			ticks = append(ticks, plot.Tick{Value: v})
+		}
+		if len(ticks) > 200 {
+			break
+		}
+	}
+	return ticks
+}
+
+// tickLabel prints a tick value compactly: 0.01, 100, 1e-5, 2e6.
+func tickLabel(v float64) string {
+	v, _ = strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
+	a := math.Abs(v)
+	if a != 0 && (a < 1e-3 || a >= 1e5) {
+		s := strconv.FormatFloat(v, 'e', -1, 64)
+		mant, exp, _ := strings.Cut(s, "e")
+		sign := ""
+		if strings.HasPrefix(exp, "-") {
+			sign = "-"
+		}
+		exp = strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")
+		if mant == "1" {
+			return "1e" + sign + exp
+		}
+		return mant + "e" + sign + exp
+	}
+	return strconv.FormatFloat(v, 'g', 6, 64)
+}
