@@ -22,6 +22,72 @@ import (
 // converges linearly. A convergence certificate comes for free: log det M* - log det M(u)
 // <= d ln(max_i g_i / d), so max_i h_i <= 1 + xi bounds the log det gap by d ln(1 + xi).
 
+// initialDesign picks d rows that span R^d, greedily (Kumar and Yildirim's initialisation,
+// here as pivoted Gram-Schmidt): each the row with the largest component orthogonal to those
+// picked. Wolfe-Atwood starts from equal weights on them: a start on all n rows would need
+// about n away steps to drop the rows the optimum does not use (minutes for n = 1e5), one
+// on d rows adds the few it needs. O(n d^2).
+func initialDesign(A *mat.Dense) ([]int, error) {
+	n, d := A.Dims()
+	r2 := make([]float64, n) // squared norm of each row's component orthogonal to the picked
+	top := 0.0
+	for i := 0; i < n; i++ {
+		row := A.RawRowView(i)
+		for _, v := range row {
+			r2[i] += v * v
+		}
+		top = math.Max(top, r2[i])
+	}
+	basis := make([][]float64, 0, d)
+	picked := make([]int, 0, d)
+	for k := 0; k < d; k++ {
+		best := -1
+		for i := range r2 {
+			if best < 0 || r2[i] > r2[best] {
+				best = i
+			}
+		}
+		if !(r2[best] > 1e-12*top) {
+			return nil, errors.New("A^T diag(u) A is not positive definite: A needs rank d")
+		}
+		q := append([]float64(nil), A.RawRowView(best)...)
+		for _, b := range basis {
+			c := dot(b, q)
+			for j := range q {
+				q[j] -= c * b[j]
+			}
+		}
+		norm := math.Sqrt(dot(q, q))
+		for j := range q {
+			q[j] /= norm
+		}
+		basis = append(basis, q)
+		picked = append(picked, best)
+		for i := range r2 {
+			c := dot(q, A.RawRowView(i))
+			r2[i] -= c * c
+		}
+		r2[best] = math.Inf(-1)
+	}
+	return picked, nil
+}
+
+func maxOf(v []float64) float64 {
+	m := math.Inf(-1)
+	for _, x := range v {
+		m = math.Max(m, x)
+	}
+	return m
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
 // waRefresh is how often M^{-1} and g are recomputed from scratch against rounding drift.
 const waRefresh = 200
 
@@ -67,6 +133,24 @@ func wolfeAtwood(A *mat.Dense, xi float64, maxIter int, observe func(iter int, m
 	}
 	fd := float64(d)
 	target := fd * (1 + xi)
+	// The uniform weights are kept when they are already optimal (a symmetric polytope such
+	// as the cube or the cross-polytope, whose optimal weights are not unique: this is the
+	// canonical answer). Otherwise the iteration starts from d spanning rows (initialDesign).
+	if maxOf(g) > target {
+		start, err := initialDesign(A)
+		if err != nil {
+			return nil, 0, err
+		}
+		for i := range u {
+			u[i] = 0
+		}
+		for _, i := range start {
+			u[i] = 1 / fd
+		}
+		if err := refresh(); err != nil {
+			return nil, 0, err
+		}
+	}
 	for iters = 0; iters < maxIter; iters++ {
 		j, k := 0, -1
 		for i := range g {
@@ -147,11 +231,7 @@ func wolfeAtwood(A *mat.Dense, xi float64, maxIter int, observe func(iter int, m
 		return nil, iters, err
 	}
 	if observe != nil && iters == maxIter {
-		mg := 0.0
-		for _, v := range g {
-			mg = math.Max(mg, v)
-		}
-		observe(iters, mg/fd)
+		observe(iters, maxOf(g)/fd)
 	}
 	w = make([]float64, n)
 	for i := range u {
@@ -220,9 +300,10 @@ func quad(s *mat.Dense, x []float64) float64 {
 // the target (rounding) after the iteration bound.
 var errNotCertified = fmt.Errorf("the Wolfe-Atwood weights do not reach the target in exact evaluation")
 
-// ExactTrace runs the exact method's Wolfe-Atwood iteration from the uniform weights until
+// ExactTrace runs the exact method's Wolfe-Atwood iteration from its start (initialDesign) until
 // max_i h_i <= 1 + xi (or maxIter iterations) and returns max_i h_i after every iteration
-// (Iteration 0 is the start). Unlike the fixed-point iteration (Config.Trace) the sequence need
+// (Iteration 0 is the start: the uniform weights if they are optimal, else equal weights on d
+// spanning rows). Unlike the fixed-point iteration (Config.Trace) the sequence need
 // not decrease: an away step can raise the largest leverage while it raises log det Q. Each
 // iteration costs O(n d).
 func ExactTrace(A *mat.Dense, xi float64, maxIter int) ([]TracePoint, error) {

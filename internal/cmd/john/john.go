@@ -43,7 +43,7 @@ Methods:
          D-optimal design problem, rank-one updates, O(n d) per iteration, until max_i h_i
          <= 1 + xi (default 1e-9: log det Q within d ln(1 + xi) of the optimum, a certificate);
          rows that are the same constraint share their weight equally. n = 200, d = 6: about
-         1.4 ms. --plot-out draws these iterations.
+         1 ms. --plot-out draws these iterations.
   fast   Algorithm 1 of Gu et al. without noise: leverage-score sampling and an s x d
          Gaussian sketch (s = ceil(1/xi)), O(n d s) per iteration, many more iterations.
   dp     Algorithm 1 with truncated Gaussian noise w_i = wbar_i (1 + z_i), z in [-0.5, 0.5].
