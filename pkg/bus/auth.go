@@ -123,8 +123,21 @@ func WithEnvUser() Option {
 
 // SplitURL separates the credentials of a NATS URL ("nats://user:password@host:port", or a
 // token as "nats://token@host:port") from the address: clean is the URL without them, safe to
-// print, log and pass in argv; the credentials go through the environment or an option.
+// print, log and pass in argv; the credentials go through the environment or an option. A
+// comma-separated list of URLs (a cluster) is split entry by entry; the credentials are the
+// first entry's that has any.
 func SplitURL(u string) (clean, user, password string) {
+	if strings.Contains(u, ",") {
+		var parts []string
+		for _, e := range strings.Split(u, ",") {
+			c, us, pw := SplitURL(strings.TrimSpace(e))
+			if user == "" && us != "" {
+				user, password = us, pw
+			}
+			parts = append(parts, c)
+		}
+		return strings.Join(parts, ","), user, password
+	}
 	scheme, rest, ok := strings.Cut(u, "://")
 	if !ok {
 		scheme, rest = "", u
@@ -141,8 +154,16 @@ func SplitURL(u string) (clean, user, password string) {
 	return host, user, password
 }
 
-// RedactURL returns u with its credentials, if any, replaced by "REDACTED".
+// RedactURL returns u (one URL or a comma-separated list) with any credentials replaced by
+// "REDACTED".
 func RedactURL(u string) string {
+	if strings.Contains(u, ",") {
+		parts := strings.Split(u, ",")
+		for i := range parts {
+			parts[i] = RedactURL(strings.TrimSpace(parts[i]))
+		}
+		return strings.Join(parts, ",")
+	}
 	clean, user, _ := SplitURL(u)
 	if user == "" {
 		return u

@@ -110,7 +110,8 @@ type Conn struct {
 	signer nkeys.KeyPair // nil: messages are not signed
 }
 
-// Connect connects to the server at url as the named client (the name shows in the
+// Connect connects to the server at url (or to the first reachable of a comma-separated
+// list, in order) as the named client (the name shows in the
 // server's monitoring, e.g. "dpsim-plant-0"). The client reconnects automatically (see
 // WithReconnect); subscriptions survive a reconnect, and messages published while
 // disconnected are buffered by the client (up to 8 MB).
@@ -152,6 +153,9 @@ func Connect(url, name string, opts ...Option) (*Conn, error) {
 	nopts := append([]nats.Option{}, cfg.natsOpts...)
 	nopts = append(nopts,
 		nats.Name(name),
+		// A list of servers is tried in the order given (the launcher rotates it per
+		// process to spread processes over a cluster), not shuffled.
+		nats.DontRandomize(),
 		nats.MaxReconnects(cfg.maxReconnects),
 		nats.ReconnectWait(cfg.reconnectWait),
 		nats.ReconnectJitter(cfg.reconnectWait/10, cfg.reconnectWait/10),

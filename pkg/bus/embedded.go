@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,15 +38,18 @@ type EmbeddedOptions struct {
 	Users []User
 	// TLS, when its Cert and Key are set, makes the server require TLS (see AutoTLS).
 	TLS TLSFiles
+	// Cluster, when set, makes the server a cluster member (see StartCluster).
+	Cluster *ClusterOptions
 }
 
 // Embedded is a running in-process NATS server.
 type Embedded struct {
-	mu   sync.Mutex
-	srv  *server.Server
-	opts EmbeddedOptions
-	url  string
-	port int
+	mu        sync.Mutex
+	srv       *server.Server
+	opts      EmbeddedOptions
+	url       string
+	port      int
+	routePort int // 0: not clustered
 }
 
 // StartEmbedded starts a nats-server in this process and waits until it accepts clients.
@@ -88,6 +92,16 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		sopts.TLSConfig, sopts.TLS = tc, true
 		sopts.TLSTimeout = 2
 	}
+	if cl := opts.Cluster; cl != nil {
+		rp := cl.Port
+		if rp == 0 {
+			rp = server.RANDOM_PORT
+		}
+		sopts.Cluster = server.ClusterOpts{Name: cl.Name, Host: opts.Host, Port: rp}
+		if len(cl.Routes) > 0 {
+			sopts.Routes = server.RoutesFromStr(strings.Join(cl.Routes, ","))
+		}
+	}
 	srv, err := server.NewServer(sopts)
 	if err != nil {
 		return nil, fmt.Errorf("bus: configure embedded NATS server on %s:%d: %w", opts.Host, opts.Port, err)
@@ -106,6 +120,15 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	if e.port == 0 {
 		srv.Shutdown()
 		return nil, errors.New("bus: embedded NATS server has no TCP listen address")
+	}
+	if opts.Cluster != nil {
+		if addr := srv.ClusterAddr(); addr != nil {
+			e.routePort = addr.Port
+		}
+		if e.routePort == 0 {
+			srv.Shutdown()
+			return nil, errors.New("bus: embedded NATS cluster member has no route listen address")
+		}
 	}
 	return e, nil
 }
@@ -140,6 +163,11 @@ func (e *Embedded) Restart(down time.Duration) error {
 	time.Sleep(down)
 	opts := e.opts
 	opts.Port = e.port
+	if opts.Cluster != nil { // the same route port: the other members dial it again
+		cl := *opts.Cluster
+		cl.Port = e.routePort
+		opts.Cluster = &cl
+	}
 	var last error
 	for try := 0; try < 20; try++ { // the old listener may linger a moment
 		n, err := StartEmbedded(opts)

@@ -26,6 +26,7 @@ import (
 //	    - episode: 1           # when the launcher sees step `step` of this episode on the bus
 //	      step: 50
 //	      down: 1s             # how long the server stays down (default 1s)
+//	      server: 0            # with dpsim run --cluster N: which member (0..N-1, default 0)
 //	  proxies:                 # toxiproxy (embedded, loopback) between a process and the server
 //	    - proc: plant.0
 //	      latency: 20ms        # added to every chunk, both directions
@@ -89,10 +90,12 @@ type Partition struct {
 }
 
 // ServerRestart stops the embedded NATS server for Down when step Step of episode Episode is
-// seen on the bus, then starts it again on the same port.
+// seen on the bus, then starts it again on the same port. With an embedded cluster (dpsim run
+// --cluster) Server names the member; its clients reconnect to the others meanwhile.
 type ServerRestart struct {
 	Episode, Step int
 	Down          time.Duration
+	Server        int
 }
 
 // Proxy puts a toxiproxy between the process of Proc and the server, with these toxics.
@@ -126,7 +129,7 @@ func (f *FaultsSpec) CrashOf(proc string, ep int) *Crash {
 var (
 	crashFields     = []string{"proc", "episode", "step", "restart", "noise"}
 	partitionFields = []string{"name", "agents", "window"}
-	restartFields   = []string{"episode", "step", "down"}
+	restartFields   = []string{"episode", "step", "down", "server"}
 	proxyFields     = []string{"proc", "latency", "jitter", "bandwidth", "resets"}
 	pointFields     = []string{"episode", "step"}
 )
@@ -377,6 +380,13 @@ func (d *decoder) processFaults(f *fields, out *FaultsSpec, kind Kind, steps, gr
 		if dn := rf.get("down"); dn != nil {
 			if v, ok := d.durationIn(dn, rf.sub("down"), time.Millisecond, time.Minute); ok {
 				r.Down = v
+			} else {
+				good = false
+			}
+		}
+		if sv := rf.get("server"); sv != nil {
+			if v, ok := d.intIn(sv, rf.sub("server"), 0, 15, " (a member of dpsim run --cluster)"); ok {
+				r.Server = v
 			} else {
 				good = false
 			}

@@ -129,16 +129,17 @@ func runDpsim(t testing.TB, limit time.Duration, args ...string) (code int, stdo
 
 // summary is the part of summary.json the tests read; Metrics stays raw for exact comparison.
 type summary struct {
-	Scenario   string   `json:"scenario"`
-	Seed       uint64   `json:"seed"`
-	SeedString string   `json:"seed_string"`
-	Runs       int      `json:"runs"`
-	Steps      int      `json:"steps"`
-	NATSURL    string   `json:"nats_url"`
-	Engine     string   `json:"engine"`
-	Status     string   `json:"status"`
-	Error      string   `json:"error"`
-	Degraded   []string `json:"degraded"`
+	Scenario    string   `json:"scenario"`
+	Seed        uint64   `json:"seed"`
+	SeedString  string   `json:"seed_string"`
+	Runs        int      `json:"runs"`
+	Steps       int      `json:"steps"`
+	NATSURL     string   `json:"nats_url"`
+	NATSCluster int      `json:"nats_cluster"`
+	Engine      string   `json:"engine"`
+	Status      string   `json:"status"`
+	Error       string   `json:"error"`
+	Degraded    []string `json:"degraded"`
 	// MissedFraction is the fraction of process steps that went on without their messages.
 	MissedFraction float64         `json:"missed_fraction"`
 	Metrics        json.RawMessage `json:"metrics"`

@@ -110,6 +110,9 @@ type Options struct {
 	// Strict fails a run with conflicting messages (forged or corrupted traffic) instead of
 	// ending it degraded.
 	Strict bool
+	// Cluster > 1 starts that many embedded servers joined by routes and spreads the
+	// processes over them.
+	Cluster int
 }
 
 func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
@@ -118,7 +121,8 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	var seed, mode string
 	fs.StringVar(&o.Out, "out", "", "output directory (default out/<scenario name>); created if missing; the files an earlier dpsim run wrote there are removed first (see above), other files are kept")
 	fs.StringVar(&seed, "seed", "", "run seed (uint64); default the scenario's seed, else one drawn from crypto/rand (recorded in summary.json)")
-	fs.StringVar(&o.NATSURL, "nats-url", "", "external NATS server URL (default $"+bus.EnvURL+"; if both are empty an embedded server is started on a random loopback port)")
+	fs.StringVar(&o.NATSURL, "nats-url", "", "external NATS server URL, or a comma-separated list of a cluster's servers (process i connects to the i-th first, the others on failure) (default $"+bus.EnvURL+"; if both are empty an embedded server is started on a random loopback port)")
+	fs.IntVar(&o.Cluster, "cluster", 0, "start N embedded NATS servers joined by routes on loopback (a cluster; 0 or 1: one server) and spread the processes over them: process i connects to server i mod N first and to the others when it fails")
 	fs.StringVar(&mode, "mode", "", "time mode: lockstep (each step when its messages arrived, as fast as possible) or realtime (period Ts on the wall clock); default the scenario's transport.mode")
 	fs.DurationVar(&o.Period, "period", 0, "realtime step period Ts, e.g. 100ms (default the scenario's transport.period)")
 	fs.StringVar(&o.Engine, "engine", "nats", "nats (every role its own process over NATS) or fast (in-process, no NATS; same numbers for the same seed)")
@@ -166,6 +170,10 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 		}
 	})
 	switch {
+	case o.Cluster < 0 || o.Cluster > 16:
+		return nil, cli.UsageError("--cluster %d: want 0..16 servers", o.Cluster)
+	case o.Cluster > 1 && bus.ResolveURL(o.NATSURL) != "":
+		return nil, cli.UsageError("--cluster starts embedded servers; for an external cluster give its servers to --nats-url as a list")
 	case o.TLS != "" && o.TLS != "auto":
 		return nil, cli.UsageError("--tls %q: want auto (or leave it out)", o.TLS)
 	case o.TLS == "auto" && bus.ResolveURL(o.NATSURL) != "":
@@ -716,6 +724,7 @@ func (l *launcher) runFast(ctx context.Context) error {
 func (l *launcher) runNATS(ctx context.Context) error {
 	url := bus.ResolveURL(l.o.NATSURL)
 	var srv *bus.Embedded
+	var cluster *bus.Cluster
 	// The embedded server accepts only the run's processes and its launcher, each with the
 	// subject permissions of its role.
 	users := make([]map[string]bus.User, len(l.plans))
@@ -747,12 +756,22 @@ func (l *launcher) runNATS(ctx context.Context) error {
 			l.tlsClient = bus.TLSFiles{CA: opts.TLS.CA}
 			l.sum.TLS = "auto"
 		}
-		var err error
-		if srv, err = bus.StartEmbedded(opts); err != nil {
-			return err
+		if l.o.Cluster > 1 {
+			c, err := bus.StartCluster(l.o.Cluster, opts)
+			if err != nil {
+				return err
+			}
+			defer c.Shutdown()
+			cluster, srv, url = c, c.Members[0], c.URLs()
+			l.sum.NATSCluster = l.o.Cluster
+		} else {
+			var err error
+			if srv, err = bus.StartEmbedded(opts); err != nil {
+				return err
+			}
+			defer srv.Shutdown()
+			url = srv.URL()
 		}
-		defer srv.Shutdown()
-		url = srv.URL()
 		l.sum.NATSEmbedded = true
 	} else {
 		// Credentials in an external server's URL never reach an output, a log or a child's
@@ -790,7 +809,7 @@ func (l *launcher) runNATS(ctx context.Context) error {
 			Exe: exe, ScenarioPath: l.o.ScenarioPath, Point: k, Plan: p, Seed: l.o.Seed, URL: url, Run: runID,
 			Dir: dir, Mode: l.o.Mode, Period: l.o.Period, Timeout: l.o.Timeout, AgentsPerProcess: l.o.AgentsPerProcess,
 			Encoding: l.o.Encoding, LogLevel: l.o.LogLevel, Transcript: l.o.Transcript, GOMAXPROCS: l.o.ChildProcs, Log: l.log,
-			Server: srv, Timeline: l.tl, PointIndex: k, Users: users[k], Launcher: launchers[k], TLS: l.tlsClient, Sign: l.o.Sign,
+			Server: srv, Cluster: cluster, Timeline: l.tl, PointIndex: k, Users: users[k], Launcher: launchers[k], TLS: l.tlsClient, Sign: l.o.Sign,
 			ConnectRetry: externalRetry(srv, l.o.ConnectRetry),
 		})
 		steps += n * p.Steps

@@ -72,7 +72,10 @@ type SessionConfig struct {
 	// Server is the embedded NATS server (nil: an external one); the scenario's
 	// faults.server_restarts need it. Timeline, if set, receives the faults as they happen;
 	// PointIndex is the point's index on it.
-	Server     *bus.Embedded
+	Server *bus.Embedded
+	// Cluster is the embedded cluster Server belongs to (nil: one server); a server restart
+	// names its member.
+	Cluster    *bus.Cluster
 	Timeline   *timeline
 	PointIndex int
 	// Users are the credentials of the processes by sender name ("plant.0"; an agent host
@@ -553,6 +556,11 @@ func (s *Session) conflictErr() error {
 func (s *Session) args(p *Proc) []string {
 	c := s.cfg
 	url := c.URL
+	for i, q := range s.procs { // spread over a cluster: process i prefers server i
+		if q == p {
+			url = bus.RotateURLs(c.URL, i)
+		}
+	}
 	if px := s.proxies[bus.SenderName(p.Role, p.ID)]; px != nil {
 		url = px.URL() // faults.proxies: this process reaches the server through toxiproxy
 	}
@@ -855,6 +863,14 @@ func (s *Session) watchServer() error {
 		if s.cfg.Server == nil {
 			return errors.New("faults.server_restarts: the run uses an external NATS server (--nats-url); only the embedded server can be restarted")
 		}
+		if n := 1; r.Server > 0 {
+			if s.cfg.Cluster != nil {
+				n = len(s.cfg.Cluster.Members)
+			}
+			if r.Server >= n {
+				return fmt.Errorf("faults.server_restarts: server %d, but the run has %d embedded server(s) (dpsim run --cluster N)", r.Server, n)
+			}
+		}
 		r := r
 		ts = append(ts, &trigger{at: scenario.StepPoint{Episode: r.Episode, Step: r.Step}, fire: func(step int) { s.restartServer(r, step) }})
 	}
@@ -920,6 +936,17 @@ func (s *Session) restartServer(r scenario.ServerRestart, step int) {
 	for k := range s.byKey {
 		s.pendingReady[k] = true
 	}
+	member := s.cfg.Server
+	if s.cfg.Cluster != nil {
+		// a cluster member: only its clients lose the bus (and come back through another)
+		member = s.cfg.Cluster.Members[r.Server]
+		on := member.ClientNames()
+		for k, p := range s.byKey {
+			if !on["dpsim-"+p.Name] {
+				delete(s.pendingReady, k)
+			}
+		}
+	}
 	s.ServerRestarts++
 	s.restartMu.Unlock()
 	tl, pt := s.cfg.Timeline, s.cfg.PointIndex
@@ -927,9 +954,13 @@ func (s *Session) restartServer(r scenario.ServerRestart, step int) {
 		if prev != nil {
 			<-prev
 		}
-		s.cfg.Log.Warn().Int("episode", r.Episode).Int("step", step).Dur("down", r.Down).Msg("faults: stopping the NATS server")
-		tl.add(time.Now(), TimelineEvent{Point: pt, Episode: r.Episode, Step: step, Event: EvServerStopped, Detail: fmt.Sprintf("down for %v", r.Down)})
-		err := s.cfg.Server.Restart(r.Down)
+		what := "the NATS server"
+		if s.cfg.Cluster != nil {
+			what = fmt.Sprintf("cluster member %d", r.Server)
+		}
+		s.cfg.Log.Warn().Int("episode", r.Episode).Int("step", step).Dur("down", r.Down).Str("server", what).Msg("faults: stopping the NATS server")
+		tl.add(time.Now(), TimelineEvent{Point: pt, Episode: r.Episode, Step: step, Event: EvServerStopped, Detail: fmt.Sprintf("%s down for %v", what, r.Down)})
+		err := member.Restart(r.Down)
 		if err != nil {
 			tl.add(time.Now(), TimelineEvent{Point: pt, Episode: r.Episode, Step: -1, Event: EvServerFailed, Detail: err.Error()})
 		} else {

@@ -26,7 +26,8 @@ type Summary struct {
 	Encoding     string  `json:"encoding,omitempty"`
 	NATSURL      string  `json:"nats_url"`
 	NATSEmbedded bool    `json:"nats_embedded"`
-	TLS          string  `json:"tls,omitempty"` // auto (the embedded server's throwaway CA) or external
+	NATSCluster  int     `json:"nats_cluster,omitempty"` // embedded servers joined by routes (--cluster)
+	TLS          string  `json:"tls,omitempty"`          // auto (the embedded server's throwaway CA) or external
 	RunID        string  `json:"run_id"`
 	Started      string  `json:"started"`
 	ElapsedSec   float64 `json:"elapsed_seconds"`
