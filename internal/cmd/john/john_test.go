@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/pkg/rng"
 )
@@ -346,5 +348,25 @@ func TestPlot(t *testing.T) {
 	}
 	if len(notes) == 0 || len(curves) != 2+len(FallbackSigmas) {
 		t.Errorf("fallback: notes %q, %d curves", notes, len(curves))
+	}
+}
+
+// The cube's uniform weights are optimal from the start: the exact curve is one point, not a
+// panic, and the figure still passes the house style.
+func TestCurvesWhenExactStartsOptimal(t *testing.T) {
+	a := mat.NewDense(3, 3, []float64{1, 0, 0, 0, 1, 0, 0, 0, 1})
+	curves, _, err := Curves(a, PlotConfig{Xi: 0.1, MaxIter: 20, Seed: 2, Delta: 1e-6, Eps0: 1e-3, Epsilons: []float64{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := curves[0]; c.Label != ExactLabel || len(c.Iter) != 1 || c.Acc[0] > 1e-9 {
+		t.Fatalf("exact curve %+v", c)
+	}
+	fig, err := AccuracyFigure(a, 0.1, curves)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fig.Check(); err != nil {
+		t.Error(err)
 	}
 }

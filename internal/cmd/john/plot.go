@@ -107,9 +107,16 @@ func Curves(a *mat.Dense, pc PlotConfig) (curves []Curve, notes []string, err er
 		return nil, nil, fmt.Errorf("exact curve: %w", err)
 	}
 	ex := Curve{Label: ExactLabel}
+	if len(tr) == 1 {
+		// optimal at the start (a symmetric polytope): the flat curve of a method that has
+		// nothing left to do, drawn from iteration 1 on the log axis
+		ex.Iter, ex.Acc = []int{1}, []float64{tr[0].MaxLeverage - 1}
+	}
 	for _, it := range checkpoints(len(tr) - 1) {
-		ex.Iter = append(ex.Iter, it)
-		ex.Acc = append(ex.Acc, tr[it].MaxLeverage-1)
+		if it < len(tr) {
+			ex.Iter = append(ex.Iter, it)
+			ex.Acc = append(ex.Acc, tr[it].MaxLeverage-1)
+		}
 	}
 	curves = append(curves, ex)
 	fast := base
