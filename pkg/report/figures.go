@@ -149,15 +149,16 @@ func (r *run) figTrackingMSE() (*figure.Figure, error) {
 			// A near-zero start (the exact v(0) = v_r(0): 1e-15) would stretch the axis over
 			// fifteen decades: the panel shows trackingDecades below the peak, lower values
 			// sit on its edge.
-			means := seriesValues(s, false)
-			_, hi, _ := figure.PositiveRange(append(seriesValues(s, true), means...))
+			means, all := seriesValues(s, false), seriesValues(s, true) // all holds the means too
+			_, hi, _ := figure.PositiveRange(all)
+			lo := hi * math.Pow(10, -trackingDecades)
 			for k := range means {
-				if means[k] > 0 && means[k] < hi*math.Pow(10, -trackingDecades) {
-					means[k], clipped = hi*math.Pow(10, -trackingDecades), true
+				if means[k] > 0 && means[k] < lo {
+					means[k], clipped = lo, true
 				}
 			}
 			var cut bool
-			floor, cut = logY(p, means, seriesValues(s, true))
+			floor, cut = logY(p, means, all)
 			clipped = clipped || cut
 		}
 		ok, err := addSeries(p, s, stepAxis, seriesStyle{color: figure.Color(i), band: true}, isLog, floor)

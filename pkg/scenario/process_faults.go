@@ -183,6 +183,15 @@ func (d *decoder) durationIn(n *yaml.Node, path string, lo, hi time.Duration) (t
 	return 0, false
 }
 
+// lastStep is the largest step index of an episode of steps steps (unbounded when steps is
+// not known yet).
+func lastStep(steps int) int64 {
+	if steps > 0 {
+		return int64(steps - 1)
+	}
+	return 1<<31 - 1
+}
+
 // stepPoint decodes the episode (default 0) and step (default 0, below steps when known) of a
 // mapping.
 func (d *decoder) stepPoint(f *fields, steps int) (StepPoint, bool) {
@@ -195,12 +204,8 @@ func (d *decoder) stepPoint(f *fields, steps int) (StepPoint, bool) {
 			good = false
 		}
 	}
-	hi := int64(1<<31 - 1)
-	if steps > 0 {
-		hi = int64(steps - 1)
-	}
 	if sn := f.get("step"); sn != nil {
-		if v, ok := d.intIn(sn, f.sub("step"), 0, hi, " (a step of the episode)"); ok {
+		if v, ok := d.intIn(sn, f.sub("step"), 0, lastStep(steps), " (a step of the episode)"); ok {
 			sp.Step = v
 		} else {
 			good = false
@@ -236,10 +241,7 @@ func (d *decoder) processFaults(f *fields, out *FaultsSpec, kind Kind, steps, gr
 				good = false
 			}
 		}
-		hi := int64(1<<31 - 1)
-		if steps > 0 {
-			hi = int64(steps - 1)
-		}
+		hi := lastStep(steps)
 		sn, rn := cf.get("step"), cf.get("restart")
 		if sn == nil {
 			d.missing(cf, "step", "the step at which the process is killed")

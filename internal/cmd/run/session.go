@@ -385,7 +385,10 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		if cfg.Attach {
 			break
 		}
-		px, err := proxy.Start(cfg.Run+"-"+x.Proc, cfg.URL, x)
+		// in front of the first server of a list: the process reaches the bus through the
+		// proxy only
+		first, _, _ := strings.Cut(cfg.URL, ",")
+		px, err := proxy.Start(cfg.Run+"-"+x.Proc, first, x)
 		if err != nil {
 			_ = s.shutdown()
 			return nil, err
