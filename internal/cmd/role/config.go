@@ -61,8 +61,14 @@ type Config struct {
 	// SignKeys is the file of every sender's public signing key (--sign-keys): data messages
 	// are signed (with the seed of $DPSIM_SIGN_SEED) and verified.
 	SignKeys string
-	// credentials found in --nats-url / $NATS_URL (taken out of NATSURL, never logged)
-	natsUser, natsPassword string
+	// Credentials is the file of this process's credentials (--credentials; dpsim run
+	// --attach writes one per process), read before connecting; never logged.
+	Credentials string
+	// ConnectRetry is how long an unreachable server is retried at start (--connect-retry).
+	ConnectRetry time.Duration
+	// credentials found in --nats-url / $NATS_URL (taken out of NATSURL, never logged), or
+	// in the --credentials file (which wins), and the signing seed of that file
+	natsUser, natsPassword, signSeed string
 }
 
 // Name returns the process name (see ProcName).
@@ -176,6 +182,8 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "mutual TLS: the client certificate (PEM)")
 	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "mutual TLS: the key (PEM) of --tls-cert")
 	fs.StringVar(&cfg.SignKeys, "sign-keys", "", "sign every data message with the ed25519 seed of $"+bus.EnvSignSeed+" and drop (counted as signature) any received data message that does not verify against this file of public keys ({\"plant.0\": \"U...\"}); the launcher sets both with --sign")
+	fs.StringVar(&cfg.Credentials, "credentials", "", "file of this process's NATS credentials (and signing seed): KEY=VALUE lines "+bus.EnvUser+", "+bus.EnvPassword+", "+bus.EnvSignSeed+"; must not be readable by others (chmod 600); dpsim run --attach writes one per process and prints the commands that use it; it wins over $"+bus.EnvUser+" and the URL's")
+	fs.DurationVar(&cfg.ConnectRetry, "connect-retry", 20*time.Second, "retry a NATS server that cannot be reached yet every 0.5 s for this long at start (0: one try), so processes and servers may start in any order")
 	fs.BoolVar(&cfg.Resume, "resume", false, "continue from <out>/<name>.checkpoint.json after this process was killed by a crash of the scenario (faults.crashes): the launcher restarts a killed process with it")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
@@ -249,6 +257,19 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 	}
 	if cfg.KeepEpisodes < -1 {
 		return nil, cli.UsageError("--keep-episodes %d: want N >= 0, or -1 for every episode", cfg.KeepEpisodes)
+	}
+	if cfg.ConnectRetry < 0 {
+		return nil, cli.UsageError("--connect-retry %v: must be >= 0", cfg.ConnectRetry)
+	}
+	if cfg.Credentials != "" {
+		c, err := bus.ReadCredentials(cfg.Credentials)
+		if err != nil {
+			return nil, cli.UsageError("--credentials: %v", err)
+		}
+		if c.User != "" {
+			cfg.natsUser, cfg.natsPassword = c.User, c.Password
+		}
+		cfg.signSeed = c.SignSeed
 	}
 	if cfg.IdleTimeout <= 0 {
 		return nil, cli.UsageError("--idle-timeout %v: must be > 0", cfg.IdleTimeout)

@@ -1,6 +1,7 @@
 package role
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -186,10 +187,24 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 		go n.watchParent(cfg.ParentPID)
 	}
 
-	conn, err := bus.Connect(cfg.NATSURL, "dpsim-"+cfg.Name(), bus.WithEncoding(cfg.Encoding), bus.WithEnvUser(),
+	opts := []bus.Option{bus.WithEncoding(cfg.Encoding), bus.WithEnvUser(),
 		bus.WithUser(cfg.natsUser, cfg.natsPassword), bus.WithTLS(cfg.TLS), bus.WithEnvSigner(),
-		bus.WithReconnect(40, 250*time.Millisecond),
-		bus.WithEvents(n.connEvent))
+		bus.WithReconnect(40, 250*time.Millisecond), bus.WithEvents(n.connEvent)}
+	if cfg.signSeed != "" { // the --credentials file's
+		opts = append(opts, bus.WithSigner(cfg.signSeed))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-n.stopCh: // a signal while still connecting
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	conn, err := bus.ConnectRetry(ctx, cfg.NATSURL, "dpsim-"+cfg.Name(), cfg.ConnectRetry, func(attempt int, err error) {
+		log.Warn().Err(err).Int("attempt", attempt).Msg("NATS server not reachable yet; retrying")
+	}, opts...)
+	cancel()
 	if err != nil {
 		return err
 	}

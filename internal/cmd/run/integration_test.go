@@ -136,6 +136,7 @@ type summary struct {
 	Steps       int      `json:"steps"`
 	NATSURL     string   `json:"nats_url"`
 	NATSCluster int      `json:"nats_cluster"`
+	Attached    bool     `json:"attached"`
 	Engine      string   `json:"engine"`
 	Status      string   `json:"status"`
 	Error       string   `json:"error"`

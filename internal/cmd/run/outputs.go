@@ -64,6 +64,10 @@ func cleanOutputs(dir string) error {
 			switch {
 			case e.IsDir() && depth == 0 && isPointDir(name):
 				cleanProcs(filepath.Join(d, name), 1)
+			case e.IsDir() && name == AttachDir:
+				if err := removeAttach(d); err != nil {
+					errs = append(errs, err)
+				}
 			case !e.IsDir() && hasAnySuffix(name, procFileSuffixes):
 				remove(filepath.Join(d, name))
 			}

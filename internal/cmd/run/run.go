@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -113,6 +114,12 @@ type Options struct {
 	// Cluster > 1 starts that many embedded servers joined by routes and spreads the
 	// processes over them.
 	Cluster int
+	// Attach waits for role processes started by someone else instead of spawning them,
+	// up to AttachTimeout per point.
+	Attach        bool
+	AttachTimeout time.Duration
+	// Listen is the embedded server's address (host:port; "" loopback, a random port).
+	Listen string
 }
 
 func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
@@ -122,6 +129,9 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	fs.StringVar(&o.Out, "out", "", "output directory (default out/<scenario name>); created if missing; the files an earlier dpsim run wrote there are removed first (see above), other files are kept")
 	fs.StringVar(&seed, "seed", "", "run seed (uint64); default the scenario's seed, else one drawn from crypto/rand (recorded in summary.json)")
 	fs.StringVar(&o.NATSURL, "nats-url", "", "external NATS server URL, or a comma-separated list of a cluster's servers (process i connects to the i-th first, the others on failure) (default $"+bus.EnvURL+"; if both are empty an embedded server is started on a random loopback port)")
+	fs.BoolVar(&o.Attach, "attach", false, "start no role process: write each process's command (OUT/procs/attach/commands.sh, with a credentials file per process, mode 0600, that --credentials reads) and print them on stderr, then wait up to --attach-timeout for the processes to be started elsewhere (by hand, docker-compose, a job scheduler) and run the episodes with them; they must see OUT at the same path (a shared directory or volume)")
+	fs.DurationVar(&o.AttachTimeout, "attach-timeout", 10*time.Minute, "with --attach: how long to wait for every role process of a point to announce itself")
+	fs.StringVar(&o.Listen, "listen", "", "the embedded NATS server's client address host:port, e.g. 0.0.0.0:4222 for processes on other hosts (--attach); default 127.0.0.1 on a random free port")
 	fs.IntVar(&o.Cluster, "cluster", 0, "start N embedded NATS servers joined by routes on loopback (a cluster; 0 or 1: one server) and spread the processes over them: process i connects to server i mod N first and to the others when it fails")
 	fs.StringVar(&mode, "mode", "", "time mode: lockstep (each step when its messages arrived, as fast as possible) or realtime (period Ts on the wall clock); default the scenario's transport.mode")
 	fs.DurationVar(&o.Period, "period", 0, "realtime step period Ts, e.g. 100ms (default the scenario's transport.period)")
@@ -193,6 +203,19 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	}
 	if o.Engine != "nats" && o.Engine != "fast" {
 		return nil, cli.UsageError("--engine %q: want nats or fast", o.Engine)
+	}
+	switch {
+	case o.Attach && o.Engine == "fast":
+		return nil, cli.UsageError("--attach waits for role processes; the fast engine has none (drop --engine fast)")
+	case o.AttachTimeout <= 0:
+		return nil, cli.UsageError("--attach-timeout %v: must be > 0", o.AttachTimeout)
+	case o.Listen != "" && (bus.ResolveURL(o.NATSURL) != "" || o.Cluster > 1):
+		return nil, cli.UsageError("--listen is the address of the one embedded server: not with --nats-url or --cluster")
+	}
+	if o.Listen != "" {
+		if _, _, err := splitListen(o.Listen); err != nil {
+			return nil, cli.UsageError("--listen %q: %v", o.Listen, err)
+		}
 	}
 	if o.Runs < 0 || o.Runs > scenario.MaxRuns {
 		return nil, cli.UsageError("--runs %d: want 1..%d (0 = the scenario's)", o.Runs, scenario.MaxRuns)
@@ -450,6 +473,11 @@ func (l *launcher) prepare() error {
 			return cli.UsageError("scenario %s: faults.crashes kills one agent's process: run with --agents-per-process 1", o.ScenarioPath)
 		}
 	}
+	if o.Attach {
+		if err := checkAttachable(s); err != nil {
+			return cli.UsageError("%v", err)
+		}
+	}
 	if len(s.Faults.ServerRestarts) > 0 && o.Engine == "nats" && bus.ResolveURL(o.NATSURL) != "" {
 		return cli.UsageError("scenario %s: faults.server_restarts restarts the embedded NATS server: run without --nats-url", o.ScenarioPath)
 	}
@@ -472,7 +500,7 @@ func (l *launcher) prepare() error {
 		Seed: seed, SeedString: strconv.FormatUint(seed, 10), SeedSource: seedSource, Runs: l.runs, Steps: s.Steps, Engine: o.Engine,
 		Mode: o.Mode.String(), RunID: o.RunID, Started: l.started.UTC().Format(time.RFC3339),
 		Warnings: s.Warnings, Processes: []ProcessSummary{}, Invalid: map[string]bus.CountersSnapshot{},
-		Files: Files{Summary: "summary.json", Traces: []string{}},
+		Files: Files{Summary: "summary.json", Traces: []string{}}, Attached: o.Attach,
 	}
 	if o.Mode == bus.Realtime {
 		l.sum.PeriodNS = int64(o.Period)
@@ -743,6 +771,9 @@ func (l *launcher) runNATS(ctx context.Context) error {
 			}
 		}
 		opts := bus.EmbeddedOptions{Users: all}
+		if l.o.Listen != "" {
+			opts.Host, opts.Port, _ = splitListen(l.o.Listen) // checked by parseOptions
+		}
 		if l.o.TLS == "auto" {
 			// A throwaway CA and server key, outside --out: nothing secret is left behind.
 			tmp, err := os.MkdirTemp("", "dpsim-tls-")
@@ -810,7 +841,8 @@ func (l *launcher) runNATS(ctx context.Context) error {
 			Dir: dir, Mode: l.o.Mode, Period: l.o.Period, Timeout: l.o.Timeout, AgentsPerProcess: l.o.AgentsPerProcess,
 			Encoding: l.o.Encoding, LogLevel: l.o.LogLevel, Transcript: l.o.Transcript, GOMAXPROCS: l.o.ChildProcs, Log: l.log,
 			Server: srv, Cluster: cluster, Timeline: l.tl, PointIndex: k, Users: users[k], Launcher: launchers[k], TLS: l.tlsClient, Sign: l.o.Sign,
-			ConnectRetry: externalRetry(srv, l.o.ConnectRetry),
+			ConnectRetry: externalRetry(srv, l.o.ConnectRetry), Attach: l.o.Attach, Announce: l.announce(),
+			StartTimeout: l.startTimeout(),
 		})
 		steps += n * p.Steps
 		busy += el
@@ -822,6 +854,39 @@ func (l *launcher) runNATS(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// announce is where attach mode prints the commands of the processes to start (stderr).
+func (l *launcher) announce() io.Writer {
+	if l.o.Attach {
+		return l.stderr
+	}
+	return nil
+}
+
+// startTimeout bounds the wait for the processes of a point: --attach-timeout in attach mode
+// (a person may be starting them), else the session's default.
+func (l *launcher) startTimeout() time.Duration {
+	if l.o.Attach {
+		return l.o.AttachTimeout
+	}
+	return 0
+}
+
+// splitListen parses --listen host:port (port 0: a random free one).
+func splitListen(s string) (string, int, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return "", 0, fmt.Errorf("port %q: want 0..65535", port)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	return host, p, nil
 }
 
 // externalRetry is the connect retry of a run: none for the embedded server (it is up).
@@ -976,6 +1041,9 @@ func addCounters(a, b bus.CountersSnapshot) bus.CountersSnapshot {
 func (l *launcher) addProcess(sess *Session, pr *Proc, point int, rel string) {
 	ps := ProcessSummary{Role: string(pr.Role), ID: pr.ID, PID: pr.PID(), Name: pr.Name, Point: point, ExitCode: -1,
 		LogFile: filepath.Join(rel, pr.Name+".log")}
+	if sess.cfg.Attach {
+		ps.LogFile = "" // an attached process logs where whoever started it sends its stderr
+	}
 	if pr.Role == bus.RoleAgent {
 		ps.Agents = []int{pr.ID, pr.LastAgent}
 	}

@@ -68,7 +68,10 @@ type SessionConfig struct {
 	// Attach drives processes started by someone else (by hand, or role loops in this
 	// process): nothing is spawned; StartSession waits for the ready of every planned role.
 	Attach bool
-	Log    zerolog.Logger
+	// Announce, in attach mode, receives the command of each process to start (nil: only
+	// the file <Dir>/attach/commands.sh has them).
+	Announce io.Writer
+	Log      zerolog.Logger
 	// Server is the embedded NATS server (nil: an external one); the scenario's
 	// faults.server_restarts need it. Timeline, if set, receives the faults as they happen;
 	// PointIndex is the point's index on it.
@@ -105,25 +108,13 @@ func ProcessKeys(p *plan.Plan, perProc int) []string {
 // connectRetry connects the launcher, retrying an unreachable server for cfg.ConnectRetry
 // (an external server that is still starting: docker-compose, a job scheduler).
 func connectRetry(ctx context.Context, cfg SessionConfig, auth []bus.Option) (*bus.Conn, error) {
-	deadline := time.Now().Add(cfg.ConnectRetry)
-	for attempt := 1; ; attempt++ {
-		c, err := bus.Connect(cfg.URL, "dpsim-launcher-"+cfg.Run, auth...)
-		if err == nil {
-			return c, nil
-		}
-		if time.Now().After(deadline) {
-			if attempt > 1 {
-				return nil, fmt.Errorf("%w (gave up after %d attempts in %v)", err, attempt, cfg.ConnectRetry)
-			}
-			return nil, err
-		}
+	c, err := bus.ConnectRetry(ctx, cfg.URL, "dpsim-launcher-"+cfg.Run, cfg.ConnectRetry, func(attempt int, err error) {
 		cfg.Log.Warn().Err(err).Int("attempt", attempt).Msg("NATS server not reachable yet; retrying")
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: while connecting to the NATS server: %v", ErrInterrupted, err)
-		case <-time.After(500 * time.Millisecond):
-		}
+	}, auth...)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInterrupted, err)
 	}
+	return c, err
 }
 
 // RunUsers returns the users of a run's processes (by sender name) and of its launcher, each
@@ -201,6 +192,9 @@ func (p *Proc) exitState() *os.ProcessState {
 // failure describes how the child ended, or "" when it exited 0. Call it only after the
 // child exited (or to describe one still running).
 func (p *Proc) failure() string {
+	if p.cmd == nil && p.waitErr == nil {
+		return "" // attached: not our child; its result says how it ended
+	}
 	if p.running() {
 		return "still running"
 	}
@@ -307,6 +301,31 @@ func (s *Session) makeKeys() error {
 	return atomicfile.WriteFile(s.keysFile, data, 0o644)
 }
 
+// awaitResults waits, in attach mode, until every process that announced itself sent its
+// ctl.result after ctl.stop (bounded by d): the launcher cannot wait for the exit of a
+// process it did not start, and stopping the server earlier would lose what is in flight.
+func (s *Session) awaitResults(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for {
+		var missing []string
+		s.mu.Lock()
+		for key := range s.pids {
+			if s.results[key] == nil {
+				missing = append(missing, key)
+			}
+		}
+		s.mu.Unlock()
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.cfg.Log.Warn().Strs("procs", missing).Dur("waited", d).Msg("attach: no ctl.result after ctl.stop")
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Procs returns the children.
 func (s *Session) Procs() []*Proc { return s.procs }
 
@@ -403,6 +422,16 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	if err := s.watchServer(); err != nil {
 		_ = s.shutdown()
 		return nil, err
+	}
+	if cfg.Attach {
+		if err := checkAttachable(cfg.Plan.Scenario); err != nil {
+			_ = s.shutdown()
+			return nil, err
+		}
+		if err := s.announceAttach(); err != nil {
+			_ = s.shutdown()
+			return nil, fmt.Errorf("attach: %w", err)
+		}
 	}
 	for _, p := range s.procs {
 		if cfg.Attach {
@@ -1017,6 +1046,9 @@ func (s *Session) shutdown() error {
 		}
 		return true
 	}
+	if s.cfg.Attach {
+		s.awaitResults(s.cfg.StopTimeout)
+	}
 	if !wait(s.cfg.StopTimeout) {
 		for _, p := range s.procs {
 			if p.running() {
@@ -1036,6 +1068,11 @@ func (s *Session) shutdown() error {
 	}
 	for _, px := range s.proxies {
 		px.Close()
+	}
+	if s.cfg.Attach {
+		if err := removeAttach(s.cfg.Dir); err != nil {
+			s.cfg.Log.Warn().Err(err).Msg("attach: removing the credentials files")
+		}
 	}
 	// Late ctl.result messages: give the subscription a moment, then close.
 	if s.conn != nil {

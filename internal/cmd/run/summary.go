@@ -16,23 +16,25 @@ type Summary struct {
 	Seed         uint64 `json:"seed"`
 	// SeedString is Seed in decimal: JSON readers that parse numbers as doubles (JavaScript,
 	// jq) round a seed above 2^53, and a drawn seed usually is.
-	SeedString   string  `json:"seed_string"`
-	SeedSource   string  `json:"seed_source"` // flag, scenario or crypto (drawn: recorded here)
-	Runs         int     `json:"runs"`        // episodes asked for, per point
-	Steps        int     `json:"steps"`
-	Engine       string  `json:"engine"` // nats or fast
-	Mode         string  `json:"mode"`   // lockstep or realtime (fast: the engine does not pace)
-	PeriodNS     int64   `json:"period_ns,omitempty"`
-	Encoding     string  `json:"encoding,omitempty"`
-	NATSURL      string  `json:"nats_url"`
-	NATSEmbedded bool    `json:"nats_embedded"`
-	NATSCluster  int     `json:"nats_cluster,omitempty"` // embedded servers joined by routes (--cluster)
-	TLS          string  `json:"tls,omitempty"`          // auto (the embedded server's throwaway CA) or external
-	RunID        string  `json:"run_id"`
-	Started      string  `json:"started"`
-	ElapsedSec   float64 `json:"elapsed_seconds"`
-	Status       string  `json:"status"` // ok, degraded, failed or interrupted
-	Error        string  `json:"error,omitempty"`
+	SeedString   string `json:"seed_string"`
+	SeedSource   string `json:"seed_source"` // flag, scenario or crypto (drawn: recorded here)
+	Runs         int    `json:"runs"`        // episodes asked for, per point
+	Steps        int    `json:"steps"`
+	Engine       string `json:"engine"` // nats or fast
+	Mode         string `json:"mode"`   // lockstep or realtime (fast: the engine does not pace)
+	PeriodNS     int64  `json:"period_ns,omitempty"`
+	Encoding     string `json:"encoding,omitempty"`
+	NATSURL      string `json:"nats_url"`
+	NATSEmbedded bool   `json:"nats_embedded"`
+	NATSCluster  int    `json:"nats_cluster,omitempty"` // embedded servers joined by routes (--cluster)
+	// Attached: the role processes were started by someone else (--attach), not spawned.
+	Attached   bool    `json:"attached,omitempty"`
+	TLS        string  `json:"tls,omitempty"` // auto (the embedded server's throwaway CA) or external
+	RunID      string  `json:"run_id"`
+	Started    string  `json:"started"`
+	ElapsedSec float64 `json:"elapsed_seconds"`
+	Status     string  `json:"status"` // ok, degraded, failed or interrupted
+	Error      string  `json:"error,omitempty"`
 	// Degraded names what made a completed run "degraded" (with the counts); MissedFraction is
 	// the fraction of the processes' steps that went on without all their messages.
 	Degraded       []string `json:"degraded,omitempty"`
@@ -77,12 +79,14 @@ type Files struct {
 
 // ProcessSummary is one role process.
 type ProcessSummary struct {
-	Role     string `json:"role"`
-	ID       int    `json:"id"`
-	PID      int    `json:"pid"`
-	Name     string `json:"name"`
-	Agents   []int  `json:"agents,omitempty"`
-	Point    int    `json:"point"`
+	Role   string `json:"role"`
+	ID     int    `json:"id"`
+	PID    int    `json:"pid"`
+	Name   string `json:"name"`
+	Agents []int  `json:"agents,omitempty"`
+	Point  int    `json:"point"`
+	// ExitCode is the child's exit code; -1 when unknown (killed by a signal, still running,
+	// or attached: a process the launcher did not start, whose status comes from its result).
 	ExitCode int    `json:"exit_code"`
 	Status   string `json:"status"`
 	Error    string `json:"error,omitempty"`

@@ -1,0 +1,141 @@
+package run_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/internal/cmd/run"
+	"github.com/dpsim/dpsim/pkg/bus"
+)
+
+// dpsim run --attach starts no process: it prints each role's command and writes them with
+// a credentials file per process (mode 0600, the secrets never on a command line); the
+// processes started by hand from those lines, in reverse order and one late, run the
+// episodes of each point of the sweep, and the numbers equal the fast engine's bit for bit.
+func TestAttachByHand(t *testing.T) {
+	dir, fdir := t.TempDir(), t.TempDir()
+	l := start(t, "run", scenarioPath("consensus-gaussian"), "--attach", "--sign", "--runs", "3", "--seed", "11",
+		"--agents-per-process", "4", "--out", dir, "--run-id", "byhand", "--attach-timeout", "60s", "--log-level", "warn")
+	// The scenario sweeps 3 points: each point's processes are started when it announces them.
+	var procs []*exec.Cmd
+	var secrets []string
+	var scripts, attachDirs []string
+	for k := 0; k < 3; k++ {
+		attach := filepath.Join(dir, "procs", fmt.Sprintf("p%02d", k), run.AttachDir)
+		attachDirs = append(attachDirs, attach)
+		commands := filepath.Join(attach, run.CommandsFile)
+		require.Eventually(t, func() bool { _, err := os.Stat(commands); return err == nil }, 30*time.Second, 20*time.Millisecond,
+			"no %s; launcher stderr:\n%s", commands, l.stderr.String())
+		script, err := os.ReadFile(commands)
+		require.NoError(t, err)
+		scripts = append(scripts, string(script))
+
+		// Every process has its credentials file, private to its owner; no secret is on a line.
+		creds, err := filepath.Glob(filepath.Join(attach, "*.env"))
+		require.NoError(t, err)
+		require.Len(t, creds, 4, "3 agent hosts (10 agents, 4 per process) and the eavesdropper")
+		for _, f := range creds {
+			st, err := os.Stat(f)
+			require.NoError(t, err)
+			require.Equal(t, os.FileMode(0o600), st.Mode().Perm(), f)
+			c, err := bus.ReadCredentials(f)
+			require.NoError(t, err)
+			require.NotEmpty(t, c.Password)
+			require.NotEmpty(t, c.SignSeed)
+			secrets = append(secrets, c.Password, c.SignSeed)
+		}
+		var lines []string
+		for _, line := range strings.Split(string(script), "\n") {
+			if line == "" || strings.HasPrefix(line, "#") || line == "wait" {
+				continue
+			}
+			require.True(t, strings.HasSuffix(line, " &"), line)
+			require.Contains(t, line, "--credentials "+attach)
+			require.NotContains(t, line, "--parent-pid", "an attached process is nobody's child")
+			lines = append(lines, strings.TrimSuffix(line, " &"))
+		}
+		require.Len(t, lines, 4)
+		require.Eventually(t, func() bool { return strings.Contains(l.stderr.String(), lines[3]) }, 5*time.Second, 10*time.Millisecond,
+			"the launcher prints every command")
+
+		// By hand, in reverse order; the last one a second late (the launcher just waits).
+		for i := len(lines) - 1; i >= 0; i-- {
+			if i == 0 {
+				time.Sleep(time.Second)
+			}
+			c := exec.Command("sh", "-c", "exec "+lines[i])
+			c.Env = append(os.Environ(), "NATS_URL=")
+			require.NoError(t, c.Start())
+			procs = append(procs, c)
+		}
+	}
+	require.Equal(t, 0, l.wait(t, 90*time.Second), l.stderr.String())
+	for _, c := range procs {
+		require.NoError(t, c.Wait(), "%v", c.Args)
+	}
+	sum := readSummary(t, dir)
+	require.Equal(t, "ok", sum.Status, sum.Error)
+	require.True(t, sum.Attached)
+	require.Len(t, sum.Points, 3)
+	for _, pt := range sum.Points {
+		require.Equal(t, 3, pt.Metrics.Runs)
+	}
+	require.Len(t, sum.Processes, 12)
+
+	// The secrets went nowhere else, and the credentials files are gone with the run.
+	summary, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	require.NoError(t, err)
+	for _, sec := range secrets {
+		require.NotContains(t, strings.Join(scripts, ""), sec)
+		require.NotContains(t, l.stderr.String(), sec)
+		require.NotContains(t, string(summary), sec)
+	}
+	for _, d := range attachDirs {
+		_, err = os.Stat(d)
+		require.ErrorIs(t, err, os.ErrNotExist, "the credentials files outlived the run")
+	}
+
+	code, _, stderr := runDpsim(t, 30*time.Second, "run", scenarioPath("consensus-gaussian"), "--runs", "3", "--seed", "11",
+		"--engine", "fast", "--out", fdir, "--log-level", "warn")
+	require.Equal(t, 0, code, stderr)
+	require.JSONEq(t, string(readSummary(t, fdir).Metrics), string(sum.Metrics))
+}
+
+// What --attach cannot do is refused before anything starts, naming why.
+func TestAttachRefusals(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{scenarioPath("faults-agent-crash"), "--attach"}, "faults.crashes"},
+		{[]string{scenarioPath("faults-tcp-latency"), "--attach"}, "faults.proxies"},
+		{[]string{scenarioPath("cloud-vehicle"), "--attach", "--engine", "fast"}, "fast engine"},
+		{[]string{scenarioPath("cloud-vehicle"), "--attach", "--attach-timeout", "0s"}, "--attach-timeout"},
+		{[]string{scenarioPath("cloud-vehicle"), "--listen", "nohost"}, "--listen"},
+		{[]string{scenarioPath("cloud-vehicle"), "--listen", "127.0.0.1:0", "--cluster", "2"}, "--listen"},
+	} {
+		code, _, stderr := runDpsim(t, 30*time.Second, append([]string{"run", "--out", t.TempDir()}, c.args...)...)
+		require.Equal(t, 2, code, "%v: %s", c.args, stderr)
+		require.Contains(t, stderr, c.want, c.args)
+	}
+}
+
+// An attach-mode launcher that nobody joins gives up after --attach-timeout, naming the
+// processes it waited for, and leaves no credentials behind.
+func TestAttachTimeout(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runDpsim(t, 30*time.Second, "run", scenarioPath("cloud-vehicle"), "--attach", "--attach-timeout", "1s",
+		"--out", dir, "--log-level", "warn")
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "not ready within 1s")
+	require.Contains(t, stderr, "plant.0")
+	_, err := os.Stat(filepath.Join(dir, "procs", run.AttachDir))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
