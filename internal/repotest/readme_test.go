@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,9 +87,17 @@ func TestReadmeCommands(t *testing.T) {
 				args = append(args, "--out", filepath.Join(tmp, "out"))
 			}
 		}
+		attach := slices.Contains(args, "--attach")
+		if attach {
+			args = small(args, "--listen", "127.0.0.1:0") // the README's port may be taken here
+		}
 		t.Run(strings.Join(strings.Fields(c)[:2], "_"), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
+			if attach {
+				runAttached(ctx, t, root, filepath.Join(tmp, "out"), c, args)
+				return
+			}
 			cmd := exec.CommandContext(ctx, dpsimBin, args...)
 			cmd.Dir = root
 			cmd.Env = append(os.Environ(), "NATS_URL=")
@@ -97,6 +106,37 @@ func TestReadmeCommands(t *testing.T) {
 				t.Fatalf("%s\n(run as: dpsim %s)\n%v\n%s", c, strings.Join(args, " "), err, tail(string(out)))
 			}
 		})
+	}
+}
+
+// runAttached runs a `dpsim run --attach` command as the README says: the launcher, and
+// then the lines of its commands.sh (in another shell).
+func runAttached(ctx context.Context, t *testing.T, root, out, c string, args []string) {
+	launcher := exec.CommandContext(ctx, dpsimBin, args...)
+	launcher.Dir = root
+	launcher.Env = append(os.Environ(), "NATS_URL=")
+	var log strings.Builder
+	launcher.Stdout, launcher.Stderr = &log, &log
+	if err := launcher.Start(); err != nil {
+		t.Fatal(err)
+	}
+	commands := filepath.Join(out, "procs", "attach", "commands.sh")
+	t.Logf("attach: starting the lines of %s", commands)
+	for {
+		if _, err := os.Stat(commands); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s: no %s\n%s", c, commands, tail(log.String()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	roles := exec.CommandContext(ctx, "sh", commands)
+	if b, err := roles.CombinedOutput(); err != nil {
+		t.Fatalf("%s: sh %s: %v\n%s", c, commands, err, tail(string(b)))
+	}
+	if err := launcher.Wait(); err != nil {
+		t.Fatalf("%s\n(run as: dpsim %s)\n%v\n%s", c, strings.Join(args, " "), err, tail(log.String()))
 	}
 }
 
