@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dpsim/dpsim/pkg/rng"
 	"gonum.org/v1/gonum/mat"
@@ -23,6 +24,8 @@ type Edge struct {
 type Graph struct {
 	N     int
 	Edges []Edge
+
+	adj atomic.Pointer[adjCache] // Neighbors' lists
 }
 
 // checkStructure checks everything but connectivity and the rate: node range, no self loops, no
@@ -239,23 +242,31 @@ func (g *Graph) Rate() (float64, error) {
 	return info.Alpha, nil
 }
 
-// Neighbors returns the edges at node i oriented from i (I = i, J = the neighbour), sorted by J.
-// It returns nil for i out of range.
+// Neighbors returns the edges at node i oriented from i (I = i, J = the neighbour), sorted by J:
+// O(degree) after the first call, which builds the adjacency lists of every node in O(E log E)
+// and keeps them (rebuilt if N or the number of edges changed since). The slice is shared: do
+// not modify it. It returns nil for i out of range. Safe for concurrent use.
 func (g *Graph) Neighbors(i int) []Edge {
 	if i < 0 || i >= g.N {
 		return nil
 	}
-	var out []Edge
-	for _, e := range g.Edges {
-		switch i {
-		case e.I:
-			out = append(out, Edge{I: i, J: e.J, W: e.W})
-		case e.J:
-			out = append(out, Edge{I: i, J: e.I, W: e.W})
-		}
+	return g.adjacencyCached()[i]
+}
+
+// adjCache is the graph's adjacency lists with the shape they were built for.
+type adjCache struct {
+	n, edges int
+	adj      [][]Edge
+}
+
+// adjacencyCached returns the adjacency lists, built once per graph shape.
+func (g *Graph) adjacencyCached() [][]Edge {
+	if c := g.adj.Load(); c != nil && c.n == g.N && c.edges == len(g.Edges) {
+		return c.adj
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].J < out[b].J })
-	return out
+	c := &adjCache{n: g.N, edges: len(g.Edges), adj: g.adjacency()}
+	g.adj.Store(c)
+	return c.adj
 }
 
 // adjacency returns, for every node, its edges oriented from it and sorted by neighbour: O(E log E).

@@ -465,5 +465,10 @@ func validConsensus(c *sim.ConsensusMetrics) error {
 	if err := validSeries("sq_deviation", &c.SqDeviation); err != nil {
 		return err
 	}
+	if c.MaxAbsDeviation.Len() > 0 {
+		if err := validSeries("max_abs_deviation", &c.MaxAbsDeviation); err != nil {
+			return err
+		}
+	}
 	return validSeries("eve_sq_error", &c.EveSqError)
 }

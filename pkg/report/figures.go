@@ -259,6 +259,14 @@ func (r *run) plotEve(p *plot.Plot, ss []*sim.Series, styles []seriesStyle) (str
 	return "", nil
 }
 
+// deviationAgent is the agent (0-based) of c.Deviation[k].
+func deviationAgent(c *sim.ConsensusMetrics, k int) int {
+	if k < len(c.DeviationAgents) {
+		return c.DeviationAgents[k]
+	}
+	return k
+}
+
 func (r *run) figConsensusDeviation() (*figure.Figure, error) {
 	c := r.rep.res.Consensus
 	p := figure.New(fmt.Sprintf("Deviation from the average, mean over %d runs%s", r.rep.res.Runs, r.repSuffix()),
@@ -275,7 +283,7 @@ func (r *run) figConsensusDeviation() (*figure.Figure, error) {
 	for i := range c.Deviation {
 		st := seriesStyle{color: figure.Color(i), band: n <= 4, width: vg.Points(1.3)}
 		if legend {
-			st.name = fmt.Sprintf("agent %d", i+1)
+			st.name = fmt.Sprintf("agent %d", deviationAgent(c, i)+1)
 		}
 		ok, err := addSeries(p, &c.Deviation[i], stepAxis, st, false, 0)
 		if err != nil {
@@ -287,12 +295,14 @@ func (r *run) figConsensusDeviation() (*figure.Figure, error) {
 		return nil, fmt.Errorf("report: %s: %w", FigConsensusDev, errNoData)
 	}
 	p.Legend.Top = true
-	cap := fmt.Sprintf("Mean deviation E[x_i(t) - x*] of every agent from the average x* of x(0) against the step t (paper Fig. 5)%s; "+
+	cap := fmt.Sprintf("Mean deviation E[x_i(t) - x*] of each agent from the average x* of x(0) against the step t (paper Fig. 5)%s; "+
 		"Proposition 1: it tends to 0.", r.repSuffix()) + r.shadeFaults(p)
 	if n > 4 {
 		cap += " The 95% intervals are left out for readability; report.md checks them."
 	}
-	if !legend {
+	if n < c.Agents {
+		cap += fmt.Sprintf(" %d of the %d agents, evenly spaced (summary.json max_abs_deviation has the spread of all).", n, c.Agents)
+	} else if !legend {
 		cap += fmt.Sprintf(" %d agents, not labelled.", n)
 	}
 	return &figure.Figure{Name: FigConsensusDev, Panels: [][]*plot.Plot{{p}}, Caption: cap}, nil

@@ -427,23 +427,42 @@ func (in *inputs) latest(k int) []float64 {
 }
 
 // endpointIndex maps endpoints to their position in a list without hashing: per role, a
-// slice indexed by the id (the lists are short, or dense in the agents' ids).
+// slice indexed by the id when the ids are dense (a host's agents, the eavesdropper's every
+// agent), else the (id, position) pairs sorted by id, searched by bisection (an agent's few
+// neighbours among 10,000: a dense slice would cost O(N) memory per agent, O(N^2) in all).
 type endpointIndex struct {
-	byRole [4][]int32 // position+1 of (role, id); 0 = absent
+	byRole [4][]int32 // dense: position+1 of (role, id); 0 = absent
+	sparse [4][]idPos // sparse: sorted by id
 }
+
+type idPos struct{ id, pos int32 }
 
 func newEndpointIndex(list []Endpoint) endpointIndex {
 	var x endpointIndex
+	var count, maxID [4]int
+	for _, e := range list {
+		if int(e.Role) < len(x.byRole) && e.ID >= 0 {
+			count[e.Role]++
+			maxID[e.Role] = max(maxID[e.Role], e.ID)
+		}
+	}
+	for r := range x.byRole {
+		if count[r] > 0 && maxID[r] < 4*count[r]+64 {
+			x.byRole[r] = make([]int32, maxID[r]+1)
+		}
+	}
 	for k, e := range list {
 		if int(e.Role) >= len(x.byRole) || e.ID < 0 {
 			continue
 		}
-		r := x.byRole[e.Role]
-		for len(r) <= e.ID {
-			r = append(r, 0)
+		if d := x.byRole[e.Role]; d != nil {
+			d[e.ID] = int32(k + 1)
+		} else {
+			x.sparse[e.Role] = append(x.sparse[e.Role], idPos{int32(e.ID), int32(k)})
 		}
-		r[e.ID] = int32(k + 1)
-		x.byRole[e.Role] = r
+	}
+	for _, sp := range x.sparse {
+		slices.SortFunc(sp, func(a, b idPos) int { return int(a.id) - int(b.id) })
 	}
 	return x
 }
@@ -453,11 +472,26 @@ func (x *endpointIndex) of(e Endpoint) (int, bool) {
 	if int(e.Role) >= len(x.byRole) || e.ID < 0 {
 		return 0, false
 	}
-	r := x.byRole[e.Role]
-	if e.ID >= len(r) || r[e.ID] == 0 {
-		return 0, false
+	if r := x.byRole[e.Role]; r != nil {
+		if e.ID >= len(r) || r[e.ID] == 0 {
+			return 0, false
+		}
+		return int(r[e.ID]) - 1, true
 	}
-	return int(r[e.ID]) - 1, true
+	sp := x.sparse[e.Role]
+	lo, hi := 0, len(sp)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if int(sp[m].id) < e.ID {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(sp) && int(sp[lo].id) == e.ID {
+		return int(sp[lo].pos), true
+	}
+	return 0, false
 }
 
 // base holds what every core shares: its endpoint, inputs, Ready buffer and step bookkeeping.

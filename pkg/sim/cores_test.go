@@ -211,3 +211,27 @@ func TestCoreBoundsWaitingDeliveries(t *testing.T) {
 	require.NoError(t, c.Step(msgFrom(PlantEndpoint, 0, 0.3)))
 	assert.Equal(t, 1, c.Cur(), "genuine traffic still goes through")
 }
+
+// The endpoint index finds every listed endpoint and nothing else, whether its ids are dense
+// (a slice by id) or a few far apart (sorted pairs: an agent's neighbours among thousands).
+func TestEndpointIndex(t *testing.T) {
+	for _, list := range [][]Endpoint{
+		{CloudEndpoint, EavesdropperEndpoint},
+		{AgentEndpoint(0), AgentEndpoint(1), AgentEndpoint(2), EavesdropperEndpoint},
+		{AgentEndpoint(9999), AgentEndpoint(17), AgentEndpoint(5000), AgentEndpoint(250), EavesdropperEndpoint},
+	} {
+		x := newEndpointIndex(list)
+		for k, e := range list {
+			got, ok := x.of(e)
+			require.True(t, ok, "%v in %v", e, list)
+			require.Equal(t, k, got, "%v in %v", e, list)
+		}
+		for _, e := range []Endpoint{AgentEndpoint(3), AgentEndpoint(10000), AgentEndpoint(-1), PlantEndpoint, {Role: 9, ID: 0}} {
+			_, ok := x.of(e)
+			require.False(t, ok, "%v is not in %v", e, list)
+		}
+		for r := range x.byRole {
+			require.LessOrEqual(t, len(x.byRole[r]), 4*len(list)+64, "a dense slice is never much longer than the list")
+		}
+	}
+}

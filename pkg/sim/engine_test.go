@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -295,4 +296,45 @@ func TestResultsJSONShape(t *testing.T) {
 	require.Len(t, cons["sq_deviation"].(map[string]any)["mean"], pc.Steps+1)
 	require.Len(t, ctl["tracking_error"], 2)
 	require.Equal(t, map[string]any{"epsilon": "1"}, mc["point"])
+}
+
+// With more agents than MaxDeviationAgents, the accumulator keeps the deviation series of
+// evenly spaced agents only (first and last among them) - exactly those agents' numbers - and
+// max_abs_deviation over every agent: results and memory are O(T), not O(N T).
+func TestDeviationTrackedAgents(t *testing.T) {
+	require.Equal(t, []int{0, 1, 2}, TrackedAgents(3))
+	tr := TrackedAgents(1000)
+	require.Len(t, tr, MaxDeviationAgents)
+	require.Equal(t, 0, tr[0])
+	require.Equal(t, 999, tr[len(tr)-1])
+	require.True(t, slices.IsSorted(tr))
+
+	const n, steps, runs = 200, 6, 3
+	p := planOf(t, largeConsensus(t, n, steps))
+	acc, err := NewAccumulator(p, 1)
+	require.NoError(t, err)
+	// x_i(t) = i + ep*t: x* = mean of x(0) = (n-1)/2 in every episode.
+	xstar := float64(n-1) / 2
+	for ep := 0; ep < runs; ep++ {
+		for st := 0; st <= steps; st++ {
+			x := make([]float64, n)
+			for i := range x {
+				x[i] = float64(i) + float64(ep*st)
+			}
+			require.NoError(t, acc.AddConsensus(&ConsensusRecord{Episode: ep, Step: st, X: x}))
+		}
+	}
+	c := acc.Results().Consensus
+	require.Equal(t, TrackedAgents(n), c.DeviationAgents)
+	require.Len(t, c.Deviation, MaxDeviationAgents)
+	for k, i := range c.DeviationAgents {
+		for st := 0; st <= steps; st++ {
+			// mean over episodes of i + ep*t - x* = i - x* + t (0+1+2)/3
+			require.InDelta(t, float64(i)-xstar+float64(st), c.Deviation[k].Mean[st], 1e-9, "agent %d step %d", i, st)
+		}
+	}
+	for st := 0; st <= steps; st++ {
+		// max_i |i + ep*t - x*| = x* + ep*t (agent n-1), mean over episodes x* + t
+		require.InDelta(t, xstar+float64(st), c.MaxAbsDeviation.Mean[st], 1e-9, "step %d", st)
+	}
 }

@@ -105,8 +105,16 @@ type ConsensusMetrics struct {
 	Alpha  float64 `json:"alpha"` // convergence rate of the graph
 	// XStar is x* = mean_i x_i(0) (per run; constant when x(0) is the scenario's).
 	XStar Stat `json:"x_star"`
-	// Deviation[i] is x_i(t) - x* for t = 0..T (Fig. 5: its mean tends to 0).
+	// Deviation[k] is x_i(t) - x* for t = 0..T of agent i = DeviationAgents[k] (Fig. 5: its
+	// mean tends to 0). Every agent up to MaxDeviationAgents agents; beyond, that many evenly
+	// spaced ones (the first and the last among them), so that the results, the figures and
+	// the accumulator's memory do not grow as N x T.
 	Deviation []Series `json:"deviation"`
+	// DeviationAgents are the agents of Deviation, ascending.
+	DeviationAgents []int `json:"deviation_agents"`
+	// MaxAbsDeviation is max_i |x_i(t) - x*| for t = 0..T over every agent: the spread of the
+	// whole network whatever its size.
+	MaxAbsDeviation Series `json:"max_abs_deviation"`
 	// SqDeviation is ||x(t) - 1 x*||^2 for t = 0..T (Figs. 6-7: its mean against the bound).
 	SqDeviation Series `json:"sq_deviation"`
 	// FinalSqDeviation is SqDeviation at t = T.
@@ -131,6 +139,26 @@ type ConsensusMetrics struct {
 	FinalSumAbsDrift Stat `json:"final_sum_abs_drift"`
 	// EveSqError is the eavesdropper's ||x0_hat(t) - x(0)||^2 for t = 0..T-1.
 	EveSqError Series `json:"eve_sq_error"`
+}
+
+// MaxDeviationAgents bounds the agents whose deviation series ConsensusMetrics.Deviation keeps.
+const MaxDeviationAgents = 32
+
+// TrackedAgents returns the agents of ConsensusMetrics.Deviation for n agents: all of them up
+// to MaxDeviationAgents, else MaxDeviationAgents evenly spaced ones from 0 to n-1.
+func TrackedAgents(n int) []int {
+	if n <= MaxDeviationAgents {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	out := make([]int, MaxDeviationAgents)
+	for k := range out {
+		out[k] = int(math.Round(float64(k) * float64(n-1) / float64(MaxDeviationAgents-1)))
+	}
+	return out
 }
 
 // moments is a vector of Welford accumulators (count, mean, sum of squared deviations).
@@ -226,6 +254,7 @@ type Accumulator struct {
 	ref     dynamics.Reference
 	bound   float64
 	alpha   float64
+	tracked []int // consensus: the agents of Deviation
 
 	next    int // lowest episode not folded yet (episodes below are folded)
 	pending map[int]*episodeAcc
@@ -237,15 +266,16 @@ type Accumulator struct {
 type sums struct {
 	runs int
 	// control: err, sq are (T+1) x d (index t*d + i); eve is T.
-	// consensus: err is (T+1) x N deviations, sq is (T+1), eve is T, xstar 1.
-	err, sq, eve, xstar moments
+	// consensus: err is (T+1) x len(tracked) deviations, sq and maxDev are (T+1), eve is T,
+	// xstar 1.
+	err, sq, eve, xstar, maxDev moments
 	absMax              []float64 // control: |err_i(T)| max per component
 	sumDev              float64
 	drift               moments // consensus: [sum x(T) - sum x(0), |...|]; control: time-averaged sq. error per component
 }
 
 func (s sums) clone() sums {
-	return sums{runs: s.runs, err: s.err.clone(), sq: s.sq.clone(), eve: s.eve.clone(), xstar: s.xstar.clone(),
+	return sums{runs: s.runs, err: s.err.clone(), sq: s.sq.clone(), eve: s.eve.clone(), xstar: s.xstar.clone(), maxDev: s.maxDev.clone(),
 		absMax: slices.Clone(s.absMax), sumDev: s.sumDev, drift: s.drift.clone()}
 }
 
@@ -292,8 +322,9 @@ func NewAccumulator(p *plan.Plan, seed uint64) (*Accumulator, error) {
 		// Proposition 1: lim E||x(t) - 1 x*||^2 <= sum_i Var(gamma_i) = sum sigma_i^2 (Gaussian),
 		// 2 sum b_i^2 (Laplace); every agent has the plan's scale.
 		a.bound = float64(a.dim) * p.NoiseVariance()
-		a.sums = sums{err: newMoments((T + 1) * a.dim), sq: newMoments(T + 1), eve: newMoments(T), xstar: newMoments(1),
-			drift: newMoments(2)}
+		a.tracked = TrackedAgents(a.dim)
+		a.sums = sums{err: newMoments((T + 1) * len(a.tracked)), sq: newMoments(T + 1), eve: newMoments(T), xstar: newMoments(1),
+			maxDev: newMoments(T + 1), drift: newMoments(2)}
 	default:
 		return nil, fmt.Errorf("sim: accumulator: scenario %s: unknown kind %q", s.Name, s.Kind)
 	}
@@ -496,16 +527,21 @@ func (a *Accumulator) fold(s *sums, e *episodeAcc) {
 			scale = 1
 		}
 		s.xstar.add(0, xstar)
+		nt := len(a.tracked)
 		for t := 0; t <= T; t++ {
-			var sq, sum float64
-			for i := 0; i < d; i++ {
-				k := t*d + i
-				dev := e.x[k] - xstar
-				s.err.add(k, dev)
+			var sq, sum, maxAbs float64
+			xt := e.x[t*d : (t+1)*d]
+			for _, x := range xt {
+				dev := x - xstar
 				sq += dev * dev
-				sum += e.x[k]
+				sum += x
+				maxAbs = math.Max(maxAbs, math.Abs(dev))
+			}
+			for j, i := range a.tracked {
+				s.err.add(t*nt+j, xt[i]-xstar)
 			}
 			s.sq.add(t, sq)
+			s.maxDev.add(t, maxAbs)
 			s.sumDev = math.Max(s.sumDev, math.Abs(sum-sum0)/scale)
 			if t == T {
 				s.drift.add(0, sum-sum0)
@@ -580,10 +616,11 @@ func (a *Accumulator) results() *Results {
 			FinalSqDeviation: s.sq.stat(T), Prop1Bound: a.bound,
 			OffsetLimit: float64(d-1) * a.res.NoiseVariance, SumRelDevMax: s.sumDev,
 			FinalSumDrift: s.drift.stat(0), FinalSumAbsDrift: s.drift.stat(1),
-			EveSqError: s.eve.series(0, 1, T),
+			EveSqError: s.eve.series(0, 1, T), MaxAbsDeviation: s.maxDev.series(0, 1, T+1),
+			DeviationAgents: slices.Clone(a.tracked),
 		}
-		for i := 0; i < d; i++ {
-			m.Deviation = append(m.Deviation, s.err.series(i, d, T+1))
+		for j := range a.tracked {
+			m.Deviation = append(m.Deviation, s.err.series(j, len(a.tracked), T+1))
 		}
 		m.FinalBelowBound = m.FinalSqDeviation.N > 0 && m.FinalSqDeviation.Hi < m.Prop1Bound
 		r.Consensus = m
@@ -615,6 +652,7 @@ func clampNonnegative(r *Results) {
 	}
 	if c := r.Consensus; c != nil {
 		clampSeries(&c.SqDeviation)
+		clampSeries(&c.MaxAbsDeviation)
 		clampStat(&c.FinalSqDeviation)
 		clampStat(&c.FinalSumAbsDrift)
 		clampSeries(&c.EveSqError)
