@@ -269,9 +269,9 @@ type sums struct {
 	// consensus: err is (T+1) x len(tracked) deviations, sq and maxDev are (T+1), eve is T,
 	// xstar 1.
 	err, sq, eve, xstar, maxDev moments
-	absMax              []float64 // control: |err_i(T)| max per component
-	sumDev              float64
-	drift               moments // consensus: [sum x(T) - sum x(0), |...|]; control: time-averaged sq. error per component
+	absMax                      []float64 // control: |err_i(T)| max per component
+	sumDev                      float64
+	drift                       moments // consensus: [sum x(T) - sum x(0), |...|]; control: time-averaged sq. error per component
 }
 
 func (s sums) clone() sums {
