@@ -25,7 +25,8 @@ type Graph struct {
 	N     int
 	Edges []Edge
 
-	adj atomic.Pointer[adjCache] // Neighbors' lists
+	adj  atomic.Pointer[adjCache]  // Neighbors' lists
+	rate atomic.Pointer[rateCache] // RateInfo's result
 }
 
 // checkStructure checks everything but connectivity and the rate: node range, no self loops, no

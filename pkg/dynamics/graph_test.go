@@ -104,6 +104,28 @@ func TestRateClosedForms(t *testing.T) {
 	}
 }
 
+// The rate is kept with the graph, but an edge edited in place (same N, same edge count) must not
+// be answered from the cache.
+func TestRateCacheFollowsEdits(t *testing.T) {
+	g, err := Ring(8, 0.2)
+	require.NoError(t, err)
+	before, err := g.Rate()
+	require.NoError(t, err)
+	again, err := g.Rate()
+	require.NoError(t, err)
+	require.Equal(t, before, again)
+
+	g.Edges[0].W = 0.4 // heavier edge: a different spectrum
+	after, err := g.Rate()
+	require.NoError(t, err)
+	require.NotEqual(t, before, after)
+	require.InDelta(t, alphaBySVD(t, g), after, 1e-12)
+
+	g.Edges[0].J = g.Edges[0].I // now a self loop: the error is not cached away
+	_, err = g.Rate()
+	require.ErrorContains(t, err, "self loop")
+}
+
 func TestValidateErrors(t *testing.T) {
 	ringHalf, err := Ring(4, 0.5) // lambda_n = 4w = 2: alpha = 1
 	require.NoError(t, err)

@@ -61,7 +61,49 @@ type RateInfo struct {
 // the tolerance within its step budget, Converged is false and Alpha is the rigorous upper bound
 // AlphaUpper. For N = 1 alpha is 0. Connectivity is not checked (a disconnected graph has
 // lambda_2 = 0, alpha >= 1).
+//
+// The result is kept with the graph (Validate and Rate share one computation: a dense
+// eigen-decomposition costs seconds at N = 1000); it is recomputed if N or any edge changed
+// since (an O(E) fingerprint, negligible next to the solve). Safe for concurrent use.
 func (g *Graph) RateInfo() (RateInfo, error) {
+	fp := g.fingerprint()
+	if c := g.rate.Load(); c != nil && c.fingerprint == fp {
+		return c.info, c.err
+	}
+	info, err := g.rateInfo()
+	g.rate.Store(&rateCache{fingerprint: fp, info: info, err: err})
+	return info, err
+}
+
+// rateCache is a graph's RateInfo with the fingerprint of the graph it was computed for.
+type rateCache struct {
+	fingerprint uint64
+	info        RateInfo
+	err         error
+}
+
+// fingerprint hashes N and every edge (FNV-1a over their bits), so that a cached result is
+// never served for a graph edited in place.
+func (g *Graph) fingerprint() uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	mix := func(v uint64) {
+		for k := 0; k < 8; k++ {
+			h ^= v & 0xff
+			h *= prime
+			v >>= 8
+		}
+	}
+	mix(uint64(g.N))
+	for _, e := range g.Edges {
+		mix(uint64(e.I))
+		mix(uint64(e.J))
+		mix(math.Float64bits(e.W))
+	}
+	return h
+}
+
+func (g *Graph) rateInfo() (RateInfo, error) {
 	if err := g.checkStructure(); err != nil {
 		return RateInfo{}, err
 	}
