@@ -126,6 +126,29 @@ func TestRateCacheFollowsEdits(t *testing.T) {
 	require.ErrorContains(t, err, "self loop")
 }
 
+// The same graph built twice (a scenario's check, then its plan) shares one computation, and
+// a graph differing in one weight does not.
+func TestRateSharedAcrossCopies(t *testing.T) {
+	a, err := RandomRegular(40, 4, 0.2, 3)
+	require.NoError(t, err)
+	b, err := RandomRegular(40, 4, 0.2, 3)
+	require.NoError(t, err)
+	ra, err := a.Rate()
+	require.NoError(t, err)
+	m := lastRate.Load()
+	require.NotNil(t, m)
+	rb, err := b.Rate()
+	require.NoError(t, err)
+	require.Equal(t, ra, rb)
+	require.Same(t, m, lastRate.Load()) // served from the memo, not recomputed
+
+	b.Edges[len(b.Edges)-1].W = 0.3
+	rc, err := b.Rate()
+	require.NoError(t, err)
+	require.NotSame(t, m, lastRate.Load())
+	require.InDelta(t, alphaBySVD(t, b), rc, 1e-12)
+}
+
 func TestValidateErrors(t *testing.T) {
 	ringHalf, err := Ring(4, 0.5) // lambda_n = 4w = 2: alpha = 1
 	require.NoError(t, err)
