@@ -85,11 +85,12 @@ func (s Subjects) RolePermissions(role Role, id, last int) (pub, sub []string) {
 		pub = append(pub, s.CloudU(id))
 		sub = append(sub, s.PlantYhat(id))
 		sub = append(sub, common...)
-	case RoleAgent:
+	case RoleAgent: // its agents one by one, or as the block starting at its first (HostY)
 		for i := id; i <= last; i++ {
 			pub = append(pub, s.AgentY(i))
 		}
-		sub = append(append(sub, s.AllAgentY(), s.ChallengerX0()), common...)
+		pub = append(pub, s.HostY(id)) // a block may hold one agent (the last of a run)
+		sub = append(append(sub, s.AllAgentY(), s.AllHostY(), s.ChallengerX0()), common...)
 	case RoleEavesdropper:
 		sub = []string{s.All()}
 	}

@@ -21,9 +21,13 @@ type Role string
 
 // The roles of a dpsim run.
 const (
-	RolePlant        Role = "plant"
-	RoleCloud        Role = "cloud"
-	RoleAgent        Role = "agent"
+	RolePlant Role = "plant"
+	RoleCloud Role = "cloud"
+	RoleAgent Role = "agent"
+	// RoleHost is the sender of a block of agents publishing together: host.<i> carries the
+	// outputs y(t) of agents i..i+K-1 in one message (dpsim run --agents-per-process K). The
+	// process hosting them sends it; its ctl subjects stay agent.<i>'s.
+	RoleHost         Role = "host"
 	RoleEavesdropper Role = "eavesdropper"
 	RoleLauncher     Role = "launcher"
 )
@@ -129,6 +133,12 @@ func (s Subjects) AllCloudU() string { return s.dataAll(RoleCloud, StreamU) }
 
 // AgentY is "dpsim.<run>.agent.<i>.y": the noisy state published by consensus agent i.
 func (s Subjects) AgentY(i int) string { return s.data(RoleAgent, i, StreamY) }
+
+// HostY is the data subject of the block of agents starting at agent i: y(t) of all of them.
+func (s Subjects) HostY(i int) string { return s.data(RoleHost, i, StreamY) }
+
+// AllHostY matches every block's data subject.
+func (s Subjects) AllHostY() string { return s.dataAll(RoleHost, StreamY) }
 
 // AllAgentY is "dpsim.<run>.agent.*.y".
 func (s Subjects) AllAgentY() string { return s.dataAll(RoleAgent, StreamY) }

@@ -18,9 +18,13 @@ const (
 	RoleCloud
 	RoleAgent
 	RoleEavesdropper
+	// RoleHost is a block of consensus agents publishing together (HostCore): host.<i> carries
+	// the outputs of agents i..i+K-1, one message per step.
+	RoleHost
+	numRoles
 )
 
-var roleNames = [...]string{"plant", "cloud", "agent", "eavesdropper"}
+var roleNames = [...]string{"plant", "cloud", "agent", "eavesdropper", "host"}
 
 func (r Role) String() string {
 	if int(r) < len(roleNames) {
@@ -197,6 +201,12 @@ type inputs struct {
 
 	stats      []fault.LinkStats
 	unexpected uint64
+	// weight[k] is how many agents' inputs sender k's message carries (nil: one each): a host's
+	// message counts as the outputs of its agents in missing(), as if each had sent its own.
+	weight []int
+	// dim[k], if set, is the length of sender k's messages: a delivery of another length (not a
+	// gap) is dropped as unexpected - a block's message must carry every one of its agents.
+	dim []int
 
 	// crashes of the run (faults.crashes); this episode's down windows [lo, hi) of the core
 	// itself and of each sender (hi = 0: none).
@@ -251,8 +261,12 @@ type sender struct {
 	seen   []uint64  // bitset of the late steps received (their duplicates)
 }
 
-// setVals copies v into dst's storage (short vectors: no memmove call).
+// setVals copies v into dst's storage (short vectors, the usual case: no memmove call; a
+// block's message of thousands of agents: one).
 func setVals(dst []float64, v []float64) []float64 {
+	if len(v) > 8 {
+		return append(dst[:0], v...)
+	}
 	dst = dst[:0]
 	for _, x := range v {
 		dst = append(dst, x)
@@ -303,7 +317,11 @@ func (in *inputs) missing() int {
 	n := 0
 	for k := range in.from {
 		if !in.from[k].have {
-			n++
+			if in.weight != nil {
+				n += in.weight[k]
+			} else {
+				n++
+			}
 		}
 	}
 	return n
@@ -313,7 +331,8 @@ func (in *inputs) missing() int {
 // step waits, anything else is applied now.
 func (in *inputs) file(m *Msg) {
 	k, ok := in.index.of(m.From)
-	if !ok || m.Episode != in.ep || m.Step < 0 || m.Step >= in.T || m.At < m.Step || m.At >= in.T {
+	if !ok || m.Episode != in.ep || m.Step < 0 || m.Step >= in.T || m.At < m.Step || m.At >= in.T ||
+		(in.dim != nil && !m.Gap && len(m.Values) != in.dim[k]) {
 		in.unexpected++
 		return
 	}
@@ -431,15 +450,15 @@ func (in *inputs) latest(k int) []float64 {
 // agent), else the (id, position) pairs sorted by id, searched by bisection (an agent's few
 // neighbours among 10,000: a dense slice would cost O(N) memory per agent, O(N^2) in all).
 type endpointIndex struct {
-	byRole [4][]int32 // dense: position+1 of (role, id); 0 = absent
-	sparse [4][]idPos // sparse: sorted by id
+	byRole [numRoles][]int32 // dense: position+1 of (role, id); 0 = absent
+	sparse [numRoles][]idPos // sparse: sorted by id
 }
 
 type idPos struct{ id, pos int32 }
 
 func newEndpointIndex(list []Endpoint) endpointIndex {
 	var x endpointIndex
-	var count, maxID [4]int
+	var count, maxID [numRoles]int
 	for _, e := range list {
 		if int(e.Role) < len(x.byRole) && e.ID >= 0 {
 			count[e.Role]++

@@ -338,11 +338,20 @@ type EavesdropperCore struct {
 	u         []float64
 	y         []float64
 	have      []bool
+	src       []nbrSrc // consensus: where y_i(t) is, per agent (its sender and offset)
 	est       []float64
 }
 
-// NewEavesdropperCore returns the eavesdropper core of a plan.
+// NewEavesdropperCore returns the eavesdropper core of a plan (every agent publishing its own
+// messages, for consensus).
 func NewEavesdropperCore(p *plan.Plan) (*EavesdropperCore, error) {
+	return NewHostedEavesdropperCore(p, Hosts{Size: 1})
+}
+
+// NewHostedEavesdropperCore returns the eavesdropper core of a plan whose consensus agents
+// publish in the blocks of hs (Hosts.Batched; else one message per agent): y_i(t) is read
+// from its block's message, and a block's message missing counts as each of its agents'.
+func NewHostedEavesdropperCore(p *plan.Plan, hs Hosts) (*EavesdropperCore, error) {
 	node, err := NewEavesdropperNode(p)
 	if err != nil {
 		return nil, err
@@ -350,18 +359,37 @@ func NewEavesdropperCore(p *plan.Plan) (*EavesdropperCore, error) {
 	c := &EavesdropperCore{node: node, control: node.control != nil, plantRule: p.Scenario.Faults.Missing.Plant,
 		est: make([]float64, node.Dim())}
 	var senders []Endpoint
-	if c.control {
+	var weight, dims []int
+	switch {
+	case c.control:
 		senders = []Endpoint{PlantEndpoint, CloudEndpoint}
 		c.u = make([]float64, node.nu)
-	} else {
+	case hs.Batched():
+		if hs.N != p.Graph.N {
+			return nil, fmt.Errorf("sim: eavesdropper: blocks for %d agents, the network has %d", hs.N, p.Graph.N)
+		}
+		senders = hs.Endpoints()
+		dims = hs.dims(senders)
+		weight = dims
+		c.src = make([]nbrSrc, p.Graph.N)
+		for i := range c.src {
+			f := hs.First(i)
+			c.src[i] = nbrSrc{k: int32(f / hs.Size), off: int32(i - f)}
+		}
+	default:
 		n := p.Graph.N
 		senders = make([]Endpoint, n)
+		c.src = make([]nbrSrc, n)
 		for i := range senders {
 			senders[i] = AgentEndpoint(i)
+			c.src[i] = nbrSrc{k: int32(i)}
 		}
-		c.y, c.have = make([]float64, n), make([]bool, n)
+	}
+	if !c.control {
+		c.y, c.have = make([]float64, p.Graph.N), make([]bool, p.Graph.N)
 	}
 	c.base = base{self: EavesdropperEndpoint, T: p.Steps, in: newInputs(EavesdropperEndpoint, senders, p.Steps)}
+	c.in.weight, c.in.dim = weight, dims
 	c.setCrashes(p.Scenario.Faults.Crashes)
 	return c, nil
 }
@@ -392,14 +420,14 @@ func (c *EavesdropperCore) complete() bool {
 		plantInput(c.in, 1, c.plantRule, c.u) // what the plant's rule applies
 		err = c.node.observeControl(t, yhat, c.u)
 	} else {
-		for i := range c.y {
-			v := c.in.value(i)
+		for i, s := range c.src {
+			v := c.in.value(int(s.k))
 			c.have[i] = v != nil
 			switch {
 			case v != nil:
-				c.y[i] = v[0]
-			case c.in.latest(i) != nil:
-				c.y[i] = c.in.latest(i)[0]
+				c.y[i] = v[s.off]
+			case c.in.latest(int(s.k)) != nil:
+				c.y[i] = c.in.latest(int(s.k))[s.off]
 			default:
 				c.y[i] = 0
 			}
@@ -430,6 +458,12 @@ func (c *EavesdropperCore) Tick(t int) error { return c.tick(t, c.complete) }
 // NewCores returns every core of a plan's run: plant, cloud and eavesdropper (cloud
 // control), or every agent and the eavesdropper (consensus).
 func NewCores(p *plan.Plan, seed uint64) ([]Core, error) {
+	return NewHostedCores(p, seed, Hosts{Size: 1})
+}
+
+// NewHostedCores is NewCores with the consensus agents in the blocks of hs: one HostCore per
+// block when hs.Batched(), else one AgentCore per agent.
+func NewHostedCores(p *plan.Plan, seed uint64, hs Hosts) ([]Core, error) {
 	if p == nil || p.Scenario == nil {
 		return nil, fmt.Errorf("sim: cores: plan is nil")
 	}
@@ -449,6 +483,16 @@ func NewCores(p *plan.Plan, seed uint64) ([]Core, error) {
 		if err := needConsensus(p, "agents"); err != nil {
 			return nil, err
 		}
+		if hs.Batched() {
+			for _, h := range hs.Endpoints() {
+				hc, err := NewHostCore(p, seed, hs, h.ID)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, hc)
+			}
+			break
+		}
 		for i := 0; i < p.Graph.N; i++ {
 			a, err := NewAgentCore(p, seed, i)
 			if err != nil {
@@ -459,7 +503,7 @@ func NewCores(p *plan.Plan, seed uint64) ([]Core, error) {
 	default:
 		return nil, fmt.Errorf("sim: cores: unknown scenario kind %q", p.Scenario.Kind)
 	}
-	ec, err := NewEavesdropperCore(p)
+	ec, err := NewHostedEavesdropperCore(p, hs)
 	if err != nil {
 		return nil, err
 	}

@@ -48,9 +48,9 @@ type Pacer interface {
 // core whose step deadline passed. No other loop sequences the roles.
 type Driver struct {
 	cores  []Core
-	route  [4][][]int    // [role][id]: the hosted cores that expect the sender
-	eps    []Endpoint    // the hosted cores' endpoints
-	hosted endpointIndex // the hosted cores by endpoint (addressed deliveries)
+	route  [numRoles][][]int // [role][id]: the hosted cores that expect the sender
+	eps    []Endpoint        // the hosted cores' endpoints
+	hosted endpointIndex     // the hosted cores by endpoint (addressed deliveries)
 	tr     Transport
 	pace   Pacer
 	sink   func(c Core, rd *Ready) error
@@ -65,6 +65,8 @@ type Driver struct {
 	// forced counts the steps a core completed by a deadline (Tick) rather than by its
 	// deliveries: in lockstep over NATS a timeout, in realtime a missed deadline.
 	forced int
+	// sent counts the outputs handed to the transport (tickDue's check for new deliveries).
+	sent int
 	// done[k]: core k finished the episode (noted in flush); ndone of them.
 	done  []bool
 	ndone int
@@ -147,6 +149,7 @@ func (d *Driver) flushReady(k int, rd *Ready) error {
 		if err := d.tr.Send(o); err != nil {
 			return fmt.Errorf("%s: send %s(%d): %w", c.Endpoint(), streamOf(o.From.Role), o.Step, err)
 		}
+		d.sent++
 	}
 	if d.sink != nil {
 		if err := d.sink(c, rd); err != nil {
@@ -349,12 +352,27 @@ func (d *Driver) deliver(m *Msg) error {
 	return nil
 }
 
-// tickDue ticks the cores whose step deadline passed (logical time: every waiting core).
+// tickDue ticks the cores whose step deadline passed. Logical time: nothing is pending, so the
+// waiting cores of the earliest step waited in vain - they are ticked, until a tick releases
+// something; a core at a later step may still hear from them, and what a tick released must be
+// delivered before any other step is declared missing (a core without senders, a block holding
+// every agent, completes its episode on its first tick).
 func (d *Driver) tickDue() error {
 	now := d.now
 	d.dl = time.Time{} // recompute after the ticks
+	sent, first := d.sent, -1
+	if d.pace == nil {
+		for _, c := range d.cores {
+			if !c.Done() && (first < 0 || c.Cur() < first) {
+				first = c.Cur()
+			}
+		}
+	}
 	for k, c := range d.cores {
-		if c.Done() {
+		if d.pace == nil && d.sent != sent {
+			return nil
+		}
+		if c.Done() || (d.pace == nil && c.Cur() != first) {
 			continue
 		}
 		if d.pace != nil && d.pace.Deadline(c, c.Cur(), d.since[k]).After(now) {

@@ -37,6 +37,10 @@ type FastOptions struct {
 	// Progress, when set, is called after every finished episode with the number done and the
 	// total, from one goroutine at a time.
 	Progress func(done, total int)
+	// AgentsPerHost groups consensus agents in blocks of that many, as the NATS run's
+	// --agents-per-process does (NewHosts: batched when the plan allows it; <= 1: one core per
+	// agent). The Results do not depend on it, except the link names (host.<i> -> host.<j>).
+	AgentsPerHost int
 }
 
 // AggregateControl computes the Results of cloud-control records (any order) for plan p, as
@@ -81,8 +85,8 @@ type netSim struct {
 	logFn  func(*fault.Event)
 }
 
-func newNetSim(p *plan.Plan, seed uint64, acc *Accumulator, inj *fault.Injector) (*netSim, error) {
-	cores, err := NewCores(p, seed)
+func newNetSim(p *plan.Plan, seed uint64, acc *Accumulator, inj *fault.Injector, hs Hosts) (*netSim, error) {
+	cores, err := NewHostedCores(p, seed, hs)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +152,7 @@ func RunFast(ctx context.Context, p *plan.Plan, seed uint64, opts FastOptions) (
 	// Build every worker's cores up front so configuration errors surface before any work.
 	runners := make([]*netSim, workers)
 	for w := range runners {
-		if runners[w], err = newNetSim(p, seed, acc, inj); err != nil {
+		if runners[w], err = newNetSim(p, seed, acc, inj, NewHosts(p, opts.AgentsPerHost)); err != nil {
 			return nil, nil, fmt.Errorf("sim: %s: %w", p.Scenario.Name, err)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // allocation-free in the steady state, and - the faults being pure functions of the seed -
 // bit-identical to a lockstep NATS run of the same scenario and seed.
 type Network struct {
-	pubs [4][]*netPub // [role][id]: each publisher's outbox and subscribers
+	pubs [numRoles][]*netPub // [role][id]: each publisher's outbox and subscribers
 	all  []*netPub
 	ep   int
 	q    ring
@@ -40,7 +40,7 @@ func streamOf(r Role) string {
 		return StreamYhat
 	case RoleCloud:
 		return StreamU
-	case RoleAgent:
+	case RoleAgent, RoleHost:
 		return StreamY
 	}
 	return ""

@@ -106,7 +106,7 @@ func TestStepsDoNotAllocate(t *testing.T) {
 		p := planOf(t, s)
 		acc, err := NewAccumulator(p, 1)
 		require.NoError(t, err)
-		ns, err := newNetSim(p, 1, acc, nil)
+		ns, err := newNetSim(p, 1, acc, nil, Hosts{Size: 1})
 		require.NoError(t, err)
 		e := acc.newEpisode(0)
 		ep := 0

@@ -39,16 +39,19 @@ type Config struct {
 	FaultSeedSet bool
 	ID           int
 	LastAgent    int // agent hosts: the last agent hosted (= ID for one agent)
-	Out          string
-	Mode         bus.Mode
-	ModeSet      bool
-	Period       time.Duration
-	Timeout      time.Duration
-	IdleTimeout  time.Duration
-	LogLevel     string
-	Encoding     bus.Encoding
-	ParentPID    int
-	Transcript   bool
+	// Batch: the run's agents publish in blocks of Batch (--batch; sim.Hosts), when the
+	// scenario allows it (sim.Batchable); <= 1: one message per agent.
+	Batch       int
+	Out         string
+	Mode        bus.Mode
+	ModeSet     bool
+	Period      time.Duration
+	Timeout     time.Duration
+	IdleTimeout time.Duration
+	LogLevel    string
+	Encoding    bus.Encoding
+	ParentPID   int
+	Transcript  bool
 	// KeepEpisodes bounds the disk use of the trace, transcript and fault log: the records of
 	// the first KeepEpisodes episodes stay; a later episode's records replace the previous
 	// one's (the launcher folds each episode into its metrics before the next starts).
@@ -163,9 +166,15 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 	if d.agents {
 		fs.IntVar(&cfg.ID, "id", 0, "the agent index i (0-based) this process runs; see --agents")
 		fs.StringVar(&agents, "agents", "", "host agents I..J (inclusive, 0-based) in this one process instead of --id")
-	} else if role == bus.RoleEavesdropper {
+	}
+	if d.agents || role == bus.RoleEavesdropper {
+		fs.IntVar(&cfg.Batch, "batch", 0, "consensus: the agents publish in blocks of K: the process hosting agents I..I+K-1 sends one message per step on dpsim.<run>.host.<I>.y carrying all their outputs (each still checked and used per agent) instead of one per agent; --agents must then be one whole block (I a multiple of K). Applies only when the scenario has no link fault and no crash (those act per agent); the launcher passes its --agents-per-process. 0 or 1: one message per agent")
+	}
+	switch {
+	case d.agents:
+	case role == bus.RoleEavesdropper:
 		fs.IntVar(&cfg.ID, "id", 0, "eavesdropper id: the <id> of its ctl subjects (ctl.ready.eavesdropper.<id>, ...) and of its file names; it listens to the loop with id 0 or to every agent whatever its own id")
-	} else {
+	default:
 		fs.IntVar(&cfg.ID, "id", 0, "loop id: the <id> of its subjects (the plant and the cloud of one loop share it: plant.<id>.yhat, cloud.<id>.u)")
 	}
 	fs.StringVar(&cfg.Out, "out", ".", "directory for this process's trace and result files (created if missing)")
@@ -225,6 +234,9 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 	}
 	if cfg.ID < 0 {
 		return nil, cli.UsageError("--id %d: must be >= 0", cfg.ID)
+	}
+	if cfg.Batch < 0 {
+		return nil, cli.UsageError("--batch %d: must be >= 0", cfg.Batch)
 	}
 	cfg.LastAgent = cfg.ID
 	if agents != "" {

@@ -85,13 +85,19 @@ func buildCores(n *node) ([]sim.Core, error) {
 	case bus.RoleCloud:
 		return one(sim.NewCloudCore(p))
 	case bus.RoleEavesdropper:
-		return one(sim.NewEavesdropperCore(p))
+		return one(sim.NewHostedEavesdropperCore(p, sim.NewHosts(p, cfg.Batch)))
 	case bus.RoleAgent:
 		if p.Graph == nil {
 			return nil, fmt.Errorf("agents need a consensus scenario")
 		}
 		if cfg.LastAgent >= p.Graph.N {
 			return nil, fmt.Errorf("agents %d..%d: the network has %d agents (0..%d)", cfg.ID, cfg.LastAgent, p.Graph.N, p.Graph.N-1)
+		}
+		if hs := sim.NewHosts(p, cfg.Batch); hs.Batched() {
+			if lo, hi := hs.Block(hs.First(cfg.ID)); lo != cfg.ID || hi-1 != cfg.LastAgent {
+				return nil, fmt.Errorf("--batch %d: --agents %d..%d is not a block of the run (want %d..%d)", cfg.Batch, cfg.ID, cfg.LastAgent, lo, hi-1)
+			}
+			return one(sim.NewHostCore(p, cfg.Seed, hs, cfg.ID))
 		}
 		var out []sim.Core
 		for i := cfg.ID; i <= cfg.LastAgent; i++ {
@@ -117,6 +123,9 @@ func expectOf(n *node, s sim.Endpoint) (subject string, e bus.Expect) {
 		e.Dim = n.plan.System.Ny()
 	case sim.RoleCloud:
 		e.Dim = n.plan.System.Nu()
+	case sim.RoleHost: // a block: one value per agent
+		lo, hi := sim.NewHosts(n.plan, n.cfg.Batch).Block(s.ID)
+		e.Dim = hi - lo
 	default:
 		e.Dim = 1
 	}
@@ -149,6 +158,14 @@ func (r *coreRunner) setup(n *node) error {
 		}
 		opts.Tap = r.tap
 	}
+	// The buffer holds a few steps of every expected sender's messages: per sender it does not
+	// shrink as the network grows (10,000 agents, one message each per step, to the
+	// eavesdropper).
+	senders := 0
+	for _, c := range cores {
+		senders += len(c.Senders())
+	}
+	opts.Buffer = max(bus.DefaultInboxBuffer, 8*senders)
 	in := n.conn.NewInbox(opts)
 	n.in = in
 	for _, c := range cores {
@@ -306,7 +323,7 @@ func (r *coreRunner) checkX0(x0 []float64) error {
 		if len(x0) != r.nx || !finite(x0) {
 			return fmt.Errorf("plant x0 needs %d finite values, got %d", r.nx, len(x0))
 		}
-	case sim.RoleAgent:
+	case sim.RoleAgent, sim.RoleHost:
 		if len(x0) != r.n || !finite(x0) {
 			return fmt.Errorf("consensus x0 needs %d finite values (one per agent), got %d", r.n, len(x0))
 		}

@@ -18,6 +18,13 @@ const (
 	RSSGetrusage = "getrusage"
 )
 
+// PeakRSS returns this process's peak resident set size in bytes (0 when unknown): what the
+// launcher reports of itself.
+func PeakRSS() int64 {
+	v, _ := peakRSS()
+	return v
+}
+
 // peakRSS returns this process's peak resident set size in bytes and where it was read
 // (RSSVmHWM or RSSGetrusage); 0 and "" when neither is available.
 func peakRSS() (int64, string) {

@@ -64,6 +64,9 @@ func newNATSTransport(n *node, in *bus.Inbox, cores []sim.Core, inj *fault.Injec
 		}
 		from := c.Endpoint()
 		subs := sim.Subscribers(n.plan, from)
+		if hc, ok := c.(*sim.HostCore); ok {
+			subs = hc.Subscribers()
+		}
 		ps := &pubStream{subject: dataSubject(n.subj, from), sender: from.String(), kind: streamKind(from),
 			ob: sim.NewPublisherOutbox(inj, from, subs)}
 		ps.pub = n.conn.Publisher(ps.subject, n.cfg.Run, ps.sender, ps.kind)
@@ -126,6 +129,8 @@ func dataSubject(s bus.Subjects, e sim.Endpoint) string {
 		return s.PlantYhat(e.ID)
 	case sim.RoleCloud:
 		return s.CloudU(e.ID)
+	case sim.RoleHost:
+		return s.HostY(e.ID)
 	}
 	return s.AgentY(e.ID)
 }
@@ -253,7 +258,7 @@ func (t *natsTransport) Recv(deadline time.Time) (*sim.Msg, error) {
 func parseEndpoint(s string) sim.Endpoint {
 	role, id, _ := strings.Cut(s, ".")
 	k, _ := strconv.Atoi(id)
-	for r := sim.RolePlant; r <= sim.RoleEavesdropper; r++ {
+	for r := sim.RolePlant; r <= sim.RoleHost; r++ {
 		if r.String() == role {
 			return sim.Endpoint{Role: r, ID: k}
 		}

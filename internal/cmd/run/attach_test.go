@@ -59,6 +59,7 @@ func TestAttachByHand(t *testing.T) {
 			require.True(t, strings.HasSuffix(line, " &"), line)
 			require.Contains(t, line, "--credentials "+attach)
 			require.NotContains(t, line, "--parent-pid", "an attached process is nobody's child")
+			require.Contains(t, line, "--batch 4", "hosts of 4 agents publish one message per step")
 			lines = append(lines, strings.TrimSuffix(line, " &"))
 		}
 		require.Len(t, lines, 4)
@@ -103,7 +104,7 @@ func TestAttachByHand(t *testing.T) {
 	}
 
 	code, _, stderr := runDpsim(t, 30*time.Second, "run", scenarioPath("consensus-gaussian"), "--runs", "3", "--seed", "11",
-		"--engine", "fast", "--out", fdir, "--log-level", "warn")
+		"--engine", "fast", "--agents-per-process", "4", "--out", fdir, "--log-level", "warn")
 	require.Equal(t, 0, code, stderr)
 	require.JSONEq(t, string(readSummary(t, fdir).Metrics), string(sum.Metrics))
 }

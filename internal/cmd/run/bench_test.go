@@ -231,25 +231,38 @@ privacy: {mechanism: gaussian, epsilon: 1, delta: 0.01, noise: structured}
 }
 
 // BenchmarkConsensus100 runs 100 consensus agents on a random 4-regular graph in 4 agent
-// processes (25 agents each, `--agents-per-process 25`) plus the eavesdropper, over an
-// embedded server. One op is one network step (100 y messages). Target >= 500 steps/s.
+// processes (25 agents each, `--agents-per-process 25`, one message per process per step) plus
+// the eavesdropper, over an embedded server. One op is one network step. Target >= 500 steps/s.
 //
 //   - steps/s: network steps / wall time inside episodes, the slowest agent process
 //
 //   - launcher-steps/s: as seen by the launcher, including the per-episode ctl barrier
 //
-//   - MB-agents-max, MB-eve: peak RSS (target < 50 MB per process)
+//   - MB-agents-max, MB-eve, MB-launcher: peak RSS (target < 50 MB per process)
 //
 //     go test ./internal/cmd/run -run '^$' -bench Consensus100 -benchtime 3000x
-func BenchmarkConsensus100(b *testing.B) {
-	const steps = 100
+func BenchmarkConsensus100(b *testing.B) { benchConsensus(b, 100, 100) }
+
+// BenchmarkConsensus1000 is BenchmarkConsensus100 with 1,000 agents (250 per process; target
+// >= 200 steps/s) and BenchmarkConsensus10000 with 10,000 (2,500 per process; target >= 20
+// steps/s, < 200 MB per process).
+//
+//	go test ./internal/cmd/run -run '^$' -bench 'Consensus1000$' -benchtime 1000x
+//	go test ./internal/cmd/run -run '^$' -bench 'Consensus10000$' -benchtime 200x
+func BenchmarkConsensus1000(b *testing.B) { benchConsensus(b, 1000, 200) }
+
+// BenchmarkConsensus10000: see BenchmarkConsensus1000.
+func BenchmarkConsensus10000(b *testing.B) { benchConsensus(b, 10000, 200) }
+
+// benchConsensus runs n agents in 4 processes, episodes of steps steps, b.N network steps in all.
+func benchConsensus(b *testing.B, n, steps int) {
 	srv := server(b)
 	runs := max(1, (b.N+steps-1)/steps)
-	path := consensusScenario(b, 100, 4, steps, runs)
+	path := consensusScenario(b, n, 4, steps, runs)
 	dir := b.TempDir()
 	b.ResetTimer()
-	code, _, stderr := runDpsim(b, 10*time.Minute, "run", path, "--nats-url", srv.URL(), "--out", dir,
-		"--agents-per-process", "25", "--log-level", "warn", "--transcript=false")
+	code, _, stderr := runDpsim(b, 20*time.Minute, "run", path, "--nats-url", srv.URL(), "--out", dir,
+		"--agents-per-process", fmt.Sprint(n/4), "--log-level", "warn", "--transcript=false", "--trace-episodes", "0")
 	b.StopTimer()
 	require.Equal(b, 0, code, stderr)
 	sum := readSummary(b, dir)
@@ -267,6 +280,7 @@ func BenchmarkConsensus100(b *testing.B) {
 	b.ReportMetric(sum.Timing["steps_per_sec"].(float64), "launcher-steps/s")
 	b.ReportMetric(float64(rss)/(1<<20), "MB-agents-max")
 	b.ReportMetric(float64(sum.proc(b, "eavesdropper-0").MaxRSSBytes)/(1<<20), "MB-eve")
+	b.ReportMetric(float64(sum.LauncherMaxRSSBytes)/(1<<20), "MB-launcher")
 }
 
 // BenchmarkLockstepInjector measures what the fault injector costs on the NATS path when no

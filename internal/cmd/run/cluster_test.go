@@ -15,7 +15,7 @@ func TestClusterRunEqualsFastEngine(t *testing.T) {
 	code, _, stderr := runDpsim(t, 90*time.Second, "run", scenarioPath("consensus-gaussian"), "--runs", "4", "--cluster", "3",
 		"--agents-per-process", "3", "--out", dir, "--log-level", "warn")
 	require.Equal(t, 0, code, stderr)
-	code, _, stderr = runDpsim(t, 30*time.Second, "run", scenarioPath("consensus-gaussian"), "--runs", "4", "--engine", "fast", "--out", fdir, "--log-level", "warn")
+	code, _, stderr = runDpsim(t, 30*time.Second, "run", scenarioPath("consensus-gaussian"), "--runs", "4", "--engine", "fast", "--agents-per-process", "3", "--out", fdir, "--log-level", "warn")
 	require.Equal(t, 0, code, stderr)
 	sum := readSummary(t, dir)
 	require.Equal(t, "ok", sum.Status, sum.Error)

@@ -15,7 +15,10 @@
 // eavesdropper-0. Consensus: one agent process per agent (agent-<i>), or with
 // --agents-per-process K hosts of K agents (agents-<i>-<j>, `dpsim agent --agents i..j`), and
 // eavesdropper-0. A host of agents i..j announces itself under its first agent's id: its
-// ctl.ready, ctl.done and ctl.result subjects end in agent.<i>. Each child gets --nats-url, --run, --scenario, --point, --out, --mode,
+// ctl.ready, ctl.done and ctl.result subjects end in agent.<i>. Unless the scenario has link
+// faults or crashes (per agent), a host publishes one message per step on
+// dpsim.<run>.host.<i>.y carrying the outputs of all its agents (sim.HostCore; the children get
+// --batch K), so a network step costs O(hosts) messages, not O(agents). Each child gets --nats-url, --run, --scenario, --point, --out, --mode,
 // --period, --timeout, --idle-timeout, --log-level, --encoding and --parent-pid; the plant
 // and the agents also --seed (the eavesdropper and the cloud draw no randomness and never get
 // the seed). Children run in their own process group: a Ctrl-C on the terminal reaches only

@@ -129,18 +129,19 @@ func runDpsim(t testing.TB, limit time.Duration, args ...string) (code int, stdo
 
 // summary is the part of summary.json the tests read; Metrics stays raw for exact comparison.
 type summary struct {
-	Scenario    string   `json:"scenario"`
-	Seed        uint64   `json:"seed"`
-	SeedString  string   `json:"seed_string"`
-	Runs        int      `json:"runs"`
-	Steps       int      `json:"steps"`
-	NATSURL     string   `json:"nats_url"`
-	NATSCluster int      `json:"nats_cluster"`
-	Attached    bool     `json:"attached"`
-	Engine      string   `json:"engine"`
-	Status      string   `json:"status"`
-	Error       string   `json:"error"`
-	Degraded    []string `json:"degraded"`
+	Scenario            string   `json:"scenario"`
+	Seed                uint64   `json:"seed"`
+	SeedString          string   `json:"seed_string"`
+	Runs                int      `json:"runs"`
+	Steps               int      `json:"steps"`
+	NATSURL             string   `json:"nats_url"`
+	NATSCluster         int      `json:"nats_cluster"`
+	Attached            bool     `json:"attached"`
+	LauncherMaxRSSBytes int64    `json:"launcher_max_rss_bytes"`
+	Engine              string   `json:"engine"`
+	Status              string   `json:"status"`
+	Error               string   `json:"error"`
+	Degraded            []string `json:"degraded"`
 	// MissedFraction is the fraction of process steps that went on without their messages.
 	MissedFraction float64         `json:"missed_fraction"`
 	Metrics        json.RawMessage `json:"metrics"`
@@ -364,23 +365,25 @@ func TestCloudVehicleOverNATS(t *testing.T) {
 }
 
 // TestConsensusProcesses runs consensus-gaussian with one process per agent and with agent
-// hosts (--agents-per-process 4): same Results as the fast engine, the sum preserved.
+// hosts (--agents-per-process 4, one message per host per step): same Results as the fast
+// engine grouped the same way, bit for bit, the sum preserved.
 func TestConsensusProcesses(t *testing.T) {
 	srv := server(t)
 	const runs = 3
-	fdir := t.TempDir()
-	code, _, stderr := runDpsim(t, 30*time.Second, "run", scenarioPath("consensus-gaussian"), "--engine", "fast",
-		"--runs", fmt.Sprint(runs), "--out", fdir, "--log-level", "warn")
-	require.Equal(t, 0, code, stderr)
-	fast := readSummary(t, fdir)
 	for _, per := range []int{1, 4} {
 		t.Run(fmt.Sprintf("agents-per-process=%d", per), func(t *testing.T) {
+			fdir := t.TempDir()
+			code, _, stderr := runDpsim(t, 30*time.Second, "run", scenarioPath("consensus-gaussian"), "--engine", "fast",
+				"--runs", fmt.Sprint(runs), "--out", fdir, "--agents-per-process", fmt.Sprint(per), "--log-level", "warn")
+			require.Equal(t, 0, code, stderr)
+			fast := readSummary(t, fdir)
 			dir := t.TempDir()
-			code, _, stderr := runDpsim(t, 60*time.Second, "run", scenarioPath("consensus-gaussian"), "--nats-url", srv.URL(),
+			code, _, stderr = runDpsim(t, 60*time.Second, "run", scenarioPath("consensus-gaussian"), "--nats-url", srv.URL(),
 				"--runs", fmt.Sprint(runs), "--out", dir, "--agents-per-process", fmt.Sprint(per), "--log-level", "warn")
 			require.Equal(t, 0, code, stderr)
 			sum := readSummary(t, dir)
 			require.NotEmpty(t, sum.Points)
+			require.Positive(t, sum.LauncherMaxRSSBytes)
 			agents := sum.Points[0].Metrics.Consensus.Agents
 			wantProcs := (agents+per-1)/per + 1 // agent processes + eavesdropper, per point
 			require.Len(t, sum.Processes, wantProcs*len(sum.Points))
@@ -404,6 +407,19 @@ func TestConsensusProcesses(t *testing.T) {
 				c := pt.Metrics.Consensus
 				require.Equal(t, runs, pt.Metrics.Runs)
 				require.Less(t, c.SumRelDevMax, 1e-9, "eq. (25) preserves the network sum")
+				// Hosts of 4 send one message per step: links host.<i> -> host.<j> / eavesdropper.
+				blocks := (agents + per - 1) / per
+				for _, l := range pt.Metrics.Links {
+					if per == 1 {
+						require.True(t, strings.HasPrefix(l.Link, "agent."), l.Link)
+						continue
+					}
+					require.True(t, strings.HasPrefix(l.Link, "host."), l.Link)
+					require.EqualValues(t, runs*pt.Metrics.Steps, l.Delivered, l.Link)
+				}
+				if per > 1 {
+					require.LessOrEqual(t, len(pt.Metrics.Links), blocks*blocks)
+				}
 			}
 		})
 	}

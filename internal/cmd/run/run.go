@@ -138,7 +138,7 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	fs.StringVar(&o.Engine, "engine", "nats", "nats (every role its own process over NATS) or fast (in-process, no NATS; same numbers for the same seed)")
 	fs.IntVar(&o.Runs, "runs", 0, "number of Monte Carlo episodes per point (default the scenario's runs)")
 	fs.DurationVar(&o.Timeout, "timeout", role.DefaultTimeout, "longest wait for one step's messages (lockstep) and for each NATS flush in every process (at least 1ms); a step that times out goes on with the missing-input rules, is counted, and makes the run degraded (see --max-missed-fraction)")
-	fs.IntVar(&o.AgentsPerProcess, "agents-per-process", 1, "consensus: agents hosted per agent process (1 = one process per agent; e.g. 25 runs 100 agents in 4 processes)")
+	fs.IntVar(&o.AgentsPerProcess, "agents-per-process", 1, "consensus: agents hosted per agent process (1 = one process per agent; e.g. 25 runs 100 agents in 4 processes). Unless the scenario has link faults or crashes (which act per agent), each process publishes one message per step carrying all its agents' outputs (dpsim.<run>.host.<i>.y), so a step costs O(processes) messages; --engine fast groups its agents the same way, so both engines report the same links")
 	fs.IntVar(&o.TraceEpisodes, "trace-episodes", DefaultTraceEpisodes, "write the merged per-step records of the first N episodes to trace.jsonl (0 = no trace file, -1 = every episode: about 25 KB per cloud-control episode of 100 steps, 2.5 GB for 100000 runs); it also bounds the disk of the NATS engine: each process keeps its trace, transcript and fault log for these N episodes only (plus the episode in progress), and the metrics still cover every episode")
 	fs.StringVar(&o.Encoding, "encoding", "json", "wire encoding of the data messages: json (readable with nats sub) or binary")
 	fs.StringVar(&o.RunID, "run-id", "", "run id, the <run> of the subjects dpsim.<run>.* (default a random r<hex>; sweep point k appends -p<k>)")
@@ -292,6 +292,7 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	}
 	runErr := l.runAll(ctx)
 	l.sum.ElapsedSec = time.Since(l.started).Seconds()
+	l.sum.LauncherMaxRSSBytes = role.PeakRSS()
 	l.sum.Timeline = l.tl.sorted()
 	if runErr == nil {
 		runErr = l.degradation()
@@ -704,7 +705,7 @@ func (l *launcher) runFast(ctx context.Context) error {
 	for k, p := range l.plans {
 		start := time.Now()
 		done := 0
-		opts := sim.FastOptions{Runs: l.runs, Progress: func(d, _ int) { l.tick(d - done); done = d }}
+		opts := sim.FastOptions{Runs: l.runs, AgentsPerHost: l.o.AgentsPerProcess, Progress: func(d, _ int) { l.tick(d - done); done = d }}
 		ps := PointSummary{Index: k, Name: l.points[k].Name, Requested: l.runs}
 		var out *traceOut
 		if n, ok := l.traced(); ok {

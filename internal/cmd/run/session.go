@@ -280,10 +280,11 @@ func (s *Session) makeKeys() error {
 		}
 		key := bus.SenderName(p.Role, p.ID)
 		s.seeds[key] = k.Seed
-		if p.Role == bus.RoleAgent { // a host signs for every agent it hosts
+		if p.Role == bus.RoleAgent { // a host signs for every agent it hosts, and for its block
 			for i := p.ID; i <= p.LastAgent; i++ {
 				pub[bus.SenderName(bus.RoleAgent, i)] = k.Public
 			}
+			pub[bus.SenderName(bus.RoleHost, p.ID)] = k.Public
 		} else {
 			pub[key] = k.Public
 		}
@@ -627,6 +628,9 @@ func (s *Session) args(p *Proc) []string {
 		a = append(a, "--id", strconv.Itoa(p.ID))
 	case bus.RoleEavesdropper: // no seed: the eavesdropper never learns the noise
 		a = append(a, "--id", strconv.Itoa(p.ID), "--transcript="+strconv.FormatBool(c.Transcript))
+	}
+	if (p.Role == bus.RoleAgent || p.Role == bus.RoleEavesdropper) && sim.NewHosts(c.Plan, c.AgentsPerProcess).Batched() {
+		a = append(a, "--batch", strconv.Itoa(c.AgentsPerProcess)) // one message per host per step
 	}
 	return a
 }

@@ -33,8 +33,11 @@ type Summary struct {
 	RunID      string  `json:"run_id"`
 	Started    string  `json:"started"`
 	ElapsedSec float64 `json:"elapsed_seconds"`
-	Status     string  `json:"status"` // ok, degraded, failed or interrupted
-	Error      string  `json:"error,omitempty"`
+	// LauncherMaxRSSBytes is the launcher's own peak resident set (VmHWM; 0: unknown), the
+	// role processes' is in processes[].max_rss_bytes.
+	LauncherMaxRSSBytes int64  `json:"launcher_max_rss_bytes"`
+	Status              string `json:"status"` // ok, degraded, failed or interrupted
+	Error               string `json:"error,omitempty"`
 	// Degraded names what made a completed run "degraded" (with the counts); MissedFraction is
 	// the fraction of the processes' steps that went on without all their messages.
 	Degraded       []string `json:"degraded,omitempty"`

@@ -1,0 +1,173 @@
+package sim
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// Blocks of agents give the same numbers as one core per agent, bit for bit, whatever the
+// block size (one block of everyone included), and count one message per block per step.
+func TestHostsBitIdentical(t *testing.T) {
+	const n, steps, runs = 20, 40, 3
+	p := planOf(t, largeConsensus(t, n, steps))
+	want, wantTr := runFast(t, p, 7, FastOptions{Runs: runs, KeepTraces: true})
+	for _, size := range []int{3, 7, 20} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			hs := NewHosts(p, size)
+			require.True(t, hs.Batched())
+			res, tr, err := RunFast(context.Background(), p, 7, FastOptions{Runs: runs, KeepTraces: true, AgentsPerHost: size})
+			require.NoError(t, err)
+			links := res.Links
+			require.Equal(t, want, withoutLinks(res))
+			require.Equal(t, wantTr, tr)
+
+			blocks := hs.Endpoints()
+			require.Len(t, blocks, (n+size-1)/size)
+			require.NotEmpty(t, links)
+			for _, l := range links {
+				require.True(t, strings.HasPrefix(l.Link, "host."), l.Link)
+				require.EqualValues(t, runs*steps, l.Sent, l.Link)
+				require.EqualValues(t, runs*steps, l.Delivered, l.Link)
+			}
+			if size == n { // one block: nobody but the eavesdropper hears it
+				require.Len(t, links, 1)
+				require.Equal(t, "host.0->eavesdropper.0", links[0].Link)
+			}
+		})
+	}
+}
+
+// Link faults act per agent link, crashes per agent process: such plans are not batched.
+func TestHostsNotBatchedUnderFaults(t *testing.T) {
+	s := largeConsensus(t, 12, 10)
+	require.True(t, NewHosts(planOf(t, s), 4).Batched())
+	require.False(t, NewHosts(planOf(t, s), 1).Batched())
+
+	lossy := largeConsensus(t, 12, 10)
+	lossy.Faults.Links = []scenario.LinkFault{{Name: "loss", Drop: 0.1}}
+	require.False(t, NewHosts(planOf(t, lossy), 4).Batched())
+
+	_, ctl := loadPlan(t, "cloud-vehicle")
+	require.False(t, NewHosts(ctl, 4).Batched())
+}
+
+// dropTransport is the in-memory network losing the deliveries of the given senders at one
+// step, except to the cores in keep (their block: agents of one block exchange values in
+// memory): the other cores complete that step by their missing-input rule (Tick).
+type dropTransport struct {
+	*Network
+	step   int
+	from   func(Endpoint) bool
+	except []Endpoint // every core but those kept
+}
+
+func (d *dropTransport) Recv(dl time.Time) (*Msg, error) {
+	for {
+		m, err := d.Network.Recv(dl)
+		if err != nil || m.Step != d.step || !d.from(m.From) {
+			return m, err
+		}
+		if m.From.Role == RoleAgent && m.ToAll {
+			m.Except = d.except // only its block hears it
+			return m, nil
+		}
+	}
+}
+
+// runDropped runs one episode of p with the cores of hs, losing at step 5 the outputs of agents
+// 4..7 to everyone but themselves (in blocks of 4: the message of block 4..7), and returns its records sorted and the
+// missing-input count.
+func runDropped(t *testing.T, p *plan.Plan, hs Hosts) ([]AgentRecord, []ConsensusRecord, int) {
+	t.Helper()
+	cores, err := NewHostedCores(p, 3, hs)
+	require.NoError(t, err)
+	lost := func(e Endpoint) bool {
+		switch e.Role {
+		case RoleAgent:
+			return e.ID >= 4 && e.ID < 8
+		case RoleHost:
+			return e.ID == 4 // the block 4..7
+		}
+		return false
+	}
+	tr := &dropTransport{Network: NewNetwork(cores, nil), step: 5, from: lost}
+	for _, c := range cores {
+		if e := c.Endpoint(); !(e.Role == RoleAgent && lost(e)) {
+			tr.except = append(tr.except, e)
+		}
+	}
+	var agents []AgentRecord
+	var eve []ConsensusRecord
+	missing := 0
+	d := NewDriver(cores, tr, nil, func(c Core, rd *Ready) error {
+		for _, r := range rd.Agent { // Y points into the core's arena, reused after Ready
+			if r.Y != nil {
+				y := *r.Y
+				r.Y = &y
+			}
+			agents = append(agents, r)
+		}
+		for _, r := range rd.Consensus {
+			r.EveX0 = slices.Clone(r.EveX0)
+			eve = append(eve, r)
+		}
+		missing += rd.Missing
+		return nil
+	})
+	tr.Begin(0)
+	require.NoError(t, d.Episode(0, nil, nil))
+	slices.SortFunc(agents, func(a, b AgentRecord) int { return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.Agent, b.Agent)) })
+	slices.SortFunc(eve, func(a, b ConsensusRecord) int { return cmp.Compare(a.Step, b.Step) })
+	return agents, eve, missing
+}
+
+// A block's message missing is missing for each agent it carries: both missing-input rules give
+// what the agents' own cores give when each of their messages is lost, counted per agent.
+func TestHostsMissingInputPerAgent(t *testing.T) {
+	for _, rule := range []scenario.AgentMissing{scenario.AgentReuseLast, scenario.AgentSkip} {
+		t.Run(string(rule), func(t *testing.T) {
+			s := largeConsensus(t, 12, 10)
+			s.Faults.Missing.Agent = rule
+			p := planOf(t, s)
+			wantA, wantE, wantMissing := runDropped(t, p, Hosts{Size: 1})
+			gotA, gotE, gotMissing := runDropped(t, p, NewHosts(p, 4))
+			require.Positive(t, wantMissing)
+			require.Equal(t, wantMissing, gotMissing)
+			require.Equal(t, wantA, gotA)
+			require.Equal(t, wantE, gotE)
+			require.Equal(t, 4, gotE[5].EveMissing) // the eavesdropper missed 4 agents' y(5)
+		})
+	}
+}
+
+// A block's message must carry every one of its agents: another length is dropped (counted),
+// never read out of range.
+func TestHostCoreRejectsWrongLength(t *testing.T) {
+	p := planOf(t, largeConsensus(t, 12, 10))
+	hs := NewHosts(p, 4)
+	hc, err := NewHostCore(p, 1, hs, 0)
+	require.NoError(t, err)
+	require.NotEmpty(t, hc.Senders())
+	require.NoError(t, hc.Begin(0, nil))
+	from := hc.Senders()[0]
+	for _, vals := range [][]float64{{1}, make([]float64, 5), nil} {
+		require.NoError(t, hc.Step(&Msg{From: from, ToAll: true, Episode: 0, Step: 0, At: 0, Values: vals}))
+	}
+	require.EqualValues(t, 3, hc.Unexpected())
+	require.Zero(t, hc.LinkStats()[0].Delivered)
+
+	_, err = NewHostCore(p, 1, hs, 2) // not the start of a block
+	require.ErrorContains(t, err, "multiple of 4")
+	_, err = NewHostCore(p, 1, Hosts{Size: 1}, 0)
+	require.Error(t, err)
+}
