@@ -240,7 +240,7 @@ privacy: {mechanism: gaussian, epsilon: 1, delta: 0.01, noise: structured}
 //
 //   - MB-agents-max, MB-eve, MB-launcher: peak RSS (target < 50 MB per process)
 //
-//     go test ./internal/cmd/run -run '^$' -bench Consensus100 -benchtime 3000x
+//     go test ./internal/cmd/run -run '^$' -bench 'Consensus100$' -benchtime 3000x
 func BenchmarkConsensus100(b *testing.B) { benchConsensus(b, 100, 100) }
 
 // BenchmarkConsensus1000 is BenchmarkConsensus100 with 1,000 agents (250 per process; target
