@@ -52,13 +52,31 @@ func BenchmarkRunFastVehicle500(b *testing.B) {
 // reported per network step.
 func BenchmarkFastConsensus(b *testing.B) {
 	const steps = 1000
-	s := largeConsensus(b, 100, steps)
-	p := planOf(b, s)
+	benchConsensusEpisodes(b, planOf(b, largeConsensus(b, 100, steps)), Hosts{Size: 1})
+}
+
+// Consensus with 10,000 agents on a random 4-regular graph (target: >= 2,000 network steps/s):
+// whole episodes of 50 steps, reported per network step; the agents as 4 blocks of 2,500 (one
+// message per block per step, as 4 NATS processes with --agents-per-process 2500), as one
+// block, and, for comparison, every agent a core of its own.
+func BenchmarkFastConsensus10000(b *testing.B) {
+	p := planOf(b, largeConsensus(b, 10000, 50))
+	for _, bc := range []struct {
+		name string
+		size int
+	}{{"hosts=4", 2500}, {"hosts=1", 10000}, {"per-agent", 1}} {
+		b.Run(bc.name, func(b *testing.B) { benchConsensusEpisodes(b, p, NewHosts(p, bc.size)) })
+	}
+}
+
+// benchConsensusEpisodes runs b.N episodes of p on one fast-engine worker with the agents in
+// the blocks of hs and reports network steps per second.
+func benchConsensusEpisodes(b *testing.B, p *plan.Plan, hs Hosts) {
 	acc, err := NewAccumulator(p, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ns, err := newNetSim(p, 1, acc, nil, Hosts{Size: 1})
+	ns, err := newNetSim(p, 1, acc, nil, hs)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,41 +89,7 @@ func BenchmarkFastConsensus(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(b.N*steps)/b.Elapsed().Seconds(), "steps/s")
-}
-
-// Consensus with 10,000 agents on a random 4-regular graph (target: >= 2,000 network steps/s):
-// whole episodes of 50 steps, reported per network step; the agents as 4 blocks of 2,500 (one
-// message per block per step, as 4 NATS processes with --agents-per-process 2500) and, for
-// comparison, every agent a core of its own.
-func BenchmarkFastConsensus10000(b *testing.B) {
-	const steps = 50
-	p := planOf(b, largeConsensus(b, 10000, steps))
-	for _, bc := range []struct {
-		name string
-		size int
-	}{{"hosts=4", 2500}, {"hosts=1", 10000}, {"per-agent", 1}} {
-		b.Run(bc.name, func(b *testing.B) {
-			acc, err := NewAccumulator(p, 1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			ns, err := newNetSim(p, 1, acc, nil, NewHosts(p, bc.size))
-			if err != nil {
-				b.Fatal(err)
-			}
-			e := acc.newEpisode(0)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for ep := 0; ep < b.N; ep++ {
-				e.reset(ep)
-				if _, err := ns.run(context.Background(), ep, e, false); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N*steps)/b.Elapsed().Seconds(), "steps/s")
-		})
-	}
+	b.ReportMetric(float64(b.N*p.Steps)/b.Elapsed().Seconds(), "steps/s")
 }
 
 // BenchmarkFastDrop10 compares the fast engine with a 10 % drop on every link against the
