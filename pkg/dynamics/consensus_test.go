@@ -4,8 +4,9 @@ import (
 	"math"
 	"testing"
 
-	"github.com/dpsim/dpsim/pkg/rng"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/pkg/rng"
 )
 
 // x(0) of the paper's Section 6.3 example (average 15, not the 10 its text says).

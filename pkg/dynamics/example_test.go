@@ -3,8 +3,9 @@ package dynamics_test
 import (
 	"fmt"
 
-	"github.com/dpsim/dpsim/pkg/dynamics"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsim/dpsim/pkg/dynamics"
 )
 
 // The paper's vehicle gains (Section 5.3) from the discrete LQR, as the authors derived them:

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/dpsim/dpsim/pkg/rng"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsim/dpsim/pkg/rng"
 )
 
 // Edge is an undirected edge {I, J} of weight W (nodes are 0-based).
@@ -25,8 +26,7 @@ type Graph struct {
 	N     int
 	Edges []Edge
 
-	adj  atomic.Pointer[adjCache]  // Neighbors' lists
-	rate atomic.Pointer[rateCache] // RateInfo's result
+	adj atomic.Pointer[adjCache] // Neighbors' lists
 }
 
 // checkStructure checks everything but connectivity and the rate: node range, no self loops, no

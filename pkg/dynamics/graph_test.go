@@ -421,3 +421,9 @@ func TestAnyAdmissible(t *testing.T) {
 	_, err = g.Validate()
 	require.NoError(t, err)
 }
+
+func TestRateNilGraph(t *testing.T) {
+	var g *Graph
+	_, err := g.RateInfo()
+	require.ErrorContains(t, err, "nil")
+}

@@ -4,9 +4,10 @@ import (
 	"math"
 	"testing"
 
-	"github.com/dpsim/dpsim/pkg/rng"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsim/dpsim/pkg/rng"
 )
 
 // The paper's gains (Section 5.3) come from MATLAB dlqr: K_P' = dlqr(A, B, 20 I, 1) and

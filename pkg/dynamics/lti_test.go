@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpsim/dpsim/pkg/rng"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsim/dpsim/pkg/rng"
 )
 
 func TestNewLTIDimensionErrors(t *testing.T) {

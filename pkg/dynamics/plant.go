@@ -3,6 +3,7 @@ package dynamics
 import (
 	"errors"
 	"fmt"
+
 	"github.com/dpsim/dpsim/internal/rowmajor"
 
 	"gonum.org/v1/gonum/mat"

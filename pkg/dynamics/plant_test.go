@@ -4,9 +4,10 @@ import (
 	"math"
 	"testing"
 
-	"github.com/dpsim/dpsim/pkg/rng"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsim/dpsim/pkg/rng"
 )
 
 // runVehicle simulates the paper's closed loop (eqs. 23-24) for steps+1 outputs with a constant
