@@ -30,12 +30,8 @@ func TestAttachByHand(t *testing.T) {
 	for k := 0; k < 3; k++ {
 		attach := filepath.Join(dir, "procs", fmt.Sprintf("p%02d", k), run.AttachDir)
 		attachDirs = append(attachDirs, attach)
-		commands := filepath.Join(attach, run.CommandsFile)
-		require.Eventually(t, func() bool { _, err := os.Stat(commands); return err == nil }, 30*time.Second, 20*time.Millisecond,
-			"no %s; launcher stderr:\n%s", commands, l.stderr.String())
-		script, err := os.ReadFile(commands)
-		require.NoError(t, err)
-		scripts = append(scripts, string(script))
+		script, lines := awaitCommands(t, l, filepath.Join(attach, run.CommandsFile))
+		scripts = append(scripts, script)
 
 		// Every process has its credentials file, private to its owner; no secret is on a line.
 		creds, err := filepath.Glob(filepath.Join(attach, "*.env"))
@@ -51,16 +47,10 @@ func TestAttachByHand(t *testing.T) {
 			require.NotEmpty(t, c.SignSeed)
 			secrets = append(secrets, c.Password, c.SignSeed)
 		}
-		var lines []string
-		for _, line := range strings.Split(string(script), "\n") {
-			if line == "" || strings.HasPrefix(line, "#") || line == "wait" {
-				continue
-			}
-			require.True(t, strings.HasSuffix(line, " &"), line)
+		for _, line := range lines {
 			require.Contains(t, line, "--credentials "+attach)
 			require.NotContains(t, line, "--parent-pid", "an attached process is nobody's child")
 			require.Contains(t, line, "--batch 4", "hosts of 4 agents publish one message per step")
-			lines = append(lines, strings.TrimSuffix(line, " &"))
 		}
 		require.Len(t, lines, 4)
 		require.Eventually(t, func() bool { return strings.Contains(l.stderr.String(), lines[3]) }, 5*time.Second, 10*time.Millisecond,
@@ -71,19 +61,10 @@ func TestAttachByHand(t *testing.T) {
 			if i == 0 {
 				time.Sleep(time.Second)
 			}
-			c := exec.Command("sh", "-c", "exec "+lines[i])
-			c.Env = append(os.Environ(), "NATS_URL=")
-			require.NoError(t, c.Start())
-			procs = append(procs, c)
+			procs = append(procs, startAttached(t, "sh", "-c", "exec "+lines[i]))
 		}
 	}
-	require.Equal(t, 0, l.wait(t, 90*time.Second), l.stderr.String())
-	for _, c := range procs {
-		require.NoError(t, c.Wait(), "%v", c.Args)
-	}
-	sum := readSummary(t, dir)
-	require.Equal(t, "ok", sum.Status, sum.Error)
-	require.True(t, sum.Attached)
+	sum := awaitAttached(t, l, procs, dir)
 	require.Len(t, sum.Points, 3)
 	for _, pt := range sum.Points {
 		require.Equal(t, 3, pt.Metrics.Runs)
@@ -107,6 +88,48 @@ func TestAttachByHand(t *testing.T) {
 		"--engine", "fast", "--agents-per-process", "4", "--out", fdir, "--log-level", "warn")
 	require.Equal(t, 0, code, stderr)
 	require.JSONEq(t, string(readSummary(t, fdir).Metrics), string(sum.Metrics))
+}
+
+// awaitCommands waits until the launcher l wrote the attach commands file path and returns it
+// and its command lines (each backgrounded in the script: the " &" taken off).
+func awaitCommands(t *testing.T, l *launch, path string) (script string, lines []string) {
+	t.Helper()
+	require.Eventually(t, func() bool { _, err := os.Stat(path); return err == nil }, 30*time.Second, 20*time.Millisecond,
+		"no %s; launcher stderr:\n%s", path, l.stderr.String())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") || line == "wait" {
+			continue
+		}
+		require.True(t, strings.HasSuffix(line, " &"), line)
+		lines = append(lines, strings.TrimSuffix(line, " &"))
+	}
+	return string(data), lines
+}
+
+// startAttached starts a role process as someone other than the launcher would (no NATS_URL
+// from this environment: the command says everything).
+func startAttached(t *testing.T, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	c := exec.Command(name, args...)
+	c.Env = append(os.Environ(), "NATS_URL=")
+	require.NoError(t, c.Start())
+	return c
+}
+
+// awaitAttached waits for the launcher and the processes started for it, and returns the
+// summary of dir: the run complete, with attached processes.
+func awaitAttached(t *testing.T, l *launch, procs []*exec.Cmd, dir string) *summary {
+	t.Helper()
+	require.Equal(t, 0, l.wait(t, 90*time.Second), l.stderr.String())
+	for _, c := range procs {
+		require.NoError(t, c.Wait(), "%v", c.Args)
+	}
+	sum := readSummary(t, dir)
+	require.Equal(t, "ok", sum.Status, sum.Error)
+	require.True(t, sum.Attached)
+	return sum
 }
 
 // What --attach cannot do is refused before anything starts, naming why.

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
@@ -92,17 +91,10 @@ func TestComposeMatchesAttach(t *testing.T) {
 	}
 	// fewer episodes than the scenario's 500: the role commands do not depend on --runs
 	l := start(t, append(local(c.Services["launcher"].Command), "--runs", "40")...)
-	commands := filepath.Join(out, "procs", run.AttachDir, run.CommandsFile)
-	require.Eventually(t, func() bool { _, err := os.Stat(commands); return err == nil }, 30*time.Second, 20*time.Millisecond,
-		"launcher stderr:\n%s", l.stderr.String())
-	script, err := os.ReadFile(commands)
-	require.NoError(t, err)
+	_, lines := awaitCommands(t, l, filepath.Join(out, "procs", run.AttachDir, run.CommandsFile))
 	byRole := map[string][]string{}
-	for _, line := range strings.Split(string(script), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") || line == "wait" {
-			continue
-		}
-		f := strings.Fields(strings.TrimSuffix(line, " &"))
+	for _, line := range lines {
+		f := strings.Fields(line)
 		require.Equal(t, dpsimBin, f[0])
 		byRole[f[1]] = f[1:]
 	}
@@ -111,18 +103,9 @@ func TestComposeMatchesAttach(t *testing.T) {
 	for _, r := range roles {
 		want := local(c.Services[r].Command)
 		require.Equal(t, byRole[r], want, "docker-compose.yml's %s command is not what `dpsim run --attach` prints for the launcher's flags: update it", r)
-		cmd := exec.Command(dpsimBin, want...)
-		cmd.Env = append(os.Environ(), "NATS_URL=")
-		require.NoError(t, cmd.Start())
-		procs = append(procs, cmd)
+		procs = append(procs, startAttached(t, dpsimBin, want...))
 	}
-	require.Equal(t, 0, l.wait(t, 90*time.Second), l.stderr.String())
-	for _, p := range procs {
-		require.NoError(t, p.Wait(), "%v", p.Args)
-	}
-	sum := readSummary(t, out)
-	require.Equal(t, "ok", sum.Status, sum.Error)
-	require.True(t, sum.Attached)
+	sum := awaitAttached(t, l, procs, out)
 	require.Equal(t, 3, len(strings.Split(sum.NATSURL, ",")))
 }
 
