@@ -158,7 +158,7 @@ func (a *assembler) put(acc *Accumulator, e *episodeAcc, keep bool) (*Traces, er
 				return nil, err
 			}
 			if keep {
-				tr.Control = append(tr.Control, cloneControl(r))
+				tr.Control = append(tr.Control, r.Clone())
 			}
 		}
 		return tr, nil
@@ -184,15 +184,8 @@ func (a *assembler) put(acc *Accumulator, e *episodeAcc, keep bool) (*Traces, er
 			return nil, err
 		}
 		if keep {
-			tr.Consensus = append(tr.Consensus, ConsensusRecord{Episode: r.Episode, Step: r.Step,
-				X: slices.Clone(r.X), Y: slices.Clone(r.Y), EveX0: slices.Clone(r.EveX0), EveMissing: r.EveMissing, Down: slices.Clone(r.Down)})
+			tr.Consensus = append(tr.Consensus, r.Clone())
 		}
 	}
 	return tr, nil
-}
-
-func cloneControl(r *ControlRecord) ControlRecord {
-	return ControlRecord{Episode: r.Episode, Step: r.Step, X: slices.Clone(r.X), Ref: slices.Clone(r.Ref),
-		Yhat: slices.Clone(r.Yhat), U: slices.Clone(r.U), Xhat: slices.Clone(r.Xhat), EveX0: slices.Clone(r.EveX0),
-		EveMissing: r.EveMissing, Down: slices.Clone(r.Down)}
 }

@@ -65,6 +65,19 @@ type AgentRecord struct {
 	Down    bool     `json:"down,omitempty"` // the agent's process was down: nothing released
 }
 
+// Clone returns a deep copy of r.
+func (r *ControlRecord) Clone() ControlRecord {
+	return ControlRecord{Episode: r.Episode, Step: r.Step, X: slices.Clone(r.X), Ref: slices.Clone(r.Ref),
+		Yhat: slices.Clone(r.Yhat), U: slices.Clone(r.U), Xhat: slices.Clone(r.Xhat), EveX0: slices.Clone(r.EveX0),
+		EveMissing: r.EveMissing, Down: slices.Clone(r.Down)}
+}
+
+// Clone returns a deep copy of r.
+func (r *ConsensusRecord) Clone() ConsensusRecord {
+	return ConsensusRecord{Episode: r.Episode, Step: r.Step, X: slices.Clone(r.X), Y: slices.Clone(r.Y),
+		EveX0: slices.Clone(r.EveX0), EveMissing: r.EveMissing, Down: slices.Clone(r.Down)}
+}
+
 // Record is the set of trace record types.
 type Record interface {
 	ControlRecord | ConsensusRecord | AgentRecord
@@ -311,93 +324,30 @@ func MergeControl(steps int, ref dynamics.Reference, plant, cloud, eve []Control
 
 // MergeConsensus assembles ConsensusRecords of n agents from the agents' AgentRecords and the
 // eavesdropper's partial ConsensusRecords (EveX0 only; nil when no eavesdropper ran), for t = 0..T
-// of every episode that appears. When an agent's value is missing it is reported and the record's
-// X (or Y) is left nil: the Accumulator then counts the episode as incomplete instead of
-// aggregating a partial state. Y is nil at the terminal step T.
+// of every episode that appears, in (episode, step) order. When an agent's value is missing it is
+// reported and the record's X (or Y) is left nil: the Accumulator then counts the episode as
+// incomplete instead of aggregating a partial state. Y is nil at the terminal step T. The records
+// may come in any order; the merge is MergeConsensusStreams' over the records sorted by episode.
 func MergeConsensus(n, steps int, agents []AgentRecord, eve []ConsensusRecord) ([]ConsensusRecord, []Missing, error) {
-	if n < 1 || steps < 1 {
-		return nil, nil, fmt.Errorf("sim: merge: %d agents, horizon %d", n, steps)
-	}
-	type slot struct {
-		x, y []float64
-		hx   []bool
-		hy   []bool
-		down []bool
-	}
-	am := map[key]*slot{}
-	as := map[key]bool{}
-	for _, r := range agents {
-		if r.Episode < 0 || r.Step < 0 || r.Step > steps || r.Agent < 0 || r.Agent >= n {
-			return nil, nil, fmt.Errorf("sim: merge: agent record episode %d step %d agent %d outside 0..%d / 0..%d", r.Episode, r.Step, r.Agent, steps, n-1)
-		}
-		k := key{r.Episode, r.Step}
-		s := am[k]
-		if s == nil {
-			s = &slot{x: make([]float64, n), y: make([]float64, n), hx: make([]bool, n), hy: make([]bool, n), down: make([]bool, n)}
-			am[k], as[k] = s, true
-		}
-		if s.hx[r.Agent] {
-			return nil, nil, fmt.Errorf("sim: merge: agent %d wrote episode %d step %d twice", r.Agent, r.Episode, r.Step)
-		}
-		s.x[r.Agent], s.hx[r.Agent] = r.X, true
-		if r.Y != nil {
-			s.y[r.Agent], s.hy[r.Agent] = *r.Y, true
-		}
-		if r.Down { // nothing released: the entry is 0, and the record says so
-			s.hy[r.Agent], s.down[r.Agent] = true, true
-		}
-	}
-	em := map[key]*ConsensusRecord{}
-	es := map[key]bool{}
-	for i := range eve {
-		r := &eve[i]
-		if r.Episode < 0 || r.Step < 0 || r.Step > steps {
-			return nil, nil, fmt.Errorf("sim: merge: eavesdropper record episode %d step %d outside 0..%d", r.Episode, r.Step, steps)
-		}
-		k := key{r.Episode, r.Step}
-		if es[k] {
-			return nil, nil, fmt.Errorf("sim: merge: eavesdropper wrote episode %d step %d twice", r.Episode, r.Step)
-		}
-		em[k], es[k] = r, true
+	byEpisode := func(a, b int) int { return a - b }
+	as := slices.Clone(agents)
+	slices.SortStableFunc(as, func(a, b AgentRecord) int { return byEpisode(a.Episode, b.Episode) })
+	var es recordStream[ConsensusRecord]
+	if eve != nil {
+		ev := slices.Clone(eve)
+		slices.SortStableFunc(ev, func(a, b ConsensusRecord) int { return byEpisode(a.Episode, b.Episode) })
+		es = &sliceStream[ConsensusRecord]{recs: ev}
 	}
 	var out []ConsensusRecord
 	var missing []Missing
-	for _, ep := range episodesOf(as, es) {
-		for t := 0; t <= steps; t++ {
-			k := key{ep, t}
-			r := ConsensusRecord{Episode: ep, Step: t}
-			s := am[k]
-			fullX, fullY := s != nil, s != nil && t < steps
-			for i := 0; i < n; i++ {
-				okx, oky := s != nil && s.hx[i], s != nil && s.hy[i]
-				fullX = fullX && okx
-				fullY = fullY && oky
-				if !okx || (t < steps && !oky) {
-					missing = append(missing, Missing{ep, t, RoleAgent.String(), i})
-				}
-			}
-			if fullX {
-				r.X = s.x
-			}
-			if fullY {
-				r.Y = s.y
-			}
-			if s != nil {
-				for i, d := range s.down {
-					if d {
-						r.Down = append(r.Down, i)
-					}
-				}
-			}
-			if t < steps {
-				if e := em[k]; e != nil {
-					r.EveX0, r.EveMissing = e.EveX0, e.EveMissing
-				} else if eve != nil {
-					missing = append(missing, Missing{ep, t, RoleEavesdropper.String(), -1})
-				}
-			}
-			out = append(out, r)
-		}
+	err := mergeConsensus(n, steps, []recordStream[AgentRecord]{&sliceStream[AgentRecord]{recs: as}}, nil, es,
+		func(r *ConsensusRecord, ms []Missing) error {
+			out = append(out, r.Clone())
+			missing = append(missing, ms...)
+			return nil
+		})
+	if err != nil {
+		return nil, nil, err
 	}
 	return out, missing, nil
 }
@@ -632,62 +582,306 @@ func MergeControlStreams(steps int, ref dynamics.Reference, plant, cloud, eve *T
 }
 
 // MergeConsensusStreams merges the agents' records (one stream per agent process, each
-// holding any of the n agents) and the eavesdropper's (nil: none ran) one episode at a time,
-// as MergeConsensus does for slices; see MergeControlStreams for the order, memory and error
-// contract. names[k] names agents[k] in errors.
+// holding any of the n agents) and the eavesdropper's (nil: none ran) step by step, as
+// MergeConsensus does for slices: for every episode present in any stream, in increasing order,
+// it calls fn with the joined record of each step t = 0..T, in order, and what is missing from
+// it. The record's slices are views valid during the call only (copy what you keep). Each
+// stream must be ordered by episode (as every role process writes its trace); within an
+// episode the records of different agents may come in any step order, but memory is that of
+// the steps between the earliest step not yet complete and the latest step read, so streams
+// written step by step (as the processes do) are merged in O(n) memory whatever the horizon
+// and the number of episodes. A step with a missing piece is held until every stream has
+// passed its episode. Errors as MergeControlStreams; names[k] names agents[k].
 func MergeConsensusStreams(n, steps int, agents []*TraceReader[AgentRecord], names []string, eve *TraceReader[ConsensusRecord],
-	fn func(recs []ConsensusRecord, missing []Missing) error) error {
-	var se streamErrs
-	var a []AgentRecord
-	var e []ConsensusRecord
+	fn func(r *ConsensusRecord, missing []Missing) error) error {
+	as := make([]recordStream[AgentRecord], len(agents))
+	for k, a := range agents {
+		if a != nil {
+			as[k] = a
+		}
+	}
+	var es recordStream[ConsensusRecord]
+	if eve != nil {
+		es = eve
+	}
+	return mergeConsensus(n, steps, as, names, es, fn)
+}
+
+// recordStream is a source of records ordered by episode: a TraceReader, or a sorted slice.
+type recordStream[R Record] interface {
+	// peekRecord returns the next record without consuming it; ok is false at the end or
+	// after an error (see failure).
+	peekRecord() (r *R, ok bool)
+	// popRecord consumes it.
+	popRecord()
+	// failure is the error that stopped the stream, nil at a clean end.
+	failure() error
+}
+
+func (tr *TraceReader[R]) peekRecord() (*R, bool) {
+	tr.fill()
+	return &tr.head, tr.has
+}
+
+func (tr *TraceReader[R]) popRecord() {
+	if _, err := tr.Read(); err != nil && err != io.EOF && tr.err == nil {
+		tr.err = err
+	}
+}
+
+func (tr *TraceReader[R]) failure() error { return tr.err }
+
+type sliceStream[R Record] struct {
+	recs []R
+	i    int
+}
+
+func (s *sliceStream[R]) peekRecord() (*R, bool) {
+	if s.i >= len(s.recs) {
+		return nil, false
+	}
+	return &s.recs[s.i], true
+}
+func (s *sliceStream[R]) popRecord()     { s.i++ }
+func (s *sliceStream[R]) failure() error { return nil }
+
+// consensusSlot gathers the pieces of one step's record.
+type consensusSlot struct {
+	x, y       []float64
+	hx, hy     []bool
+	down       []bool
+	nx, ny     int
+	eve        []float64
+	eveMissing int
+	hasEve     bool
+}
+
+func (s *consensusSlot) reset() {
+	clear(s.hx)
+	clear(s.hy)
+	clear(s.down)
+	s.nx, s.ny, s.eve, s.eveMissing, s.hasEve = 0, 0, nil, 0, false
+}
+
+// mergeConsensus is the one consensus merge (MergeConsensus, MergeConsensusStreams). Per
+// episode it reads the streams through a window of steps growing one step at a time and
+// releases, in step order, every step whose pieces are all there; at the end of the episode
+// (every stream read past it) the remaining steps are released with what is missing.
+func mergeConsensus(n, steps int, agents []recordStream[AgentRecord], names []string, eve recordStream[ConsensusRecord],
+	fn func(r *ConsensusRecord, missing []Missing) error) error {
+	if n < 1 || steps < 1 {
+		return fmt.Errorf("sim: merge: %d agents, horizon %d", n, steps)
+	}
+	T := steps
 	name := func(k int) string {
 		if k < len(names) {
 			return names[k]
 		}
 		return fmt.Sprintf("%s stream %d", RoleAgent.String(), k)
 	}
-	for {
-		var live []*TraceReader[AgentRecord]
-		for _, s := range agents {
-			if s != nil && !se.bad[s] {
-				live = append(live, s)
-			}
-		}
-		ep, ok := nextEpisode(live)
-		if eve != nil && !se.bad[eve] {
-			if ee, has := eve.Peek(); has && (!ok || ee < ep) {
-				ep, ok = ee, true
-			}
-		}
-		if !ok {
-			break
-		}
-		a = a[:0]
-		for k, s := range agents {
-			if s == nil || se.bad[s] {
-				continue
-			}
-			var err error
-			a, err = s.ReadEpisode(ep, a)
-			se.add(s, name(k), err)
-		}
-		var ev []ConsensusRecord
-		if eve != nil {
-			ev = []ConsensusRecord{}
-			if !se.bad[eve] {
-				var err error
-				e, err = eve.ReadEpisode(ep, e[:0])
-				se.add(eve, RoleEavesdropper.String(), err)
-				ev = append(ev, e...)
-			}
-		}
-		recs, missing, err := MergeConsensus(n, steps, a, ev)
-		if err != nil {
-			return errors.Join(append(se.errs, err)...)
-		}
-		if err := fn(recs, missing); err != nil {
-			return errors.Join(append(se.errs, err)...)
+	var se streamErrs
+	streams := make([]any, 0, len(agents)+1) // the live streams, in a fixed order
+	last := map[any]int{}                    // episode of the last record read from each stream
+	for _, a := range agents {
+		if a != nil {
+			streams = append(streams, a)
+			last[a] = -1
 		}
 	}
-	return errors.Join(se.errs...)
+	if eve != nil {
+		streams = append(streams, eve)
+		last[eve] = -1
+	}
+	streamName := func(s any) string {
+		if s == any(eve) {
+			return RoleEavesdropper.String()
+		}
+		for k, a := range agents {
+			if a != nil && any(a) == s {
+				return name(k)
+			}
+		}
+		return "?"
+	}
+	// headEpisode is the episode at the head of a live stream; a stream that failed or is out
+	// of episode order stops (the error names it).
+	headEpisode := func(s any) (int, bool) {
+		if se.bad[s] {
+			return 0, false
+		}
+		var ep int
+		var ok bool
+		var fail error
+		switch v := s.(type) {
+		case recordStream[AgentRecord]:
+			var r *AgentRecord
+			if r, ok = v.peekRecord(); ok {
+				ep = r.Episode
+			}
+			fail = v.failure()
+		case recordStream[ConsensusRecord]:
+			var r *ConsensusRecord
+			if r, ok = v.peekRecord(); ok {
+				ep = r.Episode
+			}
+			fail = v.failure()
+		}
+		if !ok {
+			se.add(s, streamName(s), fail)
+			return 0, false
+		}
+		if ep < last[s] {
+			se.add(s, streamName(s), fmt.Errorf("sim: episode %d after episode %d: records are not ordered by episode", ep, last[s]))
+			return 0, false
+		}
+		return ep, true
+	}
+	var pool []*consensusSlot
+	window := make([]*consensusSlot, T+1)
+	slot := func(t int) *consensusSlot {
+		if window[t] == nil {
+			if k := len(pool); k > 0 {
+				window[t], pool = pool[k-1], pool[:k-1]
+				window[t].reset()
+			} else {
+				window[t] = &consensusSlot{x: make([]float64, n), y: make([]float64, n),
+					hx: make([]bool, n), hy: make([]bool, n), down: make([]bool, n)}
+			}
+		}
+		return window[t]
+	}
+	var rec ConsensusRecord
+	var missing []Missing
+	for {
+		ep, found := 0, false
+		for _, s := range streams {
+			if e, ok := headEpisode(s); ok && (!found || e < ep) {
+				ep, found = e, true
+			}
+		}
+		if !found {
+			return errors.Join(se.errs...)
+		}
+		fail := func(err error) error { return errors.Join(append(se.errs, err)...) }
+		// take puts the head of stream s into its step's slot when it belongs to episode ep
+		// and a step up to w; taken is false when it does not (the stream waits).
+		take := func(s any, w, emitted int) (taken bool, err error) {
+			if e, ok := headEpisode(s); !ok || e != ep {
+				return false, nil
+			}
+			switch v := s.(type) {
+			case recordStream[AgentRecord]:
+				r, _ := v.peekRecord()
+				if r.Step < 0 || r.Step > T || r.Agent < 0 || r.Agent >= n {
+					return false, fmt.Errorf("sim: merge: agent record episode %d step %d agent %d outside 0..%d / 0..%d", r.Episode, r.Step, r.Agent, T, n-1)
+				}
+				if r.Step > w {
+					return false, nil
+				}
+				if r.Step < emitted || slot(r.Step).hx[r.Agent] {
+					return false, fmt.Errorf("sim: merge: agent %d wrote episode %d step %d twice", r.Agent, r.Episode, r.Step)
+				}
+				sl := slot(r.Step)
+				sl.x[r.Agent], sl.hx[r.Agent] = r.X, true
+				sl.nx++
+				switch {
+				case r.Down: // nothing released: the entry is 0, and the record says so
+					sl.y[r.Agent], sl.hy[r.Agent], sl.down[r.Agent] = 0, true, true
+					sl.ny++
+				case r.Y != nil:
+					sl.y[r.Agent], sl.hy[r.Agent] = *r.Y, true
+					sl.ny++
+				}
+				v.popRecord()
+			case recordStream[ConsensusRecord]:
+				r, _ := v.peekRecord()
+				if r.Step < 0 || r.Step > T {
+					return false, fmt.Errorf("sim: merge: eavesdropper record episode %d step %d outside 0..%d", r.Episode, r.Step, T)
+				}
+				if r.Step > w {
+					return false, nil
+				}
+				if r.Step < emitted || slot(r.Step).hasEve {
+					return false, fmt.Errorf("sim: merge: eavesdropper wrote episode %d step %d twice", r.Episode, r.Step)
+				}
+				sl := slot(r.Step)
+				sl.eve, sl.eveMissing, sl.hasEve = r.EveX0, r.EveMissing, true
+				v.popRecord()
+			}
+			last[s] = ep
+			return true, nil
+		}
+		// read takes every record of episode ep up to step w from the streams.
+		read := func(w, emitted int) error {
+			for _, s := range streams {
+				for {
+					taken, err := take(s, w, emitted)
+					if err != nil {
+						return err
+					}
+					if !taken {
+						break
+					}
+				}
+			}
+			return nil
+		}
+		complete := func(t int) bool {
+			sl := window[t]
+			return sl != nil && sl.nx == n && (t == T || sl.ny == n) && (eve == nil || t == T || sl.hasEve)
+		}
+		// emit releases step t (complete or not) and returns its slot to the pool.
+		emit := func(t int) error {
+			sl := window[t]
+			rec = ConsensusRecord{Episode: ep, Step: t}
+			missing = missing[:0]
+			for i := 0; i < n; i++ {
+				if sl == nil || !sl.hx[i] || (t < T && !sl.hy[i]) {
+					missing = append(missing, Missing{ep, t, RoleAgent.String(), i})
+				}
+			}
+			if sl != nil {
+				if sl.nx == n {
+					rec.X = sl.x
+				}
+				if t < T && sl.ny == n {
+					rec.Y = sl.y
+				}
+				for i, d := range sl.down {
+					if d {
+						rec.Down = append(rec.Down, i)
+					}
+				}
+			}
+			if t < T {
+				if sl != nil && sl.hasEve {
+					rec.EveX0, rec.EveMissing = sl.eve, sl.eveMissing
+				} else if eve != nil {
+					missing = append(missing, Missing{ep, t, RoleEavesdropper.String(), -1})
+				}
+			}
+			err := fn(&rec, missing)
+			if sl != nil {
+				pool = append(pool, sl)
+				window[t] = nil
+			}
+			return err
+		}
+		t := 0
+		for w := 0; w <= T; w++ {
+			if err := read(w, t); err != nil {
+				return fail(err)
+			}
+			for ; t <= w && complete(t); t++ {
+				if err := emit(t); err != nil {
+					return fail(err)
+				}
+			}
+		}
+		for ; t <= T; t++ {
+			if err := emit(t); err != nil {
+				return fail(err)
+			}
+		}
+	}
 }

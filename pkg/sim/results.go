@@ -468,6 +468,16 @@ func (a *Accumulator) putConsensus(e *episodeAcc, r *ConsensusRecord) error {
 	return a.put(e, r.Episode, r.Step, r.X, nil, r.EveX0)
 }
 
+// Discard drops what was added of episode ep while it waits (an episode found incomplete after
+// some of its records were added), so that its number can be used again. Folded episodes and
+// episodes not begun are left alone.
+func (a *Accumulator) Discard(ep int) {
+	if e := a.pending[ep]; e != nil {
+		delete(a.pending, ep)
+		a.free = append(a.free, e)
+	}
+}
+
 // maybeFold folds complete episodes in episode order starting at next.
 func (a *Accumulator) maybeFold(e *episodeAcc) {
 	if !e.complete() || e.episode != a.next {

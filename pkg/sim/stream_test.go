@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -246,18 +247,147 @@ func TestMergeConsensusStreams(t *testing.T) {
 			eve = append(eve, ConsensusRecord{Episode: r.Episode, Step: r.Step, EveX0: r.EveX0})
 		}
 	}
-	var got []ConsensusRecord
-	err := MergeConsensusStreams(n, T, []*TraceReader[AgentRecord]{readerOf(t, hosts[0]), readerOf(t, hosts[1])}, []string{"agents-0-4", "agents-5-9"},
-		readerOf(t, eve), func(recs []ConsensusRecord, ms []Missing) error {
-			require.Empty(t, ms)
-			got = append(got, recs...)
+	collect := func(agents [][]AgentRecord, eve []ConsensusRecord) ([]ConsensusRecord, []Missing, error) {
+		var got []ConsensusRecord
+		var missing []Missing
+		var rs []*TraceReader[AgentRecord]
+		for _, a := range agents {
+			rs = append(rs, readerOf(t, a))
+		}
+		var er *TraceReader[ConsensusRecord]
+		if eve != nil {
+			er = readerOf(t, eve)
+		}
+		next := 0
+		err := MergeConsensusStreams(n, T, rs, []string{"agents-0-4", "agents-5-9"}, er, func(r *ConsensusRecord, ms []Missing) error {
+			if want := (ConsensusRecord{Episode: next / (T + 1), Step: next % (T + 1)}); r.Episode != want.Episode || r.Step != want.Step {
+				return fmt.Errorf("record episode %d step %d, want %d %d", r.Episode, r.Step, want.Episode, want.Step)
+			}
+			next++
+			got = append(got, r.Clone())
+			missing = append(missing, ms...)
 			return nil
 		})
+		return got, missing, err
+	}
+	got, missing, err := collect(hosts[:], eve)
 	require.NoError(t, err)
+	require.Empty(t, missing)
 	require.Equal(t, tr.Consensus, got)
 	agg, err := AggregateConsensus(p, 8, got)
 	require.NoError(t, err)
 	require.Equal(t, res, agg)
+
+	// Agents of one stream out of step order within an episode (agent 7 runs three steps
+	// behind its host's other agents, as unbatched agents sharing a process may): the same
+	// records.
+	var lagged []AgentRecord
+	var behind []AgentRecord
+	for _, a := range hosts[1] {
+		if a.Agent != 7 {
+			lagged = append(lagged, a)
+			continue
+		}
+		behind = append(behind, a)
+		if a.Step >= 3 || a.Step == T {
+			for _, b := range behind {
+				lagged = append(lagged, b)
+			}
+			behind = behind[:0]
+		}
+	}
+	lagged = append(lagged, behind...)
+	require.Len(t, lagged, len(hosts[1]))
+	got, missing, err = collect([][]AgentRecord{hosts[0], lagged}, eve)
+	require.NoError(t, err)
+	require.Empty(t, missing)
+	require.Equal(t, tr.Consensus, got)
+
+	// The eavesdropper misses step 4 of episode 1, agent 2 step 6 of episode 2: named, and the
+	// rest as before.
+	var eveGap []ConsensusRecord
+	for _, r := range eve {
+		if r.Episode != 1 || r.Step != 4 {
+			eveGap = append(eveGap, r)
+		}
+	}
+	var agentGap []AgentRecord
+	for _, a := range hosts[0] {
+		if a.Episode != 2 || a.Step != 6 || a.Agent != 2 {
+			agentGap = append(agentGap, a)
+		}
+	}
+	got, missing, err = collect([][]AgentRecord{agentGap, hosts[1]}, eveGap)
+	require.NoError(t, err)
+	require.Equal(t, []Missing{{1, 4, RoleEavesdropper.String(), -1}, {2, 6, RoleAgent.String(), 2}}, missing)
+	require.Len(t, got, len(tr.Consensus))
+	require.Nil(t, got[(T+1)+4].EveX0)
+	require.Nil(t, got[2*(T+1)+6].X)
+	require.Equal(t, tr.Consensus[2*(T+1)+7], got[2*(T+1)+7])
+
+	// A duplicate is an error; a stream out of episode order an error naming it, the rest merged.
+	_, _, err = collect([][]AgentRecord{append(slices.Clone(hosts[0]), hosts[0][len(hosts[0])-1]), hosts[1]}, eve)
+	require.ErrorContains(t, err, "twice")
+	perEp := len(hosts[0]) / 3
+	swapped := append(slices.Clone(hosts[0][perEp:2*perEp]), hosts[0][:perEp]...)
+	got, missing, err = collect([][]AgentRecord{swapped, hosts[1]}, nil)
+	require.ErrorContains(t, err, "agents-0-4")
+	require.ErrorContains(t, err, "not ordered by episode")
+	require.Len(t, got, 3*(T+1), "episodes 0..2 of the other stream are merged")
+	require.NotEmpty(t, missing)
+}
+
+// The consensus merge holds a few steps, not an episode: 1,000 agents over 400 steps in two
+// streams written step by step (an episode's records would be ~20 MB).
+func TestMergeConsensusStreamsMemoryFlat(t *testing.T) {
+	const n, T, eps = 1000, 400, 2
+	gen := func(lo, hi int) *TraceReader[AgentRecord] {
+		pr, pw := io.Pipe()
+		go func() {
+			tw := NewTraceWriter[AgentRecord](pw)
+			y := 0.5
+			for ep := 0; ep < eps; ep++ {
+				for s := 0; s <= T; s++ {
+					for i := lo; i < hi; i++ {
+						r := AgentRecord{Episode: ep, Step: s, Agent: i, X: float64(i)}
+						if s < T {
+							r.Y = &y
+						}
+						if err := tw.Write(&r); err != nil {
+							pw.CloseWithError(err)
+							return
+						}
+					}
+				}
+			}
+			pw.CloseWithError(tw.Flush())
+		}()
+		return NewTraceReader[AgentRecord](pr)
+	}
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	runtime.GC()
+	base := heap()
+	var peak uint64
+	calls := 0
+	err := MergeConsensusStreams(n, T, []*TraceReader[AgentRecord]{gen(0, n/2), gen(n/2, n)}, nil, nil, func(r *ConsensusRecord, ms []Missing) error {
+		if len(ms) > 0 || r.X == nil || r.X[n-1] != n-1 {
+			return fmt.Errorf("episode %d step %d: missing %v", r.Episode, r.Step, ms)
+		}
+		calls++
+		if calls%50 == 0 {
+			runtime.GC()
+			peak = max(peak, heap())
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, eps*(T+1), calls)
+	growth := int64(peak) - int64(base)
+	require.Less(t, growth, int64(2<<20), "live heap grew by %d KB", growth>>10)
 }
 
 // genStream writes the partial records of episodes 0..eps-1 of a synthetic 1-state loop as the

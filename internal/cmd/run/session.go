@@ -1204,7 +1204,7 @@ func (s *Session) NewCollector(o CollectOptions) (*Collector, error) {
 	}
 	c := &Collector{s: s, o: o, acc: acc, off: map[string]int64{}, keepEnd: map[string]int64{}}
 	out := &Collected{}
-	c.f = &folder{out: out,
+	c.f = &folder{out: out, steps: s.cfg.Plan.Steps,
 		traced: func(ep int) bool { return o.Trace != nil && (o.TraceEpisodes <= 0 || ep < o.TraceEpisodes) },
 		noteMissing: func(ms []sim.Missing) {
 			out.MissingCount += len(ms)
@@ -1278,7 +1278,17 @@ func (c *Collector) Poll() error {
 			keep = &f.out.Control
 		}
 		mergeErr = sim.MergeControlStreams(p.Steps, p.Reference, plant, cloud, eve, func(recs []sim.ControlRecord, missing []sim.Missing) error {
-			return foldMerged(f, recs, missing, tw, keep, func(r *sim.ControlRecord) (*int, []float64) { return &r.Episode, r.X }, c.acc.AddControl)
+			for i := range recs {
+				var ms []sim.Missing
+				if i == 0 {
+					ms = missing
+				}
+				if err := foldRecord(f, &recs[i], ms, tw, keep, func(r *sim.ControlRecord) (*int, int, []float64) { return &r.Episode, r.Step, r.X },
+					(*sim.ControlRecord).Clone, c.acc.AddControl, c.acc.Discard); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 		if tw != nil {
 			if err := tw.Flush(); err != nil && mergeErr == nil {
@@ -1305,8 +1315,9 @@ func (c *Collector) Poll() error {
 		if c.o.Keep {
 			keep = &f.out.Consensus
 		}
-		mergeErr = sim.MergeConsensusStreams(p.Graph.N, p.Steps, agents, names, eve, func(recs []sim.ConsensusRecord, missing []sim.Missing) error {
-			return foldMerged(f, recs, missing, tw, keep, func(r *sim.ConsensusRecord) (*int, []float64) { return &r.Episode, r.X }, c.acc.AddConsensus)
+		mergeErr = sim.MergeConsensusStreams(p.Graph.N, p.Steps, agents, names, eve, func(r *sim.ConsensusRecord, missing []sim.Missing) error {
+			return foldRecord(f, r, missing, tw, keep, func(r *sim.ConsensusRecord) (*int, int, []float64) { return &r.Episode, r.Step, r.X },
+				(*sim.ConsensusRecord).Clone, c.acc.AddConsensus, c.acc.Discard)
 		})
 		if tw != nil {
 			if err := tw.Flush(); err != nil && mergeErr == nil {
@@ -1344,60 +1355,69 @@ func (c *Collector) Finish() (*Collected, error) {
 	return out, errors.Join(c.errs...)
 }
 
-// folder is CollectTo's state across merged episodes.
+// folder is CollectTo's state across merged records.
 type folder struct {
 	out         *Collected
+	steps       int
 	traced      func(ep int) bool
 	noteMissing func([]sim.Missing)
 	folded      int   // complete episodes fold under consecutive numbers 0, 1, 2, ...
 	merged      int   // episodes 0..merged-1 were merged (a bounded trace's last episode stays after the run: read once)
 	incomplete  []int // episodes with missing pieces, not aggregated
+	// The episode being merged: skip (merged before), whole (no piece missing so far).
+	skip, whole bool
 }
 
-// foldMerged handles one merged episode of either kind: it writes a kept episode to the trace,
-// keeps its records in memory when asked (keep non-nil), and folds a complete episode into the
-// accumulator (add) under the next consecutive number - the fast engine's order. meta gives a
-// record's episode field and its state X (nil when a piece is missing).
-func foldMerged[R sim.ControlRecord | sim.ConsensusRecord](f *folder, recs []R, missing []sim.Missing, tw *sim.TraceWriter[R],
-	keep *[]R, meta func(*R) (*int, []float64), add func(*R) error) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	epp, _ := meta(&recs[0])
+// foldRecord handles one merged record of either kind; the records of an episode come in step
+// order 0..T. It writes a kept episode's records to the trace, keeps a copy in memory when asked
+// (keep non-nil), and hands the records of an episode to the accumulator (add) under the next
+// consecutive number - the fast engine's order - as they come: an episode found incomplete
+// (a record without X) is discarded there (drop) and listed instead. meta gives a record's
+// episode and step fields and its state X (nil when a piece is missing); the record's slices
+// may be views valid during the call only.
+func foldRecord[R sim.ControlRecord | sim.ConsensusRecord](f *folder, rec *R, missing []sim.Missing, tw *sim.TraceWriter[R],
+	keep *[]R, meta func(*R) (ep *int, step int, x []float64), clone func(*R) R, add func(*R) error, drop func(ep int)) error {
+	epp, step, x := meta(rec)
 	ep := *epp
-	if ep < f.merged {
-		return nil
-	}
-	f.merged = ep + 1
-	f.out.Episodes++
-	f.noteMissing(missing)
-	if f.traced(ep) {
-		for i := range recs {
-			if err := tw.Write(&recs[i]); err != nil {
-				return err
+	if step == 0 {
+		f.skip = ep < f.merged
+		if !f.skip {
+			f.merged, f.whole = ep+1, true
+			f.out.Episodes++
+			if f.traced(ep) {
+				f.out.TracedEpisodes++
 			}
 		}
-		f.out.TraceRecords += len(recs)
-		f.out.TracedEpisodes++
+	}
+	if f.skip {
+		return nil
+	}
+	f.noteMissing(missing)
+	if f.traced(ep) {
+		if err := tw.Write(rec); err != nil {
+			return err
+		}
+		f.out.TraceRecords++
 	}
 	if keep != nil {
-		*keep = append(*keep, recs...)
+		*keep = append(*keep, clone(rec))
 	}
-	for i := range recs {
-		if _, x := meta(&recs[i]); x == nil {
-			f.incomplete = append(f.incomplete, ep)
-			return nil
-		}
+	if f.whole && x == nil {
+		f.whole = false
+		f.incomplete = append(f.incomplete, ep)
+		drop(f.folded)
 	}
-	for i := range recs {
-		r := recs[i]
-		p, _ := meta(&r)
+	if f.whole {
+		r := *rec
+		p, _, _ := meta(&r)
 		*p = f.folded
 		if err := add(&r); err != nil {
 			return fmt.Errorf("episode %d: %w", ep, err)
 		}
+		if step == f.steps {
+			f.folded++
+		}
 	}
-	f.folded++
 	return nil
 }
 
