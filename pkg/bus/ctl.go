@@ -27,9 +27,23 @@ func ctlMessage(run, sender, kind string, ep int, vals []float64) *Message {
 	return &Message{V: Version, Run: run, Episode: ep, Sender: sender, SentUnixNano: time.Now().UnixNano(), Kind: kind, Values: vals}
 }
 
-// ReadyMessage is a process's ctl.ready: [pid].
-func ReadyMessage(run, sender string, pid int) *Message {
-	return ctlMessage(run, sender, CtlReady, 0, []float64{float64(pid)})
+// ReadyMessage is a process's ctl.ready: [pid, plan], plan the digest of the plan file the
+// process runs (plan.FileDigest, below 2^53 so exact in a float64; 0: it resolved the
+// scenario itself).
+func ReadyMessage(run, sender string, pid int, plan uint64) *Message {
+	return ctlMessage(run, sender, CtlReady, 0, []float64{float64(pid), float64(plan)})
+}
+
+// CtlPlan returns the plan digest of a ctl.ready (0 when it carries none).
+func CtlPlan(m *Message) uint64 {
+	if m.Kind != CtlReady || len(m.Values) < 2 {
+		return 0
+	}
+	v := m.Values[1]
+	if !(v > 0) || v >= 1<<53 || v != float64(int64(v)) {
+		return 0
+	}
+	return uint64(v)
 }
 
 // RejoinMessage is a restarted process's ctl.rejoin for episode ep: [restart step, pid].

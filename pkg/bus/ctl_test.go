@@ -62,7 +62,7 @@ func TestCtlProtocol(t *testing.T) {
 	require.NoError(t, launcher.Flush(time.Second))
 	require.NoError(t, proc.Publish(subj.CtlDone(RolePlant, 0), DoneMessage("ctl1", "plant.0", 3, 100, 2, 4242)))
 	require.NoError(t, proc.Publish(subj.CtlDone(RolePlant, 0), DoneMessage("ctl1", "cloud.0", 3, 100, 2, 4242)))
-	require.NoError(t, proc.Publish(subj.CtlDone(RolePlant, 0), ReadyMessage("ctl1", "plant.0", 4242)))
+	require.NoError(t, proc.Publish(subj.CtlDone(RolePlant, 0), ReadyMessage("ctl1", "plant.0", 4242, 0)))
 	require.NoError(t, proc.Flush(time.Second))
 	require.Eventually(t, func() bool { return counters.Received() == 7 }, 2*time.Second, 5*time.Millisecond)
 	mu.Lock()
@@ -74,11 +74,11 @@ func TestCtlProtocol(t *testing.T) {
 	assert.Equal(t, uint64(1), counters.Dropped(ReasonSender))
 	assert.Equal(t, uint64(1), counters.Dropped(ReasonKind))
 
-	for _, m := range []*Message{ReadyMessage("r", "agent.1", 0), {Kind: CtlDone, Values: []float64{1, 2, 3.5}}, {Kind: CtlReady}} {
+	for _, m := range []*Message{ReadyMessage("r", "agent.1", 0, 0), {Kind: CtlDone, Values: []float64{1, 2, 3.5}}, {Kind: CtlReady}} {
 		_, err := CtlPID(m)
 		assert.Error(t, err, "%+v", m)
 	}
-	r, err := CtlPID(ReadyMessage("r", "agent.1", 77))
+	r, err := CtlPID(ReadyMessage("r", "agent.1", 77, 0))
 	require.NoError(t, err)
 	assert.Equal(t, 77, r)
 	assert.False(t, proc.IsClosed())

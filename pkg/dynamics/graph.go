@@ -31,6 +31,11 @@ type Graph struct {
 
 // checkStructure checks everything but connectivity and the rate: node range, no self loops, no
 // duplicate pairs (in either orientation), finite positive weights.
+// CheckStructure checks what every graph must satisfy, in O(E): at least one node, edges
+// between existing distinct nodes, positive finite weights, each undirected edge once.
+// Validate adds connectivity and the consensus rate.
+func (g *Graph) CheckStructure() error { return g.checkStructure() }
+
 func (g *Graph) checkStructure() error {
 	if g == nil {
 		return errors.New("dynamics: graph is nil")

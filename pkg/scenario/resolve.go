@@ -88,9 +88,36 @@ func (s *Scenario) Graph() (*dynamics.Graph, error) {
 }
 
 func (s *Scenario) graph() (*dynamics.Graph, []string, error) {
+	g, err := s.buildGraph()
+	if err != nil {
+		return nil, nil, err
+	}
+	warnings, err := g.Validate()
+	if err != nil {
+		return nil, warnings, err
+	}
+	return g, warnings, nil
+}
+
+// BuildGraph returns the graph the scenario describes with only its structure checked
+// (Graph.CheckStructure: O(E)), not its connectivity nor its rate alpha (a dense
+// eigen-decomposition up to dynamics.MaxDenseRateNodes nodes). For a scenario whose graph was
+// checked already: a plan read back from the file the launcher wrote.
+func (s *Scenario) BuildGraph() (*dynamics.Graph, error) {
+	g, err := s.buildGraph()
+	if err != nil {
+		return nil, err
+	}
+	if err := g.CheckStructure(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func (s *Scenario) buildGraph() (*dynamics.Graph, error) {
 	spec := s.Network
 	if spec == nil {
-		return nil, nil, fmt.Errorf("scenario %s: kind %s has no graph", s.Name, s.Kind)
+		return nil, fmt.Errorf("scenario %s: kind %s has no graph", s.Name, s.Kind)
 	}
 	var g *dynamics.Graph
 	if spec.Name != "" {
@@ -99,7 +126,7 @@ func (s *Scenario) graph() (*dynamics.Graph, []string, error) {
 			N: spec.N, Rows: spec.Rows, Cols: spec.Cols, Degree: spec.Degree, Weight: spec.Weight, Seed: spec.Seed,
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	} else {
 		g = &dynamics.Graph{N: spec.N, Edges: make([]dynamics.Edge, len(spec.Edges))}
@@ -107,11 +134,7 @@ func (s *Scenario) graph() (*dynamics.Graph, []string, error) {
 			g.Edges[k] = dynamics.Edge{I: e.I, J: e.J, W: e.W}
 		}
 	}
-	warnings, err := g.Validate()
-	if err != nil {
-		return nil, warnings, err
-	}
-	return g, warnings, nil
+	return g, nil
 }
 
 // checkBuild builds what the scenario describes with pkg/dynamics and records what fails

@@ -1,9 +1,12 @@
 package role
 
 import (
+	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"strconv"
@@ -32,6 +35,10 @@ type Config struct {
 	NATSURL      string
 	Run          string
 	ScenarioPath string
+	// PlanPath is the plan file the launcher wrote for this process (--plan): the scenario
+	// point resolved once (plan.WriteFile), with only this process's private values. Without
+	// it the process resolves --scenario itself.
+	PlanPath     string
 	Point        int
 	Seed         uint64
 	SeedSet      bool
@@ -84,7 +91,7 @@ type roleDoc struct {
 
 var docs = map[bus.Role]roleDoc{
 	bus.RolePlant: {
-		synopsis: "dpsim plant --run ID --scenario FILE [--nats-url URL] [--seed N] [--id K] [--out DIR] [--mode lockstep|realtime] [--period D] [--timeout D]",
+		synopsis: "dpsim plant --run ID (--scenario FILE | --plan FILE) [--nats-url URL] [--seed N] [--id K] [--out DIR] [--mode lockstep|realtime] [--period D] [--timeout D]",
 		description: `The plant of a cloud-control run (eq. 23) as its own process. It holds the true state x(t),
 computes yhat(t) = C x(t) + gamma(t) inside the process (the privacy noise is injected at its edge,
 from the random stream rng(seed, "plant", 0, episode)), publishes yhat on dpsim.<run>.plant.<id>.yhat,
@@ -101,7 +108,7 @@ and stop with kind "stop" on dpsim.r1.ctl.stop.`,
 		seed: true,
 	},
 	bus.RoleCloud: {
-		synopsis: "dpsim cloud --run ID --scenario FILE [--nats-url URL] [--id K] [--out DIR] [--mode lockstep|realtime] [--period D] [--timeout D]",
+		synopsis: "dpsim cloud --run ID (--scenario FILE | --plan FILE) [--nats-url URL] [--id K] [--out DIR] [--mode lockstep|realtime] [--period D] [--timeout D]",
 		description: `The cloud controller of a cloud-control run as its own process: the observer-based tracking
 controller of eq. (24). It subscribes to the plant's noisy output dpsim.<run>.plant.<id>.yhat and
 publishes u(t) on dpsim.<run>.cloud.<id>.u. It sees only yhat, and draws no randomness (no --seed).
@@ -109,7 +116,7 @@ A yhat(t) that does not come is replaced by the observer's prediction C xhat(t).
 It writes u(t) and its estimate xhat(t) to <out>/cloud-<id>.trace.jsonl.`,
 	},
 	bus.RoleAgent: {
-		synopsis: "dpsim agent --run ID --scenario FILE [--nats-url URL] [--seed N] (--id I | --agents I..J) [--out DIR] [--mode lockstep|realtime] [--period D] [--timeout D]",
+		synopsis: "dpsim agent --run ID (--scenario FILE | --plan FILE) [--nats-url URL] [--seed N] (--id I | --agents I..J) [--out DIR] [--mode lockstep|realtime] [--period D] [--timeout D]",
 		description: `Consensus agent(s) of a consensus run (eq. 25) as a process. Agent i publishes
 y_i(t) = x_i(t) + gamma_i(t) on dpsim.<run>.agent.<i>.y (noise from rng(seed, "agent", i, episode)),
 collects its neighbours' y_j(t) for the same step and updates x_i(t+1) = x_i + sum_j w_ij (y_j - y_i);
@@ -122,7 +129,7 @@ ctl.result subjects end in agent.<I>.`,
 		agents: true,
 	},
 	bus.RoleEavesdropper: {
-		synopsis: "dpsim eavesdropper --run ID --scenario FILE [--nats-url URL] [--id K] [--out DIR] [--timeout D] [--transcript=false]",
+		synopsis: "dpsim eavesdropper --run ID (--scenario FILE | --plan FILE) [--nats-url URL] [--id K] [--out DIR] [--timeout D] [--transcript=false]",
 		description: `The eavesdropper as its own process. It subscribes to everything of the run (dpsim.<run>.>),
 records every message (<out>/eavesdropper-<id>.transcript.jsonl), validates the data messages and
 estimates the private initial state from what it saw: for cloud control the least-squares x(0) on
@@ -156,8 +163,9 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 		agents   string
 	)
 	fs.StringVar(&cfg.Run, "run", "", "run id (required): one NATS subject token; subjects are dpsim.<run>.*")
-	fs.StringVar(&cfg.ScenarioPath, "scenario", "", "scenario YAML file (required); the same file the launcher runs")
-	fs.IntVar(&cfg.Point, "point", 0, "sweep point: index into the scenario's expanded sweep (0 when it does not sweep)")
+	fs.StringVar(&cfg.ScenarioPath, "scenario", "", "scenario YAML file (required unless --plan); the same file the launcher runs: the process resolves the plan of --point itself (sensitivity, noise design, graph spectrum)")
+	fs.StringVar(&cfg.PlanPath, "plan", "", "plan file written by the launcher for this process (<out>/<name>.plan.json): the scenario point resolved once, holding only this process's private values; replaces --scenario (--point then only numbers the results); a file not there yet is waited for as long as --connect-retry")
+	fs.IntVar(&cfg.Point, "point", 0, "sweep point: index into the scenario's expanded sweep (0 when it does not sweep); with --plan, the point the file holds (recorded in the results)")
 	if d.seed {
 		fs.StringVar(&seed, "seed", "", "run seed (uint64) of the noise streams; default the scenario's seed (required when the scenario has none)")
 	}
@@ -212,8 +220,11 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 	if err := bus.ValidToken(cfg.Run); err != nil {
 		return nil, cli.UsageError("--run: %v", err)
 	}
-	if cfg.ScenarioPath == "" {
-		return nil, cli.UsageError("--scenario is required")
+	switch {
+	case cfg.ScenarioPath == "" && cfg.PlanPath == "":
+		return nil, cli.UsageError("--scenario or --plan is required")
+	case cfg.ScenarioPath != "" && cfg.PlanPath != "":
+		return nil, cli.UsageError("give --scenario or --plan, not both")
 	}
 	if cfg.Point < 0 {
 		return nil, cli.UsageError("--point %d: must be >= 0", cfg.Point)
@@ -308,6 +319,33 @@ func LoadPoint(path string, k int) (*scenario.Scenario, *plan.Plan, error) {
 		return nil, nil, err
 	}
 	return points[k], p, nil
+}
+
+// LoadPlanFile reads a plan file written by the launcher (plan.ReadFile). A file that does not
+// exist yet is waited for, every 0.5 s for up to wait: a process started before an attached
+// launcher wrote it (docker-compose) goes on once it is there. The launcher writes it
+// atomically, so what exists is whole.
+// The digest (plan.FileDigest) goes into the process's ctl.ready.
+func LoadPlanFile(path string, wait time.Duration) (*plan.Plan, uint64, error) {
+	deadline := time.Now().Add(wait)
+	f, err := os.Open(path)
+	for errors.Is(err, fs.ErrNotExist) && time.Now().Before(deadline) {
+		time.Sleep(min(500*time.Millisecond, time.Until(deadline)))
+		f, err = os.Open(path)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("--plan: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, plan.MaxFileSize+1))
+	if err != nil {
+		return nil, 0, fmt.Errorf("--plan %s: %w", path, err)
+	}
+	p, err := plan.ReadFile(bytes.NewReader(data))
+	if err != nil {
+		return nil, 0, fmt.Errorf("--plan %s: %w", path, err)
+	}
+	return p, plan.FileDigest(data), nil
 }
 
 // resolveTiming applies the scenario's transport section where the flags left it open.

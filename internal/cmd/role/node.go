@@ -50,16 +50,18 @@ type runner interface {
 // node is what every role process shares: configuration, plan, connection, the ctl
 // subscriptions, the stop signal, counters, pacing and the result file.
 type node struct {
-	cfg    *Config
-	log    zerolog.Logger
-	scn    *scenario.Scenario
-	plan   *plan.Plan
-	subj   bus.Subjects
-	conn   *bus.Conn
-	sender string // "<role>.<id>"
-	in     *bus.Inbox
-	clock  *bus.Clock
-	steps  int // T
+	cfg  *Config
+	log  zerolog.Logger
+	scn  *scenario.Scenario
+	plan *plan.Plan
+	// planDigest identifies the --plan file (0: resolved from --scenario); sent in ctl.ready
+	planDigest uint64
+	subj       bus.Subjects
+	conn       *bus.Conn
+	sender     string // "<role>.<id>"
+	in         *bus.Inbox
+	clock      *bus.Clock
+	steps      int // T
 
 	data bus.Counters // data messages (also the collectors' late/duplicate/ahead drops)
 	ctl  bus.Counters // coordination messages
@@ -127,7 +129,17 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 		return err
 	}
 	log = log.With().Str("proc", cfg.Name()).Str("run", cfg.Run).Logger()
-	scn, p, err := LoadPoint(cfg.ScenarioPath, cfg.Point)
+	var scn *scenario.Scenario
+	var p *plan.Plan
+	var digest uint64
+	if cfg.PlanPath != "" {
+		p, digest, err = LoadPlanFile(cfg.PlanPath, cfg.ConnectRetry)
+		if p != nil {
+			scn = p.Scenario
+		}
+	} else {
+		scn, p, err = LoadPoint(cfg.ScenarioPath, cfg.Point)
+	}
 	if err != nil {
 		return err
 	}
@@ -153,7 +165,7 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 		return err
 	}
 	n := &node{
-		cfg: cfg, log: log, scn: scn, plan: p, subj: subj, sender: bus.SenderName(role, cfg.ID),
+		cfg: cfg, log: log, scn: scn, plan: p, planDigest: digest, subj: subj, sender: bus.SenderName(role, cfg.ID),
 		steps: p.Steps, episodes: make(chan episodeStart, 16), x0s: make(chan x0Msg, 16), stopCh: make(chan struct{}),
 	}
 	n.lastEp.Store(-1)
@@ -247,7 +259,7 @@ func (n *node) connEvent(ev bus.Event) {
 		return
 	}
 	n.reannounce.Store(true)
-	ready := bus.ReadyMessage(n.cfg.Run, n.sender, os.Getpid())
+	ready := bus.ReadyMessage(n.cfg.Run, n.sender, os.Getpid(), n.planDigest)
 	_ = n.conn.Publish(n.subj.CtlReady(n.cfg.Role, n.cfg.ID), ready)
 	if d := n.lastDone.Load(); d != nil {
 		_ = n.conn.Publish(n.subj.CtlDone(n.cfg.Role, n.cfg.ID), d)
@@ -286,7 +298,7 @@ func (n *node) run(r runner) error {
 	if err := n.flush(); err != nil {
 		return err
 	}
-	ready := bus.ReadyMessage(n.cfg.Run, n.sender, os.Getpid())
+	ready := bus.ReadyMessage(n.cfg.Run, n.sender, os.Getpid(), n.planDigest)
 	if err := n.conn.Publish(n.subj.CtlReady(n.cfg.Role, n.cfg.ID), ready); err != nil {
 		return err
 	}

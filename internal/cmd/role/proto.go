@@ -163,6 +163,7 @@ func ProcName(role bus.Role, id, lastAgent int) string {
 // directory.
 func TraceFile(name string) string      { return name + ".trace.jsonl" }
 func ResultFile(name string) string     { return name + ".result.json" }
+func PlanFile(name string) string       { return name + ".plan.json" }
 func TranscriptFile(name string) string { return name + ".transcript.jsonl" }
 
 // FaultsFile names a process's fault log (what its injector did to its messages).

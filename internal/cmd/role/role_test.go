@@ -1,11 +1,15 @@
 package role
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -15,6 +19,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/plan"
 )
 
 func TestParseAgents(t *testing.T) {
@@ -80,7 +85,11 @@ func TestParseConfig(t *testing.T) {
 		{role: bus.RolePlant, args: []string{"--run", "r1", "--scenario", "s.yaml"}, wantErr: "no NATS server"},
 		{role: bus.RolePlant, args: []string{"--nats-url", "nats://x:1", "--scenario", "s.yaml"}, wantErr: "--run is required"},
 		{role: bus.RolePlant, args: []string{"--nats-url", "nats://x:1", "--run", "a.b", "--scenario", "s.yaml"}, wantErr: "--run"},
-		{role: bus.RolePlant, args: []string{"--nats-url", "nats://x:1", "--run", "r1"}, wantErr: "--scenario is required"},
+		{role: bus.RolePlant, args: []string{"--nats-url", "nats://x:1", "--run", "r1"}, wantErr: "--scenario or --plan is required"},
+		{role: bus.RolePlant, args: append(base, "--plan", "p.json"), wantErr: "not both"},
+		{role: bus.RoleCloud, args: []string{"--nats-url", "nats://x:1", "--run", "r1", "--plan", "cloud-0.plan.json"}, check: func(t *testing.T, c *Config) {
+			require.Equal(t, "cloud-0.plan.json", c.PlanPath)
+		}},
 		{role: bus.RolePlant, args: append(base, "--seed", "-3"), wantErr: "--seed"},
 		{role: bus.RolePlant, args: append(base, "--mode", "warp"), wantErr: "--mode"},
 		{role: bus.RolePlant, args: append(base, "--encoding", "xml"), wantErr: "--encoding"},
@@ -241,4 +250,34 @@ func TestRoleUsageTexts(t *testing.T) {
 	_, err = parseConfig(bus.RolePlant, []string{"--nats-url", "nats://x:1", "--run", "r", "--scenario", "s.yaml", "--timeout", "1ns"}, io.Discard, io.Discard)
 	require.ErrorIs(t, err, cli.ErrUsage)
 	require.ErrorContains(t, err, "--timeout 1ns: must be at least 1ms")
+}
+
+// A plan file that is not there yet is waited for (a role started before an attached launcher
+// wrote it); its digest is what the process puts in its ctl.ready.
+func TestLoadPlanFileWaits(t *testing.T) {
+	_, p, err := LoadPoint(filepath.Join("..", "..", "..", "scenarios", "cloud-vehicle.yaml"), 0)
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, p.WriteFile(&buf, plan.KeepNothing))
+	path := filepath.Join(t.TempDir(), "cloud-0.plan.json")
+
+	_, _, err = LoadPlanFile(path, 0)
+	require.ErrorContains(t, err, "--plan")
+	require.ErrorIs(t, err, fs.ErrNotExist)
+
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = os.WriteFile(path, buf.Bytes(), 0o600)
+	}()
+	start := time.Now()
+	q, digest, err := LoadPlanFile(path, 10*time.Second)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	require.Equal(t, plan.FileDigest(buf.Bytes()), digest)
+	require.Equal(t, p.Scale, q.Scale)
+	require.True(t, math.IsNaN(q.Scenario.Plant.X0[0]), "the cloud's file holds no x(0)")
+
+	require.NoError(t, os.WriteFile(path, []byte(`{"format":"dpsim-plan/1"}`), 0o600))
+	_, _, err = LoadPlanFile(path, 0)
+	require.ErrorContains(t, err, "no scenario")
 }

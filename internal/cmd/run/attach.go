@@ -48,7 +48,7 @@ func (s *Session) AttachCommand(p *Proc) ([]string, error) {
 		case "--parent-pid":
 			i++
 			continue
-		case "--scenario", "--out", "--sign-keys", "--tls-ca", "--tls-cert", "--tls-key":
+		case "--plan", "--out", "--sign-keys", "--tls-ca", "--tls-cert", "--tls-key":
 			if i+1 < len(args) {
 				abs, err := filepath.Abs(args[i+1])
 				if err != nil {
@@ -94,7 +94,8 @@ func (s *Session) announceAttach() error {
 	fmt.Fprintf(&b, "#!/bin/sh\n# dpsim run --attach: the %d role processes of run %s (point %d).\n", len(s.procs), s.cfg.Run, s.cfg.Point)
 	b.WriteString("# Start each once, in any order, on any host that reaches the NATS server and sees this\n")
 	b.WriteString("# --out directory at the same path; the launcher waits for all of them, then runs the\n")
-	b.WriteString("# episodes. Credentials are in the --credentials files (mode 0600), never on this line.\n")
+	b.WriteString("# episodes. Credentials are in the --credentials files (mode 0600), never on this line;\n")
+	b.WriteString("# each process's plan - the resolved design and only its own private values - in its --plan file.\n")
 	for _, p := range s.procs {
 		if c := s.credentials(p); c != (bus.Credentials{}) {
 			if err := bus.WriteCredentials(s.credentialsPath(p), c); err != nil {

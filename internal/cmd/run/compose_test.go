@@ -63,6 +63,10 @@ func TestComposeMatchesAttach(t *testing.T) {
 			require.Equal(t, "service_healthy", s.DependsOn[n]["condition"], "%s waits for %s", name, n)
 		}
 	}
+	for _, r := range roles {
+		require.Equal(t, "service_healthy", c.Services[r].DependsOn["launcher"]["condition"], "%s starts once the launcher wrote the plan files", r)
+	}
+	require.Contains(t, strings.Join(c.Services["launcher"].Healthcheck.Test, " "), run.CommandsFile)
 	require.Equal(t, "run", c.Services["launcher"].Command[0])
 	require.Contains(t, c.Services["launcher"].Command, "--attach")
 

@@ -18,7 +18,9 @@
 // ctl.ready, ctl.done and ctl.result subjects end in agent.<i>. Unless the scenario has link
 // faults or crashes (per agent), a host publishes one message per step on
 // dpsim.<run>.host.<i>.y carrying the outputs of all its agents (sim.HostCore; the children get
-// --batch K), so a network step costs O(hosts) messages, not O(agents). Each child gets --nats-url, --run, --scenario, --point, --out, --mode,
+// --batch K), so a network step costs O(hosts) messages, not O(agents). Each child gets --nats-url, --run, --plan (its
+// plan file <out>/<name>.plan.json: the point resolved once by the launcher, with only that
+// child's private values; see Session.writePlans), --point, --out, --mode,
 // --period, --timeout, --idle-timeout, --log-level, --encoding and --parent-pid; the plant
 // and the agents also --seed (the eavesdropper and the cloud draw no randomness and never get
 // the seed). Children run in their own process group: a Ctrl-C on the terminal reaches only
@@ -31,7 +33,7 @@
 //
 //	| Subject                               | From      | Kind    | ep | vals                          | Meaning                                   |
 //	|---------------------------------------|-----------|---------|----|-------------------------------|-------------------------------------------|
-//	| dpsim.<run>.ctl.ready.<role>.<id>     | process   | ready   | 0  | [pid]                         | subscribed to its subjects, ready         |
+//	| dpsim.<run>.ctl.ready.<role>.<id>     | process   | ready   | 0  | [pid, plan digest]            | subscribed to its subjects, ready         |
 //	| dpsim.<run>.ctl.episode               | launcher  | episode | e  | []                            | start episode e (scenario x(0))           |
 //	| dpsim.<run>.ctl.episode               | launcher  | episode-x0 | e | []                         | start e; its x(0) is on the private line  |
 //	| dpsim-challenger.<run>.x0             | launcher  | x0      | e  | explicit x(0)                 | the challenger's secret (plant, agents)   |

@@ -572,7 +572,7 @@ func watch(n int, readyOf string) (func(string, []byte), <-chan struct{}, func()
 			switch {
 			case strings.HasSuffix(subject, ".ctl.ready."+readyOf):
 				var m bus.Message
-				if bus.Decode(data, &m) == nil && len(m.Values) == 1 {
+				if bus.Decode(data, &m) == nil && len(m.Values) >= 1 {
 					mu.Lock()
 					pid = int(m.Values[0])
 					mu.Unlock()

@@ -16,13 +16,13 @@ import (
 const RSSWait = "wait4"
 
 // procFileSuffixes are the files a role process writes into its --out directory.
-var procFileSuffixes = []string{".log", ".trace.jsonl", ".result.json", ".transcript.jsonl", ".faults.jsonl", ".checkpoint.json", "public-keys.json"}
+var procFileSuffixes = []string{".log", ".trace.jsonl", ".result.json", ".transcript.jsonl", ".faults.jsonl", ".checkpoint.json", ".plan.json", "public-keys.json"}
 
 // cleanOutputs removes from dir what an earlier dpsim run wrote there, so that a reused --out
 // holds only this run's outputs: summary.json, report.md, trace.jsonl and trace-pNN.jsonl (and
 // faults.jsonl, faults-pNN.jsonl beside them), the
 // report's figures (report.FigureNames as .png and .svg), and procs/ with the processes'
-// files (procs/ and procs/pNN/: *.log, *.trace.jsonl, *.result.json, *.transcript.jsonl, *.faults.jsonl, *.checkpoint.json; the
+// files (procs/ and procs/pNN/: *.log, *.trace.jsonl, *.result.json, *.transcript.jsonl, *.faults.jsonl, *.checkpoint.json, *.plan.json; the
 // directories go when that leaves them empty). Nothing else is touched.
 func cleanOutputs(dir string) error {
 	var errs []error

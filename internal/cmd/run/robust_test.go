@@ -16,6 +16,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/cmd/role"
 	"github.com/dpsim/dpsim/internal/cmd/run"
+	"github.com/dpsim/dpsim/pkg/plan"
 )
 
 // readyOf returns a sniffer callback that closes the channel at the first ctl.ready of sender.
@@ -76,7 +77,7 @@ func TestAttachConflict(t *testing.T) {
 		if i < 0 {
 			return
 		}
-		if m := decode(t, data); m != nil && len(m.Values) == 1 {
+		if m := decode(t, data); m != nil && len(m.Values) >= 1 {
 			mu.Lock()
 			sender := subject[i+len(".ctl.ready."):]
 			if pids[sender] == nil {
@@ -117,6 +118,51 @@ func TestAttachConflict(t *testing.T) {
 	for _, l := range procs {
 		l.wait(t, 20*time.Second)
 	}
+}
+
+// TestAttachStalePlan: a process that read a plan file before the launcher wrote its own (an
+// earlier run's, as a docker-compose role might) names the file's digest in its ctl.ready,
+// and the launcher refuses it instead of running on a design it did not compute.
+func TestAttachStalePlan(t *testing.T) {
+	srv := server(t)
+	const id = "itattachstale"
+	dir := t.TempDir()
+	_, p, err := role.LoadPoint(scenarioPath("cloud-vehicle"), 0)
+	require.NoError(t, err)
+	// The earlier run's plant plan: another horizon.
+	old := *p
+	old.Steps = p.Steps + 1
+	old.Scenario = p.Scenario.Clone()
+	old.Scenario.Steps = old.Steps
+	var buf bytes.Buffer
+	require.NoError(t, old.WriteFile(&buf, plan.Keep{Seed: true, PlantX0: true, Last: -1}))
+	planFile := filepath.Join(dir, role.PlanFile("plant-0"))
+	require.NoError(t, os.WriteFile(planFile, buf.Bytes(), 0o600))
+	var mu sync.Mutex
+	ready := false
+	sniff(t, srv.URL(), func(subject string, data []byte) {
+		if strings.HasSuffix(subject, ".ctl.ready.plant.0") {
+			mu.Lock()
+			ready = true
+			mu.Unlock()
+		}
+	})
+	l := start(t, "plant", "--nats-url", srv.URL(), "--run", id, "--plan", planFile, "--out", dir, "--log-level", "warn", "--seed", "5")
+	t.Cleanup(func() { _ = l.cmd.Process.Kill() })
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return ready
+	}, 20*time.Second, 20*time.Millisecond, "the plant announced itself")
+	sess, err := run.StartSession(context.Background(), run.SessionConfig{Attach: true, Plan: p, Seed: 5,
+		URL: srv.URL(), Run: id, Dir: dir, Timeout: 10 * time.Second, StartTimeout: 15 * time.Second})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "plant.0 runs another plan file than the one this launcher wrote")
+	require.Contains(t, err.Error(), "stale")
+	if sess != nil {
+		_ = sess.Stop()
+	}
+	l.wait(t, 20*time.Second)
 }
 
 // TestStaleOutputs: a single-point run into a directory a sweep wrote before leaves none of

@@ -266,7 +266,9 @@ type Session struct {
 	// seeds are the processes' signing seeds (--sign), keysFile the public keys.
 	seeds    map[string]string
 	keysFile string
-	signSeed string // the launcher's own (ctl.episode, ctl.stop, the challenger's x0)
+	// planDigests is the digest of each process's plan file (plan.FileDigest), by sender.
+	planDigests map[string]uint64
+	signSeed    string // the launcher's own (ctl.episode, ctl.stop, the challenger's x0)
 }
 
 // makeKeys gives every process a signing key and writes the public keys beside their files.
@@ -386,6 +388,9 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		if err := s.makeKeys(); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.writePlans(); err != nil {
+		return nil, err
 	}
 	s.events = make(chan ctlEvent, 4*len(s.procs)+16)
 	s.exits = make(chan *Proc, len(s.procs))
@@ -517,7 +522,10 @@ func (s *Session) subscribe() error {
 				return
 			}
 			ev := word
-			if !s.claim(m.Sender, pid, word) {
+			if word == role.KindReady && !s.checkPlan(m) {
+				s.ctl.Drop(bus.ReasonSender)
+				ev = kindConflict
+			} else if !s.claim(m.Sender, pid, word) {
 				s.ctl.Drop(bus.ReasonSender)
 				ev = kindConflict // wake the waits: they return the conflict
 			}
@@ -586,6 +594,57 @@ func (s *Session) conflictErr() error {
 	return s.conflict
 }
 
+// planPath is process p's plan file.
+func (s *Session) planPath(p *Proc) string { return filepath.Join(s.cfg.Dir, role.PlanFile(p.Name)) }
+
+// writePlans ships each process its slice of the plan, computed once here: a plan file with
+// the resolved design (no process repeats the sensitivity enumeration, the Sigma design or the
+// graph's spectrum) and only the private values that process owns - the plant its x(0), an
+// agent host its agents' x_i(0), the cloud and the eavesdropper none (nor the seed). Owner-only
+// permissions: the file holds private initial states.
+func (s *Session) writePlans() error {
+	for _, p := range s.procs {
+		keep := plan.KeepNothing
+		switch p.Role {
+		case bus.RolePlant:
+			keep = plan.Keep{Seed: true, PlantX0: true, Last: -1}
+		case bus.RoleAgent:
+			keep = plan.Keep{Seed: true, First: p.ID, Last: p.LastAgent}
+		}
+		var buf bytes.Buffer
+		if err := s.cfg.Plan.WriteFile(&buf, keep); err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
+		}
+		if err := atomicfile.WriteFile(s.planPath(p), buf.Bytes(), 0o600); err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
+		}
+		if s.planDigests == nil {
+			s.planDigests = map[string]uint64{}
+		}
+		s.planDigests[bus.SenderName(p.Role, p.ID)] = plan.FileDigest(buf.Bytes())
+	}
+	return nil
+}
+
+// checkPlan records a conflict when a process's ctl.ready names a plan file other than the one
+// written for it (a stale file of an earlier run, read by a process started before this
+// launcher wrote its own) and returns false; a process that resolved the scenario itself
+// (digest 0) is accepted.
+func (s *Session) checkPlan(m *bus.Message) bool {
+	got, want := bus.CtlPlan(m), s.planDigests[m.Sender]
+	if got == 0 || got == want {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conflict == nil {
+		s.conflict = fmt.Errorf("run %s: %s runs another plan file than the one this launcher wrote (%s; digest %012x, want %012x): "+
+			"it read a stale file of an earlier run; start it again now that the file is written", s.cfg.Run, m.Sender,
+			s.planPath(s.byKey[m.Sender]), got, want)
+	}
+	return false
+}
+
 func (s *Session) args(p *Proc) []string {
 	c := s.cfg
 	url := c.URL
@@ -598,7 +657,7 @@ func (s *Session) args(p *Proc) []string {
 		url = px.URL() // faults.proxies: this process reaches the server through toxiproxy
 	}
 	a := []string{string(p.Role),
-		"--nats-url", url, "--run", c.Run, "--scenario", c.ScenarioPath, "--point", strconv.Itoa(c.Point),
+		"--nats-url", url, "--run", c.Run, "--plan", s.planPath(p), "--point", strconv.Itoa(c.Point),
 		"--out", c.Dir, "--mode", c.Mode.String(), "--timeout", c.Timeout.String(),
 		"--idle-timeout", (c.StartTimeout + c.Timeout + time.Minute).String(),
 		"--log-level", c.LogLevel, "--encoding", c.Encoding, "--parent-pid", strconv.Itoa(os.Getpid())}

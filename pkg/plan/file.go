@@ -1,0 +1,278 @@
+package plan
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsim/dpsim/pkg/noise"
+	"github.com/dpsim/dpsim/pkg/privacy"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// FileFormat names the layout of a plan file (the "format" key).
+const FileFormat = "dpsim-plan/1"
+
+// MaxFileSize bounds a plan file read by ReadFile (bytes).
+const MaxFileSize = 256 << 20
+
+// Keep selects the private values a plan file carries; everything else private is left out
+// of the file and read back as NaN (an initial state) or 0 (the seed), so that a process can
+// neither learn nor silently use what is not its own.
+type Keep struct {
+	// Seed keeps the run seed (scenario.Seed) of the noise streams: the plant and the agents.
+	Seed bool
+	// PlantX0 keeps the plant's x(0) (the plant process).
+	PlantX0 bool
+	// Agents keeps x_i(0) of agents First..Last (an agent host); Last < First keeps none.
+	First, Last int
+}
+
+// KeepNothing keeps no private value: the cloud, the eavesdropper.
+var KeepNothing = Keep{First: 0, Last: -1}
+
+// planFile is the JSON form of a plan: the scenario point (fields named as in
+// scenario.Scenario, without the private values Keep leaves out) and the results of New that
+// cost time to compute: the consensus rate, the gains, the calibrated noise.
+type planFile struct {
+	Format        string             `json:"format"`
+	Scenario      *scenario.Scenario `json:"scenario"`
+	Adjacency     privacy.Adjacency  `json:"adjacency"`
+	Scale         float64            `json:"scale"`
+	KappaInv      float64            `json:"kappa_inv"`
+	NoiseMatrix   [][]float64        `json:"noise_matrix,omitempty"`
+	RankError     string             `json:"rank_error,omitempty"`
+	K             [][]float64        `json:"k,omitempty"`
+	L             [][]float64        `json:"l,omitempty"`
+	Alpha         float64            `json:"alpha"`
+	GraphWarnings []string           `json:"graph_warnings,omitempty"`
+	PlantX0       []float64          `json:"plant_x0,omitempty"`
+	AgentsX0      *agentsX0          `json:"agents_x0,omitempty"`
+}
+
+type agentsX0 struct {
+	First  int       `json:"first"`
+	Values []float64 `json:"values"`
+}
+
+func rows(m *mat.Dense) [][]float64 {
+	if m == nil {
+		return nil
+	}
+	r, c := m.Dims()
+	out := make([][]float64, r)
+	for i := range out {
+		out[i] = make([]float64, c)
+		mat.Row(out[i], i, m)
+	}
+	return out
+}
+
+func dense(name string, v [][]float64, r, c int) (*mat.Dense, error) {
+	if len(v) != r {
+		return nil, fmt.Errorf("%s: %d rows, want %d", name, len(v), r)
+	}
+	m := mat.NewDense(r, c, nil)
+	for i, row := range v {
+		if len(row) != c {
+			return nil, fmt.Errorf("%s: row %d has %d values, want %d", name, i, len(row), c)
+		}
+		for j, x := range row {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, fmt.Errorf("%s[%d][%d] = %v is not finite", name, i, j, x)
+			}
+		}
+		m.SetRow(i, row)
+	}
+	return m, nil
+}
+
+// WriteFile writes the plan as JSON to w for a role process: what the process needs to run
+// without repeating New's work (the sensitivity enumeration, Algorithm 1's Sigma design, the
+// graph's spectrum), and of the private values only those keep selects. ReadFile reads it.
+func (p *Plan) WriteFile(w io.Writer, keep Keep) error {
+	s := p.Scenario.Clone()
+	f := planFile{Format: FileFormat, Scenario: s, Adjacency: p.Adjacency, Scale: p.Scale, KappaInv: p.KappaInv,
+		NoiseMatrix: rows(p.NoiseMatrix), K: rows(p.K), L: rows(p.L), Alpha: p.Alpha, GraphWarnings: p.GraphWarnings}
+	if p.RankErr != nil {
+		f.RankError = p.RankErr.Error()
+	}
+	if !keep.Seed {
+		s.Seed = 0
+	}
+	if s.Plant != nil {
+		if keep.PlantX0 {
+			f.PlantX0 = make([]float64, s.Plant.Nx()) // an absent x(0) is zeros
+			copy(f.PlantX0, s.Plant.X0)
+		}
+		s.Plant.X0 = nil
+	}
+	if keep.Last >= keep.First && len(s.X0) > 0 {
+		if keep.First < 0 || keep.Last >= len(s.X0) {
+			return fmt.Errorf("plan file: agents %d..%d outside 0..%d", keep.First, keep.Last, len(s.X0)-1)
+		}
+		f.AgentsX0 = &agentsX0{First: keep.First, Values: slices.Clone(s.X0[keep.First : keep.Last+1])}
+	}
+	s.X0 = nil
+	b, err := json.Marshal(&f)
+	if err != nil {
+		return fmt.Errorf("plan file: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("plan file: %w", err)
+	}
+	return nil
+}
+
+// FileDigest identifies the bytes of a plan file: the first 48 bits of their SHA-256, never 0
+// (exact in a float64, so a process can report it in its ctl.ready and the launcher tell a
+// stale plan file from the one it wrote).
+func FileDigest(b []byte) uint64 {
+	h := sha256.Sum256(b)
+	d := binary.BigEndian.Uint64(h[:8]) >> 16
+	return max(d, 1)
+}
+
+// ReadFile reads a plan written by WriteFile. The plan has everything New computes except the
+// calibration's working (Sensitivity, Gaussian, Laplace are zero): the noise (Scale,
+// NoiseMatrix, KappaInv), the rank condition's verdict, the gains, the graph and its rate.
+// Private values the file left out are NaN (x(0)) or 0 (the seed). Building it costs O(N + E)
+// for a graph of N nodes and E edges: the graph's structure is checked, not its spectrum.
+func ReadFile(r io.Reader) (*Plan, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("plan file: %w", err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("plan file: larger than the %d bytes allowed", MaxFileSize)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f planFile
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("plan file: %w", err)
+	}
+	p, err := f.plan()
+	if err != nil {
+		return nil, fmt.Errorf("plan file: %w", err)
+	}
+	return p, nil
+}
+
+func (f *planFile) plan() (*Plan, error) {
+	if f.Format != FileFormat {
+		return nil, fmt.Errorf("format %q, want %q", f.Format, FileFormat)
+	}
+	s := f.Scenario
+	if s == nil {
+		return nil, errors.New("no scenario")
+	}
+	if s.Steps < 1 {
+		return nil, fmt.Errorf("scenario.Steps %d < 1", s.Steps)
+	}
+	if len(s.Sweeps) > 0 {
+		return nil, errors.New("scenario: has a sweep: a plan file holds one point")
+	}
+	for _, v := range []struct {
+		name string
+		x    float64
+	}{{"scale", f.Scale}, {"kappa_inv", f.KappaInv}, {"alpha", f.Alpha}} {
+		if !(v.x >= 0) || math.IsInf(v.x, 0) {
+			return nil, fmt.Errorf("%s %v: want a finite value >= 0", v.name, v.x)
+		}
+	}
+	p := &Plan{Scenario: s, Steps: s.Steps, Adjacency: f.Adjacency, Mechanism: s.Privacy.Mechanism, Noise: s.Privacy.Noise,
+		Scale: f.Scale, KappaInv: f.KappaInv, Alpha: f.Alpha, GraphWarnings: f.GraphWarnings}
+	if f.RankError != "" {
+		p.RankErr = errors.New(f.RankError)
+	}
+	switch p.Noise {
+	case noise.Structured, noise.IIDCalibrated, noise.IIDNaive, noise.None:
+	default:
+		return nil, fmt.Errorf("scenario: unknown noise kind %q", p.Noise)
+	}
+	if p.Mechanism != privacy.Gaussian && p.Mechanism != privacy.Laplace {
+		return nil, fmt.Errorf("scenario: unknown mechanism %q", p.Mechanism)
+	}
+	p.ModelA, p.ModelC = s.PrivateModel()
+	if p.ModelA == nil {
+		return nil, errors.New("scenario: no private model")
+	}
+	if f.NoiseMatrix != nil {
+		n, _ := p.ModelA.Dims()
+		var err error
+		if p.NoiseMatrix, err = dense("noise_matrix", f.NoiseMatrix, n, n); err != nil {
+			return nil, err
+		}
+	} else if p.Noise == noise.Structured {
+		return nil, errors.New("noise_matrix: missing for structured noise")
+	}
+	switch s.Kind {
+	case scenario.CloudControl:
+		if s.Plant == nil || s.Controller == nil {
+			return nil, errors.New("scenario: a cloud-control plan without plant or controller")
+		}
+		if f.AgentsX0 != nil {
+			return nil, errors.New("agents_x0 in a cloud-control plan")
+		}
+		sys, err := s.System()
+		if err != nil {
+			return nil, fmt.Errorf("scenario.Plant: %w", err)
+		}
+		p.System = sys
+		if p.K, err = dense("k", f.K, sys.Nu(), sys.Nx()); err != nil {
+			return nil, err
+		}
+		if p.L, err = dense("l", f.L, sys.Nx(), sys.Ny()); err != nil {
+			return nil, err
+		}
+		if p.Reference, err = s.Reference(); err != nil {
+			return nil, fmt.Errorf("scenario.Controller.Reference: %w", err)
+		}
+		s.Plant.X0 = nans(sys.Nx())
+		if f.PlantX0 != nil {
+			if len(f.PlantX0) != sys.Nx() {
+				return nil, fmt.Errorf("plant_x0: %d values, the plant has %d states", len(f.PlantX0), sys.Nx())
+			}
+			s.Plant.X0 = f.PlantX0
+		}
+	case scenario.Consensus:
+		if s.Network == nil {
+			return nil, errors.New("scenario: a consensus plan without a graph")
+		}
+		if f.PlantX0 != nil || f.K != nil || f.L != nil {
+			return nil, errors.New("plant_x0, k or l in a consensus plan")
+		}
+		g, err := s.BuildGraph()
+		if err != nil {
+			return nil, fmt.Errorf("scenario.Network: %w", err)
+		}
+		p.Graph = g
+		s.X0 = nans(g.N)
+		if a := f.AgentsX0; a != nil {
+			if a.First < 0 || a.First+len(a.Values) > g.N {
+				return nil, fmt.Errorf("agents_x0: agents %d..%d outside 0..%d", a.First, a.First+len(a.Values)-1, g.N-1)
+			}
+			copy(s.X0[a.First:], a.Values)
+		}
+	default:
+		return nil, fmt.Errorf("scenario: unknown kind %q", s.Kind)
+	}
+	return p, nil
+}
+
+func nans(n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = math.NaN()
+	}
+	return v
+}
