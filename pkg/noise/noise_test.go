@@ -175,6 +175,8 @@ func TestStructuredMatchesMatrixPowers(t *testing.T) {
 		dist    privacy.Mechanism
 	}{
 		{"position-1x1", scalar, scalar, mat.NewDense(1, 1, []float64{2.5244}), privacy.Gaussian},
+		// the scalar path (nz = m = 1) with A_m, C_m not 1 and two draws
+		{"decaying-1x1-r2", mat.NewDense(1, 1, []float64{0.93}), mat.NewDense(1, 1, []float64{1.7}), mat.NewDense(1, 2, []float64{0.8, -0.3}), privacy.Laplace},
 		{"vehicle-2x2", vehA, vehC, mat.NewDense(2, 2, []float64{1.3, 0, 0.4, 0.7}), privacy.Gaussian},
 		{"vehicle-2x2-laplace", vehA, vehC, mat.NewDense(2, 2, []float64{3, 0, 0, 3}), privacy.Laplace},
 		{"random-3x3-m2-r2", A3, randDense(r, 2, 3, 1), randDense(r, 3, 2, 1), privacy.Gaussian},
@@ -191,6 +193,9 @@ func TestStructuredMatchesMatrixPowers(t *testing.T) {
 			for step := 0; step <= 100; step++ {
 				if s.Step() != step {
 					t.Fatalf("Step() = %d, want %d", s.Step(), step)
+				}
+				if z := s.State(); len(z) != c.A.RawMatrix().Rows {
+					t.Fatalf("State() has %d values", len(z))
 				}
 				s.Next(got)
 				At.Pow(c.A, step)

@@ -108,6 +108,17 @@ func (a *assembler) sink(_ Core, rd *Ready) error {
 			a.downCon[r.Step] = append(a.downCon[r.Step], r.Agent)
 		}
 	}
+	for i := range rd.Blocks {
+		b := &rd.Blocks[i]
+		copy(a.x[b.Step][b.First:], b.X)
+		k := b.Step*a.n + b.First
+		for j := k; j < k+len(b.X); j++ {
+			a.agentX[j] = true
+		}
+		if b.Y != nil {
+			copy(a.y[b.Step][b.First:], b.Y)
+		}
+	}
 	for i := range rd.Consensus {
 		r := &rd.Consensus[i]
 		if r.EveX0 != nil {

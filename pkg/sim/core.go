@@ -82,6 +82,7 @@ type Ready struct {
 	Control   []ControlRecord   // plant, cloud, eavesdropper (cloud control)
 	Consensus []ConsensusRecord // eavesdropper (consensus)
 	Agent     []AgentRecord     // agents
+	Blocks    []BlockRecord     // agent hosts: one record per step for the whole block
 	// Missing counts the inputs the core went without (step deadline passed: its
 	// missing-input rule applied) since the last Ready.
 	Missing int
@@ -177,6 +178,7 @@ func (o *outbuf) clearIfConsumed() {
 // clear forgets the last Ready (its views are no longer used).
 func (o *outbuf) clear() {
 	o.rd.Out, o.rd.Control, o.rd.Consensus, o.rd.Agent = o.rd.Out[:0], o.rd.Control[:0], o.rd.Consensus[:0], o.rd.Agent[:0]
+	o.rd.Blocks = o.rd.Blocks[:0]
 	o.rd.Missing = 0
 	o.mem.reset()
 	o.consumed = false

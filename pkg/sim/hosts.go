@@ -186,11 +186,18 @@ func (c *HostCore) emit() {
 	y := c.y // a view: the block releases one message per call (it needs step t's inputs first)
 	if !c.norec {
 		y = c.ob.mem.copy(c.y)
-		for a, node := range c.nodes {
-			c.ob.rd.Agent = append(c.ob.rd.Agent, AgentRecord{Episode: node.episode, Step: t, Agent: node.Index(), X: node.State(), Y: &y[a]})
-		}
+		c.record(t, y)
 	}
 	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Step: t, Values: y})
+}
+
+// record adds the block's record of step t: every hosted agent's state and message y (nil at T).
+func (c *HostCore) record(t int, y []float64) {
+	x := c.ob.mem.take(len(c.nodes))
+	for a, node := range c.nodes {
+		x[a] = node.State()
+	}
+	c.ob.rd.Blocks = append(c.ob.rd.Blocks, BlockRecord{Episode: c.nodes[0].episode, Step: t, First: c.lo, X: x, Y: y})
 }
 
 func (c *HostCore) complete() bool {
@@ -220,9 +227,7 @@ func (c *HostCore) complete() bool {
 	}
 	if c.nodes[0].Step() == c.T {
 		if !c.norec {
-			for _, node := range c.nodes {
-				c.ob.rd.Agent = append(c.ob.rd.Agent, AgentRecord{Episode: node.episode, Step: c.T, Agent: node.Index(), X: node.State()})
-			}
+			c.record(c.T, nil)
 		}
 		return true
 	}

@@ -110,7 +110,11 @@ func runDropped(t *testing.T, p *plan.Plan, hs Hosts) ([]AgentRecord, []Consensu
 	var eve []ConsensusRecord
 	missing := 0
 	d := NewDriver(cores, tr, nil, func(c Core, rd *Ready) error {
-		for _, r := range rd.Agent { // Y points into the core's arena, reused after Ready
+		var blocks []AgentRecord
+		for i := range rd.Blocks {
+			blocks = rd.Blocks[i].AppendAgents(blocks)
+		}
+		for _, r := range append(slices.Clone(rd.Agent), blocks...) { // Y points into the core's arena, reused after Ready
 			if r.Y != nil {
 				y := *r.Y
 				r.Y = &y

@@ -78,6 +78,27 @@ func (r *ConsensusRecord) Clone() ConsensusRecord {
 		EveX0: slices.Clone(r.EveX0), EveMissing: r.EveMissing, Down: slices.Clone(r.Down)}
 }
 
+// BlockRecord is what an agent host writes for one step: the states X and messages Y of its
+// agents First, First+1, ..., First+len(X)-1 (Y nil at the terminal step T). It stands for
+// len(X) AgentRecords - a host's step is one record, not one per agent - and is written to
+// traces as those (AppendAgents).
+type BlockRecord struct {
+	Episode, Step, First int
+	X, Y                 []float64
+}
+
+// AppendAgents appends the block's AgentRecords to dst (their Y point into b.Y).
+func (b *BlockRecord) AppendAgents(dst []AgentRecord) []AgentRecord {
+	for k, x := range b.X {
+		r := AgentRecord{Episode: b.Episode, Step: b.Step, Agent: b.First + k, X: x}
+		if b.Y != nil {
+			r.Y = &b.Y[k]
+		}
+		dst = append(dst, r)
+	}
+	return dst
+}
+
 // Record is the set of trace record types.
 type Record interface {
 	ControlRecord | ConsensusRecord | AgentRecord

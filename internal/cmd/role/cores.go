@@ -31,9 +31,11 @@ type coreRunner struct {
 	file   *os.File
 	ctrace *sim.TraceWriter[sim.ControlRecord]
 	atrace *sim.TraceWriter[sim.AgentRecord]
-	ntrace *sim.TraceWriter[sim.ConsensusRecord]
-	count  func() int
-	flush  func() error // the trace writer's
+	// blockBuf holds a block record's AgentRecords while they are written
+	blockBuf []sim.AgentRecord
+	ntrace   *sim.TraceWriter[sim.ConsensusRecord]
+	count    func() int
+	flush    func() error // the trace writer's
 
 	// Disk bound (--keep-episodes): finished counts the episodes done; keepEnd is the trace
 	// file's size after the last kept episode (-1: not reached yet), where every later
@@ -341,6 +343,14 @@ func (r *coreRunner) sink(_ sim.Core, rd *sim.Ready) error {
 	for i := range rd.Agent {
 		if err := r.atrace.Write(&rd.Agent[i]); err != nil {
 			return err
+		}
+	}
+	for i := range rd.Blocks {
+		r.blockBuf = rd.Blocks[i].AppendAgents(r.blockBuf[:0])
+		for k := range r.blockBuf {
+			if err := r.atrace.Write(&r.blockBuf[k]); err != nil {
+				return err
+			}
 		}
 	}
 	for i := range rd.Consensus {
