@@ -19,20 +19,20 @@ import (
 // drawn once per episode by Reset (docs/math.md section 4). Dimensions: A_m is nz x nz, C_m is m x nz,
 // S is nz x r. Matrices are copied at construction; a step costs O(nz^2 + m nz) and never allocates.
 type StructuredStream struct {
-	nz, m, r  int
+	// scalar: nz = m = 1 (a consensus agent's offset, Section 6): z(t) lives in z1 and the
+	// step is the same arithmetic on a1 = A_m, c1 = C_m without touching the slices - at
+	// thousands of agents a step is memory-bound: what Next reads first, in one cache line.
+	ready, scalar bool
+	m, t          int
+	a1, c1, z1    float64
+
+	nz, r     int
 	am, cm, s []float64 // row-major copies of A_m, C_m, S
 	dist      privacy.Mechanism
 	draw      func(*rand.Rand) float64
 
-	eta   []float64 // the episode's draw
-	z, w  []float64 // z(t) and scratch for A_m z
-	t     int
-	ready bool
-	// scalar: nz = m = 1 (a consensus agent's offset, Section 6): z(t) lives in z1 and the
-	// step is the same arithmetic on a1 = A_m, c1 = C_m without touching the slices - at
-	// thousands of agents a step is memory-bound, one cache line instead of five.
-	scalar     bool
-	a1, c1, z1 float64
+	eta  []float64 // the episode's draw
+	z, w []float64 // z(t) and scratch for A_m z
 }
 
 // NewStructured returns the structured stream gamma(t) = Cm Am^t S eta (Algorithm 1, Theorem 3).

@@ -38,6 +38,13 @@ func New(seed uint64, path ...uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(d, splitmix64(d^0xda3e39cb94b95bdb)))
 }
 
+// Reseed sets p to the state New(seed, path...) starts its source in: a caller that keeps one
+// rand.New(p) per emitter starts each episode's stream without allocating.
+func Reseed(p *rand.PCG, seed uint64, path ...uint64) {
+	d := Derive(seed, path...)
+	p.Seed(d, splitmix64(d^0xda3e39cb94b95bdb))
+}
+
 // Label turns a readable name ("plant", "agent") into a path element (FNV-1a).
 func Label(name string) uint64 {
 	h := fnv.New64a()

@@ -2,6 +2,7 @@ package rng
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,6 +13,20 @@ func TestSamePathSameStream(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		require.Equal(t, a.Uint64(), b.Uint64())
 	}
+}
+
+// Reseed puts a kept source where New starts, whatever it drew before.
+func TestReseedIsNew(t *testing.T) {
+	var p rand.PCG
+	r := rand.New(&p)
+	for ep := uint64(0); ep < 3; ep++ {
+		Reseed(&p, 42, Label("agent"), 7, ep)
+		want := New(42, Label("agent"), 7, ep)
+		for i := 0; i < 50; i++ {
+			require.Equal(t, want.NormFloat64(), r.NormFloat64(), "episode %d draw %d", ep, i)
+		}
+	}
+	require.Zero(t, testing.AllocsPerRun(100, func() { Reseed(&p, 42, 1, 2, 3) }))
 }
 
 func TestDifferentPathsDiffer(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/dpsim/dpsim/pkg/dynamics"
 	"github.com/dpsim/dpsim/pkg/estimate"
@@ -20,6 +21,9 @@ const (
 	LabelPlant = "plant"
 	LabelAgent = "agent"
 )
+
+// labelAgent is rng.Label(LabelAgent), hashed once.
+var labelAgent = rng.Label(LabelAgent)
 
 func needControl(p *plan.Plan, role string) error {
 	if p == nil {
@@ -241,7 +245,9 @@ type AgentNode struct {
 	nbr     []int
 	noise   noise.Stream
 	seed    uint64
-	x0      float64 // the scenario's x_i(0)
+	x0      float64    // the scenario's x_i(0)
+	pcg     rand.PCG   // the episode's noise source, reseeded by Begin
+	rnd     *rand.Rand // over pcg
 	gamma   [1]float64
 	y       float64
 	episode int
@@ -295,7 +301,11 @@ func (a *AgentNode) Begin(episode int, x0i float64) error {
 		return fmt.Errorf("sim: agent %d: episode %d: x0 = %v is not finite", a.i, episode, x0i)
 	}
 	a.agent.Reset(x0i)
-	a.noise.Reset(rng.New(a.seed, rng.Label(LabelAgent), uint64(a.i), uint64(episode)))
+	if a.rnd == nil {
+		a.rnd = rand.New(&a.pcg)
+	}
+	rng.Reseed(&a.pcg, a.seed, labelAgent, uint64(a.i), uint64(episode)) // rng.New's stream, no allocation
+	a.noise.Reset(a.rnd)
 	a.episode, a.t = episode, 0
 	return nil
 }
