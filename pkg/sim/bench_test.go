@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -58,7 +59,9 @@ func BenchmarkFastConsensus(b *testing.B) {
 // Consensus with 10,000 agents on a random 4-regular graph (target: >= 2,000 network steps/s):
 // whole episodes of 50 steps, reported per network step; the agents as 4 blocks of 2,500 (one
 // message per block per step, as 4 NATS processes with --agents-per-process 2500), as one
-// block, and, for comparison, every agent a core of its own.
+// block, and, for comparison, every agent a core of its own - each on one worker. "engine" is
+// the fast engine as `dpsim run --engine fast --agents-per-process 2500` runs it: RunFast with
+// one worker per core (GOMAXPROCS), b.N episodes, the Results folded.
 func BenchmarkFastConsensus10000(b *testing.B) {
 	p := planOf(b, largeConsensus(b, 10000, 50))
 	for _, bc := range []struct {
@@ -67,6 +70,18 @@ func BenchmarkFastConsensus10000(b *testing.B) {
 	}{{"hosts=4", 2500}, {"hosts=1", 10000}, {"per-agent", 1}} {
 		b.Run(bc.name, func(b *testing.B) { benchConsensusEpisodes(b, p, NewHosts(p, bc.size)) })
 	}
+	b.Run("engine", func(b *testing.B) {
+		b.ReportAllocs()
+		res, _, err := RunFast(context.Background(), p, 1, FastOptions{Runs: b.N, AgentsPerHost: 2500})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Runs != b.N {
+			b.Fatalf("%d runs folded, want %d", res.Runs, b.N)
+		}
+		b.ReportMetric(float64(b.N*p.Steps)/b.Elapsed().Seconds(), "steps/s")
+		b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "workers")
+	})
 }
 
 // benchConsensusEpisodes runs b.N episodes of p on one fast-engine worker with the agents in
