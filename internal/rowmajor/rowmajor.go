@@ -24,6 +24,19 @@ func Copy(m mat.Matrix) []float64 {
 	return out
 }
 
+// Rows returns m as a list of rows (nil for a nil m): the JSON form of a matrix.
+func Rows(m *mat.Dense) [][]float64 {
+	if m == nil {
+		return nil
+	}
+	r, _ := m.Dims()
+	out := make([][]float64, r)
+	for i := range out {
+		out[i] = mat.Row(nil, i, m)
+	}
+	return out
+}
+
 // Finite is Copy that refuses NaN and infinite entries, naming the matrix and the entry.
 func Finite(name string, m mat.Matrix) ([]float64, error) {
 	out := Copy(m)

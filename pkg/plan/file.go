@@ -13,6 +13,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dpsim/dpsim/internal/rowmajor"
 	"github.com/dpsim/dpsim/pkg/noise"
 	"github.com/dpsim/dpsim/pkg/privacy"
 	"github.com/dpsim/dpsim/pkg/scenario"
@@ -63,19 +64,6 @@ type agentsX0 struct {
 	Values []float64 `json:"values"`
 }
 
-func rows(m *mat.Dense) [][]float64 {
-	if m == nil {
-		return nil
-	}
-	r, c := m.Dims()
-	out := make([][]float64, r)
-	for i := range out {
-		out[i] = make([]float64, c)
-		mat.Row(out[i], i, m)
-	}
-	return out
-}
-
 func dense(name string, v [][]float64, r, c int) (*mat.Dense, error) {
 	if len(v) != r {
 		return nil, fmt.Errorf("%s: %d rows, want %d", name, len(v), r)
@@ -101,7 +89,7 @@ func dense(name string, v [][]float64, r, c int) (*mat.Dense, error) {
 func (p *Plan) WriteFile(w io.Writer, keep Keep) error {
 	s := p.Scenario.Clone()
 	f := planFile{Format: FileFormat, Scenario: s, Adjacency: p.Adjacency, Scale: p.Scale, KappaInv: p.KappaInv,
-		NoiseMatrix: rows(p.NoiseMatrix), K: rows(p.K), L: rows(p.L), Alpha: p.Alpha, GraphWarnings: p.GraphWarnings}
+		NoiseMatrix: rowmajor.Rows(p.NoiseMatrix), K: rowmajor.Rows(p.K), L: rowmajor.Rows(p.L), Alpha: p.Alpha, GraphWarnings: p.GraphWarnings}
 	if p.RankErr != nil {
 		f.RankError = p.RankErr.Error()
 	}

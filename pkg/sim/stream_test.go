@@ -76,20 +76,15 @@ func TestRunFastMemoryFlat(t *testing.T) {
 		t.Skip("8000 episodes")
 	}
 	_, p := loadPlan(t, "cloud-vehicle")
-	heap := func() uint64 {
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
 	runtime.GC()
-	base := heap()
+	base := liveHeap()
 	var peak uint64
 	eps := 0
 	_, tr, err := RunFast(context.Background(), p, 1, FastOptions{Runs: 8000, TraceSink: func(tr *Traces) error {
 		eps++
 		if eps%500 == 0 {
 			runtime.GC()
-			peak = max(peak, heap())
+			peak = max(peak, liveHeap())
 		}
 		return nil
 	}})
@@ -364,13 +359,8 @@ func TestMergeConsensusStreamsMemoryFlat(t *testing.T) {
 		}()
 		return NewTraceReader[AgentRecord](pr)
 	}
-	heap := func() uint64 {
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
 	runtime.GC()
-	base := heap()
+	base := liveHeap()
 	var peak uint64
 	calls := 0
 	err := MergeConsensusStreams(n, T, []*TraceReader[AgentRecord]{gen(0, n/2), gen(n/2, n)}, nil, nil, func(r *ConsensusRecord, ms []Missing) error {
@@ -380,7 +370,7 @@ func TestMergeConsensusStreamsMemoryFlat(t *testing.T) {
 		calls++
 		if calls%50 == 0 {
 			runtime.GC()
-			peak = max(peak, heap())
+			peak = max(peak, liveHeap())
 		}
 		return nil
 	})
@@ -431,13 +421,8 @@ func TestMergeStreamsMemoryFlat(t *testing.T) {
 		t.Skip("6000 episodes")
 	}
 	const eps, steps = 6000, 10
-	heap := func() uint64 {
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
 	runtime.GC()
-	base := heap()
+	base := liveHeap()
 	var peak uint64
 	seen := 0
 	err := MergeControlStreams(steps, dynamics.ZeroReference{N: 1},
@@ -454,7 +439,7 @@ func TestMergeStreamsMemoryFlat(t *testing.T) {
 			seen++
 			if seen%500 == 0 {
 				runtime.GC()
-				peak = max(peak, heap())
+				peak = max(peak, liveHeap())
 			}
 			return nil
 		})
@@ -493,4 +478,11 @@ func TestMissingErrorN(t *testing.T) {
 	require.ErrorContains(t, MissingErrorN(ms, 2000), "and 1998 more")
 	require.NoError(t, MissingErrorN(nil, 0))
 	require.EqualError(t, MissingError(ms), "sim: missing record pieces: [episode 0 step 1: plant episode 0 step 2: plant]")
+}
+
+// liveHeap is the bytes of allocated heap objects (call runtime.GC first for the live ones).
+func liveHeap() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

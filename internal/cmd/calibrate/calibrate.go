@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/rowmajor"
 	"github.com/dpsim/dpsim/pkg/noise"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/privacy"
@@ -328,7 +329,7 @@ func calibrateScenario(s *scenario.Scenario, opt plan.Options) (*ScenarioResult,
 	if p.RankErr != nil {
 		r.RankError = p.RankErr.Error()
 	}
-	r.PrivateModel = map[string]any{"A": rows(p.ModelA), "C": rows(p.ModelC), "from": modelSource(s)}
+	r.PrivateModel = map[string]any{"A": rowmajor.Rows(p.ModelA), "C": rowmajor.Rows(p.ModelC), "from": modelSource(s)}
 	if g := p.Gaussian; g != nil {
 		r.SigmaMatrix = symRows(g.Sigma)
 		r.TraceScalar, r.TraceOptimal, r.TraceSavedPct = g.TraceScalar, g.TraceOptimal, g.TraceSavedPercent
@@ -394,18 +395,6 @@ func worstPair(p *plan.Plan) *WorstPairJSON {
 	}
 	if p.Noise == noise.Structured {
 		out.InitialStateDiff = w.Param
-	}
-	return out
-}
-
-func rows(m *mat.Dense) [][]float64 {
-	if m == nil {
-		return nil
-	}
-	r, _ := m.Dims()
-	out := make([][]float64, r)
-	for i := range out {
-		out[i] = mat.Row(nil, i, m)
 	}
 	return out
 }
