@@ -139,6 +139,11 @@ func ReadFile(r io.Reader) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan file: %w", err)
 	}
+	return ParseFile(data)
+}
+
+// ParseFile is ReadFile on the file's bytes (at most MaxFileSize).
+func ParseFile(data []byte) (*Plan, error) {
 	if len(data) > MaxFileSize {
 		return nil, fmt.Errorf("plan file: larger than the %d bytes allowed", MaxFileSize)
 	}

@@ -666,6 +666,32 @@ func (s *sliceStream[R]) peekRecord() (*R, bool) {
 func (s *sliceStream[R]) popRecord()     { s.i++ }
 func (s *sliceStream[R]) failure() error { return nil }
 
+// mergeStream is one input of mergeConsensus: an agent process's records or the
+// eavesdropper's (exactly one of agent, eve is set), with its name for errors and the episode
+// of the last record taken from it.
+type mergeStream struct {
+	name  string
+	agent recordStream[AgentRecord]
+	eve   recordStream[ConsensusRecord]
+	last  int
+}
+
+// head returns the episode of the next record (ok false at the end or after an error, fail).
+func (m *mergeStream) head() (ep int, ok bool, fail error) {
+	if m.agent != nil {
+		r, ok := m.agent.peekRecord()
+		if ok {
+			ep = r.Episode
+		}
+		return ep, ok, m.agent.failure()
+	}
+	r, ok := m.eve.peekRecord()
+	if ok {
+		ep = r.Episode
+	}
+	return ep, ok, m.eve.failure()
+}
+
 // consensusSlot gathers the pieces of one step's record.
 type consensusSlot struct {
 	x, y       []float64
@@ -701,58 +727,28 @@ func mergeConsensus(n, steps int, agents []recordStream[AgentRecord], names []st
 		return fmt.Sprintf("%s stream %d", RoleAgent.String(), k)
 	}
 	var se streamErrs
-	streams := make([]any, 0, len(agents)+1) // the live streams, in a fixed order
-	last := map[any]int{}                    // episode of the last record read from each stream
-	for _, a := range agents {
+	var streams []*mergeStream // the inputs, in a fixed order
+	for k, a := range agents {
 		if a != nil {
-			streams = append(streams, a)
-			last[a] = -1
+			streams = append(streams, &mergeStream{name: name(k), agent: a, last: -1})
 		}
 	}
 	if eve != nil {
-		streams = append(streams, eve)
-		last[eve] = -1
-	}
-	streamName := func(s any) string {
-		if s == any(eve) {
-			return RoleEavesdropper.String()
-		}
-		for k, a := range agents {
-			if a != nil && any(a) == s {
-				return name(k)
-			}
-		}
-		return "?"
+		streams = append(streams, &mergeStream{name: RoleEavesdropper.String(), eve: eve, last: -1})
 	}
 	// headEpisode is the episode at the head of a live stream; a stream that failed or is out
 	// of episode order stops (the error names it).
-	headEpisode := func(s any) (int, bool) {
+	headEpisode := func(s *mergeStream) (int, bool) {
 		if se.bad[s] {
 			return 0, false
 		}
-		var ep int
-		var ok bool
-		var fail error
-		switch v := s.(type) {
-		case recordStream[AgentRecord]:
-			var r *AgentRecord
-			if r, ok = v.peekRecord(); ok {
-				ep = r.Episode
-			}
-			fail = v.failure()
-		case recordStream[ConsensusRecord]:
-			var r *ConsensusRecord
-			if r, ok = v.peekRecord(); ok {
-				ep = r.Episode
-			}
-			fail = v.failure()
-		}
+		ep, ok, fail := s.head()
 		if !ok {
-			se.add(s, streamName(s), fail)
+			se.add(s, s.name, fail)
 			return 0, false
 		}
-		if ep < last[s] {
-			se.add(s, streamName(s), fmt.Errorf("sim: episode %d after episode %d: records are not ordered by episode", ep, last[s]))
+		if ep < s.last {
+			se.add(s, s.name, fmt.Errorf("sim: episode %d after episode %d: records are not ordered by episode", ep, s.last))
 			return 0, false
 		}
 		return ep, true
@@ -786,23 +782,25 @@ func mergeConsensus(n, steps int, agents []recordStream[AgentRecord], names []st
 		fail := func(err error) error { return errors.Join(append(se.errs, err)...) }
 		// take puts the head of stream s into its step's slot when it belongs to episode ep
 		// and a step up to w; taken is false when it does not (the stream waits).
-		take := func(s any, w, emitted int) (taken bool, err error) {
+		take := func(s *mergeStream, w, emitted int) (taken bool, err error) {
 			if e, ok := headEpisode(s); !ok || e != ep {
 				return false, nil
 			}
-			switch v := s.(type) {
-			case recordStream[AgentRecord]:
-				r, _ := v.peekRecord()
+			if s.agent != nil {
+				r, _ := s.agent.peekRecord()
 				if r.Step < 0 || r.Step > T || r.Agent < 0 || r.Agent >= n {
 					return false, fmt.Errorf("sim: merge: agent record episode %d step %d agent %d outside 0..%d / 0..%d", r.Episode, r.Step, r.Agent, T, n-1)
 				}
 				if r.Step > w {
 					return false, nil
 				}
-				if r.Step < emitted || slot(r.Step).hx[r.Agent] {
+				var sl *consensusSlot
+				if r.Step >= emitted {
+					sl = slot(r.Step)
+				}
+				if sl == nil || sl.hx[r.Agent] {
 					return false, fmt.Errorf("sim: merge: agent %d wrote episode %d step %d twice", r.Agent, r.Episode, r.Step)
 				}
-				sl := slot(r.Step)
 				sl.x[r.Agent], sl.hx[r.Agent] = r.X, true
 				sl.nx++
 				switch {
@@ -813,23 +811,26 @@ func mergeConsensus(n, steps int, agents []recordStream[AgentRecord], names []st
 					sl.y[r.Agent], sl.hy[r.Agent] = *r.Y, true
 					sl.ny++
 				}
-				v.popRecord()
-			case recordStream[ConsensusRecord]:
-				r, _ := v.peekRecord()
+				s.agent.popRecord()
+			} else {
+				r, _ := s.eve.peekRecord()
 				if r.Step < 0 || r.Step > T {
 					return false, fmt.Errorf("sim: merge: eavesdropper record episode %d step %d outside 0..%d", r.Episode, r.Step, T)
 				}
 				if r.Step > w {
 					return false, nil
 				}
-				if r.Step < emitted || slot(r.Step).hasEve {
+				var sl *consensusSlot
+				if r.Step >= emitted {
+					sl = slot(r.Step)
+				}
+				if sl == nil || sl.hasEve {
 					return false, fmt.Errorf("sim: merge: eavesdropper wrote episode %d step %d twice", r.Episode, r.Step)
 				}
-				sl := slot(r.Step)
 				sl.eve, sl.eveMissing, sl.hasEve = r.EveX0, r.EveMissing, true
-				v.popRecord()
+				s.eve.popRecord()
 			}
-			last[s] = ep
+			s.last = ep
 			return true, nil
 		}
 		// read takes every record of episode ep up to step w from the streams.

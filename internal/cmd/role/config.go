@@ -1,7 +1,6 @@
 package role
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -341,7 +340,7 @@ func LoadPlanFile(path string, wait time.Duration) (*plan.Plan, uint64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("--plan %s: %w", path, err)
 	}
-	p, err := plan.ReadFile(bytes.NewReader(data))
+	p, err := plan.ParseFile(data)
 	if err != nil {
 		return nil, 0, fmt.Errorf("--plan %s: %w", path, err)
 	}
