@@ -38,8 +38,14 @@ type Input struct {
 	// Timing is an optional JSON-serialisable value (e.g. realtime overrun/jitter statistics),
 	// printed as a key/value table in field order.
 	Timing any
-	// Invalid are optional invalid-message counters (e.g. per process or per reason).
+	// Invalid are optional invalid-message counters (e.g. per process or per reason): messages
+	// that were wrong (forged, corrupt, malformed), never those merely late for their episode.
 	Invalid map[string]any
+	// Stale counts, per process, the messages that arrived for an episode the receiver had
+	// already finished (late deliveries of a previous episode: a timing effect, not an attack).
+	Stale map[string]uint64
+	// Security says how the traffic was secured (nil: not a NATS run).
+	Security *Security
 	// Elapsed is the run's wall-clock duration (the only time printed).
 	Elapsed time.Duration
 	// Extra are optional named numbers printed at the end of the results.
