@@ -49,6 +49,10 @@ type BoxPlan struct {
 	GainOverGaussian float64
 }
 
+// MaxWidth is the largest box width hi - lo PlanBox accepts: the noise and expected error square and
+// sum the widths, and up to MaxWidth (PrivateMean's boxes of 16 MaxSigma included) they stay finite.
+const MaxWidth = 1e100
+
 // PlanBox returns the plan of the Gaussian or elliptical mechanism for the box [lo, hi].
 func PlanBox(method Mechanism, lo, hi []float64, eps, delta float64) (*BoxPlan, error) {
 	if method != MethodGaussian && method != MethodElliptical {
@@ -77,10 +81,14 @@ func PlanBox(method Mechanism, lo, hi []float64, eps, delta float64) (*BoxPlan, 
 			return nil, inputErr("box plan: dimension %d: upper bound %v must exceed lower bound %v", j, hi[j], lo[j])
 		}
 		p.Widths[j] = hi[j] - lo[j]
+		if p.Widths[j] > MaxWidth {
+			// the expected error squares and sums the widths; far beyond this it is +Inf
+			return nil, inputErr("box plan: dimension %d: width %v of [%v, %v] exceeds %g; express the data in other units",
+				j, p.Widths[j], lo[j], hi[j], MaxWidth)
+		}
 		l1 += p.Widths[j]
-		l2 += p.Widths[j] * p.Widths[j]
 	}
-	l2 = math.Sqrt(l2)
+	l2 = norm2(p.Widths)
 	for j, w := range p.Widths {
 		switch method {
 		case MethodGaussian:
@@ -153,4 +161,21 @@ func (p *BoxPlan) Sum(x []float64, r *rand.Rand, out []float64) (BoxResult, erro
 		out[j] += p.NoiseSigmas[j] * r.NormFloat64()
 	}
 	return res, nil
+}
+
+// norm2 is the Euclidean norm of w computed as max |w_j| times the norm of w / max, so that squares of
+// tiny widths do not underflow to a zero norm (which made the scaling w_j / ||w|| infinite).
+func norm2(w []float64) float64 {
+	m := 0.0
+	for _, v := range w {
+		m = math.Max(m, math.Abs(v))
+	}
+	if m == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, v := range w {
+		s += (v / m) * (v / m)
+	}
+	return m * math.Sqrt(s)
 }

@@ -48,9 +48,12 @@
 // # Implementation notes
 //
 // The paper's pseudo-code for Algorithm 3 adds mu_hat to every clipped scaled row before dividing by b;
-// the centre belongs to the original space, so the sum is computed as
-// sum_i x_i - sum_{clipped} (1 - C/||x~_i||)(x_i - mu_hat), which is also what makes it fast (a plain
-// column sum plus one fused norm per row; within 2x of a plain sum for n = 10^6, d = 10).
+// the centre belongs to the original space, so a clipped row contributes mu_hat + (C/||x~_i||)(x_i -
+// mu_hat). Rows are summed in blocks of 64 by one fused pass (norm and column sum, within 2x of a plain
+// sum for n = 10^6, d = 10); a block with a clipped row is summed again row by row with the clipped
+// values, so an outlier never enters a sum (adding it and subtracting it later would lose the other rows
+// to rounding). Standard deviations above MaxSigma and box widths above MaxWidth are refused (their squares would
+// overflow); the clipping error of a huge outlier may still be +Inf (a diagnostic).
 // Noise is drawn from the math/rand/v2 stream passed in (PCG seeded via pkg/rng); that stream and
 // float64 Gaussian sampling are fine for simulation and evaluation but are not a hardened DP sampler.
 package vecsum

@@ -48,9 +48,9 @@ type GainRow struct {
 	ErrScaled          float64 `json:"expected_error_scaled_per_sigma_opt2"`
 	ErrUnscaled        float64 `json:"expected_error_unscaled_per_sigma_opt2"`
 	// Clipping error n E||e||^2 divided by sigma_opt^2 (so comparable with the two errors above) for a
-	// stated sigma_opt; NaN when not estimated.
-	ClipErrScaled   float64 `json:"clip_error_scaled_per_sigma_opt2"`
-	ClipErrUnscaled float64 `json:"clip_error_unscaled_per_sigma_opt2"`
+	// stated sigma_opt; nil (and absent from JSON and CSV) when not estimated (clipSamples 0).
+	ClipErrScaled   *float64 `json:"clip_error_scaled_per_sigma_opt2,omitempty"`
+	ClipErrUnscaled *float64 `json:"clip_error_unscaled_per_sigma_opt2,omitempty"`
 }
 
 // GainTable computes the thesis figure: for every d in ds, n in ns and alpha in alphas, the gain of
@@ -70,8 +70,7 @@ func GainTable(ds, ns []int, alphas []float64, clipSamples int, seed uint64) ([]
 					return nil, fmt.Errorf("gain table d = %d, n = %d, alpha = %v: %w", d, n, a, err)
 				}
 				row := GainRow{D: d, N: n, Alpha: a, Gain: r.Gain, ClipRadiusScaled: r.Scaled,
-					ClipRadiusUnscaled: r.Unscaled, ErrScaled: r.ErrScaled, ErrUnscaled: r.ErrUnscaled,
-					ClipErrScaled: math.NaN(), ClipErrUnscaled: math.NaN()}
+					ClipRadiusUnscaled: r.Unscaled, ErrScaled: r.ErrScaled, ErrUnscaled: r.ErrUnscaled}
 				if clipSamples > 0 {
 					src := rng.New(seed, rng.Label("vecsum-figure"), uint64(d), uint64(n), uint64(ai))
 					cs, err := EstimateClipError(s, LemmaScaling(s), r.Scaled, n, clipSamples, src)
@@ -82,7 +81,7 @@ func GainTable(ds, ns []int, alphas []float64, clipSamples int, seed uint64) ([]
 					if err != nil {
 						return nil, err
 					}
-					row.ClipErrScaled, row.ClipErrUnscaled = cs.Expected, cu.Expected
+					row.ClipErrScaled, row.ClipErrUnscaled = &cs.Expected, &cu.Expected
 				}
 				rows = append(rows, row)
 			}
@@ -91,14 +90,38 @@ func GainTable(ds, ns []int, alphas []float64, clipSamples int, seed uint64) ([]
 	return rows, nil
 }
 
-// GainCSVHeader and GainCSVRecord format the table for encoding/csv.
-var GainCSVHeader = []string{"d", "n", "alpha", "gain", "clip_radius_scaled", "clip_radius_unscaled",
-	"expected_error_scaled_per_sigma_opt2", "expected_error_unscaled_per_sigma_opt2",
-	"clip_error_scaled_per_sigma_opt2", "clip_error_unscaled_per_sigma_opt2"}
+// gainCSVColumns are the CSV columns of every row; gainCSVClipColumns follow when the clipping errors
+// were estimated.
+var (
+	gainCSVColumns = []string{"d", "n", "alpha", "gain", "clip_radius_scaled", "clip_radius_unscaled",
+		"expected_error_scaled_per_sigma_opt2", "expected_error_unscaled_per_sigma_opt2"}
+	gainCSVClipColumns = []string{"clip_error_scaled_per_sigma_opt2", "clip_error_unscaled_per_sigma_opt2"}
+)
 
-// GainCSVRecord formats one row.
-func GainCSVRecord(r GainRow) []string {
+// GainCSVOmitted is why the clipping-error columns are absent from a table computed without them.
+const GainCSVOmitted = "clipping-error columns omitted: not estimated with --clip-samples 0 (give --clip-samples S to estimate them)"
+
+// GainCSV formats the table for encoding/csv: a header and one record per row. The clipping-error
+// columns appear only when every row has them (GainTable estimates all rows or none), so no cell is
+// ever empty or NaN; omitted reports whether they were left out (GainCSVOmitted says why).
+func GainCSV(rows []GainRow) (records [][]string, omitted bool) {
+	withClip := len(rows) > 0
+	for _, r := range rows {
+		withClip = withClip && r.ClipErrScaled != nil && r.ClipErrUnscaled != nil
+	}
+	header := append([]string(nil), gainCSVColumns...)
+	if withClip {
+		header = append(header, gainCSVClipColumns...)
+	}
+	records = append(records, header)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
-	return []string{strconv.Itoa(r.D), strconv.Itoa(r.N), f(r.Alpha), f(r.Gain), f(r.ClipRadiusScaled),
-		f(r.ClipRadiusUnscaled), f(r.ErrScaled), f(r.ErrUnscaled), f(r.ClipErrScaled), f(r.ClipErrUnscaled)}
+	for _, r := range rows {
+		rec := []string{strconv.Itoa(r.D), strconv.Itoa(r.N), f(r.Alpha), f(r.Gain), f(r.ClipRadiusScaled),
+			f(r.ClipRadiusUnscaled), f(r.ErrScaled), f(r.ErrUnscaled)}
+		if withClip {
+			rec = append(rec, f(*r.ClipErrScaled), f(*r.ClipErrUnscaled))
+		}
+		records = append(records, rec)
+	}
+	return records, !withClip
 }

@@ -54,7 +54,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		scenarioF   = fs.String("scenario", "", "scenario YAML file: calibrate for its system and privacy settings")
 		adjacency   = fs.String("adjacency", "", "scenario mode: override the scenario's adjacency (manifold or block)")
 		budget      = fs.Int64("budget", 0, "scenario mode: flop budget of the exact sensitivity enumeration (0 = default); larger problems are refused")
-		asJSON      = fs.Bool("json", false, "print one JSON object on stdout instead of a table")
+		asJSON      = fs.Bool("json", false, "print one JSON object on stdout instead of a table; the noise scale is \"sigma\" (standard deviation) for gaussian and \"b\" (Laplace scale) for laplace, also in per_agent_* and other_adjacency")
 	)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -139,7 +139,9 @@ func checkFlags(eps, delta, mu, sens float64, mech privacy.Mechanism) error {
 	return nil
 }
 
-// ScalarResult is the JSON of scalar mode.
+// ScalarResult is the JSON of scalar mode. The noise scale is "sigma" (the standard deviation) for the
+// Gaussian mechanism and "b" (the Laplace scale, standard deviation sqrt(2) b) for the Laplace
+// mechanism: exactly one of the two keys is present, named for what it is.
 type ScalarResult struct {
 	Mode         string             `json:"mode"`
 	Mechanism    privacy.Mechanism  `json:"mechanism"`
@@ -148,7 +150,8 @@ type ScalarResult struct {
 	Mu           float64            `json:"mu"`
 	Sensitivity  float64            `json:"sensitivity"`
 	Calibration  string             `json:"calibration"`
-	Sigma        float64            `json:"sigma"`
+	Sigma        *float64           `json:"sigma,omitempty"` // gaussian
+	B            *float64           `json:"b,omitempty"`     // laplace
 	Variance     float64            `json:"variance"`
 	KappaInverse *float64           `json:"kappa_inverse,omitempty"`
 	KappaAtSigma *float64           `json:"kappa_at_sigma,omitempty"`
@@ -165,7 +168,8 @@ func scalar(mech privacy.Mechanism, cal privacy.Calibration, eps, delta, mu, sen
 		if err != nil {
 			return nil, err
 		}
-		r.Calibration, r.Sigma, r.Variance = "exact", b, 2*b*b
+		r.Calibration, r.Variance = "exact", 2*b*b
+		r.Sigma, r.B = scaleKeys(mech, b)
 		return r, nil
 	}
 	sigma, err := privacy.GaussianSigma(cal, eps, delta, mu, sens)
@@ -177,7 +181,8 @@ func scalar(mech privacy.Mechanism, cal privacy.Calibration, eps, delta, mu, sen
 		return nil, err
 	}
 	k := privacy.Kappa(eps, mu*sens/sigma)
-	r.Calibration, r.Sigma, r.Variance, r.KappaInverse, r.KappaAtSigma = string(cal), sigma, sigma*sigma, &kinv, &k
+	r.Calibration, r.Variance, r.KappaInverse, r.KappaAtSigma = string(cal), sigma*sigma, &kinv, &k
+	r.Sigma, r.B = scaleKeys(mech, sigma)
 	r.Alternatives = map[string]float64{}
 	for _, c := range privacy.Calibrations {
 		if s, err := privacy.GaussianSigma(c, eps, delta, mu, sens); err == nil {
@@ -194,14 +199,14 @@ func printScalar(w io.Writer, r *ScalarResult) error {
 	fmt.Fprintf(tw, "sensitivity\t%g\n", r.Sensitivity)
 	fmt.Fprintf(tw, "calibration\t%s\n", r.Calibration)
 	if r.Mechanism == privacy.Laplace {
-		fmt.Fprintf(tw, "scale b\t%.6g\t(variance 2 b^2 = %.6g)\n", r.Sigma, r.Variance)
+		fmt.Fprintf(tw, "scale b\t%.6g\t(variance 2 b^2 = %.6g)\n", *r.B, r.Variance)
 		return tw.Flush()
 	}
-	fmt.Fprintf(tw, "sigma\t%.6g\n", r.Sigma)
+	fmt.Fprintf(tw, "sigma\t%.6g\n", *r.Sigma)
 	fmt.Fprintf(tw, "check\tkappa(eps, mu*Delta/sigma) = %.4g <= delta = %g\n", *r.KappaAtSigma, r.Delta)
 	for _, c := range privacy.Calibrations {
 		if s, ok := r.Alternatives[string(c)]; ok && string(c) != r.Calibration {
-			fmt.Fprintf(tw, "  %s would give\t%.6g\t(%+.1f%%)\n", c, s, 100*(s/r.Sigma-1))
+			fmt.Fprintf(tw, "  %s would give\t%.6g\t(%+.1f%%)\n", c, s, 100*(s / *r.Sigma - 1))
 		}
 	}
 	return tw.Flush()
@@ -233,7 +238,8 @@ type ScenarioResult struct {
 	Noise          noise.Kind        `json:"noise"`
 	PrivateModel   map[string]any    `json:"private_model"`
 	Sensitivity    float64           `json:"sensitivity"`
-	Sigma          float64           `json:"sigma"`
+	Sigma          *float64          `json:"sigma,omitempty"` // gaussian; see scaleKeys
+	B              *float64          `json:"b,omitempty"`     // laplace
 	SigmaMatrix    [][]float64       `json:"sigma_matrix,omitempty"`
 	KappaInverse   float64           `json:"kappa_inverse,omitempty"`
 	TraceScalar    float64           `json:"trace_scalar,omitempty"`
@@ -252,7 +258,8 @@ type ScenarioResult struct {
 	// Unsound: for iid-naive noise, what it is worth over all T releases.
 	NaiveSensitivityT float64            `json:"naive_sensitivity_over_T,omitempty"`
 	NaiveEpsilonT     float64            `json:"naive_epsilon_over_T,omitempty"`
-	PerAgentSigma     map[string]float64 `json:"per_agent_sigma,omitempty"`
+	PerAgentSigma     map[string]float64 `json:"per_agent_sigma,omitempty"` // gaussian
+	PerAgentB         map[string]float64 `json:"per_agent_b,omitempty"`     // laplace
 	NoiseVariance0    float64            `json:"noise_variance_step0"`
 	SeedFromFile      uint64             `json:"seed,omitempty"`
 	ScalarIsOptimal   bool               `json:"scalar_is_optimal,omitempty"`
@@ -262,7 +269,26 @@ type ScenarioResult struct {
 type OtherAdjacency struct {
 	Adjacency   privacy.Adjacency `json:"adjacency"`
 	Sensitivity float64           `json:"sensitivity"`
-	Sigma       float64           `json:"sigma"`
+	Sigma       *float64          `json:"sigma,omitempty"` // gaussian
+	B           *float64          `json:"b,omitempty"`     // laplace
+}
+
+// scaleKeys puts the noise scale v under the key that names it: "sigma", the standard deviation, for
+// the Gaussian mechanism, or "b", the Laplace scale (standard deviation sqrt(2) b), for the Laplace
+// mechanism. Exactly one of the two is non-nil.
+func scaleKeys(m privacy.Mechanism, v float64) (sigma, b *float64) {
+	if m == privacy.Laplace {
+		return nil, &v
+	}
+	return &v, nil
+}
+
+// scaleOf returns whichever of sigma and b is set.
+func scaleOf(sigma, b *float64) float64 {
+	if b != nil {
+		return *b
+	}
+	return *sigma
 }
 
 // SweepResult is the JSON of scenario mode for a scenario with a sweep.
@@ -273,6 +299,9 @@ type SweepResult struct {
 }
 
 func runScenario(path string, adj privacy.Adjacency, budget int64, asJSON bool, stdout, stderr io.Writer) error {
+	if err := cli.CheckScenarioFile(path); err != nil {
+		return err
+	}
 	s, err := scenario.Load(path)
 	if err != nil {
 		return err
@@ -318,10 +347,11 @@ func calibrateScenario(s *scenario.Scenario, opt plan.Options) (*ScenarioResult,
 	r := &ScenarioResult{
 		Mode: "scenario", Scenario: s.Name, Kind: s.Kind, Steps: s.Steps, Mechanism: p.Mechanism,
 		Epsilon: pr.Epsilon, Delta: pr.Delta, Mu: pr.Mu, Adjacency: p.Adjacency, Noise: p.Noise,
-		Sensitivity: p.Sensitivity.Value, Sigma: p.Scale, KappaInverse: p.KappaInv,
+		Sensitivity: p.Sensitivity.Value, KappaInverse: p.KappaInv,
 		RankOK: p.RankErr == nil, Evaluated: p.Sensitivity.Evaluated, NoiseVariance0: p.NoiseVariance(),
 		SeedFromFile: s.Seed, GraphAlpha: p.Alpha, Warnings: s.Warnings,
 	}
+	r.Sigma, r.B = scaleKeys(p.Mechanism, p.Scale)
 	r.Calibration = string(pr.Calibration)
 	if p.Mechanism == privacy.Laplace {
 		r.Calibration = "exact"
@@ -342,7 +372,11 @@ func calibrateScenario(s *scenario.Scenario, opt plan.Options) (*ScenarioResult,
 		}
 	}
 	if s.Kind == scenario.Consensus && p.Noise != noise.None {
-		r.PerAgentSigma = map[string]float64{"all": p.Scale}
+		if p.Mechanism == privacy.Laplace {
+			r.PerAgentB = map[string]float64{"all": p.Scale}
+		} else {
+			r.PerAgentSigma = map[string]float64{"all": p.Scale}
+		}
 	}
 	if p.Noise != noise.None {
 		r.WorstPair = worstPair(p)
@@ -367,7 +401,8 @@ func calibrateScenario(s *scenario.Scenario, opt plan.Options) (*ScenarioResult,
 		if err != nil {
 			r.ComparisonNote = fmt.Sprintf("%s adjacency not computed: %v", other, err)
 		} else {
-			r.OtherAdjacency = &OtherAdjacency{Adjacency: other, Sensitivity: po.Sensitivity.Value, Sigma: po.Scale}
+			r.OtherAdjacency = &OtherAdjacency{Adjacency: other, Sensitivity: po.Sensitivity.Value}
+			r.OtherAdjacency.Sigma, r.OtherAdjacency.B = scaleKeys(p.Mechanism, po.Scale)
 		}
 	}
 	return r, nil
@@ -429,7 +464,7 @@ func printScenario(w io.Writer, r *ScenarioResult) error {
 		fmt.Fprintf(tw, "rank condition (8)\tFAILS: %s\n", strings.TrimPrefix(r.RankError, "rank condition (8) fails: "))
 	}
 	if r.Noise != noise.None {
-		fmt.Fprintf(tw, "%s\t%.6g\t(calibration %s)\n", scaleName(r.Mechanism), r.Sigma, r.Calibration)
+		fmt.Fprintf(tw, "%s\t%.6g\t(calibration %s)\n", scaleName(r.Mechanism), scaleOf(r.Sigma, r.B), r.Calibration)
 	}
 	if r.SigmaMatrix != nil && len(r.SigmaMatrix) > 1 {
 		fmt.Fprintf(tw, "optimal Sigma\t%s\n", formatMatrix(r.SigmaMatrix))
@@ -452,7 +487,7 @@ func printScenario(w io.Writer, r *ScenarioResult) error {
 			r.Steps, r.NaiveSensitivityT, r.NaiveEpsilonT)
 	}
 	if o := r.OtherAdjacency; o != nil {
-		fmt.Fprintf(tw, "for comparison\t%s adjacency: sensitivity %.6g, %s %.6g\n", o.Adjacency, o.Sensitivity, scaleName(r.Mechanism), o.Sigma)
+		fmt.Fprintf(tw, "for comparison\t%s adjacency: sensitivity %.6g, %s %.6g\n", o.Adjacency, o.Sensitivity, scaleName(r.Mechanism), scaleOf(o.Sigma, o.B))
 	}
 	if r.ComparisonNote != "" {
 		fmt.Fprintf(tw, "for comparison\t%s\n", r.ComparisonNote)
@@ -483,7 +518,7 @@ func printSweep(w io.Writer, s *scenario.Scenario, rs []*ScenarioResult) error {
 			note = fmt.Sprintf("optimal Sigma saves %.1f%% trace", r.TraceSavedPct)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%g\t%g\t%s\t%s\t%.6g\t%.6g\t%s\t%s\n",
-			pointLabel(r), r.Mechanism, r.Epsilon, r.Delta, r.Adjacency, r.Noise, r.Sensitivity, r.Sigma, rank, note)
+			pointLabel(r), r.Mechanism, r.Epsilon, r.Delta, r.Adjacency, r.Noise, r.Sensitivity, scaleOf(r.Sigma, r.B), rank, note)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

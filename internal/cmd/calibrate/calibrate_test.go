@@ -52,10 +52,18 @@ func TestScalarTightSatisfiesDefinition(t *testing.T) {
 	require.Equal(t, "tight", m["calibration"])
 }
 
+// TestScalarLaplace: the Laplace scale is b (variance 2 b^2), not a standard deviation, so the JSON
+// calls it "b" and has no "sigma" key (issue 20); the Gaussian keeps its documented "sigma" and no "b".
 func TestScalarLaplace(t *testing.T) {
 	m := runJSON(t, "--mechanism", "laplace", "--epsilon", "0.1", "--mu", "1")
-	require.InDelta(t, 10, m["sigma"].(float64), 1e-12)
+	require.Contains(t, m, "b")
+	require.InDelta(t, 10, m["b"].(float64), 1e-12)
 	require.InDelta(t, 200, m["variance"].(float64), 1e-9)
+	require.NotContains(t, m, "sigma")
+	require.Equal(t, "laplace", m["mechanism"])
+	g := runJSON(t, "--mechanism", "gaussian", "--epsilon", "1", "--delta", "0.01")
+	require.Contains(t, g, "sigma")
+	require.NotContains(t, g, "b")
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -128,7 +136,8 @@ func TestScenarioConsensusAndSweep(t *testing.T) {
 		require.InDelta(t, 1, pt.Sensitivity, 1e-12)
 		kinv, err := privacy.KappaInverse(pt.Epsilon, 0.01)
 		require.NoError(t, err)
-		require.InDelta(t, 1/kinv, pt.Sigma, 1e-12) // eq. (30) with the exact kappa inverse
+		require.NotNil(t, pt.Sigma)
+		require.InDelta(t, 1/kinv, *pt.Sigma, 1e-12) // eq. (30) with the exact kappa inverse
 	}
 
 	out, err := run(t, "--scenario", scenarioPath("cloud-vehicle-sweep.yaml"), "--json")
@@ -207,14 +216,40 @@ func TestSweepTableAndNaiveWarning(t *testing.T) {
 	}
 }
 
-// Scenario warnings (1-based node numbers, as in the file) reach the output.
+// Scenario warnings (0-based agent numbers, as x0 and agent.N) reach the output.
 func TestScenarioWarningsShown(t *testing.T) {
 	m := runJSON(t, "--scenario", scenarioPath("consensus-gaussian.yaml"))
 	pts := m["points"].([]any)
 	ws := pts[0].(map[string]any)["warnings"].([]any)
 	require.NotEmpty(t, ws)
-	require.Contains(t, ws[0].(string), "2, 5, 7")
+	require.Contains(t, ws[0].(string), "agents 1, 4, 6, 9")
 	out, err := run(t, "--scenario", scenarioPath("consensus-gaussian.yaml"))
 	require.NoError(t, err)
 	require.Equal(t, 1, strings.Count(out, "warning:"), out)
+}
+
+// TestScenarioLaplaceScaleKey: a Laplace scenario's scale is b, not sigma, in every place the JSON
+// gives it (the point, per_agent_*, other_adjacency), as in scalar mode (issue 20); a Gaussian one keeps
+// its documented "sigma".
+func TestScenarioLaplaceScaleKey(t *testing.T) {
+	m := runJSON(t, "--scenario", scenarioPath("consensus-laplace.yaml"))
+	pts, ok := m["points"].([]any)
+	if !ok {
+		pts = []any{m}
+	}
+	for _, p := range pts {
+		pt := p.(map[string]any)
+		require.Equal(t, "laplace", pt["mechanism"])
+		require.Contains(t, pt, "b")
+		require.NotContains(t, pt, "sigma")
+		require.NotContains(t, pt, "per_agent_sigma")
+		require.Contains(t, pt, "per_agent_b")
+		if o, ok := pt["other_adjacency"].(map[string]any); ok {
+			require.Contains(t, o, "b")
+			require.NotContains(t, o, "sigma")
+		}
+	}
+	g := runJSON(t, "--scenario", scenarioPath("cloud-vehicle.yaml"))
+	require.Contains(t, g, "sigma")
+	require.NotContains(t, g, "b")
 }

@@ -25,7 +25,7 @@ import (
 // Command is the table entry for `dpsim john`.
 var Command = cli.Command{Name: "john", Summary: "John ellipsoid of a symmetric polytope (exact, fast sketched, or with DP noise)", Run: Run}
 
-const synopsis = `dpsim john --input A.csv [--method exact|fast|dp] [--xi X] [--max-iter N]
+const synopsis = `dpsim john --input A.csv [--header] [--method exact|fast|dp] [--xi X] [--max-iter N]
        [--epsilon E --delta D --eps0 R] [--noise-scale S] [--seed S] [--json] [--plot-out DIR]
        [--require-converged]`
 
@@ -36,14 +36,17 @@ sqrt(d) E. The output always reports max_leverage = max_i h_i(v), computed exact
 approximation is verified rather than assumed.
 
 Input: a CSV file with n >= d rows of d numbers (the rows a_i); lines starting with # are
-comments, an optional first line of column names is skipped. A must have rank d.
+comments. The first line is a header of column names (skipped) with --header, or when every cell
+of it is non-numeric; a first line mixing numbers and words is an error naming line and column,
+never a dropped row. A must have rank d.
 
 Methods:
   exact  the John ellipsoid itself: Wolfe-Atwood (Frank-Wolfe with away steps) on the dual
          D-optimal design problem, rank-one updates, O(n d) per iteration, until max_i h_i
          <= 1 + xi (default 1e-9: log det Q within d ln(1 + xi) of the optimum, a certificate);
          rows that are the same constraint share their weight equally. n = 200, d = 6: about
-         1 ms. --plot-out draws these iterations.
+         1 ms. --plot-out draws these iterations. It draws no random numbers, so it has no
+         seed (the table says "none"; the JSON has no "seed" key).
   fast   Algorithm 1 of Gu et al. without noise: leverage-score sampling and an s x d
          Gaussian sketch (s = ceil(1/xi)), O(n d s) per iteration, many more iterations.
   dp     Algorithm 1 with truncated Gaussian noise w_i = wbar_i (1 + z_i), z in [-0.5, 0.5].
@@ -55,15 +58,19 @@ Methods:
 Convergence: when the output misses max_i h_i(v) <= 1 + xi (too few iterations), the result is
 still printed, a warning line goes to stderr and the exit status is 0; with --require-converged
 the exit status is 1 instead. Invalid flags exit with status 2, failures (unreadable or
-rank-deficient input, overflow) with 1.`
+rank-deficient input, overflow) with 1.
+
+Plots: --plot-out draws a figure and never changes the result: the result is the same, key for
+key, with and without it (plot_seed, plot_seed_source, plot_warnings and plots are added).`
 
 // Run executes `dpsim john` with args (without the command name).
 func Run(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("john", synopsis, description, stderr)
 	var (
 		input      = fs.String("input", "", "CSV file of the n x d matrix A, one row a_i per line (required)")
+		header     = fs.Bool("header", false, "the first line of --input names the columns (without it, a first line is a header only when every cell is non-numeric)")
 		method     = fs.String("method", string(john.Exact), "exact, fast or dp (see above)")
-		xi         = fs.Float64("xi", 0, fmt.Sprintf("accuracy target: stop/aim at max_i h_i(v) <= 1 + xi (default: %g for exact - the John ellipsoid to machine accuracy -, %g for fast and dp); xi in [%g, %g] for exact, [%g, %g] for fast, dp and --plot-out", john.DefaultXiExact, john.DefaultXi, john.MinXiExact, john.MaxXi, john.MinXiSketched, john.MaxXi))
+		xi         = fs.Float64("xi", 0, fmt.Sprintf("accuracy target: stop/aim at max_i h_i(v) <= 1 + xi (default: %g for exact - the John ellipsoid to machine accuracy -, %g for fast and dp); xi in [%g, %g] for exact, [%g, %g] for fast and dp. The fast and dp curves of --plot-out aim at --xi (default %g), which must then lie in [%g, %g]", john.DefaultXiExact, john.DefaultXi, john.MinXiExact, john.MaxXi, john.MinXiSketched, john.MaxXi, john.DefaultXi, john.MinXiSketched, john.MaxXi))
 		maxIter    = fs.Int("max-iter", 0, "iterations T (0 = the method's default: exact's proven bound; for fast/dp ceil(8 ln(n) V/(2 xi^2)), V = 2/s (+1/12 for dp))")
 		sketch     = fs.Int("sketch-size", 0, fmt.Sprintf("fast/dp: rows s of the Gaussian sketch (0 = ceil(1/xi); at most %d)", john.MaxSketchSize))
 		sample     = fs.Int("sample-size", 0, "fast/dp: expected rows kept by leverage-score sampling (0 = ceil(4 d ln(d+1)/xi); >= n keeps all)")
@@ -76,7 +83,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		workers    = fs.Int("workers", 0, fmt.Sprintf("goroutines (0 = GOMAXPROCS; at most %d)", john.MaxWorkers))
 		requireCnv = fs.Bool("require-converged", false, "exit with status 1 (after printing the result) when max_i h_i(v) > 1 + xi; without it a non-converged result only warns on stderr and exits 0")
 		asJSON     = fs.Bool("json", false, "print one JSON object on stdout (weights, q, sum_weights, max_leverage, logdet_q, iterations, ...) instead of a table")
-		plotOut    = fs.String("plot-out", "", "directory: also write john_accuracy.png/.svg, max_i h_i - 1 against iterations (both log scale) for exact (Wolfe-Atwood to 1e-9, its own O(nd) iterations), fast and dp at epsilon 0.5, 1, 2 and --epsilon if given (delta and eps0 from the flags, default 1e-6 and 1e-3; T = --max-iter or the fast default iterations of fast and of each dp curve)")
+		plotOut    = fs.String("plot-out", "", "directory: also write john_accuracy.png/.svg, max_i h_i - 1 against iterations (both log scale) for exact (Wolfe-Atwood to 1e-9, its own O(nd) iterations), fast and dp at epsilon 0.5, 1, 2 and --epsilon if given (delta and eps0 from the flags, default 1e-6 and 1e-3; T = --max-iter or the fast default iterations of fast and of each dp curve; seeded by --seed). The printed result does not depend on it")
 		logLevel   = fs.String("log-level", "warn", "stderr log level: trace, debug, info, warn, error")
 	)
 	if err := cli.Parse(fs, args); err != nil {
@@ -98,18 +105,9 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return cli.UsageError("--method: %v", err)
 	}
-	minXi := john.MinXiFor(m)
-	if *plotOut != "" {
-		minXi = john.MinXiSketched // the plot also runs fast and dp
-	}
-	if !set["xi"] {
-		*xi = john.DefaultXi
-		if m == john.Exact && *plotOut == "" {
-			*xi = john.DefaultXiExact
-		}
-	}
-	if !(*xi >= minXi && *xi <= john.MaxXi) {
-		return cli.UsageError("--xi %g: must lie in [%g, %g] for --method %s%s", *xi, minXi, john.MaxXi, m, map[bool]string{true: " with --plot-out", false: ""}[*plotOut != ""])
+	plotXi, err := resolveXi(m, xi, set["xi"], *plotOut != "")
+	if err != nil {
+		return err
 	}
 	for _, p := range []struct {
 		name string
@@ -164,14 +162,14 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	seedSource := "flag"
 	switch {
 	case m == john.Exact && *plotOut == "":
-		seedSource = "" // the exact method draws nothing: no seed to print
+		seedSource = "" // nothing random runs: no seed to draw
 	case !set["seed"]:
 		*seed = rng.FromCrypto()
 		seedSource = "crypto"
 		log.Info().Uint64("seed", *seed).Msg("seed drawn from crypto/rand; pass --seed to reproduce")
 	}
 
-	a, err := ReadMatrix(*input)
+	a, err := ReadMatrix(*input, *header)
 	if err != nil {
 		return err
 	}
@@ -194,7 +192,11 @@ func Run(args []string, stdout, stderr io.Writer) error {
 			log.Warn().Msg(w)
 		}
 	}
-	out := newOutput(res, *input, n, d, seedSource)
+	resultSeedSource := seedSource
+	if m == john.Exact {
+		resultSeedSource = "" // the result drew nothing; a drawn seed belongs to the plot only
+	}
+	out := newOutput(res, *input, n, d, resultSeedSource)
 	if m == john.DP {
 		out.Epsilon, out.Delta, out.Eps0 = optional(*epsilon), optional(*delta), optional(*eps0)
 	}
@@ -212,7 +214,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 			slices.Sort(eps)
 		}
 		files, notes, err := Plot(a, PlotConfig{
-			Dir: *plotOut, Xi: *xi, MaxIter: *maxIter, Seed: *seed, Workers: *workers,
+			Dir: *plotOut, Xi: plotXi, MaxIter: *maxIter, Seed: *seed, Workers: *workers,
 			Delta: pd, Eps0: pe, Epsilons: eps,
 		})
 		if err != nil {
@@ -221,8 +223,8 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		for _, n := range notes {
 			log.Warn().Msg(n)
 		}
-		out.Plots = files
-		out.Warnings = append(out.Warnings, notes...)
+		ps := *seed
+		out.Plots, out.PlotWarnings, out.PlotSeed, out.PlotSeedSource = files, notes, &ps, seedSource
 	}
 	if *asJSON {
 		err = cli.WriteJSON(stdout, out)
@@ -242,6 +244,30 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "dpsim john: warning: %s\n", msg)
 	return nil
+}
+
+// resolveXi validates --xi and sets the result's default (DefaultXiExact for exact, DefaultXi for fast
+// and dp), the same with and without --plot-out: plotting never changes the answer. It returns the xi
+// of the plot's fast and dp curves: --xi, or DefaultXi when --xi is absent; with a plot it must lie in
+// the sketched methods' range.
+func resolveXi(m john.Method, xi *float64, given, plot bool) (plotXi float64, err error) {
+	if !given {
+		*xi = john.DefaultXi
+		if m == john.Exact {
+			*xi = john.DefaultXiExact
+		}
+	}
+	if lo := john.MinXiFor(m); !(*xi >= lo && *xi <= john.MaxXi) {
+		return 0, cli.UsageError("--xi %g: must lie in [%g, %g] for --method %s", *xi, lo, john.MaxXi, m)
+	}
+	plotXi = john.DefaultXi
+	if given {
+		plotXi = *xi
+	}
+	if plot && !(plotXi >= john.MinXiSketched && plotXi <= john.MaxXi) {
+		return 0, cli.UsageError("--xi %g with --plot-out: the plot's fast and dp curves aim at --xi, which must then lie in [%g, %g]; omit --xi (the result keeps its default %g, the curves aim at %g) or drop --plot-out", *xi, john.MinXiSketched, john.MaxXi, john.DefaultXiExact, john.DefaultXi)
+	}
+	return plotXi, nil
 }
 
 // libError names the input file and drops pkg/john's "john: " prefix (dpsim prints "dpsim john: "
@@ -277,7 +303,7 @@ type output struct {
 	Input       string       `json:"input"`
 	N           int          `json:"n"`
 	D           int          `json:"d"`
-	Seed        uint64       `json:"seed,omitempty"` // fast and dp only: exact draws nothing
+	Seed        *uint64      `json:"seed,omitempty"` // fast and dp only: exact draws nothing
 	SeedSource  string       `json:"seed_source,omitempty"`
 	Xi          float64      `json:"xi"`
 	Iterations  int          `json:"iterations"`
@@ -301,8 +327,12 @@ type output struct {
 	Delta       *float64     `json:"delta,omitempty"`
 	Eps0        *float64     `json:"eps0,omitempty"`
 	Sensitivity *sensitivity `json:"local_sensitivity,omitempty"`
-	Plots       []string     `json:"plots,omitempty"`
 	Warnings    []string     `json:"warnings,omitempty"`
+	// --plot-out only: none of these is part of the result.
+	Plots          []string `json:"plots,omitempty"`
+	PlotSeed       *uint64  `json:"plot_seed,omitempty"` // seeds the plot's fast and dp curves
+	PlotSeedSource string   `json:"plot_seed_source,omitempty"`
+	PlotWarnings   []string `json:"plot_warnings,omitempty"`
 }
 
 type sensitivity struct {
@@ -351,7 +381,8 @@ func newOutput(res *john.Result, input string, n, d int, seedSource string) *out
 		}
 	}
 	if seedSource != "" {
-		o.Seed = res.Seed
+		sd := res.Seed
+		o.Seed = &sd
 	}
 	return o
 }
@@ -361,7 +392,14 @@ func writeTable(w io.Writer, o *output, log zerolog.Logger) error {
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
 	row("method", "%s", o.Method)
 	row("input", "%s (n = %d, d = %d)", o.Input, o.N, o.D)
-	row("seed", "%d (%s)", o.Seed, o.SeedSource)
+	if o.Seed != nil {
+		row("seed", "%d (%s)", *o.Seed, o.SeedSource)
+	} else {
+		row("seed", "none (the %s method draws no random numbers)", o.Method)
+	}
+	if o.PlotSeed != nil {
+		row("plot_seed", "%d (%s; the fast and dp curves of the plot)", *o.PlotSeed, o.PlotSeedSource)
+	}
 	status := "converged"
 	if !o.Converged {
 		status = "NOT converged"

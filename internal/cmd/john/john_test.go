@@ -166,9 +166,10 @@ func TestMalformedInput(t *testing.T) {
 	cases := []struct {
 		name, csv, want string
 	}{
-		{"bad number", "1,2\n3,abc\n5,6\n", "line 2 (row 2), column 2: \"abc\""},
-		{"bad number after header", "a,b\n1,2\n3,4\n5,x\n", "line 4 (row 3), column 2"},
-		{"ragged", "1,2,3\n4,5\n6,7,8\n7,8,9\n", "line 2 (row 2): 2 fields, want 3"},
+		{"bad number", "1,2\n3,abc\n5,6\n", "line 2 (data row 2), column 2: \"abc\" is not a number"},
+		{"bad number after header", "a,b\n1,2\n3,4\n5,x\n", "line 4 (data row 3), column 2 (b)"},
+		{"mixed first row", "1,abc\n3,4\n5,6\n", "line 1 (data row 1), column 2: \"abc\" is not a number (a first row is a header only when every cell is non-numeric, or with --header)"},
+		{"ragged", "1,2,3\n4,5\n6,7,8\n7,8,9\n", "line 2 (data row 2): 2 columns, expected 3 like the first row"},
 		{"NaN", "1,2\nNaN,3\n4,5\n", "column 1: \"NaN\" is not a finite number"},
 		{"empty", "# nothing\n", "no data rows"},
 		{"too few rows", "1,2,3\n4,5,6\n", "need at least d rows"},
@@ -249,7 +250,7 @@ func TestErrorMessages(t *testing.T) {
 	}{
 		{"rank deficient", "1,0\n2,0\n3,0\n", "A^T W A is not positive definite: A (3 x 2) must have rank d = 2"},
 		{"overflow", "1,0\n0,1\n1e308,1\n", "rankdef.csv: A's entries are too large: A^T W A overflows float64 (largest |a_ij| = 1e+308 at row 3, column 1, 1-based)"},
-		{"malformed", "1,0\n0,x\n1,1\n", "rankdef.csv: line 2 (row 2), column 2"},
+		{"malformed", "1,0\n0,x\n1,1\n", "rankdef.csv: line 2 (data row 2), column 2"},
 	} {
 		p := writeFile(t, "rankdef.csv", tc.csv)
 		for _, m := range []string{"exact", "fast"} {
@@ -315,7 +316,7 @@ func TestPlot(t *testing.T) {
 			t.Errorf("%v: %v", f, err)
 		}
 	}
-	a, err := ReadMatrix(p)
+	a, err := ReadMatrix(p, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func TestPlot(t *testing.T) {
 	}
 	// A zero row: no calibration possible, the dp curves fall back to fixed sigmas.
 	z := writeFile(t, "zero.csv", "1,0\n0,1\n0,0\n1,1\n")
-	a, err = ReadMatrix(z)
+	a, err = ReadMatrix(z, false)
 	if err != nil {
 		t.Fatal(err)
 	}

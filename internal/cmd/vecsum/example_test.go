@@ -20,6 +20,7 @@ func ExampleRun() {
 	// clip radius               2.98259          13.2014
 	// expected noise error      15877.2          24883.8
 	// gain (noise error ratio)  1.56727
+	// Theorem 4 bound: not applicable. Lemma 4.2 / Theorem 4 need ln(1/p_C) <= sum sigma^2 / (18 sigma_max^2); here ln(1/p_C) = 6.908 > sum sigma^2 / (18 sigma_max^2) = 0.05903 (too few or too unequal sigmas for this clipping probability)
 	//
 	// dim  sigma  scaling b  noise sigma (scaled)  noise sigma (unscaled)
 	// 1    4      0.223607   112.702               111.543

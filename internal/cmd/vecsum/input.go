@@ -1,94 +1,35 @@
 package vecsumcmd
 
 import (
-	"encoding/csv"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/numcsv"
 )
 
 // dataSet is a CSV file read into row-major float64s.
 type dataSet struct {
 	x       []float64
 	n, d    int
-	columns []string // header names, or "column j"
+	columns []string // "column j" or "column j (header name)"
 }
 
-// readCSV reads a numeric CSV file: '#' starts a comment line, an optional header row (detected when
-// any field of the first record is not a number) names the columns, every data row must have the same
-// number of columns, and every value must be a finite number. Errors name the file, line, data row and
-// column.
-func readCSV(path string) (*dataSet, error) {
-	f, err := os.Open(path)
+// readCSV reads the numeric CSV file of --input with internal/numcsv (the reader dpsim john uses):
+// '#' starts a comment line, the first row is a header only with --header (header true) or when every
+// cell of it is non-numeric, every data row has the same number of columns and every value is a
+// finite number. Errors name the file, line, data row and column; they are data problems (exit 1).
+func readCSV(path string, header bool) (*dataSet, error) {
+	t, err := numcsv.Read(path, header)
 	if err != nil {
 		return nil, fmt.Errorf("--input: %w", err)
 	}
-	defer f.Close()
-	return parseCSV(f, path)
-}
-
-func parseCSV(r io.Reader, name string) (*dataSet, error) {
-	cr := csv.NewReader(r)
-	cr.Comment = '#'
-	cr.FieldsPerRecord = -1
-	cr.TrimLeadingSpace = true
-	ds := &dataSet{}
-	first := true
-	row := 0
-	for {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		line, _ := cr.FieldPos(0)
-		if first {
-			first = false
-			ds.d = len(rec)
-			header := false
-			for _, fld := range rec {
-				if _, err := strconv.ParseFloat(strings.TrimSpace(fld), 64); err != nil {
-					header = true
-					break
-				}
-			}
-			ds.columns = make([]string, ds.d)
-			for j := range ds.columns {
-				ds.columns[j] = fmt.Sprintf("column %d", j+1)
-				if header {
-					ds.columns[j] = fmt.Sprintf("column %d (%s)", j+1, strings.TrimSpace(rec[j]))
-				}
-			}
-			if header {
-				continue
-			}
-		}
-		row++
-		if len(rec) != ds.d {
-			return nil, fmt.Errorf("%s: line %d (data row %d): %d columns, expected %d", name, line, row, len(rec), ds.d)
-		}
-		for j, fld := range rec {
-			v, err := strconv.ParseFloat(strings.TrimSpace(fld), 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s: line %d (data row %d), %s: cannot parse %q as a number", name, line, row, ds.columns[j], fld)
-			}
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("%s: line %d (data row %d), %s: value %q is not finite", name, line, row, ds.columns[j], fld)
-			}
-			ds.x = append(ds.x, v)
-		}
-	}
-	ds.n = row
-	if ds.n == 0 {
-		return nil, fmt.Errorf("%s: no data rows", name)
+	ds := &dataSet{x: t.Values, n: t.Rows, d: t.Cols, columns: make([]string, t.Cols)}
+	for j := range ds.columns {
+		ds.columns[j] = t.ColumnName(j)
 	}
 	return ds, nil
 }

@@ -58,8 +58,21 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	return cli.UsageError("vecsum: unknown subcommand %q (allowed plan, run, figure)", args[0])
 }
 
-// optFloat is a float64 that encodes NaN as JSON null.
+// optFloat is a float64 that encodes a non-finite value (NaN, +-Inf, which JSON cannot hold) as null.
+// Every key that can be null this way is explained next to it: plan's bound_reason, run's non_finite.
 type optFloat float64
+
+// optFloats converts v to []optFloat.
+func optFloats(v []float64) []optFloat {
+	if v == nil {
+		return nil
+	}
+	out := make([]optFloat, len(v))
+	for i, x := range v {
+		out[i] = optFloat(x)
+	}
+	return out
+}
 
 func (f optFloat) MarshalJSON() ([]byte, error) {
 	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
@@ -77,28 +90,31 @@ type clipErrorJSON struct {
 }
 
 type planJSON struct {
-	Epsilon               float64        `json:"epsilon"`
-	Delta                 float64        `json:"delta"`
-	N                     int            `json:"n"`
-	D                     int            `json:"d"`
-	ClipProb              float64        `json:"clip_prob"`
-	SigmaOpt              float64        `json:"sigma_opt"`
-	Sigmas                []float64      `json:"sigmas"`
-	Scaling               []float64      `json:"scaling"`
-	ScaledSigmas          []float64      `json:"scaled_sigmas"`
-	ClipRadiusScaled      float64        `json:"clip_radius_scaled"`
-	ClipRadiusUnscaled    float64        `json:"clip_radius_unscaled"`
-	NoiseSigmas           []float64      `json:"noise_sigmas"`
-	NoiseSigmaUnscaled    float64        `json:"noise_sigma_unscaled"`
-	ExpectedErrorScaled   float64        `json:"expected_error_scaled"`
-	ExpectedErrorUnscaled float64        `json:"expected_error_unscaled"`
-	Gain                  float64        `json:"gain"`
-	BoundClipRadius       optFloat       `json:"bound_clip_radius_scaled"`
-	BoundError            optFloat       `json:"bound_expected_error_scaled"`
-	ClipErrorScaled       *clipErrorJSON `json:"clip_error_scaled,omitempty"`
-	ClipErrorUnscaled     *clipErrorJSON `json:"clip_error_unscaled,omitempty"`
-	TotalErrorScaled      optFloat       `json:"total_error_scaled"`
-	TotalErrorUnscaled    optFloat       `json:"total_error_unscaled"`
+	Epsilon               float64   `json:"epsilon"`
+	Delta                 float64   `json:"delta"`
+	N                     int       `json:"n"`
+	D                     int       `json:"d"`
+	ClipProb              float64   `json:"clip_prob"`
+	SigmaOpt              float64   `json:"sigma_opt"`
+	Sigmas                []float64 `json:"sigmas"`
+	Scaling               []float64 `json:"scaling"`
+	ScaledSigmas          []float64 `json:"scaled_sigmas"`
+	ClipRadiusScaled      float64   `json:"clip_radius_scaled"`
+	ClipRadiusUnscaled    float64   `json:"clip_radius_unscaled"`
+	NoiseSigmas           []float64 `json:"noise_sigmas"`
+	NoiseSigmaUnscaled    float64   `json:"noise_sigma_unscaled"`
+	ExpectedErrorScaled   float64   `json:"expected_error_scaled"`
+	ExpectedErrorUnscaled float64   `json:"expected_error_unscaled"`
+	Gain                  float64   `json:"gain"`
+	// Theorem 4's bounds: null when its condition fails, and then bound_reason says why.
+	BoundClipRadius optFloat `json:"bound_clip_radius_scaled"`
+	BoundError      optFloat `json:"bound_expected_error_scaled"`
+	BoundReason     string   `json:"bound_reason,omitempty"`
+	// Monte Carlo estimates: present only with --clip-samples > 0.
+	ClipErrorScaled    *clipErrorJSON `json:"clip_error_scaled,omitempty"`
+	ClipErrorUnscaled  *clipErrorJSON `json:"clip_error_unscaled,omitempty"`
+	TotalErrorScaled   *float64       `json:"total_error_scaled,omitempty"`
+	TotalErrorUnscaled *float64       `json:"total_error_unscaled,omitempty"`
 }
 
 func toClipJSON(c vecsum.ClipError) *clipErrorJSON {
@@ -112,7 +128,10 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 any data: the scaling b_j = 1/sqrt(sigma_j sum sigma) (Lemma 4.1), the clip radius C in the scaled space and
 C_n without scaling (same clipping probability, generalized chi-square quantiles), the per-dimension noise
 2 C sigma_opt / b_j, the expected noise errors with and without scaling, their ratio (gain), Theorem 4's
-bound, and a Monte Carlo estimate of the extra error clipping itself causes (which the paper ignores).`, stderr)
+bound, and a Monte Carlo estimate of the extra error clipping itself causes (which the paper ignores).
+Theorem 4 (Lemma 4.2) holds only when ln(1/p) <= sum sigma^2 / (18 sigma_max^2); otherwise the --json
+keys bound_clip_radius_scaled and bound_expected_error_scaled are null and bound_reason gives the two
+numbers. clip_error_* and total_error_* are present only with --clip-samples > 0.`, stderr)
 	sigmas := fs.String("sigmas", "", "per-dimension standard deviations of the data: a comma-separated `LIST` or a FILE of numbers (required)")
 	n := fs.Int("n", 0, "number of rows `N` (public; sets the default clipping probability 1/N) (required)")
 	eps := fs.Float64("epsilon", 0, "privacy parameter `E` > 0 (required)")
@@ -145,8 +164,7 @@ bound, and a Monte Carlo estimate of the extra error clipping itself causes (whi
 		Sigmas: p.Sigmas, Scaling: p.Scaling, ScaledSigmas: p.ScaledSigmas, ClipRadiusScaled: p.ClipRadius,
 		ClipRadiusUnscaled: p.ClipRadiusUnscaled, NoiseSigmas: p.NoiseSigmas, NoiseSigmaUnscaled: p.NoiseSigmaUnscaled,
 		ExpectedErrorScaled: p.ExpectedError, ExpectedErrorUnscaled: p.ExpectedErrorUnscaled, Gain: p.Gain,
-		BoundClipRadius: optFloat(p.BoundClipRadius), BoundError: optFloat(p.BoundError),
-		TotalErrorScaled: optFloat(math.NaN()), TotalErrorUnscaled: optFloat(math.NaN())}
+		BoundClipRadius: optFloat(p.BoundClipRadius), BoundError: optFloat(p.BoundError), BoundReason: p.BoundReason}
 	if *samples > 0 {
 		cs, err := vecsum.EstimateClipError(s, p.Scaling, p.ClipRadius, p.N, *samples, rng.New(*seed, rng.Label("vecsum-plan"), 1))
 		if err != nil {
@@ -157,8 +175,8 @@ bound, and a Monte Carlo estimate of the extra error clipping itself causes (whi
 			return err
 		}
 		out.ClipErrorScaled, out.ClipErrorUnscaled = toClipJSON(cs), toClipJSON(cu)
-		out.TotalErrorScaled = optFloat(p.ExpectedError + cs.Expected)
-		out.TotalErrorUnscaled = optFloat(p.ExpectedErrorUnscaled + cu.Expected)
+		ts, tu := p.ExpectedError+cs.Expected, p.ExpectedErrorUnscaled+cu.Expected
+		out.TotalErrorScaled, out.TotalErrorUnscaled = &ts, &tu
 	}
 	if *asJSON {
 		return cli.WriteJSON(stdout, out)
@@ -175,6 +193,11 @@ bound, and a Monte Carlo estimate of the extra error clipping itself causes (whi
 	}
 	fmt.Fprintf(tw, "gain (noise error ratio)\t%.6g\n", p.Gain)
 	tw.Flush()
+	if p.BoundReason == "" {
+		fmt.Fprintf(stdout, "Theorem 4 bound (scaled): clip radius <= %.6g, expected noise error <= %.6g\n", p.BoundClipRadius, p.BoundError)
+	} else {
+		fmt.Fprintf(stdout, "Theorem 4 bound: not applicable. %s\n", p.BoundReason)
+	}
 	fmt.Fprintln(stdout)
 	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "dim\tsigma\tscaling b\tnoise sigma (scaled)\tnoise sigma (unscaled)")
@@ -185,43 +208,77 @@ bound, and a Monte Carlo estimate of the extra error clipping itself causes (whi
 }
 
 type runJSON struct {
-	Method        string    `json:"method"`
-	Input         string    `json:"input"`
-	N             int       `json:"n"`
-	D             int       `json:"d"`
-	Epsilon       float64   `json:"epsilon"`
-	Delta         float64   `json:"delta"`
-	Seed          uint64    `json:"seed"`
-	SeedSource    string    `json:"seed_source"`
-	Sum           []float64 `json:"sum"`
-	ExpectedError float64   `json:"expected_error"`
-	NoiseSigmas   []float64 `json:"noise_sigmas"`
-	SigmaOpt      float64   `json:"sigma_opt"`
+	Method        string     `json:"method"`
+	Input         string     `json:"input"`
+	N             int        `json:"n"`
+	D             int        `json:"d"`
+	Epsilon       float64    `json:"epsilon"`
+	Delta         float64    `json:"delta"`
+	Seed          uint64     `json:"seed"`
+	SeedSource    string     `json:"seed_source"`
+	Sum           []optFloat `json:"sum"`
+	ExpectedError optFloat   `json:"expected_error"`
+	NoiseSigmas   []optFloat `json:"noise_sigmas"`
+	SigmaOpt      float64    `json:"sigma_opt"`
 	// box mechanisms
-	Lower   []float64 `json:"lower,omitempty"`
-	Upper   []float64 `json:"upper,omitempty"`
-	Scaling []float64 `json:"scaling,omitempty"`
+	Lower   []float64  `json:"lower,omitempty"`
+	Upper   []float64  `json:"upper,omitempty"`
+	Scaling []optFloat `json:"scaling,omitempty"`
 	// normal
-	ClipRadius      float64   `json:"clip_radius,omitempty"`
-	ClipProb        float64   `json:"clip_prob,omitempty"`
-	Mean            []float64 `json:"mean,omitempty"`
-	MeanPrivate     bool      `json:"mean_private"`
-	MeanEpsilon     float64   `json:"mean_epsilon,omitempty"`
-	MeanDelta       float64   `json:"mean_delta,omitempty"`
-	SumEpsilon      float64   `json:"sum_epsilon"`
-	SumDelta        float64   `json:"sum_delta"`
-	EffectiveSigmas []float64 `json:"effective_sigmas,omitempty"`
+	ClipRadius      optFloat   `json:"clip_radius,omitempty"`
+	ClipProb        float64    `json:"clip_prob,omitempty"`
+	Mean            []optFloat `json:"mean,omitempty"`
+	MeanPrivate     bool       `json:"mean_private"`
+	MeanEpsilon     float64    `json:"mean_epsilon,omitempty"`
+	MeanDelta       float64    `json:"mean_delta,omitempty"`
+	SumEpsilon      float64    `json:"sum_epsilon"`
+	SumDelta        float64    `json:"sum_delta"`
+	EffectiveSigmas []optFloat `json:"effective_sigmas,omitempty"`
 	// non-private diagnostics
-	ClippedRows    int     `json:"clipped_rows"`
-	ClipError      float64 `json:"clip_error"`
-	DiagnosticNote string  `json:"diagnostics_note"`
+	ClippedRows    int      `json:"clipped_rows"`
+	ClipError      optFloat `json:"clip_error"`
+	DiagnosticNote string   `json:"diagnostics_note"`
+	// NonFinite maps each key (with [j] for an element of a list) whose value is not a finite float64,
+	// and is therefore written as null, to that value and the reason; absent when every value is finite.
+	NonFinite map[string]string `json:"non_finite,omitempty"`
+}
+
+// noteNonFinite fills out.NonFinite. Values of this output are computed in float64; one that leaves
+// its range (|x| > 1.8e308, for example the squared clipping error of an outlier near 1e160) is +-Inf,
+// and arithmetic on an infinity can give NaN.
+func noteNonFinite(out *runJSON) {
+	note := func(key string, x optFloat) {
+		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+			if out.NonFinite == nil {
+				out.NonFinite = map[string]string{}
+			}
+			out.NonFinite[key] = nonFiniteReason(f)
+		}
+	}
+	for key, x := range map[string]optFloat{"expected_error": out.ExpectedError, "clip_radius": out.ClipRadius, "clip_error": out.ClipError} {
+		note(key, x)
+	}
+	for key, list := range map[string][]optFloat{"sum": out.Sum, "noise_sigmas": out.NoiseSigmas, "scaling": out.Scaling,
+		"mean": out.Mean, "effective_sigmas": out.EffectiveSigmas} {
+		for j, x := range list {
+			note(fmt.Sprintf("%s[%d]", key, j), x)
+		}
+	}
+}
+
+// nonFiniteReason says what a non-finite value is and why it arises.
+func nonFiniteReason(f float64) string {
+	if math.IsNaN(f) {
+		return "NaN: undefined, from arithmetic on a value that overflowed float64: the input or the flags hold values too large for this quantity"
+	}
+	return fmt.Sprintf("%+v: overflows float64 (|x| above 1.8e308): the input or the flags hold values too large for this quantity", f)
 }
 
 const diagNote = "clipped_rows and clip_error describe the input data and are NOT differentially private"
 
 func runRun(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("dpsim vecsum run",
-		"dpsim vecsum run --input FILE.csv --epsilon E --delta D --method gaussian|elliptical|normal [--bounds LIST] [--sigmas LIST|FILE] [--mean LIST] [--seed S] [--json]",
+		"dpsim vecsum run --input FILE.csv [--header] --epsilon E --delta D --method gaussian|elliptical|normal [--bounds LIST] [--sigmas LIST|FILE] [--mean LIST] [--seed S] [--json]",
 		`Releases the (epsilon, delta)-differentially private sum of the rows of a CSV file (one row per
 individual; neighbouring files differ in one row, the number of rows is public).
   gaussian    Algorithm 1: rows clamped into the --bounds box, noise ||Delta||_2 sigma_opt per column
@@ -229,10 +286,17 @@ individual; neighbouring files differ in one row, the number of rows is public).
   normal      Algorithm 3: normal data with known --sigmas, centred at --mean (or a private mean estimate
               that spends --mean-fraction of the budget), scaled by Lemma 4.1, clipped to radius C with
               clipping probability --clip-prob, noise 2 C sigma_opt / b_j per column
-The CSV may start with a header row; '#' lines are comments. Besides the private sum the command prints
-its expected squared error and, as non-private diagnostics, how many rows were clipped/clamped and the
-squared error that clipping caused.`, stderr)
+The first CSV row is a header (column names) with --header, or when every cell of it is non-numeric; a
+first row mixing numbers and words is an error, as is any non-number in a data row (line and column are
+named). '#' lines are comments. Besides the private sum the command prints its expected squared error
+and, as non-private diagnostics, how many rows were clipped/clamped and the squared error that clipping
+caused. With --json a value that is not a finite float64 (for example the squared clipping error of an
+outlier near 1e160, which overflows) is written as null, and "non_finite" maps its key to the value
+("+Inf", "-Inf" or "NaN") and the reason; a private sum that is not finite is no release and fails.
+Exit status: 0 ok, 1 a data problem (unreadable or malformed file, too few rows for a private mean, a
+sum that overflows), 2 a bad command line.`, stderr)
 	input := fs.String("input", "", "CSV `FILE` of numeric rows (required)")
+	header := fs.Bool("header", false, "the first row of --input names the columns (without it, a first row is a header only when every cell is non-numeric)")
 	eps := fs.Float64("epsilon", 0, "privacy parameter `E` > 0 (required)")
 	delta := fs.Float64("delta", 0, "privacy parameter `D` in (0, 1) (required)")
 	method := fs.String("method", "", "mechanism `M`: gaussian, elliptical or normal (required)")
@@ -269,7 +333,10 @@ squared error that clipping caused.`, stderr)
 		return cli.UsageError("--seed %q: not an unsigned 64-bit integer", *seed)
 	}
 	log.Info().Uint64("seed", sd).Str("source", src).Msg("noise seed")
-	ds, err := readCSV(*input)
+	if err := checkRunFlags(m, *eps, *delta, *sigmas, *mean, *bounds, *meanFrac, *clipProb); err != nil {
+		return err
+	}
+	ds, err := readCSV(*input, *header)
 	if err != nil {
 		return err
 	}
@@ -279,9 +346,6 @@ squared error that clipping caused.`, stderr)
 		SeedSource: src, DiagnosticNote: diagNote, SumEpsilon: *eps, SumDelta: *delta}
 	switch m {
 	case vecsum.MethodGaussian, vecsum.MethodElliptical:
-		if *sigmas != "" || *mean != "" {
-			return cli.UsageError("--sigmas and --mean apply to the normal method only")
-		}
 		lo, hi, err := parseBounds(*bounds, ds.d)
 		if err != nil {
 			return err
@@ -294,13 +358,10 @@ squared error that clipping caused.`, stderr)
 		if err != nil {
 			return fmt.Errorf("%s: %w", *input, err)
 		}
-		out.Sum, out.ExpectedError, out.NoiseSigmas, out.SigmaOpt = res.Sum, p.ExpectedError, p.NoiseSigmas, p.SigmaOpt
-		out.Lower, out.Upper, out.Scaling = lo, hi, p.Scaling
-		out.ClippedRows, out.ClipError = res.ClampedRows, res.ClampError
+		out.Sum, out.ExpectedError, out.NoiseSigmas, out.SigmaOpt = optFloats(res.Sum), optFloat(p.ExpectedError), optFloats(p.NoiseSigmas), p.SigmaOpt
+		out.Lower, out.Upper, out.Scaling = lo, hi, optFloats(p.Scaling)
+		out.ClippedRows, out.ClipError = res.ClampedRows, optFloat(res.ClampError)
 	case vecsum.MethodNormal:
-		if *bounds != "" {
-			return cli.UsageError("--bounds applies to the gaussian and elliptical methods only")
-		}
 		s, err := parseListOrFile("--sigmas", *sigmas)
 		if err != nil {
 			return err
@@ -312,13 +373,58 @@ squared error that clipping caused.`, stderr)
 			return err
 		}
 	}
+	noteNonFinite(&out)
+	if err := checkReleasedSum(out); err != nil {
+		return fmt.Errorf("%s: %w", *input, err)
+	}
 	if *asJSON {
 		return cli.WriteJSON(stdout, out)
 	}
 	return printRun(stdout, out, ds)
 }
 
+// checkReleasedSum fails when the private sum itself is not finite: such a release is no answer.
+// Non-finite diagnostics (clip_error) do not fail the run; they are null with a reason in non_finite.
+func checkReleasedSum(out runJSON) error {
+	for j, x := range out.Sum {
+		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("no release: the private sum of column %d is %s", j+1, nonFiniteReason(f))
+		}
+	}
+	return nil
+}
+
+// checkRunFlags refuses bad command lines (exit 2) before the data are read, so that every error
+// after reading is a data problem (exit 1): the budget, the flags of the other methods, the private
+// mean's share and the clipping probability.
+func checkRunFlags(m vecsum.Mechanism, eps, delta float64, sigmas, mean, bounds string, frac, clipProb float64) error {
+	if _, err := vecsum.SigmaOpt(eps, delta); err != nil {
+		return wrapInput(err)
+	}
+	if m != vecsum.MethodNormal {
+		if sigmas != "" || mean != "" {
+			return cli.UsageError("--sigmas and --mean apply to the normal method only")
+		}
+		return nil
+	}
+	if bounds != "" {
+		return cli.UsageError("--bounds applies to the gaussian and elliptical methods only")
+	}
+	if mean == "" && !(frac > 0 && frac < 1) {
+		return cli.UsageError("--mean-fraction %v: must lie in (0, 1)", frac)
+	}
+	if !(clipProb >= 0 && clipProb < 1) {
+		return cli.UsageError("--clip-prob %v: must lie in (0, 1) (0 or absent: 1/n)", clipProb)
+	}
+	return nil
+}
+
+// normalRun runs Algorithm 3 for --method normal. Errors about --sigmas and --mean are usage errors;
+// everything after them depends on the data (a private mean needs enough rows) and is a failure.
 func normalRun(out *runJSON, ds *dataSet, s []float64, meanFlag string, frac, clipProb float64, rr *rand.Rand, log zerolog.Logger) error {
+	if err := vecsum.CheckSigmas(s); err != nil {
+		return wrapInput(fmt.Errorf("--sigmas: %w", err))
+	}
 	var mu []float64
 	eff := s
 	if meanFlag != "" {
@@ -330,13 +436,10 @@ func normalRun(out *runJSON, ds *dataSet, s []float64, meanFlag string, frac, cl
 			return cli.UsageError("--mean: %d values for %d data columns", len(mu), ds.d)
 		}
 	} else {
-		if !(frac > 0 && frac < 1) {
-			return cli.UsageError("--mean-fraction %v: must lie in (0, 1)", frac)
-		}
 		me, md := out.Epsilon*frac, out.Delta*frac
 		est, err := vecsum.PrivateMean(ds.x, s, me, md, rr)
 		if err != nil {
-			return wrapInput(err)
+			return fmt.Errorf("%s: %w", out.Input, err)
 		}
 		mu = est.Mean
 		eff = make([]float64, len(s))
@@ -345,20 +448,20 @@ func normalRun(out *runJSON, ds *dataSet, s []float64, meanFlag string, frac, cl
 		}
 		out.MeanPrivate, out.MeanEpsilon, out.MeanDelta = true, me, md
 		out.SumEpsilon, out.SumDelta = out.Epsilon-me, out.Delta-md
-		out.EffectiveSigmas = eff
+		out.EffectiveSigmas = optFloats(eff)
 		log.Info().Floats64("mean", mu).Float64("epsilon", me).Float64("delta", md).Msg("private mean estimate")
 	}
 	p, err := vecsum.PlanNormal(eff, ds.n, out.SumEpsilon, out.SumDelta, clipProb)
 	if err != nil {
-		return wrapInput(err)
+		return fmt.Errorf("%s: %w", out.Input, err)
 	}
 	res, err := p.Sum(ds.x, mu, rr)
 	if err != nil {
 		return fmt.Errorf("%s: %w", out.Input, err)
 	}
-	out.Sum, out.ExpectedError, out.NoiseSigmas, out.SigmaOpt = res.Sum, p.ExpectedError, p.NoiseSigmas, p.SigmaOpt
-	out.Scaling, out.ClipRadius, out.ClipProb, out.Mean = p.Scaling, p.ClipRadius, p.ClipProb, mu
-	out.ClippedRows, out.ClipError = res.ClippedRows, res.ClipError
+	out.Sum, out.ExpectedError, out.NoiseSigmas, out.SigmaOpt = optFloats(res.Sum), optFloat(p.ExpectedError), optFloats(p.NoiseSigmas), p.SigmaOpt
+	out.Scaling, out.ClipRadius, out.ClipProb, out.Mean = optFloats(p.Scaling), optFloat(p.ClipRadius), p.ClipProb, optFloats(mu)
+	out.ClippedRows, out.ClipError = res.ClippedRows, optFloat(res.ClipError)
 	return nil
 }
 
@@ -392,6 +495,7 @@ func printRun(w io.Writer, out runJSON, ds *dataSet) error {
 
 type figureJSON struct {
 	CSV     string           `json:"csv"`
+	CSVNote string           `json:"csv_note,omitempty"` // why the clipping-error columns are absent
 	PNG     string           `json:"png"`
 	SVG     string           `json:"svg"`
 	Rows    int              `json:"rows"`
@@ -409,7 +513,7 @@ clipping probability 1/n. Writes DIR/vecsum_gain.csv, DIR/vecsum_gain.png and DI
 	nAlpha := fs.Int("alphas", 41, "number `K` of alpha values on the log grid [1e-2, 1e2]")
 	dList := fs.String("d", "10,100,1000", "dimensions `LIST`")
 	nList := fs.String("n", "100,1000,1000000", "row counts `LIST` (clipping probability 1/n)")
-	samples := fs.Int("clip-samples", 0, "importance samples `S` per point for the clipping-error columns (0: not estimated)")
+	samples := fs.Int("clip-samples", 0, "importance samples `S` per point for the clipping-error columns (0: not estimated, and the two columns are left out of the CSV)")
 	seed := fs.Uint64("seed", 1, "seed `S` of the clipping-error Monte Carlo")
 	asJSON := fs.Bool("json", false, "print one JSON object (file names and the table) to stdout")
 	logLevel := fs.String("log-level", "info", "log `LEVEL` on stderr: trace, debug, info, warn, error")
@@ -451,17 +555,15 @@ clipping probability 1/n. Writes DIR/vecsum_gain.csv, DIR/vecsum_gain.png and DI
 	}
 	res := figureJSON{CSV: filepath.Join(*outDir, "vecsum_gain.csv"), PNG: filepath.Join(*outDir, "vecsum_gain.png"),
 		SVG: filepath.Join(*outDir, "vecsum_gain.svg"), Rows: len(rows), Table: rows}
+	records, omitted := vecsum.GainCSV(rows)
+	if omitted {
+		res.CSVNote = vecsum.GainCSVOmitted
+	}
 	if err := writeFile(res.CSV, func(w io.Writer) error {
 		cw := csv.NewWriter(w)
-		if err := cw.Write(vecsum.GainCSVHeader); err != nil {
+		if err := cw.WriteAll(records); err != nil {
 			return err
 		}
-		for _, r := range rows {
-			if err := cw.Write(vecsum.GainCSVRecord(r)); err != nil {
-				return err
-			}
-		}
-		cw.Flush()
 		return cw.Error()
 	}); err != nil {
 		return err
@@ -495,6 +597,9 @@ clipping probability 1/n. Writes DIR/vecsum_gain.csv, DIR/vecsum_gain.png and DI
 	}
 	tw.Flush()
 	_, err = fmt.Fprintf(stdout, "\nwrote %s, %s, %s (%d rows, %.1fs)\n", res.CSV, res.PNG, res.SVG, res.Rows, res.Seconds)
+	if err == nil && res.CSVNote != "" {
+		_, err = fmt.Fprintf(stdout, "%s: %s\n", res.CSV, res.CSVNote)
+	}
 	return err
 }
 
