@@ -24,9 +24,20 @@ import (
 //   - a title, axis label or legend wider than the space it is drawn in (it would be clipped);
 //   - an axis with fewer than two labels in its range (one for a nominal axis with one
 //     category), or x tick labels that overlap;
-//   - a log axis (LogTicker) whose labels mix formats (0.01 beside 1e-4), that spans more than
-//     nine decades, or that leaves more than a decade unlabelled at an end (more than a factor
-//     1.5 when it spans four decades or less);
+//   - tick labels that mix formats (0.01 beside 1e-4, 50000 beside 1e5);
+//   - a log axis (LogTicker) that spans more than MaxLogDecades + 2 decades, or that leaves
+//     more than a decade unlabelled at an end (more than a factor 1.5 when it spans four
+//     decades or less);
+//   - tick labels at values other than 1, 2, 2.5 or 5 times a power of ten (1, 2 or 5 on a
+//     log axis);
+//   - data outside a panel's axis ranges (clipped), or running into an end of an axis that
+//     carries no label (it looks clipped: Fit the axis);
+//   - the same data drawn twice in a panel (two identical lines, one hiding the other);
+//   - error-bar caps no wider than the markers (a short confidence bar would vanish);
+//   - a log y axis whose values leave an empty stretch of more than MaxLogGap decades and
+//     half the axis (LogUseful: a linear axis shows them);
+//   - two legend entries of the figure with different texts drawn alike (same colour and
+//     the same dash, marker and band): every series must be distinguishable;
 //   - a rendering that fails, or a PNG or SVG whose size is not the figure's.
 func (f *Figure) Check() error {
 	if err := f.validate(); err != nil {
@@ -67,6 +78,9 @@ func (f *Figure) Check() error {
 			if w := p.Legend.Rectangle(draw.Canvas{}).Size().X; w > tw-0.7*vg.Inch {
 				bad("%s: legend %.2f in wide does not fit under the panel (%.2f in)", at, inches(w), inches((tw - 0.7*vg.Inch)))
 			}
+			for _, msg := range checkData(p) {
+				bad("%s: %s", at, msg)
+			}
 			for _, ax := range []struct {
 				name     string
 				a        *plot.Axis
@@ -79,6 +93,7 @@ func (f *Figure) Check() error {
 			}
 		}
 	}
+	probs = append(probs, f.checkLegendStyles()...)
 	w, h := f.Size()
 	if data, err := f.Render("png"); err != nil {
 		bad("%v", err)
@@ -134,20 +149,13 @@ func checkAxis(a *plot.Axis, span vg.Length, vertical bool) []string {
 			}
 		}
 	}
+	if odd := oddLabels(a.Tick.Marker, labelled); len(odd) > 0 {
+		probs = append(probs, fmt.Sprintf("tick labels %s are not at 1, 2, 2.5 or 5 times a power of ten (1, 2, 5 on a log axis)", strings.Join(odd, ", ")))
+	}
+	if mixedFormats(labelled) {
+		probs = append(probs, "tick labels mix formats (50000 beside 1e5)")
+	}
 	if _, log := a.Tick.Marker.(LogTicker); log && len(labelled) > 0 {
-		exp, plain := 0, 0
-		for _, t := range labelled {
-			switch {
-			case t.Label == "1": // sits well in either format
-			case strings.Contains(t.Label, "e"):
-				exp++
-			default:
-				plain++
-			}
-		}
-		if exp > 0 && plain > 0 {
-			probs = append(probs, "log labels mix formats")
-		}
 		decades := a.Max - a.Min
 		if decades > MaxLogDecades+2 { // + the rounding to whole decades
 			probs = append(probs, fmt.Sprintf("log axis spans %.1f decades", decades))
@@ -164,6 +172,65 @@ func checkAxis(a *plot.Axis, span vg.Length, vertical bool) []string {
 		}
 	}
 	return probs
+}
+
+// mixedFormats reports whether some labels have an exponent and others, except 0 and 1
+// (which sit well in either format), have none.
+func mixedFormats(labelled []plot.Tick) bool {
+	exp, plain := 0, 0
+	for _, t := range labelled {
+		switch {
+		case t.Label == "1" || t.Label == "0":
+		case strings.Contains(t.Label, "e"):
+			exp++
+		default:
+			plain++
+		}
+	}
+	return exp > 0 && plain > 0
+}
+
+// oddLabels returns the labels of a linear (NiceTicker) axis that are not multiples of one
+// step of 1, 2, 2.5 or 5 times a power of ten, and those of a log axis that do not stand for
+// 1, 2 or 5 times a power of ten (such as 40 or 9000 at an end).
+func oddLabels(m plot.Ticker, labelled []plot.Tick) []string {
+	var odd []string
+	switch m.(type) {
+	case LogTicker:
+		for _, t := range labelled {
+			if !mantissaIn(math.Pow(10, t.Value), 1, 2, 5) {
+				odd = append(odd, t.Label)
+			}
+		}
+	case NiceTicker:
+		if len(labelled) < 2 {
+			return nil
+		}
+		step := labelled[1].Value - labelled[0].Value
+		if !mantissaIn(step, 1, 2, 2.5, 5) {
+			return []string{labelled[0].Label, labelled[1].Label}
+		}
+		for _, t := range labelled {
+			if k := t.Value / step; math.Abs(k-math.Round(k)) > 1e-6 {
+				odd = append(odd, t.Label)
+			}
+		}
+	}
+	return odd
+}
+
+// mantissaIn reports whether v > 0 is m times a power of ten for one of ms.
+func mantissaIn(v float64, ms ...float64) bool {
+	if !(v > 0) {
+		return false
+	}
+	mant := v / math.Pow(10, math.Floor(math.Log10(v)+1e-9))
+	for _, m := range ms {
+		if math.Abs(mant-m) < 1e-6*m {
+			return true
+		}
+	}
+	return false
 }
 
 // sizeIs reports whether an SVG length ("504pt", "504") is l to within a point.

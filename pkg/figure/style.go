@@ -2,6 +2,7 @@ package figure
 
 import (
 	"image/color"
+	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -55,11 +56,52 @@ func Translucent(c color.RGBA, a uint8) color.Color {
 		B: uint8(uint16(c.B) * uint16(a) / 255), A: a}
 }
 
-// Dashed is the dash pattern of bounds and reference curves; Dotted the pattern of secondary ones.
+// Dashed is the dash pattern of bounds and reference curves; Dotted the pattern of secondary ones;
+// DashDot tells a fourth set of series apart (SeriesDashes).
 var (
-	Dashed = []vg.Length{vg.Points(6), vg.Points(3)}
-	Dotted = []vg.Length{vg.Points(2), vg.Points(3)}
+	Dashed  = []vg.Length{vg.Points(6), vg.Points(3)}
+	Dotted  = []vg.Length{vg.Points(2), vg.Points(3)}
+	DashDot = []vg.Length{vg.Points(7), vg.Points(2), vg.Points(2), vg.Points(2)}
 )
+
+// SeriesDashes is the dash pattern of the i-th of n data series drawn as plain lines. Up to
+// four series each get their own pattern (solid, dashed, dotted, dash-dotted), so that lines
+// lying on each other, or printed in grey, stay apart; more series are told apart by colour
+// first: solid for the first len(palette), then dashed, dotted and dash-dotted, so that with
+// Color(i) the first 40 series differ in colour or dash (Check rejects two legend entries
+// drawn alike).
+func SeriesDashes(i, n int) []vg.Length {
+	patterns := [][]vg.Length{nil, Dashed, Dotted, DashDot}
+	if n <= len(patterns) {
+		return patterns[i%len(patterns)]
+	}
+	return patterns[(i/len(palette))%len(patterns)]
+}
+
+// Fit extends each linear axis of p (NiceTicker) outwards to the nearest labelled ticks, so
+// that no data runs into an unlabelled end of the panel, where it would look clipped (Check
+// rejects that). Call it after the data and any fixed range are set; it is idempotent.
+func Fit(p *plot.Plot) {
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		if _, ok := a.Tick.Marker.(NiceTicker); !ok || math.IsNaN(a.Max-a.Min) || math.IsInf(a.Max-a.Min, 0) {
+			continue
+		}
+		if a.Max == a.Min { // one value (a flat line): a range around it
+			d := math.Max(math.Abs(a.Min)/2, 1)
+			a.Min, a.Max = a.Min-d, a.Max+d
+		}
+		// a wider range may take a longer step, whose labels are elsewhere: repeat until
+		// both ends sit on labels
+		for range 4 {
+			step := niceStep(a.Min, a.Max)
+			lo, hi := math.Floor(a.Min/step+1e-9)*step, math.Ceil(a.Max/step-1e-9)*step
+			if lo == a.Min && hi == a.Max {
+				break
+			}
+			a.Min, a.Max = lo, hi
+		}
+	}
+}
 
 // LineWidth is the width of data lines.
 var LineWidth = vg.Points(1.5)

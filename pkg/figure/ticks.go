@@ -71,7 +71,9 @@ func SetLogX(p *plot.Plot, lo, hi float64) (floor float64, clipped bool) {
 	return math.Pow(10, p.X.Min), clipped
 }
 
-// logRange is the log10 axis range for data in [lo, hi] with a margin of a factor pad.
+// logRange is the log10 axis range for data in [lo, hi] with a margin of a factor pad: over
+// up to two decades from a 1, 2 or 5 times a power of ten to another (logTicks labels those),
+// beyond from decade to decade; both ends are labelled.
 func logRange(lo, hi, pad float64) (min, max float64, clipped bool) {
 	if hi <= lo {
 		lo, hi = lo/2, hi*2
@@ -79,41 +81,48 @@ func logRange(lo, hi, pad float64) (min, max float64, clipped bool) {
 	if lo < hi*math.Pow(10, -MaxLogDecades) {
 		lo, clipped = hi*math.Pow(10, -MaxLogDecades), true
 	}
-	min, max = Lg(lo/pad), Lg(hi*pad)
-	if max-min <= 4 {
-		// An end more than a factor 1.5 beyond the nearest minor tick (k 10^e, which logTicks
-		// labels where the labels stop short) moves out to the next one.
-		if a, b := lo/pad, minorAbove(lo/pad); b/a > 1.5 {
-			min = Lg(minorBelow(a))
-		}
-		if a, b := hi*pad, minorBelow(hi*pad); a/b > 1.5 {
-			max = Lg(minorAbove(a))
-		}
-	} else {
-		// whole decades around the data, no margin: both ends labelled
-		min, max = math.Floor(Lg(lo)+1e-9), math.Ceil(Lg(hi)-1e-9)
-		if d := int(max - min); d > 7 {
-			step := (d + 6) / 7 // logTicks labels every step-th decade from min
-			max = min + float64((d+step-1)/step*step)
-		}
+	if Lg(hi*pad)-Lg(lo/pad) <= 2 {
+		return Lg(step125Below(lo / pad)), Lg(step125Above(hi * pad)), clipped
+	}
+	// whole decades around the data, no margin
+	min, max = math.Floor(Lg(lo)+1e-9), math.Ceil(Lg(hi)-1e-9)
+	if d := int(max - min); d > 7 {
+		step := (d + 6) / 7 // logTicks labels every step-th decade from min
+		max = min + float64((d+step-1)/step*step)
 	}
 	return min, max, clipped
 }
 
-// minorBelow is the largest k 10^e (k = 1..9) at most v; minorAbove the smallest at least v.
-func minorBelow(v float64) float64 {
-	e := math.Pow(10, math.Floor(Lg(v)))
-	return math.Floor(v/e*(1+1e-12)) * e
+// step125Below is the largest 1, 2 or 5 times a power of ten at most v; step125Above the
+// smallest at least v.
+func step125Below(v float64) float64 {
+	e := math.Pow(10, math.Floor(Lg(v)+1e-12))
+	for _, m := range []float64{5, 2, 1} {
+		if m*e <= v*(1+1e-12) {
+			return m * e
+		}
+	}
+	return e
 }
 
-func minorAbove(v float64) float64 {
-	e := math.Pow(10, math.Floor(Lg(v)))
-	return math.Ceil(v/e*(1-1e-12)) * e
+func step125Above(v float64) float64 {
+	e := math.Pow(10, math.Floor(Lg(v)-1e-12))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*e >= v*(1-1e-12) {
+			return m * e
+		}
+	}
+	return 10 * e
 }
+
+// logSpan125 is the widest log axis (in decades) labelled at 1, 2 and 5 times the powers of
+// ten: logRange rounds a range of up to two decades out to such values, which can widen it
+// to 2 + 2 log10(2.5) decades.
+const logSpan125 = 2.9
 
 // logTicks gives the ticks of a log axis whose coordinates are log10 values in [min, max]:
 // labels at powers of ten (every k-th decade when there are many), minor ticks at 2..9 times
-// them; over up to two decades it also labels 2 and 5 times powers of ten, up to four 3 times.
+// them; over up to logSpan125 decades it also labels 2 and 5 times the powers of ten.
 func logTicks(min, max float64) []plot.Tick {
 	if !(max > min) || math.IsInf(min, 0) || math.IsInf(max, 0) {
 		return plot.DefaultTicks{}.Ticks(min, max)
@@ -125,46 +134,28 @@ func logTicks(min, max float64) []plot.Tick {
 		step = (decades + 6) / 7
 	}
 	in := func(x float64) bool { return x >= min-1e-9 && x <= max+1e-9 }
+	with25 := max-min <= logSpan125
 	var ticks []plot.Tick
-	labelled := 0
 	for e := lo; e <= hi; e++ {
 		x := float64(e)
 		if (e-lo)%step == 0 && in(x) {
 			ticks = append(ticks, plot.Tick{Value: x, Label: tickLabel(math.Pow(10, x))})
-			labelled++
 		} else if in(x) {
 			ticks = append(ticks, plot.Tick{Value: x})
 		}
 		if decades <= 7 {
 			for k := 2; k <= 9; k++ {
-				if xm := x + math.Log10(float64(k)); in(xm) {
-					ticks = append(ticks, plot.Tick{Value: xm})
+				xm := x + math.Log10(float64(k))
+				if !in(xm) {
+					continue
 				}
+				t := plot.Tick{Value: xm}
+				if with25 && (k == 2 || k == 5) {
+					t.Label = tickLabel(math.Pow(10, xm))
+				}
+				ticks = append(ticks, t)
 			}
 		}
-	}
-	// Up to two decades, 2 and 5 times the powers of ten are labelled too, up to four 3 times
-	// them (one format, the same as the decades'), so a value such as a bound at 35 sits
-	// between labels and the labels stay apart on a panel a few inches tall.
-	span := max - min
-	if labelled < 2 || span <= 4 {
-		mult := []float64{3}
-		if span <= 2 || labelled < 2 {
-			mult = []float64{2, 5}
-		}
-		for i := range ticks {
-			frac := ticks[i].Value - math.Floor(ticks[i].Value+1e-9)
-			for _, m := range mult {
-				if math.Abs(frac-math.Log10(m)) < 1e-9 {
-					ticks[i].Label = tickLabel(math.Pow(10, ticks[i].Value))
-				}
-			}
-		}
-	}
-	// Nothing below the lowest label (or above the highest) by more than a factor 1.5: label
-	// the outermost minor tick there, so no curve runs under the first label.
-	if span <= 4 {
-		labelEnd(ticks, min, max)
 	}
 	// One format per axis: when any label needs an exponent, every label gets one (1e-2, not
 	// 0.01 beside 1e-4).
@@ -203,49 +194,14 @@ func expLabel(v float64) string {
 	return mant + "e" + sign + e
 }
 
-// labelEnd labels the lowest and highest minor ticks of a log axis when the labels leave more
-// than a factor 1.5 of the axis unlabelled at either end.
-func labelEnd(ticks []plot.Tick, min, max float64) {
-	lowL, highL := math.Inf(1), math.Inf(-1)
-	lowT, highT := -1, -1
-	for i, t := range ticks {
-		if t.Label != "" {
-			lowL, highL = math.Min(lowL, t.Value), math.Max(highL, t.Value)
-		}
-		if t.Value >= min-1e-9 && (lowT < 0 || t.Value < ticks[lowT].Value) {
-			lowT = i
-		}
-		if t.Value <= max+1e-9 && (highT < 0 || t.Value > ticks[highT].Value) {
-			highT = i
-		}
-	}
-	gap := math.Log10(1.5)
-	if lowT >= 0 && lowL-min > gap && lowL-ticks[lowT].Value > 1e-9 {
-		ticks[lowT].Label = tickLabel(math.Pow(10, ticks[lowT].Value))
-	}
-	if highT >= 0 && max-highL > gap && ticks[highT].Value-highL > 1e-9 {
-		ticks[highT].Label = tickLabel(math.Pow(10, ticks[highT].Value))
-	}
-}
-
 // niceTicks labels a linear axis every 1, 2, 2.5 or 5 times a power of ten (5 to 10 labels),
 // with minor ticks in between, printing each label with only the digits the step needs.
 func niceTicks(min, max float64) []plot.Tick {
 	if !(max > min) || math.IsInf(min, 0) || math.IsInf(max, 0) {
 		return plot.DefaultTicks{}.Ticks(min, max)
 	}
-	raw := (max - min) / 6
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	step, minorDiv := 10*mag, 5
-	for _, m := range []struct {
-		f   float64
-		div int
-	}{{1, 5}, {2, 4}, {2.5, 5}, {5, 5}} {
-		if m.f*mag >= raw {
-			step, minorDiv = m.f*mag, m.div
-			break
-		}
-	}
+	step, minorDiv := niceStepDiv(min, max)
+	mag := math.Pow(10, math.Floor(math.Log10(step)+1e-9))
 	dec := 0
 	if e := -int(math.Floor(math.Log10(step) + 1e-9)); e > 0 {
 		dec = e
@@ -266,7 +222,11 @@ func niceTicks(min, max float64) []plot.Tick {
 			v = float64(k/minorDiv) * step
 			var label string
 			if big >= 1e5 || big < 1e-3 {
-				label = tickLabel(v)
+				// every label with an exponent (5e4 beside 1e5, not 50000)
+				label = expLabel(math.Round(v/minor) * minor)
+				if math.Abs(v) < minor/2 {
+					label = "0"
+				}
 			} else {
 				label = strconv.FormatFloat(v, 'f', dec, 64)
 				if strings.Trim(label, "-0.") == "" {
@@ -282,6 +242,29 @@ func niceTicks(min, max float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// niceStep is the labelled step of a linear axis over [min, max]: the smallest 1, 2, 2.5 or 5
+// times a power of ten that gives at most about 6 intervals.
+func niceStep(min, max float64) float64 {
+	step, _ := niceStepDiv(min, max)
+	return step
+}
+
+// niceStepDiv is niceStep and the number of minor intervals per step.
+func niceStepDiv(min, max float64) (step float64, minorDiv int) {
+	raw := (max - min) / 6
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step, minorDiv = 10*mag, 5
+	for _, m := range []struct {
+		f   float64
+		div int
+	}{{1, 5}, {2, 4}, {2.5, 5}, {5, 5}} {
+		if m.f*mag >= raw {
+			return m.f * mag, m.div
+		}
+	}
+	return step, minorDiv
 }
 
 // tickLabel prints a tick value compactly: 0.01, 100, 1e-5, 2e6.

@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -60,21 +62,34 @@ func GainFigure(rows []GainRow) (*figure.Figure, error) {
 			}
 			l.Color, l.Width = figure.Color(i), figure.LineWidth
 			p.Add(l)
-			p.Legend.Add(fmt.Sprintf("n = %g", float64(n)), l)
+			p.Legend.Add("n = "+countLabel(n), l)
 		}
-		for _, bound := range []float64{1, float64(d)} {
+		for i, bound := range []float64{1, float64(d)} {
 			b, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: figure.Lg(bound)}, {X: xmax, Y: figure.Lg(bound)}})
 			if err != nil {
 				return nil, err
 			}
 			b.Color, b.Dashes = figure.Grey, figure.Dotted
 			p.Add(b)
+			if i == 0 { // one entry names both bounds (drawn alike)
+				p.Legend.Add("bounds 1 and d", b)
+			}
 		}
 		figure.SetLogX(p, math.Pow(10, xmin), math.Pow(10, xmax))
 		figure.SetLogY(p, 1, float64(d))
 		panels = append(panels, p)
 	}
 	return &figure.Figure{Name: GainFigureName, Panels: [][]*plot.Plot{panels}, Caption: "Gain of the normal (per-coordinate) mechanism over the plain one against the Zipf skew of the coordinates' scales; dotted: the bounds 1 and d."}, nil
+}
+
+// countLabel prints a row count n as the axes print numbers: 100, 1000, 1e6 (not 1e+06).
+func countLabel(n int) string {
+	if n < 100000 {
+		return strconv.Itoa(n)
+	}
+	s := strconv.FormatFloat(float64(n), 'e', -1, 64) // "1e+06", "2.5e+07"
+	mant, exp, _ := strings.Cut(s, "e+")
+	return mant + "e" + strings.TrimLeft(exp, "0")
 }
 
 // WriteGainPlot renders the gain figure (GainFigure) as "png" or "svg" to w.

@@ -189,12 +189,22 @@ func AccuracyFigure(a *mat.Dense, xi float64, curves []Curve) (*figure.Figure, e
 	n, d := a.Dims()
 	p := figure.New(fmt.Sprintf("John ellipsoid accuracy (n = %d, d = %d, xi = %g)", n, d, xi), "iterations", "max_i h_i(v) - 1")
 	maxIt, lo, hi := 1, xi, xi
+	exact := false // a value exact to rounding (at most accuracyFloor)
 	for _, c := range curves {
 		for k := range c.Iter {
 			maxIt = max(maxIt, c.Iter[k])
 			hi = math.Max(hi, c.Acc[k])
-			lo = math.Min(lo, math.Max(c.Acc[k], accuracyFloor))
+			if c.Acc[k] > accuracyFloor {
+				lo = math.Min(lo, c.Acc[k])
+			} else {
+				exact = true
+			}
 		}
+	}
+	if exact {
+		// the axis's lower edge, a decade below the smallest other value, stands for exact:
+		// a fixed 1e-12 would leave most of the axis empty between it and the other curves
+		lo /= 10
 	}
 	floor, _ := figure.SetLogY(p, lo, hi)
 	figure.SetLogX(p, 1, float64(maxIt))
@@ -218,7 +228,18 @@ func AccuracyFigure(a *mat.Dense, xi float64, curves []Curve) (*figure.Figure, e
 			l.Color = color.Black
 		}
 		p.Add(l)
-		p.Legend.Add(c.Label, l)
+		if len(pts) > 1 {
+			p.Legend.Add(c.Label, l)
+			continue
+		}
+		// one point (a method optimal from the start) draws no line: a marker shows it
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return nil, err
+		}
+		sc.Color, sc.Shape, sc.Radius = l.Color, figure.Marker(i), vg.Points(4)
+		p.Add(sc)
+		p.Legend.Add(c.Label, l, sc)
 	}
 	target, err := plotter.NewLine(plotter.XYs{{X: 0, Y: figure.Lg(xi)}, {X: figure.Lg(float64(maxIt)), Y: figure.Lg(xi)}})
 	if err != nil {
@@ -228,5 +249,5 @@ func AccuracyFigure(a *mat.Dense, xi float64, curves []Curve) (*figure.Figure, e
 	p.Add(target)
 	p.Legend.Add(fmt.Sprintf("target xi = %g (fast, dp)", xi), target)
 	return &figure.Figure{Name: "john_accuracy", Panels: [][]*plot.Plot{{p}},
-		Caption: "Largest leverage minus one of each method's output against its iterations; exact runs to 1e-9, values below 1e-12 sit on the axis."}, nil
+		Caption: "Largest leverage minus one of each method's output against its iterations; exact runs to 1e-9; a value exact to rounding (at most 1e-12) is drawn on the lower edge of the axis."}, nil
 }
