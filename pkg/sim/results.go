@@ -26,23 +26,90 @@ type Stat struct {
 	Hi   float64 `json:"ci_hi"`
 }
 
-// Series is a Stat per step: element t summarises step t over the runs (N[t] runs contributed;
-// N[t] = 0 means no data at t, and the other fields are then 0).
+// Series is a Stat per step: element k summarises step StepOf(k) over the runs (N[k] runs
+// contributed; N[k] = 0 means no data there, and the other fields are then 0). A series of at
+// most MaxSeriesPoints steps keeps every step (Step is nil: element k is step k); a longer one
+// keeps MaxSeriesPoints or fewer evenly spaced steps, the first and the last among them, and
+// lists them in Step, so that the Results, summary.json and the figures do not grow with T.
 type Series struct {
 	N    []int     `json:"n"`
 	Mean []float64 `json:"mean"`
 	SE   []float64 `json:"se"`
 	Lo   []float64 `json:"ci_lo"`
 	Hi   []float64 `json:"ci_hi"`
+	// Step[k] is the step of element k when the series is thinned; absent: element k is step k.
+	Step []int `json:"step,omitempty"`
 }
 
-// At returns element t as a Stat.
-func (s *Series) At(t int) Stat {
-	return Stat{N: s.N[t], Mean: s.Mean[t], SE: s.SE[t], Lo: s.Lo[t], Hi: s.Hi[t]}
+// At returns element k as a Stat.
+func (s *Series) At(k int) Stat {
+	return Stat{N: s.N[k], Mean: s.Mean[k], SE: s.SE[k], Lo: s.Lo[k], Hi: s.Hi[k]}
 }
 
-// Len returns the number of steps.
+// Len returns the number of elements (the number of steps unless the series is thinned).
 func (s *Series) Len() int { return len(s.Mean) }
+
+// StepOf returns the step of element k.
+func (s *Series) StepOf(k int) int {
+	if s.Step != nil {
+		return s.Step[k]
+	}
+	return k
+}
+
+// LastStep returns the step of the last element (-1 for an empty series).
+func (s *Series) LastStep() int {
+	if s.Len() == 0 {
+		return -1
+	}
+	return s.StepOf(s.Len() - 1)
+}
+
+// MaxSeriesPoints bounds the elements of every per-step Series of the Results (see Series).
+const MaxSeriesPoints = 2001
+
+// thinning maps the steps 0..n-1 of a series to the elements it keeps: every step when n <=
+// MaxSeriesPoints; else steps 0, s, 2s, ... with stride s = ceil((n-1)/(MaxSeriesPoints-1)),
+// and the last step n-1, which makes at most MaxSeriesPoints elements.
+type thinning struct{ n, stride, count int }
+
+func newThinning(n int) thinning {
+	if n <= MaxSeriesPoints {
+		return thinning{n: n, stride: 1, count: n}
+	}
+	s := (n - 2 + MaxSeriesPoints - 1) / (MaxSeriesPoints - 1) // ceil((n-1)/(M-1))
+	c := (n-1)/s + 1
+	if (n-1)%s != 0 {
+		c++ // the last step
+	}
+	return thinning{n: n, stride: s, count: c}
+}
+
+// slot returns the element of step t, or -1 when the series does not keep t.
+func (h thinning) slot(t int) int {
+	switch {
+	case t%h.stride == 0:
+		return t / h.stride
+	case t == h.n-1:
+		return h.count - 1
+	}
+	return -1
+}
+
+// steps lists the step of every element, or nil when every step is kept.
+func (h thinning) steps() []int {
+	if h.stride == 1 {
+		return nil
+	}
+	out := make([]int, 0, h.count)
+	for t := 0; t < h.n; t += h.stride {
+		out = append(out, t)
+	}
+	if len(out) < h.count {
+		out = append(out, h.n-1)
+	}
+	return out
+}
 
 // Results are the metrics of a Monte Carlo run, computed from the per-step records by the
 // Accumulator (the single implementation, used by the fast engine and the NATS launcher alike).
@@ -195,10 +262,11 @@ func (m moments) stat(k int) Stat {
 	return s
 }
 
-// series returns elements off, off+stride, ... (count of them) as a Series.
-func (m moments) series(off, stride, count int) Series {
+// series returns elements off, off+stride, ... (count of them) as a Series whose element k is
+// step steps[k] (steps nil: step k).
+func (m moments) series(off, stride, count int, steps []int) Series {
 	s := Series{N: make([]int, count), Mean: make([]float64, count), SE: make([]float64, count),
-		Lo: make([]float64, count), Hi: make([]float64, count)}
+		Lo: make([]float64, count), Hi: make([]float64, count), Step: slices.Clone(steps)}
 	for t := 0; t < count; t++ {
 		st := m.stat(off + t*stride)
 		s.N[t], s.Mean[t], s.SE[t], s.Lo[t], s.Hi[t] = st.N, st.Mean, st.SE, st.Lo, st.Hi
@@ -206,46 +274,73 @@ func (m moments) series(off, stride, count int) Series {
 	return s
 }
 
-// episodeAcc collects the records of one episode (in any step order) into per-step arrays.
-// Steps are 0..T; the eavesdropper's estimates 0..T-1.
+// episodeAcc reduces the records of one episode, in step order, to what the metrics need: the
+// values at the steps the series keep (thinning) and the per-run aggregates over every step.
+// Its memory is O(MaxSeriesPoints x d), whatever T: records that arrive ahead of their turn
+// (out of step order) wait in held until the steps before them arrived, so the arithmetic is
+// the same, bit for bit, whatever the arrival order.
 type episodeAcc struct {
 	episode int
-	seen    []bool // per step 0..T: X arrived
-	nseen   int
-	x       []float64 // (T+1) x d
-	ref     []float64 // (T+1) x d (control)
-	eve     []float64 // T x d
-	eveOK   []bool    // T
+	steps   int                // T
+	next    int                // steps 0..next-1 are reduced
+	held    map[int]heldRecord // records of steps > next, copied
+	x0      []float64          // x(0)
+	scratch []float64          // the reference at the current step (control)
+	// kept steps of the state series 0..T (a.thinX): control err and sq are count x d
+	// (tracking error and its square); consensus err is count x len(tracked) deviations, sq
+	// and maxDev are count (||x - 1 x*||^2, max_i |x_i - x*|).
+	err, sq, maxDev []float64
+	eve             []float64 // kept steps of 0..T-1 (a.thinEve): ||x0_hat(t) - x(0)||^2
+	eveOK           []bool
+	// per-run aggregates over every step
+	avg    []float64 // control: sum_t (x_i(t) - x_r,i(t))^2 per component
+	absMax []float64 // control: |x_i(T) - x_r,i(T)|
+	xstar  float64   // consensus: mean of x(0)
+	sum0   float64   // consensus: sum of x(0)
+	scale  float64   // consensus: max(|sum x(0)|, max_i |x_i(0)|), 1 if 0
+	sumDev float64   // consensus: max_t |sum x(t) - sum x(0)| / scale
+	drift  float64   // consensus: sum x(T) - sum x(0)
 }
 
+// heldRecord is a copy of a record that arrived before its turn.
+type heldRecord struct{ x, ref, eve []float64 }
+
 func (a *Accumulator) newEpisode(ep int) *episodeAcc {
-	T, d := a.steps, a.dim
-	e := &episodeAcc{
-		seen: make([]bool, T+1), x: make([]float64, (T+1)*d), eve: make([]float64, T*d), eveOK: make([]bool, T),
-	}
+	d, kx, ke := a.dim, a.thinX.count, a.thinEve.count
+	e := &episodeAcc{steps: a.steps, x0: make([]float64, d), eve: make([]float64, ke), eveOK: make([]bool, ke)}
 	if a.control {
-		e.ref = make([]float64, (T+1)*d)
+		e.scratch, e.err, e.sq = make([]float64, d), make([]float64, kx*d), make([]float64, kx*d)
+		e.avg, e.absMax = make([]float64, d), make([]float64, d)
+	} else {
+		e.err, e.sq, e.maxDev = make([]float64, kx*len(a.tracked)), make([]float64, kx), make([]float64, kx)
 	}
 	e.reset(ep)
 	return e
 }
 
 func (e *episodeAcc) reset(ep int) {
-	e.episode, e.nseen = ep, 0
-	clear(e.seen)
+	e.episode, e.next = ep, 0
+	e.held = nil
 	clear(e.eveOK)
+	clear(e.avg)
+	clear(e.absMax)
+	e.sumDev, e.drift = 0, 0
 }
 
-func (e *episodeAcc) complete() bool { return e.nseen == len(e.seen) }
+// complete reports whether every step 0..T was reduced.
+func (e *episodeAcc) complete() bool { return e.next == e.steps+1 }
 
 // Accumulator turns per-step records into Results: the one implementation of every metric.
 // Records may arrive in any order (episodes interleaved, steps out of order); each episode is
-// buffered (O(T d) memory) until all its steps 0..T arrived, then folded into the running sums.
-// Episodes are folded in increasing episode order (an episode waits until all lower-numbered
-// complete episodes are folded; Results folds what is still waiting in episode order), so the
-// Results are bit-identical whatever the arrival order or scheduling. Memory is O(T d) times the
-// number of episodes waiting. A record without X (a missing piece, see MergeControl /
-// MergeConsensus) is ignored, which leaves its episode incomplete. Not safe for concurrent use.
+// reduced in step order as its records arrive (episodeAcc: O(MaxSeriesPoints d) memory, plus
+// copies of records that came ahead of their turn) and, once all its steps 0..T arrived, folded
+// into the running sums. Episodes are folded in increasing episode order (an episode waits until
+// all lower-numbered complete episodes are folded; Results folds what is still waiting in
+// episode order), so the Results are bit-identical whatever the arrival order or scheduling.
+// The per-step series keep at most MaxSeriesPoints evenly spaced steps (Series); the per-run
+// aggregates (final, time-averaged and maximal errors, sum drift) cover every step. A record
+// without X (a missing piece, see MergeControl / MergeConsensus) is ignored, which leaves its
+// episode incomplete. Not safe for concurrent use.
 type Accumulator struct {
 	res     Results // metadata template
 	control bool
@@ -254,7 +349,9 @@ type Accumulator struct {
 	ref     dynamics.Reference
 	bound   float64
 	alpha   float64
-	tracked []int // consensus: the agents of Deviation
+	tracked []int    // consensus: the agents of Deviation
+	thinX   thinning // the state series, steps 0..T
+	thinEve thinning // the eavesdropper's series, steps 0..T-1
 
 	next    int // lowest episode not folded yet (episodes below are folded)
 	pending map[int]*episodeAcc
@@ -265,9 +362,9 @@ type Accumulator struct {
 // sums are the running aggregates over folded episodes.
 type sums struct {
 	runs int
-	// control: err, sq are (T+1) x d (index t*d + i); eve is T.
-	// consensus: err is (T+1) x len(tracked) deviations, sq and maxDev are (T+1), eve is T,
-	// xstar 1.
+	// control: err, sq are kept(T+1) x d (index k*d + i); eve is kept(T).
+	// consensus: err is kept(T+1) x len(tracked) deviations, sq and maxDev are kept(T+1), eve
+	// is kept(T), xstar 1.
 	err, sq, eve, xstar, maxDev moments
 	absMax                      []float64 // control: |err_i(T)| max per component
 	sumDev                      float64
@@ -306,13 +403,15 @@ func NewAccumulator(p *plan.Plan, seed uint64) (*Accumulator, error) {
 		}
 	}
 	T := a.steps
+	a.thinX, a.thinEve = newThinning(T+1), newThinning(T)
+	kx, ke := a.thinX.count, a.thinEve.count
 	switch s.Kind {
 	case scenario.CloudControl:
 		if p.System == nil {
 			return nil, fmt.Errorf("sim: accumulator: scenario %s: no plant", s.Name)
 		}
 		a.control, a.dim, a.ref = true, p.System.Nx(), p.Reference
-		a.sums = sums{err: newMoments((T + 1) * a.dim), sq: newMoments((T + 1) * a.dim), eve: newMoments(T),
+		a.sums = sums{err: newMoments(kx * a.dim), sq: newMoments(kx * a.dim), eve: newMoments(ke),
 			absMax: make([]float64, a.dim), drift: newMoments(a.dim)}
 	case scenario.Consensus:
 		if p.Graph == nil {
@@ -323,8 +422,8 @@ func NewAccumulator(p *plan.Plan, seed uint64) (*Accumulator, error) {
 		// 2 sum b_i^2 (Laplace); every agent has the plan's scale.
 		a.bound = float64(a.dim) * p.NoiseVariance()
 		a.tracked = TrackedAgents(a.dim)
-		a.sums = sums{err: newMoments((T + 1) * len(a.tracked)), sq: newMoments(T + 1), eve: newMoments(T), xstar: newMoments(1),
-			maxDev: newMoments(T + 1), drift: newMoments(2)}
+		a.sums = sums{err: newMoments(kx * len(a.tracked)), sq: newMoments(kx), eve: newMoments(ke), xstar: newMoments(1),
+			maxDev: newMoments(kx), drift: newMoments(2)}
 	default:
 		return nil, fmt.Errorf("sim: accumulator: scenario %s: unknown kind %q", s.Name, s.Kind)
 	}
@@ -431,27 +530,106 @@ func (a *Accumulator) valid(ep, t int, x, ref, eve []float64) error {
 	return nil
 }
 
-// put copies a validated record into the episode buffer e.
+// put hands a validated record to the episode e: in its turn it is reduced at once (with the
+// records held after it), ahead of its turn it is copied and held.
 func (a *Accumulator) put(e *episodeAcc, ep, t int, x, ref, eve []float64) error {
-	d := a.dim
-	if e.seen[t] {
+	if _, dup := e.held[t]; t < e.next || dup {
 		return fmt.Errorf("sim: accumulator: episode %d step %d added twice", ep, t)
 	}
-	copy(e.x[t*d:(t+1)*d], x)
-	if a.control {
-		if ref != nil {
-			copy(e.ref[t*d:(t+1)*d], ref)
-		} else {
-			a.ref.At(t, e.ref[t*d:(t+1)*d])
+	if t > e.next {
+		if e.held == nil {
+			e.held = map[int]heldRecord{}
+		}
+		e.held[t] = heldRecord{x: slices.Clone(x), ref: slices.Clone(ref), eve: slices.Clone(eve)}
+		return nil
+	}
+	a.reduce(e, x, ref, eve)
+	for len(e.held) > 0 {
+		h, ok := e.held[e.next]
+		if !ok {
+			break
+		}
+		delete(e.held, e.next)
+		a.reduce(e, h.x, h.ref, h.eve)
+	}
+	return nil
+}
+
+// reduce adds step e.next of the episode (x, ref: nil computes the plan's reference, eve: nil
+// when the eavesdropper had no estimate) to e and advances e.next. This, with fold, is where
+// every metric is defined.
+func (a *Accumulator) reduce(e *episodeAcc, x, ref, eve []float64) {
+	t, d := e.next, a.dim
+	if t == 0 {
+		copy(e.x0, x)
+		if !a.control {
+			a.startConsensus(e)
 		}
 	}
-	if eve != nil {
-		copy(e.eve[t*d:(t+1)*d], eve)
-		e.eveOK[t] = true
+	k := a.thinX.slot(t)
+	if a.control {
+		if ref == nil {
+			a.ref.At(t, e.scratch)
+			ref = e.scratch
+		}
+		for i := 0; i < d; i++ {
+			err := x[i] - ref[i] // tracking error x_i(t) - x_r,i(t)
+			if k >= 0 {
+				e.err[k*d+i], e.sq[k*d+i] = err, err*err
+			}
+			e.avg[i] += err * err
+			if t == a.steps {
+				e.absMax[i] = math.Abs(err)
+			}
+		}
+	} else {
+		a.reduceConsensus(e, t, k, x)
 	}
-	e.seen[t] = true
-	e.nseen++
-	return nil
+	if ke := a.thinEve.slot(t); eve != nil && t < a.steps && ke >= 0 {
+		var sq float64
+		for i := 0; i < d; i++ {
+			v := eve[i] - e.x0[i]
+			sq += v * v
+		}
+		e.eve[ke], e.eveOK[ke] = sq, true
+	}
+	e.next++
+}
+
+// startConsensus computes x* = mean_i x_i(0) and the scale of the sum's drift from x(0).
+func (a *Accumulator) startConsensus(e *episodeAcc) {
+	var sum0, max0 float64
+	for _, v := range e.x0 {
+		sum0 += v
+		max0 = math.Max(max0, math.Abs(v))
+	}
+	e.sum0, e.xstar = sum0, sum0/float64(a.dim) // x* = average of x(0)
+	e.scale = math.Max(math.Abs(sum0), max0)
+	if e.scale == 0 {
+		e.scale = 1
+	}
+}
+
+// reduceConsensus adds the consensus state x(t) (element k of the kept steps, -1: not kept).
+func (a *Accumulator) reduceConsensus(e *episodeAcc, t, k int, xt []float64) {
+	var sq, sum, maxAbs float64
+	for _, x := range xt {
+		dev := x - e.xstar
+		sq += dev * dev
+		sum += x
+		maxAbs = math.Max(maxAbs, math.Abs(dev))
+	}
+	if k >= 0 {
+		nt := len(a.tracked)
+		for j, i := range a.tracked {
+			e.err[k*nt+j] = xt[i] - e.xstar
+		}
+		e.sq[k], e.maxDev[k] = sq, maxAbs
+	}
+	e.sumDev = math.Max(e.sumDev, math.Abs(sum-e.sum0)/e.scale)
+	if t == a.steps {
+		e.drift = sum - e.sum0
+	}
 }
 
 // The typed forms used by the fast engine, which owns its episode buffer.
@@ -505,70 +683,37 @@ func (a *Accumulator) addEpisode(e *episodeAcc) error {
 	return nil
 }
 
-// fold adds one complete episode to s. This is where every metric is defined.
+// fold adds one complete episode to s, in episode order (the moments are order-sensitive).
 func (a *Accumulator) fold(s *sums, e *episodeAcc) {
-	T, d := a.steps, a.dim
+	T, d, kx := a.steps, a.dim, a.thinX.count
 	s.runs++
-	x0 := e.x[:d]
 	if a.control {
 		for i := 0; i < d; i++ {
-			var avg float64
-			for t := 0; t <= T; t++ {
-				k := t*d + i
-				err := e.x[k] - e.ref[k] // tracking error x_i(t) - x_r,i(t)
-				s.err.add(k, err)
-				s.sq.add(k, err*err)
-				avg += err * err
-				if t == T {
-					s.absMax[i] = math.Max(s.absMax[i], math.Abs(err))
-				}
+			for k := 0; k < kx; k++ {
+				s.err.add(k*d+i, e.err[k*d+i])
+				s.sq.add(k*d+i, e.sq[k*d+i])
 			}
-			s.drift.add(i, avg/float64(T+1))
+			s.absMax[i] = math.Max(s.absMax[i], e.absMax[i])
+			s.drift.add(i, e.avg[i]/float64(T+1))
 		}
 	} else {
-		var sum0, max0 float64
-		for _, v := range x0 {
-			sum0 += v
-			max0 = math.Max(max0, math.Abs(v))
-		}
-		xstar := sum0 / float64(d) // x* = average of x(0)
-		scale := math.Max(math.Abs(sum0), max0)
-		if scale == 0 {
-			scale = 1
-		}
-		s.xstar.add(0, xstar)
+		s.xstar.add(0, e.xstar)
 		nt := len(a.tracked)
-		for t := 0; t <= T; t++ {
-			var sq, sum, maxAbs float64
-			xt := e.x[t*d : (t+1)*d]
-			for _, x := range xt {
-				dev := x - xstar
-				sq += dev * dev
-				sum += x
-				maxAbs = math.Max(maxAbs, math.Abs(dev))
+		for k := 0; k < kx; k++ {
+			for j := 0; j < nt; j++ {
+				s.err.add(k*nt+j, e.err[k*nt+j])
 			}
-			for j, i := range a.tracked {
-				s.err.add(t*nt+j, xt[i]-xstar)
-			}
-			s.sq.add(t, sq)
-			s.maxDev.add(t, maxAbs)
-			s.sumDev = math.Max(s.sumDev, math.Abs(sum-sum0)/scale)
-			if t == T {
-				s.drift.add(0, sum-sum0)
-				s.drift.add(1, math.Abs(sum-sum0))
-			}
+			s.sq.add(k, e.sq[k])
+			s.maxDev.add(k, e.maxDev[k])
 		}
+		s.sumDev = math.Max(s.sumDev, e.sumDev)
+		s.drift.add(0, e.drift)
+		s.drift.add(1, math.Abs(e.drift))
 	}
-	for t := 0; t < T; t++ {
-		if !e.eveOK[t] {
-			continue
+	for k := range e.eveOK {
+		if e.eveOK[k] {
+			s.eve.add(k, e.eve[k])
 		}
-		var sq float64
-		for i := 0; i < d; i++ {
-			v := e.eve[t*d+i] - x0[i]
-			sq += v * v
-		}
-		s.eve.add(t, sq)
 	}
 }
 
@@ -610,27 +755,29 @@ func (a *Accumulator) results() *Results {
 	}
 	r.Runs = s.runs
 	r.IncompleteEpisodes = incomplete
-	T, d := a.steps, a.dim
+	d, kx, ke := a.dim, a.thinX.count, a.thinEve.count
+	stepsX, stepsEve := a.thinX.steps(), a.thinEve.steps()
+	last := kx - 1 // the final step T is always kept
 	if a.control {
-		m := &ControlMetrics{EveSqError: s.eve.series(0, 1, T), FinalAbsErrorMax: slices.Clone(s.absMax)}
+		m := &ControlMetrics{EveSqError: s.eve.series(0, 1, ke, stepsEve), FinalAbsErrorMax: slices.Clone(s.absMax)}
 		for i := 0; i < d; i++ {
-			m.TrackingError = append(m.TrackingError, s.err.series(i, d, T+1))
-			m.TrackingSqError = append(m.TrackingSqError, s.sq.series(i, d, T+1))
-			m.FinalSqError = append(m.FinalSqError, s.sq.stat(T*d+i))
+			m.TrackingError = append(m.TrackingError, s.err.series(i, d, kx, stepsX))
+			m.TrackingSqError = append(m.TrackingSqError, s.sq.series(i, d, kx, stepsX))
+			m.FinalSqError = append(m.FinalSqError, s.sq.stat(last*d+i))
 			m.AvgSqError = append(m.AvgSqError, s.drift.stat(i))
 		}
 		r.Control = m
 	} else {
 		m := &ConsensusMetrics{
-			Agents: d, Alpha: a.alpha, XStar: s.xstar.stat(0), SqDeviation: s.sq.series(0, 1, T+1),
-			FinalSqDeviation: s.sq.stat(T), Prop1Bound: a.bound,
+			Agents: d, Alpha: a.alpha, XStar: s.xstar.stat(0), SqDeviation: s.sq.series(0, 1, kx, stepsX),
+			FinalSqDeviation: s.sq.stat(last), Prop1Bound: a.bound,
 			OffsetLimit: float64(d-1) * a.res.NoiseVariance, SumRelDevMax: s.sumDev,
 			FinalSumDrift: s.drift.stat(0), FinalSumAbsDrift: s.drift.stat(1),
-			EveSqError: s.eve.series(0, 1, T), MaxAbsDeviation: s.maxDev.series(0, 1, T+1),
+			EveSqError: s.eve.series(0, 1, ke, stepsEve), MaxAbsDeviation: s.maxDev.series(0, 1, kx, stepsX),
 			DeviationAgents: slices.Clone(a.tracked),
 		}
 		for j := range a.tracked {
-			m.Deviation = append(m.Deviation, s.err.series(j, len(a.tracked), T+1))
+			m.Deviation = append(m.Deviation, s.err.series(j, len(a.tracked), kx, stepsX))
 		}
 		m.FinalBelowBound = m.FinalSqDeviation.N > 0 && m.FinalSqDeviation.Hi < m.Prop1Bound
 		r.Consensus = m
