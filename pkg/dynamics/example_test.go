@@ -44,7 +44,7 @@ func ExamplePaperGraph() {
 	fmt.Println(warnings[0])
 	// Output:
 	// alpha = 0.8257, 1 warning
-	// weight sums sum_j w_ij >= 1 (up to 1) at nodes 2, 5, 7, 10 (1-based); the paper asks < 1 (Section 6.1); convergence still holds while alpha < 1
+	// weight sums sum_j w_ij >= 1 (up to 1) at nodes 1, 4, 6, 9 (0-based); the paper asks < 1 (Section 6.1); convergence still holds while alpha < 1
 }
 
 // One run of the cloud-control loop of eq. (24) without noise: the plant sends y, the cloud

@@ -132,7 +132,7 @@ const maxListedNodes = 20
 // rate alpha < 1 - 1e-12 (Proposition 1), else an error. The paper also asks sum_j w_ij < 1 at
 // every node (Section 6.1), but its own example graph has degree-4 nodes with weight 1/4
 // (sum = 1) and still converges; so nodes with sum >= 1 only produce one warning line listing
-// them (1-based, as in the scenario files and the paper), and the graph is refused only when
+// them (0-based, as the agents agent.0 ... and x0's entries), and the graph is refused only when
 // alpha >= 1.
 //
 // Cost: O(N + E), plus the rate (see RateInfo). Above MaxDenseRateNodes, alpha < 1 is certified
@@ -153,7 +153,7 @@ func (g *Graph) Validate() (warnings []string, err error) {
 		maxSum = math.Max(maxSum, s)
 		if s >= 1 {
 			if heavyCount++; heavyCount <= maxListedNodes {
-				heavy = append(heavy, fmt.Sprint(i+1))
+				heavy = append(heavy, fmt.Sprint(i))
 			}
 		}
 	}
@@ -166,7 +166,7 @@ func (g *Graph) Validate() (warnings []string, err error) {
 		if heavyCount == 1 {
 			noun = "node"
 		}
-		warnings = append(warnings, fmt.Sprintf("weight sums sum_j w_ij >= 1 (up to %.6g) at %s %s (1-based); "+
+		warnings = append(warnings, fmt.Sprintf("weight sums sum_j w_ij >= 1 (up to %.6g) at %s %s (0-based); "+
 			"the paper asks < 1 (Section 6.1); convergence still holds while alpha < 1", maxSum, noun, list))
 	}
 	if g.N > MaxDenseRateNodes && maxSum < 1 {

@@ -34,8 +34,8 @@ func TestPaperGraph(t *testing.T) {
 	require.Len(t, g.Edges, 14)
 	warnings, err := g.Validate()
 	require.NoError(t, err)
-	// degree-4 nodes 2, 5, 7, 10 (1-based, as in the paper) have weight sum exactly 1: one line
-	require.Equal(t, []string{"weight sums sum_j w_ij >= 1 (up to 1) at nodes 2, 5, 7, 10 (1-based); " +
+	// degree-4 nodes 2, 5, 7, 10 (1-based, as in the paper; 1, 4, 6, 9 0-based) have weight sum exactly 1: one line
+	require.Equal(t, []string{"weight sums sum_j w_ij >= 1 (up to 1) at nodes 1, 4, 6, 9 (0-based); " +
 		"the paper asks < 1 (Section 6.1); convergence still holds while alpha < 1"}, warnings)
 	alpha, err := g.Rate()
 	require.NoError(t, err)
@@ -182,20 +182,20 @@ func TestValidateErrors(t *testing.T) {
 	// weight sum exactly at the edge with alpha < 1 only warns
 	w, err := (&Graph{N: 2, Edges: []Edge{{0, 1, 1}}}).Validate()
 	require.Error(t, err) // lambda_2 = 2: alpha = 1
-	require.Equal(t, []string{"weight sums sum_j w_ij >= 1 (up to 1) at nodes 1, 2 (1-based); " +
+	require.Equal(t, []string{"weight sums sum_j w_ij >= 1 (up to 1) at nodes 0, 1 (0-based); " +
 		"the paper asks < 1 (Section 6.1); convergence still holds while alpha < 1"}, w)
 	// one heavy node: singular noun; many: the list is capped
 	star := &Graph{N: 4, Edges: []Edge{{0, 1, 0.4}, {0, 2, 0.4}, {0, 3, 0.4}}}
 	w, err = star.Validate()
 	require.NoError(t, err)
 	require.Len(t, w, 1)
-	require.Contains(t, w[0], "(up to 1.2) at node 1 (1-based)")
+	require.Contains(t, w[0], "(up to 1.2) at node 0 (0-based)")
 	big, err := Ring(30, 0.5) // even ring with w = 1/2: alpha = 1, every node heavy
 	require.NoError(t, err)
 	w, err = big.Validate()
 	require.ErrorContains(t, err, "alpha")
 	require.Len(t, w, 1)
-	require.Contains(t, w[0], "at nodes 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 and 10 more (1-based)")
+	require.Contains(t, w[0], "at nodes 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19 and 10 more (0-based)")
 	w, err = (&Graph{N: 1}).Validate()
 	require.NoError(t, err)
 	require.Empty(t, w)
@@ -317,7 +317,7 @@ func TestLargeGraphsSparseRate(t *testing.T) {
 	w, err = odd.Validate()
 	require.NoError(t, err)
 	require.Len(t, w, 1)
-	require.Contains(t, w[0], "and 981 more (1-based)")
+	require.Contains(t, w[0], "and 981 more (0-based)")
 	even, err := Ring(MaxDenseRateNodes+2, 0.5)
 	require.NoError(t, err)
 	_, err = even.Validate()

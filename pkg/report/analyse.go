@@ -47,7 +47,7 @@ type run struct {
 	seriesLabels []string
 	rep          *pointInfo // the point the per-point figures show
 
-	comps, compLong []string // control: state component names (p, v or x1, x2, ...)
+	comps, compLong []string // control: state component names (p, v or x0, x1, ...)
 	vehicle         bool     // the plant is the paper's double integrator with C = [1 0]
 
 	checks  []Check
@@ -56,10 +56,14 @@ type run struct {
 	// deviations are results outside a tolerance dpsim states but the theory does not
 	// predict (velocity error at T >= VelocityTol): not failures, listed in the verdict.
 	deviations []deviation
+	// dominated are the control points whose noise swamps the control (NoiseDominance).
+	dominated []noiseDominance
 	// partial: the run did not cover what was asked (status not ok, fewer episodes or points,
 	// missing record pieces); partialWhy says how, for the verdict.
 	partial    bool
 	partialWhy []string
+	// failedAfter: the status is not ok, but every requested episode and point completed.
+	failedAfter bool
 }
 
 // deviation is the velocity error at T of one point against VelocityTol.
@@ -134,9 +138,6 @@ func analyse(in Input) (*run, error) {
 // episodes and points requested and the missing record pieces.
 func (r *run) completeness() {
 	in := r.in
-	if in.Status != "" && in.Status != "ok" && in.Status != "degraded" { // degraded: complete, with misses named
-		r.partialWhy = append(r.partialWhy, in.Status)
-	}
 	done, want := 0, 0
 	known := true
 	for _, p := range r.points {
@@ -156,6 +157,13 @@ func (r *run) completeness() {
 	}
 	if missing > 0 {
 		r.partialWhy = append(r.partialWhy, fmt.Sprintf("%d missing record pieces", missing))
+	}
+	notOK := in.Status != "" && in.Status != "ok" && in.Status != "degraded" // degraded: complete, with misses named
+	// A run that failed after every requested episode completed (e.g. writing summary.json):
+	// its numbers are complete, only the failure is to be named.
+	r.failedAfter = notOK && known && len(r.partialWhy) == 0
+	if notOK && !r.failedAfter {
+		r.partialWhy = append([]string{in.Status}, r.partialWhy...)
 	}
 	r.partial = len(r.partialWhy) > 0
 }
@@ -179,6 +187,7 @@ func (r *run) evaluate() {
 	}
 	r.sweepComparisons()
 	r.faultChecks()
+	r.findNoiseDominance()
 }
 
 // numericParam reports whether a sweep parameter takes numbers.
@@ -319,7 +328,7 @@ func pointName(p *pointInfo) string {
 }
 
 // components names the state components of a control run: p and v for the paper's vehicle
-// (A = [1 Ts; 0 1], C = [1 0]), x1, x2, ... otherwise.
+// (A = [1 Ts; 0 1], C = [1 0]), x0, x1, ... otherwise.
 func (r *run) components() {
 	if r.kind != string(scenario.CloudControl) {
 		return
@@ -337,9 +346,10 @@ func (r *run) components() {
 			return
 		}
 	}
+	// 0-based, as every index dpsim prints (x(0)'s entries, agent.0, the CLI's x0 x1 ...).
 	for i := 0; i < n; i++ {
-		r.comps = append(r.comps, fmt.Sprintf("x%d", i+1))
-		r.compLong = append(r.compLong, fmt.Sprintf("state x%d", i+1))
+		r.comps = append(r.comps, fmt.Sprintf("x%d", i))
+		r.compLong = append(r.compLong, fmt.Sprintf("state x%d", i))
 	}
 }
 
@@ -417,19 +427,14 @@ func eveTrend(s *sim.Series) (early, late float64, t0, t1 int, ok bool) {
 	return s.Mean[t0], s.Mean[t1], t0, t1, true
 }
 
-func (r *run) addCheck(p *pointInfo, name string, pass bool, text string) {
-	label := ""
-	if p != nil && r.sweep {
-		label = p.label
-	}
-	r.checks = append(r.checks, Check{Point: label, Name: name, Pass: pass, Text: text})
-}
-
 // validSeries checks that the slices of a Series have one length.
 func validSeries(name string, s *sim.Series) error {
 	n := len(s.Mean)
 	if len(s.N) != n || len(s.SE) != n || len(s.Lo) != n || len(s.Hi) != n {
 		return fmt.Errorf("%s: n, mean, se, ci_lo, ci_hi have lengths %d, %d, %d, %d, %d", name, len(s.N), n, len(s.SE), len(s.Lo), len(s.Hi))
+	}
+	if s.Step != nil && len(s.Step) != n { // a thinned series names the step of every element
+		return fmt.Errorf("%s: step has %d entries for %d elements", name, len(s.Step), n)
 	}
 	return nil
 }

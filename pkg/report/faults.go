@@ -24,10 +24,10 @@ func faulty(l fault.LinkStats) bool {
 
 // linkAccounting checks that a point's counters add up, link by link: every message released
 // was delivered, lost or expired (delivered = sent - dropped + duplicated - expired), and no
-// more duplicates were received than made. It returns the failing links ("" when none).
+// more duplicates were received than made. It returns the failing links, described.
 // Messages lost in transport (a broker outage, a crashed receiver) are allowed when outage
 // is set - the run names its outages - and returned as lost.
-func linkAccounting(links []fault.LinkStats, outage bool) (bad string, lost uint64) {
+func linkAccounting(links []fault.LinkStats, outage bool) (bad []string, lost uint64) {
 	var out []string
 	for _, l := range links {
 		want := l.Sent - l.Dropped + l.Duplicated - l.Expired - l.Lost
@@ -40,7 +40,7 @@ func linkAccounting(links []fault.LinkStats, outage bool) (bad string, lost uint
 				l.Link, l.Sent, l.Dropped, l.Duplicated, l.Expired, l.Lost, l.Delivered, l.DupReceived))
 		}
 	}
-	return strings.Join(out, "; "), lost
+	return out, lost
 }
 
 // LostInTransport counts the messages of links that were neither delivered nor dropped or
@@ -70,14 +70,14 @@ func (r *run) faultChecks() {
 			continue
 		}
 		bad, lost := linkAccounting(p.res.Links, r.outage())
-		text := fmt.Sprintf("every link's messages add up: delivered = sent - dropped + duplicated - expired - lost on all %d links", len(p.res.Links))
+		detail := fmt.Sprintf("%d links", len(p.res.Links))
 		if lost > 0 {
-			text += fmt.Sprintf(", but for %d message(s) lost in transport during the outages of the timeline (their receivers applied the missing-input rules)", lost)
+			detail += fmt.Sprintf("; %d message(s) lost in transport during the outages of the timeline count as lost (their receivers applied the missing-input rules)", lost)
 		}
-		if bad != "" {
-			text = "link counters do not add up: " + bad
+		if len(bad) > 0 {
+			detail += "; not adding up: " + strings.Join(bad, "; ")
 		}
-		r.addCheck(p, "link accounting", bad == "", text)
+		r.addRule(p, "link-accounting", measured{value: float64(len(bad)), threshold: 0, detail: detail})
 	}
 }
 

@@ -3,7 +3,10 @@ package report
 import (
 	"errors"
 	"fmt"
+	"image/color"
 	"math"
+	"reflect"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -84,7 +87,7 @@ func (r *run) figTrackingError() (*figure.Figure, error) {
 		}
 		name := r.comps[i]
 		p := figure.New(title, "step t", fmt.Sprintf("%s(t) - %s_r(t)", name, name))
-		if err := hline(p, 0, float64(s.Len()-1), 0, seriesStyle{color: figure.Grey, width: vg.Points(0.6)}, false); err != nil {
+		if err := hline(p, 0, float64(s.LastStep()), 0, seriesStyle{color: figure.Grey, width: vg.Points(0.6)}, false); err != nil {
 			return nil, err
 		}
 		ok, err := addSeries(p, s, stepAxis, seriesStyle{color: figure.Color(i), band: true}, false, 0)
@@ -94,6 +97,7 @@ func (r *run) figTrackingError() (*figure.Figure, error) {
 		if !ok {
 			return nil, fmt.Errorf("report: %s: %s: %w", FigTrackingError, name, errNoData)
 		}
+		figure.Fit(p) // the band ends on labels, not at the panel's edge
 		shaded = r.shadeFaults(p)
 		f.Panels = append(f.Panels, []*plot.Plot{p})
 	}
@@ -134,7 +138,7 @@ var clipNote = fmt.Sprintf(" A log panel spans at most %d decades below its larg
 func (r *run) figTrackingMSE() (*figure.Figure, error) {
 	c := r.rep.res.Control
 	f := &figure.Figure{Name: FigTrackingMSE}
-	clipped := false
+	clipped, shaded := false, ""
 	for i := range c.TrackingSqError {
 		s := &c.TrackingSqError[i]
 		title := ""
@@ -149,16 +153,23 @@ func (r *run) figTrackingMSE() (*figure.Figure, error) {
 			// A near-zero start (the exact v(0) = v_r(0): 1e-15) would stretch the axis over
 			// fifteen decades: the panel shows trackingDecades below the peak, lower values
 			// sit on its edge.
+			// The axis spans the values kept; the others are drawn on its lower edge.
 			means, all := seriesValues(s, false), seriesValues(s, true) // all holds the means too
 			_, hi, _ := figure.PositiveRange(all)
 			lo := hi * math.Pow(10, -trackingDecades)
-			for k := range means {
-				if means[k] > 0 && means[k] < lo {
-					means[k], clipped = lo, true
+			keep := func(vs []float64) []float64 {
+				var out []float64
+				for _, v := range vs {
+					if v >= lo {
+						out = append(out, v)
+					} else if v > 0 {
+						clipped = true
+					}
 				}
+				return out
 			}
 			var cut bool
-			floor, cut = logY(p, means, all)
+			floor, cut = logY(p, keep(means), keep(all))
 			clipped = clipped || cut
 		}
 		ok, err := addSeries(p, s, stepAxis, seriesStyle{color: figure.Color(i), band: true}, isLog, floor)
@@ -169,11 +180,12 @@ func (r *run) figTrackingMSE() (*figure.Figure, error) {
 			return nil, fmt.Errorf("report: %s: %s: %w", FigTrackingMSE, name, errNoData)
 		}
 		nonNegAxis(p, isLog)
+		shaded = r.shadeFaults(p)
 		f.Panels = append(f.Panels, []*plot.Plot{p})
 	}
-	f.Caption = "Mean-square tracking errors against the step t with 95% confidence bands (a band narrower than its line, as for an error the noise hardly affects, is hidden by it)" + r.repSuffix() + "."
+	f.Caption = "Mean-square tracking errors against the step t with 95% confidence bands (a band narrower than its line, as for an error the noise hardly affects, is hidden by it)" + r.repSuffix() + "." + shaded
 	if clipped {
-		f.Caption += fmt.Sprintf(" A log panel spans %d decades below its largest value; smaller values are drawn on its lower edge.", trackingDecades)
+		f.Caption += fmt.Sprintf(" A log panel shows the values within %d decades of its largest one; smaller values (such as the exact start, 0 up to rounding) are drawn on its lower edge.", trackingDecades)
 	}
 	return f, nil
 }
@@ -218,6 +230,7 @@ func (r *run) figEavesdropper() (*figure.Figure, error) {
 	if err != nil {
 		return nil, err
 	}
+	figure.Fit(p)
 	shaded := r.shadeFaults(p) + note
 	what := "x(0) of the plant"
 	if r.kind == string(scenario.Consensus) {
@@ -275,15 +288,16 @@ func (r *run) figConsensusDeviation() (*figure.Figure, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("report: %s: no agents: %w", FigConsensusDev, errNoData)
 	}
-	if err := hline(p, 0, float64(c.Deviation[0].Len()-1), 0, seriesStyle{color: figure.Grey, width: vg.Points(0.6)}, false); err != nil {
+	if err := hline(p, 0, float64(c.Deviation[0].LastStep()), 0, seriesStyle{color: figure.Grey, width: vg.Points(0.6)}, false); err != nil {
 		return nil, err
 	}
 	legend := n <= 12
 	drawn := false
 	for i := range c.Deviation {
-		st := seriesStyle{color: figure.Color(i), band: n <= 4, width: vg.Points(1.3)}
+		st := seriesStyle{color: figure.Color(i), dashes: figure.SeriesDashes(i, n), band: n <= 4, width: vg.Points(1.3)}
 		if legend {
-			st.name = fmt.Sprintf("agent %d", deviationAgent(c, i)+1)
+			// agents are numbered from 0, as in the scenario's x0 and the processes (agent.0)
+			st.name = fmt.Sprintf("agent %d", deviationAgent(c, i))
 		}
 		ok, err := addSeries(p, &c.Deviation[i], stepAxis, st, false, 0)
 		if err != nil {
@@ -295,6 +309,7 @@ func (r *run) figConsensusDeviation() (*figure.Figure, error) {
 		return nil, fmt.Errorf("report: %s: %w", FigConsensusDev, errNoData)
 	}
 	p.Legend.Top = true
+	figure.Fit(p)
 	cap := fmt.Sprintf("Mean deviation E[x_i(t) - x*] of each agent from the average x* of x(0) against the step t (paper Fig. 5)%s; "+
 		"Proposition 1: it tends to 0.", r.repSuffix()) + r.shadeFaults(p)
 	if n > 4 {
@@ -336,26 +351,39 @@ func (r *run) figConsensusMSE() (*figure.Figure, error) {
 	}
 	// Always log: the deviation falls from ||x(0) - 1x*||^2 to the noise floor.
 	floor, clipped := logY(p, means, all)
+	oneBound := sameBounds(group)
 	for k, g := range group {
 		c := g.res.Consensus
 		name := "E||x(t) - 1x*||^2"
-		bname := "Proposition 1 bound"
+		bst := seriesStyle{name: "Proposition 1 bound", color: figure.Color(k), dashes: figure.Dashed}
 		if len(group) > 1 {
 			name = r.axisText(g)
-			bname = "bound, " + r.axisText(g)
+			bst.name = "bound, " + r.axisText(g)
 		}
-		_, err := addSeries(p, &c.SqDeviation, stepAxis, seriesStyle{name: name, color: figure.Color(k), band: true}, true, floor)
+		_, err := addSeries(p, &c.SqDeviation, stepAxis, seriesStyle{name: name, color: figure.Color(k), dashes: figure.SeriesDashes(k, colourFirst), band: true}, true, floor)
 		if err != nil {
 			return nil, err
 		}
-		if c.Prop1Bound > 0 {
-			if err := hline(p, 0, float64(c.SqDeviation.Len()-1), c.Prop1Bound, seriesStyle{name: bname, color: figure.Color(k), dashes: figure.Dashed}, true); err != nil {
+		if c.Prop1Bound > 0 && !oneBound {
+			if err := hline(p, 0, float64(c.SqDeviation.LastStep()), c.Prop1Bound, bst, true); err != nil {
 				return nil, err
 			}
 		}
 	}
-	cap := "Mean-square deviation E||x(t) - 1x*||^2 against the step t with its 95% confidence band (log scale), and the Proposition 1 bound " +
-		"(dashed, same colour)"
+	// equal bounds: one grey line after the series, not several drawn over each other
+	if c := group[0].res.Consensus; oneBound && c.Prop1Bound > 0 {
+		bst := seriesStyle{name: "Proposition 1 bound", color: figure.Grey, dashes: figure.Dashed}
+		if err := hline(p, 0, float64(c.SqDeviation.LastStep()), c.Prop1Bound, bst, true); err != nil {
+			return nil, err
+		}
+	}
+	figure.Fit(p)
+	cap := "Mean-square deviation E||x(t) - 1x*||^2 against the step t with its 95% confidence band (log scale), and the Proposition 1 bound "
+	if oneBound {
+		cap += "(dashed grey)"
+	} else {
+		cap += "(dashed, same colour)"
+	}
 	if len(group) > 1 {
 		cap += ", one pair per " + r.axisParam + " (paper Figs. 6, 7)."
 	} else {
@@ -364,7 +392,19 @@ func (r *run) figConsensusMSE() (*figure.Figure, error) {
 	if clipped {
 		cap += clipNote
 	}
+	cap += r.shadeFaults(p)
 	return &figure.Figure{Name: FigConsensusMSE, Panels: [][]*plot.Plot{{p}}, Caption: cap}, nil
+}
+
+// sameBounds reports whether every point of group has the same Proposition 1 bound (one
+// line then stands for all).
+func sameBounds(group []*pointInfo) bool {
+	for _, g := range group[1:] {
+		if g.res.Consensus.Prop1Bound != group[0].res.Consensus.Prop1Bound {
+			return false
+		}
+	}
+	return true
 }
 
 // errPoints are points with asymmetric y error bars (distances below and above).
@@ -386,17 +426,11 @@ func (r *run) sweepX(a int) float64 {
 }
 
 // sweepPanel draws stat(point) against the swept parameter, one line per series, with 95% CI
-// error bars; bound(point) > 0 adds a dashed line per series. It returns the caption note of a
-// cut-off log axis ("" if none).
+// error bars; bound(point) > 0 adds a dashed line per series (one grey line when the bound is
+// the same for every series). Series with identical values are drawn once, named together. It
+// returns the caption note of a cut-off log axis ("" if none).
 func (r *run) sweepPanel(title, ylabel string, stat func(*pointInfo) sim.Stat, bound func(*pointInfo) float64, boundName string) (*plot.Plot, string, error) {
-	xlabel := r.axisParam
-	if r.axisParam == string(scenario.SweepEpsilon) {
-		xlabel = "privacy budget epsilon"
-	}
-	if t, ok := faultAxisLabel[scenario.SweepParam(r.axisParam)]; ok {
-		xlabel = t
-	}
-	p := figure.New(title, xlabel, ylabel)
+	p := figure.New(title, r.sweepXLabel(), ylabel)
 	var means, all []float64
 	for _, pt := range r.points {
 		s := stat(pt)
@@ -411,98 +445,222 @@ func (r *run) sweepPanel(title, ylabel string, stat func(*pointInfo) sim.Stat, b
 	if len(means) == 0 {
 		return nil, "", errNoData
 	}
-	isLog := figure.SpansDecades(means)
-	floor, clipped := 0.0, false
-	if isLog {
-		floor, clipped = logY(p, means, all)
+	// log only where it shows something: a drift of 1e-11 (rounding) beside drifts near 10
+	// would stretch the lines over empty decades
+	ax := sweepAxes{isLog: figure.LogUseful(means)}
+	clipped := false
+	if ax.isLog {
+		ax.floor, clipped = logY(p, means, all)
 	}
 	if r.axisLog {
 		lo, hi, _ := figure.PositiveRange(r.axisValues)
 		figure.SetLogX(p, lo, hi)
 	}
+	var lines []sweepLine
 	for s := range r.seriesLabels {
-		pts := r.pointsOfSeries(s)
-		var e errPoints
-		var bxy plotter.XYs
-		for _, pt := range pts {
-			st := stat(pt)
-			if st.N == 0 || (isLog && !(st.Mean > 0)) {
-				continue
-			}
-			x := r.sweepX(pt.axis)
-			if r.axisLog {
-				x = figure.Lg(x)
-			}
-			m, l, h := st.Mean, st.Lo, st.Hi
-			if st.N < 2 {
-				l, h = m, m
-			}
-			by := 0.0
-			if bound != nil {
-				by = bound(pt)
-			}
-			if isLog {
-				m = math.Max(m, floor) // below the axis: drawn on its lower edge
-				l = math.Max(l, floor)
-				if by > 0 {
-					by = math.Max(by, floor)
-				}
-				m, l, h = figure.Lg(m), figure.Lg(l), figure.Lg(math.Max(h, l))
-				if by > 0 {
-					by = figure.Lg(by)
-				}
-			}
-			e.xy = append(e.xy, plotter.XY{X: x, Y: m})
-			e.lo = append(e.lo, math.Max(0, m-l))
-			e.hi = append(e.hi, math.Max(0, h-m))
-			if bound != nil && bound(pt) > 0 {
-				bxy = append(bxy, plotter.XY{X: x, Y: by})
-			}
+		if l, ok := r.sweepSeriesLine(s, stat, bound, ax); ok {
+			lines = append(lines, l)
 		}
-		if len(e.xy) == 0 {
-			continue
-		}
-		col := figure.Color(s)
-		name, bname := r.seriesLabels[s], boundName+", "+r.seriesLabels[s]
-		if name == "" {
-			name, bname = "mean, 95% CI", boundName
-		}
-		line, sc, err := plotter.NewLinePoints(e.xy)
-		if err != nil {
-			return nil, "", fmt.Errorf("report: sweep line: %w", err)
-		}
-		line.Color, line.Width = col, vg.Points(1.5)
-		sc.Color, sc.Shape, sc.Radius = col, figure.Marker(s), vg.Points(3.5)
-		eb, err := plotter.NewYErrorBars(e)
-		if err != nil {
-			return nil, "", fmt.Errorf("report: sweep error bars: %w", err)
-		}
-		eb.Color, eb.Width, eb.CapWidth = col, vg.Points(1), vg.Points(5)
-		p.Add(line, sc, eb)
-		p.Legend.Add(name, line, sc)
-		if len(bxy) > 0 {
-			bl, err := plotter.NewLine(bxy)
-			if err != nil {
-				return nil, "", fmt.Errorf("report: sweep bound: %w", err)
-			}
-			bl.Color, bl.Width, bl.Dashes = col, vg.Points(1.2), figure.Dashed
-			p.Add(bl)
-			p.Legend.Add(bname, bl)
-		}
+	}
+	if err := r.drawSweepLines(p, mergeSweepLines(lines), boundName, r.sameSweepBounds(bound)); err != nil {
+		return nil, "", err
 	}
 	if !r.axisNumeric {
 		p.NominalX(r.axisLabels...)
 		p.X.Min, p.X.Max = -0.5, float64(len(r.axisLabels))-0.5
 	}
-	if !isLog && p.Y.Max > p.Y.Min {
-		// errors are non-negative: from 0, with room above the highest bar
-		p.Y.Min = math.Min(p.Y.Min, 0)
-		p.Y.Max += 0.05 * (p.Y.Max - p.Y.Min)
+	if !ax.isLog && p.Y.Max > p.Y.Min {
+		p.Y.Min = math.Min(p.Y.Min, 0) // errors are non-negative: from 0
 	}
+	figure.Fit(p) // up to the labels around the highest bar
 	if clipped {
 		return p, clipNote, nil
 	}
 	return p, "", nil
+}
+
+// sweepXLabel is the x label of a sweep panel: the swept parameter, in words where dpsim has
+// them.
+func (r *run) sweepXLabel() string {
+	if r.axisParam == string(scenario.SweepEpsilon) {
+		return "privacy budget epsilon"
+	}
+	if t, ok := faultAxisLabel[scenario.SweepParam(r.axisParam)]; ok {
+		return strings.Replace(t, " (", r.delayUnit()+" (", 1) // "delay per link rule in ms (faults.delay)"
+	}
+	return r.axisParam
+}
+
+// sweepAxes is how a sweep panel's y axis maps values: log10 above floor, or linear.
+type sweepAxes struct {
+	isLog bool
+	floor float64
+}
+
+// y maps a value to the axis (below the floor of a log axis: on its lower edge).
+func (a sweepAxes) y(v float64) float64 {
+	if !a.isLog {
+		return v
+	}
+	return figure.Lg(math.Max(v, a.floor))
+}
+
+// sweepLine is one series of a sweep panel: its points with error bars, its bound (may be
+// empty), its index (colour, dash, marker) and the labels of the series it stands for.
+type sweepLine struct {
+	e      errPoints
+	bound  plotter.XYs
+	series int
+	names  []string
+}
+
+// sweepSeriesLine computes series s of a sweep panel; false when it has no point to draw.
+func (r *run) sweepSeriesLine(s int, stat func(*pointInfo) sim.Stat, bound func(*pointInfo) float64, ax sweepAxes) (sweepLine, bool) {
+	l := sweepLine{series: s, names: []string{r.seriesLabels[s]}}
+	for _, pt := range r.pointsOfSeries(s) {
+		st := stat(pt)
+		if st.N == 0 || (ax.isLog && !(st.Mean > 0)) {
+			continue
+		}
+		x := r.sweepX(pt.axis)
+		if r.axisLog {
+			x = figure.Lg(x)
+		}
+		lo, hi := st.Lo, st.Hi
+		if st.N < 2 {
+			lo, hi = st.Mean, st.Mean
+		}
+		m, lo := ax.y(st.Mean), ax.y(lo)
+		hi = math.Max(ax.y(hi), lo)
+		l.e.xy = append(l.e.xy, plotter.XY{X: x, Y: m})
+		l.e.lo = append(l.e.lo, math.Max(0, m-lo))
+		l.e.hi = append(l.e.hi, math.Max(0, hi-m))
+		if bound != nil && bound(pt) > 0 {
+			l.bound = append(l.bound, plotter.XY{X: x, Y: ax.y(bound(pt))})
+		}
+	}
+	return l, len(l.e.xy) > 0
+}
+
+// mergeSweepLines folds each line identical to an earlier one (points, bars and bound) into
+// it: drawn over each other, only the last would show.
+func mergeSweepLines(lines []sweepLine) []sweepLine {
+	var out []sweepLine
+next:
+	for _, l := range lines {
+		for k := range out {
+			if reflect.DeepEqual(out[k].e, l.e) && reflect.DeepEqual(out[k].bound, l.bound) {
+				out[k].names = append(out[k].names, l.names...)
+				continue next
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// drawSweepLines draws the lines of a sweep panel and their bounds (one grey line, after the
+// series, when oneBound).
+func (r *run) drawSweepLines(p *plot.Plot, lines []sweepLine, boundName string, oneBound bool) error {
+	var shared plotter.XYs
+	for _, l := range lines {
+		col := figure.Color(l.series)
+		name := joinNames(l.names)
+		bname := boundName
+		if name == "" {
+			name = "mean, 95% CI"
+		} else {
+			bname += ", " + name
+		}
+		if err := addSweepSeries(p, l.e, col, l.series, name); err != nil {
+			return err
+		}
+		switch {
+		case len(l.bound) == 0:
+		case oneBound:
+			shared = l.bound
+		default:
+			if err := addBoundLine(p, l.bound, col, bname); err != nil {
+				return err
+			}
+		}
+	}
+	if len(shared) > 0 {
+		return addBoundLine(p, shared, figure.Grey, boundName)
+	}
+	return nil
+}
+
+// joinNames names series drawn as one line: "a", "a, b and c (identical)", or for names of
+// one parameter "p = 0, 10 and 20 (identical)".
+func joinNames(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	prefix, _, ok := strings.Cut(names[0], " = ")
+	vals := make([]string, len(names))
+	for i, n := range names {
+		p, v, found := strings.Cut(n, " = ")
+		ok = ok && found && p == prefix
+		vals[i] = v
+	}
+	head := ""
+	if !ok {
+		vals = names
+	} else {
+		head = prefix + " = "
+	}
+	return head + strings.Join(vals[:len(vals)-1], ", ") + " and " + vals[len(vals)-1] + " (identical)"
+}
+
+// addSweepSeries draws the s-th series of a sweep panel: its means joined by a line (dashed
+// after the palette's colours run out) with markers, and 95% CI bars whose caps are wider than
+// the markers, so that a bar shorter than a marker still shows.
+func addSweepSeries(p *plot.Plot, e errPoints, col color.RGBA, s int, name string) error {
+	line, sc, err := plotter.NewLinePoints(e.xy)
+	if err != nil {
+		return fmt.Errorf("report: sweep line: %w", err)
+	}
+	line.Color, line.Width, line.Dashes = col, vg.Points(1.5), figure.SeriesDashes(s, colourFirst)
+	sc.Color, sc.Shape, sc.Radius = col, figure.Marker(s), vg.Points(3)
+	eb, err := plotter.NewYErrorBars(e)
+	if err != nil {
+		return fmt.Errorf("report: sweep error bars: %w", err)
+	}
+	eb.Color, eb.Width, eb.CapWidth = col, vg.Points(1.2), vg.Points(10)
+	p.Add(line, sc, eb)
+	p.Legend.Add(name, line, sc)
+	return nil
+}
+
+// addBoundLine draws a bound through xy, dashed, named name in the legend.
+func addBoundLine(p *plot.Plot, xy plotter.XYs, col color.RGBA, name string) error {
+	bl, err := plotter.NewLine(xy)
+	if err != nil {
+		return fmt.Errorf("report: sweep bound: %w", err)
+	}
+	bl.Color, bl.Width, bl.Dashes = col, vg.Points(1.2), figure.Dashed
+	p.Add(bl)
+	p.Legend.Add(name, bl)
+	return nil
+}
+
+// sameSweepBounds reports whether bound (nil: no bound) gives every series the same values
+// at the same swept value, so that one line stands for all instead of identical lines drawn
+// over each other (the Proposition 1 bound does not depend on how lost messages are handled).
+func (r *run) sameSweepBounds(bound func(*pointInfo) float64) bool {
+	if bound == nil || len(r.seriesLabels) < 2 {
+		return false
+	}
+	at := map[int]float64{}
+	for _, pt := range r.points {
+		b := bound(pt)
+		if v, ok := at[pt.axis]; ok && v != b {
+			return false
+		}
+		at[pt.axis] = b
+	}
+	return true
 }
 
 func (r *run) figSweepFinal() (*figure.Figure, error) {
@@ -562,6 +720,14 @@ func seriesWord(r *run) string {
 	return "combination of the other swept parameters"
 }
 
+// colourFirst, as the number of series given to figure.SeriesDashes, keeps the first ten
+// series' lines solid: where dashes mean a bound (consensus-mse) or markers tell the series
+// apart (sweep panels).
+const colourFirst = 1 << 20
+
+// maxBands is the most confidence bands one panel draws.
+const maxBands = 4
+
 func (r *run) figSweepEavesdropper() (*figure.Figure, error) {
 	var group []*pointInfo
 	var title, cap string
@@ -578,6 +744,8 @@ func (r *run) figSweepEavesdropper() (*figure.Figure, error) {
 	}
 	var ss []*sim.Series
 	var styles []seriesStyle
+	var names [][]string
+next:
 	for k, g := range group {
 		s := eveSeries(g)
 		if !hasData(s) {
@@ -587,11 +755,31 @@ func (r *run) figSweepEavesdropper() (*figure.Figure, error) {
 		if len(r.seriesLabels) > 1 {
 			name = r.seriesLabels[g.series]
 		}
+		// a series identical to an earlier one is named with it, not drawn over it
+		for i := range ss {
+			if reflect.DeepEqual(*ss[i], *s) {
+				names[i] = append(names[i], name)
+				continue next
+			}
+		}
 		ss = append(ss, s)
-		styles = append(styles, seriesStyle{name: name, color: figure.Color(k), band: true})
+		names = append(names, []string{name})
+		styles = append(styles, seriesStyle{color: figure.Color(k), dashes: figure.SeriesDashes(k, len(group))})
 	}
 	if len(ss) == 0 {
 		return nil, nil
+	}
+	for i := range styles {
+		styles[i].name = joinNames(names[i])
+	}
+	// bands of more than a few series hide each other and the lines
+	if len(ss) <= maxBands {
+		for k := range styles {
+			styles[k].band = true
+		}
+	} else {
+		cap = strings.Replace(cap, ", with 95% confidence bands", "", 1) +
+			fmt.Sprintf(" The 95%% confidence bands are left out for readability (%d series).", len(ss))
 	}
 	p := figure.New(title, "step t (estimate from releases 0..t)", r.eveLabel())
 	note, err := r.plotEve(p, ss, styles)
@@ -603,15 +791,37 @@ func (r *run) figSweepEavesdropper() (*figure.Figure, error) {
 }
 
 // nonNegAxis finishes a plot of a non-negative quantity against the step: x from 0 and, on a
-// linear y axis, y from 0 with some head room.
+// linear y axis, y from 0, both linear axes up to the labels around the data (figure.Fit).
 func nonNegAxis(p *plot.Plot, logY bool) {
 	p.X.Min = 0
 	if !logY {
 		p.Y.Min = 0
-		if p.Y.Max > 0 {
-			p.Y.Max *= 1.08
-		}
 	}
+	figure.Fit(p) // up to the next labels: no line or band runs into the panel's edge
+}
+
+// delayUnit is " in UNIT" for a sweep of the links' delay or jitter when every link of the
+// representative point counts it in one unit (steps or ms), else "".
+func (r *run) delayUnit() string {
+	p := scenario.SweepParam(r.axisParam)
+	if (p != scenario.SweepFaultDelay && p != scenario.SweepFaultJitter) || r.rep == nil || r.rep.sc == nil {
+		return ""
+	}
+	unit := scenario.DelayUnit("")
+	for _, l := range r.rep.sc.Faults.Links {
+		u := l.Unit
+		if u == "" {
+			u = scenario.UnitSteps
+		}
+		if unit != "" && u != unit {
+			return ""
+		}
+		unit = u
+	}
+	if unit == "" {
+		return ""
+	}
+	return " in " + string(unit)
 }
 
 // faultAxisLabel names the x axis of a fault sweep.

@@ -10,21 +10,6 @@ import (
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
-// describe is the generic wording of each check name, for sweep summaries.
-var describe = map[string]string{
-	"calibration":          "the calibration satisfies its defining inequality",
-	"calibration-lmi":      "the optimal Sigma satisfies every LMI (12)",
-	"velocity-vanishes":    "the velocity error vanishes (MSE at T below 1e-4 of its peak)",
-	"position-offset":      "the final position MSE agrees with the offset variance",
-	"position-bounded":     "the tracking error stays bounded in mean square",
-	"eve-flat":             "the eavesdropper's error stays flat",
-	"eve-shrinks":          "the eavesdropper's error shrinks (the leak)",
-	"prop1-bound":          "the final E||x(T) - 1x*||^2 is below the Proposition 1 bound",
-	"mean-deviation":       "E[x_i(T) - x*] -> 0",
-	"sum-preserved":        "the network sum is preserved to 1e-9",
-	"structured-beats-iid": "structured noise beats iid-calibrated",
-}
-
 // markdown writes report.md.
 func (r *run) markdown(figs []*figure.Figure) []byte {
 	var b strings.Builder
@@ -34,13 +19,17 @@ func (r *run) markdown(figs []*figure.Figure) []byte {
 	}
 	fmt.Fprintf(&b, "# %s\n\n", name)
 	r.statusBanner(&b)
+	r.faultsNote(&b)
 	if r.sc != nil && strings.TrimSpace(r.sc.Description) != "" {
 		b.WriteString(strings.TrimSpace(r.sc.Description) + "\n\n")
 	}
 	b.WriteString("Monte Carlo numbers are means over the runs with their 95% confidence intervals as mean [lo, hi] " +
-		"(normal approximation). Every PASS/FAIL below is computed from this run's numbers; PASS means the run agrees with what the theory predicts.\n\n")
+		"(normal approximation); a check that decides on an interval of another level names it and shows it first. " +
+		"Every PASS/FAIL below is computed from this run's numbers and states its comparison (\"QUANTITY = value, required OP threshold\"); " +
+		"PASS means the run agrees with what the theory predicts.\n\n")
 	r.verdict(&b)
 	r.setupSection(&b)
+	r.securitySection(&b)
 	r.privacySection(&b)
 	r.resultsSection(&b)
 	r.faultsSection(&b)
@@ -61,11 +50,15 @@ const maxInlineProcs = 12
 // reads as a normal one.
 func (r *run) statusBanner(b *strings.Builder) {
 	in := r.in
-	if in.Status == "" {
+	if in.Status == "" && in.Error == "" {
 		return
 	}
 	var lines []string
 	switch {
+	case in.Status == "":
+		lines = append(lines, "**Status: not stated** - the run reported an error:")
+	case r.failedAfter:
+		lines = append(lines, fmt.Sprintf("**Status: %s** - every requested episode completed, but the run %s afterwards; the numbers below are complete:", in.Status, failedWord(in.Status)))
 	case in.Status == "ok" && !r.partial:
 		lines = append(lines, "**Status: ok** - every requested episode completed.")
 	case in.Status == "ok":
@@ -132,6 +125,14 @@ func (r *run) statusBanner(b *strings.Builder) {
 	b.WriteString("\n")
 }
 
+// failedWord is the verb of a status for the banner ("failed", "was interrupted").
+func failedWord(status string) string {
+	if status == "interrupted" {
+		return "was interrupted"
+	}
+	return status
+}
+
 // oneLine keeps a message on one line of the banner.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
@@ -153,11 +154,17 @@ func (r *run) verdict(b *strings.Builder) {
 	}
 	head := "**Verdict:**"
 	scope := ""
+	if r.failedAfter {
+		head = "**Verdict (the run " + failedWord(r.in.Status) + " after its episodes, see Status):**"
+	}
 	if r.partial {
 		head = "**Verdict (partial: " + strings.Join(r.partialWhy, ", ") + "):**"
 		scope = " on the completed episodes"
 	}
 	dev := r.deviationText()
+	if len(r.dominated) > 0 {
+		dev += "; **warning: " + r.swampWords() + "** (see Warnings)"
+	}
 	switch {
 	case len(r.checks) == 0:
 		fmt.Fprintf(b, "%s no computed checks apply to this run%s.\n\n", head, dev)
@@ -184,15 +191,16 @@ func (r *run) deviationText() string {
 			worst = d
 		}
 	}
-	s := fmt.Sprintf("; deviation from the tolerance dpsim states: velocity error at T = %d is %s max over runs", worst.T, num(worst.v))
+	s := fmt.Sprintf("; deviation from the velocity tolerance dpsim states: velocity error at T = %d is %s max over runs", worst.T, num(worst.v))
 	if len(r.deviations) > 1 || r.sweep {
-		s = fmt.Sprintf("; deviation from the tolerance dpsim states: velocity error at T = %d is up to %s max over runs (%d of %d points; largest at %s)",
+		s = fmt.Sprintf("; deviation from the velocity tolerance dpsim states: velocity error at T = %d is up to %s max over runs (%d of %d points; largest at %s)",
 			worst.T, num(worst.v), len(r.deviations), len(r.points), worst.point)
 	}
-	s += ", not < " + num(VelocityTol)
+	s += ", not < " + num(VelocityTol) + " (the tolerance: a target for an exact tracker, not a check, as the theory does not promise it"
 	if worst.rho > 0 {
-		s += " (closed-loop pole " + numP(worst.rho, 4) + ")"
+		s += "; closed-loop pole " + numP(worst.rho, 4)
 	}
+	s += ")"
 	return s
 }
 
@@ -296,6 +304,19 @@ func (r *run) setupSection(b *strings.Builder) {
 		}
 	}
 
+	warn := r.warnings()
+	if len(warn) > 0 {
+		b.WriteString("Warnings:\n\n")
+		for _, w := range warn {
+			b.WriteString("- " + w + "\n")
+		}
+		b.WriteString("\n")
+	}
+}
+
+// warnings lists the run's warnings: the scenario's, the plans' graph warnings (once), the
+// incomplete episodes and the noise-dominance warning.
+func (r *run) warnings() []string {
 	var warn []string
 	if r.sc != nil {
 		warn = append(warn, r.sc.Warnings...)
@@ -310,13 +331,10 @@ func (r *run) setupSection(b *strings.Builder) {
 			warn = append(warn, fmt.Sprintf("%s%d incomplete episodes were not aggregated: %s", r.prefix(p), len(p.res.IncompleteEpisodes), intList(p.res.IncompleteEpisodes, 10)))
 		}
 	}
-	if len(warn) > 0 {
-		b.WriteString("Warnings:\n\n")
-		for _, w := range warn {
-			b.WriteString("- " + w + "\n")
-		}
-		b.WriteString("\n")
+	if w := r.dominanceWarning(); w != "" {
+		warn = append(warn, w)
 	}
+	return warn
 }
 
 func intList(v []int, n int) string {
@@ -472,6 +490,7 @@ func (r *run) resultsSection(b *strings.Builder) {
 	}
 	type agg struct {
 		name, series  string
+		subject       string
 		total, passed int
 		failedAt      []string
 	}
@@ -489,7 +508,7 @@ func (r *run) resultsSection(b *strings.Builder) {
 				}
 			}
 			if a == nil {
-				a = &agg{name: c.Name, series: ser}
+				a = &agg{name: c.Name, series: ser, subject: c.subject}
 				aggs = append(aggs, a)
 			}
 			a.total++
@@ -504,10 +523,7 @@ func (r *run) resultsSection(b *strings.Builder) {
 		return slices.Index(r.seriesLabels, x.series) - slices.Index(r.seriesLabels, y.series)
 	})
 	for _, a := range aggs {
-		d := describe[a.name]
-		if d == "" {
-			d = a.name
-		}
+		d := ruleOf(a.name).summary(a.subject)
 		where := "at every " + r.axisParam
 		if a.series != "" {
 			where += " for " + a.series
@@ -555,8 +571,12 @@ func (r *run) sweepTable(b *strings.Builder) {
 		for _, p := range r.points {
 			row := []string{p.label, numP(p.res.NoiseScale, 4)}
 			for i := range r.comps {
-				if i < len(p.res.Control.FinalSqError) {
-					row = append(row, ci(p.res.Control.FinalSqError[i]))
+				if fs := p.res.Control.FinalSqError; i == 0 && r.offsetChecked(p) && fs[0].N > 1 {
+					// The interval the position-offset check decides on, named.
+					h := OffsetZ * fs[0].SE
+					row = append(row, fmt.Sprintf("%s [%s, %s] (%s)", num(fs[0].Mean), num(fs[0].Mean-h), num(fs[0].Mean+h), pct(OffsetLevel)))
+				} else if i < len(fs) {
+					row = append(row, ci(fs[i]))
 				} else {
 					row = append(row, "n/a")
 				}
@@ -565,7 +585,7 @@ func (r *run) sweepTable(b *strings.Builder) {
 			rows = append(rows, row)
 		}
 	case string(scenario.Consensus):
-		header = []string{"point", "sigma_i (b_i)", "final E||x(T) - 1x*||^2", "Prop. 1 bound", "below", "sum deviation", "eavesdropper late/early"}
+		header = []string{"point", "sigma_i (b_i)", "final E||x(T) - 1x*||^2", "Prop. 1 bound", "upper 95% limit < bound", "sum deviation", "eavesdropper late/early"}
 		for _, p := range r.points {
 			c := p.res.Consensus
 			rows = append(rows, []string{p.label, numP(p.res.NoiseScale, 4), ci(c.FinalSqDeviation), num(c.Prop1Bound),
@@ -573,6 +593,19 @@ func (r *run) sweepTable(b *strings.Builder) {
 		}
 	}
 	table(b, header, rows)
+	if r.kind == string(scenario.CloudControl) && r.anyOffsetChecked() {
+		fmt.Fprintf(b, "Intervals are 95%% unless marked: the %s ones are those the position-offset check decides on.\n\n", pct(OffsetLevel))
+	}
+}
+
+// anyOffsetChecked reports whether the position-offset check applies at some point.
+func (r *run) anyOffsetChecked() bool {
+	for _, p := range r.points {
+		if r.offsetChecked(p) {
+			return true
+		}
+	}
+	return false
 }
 
 func eveRatioText(p *pointInfo) string {
@@ -602,34 +635,12 @@ func (r *run) extraSection(b *strings.Builder) {
 
 func (r *run) transportSection(b *strings.Builder) {
 	in := r.in
-	if len(in.Invalid) == 0 && in.Timing == nil {
+	if len(in.Invalid) == 0 && len(in.Stale) == 0 && in.Timing == nil {
 		return
 	}
 	b.WriteString("## Transport\n\n")
-	if len(in.Invalid) > 0 {
-		keys := make([]string, 0, len(in.Invalid))
-		for k := range in.Invalid {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		var rows [][]string
-		for _, k := range keys {
-			fl, err := flatten(in.Invalid[k])
-			if err != nil {
-				rows = append(rows, []string{k, "unprintable: " + err.Error()})
-				continue
-			}
-			for _, kv := range fl {
-				key := k
-				if kv[0] != "value" {
-					key += "." + kv[0]
-				}
-				rows = append(rows, []string{key, kv[1]})
-			}
-		}
-		b.WriteString("Invalid messages (counted, logged and dropped by the receivers):\n\n")
-		table(b, []string{"counter", "count"}, rows)
-	}
+	r.invalidTable(b)
+	staleTable(b, in.Stale)
 	if in.Timing != nil {
 		fl, err := flatten(in.Timing)
 		if len(fl) == 1 && fl[0] == [2]string{"value", "null"} {
@@ -646,6 +657,119 @@ func (r *run) transportSection(b *strings.Builder) {
 			table(b, []string{"statistic", "value"}, rows)
 		}
 	}
+}
+
+// invalidTable lists the invalid-message counters: messages that were wrong.
+func (r *run) invalidTable(b *strings.Builder) {
+	in := r.in
+	if len(in.Invalid) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(in.Invalid))
+	for k := range in.Invalid {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var rows [][]string
+	for _, k := range keys {
+		fl, err := flatten(in.Invalid[k])
+		if err != nil {
+			rows = append(rows, []string{k, "unprintable: " + err.Error()})
+			continue
+		}
+		for _, kv := range fl {
+			key := k
+			if kv[0] != "value" {
+				key += "." + kv[0]
+			}
+			rows = append(rows, []string{key, kv[1]})
+		}
+	}
+	late := "they are counted as stale, below"
+	if len(in.Stale) == 0 {
+		late = "they are counted as stale; none were here"
+	}
+	fmt.Fprintf(b, "Invalid messages: messages that were wrong - malformed, corrupt (a wrong dimension, a non-finite value), "+
+		"forged or failing signature verification - counted, logged and dropped by the receivers. "+
+		"Messages that were merely late for their episode are not among them (%s).\n\n", late)
+	table(b, []string{"counter", "count"}, rows)
+}
+
+// staleTable lists, per process, the messages that arrived for an episode the receiver had
+// already finished.
+func staleTable(b *strings.Builder, stale map[string]uint64) {
+	if len(stale) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(stale))
+	var total uint64
+	for k, v := range stale {
+		keys = append(keys, k)
+		total += v
+	}
+	sort.Strings(keys)
+	rows := make([][]string, 0, len(keys))
+	for _, k := range keys {
+		rows = append(rows, []string{k, fmt.Sprint(stale[k])})
+	}
+	fmt.Fprintf(b, "Stale messages (%d): messages that arrived for an episode the receiver had already finished - late deliveries of a "+
+		"previous episode's last steps (a delayed link, a lagging process). A timing effect, not forged or corrupt data: counted apart "+
+		"from the invalid ones and dropped, as the episode they belong to is over.\n\n", total)
+	table(b, []string{"process", "stale"}, rows)
+}
+
+// securitySection says how the run's traffic was secured (Input.Security; none for the fast
+// engine, which has no traffic).
+func (r *run) securitySection(b *strings.Builder) {
+	s := r.in.Security
+	if s == nil {
+		return
+	}
+	b.WriteString("## Security\n\n")
+	server := s.Server
+	switch s.Server {
+	case "embedded":
+		server += " (the launcher's own NATS server"
+		if s.Cluster > 1 {
+			server += fmt.Sprintf("s: a cluster of %d joined by routes", s.Cluster)
+		}
+		server += ")"
+	case "external":
+		server += " (--nats-url / NATS_URL: a server the launcher does not control)"
+	}
+	perm := "no: any client of the server may publish on the run's subjects"
+	if s.Permissions {
+		perm = "yes: a NATS user per role, allowed to publish and subscribe only on its own subjects"
+	} else if s.Server == "external" {
+		perm = "not known: the operator of the external server configures them, the launcher cannot see them"
+	}
+	signed := "no"
+	if s.Signed {
+		signed = "yes: every data and control message carries an ed25519 signature of its sender"
+	}
+	auth := "no: a message claiming to come from a process is taken at its word"
+	if s.Authenticated {
+		auth = "yes: receivers verified every signature and dropped what failed, so the data used came from the processes the launcher started"
+	}
+	tls := s.TLS
+	switch s.TLS {
+	case "off", "":
+		tls = "off: traffic is in clear text"
+	case "auto":
+		tls = "auto: the embedded server's throwaway CA"
+	case "external":
+		tls = "external: the CA and certificates given with --tls-ca"
+	}
+	strict := "no: a conflicting copy of a message degrades the run (counted as a conflict)"
+	if s.Strict {
+		strict = "yes (--strict): a conflicting copy of a message (forged or corrupted traffic) fails the run"
+	}
+	cluster := "1 server"
+	if s.Cluster > 1 {
+		cluster = fmt.Sprintf("%d servers", s.Cluster)
+	}
+	table(b, []string{"setting", "value"}, [][]string{{"server", server}, {"cluster", cluster}, {"permissions", perm},
+		{"signed", signed}, {"authenticated", auth}, {"TLS", tls}, {"strict", strict}})
 }
 
 func (r *run) figuresSection(b *strings.Builder, figs []*figure.Figure) {

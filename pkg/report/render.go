@@ -72,7 +72,7 @@ func addSeries(p *plot.Plot, s *sim.Series, x func(t int) float64, st seriesStyl
 			h = math.Max(h, l)
 			m, l, h = figure.Lg(m), figure.Lg(l), figure.Lg(h)
 		}
-		cur = append(cur, plotter.XY{X: x(t), Y: m})
+		cur = append(cur, plotter.XY{X: x(s.StepOf(t)), Y: m}) // element t is step StepOf(t) (a thinned series)
 		lo, hi = append(lo, l), append(hi, h)
 	}
 	flush()
@@ -200,6 +200,7 @@ func (r *run) shadeFaults(p *plot.Plot) string {
 		return ""
 	}
 	var what []string
+	var first *plotter.Polygon
 	for _, w := range ws {
 		poly, err := plotter.NewPolygon(plotter.XYs{{X: w.lo, Y: p.Y.Min}, {X: w.hi, Y: p.Y.Min}, {X: w.hi, Y: p.Y.Max}, {X: w.lo, Y: p.Y.Max}})
 		if err != nil {
@@ -209,6 +210,15 @@ func (r *run) shadeFaults(p *plot.Plot) string {
 		poly.LineStyle.Width = 0
 		p.Add(poly)
 		what = append(what, w.what)
+		if first == nil {
+			first = poly
+		}
+	}
+	// the legend names the shading too (all windows share one colour: one entry)
+	if len(what) == 1 {
+		p.Legend.Add("shaded: "+what[0], first)
+	} else if len(what) > 1 {
+		p.Legend.Add("shaded: the fault windows (see the caption)", first)
 	}
 	return " Shaded: " + strings.Join(what, "; ") + "."
 }

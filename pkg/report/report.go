@@ -140,12 +140,23 @@ func MergeGraphWarnings(scenarioWarnings, graphWarnings []string) []string {
 }
 
 // Check is one computed statement of the report: Text states what was compared with which
-// numbers, Pass whether the run agrees with what the theory predicts.
+// numbers, Pass whether the run agrees with what the theory predicts. Pass is "Value Op
+// Threshold", and Text states that comparison ("QUANTITY = V, required OP T"): both are
+// rendered from the check's rule (checks.go), never written apart.
 type Check struct {
-	Point string // the point label ("" for statements about the whole run)
-	Name  string // short stable identifier, e.g. "prop1-bound"
-	Pass  bool
-	Text  string
+	Point string `json:"point,omitempty"` // the point label ("" for statements about the whole run)
+	Name  string `json:"name"`            // short stable identifier, e.g. "prop1-bound"
+	Pass  bool   `json:"pass"`
+	Text  string `json:"text"`
+	// Quantity names the number compared; Op is "<=", "<", ">=" or "="; Level is the
+	// confidence level of the interval Value is a limit of (0: not an interval limit).
+	Quantity  string  `json:"quantity"`
+	Value     float64 `json:"value"`
+	Op        string  `json:"op"`
+	Threshold float64 `json:"threshold"`
+	Level     float64 `json:"level,omitempty"`
+
+	subject string // what the rule's words are about (a state component), for sweep summaries
 }
 
 // String prints the check as report.md does: "PASS: text: yes".
@@ -201,6 +212,24 @@ func Write(dir string, in Input) error {
 		if _, err := f.WriteFiles(dir); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
+	}
+	path := filepath.Join(dir, FileName)
+	if err := atomicfile.WriteFile(path, rep.Markdown, 0o644); err != nil {
+		return fmt.Errorf("report: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteMarkdown builds the report and writes only report.md into dir (atomically), leaving the
+// figures of an earlier Write in place: for a caller that learns after Write how the run ended
+// (e.g. writing summary.json failed) and must re-render the status and error at the top.
+func WriteMarkdown(dir string, in Input) error {
+	if dir == "" {
+		return errors.New("report: no output directory")
+	}
+	rep, err := Build(in)
+	if err != nil {
+		return err
 	}
 	path := filepath.Join(dir, FileName)
 	if err := atomicfile.WriteFile(path, rep.Markdown, 0o644); err != nil {

@@ -1,40 +1,31 @@
 package report
 
 import (
-	"context"
 	"path/filepath"
+	"strings"
 	"testing"
-
-	"github.com/dpsim/dpsim/pkg/plan"
-	"github.com/dpsim/dpsim/pkg/scenario"
-	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // TestFiguresInHouseStyle builds the report of shipped scenarios that together draw every
-// figure the report knows (FigureNames) and checks each against the house style
-// (figure.Check: fonts, sizes, nothing clipped, readable axes, both formats render).
+// figure the report knows (FigureNames) - the main run, a sweep, consensus, the fault sweeps,
+// crashes, a partition and a server restart - and a newcomer's 3-state plant whose noise
+// swamps the control, and checks each figure against the house style (figure.Check: fonts,
+// sizes, no clipped data, every series distinguishable, no line drawn twice, readable axes,
+// both formats render). The fast engine with 20 runs keeps it to a few seconds.
 func TestFiguresInHouseStyle(t *testing.T) {
 	seen := map[string]bool{}
-	for _, name := range []string{"cloud-vehicle", "cloud-vehicle-sweep", "consensus-gaussian", "consensus-laplace",
-		"faults-vehicle-latency", "faults-consensus-loss", "faults-agent-crash", "faults-partition"} {
-		t.Run(name, func(t *testing.T) {
-			s, err := scenario.Load(filepath.Join("..", "..", "scenarios", name+".yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			pts, err := sim.RunSweep(context.Background(), s, s.Seed, plan.Options{}, sim.FastOptions{Runs: 40})
-			if err != nil {
-				t.Fatal(err)
-			}
-			in := Input{Scenario: s, Seed: s.Seed, Engine: "fast", Mode: "lockstep"}
-			for _, p := range pts {
-				in.Points = append(in.Points, Point{Scenario: p.Scenario, Plan: p.Plan, Results: p.Results})
-			}
-			rep, err := Build(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range rep.Figures {
+	for _, path := range []string{
+		shipped("cloud-vehicle"), shipped("cloud-vehicle-sweep"),
+		shipped("cloud-vehicle-fullstate"), shipped("consensus-gaussian"),
+		shipped("consensus-laplace"), shipped("faults-vehicle-latency"),
+		shipped("faults-consensus-loss"), shipped("faults-agent-crash"),
+		shipped("faults-agent-crash-redraw"), shipped("faults-partition"),
+		shipped("faults-nats-restart"), filepath.Join("testdata", "noisy-3state.yaml"),
+		// the fast engine ignores delays in ms: every point of the sweep gives the same numbers
+		shipped("faults-vehicle-latency-realtime"),
+	} {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".yaml"), func(t *testing.T) {
+			for _, f := range fastReport(t, path, 20).Figures {
 				seen[f.Name] = true
 				if err := f.Check(); err != nil {
 					t.Error(err)
@@ -47,4 +38,15 @@ func TestFiguresInHouseStyle(t *testing.T) {
 			t.Errorf("no shipped scenario draws %s: it is not checked", n)
 		}
 	}
+}
+
+// fastReport builds the report of the scenario at path run by the fast engine with runs runs
+// (fastInput).
+func fastReport(t *testing.T, path string, runs int) *Report {
+	t.Helper()
+	rep, err := Build(fastInput(t, path, runs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }

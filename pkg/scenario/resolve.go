@@ -194,13 +194,13 @@ func (s *Scenario) checkBuild(d *decoder) {
 		top := 0.0
 		for i, sum := range g.WeightSums() {
 			if sum >= 1 {
-				heavy = append(heavy, fmt.Sprint(i+1))
+				heavy = append(heavy, fmt.Sprint(i)) // 0-based, as x0 and agent.N
 				top = max(top, sum)
 			}
 		}
 		if len(heavy) > 0 {
 			alpha, _ := g.Rate()
-			s.Warnings = append(s.Warnings, fmt.Sprintf("graph: nodes %s have edge-weight sums >= 1 (up to %.4g); "+
+			s.Warnings = append(s.Warnings, fmt.Sprintf("graph: agents %s (0-based, as x0 and agent.N) have edge-weight sums >= 1 (up to %.4g); "+
 				"the paper asks sum_j w_ij < 1, but the rate alpha = %.4g < 1, so consensus still converges",
 				strings.Join(heavy, ", "), top, alpha))
 		}

@@ -92,8 +92,8 @@ func TestPaperGraphWarnsAndConverges(t *testing.T) {
 	if len(g.Edges) != 14 || g.Edges[0].W != 0.25 {
 		t.Errorf("paper graph: %d edges, weight %v", len(g.Edges), g.Edges[0].W)
 	}
-	// degree-4 nodes 2, 5, 7, 10 (1-based) have weight sum exactly 1
-	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "nodes 2, 5, 7, 10 have edge-weight sums >= 1") {
+	// degree-4 nodes 2, 5, 7, 10 (1-based, as in the paper) have weight sum exactly 1: agents 1, 4, 6, 9
+	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "agents 1, 4, 6, 9 (0-based, as x0 and agent.N) have edge-weight sums >= 1") {
 		t.Errorf("warnings %q", s.Warnings)
 	}
 }
