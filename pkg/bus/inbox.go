@@ -26,8 +26,14 @@ type InboxOptions struct {
 	// Counters counts received and dropped messages (nil: the inbox's own).
 	Counters *Counters
 	// OnInvalid, if set, is called for each dropped message (from the goroutine calling
-	// Next), e.g. to log it.
+	// Next), e.g. to log it. The inbox has counted the drop already: OnInvalid must not count
+	// it again.
 	OnInvalid func(subject string, err error)
+	// PassStale hands on a message of an episode before SetEpisode's that is otherwise valid,
+	// instead of dropping it (ReasonEpisode): a late copy of a finished episode is no wrong
+	// message, and its receiver compares it with the copy it used (dpsim's cores count it
+	// stale).
+	PassStale bool
 	// Tap, if set, sees every message first, valid or not (the eavesdropper's transcript).
 	Tap func(subject string, data []byte)
 	// Verify, if set, drops (ReasonSignature) every data message whose Dpsim-Sig header is
@@ -212,6 +218,9 @@ func (in *Inbox) accept(nm *nats.Msg, e *Expect) error {
 	}
 	in.msg.Route = r
 	exp := *e
+	if in.opts.PassStale && exp.Episode > 0 && in.msg.Episode >= 0 && in.msg.Episode < exp.Episode {
+		exp.Episode = in.msg.Episode // stale: the receiver's to judge
+	}
 	if r.Gap {
 		if len(in.msg.Values) != 0 {
 			return &InvalidError{Reason: ReasonDim, Detail: "a gap carries no values"}

@@ -36,6 +36,9 @@ type CoreState struct {
 	Ahead      []Msg             `json:"ahead,omitempty"`
 	Links      []fault.LinkStats `json:"links"`
 	Unexpected uint64            `json:"unexpected"`
+	Stale      uint64            `json:"stale,omitempty"`
+	// PrevEpisode is the episode whose copies' digests are in SenderState.Prev (-1: none).
+	PrevEpisode int `json:"prev_episode"`
 }
 
 // SenderState is what a core knows of one expected sender.
@@ -46,6 +49,10 @@ type SenderState struct {
 	Have       bool      `json:"have,omitempty"`
 	Done       bool      `json:"done,omitempty"`
 	Vals       []float64 `json:"vals,omitempty"`
+	// Used and Prev are the digests of the first copy of each step in this and the previous
+	// episode (conflict detection; absent when the core keeps none).
+	Used []uint64 `json:"used,omitempty"`
+	Prev []uint64 `json:"prev,omitempty"`
 }
 
 // Checkpointer is implemented by the cores a crash can stop (plant, cloud, agent).
@@ -60,11 +67,11 @@ type Checkpointer interface {
 func (b *base) checkpoint() *CoreState {
 	in := b.in
 	st := &CoreState{Endpoint: b.self.String(), Episode: in.ep, Step: in.cur, Crashed: b.crashed, Redraw: b.redraw, Done: b.done,
-		Links: append([]fault.LinkStats(nil), in.stats...), Unexpected: in.unexpected}
+		Links: append([]fault.LinkStats(nil), in.stats...), Unexpected: in.unexpected, Stale: in.stale, PrevEpisode: in.prevEp}
 	for k := range in.from {
 		f := &in.from[k]
 		st.Senders = append(st.Senders, SenderState{NewestStep: f.nstep, Newest: clone(f.newest), Seen: clone(f.seen),
-			Have: f.have, Done: f.done, Vals: clone(f.vals)})
+			Have: f.have, Done: f.done, Vals: clone(f.vals), Used: clone(f.used), Prev: clone(f.prev)})
 	}
 	for _, m := range in.ahead {
 		m.Values = clone(m.Values)
@@ -101,12 +108,17 @@ func (b *base) restore(st *CoreState) error {
 		}
 		f.nstep, f.newest, f.have, f.done, f.vals = s.NewestStep, clone(s.Newest), s.Have, s.Done, clone(s.Vals)
 		copy(f.seen, s.Seen)
+		if (s.Used != nil || s.Prev != nil) && (len(s.Used) != len(f.used) || len(s.Prev) != len(f.prev)) {
+			return fmt.Errorf("sim: %s: checkpoint sender %d: %d and %d copy digests, want %d", b.self, k, len(s.Used), len(s.Prev), len(f.used))
+		}
+		copy(f.used, s.Used)
+		copy(f.prev, s.Prev)
 		if f.done {
 			in.ndone++
 		}
 	}
 	copy(in.stats, st.Links)
-	in.unexpected = st.Unexpected
+	in.unexpected, in.stale, in.prevEp = st.Unexpected, st.Stale, st.PrevEpisode
 	in.ahead = append(in.ahead[:0], st.Ahead...)
 	b.crashed, b.redraw, b.done = st.Crashed, st.Redraw, st.Done
 	return nil

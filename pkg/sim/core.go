@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -124,6 +125,10 @@ type Core interface {
 	LinkStats() []fault.LinkStats
 	// Unexpected counts deliveries dropped as not for this core's episode or senders.
 	Unexpected() uint64
+	// Stale counts deliveries for an episode the core had finished (the previous one, or the
+	// current one after its end): never used, but compared with the copy that was (a
+	// differing one is a conflict in LinkStats).
+	Stale() uint64
 	// SetRecords turns the partial records of Ready on (the default) or off: the auditor's
 	// loop needs only the eavesdropper's final estimate, not a per-step estimate and trace.
 	SetRecords(on bool)
@@ -188,13 +193,24 @@ func (o *outbuf) clear() {
 // what arrived on time for the current step, the newest value heard from each sender (for the
 // missing-input rules), duplicates, and the per-link receive counters. Deliveries for a later
 // logical step wait (in arrival order) until the core gets there.
+//
+// Integrity: every second copy of a (sender, episode, step) whose values differ from the
+// first one's is a conflict (forged or corrupted traffic), whenever it arrives - on time,
+// late for any older step, after the core finished the episode, or after it began the next
+// one. For that the digest of the first copy of every step is kept per sender for the current
+// and the previous episode (O(senders x T) words). Copies for an episode the core finished are
+// counted stale (never used), apart from the unexpected ones.
 type inputs struct {
 	self    Endpoint
 	senders []Endpoint
 	index   endpointIndex
 	T       int
 	ep      int
+	prevEp  int // the episode before ep (-1: none): its digests are in sender.prev
 	cur     int
+	// copies: keep the digests (see above). Off only for the in-memory network, whose
+	// injector delivers exact copies and nobody else can publish (KeepCopyDigests).
+	copies bool
 
 	from  []sender // per expected sender, in Senders order
 	ndone int
@@ -203,6 +219,9 @@ type inputs struct {
 
 	stats      []fault.LinkStats
 	unexpected uint64
+	// stale counts the deliveries for an episode the core had finished (late copies of the
+	// previous episode, copies after the end): a timing effect, compared, never used.
+	stale uint64
 	// weight[k] is how many agents' inputs sender k's message carries (nil: one each): a host's
 	// message counts as the outputs of its agents in missing(), as if each had sent its own.
 	weight []int
@@ -261,6 +280,36 @@ type sender struct {
 	vals   []float64 // the step-cur values
 	newest []float64 // the values of step nstep
 	seen   []uint64  // bitset of the late steps received (their duplicates)
+	// used[t] / prev[t]: the digest of the first copy of step t received in the current /
+	// previous episode (0: none; digest is never 0); nil when copies are not kept.
+	used, prev []uint64
+}
+
+// digest is a 64-bit hash of a message's values (bit patterns, so a copy matches only
+// itself), never 0. Collisions need not be hard to find: a forger who sees the genuine values
+// can only craft a copy that arrives after them, and the first copy is the one used.
+func digest(v []float64) uint64 {
+	h := uint64(len(v))*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
+	for _, x := range v {
+		h ^= math.Float64bits(x)
+		h *= 0xbf58476d1ce4e5b9
+		h ^= h >> 29
+	}
+	return h | 1
+}
+
+// record notes the digest of the first copy of step t (nil table: copies not kept) and
+// reports whether a copy already noted differs from v (a conflict).
+func record(table []uint64, t int, v []float64) (conflict bool) {
+	if table == nil {
+		return false
+	}
+	d := digest(v)
+	if table[t] == 0 {
+		table[t] = d
+		return false
+	}
+	return table[t] != d
 }
 
 // setVals copies v into dst's storage (short vectors, the usual case: no memmove call; a
@@ -278,28 +327,45 @@ func setVals(dst []float64, v []float64) []float64 {
 
 func newInputs(self Endpoint, senders []Endpoint, T int) *inputs {
 	n := len(senders)
-	in := &inputs{self: self, senders: senders, index: newEndpointIndex(senders), T: T,
+	in := &inputs{self: self, senders: senders, index: newEndpointIndex(senders), T: T, ep: -1, prevEp: -1,
 		from: make([]sender, n), stats: make([]fault.LinkStats, n), sendDown: make([][2]int, n)}
 	words := (T + 63) / 64
 	for k, s := range senders {
 		in.from[k].seen = make([]uint64, words)
 		in.stats[k].Link = s.String() + "->" + self.String()
 	}
+	in.keepCopies(true)
 	return in
 }
 
-// begin starts episode ep at step 0: everything from the previous episode is forgotten
-// (deliveries still waiting are of a finished episode: unexpected).
+// keepCopies turns the digests of the copies received on or off (see inputs).
+func (in *inputs) keepCopies(on bool) {
+	in.copies = on
+	for k := range in.from {
+		f := &in.from[k]
+		switch {
+		case on && f.used == nil:
+			f.used, f.prev = make([]uint64, in.T), make([]uint64, in.T)
+		case !on:
+			f.used, f.prev = nil, nil
+		}
+	}
+}
+
+// begin starts episode ep at step 0: everything from the previous episode is forgotten but
+// the digests of its copies (deliveries still waiting are of a finished episode: stale).
 func (in *inputs) begin(ep int) {
-	in.ep, in.cur, in.ndone = ep, 0, 0
+	in.prevEp, in.ep, in.cur, in.ndone = in.ep, ep, 0, 0
 	for k := range in.from {
 		f := &in.from[k]
 		f.have, f.done, f.nstep = false, false, -1
 		clear(f.seen)
+		f.used, f.prev = f.prev, f.used
+		clear(f.used)
 	}
-	for _, m := range in.ahead {
-		in.unexpected++
-		in.spare = append(in.spare, m.Values[:0])
+	for i := range in.ahead {
+		in.fileStale(&in.ahead[i])
+		in.spare = append(in.spare, in.ahead[i].Values[:0])
 	}
 	in.ahead = in.ahead[:0]
 	if len(in.crashes) > 0 {
@@ -329,12 +395,26 @@ func (in *inputs) missing() int {
 	return n
 }
 
-// file takes one delivery: wrong episode or sender is dropped (counted), a later logical
-// step waits, anything else is applied now.
-func (in *inputs) file(m *Msg) {
+// wellFormed returns the position of m's sender if m is a delivery this core could take at
+// all (expected sender, steps within the horizon, its sender's dimension).
+func (in *inputs) wellFormed(m *Msg) (int, bool) {
 	k, ok := in.index.of(m.From)
-	if !ok || m.Episode != in.ep || m.Step < 0 || m.Step >= in.T || m.At < m.Step || m.At >= in.T ||
+	if !ok || m.Step < 0 || m.Step >= in.T || m.At < m.Step || m.At >= in.T ||
 		(in.dim != nil && !m.Gap && len(m.Values) != in.dim[k]) {
+		return 0, false
+	}
+	return k, true
+}
+
+// file takes one delivery: wrong sender or later episode is dropped (counted unexpected), an
+// earlier episode's is stale, a later logical step waits, anything else is applied now.
+func (in *inputs) file(m *Msg) {
+	if m.Episode < in.ep {
+		in.fileStale(m)
+		return
+	}
+	k, ok := in.wellFormed(m)
+	if !ok || m.Episode != in.ep {
 		in.unexpected++
 		return
 	}
@@ -357,6 +437,46 @@ func (in *inputs) file(m *Msg) {
 	in.apply(k, m)
 }
 
+// fileStale takes a delivery for an episode the core finished (an earlier one, or the current
+// one after its end): counted stale and compared with the first copy of its step (current and
+// previous episode only: nothing older is kept), never used.
+func (in *inputs) fileStale(m *Msg) {
+	k, ok := in.wellFormed(m)
+	if !ok || m.Episode > in.ep {
+		in.unexpected++
+		return
+	}
+	in.stale++
+	if m.Gap {
+		return
+	}
+	var table []uint64
+	switch m.Episode {
+	case in.ep:
+		table = in.from[k].used
+	case in.prevEp:
+		table = in.from[k].prev
+	}
+	if record(table, m.Step, m.Values) {
+		in.stats[k].Conflicts++
+	}
+}
+
+// differs reports whether m, a second copy of a step of the current episode, differs from
+// the first. Without digests (the in-memory network, whose copies are exact) only the values
+// still held are compared: the current step's, or the newest step's.
+func (in *inputs) differs(f *sender, m *Msg) bool {
+	switch {
+	case in.copies:
+		return record(f.used, m.Step, m.Values)
+	case m.Step == in.cur:
+		return !slices.Equal(f.vals, m.Values)
+	case m.Step == f.nstep:
+		return !slices.Equal(f.newest, m.Values)
+	}
+	return false
+}
+
 func (in *inputs) apply(k int, m *Msg) {
 	f := &in.from[k]
 	switch {
@@ -368,11 +488,12 @@ func (in *inputs) apply(k int, m *Msg) {
 		in.stats[k].Delivered++
 		if f.have {
 			in.stats[k].DupReceived++
-			if !slices.Equal(f.vals, m.Values) {
+			if in.differs(f, m) {
 				in.stats[k].Conflicts++ // not a copy: forged or corrupted
 			}
 			break
 		}
+		record(f.used, m.Step, m.Values)
 		f.have = true
 		f.vals = setVals(f.vals, m.Values)
 		// Remember the step: a later copy of it - a forged early message used now, the genuine
@@ -388,11 +509,12 @@ func (in *inputs) apply(k int, m *Msg) {
 		w, bit := m.Step/64, uint64(1)<<(m.Step%64)
 		if f.seen[w]&bit != 0 {
 			st.DupReceived++
-			if m.Step == f.nstep && !slices.Equal(f.newest, m.Values) {
-				st.Conflicts++ // only the newest step's values are kept to compare
+			if in.differs(f, m) {
+				st.Conflicts++ // forged or corrupted
 			}
 			break
 		}
+		record(f.used, m.Step, m.Values)
 		f.seen[w] |= bit
 		st.Late++
 		if m.Step > f.nstep {
@@ -564,12 +686,19 @@ func (b *base) restart(complete func() bool) error {
 
 func (b *base) SetRecords(on bool) { b.norec = !on }
 
+// KeepCopyDigests turns on (the default) or off the digests of the copies received, by which
+// a differing second copy of a step is a conflict whenever it arrives. Only a transport whose
+// copies are the injector's exact ones - the in-memory network, where nobody else publishes -
+// turns them off, saving 16 bytes per sender and step.
+func (b *base) KeepCopyDigests(on bool) { b.in.keepCopies(on) }
+
 func (b *base) Endpoint() Endpoint           { return b.self }
 func (b *base) Cur() int                     { return b.in.cur }
 func (b *base) Done() bool                   { return b.done }
 func (b *base) Senders() []Endpoint          { return b.in.senders }
 func (b *base) LinkStats() []fault.LinkStats { return b.in.stats }
 func (b *base) Unexpected() uint64           { return b.in.unexpected }
+func (b *base) Stale() uint64                { return b.in.stale }
 func (b *base) Ready() *Ready                { b.ob.rd.Done = b.done; return b.ob.ready() }
 func (b *base) beginBase(ep int) {
 	b.ob.clear()
@@ -607,7 +736,7 @@ func (b *base) finish(complete func() bool) {
 func (b *base) step(m *Msg, complete func() bool) error {
 	b.ob.clearIfConsumed()
 	if b.done {
-		b.in.unexpected++
+		b.in.fileStale(m) // the episode is over: compared, never used
 		return nil
 	}
 	b.in.file(m)

@@ -181,7 +181,8 @@ func TestEavesdropperCoreMarksGaps(t *testing.T) {
 	assert.Equal(t, 2, c.Cur())
 }
 
-// Deliveries of another episode, from a stranger, or after the end are counted and dropped.
+// Deliveries from a stranger or beyond the horizon are counted unexpected and dropped; one of
+// an earlier episode is stale (counted apart, never used).
 func TestCoreDropsStrangers(t *testing.T) {
 	p := planOf(t, vehiclePlan(t, scenario.PlantHold))
 	c, err := NewCloudCore(p)
@@ -190,7 +191,8 @@ func TestCoreDropsStrangers(t *testing.T) {
 	require.NoError(t, c.Step(&Msg{From: PlantEndpoint, ToAll: true, Episode: 2, Values: []float64{1}}))
 	require.NoError(t, c.Step(&Msg{From: AgentEndpoint(0), ToAll: true, Episode: 3, Values: []float64{1}}))
 	require.NoError(t, c.Step(&Msg{From: PlantEndpoint, ToAll: true, Episode: 3, Step: 500, At: 500, Values: []float64{1}}))
-	assert.Equal(t, uint64(3), c.Unexpected())
+	assert.Equal(t, uint64(2), c.Unexpected())
+	assert.Equal(t, uint64(1), c.Stale())
 	assert.Equal(t, 0, c.Cur())
 }
 

@@ -58,6 +58,10 @@ func NewNetwork(cores []Core, inj *fault.Injector) *Network {
 	subs := map[Endpoint][]Endpoint{}
 	var order []Endpoint
 	for _, c := range cores {
+		// Only the injector's exact copies travel here: no digests to keep (KeepCopyDigests).
+		if kc, ok := c.(interface{ KeepCopyDigests(bool) }); ok {
+			kc.KeepCopyDigests(false)
+		}
 		for _, s := range c.Senders() {
 			if _, ok := subs[s]; !ok {
 				order = append(order, s)

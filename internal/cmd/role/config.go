@@ -305,6 +305,9 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 // LoadPoint loads the scenario file, expands its sweep and resolves point k into a plan: the
 // same steps the launcher takes, so every process works on the same design.
 func LoadPoint(path string, k int) (*scenario.Scenario, *plan.Plan, error) {
+	if err := cli.CheckScenarioFile(path); err != nil {
+		return nil, nil, err
+	}
 	s, err := scenario.Load(path)
 	if err != nil {
 		return nil, nil, err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -147,8 +148,9 @@ func (r *coreRunner) setup(n *node) error {
 		r.n = n.plan.Graph.N
 	}
 	eve := n.cfg.Role == bus.RoleEavesdropper
-	opts := bus.InboxOptions{Counters: &n.data, Stop: n.stopCh, Verify: n.verify,
-		OnInvalid: func(subject string, err error) { n.invalid(&n.data, subject, err) }}
+	// Late copies of a finished episode reach the cores, which count them stale and compare
+	// them with the copies they used (a differing one is a conflict).
+	opts := bus.InboxOptions{Counters: &n.data, Stop: n.stopCh, Verify: n.verify, OnInvalid: n.logInvalid, PassStale: true}
 	if eve {
 		// Coordination messages are legitimate traffic: skipped here, not counted as invalid.
 		opts.Unknown = func(subject string) bool {
@@ -462,11 +464,16 @@ func (r *coreRunner) tap(subject string, data []byte) {
 func (r *coreRunner) finish(n *node) error {
 	serr := r.waitSync()
 	if r.tr != nil {
+		r.drainStale()
 		r.tr.close()
 		n.res.Links = r.linkStats()
 	}
 	for _, c := range r.cores {
 		n.res.Unexpected += c.Unexpected()
+		n.res.Stale += c.Stale()
+	}
+	if r.tr != nil {
+		n.res.Stale += r.tr.stale
 	}
 	var err error
 	if r.ffile != nil {
@@ -513,6 +520,36 @@ func (r *coreRunner) finish(n *node) error {
 		err = serr
 	}
 	return err
+}
+
+// drainStale hands the cores the data messages still queued at the end of the run: copies
+// of the last episode that came after the cores finished it are compared with the copies
+// used like any other (a forged burst in the last episode is a conflict too), and counted.
+func (r *coreRunner) drainStale() {
+	for {
+		m, err := r.tr.Recv(time.Time{}) // queued only: the stop already came
+		if err != nil {
+			return
+		}
+		for _, c := range r.cores {
+			if c.Done() && addressedTo(m, c) { // an unfinished core (interrupted) is left as it is
+				_ = c.Step(m) // a finished core files it as stale: no output, no error
+				c.Ready()
+			}
+		}
+	}
+}
+
+// addressedTo reports whether delivery m is for core c: c expects its sender and m is
+// addressed to c, or to all but a list that does not name c.
+func addressedTo(m *sim.Msg, c sim.Core) bool {
+	if !slices.Contains(c.Senders(), m.From) {
+		return false
+	}
+	if !m.ToAll {
+		return m.To == c.Endpoint()
+	}
+	return !slices.Contains(m.Except, c.Endpoint())
 }
 
 type flusher interface {

@@ -7,8 +7,11 @@
 // to dpsim.<run>.ctl.episode and dpsim.<run>.ctl.stop, announces ctl.ready, then runs each
 // episode the launcher starts, publishing ctl.done after it. Every received message is
 // decoded and validated (version, run, episode, step range, dimension, finite values, sender
-// matching its subject, kind); invalid ones are counted by reason, logged (zerolog on
-// stderr, rate-limited) and dropped, never fatal. On ctl.stop, SIGINT, SIGTERM or when its
+// matching its subject, kind); invalid ones are counted once by reason, logged (zerolog on
+// stderr, rate-limited) and dropped, never fatal. A valid copy for an episode the process had
+// finished is not invalid but stale (ProcessResult.Stale): its cores compare it with the copy
+// they used, so a differing one is a conflict (forged or corrupted traffic) however late it
+// comes; copies still queued at the end are compared before the result is written. On ctl.stop, SIGINT, SIGTERM or when its
 // parent (the launcher) is gone, it abandons the running episode, flushes its trace file,
 // writes <out>/<name>.result.json (ProcessResult, with its own peak RSS: VmHWM of
 // /proc/self/status on Linux, getrusage elsewhere), publishes it on ctl.result and exits: 0

@@ -107,14 +107,11 @@ func (n *node) stopped() (why string, byCtl bool) {
 	return n.stopWhy, n.stopByCtl
 }
 
-// invalid counts, logs (the first 20, then every 1000th) and drops a message.
+// invalid counts, logs and drops a message a handler refused after the bus accepted it (the
+// bus counted it received, not dropped).
 func (n *node) invalid(c *bus.Counters, subject string, err error) {
 	c.DropErr(err)
-	k := n.invalidLogged.Add(1)
-	if k <= 20 || k%1000 == 0 {
-		n.log.Warn().Str("subject", subject).Str("reason", bus.ReasonOf(err).String()).Int64("invalid_total", k).
-			Err(err).Msg("dropped invalid message")
-	}
+	n.logInvalid(subject, err)
 }
 
 // serve is the main of every role: parse, set up, run episodes as ctl.episode asks, write
@@ -423,7 +420,7 @@ func (n *node) takesX0() bool {
 // initial states; they are validated and queued for the episode that announces them.
 func (n *node) subscribeX0(r runner) error {
 	o := bus.CtlOptions{Expect: bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode, Kind: bus.CtlX0, Sender: bus.LauncherSender},
-		Counters: &n.ctl, OnInvalid: n.ctlInvalid, Verify: n.verify}
+		Counters: &n.ctl, OnInvalid: n.logInvalid, Verify: n.verify}
 	sub, err := n.conn.SubscribeCtl(n.subj.ChallengerX0(), o, func(subject string, m *bus.Message) {
 		x0 := append([]float64(nil), m.Values...)
 		if err := r.checkX0(x0); err != nil || len(x0) == 0 {
@@ -443,8 +440,10 @@ func (n *node) subscribeX0(r runner) error {
 	return nil
 }
 
-// ctlInvalid logs a dropped coordination message (SubscribeCtl counted it).
-func (n *node) ctlInvalid(subject string, err error) {
+// logInvalid logs (the first 20, then every 1000th) a message the bus dropped and counted
+// (the OnInvalid of the data inbox and of the ctl subscriptions: counting it again here would
+// count every invalid message twice).
+func (n *node) logInvalid(subject string, err error) {
 	k := n.invalidLogged.Add(1)
 	if k <= 20 || k%1000 == 0 {
 		n.log.Warn().Str("subject", subject).Str("reason", bus.ReasonOf(err).String()).Int64("invalid_total", k).
@@ -474,7 +473,7 @@ func (n *node) awaitX0(ep int) ([]float64, error) {
 // subscribeCtl handles ctl.episode and ctl.stop: they are validated (bad ones counted and
 // dropped) and turned into the episodes channel and the stop signal.
 func (n *node) subscribeCtl(r runner) error {
-	o := bus.CtlOptions{Expect: bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode}, Counters: &n.ctl, OnInvalid: n.ctlInvalid, Verify: n.verify}
+	o := bus.CtlOptions{Expect: bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode}, Counters: &n.ctl, OnInvalid: n.logInvalid, Verify: n.verify}
 	ep, err := n.conn.SubscribeCtl(n.subj.CtlEpisode(), o, func(subject string, m *bus.Message) {
 		if m.Kind != bus.CtlEpisode && m.Kind != bus.CtlEpisodeX0 {
 			n.invalid(&n.ctl, subject, &bus.InvalidError{Reason: bus.ReasonKind, Detail: fmt.Sprintf("kind %q on ctl.episode", m.Kind)})

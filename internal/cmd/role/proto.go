@@ -89,6 +89,11 @@ type ProcessResult struct {
 	// Unexpected counts the deliveries its cores dropped as not theirs: another episode, a
 	// sender they do not hear, a step beyond the horizon, a flood of early ones.
 	Unexpected uint64 `json:"unexpected"`
+	// Stale counts the data messages that came for an episode its cores had finished (late
+	// copies of the previous episode, copies after the end): a timing effect, not wrong
+	// messages (those are in Invalid). Each was compared with the copy used: a differing one
+	// is a conflict in Links.
+	Stale uint64 `json:"stale"`
 	// Links are this process's per-link counters (fault.LinkStats): its publishers' injector
 	// side and its cores' receive side. The launcher merges every process's.
 	Links []fault.LinkStats `json:"links,omitempty"`

@@ -38,6 +38,10 @@ type natsTransport struct {
 	// restarted subscriber from its restart step waits for its ctl.rejoin.
 	crashes []scenario.Crash
 	rejoins *rejoins
+	// stale counts the deliveries addressed to another subscriber of a subject heard here for
+	// an episode already finished (a delayed copy meant for the plant that the eavesdropper
+	// hears after it began its next episode); the cores count their own stale deliveries.
+	stale uint64
 }
 
 // pubStream is one hosted publisher: its bus publisher, outbox and subscribers' names.
@@ -82,7 +86,7 @@ func newNATSTransport(n *node, in *bus.Inbox, cores []sim.Core, inj *fault.Injec
 	}
 	if len(n.scn.Faults.Crashes) > 0 && len(t.pubs) > 0 {
 		t.crashes, t.rejoins = n.scn.Faults.Crashes, newRejoins()
-		o := bus.CtlOptions{Expect: bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode, Kind: bus.CtlRejoin}, Counters: &n.ctl, OnInvalid: n.ctlInvalid}
+		o := bus.CtlOptions{Expect: bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode, Kind: bus.CtlRejoin}, Counters: &n.ctl, OnInvalid: n.logInvalid}
 		sub, err := n.conn.SubscribeCtl(n.subj.AllCtlWord(bus.CtlRejoin), o, func(_ string, m *bus.Message) {
 			t.rejoins.note(m.Sender, m.Episode)
 		})
@@ -229,6 +233,9 @@ func (t *natsTransport) Recv(deadline time.Time) (*sim.Msg, error) {
 			return nil, err
 		}
 		if m.Route.To != "" && !t.hosted[m.Route.To] {
+			if m.Episode < t.ep {
+				t.stale++
+			}
 			continue // addressed to another subscriber of the same subject
 		}
 		from, ok := t.senders[m.Sender]
