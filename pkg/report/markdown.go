@@ -8,6 +8,7 @@ import (
 
 	"github.com/dpsim/dpsim/pkg/figure"
 	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // markdown writes report.md.
@@ -27,6 +28,11 @@ func (r *run) markdown(figs []*figure.Figure) []byte {
 		"(normal approximation); a check that decides on an interval of another level names it and shows it first. " +
 		"Every PASS/FAIL below is computed from this run's numbers and states its comparison (\"QUANTITY = value, required OP threshold\"); " +
 		"PASS means the run agrees with what the theory predicts.\n\n")
+	if T := r.rep.res.Steps; T > sim.MaxSeriesPoints {
+		fmt.Fprintf(&b, "The horizon has %d steps: the per-step series (the figures and summary.json) keep at most %d evenly spaced "+
+			"steps, the first and the last among them (each thinned series lists its steps in `step`); every final, "+
+			"time-averaged and maximum value uses every step.\n\n", T, sim.MaxSeriesPoints)
+	}
 	r.verdict(&b)
 	r.setupSection(&b)
 	r.securitySection(&b)
@@ -713,8 +719,9 @@ func staleTable(b *strings.Builder, stale map[string]uint64) {
 		rows = append(rows, []string{k, fmt.Sprint(stale[k])})
 	}
 	fmt.Fprintf(b, "Stale messages (%d): messages that arrived for an episode the receiver had already finished - late deliveries of a "+
-		"previous episode's last steps (a delayed link, a lagging process). A timing effect, not forged or corrupt data: counted apart "+
-		"from the invalid ones and dropped, as the episode they belong to is over.\n\n", total)
+		"previous episode's last steps (a delayed link, a lagging process). Each was compared with the copy of the same sender, episode and "+
+		"step that the receiver used: one that differs is a conflict (forged or corrupted; see the link counters), one that agrees is a "+
+		"timing effect, counted apart from the invalid ones and dropped, as the episode it belongs to is over.\n\n", total)
 	table(b, []string{"process", "stale"}, rows)
 }
 

@@ -1,10 +1,14 @@
 package report
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // reportOf builds the report of in and returns its Markdown.
@@ -116,7 +120,7 @@ func TestSecurityAndStale(t *testing.T) {
 	for _, want := range []string{
 		"Invalid messages: messages that were wrong",
 		"Stale messages (3992): messages that arrived for an episode the receiver had already finished",
-		"A timing effect, not forged or corrupt data: counted apart",
+		"one that differs is a conflict (forged or corrupted; see the link counters), one that agrees is a timing effect",
 		"| cloud-0 | 12 |\n| plant-0 | 3980 |",
 	} {
 		if !strings.Contains(tr, want) {
@@ -201,5 +205,39 @@ func TestWriteMarkdownRerendersStatus(t *testing.T) {
 	}
 	if err := WriteMarkdown("", in); err == nil {
 		t.Error("no directory accepted")
+	}
+}
+
+// TestThinnedSeriesSaid: a horizon longer than sim.MaxSeriesPoints thins the per-step series;
+// the report says so (and only then), so a reader does not take the figures' points for every
+// step.
+func TestThinnedSeriesSaid(t *testing.T) {
+	for _, tc := range []struct {
+		steps int
+		said  bool
+	}{{100, false}, {sim.MaxSeriesPoints + 500, true}} {
+		data, err := os.ReadFile(shipped("cloud-vehicle"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		yaml := regexp.MustCompile(`(?m)^steps:.*$`).ReplaceAllString(string(data), fmt.Sprintf("steps: %d", tc.steps))
+		path := filepath.Join(t.TempDir(), "long.yaml")
+		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		in := fastInput(t, path, 3)
+		dir := t.TempDir()
+		if err := WriteMarkdown(dir, in); err != nil {
+			t.Fatal(err)
+		}
+		md, err := os.ReadFile(filepath.Join(dir, FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("The horizon has %d steps: the per-step series (the figures and summary.json) keep at most %d evenly spaced steps",
+			tc.steps, sim.MaxSeriesPoints)
+		if got := strings.Contains(string(md), want); got != tc.said {
+			t.Errorf("steps %d: report says the series are thinned = %v, want %v", tc.steps, got, tc.said)
+		}
 	}
 }
