@@ -603,10 +603,8 @@ func (t *Trials) Analyze(opts Options) (*Result, error) {
 		}
 		res.EpsilonLBGDP = eps
 	}
-	res.Verdict = Consistent
-	if res.EpsilonLBCP > o.EpsilonClaimed || res.EpsilonLBGDP > o.EpsilonClaimed {
-		res.Verdict = Violation
-	}
+	// violation when a bound exceeds the claim (boundChecks: the rule the reports' words use)
+	res.Verdict = verdictOf(res.Checks())
 	res.Notes = notes(o, res)
 
 	if o.CurvePoints > 0 {
@@ -636,14 +634,17 @@ func notes(o Options, r *Result) []string {
 				r.SelectTrials.X, r.SelectTrials.XPrime, r.Statements))
 		}
 	}
-	n = append(n, fmt.Sprintf("one-sided Clopper-Pearson bounds at level %.6g each; all %d hold jointly with probability >= %g",
+	n = append(n, fmt.Sprintf("FPR_up and FNR_up are one-sided Clopper-Pearson upper bounds on the error rates, at level %.6g each; all %d of them hold jointly with probability >= %g",
 		r.RateLevel, r.Statements, r.Confidence))
-	n = append(n, "epsilon_lb_cp = max ln((1-delta-FNR_up)/FPR_up), ln((1-delta-FPR_up)/FNR_up), clamped at 0: sound for any mechanism")
+	n = append(n, fmt.Sprintf("eps_lb_cp (epsilon_lb_cp in audit.json) = max ln((1-delta-FNR_up)/FPR_up), ln((1-delta-FPR_up)/FNR_up), clamped at 0: a lower bound on eps with probability >= %g, %s",
+		r.Confidence, ruleCP.validity))
 	if r.GDP != nil {
-		n = append(n, "epsilon_lb_gdp solves kappa(eps, mu_gdp) = delta with mu_gdp = PhiInv(1-FPR_up) - PhiInv(FNR_up): a lower bound if the trade-off curve is Gaussian (mu-GDP)")
+		n = append(n, fmt.Sprintf("eps_lb_gdp (epsilon_lb_gdp) solves kappa(eps, mu_gdp) = delta with mu_gdp = PhiInv(1-FPR_up) - PhiInv(FNR_up) fitted to the trials: a lower bound on eps with probability >= %g %s",
+			r.Confidence, ruleGDP.validity))
 	} else {
-		n = append(n, "pure-eps (Laplace) audit: Clopper-Pearson bound only")
+		n = append(n, "pure-eps (Laplace) audit: the Clopper-Pearson bound only (no Gaussian-DP bound is computed)")
 	}
-	n = append(n, "consistent means no evidence of a violation at this confidence with this adversary; it does not prove the claim")
+	n = append(n, fmt.Sprintf("violation when a lower bound on eps > the claimed eps = %g, else consistent; consistent means no evidence of a violation at this confidence with this adversary, it does not prove the claim",
+		r.EpsilonClaimed))
 	return n
 }

@@ -167,7 +167,8 @@ func NewGame(p *plan.Plan, o GameOptions) (*Game, error) {
 	g.run = g.score
 	if g.Pair.Null {
 		g.run = [2][]float64{g.Pair.X0, g.Pair.X0}
-		g.Notes = append(g.Notes, "null game: the system runs x0 for both values of the secret bit; every bound must stay at 0 within its confidence")
+		g.Notes = append(g.Notes, "null game: the system runs x0 for both values of the secret bit, so its true eps is 0: "+
+			"any bound above 0 is a false positive (probability <= 1 - the confidence); the verdict still compares the bounds with the claimed eps")
 	}
 	if p.Scenario.Kind == scenario.CloudControl {
 		for b := 0; b < 2; b++ {
@@ -186,7 +187,27 @@ func NewGame(p *plan.Plan, o GameOptions) (*Game, error) {
 		// the system runs the same input for both bits: the mechanism of the game is 0-DP
 		g.Theory = &Theory{Exact: true}
 	}
+	g.Notes = append(g.Notes, redrawNotes(p)...)
 	return g, nil
+}
+
+// redrawNotes says, for each crash that redraws the noise, that the theory's figure is the
+// calibrated mechanism's (one release of the noise), which such a crash exceeds: the outputs
+// after the restart are a second independent release the claim does not cover.
+func redrawNotes(p *plan.Plan) []string {
+	var n []string
+	for _, c := range p.Scenario.Faults.Crashes {
+		if c.Noise == scenario.NoiseRedraw {
+			ep := "every episode"
+			if c.Episode != scenario.EveryEpisode {
+				ep = fmt.Sprintf("episode %d", c.Episode)
+			}
+			n = append(n, fmt.Sprintf("%s crashes at step %d of %s and restarts at step %d with a fresh noise draw (noise: redraw): "+
+				"a second independent release; the theory row is the calibrated mechanism's (one release) and does not count it",
+				c.Proc, c.Step, ep, c.Restart))
+		}
+	}
+	return n
 }
 
 // ScoreNames lists the scores the game computes, in the order Scorer.Scores writes them.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/dpsim/dpsim/pkg/privacy"
@@ -134,81 +135,283 @@ func (g *Game) Analyze(out *Outcome, o ReportOptions) (*GameReport, error) {
 		r.EpsilonLBGDP = math.Max(r.EpsilonLBGDP, res.EpsilonLBGDP)
 		r.MuGDP = math.Max(r.MuGDP, res.MuGDP)
 		r.MuClaimed = res.MuClaimed
-		if res.Verdict == Violation {
-			r.Verdict = Violation
-		}
 		// >=: on a tie the later score (the likelihood ratio, optimal where it exists) is named.
 		if s := math.Max(res.EpsilonLBCP, res.EpsilonLBGDP); s >= best {
 			best, r.Score = s, name
 		}
 	}
+	// The headline bounds are the maxima over the scores, so this is "violation when any
+	// score's bound exceeds the claim", decided by the same rule as each score's verdict.
+	r.Verdict = r.verdict()
 	r.Notes = append(r.Notes, g.Notes...)
 	r.Notes = append(r.Notes,
 		fmt.Sprintf("%d scores, each analysed at confidence %.6g so that all bounds hold jointly at %g (Bonferroni)", k, opts.Confidence, o.Confidence),
 		fmt.Sprintf("challenger: balanced secret bits (trials 2k, 2k+1 opposite, coin from rng(seed, challenger, 2k)); episode e = trial e uses the noise stream of episode e"),
 		"the adversary sees only the transcript (yhat and u, or every y_i); its score is a public function of its final least-squares estimate of the initial state and of the public pair")
-	if p.Mechanism == privacy.Laplace {
-		r.Notes = append(r.Notes, "Laplace (pure eps-DP): audited with the Clopper-Pearson bound")
-	}
 	return r, nil
+}
+
+// BoundCheck is one comparison the verdict is decided on: a lower bound on eps against the
+// claimed eps. The claim is contradicted (violation) when Value > Claimed; Value <= Claimed is
+// consistent with it. The decision (Violated) and every sentence about the comparison
+// (Comparison, Sentence) come from the rule of its bound (boundRules), so words and numbers
+// cannot diverge.
+type BoundCheck struct {
+	// Bound is the bound's name as the reports print it: eps_lb_cp or eps_lb_gdp.
+	Bound   string
+	Value   float64
+	Claimed float64
+	// Level is the probability with which Value is a lower bound on the true eps (jointly with
+	// the other bounds it is reported with), under the rule's assumption.
+	Level    float64
+	Violated bool
+}
+
+// boundRule is one kind of bound the verdict compares with the claim: its name, what the
+// number is and when it is a lower bound on eps. The one place these words come from.
+type boundRule struct {
+	name     string
+	what     string // what the number is
+	validity string // when it is a lower bound on eps
+}
+
+// The bounds, in the order the reports print them (docs/math.md section 6).
+var (
+	ruleCP = boundRule{name: "eps_lb_cp",
+		what:     "the Clopper-Pearson lower bound on eps, max(ln((1-delta-FNR_up)/FPR_up), ln((1-delta-FPR_up)/FNR_up)) over the bounded tests",
+		validity: "for any mechanism"}
+	ruleGDP = boundRule{name: "eps_lb_gdp",
+		what:     "the Gaussian-DP lower bound on eps, the eps with kappa(eps, mu_gdp) = delta for the mu_gdp fitted to the trials",
+		validity: "only if the mechanism's trade-off curve is Gaussian (mu-GDP)"}
+	boundRules = map[string]boundRule{ruleCP.name: ruleCP, ruleGDP.name: ruleGDP}
+)
+
+// The verdict's operators: violation when bound > claimed eps, consistent when bound <= it.
+const (
+	opViolation  = ">"
+	opConsistent = "<="
+)
+
+// exceeds is the verdict's comparison: a lower bound above the claimed eps contradicts it.
+func exceeds(bound, claimed float64) bool { return bound > claimed }
+
+// boundChecks returns the comparisons of a verdict: eps_lb_cp always, eps_lb_gdp for a
+// Gaussian mechanism (a pure-eps audit has no Gaussian-DP bound), each at level.
+func boundChecks(cp, gdp, claimed, level float64, gaussian bool) []BoundCheck {
+	c := []BoundCheck{{Bound: ruleCP.name, Value: cp, Claimed: claimed, Level: level, Violated: exceeds(cp, claimed)}}
+	if gaussian {
+		c = append(c, BoundCheck{Bound: ruleGDP.name, Value: gdp, Claimed: claimed, Level: level, Violated: exceeds(gdp, claimed)})
+	}
+	return c
+}
+
+// verdictOf is Violation when any comparison is violated, else Consistent.
+func verdictOf(checks []BoundCheck) string {
+	for _, c := range checks {
+		if c.Violated {
+			return Violation
+		}
+	}
+	return Consistent
+}
+
+// Word is the check's own result: violation or consistent.
+func (c BoundCheck) Word() string {
+	if c.Violated {
+		return Violation
+	}
+	return Consistent
+}
+
+// Comparison renders "eps_lb_cp = 0.5523 <= eps = 1: consistent", the numbers printed so that
+// distinct values never look equal.
+func (c BoundCheck) Comparison() string {
+	op := opConsistent
+	if c.Violated {
+		op = opViolation
+	}
+	vs, ts := distinct(c.Value, c.Claimed)
+	return fmt.Sprintf("%s = %s %s eps = %s: %s", c.Bound, vs, op, ts, c.Word())
+}
+
+// Sentence is the comparison with what the bound is, its level and its assumption.
+func (c BoundCheck) Sentence() string {
+	ru := boundRules[c.Bound]
+	return fmt.Sprintf("%s. %s is %s; it holds with probability >= %g %s.", c.Comparison(), c.Bound, ru.what, c.Level, ru.validity)
+}
+
+// distinct prints v and t with 4 significant digits, more when they differ but would print
+// alike (1.0000004 > 1 must not read "1 > 1").
+func distinct(v, t float64) (string, string) {
+	for prec := 4; ; prec++ {
+		vs, ts := strconv.FormatFloat(v, 'g', prec, 64), strconv.FormatFloat(t, 'g', prec, 64)
+		if vs != ts || v == t || prec >= 17 {
+			return vs, ts
+		}
+	}
+}
+
+// Checks returns the comparisons of a score's verdict, at the score's own level.
+func (r *Result) Checks() []BoundCheck {
+	return boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.EpsilonClaimed, r.Confidence, r.Mechanism == string(privacy.Gaussian))
+}
+
+// Checks returns the comparisons of the report's verdict: the headline bounds (the maxima over
+// the scores, all holding jointly at Confidence) against the claimed eps.
+func (r *GameReport) Checks() []BoundCheck {
+	return boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.EpsilonClaimed, r.Confidence, r.Mechanism == string(privacy.Gaussian))
+}
+
+// verdict decides the report's verdict from its comparisons.
+func (r *GameReport) verdict() string { return verdictOf(r.Checks()) }
+
+// VerdictLine is the printed verdict: the word, then every comparison it rests on, with the
+// joint level and, for a violation that rests on the Gaussian-DP bound alone, its assumption.
+func (r *GameReport) VerdictLine() string {
+	checks := r.Checks()
+	parts := make([]string, len(checks))
+	for i, c := range checks {
+		parts[i] = c.Comparison()
+	}
+	s := fmt.Sprintf("%s: %s (lower bounds on eps, all holding at joint confidence %g; violation when a bound > the claimed eps)",
+		strings.ToUpper(verdictOf(checks)), strings.Join(parts, "; "), r.Confidence)
+	if gdpOnly(checks) {
+		s += "; the violation rests on eps_lb_gdp alone, valid " + ruleGDP.validity
+	}
+	return s
+}
+
+// gdpOnly reports a violation decided by the Gaussian-DP bound while the assumption-free
+// Clopper-Pearson bound stays within the claim.
+func gdpOnly(checks []BoundCheck) bool {
+	cp, gdp := false, false
+	for _, c := range checks {
+		switch c.Bound {
+		case ruleCP.name:
+			cp = c.Violated
+		case ruleGDP.name:
+			gdp = c.Violated
+		}
+	}
+	return gdp && !cp
 }
 
 // Markdown renders a short human report of r (report.md of dpsim audit --out). plot, when not
 // empty, is the file name of the trade-off figure to link.
 func (r *GameReport) Markdown(plot string) string {
 	var b strings.Builder
-	g := func(v float64) string { return fmt.Sprintf("%.4g", v) }
 	fmt.Fprintf(&b, "# Privacy audit: %s\n\n", r.Scenario)
-	fmt.Fprintf(&b, "**Verdict: %s** at joint confidence %g (engine %s, seed %d, %d trials per value of the secret bit, T = %d).\n\n",
-		r.Verdict, r.Confidence, r.Engine, r.Seed, r.Trials, r.Steps)
-	fmt.Fprintf(&b, "| | |\n|---|---|\n")
-	fmt.Fprintf(&b, "| claim | (eps, delta) = (%s, %s), %s mechanism, %s noise", g(r.EpsilonClaimed), g(r.Delta), r.Mechanism, r.Noise)
-	if r.Calibration != "" {
-		fmt.Fprintf(&b, ", %s calibration", r.Calibration)
+	r.mdVerdict(&b)
+	r.mdSetup(&b)
+	r.mdScores(&b)
+	if plot != "" {
+		r.mdPlot(&b, plot)
 	}
-	fmt.Fprintf(&b, " |\n| adjacency | calibrated for %s, audited under %s |\n", r.AdjacencyCalibrated, r.AdjacencyAudited)
+	b.WriteString("\nNotes:\n\n")
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	if best := r.Best(); best != nil {
+		fmt.Fprintf(&b, "- the strongest score, %s, analysed alone at confidence %g:\n", r.Score, best.Confidence)
+		for _, n := range best.Notes {
+			fmt.Fprintf(&b, "  - %s\n", n)
+		}
+	}
+	return b.String()
+}
+
+// mdVerdict writes the verdict and every comparison it rests on (Checks).
+func (r *GameReport) mdVerdict(b *strings.Builder) {
+	checks := r.Checks()
+	names := make([]string, len(checks))
+	for i, c := range checks {
+		names[i] = c.Bound + " " + opViolation + " eps"
+	}
+	fmt.Fprintf(b, "**Verdict: %s** at joint confidence %g (engine %s, seed %d, %d trials per value of the secret bit, T = %d). "+
+		"The verdict is violation when %s (the claimed eps = %s); the bounds are the largest over the %d scores and hold jointly:\n\n",
+		verdictOf(checks), r.Confidence, r.Engine, r.Seed, r.Trials, r.Steps, strings.Join(names, " or "), fmtG(r.EpsilonClaimed), len(r.Scores))
+	for _, c := range checks {
+		fmt.Fprintf(b, "- %s\n", c.Sentence())
+	}
+	if gdpOnly(checks) {
+		fmt.Fprintf(b, "\nThe violation rests on eps_lb_gdp alone, a lower bound %s; the assumption-free eps_lb_cp does not exceed the claim.\n", ruleGDP.validity)
+	}
+	b.WriteString("\n")
+}
+
+// mdSetup writes the claim, the game and the theory, every mu named by whose it is: mu_claimed
+// (what the claim allows), mu_gdp (fitted to the trials), mu_pair (the pair's, in theory).
+func (r *GameReport) mdSetup(b *strings.Builder) {
+	fmt.Fprintf(b, "| | |\n|---|---|\n")
+	fmt.Fprintf(b, "| claim | (eps, delta) = (%s, %s), %s mechanism, %s noise", fmtG(r.EpsilonClaimed), fmtG(r.Delta), r.Mechanism, r.Noise)
+	if r.Calibration != "" {
+		fmt.Fprintf(b, ", %s calibration", r.Calibration)
+	}
+	if r.MuClaimed > 0 {
+		fmt.Fprintf(b, "; as Gaussian DP: mu_claimed = %s (kappa(eps, mu_claimed) = delta)", fmtG(r.MuClaimed))
+	}
+	fmt.Fprintf(b, " |\n| adjacency | calibrated for %s, audited under %s |\n", r.AdjacencyCalibrated, r.AdjacencyAudited)
 	if r.Pair.Null {
-		fmt.Fprintf(&b, "| pair | %s: x0 = x0' = %s (null game: the system ignores the secret; the scores test the direction %s -> %s)",
+		fmt.Fprintf(b, "| pair | %s: x0 = x0' = %s (null game: the system ignores the secret, so its true eps is 0; the scores test the direction %s -> %s)",
 			r.Pair.Source, vec(r.Pair.X0), vec(r.Pair.X0), vec(r.Pair.X0Prime))
 	} else {
-		fmt.Fprintf(&b, "| pair | %s: x0 = %s, x0' = %s", r.Pair.Source, vec(r.Pair.X0), vec(r.Pair.X0Prime))
+		fmt.Fprintf(b, "| pair | %s: x0 = %s, x0' = %s", r.Pair.Source, vec(r.Pair.X0), vec(r.Pair.X0Prime))
 	}
 	b.WriteString(" |\n")
-	fmt.Fprintf(&b, "| eps_lb (Clopper-Pearson) | %s |\n", g(r.EpsilonLBCP))
+	fmt.Fprintf(b, "| eps_lb_cp | %s (Clopper-Pearson, %s) |\n", fmtG(r.EpsilonLBCP), ruleCP.validity)
 	if r.Mechanism == string(privacy.Gaussian) {
-		fmt.Fprintf(&b, "| eps_lb (Gaussian-DP fit) | %s (mu_gdp = %s; the claim allows mu = %s) |\n", g(r.EpsilonLBGDP), g(r.MuGDP), g(r.MuClaimed))
+		fmt.Fprintf(b, "| eps_lb_gdp | %s (Gaussian-DP fit: mu_gdp = %s fitted to the trials, against mu_claimed = %s; %s) |\n",
+			fmtG(r.EpsilonLBGDP), fmtG(r.MuGDP), fmtG(r.MuClaimed), ruleGDP.validity)
 	}
 	if t := r.Theory; t != nil {
 		switch {
 		case t.Distinguishable:
 			b.WriteString("| theory | the pair leaves the noise's range: perfectly distinguishable, no finite eps |\n")
 		case t.MuPair > 0:
-			fmt.Fprintf(&b, "| theory | this pair's mechanism is mu = %s GDP, i.e. eps = %s at the claimed delta |\n", g(t.MuPair), g(t.EpsilonPair))
+			fmt.Fprintf(b, "| theory | the calibrated mechanism on this pair is mu_pair = %s GDP, i.e. eps = %s at the claimed delta |\n", fmtG(t.MuPair), fmtG(t.EpsilonPair))
 		default:
-			fmt.Fprintf(&b, "| theory | this pair's mechanism is eps = %s |\n", g(t.EpsilonPair))
+			fmt.Fprintf(b, "| theory | the calibrated mechanism on this pair is eps = %s DP |\n", fmtG(t.EpsilonPair))
 		}
 	}
-	fmt.Fprintf(&b, "| strongest score | %s |\n\n", r.Score)
-	b.WriteString("| score | eps_lb_cp | eps_lb_gdp | mu_gdp | verdict |\n|---|---|---|---|---|\n")
-	for _, s := range r.Scores {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", s.Name, g(s.Result.EpsilonLBCP), g(s.Result.EpsilonLBGDP), g(s.Result.MuGDP), s.Result.Verdict)
-	}
-	if plot != "" {
-		fmt.Fprintf(&b, "\n![trade-off](%s)\n\nThe shaded region is what the claim forbids; the blue curve is the empirical trade-off of the %s score, the crosses the bounded tests.\n", plot, r.Score)
-	}
-	b.WriteString("\nNotes:\n\n")
-	for _, n := range r.Notes {
-		fmt.Fprintf(&b, "- %s\n", n)
-	}
-	for _, s := range r.Scores {
-		if s.Name == r.Score {
-			for _, n := range s.Result.Notes {
-				fmt.Fprintf(&b, "- %s\n", n)
-			}
-		}
-	}
-	return b.String()
+	fmt.Fprintf(b, "| strongest score | %s |\n\n", r.Score)
 }
+
+// mdScores writes one row per score: its bounds and its own verdict, at the score's level.
+func (r *GameReport) mdScores(b *strings.Builder) {
+	level := r.Confidence
+	if len(r.Scores) > 0 {
+		level = r.Scores[0].Result.Confidence
+	}
+	fmt.Fprintf(b, "| score | eps_lb_cp | eps_lb_gdp | mu_gdp (fitted) | verdict (this score alone, at confidence %g) |\n|---|---|---|---|---|\n", level)
+	for _, s := range r.Scores {
+		gdp, mu := "n/a", "n/a" // a pure-eps audit computes no Gaussian-DP bound: not a 0
+		if s.Result.Mechanism == string(privacy.Gaussian) {
+			gdp, mu = fmtG(s.Result.EpsilonLBGDP), fmtG(s.Result.MuGDP)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", s.Name, fmtG(s.Result.EpsilonLBCP), gdp, mu, verdictOf(s.Result.Checks()))
+	}
+}
+
+// mdPlot links the trade-off figure and says what each of its marks is, in the words of its
+// legend (TradeoffFigure), every mu named by whose it is.
+func (r *GameReport) mdPlot(b *strings.Builder, plot string) {
+	fmt.Fprintf(b, "\n![trade-off](%s)\n\nThe shaded region is what the claim forbids (below its (eps, delta) boundary). "+
+		"The legend names the other marks: the empirical trade-off curve of the %s score; the test giving the CP bound, at its (FPR_up, FNR_up)", plot, r.Score)
+	best := r.Best()
+	if best != nil && best.GDP != nil {
+		b.WriteString(", and the test giving the GDP bound")
+	}
+	if best != nil && best.MuClaimed > 0 {
+		fmt.Fprintf(b, "; the mu-GDP curve of the claim, mu_claimed = %s", fmtG(best.MuClaimed))
+		if best.GDP != nil && best.MuGDP > 0 {
+			fmt.Fprintf(b, ", and the mu-GDP curve fitted to the trials, mu_gdp = %s (behind eps_lb_gdp)", fmtG(best.MuGDP))
+		}
+	}
+	b.WriteString(".\n")
+}
+
+// fmtG prints a number with 4 significant digits.
+func fmtG(v float64) string { return fmt.Sprintf("%.4g", v) }
 
 func vec(v []float64) string {
 	parts := make([]string, len(v))

@@ -18,9 +18,11 @@ import (
 
 // TradeoffFigure builds (without I/O) the trade-off figure of a result, named name (files
 // name.png and name.svg): the region below the (eps, delta) curve that the claim forbids
-// (shaded), its boundary AllowedFNR, for a Gaussian claim also the mu-GDP curve at MuClaimed,
-// the empirical (FPR, FNR) curve of the trials (Result.Curve, when Options.CurvePoints > 0),
-// and the bounded tests (FPR_up, FNR_up) that gave the lower bounds. A point of the empirical
+// (shaded), its boundary AllowedFNR, for a Gaussian claim also the mu-GDP curves at MuClaimed
+// (the claim's mu) and at MuGDP (the mu fitted to the trials, behind the GDP lower bound),
+// each labelled with its mu, the empirical (FPR, FNR) curve of the trials (Result.Curve, when
+// Options.CurvePoints > 0), and the bounded tests (FPR_up, FNR_up) that gave the CP and the
+// GDP lower bounds, one marker each. A point of the empirical
 // curve inside the shaded region is a violation seen by the point estimates; the verdict uses
 // the upper bounds.
 func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
@@ -31,7 +33,7 @@ func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 	if r.Mechanism == string(privacy.Laplace) {
 		gdp = "GDP n/a (pure eps)"
 	}
-	p := figure.New(fmt.Sprintf("Trade-off: claim eps = %.3g, delta = %.3g\nlower bounds: CP %.3g, %s - %s",
+	p := figure.New(fmt.Sprintf("Trade-off: claim eps = %.3g, delta = %.3g\nlower bounds on eps: CP %.3g, %s - %s",
 		r.EpsilonClaimed, r.Delta, r.EpsilonLBCP, gdp, r.Verdict),
 		"FPR = P(guess x' | x)", "FNR = P(guess x | x')")
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
@@ -62,20 +64,19 @@ func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 	p.Add(bl)
 	p.Legend.Add(fmt.Sprintf("(eps, delta) = (%.3g, %.3g) boundary", r.EpsilonClaimed, r.Delta), bl)
 
+	// Both GDP curves, each named by whose mu it is: the claim's and the one fitted to the
+	// trials (the mu behind the GDP lower bound), which differ.
 	if r.MuClaimed > 0 {
-		g := make(plotter.XYs, 0, k+1)
-		for i := 0; i <= k; i++ {
-			x := float64(i) / k
-			g = append(g, plotter.XY{X: x, Y: GDPFNR(r.MuClaimed, x)})
+		if err := addGDPCurve(p, r.MuClaimed, color.RGBA{R: 200, G: 100, A: 255}, figure.Dashed,
+			fmt.Sprintf("mu-GDP of the claim, mu = %.4g", r.MuClaimed)); err != nil {
+			return nil, err
 		}
-		gl, err := plotter.NewLine(g)
-		if err != nil {
-			return nil, fmt.Errorf("audit: plot: %w", err)
+	}
+	if r.GDP != nil && r.MuGDP > 0 {
+		if err := addGDPCurve(p, r.MuGDP, figure.Color(4), figure.Dotted,
+			fmt.Sprintf("mu-GDP fitted to the trials (lower bound), mu = %.4g", r.MuGDP)); err != nil {
+			return nil, err
 		}
-		gl.Color = color.RGBA{R: 200, G: 100, A: 255}
-		gl.Dashes = figure.Dashed
-		p.Add(gl)
-		p.Legend.Add(fmt.Sprintf("mu-GDP, mu = %.3g", r.MuClaimed), gl)
 	}
 
 	if len(r.Curve) > 0 {
@@ -93,21 +94,46 @@ func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 		p.Legend.Add(fmt.Sprintf("empirical (%d+%d trials)", r.Trials.X, r.Trials.XPrime), el)
 	}
 
-	pts := plotter.XYs{{X: r.CP.FPRUpper, Y: r.CP.FNRUpper}}
+	if err := addTestPoint(p, r.CP, draw.CrossGlyph{}, "test giving the CP bound (FPR_up, FNR_up)"); err != nil {
+		return nil, err
+	}
 	if r.GDP != nil {
-		pts = append(pts, plotter.XY{X: r.GDP.FPRUpper, Y: r.GDP.FNRUpper})
+		if err := addTestPoint(p, *r.GDP, draw.PlusGlyph{}, "test giving the GDP bound (FPR_up, FNR_up)"); err != nil {
+			return nil, err
+		}
 	}
-	sc, err := plotter.NewScatter(pts)
-	if err != nil {
-		return nil, fmt.Errorf("audit: plot: %w", err)
-	}
-	sc.Shape = draw.CrossGlyph{}
-	sc.Radius = vg.Points(5)
-	sc.Color = color.Black
-	p.Add(sc)
-	p.Legend.Add("bounded tests (FPR_up, FNR_up)", sc)
 	// square data area: the trade-off curve's symmetry is visible
 	return &figure.Figure{Name: name, Panels: [][]*plot.Plot{{p}}, PanelHeight: figure.MaxPanelHeight}, nil
+}
+
+// addGDPCurve draws the trade-off curve of mu-GDP, FNR = GDPFNR(mu, FPR), named name.
+func addGDPCurve(p *plot.Plot, mu float64, col color.Color, dashes []vg.Length, name string) error {
+	const k = 400
+	g := make(plotter.XYs, 0, k+1)
+	for i := 0; i <= k; i++ {
+		x := float64(i) / k
+		g = append(g, plotter.XY{X: x, Y: GDPFNR(mu, x)})
+	}
+	gl, err := plotter.NewLine(g)
+	if err != nil {
+		return fmt.Errorf("audit: plot: %w", err)
+	}
+	gl.Color, gl.Dashes, gl.Width = col, dashes, vg.Points(1.2)
+	p.Add(gl)
+	p.Legend.Add(name, gl)
+	return nil
+}
+
+// addTestPoint marks the bounded error rates (FPR_up, FNR_up) of the test b, named name.
+func addTestPoint(p *plot.Plot, b Bound, shape draw.GlyphDrawer, name string) error {
+	sc, err := plotter.NewScatter(plotter.XYs{{X: b.FPRUpper, Y: b.FNRUpper}})
+	if err != nil {
+		return fmt.Errorf("audit: plot: %w", err)
+	}
+	sc.Shape, sc.Radius, sc.Color = shape, vg.Points(5), color.Black
+	p.Add(sc)
+	p.Legend.Add(name, sc)
+	return nil
 }
 
 // PlotTradeoff writes the trade-off figure (TradeoffFigure) as PNG and SVG: path with its

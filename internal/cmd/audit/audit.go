@@ -72,10 +72,12 @@ ONE episode from the chosen initial state with fresh noise, and the eavesdropper
 the transcript - outputs scores: its own least-squares estimate projected on the pair's difference,
 and the likelihood ratio of that estimate where the noise law is known (Gaussian; Laplace with
 structured noise). From the scores the auditor bounds the error rates of threshold tests with
-Clopper-Pearson intervals and derives eps_lb_cp = ln((1 - delta - FNR_up)/FPR_up) (sound for any
-mechanism) and, for Gaussian noise, the Gaussian-DP fit mu_gdp -> eps_lb_gdp (kappa(eps, mu) = delta).
-All bounds of all scores hold jointly at the confidence level. Verdict: violation when a bound
-exceeds the claimed epsilon, else consistent (no evidence against the claim - not a proof).
+Clopper-Pearson intervals and derives eps_lb_cp = the larger of ln((1 - delta - FNR_up)/FPR_up)
+and ln((1 - delta - FPR_up)/FNR_up) (a lower bound on eps for any mechanism) and, for Gaussian noise,
+eps_lb_gdp from the Gaussian-DP fit mu_gdp (kappa(eps_lb_gdp, mu_gdp) = delta; a lower bound only if
+the trade-off curve is Gaussian). All bounds of all scores hold jointly at the confidence level.
+Verdict: violation when eps_lb_cp > eps or eps_lb_gdp > eps (the claimed eps), else consistent (no
+evidence against the claim - not a proof); the output states each comparison.
 
 The adjacent pair is, by default, the worst pair of the sensitivity computed for the adjacency
 being audited (which may differ from the one the noise was calibrated for): the private model's
@@ -246,6 +248,9 @@ type Output struct {
 
 // Execute runs the audit with parsed options.
 func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zerolog.Logger) error {
+	if err := cli.CheckScenarioFile(o.ScenarioPath); err != nil {
+		return err
+	}
 	s, err := scenario.Load(o.ScenarioPath)
 	if err != nil {
 		return err
@@ -352,6 +357,10 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 			return pointErr(len(points), k, points[k], err)
 		}
 		rep.Scenario = points[k].Name
+		if len(points) > 1 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("sweep point %d of %d: its bounds hold jointly at %g, so that those of all %d points hold jointly at %g (Bonferroni)",
+				k, len(points), pointConf, len(points), conf))
+		}
 		if o.Out != "" {
 			if err := writeFiles(o.Out, suffix(len(points), k), rep); err != nil {
 				return err
@@ -474,7 +483,7 @@ func printTable(w io.Writer, reports []*audit.GameReport, out string) {
 		for _, s := range r.Scores {
 			line := fmt.Sprintf("eps_lb_cp %s", g(s.Result.EpsilonLBCP))
 			if r.Mechanism == string(privacy.Gaussian) {
-				line += fmt.Sprintf(", eps_lb_gdp %s (mu_gdp %s)", g(s.Result.EpsilonLBGDP), g(s.Result.MuGDP))
+				line += fmt.Sprintf(", eps_lb_gdp %s (mu_gdp %s, fitted to the trials)", g(s.Result.EpsilonLBGDP), g(s.Result.MuGDP))
 			}
 			mark := ""
 			if s.Name == r.Score {
@@ -483,18 +492,38 @@ func printTable(w io.Writer, reports []*audit.GameReport, out string) {
 			fmt.Fprintf(tw, "score %s\t%s%s\n", s.Name, line, mark)
 		}
 		if t := r.Theory; t != nil && !t.Distinguishable {
-			th := fmt.Sprintf("eps of this pair %s", g(t.EpsilonPair))
+			th := fmt.Sprintf("eps of the calibrated mechanism on this pair %s", g(t.EpsilonPair))
 			if t.MuPair > 0 {
-				th += fmt.Sprintf(" (mu %s; the claim allows mu %s)", g(t.MuPair), g(r.MuClaimed))
+				th += fmt.Sprintf(" (mu_pair %s; the claim allows mu_claimed %s)", g(t.MuPair), g(r.MuClaimed))
 			}
 			fmt.Fprintf(tw, "theory\t%s\n", th)
 		}
-		fmt.Fprintf(tw, "verdict\t%s (joint confidence %g)\n", strings.ToUpper(r.Verdict), r.Confidence)
+		fmt.Fprintf(tw, "verdict\t%s\n", r.VerdictLine())
+	}
+	if len(reports) > 1 {
+		fmt.Fprintf(tw, "\nsweep\t%s\n", sweepVerdictLine(reports))
 	}
 	if out != "" {
 		fmt.Fprintf(tw, "\nout\t%s\n", out)
 	}
 	_ = tw.Flush()
+}
+
+// sweepVerdictLine is the verdict over the points printed: violation when any point's is, at the
+// joint level of those points (each at its own level, Bonferroni: 1 - sum of 1 - level).
+func sweepVerdictLine(reports []*audit.GameReport) string {
+	var bad []string
+	miss := 0.0
+	for _, r := range reports {
+		miss += 1 - r.Confidence
+		if r.Verdict == audit.Violation {
+			bad = append(bad, r.Scenario)
+		}
+	}
+	if len(bad) == 0 {
+		return fmt.Sprintf("CONSISTENT at every one of %d points (joint confidence %.6g over the points)", len(reports), 1-miss)
+	}
+	return fmt.Sprintf("VIOLATION at %d of %d points: %s (joint confidence %.6g over the points)", len(bad), len(reports), strings.Join(bad, ", "), 1-miss)
 }
 
 func vec(v []float64) string {
