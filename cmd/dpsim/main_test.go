@@ -21,7 +21,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"nope"}, 2, "", `unknown command "nope"`},
 		{[]string{"calibrate", "--epsilon", "1", "--delta", "0.01"}, 0, "sigma", ""},
 		{[]string{"calibrate", "--epsilon", "-1", "--delta", "0.01"}, 2, "", "--epsilon -1"},
-		{[]string{"calibrate", "--scenario", "missing.yaml"}, 1, "", "missing.yaml"},
+		{[]string{"calibrate", "--scenario", "missing.yaml"}, 2, "", "missing.yaml"}, // a file that is not there: usage
+		{[]string{"run", "missing.yaml"}, 2, "", "missing.yaml"},
+		{[]string{"audit", "missing.yaml"}, 2, "", "missing.yaml"},
 	} {
 		var out, errb bytes.Buffer
 		code := run(c.args, &out, &errb)

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -25,6 +26,10 @@ type Command struct {
 
 // ErrUsage marks an error caused by the command line itself (exit code 2).
 var ErrUsage = errors.New("usage error")
+
+// ErrMissingScenario is wrapped (with ErrUsage) by ParseScenarioArgs' error when no SCENARIO
+// was given.
+var ErrMissingScenario = errors.New("missing SCENARIO")
 
 // UsageError wraps err so that the caller exits with code 2.
 func UsageError(format string, args ...any) error {
@@ -123,11 +128,26 @@ func ParseScenarioArgs(fs *flag.FlagSet, args []string, example string) (string,
 	}
 	switch len(pos) {
 	case 0:
-		return "", UsageError("missing SCENARIO (a scenario YAML file, e.g. %s)", example)
+		return "", fmt.Errorf("%w: %w (a scenario YAML file, e.g. %s)", ErrUsage, ErrMissingScenario, example)
 	case 1:
 		return pos[0], nil
 	}
 	return "", UsageError("one SCENARIO expected, got %d arguments: %v", len(pos), pos)
+}
+
+// CheckScenarioFile returns a usage error (exit 2) when path is not a file that can be read: a
+// scenario file that is not there is a mistake on the command line, not a failed run.
+func CheckScenarioFile(path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return UsageError("scenario %s: no such file", path)
+	case err != nil:
+		return UsageError("scenario %s: %v", path, err)
+	case st.IsDir():
+		return UsageError("scenario %s: is a directory, want a scenario YAML file", path)
+	}
+	return nil
 }
 
 // WriteJSON writes v as indented JSON followed by a newline.

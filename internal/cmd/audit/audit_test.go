@@ -84,7 +84,7 @@ func TestUsageErrors(t *testing.T) {
 	}
 	_, _, err := runIn(t, "does-not-exist.yaml")
 	require.ErrorContains(t, err, "does-not-exist.yaml")
-	require.NotErrorIs(t, err, cli.ErrUsage)
+	require.ErrorIs(t, err, cli.ErrUsage, "a scenario file that is not there is a usage error (exit 2)")
 }
 
 // --json prints the required keys; --out writes audit.json, report.md and the plot (PNG and SVG).
