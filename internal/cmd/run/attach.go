@@ -141,10 +141,12 @@ func shellJoin(args []string) string {
 }
 
 // removeAttach removes what announceAttach wrote below dir (a point's process directory):
-// the credentials files and commands.sh, then the directory when it is empty. A session
-// removes them when it ends (the credentials are of no use after the run, and a secret
-// should not outlive its use); cleanOutputs removes those a killed launcher left.
-func removeAttach(dir string) error {
+// the credentials files and, unless keepCommands, commands.sh, then the directory when it is
+// empty. A session removes the credentials when it ends (they are of no use after the run,
+// and a secret should not outlive its use) and keeps commands.sh, the record of how the roles
+// were started (it holds no secret: the credentials are in the files it names);
+// cleanOutputs removes both, and those a killed launcher left, before the next run.
+func removeAttach(dir string, keepCommands bool) error {
 	d := filepath.Join(dir, AttachDir)
 	entries, err := os.ReadDir(d)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -155,7 +157,7 @@ func removeAttach(dir string) error {
 	}
 	var errs []error
 	for _, e := range entries {
-		if !e.IsDir() && (strings.HasSuffix(e.Name(), ".env") || e.Name() == CommandsFile) {
+		if !e.IsDir() && (strings.HasSuffix(e.Name(), ".env") || e.Name() == CommandsFile && !keepCommands) {
 			if err := os.Remove(filepath.Join(d, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}

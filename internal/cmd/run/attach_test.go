@@ -71,7 +71,8 @@ func TestAttachByHand(t *testing.T) {
 	}
 	require.Len(t, sum.Processes, 12)
 
-	// The secrets went nowhere else, and the credentials files are gone with the run.
+	// The secrets went nowhere else, and the credentials files are gone with the run;
+	// commands.sh, the record of how the roles were started, is kept as it was.
 	summary, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	require.NoError(t, err)
 	for _, sec := range secrets {
@@ -79,9 +80,13 @@ func TestAttachByHand(t *testing.T) {
 		require.NotContains(t, l.stderr.String(), sec)
 		require.NotContains(t, string(summary), sec)
 	}
-	for _, d := range attachDirs {
-		_, err = os.Stat(d)
-		require.ErrorIs(t, err, os.ErrNotExist, "the credentials files outlived the run")
+	for k, d := range attachDirs {
+		creds, err := filepath.Glob(filepath.Join(d, "*.env"))
+		require.NoError(t, err)
+		require.Empty(t, creds, "the credentials files outlived the run")
+		kept, err := os.ReadFile(filepath.Join(d, run.CommandsFile))
+		require.NoError(t, err, "commands.sh of point %d is kept", k)
+		require.Equal(t, scripts[k], string(kept))
 	}
 
 	code, _, stderr := runDpsim(t, 30*time.Second, "run", scenarioPath("consensus-gaussian"), "--runs", "3", "--seed", "11",
@@ -152,7 +157,8 @@ func TestAttachRefusals(t *testing.T) {
 }
 
 // An attach-mode launcher that nobody joins gives up after --attach-timeout, naming the
-// processes it waited for, and leaves no credentials behind.
+// processes it waited for, and leaves no credentials behind (commands.sh, which holds none,
+// stays: the record of what was to be started).
 func TestAttachTimeout(t *testing.T) {
 	dir := t.TempDir()
 	code, _, stderr := runDpsim(t, 30*time.Second, "run", scenarioPath("cloud-vehicle"), "--attach", "--attach-timeout", "1s",
@@ -160,6 +166,9 @@ func TestAttachTimeout(t *testing.T) {
 	require.Equal(t, 1, code, stderr)
 	require.Contains(t, stderr, "not ready within 1s")
 	require.Contains(t, stderr, "plant.0")
-	_, err := os.Stat(filepath.Join(dir, "procs", run.AttachDir))
-	require.ErrorIs(t, err, os.ErrNotExist)
+	creds, err := filepath.Glob(filepath.Join(dir, "procs", run.AttachDir, "*.env"))
+	require.NoError(t, err)
+	require.Empty(t, creds)
+	_, err = os.Stat(filepath.Join(dir, "procs", run.AttachDir, run.CommandsFile))
+	require.NoError(t, err)
 }

@@ -184,7 +184,7 @@ func BenchmarkLockstepPlantCloud(b *testing.B) {
 		inRoles, inRatio = append(inRoles, roles), append(inRatio, roles/in)
 		dir := b.TempDir()
 		b.StartTimer()
-		code, _, stderr := runDpsim(b, 10*time.Minute, "run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(),
+		code, _, stderr := runDpsim(b, 10*time.Minute, "run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(), "--no-sign",
 			"--runs", fmt.Sprint(runs), "--out", dir, "--log-level", "warn", "--run-id", fmt.Sprintf("bench%d", r))
 		b.StopTimer()
 		require.Equal(b, 0, code, stderr)
@@ -261,7 +261,7 @@ func benchConsensus(b *testing.B, n, steps int) {
 	path := consensusScenario(b, n, 4, steps, runs)
 	dir := b.TempDir()
 	b.ResetTimer()
-	code, _, stderr := runDpsim(b, 20*time.Minute, "run", path, "--nats-url", srv.URL(), "--out", dir,
+	code, _, stderr := runDpsim(b, 20*time.Minute, "run", path, "--nats-url", srv.URL(), "--no-sign", "--out", dir,
 		"--agents-per-process", fmt.Sprint(n/4), "--log-level", "warn", "--transcript=false", "--trace-episodes", "0")
 	b.StopTimer()
 	require.Equal(b, 0, code, stderr)
@@ -303,7 +303,7 @@ func BenchmarkLockstepInjector(b *testing.B) {
 		var rate [2]float64
 		for k, path := range []string{clean, idle} {
 			dir := b.TempDir()
-			code, _, stderr := runDpsim(b, 5*time.Minute, "run", path, "--nats-url", srv.URL(), "--runs", fmt.Sprint(runs),
+			code, _, stderr := runDpsim(b, 5*time.Minute, "run", path, "--nats-url", srv.URL(), "--no-sign", "--runs", fmt.Sprint(runs),
 				"--out", dir, "--log-level", "warn", "--run-id", fmt.Sprintf("inj%d-%d", i, k), "--trace-episodes", "0")
 			require.Equal(b, 0, code, stderr)
 			rate[k] = readSummary(b, dir).proc(b, "plant-0").StepsPerSec
@@ -343,7 +343,7 @@ func BenchmarkLockstepSecure(b *testing.B) {
 	}
 	b.ResetTimer()
 	for r := 0; r < rounds; r++ {
-		p := rate("--nats-url", srv.URL())
+		p := rate("--nats-url", srv.URL(), "--no-sign") // plain: no permissions, no TLS, unsigned
 		s := rate("--tls", "auto")
 		g := rate("--tls", "auto", "--sign")
 		plain, secure, ratio = append(plain, p), append(secure, s), append(ratio, s/p)

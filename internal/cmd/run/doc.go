@@ -111,8 +111,13 @@
 // server. --sign gives every process (and the launcher) an ed25519 key (seed in
 // $DPSIM_SIGN_SEED, public keys in procs/public-keys.json, passed as --sign-keys): data
 // messages, ctl.episode, ctl.stop and the challenger's x0 carry a Dpsim-Sig header that every
-// receiver verifies. Without signing, two different messages for one (sender, episode, step)
-// are counted as conflicts and make the run degraded (--strict: failed).
+// receiver verifies. Signing is on by default with an external server (--nats-url, $NATS_URL),
+// whose permissions the launcher cannot see; --no-sign opts out. Without signing, two different
+// messages for one (sender, episode, step) are counted as conflicts whenever the second arrives
+// (late for an older step, after the receiver finished the episode or began the next one) and
+// make the run degraded (--strict: failed). A copy for an episode its receiver had finished is
+// not invalid but stale: counted apart (summary.json stale) and compared with the copy used.
+// summary.json security records how the traffic was secured.
 //
 // # Crashes, outages and nothing lost
 //
@@ -151,7 +156,7 @@
 //	                        processes [{role, id, pid, max_rss_bytes, max_rss_source, exit_code, invalid,
 //	                        timing, ...}], metrics (sim.Results; a list for a sweep), points (one per sweep
 //	                        point: requested and completed episodes, missing pieces, trace_episodes),
-//	                        timing, invalid, engine, mode
+//	                        timing, invalid, stale, security, engine, mode
 //	DIR/report.md, *.png    the report (pkg/report); after a failure or Ctrl-C it opens with a status
 //	                        banner (error, episodes completed of requested, missing pieces, realtime
 //	                        misses) and its verdict is marked partial

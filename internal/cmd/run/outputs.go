@@ -19,7 +19,7 @@ const RSSWait = "wait4"
 var procFileSuffixes = []string{".log", ".trace.jsonl", ".result.json", ".transcript.jsonl", ".faults.jsonl", ".checkpoint.json", ".plan.json", "public-keys.json"}
 
 // cleanOutputs removes from dir what an earlier dpsim run wrote there, so that a reused --out
-// holds only this run's outputs: summary.json, report.md, trace.jsonl and trace-pNN.jsonl (and
+// holds only this run's outputs: summary.json, report.md, resume.json, trace.jsonl and trace-pNN.jsonl (and
 // faults.jsonl, faults-pNN.jsonl beside them), the
 // report's figures (report.FigureNames as .png and .svg), and procs/ with the processes'
 // files (procs/ and procs/pNN/: *.log, *.trace.jsonl, *.result.json, *.transcript.jsonl, *.faults.jsonl, *.checkpoint.json, *.plan.json; the
@@ -44,7 +44,7 @@ func cleanOutputs(dir string) error {
 		if e.IsDir() {
 			continue
 		}
-		if name == "summary.json" || name == report.FileName || name == "trace.jsonl" || isPointTrace(name) ||
+		if name == "summary.json" || name == report.FileName || name == ResumeFile || name == "trace.jsonl" || isPointTrace(name) ||
 			name == "faults.jsonl" || isPointTrace(strings.Replace(name, "faults-p", "trace-p", 1)) || figs[name] {
 			remove(filepath.Join(dir, name))
 		}
@@ -65,7 +65,7 @@ func cleanOutputs(dir string) error {
 			case e.IsDir() && depth == 0 && isPointDir(name):
 				cleanProcs(filepath.Join(d, name), 1)
 			case e.IsDir() && name == AttachDir:
-				if err := removeAttach(d); err != nil {
+				if err := removeAttach(d, false); err != nil {
 					errs = append(errs, err)
 				}
 			case !e.IsDir() && hasAnySuffix(name, procFileSuffixes):

@@ -3,12 +3,16 @@ package run_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +21,7 @@ import (
 	"github.com/dpsim/dpsim/internal/cmd/role"
 	"github.com/dpsim/dpsim/internal/cmd/run"
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // readyOf returns a sniffer callback that closes the channel at the first ctl.ready of sender.
@@ -286,4 +291,174 @@ func TestRunHelpOnStdout(t *testing.T) {
 	code, _, stderr = runDpsim(t, 20*time.Second, "run", scenarioPath("cloud-vehicle"), "--timeout", "1ns")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "--timeout 1ns")
+}
+
+// TestSummaryAndReportAgree: a write of summary.json or report.md that fails (here: a
+// directory in the way, which defeats the atomic rename even for root - what a full disk
+// does to the write) never leaves the other file saying the run went well: the failure is
+// recorded in the file that was written, or in neither (both removed or never written) with
+// the errors on stderr; the exit code is 1.
+func TestSummaryAndReportAgree(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		blocked []string // made directories: their write fails
+	}{
+		{"summary.json fails", []string{"summary.json"}},
+		{"report.md fails", []string{"report.md"}},
+		{"both fail", []string{"summary.json", "report.md"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, b := range tc.blocked {
+				require.NoError(t, os.MkdirAll(filepath.Join(dir, b, "in-the-way"), 0o755))
+			}
+			code, _, stderr := runDpsim(t, 60*time.Second, "run", scenarioPath("cloud-vehicle"), "--engine", "fast", "--runs", "3",
+				"--out", dir, "--log-level", "warn")
+			require.Equal(t, 1, code, stderr)
+			blocked := func(f string) bool { return slices.Contains(tc.blocked, f) }
+			for _, f := range tc.blocked {
+				require.Contains(t, stderr, f, "the error names the file that could not be written")
+			}
+			if !blocked("report.md") {
+				md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+				require.NoError(t, err)
+				require.NotContains(t, string(md), "Status: ok")
+				require.Contains(t, string(md), "**Status: failed**")
+				require.Contains(t, string(md), "summary.json")
+			}
+			if !blocked("summary.json") {
+				sum := readSummary(t, dir)
+				require.Equal(t, "failed", sum.Status)
+				require.Contains(t, sum.Error, "report.md")
+			}
+		})
+	}
+}
+
+// TestChildKilledBeforeReady: a child killed before it says ready fails the run at once (its
+// siblings, still starting, used to miss the one ctl.stop and wait out the 15 s stop bound,
+// then be killed and recorded as failed); only the killed process is recorded as failed.
+func TestChildKilledBeforeReady(t *testing.T) {
+	dir := t.TempDir()
+	const id = "killedearly"
+	begin := time.Now()
+	l := start(t, "run", scenarioPath("cloud-vehicle"), "--runs", "5", "--out", dir, "--run-id", id, "--log-level", "warn")
+	pid := 0
+	for deadline := time.Now().Add(30 * time.Second); pid == 0 && time.Now().Before(deadline); {
+		pid = findProcess(t, "eavesdropper", id)
+	}
+	require.NotZero(t, pid, "the eavesdropper never started")
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	code := l.wait(t, 60*time.Second)
+	took := time.Since(begin)
+	require.Equal(t, 1, code, l.stderr.String())
+	require.Less(t, took, 8*time.Second, "the run's failure waited for the stop bound")
+	sum := readSummary(t, dir)
+	require.Equal(t, "failed", sum.Status)
+	require.Contains(t, sum.Error, "eavesdropper-0")
+	for _, p := range sum.Processes {
+		if p.Name == "eavesdropper-0" {
+			require.Equal(t, "failed", p.Status)
+			continue
+		}
+		require.NotEqual(t, "failed", p.Status, "%s did not fail: its sibling did", p.Name)
+	}
+	t.Logf("failed after %v", took)
+}
+
+// partialRun is what TestPartialEpisodeInNoMetric reads of summary.json.
+type partialRun struct {
+	Points []struct {
+		Requested int          `json:"requested"`
+		Episodes  int          `json:"episodes"`
+		Metrics   *sim.Results `json:"metrics"`
+	} `json:"points"`
+}
+
+// TestPartialEpisodeInNoMetric kills the eavesdropper mid-run, several times: the plant and
+// the cloud may finish the episode it was killed in, and that episode used to be folded into
+// the control metrics (6 episodes) but not the eavesdropper's (5), with points[].episodes 5.
+// A partial episode is in no metric: every count agrees, and trace.jsonl ends its records with
+// a marker line that names the unfinished episode.
+func TestPartialEpisodeInNoMetric(t *testing.T) {
+	path := writeScenario(t, vehicleWith(400))
+	for i := 0; i < 6; i++ {
+		srv := server(t)
+		on, reached, pid := watch(2+i, "eavesdropper.0")
+		sniff(t, srv.URL(), on)
+		dir := t.TempDir()
+		l := start(t, "run", path, "--nats-url", srv.URL(), "--out", dir, "--log-level", "warn", "--trace-episodes", "-1")
+		select {
+		case <-reached:
+		case <-time.After(30 * time.Second):
+			_ = l.cmd.Process.Kill()
+			t.Fatalf("the run never reached episode %d: %s", 2+i, l.stderr.String())
+		}
+		time.Sleep(time.Duration(i) * 3 * time.Millisecond) // at other points of the episode
+		require.Positive(t, pid())
+		require.NoError(t, syscall.Kill(pid(), syscall.SIGKILL))
+		require.Equal(t, 1, l.wait(t, 60*time.Second), l.stderr.String())
+		data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+		require.NoError(t, err)
+		var sum partialRun
+		require.NoError(t, json.Unmarshal(data, &sum))
+		pt := sum.Points[0]
+		res := pt.Metrics
+		require.Positive(t, res.Runs)
+		require.Equal(t, pt.Episodes, res.Runs, "run %d: points[0].episodes and metrics.runs", i)
+		for k, st := range res.Control.FinalSqError {
+			require.Equal(t, res.Runs, st.N, "run %d: control metric x%d", i, k)
+		}
+		// The eavesdropper estimates from its first observation on: every step after 0
+		// counts every episode.
+		eve := res.Control.EveSqError.N
+		for step := 1; step < len(eve); step++ {
+			require.Equal(t, res.Runs, eve[step], "run %d: eavesdropper metric at step %d", i, step)
+		}
+		md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+		require.NoError(t, err)
+		require.Contains(t, string(md), fmt.Sprintf("%d of 400", res.Runs))
+		checkPartialTrace(t, filepath.Join(dir, "trace.jsonl"), res.Runs)
+		t.Logf("run %d: %d episodes, incomplete %v", i, res.Runs, res.IncompleteEpisodes)
+	}
+}
+
+// checkPartialTrace checks that a trace holds the complete episodes 0..runs-1 and, when the
+// unfinished episode's records follow, a final line that marks them as such.
+func checkPartialTrace(t *testing.T, path string, runs int) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	complete := runs * 61
+	require.GreaterOrEqual(t, len(lines), complete)
+	for _, line := range lines[:complete] {
+		require.NotContains(t, line, run.PartialMarkerKey)
+	}
+	if len(lines) == complete {
+		return
+	}
+	last := lines[len(lines)-1]
+	var marker map[string]run.PartialMarker
+	require.NoError(t, json.Unmarshal([]byte(last), &marker), "the trace's last line marks the unfinished episode: %s", last)
+	m := marker[run.PartialMarkerKey]
+	require.Equal(t, runs, m.Episode)
+	require.Equal(t, len(lines)-complete-1, m.Records)
+}
+
+// TestMissingScenarioFile: a scenario file that is not there is a usage error (exit 2), not a
+// failed run (exit 1), for every command that takes one.
+func TestMissingScenarioFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such.yaml")
+	for _, args := range [][]string{
+		{"run", missing},
+		{"run", missing, "--engine", "fast"},
+		{"audit", missing},
+		{"calibrate", "--scenario", missing},
+		{"plant", "--scenario", missing, "--nats-url", "nats://127.0.0.1:1", "--run", "r1", "--out", t.TempDir()},
+	} {
+		code, _, stderr := runDpsim(t, 30*time.Second, args...)
+		require.Equal(t, 2, code, "dpsim %v: %s", args, stderr)
+		require.Contains(t, stderr, "no-such.yaml: no such file", "dpsim %v", args)
+	}
 }

@@ -40,7 +40,8 @@ import (
 var Command = cli.Command{Name: "run", Summary: "run a scenario: every role its own process over NATS (or --engine fast)", Run: Run}
 
 const synopsis = `dpsim run SCENARIO [--out DIR] [--seed N] [--nats-url URL] [--mode lockstep|realtime] [--period D]
-                 [--engine nats|fast] [--runs N] [--trace-episodes N] [--timeout D] [--agents-per-process K] [--json]`
+                 [--engine nats|fast] [--runs N] [--trace-episodes N] [--timeout D] [--agents-per-process K] [--json]
+       dpsim run --resume OUT [--nats-url URL]`
 
 const description = `Runs the scenario's Monte Carlo episodes and writes DIR/summary.json, the per-step traces and the report.
 
@@ -68,7 +69,22 @@ another run (a former sweep's trace-p03.jsonl, procs/p03/) is left to be mistake
 Every other file in DIR is left alone.
 
 report.md opens with the run's status: after a failure or Ctrl-C it says so, with the error, the
-episodes completed of those requested and what is missing, and its verdict is marked partial.`
+episodes completed of those requested and what is missing, and its verdict is marked partial.
+report.md and summary.json never disagree: a file that cannot be written is named as the run's
+failure in the other (or, when neither can be written, the error is on stderr and neither is left).
+
+A partial episode is in no metric: every count (points[].episodes, metrics.runs, the report) covers
+the episodes every process finished. When the run stopped in an episode, trace.jsonl (trace-pNN.jsonl)
+ends with that episode's records followed by one line {"unfinished_episode": {"episode": E,
+"records": R, "note": ...}}: the R records above it are what the processes wrote of episode E.
+
+While a run goes on, and after it was killed, failed or interrupted before every episode completed,
+OUT/resume.json (mode 0600) marks the outputs as partial: the trace bytes beyond the offset it records
+are not of a completed episode. dpsim run --resume OUT continues such a run from its last recorded
+episode and sweep point (the episodes folded before are rebuilt by the fast engine from the same
+per-episode random streams and checked against the recorded digest) and its final results equal an
+uninterrupted run's; options that decide the results are the run's own (others given are refused).
+A completed run removes resume.json.`
 
 // DefaultTraceEpisodes is the default of --trace-episodes: the episodes whose merged
 // per-step records go to trace.jsonl.
@@ -104,8 +120,10 @@ type Options struct {
 	// name the files of an external server's TLS).
 	TLS      string
 	TLSFiles bus.TLSFiles
-	// Sign turns on per-process message signing.
-	Sign bool
+	// Sign turns on per-process message signing: --sign, or by default with an external
+	// server (whose permissions the launcher cannot see: anyone may be able to publish as a
+	// process of the run); NoSign (--no-sign) turns that default off.
+	Sign, NoSign bool
 	// ConnectRetry bounds the retries of an unreachable external server.
 	ConnectRetry time.Duration
 	// Strict fails a run with conflicting messages (forged or corrupted traffic) instead of
@@ -120,12 +138,19 @@ type Options struct {
 	AttachTimeout time.Duration
 	// Listen is the embedded server's address (host:port; "" loopback, a random port).
 	Listen string
+	// Budget is the memory a run may be estimated to need (bytes; 0: sim.DefaultMemoryBudget);
+	// a run estimated above it is refused with its estimate (sim.EstimateCost).
+	Budget int64
+	// Resume is the OUT of a run to continue (--resume; see ResumeFile).
+	Resume string
+	flags  *flag.FlagSet // the parsed flags (what was given: the resume state records it)
 }
 
 func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	fs := cli.NewCommandFlagSet("run", synopsis, description, stdout, stderr)
 	o := &Options{}
-	var seed, mode string
+	var seed, mode, budget string
+	fs.StringVar(&budget, "budget", "", "memory budget (bytes, or with a unit: 512MiB, 4GiB, 2GB; default 2GiB): the run's memory, summary.json size and CPU time are estimated before it starts, and a run estimated above the budget is refused with its estimate")
 	fs.StringVar(&o.Out, "out", "", "output directory (default out/<scenario name>); created if missing; the files an earlier dpsim run wrote there are removed first (see above), other files are kept")
 	fs.StringVar(&seed, "seed", "", "run seed (uint64); default the scenario's seed, else one drawn from crypto/rand (recorded in summary.json)")
 	fs.StringVar(&o.NATSURL, "nats-url", "", "external NATS server URL, or a comma-separated list of a cluster's servers (process i connects to the i-th first, the others on failure) (default $"+bus.EnvURL+"; if both are empty an embedded server is started on a random loopback port)")
@@ -152,14 +177,16 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	fs.StringVar(&o.TLSFiles.Cert, "tls-cert", "", "external server with mutual TLS: the client certificate (PEM) every process presents")
 	fs.StringVar(&o.TLSFiles.Key, "tls-key", "", "external server with mutual TLS: the key (PEM) of --tls-cert")
 	fs.DurationVar(&o.ConnectRetry, "connect-retry", 20*time.Second, "an external NATS server (--nats-url) that cannot be reached is retried every 0.5 s for this long before the run fails (with report.md and summary.json saying why)")
-	fs.BoolVar(&o.Sign, "sign", false, "every process signs its data messages with its own ed25519 key (seed through its environment) and every receiver drops, counted as signature, what does not verify: nobody can speak for another sender (costs about 40 us to sign and 45 us to verify per message)")
+	fs.BoolVar(&o.Sign, "sign", false, "every process signs its data messages with its own ed25519 key (seed through its environment) and every receiver drops, counted as signature, what does not verify: nobody can speak for another sender (costs about 40 us to sign and 45 us to verify per message); on by default with an external server (--nats-url / $"+bus.EnvURL+"), whose permissions dpsim cannot see; the embedded server restricts every process to its own subjects, so there it is off unless given")
+	fs.BoolVar(&o.NoSign, "no-sign", false, "with an external server: do not sign (the default there is to sign; see --sign): anyone who can publish on the server can then feed the processes forged data, which is only detected as conflicts (summary.json security.authenticated is false)")
 	fs.BoolVar(&o.Strict, "strict", false, "fail the run (exit 1) when a receiver got two different messages for the same sender, episode and step (forged or corrupted traffic; counted as conflicts per link) instead of ending it degraded")
 	fs.Float64Var(&o.MaxMissedFraction, "max-missed-fraction", 1, "fail the run (exit 1) when more than this fraction of the processes' steps went on without all their messages at the deadline (realtime: a missed tick; lockstep: a --timeout); below it such a run ends with status degraded, exit 0")
-	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/cloud-vehicle.yaml")
+	fs.StringVar(&o.Resume, "resume", "", "continue the run whose outputs are in this directory (its "+ResumeFile+": a run killed, failed or interrupted before every episode completed) from its last completed episode and sweep point, with the results of an uninterrupted run; SCENARIO and the flags that decide the results may be left out (given, they must be the run's); the NATS connection and TLS flags are not recorded and are given again. --engine fast resumes at the last completed point")
+	path, err := scenarioArg(fs, args, o)
 	if err != nil {
 		return nil, err
 	}
-	o.ScenarioPath = path
+	o.ScenarioPath, o.flags = path, fs
 	if seed != "" {
 		v, err := strconv.ParseUint(seed, 10, 64)
 		if err != nil {
@@ -204,6 +231,9 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	if o.Engine != "nats" && o.Engine != "fast" {
 		return nil, cli.UsageError("--engine %q: want nats or fast", o.Engine)
 	}
+	if err := o.resolveSigning(); err != nil {
+		return nil, err
+	}
 	switch {
 	case o.Attach && o.Engine == "fast":
 		return nil, cli.UsageError("--attach waits for role processes; the fast engine has none (drop --engine fast)")
@@ -216,6 +246,13 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 		if _, _, err := splitListen(o.Listen); err != nil {
 			return nil, cli.UsageError("--listen %q: %v", o.Listen, err)
 		}
+	}
+	if budget != "" {
+		b, err := sim.ParseBytes(budget)
+		if err != nil {
+			return nil, cli.UsageError("--budget: %v", err)
+		}
+		o.Budget = b
 	}
 	if o.Runs < 0 || o.Runs > scenario.MaxRuns {
 		return nil, cli.UsageError("--runs %d: want 1..%d (0 = the scenario's)", o.Runs, scenario.MaxRuns)
@@ -249,6 +286,36 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	return o, nil
 }
 
+// resolveSigning refuses contradictory signing flags and turns signing on by default with an
+// external server (--nats-url or $NATS_URL) unless --no-sign.
+func (o *Options) resolveSigning() error {
+	external := bus.ResolveURL(o.NATSURL) != ""
+	switch {
+	case o.Sign && o.NoSign:
+		return cli.UsageError("--sign and --no-sign contradict each other: give one")
+	case (o.Sign || o.NoSign) && o.Engine == "fast":
+		return cli.UsageError("--sign and --no-sign secure NATS traffic; the fast engine has none (drop them or --engine fast)")
+	case o.NoSign && !external:
+		return cli.UsageError("--no-sign turns off the signing an external server gets by default; the embedded server signs only with --sign (drop --no-sign)")
+	}
+	if external && !o.NoSign && o.Engine == "nats" {
+		o.Sign = true
+	}
+	return nil
+}
+
+// security says how the run's traffic is secured (summary.json "security", report.md).
+func (l *launcher) security(embedded bool) *report.Security {
+	s := &report.Security{Server: "external", Signed: l.o.Sign, Authenticated: l.o.Sign, TLS: "off", Strict: l.o.Strict}
+	if embedded {
+		s.Server, s.Permissions, s.Cluster = "embedded", true, max(l.o.Cluster, 1)
+	}
+	if l.sum.TLS != "" {
+		s.TLS = l.sum.TLS
+	}
+	return s
+}
+
 // Run executes `dpsim run` with args (without the command name).
 func Run(args []string, stdout, stderr io.Writer) error {
 	o, err := parseOptions(args, stdout, stderr)
@@ -280,6 +347,7 @@ type launcher struct {
 	tl      *timeline
 	// tlsClient is what every process uses to connect over TLS (zero: plain).
 	tlsClient bus.TLSFiles
+	resume    resumer
 }
 
 // Execute runs the scenario with parsed options until done or ctx ends (then it stops the
@@ -321,16 +389,10 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 			runErr = fmt.Errorf("%w; slow consumers: %s", runErr, strings.Join(slow, ", "))
 		}
 	}
-	if err := l.writeReport(); err != nil {
-		if runErr == nil {
-			runErr = err
-			l.sum.Status, l.sum.Error = "failed", err.Error()
-		} else {
-			l.log.Warn().Err(err).Msg("report of the partial results")
-		}
-	}
-	if err := l.writeSummary(); err != nil {
-		return errors.Join(runErr, err)
+	runErr, written := l.writeOutputs(runErr)
+	l.resumeEnd()
+	if !written {
+		return runErr
 	}
 	if o.JSON {
 		if err := cli.WriteJSON(stdout, l.sum); err != nil {
@@ -419,9 +481,32 @@ func (l *launcher) degradation() error {
 	return nil
 }
 
+// checkCost refuses a run whose estimated memory exceeds --budget, or its summary.json
+// 1/16 of it (sim.EstimateCost, sim.CheckCost), before any plan is built or process started.
+func (l *launcher) checkCost() error {
+	runs, workers := l.scn.Runs, 1 // the NATS launcher aggregates; its processes hold one set of cores
+	if l.o.Runs > 0 {
+		runs = l.o.Runs
+	}
+	if l.o.Engine == "fast" {
+		workers = 0 // GOMAXPROCS, as sim.RunFast
+	}
+	c, err := sim.EstimateCost(l.points, runs, workers, l.o.AgentsPerProcess)
+	if err != nil {
+		return err
+	}
+	return sim.CheckCost(c, l.o.Budget)
+}
+
 // prepare validates the scenario and every point, and fixes the seed, runs, mode and dirs.
 func (l *launcher) prepare() error {
+	if err := l.applyResume(); err != nil {
+		return err
+	}
 	o := l.o
+	if err := cli.CheckScenarioFile(o.ScenarioPath); err != nil {
+		return err
+	}
 	s, err := scenario.Load(o.ScenarioPath)
 	if err != nil {
 		return err
@@ -440,6 +525,9 @@ func (l *launcher) prepare() error {
 	}
 	o.Seed = seed
 	l.points = s.Expand()
+	if err := l.checkCost(); err != nil {
+		return err
+	}
 	for k, pt := range l.points {
 		p, err := plan.New(pt, plan.Options{})
 		if err != nil {
@@ -488,8 +576,8 @@ func (l *launcher) prepare() error {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if err := cleanOutputs(o.Out); err != nil {
-		return fmt.Errorf("--out %s: removing the files of an earlier run: %w", o.Out, err)
+	if err := l.prepareOutputs(); err != nil {
+		return err
 	}
 	if o.RunID == "" {
 		var b [4]byte
@@ -534,6 +622,7 @@ func (l *launcher) runAll(ctx context.Context) error {
 		// Not a terminal (piped, a CI log): a plain line every few seconds instead of silence.
 		l.plain = &plainProgress{w: l.stderr, total: total, start: time.Now(), last: time.Now(), name: l.scn.Name}
 	}
+	l.resumeBegin()
 	if l.o.Engine == "fast" {
 		return l.runFast(ctx)
 	}
@@ -703,6 +792,9 @@ func (l *launcher) runFast(ctx context.Context) error {
 	var steps int
 	var busy time.Duration
 	for k, p := range l.plans {
+		if l.pointDone(k) {
+			continue
+		}
 		start := time.Now()
 		done := 0
 		opts := sim.FastOptions{Runs: l.runs, AgentsPerHost: l.o.AgentsPerProcess, Progress: func(d, _ int) { l.tick(d - done); done = d }}
@@ -746,6 +838,7 @@ func (l *launcher) runFast(ctx context.Context) error {
 			}
 			return err
 		}
+		l.completePoint(k)
 	}
 	return nil
 }
@@ -825,6 +918,7 @@ func (l *launcher) runNATS(ctx context.Context) error {
 		}
 	}
 	l.sum.NATSURL = url
+	l.sum.Security = l.security(srv != nil)
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("cannot find the dpsim binary to spawn the roles: %w", err)
@@ -833,6 +927,9 @@ func (l *launcher) runNATS(ctx context.Context) error {
 	var steps int
 	var busy time.Duration
 	for k, p := range l.plans {
+		if l.pointDone(k) {
+			continue
+		}
 		runID, dir := l.pointRunID(k), filepath.Join(l.o.Out, "procs")
 		if len(l.plans) > 1 {
 			dir = filepath.Join(dir, fmt.Sprintf("p%02d", k))
@@ -853,6 +950,7 @@ func (l *launcher) runNATS(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		l.completePoint(k)
 	}
 	return nil
 }
@@ -912,10 +1010,15 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 	l.log.Info().Str("point", l.points[k].Name).Str("run", cfg.Run).Int("runs", l.runs).Msg("starting processes")
 	// The processes keep the per-step records of the traced episodes only; every episode is
 	// folded into the metrics by the collector as soon as it is done.
+	first, acc, rerr := l.resumePoint(ctx, k, p) // 0 unless a resumed run was in this point
+	if rerr != nil {
+		return 0, 0, rerr
+	}
 	n, traced := l.traced()
 	cfg.BoundTraces, cfg.KeepEpisodes = true, 0
 	if traced {
-		cfg.KeepEpisodes = n
+		// The processes keep the first episodes they run (a resumed point's start at first).
+		cfg.KeepEpisodes = max(n-first, 0)
 		if n == 0 { // every episode is traced
 			cfg.BoundTraces = false
 		}
@@ -924,7 +1027,7 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 	var out *traceOut
 	if traced {
 		var err error
-		if out, err = l.createTrace(l.traceName(k)); err != nil {
+		if out, err = l.openPointTrace(k, first); err != nil {
 			return 0, 0, err
 		}
 		opts.Trace, opts.TraceEpisodes = out.f, n
@@ -934,12 +1037,17 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 	var col *Collector
 	if runErr == nil {
 		if col, runErr = sess.NewCollector(opts); runErr == nil {
-			for ep := 0; ep < l.runs; ep++ {
+			if acc != nil {
+				col.resumeAt(first, acc)
+			}
+			for ep := first; ep < l.runs; ep++ {
 				if runErr = sess.Episode(ctx, ep, nil); runErr != nil {
 					break
 				}
 				if err := col.Poll(); err != nil {
 					l.log.Warn().Err(err).Int("episode", ep).Msg("collect")
+				} else {
+					l.checkpoint(k, ep+1, col, out, false)
 				}
 				l.tick(1)
 			}
@@ -957,7 +1065,7 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 	l.sum.Connections.ServerRestarts += sess.ServerRestarts
 	l.sum.Connections.Crashes += sess.Crashes
 	l.sum.Connections.Restarts += sess.Restarts
-	ps := PointSummary{Index: k, Name: l.points[k].Name, RunID: cfg.Run, Requested: l.runs, Episodes: sess.Episodes,
+	ps := PointSummary{Index: k, Name: l.points[k].Name, RunID: cfg.Run, Requested: l.runs, Episodes: first + sess.Episodes,
 		ElapsedSec: time.Since(start).Seconds()}
 	if sess.EpisodeNS > 0 {
 		ps.StepsPerSec = float64(sess.Episodes*p.Steps) / sess.EpisodeNS.Seconds()
@@ -975,7 +1083,11 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 	var collected *Collected
 	var err error
 	if col != nil {
+		if runErr != nil { // before the unfinished episode's records reach the trace
+			l.checkpoint(k, first+sess.Episodes, col, out, true)
+		}
 		// What the processes wrote after the last complete episode (an interrupted one).
+		col.Unfinished(first + sess.Episodes)
 		if perr := col.Poll(); perr != nil {
 			l.log.Warn().Err(perr).Msg("collect")
 		}
@@ -995,7 +1107,7 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 	if collected != nil {
 		res = collected.Results
 		// The per-link counters: every process's injector side and receive side, merged.
-		var links [][]fault.LinkStats
+		links := [][]fault.LinkStats{l.resume.replayed[k]} // the replayed episodes' (resumed point)
 		for _, pr := range sess.Procs() {
 			if r := sess.Result(pr); r != nil {
 				links = append(links, r.Links)
@@ -1082,6 +1194,12 @@ func (l *launcher) addProcess(sess *Session, pr *Proc, point int, rel string) {
 		key = fmt.Sprintf("p%02d/%s", point, ps.Name)
 	}
 	l.sum.Invalid[key] = ps.Invalid
+	if r := sess.Result(pr); r != nil && r.Stale > 0 {
+		if l.sum.Stale == nil {
+			l.sum.Stale = map[string]uint64{}
+		}
+		l.sum.Stale[key] = r.Stale
+	}
 	l.sum.Timing.add(ps)
 }
 
@@ -1133,6 +1251,7 @@ func (l *launcher) writeReport() error {
 		for k, v := range l.sum.Invalid {
 			in.Invalid[k] = v.Dropped
 		}
+		in.Stale, in.Security = l.sum.Stale, l.sum.Security
 	}
 	if err := report.Write(l.o.Out, in); err != nil {
 		return err
@@ -1171,6 +1290,10 @@ func (l *launcher) printTable(w io.Writer) {
 	fmt.Fprintf(tw, "engine\t%s, %s, seed %d (%s)\n", s.Engine, s.Mode, s.Seed, s.SeedSource)
 	if s.Engine == "nats" {
 		fmt.Fprintf(tw, "nats\t%s, run %s, %d processes\n", s.NATSURL, s.RunID, len(s.Processes))
+		if sec := s.Security; sec != nil {
+			fmt.Fprintf(tw, "security\t%s server, permissions %t, signed %t, authenticated %t, tls %s, strict %t\n",
+				sec.Server, sec.Permissions, sec.Signed, sec.Authenticated, sec.TLS, sec.Strict)
+		}
 	}
 	fmt.Fprintf(tw, "runs\t%d x %d steps per point, %d point(s), %.2f s, %.0f steps/s\n", s.Runs, s.Steps, len(s.Points), s.ElapsedSec, s.Timing.StepsPerSec)
 	if s.Timing.Mode == "realtime" {
@@ -1182,6 +1305,13 @@ func (l *launcher) printTable(w io.Writer) {
 	}
 	if s.Engine == "nats" {
 		fmt.Fprintf(tw, "invalid\t%d message(s) dropped\n", dropped)
+		var stale uint64
+		for _, n := range s.Stale {
+			stale += n
+		}
+		if stale > 0 {
+			fmt.Fprintf(tw, "stale\t%d message(s) for an episode the receiver had finished (late, not wrong; compared, never used)\n", stale)
+		}
 	}
 	for _, p := range s.Points {
 		r := p.Metrics

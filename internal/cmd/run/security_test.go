@@ -118,9 +118,10 @@ func TestNoSecretInOutputs(t *testing.T) {
 
 // The forged-future-step attack, on an external server without permissions: a message with
 // the plant's name and subject for a later step of the current episode, published before the
-// genuine one, no longer corrupts a result silently - the receivers count the conflict when
-// the genuine copy arrives, the run ends degraded naming it, and --strict fails it; with
-// --sign the forgery is dropped on arrival (no signature of the plant's key) and the run is ok.
+// genuine one, no longer corrupts a result silently - unsigned (--no-sign), the receivers count
+// the conflict when the genuine copy arrives, the run ends degraded naming it, and --strict
+// fails it; signed (--sign, the default on an external server) the forgery is dropped on
+// arrival (no signature of the plant's key) and the run is ok.
 func TestForgedFutureStepIsFlagged(t *testing.T) {
 	srv := server(t)
 	for _, mode := range []string{"", "strict", "sign"} {
@@ -153,6 +154,9 @@ func TestForgedFutureStepIsFlagged(t *testing.T) {
 		args := []string{"run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(), "--runs", "5", "--out", dir, "--run-id", run, "--log-level", "warn"}
 		if mode != "" {
 			args = append(args, "--"+mode)
+		}
+		if mode != "sign" {
+			args = append(args, "--no-sign")
 		}
 		code, _, stderr := runDpsim(t, 60*time.Second, args...)
 		attacker.Close()

@@ -1091,20 +1091,25 @@ func (s *Session) shutdown() error {
 		case <-time.After(s.cfg.StartTimeout):
 		}
 	}
-	if s.conn != nil && !s.conn.IsClosed() {
-		_ = s.conn.Publish(s.subj.CtlStop(), bus.StopMessage(s.cfg.Run))
-		_ = s.conn.Flush(2 * time.Second)
-	}
+	s.publishStop()
+	// A process still starting (not subscribed yet: the session failed before every process
+	// was ready) would miss a single ctl.stop and wait out the stop bound, then be killed and
+	// look failed: ctl.stop is repeated until every process exited.
 	wait := func(d time.Duration) bool {
 		deadline := time.After(d)
+		again := time.NewTicker(stopRepeat)
+		defer again.Stop()
 		for _, p := range s.procs {
-			if p.exited == nil {
-				continue
-			}
-			select {
-			case <-p.exited:
-			case <-deadline:
-				return false
+			for p.exited != nil {
+				select {
+				case <-p.exited:
+				case <-again.C:
+					s.publishStop()
+					continue
+				case <-deadline:
+					return false
+				}
+				break
 			}
 		}
 		return true
@@ -1133,7 +1138,7 @@ func (s *Session) shutdown() error {
 		px.Close()
 	}
 	if s.cfg.Attach {
-		if err := removeAttach(s.cfg.Dir); err != nil {
+		if err := removeAttach(s.cfg.Dir, true); err != nil {
 			s.cfg.Log.Warn().Err(err).Msg("attach: removing the credentials files")
 		}
 	}
@@ -1162,6 +1167,17 @@ func (s *Session) shutdown() error {
 		}
 	}
 	return first
+}
+
+// stopRepeat is how often shutdown repeats ctl.stop while processes have not exited.
+const stopRepeat = 100 * time.Millisecond
+
+// publishStop sends ctl.stop (nothing when the connection is gone).
+func (s *Session) publishStop() {
+	if s.conn != nil && !s.conn.IsClosed() {
+		_ = s.conn.Publish(s.subj.CtlStop(), bus.StopMessage(s.cfg.Run))
+		_ = s.conn.Flush(2 * time.Second)
+	}
 }
 
 // Result returns the process's result: its ctl.result message, else its result file.
@@ -1263,7 +1279,7 @@ func (s *Session) NewCollector(o CollectOptions) (*Collector, error) {
 	}
 	c := &Collector{s: s, o: o, acc: acc, off: map[string]int64{}, keepEnd: map[string]int64{}}
 	out := &Collected{}
-	c.f = &folder{out: out, steps: s.cfg.Plan.Steps,
+	c.f = &folder{out: out, steps: s.cfg.Plan.Steps, unfinishedFrom: math.MaxInt, unfinished: -1,
 		traced: func(ep int) bool { return o.Trace != nil && (o.TraceEpisodes <= 0 || ep < o.TraceEpisodes) },
 		noteMissing: func(ms []sim.Missing) {
 			out.MissingCount += len(ms)
@@ -1403,6 +1419,31 @@ func (c *Collector) Poll() error {
 	return err
 }
 
+// resumeAt continues a point from episode start: acc holds the metrics of episodes
+// 0..start-1 (rebuilt by the resumed launcher) and the processes, started afresh, begin at
+// episode start.
+func (c *Collector) resumeAt(start int, acc *sim.Accumulator) {
+	f := c.f
+	c.acc, f.merged, f.folded, f.out.Episodes = acc, start, start, start
+	if c.o.Trace != nil {
+		f.out.TracedEpisodes = start
+		if c.o.TraceEpisodes > 0 {
+			f.out.TracedEpisodes = min(start, c.o.TraceEpisodes)
+		}
+	}
+}
+
+// metricsDigest is the digest of the metrics folded so far (the resume state's check).
+func (c *Collector) metricsDigest() (string, error) { return accDigest(c.acc) }
+
+// Unfinished declares the episodes from ep on unfinished: not every process reported them
+// done (the run stopped in episode ep). Call it before the last Poll: what the processes
+// wrote of such an episode is in no metric (each process may have finished it or not, so
+// counting it would make the metrics of one role cover an episode the others' do not), it is
+// listed in Results.IncompleteEpisodes, and its records in the trace are followed by a
+// PartialMarkerKey line (Finish).
+func (c *Collector) Unfinished(ep int) { c.f.unfinishedFrom = ep }
+
 // Finish returns what was merged. The Accumulator folds episodes in the order they are
 // numbered; the complete episodes were handed over in increasing episode order under the
 // numbers 0, 1, 2, ..., so the sums are those of the fast engine (which folds episodes
@@ -1411,6 +1452,13 @@ func (c *Collector) Finish() (*Collected, error) {
 	out := c.f.out
 	out.Results = c.acc.Results()
 	out.Results.IncompleteEpisodes = c.f.incomplete
+	if f := c.f; f.unfinishedRecords > 0 && c.o.Trace != nil {
+		m := map[string]PartialMarker{PartialMarkerKey: {Episode: f.unfinished, Records: f.unfinishedRecords,
+			Note: "the run stopped in this episode: the records above, from its step 0, are what the processes wrote of it; it is in no metric"}}
+		if err := json.NewEncoder(c.o.Trace).Encode(m); err != nil {
+			c.errs = append(c.errs, fmt.Errorf("trace: marking the unfinished episode: %w", err))
+		}
+	}
 	return out, errors.Join(c.errs...)
 }
 
@@ -1425,6 +1473,9 @@ type folder struct {
 	incomplete  []int // episodes with missing pieces, not aggregated
 	// The episode being merged: skip (merged before), whole (no piece missing so far).
 	skip, whole bool
+	// Episodes from unfinishedFrom on did not finish (Collector.Unfinished): unfinished is the
+	// first of them found (-1: none) and unfinishedRecords counts their records in the trace.
+	unfinishedFrom, unfinished, unfinishedRecords int
 }
 
 // foldRecord handles one merged record of either kind; the records of an episode come in step
@@ -1443,7 +1494,13 @@ func foldRecord[R sim.ControlRecord | sim.ConsensusRecord](f *folder, rec *R, mi
 		if !f.skip {
 			f.merged, f.whole = ep+1, true
 			f.out.Episodes++
-			if f.traced(ep) {
+			if ep >= f.unfinishedFrom {
+				f.whole = false // in no metric, whatever pieces it has
+				f.incomplete = append(f.incomplete, ep)
+				if f.unfinished < 0 {
+					f.unfinished = ep
+				}
+			} else if f.traced(ep) {
 				f.out.TracedEpisodes++
 			}
 		}
@@ -1451,12 +1508,18 @@ func foldRecord[R sim.ControlRecord | sim.ConsensusRecord](f *folder, rec *R, mi
 	if f.skip {
 		return nil
 	}
-	f.noteMissing(missing)
+	unfinished := ep >= f.unfinishedFrom
+	if !unfinished { // an unfinished episode lacks pieces because it did not finish
+		f.noteMissing(missing)
+	}
 	if f.traced(ep) {
 		if err := tw.Write(rec); err != nil {
 			return err
 		}
 		f.out.TraceRecords++
+		if unfinished {
+			f.unfinishedRecords++
+		}
 	}
 	if keep != nil {
 		*keep = append(*keep, clone(rec))
@@ -1504,4 +1567,19 @@ func lastLogError(path string) string {
 		}
 	}
 	return ""
+}
+
+// PartialMarkerKey is the key of the line that ends a merged trace file (trace.jsonl,
+// trace-pNN.jsonl) whose last records belong to an episode that did not finish (a process
+// died or the run was stopped in it): {"unfinished_episode": {"episode": 5, "records": 37,
+// "note": "..."}}. The records above it, back to the first of that episode, are in no metric.
+// The line is not a record: a reader of records (sim.ReadTrace) stops there with an error
+// rather than take a partial episode for a finished one.
+const PartialMarkerKey = "unfinished_episode"
+
+// PartialMarker is the value of the PartialMarkerKey line.
+type PartialMarker struct {
+	Episode int    `json:"episode"` // the unfinished episode
+	Records int    `json:"records"` // its records just above this line
+	Note    string `json:"note"`
 }

@@ -1,9 +1,15 @@
 package run
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/report"
 	"github.com/dpsim/dpsim/pkg/sim"
 )
 
@@ -53,9 +59,14 @@ type Summary struct {
 	Points []PointSummary `json:"points"`
 	Timing TimingSummary  `json:"timing"`
 	// Invalid counts the dropped data messages per process name (decode, dim, nonfinite,
-	// late, ...); LauncherCtlInvalid the launcher's dropped coordination messages.
+	// signature, ...: wrong messages); LauncherCtlInvalid the launcher's dropped coordination
+	// messages. Stale counts per process the data messages that came for an episode its cores
+	// had finished (late, not wrong: compared with the copy used, never used themselves).
 	Invalid            map[string]bus.CountersSnapshot `json:"invalid"`
 	LauncherCtlInvalid bus.CountersSnapshot            `json:"launcher_ctl_invalid"`
+	Stale              map[string]uint64               `json:"stale,omitempty"`
+	// Security says how the traffic was secured (NATS engine only).
+	Security *report.Security `json:"security,omitempty"`
 	// Connections counts the processes' NATS connection events (a server outage shows here);
 	// Timeline lists every fault as it happened.
 	Connections ConnectionSummary `json:"connections"`
@@ -160,4 +171,48 @@ func (t *TimingSummary) add(p ProcessSummary) {
 	t.JitterMeanMaxNS = max(t.JitterMeanMaxNS, p.Timing.Jitter.Mean)
 	t.JitterP99MaxNS = max(t.JitterP99MaxNS, p.Timing.Jitter.P99)
 	t.JitterMaxNS = max(t.JitterMaxNS, p.Timing.Jitter.Max)
+}
+
+// writeOutputs writes report.md, then summary.json, so that the two never disagree: a file
+// that cannot be written (a full disk) is recorded as the run's failure in the other, or,
+// when neither can say it, in neither - report.md is then removed rather than left saying the
+// run went well - and the error goes to stderr through the returned error. It returns runErr
+// joined with the write errors, and whether summary.json was written.
+func (l *launcher) writeOutputs(runErr error) (error, bool) {
+	if err := l.writeReport(); err != nil {
+		err = fmt.Errorf("report.md: %w", err)
+		runErr = errors.Join(runErr, err)
+		l.sum.Files.Report = ""
+		l.recordWriteFailure(err)
+	}
+	err := l.writeSummary()
+	if err == nil {
+		return runErr, true
+	}
+	runErr = errors.Join(runErr, err)
+	if l.sum.Files.Report == "" {
+		return runErr, false
+	}
+	// report.md is there and does not know: write it again with the failure.
+	l.recordWriteFailure(err)
+	if rerr := l.writeReport(); rerr != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("report.md: %w", rerr))
+		if rmErr := os.Remove(filepath.Join(l.o.Out, report.FileName)); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+			runErr = errors.Join(runErr, fmt.Errorf("report.md says the run went on while summary.json failed; remove it: %w", rmErr))
+		}
+	}
+	return runErr, false
+}
+
+// recordWriteFailure makes the run failed (an interrupted run stays interrupted) and adds
+// the failure to its error.
+func (l *launcher) recordWriteFailure(err error) {
+	if l.sum.Status != "interrupted" {
+		l.sum.Status = "failed"
+	}
+	if l.sum.Error == "" {
+		l.sum.Error = err.Error()
+	} else {
+		l.sum.Error += "; " + err.Error()
+	}
 }

@@ -1,0 +1,69 @@
+package run_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// writeVariant writes a shipped scenario with its lines replaced (old -> new, each must occur)
+// and returns its path.
+func writeVariant(t *testing.T, name string, repl ...string) string {
+	t.Helper()
+	data, err := os.ReadFile(scenarioPath(name))
+	require.NoError(t, err)
+	s := string(data)
+	for i := 0; i < len(repl); i += 2 {
+		re := regexp.MustCompile(repl[i])
+		require.True(t, re.MatchString(s), "%s: %q", name, repl[i])
+		s = re.ReplaceAllLiteralString(s, repl[i+1])
+	}
+	path := filepath.Join(t.TempDir(), name+"-variant.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(s), 0o644))
+	return path
+}
+
+// TestRunCostBounds is the acceptance of issue 20 on the command: the vehicle with T = 10^6
+// (fast engine, one run) runs with a bounded summary.json and report.md; the ring of 10^5
+// nodes is refused before it starts, with its estimated cost and the --budget that confirms
+// it (before, it took 2.2 GB and wrote a 595 MB summary.json).
+func TestRunCostBounds(t *testing.T) {
+	veh := writeVariant(t, "cloud-vehicle", `(?m)^steps: 100.*$`, "steps: 1000000")
+	dir := t.TempDir()
+	start := time.Now()
+	code, _, stderr := runDpsim(t, 3*time.Minute, "run", veh, "--engine", "fast", "--runs", "1", "--trace-episodes", "0", "--out", dir)
+	t.Logf("T = 10^6, fast engine, one run: %v", time.Since(start).Round(time.Millisecond))
+	require.Equal(t, 0, code, stderr)
+	for name, bound := range map[string]int64{"summary.json": 8 << 20, "report.md": 1 << 20} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.Less(t, st.Size(), bound, name)
+	}
+
+	x0 := make([]string, 100_000)
+	for i := range x0 {
+		x0[i] = fmt.Sprint(i % 100)
+	}
+	ring := writeVariant(t, "consensus-gaussian", `(?m)^graph:\n(  .*\n)+`, "graph: {name: ring, n: 100000, weight: 0.25}\n",
+		`(?m)^x0: \[.*\]$`, "x0: ["+strings.Join(x0, ", ")+"]", `(?s)\nsweep:.*$`, "\n")
+	dir = t.TempDir()
+	start = time.Now()
+	code, _, stderr = runDpsim(t, time.Minute, "run", ring, "--engine", "fast", "--runs", "1", "--out", dir)
+	require.Equal(t, 1, code, stderr)
+	require.Less(t, time.Since(start), 20*time.Second, "refused before it starts")
+	require.Contains(t, stderr, "estimated cost memory ~")
+	require.Contains(t, stderr, "summary.json ~")
+	require.Contains(t, stderr, "confirm with --budget ")
+	_, err := os.Stat(filepath.Join(dir, "summary.json"))
+	require.True(t, os.IsNotExist(err), "nothing ran")
+
+	code, _, stderr = runDpsim(t, time.Minute, "run", ring, "--engine", "fast", "--budget", "lots")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "--budget")
+}
