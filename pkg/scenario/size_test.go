@@ -31,7 +31,7 @@ func hugeScenario(t *testing.T, size int) string {
 // read or decoded (a 14.9 MB file took 1.5 GB and 50 s just to be rejected), with an error
 // naming its size and the bound.
 func TestLoadRefusesLargeFileCheaply(t *testing.T) {
-	for _, size := range []int{1<<20 + 100, 4 << 20, 15 << 20} { // 15 MiB: the file of issue 20
+	for _, size := range []int{1<<20 + 100, 4 << 20, 15 << 20} { // 15 MiB: a newcomer's file that once took 1.5 GB to reject
 		path := hugeScenario(t, size)
 		runtime.GC()
 		var before, after runtime.MemStats

@@ -68,7 +68,7 @@ func checkThinned(t *testing.T, name string, s *Series, last int) {
 	require.Greater(t, s.Step[s.Len()-1], s.Step[s.Len()-2], name)
 }
 
-// TestLongHorizonBounded is the acceptance case of issue 20: the vehicle with T = 10^6 steps,
+// TestLongHorizonBounded is the acceptance case: the vehicle with T = 10^6 steps,
 // fast engine, one run. Before, it held every step in the results (6.1 GB, a summary.json over
 // 512 MB); now its live heap stays within the engine's per-step buffers (documented in
 // EstimateCost; about 160 bytes a step) and the results within MaxSeriesPoints per series.
@@ -197,7 +197,7 @@ func ringScenario(t *testing.T, n, steps int) *scenario.Scenario {
 	return s
 }
 
-// TestCostRefusesWhatIsTooBig: the 10^5-node ring of issue 20 (a 595 MB summary.json with an
+// TestCostRefusesWhatIsTooBig: the 10^5-node ring (once a 595 MB summary.json with an
 // entry per link), 10^4 sweep points and 5 x 10^6 consensus steps are refused at the default
 // budget with their estimate and the --budget that would confirm them; every shipped
 // scenario and the 10^6-step vehicle are accepted.

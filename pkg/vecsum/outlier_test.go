@@ -11,7 +11,7 @@ import (
 // the clipped sum to rounding. The accumulator used to add every row to the running sum and subtract the
 // clipping correction at the end, so an outlier of 1e20 swallowed the other rows' contribution (ulp(1e20)
 // = 16384, against noise of a few hundred) and one of 1e160 was refused ("squared norm overflows",
-// issue 20's outlier). The clipping error itself (1e320) overflows and is +Inf, a diagnostic.
+// the outlier that once broke --json). The clipping error itself (1e320) overflows and is +Inf, a diagnostic.
 func TestOutlierClippedExactly(t *testing.T) {
 	const n = 1000
 	sig := []float64{1, 2}

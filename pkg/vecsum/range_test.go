@@ -8,7 +8,7 @@ import (
 )
 
 // TestSigmaRange: standard deviations far from 1 made the plan +Inf or NaN (gain NaN, scaling 0 for
-// sigma 1e200, issue 20's non-finite outputs); they are refused by name, and otherwise every planned
+// sigma 1e200 once gave non-finite outputs); they are refused by name, and otherwise every planned
 // quantity and the clipping-error estimate are finite.
 func TestSigmaRange(t *testing.T) {
 	refused := []struct {

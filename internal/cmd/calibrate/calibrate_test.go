@@ -53,7 +53,7 @@ func TestScalarTightSatisfiesDefinition(t *testing.T) {
 }
 
 // TestScalarLaplace: the Laplace scale is b (variance 2 b^2), not a standard deviation, so the JSON
-// calls it "b" and has no "sigma" key (issue 20); the Gaussian keeps its documented "sigma" and no "b".
+// calls it "b" and has no "sigma" key; the Gaussian keeps its documented "sigma" and no "b".
 func TestScalarLaplace(t *testing.T) {
 	m := runJSON(t, "--mechanism", "laplace", "--epsilon", "0.1", "--mu", "1")
 	require.Contains(t, m, "b")
@@ -229,7 +229,7 @@ func TestScenarioWarningsShown(t *testing.T) {
 }
 
 // TestScenarioLaplaceScaleKey: a Laplace scenario's scale is b, not sigma, in every place the JSON
-// gives it (the point, per_agent_*, other_adjacency), as in scalar mode (issue 20); a Gaussian one keeps
+// gives it (the point, per_agent_*, other_adjacency), as in scalar mode; a Gaussian one keeps
 // its documented "sigma".
 func TestScenarioLaplaceScaleKey(t *testing.T) {
 	m := runJSON(t, "--scenario", scenarioPath("consensus-laplace.yaml"))

@@ -14,7 +14,7 @@ var plotOnlyKeys = []string{"time_ms", "plots", "plot_seed", "plot_seed_source",
 
 // TestPlotOutKeepsTheAnswer: --plot-out draws a figure and never changes the result. It used to turn
 // the exact method's default xi from 1e-9 (2,292 iterations on examples/A.csv) into 0.1 (7 iterations)
-// (issue 20). Both the JSON and the table are compared.
+// Both the JSON and the table are compared.
 func TestPlotOutKeepsTheAnswer(t *testing.T) {
 	input := filepath.Join("..", "..", "..", "examples", "A.csv")
 	cases := []struct {
@@ -90,7 +90,7 @@ func resultLines(table string) string {
 }
 
 // TestSeedLine: the exact method draws no random numbers, so it prints no seed number (it printed
-// "seed 0 ()", issue 20) but says why; fast and dp print the seed and its source; with --plot-out the
+// "seed 0 ()") but says why; fast and dp print the seed and its source; with --plot-out the
 // seed of the plot's random curves is printed as plot_seed.
 func TestSeedLine(t *testing.T) {
 	input := filepath.Join("..", "..", "..", "examples", "A.csv")

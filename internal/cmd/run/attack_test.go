@@ -98,7 +98,7 @@ func (f *forger) forge() {
 	f.errPub = f.nc.Flush()
 }
 
-// The one-episode forged burst of issue 20, on an external server without permissions (any
+// The one-episode forged burst, on an external server without permissions (any
 // client may publish as the plant), over several seeds and timings: before the genuine
 // copies (a burst on step 0, or spread out), in the middle of the episode, and after its
 // last step (the receivers may have finished the episode or begun the next one), also in the

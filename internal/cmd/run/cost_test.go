@@ -29,7 +29,7 @@ func writeVariant(t *testing.T, name string, repl ...string) string {
 	return path
 }
 
-// TestRunCostBounds is the acceptance of issue 20 on the command: the vehicle with T = 10^6
+// TestRunCostBounds is the acceptance case on the command: the vehicle with T = 10^6
 // (fast engine, one run) runs with a bounded summary.json and report.md; the ring of 10^5
 // nodes is refused before it starts, with its estimated cost and the --budget that confirms
 // it (before, it took 2.2 GB and wrote a 595 MB summary.json).

@@ -14,7 +14,7 @@ import (
 
 // TestRunHeaderRule: a first row is a header only with --header or when every cell is non-numeric;
 // a first row mixing numbers and words is an error naming line and column, not a lost data row
-// (issue 20: "1,abc,3" was silently taken as a header, changing n and the sum).
+// ("1,abc,3" was once silently taken as a header, changing n and the sum).
 func TestRunHeaderRule(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {

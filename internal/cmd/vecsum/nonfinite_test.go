@@ -14,7 +14,7 @@ import (
 
 // TestRunJSONOutlier: one outlier row near 1e160 makes the squared clipping error overflow float64. The
 // JSON must still be written (it failed with "json: unsupported value: +Inf"): the value is null and
-// non_finite says which key and why, while the private sum stays a number (issue 20). The normal
+// non_finite says which key and why, while the private sum stays a number. The normal
 // method clips the outlier like any other row (it refused it: "squared norm overflows").
 func TestRunJSONOutlier(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "outlier.csv")
@@ -47,7 +47,7 @@ func TestRunJSONOutlier(t *testing.T) {
 }
 
 // TestRunExitCodes: a data problem is a failure (exit 1), only a bad command line is a usage error
-// (exit 2). Too few rows for a private mean used to exit 2 (issue 20).
+// (exit 2). Too few rows for a private mean used to exit 2.
 func TestRunExitCodes(t *testing.T) {
 	cases := []struct {
 		name  string

@@ -54,7 +54,7 @@ func TestPlanBoundReason(t *testing.T) {
 }
 
 // TestFigureNoNaN: without --clip-samples the clipping errors are not estimated; the CSV used to carry
-// them as two NaN columns and --json failed ("unsupported value: NaN", issue 20). Now the columns are
+// them as two NaN columns and --json failed ("unsupported value: NaN"). Now the columns are
 // omitted (the output says why) and appear, numeric, only when estimated.
 func TestFigureNoNaN(t *testing.T) {
 	for _, samples := range []string{"0", "300"} {
