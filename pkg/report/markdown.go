@@ -755,6 +755,10 @@ func (r *run) securitySection(b *strings.Builder) {
 		signed = "yes: every data and control message carries an ed25519 signature of its sender"
 	}
 	auth := "no: a message claiming to come from a process is taken at its word"
+	if s.Permissions {
+		auth = "by the server only: no signatures, but the per-role permissions let only a process's own NATS user publish on its " +
+			"subjects, and a receiver drops a message whose sender disagrees with its subject"
+	}
 	if s.Authenticated {
 		auth = "yes: receivers verified every signature and dropped what failed, so the data used came from the processes the launcher started"
 	}

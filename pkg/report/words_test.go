@@ -134,10 +134,15 @@ func TestSecurityAndStale(t *testing.T) {
 	emb.Security = &Security{Server: "embedded", Cluster: 3, Permissions: true, TLS: "auto"}
 	md = reportOf(t, emb)
 	for _, want := range []string{"| server | embedded (the launcher's own NATS servers: a cluster of 3 joined by routes) |",
-		"| signed | no |", "| authenticated | no: a message claiming to come from a process is taken at its word |", "| TLS | auto:"} {
+		"| signed | no |", "| authenticated | by the server only: no signatures, but the per-role permissions", "| TLS | auto:"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("embedded Security section lacks %q", want)
 		}
+	}
+	ext := controlInput(t)
+	ext.Security = &Security{Server: "external", TLS: "off"}
+	if md := reportOf(t, ext); !strings.Contains(md, "| authenticated | no: a message claiming to come from a process is taken at its word |") {
+		t.Error("an external server without signatures must say that nothing authenticates a sender")
 	}
 	if md := reportOf(t, fastInput(t, shipped("cloud-vehicle"), 10)); strings.Contains(md, "## Security") || strings.Contains(md, "Stale messages") {
 		t.Error("a fast run has no Security section and no stale counts")
