@@ -57,7 +57,7 @@ func StartCluster(n int, base EmbeddedOptions) (*Cluster, error) {
 	for {
 		ready := true
 		for _, m := range c.Members {
-			if m.Server().NumRoutes() < n-1 {
+			if m.server().NumRoutes() < n-1 {
 				ready = false
 			}
 		}
@@ -113,7 +113,7 @@ func RotateURLs(urls string, i int) string {
 // argument), e.g. to know which processes a member's restart disconnects.
 func (e *Embedded) ClientNames() map[string]bool {
 	out := map[string]bool{}
-	cz, err := e.Server().Connz(&server.ConnzOptions{Limit: 1 << 16})
+	cz, err := e.server().Connz(&server.ConnzOptions{Limit: 1 << 16})
 	if err != nil {
 		return out
 	}

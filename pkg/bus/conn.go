@@ -86,12 +86,6 @@ func WithEvents(h func(Event)) Option {
 	return func(c *connConfig) { c.onEvent = h }
 }
 
-// WithNATSOptions passes extra options to nats.Connect (applied before this package's
-// own, so they cannot replace the event handlers).
-func WithNATSOptions(opts ...nats.Option) Option {
-	return func(c *connConfig) { c.natsOpts = append(c.natsOpts, opts...) }
-}
-
 // Conn is a NATS connection of one dpsim process.
 type Conn struct {
 	nc     *nats.Conn

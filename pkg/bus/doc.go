@@ -24,7 +24,7 @@
 //	| dpsim.<run>.cloud.<id>.u               | cloud <id>      | plant, eavesdropper  | control input u(t), kind "u"                    |
 //	| dpsim.<run>.agent.<i>.y                | agent <i>       | neighbours, eavesdr. | y_i(t) = x_i(t) + gamma_i(t) (eq. 25), kind "y" |
 //	| dpsim.<run>.ctl.episode                | launcher        | all                  | episode Message.Episode begins                  |
-//	| dpsim.<run>.ctl.ready.<role>.<id>      | every process   | launcher             | subscribed and ready, vals [pid]                |
+//	| dpsim.<run>.ctl.ready.<role>.<id>      | every process   | launcher             | ready, vals [pid, plan digest]                  |
 //	| dpsim.<run>.ctl.done.<role>.<id>       | every process   | launcher             | episode finished, vals [steps, missed, pid]     |
 //	| dpsim.<run>.ctl.result.<role>.<id>     | every process   | launcher             | results of the process                          |
 //	| dpsim.<run>.ctl.stop                   | launcher        | all                  | flush and exit                                  |

@@ -139,8 +139,9 @@ func (e *Embedded) URL() string { return e.url }
 // Port is the TCP port the server listens on.
 func (e *Embedded) Port() int { return e.port }
 
-// Server exposes the underlying server (monitoring, fault experiments).
-func (e *Embedded) Server() *server.Server {
+// server returns the underlying server (this package's cluster checks and tests; the NATS
+// types stay inside pkg/bus).
+func (e *Embedded) server() *server.Server {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.srv
@@ -149,7 +150,7 @@ func (e *Embedded) Server() *server.Server {
 // Shutdown stops the server, disconnecting every client, and waits until it is down.
 // Calling it more than once is harmless.
 func (e *Embedded) Shutdown() {
-	srv := e.Server()
+	srv := e.server()
 	srv.Shutdown()
 	srv.WaitForShutdown()
 }

@@ -443,11 +443,11 @@ func TestEmbeddedJetStreamOptional(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Shutdown()
-	if !e.Server().JetStreamEnabled() {
+	if !e.server().JetStreamEnabled() {
 		t.Error("JetStream requested but not enabled")
 	}
 	plain := startServer(t)
-	if plain.Server().JetStreamEnabled() {
+	if plain.server().JetStreamEnabled() {
 		t.Error("JetStream enabled by default")
 	}
 }

@@ -48,7 +48,7 @@
 // releases y_i(t); agent i, having its neighbours' y_j(t), updates and releases y_i(t+1).
 // Each core's arithmetic depends only on its own state and the deliveries of the step, never on
 // their arrival order, so cores may run in any order or in different processes.
-
+//
 // # Records and results
 //
 // ControlRecord / ConsensusRecord are the per-step trace model, written as JSON lines by
