@@ -31,7 +31,7 @@
 //	steps:       100            # T, the horizon of one run: 1 .. 10^7
 //	runs:        500            # Monte Carlo runs: 1 .. 10^9
 //	seed:        53             # uint64 run seed; 0 or absent: drawn from crypto/rand
-//	                            # when the run starts (Scenario.EnsureSeed) and recorded
+//	                            # when the run starts (cli.ResolveSeed) and recorded
 //	plant:       {...}          # cloud-control only (required there)
 //	controller:  {...}          # cloud-control only (required there)
 //	graph:       {...}          # consensus only (required there)

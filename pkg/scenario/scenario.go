@@ -13,7 +13,6 @@ import (
 
 	"github.com/dpsim/dpsim/pkg/noise"
 	"github.com/dpsim/dpsim/pkg/privacy"
-	"github.com/dpsim/dpsim/pkg/rng"
 )
 
 // MaxFileSize bounds the scenario files Load and Parse accept: 1 MiB, which holds an x0 or an
@@ -103,7 +102,7 @@ type Scenario struct {
 	Kind        Kind
 	Steps       int    // T, the horizon of one run (>= 1)
 	Runs        int    // Monte Carlo runs (>= 1)
-	Seed        uint64 // run seed; 0 = not fixed in the file (see EnsureSeed)
+	Seed        uint64 // run seed; 0 = not fixed in the file (see cli.ResolveSeed)
 
 	Plant      *PlantSpec      // cloud-control only
 	Controller *ControllerSpec // cloud-control only
@@ -369,18 +368,6 @@ func Parse(data []byte, source string) (*Scenario, error) {
 	}
 	s.Source = source
 	return s, nil
-}
-
-// EnsureSeed returns the run seed, drawing one from crypto/rand (and storing it in
-// s.Seed) when the file left it 0 or absent; drawn tells the caller to record it.
-func (s *Scenario) EnsureSeed() (seed uint64, drawn bool) {
-	if s.Seed != 0 {
-		return s.Seed, false
-	}
-	for s.Seed == 0 {
-		s.Seed = rng.FromCrypto()
-	}
-	return s.Seed, true
 }
 
 // Clone returns a deep copy of s.

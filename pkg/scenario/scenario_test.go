@@ -197,13 +197,6 @@ func TestDefaults(t *testing.T) {
 	if s.Transport.Mode != Lockstep || s.Seed != 0 {
 		t.Errorf("transport %+v seed %d", s.Transport, s.Seed)
 	}
-	seed, drawn := s.EnsureSeed()
-	if !drawn || seed == 0 || s.Seed != seed {
-		t.Errorf("EnsureSeed = %d %v, s.Seed %d", seed, drawn, s.Seed)
-	}
-	if again, drawn := s.EnsureSeed(); drawn || again != seed {
-		t.Errorf("EnsureSeed again = %d %v", again, drawn)
-	}
 }
 
 func TestForms(t *testing.T) {

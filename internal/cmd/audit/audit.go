@@ -46,7 +46,6 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/privacy"
-	"github.com/dpsim/dpsim/pkg/rng"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
@@ -186,12 +185,8 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	if o.Confidence != 0 && !(o.Confidence > 0 && o.Confidence < 1) {
 		return nil, cli.UsageError("--confidence %v: want a level in (0, 1), e.g. 0.95", o.Confidence)
 	}
-	if seed != "" {
-		v, err := strconv.ParseUint(seed, 10, 64)
-		if err != nil {
-			return nil, cli.UsageError("--seed %q: want an unsigned 64-bit integer", seed)
-		}
-		o.Seed, o.SeedSet = v, true
+	if o.Seed, o.SeedSet, err = cli.ParseSeed(seed); err != nil {
+		return nil, err
 	}
 	if o.Workers < 0 {
 		return nil, cli.UsageError("--workers %d: want >= 0", o.Workers)
@@ -246,7 +241,8 @@ type Output struct {
 	Points         []*audit.GameReport `json:"points"`
 }
 
-// Execute runs the audit with parsed options.
+// Execute runs the audit with parsed options: it loads the scenario and resolves the seed, builds
+// the game of every point (newAuditRun), plays them in turn (playAll) and prints the result (report).
 func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zerolog.Logger) error {
 	if err := cli.CheckScenarioFile(o.ScenarioPath); err != nil {
 		return err
@@ -255,16 +251,49 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	if err != nil {
 		return err
 	}
-	seed := s.Seed
-	switch {
-	case o.SeedSet:
-		seed = o.Seed
-	case seed == 0:
-		for seed == 0 {
-			seed = rng.FromCrypto()
-		}
+	seed, seedSource := cli.ResolveSeed(o.Seed, o.SeedSet, s.Seed)
+	if seedSource == cli.SeedFromCrypto {
 		log.Info().Uint64("seed", seed).Msg("no seed given: drew one (reported in the output)")
 	}
+	a, err := newAuditRun(o, s, seed, log)
+	if err != nil {
+		return err
+	}
+	if o.Out != "" {
+		if err := os.MkdirAll(o.Out, 0o755); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	if a.bar = newProgressBar(stderr, o, s.Name, 2*a.trials*len(a.points)); a.bar != nil {
+		defer func() { _ = a.bar.Finish() }()
+	}
+	reports, violations, err := a.playAll(ctx, stdout)
+	if err != nil {
+		return err
+	}
+	if a.bar != nil {
+		_ = a.bar.Finish()
+	}
+	return a.report(stdout, reports, violations)
+}
+
+// auditRun is one audit in progress: the games of a scenario's points and the settings they share.
+type auditRun struct {
+	o         *Options
+	name      string               // the scenario's name
+	points    []*scenario.Scenario // the sweep's points (one without a sweep)
+	games     []*audit.Game        // games[k] audits points[k]
+	seed      uint64
+	trials    int     // trials per secret bit and point
+	conf      float64 // joint confidence of the verdict over all points
+	pointConf float64 // confidence of each point: 1 - (1 - conf)/K (Bonferroni)
+	log       zerolog.Logger
+	bar       *progressbar.ProgressBar // nil without a terminal or without --progress
+}
+
+// newAuditRun resolves the trials, adjacency and confidence (flags first, then the scenario's audit
+// section, then the defaults) and builds the game of every point of s.
+func newAuditRun(o *Options, s *scenario.Scenario, seed uint64, log zerolog.Logger) (*auditRun, error) {
 	spec := s.Audit
 	if spec == nil {
 		spec = &scenario.AuditSpec{}
@@ -287,109 +316,149 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 		conf = 0.95
 	}
 	points := s.Expand()
-	// Every point is one more chance of a false violation: a sweep's points are analysed at
-	// 1 - (1 - conf)/K each (Bonferroni), so its overall verdict holds at the stated conf.
-	pointConf := 1 - (1-conf)/float64(len(points))
+	games, err := newGames(points, audit.GameOptions{Adjacency: adj, Pair: spec.Pair})
+	if err != nil {
+		return nil, err
+	}
+	return &auditRun{
+		o: o, name: s.Name, points: points, games: games, seed: seed, trials: trials, conf: conf,
+		// Every point is one more chance of a false violation: a sweep's points are analysed at
+		// 1 - (1 - conf)/K each (Bonferroni), so its overall verdict holds at the stated conf.
+		pointConf: 1 - (1-conf)/float64(len(points)),
+		log:       log,
+	}, nil
+}
+
+// newGames plans every point and builds its audit game; an error names the point.
+func newGames(points []*scenario.Scenario, opts audit.GameOptions) ([]*audit.Game, error) {
 	games := make([]*audit.Game, len(points))
 	for k, pt := range points {
 		p, err := plan.New(pt, plan.Options{})
 		if err != nil {
-			return pointErr(len(points), k, pt, err)
+			return nil, pointErr(len(points), k, pt, err)
 		}
-		if games[k], err = audit.NewGame(p, audit.GameOptions{Adjacency: adj, Pair: spec.Pair}); err != nil {
-			return pointErr(len(points), k, pt, err)
-		}
-	}
-	if o.Out != "" {
-		if err := os.MkdirAll(o.Out, 0o755); err != nil {
-			return fmt.Errorf("--out: %w", err)
+		if games[k], err = audit.NewGame(p, opts); err != nil {
+			return nil, pointErr(len(points), k, pt, err)
 		}
 	}
-	var bar *progressbar.ProgressBar
-	if f, ok := stderr.(*os.File); ok && o.Progress && cli.IsTerminal(f) {
-		bar = progressbar.NewOptions64(int64(2*trials*len(points)), progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetDescription("audit "+s.Name), progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(), progressbar.OptionSetItsString("episodes"),
-			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-		defer func() { _ = bar.Finish() }()
+	return games, nil
+}
+
+// newProgressBar returns a progress bar over all episodes on stderr, or nil when --progress is off
+// or stderr is not a terminal.
+func newProgressBar(stderr io.Writer, o *Options, name string, episodes int) *progressbar.ProgressBar {
+	f, ok := stderr.(*os.File)
+	if !ok || !o.Progress || !cli.IsTerminal(f) {
+		return nil
 	}
-	var reports []*audit.GameReport
-	var violations []string
-	for k, g := range games {
-		base := int64(2 * trials * k)
-		progress := func(done, _ int) {
-			if bar != nil {
-				_ = bar.Set64(base + int64(done))
-			}
-		}
-		log.Info().Str("point", points[k].Name).Str("engine", o.Engine).Int("trials", trials).
-			Str("audited", string(g.Audited)).Str("calibrated", string(g.Calibrated)).Msg("playing the game")
-		var out *audit.Outcome
-		switch o.Engine {
-		case audit.EngineFast:
-			out, err = audit.RunFast(ctx, g, audit.FastOptions{Trials: trials, Seed: seed, Workers: o.Workers, Progress: progress})
-		default:
-			out, err = runWire(ctx, o, wireConfig{point: k, points: len(points), game: g, seed: seed, trials: trials, log: log, progress: progress})
-		}
-		interrupted := err != nil && ctx.Err() != nil && out != nil && out.Episodes > 0
-		if err != nil && !interrupted {
-			return pointErr(len(points), k, points[k], err)
-		}
-		rep, aerr := g.Analyze(out, audit.ReportOptions{Confidence: pointConf, Selection: o.Selection})
-		if interrupted {
-			// Ctrl-C: what was played is analysed and written, marked as such, and the exit
-			// status says the audit did not finish.
-			if aerr != nil {
-				return pointErr(len(points), k, points[k], fmt.Errorf("interrupted after %d of %d episodes, too few to analyse: %w", out.Episodes, 2*trials, aerr))
-			}
-			rep.Scenario = points[k].Name
-			rep.Notes = append(rep.Notes, fmt.Sprintf("INTERRUPTED: %d of %d episodes were played; the bounds use those only", out.Episodes, 2*trials))
-			if o.Out != "" {
-				if werr := writeFiles(o.Out, suffix(len(points), k), rep); werr != nil {
-					return werr
-				}
-			}
-			printTable(stdout, append(reports, rep), o.Out)
-			return fmt.Errorf("audit interrupted (%v) after %d of %d episodes of point %s: partial results written", context.Cause(ctx), out.Episodes, 2*trials, points[k].Name)
-		}
-		err = aerr
+	return progressbar.NewOptions64(int64(episodes), progressbar.OptionSetWriter(stderr),
+		progressbar.OptionSetDescription("audit "+name), progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(), progressbar.OptionSetItsString("episodes"),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+}
+
+// playAll plays and analyses the game of every point in turn (each report written to --out as soon
+// as it is ready) and returns the reports and the names of the points that show a violation.
+func (a *auditRun) playAll(ctx context.Context, stdout io.Writer) (reports []*audit.GameReport, violations []string, err error) {
+	for k, g := range a.games {
+		rep, err := a.playPoint(ctx, k, g, stdout, reports)
 		if err != nil {
-			return pointErr(len(points), k, points[k], err)
-		}
-		rep.Scenario = points[k].Name
-		if len(points) > 1 {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("sweep point %d of %d: its bounds hold jointly at %g, so that those of all %d points hold jointly at %g (Bonferroni)",
-				k, len(points), pointConf, len(points), conf))
-		}
-		if o.Out != "" {
-			if err := writeFiles(o.Out, suffix(len(points), k), rep); err != nil {
-				return err
-			}
+			return nil, nil, err
 		}
 		if rep.Verdict == audit.Violation {
-			violations = append(violations, points[k].Name)
+			violations = append(violations, a.points[k].Name)
 		}
 		reports = append(reports, rep)
 	}
-	if bar != nil {
-		_ = bar.Finish()
+	return reports, violations, nil
+}
+
+// playPoint plays and analyses the game g of point k, notes its share of the sweep's confidence and
+// writes its report to --out. Interrupted with episodes played, it reports those (after done, the
+// reports of the earlier points) and returns an error.
+func (a *auditRun) playPoint(ctx context.Context, k int, g *audit.Game, stdout io.Writer, done []*audit.GameReport) (*audit.GameReport, error) {
+	n, pt := len(a.points), a.points[k]
+	out, err := a.play(ctx, k, g)
+	interrupted := err != nil && ctx.Err() != nil && out != nil && out.Episodes > 0
+	if err != nil && !interrupted {
+		return nil, pointErr(n, k, pt, err)
 	}
-	if o.JSON {
+	rep, aerr := g.Analyze(out, audit.ReportOptions{Confidence: a.pointConf, Selection: a.o.Selection})
+	if interrupted {
+		return nil, a.interrupted(ctx, k, out, rep, aerr, stdout, done)
+	}
+	if aerr != nil {
+		return nil, pointErr(n, k, pt, aerr)
+	}
+	rep.Scenario = pt.Name
+	if n > 1 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("sweep point %d of %d: its bounds hold jointly at %g, so that those of all %d points hold jointly at %g (Bonferroni)",
+			k, n, a.pointConf, n, a.conf))
+	}
+	if a.o.Out != "" {
+		if err := writeFiles(a.o.Out, suffix(n, k), rep); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// play plays the episodes of game g (point k) with --engine, advancing the progress bar.
+func (a *auditRun) play(ctx context.Context, k int, g *audit.Game) (*audit.Outcome, error) {
+	base := int64(2 * a.trials * k)
+	progress := func(done, _ int) {
+		if a.bar != nil {
+			_ = a.bar.Set64(base + int64(done))
+		}
+	}
+	a.log.Info().Str("point", a.points[k].Name).Str("engine", a.o.Engine).Int("trials", a.trials).
+		Str("audited", string(g.Audited)).Str("calibrated", string(g.Calibrated)).Msg("playing the game")
+	switch a.o.Engine {
+	case audit.EngineFast:
+		return audit.RunFast(ctx, g, audit.FastOptions{Trials: a.trials, Seed: a.seed, Workers: a.o.Workers, Progress: progress})
+	default:
+		return runWire(ctx, a.o, wireConfig{point: k, points: len(a.points), game: g, seed: a.seed, trials: a.trials, log: a.log, progress: progress})
+	}
+}
+
+// interrupted handles Ctrl-C during point k: what was played (out, analysed as rep, or aerr when too
+// few episodes) is written, marked as such, and printed after done; the error it returns makes the
+// exit status say the audit did not finish.
+func (a *auditRun) interrupted(ctx context.Context, k int, out *audit.Outcome, rep *audit.GameReport, aerr error, stdout io.Writer, done []*audit.GameReport) error {
+	n, pt := len(a.points), a.points[k]
+	if aerr != nil {
+		return pointErr(n, k, pt, fmt.Errorf("interrupted after %d of %d episodes, too few to analyse: %w", out.Episodes, 2*a.trials, aerr))
+	}
+	rep.Scenario = pt.Name
+	rep.Notes = append(rep.Notes, fmt.Sprintf("INTERRUPTED: %d of %d episodes were played; the bounds use those only", out.Episodes, 2*a.trials))
+	if a.o.Out != "" {
+		if werr := writeFiles(a.o.Out, suffix(n, k), rep); werr != nil {
+			return werr
+		}
+	}
+	printTable(stdout, append(done, rep), a.o.Out)
+	return fmt.Errorf("audit interrupted (%v) after %d of %d episodes of point %s: partial results written", context.Cause(ctx), out.Episodes, 2*a.trials, pt.Name)
+}
+
+// report prints the reports (--json: the single report, or a sweep's Output; else the table) and,
+// with --fail-on-violation, returns a ViolationError when a point shows a violation.
+func (a *auditRun) report(stdout io.Writer, reports []*audit.GameReport, violations []string) error {
+	if a.o.JSON {
 		var v any = reports[0]
 		if len(reports) > 1 {
 			verdict := audit.Consistent
 			if len(violations) > 0 {
 				verdict = audit.Violation
 			}
-			v = sweepOutput(s.Name, verdict, conf, reports)
+			v = sweepOutput(a.name, verdict, a.conf, reports)
 		}
 		if err := cli.WriteJSON(stdout, v); err != nil {
 			return err
 		}
 	} else {
-		printTable(stdout, reports, o.Out)
+		printTable(stdout, reports, a.o.Out)
 	}
-	if o.FailOnViolation && len(violations) > 0 {
+	if a.o.FailOnViolation && len(violations) > 0 {
 		return &ViolationError{Points: violations}
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	runcmd "github.com/dpsim/dpsim/internal/cmd/run"
 	"github.com/dpsim/dpsim/pkg/audit"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/sim"
 )
 
@@ -48,39 +49,11 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	runID := "audit" + hex.EncodeToString(b[:])
-	url := bus.ResolveURL(o.NATSURL)
-	var users map[string]bus.User
-	var launcher *bus.User
-	if url == "" {
-		// The embedded server admits the run's processes only, with their roles' permissions:
-		// nobody but the plant (agents) reads the challenger's secret x(0).
-		u, l, err := runcmd.RunUsers(p, runID, 1)
-		if err != nil {
-			return nil, fmt.Errorf("wire engine: %w", err)
-		}
-		all := []bus.User{l}
-		for _, x := range u {
-			all = append(all, x)
-		}
-		users, launcher = u, &l
-		srv, err := bus.StartEmbedded(bus.EmbeddedOptions{Users: all})
-		if err != nil {
-			return nil, fmt.Errorf("wire engine: embedded NATS: %w", err)
-		}
-		defer srv.Shutdown()
-		url = srv.URL()
-	} else {
-		// credentials in the URL go to the processes' environment, never their argv
-		clean, user, pass := bus.SplitURL(url)
-		url = clean
-		if user != "" {
-			ext := bus.User{Name: user, Password: pass}
-			users, launcher = map[string]bus.User{}, &ext
-			for _, k := range runcmd.ProcessKeys(p, 1) {
-				users[k] = ext
-			}
-		}
+	srv, err := wireServer(o.NATSURL, p, runID)
+	if err != nil {
+		return nil, err
 	}
+	defer srv.stop()
 	exe := o.Exe
 	if exe == "" {
 		var err error
@@ -88,23 +61,17 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 			return nil, fmt.Errorf("wire engine: cannot find the dpsim binary to spawn the roles: %w", err)
 		}
 	}
-	var dir string
-	if o.Out != "" {
-		dir = filepath.Join(o.Out, "procs"+suffix(c.points, c.point))
-	} else {
-		tmp, err := os.MkdirTemp("", "dpsim-audit-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
+	dir, removeDir, err := wireDir(o, c)
+	if err != nil {
+		return nil, err
 	}
-	c.log.Info().Str("nats", url).Str("run", runID).Str("dir", dir).Msg("starting the role processes")
+	defer removeDir()
+	c.log.Info().Str("nats", srv.url).Str("run", runID).Str("dir", dir).Msg("starting the role processes")
 	start := time.Now()
 	sess, err := runcmd.StartSession(ctx, runcmd.SessionConfig{
-		Exe: exe, ScenarioPath: o.ScenarioPath, Point: c.point, Plan: p, Seed: c.seed, URL: url, Run: runID,
+		Exe: exe, ScenarioPath: o.ScenarioPath, Point: c.point, Plan: p, Seed: c.seed, URL: srv.url, Run: runID,
 		Dir: dir, Mode: bus.Lockstep, Timeout: o.Timeout, LogLevel: o.LogLevel, Transcript: false, Log: c.log, Encoding: o.Encoding,
-		Users: users, Launcher: launcher,
+		Users: srv.users, Launcher: srv.launcher,
 	})
 	if err != nil {
 		if sess != nil {
@@ -112,19 +79,7 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 		}
 		return nil, fmt.Errorf("wire engine: %w", err)
 	}
-	total := 2 * c.trials
-	bits := make([]int8, total)
-	var runErr error
-	for e := 0; e < total; e++ {
-		bit := audit.Bit(c.seed, uint64(e))
-		bits[e] = int8(bit)
-		if runErr = sess.Episode(ctx, e, g.X0(bit)); runErr != nil {
-			break
-		}
-		if c.progress != nil && (e&63 == 63 || e == total-1) {
-			c.progress(e+1, total)
-		}
-	}
+	bits, runErr := playWireEpisodes(ctx, sess, c)
 	if err := sess.Stop(); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -132,7 +87,93 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 	if runErr != nil {
 		return nil, fmt.Errorf("wire engine: %w", runErr)
 	}
-	est, err := readEstimates(dir, p.Steps, total, g.EstimateDim())
+	out, err := scoreWire(g, c, dir, bits)
+	if err != nil {
+		return nil, err
+	}
+	out.Elapsed = elapsed
+	return out, nil
+}
+
+// wireNATS is the NATS server the wire engine's processes connect to, and their accounts.
+type wireNATS struct {
+	url      string
+	users    map[string]bus.User // the processes' accounts (nil: none)
+	launcher *bus.User           // the launcher's account (nil: none)
+	stop     func()              // shuts the embedded server down (a no-op for an external one)
+}
+
+// wireServer starts the embedded NATS server, admitting the run's processes only, when natsURL
+// (--nats-url, else $NATS_URL) is empty; otherwise it uses that external server, with the
+// credentials of its URL (if any) as every process's account.
+func wireServer(natsURL string, p *plan.Plan, runID string) (*wireNATS, error) {
+	url := bus.ResolveURL(natsURL)
+	if url != "" {
+		// credentials in the URL go to the processes' environment, never their argv
+		clean, user, pass := bus.SplitURL(url)
+		w := &wireNATS{url: clean, stop: func() {}}
+		if user != "" {
+			ext := bus.User{Name: user, Password: pass}
+			w.users, w.launcher = map[string]bus.User{}, &ext
+			for _, k := range runcmd.ProcessKeys(p, 1) {
+				w.users[k] = ext
+			}
+		}
+		return w, nil
+	}
+	// The embedded server admits the run's processes only, with their roles' permissions:
+	// nobody but the plant (agents) reads the challenger's secret x(0).
+	u, l, err := runcmd.RunUsers(p, runID, 1)
+	if err != nil {
+		return nil, fmt.Errorf("wire engine: %w", err)
+	}
+	all := []bus.User{l}
+	for _, x := range u {
+		all = append(all, x)
+	}
+	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{Users: all})
+	if err != nil {
+		return nil, fmt.Errorf("wire engine: embedded NATS: %w", err)
+	}
+	return &wireNATS{url: srv.URL(), users: u, launcher: &l, stop: srv.Shutdown}, nil
+}
+
+// wireDir returns the directory of the processes' files: OUT/procs[-pK] with --out, else a
+// temporary directory, removed by the function it returns.
+func wireDir(o *Options, c wireConfig) (dir string, remove func(), err error) {
+	if o.Out != "" {
+		return filepath.Join(o.Out, "procs"+suffix(c.points, c.point)), func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", "dpsim-audit-")
+	if err != nil {
+		return "", nil, err
+	}
+	return tmp, func() { _ = os.RemoveAll(tmp) }, nil
+}
+
+// playWireEpisodes plays the 2N trials: episode e starts with the x(0) of the secret bit
+// audit.Bit(seed, e). It returns the bits drawn and the first episode's error, if any.
+func playWireEpisodes(ctx context.Context, sess *runcmd.Session, c wireConfig) ([]int8, error) {
+	total := 2 * c.trials
+	bits := make([]int8, total)
+	for e := 0; e < total; e++ {
+		bit := audit.Bit(c.seed, uint64(e))
+		bits[e] = int8(bit)
+		if err := sess.Episode(ctx, e, c.game.X0(bit)); err != nil {
+			return bits, err
+		}
+		if c.progress != nil && (e&63 == 63 || e == total-1) {
+			c.progress(e+1, total)
+		}
+	}
+	return bits, nil
+}
+
+// scoreWire reads the eavesdropper's final estimate of every episode from its trace in dir,
+// scores it with the public pair and joins it with the episode's secret bit.
+func scoreWire(g *audit.Game, c wireConfig, dir string, bits []int8) (*audit.Outcome, error) {
+	total := len(bits)
+	est, err := readEstimates(dir, g.Plan.Steps, total, g.EstimateDim())
 	if err != nil {
 		return nil, fmt.Errorf("wire engine: %w", err)
 	}
@@ -143,7 +184,6 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 		sc.Scores(est[e], scores)
 		out.Add(uint64(e), int(bits[e]), scores)
 	}
-	out.Elapsed = elapsed
 	return out, nil
 }
 

@@ -16,10 +16,10 @@ import (
 	"text/tabwriter"
 
 	"github.com/rs/zerolog"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/pkg/john"
-	"github.com/dpsim/dpsim/pkg/rng"
 )
 
 // Command is the table entry for `dpsim john`.
@@ -66,126 +66,164 @@ key, with and without it (plot_seed, plot_seed_source, plot_warnings and plots a
 // Run executes `dpsim john` with args (without the command name).
 func Run(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("john", synopsis, description, stderr)
-	var (
-		input      = fs.String("input", "", "CSV file of the n x d matrix A, one row a_i per line (required)")
-		header     = fs.Bool("header", false, "the first line of --input names the columns (without it, a first line is a header only when every cell is non-numeric)")
-		method     = fs.String("method", string(john.Exact), "exact, fast or dp (see above)")
-		xi         = fs.Float64("xi", 0, fmt.Sprintf("accuracy target: stop/aim at max_i h_i(v) <= 1 + xi (default: %g for exact - the John ellipsoid to machine accuracy -, %g for fast and dp); xi in [%g, %g] for exact, [%g, %g] for fast and dp. The fast and dp curves of --plot-out aim at --xi (default %g), which must then lie in [%g, %g]", john.DefaultXiExact, john.DefaultXi, john.MinXiExact, john.MaxXi, john.MinXiSketched, john.MaxXi, john.DefaultXi, john.MinXiSketched, john.MaxXi))
-		maxIter    = fs.Int("max-iter", 0, "iterations T (0 = the method's default: exact's proven bound; for fast/dp ceil(8 ln(n) V/(2 xi^2)), V = 2/s (+1/12 for dp))")
-		sketch     = fs.Int("sketch-size", 0, fmt.Sprintf("fast/dp: rows s of the Gaussian sketch (0 = ceil(1/xi); at most %d)", john.MaxSketchSize))
-		sample     = fs.Int("sample-size", 0, "fast/dp: expected rows kept by leverage-score sampling (0 = ceil(4 d ln(d+1)/xi); >= n keeps all)")
-		check      = fs.Int("check-every", 0, "fast/dp: verify the averaged iterate exactly every K iterations and stop once it meets 1 + xi (0 = run all T iterations)")
-		epsilon    = fs.Float64("epsilon", 0, "dp: epsilon > 0 used to derive the noise scale when --noise-scale is absent (heuristic, no guarantee)")
-		delta      = fs.Float64("delta", 0, "dp: delta in (0, 1) used with --epsilon")
-		eps0       = fs.Float64("eps0", 0, "dp: neighbour radius: neighbouring polytopes differ in one row by at most eps0 in 2-norm; reports the local sensitivity bound")
-		noiseScale = fs.Float64("noise-scale", 0, "dp: sigma of the truncated Gaussian z ~ N(0, sigma^2) on [-0.5, 0.5] (overrides --epsilon/--delta)")
-		seed       = fs.Uint64("seed", 0, "random seed (sampling, sketch, noise); absent: drawn from crypto/rand and printed")
-		workers    = fs.Int("workers", 0, fmt.Sprintf("goroutines (0 = GOMAXPROCS; at most %d)", john.MaxWorkers))
-		requireCnv = fs.Bool("require-converged", false, "exit with status 1 (after printing the result) when max_i h_i(v) > 1 + xi; without it a non-converged result only warns on stderr and exits 0")
-		asJSON     = fs.Bool("json", false, "print one JSON object on stdout (weights, q, sum_weights, max_leverage, logdet_q, iterations, ...) instead of a table")
-		plotOut    = fs.String("plot-out", "", "directory: also write john_accuracy.png/.svg, max_i h_i - 1 against iterations (both log scale) for exact (Wolfe-Atwood to 1e-9, its own O(nd) iterations), fast and dp at epsilon 0.5, 1, 2 and --epsilon if given (delta and eps0 from the flags, default 1e-6 and 1e-3; T = --max-iter or the fast default iterations of fast and of each dp curve; seeded by --seed). The printed result does not depend on it")
-		logLevel   = fs.String("log-level", "warn", "stderr log level: trace, debug, info, warn, error")
-	)
+	f := defineFlags(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return cli.UsageError("unexpected argument %q (flags only; see --help)", fs.Arg(0))
 	}
-	log, err := cli.Logger(stderr, *logLevel)
+	log, err := cli.Logger(stderr, *f.logLevel)
 	if err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *input == "" {
-		return cli.UsageError("--input is required")
-	}
-	m, err := john.ParseMethod(*method)
-	if err != nil {
-		return cli.UsageError("--method: %v", err)
-	}
-	plotXi, err := resolveXi(m, xi, set["xi"], *plotOut != "")
+	m, plotXi, err := f.validate(set)
 	if err != nil {
 		return err
 	}
+	seed, plotOut := f.seed, f.plotOut
+	seedSource := "" // exact without a plot: nothing random runs, no seed to draw
+	if m != john.Exact || *plotOut != "" {
+		*seed, seedSource = cli.ResolveSeed(*seed, set["seed"], 0) // no scenario: --seed, else crypto/rand
+		if seedSource == cli.SeedFromCrypto {
+			log.Info().Uint64("seed", *seed).Msg(cli.SeedDrawnNote)
+		}
+	}
+
+	return f.execute(set, m, plotXi, seedSource, log, stdout, stderr)
+}
+
+// johnFlags holds the values of `dpsim john`'s flags.
+type johnFlags struct {
+	input, method, plotOut, logLevel        *string
+	header, requireCnv, asJSON              *bool
+	xi, epsilon, delta, eps0, noiseScale    *float64
+	maxIter, sketch, sample, check, workers *int
+	seed                                    *uint64
+}
+
+// defineFlags defines the flags of `dpsim john` on fs, with their help text.
+func defineFlags(fs *flag.FlagSet) *johnFlags {
+	return &johnFlags{
+		input:      fs.String("input", "", "CSV file of the n x d matrix A, one row a_i per line (required)"),
+		header:     fs.Bool("header", false, "the first line of --input names the columns (without it, a first line is a header only when every cell is non-numeric)"),
+		method:     fs.String("method", string(john.Exact), "exact, fast or dp (see above)"),
+		xi:         fs.Float64("xi", 0, fmt.Sprintf("accuracy target: stop/aim at max_i h_i(v) <= 1 + xi (default: %g for exact - the John ellipsoid to machine accuracy -, %g for fast and dp); xi in [%g, %g] for exact, [%g, %g] for fast and dp. The fast and dp curves of --plot-out aim at --xi (default %g), which must then lie in [%g, %g]", john.DefaultXiExact, john.DefaultXi, john.MinXiExact, john.MaxXi, john.MinXiSketched, john.MaxXi, john.DefaultXi, john.MinXiSketched, john.MaxXi)),
+		maxIter:    fs.Int("max-iter", 0, "iterations T (0 = the method's default: exact's proven bound; for fast/dp ceil(8 ln(n) V/(2 xi^2)), V = 2/s (+1/12 for dp))"),
+		sketch:     fs.Int("sketch-size", 0, fmt.Sprintf("fast/dp: rows s of the Gaussian sketch (0 = ceil(1/xi); at most %d)", john.MaxSketchSize)),
+		sample:     fs.Int("sample-size", 0, "fast/dp: expected rows kept by leverage-score sampling (0 = ceil(4 d ln(d+1)/xi); >= n keeps all)"),
+		check:      fs.Int("check-every", 0, "fast/dp: verify the averaged iterate exactly every K iterations and stop once it meets 1 + xi (0 = run all T iterations)"),
+		epsilon:    fs.Float64("epsilon", 0, "dp: epsilon > 0 used to derive the noise scale when --noise-scale is absent (heuristic, no guarantee)"),
+		delta:      fs.Float64("delta", 0, "dp: delta in (0, 1) used with --epsilon"),
+		eps0:       fs.Float64("eps0", 0, "dp: neighbour radius: neighbouring polytopes differ in one row by at most eps0 in 2-norm; reports the local sensitivity bound"),
+		noiseScale: fs.Float64("noise-scale", 0, "dp: sigma of the truncated Gaussian z ~ N(0, sigma^2) on [-0.5, 0.5] (overrides --epsilon/--delta)"),
+		seed:       fs.Uint64("seed", 0, "random seed (sampling, sketch, noise); absent: drawn from crypto/rand and printed"),
+		workers:    fs.Int("workers", 0, fmt.Sprintf("goroutines (0 = GOMAXPROCS; at most %d)", john.MaxWorkers)),
+		requireCnv: fs.Bool("require-converged", false, "exit with status 1 (after printing the result) when max_i h_i(v) > 1 + xi; without it a non-converged result only warns on stderr and exits 0"),
+		asJSON:     fs.Bool("json", false, "print one JSON object on stdout (weights, q, sum_weights, max_leverage, logdet_q, iterations, ...) instead of a table"),
+		plotOut:    fs.String("plot-out", "", "directory: also write john_accuracy.png/.svg, max_i h_i - 1 against iterations (both log scale) for exact (Wolfe-Atwood to 1e-9, its own O(nd) iterations), fast and dp at epsilon 0.5, 1, 2 and --epsilon if given (delta and eps0 from the flags, default 1e-6 and 1e-3; T = --max-iter or the fast default iterations of fast and of each dp curve; seeded by --seed). The printed result does not depend on it"),
+		logLevel:   fs.String("log-level", "warn", "stderr log level: trace, debug, info, warn, error"),
+	}
+}
+
+// validate checks each flag on its own and the flags against each other (set holds the flags
+// given on the command line), without reading the input. It returns the parsed method and the
+// xi of the plot's fast and dp curves (see resolveXi).
+func (f *johnFlags) validate(set map[string]bool) (john.Method, float64, error) {
+	if *f.input == "" {
+		return "", 0, cli.UsageError("--input is required")
+	}
+	m, err := john.ParseMethod(*f.method)
+	if err != nil {
+		return "", 0, cli.UsageError("--method: %v", err)
+	}
+	plotXi, err := resolveXi(m, f.xi, set["xi"], *f.plotOut != "")
+	if err != nil {
+		return "", 0, err
+	}
+	if err := f.checkRanges(set); err != nil {
+		return "", 0, err
+	}
+	if err := f.checkDP(m, set); err != nil {
+		return "", 0, err
+	}
+	return m, plotXi, nil
+}
+
+// checkRanges checks the range of each numeric flag on its own: counts >= 0 and below their
+// caps, noise parameters finite and >= 0, --delta (when given) in (0, 1).
+func (f *johnFlags) checkRanges(set map[string]bool) error {
 	for _, p := range []struct {
 		name string
 		v    int
-	}{{"max-iter", *maxIter}, {"sketch-size", *sketch}, {"sample-size", *sample}, {"check-every", *check}, {"workers", *workers}} {
+	}{{"max-iter", *f.maxIter}, {"sketch-size", *f.sketch}, {"sample-size", *f.sample}, {"check-every", *f.check}, {"workers", *f.workers}} {
 		if p.v < 0 {
 			return cli.UsageError("--%s must be >= 0, got %d", p.name, p.v)
 		}
 	}
-	if *sketch > john.MaxSketchSize {
-		return cli.UsageError("--sketch-size %d: at most %d", *sketch, john.MaxSketchSize)
+	if *f.sketch > john.MaxSketchSize {
+		return cli.UsageError("--sketch-size %d: at most %d", *f.sketch, john.MaxSketchSize)
 	}
-	if *workers > john.MaxWorkers {
-		return cli.UsageError("--workers %d: at most %d", *workers, john.MaxWorkers)
+	if *f.workers > john.MaxWorkers {
+		return cli.UsageError("--workers %d: at most %d", *f.workers, john.MaxWorkers)
 	}
 	for _, p := range []struct {
 		name string
 		v    float64
-	}{{"epsilon", *epsilon}, {"delta", *delta}, {"eps0", *eps0}, {"noise-scale", *noiseScale}} {
+	}{{"epsilon", *f.epsilon}, {"delta", *f.delta}, {"eps0", *f.eps0}, {"noise-scale", *f.noiseScale}} {
 		if p.v < 0 || math.IsNaN(p.v) || math.IsInf(p.v, 0) {
 			return cli.UsageError("--%s must be finite and >= 0, got %g", p.name, p.v)
 		}
 	}
-	if set["delta"] && !(*delta > 0 && *delta < 1) {
-		return cli.UsageError("--delta must be in (0, 1), got %g", *delta)
+	if set["delta"] && !(*f.delta > 0 && *f.delta < 1) {
+		return cli.UsageError("--delta must be in (0, 1), got %g", *f.delta)
 	}
+	return nil
+}
+
+// checkDP checks the noise flags against --method and --plot-out: they apply to dp (or to the
+// plot's dp curves), and dp needs a positive --noise-scale or positive --epsilon and --eps0
+// (with --delta) to derive it.
+func (f *johnFlags) checkDP(m john.Method, set map[string]bool) error {
 	if m != john.DP {
 		for _, n := range []string{"epsilon", "delta", "eps0", "noise-scale"} {
-			if set[n] && *plotOut == "" {
+			if set[n] && *f.plotOut == "" {
 				return cli.UsageError("--%s applies to --method dp (or to the dp curves of --plot-out)", n)
 			}
 		}
 	} else if !set["noise-scale"] && !(set["epsilon"] && set["delta"] && set["eps0"]) {
 		return cli.UsageError("--method dp needs --noise-scale, or --epsilon, --delta and --eps0 to derive it")
 	}
-	if m == john.DP && set["noise-scale"] && *noiseScale == 0 {
+	if m == john.DP && set["noise-scale"] && *f.noiseScale == 0 {
 		return cli.UsageError("--noise-scale 0: must be > 0 (omit it to derive the scale from --epsilon, --delta and --eps0)")
 	}
 	if m == john.DP && !set["noise-scale"] {
 		for _, p := range []struct {
 			name string
 			v    float64
-		}{{"epsilon", *epsilon}, {"eps0", *eps0}} {
+		}{{"epsilon", *f.epsilon}, {"eps0", *f.eps0}} {
 			if !(p.v > 0) {
 				return cli.UsageError("--%s %g: must be > 0 to derive the noise scale", p.name, p.v)
 			}
 		}
 	}
-	if *plotOut != "" && set["eps0"] && !(*eps0 > 0) {
-		return cli.UsageError("--eps0 %g: must be > 0 for the dp curves of --plot-out", *eps0)
+	if *f.plotOut != "" && set["eps0"] && !(*f.eps0 > 0) {
+		return cli.UsageError("--eps0 %g: must be > 0 for the dp curves of --plot-out", *f.eps0)
 	}
-	seedSource := "flag"
-	switch {
-	case m == john.Exact && *plotOut == "":
-		seedSource = "" // nothing random runs: no seed to draw
-	case !set["seed"]:
-		*seed = rng.FromCrypto()
-		seedSource = "crypto"
-		log.Info().Uint64("seed", *seed).Msg("seed drawn from crypto/rand; pass --seed to reproduce")
-	}
+	return nil
+}
 
-	a, err := ReadMatrix(*input, *header)
+// execute runs everything after the flags are valid and the seed is resolved: it reads the input
+// and solves, logs the library's warnings, adds the --plot-out figure, prints the result (table or
+// JSON) and handles a non-converged result (warning, or failure with --require-converged).
+func (f *johnFlags) execute(set map[string]bool, m john.Method, plotXi float64, seedSource string, log zerolog.Logger, stdout, stderr io.Writer) error {
+	a, res, err := f.solve(m, log)
 	if err != nil {
 		return err
 	}
 	n, d := a.Dims()
-	cfg := john.Config{
-		Method: m, Xi: *xi, MaxIter: *maxIter, SketchSize: *sketch, SampleSize: *sample,
-		CheckEvery: *check, Seed: *seed, Workers: *workers,
-	}
-	if m == john.DP {
-		cfg.NoiseScale, cfg.Epsilon, cfg.Delta, cfg.Eps0 = *noiseScale, *epsilon, *delta, *eps0
-	}
-	log.Debug().Str("input", *input).Int("n", n).Int("d", d).Str("method", string(m)).Msg("solving")
-	res, err := john.Solve(a, cfg)
-	if err != nil {
-		return inputError(*input, err)
-	}
 	notConverged := res.ConvergenceWarning()
 	for _, w := range res.Warnings {
 		if w != notConverged {
@@ -196,37 +234,16 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	if m == john.Exact {
 		resultSeedSource = "" // the result drew nothing; a drawn seed belongs to the plot only
 	}
-	out := newOutput(res, *input, n, d, resultSeedSource)
+	out := newOutput(res, *f.input, n, d, resultSeedSource)
 	if m == john.DP {
-		out.Epsilon, out.Delta, out.Eps0 = optional(*epsilon), optional(*delta), optional(*eps0)
+		out.Epsilon, out.Delta, out.Eps0 = optional(*f.epsilon), optional(*f.delta), optional(*f.eps0)
 	}
-	if *plotOut != "" {
-		pd, pe := 1e-6, 1e-3
-		if set["delta"] {
-			pd = *delta
+	if *f.plotOut != "" {
+		if err := f.addPlot(out, a, set, plotXi, seedSource, log); err != nil {
+			return err
 		}
-		if set["eps0"] {
-			pe = *eps0
-		}
-		eps := []float64{0.5, 1, 2}
-		if set["epsilon"] && !slices.Contains(eps, *epsilon) {
-			eps = append(eps, *epsilon)
-			slices.Sort(eps)
-		}
-		files, notes, err := Plot(a, PlotConfig{
-			Dir: *plotOut, Xi: plotXi, MaxIter: *maxIter, Seed: *seed, Workers: *workers,
-			Delta: pd, Eps0: pe, Epsilons: eps,
-		})
-		if err != nil {
-			return inputError(*input, fmt.Errorf("plot: %w", err))
-		}
-		for _, n := range notes {
-			log.Warn().Msg(n)
-		}
-		ps := *seed
-		out.Plots, out.PlotWarnings, out.PlotSeed, out.PlotSeedSource = files, notes, &ps, seedSource
 	}
-	if *asJSON {
+	if *f.asJSON {
 		err = cli.WriteJSON(stdout, out)
 	} else {
 		err = writeTable(stdout, out, log)
@@ -234,12 +251,73 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	if err != nil || notConverged == "" {
 		return err
 	}
+	return f.notConverged(m, notConverged, stderr)
+}
+
+// solve reads the matrix A of --input and computes its John ellipsoid with the method's
+// configuration from the flags (the noise flags for dp only).
+func (f *johnFlags) solve(m john.Method, log zerolog.Logger) (*mat.Dense, *john.Result, error) {
+	a, err := ReadMatrix(*f.input, *f.header)
+	if err != nil {
+		return nil, nil, err
+	}
+	n, d := a.Dims()
+	cfg := john.Config{
+		Method: m, Xi: *f.xi, MaxIter: *f.maxIter, SketchSize: *f.sketch, SampleSize: *f.sample,
+		CheckEvery: *f.check, Seed: *f.seed, Workers: *f.workers,
+	}
+	if m == john.DP {
+		cfg.NoiseScale, cfg.Epsilon, cfg.Delta, cfg.Eps0 = *f.noiseScale, *f.epsilon, *f.delta, *f.eps0
+	}
+	log.Debug().Str("input", *f.input).Int("n", n).Int("d", d).Str("method", string(m)).Msg("solving")
+	res, err := john.Solve(a, cfg)
+	if err != nil {
+		return nil, nil, inputError(*f.input, err)
+	}
+	return a, res, nil
+}
+
+// addPlot draws the --plot-out accuracy figure (exact, fast and dp at epsilon 0.5, 1, 2 and
+// --epsilon; delta and eps0 from the flags, default 1e-6 and 1e-3), logs its notes and records
+// its files, notes and seed in out. It never changes the result's other keys.
+func (f *johnFlags) addPlot(out *output, a *mat.Dense, set map[string]bool, plotXi float64, seedSource string, log zerolog.Logger) error {
+	pd, pe := 1e-6, 1e-3
+	if set["delta"] {
+		pd = *f.delta
+	}
+	if set["eps0"] {
+		pe = *f.eps0
+	}
+	eps := []float64{0.5, 1, 2}
+	if set["epsilon"] && !slices.Contains(eps, *f.epsilon) {
+		eps = append(eps, *f.epsilon)
+		slices.Sort(eps)
+	}
+	files, notes, err := Plot(a, PlotConfig{
+		Dir: *f.plotOut, Xi: plotXi, MaxIter: *f.maxIter, Seed: *f.seed, Workers: *f.workers,
+		Delta: pd, Eps0: pe, Epsilons: eps,
+	})
+	if err != nil {
+		return inputError(*f.input, fmt.Errorf("plot: %w", err))
+	}
+	for _, n := range notes {
+		log.Warn().Msg(n)
+	}
+	ps := *f.seed
+	out.Plots, out.PlotWarnings, out.PlotSeed, out.PlotSeedSource = files, notes, &ps, seedSource
+	return nil
+}
+
+// notConverged reports a result that missed max_i h_i(v) <= 1 + xi (warning is the library's
+// convergence warning): an error with --require-converged (exit status 1), otherwise a warning
+// line on stderr and nil (exit status 0).
+func (f *johnFlags) notConverged(m john.Method, warning string, stderr io.Writer) error {
 	hint := "raise --max-iter"
 	if m != john.Exact {
 		hint += ", or use --check-every to stop once verified"
 	}
-	msg := fmt.Sprintf("%s: %s (%s)", *input, strings.Replace(notConverged, "not converged", "NOT converged", 1), hint)
-	if *requireCnv {
+	msg := fmt.Sprintf("%s: %s (%s)", *f.input, strings.Replace(warning, "not converged", "NOT converged", 1), hint)
+	if *f.requireCnv {
 		return errors.New(msg + "; --require-converged is set")
 	}
 	fmt.Fprintf(stderr, "dpsim john: warning: %s\n", msg)

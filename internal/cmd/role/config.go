@@ -150,29 +150,73 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 	}
 	fs := cli.NewCommandFlagSet(string(role), synopsis, d.description, stdout, stderr)
 	cfg := &Config{Role: role}
+	rf := defineRunFlags(fs, cfg, d)
+	defineProcessFlags(fs, cfg, d, &rf.agents)
+	if err := cli.Parse(fs, args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, cli.UsageError("unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := applyRunFlags(cfg, rf); err != nil {
+		return nil, err
+	}
+	if err := applyProcessFlags(cfg, rf, set); err != nil {
+		return nil, err
+	}
+	if err := checkDurations(cfg); err != nil {
+		return nil, err
+	}
+	if err := readCredentials(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.IdleTimeout <= 0 {
+		return nil, cli.UsageError("--idle-timeout %v: must be > 0", cfg.IdleTimeout)
+	}
+	if _, err := cli.Logger(io.Discard, cfg.LogLevel); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// roleFlags holds the flag values that parseConfig parses further before they go into a Config.
+type roleFlags struct {
+	natsURL, mode, encoding *string
+	seed, faultSeed, agents string // --seed, --fault-seed, --agents as given ("" when absent)
+}
+
+// defineRunFlags defines on fs the flags that say which run this process joins and on what: the
+// server, run id, scenario or plan, point, seeds, time mode and encoding (d: the role's docs).
+func defineRunFlags(fs *flag.FlagSet, cfg *Config, d roleDoc) *roleFlags {
+	rf := &roleFlags{}
+	role := cfg.Role
 	modeHelp := "time mode: lockstep (each step when its messages arrived) or realtime (one step per --period on the wall clock); default the scenario's transport.mode"
 	if role == bus.RoleEavesdropper {
 		modeHelp = "time mode of the run: the eavesdropper never paces itself; in realtime a step whose messages miss the wait is counted as missed (not a failure); default the scenario's transport.mode"
 	}
-	var (
-		natsURL  = fs.String("nats-url", "", "NATS server URL, e.g. nats://127.0.0.1:4222 (default $"+bus.EnvURL+"); credentials come from $"+bus.EnvUser+" and $"+bus.EnvPassword+" (the launcher sets them; credentials written in the URL are taken out of every log and output, but stay visible in this process's argv)")
-		mode     = fs.String("mode", "", modeHelp)
-		encoding = fs.String("encoding", "json", "wire encoding of the messages this process publishes: json or binary (receivers accept both)")
-		seed     string
-		agents   string
-	)
+	rf.natsURL = fs.String("nats-url", "", "NATS server URL, e.g. nats://127.0.0.1:4222 (default $"+bus.EnvURL+"); credentials come from $"+bus.EnvUser+" and $"+bus.EnvPassword+" (the launcher sets them; credentials written in the URL are taken out of every log and output, but stay visible in this process's argv)")
+	rf.mode = fs.String("mode", "", modeHelp)
+	rf.encoding = fs.String("encoding", "json", "wire encoding of the messages this process publishes: json or binary (receivers accept both)")
 	fs.StringVar(&cfg.Run, "run", "", "run id (required): one NATS subject token; subjects are dpsim.<run>.*")
 	fs.StringVar(&cfg.ScenarioPath, "scenario", "", "scenario YAML file (required unless --plan); the same file the launcher runs: the process resolves the plan of --point itself (sensitivity, noise design, graph spectrum)")
 	fs.StringVar(&cfg.PlanPath, "plan", "", "plan file written by the launcher for this process (<out>/<name>.plan.json): the scenario point resolved once, holding only this process's private values; replaces --scenario (--point then only numbers the results); a file not there yet is waited for as long as --connect-retry")
 	fs.IntVar(&cfg.Point, "point", 0, "sweep point: index into the scenario's expanded sweep (0 when it does not sweep); with --plan, the point the file holds (recorded in the results)")
 	if d.seed {
-		fs.StringVar(&seed, "seed", "", "run seed (uint64) of the noise streams; default the scenario's seed (required when the scenario has none)")
+		fs.StringVar(&rf.seed, "seed", "", "run seed (uint64) of the noise streams; default the scenario's seed (required when the scenario has none)")
 	}
-	var faultSeed string
-	fs.StringVar(&faultSeed, "fault-seed", "", "seed (uint64) of the scenario's link faults, the same in every process of a run (the launcher passes it; a hash of the run seed that does not reveal it); the plant and agents derive it from --seed when absent")
+	fs.StringVar(&rf.faultSeed, "fault-seed", "", "seed (uint64) of the scenario's link faults, the same in every process of a run (the launcher passes it; a hash of the run seed that does not reveal it); the plant and agents derive it from --seed when absent")
+	return rf
+}
+
+// defineProcessFlags defines on fs the flags of this one process: which loop or agents it runs
+// (agents receives --agents), where it writes, its timeouts, log, TLS, signing and credentials.
+func defineProcessFlags(fs *flag.FlagSet, cfg *Config, d roleDoc, agents *string) {
+	role := cfg.Role
 	if d.agents {
 		fs.IntVar(&cfg.ID, "id", 0, "the agent index i (0-based) this process runs; see --agents")
-		fs.StringVar(&agents, "agents", "", "host agents I..J (inclusive, 0-based) in this one process instead of --id")
+		fs.StringVar(agents, "agents", "", "host agents I..J (inclusive, 0-based) in this one process instead of --id")
 	}
 	if d.agents || role == bus.RoleEavesdropper {
 		fs.IntVar(&cfg.Batch, "batch", 0, "consensus: the agents publish in blocks of K: the process hosting agents I..I+K-1 sends one message per step on dpsim.<run>.host.<I>.y carrying all their outputs (each still checked and used per agent) instead of one per agent; --agents must then be one whole block (I a multiple of K). Applies only when the scenario has no link fault and no crash (those act per agent); the launcher passes its --agents-per-process. 0 or 1: one message per agent")
@@ -201,105 +245,113 @@ func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Confi
 	fs.StringVar(&cfg.Credentials, "credentials", "", "file of this process's NATS credentials (and signing seed): KEY=VALUE lines "+bus.EnvUser+", "+bus.EnvPassword+", "+bus.EnvSignSeed+"; must not be readable by others (chmod 600); dpsim run --attach writes one per process and prints the commands that use it; it wins over $"+bus.EnvUser+" and the URL's")
 	fs.DurationVar(&cfg.ConnectRetry, "connect-retry", 20*time.Second, "retry a NATS server that cannot be reached yet every 0.5 s for this long at start (0: one try), so processes and servers may start in any order")
 	fs.BoolVar(&cfg.Resume, "resume", false, "continue from <out>/<name>.checkpoint.json after this process was killed by a crash of the scenario (faults.crashes): the launcher restarts a killed process with it")
-	if err := cli.Parse(fs, args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, cli.UsageError("unexpected argument %q (flags only; see --help)", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	cfg.NATSURL, cfg.natsUser, cfg.natsPassword = bus.SplitURL(bus.ResolveURL(*natsURL))
+}
+
+// applyRunFlags checks the flags that identify the run (server, run id, scenario or plan, point,
+// seeds) and stores them in cfg.
+func applyRunFlags(cfg *Config, rf *roleFlags) error {
+	seed, faultSeed := rf.seed, rf.faultSeed
+	cfg.NATSURL, cfg.natsUser, cfg.natsPassword = bus.SplitURL(bus.ResolveURL(*rf.natsURL))
 	if cfg.NATSURL == "" {
-		return nil, cli.UsageError("no NATS server: pass --nats-url or set $%s", bus.EnvURL)
+		return cli.UsageError("no NATS server: pass --nats-url or set $%s", bus.EnvURL)
 	}
 	if cfg.Run == "" {
-		return nil, cli.UsageError("--run is required")
+		return cli.UsageError("--run is required")
 	}
 	if err := bus.ValidToken(cfg.Run); err != nil {
-		return nil, cli.UsageError("--run: %v", err)
+		return cli.UsageError("--run: %v", err)
 	}
 	switch {
 	case cfg.ScenarioPath == "" && cfg.PlanPath == "":
-		return nil, cli.UsageError("--scenario or --plan is required")
+		return cli.UsageError("--scenario or --plan is required")
 	case cfg.ScenarioPath != "" && cfg.PlanPath != "":
-		return nil, cli.UsageError("give --scenario or --plan, not both")
+		return cli.UsageError("give --scenario or --plan, not both")
 	}
 	if cfg.Point < 0 {
-		return nil, cli.UsageError("--point %d: must be >= 0", cfg.Point)
+		return cli.UsageError("--point %d: must be >= 0", cfg.Point)
 	}
-	if seed != "" {
-		v, err := strconv.ParseUint(seed, 10, 64)
-		if err != nil {
-			return nil, cli.UsageError("--seed %q: want an unsigned 64-bit integer", seed)
-		}
-		cfg.Seed, cfg.SeedSet = v, true
+	var err error
+	if cfg.Seed, cfg.SeedSet, err = cli.ParseSeed(seed); err != nil {
+		return err
 	}
 	if faultSeed != "" {
 		v, err := strconv.ParseUint(faultSeed, 10, 64)
 		if err != nil {
-			return nil, cli.UsageError("--fault-seed %q: want an unsigned 64-bit integer", faultSeed)
+			return cli.UsageError("--fault-seed %q: want an unsigned 64-bit integer", faultSeed)
 		}
 		cfg.FaultSeed, cfg.FaultSeedSet = v, true
 	}
+	return nil
+}
+
+// applyProcessFlags checks the flags of this one process (its loop or agents, time mode, encoding;
+// set holds the flags given) and stores them in cfg.
+func applyProcessFlags(cfg *Config, rf *roleFlags, set map[string]bool) error {
+	agents, mode, encoding := rf.agents, rf.mode, rf.encoding
 	if cfg.ID < 0 {
-		return nil, cli.UsageError("--id %d: must be >= 0", cfg.ID)
+		return cli.UsageError("--id %d: must be >= 0", cfg.ID)
 	}
 	if cfg.Batch < 0 {
-		return nil, cli.UsageError("--batch %d: must be >= 0", cfg.Batch)
+		return cli.UsageError("--batch %d: must be >= 0", cfg.Batch)
 	}
 	cfg.LastAgent = cfg.ID
 	if agents != "" {
 		if set["id"] {
-			return nil, cli.UsageError("give --id or --agents, not both")
+			return cli.UsageError("give --id or --agents, not both")
 		}
 		lo, hi, err := ParseAgents(agents)
 		if err != nil {
-			return nil, cli.UsageError("--agents: %v", err)
+			return cli.UsageError("--agents: %v", err)
 		}
 		cfg.ID, cfg.LastAgent = lo, hi
 	}
 	if *mode != "" {
 		m, err := bus.ParseMode(*mode)
 		if err != nil {
-			return nil, cli.UsageError("--mode: %v", err)
+			return cli.UsageError("--mode: %v", err)
 		}
 		cfg.Mode, cfg.ModeSet = m, true
 	}
 	enc, err := bus.ParseEncoding(*encoding)
 	if err != nil {
-		return nil, cli.UsageError("--encoding: %v", err)
+		return cli.UsageError("--encoding: %v", err)
 	}
 	cfg.Encoding = enc
+	return nil
+}
+
+// checkDurations checks the durations and the episode bound: --period >= 0, --timeout at least
+// MinTimeout, --keep-episodes >= -1, --connect-retry >= 0.
+func checkDurations(cfg *Config) error {
 	if cfg.Period < 0 {
-		return nil, cli.UsageError("--period %v: must be > 0", cfg.Period)
+		return cli.UsageError("--period %v: must be > 0", cfg.Period)
 	}
 	if cfg.Timeout < MinTimeout {
-		return nil, cli.UsageError("--timeout %v: must be at least %v (it bounds every wait for a step's messages and every NATS flush)", cfg.Timeout, MinTimeout)
+		return cli.UsageError("--timeout %v: must be at least %v (it bounds every wait for a step's messages and every NATS flush)", cfg.Timeout, MinTimeout)
 	}
 	if cfg.KeepEpisodes < -1 {
-		return nil, cli.UsageError("--keep-episodes %d: want N >= 0, or -1 for every episode", cfg.KeepEpisodes)
+		return cli.UsageError("--keep-episodes %d: want N >= 0, or -1 for every episode", cfg.KeepEpisodes)
 	}
 	if cfg.ConnectRetry < 0 {
-		return nil, cli.UsageError("--connect-retry %v: must be >= 0", cfg.ConnectRetry)
+		return cli.UsageError("--connect-retry %v: must be >= 0", cfg.ConnectRetry)
 	}
+	return nil
+}
+
+// readCredentials reads the --credentials file, if any: its user and password replace those of the
+// URL and environment, and its signing seed is kept. A file it cannot use is a usage error.
+func readCredentials(cfg *Config) error {
 	if cfg.Credentials != "" {
 		c, err := bus.ReadCredentials(cfg.Credentials)
 		if err != nil {
-			return nil, cli.UsageError("--credentials: %v", err)
+			return cli.UsageError("--credentials: %v", err)
 		}
 		if c.User != "" {
 			cfg.natsUser, cfg.natsPassword = c.User, c.Password
 		}
 		cfg.signSeed = c.SignSeed
 	}
-	if cfg.IdleTimeout <= 0 {
-		return nil, cli.UsageError("--idle-timeout %v: must be > 0", cfg.IdleTimeout)
-	}
-	if _, err := cli.Logger(io.Discard, cfg.LogLevel); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+	return nil
 }
 
 // LoadPoint loads the scenario file, expands its sweep and resolves point k into a plan: the
@@ -367,14 +419,14 @@ func (c *Config) resolveTiming(s *scenario.Scenario) error {
 	return nil
 }
 
+// resolveSeed fills in the run seed of a plant or agents process with the one resolver:
+// --seed, else the scenario's. A role never draws one (every process of a run must share the
+// launcher's seed), so without either it is a usage error.
 func (c *Config) resolveSeed(s *scenario.Scenario) error {
-	if c.SeedSet {
-		return nil
-	}
-	if s.Seed == 0 {
+	if !c.SeedSet && s.Seed == 0 {
 		return cli.UsageError("the scenario has no seed: pass --seed (the launcher passes the run's seed)")
 	}
-	c.Seed = s.Seed
+	c.Seed, _ = cli.ResolveSeed(c.Seed, c.SeedSet, s.Seed)
 	return nil
 }
 

@@ -126,22 +126,9 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 		return err
 	}
 	log = log.With().Str("proc", cfg.Name()).Str("run", cfg.Run).Logger()
-	var scn *scenario.Scenario
-	var p *plan.Plan
-	var digest uint64
-	if cfg.PlanPath != "" {
-		p, digest, err = LoadPlanFile(cfg.PlanPath, cfg.ConnectRetry)
-		if p != nil {
-			scn = p.Scenario
-		}
-	} else {
-		scn, p, err = LoadPoint(cfg.ScenarioPath, cfg.Point)
-	}
+	scn, p, digest, err := loadPlan(role, cfg)
 	if err != nil {
 		return err
-	}
-	if role == bus.RoleCloud || role == bus.RoleEavesdropper {
-		redactPrivateState(scn)
 	}
 	if err := cfg.resolveTiming(scn); err != nil {
 		return err
@@ -157,9 +144,45 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 	if err := mkdirOut(cfg.Out); err != nil {
 		return err
 	}
-	subj, err := bus.NewSubjects(cfg.Run)
+	n, err := newNode(role, cfg, log, scn, p, digest)
 	if err != nil {
 		return err
+	}
+	defer n.catchSignals()()
+	if err := n.connect(); err != nil {
+		return err
+	}
+	r := newRunner()
+	runErr := n.run(r)
+	return n.finish(r, runErr)
+}
+
+// loadPlan loads this process's plan: the --plan file the launcher wrote, or the point of
+// --scenario resolved here. The cloud and the eavesdropper never see the private state.
+func loadPlan(role bus.Role, cfg *Config) (scn *scenario.Scenario, p *plan.Plan, digest uint64, err error) {
+	if cfg.PlanPath != "" {
+		p, digest, err = LoadPlanFile(cfg.PlanPath, cfg.ConnectRetry)
+		if p != nil {
+			scn = p.Scenario
+		}
+	} else {
+		scn, p, err = LoadPoint(cfg.ScenarioPath, cfg.Point)
+	}
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if role == bus.RoleCloud || role == bus.RoleEavesdropper {
+		redactPrivateState(scn)
+	}
+	return scn, p, digest, nil
+}
+
+// newNode returns the process's node before it connects: its subjects, its result header and
+// its step clock (the eavesdropper's waits for every message).
+func newNode(role bus.Role, cfg *Config, log zerolog.Logger, scn *scenario.Scenario, p *plan.Plan, digest uint64) (*node, error) {
+	subj, err := bus.NewSubjects(cfg.Run)
+	if err != nil {
+		return nil, err
 	}
 	n := &node{
 		cfg: cfg, log: log, scn: scn, plan: p, planDigest: digest, subj: subj, sender: bus.SenderName(role, cfg.ID),
@@ -178,13 +201,16 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 		timing = bus.Timing{Mode: bus.Lockstep, StepTimeout: cfg.Timeout + GridLead + cfg.Period}
 	}
 	if n.clock, err = bus.NewClock(timing, nil); err != nil {
-		return cli.UsageError("%v", err)
+		return nil, cli.UsageError("%v", err)
 	}
+	return n, nil
+}
 
-	// Signals and the parent watch stop the process; the results are still written.
+// catchSignals makes SIGINT, SIGTERM and the death of the parent (--parent-pid) stop the
+// process; the results are still written. It returns the function that stops catching signals.
+func (n *node) catchSignals() (release func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	go func() {
 		select {
 		case s := <-sigs:
@@ -192,10 +218,17 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 		case <-n.stopCh:
 		}
 	}()
-	if cfg.ParentPID > 0 {
-		go n.watchParent(cfg.ParentPID)
+	if n.cfg.ParentPID > 0 {
+		go n.watchParent(n.cfg.ParentPID)
 	}
+	return func() { signal.Stop(sigs) }
+}
 
+// connect connects to the NATS server (retried for --connect-retry, given up when the process
+// is stopped meanwhile) with the encoding, credentials, TLS and signer of the flags, and reads
+// the verification keys of --sign-keys.
+func (n *node) connect() error {
+	cfg, log := n.cfg, n.log
 	opts := []bus.Option{bus.WithEncoding(cfg.Encoding), bus.WithEnvUser(),
 		bus.WithUser(cfg.natsUser, cfg.natsPassword), bus.WithTLS(cfg.TLS), bus.WithEnvSigner(),
 		bus.WithReconnect(40, 250*time.Millisecond), bus.WithEvents(n.connEvent)}
@@ -222,13 +255,11 @@ func serve(role bus.Role, newRunner func() runner, args []string, stdout, stderr
 		if n.verify, err = bus.ReadVerifier(cfg.SignKeys); err != nil {
 			return err
 		}
-		if role != bus.RoleEavesdropper && !conn.Signing() {
+		if cfg.Role != bus.RoleEavesdropper && !conn.Signing() {
 			return cli.UsageError("--sign-keys: no signing seed in $%s", bus.EnvSignSeed)
 		}
 	}
-	r := newRunner()
-	runErr := n.run(r)
-	return n.finish(r, runErr)
+	return nil
 }
 
 // connEvent logs and records a connection event. After a reconnect the process announces

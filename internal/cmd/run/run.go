@@ -31,7 +31,6 @@ import (
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/report"
-	"github.com/dpsim/dpsim/pkg/rng"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
 )
@@ -146,19 +145,57 @@ type Options struct {
 	flags  *flag.FlagSet // the parsed flags (what was given: the resume state records it)
 }
 
+// parseOptions parses the flags and the SCENARIO argument of `dpsim run` and checks them: each on
+// its own and against each other (checkServer, checkProcesses, checkLimits).
 func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	fs := cli.NewCommandFlagSet("run", synopsis, description, stdout, stderr)
 	o := &Options{}
 	var seed, mode, budget string
-	fs.StringVar(&budget, "budget", "", "memory budget (bytes, or with a unit: 512MiB, 4GiB, 2GB; default 2GiB): the run's memory, summary.json size and CPU time are estimated before it starts, and a run estimated above the budget is refused with its estimate")
+	defineFlags(fs, o, &seed, &mode, &budget)
+	path, err := scenarioArg(fs, args, o)
+	if err != nil {
+		return nil, err
+	}
+	o.ScenarioPath, o.flags = path, fs
+	if o.Seed, o.SeedSet, err = cli.ParseSeed(seed); err != nil {
+		return nil, err
+	}
+	if mode != "" {
+		m, err := bus.ParseMode(mode)
+		if err != nil {
+			return nil, cli.UsageError("--mode: %v", err)
+		}
+		o.Mode, o.ModeSet = m, true
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "timeout" {
+			o.TimeoutSet = true
+		}
+	})
+	if err := o.checkServer(); err != nil {
+		return nil, err
+	}
+	if err := o.checkProcesses(); err != nil {
+		return nil, err
+	}
+	if err := o.checkLimits(budget); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// defineFlags defines the flags of `dpsim run` on fs: into o, and into seed, mode and budget the
+// ones parseOptions parses further.
+func defineFlags(fs *flag.FlagSet, o *Options, seed, mode, budget *string) {
+	fs.StringVar(budget, "budget", "", "memory budget (bytes, or with a unit: 512MiB, 4GiB, 2GB; default 2GiB): the run's memory, summary.json size and CPU time are estimated before it starts, and a run estimated above the budget is refused with its estimate")
 	fs.StringVar(&o.Out, "out", "", "output directory (default out/<scenario name>); created if missing; the files an earlier dpsim run wrote there are removed first (see above), other files are kept")
-	fs.StringVar(&seed, "seed", "", "run seed (uint64); default the scenario's seed, else one drawn from crypto/rand (recorded in summary.json)")
+	fs.StringVar(seed, "seed", "", "run seed (uint64); default the scenario's seed, else one drawn from crypto/rand (recorded in summary.json)")
 	fs.StringVar(&o.NATSURL, "nats-url", "", "external NATS server URL, or a comma-separated list of a cluster's servers (process i connects to the i-th first, the others on failure) (default $"+bus.EnvURL+"; if both are empty an embedded server is started on a random loopback port)")
 	fs.BoolVar(&o.Attach, "attach", false, "start no role process: write each process's command (OUT/procs/attach/commands.sh, with a credentials file per process, mode 0600, that --credentials reads) and print them on stderr, then wait up to --attach-timeout for the processes to be started elsewhere (by hand, docker-compose, a job scheduler) and run the episodes with them; they must see OUT at the same path (a shared directory or volume)")
 	fs.DurationVar(&o.AttachTimeout, "attach-timeout", 10*time.Minute, "with --attach: how long to wait for every role process of a point to announce itself")
 	fs.StringVar(&o.Listen, "listen", "", "the embedded NATS server's client address host:port, e.g. 0.0.0.0:4222 for processes on other hosts (--attach); default 127.0.0.1 on a random free port")
 	fs.IntVar(&o.Cluster, "cluster", 0, "start N embedded NATS servers joined by routes on loopback (a cluster; 0 or 1: one server) and spread the processes over them: process i connects to server i mod N first and to the others when it fails")
-	fs.StringVar(&mode, "mode", "", "time mode: lockstep (each step when its messages arrived, as fast as possible) or realtime (period Ts on the wall clock); default the scenario's transport.mode")
+	fs.StringVar(mode, "mode", "", "time mode: lockstep (each step when its messages arrived, as fast as possible) or realtime (period Ts on the wall clock); default the scenario's transport.mode")
 	fs.DurationVar(&o.Period, "period", 0, "realtime step period Ts, e.g. 100ms (default the scenario's transport.period)")
 	fs.StringVar(&o.Engine, "engine", "nats", "nats (every role its own process over NATS) or fast (in-process, no NATS; same numbers for the same seed)")
 	fs.IntVar(&o.Runs, "runs", 0, "number of Monte Carlo episodes per point (default the scenario's runs)")
@@ -182,108 +219,100 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	fs.BoolVar(&o.Strict, "strict", false, "fail the run (exit 1) when a receiver got two different messages for the same sender, episode and step (forged or corrupted traffic; counted as conflicts per link) instead of ending it degraded")
 	fs.Float64Var(&o.MaxMissedFraction, "max-missed-fraction", 1, "fail the run (exit 1) when more than this fraction of the processes' steps went on without all their messages at the deadline (realtime: a missed tick; lockstep: a --timeout); below it such a run ends with status degraded, exit 0")
 	fs.StringVar(&o.Resume, "resume", "", "continue the run whose outputs are in this directory (its "+ResumeFile+": a run killed, failed or interrupted before every episode completed) from its last completed episode and sweep point, with the results of an uninterrupted run; SCENARIO and the flags that decide the results may be left out (given, they must be the run's); the NATS connection and TLS flags are not recorded and are given again. --engine fast resumes at the last completed point")
-	path, err := scenarioArg(fs, args, o)
-	if err != nil {
-		return nil, err
-	}
-	o.ScenarioPath, o.flags = path, fs
-	if seed != "" {
-		v, err := strconv.ParseUint(seed, 10, 64)
-		if err != nil {
-			return nil, cli.UsageError("--seed %q: want an unsigned 64-bit integer", seed)
-		}
-		o.Seed, o.SeedSet = v, true
-	}
-	if mode != "" {
-		m, err := bus.ParseMode(mode)
-		if err != nil {
-			return nil, cli.UsageError("--mode: %v", err)
-		}
-		o.Mode, o.ModeSet = m, true
-	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "timeout" {
-			o.TimeoutSet = true
-		}
-	})
+}
+
+// checkServer checks the NATS server flags against each other: --cluster, --tls auto (the embedded
+// servers) against --nats-url, and the TLS files of an external server (which must exist).
+func (o *Options) checkServer() error {
 	switch {
 	case o.Cluster < 0 || o.Cluster > 16:
-		return nil, cli.UsageError("--cluster %d: want 0..16 servers", o.Cluster)
+		return cli.UsageError("--cluster %d: want 0..16 servers", o.Cluster)
 	case o.Cluster > 1 && bus.ResolveURL(o.NATSURL) != "":
-		return nil, cli.UsageError("--cluster starts embedded servers; for an external cluster give its servers to --nats-url as a list")
+		return cli.UsageError("--cluster starts embedded servers; for an external cluster give its servers to --nats-url as a list")
 	case o.TLS != "" && o.TLS != "auto":
-		return nil, cli.UsageError("--tls %q: want auto (or leave it out)", o.TLS)
+		return cli.UsageError("--tls %q: want auto (or leave it out)", o.TLS)
 	case o.TLS == "auto" && bus.ResolveURL(o.NATSURL) != "":
-		return nil, cli.UsageError("--tls auto secures the embedded server; for an external server give --tls-ca (and --tls-cert, --tls-key)")
+		return cli.UsageError("--tls auto secures the embedded server; for an external server give --tls-ca (and --tls-cert, --tls-key)")
 	case o.TLSFiles.Enabled() && bus.ResolveURL(o.NATSURL) == "":
-		return nil, cli.UsageError("--tls-ca, --tls-cert and --tls-key are for an external server (--nats-url); the embedded one uses --tls auto")
+		return cli.UsageError("--tls-ca, --tls-cert and --tls-key are for an external server (--nats-url); the embedded one uses --tls auto")
 	case (o.TLSFiles.Cert == "") != (o.TLSFiles.Key == ""):
-		return nil, cli.UsageError("--tls-cert and --tls-key go together")
+		return cli.UsageError("--tls-cert and --tls-key go together")
 	}
 	for _, f := range []string{o.TLSFiles.CA, o.TLSFiles.Cert, o.TLSFiles.Key} {
 		if f == "" {
 			continue
 		}
 		if _, err := os.Stat(f); err != nil {
-			return nil, cli.UsageError("TLS file: %v", err)
+			return cli.UsageError("TLS file: %v", err)
 		}
 	}
+	return nil
+}
+
+// checkProcesses checks how the role processes run: --engine, the signing flags (resolveSigning),
+// --attach and --listen.
+func (o *Options) checkProcesses() error {
 	if o.Engine != "nats" && o.Engine != "fast" {
-		return nil, cli.UsageError("--engine %q: want nats or fast", o.Engine)
+		return cli.UsageError("--engine %q: want nats or fast", o.Engine)
 	}
 	if err := o.resolveSigning(); err != nil {
-		return nil, err
+		return err
 	}
 	switch {
 	case o.Attach && o.Engine == "fast":
-		return nil, cli.UsageError("--attach waits for role processes; the fast engine has none (drop --engine fast)")
+		return cli.UsageError("--attach waits for role processes; the fast engine has none (drop --engine fast)")
 	case o.AttachTimeout <= 0:
-		return nil, cli.UsageError("--attach-timeout %v: must be > 0", o.AttachTimeout)
+		return cli.UsageError("--attach-timeout %v: must be > 0", o.AttachTimeout)
 	case o.Listen != "" && (bus.ResolveURL(o.NATSURL) != "" || o.Cluster > 1):
-		return nil, cli.UsageError("--listen is the address of the one embedded server: not with --nats-url or --cluster")
+		return cli.UsageError("--listen is the address of the one embedded server: not with --nats-url or --cluster")
 	}
 	if o.Listen != "" {
 		if _, _, err := splitListen(o.Listen); err != nil {
-			return nil, cli.UsageError("--listen %q: %v", o.Listen, err)
+			return cli.UsageError("--listen %q: %v", o.Listen, err)
 		}
 	}
+	return nil
+}
+
+// checkLimits parses --budget and checks the ranges of the numeric flags, --encoding and --run-id.
+func (o *Options) checkLimits(budget string) error {
 	if budget != "" {
 		b, err := sim.ParseBytes(budget)
 		if err != nil {
-			return nil, cli.UsageError("--budget: %v", err)
+			return cli.UsageError("--budget: %v", err)
 		}
 		o.Budget = b
 	}
 	if o.Runs < 0 || o.Runs > scenario.MaxRuns {
-		return nil, cli.UsageError("--runs %d: want 1..%d (0 = the scenario's)", o.Runs, scenario.MaxRuns)
+		return cli.UsageError("--runs %d: want 1..%d (0 = the scenario's)", o.Runs, scenario.MaxRuns)
 	}
 	if o.Timeout < role.MinTimeout {
-		return nil, cli.UsageError("--timeout %v: must be at least %v (it bounds every wait for a step's messages and every NATS flush of the processes)", o.Timeout, role.MinTimeout)
+		return cli.UsageError("--timeout %v: must be at least %v (it bounds every wait for a step's messages and every NATS flush of the processes)", o.Timeout, role.MinTimeout)
 	}
 	if o.Period < 0 {
-		return nil, cli.UsageError("--period %v: must be >= 0", o.Period)
+		return cli.UsageError("--period %v: must be >= 0", o.Period)
 	}
 	if o.AgentsPerProcess < 1 {
-		return nil, cli.UsageError("--agents-per-process %d: want >= 1", o.AgentsPerProcess)
+		return cli.UsageError("--agents-per-process %d: want >= 1", o.AgentsPerProcess)
 	}
 	if !(o.MaxMissedFraction >= 0 && o.MaxMissedFraction <= 1) {
-		return nil, cli.UsageError("--max-missed-fraction %v: want a fraction in [0, 1]", o.MaxMissedFraction)
+		return cli.UsageError("--max-missed-fraction %v: want a fraction in [0, 1]", o.MaxMissedFraction)
 	}
 	if o.ChildProcs < 0 {
-		return nil, cli.UsageError("--child-gomaxprocs %d: want >= 0", o.ChildProcs)
+		return cli.UsageError("--child-gomaxprocs %d: want >= 0", o.ChildProcs)
 	}
 	if o.TraceEpisodes < -1 {
-		return nil, cli.UsageError("--trace-episodes %d: want N >= 0, or -1 for every episode", o.TraceEpisodes)
+		return cli.UsageError("--trace-episodes %d: want N >= 0, or -1 for every episode", o.TraceEpisodes)
 	}
 	if _, err := bus.ParseEncoding(o.Encoding); err != nil {
-		return nil, cli.UsageError("--encoding: %v", err)
+		return cli.UsageError("--encoding: %v", err)
 	}
 	if o.RunID != "" {
 		if err := bus.ValidToken(o.RunID); err != nil {
-			return nil, cli.UsageError("--run-id: %v", err)
+			return cli.UsageError("--run-id: %v", err)
 		}
 	}
-	return o, nil
+	return nil
 }
 
 // resolveSigning refuses contradictory signing flags and turns signing on by default with an
@@ -512,22 +541,41 @@ func (l *launcher) prepare() error {
 		return err
 	}
 	l.scn = s
-	seedSource := "scenario"
-	seed := s.Seed
-	switch {
-	case o.SeedSet:
-		seed, seedSource = o.Seed, "flag"
-	case seed == 0:
-		for seed == 0 {
-			seed = rng.FromCrypto()
-		}
-		seedSource = "crypto"
-	}
+	seed, seedSource := cli.ResolveSeed(o.Seed, o.SeedSet, s.Seed)
 	o.Seed = seed
 	l.points = s.Expand()
 	if err := l.checkCost(); err != nil {
 		return err
 	}
+	if err := l.makePlans(); err != nil {
+		return err
+	}
+	if err := l.applyScenarioSettings(s); err != nil {
+		return err
+	}
+	if o.Out == "" {
+		o.Out = filepath.Join("out", s.Name)
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := l.prepareOutputs(); err != nil {
+		return err
+	}
+	if o.RunID == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		o.RunID = "r" + hex.EncodeToString(b[:])
+	}
+	l.sum = l.newSummary(s, seed, seedSource)
+	if seedSource == cli.SeedFromCrypto {
+		l.log.Info().Uint64("seed", seed).Msg("no seed given: drew one (recorded in summary.json)")
+	}
+	return nil
+}
+
+// makePlans resolves the plan of every point (an error names the sweep point).
+func (l *launcher) makePlans() error {
 	for k, pt := range l.points {
 		p, err := plan.New(pt, plan.Options{})
 		if err != nil {
@@ -538,6 +586,15 @@ func (l *launcher) prepare() error {
 		}
 		l.plans = append(l.plans, p)
 	}
+	return nil
+}
+
+// applyScenarioSettings sets the runs, time mode, period and timeout the flags left to the
+// scenario s, and refuses the combinations of scenario and flags that cannot run (realtime without
+// a period; crashes in realtime or with several agents per process; --attach of a scenario that
+// cannot; server restarts on an external server).
+func (l *launcher) applyScenarioSettings(s *scenario.Scenario) error {
+	o := l.o
 	l.runs = s.Runs
 	if o.Runs > 0 {
 		l.runs = o.Runs
@@ -570,21 +627,14 @@ func (l *launcher) prepare() error {
 	if len(s.Faults.ServerRestarts) > 0 && o.Engine == "nats" && bus.ResolveURL(o.NATSURL) != "" {
 		return cli.UsageError("scenario %s: faults.server_restarts restarts the embedded NATS server: run without --nats-url", o.ScenarioPath)
 	}
-	if o.Out == "" {
-		o.Out = filepath.Join("out", s.Name)
-	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	if err := l.prepareOutputs(); err != nil {
-		return err
-	}
-	if o.RunID == "" {
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		o.RunID = "r" + hex.EncodeToString(b[:])
-	}
-	l.sum = &Summary{
+	return nil
+}
+
+// newSummary returns the run's summary before any point runs: the scenario s, the seed and where
+// it came from, the settings, and the graph warnings of every point.
+func (l *launcher) newSummary(s *scenario.Scenario, seed uint64, seedSource string) *Summary {
+	o := l.o
+	sum := &Summary{
 		Scenario: s.Name, ScenarioFile: o.ScenarioPath, Description: s.Description, Kind: string(s.Kind),
 		Seed: seed, SeedString: strconv.FormatUint(seed, 10), SeedSource: seedSource, Runs: l.runs, Steps: s.Steps, Engine: o.Engine,
 		Mode: o.Mode.String(), RunID: o.RunID, Started: l.started.UTC().Format(time.RFC3339),
@@ -592,22 +642,19 @@ func (l *launcher) prepare() error {
 		Files: Files{Summary: "summary.json", Traces: []string{}}, Attached: o.Attach,
 	}
 	if o.Mode == bus.Realtime {
-		l.sum.PeriodNS = int64(o.Period)
+		sum.PeriodNS = int64(o.Period)
 	}
-	l.sum.Timing = TimingSummary{Mode: l.sum.Mode, PeriodNS: l.sum.PeriodNS}
+	sum.Timing = TimingSummary{Mode: sum.Mode, PeriodNS: sum.PeriodNS}
 	if o.Engine == "fast" {
-		l.sum.Mode = "none (fast engine: no pacing)"
-		l.sum.Timing.Mode = l.sum.Mode
+		sum.Mode = "none (fast engine: no pacing)"
+		sum.Timing.Mode = sum.Mode
 	} else {
-		l.sum.Encoding = o.Encoding
+		sum.Encoding = o.Encoding
 	}
 	for _, p := range l.plans {
-		l.sum.Warnings = report.MergeGraphWarnings(l.sum.Warnings, p.GraphWarnings)
+		sum.Warnings = report.MergeGraphWarnings(sum.Warnings, p.GraphWarnings)
 	}
-	if seedSource == "crypto" {
-		l.log.Info().Uint64("seed", seed).Msg("no seed given: drew one (recorded in summary.json)")
-	}
-	return nil
+	return sum
 }
 
 func (l *launcher) runAll(ctx context.Context) error {
@@ -843,87 +890,130 @@ func (l *launcher) runFast(ctx context.Context) error {
 	return nil
 }
 
+// runNATS runs every point not done yet over NATS: on the embedded server (or cluster) it starts,
+// or on the external server of --nats-url / $NATS_URL.
 func (l *launcher) runNATS(ctx context.Context) error {
-	url := bus.ResolveURL(l.o.NATSURL)
-	var srv *bus.Embedded
-	var cluster *bus.Cluster
+	t := &natsTarget{url: bus.ResolveURL(l.o.NATSURL)}
 	// The embedded server accepts only the run's processes and its launcher, each with the
 	// subject permissions of its role.
-	users := make([]map[string]bus.User, len(l.plans))
-	launchers := make([]*bus.User, len(l.plans))
-	if url == "" {
-		var all []bus.User
-		for k, p := range l.plans {
-			u, lu, err := RunUsers(p, l.pointRunID(k), l.o.AgentsPerProcess)
-			if err != nil {
-				return err
-			}
-			users[k], launchers[k] = u, &lu
-			all = append(all, lu)
-			for _, x := range u {
-				all = append(all, x)
-			}
+	t.users = make([]map[string]bus.User, len(l.plans))
+	t.launchers = make([]*bus.User, len(l.plans))
+	if t.url == "" {
+		stop, err := l.startEmbedded(t)
+		if err != nil {
+			return err
 		}
-		opts := bus.EmbeddedOptions{Users: all}
-		if l.o.Listen != "" {
-			opts.Host, opts.Port, _ = splitListen(l.o.Listen) // checked by parseOptions
-		}
-		if l.o.TLS == "auto" {
-			// A throwaway CA and server key, outside --out: nothing secret is left behind.
-			tmp, err := os.MkdirTemp("", "dpsim-tls-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(tmp)
-			if opts.TLS, err = bus.AutoTLS(tmp); err != nil {
-				return err
-			}
-			l.tlsClient = bus.TLSFiles{CA: opts.TLS.CA}
-			l.sum.TLS = "auto"
-		}
-		if l.o.Cluster > 1 {
-			c, err := bus.StartCluster(l.o.Cluster, opts)
-			if err != nil {
-				return err
-			}
-			defer c.Shutdown()
-			cluster, srv, url = c, c.Members[0], c.URLs()
-			l.sum.NATSCluster = l.o.Cluster
-		} else {
-			var err error
-			if srv, err = bus.StartEmbedded(opts); err != nil {
-				return err
-			}
-			defer srv.Shutdown()
-			url = srv.URL()
-		}
+		defer stop()
 		l.sum.NATSEmbedded = true
 	} else {
-		// Credentials in an external server's URL never reach an output, a log or a child's
-		// argv: the launcher and every child connect with them through options and the
-		// environment, and the address alone is printed.
-		clean, user, pass := bus.SplitURL(url)
-		url = clean
-		if l.o.TLSFiles.Enabled() {
-			l.tlsClient, l.sum.TLS = l.o.TLSFiles, "external"
-		}
-		if user != "" {
-			ext := bus.User{Name: user, Password: pass}
-			for k, p := range l.plans {
-				users[k], launchers[k] = map[string]bus.User{}, &ext
-				for _, key := range ProcessKeys(p, l.o.AgentsPerProcess) {
-					users[k][key] = ext
-				}
-			}
-		}
+		l.useExternal(t)
 	}
-	l.sum.NATSURL = url
-	l.sum.Security = l.security(srv != nil)
+	l.sum.NATSURL = t.url
+	l.sum.Security = l.security(t.srv != nil)
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("cannot find the dpsim binary to spawn the roles: %w", err)
 	}
 	l.sum.Files.Procs = "procs"
+	return l.runNATSPoints(ctx, exe, t)
+}
+
+// natsTarget is where the processes of every point connect: the server(s) and their accounts.
+type natsTarget struct {
+	url       string
+	srv       *bus.Embedded         // the embedded server (a cluster's first); nil with an external one
+	cluster   *bus.Cluster          // the embedded cluster of --cluster; nil without
+	users     []map[string]bus.User // users[k]: the accounts of point k's processes (nil: none)
+	launchers []*bus.User           // launchers[k]: point k's launcher account (nil: none)
+}
+
+// startEmbedded starts the embedded server, or the cluster of --cluster, that accepts only the
+// accounts of the run's processes and launchers (filled in t), with --listen and --tls auto. It
+// sets t's url and servers and returns the function that stops them and removes the TLS files.
+func (l *launcher) startEmbedded(t *natsTarget) (stop func(), err error) {
+	var all []bus.User
+	for k, p := range l.plans {
+		u, lu, err := RunUsers(p, l.pointRunID(k), l.o.AgentsPerProcess)
+		if err != nil {
+			return nil, err
+		}
+		t.users[k], t.launchers[k] = u, &lu
+		all = append(all, lu)
+		for _, x := range u {
+			all = append(all, x)
+		}
+	}
+	opts := bus.EmbeddedOptions{Users: all}
+	if l.o.Listen != "" {
+		opts.Host, opts.Port, _ = splitListen(l.o.Listen) // checked by parseOptions
+	}
+	removeTLS := func() {}
+	if l.o.TLS == "auto" {
+		if removeTLS, err = l.autoTLS(&opts); err != nil {
+			return nil, err
+		}
+	}
+	if l.o.Cluster > 1 {
+		c, err := bus.StartCluster(l.o.Cluster, opts)
+		if err != nil {
+			removeTLS()
+			return nil, err
+		}
+		t.cluster, t.srv, t.url = c, c.Members[0], c.URLs()
+		l.sum.NATSCluster = l.o.Cluster
+		return func() { c.Shutdown(); removeTLS() }, nil
+	}
+	if t.srv, err = bus.StartEmbedded(opts); err != nil {
+		removeTLS()
+		return nil, err
+	}
+	t.url = t.srv.URL()
+	return func() { t.srv.Shutdown(); removeTLS() }, nil
+}
+
+// autoTLS makes the throwaway CA and server key of --tls auto for opts and returns the function
+// that removes them. They live in a temporary directory outside --out: nothing secret is left behind.
+func (l *launcher) autoTLS(opts *bus.EmbeddedOptions) (remove func(), err error) {
+	tmp, err := os.MkdirTemp("", "dpsim-tls-")
+	if err != nil {
+		return nil, err
+	}
+	remove = func() { _ = os.RemoveAll(tmp) }
+	if opts.TLS, err = bus.AutoTLS(tmp); err != nil {
+		remove()
+		return nil, err
+	}
+	l.tlsClient = bus.TLSFiles{CA: opts.TLS.CA}
+	l.sum.TLS = "auto"
+	return remove, nil
+}
+
+// useExternal prepares the connection to an external server (t.url): its TLS files, and the
+// credentials of its URL as every process's and launcher's account.
+func (l *launcher) useExternal(t *natsTarget) {
+	// Credentials in an external server's URL never reach an output, a log or a child's
+	// argv: the launcher and every child connect with them through options and the
+	// environment, and the address alone is printed.
+	clean, user, pass := bus.SplitURL(t.url)
+	t.url = clean
+	if l.o.TLSFiles.Enabled() {
+		l.tlsClient, l.sum.TLS = l.o.TLSFiles, "external"
+	}
+	if user != "" {
+		ext := bus.User{Name: user, Password: pass}
+		for k, p := range l.plans {
+			t.users[k], t.launchers[k] = map[string]bus.User{}, &ext
+			for _, key := range ProcessKeys(p, l.o.AgentsPerProcess) {
+				t.users[k][key] = ext
+			}
+		}
+	}
+}
+
+// runNATSPoints runs the points not done yet, one after the other, each with its own processes
+// (spawned from exe, or started elsewhere with --attach) connected to t, and keeps the run's
+// steps per second up to date.
+func (l *launcher) runNATSPoints(ctx context.Context, exe string, t *natsTarget) error {
 	var steps int
 	var busy time.Duration
 	for k, p := range l.plans {
@@ -935,11 +1025,11 @@ func (l *launcher) runNATS(ctx context.Context) error {
 			dir = filepath.Join(dir, fmt.Sprintf("p%02d", k))
 		}
 		n, el, err := l.runPoint(ctx, k, p, SessionConfig{
-			Exe: exe, ScenarioPath: l.o.ScenarioPath, Point: k, Plan: p, Seed: l.o.Seed, URL: url, Run: runID,
+			Exe: exe, ScenarioPath: l.o.ScenarioPath, Point: k, Plan: p, Seed: l.o.Seed, URL: t.url, Run: runID,
 			Dir: dir, Mode: l.o.Mode, Period: l.o.Period, Timeout: l.o.Timeout, AgentsPerProcess: l.o.AgentsPerProcess,
 			Encoding: l.o.Encoding, LogLevel: l.o.LogLevel, Transcript: l.o.Transcript, GOMAXPROCS: l.o.ChildProcs, Log: l.log,
-			Server: srv, Cluster: cluster, Timeline: l.tl, PointIndex: k, Users: users[k], Launcher: launchers[k], TLS: l.tlsClient, Sign: l.o.Sign,
-			ConnectRetry: externalRetry(srv, l.o.ConnectRetry), Attach: l.o.Attach, Announce: l.announce(),
+			Server: t.srv, Cluster: t.cluster, Timeline: l.tl, PointIndex: k, Users: t.users[k], Launcher: t.launchers[k], TLS: l.tlsClient, Sign: l.o.Sign,
+			ConnectRetry: externalRetry(t.srv, l.o.ConnectRetry), Attach: l.o.Attach, Announce: l.announce(),
 			StartTimeout: l.startTimeout(),
 		})
 		steps += n * p.Steps
@@ -1008,51 +1098,16 @@ func (l *launcher) pointRunID(k int) string {
 func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg SessionConfig) (int, time.Duration, error) {
 	start := time.Now()
 	l.log.Info().Str("point", l.points[k].Name).Str("run", cfg.Run).Int("runs", l.runs).Msg("starting processes")
-	// The processes keep the per-step records of the traced episodes only; every episode is
-	// folded into the metrics by the collector as soon as it is done.
 	first, acc, rerr := l.resumePoint(ctx, k, p) // 0 unless a resumed run was in this point
 	if rerr != nil {
 		return 0, 0, rerr
 	}
-	n, traced := l.traced()
-	cfg.BoundTraces, cfg.KeepEpisodes = true, 0
-	if traced {
-		// The processes keep the first episodes they run (a resumed point's start at first).
-		cfg.KeepEpisodes = max(n-first, 0)
-		if n == 0 { // every episode is traced
-			cfg.BoundTraces = false
-		}
-	}
-	opts := CollectOptions{}
-	var out *traceOut
-	if traced {
-		var err error
-		if out, err = l.openPointTrace(k, first); err != nil {
-			return 0, 0, err
-		}
-		opts.Trace, opts.TraceEpisodes = out.f, n
+	out, opts, err := l.pointTrace(k, first, &cfg)
+	if err != nil {
+		return 0, 0, err
 	}
 	l.tl.addStatic(k, &p.Scenario.Faults)
-	sess, runErr := StartSession(ctx, cfg)
-	var col *Collector
-	if runErr == nil {
-		if col, runErr = sess.NewCollector(opts); runErr == nil {
-			if acc != nil {
-				col.resumeAt(first, acc)
-			}
-			for ep := first; ep < l.runs; ep++ {
-				if runErr = sess.Episode(ctx, ep, nil); runErr != nil {
-					break
-				}
-				if err := col.Poll(); err != nil {
-					l.log.Warn().Err(err).Int("episode", ep).Msg("collect")
-				} else {
-					l.checkpoint(k, ep+1, col, out, false)
-				}
-				l.tick(1)
-			}
-		}
-	}
+	sess, col, runErr := l.playEpisodes(ctx, k, cfg, opts, first, acc, out)
 	if sess == nil {
 		if out != nil {
 			_ = out.close()
@@ -1062,6 +1117,94 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 	if err := sess.Stop(); err != nil && runErr == nil {
 		runErr = err
 	}
+	ps := l.recordSession(sess, k, p, cfg, start, first)
+	var collected *Collected
+	if col != nil {
+		collected, err = l.finishCollection(col, k, first+sess.Episodes, out, runErr != nil)
+	}
+	if out != nil {
+		if werr := out.close(); werr != nil && runErr == nil {
+			runErr = werr
+		}
+		ps.TraceFile = out.name
+		if collected != nil {
+			ps.TraceEpisodes = collected.TracedEpisodes
+		}
+		l.sum.Files.Traces = append(l.sum.Files.Traces, out.name)
+	}
+	var res *sim.Results
+	if collected != nil {
+		res = l.pointResults(k, sess, collected, &ps)
+		if runErr == nil && (collected.MissingCount > 0 || len(res.IncompleteEpisodes) > 0) {
+			runErr = fmt.Errorf("point %s: %w", l.points[k].Name, sim.MissingErrorN(collected.Missing, collected.MissingCount))
+		}
+	}
+	if runErr == nil && err != nil {
+		runErr = err
+	}
+	if runErr != nil {
+		ps.Error = runErr.Error()
+	}
+	l.addPoint(ps, res)
+	return sess.Episodes, sess.EpisodeNS, runErr
+}
+
+// pointTrace sets how many episodes' per-step records the processes keep (cfg.BoundTraces,
+// cfg.KeepEpisodes) and opens the point's trace file when episodes are traced; first is the
+// point's first episode (a resumed point's start). opts tells the collector where the trace goes.
+func (l *launcher) pointTrace(k, first int, cfg *SessionConfig) (*traceOut, CollectOptions, error) {
+	// The processes keep the per-step records of the traced episodes only; every episode is
+	// folded into the metrics by the collector as soon as it is done.
+	n, traced := l.traced()
+	cfg.BoundTraces, cfg.KeepEpisodes = true, 0
+	opts := CollectOptions{}
+	if !traced {
+		return nil, opts, nil
+	}
+	// The processes keep the first episodes they run (a resumed point's start at first).
+	cfg.KeepEpisodes = max(n-first, 0)
+	if n == 0 { // every episode is traced
+		cfg.BoundTraces = false
+	}
+	out, err := l.openPointTrace(k, first)
+	if err != nil {
+		return nil, opts, err
+	}
+	opts.Trace, opts.TraceEpisodes = out.f, n
+	return out, opts, nil
+}
+
+// playEpisodes starts the point's processes and plays episodes first..runs-1, collecting and
+// checkpointing each as soon as it is done (acc: the metrics of a resumed point's earlier
+// episodes). It stops at the first failed episode; sess is nil when the processes did not start.
+func (l *launcher) playEpisodes(ctx context.Context, k int, cfg SessionConfig, opts CollectOptions, first int, acc *sim.Accumulator, out *traceOut) (sess *Session, col *Collector, runErr error) {
+	sess, runErr = StartSession(ctx, cfg)
+	if runErr != nil {
+		return sess, nil, runErr
+	}
+	if col, runErr = sess.NewCollector(opts); runErr != nil {
+		return sess, col, runErr
+	}
+	if acc != nil {
+		col.resumeAt(first, acc)
+	}
+	for ep := first; ep < l.runs; ep++ {
+		if runErr = sess.Episode(ctx, ep, nil); runErr != nil {
+			break
+		}
+		if err := col.Poll(); err != nil {
+			l.log.Warn().Err(err).Int("episode", ep).Msg("collect")
+		} else {
+			l.checkpoint(k, ep+1, col, out, false)
+		}
+		l.tick(1)
+	}
+	return sess, col, runErr
+}
+
+// recordSession adds the stopped session's connection counters, processes and ctl counters to
+// the summary and returns the point's summary so far (its episodes, time and speed).
+func (l *launcher) recordSession(sess *Session, k int, p *plan.Plan, cfg SessionConfig, start time.Time, first int) PointSummary {
 	l.sum.Connections.ServerRestarts += sess.ServerRestarts
 	l.sum.Connections.Crashes += sess.Crashes
 	l.sum.Connections.Restarts += sess.Restarts
@@ -1080,62 +1223,47 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 		}
 	}
 	l.sum.LauncherCtlInvalid = addCounters(l.sum.LauncherCtlInvalid, sess.CtlInvalid())
-	var collected *Collected
-	var err error
-	if col != nil {
-		if runErr != nil { // before the unfinished episode's records reach the trace
-			l.checkpoint(k, first+sess.Episodes, col, out, true)
-		}
-		// What the processes wrote after the last complete episode (an interrupted one).
-		col.Unfinished(first + sess.Episodes)
-		if perr := col.Poll(); perr != nil {
-			l.log.Warn().Err(perr).Msg("collect")
-		}
-		collected, err = col.Finish()
+	return ps
+}
+
+// finishCollection collects what the processes wrote after the last complete episode (done
+// episodes in all; failed: the run stopped early, so a final checkpoint is written first) and
+// returns the point's collected results.
+func (l *launcher) finishCollection(col *Collector, k, done int, out *traceOut, failed bool) (*Collected, error) {
+	if failed { // before the unfinished episode's records reach the trace
+		l.checkpoint(k, done, col, out, true)
 	}
-	if out != nil {
-		if werr := out.close(); werr != nil && runErr == nil {
-			runErr = werr
-		}
-		ps.TraceFile = out.name
-		if collected != nil {
-			ps.TraceEpisodes = collected.TracedEpisodes
-		}
-		l.sum.Files.Traces = append(l.sum.Files.Traces, out.name)
+	// What the processes wrote after the last complete episode (an interrupted one).
+	col.Unfinished(done)
+	if perr := col.Poll(); perr != nil {
+		l.log.Warn().Err(perr).Msg("collect")
 	}
-	var res *sim.Results
-	if collected != nil {
-		res = collected.Results
-		// The per-link counters: every process's injector side and receive side, merged.
-		links := [][]fault.LinkStats{l.resume.replayed[k]} // the replayed episodes' (resumed point)
-		for _, pr := range sess.Procs() {
-			if r := sess.Result(pr); r != nil {
-				links = append(links, r.Links)
-			}
-		}
-		res.Links = sim.MergeLinkStats(links...)
-		for _, lk := range res.Links {
-			l.sum.Timing.LateMessages += lk.Late // delivered after their step
-		}
-		ps.Missing = collected.MissingCount
-		for i, m := range collected.Missing {
-			if i == 5 {
-				break
-			}
-			ps.MissingHead = append(ps.MissingHead, m.String())
-		}
-		if runErr == nil && (collected.MissingCount > 0 || len(res.IncompleteEpisodes) > 0) {
-			runErr = fmt.Errorf("point %s: %w", l.points[k].Name, sim.MissingErrorN(collected.Missing, collected.MissingCount))
+	return col.Finish()
+}
+
+// pointResults returns the point's results with the per-link counters of every process merged
+// in, adds their late messages to the summary and records the missing messages in ps.
+func (l *launcher) pointResults(k int, sess *Session, collected *Collected, ps *PointSummary) *sim.Results {
+	res := collected.Results
+	// The per-link counters: every process's injector side and receive side, merged.
+	links := [][]fault.LinkStats{l.resume.replayed[k]} // the replayed episodes' (resumed point)
+	for _, pr := range sess.Procs() {
+		if r := sess.Result(pr); r != nil {
+			links = append(links, r.Links)
 		}
 	}
-	if runErr == nil && err != nil {
-		runErr = err
+	res.Links = sim.MergeLinkStats(links...)
+	for _, lk := range res.Links {
+		l.sum.Timing.LateMessages += lk.Late // delivered after their step
 	}
-	if runErr != nil {
-		ps.Error = runErr.Error()
+	ps.Missing = collected.MissingCount
+	for i, m := range collected.Missing {
+		if i == 5 {
+			break
+		}
+		ps.MissingHead = append(ps.MissingHead, m.String())
 	}
-	l.addPoint(ps, res)
-	return sess.Episodes, sess.EpisodeNS, runErr
+	return res
 }
 
 func addCounters(a, b bus.CountersSnapshot) bus.CountersSnapshot {

@@ -360,6 +360,30 @@ func plannedProcs(p *plan.Plan, perProc int) []*Proc {
 // StartSession connects to the server, spawns every role of the point as its own OS process
 // and waits until all of them are ready. On error the processes started are stopped.
 func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
+	setSessionDefaults(&cfg)
+	s, err := connectSession(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.startProxies(); err != nil {
+		_ = s.shutdown()
+		return nil, err
+	}
+	if err := s.watchServer(); err != nil {
+		_ = s.shutdown()
+		return nil, err
+	}
+	if err := s.startProcs(); err != nil {
+		_ = s.shutdown()
+		return nil, err
+	}
+	cfg.Log.Debug().Int("processes", len(s.procs)).Str("run", cfg.Run).Msg("spawned")
+	return s, s.waitReady(ctx)
+}
+
+// setSessionDefaults fills in the defaults of the fields of cfg left zero: the start and stop
+// timeouts, the json encoding and the info log level.
+func setSessionDefaults(cfg *SessionConfig) {
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = DefaultStartTimeout
 	}
@@ -372,6 +396,12 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	if cfg.LogLevel == "" {
 		cfg.LogLevel = "info"
 	}
+}
+
+// connectSession returns the session of cfg's point, connected and subscribed to its ctl
+// subjects: the processes planned (with their signing keys under --sign) and their plan files
+// written, none started yet.
+func connectSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	subj, err := bus.NewSubjects(cfg.Run)
 	if err != nil {
 		return nil, err
@@ -405,7 +435,13 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		s.conn.Close()
 		return nil, err
 	}
+	return s, nil
+}
 
+// startProxies starts the toxiproxy of every faults.proxies entry (none in attach mode, whose
+// processes connect on their own).
+func (s *Session) startProxies() error {
+	cfg := s.cfg
 	for _, x := range cfg.Plan.Scenario.Faults.Proxies {
 		if cfg.Attach {
 			break
@@ -415,8 +451,7 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		first, _, _ := strings.Cut(cfg.URL, ",")
 		px, err := proxy.Start(cfg.Run+"-"+x.Proc, first, x)
 		if err != nil {
-			_ = s.shutdown()
-			return nil, err
+			return err
 		}
 		if s.proxies == nil {
 			s.proxies = map[string]*proxy.Proxy{}
@@ -425,18 +460,19 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		cfg.Log.Info().Str("proc", x.Proc).Str("proxy", px.URL()).Dur("latency", x.Latency).Dur("jitter", x.Jitter).
 			Int64("bandwidth_kBps", x.Bandwidth).Msg("faults: toxiproxy in front of the server")
 	}
-	if err := s.watchServer(); err != nil {
-		_ = s.shutdown()
-		return nil, err
-	}
+	return nil
+}
+
+// startProcs spawns every role process, or in attach mode announces the commands that start
+// them elsewhere.
+func (s *Session) startProcs() error {
+	cfg := s.cfg
 	if cfg.Attach {
 		if err := checkAttachable(cfg.Plan.Scenario); err != nil {
-			_ = s.shutdown()
-			return nil, err
+			return err
 		}
 		if err := s.announceAttach(); err != nil {
-			_ = s.shutdown()
-			return nil, fmt.Errorf("attach: %w", err)
+			return fmt.Errorf("attach: %w", err)
 		}
 	}
 	for _, p := range s.procs {
@@ -444,39 +480,43 @@ func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 			break
 		}
 		if err := s.spawn(p); err != nil {
-			_ = s.shutdown()
-			return nil, fmt.Errorf("start %s: %w", p.Name, err)
+			return fmt.Errorf("start %s: %w", p.Name, err)
 		}
 	}
-	cfg.Log.Debug().Int("processes", len(s.procs)).Str("run", cfg.Run).Msg("spawned")
+	return nil
+}
+
+// waitReady waits until every process announced itself ready (ctl.ready). A conflict, a process
+// that exits, an interrupt or --start-timeout stops the session and returns the error.
+func (s *Session) waitReady(ctx context.Context) error {
 	waiting := map[string]bool{}
 	for k := range s.byKey {
 		waiting[k] = true
 	}
-	timer := time.NewTimer(cfg.StartTimeout)
+	timer := time.NewTimer(s.cfg.StartTimeout)
 	defer timer.Stop()
 	for len(waiting) > 0 {
 		select {
 		case ev := <-s.events:
 			if err := s.conflictErr(); err != nil {
 				_ = s.shutdown()
-				return s, err
+				return err
 			}
 			if ev.word == role.KindReady {
 				delete(waiting, ev.sender)
 			}
 		case p := <-s.exits:
 			_ = s.shutdown()
-			return s, fmt.Errorf("%s (pid %d) exited before it was ready: %s", p.Name, p.PID(), p.failure())
+			return fmt.Errorf("%s (pid %d) exited before it was ready: %s", p.Name, p.PID(), p.failure())
 		case <-ctx.Done():
 			_ = s.shutdown()
-			return s, fmt.Errorf("interrupted while starting the processes: %w", context.Cause(ctx))
+			return fmt.Errorf("interrupted while starting the processes: %w", context.Cause(ctx))
 		case <-timer.C:
 			_ = s.shutdown()
-			return s, fmt.Errorf("processes not ready within %v: %s", cfg.StartTimeout, keys(waiting))
+			return fmt.Errorf("processes not ready within %v: %s", s.cfg.StartTimeout, keys(waiting))
 		}
 	}
-	return s, nil
+	return nil
 }
 
 func keys(m map[string]bool) string {
@@ -1299,107 +1339,150 @@ func (s *Session) NewCollector(o CollectOptions) (*Collector, error) {
 // Poll merges what the trace files gained since the last Poll. With bounded traces, call it
 // once after every episode, before the next one starts.
 func (c *Collector) Poll() error {
-	s, p := c.s, c.s.cfg.Plan
 	c.polls++
-	var errs []error
-	var files []*os.File
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
-	size := map[string]int64{}
-	open := func(pr *Proc) io.Reader {
-		f, err := os.Open(filepath.Join(s.cfg.Dir, role.TraceFile(pr.Name)))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", pr.Name, err))
-			return strings.NewReader("")
-		}
-		files = append(files, f)
-		st, err := f.Stat()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", pr.Name, err))
-			return strings.NewReader("")
-		}
-		off := c.off[pr.Name]
-		if st.Size() < off { // cut back past the kept episodes (a process's disk bound)
-			off = max(c.keepEnd[pr.Name], 0)
-		}
-		size[pr.Name] = st.Size()
-		return bufio.NewReaderSize(io.NewSectionReader(f, off, st.Size()-off), 1<<16)
-	}
-	f := c.f
+	t := &pollFiles{dir: c.s.cfg.Dir, off: c.off, keepEnd: c.keepEnd, size: map[string]int64{}}
+	defer t.close()
 	var mergeErr error
-	switch p.Scenario.Kind {
+	switch c.s.cfg.Plan.Scenario.Kind {
 	case scenario.CloudControl:
-		var plant, cloud, eve *sim.TraceReader[sim.ControlRecord]
-		for _, pr := range s.procs {
-			r := sim.NewTraceReader[sim.ControlRecord](open(pr))
-			switch pr.Role {
-			case bus.RolePlant:
-				plant = r
-			case bus.RoleCloud:
-				cloud = r
-			case bus.RoleEavesdropper:
-				eve = r
-			}
-		}
-		var tw *sim.TraceWriter[sim.ControlRecord]
-		if c.o.Trace != nil {
-			tw = sim.NewTraceWriter[sim.ControlRecord](c.o.Trace)
-		}
-		var keep *[]sim.ControlRecord
-		if c.o.Keep {
-			keep = &f.out.Control
-		}
-		mergeErr = sim.MergeControlStreams(p.Steps, p.Reference, plant, cloud, eve, func(recs []sim.ControlRecord, missing []sim.Missing) error {
-			for i := range recs {
-				var ms []sim.Missing
-				if i == 0 {
-					ms = missing
-				}
-				if err := foldRecord(f, &recs[i], ms, tw, keep, func(r *sim.ControlRecord) (*int, int, []float64) { return &r.Episode, r.Step, r.X },
-					(*sim.ControlRecord).Clone, c.acc.AddControl, c.acc.Discard); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if tw != nil {
-			if err := tw.Flush(); err != nil && mergeErr == nil {
-				mergeErr = err
-			}
-		}
+		mergeErr = c.mergeControl(t.open)
 	case scenario.Consensus:
-		var agents []*sim.TraceReader[sim.AgentRecord]
-		var names []string
-		var eve *sim.TraceReader[sim.ConsensusRecord]
-		for _, pr := range s.procs {
-			if pr.Role == bus.RoleAgent {
-				agents = append(agents, sim.NewTraceReader[sim.AgentRecord](open(pr)))
-				names = append(names, pr.Name)
-				continue
-			}
-			eve = sim.NewTraceReader[sim.ConsensusRecord](open(pr))
-		}
-		var tw *sim.TraceWriter[sim.ConsensusRecord]
-		if c.o.Trace != nil {
-			tw = sim.NewTraceWriter[sim.ConsensusRecord](c.o.Trace)
-		}
-		var keep *[]sim.ConsensusRecord
-		if c.o.Keep {
-			keep = &f.out.Consensus
-		}
-		mergeErr = sim.MergeConsensusStreams(p.Graph.N, p.Steps, agents, names, eve, func(r *sim.ConsensusRecord, missing []sim.Missing) error {
-			return foldRecord(f, r, missing, tw, keep, func(r *sim.ConsensusRecord) (*int, int, []float64) { return &r.Episode, r.Step, r.X },
-				(*sim.ConsensusRecord).Clone, c.acc.AddConsensus, c.acc.Discard)
-		})
-		if tw != nil {
-			if err := tw.Flush(); err != nil && mergeErr == nil {
-				mergeErr = err
-			}
+		mergeErr = c.mergeConsensus(t.open)
+	}
+	c.advanceOffsets(t.size)
+	errs := t.errs
+	if mergeErr != nil {
+		errs = append(errs, mergeErr)
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		c.errs = append(c.errs, err)
+	}
+	return err
+}
+
+// pollFiles are the trace files one Poll reads: each from the offset the last Poll reached.
+type pollFiles struct {
+	dir          string
+	off, keepEnd map[string]int64 // the Collector's
+	size         map[string]int64 // the size of each file read
+	files        []*os.File
+	errs         []error
+}
+
+// open returns the part of process pr's trace file not read yet. A file that cannot be read
+// records its error and reads as empty.
+func (t *pollFiles) open(pr *Proc) io.Reader {
+	f, err := os.Open(filepath.Join(t.dir, role.TraceFile(pr.Name)))
+	if err != nil {
+		t.errs = append(t.errs, fmt.Errorf("%s: %w", pr.Name, err))
+		return strings.NewReader("")
+	}
+	t.files = append(t.files, f)
+	st, err := f.Stat()
+	if err != nil {
+		t.errs = append(t.errs, fmt.Errorf("%s: %w", pr.Name, err))
+		return strings.NewReader("")
+	}
+	off := t.off[pr.Name]
+	if st.Size() < off { // cut back past the kept episodes (a process's disk bound)
+		off = max(t.keepEnd[pr.Name], 0)
+	}
+	t.size[pr.Name] = st.Size()
+	return bufio.NewReaderSize(io.NewSectionReader(f, off, st.Size()-off), 1<<16)
+}
+
+// close closes the files opened.
+func (t *pollFiles) close() {
+	for _, f := range t.files {
+		_ = f.Close()
+	}
+}
+
+// mergeControl merges the new records of a cloud-control point's plant, cloud and eavesdropper
+// (read through open) step by step and folds them into the metrics (and the trace).
+func (c *Collector) mergeControl(open func(*Proc) io.Reader) error {
+	s, p, f := c.s, c.s.cfg.Plan, c.f
+	var plant, cloud, eve *sim.TraceReader[sim.ControlRecord]
+	for _, pr := range s.procs {
+		r := sim.NewTraceReader[sim.ControlRecord](open(pr))
+		switch pr.Role {
+		case bus.RolePlant:
+			plant = r
+		case bus.RoleCloud:
+			cloud = r
+		case bus.RoleEavesdropper:
+			eve = r
 		}
 	}
+	var tw *sim.TraceWriter[sim.ControlRecord]
+	if c.o.Trace != nil {
+		tw = sim.NewTraceWriter[sim.ControlRecord](c.o.Trace)
+	}
+	var keep *[]sim.ControlRecord
+	if c.o.Keep {
+		keep = &f.out.Control
+	}
+	mergeErr := sim.MergeControlStreams(p.Steps, p.Reference, plant, cloud, eve, func(recs []sim.ControlRecord, missing []sim.Missing) error {
+		for i := range recs {
+			var ms []sim.Missing
+			if i == 0 {
+				ms = missing
+			}
+			if err := foldRecord(f, &recs[i], ms, tw, keep, func(r *sim.ControlRecord) (*int, int, []float64) { return &r.Episode, r.Step, r.X },
+				(*sim.ControlRecord).Clone, c.acc.AddControl, c.acc.Discard); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if tw != nil {
+		if err := tw.Flush(); err != nil && mergeErr == nil {
+			mergeErr = err
+		}
+	}
+	return mergeErr
+}
+
+// mergeConsensus merges the new records of a consensus point's agents and eavesdropper (read
+// through open) step by step and folds them into the metrics (and the trace).
+func (c *Collector) mergeConsensus(open func(*Proc) io.Reader) error {
+	s, p, f := c.s, c.s.cfg.Plan, c.f
+	var agents []*sim.TraceReader[sim.AgentRecord]
+	var names []string
+	var eve *sim.TraceReader[sim.ConsensusRecord]
+	for _, pr := range s.procs {
+		if pr.Role == bus.RoleAgent {
+			agents = append(agents, sim.NewTraceReader[sim.AgentRecord](open(pr)))
+			names = append(names, pr.Name)
+			continue
+		}
+		eve = sim.NewTraceReader[sim.ConsensusRecord](open(pr))
+	}
+	var tw *sim.TraceWriter[sim.ConsensusRecord]
+	if c.o.Trace != nil {
+		tw = sim.NewTraceWriter[sim.ConsensusRecord](c.o.Trace)
+	}
+	var keep *[]sim.ConsensusRecord
+	if c.o.Keep {
+		keep = &f.out.Consensus
+	}
+	mergeErr := sim.MergeConsensusStreams(p.Graph.N, p.Steps, agents, names, eve, func(r *sim.ConsensusRecord, missing []sim.Missing) error {
+		return foldRecord(f, r, missing, tw, keep, func(r *sim.ConsensusRecord) (*int, int, []float64) { return &r.Episode, r.Step, r.X },
+			(*sim.ConsensusRecord).Clone, c.acc.AddConsensus, c.acc.Discard)
+	})
+	if tw != nil {
+		if err := tw.Flush(); err != nil && mergeErr == nil {
+			mergeErr = err
+		}
+	}
+	return mergeErr
+}
+
+// advanceOffsets moves each file's read offset to the size read (size), or with bounded traces
+// back to the end of the kept episodes, where the process writes its next episode.
+func (c *Collector) advanceOffsets(size map[string]int64) {
+	s := c.s
 	for name, sz := range size {
 		c.off[name] = sz
 		if s.cfg.BoundTraces && c.keepEnd[name] < 0 && c.polls == s.cfg.KeepEpisodes {
@@ -1409,14 +1492,6 @@ func (c *Collector) Poll() error {
 			c.off[name] = c.keepEnd[name] // the process starts its next episode there
 		}
 	}
-	if mergeErr != nil {
-		errs = append(errs, mergeErr)
-	}
-	err := errors.Join(errs...)
-	if err != nil {
-		c.errs = append(c.errs, err)
-	}
-	return err
 }
 
 // resumeAt continues a point from episode start: acc holds the metrics of episodes

@@ -276,10 +276,10 @@ func nonFiniteReason(f float64) string {
 
 const diagNote = "clipped_rows and clip_error describe the input data and are NOT differentially private"
 
-func runRun(args []string, stdout, stderr io.Writer) error {
-	fs := cli.NewFlagSet("dpsim vecsum run",
-		"dpsim vecsum run --input FILE.csv [--header] --epsilon E --delta D --method gaussian|elliptical|normal [--bounds LIST] [--sigmas LIST|FILE] [--mean LIST] [--seed S] [--json]",
-		`Releases the (epsilon, delta)-differentially private sum of the rows of a CSV file (one row per
+// runSynopsis and runDescription are the help of `dpsim vecsum run`.
+const (
+	runSynopsis    = "dpsim vecsum run --input FILE.csv [--header] --epsilon E --delta D --method gaussian|elliptical|normal [--bounds LIST] [--sigmas LIST|FILE] [--mean LIST] [--seed S] [--json]"
+	runDescription = `Releases the (epsilon, delta)-differentially private sum of the rows of a CSV file (one row per
 individual; neighbouring files differ in one row, the number of rows is public).
   gaussian    Algorithm 1: rows clamped into the --bounds box, noise ||Delta||_2 sigma_opt per column
   elliptical  Algorithm 2: same box, noise sigma_opt Delta_j / b_j with b_j = sqrt(Delta_j / sum Delta)
@@ -294,7 +294,13 @@ caused. With --json a value that is not a finite float64 (for example the square
 outlier near 1e160, which overflows) is written as null, and "non_finite" maps its key to the value
 ("+Inf", "-Inf" or "NaN") and the reason; a private sum that is not finite is no release and fails.
 Exit status: 0 ok, 1 a data problem (unreadable or malformed file, too few rows for a private mean, a
-sum that overflows), 2 a bad command line.`, stderr)
+sum that overflows), 2 a bad command line.`
+)
+
+// runRun executes `dpsim vecsum run`: it parses and checks the flags, reads the CSV file, releases
+// the private sum with the chosen mechanism (boxRun or normalRun) and prints it.
+func runRun(args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("dpsim vecsum run", runSynopsis, runDescription, stderr)
 	input := fs.String("input", "", "CSV `FILE` of numeric rows (required)")
 	header := fs.Bool("header", false, "the first row of --input names the columns (without it, a first row is a header only when every cell is non-numeric)")
 	eps := fs.Float64("epsilon", 0, "privacy parameter `E` > 0 (required)")
@@ -325,13 +331,11 @@ sum that overflows), 2 a bad command line.`, stderr)
 	if err != nil {
 		return cli.UsageError("--method: %v", err)
 	}
-	var sd uint64
-	src := "flag"
-	if *seed == "" {
-		sd, src = rng.FromCrypto(), "crypto"
-	} else if sd, err = strconv.ParseUint(*seed, 10, 64); err != nil {
-		return cli.UsageError("--seed %q: not an unsigned 64-bit integer", *seed)
+	flagSeed, seedSet, err := cli.ParseSeed(*seed)
+	if err != nil {
+		return err
 	}
+	sd, src := cli.ResolveSeed(flagSeed, seedSet, 0) // no scenario: --seed, else crypto/rand
 	log.Info().Uint64("seed", sd).Str("source", src).Msg("noise seed")
 	if err := checkRunFlags(m, *eps, *delta, *sigmas, *mean, *bounds, *meanFrac, *clipProb); err != nil {
 		return err
@@ -346,21 +350,9 @@ sum that overflows), 2 a bad command line.`, stderr)
 		SeedSource: src, DiagnosticNote: diagNote, SumEpsilon: *eps, SumDelta: *delta}
 	switch m {
 	case vecsum.MethodGaussian, vecsum.MethodElliptical:
-		lo, hi, err := parseBounds(*bounds, ds.d)
-		if err != nil {
+		if err := boxRun(&out, m, ds, *bounds, r); err != nil {
 			return err
 		}
-		p, err := vecsum.PlanBox(m, lo, hi, *eps, *delta)
-		if err != nil {
-			return wrapInput(err)
-		}
-		res, err := p.Sum(ds.x, r, nil)
-		if err != nil {
-			return fmt.Errorf("%s: %w", *input, err)
-		}
-		out.Sum, out.ExpectedError, out.NoiseSigmas, out.SigmaOpt = optFloats(res.Sum), optFloat(p.ExpectedError), optFloats(p.NoiseSigmas), p.SigmaOpt
-		out.Lower, out.Upper, out.Scaling = lo, hi, optFloats(p.Scaling)
-		out.ClippedRows, out.ClipError = res.ClampedRows, optFloat(res.ClampError)
 	case vecsum.MethodNormal:
 		s, err := parseListOrFile("--sigmas", *sigmas)
 		if err != nil {
@@ -416,6 +408,28 @@ func checkRunFlags(m vecsum.Mechanism, eps, delta float64, sigmas, mean, bounds 
 	if !(clipProb >= 0 && clipProb < 1) {
 		return cli.UsageError("--clip-prob %v: must lie in (0, 1) (0 or absent: 1/n)", clipProb)
 	}
+	return nil
+}
+
+// boxRun runs Algorithm 1 (gaussian) or 2 (elliptical) for method m: the rows clamped into the
+// --bounds box, with out's epsilon and delta. A bad --bounds is a usage error; a sum that fails
+// (overflow) names the input file.
+func boxRun(out *runJSON, m vecsum.Mechanism, ds *dataSet, bounds string, r *rand.Rand) error {
+	lo, hi, err := parseBounds(bounds, ds.d)
+	if err != nil {
+		return err
+	}
+	p, err := vecsum.PlanBox(m, lo, hi, out.Epsilon, out.Delta)
+	if err != nil {
+		return wrapInput(err)
+	}
+	res, err := p.Sum(ds.x, r, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", out.Input, err)
+	}
+	out.Sum, out.ExpectedError, out.NoiseSigmas, out.SigmaOpt = optFloats(res.Sum), optFloat(p.ExpectedError), optFloats(p.NoiseSigmas), p.SigmaOpt
+	out.Lower, out.Upper, out.Scaling = lo, hi, optFloats(p.Scaling)
+	out.ClippedRows, out.ClipError = res.ClampedRows, optFloat(res.ClampError)
 	return nil
 }
 
