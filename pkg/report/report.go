@@ -213,8 +213,13 @@ func Write(dir string, in Input) error {
 			return fmt.Errorf("report: %w", err)
 		}
 	}
+	return writeMarkdownFile(dir, rep.Markdown)
+}
+
+// writeMarkdownFile writes md as dir/report.md, atomically.
+func writeMarkdownFile(dir string, md []byte) error {
 	path := filepath.Join(dir, FileName)
-	if err := atomicfile.WriteFile(path, rep.Markdown, 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, md, 0o644); err != nil {
 		return fmt.Errorf("report: writing %s: %w", path, err)
 	}
 	return nil
@@ -231,9 +236,5 @@ func WriteMarkdown(dir string, in Input) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, FileName)
-	if err := atomicfile.WriteFile(path, rep.Markdown, 0o644); err != nil {
-		return fmt.Errorf("report: writing %s: %w", path, err)
-	}
-	return nil
+	return writeMarkdownFile(dir, rep.Markdown)
 }

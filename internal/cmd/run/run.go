@@ -1334,7 +1334,12 @@ func (l *launcher) addProcess(sess *Session, pr *Proc, point int, rel string) {
 // writeReport writes report.md and the figures (pkg/report) from the points that have
 // Results (all of them after a successful run; those recorded after a failure or Ctrl-C, with
 // the status banner saying so).
-func (l *launcher) writeReport() error {
+func (l *launcher) writeReport() error { return l.renderReport(report.Write) }
+
+// renderReport builds the report's input from the summary and hands it to write (report.Write:
+// figures and report.md; report.WriteMarkdown: report.md alone, for a status learnt after the
+// figures were written).
+func (l *launcher) renderReport(write func(dir string, in report.Input) error) error {
 	in := report.Input{Scenario: l.scn, Seed: l.sum.Seed, SeedDrawn: l.sum.SeedSource == "crypto",
 		Engine: l.sum.Engine, Mode: l.sum.Mode, NATSURL: l.sum.NATSURL, Timing: l.sum.Timing,
 		Elapsed: time.Since(l.started), Status: l.sum.Status, Error: l.sum.Error, Degraded: l.sum.Degraded, PlannedPoints: len(l.points),
@@ -1381,7 +1386,7 @@ func (l *launcher) writeReport() error {
 		}
 		in.Stale, in.Security = l.sum.Stale, l.sum.Security
 	}
-	if err := report.Write(l.o.Out, in); err != nil {
+	if err := write(l.o.Out, in); err != nil {
 		return err
 	}
 	l.sum.Files.Report = report.FileName

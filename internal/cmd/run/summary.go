@@ -193,9 +193,10 @@ func (l *launcher) writeOutputs(runErr error) (error, bool) {
 	if l.sum.Files.Report == "" {
 		return runErr, false
 	}
-	// report.md is there and does not know: write it again with the failure.
+	// report.md is there and does not know: write it again with the failure (its figures
+	// stand: only the words change).
 	l.recordWriteFailure(err)
-	if rerr := l.writeReport(); rerr != nil {
+	if rerr := l.renderReport(report.WriteMarkdown); rerr != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("report.md: %w", rerr))
 		if rmErr := os.Remove(filepath.Join(l.o.Out, report.FileName)); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
 			runErr = errors.Join(runErr, fmt.Errorf("report.md says the run went on while summary.json failed; remove it: %w", rmErr))
