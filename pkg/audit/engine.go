@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/sim"
 )
 
@@ -59,7 +60,7 @@ func (o *Outcome) Merge(w *Outcome) {
 	o.mu.Unlock()
 }
 
-// FastOptions configure RunFast.
+// FastOptions configure PlayFast.
 type FastOptions struct {
 	// Trials per value of the secret bit: 2*Trials episodes are played.
 	Trials int
@@ -76,9 +77,9 @@ type FastOptions struct {
 // fastChunk is the number of consecutive trials a worker takes at a time.
 const fastChunk = 1024
 
-// RunFast plays the game in-process (the fast engine): for every trial e = 0 .. 2*Trials-1 the
+// PlayFast plays the game in-process (the fast engine): for every trial e = 0 .. 2*Trials-1 the
 // challenger draws the secret bit (Bit(seed, e), balanced), the system runs ONE episode e from the
-// chosen initial state with the same role cores as the NATS processes (sim.Loop: plant, cloud and
+// chosen initial state with the same role cores as the NATS processes (engine.Player: plant, cloud and
 // eavesdropper, or agents and eavesdropper; noise from episode e's contract stream), and the
 // adversary's scores are computed from the eavesdropper's estimate alone. Workers take chunks of
 // consecutive trials, record into their own buffers and merge at the end: trial e depends only on
@@ -87,7 +88,7 @@ const fastChunk = 1024
 // sources are allocated once per episode).
 //
 // On ctx cancellation it returns the trials finished so far with an error wrapping the cause.
-func RunFast(ctx context.Context, g *Game, o FastOptions) (*Outcome, error) {
+func PlayFast(ctx context.Context, g *Game, o FastOptions) (*Outcome, error) {
 	if g == nil {
 		return nil, errors.New("audit: fast engine: game is nil")
 	}
@@ -100,9 +101,10 @@ func RunFast(ctx context.Context, g *Game, o FastOptions) (*Outcome, error) {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, (total+fastChunk-1)/fastChunk))
-	loops := make([]*sim.Loop, workers)
+	loops := make([]*engine.Player, workers)
+	seeds := sim.NewSeeds(o.Seed) // derived once, carried to every worker's player
 	for w := range loops {
-		l, err := sim.NewLoop(g.Plan, o.Seed)
+		l, err := engine.NewPlayer(g.Plan, seeds)
 		if err != nil {
 			return nil, fmt.Errorf("audit: fast engine: %w", err)
 		}
@@ -120,7 +122,7 @@ func RunFast(ctx context.Context, g *Game, o FastOptions) (*Outcome, error) {
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
-		go func(loop *sim.Loop) {
+		go func(loop *engine.Player) {
 			defer wg.Done()
 			local := g.NewOutcome(EngineFast, o.Seed, o.Trials/workers+fastChunk)
 			defer out.Merge(local)
@@ -135,7 +137,7 @@ func RunFast(ctx context.Context, g *Game, o FastOptions) (*Outcome, error) {
 				hi := min(lo+fastChunk, total)
 				for e := lo; e < hi; e++ {
 					bit := Bit(o.Seed, uint64(e))
-					ok, err := loop.Episode(e, g.X0(bit), est)
+					ok, err := loop.Play(e, g.X0(bit), est)
 					if err == nil && !ok {
 						err = errors.New("the transcript does not determine the initial state (no estimate)")
 					}

@@ -29,7 +29,7 @@ func BenchmarkFastEngineVehicle(b *testing.B) {
 	n := 0
 	cpu0 := cpuTime()
 	for b.Loop() {
-		if _, err := RunFast(context.Background(), g, FastOptions{Trials: pairs, Seed: uint64(n + 1)}); err != nil {
+		if _, err := PlayFast(context.Background(), g, FastOptions{Trials: pairs, Seed: uint64(n + 1)}); err != nil {
 			b.Fatal(err)
 		}
 		n++
@@ -54,7 +54,7 @@ func BenchmarkAuditVehicleStructuredFull(b *testing.B) {
 		b.Fatalf("the scenario's audit.trials is %d, want 10^6", n)
 	}
 	for b.Loop() {
-		out, err := RunFast(context.Background(), g, FastOptions{Trials: n, Seed: p.Scenario.Seed})
+		out, err := PlayFast(context.Background(), g, FastOptions{Trials: n, Seed: p.Scenario.Seed})
 		if err != nil {
 			b.Fatal(err)
 		}

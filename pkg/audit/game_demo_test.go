@@ -141,7 +141,7 @@ func TestDemoBonferroniSelection(t *testing.T) {
 		want string
 	}{{"audit-vehicle-structured", Consistent}, {"audit-vehicle-iid-naive", Violation}} {
 		g := newGame(t, loadPlan(t, c.name), GameOptions{})
-		out, err := RunFast(context.Background(), g, FastOptions{Trials: 5000, Seed: 7})
+		out, err := PlayFast(context.Background(), g, FastOptions{Trials: 5000, Seed: 7})
 		require.NoError(t, err)
 		r, err := g.Analyze(out, ReportOptions{Selection: SelectBonferroni})
 		require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 // Audit the paper's vehicle with i.i.d. per-step noise calibrated for a single release: the fast
 // engine plays 2 x 3000 episodes of the closed loop (plant, cloud, eavesdropper), the eavesdropper's
 // estimates are scored and the statistics expose the under-calibration.
-func ExampleRunFast() {
+func ExamplePlayFast() {
 	s, err := scenario.Load("../../scenarios/audit-vehicle-iid-naive.yaml")
 	if err != nil {
 		fmt.Println(err)
@@ -28,7 +28,7 @@ func ExampleRunFast() {
 		fmt.Println(err)
 		return
 	}
-	out, err := audit.RunFast(context.Background(), g, audit.FastOptions{Trials: 3000, Seed: 1})
+	out, err := audit.PlayFast(context.Background(), g, audit.FastOptions{Trials: 3000, Seed: 1})
 	if err != nil {
 		fmt.Println(err)
 		return

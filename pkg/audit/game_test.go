@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/privacy"
 	"github.com/dpsim/dpsim/pkg/rng"
@@ -54,7 +55,7 @@ func newGame(t testing.TB, p *plan.Plan, o GameOptions) *Game {
 // play runs the fast engine and analyses the outcome.
 func play(t testing.TB, g *Game, n int, seed uint64) *GameReport {
 	t.Helper()
-	out, err := RunFast(context.Background(), g, FastOptions{Trials: n, Seed: seed})
+	out, err := PlayFast(context.Background(), g, FastOptions{Trials: n, Seed: seed})
 	require.NoError(t, err)
 	r, err := g.Analyze(out, ReportOptions{})
 	require.NoError(t, err)
@@ -232,14 +233,14 @@ func TestEstimateLawMatchesTheCores(t *testing.T) {
 			require.Equal(t, ScoreLLR, g.ScoreNames()[1])
 			mu := g.Theory.MuPair
 			const n = 3000
-			loop, err := sim.NewLoop(c.plan, 9)
+			loop, err := engine.NewPlayer(c.plan, sim.NewSeeds(9))
 			require.NoError(t, err)
 			sc := g.Scorer()
 			est, scores := make([]float64, g.EstimateDim()), make([]float64, 2)
 			for bit := 0; bit < 2; bit++ {
 				v := make([]float64, n)
 				for e := 0; e < n; e++ {
-					_, err := loop.Episode(e, g.X0(bit), est)
+					_, err := loop.Play(e, g.X0(bit), est)
 					require.NoError(t, err)
 					sc.Scores(est, scores)
 					v[e] = scores[1]
@@ -260,7 +261,7 @@ func TestFastDeterministicAcrossWorkers(t *testing.T) {
 	g := newGame(t, loadPlan(t, "audit-vehicle-structured"), GameOptions{})
 	var reports []string
 	for _, w := range []int{1, 2, 5} {
-		out, err := RunFast(context.Background(), g, FastOptions{Trials: 3000, Seed: 21, Workers: w})
+		out, err := PlayFast(context.Background(), g, FastOptions{Trials: 3000, Seed: 21, Workers: w})
 		require.NoError(t, err)
 		require.Equal(t, 6000, out.Episodes)
 		r, err := g.Analyze(out, ReportOptions{})
@@ -278,10 +279,10 @@ func TestFastCancelAndErrors(t *testing.T) {
 	g := newGame(t, loadPlan(t, "audit-vehicle-structured"), GameOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	out, err := RunFast(ctx, g, FastOptions{Trials: 100000, Seed: 1})
+	out, err := PlayFast(ctx, g, FastOptions{Trials: 100000, Seed: 1})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Less(t, out.Episodes, 200000)
-	_, err = RunFast(context.Background(), g, FastOptions{Trials: 0})
+	_, err = PlayFast(context.Background(), g, FastOptions{Trials: 0})
 	require.ErrorContains(t, err, "want >= 1")
 	_, err = g.Analyze(&Outcome{}, ReportOptions{})
 	require.ErrorContains(t, err, "does not belong")
@@ -302,7 +303,7 @@ func TestFastNoAllocationPerStep(t *testing.T) {
 			require.NoError(t, err)
 		}
 		g := newGame(t, p, GameOptions{})
-		loop, err := sim.NewLoop(p, 3)
+		loop, err := engine.NewPlayer(p, sim.NewSeeds(3))
 		require.NoError(t, err)
 		out := g.NewOutcome(EngineFast, 3, 1000)
 		sc := g.Scorer()
@@ -310,7 +311,7 @@ func TestFastNoAllocationPerStep(t *testing.T) {
 		e := 0
 		return testing.AllocsPerRun(200, func() {
 			bit := Bit(3, uint64(e))
-			if _, err := loop.Episode(e, g.X0(bit), est); err != nil {
+			if _, err := loop.Play(e, g.X0(bit), est); err != nil {
 				t.Fatal(err)
 			}
 			sc.Scores(est, scores)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/nats-io/nats.go"
 )
 
@@ -60,8 +62,8 @@ func (u User) serverUser() *server.User {
 }
 
 // UserName is the account name of a process of a run: "<run>-<role>-<id>".
-func UserName(run string, role Role, id int) string {
-	return run + "-" + string(role) + "-" + strconv.Itoa(id)
+func UserName(run string, role endpoint.Role, id int) string {
+	return run + "-" + role.String() + "-" + strconv.Itoa(id)
 }
 
 // ctlWords are the coordination words a process publishes under its own name.
@@ -69,29 +71,29 @@ var ctlWords = []string{CtlReady, CtlDone, CtlResult, CtlRejoin}
 
 // RolePermissions returns what a process of role publishes and subscribes: id is its id (the
 // first agent it hosts), last its last agent (= id for one).
-func (s Subjects) RolePermissions(role Role, id, last int) (pub, sub []string) {
+func (s Subjects) RolePermissions(role endpoint.Role, id, last int) (pub, sub []string) {
 	for _, w := range ctlWords {
-		if role == RoleEavesdropper && w == CtlRejoin {
+		if role == endpoint.Eavesdropper && w == CtlRejoin {
 			continue
 		}
 		pub = append(pub, s.ctlRole(w, role, id))
 	}
 	common := []string{s.CtlEpisode(), s.CtlStop(), s.AllCtlWord(CtlRejoin)}
 	switch role {
-	case RolePlant:
+	case endpoint.Plant:
 		pub = append(pub, s.PlantYhat(id))
 		sub = append(append(sub, s.CloudU(id), s.ChallengerX0()), common...)
-	case RoleCloud:
+	case endpoint.Cloud:
 		pub = append(pub, s.CloudU(id))
 		sub = append(sub, s.PlantYhat(id))
 		sub = append(sub, common...)
-	case RoleAgent: // its agents one by one, or as the block starting at its first (HostY)
+	case endpoint.Agent: // its agents one by one, or as the block starting at its first (HostY)
 		for i := id; i <= last; i++ {
 			pub = append(pub, s.AgentY(i))
 		}
 		pub = append(pub, s.HostY(id)) // a block may hold one agent (the last of a run)
 		sub = append(append(sub, s.AllAgentY(), s.AllHostY(), s.ChallengerX0()), common...)
-	case RoleEavesdropper:
+	case endpoint.Eavesdropper:
 		sub = []string{s.All()}
 	}
 	return pub, sub

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/pkg/endpoint"
 )
 
 // authServer starts an embedded server with the users of a cloud-control and a consensus
@@ -17,16 +19,16 @@ func authServer(t *testing.T, run string) (*Embedded, map[string]User) {
 	s, err := NewSubjects(run)
 	require.NoError(t, err)
 	users := map[string]User{}
-	add := func(key string, role Role, id, last int) {
+	add := func(key string, role endpoint.Role, id, last int) {
 		pub, sub := s.RolePermissions(role, id, last)
 		u, err := NewUser(UserName(run, role, id), pub, sub)
 		require.NoError(t, err)
 		users[key] = u
 	}
-	add("plant", RolePlant, 0, 0)
-	add("cloud", RoleCloud, 0, 0)
-	add("agent", RoleAgent, 2, 3)
-	add("eve", RoleEavesdropper, 0, 0)
+	add("plant", endpoint.Plant, 0, 0)
+	add("cloud", endpoint.Cloud, 0, 0)
+	add("agent", endpoint.Agent, 2, 3)
+	add("eve", endpoint.Eavesdropper, 0, 0)
 	pub, sub := s.LauncherPermissions()
 	l, err := NewUser(run+"-launcher", pub, sub)
 	require.NoError(t, err)
@@ -119,20 +121,20 @@ func TestRolePermissions(t *testing.T) {
 		forbiddenSub   []string // subscribe: refused
 		allowedSubject string   // subscribe: allowed
 	}{
-		{"plant", []string{s.PlantYhat(0), s.CtlReady(RolePlant, 0)},
-			[]string{s.CloudU(0), s.CtlStop(), s.CtlEpisode(), s.AgentY(1), s.CtlReady(RoleCloud, 0), s.ChallengerX0()},
+		{"plant", []string{s.PlantYhat(0), s.CtlReady(endpoint.Plant, 0)},
+			[]string{s.CloudU(0), s.CtlStop(), s.CtlEpisode(), s.AgentY(1), s.CtlReady(endpoint.Cloud, 0), s.ChallengerX0()},
 			[]string{s.All(), s.AgentY(0)}, s.CloudU(0)},
-		{"cloud", []string{s.CloudU(0), s.CtlDone(RoleCloud, 0)},
-			[]string{s.PlantYhat(0), s.CtlStop(), s.CtlDone(RolePlant, 0)},
+		{"cloud", []string{s.CloudU(0), s.CtlDone(endpoint.Cloud, 0)},
+			[]string{s.PlantYhat(0), s.CtlStop(), s.CtlDone(endpoint.Plant, 0)},
 			[]string{s.ChallengerX0(), s.All()}, s.PlantYhat(0)},
-		{"agent", []string{s.AgentY(2), s.AgentY(3), s.HostY(2), s.CtlResult(RoleAgent, 2)},
-			[]string{s.AgentY(1), s.AgentY(4), s.HostY(0), s.HostY(3), s.CtlEpisode(), s.CtlDone(RoleAgent, 3)},
+		{"agent", []string{s.AgentY(2), s.AgentY(3), s.HostY(2), s.CtlResult(endpoint.Agent, 2)},
+			[]string{s.AgentY(1), s.AgentY(4), s.HostY(0), s.HostY(3), s.CtlEpisode(), s.CtlDone(endpoint.Agent, 3)},
 			[]string{s.All(), s.CloudU(0)}, s.AllAgentY()},
-		{"eve", []string{s.CtlReady(RoleEavesdropper, 0)},
-			[]string{s.PlantYhat(0), s.AgentY(0), s.CtlStop(), s.CtlEpisode(), s.CtlRejoin(RoleEavesdropper, 0)},
+		{"eve", []string{s.CtlReady(endpoint.Eavesdropper, 0)},
+			[]string{s.PlantYhat(0), s.AgentY(0), s.CtlStop(), s.CtlEpisode(), s.CtlRejoin(endpoint.Eavesdropper, 0)},
 			[]string{s.ChallengerX0(), ChallengerPrefix + ">", ">"}, s.All()},
 		{"launcher", []string{s.CtlEpisode(), s.CtlStop(), s.ChallengerX0()},
-			[]string{s.PlantYhat(0), s.CtlDone(RolePlant, 0)},
+			[]string{s.PlantYhat(0), s.CtlDone(endpoint.Plant, 0)},
 			[]string{ChallengerPrefix + ">"}, s.All()},
 	}
 	for _, c := range cases {
@@ -231,7 +233,7 @@ func TestSignedMessages(t *testing.T) {
 	defer rx.Close()
 	var counters Counters
 	in := rx.NewInbox(InboxOptions{Counters: &counters, Verify: v})
-	in.Expect(s.PlantYhat(0), Expect{Run: "sig1", Steps: 10, Sender: "plant.0", Kind: StreamYhat, Dim: 1})
+	in.Expect(s.PlantYhat(0), Expect{Run: "sig1", Steps: 10, Sender: "plant.0", Kind: endpoint.StreamYhat, Dim: 1})
 	require.NoError(t, in.Subscribe())
 	require.NoError(t, rx.Flush(time.Second))
 	in.SetEpisode(0)
@@ -246,7 +248,7 @@ func TestSignedMessages(t *testing.T) {
 	require.NoError(t, err)
 	defer plain.Close()
 	msg := func(step int, v float64) *Message {
-		return &Message{V: Version, Run: "sig1", Episode: 0, Step: step, Sender: "plant.0", Kind: StreamYhat, Values: []float64{v}}
+		return &Message{V: Version, Run: "sig1", Episode: 0, Step: step, Sender: "plant.0", Kind: endpoint.StreamYhat, Values: []float64{v}}
 	}
 	require.NoError(t, forger.Publish(s.PlantYhat(0), msg(1, 666)))
 	require.NoError(t, forger.Flush(time.Second)) // one after the other: they come on different connections
@@ -278,7 +280,7 @@ func BenchmarkSignVerify(b *testing.B) {
 	require.NoError(b, err)
 	v, err := NewVerifier(map[string]string{"plant.0": k.Public})
 	require.NoError(b, err)
-	data, _ := Encode(nil, &Message{V: Version, Run: "r", Episode: 1, Step: 42, Sender: "plant.0", Kind: StreamYhat, Values: []float64{0.5}}, JSON)
+	data, _ := Encode(nil, &Message{V: Version, Run: "r", Episode: 1, Step: 42, Sender: "plant.0", Kind: endpoint.StreamYhat, Values: []float64{0.5}}, JSON)
 	b.Run("sign", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			if _, err := sign(kp, data); err != nil {

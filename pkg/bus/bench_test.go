@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/dpsim/dpsim/pkg/endpoint"
 )
 
 // rawStepsPerSec is the rate of the last raw request-reply run, for the ratio.
@@ -152,7 +154,7 @@ func newLockstepLoop(b testing.TB, url string, enc Encoding, n int) *lockstepLoo
 	}
 	l := &lockstepLoop{b: b, n: n, uIn: uIn, y: []float64{1}, cloudErr: make(chan error, 1)}
 	go func() {
-		pub := cloud.Publisher(subj.CloudU(0), subj.Run(), "cloud.0", StreamU)
+		pub := cloud.Publisher(subj.CloudU(0), subj.Run(), "cloud.0", endpoint.StreamU)
 		u := make([]float64, 1)
 		for i := 0; i < n; i++ {
 			ep, k := i/benchSteps, i%benchSteps
@@ -169,7 +171,7 @@ func newLockstepLoop(b testing.TB, url string, enc Encoding, n int) *lockstepLoo
 		}
 		l.cloudErr <- nil
 	}()
-	l.pub = plant.Publisher(subj.PlantYhat(0), subj.Run(), "plant.0", StreamYhat)
+	l.pub = plant.Publisher(subj.PlantYhat(0), subj.Run(), "plant.0", endpoint.StreamYhat)
 	return l
 }
 
@@ -212,7 +214,7 @@ func (l *lockstepLoop) finish() {
 func BenchmarkCodec(b *testing.B) {
 	for _, dim := range []int{1, 16} {
 		m := &Message{V: Version, Run: "cloud-vehicle-20260101-3f9a", Episode: 12, Step: 345, Sender: "plant.0",
-			SentUnixNano: time.Now().UnixNano(), Kind: StreamYhat, Values: make([]float64, dim)}
+			SentUnixNano: time.Now().UnixNano(), Kind: endpoint.StreamYhat, Values: make([]float64, dim)}
 		for i := range m.Values {
 			m.Values[i] = 0.1234567890123*float64(i+1) - 3.3
 		}

@@ -25,7 +25,7 @@
 //	| dpsim.<run>.agent.<i>.y                | agent <i>       | neighbours, eavesdr. | y_i(t) = x_i(t) + gamma_i(t) (eq. 25), kind "y" |
 //	| dpsim.<run>.ctl.episode                | launcher        | all                  | episode Message.Episode begins                  |
 //	| dpsim.<run>.ctl.ready.<role>.<id>      | every process   | launcher             | ready, vals [pid, plan digest]                  |
-//	| dpsim.<run>.ctl.done.<role>.<id>       | every process   | launcher             | episode finished, vals [steps, missed, pid]     |
+//	| dpsim.<run>.ctl.done.<role>.<id>       | every process   | launcher             | episode finished, vals [steps, missed, pid, trace next] |
 //	| dpsim.<run>.ctl.result.<role>.<id>     | every process   | launcher             | results of the process                          |
 //	| dpsim.<run>.ctl.stop                   | launcher        | all                  | flush and exit                                  |
 //	| dpsim.<run>.ctl.start                  | (reserved)      | -                    | Subjects.CtlStart: nothing publishes it         |
@@ -37,9 +37,11 @@
 // run instead of silently duplicating a role; the coordination protocol is documented in
 // package internal/cmd/run.
 //
-// Subjects builds them (NewSubjects(run).PlantYhat(0), ...), with wildcard filters such as
-// AllAgentY ("dpsim.<run>.agent.*.y") and All ("dpsim.<run>.>"); ParseSubject reads them
-// back. The "<role>.<id>" part of a data subject is the sender, and equals the message's
+// The roles, the sender names "<role>.<id>" and the stream each role publishes are
+// pkg/endpoint's, shared with the machine (pkg/sim). Subjects builds the subjects
+// (NewSubjects(run).PlantYhat(0), or Data(e) for any publisher's endpoint e), with wildcard
+// filters such as AllAgentY ("dpsim.<run>.agent.*.y") and All ("dpsim.<run>.>");
+// ParseSubject reads them back. The "<role>.<id>" part of a data subject is the sender, and equals the message's
 // "from" field (ReceiverOptions.MatchSubject enforces it). The plant's true state never
 // goes on the bus: only yhat, which already contains the privacy noise.
 //
@@ -75,9 +77,10 @@
 // Route) and checked by Validate against an Expect (version, run id, episode, 0 <= step <
 // steps, dimension, finite numbers, sender, kind). Invalid messages are never fatal: they are
 // counted by Reason in Counters, handed to OnInvalid for the caller's log, and dropped.
-// Decode never panics on arbitrary bytes (FuzzDecode). The coordination messages are typed in
-// one place (ctl.go: kinds, constructors, SubscribeCtl) for the launcher and the processes
-// alike; this package is the only one that touches nats.go.
+// Decode never panics on arbitrary bytes (FuzzDecode). The coordination messages travel here
+// (ctl.go: their words, SubscribeCtl); their payloads and constructors are pkg/contract's, the
+// protocol between the launcher and a process. This package is the only one that touches
+// nats.go.
 //
 // # Time
 //

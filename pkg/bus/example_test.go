@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/endpoint"
 )
 
 // A plant publishes its noisy output for step 0 on an embedded server; the cloud receives
@@ -29,7 +30,7 @@ func Example() {
 	})
 	_ = cloud.Flush(time.Second) // the subscription is active on the server
 
-	pub := plant.Publisher(subj.PlantYhat(0), "demo", bus.SenderName(bus.RolePlant, 0), bus.StreamYhat)
+	pub := plant.Publisher(subj.PlantYhat(0), "demo", endpoint.Endpoint{Role: endpoint.Plant, ID: 0}.String(), endpoint.StreamYhat)
 	_ = plant.PublishRaw(subj.PlantYhat(0), []byte("not a message")) // counted and dropped
 	_ = pub.Send(0, 0, []float64{0.5, -1.25})
 

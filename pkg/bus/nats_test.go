@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/dpsim/dpsim/pkg/endpoint"
 )
 
 // startServer starts a real embedded server on a random loopback port.
@@ -107,7 +109,7 @@ func TestClosedLoopOnDocumentedSubjects(t *testing.T) {
 			}
 			cloudDone := make(chan error, 1)
 			go func() { // cloud: u(t) = -2 yhat(t)
-				pub := cloud.Publisher(subj.CloudU(0), subj.Run(), SenderName(RoleCloud, 0), StreamU)
+				pub := cloud.Publisher(subj.CloudU(0), subj.Run(), endpoint.Endpoint{Role: endpoint.Cloud, ID: 0}.String(), endpoint.StreamU)
 				u := make([]float64, 1)
 				for k := range steps {
 					m, err := await(yIn, 0, k)
@@ -123,7 +125,7 @@ func TestClosedLoopOnDocumentedSubjects(t *testing.T) {
 				}
 				cloudDone <- nil
 			}()
-			pub := plant.Publisher(subj.PlantYhat(0), subj.Run(), SenderName(RolePlant, 0), StreamYhat)
+			pub := plant.Publisher(subj.PlantYhat(0), subj.Run(), endpoint.Endpoint{Role: endpoint.Plant, ID: 0}.String(), endpoint.StreamYhat)
 			for k := range steps {
 				if err := pub.Send(0, k, []float64{float64(k) + 0.5}); err != nil {
 					t.Fatal(err)
@@ -140,11 +142,11 @@ func TestClosedLoopOnDocumentedSubjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			agent := connect(t, srv.URL(), "dpsim-agent-3", WithEncoding(enc))
-			if err := agent.Publisher(subj.AgentY(3), subj.Run(), SenderName(RoleAgent, 3), StreamY).Send(0, 0, []float64{7}); err != nil {
+			if err := agent.Publisher(subj.AgentY(3), subj.Run(), endpoint.Endpoint{Role: endpoint.Agent, ID: 3}.String(), endpoint.StreamY).Send(0, 0, []float64{7}); err != nil {
 				t.Fatal(err)
 			}
-			ready := &Message{V: Version, Run: subj.Run(), Sender: SenderName(RoleAgent, 3), Kind: CtlReady}
-			if err := agent.Publish(subj.CtlReady(RoleAgent, 3), ready); err != nil {
+			ready := &Message{V: Version, Run: subj.Run(), Sender: endpoint.Endpoint{Role: endpoint.Agent, ID: 3}.String(), Kind: CtlReady}
+			if err := agent.Publish(subj.CtlReady(endpoint.Agent, 3), ready); err != nil {
 				t.Fatal(err)
 			}
 			for _, c := range []*Conn{plant, cloud, agent} {
@@ -152,7 +154,7 @@ func TestClosedLoopOnDocumentedSubjects(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			wantSubjects := []string{subj.PlantYhat(0), subj.CloudU(0), subj.AgentY(3), subj.CtlReady(RoleAgent, 3)}
+			wantSubjects := []string{subj.PlantYhat(0), subj.CloudU(0), subj.AgentY(3), subj.CtlReady(endpoint.Agent, 3)}
 			waitFor(t, "the watcher to see 2*steps+2 messages", func() bool {
 				w.mu.Lock()
 				defer w.mu.Unlock()
@@ -312,7 +314,7 @@ func TestReconnectAfterServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	peer := connect(t, srv2.URL(), "dpsim-agent-1")
-	if err := peer.Publisher(subj.AgentY(1), "restart", "agent.1", StreamY).Send(0, 0, []float64{42}); err != nil {
+	if err := peer.Publisher(subj.AgentY(1), "restart", "agent.1", endpoint.StreamY).Send(0, 0, []float64{42}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := in.Next(time.Now().Add(5 * time.Second))
@@ -342,7 +344,7 @@ func TestDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	tx := connect(t, srv.URL(), "tx", WithEncoding(Binary))
-	pub := tx.Publisher(subj.AgentY(0), "drain", "agent.0", StreamY)
+	pub := tx.Publisher(subj.AgentY(0), "drain", "agent.0", endpoint.StreamY)
 	const n = 500
 	for k := range n {
 		if err := pub.Send(0, k, []float64{float64(k)}); err != nil {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/pkg/endpoint"
 )
 
 // An inbox of episode 3 hands on a valid copy of an earlier episode only with PassStale (its
@@ -20,12 +22,12 @@ func TestInboxPassStale(t *testing.T) {
 		var counters Counters
 		logged := 0
 		in := rx.NewInbox(InboxOptions{Counters: &counters, PassStale: pass, OnInvalid: func(string, error) { logged++ }})
-		in.Expect(s.PlantYhat(0), Expect{Run: "st1", Steps: 10, Sender: "plant.0", Kind: StreamYhat, Dim: 1})
+		in.Expect(s.PlantYhat(0), Expect{Run: "st1", Steps: 10, Sender: "plant.0", Kind: endpoint.StreamYhat, Dim: 1})
 		require.NoError(t, in.Subscribe())
 		require.NoError(t, rx.Flush(time.Second))
 		in.SetEpisode(3)
 		for _, ep := range []int{2, 0, 4, 3} {
-			m := &Message{V: Version, Run: "st1", Episode: ep, Step: 1, Sender: "plant.0", Kind: StreamYhat, Values: []float64{1}}
+			m := &Message{V: Version, Run: "st1", Episode: ep, Step: 1, Sender: "plant.0", Kind: endpoint.StreamYhat, Values: []float64{1}}
 			require.NoError(t, tx.Publish(s.PlantYhat(0), m))
 		}
 		require.NoError(t, tx.Flush(time.Second))

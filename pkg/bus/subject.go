@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/dpsim/dpsim/pkg/endpoint"
 )
 
 // Prefix is the first token of every dpsim subject.
@@ -16,28 +18,10 @@ const Prefix = "dpsim"
 // string lengths in one byte, so every token fits comfortably.
 const MaxTokenLen = 64
 
-// Role names the kind of process that sends on a subject.
-type Role string
-
-// The roles of a dpsim run.
-const (
-	RolePlant Role = "plant"
-	RoleCloud Role = "cloud"
-	RoleAgent Role = "agent"
-	// RoleHost is the sender of a block of agents publishing together: host.<i> carries the
-	// outputs y(t) of agents i..i+K-1 in one message (dpsim run --agents-per-process K). The
-	// process hosting them sends it; its ctl subjects stay agent.<i>'s.
-	RoleHost         Role = "host"
-	RoleEavesdropper Role = "eavesdropper"
-	RoleLauncher     Role = "launcher"
-)
-
-// Data streams: the last token of a data subject.
-const (
-	StreamYhat = "yhat" // plant -> cloud: noisy output yhat(t) = C x(t) + gamma(t)
-	StreamU    = "u"    // cloud -> plant: control input u(t)
-	StreamY    = "y"    // agent -> neighbours: y_i(t) = x_i(t) + gamma_i(t)
-)
+// The roles, senders and data streams are pkg/endpoint's: a subject's <role>.<id> is an
+// endpoint.Endpoint's String, its stream the role's endpoint.Role.Stream. The process hosting
+// a block of agents (endpoint.Host) publishes host.<i>'s data; its ctl subjects stay
+// agent.<i>'s.
 
 // Coordination tokens below dpsim.<run>.ctl.
 const (
@@ -81,12 +65,6 @@ func ValidToken(s string) error {
 	return nil
 }
 
-// SenderName is the canonical sender of a message: "<role>.<id>", e.g. "plant.0". It is
-// the "from" field of a Message and the <role>.<id> part of its subject.
-func SenderName(role Role, id int) string {
-	return string(role) + "." + strconv.Itoa(id)
-}
-
 // Subjects builds the subjects of one run. The zero value is unusable; use NewSubjects.
 // Builders allocate a string: compute the subjects once per process, not per step.
 type Subjects struct {
@@ -111,37 +89,43 @@ func AllRuns() string { return Prefix + ".>" }
 // All matches every message of the run: "dpsim.<run>.>" (what the eavesdropper watches).
 func (s Subjects) All() string { return s.base + ">" }
 
-func (s Subjects) data(role Role, id int, stream string) string {
-	return s.base + string(role) + "." + strconv.Itoa(id) + "." + stream
+// Data is "dpsim.<run>.<role>.<id>.<stream>": the data subject of publisher from, its stream
+// the one its role publishes (endpoint.Role.Stream).
+func (s Subjects) Data(from endpoint.Endpoint) string {
+	return s.base + from.String() + "." + from.Role.Stream()
 }
 
-func (s Subjects) dataAll(role Role, stream string) string {
-	return s.base + string(role) + ".*." + stream
+func (s Subjects) dataAll(role endpoint.Role) string {
+	return s.base + role.String() + ".*." + role.Stream()
 }
 
 // PlantYhat is "dpsim.<run>.plant.<id>.yhat": the noisy output published by plant id.
-func (s Subjects) PlantYhat(id int) string { return s.data(RolePlant, id, StreamYhat) }
+func (s Subjects) PlantYhat(id int) string {
+	return s.Data(endpoint.Endpoint{Role: endpoint.Plant, ID: id})
+}
 
 // AllPlantYhat is "dpsim.<run>.plant.*.yhat".
-func (s Subjects) AllPlantYhat() string { return s.dataAll(RolePlant, StreamYhat) }
+func (s Subjects) AllPlantYhat() string { return s.dataAll(endpoint.Plant) }
 
 // CloudU is "dpsim.<run>.cloud.<id>.u": the control input published by cloud controller id.
-func (s Subjects) CloudU(id int) string { return s.data(RoleCloud, id, StreamU) }
+func (s Subjects) CloudU(id int) string {
+	return s.Data(endpoint.Endpoint{Role: endpoint.Cloud, ID: id})
+}
 
 // AllCloudU is "dpsim.<run>.cloud.*.u".
-func (s Subjects) AllCloudU() string { return s.dataAll(RoleCloud, StreamU) }
+func (s Subjects) AllCloudU() string { return s.dataAll(endpoint.Cloud) }
 
 // AgentY is "dpsim.<run>.agent.<i>.y": the noisy state published by consensus agent i.
-func (s Subjects) AgentY(i int) string { return s.data(RoleAgent, i, StreamY) }
+func (s Subjects) AgentY(i int) string { return s.Data(endpoint.Endpoint{Role: endpoint.Agent, ID: i}) }
 
 // HostY is the data subject of the block of agents starting at agent i: y(t) of all of them.
-func (s Subjects) HostY(i int) string { return s.data(RoleHost, i, StreamY) }
+func (s Subjects) HostY(i int) string { return s.Data(endpoint.Endpoint{Role: endpoint.Host, ID: i}) }
 
 // AllHostY matches every block's data subject.
-func (s Subjects) AllHostY() string { return s.dataAll(RoleHost, StreamY) }
+func (s Subjects) AllHostY() string { return s.dataAll(endpoint.Host) }
 
 // AllAgentY is "dpsim.<run>.agent.*.y".
-func (s Subjects) AllAgentY() string { return s.dataAll(RoleAgent, StreamY) }
+func (s Subjects) AllAgentY() string { return s.dataAll(endpoint.Agent) }
 
 // AllCtl is "dpsim.<run>.ctl.>": every coordination message of the run.
 func (s Subjects) AllCtl() string { return s.base + "ctl.>" }
@@ -174,21 +158,21 @@ func (s Subjects) CtlEpisode() string { return s.base + "ctl." + CtlEpisode }
 // CtlStop is "dpsim.<run>.ctl.stop" (launcher -> all: flush and exit).
 func (s Subjects) CtlStop() string { return s.base + "ctl." + CtlStop }
 
-func (s Subjects) ctlRole(word string, role Role, id int) string {
-	return s.base + "ctl." + word + "." + string(role) + "." + strconv.Itoa(id)
+func (s Subjects) ctlRole(word string, role endpoint.Role, id int) string {
+	return s.base + "ctl." + word + "." + endpoint.Endpoint{Role: role, ID: id}.String()
 }
 
 // CtlReady is "dpsim.<run>.ctl.ready.<role>.<id>" (process -> launcher: subscribed, ready).
-func (s Subjects) CtlReady(role Role, id int) string { return s.ctlRole(CtlReady, role, id) }
+func (s Subjects) CtlReady(role endpoint.Role, id int) string { return s.ctlRole(CtlReady, role, id) }
 
 // CtlDone is "dpsim.<run>.ctl.done.<role>.<id>" (process -> launcher: episode finished).
-func (s Subjects) CtlDone(role Role, id int) string { return s.ctlRole(CtlDone, role, id) }
+func (s Subjects) CtlDone(role endpoint.Role, id int) string { return s.ctlRole(CtlDone, role, id) }
 
 // CtlRejoin is "dpsim.<run>.ctl.rejoin.<role>.<id>" (a restarted process -> its peers).
-func (s Subjects) CtlRejoin(role Role, id int) string { return s.ctlRole(CtlRejoin, role, id) }
+func (s Subjects) CtlRejoin(role endpoint.Role, id int) string { return s.ctlRole(CtlRejoin, role, id) }
 
 // CtlResult is "dpsim.<run>.ctl.result.<role>.<id>" (process -> launcher: results).
-func (s Subjects) CtlResult(role Role, id int) string { return s.ctlRole(CtlResult, role, id) }
+func (s Subjects) CtlResult(role endpoint.Role, id int) string { return s.ctlRole(CtlResult, role, id) }
 
 // ChallengerX0 is the private line on which an auditor's challenger hands the plant or the
 // agents the secret initial state of an episode. It lies deliberately OUTSIDE dpsim.>: the
@@ -206,25 +190,29 @@ func (s Subjects) AllCtlWord(word string) string { return s.base + "ctl." + word
 // Subject is a parsed dpsim subject.
 type Subject struct {
 	Run    string
-	Role   Role     // plant, cloud, agent for data subjects; "" for ctl subjects
-	ID     int      // process / agent index for data subjects
-	Stream string   // yhat, u, y for data subjects
-	Ctl    []string // tokens after "ctl" for coordination subjects (nil for data subjects)
+	Role   endpoint.Role // plant, cloud, agent, host for data subjects; the zero Role for ctl subjects
+	ID     int           // process / agent index for data subjects
+	Stream string        // yhat, u, y for data subjects
+	Ctl    []string      // tokens after "ctl" for coordination subjects (nil for data subjects)
 }
 
 // IsCtl reports whether the subject is a coordination subject.
 func (s Subject) IsCtl() bool { return s.Ctl != nil }
+
+// Endpoint returns the publisher of a data subject.
+func (s Subject) Endpoint() endpoint.Endpoint { return endpoint.Endpoint{Role: s.Role, ID: s.ID} }
 
 // Sender returns "<role>.<id>" for data subjects and "" for ctl subjects.
 func (s Subject) Sender() string {
 	if s.IsCtl() {
 		return ""
 	}
-	return SenderName(s.Role, s.ID)
+	return s.Endpoint().String()
 }
 
 // ParseSubject parses a concrete (wildcard-free) dpsim subject. Data subjects must be
-// "dpsim.<run>.<role>.<id>.<stream>" with a non-negative decimal id; coordination subjects
+// "dpsim.<run>.<role>.<id>.<stream>" with a known role (endpoint.ParseRole) and a canonical
+// non-negative decimal id; coordination subjects
 // "dpsim.<run>.ctl.<token>...".
 func ParseSubject(subject string) (Subject, error) {
 	toks := strings.Split(subject, ".")
@@ -251,7 +239,11 @@ func ParseSubject(subject string) (Subject, error) {
 	if err != nil || id < 0 || strconv.Itoa(id) != toks[3] {
 		return Subject{}, fmt.Errorf("bus: subject %q: id %q is not a canonical non-negative integer", subject, toks[3])
 	}
-	out.Role, out.ID, out.Stream = Role(toks[2]), id, toks[4]
+	role, err := endpoint.ParseRole(toks[2])
+	if err != nil {
+		return Subject{}, fmt.Errorf("bus: subject %q: %w", subject, err)
+	}
+	out.Role, out.ID, out.Stream = role, id, toks[4]
 	return out, nil
 }
 

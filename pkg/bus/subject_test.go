@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/dpsim/dpsim/pkg/endpoint"
 )
 
 func TestValidToken(t *testing.T) {
@@ -66,12 +68,15 @@ func TestSubjects(t *testing.T) {
 		{s.CtlStart(), "dpsim.r7.ctl.start"},
 		{s.CtlEpisode(), "dpsim.r7.ctl.episode"},
 		{s.CtlStop(), "dpsim.r7.ctl.stop"},
-		{s.CtlReady(RoleAgent, 3), "dpsim.r7.ctl.ready.agent.3"},
-		{s.CtlDone(RolePlant, 0), "dpsim.r7.ctl.done.plant.0"},
-		{s.CtlResult(RoleEavesdropper, 0), "dpsim.r7.ctl.result.eavesdropper.0"},
+		{s.CtlReady(endpoint.Agent, 3), "dpsim.r7.ctl.ready.agent.3"},
+		{s.CtlDone(endpoint.Plant, 0), "dpsim.r7.ctl.done.plant.0"},
+		{s.CtlResult(endpoint.Eavesdropper, 0), "dpsim.r7.ctl.result.eavesdropper.0"},
 		{s.AllCtlWord(CtlDone), "dpsim.r7.ctl.done.>"},
 		{mustCtl("fault", "drop"), "dpsim.r7.ctl.fault.drop"},
-		{SenderName(RolePlant, 4), "plant.4"},
+		{endpoint.Endpoint{Role: endpoint.Plant, ID: 4}.String(), "plant.4"},
+		{s.Data(endpoint.Endpoint{Role: endpoint.Host, ID: 4}), "dpsim.r7.host.4.y"},
+		{s.Data(endpoint.Endpoint{Role: endpoint.Cloud, ID: 0}), s.CloudU(0)},
+		{LauncherSender, endpoint.Endpoint{Role: endpoint.Launcher, ID: 0}.String()},
 	}
 	for _, tc := range tests {
 		if tc.got != tc.want {
@@ -93,10 +98,10 @@ func TestParseSubject(t *testing.T) {
 		sender string
 		bad    bool
 	}{
-		{subj: s.PlantYhat(0), want: Subject{Run: "run-1", Role: RolePlant, ID: 0, Stream: StreamYhat}, sender: "plant.0"},
-		{subj: s.CloudU(3), want: Subject{Run: "run-1", Role: RoleCloud, ID: 3, Stream: StreamU}, sender: "cloud.3"},
-		{subj: s.AgentY(99), want: Subject{Run: "run-1", Role: RoleAgent, ID: 99, Stream: StreamY}, sender: "agent.99"},
-		{subj: s.CtlDone(RoleAgent, 5), want: Subject{Run: "run-1", Ctl: []string{"done", "agent", "5"}}},
+		{subj: s.PlantYhat(0), want: Subject{Run: "run-1", Role: endpoint.Plant, ID: 0, Stream: endpoint.StreamYhat}, sender: "plant.0"},
+		{subj: s.CloudU(3), want: Subject{Run: "run-1", Role: endpoint.Cloud, ID: 3, Stream: endpoint.StreamU}, sender: "cloud.3"},
+		{subj: s.AgentY(99), want: Subject{Run: "run-1", Role: endpoint.Agent, ID: 99, Stream: endpoint.StreamY}, sender: "agent.99"},
+		{subj: s.CtlDone(endpoint.Agent, 5), want: Subject{Run: "run-1", Ctl: []string{"done", "agent", "5"}}},
 		{subj: "nats.run-1.plant.0.yhat", bad: true},
 		{subj: "dpsim.run-1", bad: true},
 		{subj: "dpsim.run-1.ctl", bad: true},
@@ -106,6 +111,7 @@ func TestParseSubject(t *testing.T) {
 		{subj: "dpsim.run-1.plant.0", bad: true},
 		{subj: "dpsim.run-1.plant.*.yhat", bad: true},
 		{subj: "dpsim..plant.0.yhat", bad: true},
+		{subj: "dpsim.run-1.king.0.yhat", bad: true},
 	}
 	for _, tc := range tests {
 		got, err := ParseSubject(tc.subj)

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpsim/dpsim/internal/rowmajor"
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/noise"
 	"github.com/dpsim/dpsim/pkg/privacy"
 	"github.com/dpsim/dpsim/pkg/scenario"
@@ -39,6 +40,38 @@ type Keep struct {
 
 // KeepNothing keeps no private value: the cloud, the eavesdropper.
 var KeepNothing = Keep{First: 0, Last: -1}
+
+// KeepFor is what the process of role hosting ids first..last (an agent host; first == last
+// otherwise) owns: the plant its x(0), agents their x_i(0), both the seed of their noise; the
+// cloud and the eavesdropper nothing.
+func KeepFor(role endpoint.Role, first, last int) Keep {
+	switch role {
+	case endpoint.Plant:
+		return Keep{Seed: true, PlantX0: true, Last: -1}
+	case endpoint.Agent:
+		return Keep{Seed: true, First: first, Last: last}
+	}
+	return KeepNothing
+}
+
+// Redact overwrites in s the private values k leaves out: the seed with 0, an initial state
+// with NaN - what a process reads of a plan file written with k - so that a process can neither
+// learn nor silently use what is not its own (a NaN would poison, and so expose, any use).
+func (k Keep) Redact(s *scenario.Scenario) {
+	if !k.Seed {
+		s.Seed = 0
+	}
+	if s.Plant != nil && !k.PlantX0 {
+		for i := range s.Plant.X0 {
+			s.Plant.X0[i] = math.NaN()
+		}
+	}
+	for i := range s.X0 {
+		if i < k.First || i > k.Last {
+			s.X0[i] = math.NaN()
+		}
+	}
+}
 
 // planFile is the JSON form of a plan: the scenario point (fields named as in
 // scenario.Scenario, without the private values Keep leaves out) and the results of New that
@@ -93,9 +126,7 @@ func (p *Plan) WriteFile(w io.Writer, keep Keep) error {
 	if p.RankErr != nil {
 		f.RankError = p.RankErr.Error()
 	}
-	if !keep.Seed {
-		s.Seed = 0
-	}
+	keep.Redact(s) // the seed; the initial states kept are moved to their own fields below
 	if s.Plant != nil {
 		if keep.PlantX0 {
 			f.PlantX0 = make([]float64, s.Plant.Nx()) // an absent x(0) is zeros

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
@@ -59,10 +60,10 @@ func TestPlanFileRunsLikeNew(t *testing.T) {
 				require.Equal(t, p.K.RawMatrix().Data, q.K.RawMatrix().Data)
 				require.Equal(t, p.L.RawMatrix().Data, q.L.RawMatrix().Data)
 			}
-			opts := sim.FastOptions{Runs: 6, KeepTraces: true}
-			want, wantTr, err := sim.RunFast(context.Background(), p, 3, opts)
+			opts := engine.Options{Runs: 6, KeepTraces: true}
+			want, wantTr, err := engine.Run(context.Background(), p, sim.NewSeeds(3), opts)
 			require.NoError(t, err)
-			got, gotTr, err := sim.RunFast(context.Background(), q, 3, opts)
+			got, gotTr, err := engine.Run(context.Background(), q, sim.NewSeeds(3), opts)
 			require.NoError(t, err)
 			require.Equal(t, want, got)
 			require.Equal(t, wantTr, gotTr)

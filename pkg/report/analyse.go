@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
-	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // pointInfo is one point with its place in the sweep.
@@ -18,7 +18,7 @@ type pointInfo struct {
 	idx    int
 	sc     *scenario.Scenario
 	plan   *plan.Plan
-	res    *sim.Results
+	res    *metrics.Results
 	label  string // "epsilon=0.01, noise=structured", or the scenario name without a sweep
 	values map[string]string
 	axis   int // index into run.axisLabels
@@ -411,7 +411,7 @@ func constantOffset(p *pointInfo) bool {
 
 // eveTrend returns the eavesdropper's mean error at the first step with an estimate and at the
 // last step, with those steps; ok is false without two distinct such steps.
-func eveTrend(s *sim.Series) (early, late float64, t0, t1 int, ok bool) {
+func eveTrend(s *metrics.Series) (early, late float64, t0, t1 int, ok bool) {
 	t0, t1 = -1, -1
 	for t := 0; t < s.Len(); t++ {
 		if s.N[t] > 0 {
@@ -428,7 +428,7 @@ func eveTrend(s *sim.Series) (early, late float64, t0, t1 int, ok bool) {
 }
 
 // validSeries checks that the slices of a Series have one length.
-func validSeries(name string, s *sim.Series) error {
+func validSeries(name string, s *metrics.Series) error {
 	n := len(s.Mean)
 	if len(s.N) != n || len(s.SE) != n || len(s.Lo) != n || len(s.Hi) != n {
 		return fmt.Errorf("%s: n, mean, se, ci_lo, ci_hi have lengths %d, %d, %d, %d, %d", name, len(s.N), n, len(s.SE), len(s.Lo), len(s.Hi))
@@ -439,7 +439,7 @@ func validSeries(name string, s *sim.Series) error {
 	return nil
 }
 
-func validControl(c *sim.ControlMetrics) error {
+func validControl(c *metrics.ControlMetrics) error {
 	d := len(c.TrackingError)
 	if d == 0 {
 		return errors.New("control metrics without tracking errors")
@@ -461,7 +461,7 @@ func validControl(c *sim.ControlMetrics) error {
 	return validSeries("eve_sq_error", &c.EveSqError)
 }
 
-func validConsensus(c *sim.ConsensusMetrics) error {
+func validConsensus(c *metrics.ConsensusMetrics) error {
 	for i := range c.Deviation {
 		if err := validSeries(fmt.Sprintf("deviation[%d]", i), &c.Deviation[i]); err != nil {
 			return err

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
-	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // fastInput runs a scenario file on the fast engine (runs per point, the file's seed) and
@@ -23,7 +23,7 @@ func fastInput(t testing.TB, path string, runs int) Input {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pts, err := sim.RunSweep(context.Background(), s, s.Seed, plan.Options{}, sim.FastOptions{Runs: runs})
+	pts, err := engine.Sweep(context.Background(), s, s.Seed, plan.Options{}, engine.Options{Runs: runs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,8 +100,8 @@
 // signed, authenticated, TLS, strict); Input.Invalid counts what was wrong (malformed, corrupt,
 // forged), Input.Stale what merely arrived for a finished episode (a timing effect), apart.
 //
-// Intervals: mean [lo, hi] is the normal 95% interval of pkg/sim. For the nonnegative
-// quantities (mean squares, the eavesdropper's squared error) sim.Accumulator.Results clamps the
+// Intervals: mean [lo, hi] is the normal 95% interval of pkg/metrics. For the nonnegative
+// quantities (mean squares, the eavesdropper's squared error) metrics.Accumulator.Results clamps the
 // lower limit at 0, which the normal approximation can cross with few runs.
 //
 // The graph's weight-sum warning is stated once (MergeGraphWarnings: the scenario loader and

@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/report"
 	"github.com/dpsim/dpsim/pkg/scenario"
-	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // Run the paper's vehicle on the in-process engine and write its report.
@@ -20,7 +20,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	points, err := sim.RunSweep(context.Background(), s, s.Seed, plan.Options{}, sim.FastOptions{Runs: 100})
+	points, err := engine.Sweep(context.Background(), s, s.Seed, plan.Options{}, engine.Options{Runs: 100})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
@@ -24,7 +25,7 @@ func faultSweepInput(t *testing.T, name string, runs int) Input {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, _, err := sim.RunFast(context.Background(), p, s.Seed, sim.FastOptions{Runs: runs})
+		res, _, err := engine.Run(context.Background(), p, sim.NewSeeds(s.Seed), engine.Options{Runs: runs})
 		if err != nil {
 			t.Fatal(err)
 		}

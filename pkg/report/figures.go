@@ -13,8 +13,8 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/dpsim/dpsim/pkg/figure"
+	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/scenario"
-	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // Figure names (files NAME.png and NAME.svg).
@@ -191,7 +191,7 @@ func (r *run) figTrackingMSE() (*figure.Figure, error) {
 }
 
 // eveSeries returns the eavesdropper series of a point.
-func eveSeries(p *pointInfo) *sim.Series {
+func eveSeries(p *pointInfo) *metrics.Series {
 	if p.res.Control != nil {
 		return &p.res.Control.EveSqError
 	}
@@ -201,7 +201,7 @@ func eveSeries(p *pointInfo) *sim.Series {
 	return nil
 }
 
-func hasData(s *sim.Series) bool {
+func hasData(s *metrics.Series) bool {
 	if s == nil {
 		return false
 	}
@@ -226,7 +226,7 @@ func (r *run) figEavesdropper() (*figure.Figure, error) {
 	p := figure.New(fmt.Sprintf("Eavesdropper's error, %s noise: mean and 95%% CI band%s", r.rep.res.Noise, r.repSuffix()),
 		"step t (estimate from releases 0..t)", r.eveLabel())
 	st := seriesStyle{color: figure.Color(0), band: true}
-	note, err := r.plotEve(p, []*sim.Series{s}, []seriesStyle{st})
+	note, err := r.plotEve(p, []*metrics.Series{s}, []seriesStyle{st})
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func (r *run) figEavesdropper() (*figure.Figure, error) {
 
 // plotEve draws eavesdropper series on p with a log y axis when they span decades; it
 // returns the caption's note on a cut-off log axis ("" if none).
-func (r *run) plotEve(p *plot.Plot, ss []*sim.Series, styles []seriesStyle) (string, error) {
+func (r *run) plotEve(p *plot.Plot, ss []*metrics.Series, styles []seriesStyle) (string, error) {
 	var means, all []float64
 	for _, s := range ss {
 		means = append(means, seriesValues(s, false)...)
@@ -273,7 +273,7 @@ func (r *run) plotEve(p *plot.Plot, ss []*sim.Series, styles []seriesStyle) (str
 }
 
 // deviationAgent is the agent (0-based) of c.Deviation[k].
-func deviationAgent(c *sim.ConsensusMetrics, k int) int {
+func deviationAgent(c *metrics.ConsensusMetrics, k int) int {
 	if k < len(c.DeviationAgents) {
 		return c.DeviationAgents[k]
 	}
@@ -429,7 +429,7 @@ func (r *run) sweepX(a int) float64 {
 // error bars; bound(point) > 0 adds a dashed line per series (one grey line when the bound is
 // the same for every series). Series with identical values are drawn once, named together. It
 // returns the caption note of a cut-off log axis ("" if none).
-func (r *run) sweepPanel(title, ylabel string, stat func(*pointInfo) sim.Stat, bound func(*pointInfo) float64, boundName string) (*plot.Plot, string, error) {
+func (r *run) sweepPanel(title, ylabel string, stat func(*pointInfo) metrics.Stat, bound func(*pointInfo) float64, boundName string) (*plot.Plot, string, error) {
 	p := figure.New(title, r.sweepXLabel(), ylabel)
 	var means, all []float64
 	for _, pt := range r.points {
@@ -515,7 +515,7 @@ type sweepLine struct {
 }
 
 // sweepSeriesLine computes series s of a sweep panel; false when it has no point to draw.
-func (r *run) sweepSeriesLine(s int, stat func(*pointInfo) sim.Stat, bound func(*pointInfo) float64, ax sweepAxes) (sweepLine, bool) {
+func (r *run) sweepSeriesLine(s int, stat func(*pointInfo) metrics.Stat, bound func(*pointInfo) float64, ax sweepAxes) (sweepLine, bool) {
 	l := sweepLine{series: s, names: []string{r.seriesLabels[s]}}
 	for _, pt := range r.pointsOfSeries(s) {
 		st := stat(pt)
@@ -676,11 +676,11 @@ func (r *run) figSweepFinal() (*figure.Figure, error) {
 				title = fmt.Sprintf("Mean-square tracking error at the final step T = %d", T)
 			}
 			name := r.comps[i]
-			p, n, err := r.sweepPanel(title, fmt.Sprintf("E[(%s(T) - %s_r(T))^2]", name, name), func(pt *pointInfo) sim.Stat {
+			p, n, err := r.sweepPanel(title, fmt.Sprintf("E[(%s(T) - %s_r(T))^2]", name, name), func(pt *pointInfo) metrics.Stat {
 				if i < len(pt.res.Control.FinalSqError) {
 					return pt.res.Control.FinalSqError[i]
 				}
-				return sim.Stat{}
+				return metrics.Stat{}
 			}, nil, "")
 			if err != nil {
 				return nil, fmt.Errorf("report: %s: %w", FigSweepFinalMSE, err)
@@ -694,7 +694,7 @@ func (r *run) figSweepFinal() (*figure.Figure, error) {
 			T, r.axisParam, seriesWord(r))
 	case string(scenario.Consensus):
 		p, n, err := r.sweepPanel(fmt.Sprintf("Final mean-square deviation at T = %d", T), "E||x(T) - 1x*||^2",
-			func(pt *pointInfo) sim.Stat { return pt.res.Consensus.FinalSqDeviation },
+			func(pt *pointInfo) metrics.Stat { return pt.res.Consensus.FinalSqDeviation },
 			func(pt *pointInfo) float64 { return pt.res.Consensus.Prop1Bound }, "Proposition 1 bound")
 		if err != nil {
 			return nil, fmt.Errorf("report: %s: %w", FigSweepFinalMSE, err)
@@ -742,7 +742,7 @@ func (r *run) figSweepEavesdropper() (*figure.Figure, error) {
 		title = "Eavesdropper's estimation error per " + r.axisParam
 		cap = fmt.Sprintf("The eavesdropper's mean-square error in estimating x(0) against the step t, one line per %s, with 95%% confidence bands.", r.axisParam)
 	}
-	var ss []*sim.Series
+	var ss []*metrics.Series
 	var styles []seriesStyle
 	var names [][]string
 next:
@@ -834,10 +834,10 @@ var faultAxisLabel = map[scenario.SweepParam]string{
 }
 
 // eveFinal is the eavesdropper's squared error of its final estimate (t = T-1).
-func eveFinal(pt *pointInfo) sim.Stat {
+func eveFinal(pt *pointInfo) metrics.Stat {
 	s := eveSeries(pt)
 	if s == nil || s.Len() == 0 {
-		return sim.Stat{}
+		return metrics.Stat{}
 	}
 	return s.At(s.Len() - 1)
 }
@@ -866,11 +866,11 @@ func (r *run) figFaults() (*figure.Figure, error) {
 	case string(scenario.CloudControl):
 		c := r.comps[0]
 		if err := add(r.sweepPanel("Tracking error over the run against the fault", fmt.Sprintf("mean over t of (%s(t) - %s_r(t))^2", c, c),
-			func(pt *pointInfo) sim.Stat {
+			func(pt *pointInfo) metrics.Stat {
 				if fs := pt.res.Control.AvgSqError; len(fs) > 0 {
 					return fs[0]
 				}
-				return sim.Stat{}
+				return metrics.Stat{}
 			}, nil, "")); err != nil {
 			return nil, err
 		}
@@ -878,12 +878,12 @@ func (r *run) figFaults() (*figure.Figure, error) {
 			r.compLong[0], T, r.axisParam, seriesWord(r))
 	case string(scenario.Consensus):
 		if err := add(r.sweepPanel(fmt.Sprintf("Final deviation at T = %d against the fault", T), "E||x(T) - 1x*||^2",
-			func(pt *pointInfo) sim.Stat { return pt.res.Consensus.FinalSqDeviation },
+			func(pt *pointInfo) metrics.Stat { return pt.res.Consensus.FinalSqDeviation },
 			func(pt *pointInfo) float64 { return pt.res.Consensus.Prop1Bound }, "Proposition 1 bound")); err != nil {
 			return nil, err
 		}
 		if err := add(r.sweepPanel("Network-sum drift", "E|sum x(T) - sum x(0)|",
-			func(pt *pointInfo) sim.Stat { return pt.res.Consensus.FinalSumAbsDrift }, nil, "")); err != nil {
+			func(pt *pointInfo) metrics.Stat { return pt.res.Consensus.FinalSumAbsDrift }, nil, "")); err != nil {
 			return nil, err
 		}
 		cap = fmt.Sprintf("Top: the final mean-square deviation from the true average (dashed: the Proposition 1 bound, which assumes a lossless network); middle: the drift of the network sum, which eq. (25) preserves only when every message arrives; bottom: the eavesdropper's squared error of its final estimate; all against %s, one line per %s, with 95%% confidence bars.",

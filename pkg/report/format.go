@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/metrics"
 )
 
 // num formats v with 3 significant digits: plain notation for 1e-3 <= |v| < 1e6, otherwise
@@ -62,7 +62,7 @@ func numP(v float64, p int) string {
 }
 
 // ci formats a Stat as "mean [lo, hi]" (its 95% interval), or "n/a" without data.
-func ci(s sim.Stat) string {
+func ci(s metrics.Stat) string {
 	if s.N == 0 {
 		return "n/a"
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/metrics"
 )
 
 func TestNum(t *testing.T) {
@@ -39,10 +39,10 @@ func TestNum(t *testing.T) {
 }
 
 func TestCI(t *testing.T) {
-	if got := ci(sim.Stat{}); got != "n/a" {
+	if got := ci(metrics.Stat{}); got != "n/a" {
 		t.Errorf("ci(empty) = %q", got)
 	}
-	if got := ci(sim.Stat{N: 100, Mean: 3.1, Lo: 2.8, Hi: 3.4}); got != "3.1 [2.8, 3.4]" {
+	if got := ci(metrics.Stat{N: 100, Mean: 3.1, Lo: 2.8, Hi: 3.4}); got != "3.1 [2.8, 3.4]" {
 		t.Errorf("ci = %q", got)
 	}
 }

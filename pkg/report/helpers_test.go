@@ -4,20 +4,20 @@ import (
 	"math"
 	"testing"
 
+	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
-	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // mkSeries builds a Series of n steps from mean(t) and se(t); steps with skip(t) have no data.
-func mkSeries(n, runs int, mean, se func(t int) float64, skip func(t int) bool) sim.Series {
-	s := sim.Series{N: make([]int, n), Mean: make([]float64, n), SE: make([]float64, n), Lo: make([]float64, n), Hi: make([]float64, n)}
+func mkSeries(n, runs int, mean, se func(t int) float64, skip func(t int) bool) metrics.Series {
+	s := metrics.Series{N: make([]int, n), Mean: make([]float64, n), SE: make([]float64, n), Lo: make([]float64, n), Hi: make([]float64, n)}
 	for t := 0; t < n; t++ {
 		if skip != nil && skip(t) {
 			continue
 		}
 		m, e := mean(t), se(t)
-		s.N[t], s.Mean[t], s.SE[t], s.Lo[t], s.Hi[t] = runs, m, e, m-sim.Z95*e, m+sim.Z95*e
+		s.N[t], s.Mean[t], s.SE[t], s.Lo[t], s.Hi[t] = runs, m, e, m-metrics.Z95*e, m+metrics.Z95*e
 	}
 	return s
 }
@@ -88,20 +88,20 @@ func controlInput(t testing.TB) Input {
 	p := mustPlan(t, s)
 	T, runs := s.Steps, 100
 	V := p.NoiseVariance()
-	c := &sim.ControlMetrics{
-		TrackingError: []sim.Series{
+	c := &metrics.ControlMetrics{
+		TrackingError: []metrics.Series{
 			mkSeries(T+1, runs, func(t int) float64 { return -0.8 * math.Exp(-float64(t)/3) }, constant(0.15), nil),
 			mkSeries(T+1, runs, func(t int) float64 { return 0.6 * math.Exp(-float64(t)/2) }, func(t int) float64 { return 0.05 * math.Exp(-float64(t)/2) }, nil),
 		},
-		TrackingSqError: []sim.Series{
+		TrackingSqError: []metrics.Series{
 			mkSeries(T+1, runs, func(t int) float64 { return V * (1 - math.Exp(-float64(t)/3)) }, constant(0.3), nil),
 			mkSeries(T+1, runs, func(t int) float64 { return math.Exp(-float64(t)) }, func(t int) float64 { return 0.1 * math.Exp(-float64(t)) }, nil),
 		},
 		FinalAbsErrorMax: []float64{5.5, 2e-4},
 		EveSqError:       mkSeries(T, runs, constant(V), constant(0.3), func(t int) bool { return t == 0 }),
 	}
-	c.FinalSqError = []sim.Stat{c.TrackingSqError[0].At(T), c.TrackingSqError[1].At(T)}
-	res := &sim.Results{Kind: "cloud-control", Scenario: s.Name, Seed: 7, Steps: T, Runs: runs, Confidence: 0.95,
+	c.FinalSqError = []metrics.Stat{c.TrackingSqError[0].At(T), c.TrackingSqError[1].At(T)}
+	res := &metrics.Results{Kind: "cloud-control", Scenario: s.Name, Seed: 7, Steps: T, Runs: runs, Confidence: 0.95,
 		Mechanism: "gaussian", Noise: "structured", Adjacency: "manifold", Calibration: "tight", Epsilon: 1, Delta: 0.01, Mu: 1,
 		NoiseScale: p.Scale, NoiseVariance: V, Control: c}
 	return Input{
@@ -130,7 +130,7 @@ func consensusInput(t testing.TB, finalFactor float64) Input {
 		T, runs, N := pt.Steps, 100, 4
 		V := p.NoiseVariance()
 		bound := float64(N) * V
-		var dev []sim.Series
+		var dev []metrics.Series
 		for i, x := range pt.X0 {
 			d0 := x - 2 // x* = 2
 			dev = append(dev, mkSeries(T+1, runs, func(t int) float64 { return d0 * math.Pow(p.Alpha, float64(t)) * float64(1+i%2) / 2 },
@@ -140,13 +140,13 @@ func consensusInput(t testing.TB, finalFactor float64) Input {
 		sq := mkSeries(T+1, runs, func(t int) float64 {
 			return final + 56*math.Pow(p.Alpha, 2*float64(t))
 		}, constant(bound/50), nil)
-		c := &sim.ConsensusMetrics{
-			Agents: N, Alpha: p.Alpha, XStar: sim.Stat{N: runs, Mean: 2, Lo: 2, Hi: 2}, Deviation: dev, SqDeviation: sq,
+		c := &metrics.ConsensusMetrics{
+			Agents: N, Alpha: p.Alpha, XStar: metrics.Stat{N: runs, Mean: 2, Lo: 2, Hi: 2}, Deviation: dev, SqDeviation: sq,
 			FinalSqDeviation: sq.At(T), Prop1Bound: bound, OffsetLimit: float64(N-1) * V, SumRelDevMax: 3e-16,
 			EveSqError: mkSeries(T, runs, constant(float64(N)*V), constant(V/10), nil),
 		}
 		c.FinalBelowBound = c.FinalSqDeviation.Hi < bound
-		res := &sim.Results{Kind: "consensus", Scenario: pt.Name, Seed: 9, Steps: T, Runs: runs, Confidence: 0.95,
+		res := &metrics.Results{Kind: "consensus", Scenario: pt.Name, Seed: 9, Steps: T, Runs: runs, Confidence: 0.95,
 			Mechanism: "gaussian", Noise: "structured", Adjacency: "manifold", Calibration: "tight",
 			Epsilon: pt.Privacy.Epsilon, Delta: 0.01, Mu: 1, NoiseScale: p.Scale, NoiseVariance: V, Consensus: c}
 		in.Points = append(in.Points, Point{Scenario: pt, Plan: p, Results: res})

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/dpsim/dpsim/pkg/figure"
+	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/scenario"
-	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // markdown writes report.md.
@@ -28,10 +28,10 @@ func (r *run) markdown(figs []*figure.Figure) []byte {
 		"(normal approximation); a check that decides on an interval of another level names it and shows it first. " +
 		"Every PASS/FAIL below is computed from this run's numbers and states its comparison (\"QUANTITY = value, required OP threshold\"); " +
 		"PASS means the run agrees with what the theory predicts.\n\n")
-	if T := r.rep.res.Steps; T > sim.MaxSeriesPoints {
+	if T := r.rep.res.Steps; T > metrics.MaxSeriesPoints {
 		fmt.Fprintf(&b, "The horizon has %d steps: the per-step series (the figures and summary.json) keep at most %d evenly spaced "+
 			"steps, the first and the last among them (each thinned series lists its steps in `step`); every final, "+
-			"time-averaged and maximum value uses every step.\n\n", T, sim.MaxSeriesPoints)
+			"time-averaged and maximum value uses every step.\n\n", T, metrics.MaxSeriesPoints)
 	}
 	r.verdict(&b)
 	r.setupSection(&b)

@@ -12,8 +12,8 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/dpsim/dpsim/pkg/figure"
+	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/scenario"
-	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // seriesStyle is how one mean line is drawn.
@@ -28,7 +28,7 @@ type seriesStyle struct {
 // addSeries draws the mean of s against x(t) with its 95% CI band (a shaded polygon), skipping
 // steps without data (N = 0) and, on a log axis, non-positive means; on a log axis the band is
 // clipped below at floor. Returns false when nothing could be drawn.
-func addSeries(p *plot.Plot, s *sim.Series, x func(t int) float64, st seriesStyle, logY bool, floor float64) (bool, error) {
+func addSeries(p *plot.Plot, s *metrics.Series, x func(t int) float64, st seriesStyle, logY bool, floor float64) (bool, error) {
 	if s == nil || s.Len() == 0 {
 		return false, nil
 	}
@@ -141,7 +141,7 @@ func hline(p *plot.Plot, x0, x1, y float64, st seriesStyle, logY bool) error {
 }
 
 // seriesValues collects the means (and, with bands, the upper limits) of s where N > 0.
-func seriesValues(s *sim.Series, withHi bool) []float64 {
+func seriesValues(s *metrics.Series, withHi bool) []float64 {
 	var v []float64
 	if s == nil {
 		return nil

@@ -11,9 +11,9 @@ import (
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/pkg/figure"
+	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
-	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // FileName is the name of the human report Write creates in the output directory.
@@ -89,7 +89,7 @@ type TimelineEvent struct {
 type Point struct {
 	Scenario *scenario.Scenario // the expanded point (nil: Plan.Scenario)
 	Plan     *plan.Plan         // the resolved plan (nil: the calibration is not printed)
-	Results  *sim.Results       // the aggregated metrics (required)
+	Results  *metrics.Results   // the aggregated metrics (required)
 	// Requested is the number of episodes asked for (0: not stated); Results.Runs completed.
 	Requested int
 	// Missing counts the record pieces no process supplied; MissingFirst names the first few.

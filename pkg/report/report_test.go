@@ -10,10 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/figure"
+	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
-	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -88,7 +89,7 @@ func TestShippedScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pts, err := sim.RunSweep(context.Background(), s, s.Seed, plan.Options{}, sim.FastOptions{Runs: 200})
+			pts, err := engine.Sweep(context.Background(), s, s.Seed, plan.Options{}, engine.Options{Runs: 200})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -383,7 +384,7 @@ func TestNoEavesdropperData(t *testing.T) {
 	in := controlInput(t)
 	r := *in.Points[0].Results
 	c := *r.Control
-	c.EveSqError = sim.Series{}
+	c.EveSqError = metrics.Series{}
 	r.Control = &c
 	in.Points = []Point{{Scenario: in.Scenario, Plan: in.Points[0].Plan, Results: &r}}
 	rep, err := Build(in)
@@ -415,22 +416,22 @@ func TestNoRunsCompleted(t *testing.T) {
 				r := *p.Results
 				r.Runs = 0
 				r.IncompleteEpisodes = []int{0, 1, 2}
-				empty := func(s sim.Series) sim.Series {
+				empty := func(s metrics.Series) metrics.Series {
 					n := s.Len()
-					return sim.Series{N: make([]int, n), Mean: make([]float64, n), SE: make([]float64, n), Lo: make([]float64, n), Hi: make([]float64, n)}
+					return metrics.Series{N: make([]int, n), Mean: make([]float64, n), SE: make([]float64, n), Lo: make([]float64, n), Hi: make([]float64, n)}
 				}
 				if r.Control != nil {
 					c := *r.Control
-					c.TrackingError = []sim.Series{empty(c.TrackingError[0]), empty(c.TrackingError[1])}
-					c.TrackingSqError = []sim.Series{empty(c.TrackingSqError[0]), empty(c.TrackingSqError[1])}
-					c.FinalSqError = []sim.Stat{{}, {}}
+					c.TrackingError = []metrics.Series{empty(c.TrackingError[0]), empty(c.TrackingError[1])}
+					c.TrackingSqError = []metrics.Series{empty(c.TrackingSqError[0]), empty(c.TrackingSqError[1])}
+					c.FinalSqError = []metrics.Stat{{}, {}}
 					c.EveSqError = empty(c.EveSqError)
 					r.Control = &c
 				} else {
 					c := *r.Consensus
 					c.Deviation = nil
 					c.SqDeviation = empty(c.SqDeviation)
-					c.FinalSqDeviation = sim.Stat{}
+					c.FinalSqDeviation = metrics.Stat{}
 					c.EveSqError = empty(c.EveSqError)
 					r.Consensus = &c
 				}
@@ -459,7 +460,7 @@ func TestMalformedSeries(t *testing.T) {
 	c := *r.Control
 	bad := c.TrackingError[0]
 	bad.Hi = bad.Hi[:3]
-	c.TrackingError = []sim.Series{bad, c.TrackingError[1]}
+	c.TrackingError = []metrics.Series{bad, c.TrackingError[1]}
 	r.Control = &c
 	in.Points = []Point{{Scenario: in.Scenario, Plan: in.Points[0].Plan, Results: &r}}
 	if _, err := Build(in); err == nil || !strings.Contains(err.Error(), "tracking_error[0]") {
@@ -625,7 +626,7 @@ func TestMergeGraphWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pts, err := sim.RunSweep(context.Background(), s, s.Seed, plan.Options{}, sim.FastOptions{Runs: 20})
+	pts, err := engine.Sweep(context.Background(), s, s.Seed, plan.Options{}, engine.Options{Runs: 20})
 	if err != nil {
 		t.Fatal(err)
 	}

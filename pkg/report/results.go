@@ -10,8 +10,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/noise"
-	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // noiseOf returns the point's noise kind.
@@ -97,7 +97,7 @@ func (r *run) componentLines(p *pointInfo) []string {
 			break
 		}
 		name := r.comps[i]
-		fe := sim.Stat{}
+		fe := metrics.Stat{}
 		if n := c.TrackingError[i].Len(); n > 0 {
 			fe = c.TrackingError[i].At(n - 1)
 		}
@@ -126,7 +126,7 @@ func (r *run) offsetChecked(p *pointInfo) bool {
 }
 
 // quarterMeans returns the means of a series over [T/2, 3T/4) and [3T/4, T].
-func quarterMeans(s *sim.Series) (q3, q4 float64, ok bool) {
+func quarterMeans(s *metrics.Series) (q3, q4 float64, ok bool) {
 	n := s.Len()
 	a, b := n/2, (3*n)/4
 	if b <= a || b >= n {
@@ -368,7 +368,7 @@ func slowestPole(p *pointInfo) (float64, bool) {
 }
 
 // trackedOf says, when the results keep the deviation of a subset of the agents, of how many.
-func trackedOf(c *sim.ConsensusMetrics) string {
+func trackedOf(c *metrics.ConsensusMetrics) string {
 	if len(c.Deviation) < c.Agents {
 		return fmt.Sprintf(" (tracked, evenly spaced, of %d)", c.Agents)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/metrics"
 )
 
 // reportOf builds the report of in and returns its Markdown.
@@ -213,14 +213,14 @@ func TestWriteMarkdownRerendersStatus(t *testing.T) {
 	}
 }
 
-// TestThinnedSeriesSaid: a horizon longer than sim.MaxSeriesPoints thins the per-step series;
+// TestThinnedSeriesSaid: a horizon longer than metrics.MaxSeriesPoints thins the per-step series;
 // the report says so (and only then), so a reader does not take the figures' points for every
 // step.
 func TestThinnedSeriesSaid(t *testing.T) {
 	for _, tc := range []struct {
 		steps int
 		said  bool
-	}{{100, false}, {sim.MaxSeriesPoints + 500, true}} {
+	}{{100, false}, {metrics.MaxSeriesPoints + 500, true}} {
 		data, err := os.ReadFile(shipped("cloud-vehicle"))
 		if err != nil {
 			t.Fatal(err)
@@ -240,7 +240,7 @@ func TestThinnedSeriesSaid(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := fmt.Sprintf("The horizon has %d steps: the per-step series (the figures and summary.json) keep at most %d evenly spaced steps",
-			tc.steps, sim.MaxSeriesPoints)
+			tc.steps, metrics.MaxSeriesPoints)
 		if got := strings.Contains(string(md), want); got != tc.said {
 			t.Errorf("steps %d: report says the series are thinned = %v, want %v", tc.steps, got, tc.said)
 		}

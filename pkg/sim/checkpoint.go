@@ -5,6 +5,7 @@ import (
 
 	"math/rand/v2"
 
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/noise"
 	"github.com/dpsim/dpsim/pkg/rng"
@@ -26,11 +27,11 @@ type CoreState struct {
 	// Held is what the core keeps between steps: the plant's u (its hold rule), an agent's
 	// own last message [y_i].
 	Held []float64 `json:"held,omitempty"`
-	// NodeStep is the node's step counter; Eta the episode's noise draw (structured noise),
-	// NoiseStep the noise stream's position.
-	NodeStep  int       `json:"node_step"`
-	Eta       []float64 `json:"eta,omitempty"`
-	NoiseStep int       `json:"noise_step"`
+	// ArithmeticStep is the arithmetic's step counter (Plant.Step, Agent.Step); Eta the
+	// episode's noise draw (structured noise), NoiseStep the noise stream's position.
+	ArithmeticStep int       `json:"node_step"`
+	Eta            []float64 `json:"eta,omitempty"`
+	NoiseStep      int       `json:"noise_step"`
 
 	Senders    []SenderState     `json:"senders"`
 	Ahead      []Msg             `json:"ahead,omitempty"`
@@ -75,7 +76,7 @@ func (b *base) checkpoint() *CoreState {
 	}
 	for _, m := range in.ahead {
 		m.Values = clone(m.Values)
-		m.Except = append([]Endpoint(nil), m.Except...)
+		m.Except = append([]endpoint.Endpoint(nil), m.Except...)
 		st.Ahead = append(st.Ahead, m)
 	}
 	return st
@@ -163,8 +164,8 @@ func noiseStep(s noise.Stream) int {
 // Checkpoint implements Checkpointer.
 func (c *PlantCore) Checkpoint() *CoreState {
 	st := c.checkpoint()
-	n := c.node
-	st.X, st.Held, st.NodeStep = clone(n.State()), clone(c.u), n.t
+	n := c.plant
+	st.X, st.Held, st.ArithmeticStep = clone(n.State()), clone(c.u), n.t
 	st.Eta, st.NoiseStep = etaOf(n.noise), noiseStep(n.noise)
 	return st
 }
@@ -174,13 +175,13 @@ func (c *PlantCore) Restore(st *CoreState) error {
 	if err := c.restore(st); err != nil {
 		return err
 	}
-	n := c.node
+	n := c.plant
 	if len(st.X) != n.nx || len(st.Held) != len(c.u) {
 		return fmt.Errorf("sim: plant: checkpoint state has %d values (want %d), input %d (want %d)", len(st.X), n.nx, len(st.Held), len(c.u))
 	}
 	n.plant.Reset(st.X)
 	copy(c.u, st.Held)
-	n.episode, n.t = st.Episode, st.NodeStep
+	n.episode, n.t = st.Episode, st.ArithmeticStep
 	return resumeNoise(n.noise, func() *rand.Rand { return rng.New(n.seed, rng.Label(LabelPlant), 0, uint64(st.Episode)) },
 		st.Eta, st.NoiseStep, n.gamma)
 }
@@ -188,7 +189,7 @@ func (c *PlantCore) Restore(st *CoreState) error {
 // Checkpoint implements Checkpointer.
 func (c *CloudCore) Checkpoint() *CoreState {
 	st := c.checkpoint()
-	st.X, st.Held = clone(c.node.ctl.Estimate()), clone(c.node.used)
+	st.X, st.Held = clone(c.ctl.ctl.Estimate()), clone(c.ctl.used)
 	return st
 }
 
@@ -197,20 +198,20 @@ func (c *CloudCore) Restore(st *CoreState) error {
 	if err := c.restore(st); err != nil {
 		return err
 	}
-	if len(st.X) != c.node.nx || len(st.Held) != c.node.nx {
-		return fmt.Errorf("sim: cloud: checkpoint estimate has %d values, want %d", len(st.X), c.node.nx)
+	if len(st.X) != c.ctl.nx || len(st.Held) != c.ctl.nx {
+		return fmt.Errorf("sim: cloud: checkpoint estimate has %d values, want %d", len(st.X), c.ctl.nx)
 	}
-	c.node.ctl.Reset(st.X)
-	copy(c.node.used, st.Held)
-	c.node.episode = st.Episode
+	c.ctl.ctl.Reset(st.X)
+	copy(c.ctl.used, st.Held)
+	c.ctl.episode = st.Episode
 	return nil
 }
 
 // Checkpoint implements Checkpointer.
 func (c *AgentCore) Checkpoint() *CoreState {
 	st := c.checkpoint()
-	n := c.node
-	st.X, st.Held, st.NodeStep = []float64{n.State()}, []float64{c.y}, n.t
+	n := c.agent
+	st.X, st.Held, st.ArithmeticStep = []float64{n.State()}, []float64{c.y}, n.t
 	st.Eta, st.NoiseStep = etaOf(n.noise), noiseStep(n.noise)
 	return st
 }
@@ -220,13 +221,13 @@ func (c *AgentCore) Restore(st *CoreState) error {
 	if err := c.restore(st); err != nil {
 		return err
 	}
-	n := c.node
+	n := c.agent
 	if len(st.X) != 1 || len(st.Held) != 1 {
 		return fmt.Errorf("sim: agent %d: checkpoint state has %d values, want 1", n.i, len(st.X))
 	}
 	n.agent.Reset(st.X[0])
 	c.y = st.Held[0]
-	n.episode, n.t = st.Episode, st.NodeStep
+	n.episode, n.t = st.Episode, st.ArithmeticStep
 	return resumeNoise(n.noise, func() *rand.Rand { return rng.New(n.seed, rng.Label(LabelAgent), uint64(n.i), uint64(st.Episode)) },
 		st.Eta, st.NoiseStep, n.gamma[:])
 }

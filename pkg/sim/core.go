@@ -4,50 +4,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/scenario"
-)
-
-// Role is the kind of a core: plant, cloud, agent or eavesdropper (the names of bus.Role).
-type Role uint8
-
-// The roles of a run.
-const (
-	RolePlant Role = iota
-	RoleCloud
-	RoleAgent
-	RoleEavesdropper
-	// RoleHost is a block of consensus agents publishing together (HostCore): host.<i> carries
-	// the outputs of agents i..i+K-1, one message per step.
-	RoleHost
-	numRoles
-)
-
-var roleNames = [...]string{"plant", "cloud", "agent", "eavesdropper", "host"}
-
-func (r Role) String() string {
-	if int(r) < len(roleNames) {
-		return roleNames[r]
-	}
-	return "Role(" + strconv.Itoa(int(r)) + ")"
-}
-
-// Endpoint names one role instance: plant.0, cloud.0, agent.i, eavesdropper.0 (String gives
-// the bus's sender name "<role>.<id>").
-type Endpoint struct {
-	Role Role
-	ID   int
-}
-
-func (e Endpoint) String() string { return e.Role.String() + "." + strconv.Itoa(e.ID) }
-
-// The data streams (bus.StreamYhat, bus.StreamU, bus.StreamY).
-const (
-	StreamYhat = "yhat"
-	StreamU    = "u"
-	StreamY    = "y"
+	"github.com/dpsim/dpsim/pkg/trace"
 )
 
 // Msg is one delivery to a core: a message of step Step from From, delivered at logical step
@@ -55,10 +16,10 @@ const (
 // step At). More says further deliveries from From for step At follow. Values belong to the
 // caller; a core copies what it keeps.
 type Msg struct {
-	From    Endpoint
-	To      Endpoint   // the subscriber it is addressed to, unless ToAll
-	ToAll   bool       // for every subscriber of From ...
-	Except  []Endpoint // ... but these (they get deliveries of their own)
+	From    endpoint.Endpoint
+	To      endpoint.Endpoint   // the subscriber it is addressed to, unless ToAll
+	ToAll   bool                // for every subscriber of From ...
+	Except  []endpoint.Endpoint // ... but these (they get deliveries of their own)
 	Episode int
 	Step    int
 	At      int
@@ -70,20 +31,20 @@ type Msg struct {
 // Out is a message a core releases: its stream's value of step Step (the stream is the
 // publisher's: yhat for the plant, u for the cloud, y for an agent).
 type Out struct {
-	From   Endpoint
+	From   endpoint.Endpoint
 	Step   int
 	Values []float64
 }
 
 // Ready is what a core produced since the last call to Ready: messages to release (in order)
-// and its partial records (see ControlRecord, AgentRecord). Slices are views valid until the
+// and its partial records (see trace.ControlRecord, trace.AgentRecord). Slices are views valid until the
 // next call on the core.
 type Ready struct {
 	Out       []Out
-	Control   []ControlRecord   // plant, cloud, eavesdropper (cloud control)
-	Consensus []ConsensusRecord // eavesdropper (consensus)
-	Agent     []AgentRecord     // agents
-	Blocks    []BlockRecord     // agent hosts: one record per step for the whole block
+	Control   []trace.ControlRecord   // plant, cloud, eavesdropper (cloud control)
+	Consensus []trace.ConsensusRecord // eavesdropper (consensus)
+	Agent     []trace.AgentRecord     // agents
+	Blocks    []trace.BlockRecord     // agent hosts: one record per step for the whole block
 	// Missing counts the inputs the core went without (step deadline passed: its
 	// missing-input rule applied) since the last Ready.
 	Missing int
@@ -106,7 +67,7 @@ type Ready struct {
 // every step); after each call, Ready. Cur is the step whose inputs the core waits for; Done
 // reports the episode complete (the terminal record produced).
 type Core interface {
-	Endpoint() Endpoint
+	Endpoint() endpoint.Endpoint
 	// Begin starts episode ep from the explicit initial state x0 (nil: the scenario's).
 	Begin(ep int, x0 []float64) error
 	// Step files one delivery. Deliveries of other episodes or from unexpected senders are
@@ -119,7 +80,7 @@ type Core interface {
 	Cur() int
 	Done() bool
 	// Senders lists the endpoints the core expects a delivery from at every step.
-	Senders() []Endpoint
+	Senders() []endpoint.Endpoint
 	// LinkStats returns the receive-side counters per expected sender (a view), keyed
 	// "<sender>-><this endpoint>".
 	LinkStats() []fault.LinkStats
@@ -201,8 +162,8 @@ func (o *outbuf) clear() {
 // and the previous episode (O(senders x T) words). Copies for an episode the core finished are
 // counted stale (never used), apart from the unexpected ones.
 type inputs struct {
-	self    Endpoint
-	senders []Endpoint
+	self    endpoint.Endpoint
+	senders []endpoint.Endpoint
 	index   endpointIndex
 	T       int
 	ep      int
@@ -325,7 +286,7 @@ func setVals(dst []float64, v []float64) []float64 {
 	return dst
 }
 
-func newInputs(self Endpoint, senders []Endpoint, T int) *inputs {
+func newInputs(self endpoint.Endpoint, senders []endpoint.Endpoint, T int) *inputs {
 	n := len(senders)
 	in := &inputs{self: self, senders: senders, index: newEndpointIndex(senders), T: T, ep: -1, prevEp: -1,
 		from: make([]sender, n), stats: make([]fault.LinkStats, n), sendDown: make([][2]int, n)}
@@ -574,15 +535,15 @@ func (in *inputs) latest(k int) []float64 {
 // agent), else the (id, position) pairs sorted by id, searched by bisection (an agent's few
 // neighbours among 10,000: a dense slice would cost O(N) memory per agent, O(N^2) in all).
 type endpointIndex struct {
-	byRole [numRoles][]int32 // dense: position+1 of (role, id); 0 = absent
-	sparse [numRoles][]idPos // sparse: sorted by id
+	byRole [endpoint.NumRoles][]int32 // dense: position+1 of (role, id); 0 = absent
+	sparse [endpoint.NumRoles][]idPos // sparse: sorted by id
 }
 
 type idPos struct{ id, pos int32 }
 
-func newEndpointIndex(list []Endpoint) endpointIndex {
+func newEndpointIndex(list []endpoint.Endpoint) endpointIndex {
 	var x endpointIndex
-	var count, maxID [numRoles]int
+	var count, maxID [endpoint.NumRoles]int
 	for _, e := range list {
 		if int(e.Role) < len(x.byRole) && e.ID >= 0 {
 			count[e.Role]++
@@ -611,7 +572,7 @@ func newEndpointIndex(list []Endpoint) endpointIndex {
 }
 
 // of returns the position of e, and whether it is in the list.
-func (x *endpointIndex) of(e Endpoint) (int, bool) {
+func (x *endpointIndex) of(e endpoint.Endpoint) (int, bool) {
 	if int(e.Role) >= len(x.byRole) || e.ID < 0 {
 		return 0, false
 	}
@@ -639,7 +600,7 @@ func (x *endpointIndex) of(e Endpoint) (int, bool) {
 
 // base holds what every core shares: its endpoint, inputs, Ready buffer and step bookkeeping.
 type base struct {
-	self  Endpoint
+	self  endpoint.Endpoint
 	in    *inputs
 	ob    outbuf
 	T     int
@@ -692,10 +653,10 @@ func (b *base) SetRecords(on bool) { b.norec = !on }
 // turns them off, saving 16 bytes per sender and step.
 func (b *base) KeepCopyDigests(on bool) { b.in.keepCopies(on) }
 
-func (b *base) Endpoint() Endpoint           { return b.self }
+func (b *base) Endpoint() endpoint.Endpoint  { return b.self }
 func (b *base) Cur() int                     { return b.in.cur }
 func (b *base) Done() bool                   { return b.done }
-func (b *base) Senders() []Endpoint          { return b.in.senders }
+func (b *base) Senders() []endpoint.Endpoint { return b.in.senders }
 func (b *base) LinkStats() []fault.LinkStats { return b.in.stats }
 func (b *base) Unexpected() uint64           { return b.in.unexpected }
 func (b *base) Stale() uint64                { return b.in.stale }

@@ -5,56 +5,58 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/trace"
 )
 
 // The endpoints of a cloud-control run (one plant, one cloud) and of the eavesdropper.
 var (
-	PlantEndpoint        = Endpoint{RolePlant, 0}
-	CloudEndpoint        = Endpoint{RoleCloud, 0}
-	EavesdropperEndpoint = Endpoint{RoleEavesdropper, 0}
+	PlantEndpoint        = endpoint.Endpoint{Role: endpoint.Plant, ID: 0}
+	CloudEndpoint        = endpoint.Endpoint{Role: endpoint.Cloud, ID: 0}
+	EavesdropperEndpoint = endpoint.Endpoint{Role: endpoint.Eavesdropper, ID: 0}
 )
 
 // AgentEndpoint is consensus agent i.
-func AgentEndpoint(i int) Endpoint { return Endpoint{RoleAgent, i} }
+func AgentEndpoint(i int) endpoint.Endpoint { return endpoint.Endpoint{Role: endpoint.Agent, ID: i} }
 
-// PlantCore is the plant as a Core (PlantNode's arithmetic): it releases yhat(t) at the start
+// PlantCore is the plant as a Core (its arithmetic: Plant): it releases yhat(t) at the start
 // of step t and completes step t with u(t) from the cloud - or, when u(t) is missing at the
 // step's deadline, with its missing-input rule: hold (the newest u received, by step; zero
 // before the first) or zero. It then applies x(t+1) = A x(t) + B u(t) (eq. 23).
 type PlantCore struct {
 	base
-	node *PlantNode
-	rule scenario.PlantMissing
-	x    []float64
-	yhat []float64
-	u    []float64
+	plant *Plant
+	rule  scenario.PlantMissing
+	x     []float64
+	yhat  []float64
+	u     []float64
 }
 
 // NewPlantCore returns the plant core of a cloud-control plan with run seed seed.
 func NewPlantCore(p *plan.Plan, seed uint64) (*PlantCore, error) {
-	node, err := NewPlantNode(p, seed)
+	plant, err := NewPlant(p, seed)
 	if err != nil {
 		return nil, err
 	}
-	c := &PlantCore{node: node, rule: p.Scenario.Faults.Missing.Plant,
-		x: make([]float64, node.Nx()), yhat: make([]float64, node.Ny()), u: make([]float64, node.Nu())}
+	c := &PlantCore{plant: plant, rule: p.Scenario.Faults.Missing.Plant,
+		x: make([]float64, plant.Nx()), yhat: make([]float64, plant.Ny()), u: make([]float64, plant.Nu())}
 	if c.rule == "" {
 		c.rule = scenario.PlantHold
 	}
-	c.base = base{self: PlantEndpoint, T: p.Steps, in: newInputs(PlantEndpoint, []Endpoint{CloudEndpoint}, p.Steps)}
+	c.base = base{self: PlantEndpoint, T: p.Steps, in: newInputs(PlantEndpoint, []endpoint.Endpoint{CloudEndpoint}, p.Steps)}
 	c.setCrashes(p.Scenario.Faults.Crashes)
 	return c, nil
 }
 
-// Node returns the plant's arithmetic (its state and noise, for scoring).
-func (c *PlantCore) Node() *PlantNode { return c.node }
+// Plant returns the plant's arithmetic (its state and noise, for scoring).
+func (c *PlantCore) Plant() *Plant { return c.plant }
 
 // Begin implements Core: x(0) = x0 (nil: the scenario's), noise reseeded, yhat(0) released.
 func (c *PlantCore) Begin(ep int, x0 []float64) error {
 	c.beginBase(ep)
-	if err := c.node.Begin(ep, x0); err != nil {
+	if err := c.plant.Begin(ep, x0); err != nil {
 		return err
 	}
 	clear(c.u)
@@ -67,12 +69,12 @@ func (c *PlantCore) Begin(ep int, x0 []float64) error {
 
 // emit records x(t), draws the noise and releases yhat(t) = C x(t) + gamma(t).
 func (c *PlantCore) emit() {
-	t := c.node.Step()
-	c.node.Emit(c.yhat)
+	t := c.plant.Step()
+	c.plant.Emit(c.yhat)
 	yhat := c.yhat // a view: the plant releases at most one yhat per call (it needs u(t) first)
 	if !c.norec {
 		yhat = c.ob.mem.copy(c.yhat)
-		c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.Episode(), Step: t, X: c.ob.mem.copy(c.node.State()), Yhat: yhat})
+		c.ob.rd.Control = append(c.ob.rd.Control, trace.ControlRecord{Episode: c.plant.Episode(), Step: t, X: c.ob.mem.copy(c.plant.State()), Yhat: yhat})
 	}
 	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Step: t, Values: yhat})
 }
@@ -80,22 +82,22 @@ func (c *PlantCore) emit() {
 func (c *PlantCore) complete() bool {
 	if t := c.in.cur; c.downAt(t) { // crashed: x frozen, nothing released, the noise runs on
 		if !c.norec {
-			c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.Episode(), Step: t, X: c.ob.mem.copy(c.node.State()), Down: downNames[RolePlant]})
+			c.ob.rd.Control = append(c.ob.rd.Control, trace.ControlRecord{Episode: c.plant.Episode(), Step: t, X: c.ob.mem.copy(c.plant.State()), Down: downNames[endpoint.Plant]})
 		}
-		c.node.Idle()
+		c.plant.Idle()
 	} else {
 		plantInput(c.in, 0, c.rule, c.u)
-		c.node.Apply(c.u)
+		c.plant.Apply(c.u)
 	}
-	if c.node.Step() == c.T {
+	if c.plant.Step() == c.T {
 		if !c.norec {
-			c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.Episode(), Step: c.T, X: c.ob.mem.copy(c.node.State())})
+			c.ob.rd.Control = append(c.ob.rd.Control, trace.ControlRecord{Episode: c.plant.Episode(), Step: c.T, X: c.ob.mem.copy(c.plant.State())})
 		}
 		return true
 	}
-	if next := c.node.Step(); !c.downAt(next) {
+	if next := c.plant.Step(); !c.downAt(next) {
 		if c.downAt(next-1) && c.redraw {
-			c.node.Redraw()
+			c.plant.Redraw()
 		}
 		c.emit()
 	}
@@ -103,7 +105,7 @@ func (c *PlantCore) complete() bool {
 }
 
 // downNames are the Down field of a down core's records (one process per role and id).
-var downNames = [...][]string{RolePlant: {"plant.0"}, RoleCloud: {"cloud.0"}}
+var downNames = [...][]string{endpoint.Plant: {"plant.0"}, endpoint.Cloud: {"cloud.0"}}
 
 // Restart implements Core.
 func (c *PlantCore) Restart() error { return c.restart(c.complete) }
@@ -130,13 +132,13 @@ func (c *PlantCore) Step(m *Msg) error { return c.step(m, c.complete) }
 // Tick implements Core.
 func (c *PlantCore) Tick(t int) error { return c.tick(t, c.complete) }
 
-// CloudCore is the cloud controller as a Core (CloudNode's arithmetic, eq. (24)): it
+// CloudCore is the cloud controller as a Core (its arithmetic: Controller, eq. (24)): it
 // completes step t with yhat(t) - or, when yhat(t) is missing at the deadline, with the
 // observer's own prediction C xhat(t) (the observer then runs open loop for that step) - and
 // releases u(t).
 type CloudCore struct {
 	base
-	node *CloudNode
+	ctl  *Controller
 	c    *mat.Dense
 	yhat []float64
 	u    []float64
@@ -144,12 +146,12 @@ type CloudCore struct {
 
 // NewCloudCore returns the cloud core of a cloud-control plan.
 func NewCloudCore(p *plan.Plan) (*CloudCore, error) {
-	node, err := NewCloudNode(p)
+	ctl, err := NewController(p)
 	if err != nil {
 		return nil, err
 	}
-	c := &CloudCore{node: node, c: p.System.C, yhat: make([]float64, node.Ny()), u: make([]float64, node.Nu())}
-	c.base = base{self: CloudEndpoint, T: p.Steps, in: newInputs(CloudEndpoint, []Endpoint{PlantEndpoint}, p.Steps)}
+	c := &CloudCore{ctl: ctl, c: p.System.C, yhat: make([]float64, ctl.Ny()), u: make([]float64, ctl.Nu())}
+	c.base = base{self: CloudEndpoint, T: p.Steps, in: newInputs(CloudEndpoint, []endpoint.Endpoint{PlantEndpoint}, p.Steps)}
 	c.setCrashes(p.Scenario.Faults.Crashes)
 	return c, nil
 }
@@ -160,7 +162,7 @@ func (c *CloudCore) Begin(ep int, _ []float64) error {
 		return err
 	}
 	c.beginBase(ep)
-	c.node.Begin(ep)
+	c.ctl.Begin(ep)
 	c.checkCrash()
 	return nil
 }
@@ -172,14 +174,14 @@ func (c *CloudCore) complete() bool {
 	t := c.in.cur
 	if c.downAt(t) { // crashed: the observer is frozen, no u(t) is released
 		if !c.norec {
-			c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.episode, Step: t, Down: downNames[RoleCloud]})
+			c.ob.rd.Control = append(c.ob.rd.Control, trace.ControlRecord{Episode: c.ctl.episode, Step: t, Down: downNames[endpoint.Cloud]})
 		}
 		return t+1 == c.T
 	}
 	if v := c.in.value(0); v != nil {
 		copy(c.yhat, v)
 	} else { // predict: yhat = C xhat(t), zero innovation
-		xh := c.node.Next()
+		xh := c.ctl.Next()
 		r, k := c.c.Dims()
 		for i := 0; i < r; i++ {
 			var s float64
@@ -189,11 +191,11 @@ func (c *CloudCore) complete() bool {
 			c.yhat[i] = s
 		}
 	}
-	c.node.Step(t, c.yhat, c.u)
+	c.ctl.Step(t, c.yhat, c.u)
 	u := c.u // a view: the cloud releases at most one u per call (it needs yhat(t) first)
 	if !c.norec {
 		u = c.ob.mem.copy(c.u)
-		c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.episode, Step: t, U: u, Xhat: c.ob.mem.copy(c.node.Xhat())})
+		c.ob.rd.Control = append(c.ob.rd.Control, trace.ControlRecord{Episode: c.ctl.episode, Step: t, U: u, Xhat: c.ob.mem.copy(c.ctl.Xhat())})
 	}
 	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Step: t, Values: u})
 	return t+1 == c.T
@@ -205,14 +207,14 @@ func (c *CloudCore) Step(m *Msg) error { return c.step(m, c.complete) }
 // Tick implements Core.
 func (c *CloudCore) Tick(t int) error { return c.tick(t, c.complete) }
 
-// AgentCore is consensus agent i as a Core (AgentNode's arithmetic, eq. (25)): it releases
+// AgentCore is consensus agent i as a Core (its arithmetic: Agent, eq. (25)): it releases
 // y_i(t) at the start of step t and completes the step with its neighbours' y_j(t), taken in
 // Neighbors() order. A neighbour's message missing at the deadline is replaced by the rule:
 // reuse-last (the newest y_j received, by step; skip before the first) or skip (the term
 // w_ij (y_j - y_i) is 0 for this step).
 type AgentCore struct {
 	base
-	node  *AgentNode
+	agent *Agent
 	rule  scenario.AgentMissing
 	y     float64
 	buf   []float64
@@ -221,16 +223,16 @@ type AgentCore struct {
 
 // NewAgentCore returns agent i of a consensus plan with run seed seed.
 func NewAgentCore(p *plan.Plan, seed uint64, i int) (*AgentCore, error) {
-	node, err := NewAgentNode(p, seed, i)
+	agent, err := NewAgent(p, seed, i)
 	if err != nil {
 		return nil, err
 	}
-	nb := node.Neighbors()
-	senders := make([]Endpoint, len(nb))
+	nb := agent.Neighbors()
+	senders := make([]endpoint.Endpoint, len(nb))
 	for k, j := range nb {
 		senders[k] = AgentEndpoint(j)
 	}
-	c := &AgentCore{node: node, rule: p.Scenario.Faults.Missing.Agent, buf: make([]float64, len(nb))}
+	c := &AgentCore{agent: agent, rule: p.Scenario.Faults.Missing.Agent, buf: make([]float64, len(nb))}
 	if c.rule == "" {
 		c.rule = scenario.AgentReuseLast
 	}
@@ -240,21 +242,21 @@ func NewAgentCore(p *plan.Plan, seed uint64, i int) (*AgentCore, error) {
 	return c, nil
 }
 
-// Node returns the agent's arithmetic.
-func (c *AgentCore) Node() *AgentNode { return c.node }
+// Agent returns the agent's arithmetic.
+func (c *AgentCore) Agent() *Agent { return c.agent }
 
 // Begin implements Core: x_i(0) from x0 (every agent's initial state, len N; nil: the
 // scenario's), noise reseeded, y_i(0) released.
 func (c *AgentCore) Begin(ep int, x0 []float64) error {
 	c.beginBase(ep)
-	x0i := c.node.X0()
+	x0i := c.agent.X0()
 	if x0 != nil {
-		if c.node.Index() >= len(x0) {
-			return fmt.Errorf("sim: agent %d: x0 has %d values", c.node.Index(), len(x0))
+		if c.agent.Index() >= len(x0) {
+			return fmt.Errorf("sim: agent %d: x0 has %d values", c.agent.Index(), len(x0))
 		}
-		x0i = x0[c.node.Index()]
+		x0i = x0[c.agent.Index()]
 	}
-	if err := c.node.Begin(ep, x0i); err != nil {
+	if err := c.agent.Begin(ep, x0i); err != nil {
 		return err
 	}
 	if !c.downAt(0) {
@@ -268,13 +270,13 @@ func (c *AgentCore) Begin(ep int, x0 []float64) error {
 func (c *AgentCore) Restart() error { return c.restart(c.complete) }
 
 func (c *AgentCore) emit() {
-	t := c.node.Step()
-	x := c.node.State()
-	c.y = c.node.Emit()
+	t := c.agent.Step()
+	x := c.agent.State()
+	c.y = c.agent.Emit()
 	y := c.ob.mem.take(1)
 	y[0] = c.y
 	if !c.norec {
-		c.ob.rd.Agent = append(c.ob.rd.Agent, AgentRecord{Episode: c.node.episode, Step: t, Agent: c.node.Index(), X: x, Y: &y[0]})
+		c.ob.rd.Agent = append(c.ob.rd.Agent, trace.AgentRecord{Episode: c.agent.episode, Step: t, Agent: c.agent.Index(), X: x, Y: &y[0]})
 	}
 	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Step: t, Values: y})
 }
@@ -282,9 +284,9 @@ func (c *AgentCore) emit() {
 func (c *AgentCore) complete() bool {
 	if t := c.in.cur; c.downAt(t) { // crashed: x_i frozen, nothing released, the noise runs on
 		if !c.norec {
-			c.ob.rd.Agent = append(c.ob.rd.Agent, AgentRecord{Episode: c.node.episode, Step: t, Agent: c.node.Index(), X: c.node.State(), Down: true})
+			c.ob.rd.Agent = append(c.ob.rd.Agent, trace.AgentRecord{Episode: c.agent.episode, Step: t, Agent: c.agent.Index(), X: c.agent.State(), Down: true})
 		}
-		c.node.Idle()
+		c.agent.Idle()
 		return c.next()
 	}
 	for k := range c.buf {
@@ -297,21 +299,21 @@ func (c *AgentCore) complete() bool {
 			c.buf[k] = c.y
 		}
 	}
-	_ = c.node.Update(c.y, c.buf) // len(buf) is the degree by construction
+	_ = c.agent.Update(c.y, c.buf) // len(buf) is the degree by construction
 	return c.next()
 }
 
 // next ends step t-1: the terminal record at T, else the release of y_i(t) unless down.
 func (c *AgentCore) next() bool {
-	if c.node.Step() == c.T {
+	if c.agent.Step() == c.T {
 		if !c.norec {
-			c.ob.rd.Agent = append(c.ob.rd.Agent, AgentRecord{Episode: c.node.episode, Step: c.T, Agent: c.node.Index(), X: c.node.State()})
+			c.ob.rd.Agent = append(c.ob.rd.Agent, trace.AgentRecord{Episode: c.agent.episode, Step: c.T, Agent: c.agent.Index(), X: c.agent.State()})
 		}
 		return true
 	}
-	if t := c.node.Step(); !c.downAt(t) {
+	if t := c.agent.Step(); !c.downAt(t) {
 		if c.downAt(t-1) && c.redraw {
-			c.node.Redraw()
+			c.agent.Redraw()
 		}
 		c.emit()
 	}
@@ -324,7 +326,7 @@ func (c *AgentCore) Step(m *Msg) error { return c.step(m, c.complete) }
 // Tick implements Core.
 func (c *AgentCore) Tick(t int) error { return c.tick(t, c.complete) }
 
-// EavesdropperCore is the eavesdropper as a Core (EavesdropperNode's estimators): it sees the
+// EavesdropperCore is the eavesdropper as a Core (its arithmetic: Estimator): it sees the
 // deliveries addressed to it and, at each step, estimates x(0) from what it received. A
 // missing yhat(t) (or y_i(t)) leaves that output out of the least squares; a missing u(t)
 // is replaced by what the plant's rule would apply (hold the newest u seen, or zero), and a
@@ -332,7 +334,7 @@ func (c *AgentCore) Tick(t int) error { return c.tick(t, c.complete) }
 // record names how many messages the step missed (EveMissing).
 type EavesdropperCore struct {
 	base
-	node      *EavesdropperNode
+	estimator *Estimator
 	control   bool
 	plantRule scenario.PlantMissing
 	u         []float64
@@ -352,18 +354,18 @@ func NewEavesdropperCore(p *plan.Plan) (*EavesdropperCore, error) {
 // publish in the blocks of hs (Hosts.Batched; else one message per agent): y_i(t) is read
 // from its block's message, and a block's message missing counts as each of its agents'.
 func NewHostedEavesdropperCore(p *plan.Plan, hs Hosts) (*EavesdropperCore, error) {
-	node, err := NewEavesdropperNode(p)
+	estimator, err := NewEstimator(p)
 	if err != nil {
 		return nil, err
 	}
-	c := &EavesdropperCore{node: node, control: node.control != nil, plantRule: p.Scenario.Faults.Missing.Plant,
-		est: make([]float64, node.Dim())}
-	var senders []Endpoint
+	c := &EavesdropperCore{estimator: estimator, control: estimator.control != nil, plantRule: p.Scenario.Faults.Missing.Plant,
+		est: make([]float64, estimator.Dim())}
+	var senders []endpoint.Endpoint
 	var weight, dims []int
 	switch {
 	case c.control:
-		senders = []Endpoint{PlantEndpoint, CloudEndpoint}
-		c.u = make([]float64, node.nu)
+		senders = []endpoint.Endpoint{PlantEndpoint, CloudEndpoint}
+		c.u = make([]float64, estimator.nu)
 	case hs.Batched():
 		if hs.N != p.Graph.N {
 			return nil, fmt.Errorf("sim: eavesdropper: blocks for %d agents, the network has %d", hs.N, p.Graph.N)
@@ -378,7 +380,7 @@ func NewHostedEavesdropperCore(p *plan.Plan, hs Hosts) (*EavesdropperCore, error
 		}
 	default:
 		n := p.Graph.N
-		senders = make([]Endpoint, n)
+		senders = make([]endpoint.Endpoint, n)
 		c.src = make([]nbrSrc, n)
 		for i := range senders {
 			senders[i] = AgentEndpoint(i)
@@ -397,8 +399,8 @@ func NewHostedEavesdropperCore(p *plan.Plan, hs Hosts) (*EavesdropperCore, error
 // Restart implements Core (the eavesdropper never crashes).
 func (c *EavesdropperCore) Restart() error { return c.restart(c.complete) }
 
-// Node returns the eavesdropper's estimators.
-func (c *EavesdropperCore) Node() *EavesdropperNode { return c.node }
+// Estimator returns the eavesdropper's arithmetic (its least-squares estimators).
+func (c *EavesdropperCore) Estimator() *Estimator { return c.estimator }
 
 // Begin implements Core (x0 is never read: the eavesdropper does not know it).
 func (c *EavesdropperCore) Begin(ep int, _ []float64) error {
@@ -406,7 +408,7 @@ func (c *EavesdropperCore) Begin(ep int, _ []float64) error {
 		return err
 	}
 	c.beginBase(ep)
-	c.node.Begin(ep)
+	c.estimator.Begin(ep)
 	clear(c.u)
 	return nil
 }
@@ -418,7 +420,7 @@ func (c *EavesdropperCore) complete() bool {
 	if c.control {
 		yhat := c.in.value(0)
 		plantInput(c.in, 1, c.plantRule, c.u) // what the plant's rule applies
-		err = c.node.observeControl(t, yhat, c.u)
+		err = c.estimator.observeControl(t, yhat, c.u)
 	} else {
 		for i, s := range c.src {
 			v := c.in.value(int(s.k))
@@ -432,19 +434,19 @@ func (c *EavesdropperCore) complete() bool {
 				c.y[i] = 0
 			}
 		}
-		err = c.node.observeConsensus(t, c.y, c.have)
+		err = c.estimator.observeConsensus(t, c.y, c.have)
 	}
 	if c.norec {
 		return t+1 == c.T
 	}
 	var est []float64
-	if err == nil && c.node.EstimateX0(c.est) {
+	if err == nil && c.estimator.EstimateX0(c.est) {
 		est = c.ob.mem.copy(c.est)
 	}
 	if c.control {
-		c.ob.rd.Control = append(c.ob.rd.Control, ControlRecord{Episode: c.node.episode, Step: t, EveX0: est, EveMissing: missing})
+		c.ob.rd.Control = append(c.ob.rd.Control, trace.ControlRecord{Episode: c.estimator.episode, Step: t, EveX0: est, EveMissing: missing})
 	} else {
-		c.ob.rd.Consensus = append(c.ob.rd.Consensus, ConsensusRecord{Episode: c.node.episode, Step: t, EveX0: est, EveMissing: missing})
+		c.ob.rd.Consensus = append(c.ob.rd.Consensus, trace.ConsensusRecord{Episode: c.estimator.episode, Step: t, EveX0: est, EveMissing: missing})
 	}
 	return t+1 == c.T
 }

@@ -7,16 +7,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/pkg/dynamics"
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
 // msgFrom is an on-time delivery of step t from e (the last of its step).
-func msgFrom(e Endpoint, t int, v ...float64) *Msg {
+func msgFrom(e endpoint.Endpoint, t int, v ...float64) *Msg {
 	return &Msg{From: e, ToAll: true, Step: t, At: t, Values: v}
 }
 
 // gapFrom is a lockstep gap notice: e has nothing for step t.
-func gapFrom(e Endpoint, t int) *Msg {
+func gapFrom(e endpoint.Endpoint, t int) *Msg {
 	return &Msg{From: e, ToAll: true, Step: t, At: t, Gap: true}
 }
 
@@ -44,7 +45,7 @@ func TestPlantCoreMissingInput(t *testing.T) {
 
 			require.NoError(t, c.Step(msgFrom(CloudEndpoint, 0, 2.5)))
 			ref.Step([]float64{2.5})
-			assert.Equal(t, ref.State(), c.Node().State())
+			assert.Equal(t, ref.State(), c.Plant().State())
 			assert.Equal(t, 1, c.Cur())
 			assert.Equal(t, 0, c.Ready().Missing)
 
@@ -55,13 +56,13 @@ func TestPlantCoreMissingInput(t *testing.T) {
 				want = 0
 			}
 			ref.Step([]float64{want})
-			assert.Equal(t, ref.State(), c.Node().State())
+			assert.Equal(t, ref.State(), c.Plant().State())
 			assert.Equal(t, 1, c.Ready().Missing)
 
 			// step 2 by deadline (Tick), nothing received: the same rule again
 			require.NoError(t, c.Tick(2))
 			ref.Step([]float64{want})
-			assert.Equal(t, ref.State(), c.Node().State())
+			assert.Equal(t, ref.State(), c.Plant().State())
 			assert.Equal(t, 3, c.Cur())
 		})
 	}
@@ -83,7 +84,7 @@ func TestPlantCoreHoldNewestByStep(t *testing.T) {
 	require.NoError(t, c.Step(&Msg{From: CloudEndpoint, ToAll: true, Step: 1, At: 2, More: true, Values: []float64{7}}))
 	require.NoError(t, c.Step(gapFrom(CloudEndpoint, 2)))
 	ref.Step([]float64{7})
-	assert.Equal(t, ref.State(), c.Node().State())
+	assert.Equal(t, ref.State(), c.Plant().State())
 	assert.Equal(t, uint64(1), c.LinkStats()[0].Late)
 }
 
@@ -93,7 +94,7 @@ func TestCloudCorePredicts(t *testing.T) {
 	p := planOf(t, vehiclePlan(t, scenario.PlantHold))
 	c, err := NewCloudCore(p)
 	require.NoError(t, err)
-	ref, err := NewCloudNode(p)
+	ref, err := NewController(p)
 	require.NoError(t, err)
 	require.NoError(t, c.Begin(0, nil))
 	ref.Begin(0)
@@ -109,17 +110,17 @@ func TestCloudCorePredicts(t *testing.T) {
 	require.Len(t, rd.Out, 1)
 	assert.Equal(t, u, rd.Out[0].Values)
 	assert.Equal(t, 1, rd.Missing)
-	assert.Equal(t, ref.Next(), c.node.Next())
+	assert.Equal(t, ref.Next(), c.ctl.Next())
 }
 
 // consensusPlan is the 10-agent paper graph with the agents' rule set.
-func consensusCore(t *testing.T, rule scenario.AgentMissing, i int) (*AgentCore, *AgentNode) {
+func consensusCore(t *testing.T, rule scenario.AgentMissing, i int) (*AgentCore, *Agent) {
 	s := consensusVariant(t, "gaussian", 1, 1, 5).Clone()
 	s.Faults.Missing.Agent = rule
 	p := planOf(t, s)
 	c, err := NewAgentCore(p, 9, i)
 	require.NoError(t, err)
-	ref, err := NewAgentNode(p, 9, i)
+	ref, err := NewAgent(p, 9, i)
 	require.NoError(t, err)
 	return c, ref
 }
@@ -130,7 +131,7 @@ func TestAgentCoreMissingInput(t *testing.T) {
 	for _, rule := range []scenario.AgentMissing{scenario.AgentReuseLast, scenario.AgentSkip} {
 		t.Run(string(rule), func(t *testing.T) {
 			c, ref := consensusCore(t, rule, 1) // agent 2 of the paper: neighbours 0, 2, 4, 9
-			nb := c.node.Neighbors()
+			nb := c.agent.Neighbors()
 			require.Equal(t, []int{0, 2, 4, 9}, nb)
 			require.NoError(t, c.Begin(0, nil))
 			require.NoError(t, ref.Begin(0, ref.X0()))
@@ -143,7 +144,7 @@ func TestAgentCoreMissingInput(t *testing.T) {
 			}
 			require.NoError(t, c.Step(gapFrom(AgentEndpoint(9), 0)))
 			require.NoError(t, ref.Update(y0, []float64{10, 20, 40, y0}))
-			assert.Equal(t, ref.State(), c.node.State())
+			assert.Equal(t, ref.State(), c.agent.State())
 			y1 := ref.Emit()
 			// step 1: neighbour 2 missing (deadline), the others on time
 			require.NoError(t, c.Step(msgFrom(AgentEndpoint(0), 1, 11)))
@@ -155,7 +156,7 @@ func TestAgentCoreMissingInput(t *testing.T) {
 				stand = 20
 			}
 			require.NoError(t, ref.Update(y1, []float64{11, stand, 41, 91}))
-			assert.Equal(t, ref.State(), c.node.State())
+			assert.Equal(t, ref.State(), c.agent.State())
 			assert.Equal(t, 2, c.Cur())
 		})
 	}
@@ -217,7 +218,7 @@ func TestCoreBoundsWaitingDeliveries(t *testing.T) {
 // The endpoint index finds every listed endpoint and nothing else, whether its ids are dense
 // (a slice by id) or a few far apart (sorted pairs: an agent's neighbours among thousands).
 func TestEndpointIndex(t *testing.T) {
-	for _, list := range [][]Endpoint{
+	for _, list := range [][]endpoint.Endpoint{
 		{CloudEndpoint, EavesdropperEndpoint},
 		{AgentEndpoint(0), AgentEndpoint(1), AgentEndpoint(2), EavesdropperEndpoint},
 		{AgentEndpoint(9999), AgentEndpoint(17), AgentEndpoint(5000), AgentEndpoint(250), EavesdropperEndpoint},
@@ -228,7 +229,7 @@ func TestEndpointIndex(t *testing.T) {
 			require.True(t, ok, "%v in %v", e, list)
 			require.Equal(t, k, got, "%v in %v", e, list)
 		}
-		for _, e := range []Endpoint{AgentEndpoint(3), AgentEndpoint(10000), AgentEndpoint(-1), PlantEndpoint, {Role: 9, ID: 0}} {
+		for _, e := range []endpoint.Endpoint{AgentEndpoint(3), AgentEndpoint(10000), AgentEndpoint(-1), PlantEndpoint, {Role: 9, ID: 0}} {
 			_, ok := x.of(e)
 			require.False(t, ok, "%v is not in %v", e, list)
 		}

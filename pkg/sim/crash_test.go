@@ -9,19 +9,20 @@ import (
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/trace"
 )
 
 // crashRun runs one episode of p over the in-memory network with a driver whose OnCrash is
 // onCrash, and returns every Ready's records and the links.
-func crashRun(t *testing.T, p *plan.Plan, seed uint64, ep int, onCrash func(Core) error) ([]ControlRecord, []AgentRecord, []fault.LinkStats) {
+func crashRun(t *testing.T, p *plan.Plan, seed uint64, ep int, onCrash func(Core) error) ([]trace.ControlRecord, []trace.AgentRecord, []fault.LinkStats) {
 	t.Helper()
 	cores, err := NewCores(p, seed)
 	require.NoError(t, err)
 	inj, err := fault.New(&p.Scenario.Faults, fault.SeedOf(seed))
 	require.NoError(t, err)
-	net := NewNetwork(cores, inj)
-	var ctl []ControlRecord
-	var ag []AgentRecord
+	net := NewNetwork(NewTopology(p, Hosts{}), cores, inj)
+	var ctl []trace.ControlRecord
+	var ag []trace.AgentRecord
 	drv := NewDriver(cores, net, nil, func(_ Core, rd *Ready) error {
 		for _, r := range rd.Control {
 			r.X, r.Yhat, r.U, r.Xhat, r.EveX0 = clone(r.X), clone(r.Yhat), clone(r.U), clone(r.Xhat), clone(r.EveX0)

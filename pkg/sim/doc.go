@@ -1,12 +1,16 @@
-// Package sim holds the role cores of a dpsim run and the fast in-process Monte Carlo engine.
+// Package sim is the machine of a dpsim run: the role cores, the Driver that runs them over a
+// Transport, the in-memory Network, hosts of agents, and checkpoints. What the cores produce
+// is elsewhere: their records, the trace format and the one join in pkg/trace, the metrics in
+// pkg/metrics, and the in-process engines that drive the machine (the fast Monte Carlo
+// engine, the auditor's episode player, sweeps) in pkg/engine.
 //
 // # Roles
 //
-// Each role's arithmetic is a deterministic value with step functions (no I/O, no goroutines, no
-// allocation per step), wrapped in a Core: a message-driven state machine in the manner of etcd
+// Each role's arithmetic (Plant, Controller, Agent, Estimator: arithmetic.go) is a deterministic
+// value with step functions (no I/O, no goroutines, no allocation per step), wrapped in a Core: a message-driven state machine in the manner of etcd
 // raft's Step/Ready. Messages and deadlines go in (Core.Step, Core.Tick), messages to release
 // and partial records come out (Core.Ready). The same cores run inside the NATS processes
-// (cmd/plant, cmd/cloud, cmd/agent, cmd/eavesdropper) and inside RunFast and the auditor's Loop,
+// (cmd/plant, cmd/cloud, cmd/agent, cmd/eavesdropper) and inside the engines of pkg/engine (engine.Run, engine.Player),
 // so there is one implementation of every algorithm.
 //
 //   - PlantCore (cloud control, Section 5, eq. (23)): the true state x(t); releases
@@ -33,7 +37,7 @@
 //
 // reseeded by Begin, and the fate of every message on a faulty link from the counter stream of
 // (seed, rule, link, e, t) (pkg/fault). Nothing else draws random numbers. A NATS process and
-// RunFast given the same (plan, seed, episode) therefore produce bit-identical values.
+// engine.Run given the same (plan, seed, episode) therefore produce bit-identical values.
 //
 // # Step order (contract: it follows from the cores, not from a loop)
 //
@@ -49,28 +53,11 @@
 // Each core's arithmetic depends only on its own state and the deliveries of the step, never on
 // their arrival order, so cores may run in any order or in different processes.
 //
-// # Records and results
+// # Records
 //
-// ControlRecord / ConsensusRecord are the per-step trace model, written as JSON lines by
-// WriteTrace / TraceWriter and read by ReadTrace. Every field comes from exactly one role (plant:
-// X, Yhat; cloud: U, Xhat; eavesdropper: EveX0; Ref from the scenario; agent i: its entries of X and
-// Y, written as AgentRecords), so each process writes partial records and MergeControl /
-// MergeConsensus join them by (episode, step), reporting what is missing.
-//
-// One JSON line per record (nil fields are omitted; floats round-trip exactly):
-//
-//	{"episode":0,"step":2,"x":[0.0295,0.5896],"ref":[0.964,1.66e-06],"yhat":[-0.534],"u":[4.652],"xhat":[-0.556,0.1285],"eve_x0":[-0.5635,2.5e-15]}
-//	{"episode":0,"step":100,"x":[1.5639,-0.000358],"ref":[1,0]}
-//	{"episode":0,"step":3,"agent":4,"x":2,"y":1.5}
-//
-// (a control step, the terminal control record, an agent's record).
-//
-// Metrics are computed from records by one implementation, the Accumulator (AggregateControl and
-// AggregateConsensus wrap it). It streams: O(T d) memory per episode in flight, and folds episodes
-// in episode order so the Results are bit-identical whatever the arrival order or the number of
-// workers. Results is the JSON shape of summary.json "metrics"; see its field docs.
-//
-// The horizon: T = scenario steps is the number of releases (the privacy horizon of O_T), steps
-// t = 0..T-1; per-step series of the state (tracking errors, consensus deviations) have T+1 entries
-// t = 0..T, the eavesdropper's error series T entries t = 0..T-1. "Final" means t = T.
+// Core.Ready carries partial records (pkg/trace): each role writes only its own fields of a
+// step (plant: X, Yhat; cloud: U, Xhat; eavesdropper: EveX0; agent i: its entries of X and Y),
+// and pkg/trace's join puts them together by (episode, step), in memory (pkg/engine) or from
+// the NATS processes' trace files (the launcher). The horizon T and the terminal record at
+// t = T are described there.
 package sim

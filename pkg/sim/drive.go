@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/dpsim/dpsim/pkg/endpoint"
 )
 
 // ErrIdle is returned by Transport.Recv when no delivery is pending and the deadline passed
@@ -24,7 +26,7 @@ type Transport interface {
 // Crasher is implemented by a transport that must know of a hosted core's crash
 // (faults.crashes): the copies its publisher's links still hold die with the process.
 type Crasher interface {
-	Crashed(e Endpoint)
+	Crashed(e endpoint.Endpoint)
 }
 
 // Pacer gives a driver its clock. Nil (the in-memory lockstep network) means logical time:
@@ -48,9 +50,9 @@ type Pacer interface {
 // core whose step deadline passed. No other loop sequences the roles.
 type Driver struct {
 	cores  []Core
-	route  [numRoles][][]int // [role][id]: the hosted cores that expect the sender
-	eps    []Endpoint        // the hosted cores' endpoints
-	hosted endpointIndex     // the hosted cores by endpoint (addressed deliveries)
+	route  [endpoint.NumRoles][][]int // [role][id]: the hosted cores that expect the sender
+	eps    []endpoint.Endpoint        // the hosted cores' endpoints
+	hosted endpointIndex              // the hosted cores by endpoint (addressed deliveries)
 	tr     Transport
 	pace   Pacer
 	sink   func(c Core, rd *Ready) error
@@ -89,7 +91,7 @@ type heldOut struct {
 // nil, receives every core's Ready (records and missing-input counts) after each call.
 func NewDriver(cores []Core, tr Transport, pace Pacer, sink func(c Core, rd *Ready) error) *Driver {
 	d := &Driver{cores: cores, tr: tr, pace: pace, sink: sink, since: make([]time.Time, len(cores)), done: make([]bool, len(cores))}
-	eps := make([]Endpoint, len(cores))
+	eps := make([]endpoint.Endpoint, len(cores))
 	for k, c := range cores {
 		eps[k] = c.Endpoint()
 	}
@@ -147,7 +149,7 @@ func (d *Driver) flushReady(k int, rd *Ready) error {
 			d.pace.Released(o, d.now, !at.IsZero() && at.Before(d.now))
 		}
 		if err := d.tr.Send(o); err != nil {
-			return fmt.Errorf("%s: send %s(%d): %w", c.Endpoint(), streamOf(o.From.Role), o.Step, err)
+			return fmt.Errorf("%s: send %s(%d): %w", c.Endpoint(), o.From.Role.Stream(), o.Step, err)
 		}
 		d.sent++
 	}
@@ -199,7 +201,7 @@ func (d *Driver) releaseDue() error {
 		}
 		d.pace.Released(&h.o, now, false)
 		if err := d.tr.Send(&h.o); err != nil {
-			return fmt.Errorf("%s: send %s(%d): %w", h.o.From, streamOf(h.o.From.Role), h.o.Step, err)
+			return fmt.Errorf("%s: send %s(%d): %w", h.o.From, h.o.From.Role.Stream(), h.o.Step, err)
 		}
 	}
 	d.held = keep

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/trace"
 )
 
 // Hosts partitions the N agents of a consensus run into blocks of Size consecutive agents,
@@ -48,8 +50,8 @@ func (h Hosts) First(i int) int { return i / h.Size * h.Size }
 func (h Hosts) Block(lo int) (int, int) { return lo, min(lo+h.Size, h.N) }
 
 // Endpoints returns every block's endpoint, in agent order.
-func (h Hosts) Endpoints() []Endpoint {
-	var out []Endpoint
+func (h Hosts) Endpoints() []endpoint.Endpoint {
+	var out []endpoint.Endpoint
 	for lo := 0; lo < h.N; lo += h.Size {
 		out = append(out, HostEndpoint(lo))
 	}
@@ -57,7 +59,7 @@ func (h Hosts) Endpoints() []Endpoint {
 }
 
 // dims returns the message length of each block in senders (its number of agents).
-func (h Hosts) dims(senders []Endpoint) []int {
+func (h Hosts) dims(senders []endpoint.Endpoint) []int {
 	out := make([]int, len(senders))
 	for k, s := range senders {
 		lo, hi := h.Block(s.ID)
@@ -67,14 +69,14 @@ func (h Hosts) dims(senders []Endpoint) []int {
 }
 
 // HostEndpoint is the block of agents starting at agent lo.
-func HostEndpoint(lo int) Endpoint { return Endpoint{RoleHost, lo} }
+func HostEndpoint(lo int) endpoint.Endpoint { return endpoint.Endpoint{Role: endpoint.Host, ID: lo} }
 
 // nbrSrc is where a hosted agent finds one neighbour's y_j(t): sender k of the core's inputs at
 // offset off in its message, or (k = -1) the hosted agent at position off.
 type nbrSrc struct{ k, off int32 }
 
 // HostCore is a block of consensus agents lo..hi-1 as one Core (Hosts): each agent is an
-// AgentNode with its own noise stream, and each completes step t exactly as its AgentCore would
+// Agent (its arithmetic) with its own noise stream, and each completes step t exactly as its AgentCore would
 // - the same eq. (25) update over its neighbours in Neighbors() order, the same missing-input
 // rule - so a run gives bit-identical numbers however its agents are grouped. It releases one
 // message per step, y(t) of its agents in agent order; a neighbour in the block is read
@@ -84,14 +86,13 @@ type nbrSrc struct{ k, off int32 }
 // neighbour, as the agents' own cores would.
 type HostCore struct {
 	base
-	lo    int
-	nodes []*AgentNode
-	rule  scenario.AgentMissing
-	src   [][]nbrSrc // per hosted agent, its neighbours' sources in Neighbors order
-	y     []float64  // y_i(t) of the hosted agents, the step in progress
-	buf   []float64
-	vals  [][]float64 // per sender, the values the step uses (complete's scratch)
-	subs  []Endpoint
+	lo     int
+	agents []*Agent
+	rule   scenario.AgentMissing
+	src    [][]nbrSrc // per hosted agent, its neighbours' sources in Neighbors order
+	y      []float64  // y_i(t) of the hosted agents, the step in progress
+	buf    []float64
+	vals   [][]float64 // per sender, the values the step uses (complete's scratch)
 }
 
 // NewHostCore returns the block of hs starting at agent lo (a multiple of hs.Size) of a
@@ -111,25 +112,19 @@ func NewHostCore(p *plan.Plan, seed uint64, hs Hosts, lo int) (*HostCore, error)
 	if c.rule == "" {
 		c.rule = scenario.AgentReuseLast
 	}
-	var senders []Endpoint
 	for i := lo; i < hi; i++ {
-		node, err := NewAgentNode(p, seed, i)
+		agent, err := NewAgent(p, seed, i)
 		if err != nil {
 			return nil, err
 		}
-		c.nodes = append(c.nodes, node)
-		for _, j := range node.Neighbors() {
-			if f := hs.First(j); f != lo && !slices.Contains(senders, HostEndpoint(f)) {
-				senders = append(senders, HostEndpoint(f))
-			}
-		}
+		c.agents = append(c.agents, agent)
 	}
-	slices.SortFunc(senders, func(a, b Endpoint) int { return a.ID - b.ID })
+	senders := hs.neighbourBlocks(p, lo) // Topology's: the blocks it hears are those it reaches
 	weight := make([]int, len(senders))
 	maxDeg := 0
-	for _, node := range c.nodes {
-		srcs := make([]nbrSrc, len(node.Neighbors()))
-		for n, j := range node.Neighbors() {
+	for _, agent := range c.agents {
+		srcs := make([]nbrSrc, len(agent.Neighbors()))
+		for n, j := range agent.Neighbors() {
 			f := hs.First(j)
 			if f == lo {
 				srcs[n] = nbrSrc{k: -1, off: int32(j - lo)}
@@ -143,33 +138,28 @@ func NewHostCore(p *plan.Plan, seed uint64, hs Hosts, lo int) (*HostCore, error)
 		maxDeg = max(maxDeg, len(srcs))
 	}
 	c.buf, c.vals = make([]float64, maxDeg), make([][]float64, len(senders))
-	c.subs = append(slices.Clone(senders), EavesdropperEndpoint) // the graph is undirected
 	self := HostEndpoint(lo)
 	c.base = base{self: self, T: p.Steps, in: newInputs(self, senders, p.Steps)}
 	c.in.weight, c.in.dim = weight, hs.dims(senders)
 	return c, nil
 }
 
-// Agents returns the hosted agents' nodes, in agent order.
-func (c *HostCore) Agents() []*AgentNode { return c.nodes }
-
-// Subscribers lists who receives the block's message: the blocks holding a neighbour of one
-// of its agents (ascending), then the eavesdropper.
-func (c *HostCore) Subscribers() []Endpoint { return c.subs }
+// Agents returns the hosted agents' arithmetic, in agent order.
+func (c *HostCore) Agents() []*Agent { return c.agents }
 
 // Begin implements Core: x_i(0) from x0 (every agent's initial state, len N; nil: the
 // scenario's), noise reseeded, y(0) released.
 func (c *HostCore) Begin(ep int, x0 []float64) error {
 	c.beginBase(ep)
-	for _, node := range c.nodes {
-		x0i := node.X0()
+	for _, agent := range c.agents {
+		x0i := agent.X0()
 		if x0 != nil {
-			if node.Index() >= len(x0) {
-				return fmt.Errorf("sim: host %d: agent %d: x0 has %d values", c.lo, node.Index(), len(x0))
+			if agent.Index() >= len(x0) {
+				return fmt.Errorf("sim: host %d: agent %d: x0 has %d values", c.lo, agent.Index(), len(x0))
 			}
-			x0i = x0[node.Index()]
+			x0i = x0[agent.Index()]
 		}
-		if err := node.Begin(ep, x0i); err != nil {
+		if err := agent.Begin(ep, x0i); err != nil {
 			return err
 		}
 	}
@@ -179,9 +169,9 @@ func (c *HostCore) Begin(ep int, x0 []float64) error {
 
 // emit releases y(t) of every hosted agent, each y_i(t) = x_i(t) + gamma_i(t) (eq. 25).
 func (c *HostCore) emit() {
-	t := c.nodes[0].Step()
-	for a, node := range c.nodes {
-		c.y[a] = node.Emit()
+	t := c.agents[0].Step()
+	for a, agent := range c.agents {
+		c.y[a] = agent.Emit()
 	}
 	y := c.y // a view: the block releases one message per call (it needs step t's inputs first)
 	if !c.norec {
@@ -193,11 +183,11 @@ func (c *HostCore) emit() {
 
 // record adds the block's record of step t: every hosted agent's state and message y (nil at T).
 func (c *HostCore) record(t int, y []float64) {
-	x := c.ob.mem.take(len(c.nodes))
-	for a, node := range c.nodes {
-		x[a] = node.State()
+	x := c.ob.mem.take(len(c.agents))
+	for a, agent := range c.agents {
+		x[a] = agent.State()
 	}
-	c.ob.rd.Blocks = append(c.ob.rd.Blocks, BlockRecord{Episode: c.nodes[0].episode, Step: t, First: c.lo, X: x, Y: y})
+	c.ob.rd.Blocks = append(c.ob.rd.Blocks, trace.BlockRecord{Episode: c.agents[0].episode, Step: t, First: c.lo, X: x, Y: y})
 }
 
 func (c *HostCore) complete() bool {
@@ -210,7 +200,7 @@ func (c *HostCore) complete() bool {
 		}
 		c.vals[k] = v
 	}
-	for a, node := range c.nodes {
+	for a, agent := range c.agents {
 		srcs := c.src[a]
 		buf := c.buf[:len(srcs)]
 		for n, s := range srcs {
@@ -223,9 +213,9 @@ func (c *HostCore) complete() bool {
 				buf[n] = c.y[a]
 			}
 		}
-		_ = node.Update(c.y[a], buf) // len(buf) is the degree by construction
+		_ = agent.Update(c.y[a], buf) // len(buf) is the degree by construction
 	}
-	if c.nodes[0].Step() == c.T {
+	if c.agents[0].Step() == c.T {
 		if !c.norec {
 			c.record(c.T, nil)
 		}

@@ -2,50 +2,17 @@ package sim
 
 import (
 	"cmp"
-	"context"
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/trace"
 )
-
-// Blocks of agents give the same numbers as one core per agent, bit for bit, whatever the
-// block size (one block of everyone included), and count one message per block per step.
-func TestHostsBitIdentical(t *testing.T) {
-	const n, steps, runs = 20, 40, 3
-	p := planOf(t, largeConsensus(t, n, steps))
-	want, wantTr := runFast(t, p, 7, FastOptions{Runs: runs, KeepTraces: true})
-	for _, size := range []int{3, 7, 20} {
-		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			hs := NewHosts(p, size)
-			require.True(t, hs.Batched())
-			res, tr, err := RunFast(context.Background(), p, 7, FastOptions{Runs: runs, KeepTraces: true, AgentsPerHost: size})
-			require.NoError(t, err)
-			links := res.Links
-			require.Equal(t, want, withoutLinks(res))
-			require.Equal(t, wantTr, tr)
-
-			blocks := hs.Endpoints()
-			require.Len(t, blocks, (n+size-1)/size)
-			require.NotEmpty(t, links)
-			for _, l := range links {
-				require.True(t, strings.HasPrefix(l.Link, "host."), l.Link)
-				require.EqualValues(t, runs*steps, l.Sent, l.Link)
-				require.EqualValues(t, runs*steps, l.Delivered, l.Link)
-			}
-			if size == n { // one block: nobody but the eavesdropper hears it
-				require.Len(t, links, 1)
-				require.Equal(t, "host.0->eavesdropper.0", links[0].Link)
-			}
-		})
-	}
-}
 
 // Link faults act per agent link, crashes per agent process: such plans are not batched.
 func TestHostsNotBatchedUnderFaults(t *testing.T) {
@@ -67,8 +34,8 @@ func TestHostsNotBatchedUnderFaults(t *testing.T) {
 type dropTransport struct {
 	*Network
 	step   int
-	from   func(Endpoint) bool
-	except []Endpoint // every core but those kept
+	from   func(endpoint.Endpoint) bool
+	except []endpoint.Endpoint // every core but those kept
 }
 
 func (d *dropTransport) Recv(dl time.Time) (*Msg, error) {
@@ -77,7 +44,7 @@ func (d *dropTransport) Recv(dl time.Time) (*Msg, error) {
 		if err != nil || m.Step != d.step || !d.from(m.From) {
 			return m, err
 		}
-		if m.From.Role == RoleAgent && m.ToAll {
+		if m.From.Role == endpoint.Agent && m.ToAll {
 			m.Except = d.except // only its block hears it
 			return m, nil
 		}
@@ -87,30 +54,30 @@ func (d *dropTransport) Recv(dl time.Time) (*Msg, error) {
 // runDropped runs one episode of p with the cores of hs, losing at step 5 the outputs of agents
 // 4..7 to everyone but themselves (in blocks of 4: the message of block 4..7), and returns its records sorted and the
 // missing-input count.
-func runDropped(t *testing.T, p *plan.Plan, hs Hosts) ([]AgentRecord, []ConsensusRecord, int) {
+func runDropped(t *testing.T, p *plan.Plan, hs Hosts) ([]trace.AgentRecord, []trace.ConsensusRecord, int) {
 	t.Helper()
 	cores, err := NewHostedCores(p, 3, hs)
 	require.NoError(t, err)
-	lost := func(e Endpoint) bool {
+	lost := func(e endpoint.Endpoint) bool {
 		switch e.Role {
-		case RoleAgent:
+		case endpoint.Agent:
 			return e.ID >= 4 && e.ID < 8
-		case RoleHost:
+		case endpoint.Host:
 			return e.ID == 4 // the block 4..7
 		}
 		return false
 	}
-	tr := &dropTransport{Network: NewNetwork(cores, nil), step: 5, from: lost}
+	tr := &dropTransport{Network: NewNetwork(NewTopology(p, hs), cores, nil), step: 5, from: lost}
 	for _, c := range cores {
-		if e := c.Endpoint(); !(e.Role == RoleAgent && lost(e)) {
+		if e := c.Endpoint(); !(e.Role == endpoint.Agent && lost(e)) {
 			tr.except = append(tr.except, e)
 		}
 	}
-	var agents []AgentRecord
-	var eve []ConsensusRecord
+	var agents []trace.AgentRecord
+	var eve []trace.ConsensusRecord
 	missing := 0
 	d := NewDriver(cores, tr, nil, func(c Core, rd *Ready) error {
-		var blocks []AgentRecord
+		var blocks []trace.AgentRecord
 		for i := range rd.Blocks {
 			blocks = rd.Blocks[i].AppendAgents(blocks)
 		}
@@ -130,8 +97,10 @@ func runDropped(t *testing.T, p *plan.Plan, hs Hosts) ([]AgentRecord, []Consensu
 	})
 	tr.Begin(0)
 	require.NoError(t, d.Episode(0, nil, nil))
-	slices.SortFunc(agents, func(a, b AgentRecord) int { return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.Agent, b.Agent)) })
-	slices.SortFunc(eve, func(a, b ConsensusRecord) int { return cmp.Compare(a.Step, b.Step) })
+	slices.SortFunc(agents, func(a, b trace.AgentRecord) int {
+		return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.Agent, b.Agent))
+	})
+	slices.SortFunc(eve, func(a, b trace.ConsensusRecord) int { return cmp.Compare(a.Step, b.Step) })
 	return agents, eve, missing
 }
 

@@ -5,11 +5,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
 // epMsg is a copy of sender e's message of step t in episode ep, delivered on time.
-func epMsg(e Endpoint, ep, t int, v ...float64) *Msg {
+func epMsg(e endpoint.Endpoint, ep, t int, v ...float64) *Msg {
 	m := msgFrom(e, t, v...)
 	m.Episode = ep
 	return m
@@ -143,12 +144,13 @@ func TestCheckpointKeepsCopyDigests(t *testing.T) {
 // The in-memory network keeps no digests (only the injector's exact copies travel there):
 // the fast engine's memory does not grow by 16 bytes per sender and step.
 func TestNetworkKeepsNoCopyDigests(t *testing.T) {
-	cores, err := NewCores(planOf(t, vehiclePlan(t, scenario.PlantHold)), 1)
+	p := planOf(t, vehiclePlan(t, scenario.PlantHold))
+	cores, err := NewCores(p, 1)
 	require.NoError(t, err)
 	for _, c := range cores {
 		require.NotNil(t, inputsOf(c).from[0].used, "%s: on by default", c.Endpoint())
 	}
-	NewNetwork(cores, nil)
+	NewNetwork(NewTopology(p, Hosts{}), cores, nil)
 	for _, c := range cores {
 		for _, f := range inputsOf(c).from {
 			require.Nil(t, f.used, c.Endpoint())

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/fault"
-	"github.com/dpsim/dpsim/pkg/plan"
 )
 
 // Network is the in-memory transport of a whole run: every core's output goes through its
@@ -14,7 +14,7 @@ import (
 // allocation-free in the steady state, and - the faults being pure functions of the seed -
 // bit-identical to a lockstep NATS run of the same scenario and seed.
 type Network struct {
-	pubs [numRoles][]*netPub // [role][id]: each publisher's outbox and subscribers
+	pubs [endpoint.NumRoles][]*netPub // [role][id]: each publisher's outbox and subscribers
 	all  []*netPub
 	ep   int
 	q    ring
@@ -22,58 +22,38 @@ type Network struct {
 	cur  Msg
 	// the release in progress (emit's context; a method value made once, so Send does not
 	// allocate)
-	from Endpoint
-	to   []Endpoint
+	from endpoint.Endpoint
+	to   []endpoint.Endpoint
 	emit func(*fault.Delivery)
 }
 
 // netPub is one publisher of the network: its outbox and subscribers (in outbox order).
 type netPub struct {
 	ob   *fault.Outbox
-	subs []Endpoint
-}
-
-// streamOf is the data stream each role publishes.
-func streamOf(r Role) string {
-	switch r {
-	case RolePlant:
-		return StreamYhat
-	case RoleCloud:
-		return StreamU
-	case RoleAgent, RoleHost:
-		return StreamY
-	}
-	return ""
+	subs []endpoint.Endpoint
 }
 
 // DataSubject is a publisher's data subject below dpsim.<run>. ("plant.0.yhat"): what
 // subject rules of faults.links match.
-func DataSubject(from Endpoint) string { return from.String() + "." + streamOf(from.Role) }
+func DataSubject(from endpoint.Endpoint) string { return from.String() + "." + from.Role.Stream() }
 
-// NewNetwork connects cores: every publisher reaches the cores that expect it, through the
-// links of inj (nil: no faults).
-func NewNetwork(cores []Core, inj *fault.Injector) *Network {
+// NewNetwork connects the cores of a run of topology t: every publisher reaches its
+// subscribers (t.Subscribers, the same lists as the NATS publishers'), through the links of
+// inj (nil: no faults).
+func NewNetwork(t Topology, cores []Core, inj *fault.Injector) *Network {
 	n := &Network{}
 	n.emit = n.deliver
-	subs := map[Endpoint][]Endpoint{}
-	var order []Endpoint
 	for _, c := range cores {
 		// Only the injector's exact copies travel here: no digests to keep (KeepCopyDigests).
 		if kc, ok := c.(interface{ KeepCopyDigests(bool) }); ok {
 			kc.KeepCopyDigests(false)
 		}
-		for _, s := range c.Senders() {
-			if _, ok := subs[s]; !ok {
-				order = append(order, s)
-			}
-			subs[s] = append(subs[s], c.Endpoint())
+		from := c.Endpoint()
+		subs := t.Subscribers(from)
+		if len(subs) == 0 || int(from.Role) >= len(n.pubs) || from.ID < 0 {
+			continue // the eavesdropper only listens
 		}
-	}
-	for _, from := range order {
-		if int(from.Role) >= len(n.pubs) || from.ID < 0 {
-			continue
-		}
-		np := &netPub{ob: NewPublisherOutbox(inj, from, subs[from]), subs: subs[from]}
+		np := &netPub{ob: NewPublisherOutbox(inj, from, subs), subs: subs}
 		r := n.pubs[from.Role]
 		for len(r) <= from.ID {
 			r = append(r, nil)
@@ -88,7 +68,7 @@ func NewNetwork(cores []Core, inj *fault.Injector) *Network {
 // NewPublisherOutbox returns the outbox of publisher from towards subscribers subs (in that
 // order): the one construction of a publisher's links, for the in-memory network and the
 // NATS publishers alike.
-func NewPublisherOutbox(inj *fault.Injector, from Endpoint, subs []Endpoint) *fault.Outbox {
+func NewPublisherOutbox(inj *fault.Injector, from endpoint.Endpoint, subs []endpoint.Endpoint) *fault.Outbox {
 	links := make([]*fault.Link, len(subs))
 	for i, s := range subs {
 		links[i] = inj.Link(from.String(), s.String(), DataSubject(from))
@@ -115,7 +95,7 @@ func (n *Network) SetFaultLog(fn func(*fault.Event)) {
 
 // Crashed implements Crasher: what the crashed publisher's links still held dies with it
 // (expired, counted), as in a killed process.
-func (n *Network) Crashed(e Endpoint) {
+func (n *Network) Crashed(e endpoint.Endpoint) {
 	if int(e.Role) < len(n.pubs) && e.ID >= 0 && e.ID < len(n.pubs[e.Role]) {
 		if np := n.pubs[e.Role][e.ID]; np != nil {
 			np.ob.End()
@@ -142,7 +122,7 @@ func (n *Network) Send(o *Out) error {
 	if np.ob.Clear() { // no rule on any link: one broadcast, on time (the outbox counts it)
 		np.ob.Count()
 		m := n.q.push()
-		m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More = o.From, Endpoint{}, true, n.ep, o.Step, o.Step, false, false
+		m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More = o.From, endpoint.Endpoint{}, true, n.ep, o.Step, o.Step, false, false
 		m.Values, m.Except = append(m.Values[:0], o.Values...), m.Except[:0]
 		return nil
 	}
@@ -154,7 +134,7 @@ func (n *Network) Send(o *Out) error {
 // deliver queues one delivery of the release in progress.
 func (n *Network) deliver(d *fault.Delivery) {
 	m := n.q.push()
-	m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More = n.from, Endpoint{}, false, n.ep, d.Step, d.At, d.Gap, d.More
+	m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More = n.from, endpoint.Endpoint{}, false, n.ep, d.Step, d.At, d.Gap, d.More
 	m.Except = m.Except[:0]
 	if d.To == fault.Broadcast {
 		m.ToAll = true
@@ -216,7 +196,7 @@ func (r *ring) grow() {
 	for i := r.head; i < r.tail; i++ {
 		nb[k] = r.buf[i&(len(r.buf)-1)]
 		nb[k].Values = append([]float64(nil), nb[k].Values...) // the old slot may still be read
-		nb[k].Except = append([]Endpoint(nil), nb[k].Except...)
+		nb[k].Except = append([]endpoint.Endpoint(nil), nb[k].Except...)
 		k++
 	}
 	r.buf, r.head, r.tail = nb, 0, k
@@ -272,24 +252,4 @@ func MergeLinkStats(lists ...[]fault.LinkStats) []fault.LinkStats {
 		return 0
 	})
 	return out
-}
-
-// Subscribers lists, in the order the in-memory Network uses, the endpoints that receive
-// publisher from's stream: plant.0 -> cloud.0, eavesdropper.0; cloud.0 -> plant.0,
-// eavesdropper.0; agent i -> its neighbours (ascending; the graph is undirected), then
-// eavesdropper.0.
-func Subscribers(p *plan.Plan, from Endpoint) []Endpoint {
-	switch from.Role {
-	case RolePlant:
-		return []Endpoint{CloudEndpoint, EavesdropperEndpoint}
-	case RoleCloud:
-		return []Endpoint{PlantEndpoint, EavesdropperEndpoint}
-	case RoleAgent:
-		var out []Endpoint
-		for _, e := range p.Graph.Neighbors(from.ID) {
-			out = append(out, AgentEndpoint(e.J))
-		}
-		return append(out, EavesdropperEndpoint)
-	}
-	return nil
 }

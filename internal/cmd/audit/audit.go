@@ -1,25 +1,3 @@
-// Package auditcmd implements `dpsim audit`, the empirical privacy audit (docs/math.md
-// section 6): it plays the distinguishing game against a scenario's system - a challenger picks,
-// per trial and secretly, the initial state x or an adjacent x', the system runs one episode, the
-// eavesdropper scores what it saw - and turns the scores into lower bounds on epsilon with a
-// verdict (pkg/audit).
-//
-//	dpsim audit scenarios/audit-vehicle-structured.yaml
-//	dpsim audit scenarios/audit-vehicle-iid-naive.yaml --trials 20000 --json
-//	dpsim audit scenarios/audit-vehicle-block-vs-manifold.yaml --out out/audit-bvm
-//	dpsim audit scenarios/audit-vehicle-structured.yaml --engine wire --trials 1000
-//
-// Two engines play the same game (pkg/audit.Game): fast (in-process, the role cores of pkg/sim
-// on every core, millions of trials) and wire (the real role processes over NATS, spawned by the
-// launcher of `dpsim run`, which is the challenger: it sends each episode's x(0) on the private
-// subject dpsim-challenger.<run>.x0, outside the dpsim.> traffic the eavesdropper sniffs; the eavesdropper process estimates from the data subjects only and writes
-// its estimates to its trace file; the launcher joins them with its secret bits). For the same seed
-// both engines run bit-identical episodes.
-//
-// Exit status: 0 whatever the verdict (the verdict is a finding, not a failure; read it from the
-// output), 1 when the audit could not be carried out, 2 for a usage error. With
-// --fail-on-violation a violation returns ErrViolation, whose ExitCode is 3 (cmd/dpsim maps it
-// when it honours ExitCoder; otherwise it exits 1).
 package auditcmd
 
 import (
@@ -415,7 +393,7 @@ func (a *auditRun) play(ctx context.Context, k int, g *audit.Game) (*audit.Outco
 		Str("audited", string(g.Audited)).Str("calibrated", string(g.Calibrated)).Msg("playing the game")
 	switch a.o.Engine {
 	case audit.EngineFast:
-		return audit.RunFast(ctx, g, audit.FastOptions{Trials: a.trials, Seed: a.seed, Workers: a.o.Workers, Progress: progress})
+		return audit.PlayFast(ctx, g, audit.FastOptions{Trials: a.trials, Seed: a.seed, Workers: a.o.Workers, Progress: progress})
 	default:
 		return runWire(ctx, a.o, wireConfig{point: k, points: len(a.points), game: g, seed: a.seed, trials: a.trials, log: a.log, progress: progress})
 	}

@@ -14,12 +14,13 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/dpsim/dpsim/internal/cmd/role"
-	runcmd "github.com/dpsim/dpsim/internal/cmd/run"
+	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/audit"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/trace"
 )
 
 type wireConfig struct {
@@ -34,7 +35,7 @@ type wireConfig struct {
 // runWire plays the game with the real processes over NATS (the wire engine).
 //
 // The launcher side (this process) is the challenger: it spawns the role processes of the point
-// (internal/cmd/run.StartSession: plant, cloud and eavesdropper, or every agent and the
+// (internal/launch.StartSession: plant, cloud and eavesdropper, or every agent and the
 // eavesdropper; the plant and agents get the run seed, the eavesdropper does not), and for trial
 // e = 0 .. 2N-1 draws the secret bit audit.Bit(seed, e) and starts episode e with the chosen x(0)
 // (Session.Episode), which travels on the private subject dpsim-challenger.<run>.x0 that only the
@@ -49,11 +50,11 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	runID := "audit" + hex.EncodeToString(b[:])
-	srv, err := wireServer(o.NATSURL, p, runID)
+	srv, err := launch.StartServer(launch.ServerConfig{URL: bus.ResolveURL(o.NATSURL), Plans: []*plan.Plan{p}, RunIDs: []string{runID}, AgentsPerProcess: 1})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("wire engine: %w", err)
 	}
-	defer srv.stop()
+	defer srv.Close()
 	exe := o.Exe
 	if exe == "" {
 		var err error
@@ -66,13 +67,14 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 		return nil, err
 	}
 	defer removeDir()
-	c.log.Info().Str("nats", srv.url).Str("run", runID).Str("dir", dir).Msg("starting the role processes")
+	c.log.Info().Str("nats", srv.URL).Str("run", runID).Str("dir", dir).Msg("starting the role processes")
 	start := time.Now()
-	sess, err := runcmd.StartSession(ctx, runcmd.SessionConfig{
-		Exe: exe, ScenarioPath: o.ScenarioPath, Point: c.point, Plan: p, Seed: c.seed, URL: srv.url, Run: runID,
+	cfg := launch.SessionConfig{
+		Exe: exe, ScenarioPath: o.ScenarioPath, Point: c.point, Plan: p, Seeds: sim.NewSeeds(c.seed), Run: runID,
 		Dir: dir, Mode: bus.Lockstep, Timeout: o.Timeout, LogLevel: o.LogLevel, Transcript: false, Log: c.log, Encoding: o.Encoding,
-		Users: srv.users, Launcher: srv.launcher,
-	})
+	}
+	srv.Configure(&cfg, 0)
+	sess, err := launch.StartSession(ctx, cfg)
 	if err != nil {
 		if sess != nil {
 			_ = sess.Stop()
@@ -95,49 +97,6 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 	return out, nil
 }
 
-// wireNATS is the NATS server the wire engine's processes connect to, and their accounts.
-type wireNATS struct {
-	url      string
-	users    map[string]bus.User // the processes' accounts (nil: none)
-	launcher *bus.User           // the launcher's account (nil: none)
-	stop     func()              // shuts the embedded server down (a no-op for an external one)
-}
-
-// wireServer starts the embedded NATS server, admitting the run's processes only, when natsURL
-// (--nats-url, else $NATS_URL) is empty; otherwise it uses that external server, with the
-// credentials of its URL (if any) as every process's account.
-func wireServer(natsURL string, p *plan.Plan, runID string) (*wireNATS, error) {
-	url := bus.ResolveURL(natsURL)
-	if url != "" {
-		// credentials in the URL go to the processes' environment, never their argv
-		clean, user, pass := bus.SplitURL(url)
-		w := &wireNATS{url: clean, stop: func() {}}
-		if user != "" {
-			ext := bus.User{Name: user, Password: pass}
-			w.users, w.launcher = map[string]bus.User{}, &ext
-			for _, k := range runcmd.ProcessKeys(p, 1) {
-				w.users[k] = ext
-			}
-		}
-		return w, nil
-	}
-	// The embedded server admits the run's processes only, with their roles' permissions:
-	// nobody but the plant (agents) reads the challenger's secret x(0).
-	u, l, err := runcmd.RunUsers(p, runID, 1)
-	if err != nil {
-		return nil, fmt.Errorf("wire engine: %w", err)
-	}
-	all := []bus.User{l}
-	for _, x := range u {
-		all = append(all, x)
-	}
-	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{Users: all})
-	if err != nil {
-		return nil, fmt.Errorf("wire engine: embedded NATS: %w", err)
-	}
-	return &wireNATS{url: srv.URL(), users: u, launcher: &l, stop: srv.Shutdown}, nil
-}
-
 // wireDir returns the directory of the processes' files: OUT/procs[-pK] with --out, else a
 // temporary directory, removed by the function it returns.
 func wireDir(o *Options, c wireConfig) (dir string, remove func(), err error) {
@@ -153,7 +112,7 @@ func wireDir(o *Options, c wireConfig) (dir string, remove func(), err error) {
 
 // playWireEpisodes plays the 2N trials: episode e starts with the x(0) of the secret bit
 // audit.Bit(seed, e). It returns the bits drawn and the first episode's error, if any.
-func playWireEpisodes(ctx context.Context, sess *runcmd.Session, c wireConfig) ([]int8, error) {
+func playWireEpisodes(ctx context.Context, sess *launch.Session, c wireConfig) ([]int8, error) {
 	total := 2 * c.trials
 	bits := make([]int8, total)
 	for e := 0; e < total; e++ {
@@ -191,7 +150,7 @@ func scoreWire(g *audit.Game, c wireConfig, dir string, bits []int8) (*audit.Out
 // record per step) and keeps its final estimate - the record of step T-1 - of every episode
 // 0..total-1: memory O(episodes), whatever T.
 func readEstimates(dir string, steps, total, dim int) ([][]float64, error) {
-	path := filepath.Join(dir, role.TraceFile(role.ProcName(bus.RoleEavesdropper, 0, 0)))
+	path := launch.TracePath(dir, endpoint.Eavesdropper, 0, 0)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("the eavesdropper's estimates: %w", err)
@@ -199,8 +158,8 @@ func readEstimates(dir string, steps, total, dim int) ([][]float64, error) {
 	defer f.Close()
 	est := make([][]float64, total)
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<16), sim.MaxTraceLine)
-	// the fields every eavesdropper record has (sim.ControlRecord and sim.ConsensusRecord)
+	sc.Buffer(make([]byte, 0, 1<<16), trace.MaxLine)
+	// the fields every eavesdropper record has (trace.ControlRecord and trace.ConsensusRecord)
 	var rec struct {
 		Episode int       `json:"episode"`
 		Step    int       `json:"step"`

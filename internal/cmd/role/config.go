@@ -14,23 +14,21 @@ import (
 
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/pkg/bus"
-	"github.com/dpsim/dpsim/pkg/fault"
+	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/trace"
 )
 
-// Defaults of the role processes.
-const (
-	DefaultTimeout     = 10 * time.Second // longest wait for one step's messages (lockstep)
-	DefaultIdleTimeout = 2 * time.Minute  // longest wait for the next ctl.episode
-	// MinTimeout is the smallest --timeout accepted: it also bounds every NATS flush, which
-	// takes a round trip to the server.
-	MinTimeout = time.Millisecond
-)
+// DefaultIdleTimeout is the longest wait for the next ctl.episode (--idle-timeout); the
+// step timeout's default and minimum are the contract's (contract.DefaultTimeout, MinTimeout).
+const DefaultIdleTimeout = 2 * time.Minute
 
 // Config is a role process's configuration, all of it from flags.
 type Config struct {
-	Role         bus.Role
+	Role         endpoint.Role
 	NATSURL      string
 	Run          string
 	ScenarioPath string
@@ -41,7 +39,7 @@ type Config struct {
 	Point        int
 	Seed         uint64
 	SeedSet      bool
-	FaultSeed    uint64 // the seed of the link faults' fates (fault.SeedOf the run seed)
+	FaultSeed    uint64 // the seed of the link faults' fates (sim.Seeds.Fault: the launcher passes it)
 	FaultSeedSet bool
 	ID           int
 	LastAgent    int // agent hosts: the last agent hosted (= ID for one agent)
@@ -59,10 +57,10 @@ type Config struct {
 	ParentPID   int
 	Transcript  bool
 	// KeepEpisodes bounds the disk use of the trace, transcript and fault log: the records of
-	// the first KeepEpisodes episodes stay; a later episode's records replace the previous
-	// one's (the launcher folds each episode into its metrics before the next starts).
-	// -1 keeps every episode.
-	KeepEpisodes int
+	// the traced episodes stay (the first N); a later episode's records replace the previous
+	// one's (the launcher folds each episode into its metrics before the next starts). The
+	// zero value keeps every episode.
+	KeepEpisodes trace.Episodes
 	// Resume continues from the process's checkpoint after a crash (faults.crashes).
 	Resume bool
 	// TLS files (the CA to trust; a client certificate and key for mutual TLS)
@@ -80,16 +78,16 @@ type Config struct {
 	natsUser, natsPassword, signSeed string
 }
 
-// Name returns the process name (see ProcName).
-func (c *Config) Name() string { return ProcName(c.Role, c.ID, c.LastAgent) }
+// Name returns the process name (see contract.ProcName).
+func (c *Config) Name() string { return contract.ProcName(c.Role, c.ID, c.LastAgent) }
 
 type roleDoc struct {
 	synopsis, description string
 	seed, agents          bool
 }
 
-var docs = map[bus.Role]roleDoc{
-	bus.RolePlant: {
+var docs = map[endpoint.Role]roleDoc{
+	endpoint.Plant: {
 		synopsis: "dpsim plant --run ID (--scenario FILE | --plan FILE) [--nats-url URL] [--seed N] [--id K] [--out DIR] [--mode lockstep|realtime] [--period D] [--timeout D]",
 		description: `The plant of a cloud-control run (eq. 23) as its own process. It holds the true state x(t),
 computes yhat(t) = C x(t) + gamma(t) inside the process (the privacy noise is injected at its edge,
@@ -99,14 +97,15 @@ waits for u(t) on dpsim.<run>.cloud.<id>.u and steps; a u(t) that does not come 
 newest u received, or zero). The true state never goes on
 the bus: it is written only to the plant's trace file <out>/plant-<id>.trace.jsonl.
 
-Episodes are started by the launcher (dpsim run) over dpsim.<run>.ctl.episode; see the ctl protocol
-in 'go doc github.com/dpsim/dpsim/internal/cmd/run'. Run by hand against a NATS server and start an
+Episodes are started by the launcher (dpsim run) over dpsim.<run>.ctl.episode; see the protocol in
+'go doc github.com/dpsim/dpsim/pkg/contract' and its ctl messages in 'go doc
+github.com/dpsim/dpsim/internal/launch'. Run by hand against a NATS server and start an
 episode yourself, e.g.
   nats pub dpsim.r1.ctl.episode '{"v":1,"run":"r1","ep":0,"step":0,"from":"launcher.0","sent":0,"kind":"episode","vals":[]}'
 and stop with kind "stop" on dpsim.r1.ctl.stop.`,
 		seed: true,
 	},
-	bus.RoleCloud: {
+	endpoint.Cloud: {
 		synopsis: "dpsim cloud --run ID (--scenario FILE | --plan FILE) [--nats-url URL] [--id K] [--out DIR] [--mode lockstep|realtime] [--period D] [--timeout D]",
 		description: `The cloud controller of a cloud-control run as its own process: the observer-based tracking
 controller of eq. (24). It subscribes to the plant's noisy output dpsim.<run>.plant.<id>.yhat and
@@ -114,7 +113,7 @@ publishes u(t) on dpsim.<run>.cloud.<id>.u. It sees only yhat, and draws no rand
 A yhat(t) that does not come is replaced by the observer's prediction C xhat(t).
 It writes u(t) and its estimate xhat(t) to <out>/cloud-<id>.trace.jsonl.`,
 	},
-	bus.RoleAgent: {
+	endpoint.Agent: {
 		synopsis: "dpsim agent --run ID (--scenario FILE | --plan FILE) [--nats-url URL] [--seed N] (--id I | --agents I..J) [--out DIR] [--mode lockstep|realtime] [--period D] [--timeout D]",
 		description: `Consensus agent(s) of a consensus run (eq. 25) as a process. Agent i publishes
 y_i(t) = x_i(t) + gamma_i(t) on dpsim.<run>.agent.<i>.y (noise from rng(seed, "agent", i, episode)),
@@ -127,7 +126,7 @@ ctl.result subjects end in agent.<I>.`,
 		seed:   true,
 		agents: true,
 	},
-	bus.RoleEavesdropper: {
+	endpoint.Eavesdropper: {
 		synopsis: "dpsim eavesdropper --run ID (--scenario FILE | --plan FILE) [--nats-url URL] [--id K] [--out DIR] [--timeout D] [--transcript=false]",
 		description: `The eavesdropper as its own process. It subscribes to everything of the run (dpsim.<run>.>),
 records every message (<out>/eavesdropper-<id>.transcript.jsonl), validates the data messages and
@@ -142,13 +141,13 @@ what the plant's rule applies); its records say how many it missed (eve_missing)
 }
 
 // parseConfig parses a role's flags. It returns flag.ErrHelp for -h (the usage went to stdout).
-func parseConfig(role bus.Role, args []string, stdout, stderr io.Writer) (*Config, error) {
+func parseConfig(role endpoint.Role, args []string, stdout, stderr io.Writer) (*Config, error) {
 	d := docs[role]
 	synopsis := d.synopsis
 	if name := program[role]; name != "" {
-		synopsis = strings.Replace(synopsis, "dpsim "+string(role), name, 1)
+		synopsis = strings.Replace(synopsis, "dpsim "+role.String(), name, 1)
 	}
-	fs := cli.NewCommandFlagSet(string(role), synopsis, d.description, stdout, stderr)
+	fs := cli.NewCommandFlagSet(role.String(), synopsis, d.description, stdout, stderr)
 	cfg := &Config{Role: role}
 	rf := defineRunFlags(fs, cfg, d)
 	defineProcessFlags(fs, cfg, d, &rf.agents)
@@ -193,7 +192,7 @@ func defineRunFlags(fs *flag.FlagSet, cfg *Config, d roleDoc) *roleFlags {
 	rf := &roleFlags{}
 	role := cfg.Role
 	modeHelp := "time mode: lockstep (each step when its messages arrived) or realtime (one step per --period on the wall clock); default the scenario's transport.mode"
-	if role == bus.RoleEavesdropper {
+	if role == endpoint.Eavesdropper {
 		modeHelp = "time mode of the run: the eavesdropper never paces itself; in realtime a step whose messages miss the wait is counted as missed (not a failure); default the scenario's transport.mode"
 	}
 	rf.natsURL = fs.String("nats-url", "", "NATS server URL, e.g. nats://127.0.0.1:4222 (default $"+bus.EnvURL+"); credentials come from $"+bus.EnvUser+" and $"+bus.EnvPassword+" (the launcher sets them; credentials written in the URL are taken out of every log and output, but stay visible in this process's argv)")
@@ -218,26 +217,26 @@ func defineProcessFlags(fs *flag.FlagSet, cfg *Config, d roleDoc, agents *string
 		fs.IntVar(&cfg.ID, "id", 0, "the agent index i (0-based) this process runs; see --agents")
 		fs.StringVar(agents, "agents", "", "host agents I..J (inclusive, 0-based) in this one process instead of --id")
 	}
-	if d.agents || role == bus.RoleEavesdropper {
+	if d.agents || role == endpoint.Eavesdropper {
 		fs.IntVar(&cfg.Batch, "batch", 0, "consensus: the agents publish in blocks of K: the process hosting agents I..I+K-1 sends one message per step on dpsim.<run>.host.<I>.y carrying all their outputs (each still checked and used per agent) instead of one per agent; --agents must then be one whole block (I a multiple of K). Applies only when the scenario has no link fault and no crash (those act per agent); the launcher passes its --agents-per-process. 0 or 1: one message per agent")
 	}
 	switch {
 	case d.agents:
-	case role == bus.RoleEavesdropper:
+	case role == endpoint.Eavesdropper:
 		fs.IntVar(&cfg.ID, "id", 0, "eavesdropper id: the <id> of its ctl subjects (ctl.ready.eavesdropper.<id>, ...) and of its file names; it listens to the loop with id 0 or to every agent whatever its own id")
 	default:
 		fs.IntVar(&cfg.ID, "id", 0, "loop id: the <id> of its subjects (the plant and the cloud of one loop share it: plant.<id>.yhat, cloud.<id>.u)")
 	}
 	fs.StringVar(&cfg.Out, "out", ".", "directory for this process's trace and result files (created if missing)")
 	fs.DurationVar(&cfg.Period, "period", 0, "realtime step period Ts, e.g. 100ms; default the scenario's transport.period")
-	fs.DurationVar(&cfg.Timeout, "timeout", DefaultTimeout, "longest wait for one step's messages in lockstep and for each NATS flush (at least 1ms); a step that times out goes on with the missing-input rules and is counted as missed")
+	fs.DurationVar(&cfg.Timeout, "timeout", contract.DefaultTimeout, "longest wait for one step's messages in lockstep and for each NATS flush (at least 1ms); a step that times out goes on with the missing-input rules and is counted as missed")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "longest wait for the next ctl.episode (or ctl.stop) before giving up")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "zerolog level of the log on stderr: trace, debug, info, warn, error")
 	fs.IntVar(&cfg.ParentPID, "parent-pid", 0, "exit (flushing results) when this process's parent is no longer this pid; the launcher sets it so no child outlives it")
-	if role == bus.RoleEavesdropper {
+	if role == endpoint.Eavesdropper {
 		fs.BoolVar(&cfg.Transcript, "transcript", true, "write every received message (subject, payload, receive time) to <out>/eavesdropper-<id>.transcript.jsonl")
 	}
-	fs.IntVar(&cfg.KeepEpisodes, "keep-episodes", -1, "bound the disk use: keep the trace records (and the transcript and fault log) of the first N episodes only; each later episode's trace replaces the previous one's once done (the launcher reads every episode before it starts the next); -1 keeps all")
+	fs.Var(&cfg.KeepEpisodes, "keep-episodes", "bound the disk use: keep the trace records (and the transcript and fault log) of the first `N` episodes only; each later episode's trace replaces the previous one's once done (the launcher reads every episode before it starts the next); -1 (the default) keeps all")
 	fs.StringVar(&cfg.TLS.CA, "tls-ca", "", "connect over TLS, trusting this CA file (PEM); the launcher passes its run's")
 	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "mutual TLS: the client certificate (PEM)")
 	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "mutual TLS: the key (PEM) of --tls-cert")
@@ -321,16 +320,13 @@ func applyProcessFlags(cfg *Config, rf *roleFlags, set map[string]bool) error {
 }
 
 // checkDurations checks the durations and the episode bound: --period >= 0, --timeout at least
-// MinTimeout, --keep-episodes >= -1, --connect-retry >= 0.
+// contract.MinTimeout, --connect-retry >= 0 (--keep-episodes is checked as it is parsed).
 func checkDurations(cfg *Config) error {
 	if cfg.Period < 0 {
 		return cli.UsageError("--period %v: must be > 0", cfg.Period)
 	}
-	if cfg.Timeout < MinTimeout {
-		return cli.UsageError("--timeout %v: must be at least %v (it bounds every wait for a step's messages and every NATS flush)", cfg.Timeout, MinTimeout)
-	}
-	if cfg.KeepEpisodes < -1 {
-		return cli.UsageError("--keep-episodes %d: want N >= 0, or -1 for every episode", cfg.KeepEpisodes)
+	if cfg.Timeout < contract.MinTimeout {
+		return cli.UsageError("--timeout %v: must be at least %v (it bounds every wait for a step's messages and every NATS flush)", cfg.Timeout, contract.MinTimeout)
 	}
 	if cfg.ConnectRetry < 0 {
 		return cli.UsageError("--connect-retry %v: must be >= 0", cfg.ConnectRetry)
@@ -435,8 +431,8 @@ func (c *Config) resolveSeed(s *scenario.Scenario) error {
 func (c *Config) resolveFaultSeed(s *scenario.Scenario) error {
 	switch {
 	case c.FaultSeedSet:
-	case c.Role == bus.RolePlant || c.Role == bus.RoleAgent:
-		c.FaultSeed = fault.SeedOf(c.Seed)
+	case c.Role == endpoint.Plant || c.Role == endpoint.Agent:
+		c.FaultSeed = sim.NewSeeds(c.Seed).Fault // a process started by hand: its run seed is decided here
 	case s.Faults.Active():
 		return cli.UsageError("the scenario has link faults: pass --fault-seed (the launcher passes the run's)")
 	}
@@ -457,4 +453,21 @@ func mkdirOut(dir string) error {
 		return fmt.Errorf("--out %s: %w", dir, err)
 	}
 	return nil
+}
+
+// ParseAgents parses an agent range "i..j" (inclusive) or a single index "i".
+func ParseAgents(s string) (lo, hi int, err error) {
+	a, b, found := strings.Cut(s, "..")
+	if !found {
+		b = a
+	}
+	lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+	hi, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("agent range %q: want i..j or i (0-based agent indices)", s)
+	}
+	if lo < 0 || hi < lo {
+		return 0, 0, fmt.Errorf("agent range %q: want 0 <= i <= j", s)
+	}
+	return lo, hi, nil
 }

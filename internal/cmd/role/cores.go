@@ -12,9 +12,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/trace"
 )
 
 // coreRunner is every role process: the cores it hosts (plant; cloud; agents ID..LastAgent;
@@ -30,22 +33,17 @@ type coreRunner struct {
 	nx, n int // plant state dimension (control) / agents in the network (consensus)
 
 	file   *os.File
-	ctrace *sim.TraceWriter[sim.ControlRecord]
-	atrace *sim.TraceWriter[sim.AgentRecord]
+	ctrace *trace.Writer[trace.ControlRecord]
+	atrace *trace.Writer[trace.AgentRecord]
 	// blockBuf holds a block record's AgentRecords while they are written
-	blockBuf []sim.AgentRecord
-	ntrace   *sim.TraceWriter[sim.ConsensusRecord]
+	blockBuf []trace.AgentRecord
+	ntrace   *trace.Writer[trace.ConsensusRecord]
 	count    func() int
 	flush    func() error // the trace writer's
 
-	// Disk bound (--keep-episodes): finished counts the episodes done; keepEnd is the trace
-	// file's size after the last kept episode (-1: not reached yet), where every later
-	// episode starts; keeping says whether this episode's transcript and fault log are written.
-	finished int
-	keepEnd  int64
-	keeping  bool
-	epStart  time.Time  // when the episode in progress began (busy time of a checkpoint)
-	syncing  chan error // the background fsync of the last finished episode (nil: none)
+	bound   diskBound  // --keep-episodes
+	epStart time.Time  // when the episode in progress began (busy time of a checkpoint)
+	syncing chan error // the background fsync of the last finished episode (nil: none)
 
 	// the injector's record of this process's messages (<name>.faults.jsonl)
 	ffile *os.File
@@ -71,25 +69,25 @@ type transcriptLine struct {
 }
 
 // buildCores returns the cores a process of role hosts.
-func buildCores(n *node) ([]sim.Core, error) {
-	p, cfg := n.plan, n.cfg
+func buildCores(proc *process) ([]sim.Core, error) {
+	p, cfg := proc.plan, proc.cfg
 	one := func(c sim.Core, err error) ([]sim.Core, error) {
 		if err != nil {
 			return nil, err
 		}
 		return []sim.Core{c}, nil
 	}
-	if cfg.Role != bus.RoleAgent && cfg.ID != 0 {
+	if cfg.Role != endpoint.Agent && cfg.ID != 0 {
 		return nil, fmt.Errorf("--id %d: a run has one %s, id 0", cfg.ID, cfg.Role)
 	}
 	switch cfg.Role {
-	case bus.RolePlant:
+	case endpoint.Plant:
 		return one(sim.NewPlantCore(p, cfg.Seed))
-	case bus.RoleCloud:
+	case endpoint.Cloud:
 		return one(sim.NewCloudCore(p))
-	case bus.RoleEavesdropper:
+	case endpoint.Eavesdropper:
 		return one(sim.NewHostedEavesdropperCore(p, sim.NewHosts(p, cfg.Batch)))
-	case bus.RoleAgent:
+	case endpoint.Agent:
 		if p.Graph == nil {
 			return nil, fmt.Errorf("agents need a consensus scenario")
 		}
@@ -119,46 +117,79 @@ func buildCores(n *node) ([]sim.Core, error) {
 }
 
 // expectOf is what a sender's data messages must carry.
-func expectOf(n *node, s sim.Endpoint) (subject string, e bus.Expect) {
-	e = bus.Expect{Run: n.cfg.Run, Steps: n.steps, Sender: s.String(), Kind: streamKind(s)}
+func expectOf(proc *process, s endpoint.Endpoint) (subject string, e bus.Expect) {
+	e = bus.Expect{Run: proc.cfg.Run, Steps: proc.steps, Sender: s.String(), Kind: s.Role.Stream()}
 	switch s.Role {
-	case sim.RolePlant:
-		e.Dim = n.plan.System.Ny()
-	case sim.RoleCloud:
-		e.Dim = n.plan.System.Nu()
-	case sim.RoleHost: // a block: one value per agent
-		lo, hi := sim.NewHosts(n.plan, n.cfg.Batch).Block(s.ID)
+	case endpoint.Plant:
+		e.Dim = proc.plan.System.Ny()
+	case endpoint.Cloud:
+		e.Dim = proc.plan.System.Nu()
+	case endpoint.Host: // a block: one value per agent
+		lo, hi := sim.NewHosts(proc.plan, proc.cfg.Batch).Block(s.ID)
 		e.Dim = hi - lo
 	default:
 		e.Dim = 1
 	}
-	return dataSubject(n.subj, s), e
+	return proc.subj.Data(s), e
 }
 
-func (r *coreRunner) setup(n *node) error {
-	cores, err := buildCores(n)
+// setup implements runner: the cores, the inbox, the transport and its fault log, the pacer,
+// the driver and the trace file.
+func (r *coreRunner) setup(proc *process) error {
+	cores, err := buildCores(proc)
 	if err != nil {
 		return err
 	}
 	r.cores = cores
-	if n.plan.System != nil {
-		r.nx = n.plan.System.Nx()
+	if proc.plan.System != nil {
+		r.nx = proc.plan.System.Nx()
 	}
-	if n.plan.Graph != nil {
-		r.n = n.plan.Graph.N
+	if proc.plan.Graph != nil {
+		r.n = proc.plan.Graph.N
 	}
-	eve := n.cfg.Role == bus.RoleEavesdropper
+	eve := proc.cfg.Role == endpoint.Eavesdropper
+	in, err := r.openInbox(proc, eve)
+	if err != nil {
+		return err
+	}
+	inj, err := fault.New(&proc.scn.Faults, proc.cfg.FaultSeed)
+	if err != nil {
+		return err
+	}
+	if r.tr, err = newNATSTransport(proc, in, cores, inj); err != nil {
+		return err
+	}
+	if inj.Active() && len(r.tr.pubs) > 0 {
+		if err := r.openFaultLog(proc); err != nil {
+			return err
+		}
+	}
+	r.pace = newPacer(proc, eve)
+	r.drv = sim.NewDriver(cores, r.tr, r.pace, r.sink)
+	if len(crashesOf(proc, cores)) > 0 {
+		r.drv.OnCrash = func(c sim.Core) error { return r.crash(proc, c) }
+	}
+	if err := r.openTraceFile(proc); err != nil {
+		return err
+	}
+	r.bound = newDiskBound(proc.cfg.KeepEpisodes)
+	return nil
+}
+
+// openInbox subscribes the process's one inbox to what its cores hear (the eavesdropper: to
+// everything of the run, tapping its transcript).
+func (r *coreRunner) openInbox(proc *process, eve bool) (*bus.Inbox, error) {
 	// Late copies of a finished episode reach the cores, which count them stale and compare
 	// them with the copies they used (a differing one is a conflict).
-	opts := bus.InboxOptions{Counters: &n.data, Stop: n.stopCh, Verify: n.verify, OnInvalid: n.logInvalid, PassStale: true}
+	opts := bus.InboxOptions{Counters: &proc.data, Stop: proc.stopCh, Verify: proc.verify, OnInvalid: proc.logInvalid, PassStale: true}
 	if eve {
 		// Coordination messages are legitimate traffic: skipped here, not counted as invalid.
 		opts.Unknown = func(subject string) bool {
 			s, err := bus.ParseSubject(subject)
 			return err == nil && s.IsCtl()
 		}
-		if err := r.openTranscript(n); err != nil {
-			return err
+		if err := r.openTranscript(proc); err != nil {
+			return nil, err
 		}
 		opts.Tap = r.tap
 	}
@@ -166,61 +197,43 @@ func (r *coreRunner) setup(n *node) error {
 	// shrink as the network grows (10,000 agents, one message each per step, to the
 	// eavesdropper).
 	senders := 0
-	for _, c := range cores {
+	for _, c := range r.cores {
 		senders += len(c.Senders())
 	}
 	opts.Buffer = max(bus.DefaultInboxBuffer, 8*senders)
-	in := n.conn.NewInbox(opts)
-	n.in = in
-	for _, c := range cores {
+	in := proc.conn.NewInbox(opts)
+	proc.in = in
+	for _, c := range r.cores {
 		for _, s := range c.Senders() {
-			in.Expect(expectOf(n, s))
+			in.Expect(expectOf(proc, s))
 		}
 	}
+	var err error
 	if eve {
-		err = in.SubscribeTo(n.subj.All())
+		err = in.SubscribeTo(proc.subj.All())
 	} else {
 		err = in.Subscribe()
 	}
-	if err != nil {
-		return err
-	}
-	inj, err := fault.New(&n.scn.Faults, n.cfg.FaultSeed)
-	if err != nil {
-		return err
-	}
-	if r.tr, err = newNATSTransport(n, in, cores, inj); err != nil {
-		return err
-	}
-	if inj.Active() && len(r.tr.pubs) > 0 {
-		if err := r.openFaultLog(n); err != nil {
-			return err
-		}
-	}
-	r.pace = newPacer(n, eve)
-	r.drv = sim.NewDriver(cores, r.tr, r.pace, r.sink)
-	if len(crashesOf(n, cores)) > 0 {
-		r.drv.OnCrash = func(c sim.Core) error { return r.crash(n, c) }
-	}
-	if r.file, err = n.openTrace(); err != nil {
+	return in, err
+}
+
+// openTraceFile creates the trace file and its writer for the records of the role's cores.
+func (r *coreRunner) openTraceFile(proc *process) error {
+	var err error
+	if r.file, err = proc.openTrace(); err != nil {
 		return err
 	}
 	switch {
-	case n.cfg.Role == bus.RoleAgent:
-		r.atrace = sim.NewTraceWriter[sim.AgentRecord](r.file)
+	case proc.cfg.Role == endpoint.Agent:
+		r.atrace = trace.NewWriter[trace.AgentRecord](r.file)
 		r.count, r.flush = r.atrace.Count, r.atrace.Flush
-	case n.scn.Kind == scenario.Consensus:
-		r.ntrace = sim.NewTraceWriter[sim.ConsensusRecord](r.file)
+	case proc.scn.Kind == scenario.Consensus:
+		r.ntrace = trace.NewWriter[trace.ConsensusRecord](r.file)
 		r.count, r.flush = r.ntrace.Count, r.ntrace.Flush
 	default:
-		r.ctrace = sim.NewTraceWriter[sim.ControlRecord](r.file)
+		r.ctrace = trace.NewWriter[trace.ControlRecord](r.file)
 		r.count, r.flush = r.ctrace.Count, r.ctrace.Flush
 	}
-	r.keepEnd = -1
-	if n.cfg.KeepEpisodes == 0 {
-		r.keepEnd = 0
-	}
-	r.keeping = true
 	return nil
 }
 
@@ -228,15 +241,15 @@ func (r *coreRunner) setup(n *node) error {
 // back to the end of the last kept one (the launcher has read the previous episode: it starts
 // an episode only after every process reported the last one done and it folded it), and the
 // transcript and fault log stop growing.
-func (r *coreRunner) beginFiles(n *node) error {
-	r.keeping = n.cfg.KeepEpisodes < 0 || r.finished < n.cfg.KeepEpisodes
-	if r.keepEnd < 0 {
+func (r *coreRunner) beginFiles() error {
+	at, cut := r.bound.begin()
+	if !cut {
 		return nil
 	}
-	if err := r.file.Truncate(r.keepEnd); err != nil {
+	if err := r.file.Truncate(at); err != nil {
 		return fmt.Errorf("trace file: %w", err)
 	}
-	if _, err := r.file.Seek(r.keepEnd, io.SeekStart); err != nil {
+	if _, err := r.file.Seek(at, io.SeekStart); err != nil {
 		return fmt.Errorf("trace file: %w", err)
 	}
 	return nil
@@ -247,8 +260,7 @@ func (r *coreRunner) beginFiles(n *node) error {
 // episode (a power cut loses at most the episode in progress). The fsync runs in the
 // background while the next episode goes on - the flush is what the launcher reads - and the
 // next episode's fsync waits for it; finish waits for the last one.
-func (r *coreRunner) endFiles(n *node) error {
-	r.finished++
+func (r *coreRunner) endFiles() error {
 	if err := r.flush(); err != nil {
 		return fmt.Errorf("trace file: %w", err)
 	}
@@ -265,15 +277,16 @@ func (r *coreRunner) endFiles(n *node) error {
 	if err := r.syncFiles(); err != nil {
 		return err
 	}
-	if r.keepEnd < 0 && r.finished == n.cfg.KeepEpisodes {
-		end, err := r.file.Seek(0, io.SeekCurrent)
-		if err != nil {
-			return fmt.Errorf("trace file: %w", err)
-		}
-		r.keepEnd = end
+	end, err := r.file.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return fmt.Errorf("trace file: %w", err)
 	}
+	r.bound.done(end)
 	return nil
 }
+
+// traceNext implements runner: where the next episode's records begin in the trace file.
+func (r *coreRunner) traceNext() int64 { return r.bound.next() }
 
 // syncFiles starts the fsync of this episode's files in the background, after the previous
 // one finished (its error, if any, is returned now).
@@ -323,11 +336,11 @@ func (r *coreRunner) checkX0(x0 []float64) error {
 		return nil
 	}
 	switch r.cores[0].Endpoint().Role {
-	case sim.RolePlant:
+	case endpoint.Plant:
 		if len(x0) != r.nx || !finite(x0) {
 			return fmt.Errorf("plant x0 needs %d finite values, got %d", r.nx, len(x0))
 		}
-	case sim.RoleAgent, sim.RoleHost:
+	case endpoint.Agent, endpoint.Host:
 		if len(x0) != r.n || !finite(x0) {
 			return fmt.Errorf("consensus x0 needs %d finite values (one per agent), got %d", r.n, len(x0))
 		}
@@ -364,33 +377,33 @@ func (r *coreRunner) sink(_ sim.Core, rd *sim.Ready) error {
 }
 
 // episode runs one episode of every hosted core.
-func (r *coreRunner) episode(n *node, st episodeStart) error {
-	if err := r.beginFiles(n); err != nil {
+func (r *coreRunner) episode(proc *process, st episodeStart) error {
+	if err := r.beginFiles(); err != nil {
 		return err
 	}
-	return r.drive(n, st.ep, gridOrigin(st), func() error { return r.drv.Episode(st.ep, st.x0, nil) })
+	return r.drive(proc, st.ep, gridOrigin(st), func() error { return r.drv.Episode(st.ep, st.x0, nil) })
 }
 
 // drive runs episode ep on the driver (run: from its start, or resumed) with the tick grid
 // at origin, and makes its records durable.
-func (r *coreRunner) drive(n *node, ep int, origin time.Time, run func() error) error {
+func (r *coreRunner) drive(proc *process, ep int, origin time.Time, run func() error) error {
 	r.tr.begin(ep)
 	r.pace.begin(origin)
 	r.epStart = time.Now()
 	forced := r.drv.Forced()
 	err := run()
-	n.clock.MissN(r.drv.Forced() - forced)
+	proc.clock.MissN(r.drv.Forced() - forced)
 	if eerr := r.tr.end(); err == nil {
 		err = eerr
 	}
 	if err != nil {
 		return err
 	}
-	if err := r.endFiles(n); err != nil {
+	if err := r.endFiles(); err != nil {
 		return err
 	}
-	n.res.Steps += n.steps
-	n.res.Records = r.count()
+	proc.res.Steps += proc.steps
+	proc.res.Records = r.count()
 	return nil
 }
 
@@ -408,18 +421,18 @@ func (r *coreRunner) linkStats() []fault.LinkStats {
 }
 
 // openFaultLog records what the injector does to each of this process's messages.
-func (r *coreRunner) openFaultLog(n *node) error {
-	name := FaultsFile(n.cfg.Name())
-	f, err := n.createFile(name)
+func (r *coreRunner) openFaultLog(proc *process) error {
+	name := contract.FaultsFile(proc.cfg.Name())
+	f, err := proc.createFile(name)
 	if err != nil {
 		return fmt.Errorf("fault log: %w", err)
 	}
 	r.ffile, r.fw = f, bufio.NewWriterSize(f, 1<<16)
 	r.fenc = json.NewEncoder(r.fw)
-	n.res.FaultsFile = name
+	proc.res.FaultsFile = name
 	for _, ps := range r.tr.pubs {
 		ps.ob.Log = func(ev *fault.Event) {
-			if !r.keeping {
+			if !r.bound.keeping {
 				return
 			}
 			if err := r.fenc.Encode(ev); err != nil && r.ferr == nil {
@@ -430,17 +443,17 @@ func (r *coreRunner) openFaultLog(n *node) error {
 	return nil
 }
 
-func (r *coreRunner) openTranscript(n *node) error {
-	if !n.cfg.Transcript {
+func (r *coreRunner) openTranscript(proc *process) error {
+	if !proc.cfg.Transcript {
 		return nil
 	}
-	name := TranscriptFile(n.cfg.Name())
-	f, err := os.Create(filepath.Join(n.cfg.Out, name))
+	name := contract.TranscriptFile(proc.cfg.Name())
+	f, err := os.Create(filepath.Join(proc.cfg.Out, name))
 	if err != nil {
 		return fmt.Errorf("transcript: %w", err)
 	}
 	r.tfile = f
-	n.res.TranscriptFile = name
+	proc.res.TranscriptFile = name
 	r.tw = bufio.NewWriterSize(f, 1<<16)
 	r.enc = json.NewEncoder(r.tw)
 	return nil
@@ -449,7 +462,7 @@ func (r *coreRunner) openTranscript(n *node) error {
 // tap writes every message the eavesdropper receives to its transcript.
 func (r *coreRunner) tap(subject string, data []byte) {
 	r.msgs++
-	if r.enc == nil || !r.keeping {
+	if r.enc == nil || !r.bound.keeping {
 		return
 	}
 	r.line = transcriptLine{T: time.Now().UnixNano(), Subject: subject}
@@ -461,19 +474,19 @@ func (r *coreRunner) tap(subject string, data []byte) {
 	_ = r.enc.Encode(&r.line)
 }
 
-func (r *coreRunner) finish(n *node) error {
+func (r *coreRunner) finish(proc *process) error {
 	serr := r.waitSync()
 	if r.tr != nil {
 		r.drainStale()
 		r.tr.close()
-		n.res.Links = r.linkStats()
+		proc.res.Links = r.linkStats()
 	}
 	for _, c := range r.cores {
-		n.res.Unexpected += c.Unexpected()
-		n.res.Stale += c.Stale()
+		proc.res.Unexpected += c.Unexpected()
+		proc.res.Stale += c.Stale()
 	}
 	if r.tr != nil {
-		n.res.Stale += r.tr.stale
+		proc.res.Stale += r.tr.stale
 	}
 	var err error
 	if r.ffile != nil {
@@ -488,12 +501,12 @@ func (r *coreRunner) finish(n *node) error {
 			err = fmt.Errorf("fault log: %w", err)
 		}
 	}
-	if n.in != nil && r.tfile != nil {
+	if proc.in != nil && r.tfile != nil {
 		// Whatever is still queued (the last coordination messages) goes into the transcript too.
-		n.in.DrainTap()
+		proc.in.DrainTap()
 	}
-	if r.tfile != nil || n.cfg.Role == bus.RoleEavesdropper {
-		n.res.Messages = r.msgs
+	if r.tfile != nil || proc.cfg.Role == endpoint.Eavesdropper {
+		proc.res.Messages = r.msgs
 	}
 	if r.tw != nil {
 		terr := syncWriter(r.tw.Flush, r.tfile)
@@ -513,7 +526,7 @@ func (r *coreRunner) finish(n *node) error {
 	case r.ntrace != nil:
 		tw = r.ntrace
 	}
-	if cerr := closeTrace(n, tw, r.file); err == nil {
+	if cerr := closeTrace(proc, tw, r.file); err == nil {
 		err = cerr
 	}
 	if err == nil && serr != nil {
@@ -557,14 +570,14 @@ type flusher interface {
 	Count() int
 }
 
-func closeTrace(n *node, tw flusher, f *os.File) error {
+func closeTrace(proc *process, tw flusher, f *os.File) error {
 	if f == nil {
 		return nil
 	}
 	var err error
 	if tw != nil {
 		err = syncWriter(tw.Flush, f)
-		n.res.Records = tw.Count()
+		proc.res.Records = tw.Count()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -573,64 +586,4 @@ func closeTrace(n *node, tw flusher, f *os.File) error {
 		return fmt.Errorf("trace file: %w", err)
 	}
 	return nil
-}
-
-// pacer is the wall clock of a process's driver (sim.Pacer). Lockstep: outputs go out at
-// once, and a step's deadline is --timeout after the core last progressed (a safety net: the
-// lockstep network's gap notices complete every step). Realtime: the plant and the agents
-// release step k's output at the tick t_k = t0 + k Ts, the cloud reacts at once, and every
-// step's deadline is the next tick t_{k+1} (the eavesdropper, which nobody waits for, gets a
-// grace of --timeout + the grid lead + one period more).
-type pacer struct {
-	clock    *bus.Clock
-	realtime bool
-	reacts   bool // the cloud: outputs go out as soon as computed
-	period   time.Duration
-	timeout  time.Duration
-	grace    time.Duration
-	origin   time.Time
-}
-
-func newPacer(n *node, eve bool) *pacer {
-	p := &pacer{clock: n.clock, realtime: n.cfg.Mode == bus.Realtime, reacts: n.cfg.Role == bus.RoleCloud,
-		period: n.cfg.Period, timeout: n.cfg.Timeout}
-	if eve {
-		p.grace = n.cfg.Timeout + GridLead + n.cfg.Period
-	}
-	return p
-}
-
-func (p *pacer) begin(origin time.Time) {
-	p.origin = origin
-	p.clock.StartAt(origin)
-}
-
-func (p *pacer) tick(k int) time.Time { return p.origin.Add(time.Duration(k) * p.period) }
-
-// ReleaseAt implements sim.Pacer.
-func (p *pacer) ReleaseAt(o *sim.Out) time.Time {
-	if !p.realtime || p.reacts {
-		return time.Time{}
-	}
-	return p.tick(o.Step)
-}
-
-// Deadline implements sim.Pacer.
-func (p *pacer) Deadline(_ sim.Core, t int, since time.Time) time.Time {
-	if !p.realtime {
-		return since.Add(p.timeout)
-	}
-	return p.tick(t + 1).Add(p.grace)
-}
-
-// Now implements sim.Pacer.
-func (p *pacer) Now() time.Time { return time.Now() }
-
-// Released implements sim.Pacer: the clock's step, jitter and overrun statistics (of the
-// paced releases: the cloud's replies keep no grid).
-func (p *pacer) Released(o *sim.Out, at time.Time, late bool) {
-	if p.realtime && p.reacts {
-		return
-	}
-	p.clock.Observe(o.Step, at, late)
 }

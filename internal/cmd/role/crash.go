@@ -12,6 +12,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
@@ -39,9 +40,6 @@ const DefaultRejoinTimeout = time.Minute
 // CheckpointVersion is the version of the checkpoint file.
 const CheckpointVersion = 1
 
-// CheckpointFile is the name of a process's checkpoint in its --out directory.
-func CheckpointFile(name string) string { return name + ".checkpoint.json" }
-
 // Checkpoint is a role process's checkpoint.
 type Checkpoint struct {
 	V       int    `json:"v"`
@@ -66,9 +64,9 @@ type Checkpoint struct {
 }
 
 // crashesOf returns the scenario's crashes of the cores a process hosts.
-func crashesOf(n *node, cores []sim.Core) []scenario.Crash {
+func crashesOf(proc *process, cores []sim.Core) []scenario.Crash {
 	var out []scenario.Crash
-	for _, c := range n.scn.Faults.Crashes {
+	for _, c := range proc.scn.Faults.Crashes {
 		for _, k := range cores {
 			if k.Endpoint().String() == c.Proc {
 				out = append(out, c)
@@ -79,11 +77,11 @@ func crashesOf(n *node, cores []sim.Core) []scenario.Crash {
 }
 
 // crash is the driver's OnCrash: checkpoint, then SIGKILL. It returns only if the kill fails.
-func (r *coreRunner) crash(n *node, c sim.Core) error {
-	ck := &Checkpoint{V: CheckpointVersion, Run: n.cfg.Run, Name: n.cfg.Name(), Episode: r.tr.ep, Step: c.Cur(),
-		Outboxes: map[string][]fault.LinkStats{}, KeepEnd: r.keepEnd, Finished: r.finished,
-		Episodes: n.res.Episodes, Steps: n.res.Steps, Busy: (n.busy + time.Since(r.epStart)).Seconds(), Invalid: n.data.Snapshot()}
-	if cr := n.scn.Faults.CrashOf(c.Endpoint().String(), r.tr.ep); cr != nil {
+func (r *coreRunner) crash(proc *process, c sim.Core) error {
+	ck := &Checkpoint{V: CheckpointVersion, Run: proc.cfg.Run, Name: proc.cfg.Name(), Episode: r.tr.ep, Step: c.Cur(),
+		Outboxes: map[string][]fault.LinkStats{}, KeepEnd: r.bound.keepEnd, Finished: r.bound.finished,
+		Episodes: proc.res.Episodes, Steps: proc.res.Steps, Busy: (proc.busy + time.Since(r.epStart)).Seconds(), Invalid: proc.data.Snapshot()}
+	if cr := proc.scn.Faults.CrashOf(c.Endpoint().String(), r.tr.ep); cr != nil {
 		ck.Restart = cr.Restart
 	}
 	for _, k := range r.cores {
@@ -113,17 +111,17 @@ func (r *coreRunner) crash(n *node, c sim.Core) error {
 	}
 	// What the core released before its crash point (the cloud's u(t) of the step before) is
 	// part of the run: it must be on the wire before the kill, not in the client's buffer.
-	if err := n.flush(); err != nil {
+	if err := proc.flush(); err != nil {
 		return fmt.Errorf("crash: %w", err)
 	}
 	data, err := json.Marshal(ck)
 	if err != nil {
 		return fmt.Errorf("crash: checkpoint: %w", err)
 	}
-	if err := atomicfile.WriteFile(filepath.Join(n.cfg.Out, CheckpointFile(n.cfg.Name())), data, 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(proc.cfg.Out, contract.CheckpointFile(proc.cfg.Name())), data, 0o600); err != nil {
 		return fmt.Errorf("crash: checkpoint: %w", err)
 	}
-	n.log.Warn().Int("episode", ck.Episode).Int("step", ck.Step).Int("restart", ck.Restart).
+	proc.log.Warn().Int("episode", ck.Episode).Int("step", ck.Step).Int("restart", ck.Restart).
 		Msg("faults: checkpoint written; killing this process (SIGKILL)")
 	if err := syscall.Kill(os.Getpid(), syscall.SIGKILL); err != nil {
 		return fmt.Errorf("crash: SIGKILL: %w", err)
@@ -132,8 +130,8 @@ func (r *coreRunner) crash(n *node, c sim.Core) error {
 }
 
 // readCheckpoint reads and checks a process's checkpoint.
-func readCheckpoint(n *node) (*Checkpoint, error) {
-	path := filepath.Join(n.cfg.Out, CheckpointFile(n.cfg.Name()))
+func readCheckpoint(proc *process) (*Checkpoint, error) {
+	path := filepath.Join(proc.cfg.Out, contract.CheckpointFile(proc.cfg.Name()))
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--resume: %w", err)
@@ -145,14 +143,14 @@ func readCheckpoint(n *node) (*Checkpoint, error) {
 	switch {
 	case ck.V != CheckpointVersion:
 		return nil, fmt.Errorf("--resume: %s: version %d, want %d", path, ck.V, CheckpointVersion)
-	case ck.Run != n.cfg.Run || ck.Name != n.cfg.Name():
-		return nil, fmt.Errorf("--resume: %s is the checkpoint of %s in run %s, not of %s in run %s", path, ck.Name, ck.Run, n.cfg.Name(), n.cfg.Run)
+	case ck.Run != proc.cfg.Run || ck.Name != proc.cfg.Name():
+		return nil, fmt.Errorf("--resume: %s is the checkpoint of %s in run %s, not of %s in run %s", path, ck.Name, ck.Run, proc.cfg.Name(), proc.cfg.Run)
 	}
 	return &ck, nil
 }
 
 // restoreFrom puts the runner in the checkpoint's state: cores, outbox counters, files.
-func (r *coreRunner) restoreFrom(n *node, ck *Checkpoint) error {
+func (r *coreRunner) restoreFrom(proc *process, ck *Checkpoint) error {
 	if len(ck.Cores) != len(r.cores) {
 		return fmt.Errorf("--resume: the checkpoint has %d cores, this process hosts %d", len(ck.Cores), len(r.cores))
 	}
@@ -187,45 +185,44 @@ func (r *coreRunner) restoreFrom(n *node, ck *Checkpoint) error {
 			return fmt.Errorf("--resume: fault log: %w", err)
 		}
 	}
-	r.keepEnd, r.finished = ck.KeepEnd, ck.Finished
-	r.keeping = n.cfg.KeepEpisodes < 0 || r.finished < n.cfg.KeepEpisodes
-	n.res.Episodes, n.res.Steps = ck.Episodes, ck.Steps
-	n.busy = time.Duration(ck.Busy * float64(time.Second))
-	n.res.Restarted, n.res.RestartEpisode, n.res.RestartStep = true, ck.Episode, ck.Restart
-	n.lastEp.Store(int64(ck.Episode))
+	r.bound.restore(ck.Finished, ck.KeepEnd)
+	proc.res.Episodes, proc.res.Steps = ck.Episodes, ck.Steps
+	proc.busy = time.Duration(ck.Busy * float64(time.Second))
+	proc.res.Restarted, proc.res.RestartEpisode, proc.res.RestartStep = true, ck.Episode, ck.Restart
+	proc.lastEp.Store(int64(ck.Episode))
 	return nil
 }
 
 // resume implements runner: restore the checkpoint, announce the rejoin (the process is
 // subscribed: its peers may send what is due to it from its restart step), finish the episode.
-func (r *coreRunner) resume(n *node) (int, error) {
-	ck, err := readCheckpoint(n)
+func (r *coreRunner) resume(proc *process) (int, error) {
+	ck, err := readCheckpoint(proc)
 	if err != nil {
 		return 0, err
 	}
-	if err := r.restoreFrom(n, ck); err != nil {
+	if err := r.restoreFrom(proc, ck); err != nil {
 		return 0, err
 	}
 	// The checkpoint holds the episode's noise draw, a secret: it is gone once restored.
-	if err := os.Remove(filepath.Join(n.cfg.Out, CheckpointFile(n.cfg.Name()))); err != nil {
-		n.log.Warn().Err(err).Msg("remove the restored checkpoint")
+	if err := os.Remove(filepath.Join(proc.cfg.Out, contract.CheckpointFile(proc.cfg.Name()))); err != nil {
+		proc.log.Warn().Err(err).Msg("remove the restored checkpoint")
 	}
-	n.log.Warn().Int("episode", ck.Episode).Int("step", ck.Step).Int("restart", ck.Restart).Msg("faults: restarted from the checkpoint")
-	rejoin := bus.RejoinMessage(n.cfg.Run, n.sender, ck.Episode, ck.Restart, os.Getpid())
-	if err := n.conn.Publish(n.subj.CtlRejoin(n.cfg.Role, n.cfg.ID), rejoin); err != nil {
+	proc.log.Warn().Int("episode", ck.Episode).Int("step", ck.Step).Int("restart", ck.Restart).Msg("faults: restarted from the checkpoint")
+	rejoin := contract.Rejoin{Step: ck.Restart, PID: os.Getpid()}.Message(proc.cfg.Run, proc.sender, ck.Episode)
+	if err := proc.conn.Publish(proc.subj.CtlRejoin(proc.cfg.Role, proc.cfg.ID), rejoin); err != nil {
 		return 0, err
 	}
-	if err := n.flush(); err != nil {
+	if err := proc.flush(); err != nil {
 		return 0, err
 	}
-	return ck.Episode, r.resumeEpisode(n, ck)
+	return ck.Episode, r.resumeEpisode(proc, ck)
 }
 
 // resumeEpisode finishes the checkpoint's episode: the transport begins it without a new
 // begin of the outboxes' counters, the driver resumes the restored cores.
-func (r *coreRunner) resumeEpisode(n *node, ck *Checkpoint) error {
+func (r *coreRunner) resumeEpisode(proc *process, ck *Checkpoint) error {
 	// the outboxes keep the restored counters
-	return r.drive(n, ck.Episode, time.Now(), func() error { return r.drv.Resume(nil) })
+	return r.drive(proc, ck.Episode, time.Now(), func() error { return r.drv.Resume(nil) })
 }
 
 // rejoins tracks the ctl.rejoin of restarted peers: what is due to a peer from its restart

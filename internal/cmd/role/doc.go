@@ -1,7 +1,8 @@
 // Package role implements the role processes of a dpsim run - `dpsim plant`, `dpsim cloud`,
 // `dpsim agent` and `dpsim eavesdropper`, also built as the binaries cmd/plant, cmd/cloud,
 // cmd/agent and cmd/eavesdropper - as thin mains over the pure cores of pkg/sim
-// (PlantNode, CloudNode, AgentNode, EavesdropperNode), talking only over NATS (pkg/bus).
+// (PlantCore, CloudCore, AgentCore or HostCore, EavesdropperCore), talking only over NATS
+// (pkg/bus).
 //
 // Every process: connects to --nats-url (default $NATS_URL), subscribes to its data subjects,
 // to dpsim.<run>.ctl.episode and dpsim.<run>.ctl.stop, announces ctl.ready, then runs each
@@ -9,16 +10,18 @@
 // decoded and validated (version, run, episode, step range, dimension, finite values, sender
 // matching its subject, kind); invalid ones are counted once by reason, logged (zerolog on
 // stderr, rate-limited) and dropped, never fatal. A valid copy for an episode the process had
-// finished is not invalid but stale (ProcessResult.Stale): its cores compare it with the copy
+// finished is not invalid but stale (contract.ProcessResult.Stale): its cores compare it with the copy
 // they used, so a differing one is a conflict (forged or corrupted traffic) however late it
 // comes; copies still queued at the end are compared before the result is written. On ctl.stop, SIGINT, SIGTERM or when its
 // parent (the launcher) is gone, it abandons the running episode, flushes its trace file,
-// writes <out>/<name>.result.json (ProcessResult, with its own peak RSS: VmHWM of
+// writes <out>/<name>.result.json (contract.ProcessResult, with its own peak RSS: VmHWM of
 // /proc/self/status on Linux, getrusage elsewhere), publishes it on ctl.result and exits: 0
 // after ctl.stop, non-zero otherwise. ctl.ready carries the process's pid and ctl.done
-// [steps, missed, pid], so a launcher can tell its processes from a stray one on the same run
-// id. A host of agents i..j announces itself under its first agent's id (ctl.ready.agent.<i>).
-// The ctl protocol is documented in package internal/cmd/run.
+// [steps, missed, pid, trace next], so a launcher can tell its processes from a stray one on
+// the same run id, and reads each episode's records from where the process said it begins.
+// A host of agents i..j announces itself under its first agent's id (ctl.ready.agent.<i>).
+// The protocol between the launcher and a process is pkg/contract; its ctl messages are
+// tabulated in package internal/launch.
 //
 // The same code runs as `dpsim <role>` and as the binaries cmd/plant, ... (role.Main): the
 // usage text then names the binary. --help prints to stdout.
@@ -28,5 +31,7 @@
 // through the fault injector (pkg/fault) and hands them their deliveries from the process's
 // one bus.Inbox, with a pacer for the wall clock. The step order and the missing-input rules
 // are the cores'; the same seed gives the same numbers as the fast engine (in lockstep, faults
-// included).
+// included). The transport sees the bus through three small interfaces (transport_io.go), so
+// its unit tests run it over memory; --keep-episodes bounds the process's files (bound.go).
+// In the code, a process is the OS process (type process); a core is the arithmetic it hosts.
 package role

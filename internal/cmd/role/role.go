@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/dpsim/dpsim/internal/cli"
-	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/endpoint"
 )
 
 // The table entries of the four role commands (dpsim plant | cloud | agent | eavesdropper).
@@ -25,33 +25,35 @@ var Commands = []cli.Command{PlantCommand, CloudCommand, AgentCommand, EveComman
 
 // RunPlant is `dpsim plant`.
 func RunPlant(args []string, stdout, stderr io.Writer) error {
-	return serve(bus.RolePlant, func() runner { return &coreRunner{} }, args, stdout, stderr)
+	return serve(endpoint.Plant, func() runner { return &coreRunner{} }, args, stdout, stderr)
 }
 
 // RunCloud is `dpsim cloud`.
 func RunCloud(args []string, stdout, stderr io.Writer) error {
-	return serve(bus.RoleCloud, func() runner { return &coreRunner{} }, args, stdout, stderr)
+	return serve(endpoint.Cloud, func() runner { return &coreRunner{} }, args, stdout, stderr)
 }
 
 // RunAgent is `dpsim agent`.
 func RunAgent(args []string, stdout, stderr io.Writer) error {
-	return serve(bus.RoleAgent, func() runner { return &coreRunner{} }, args, stdout, stderr)
+	return serve(endpoint.Agent, func() runner { return &coreRunner{} }, args, stdout, stderr)
 }
 
 // RunEavesdropper is `dpsim eavesdropper`.
 func RunEavesdropper(args []string, stdout, stderr io.Writer) error {
-	return serve(bus.RoleEavesdropper, func() runner { return &coreRunner{} }, args, stdout, stderr)
+	return serve(endpoint.Eavesdropper, func() runner { return &coreRunner{} }, args, stdout, stderr)
 }
 
 // program is the name the usage texts give the command: "dpsim plant" etc., or the
 // program's own name when a role runs as its own binary (Main).
-var program = map[bus.Role]string{}
+var program = map[endpoint.Role]string{}
 
 // Main runs c as a program (cmd/plant, cmd/cloud, ...): the same code as `dpsim <role>`, with
 // the binary's own name in its usage text; exit 0 on success or --help, 2 on a usage error, 1
 // on any other failure - the same codes as dpsim.
 func Main(c cli.Command) {
-	program[bus.Role(c.Name)] = filepath.Base(os.Args[0])
+	if r, err := endpoint.ParseRole(c.Name); err == nil {
+		program[r] = filepath.Base(os.Args[0])
+	}
 	err := c.Run(os.Args[1:], os.Stdout, os.Stderr)
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):

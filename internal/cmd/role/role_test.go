@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/plan"
 )
 
@@ -47,58 +48,50 @@ func TestParseAgents(t *testing.T) {
 	}
 }
 
-func TestProcName(t *testing.T) {
-	require.Equal(t, "plant-0", ProcName(bus.RolePlant, 0, 0))
-	require.Equal(t, "agent-3", ProcName(bus.RoleAgent, 3, 3))
-	require.Equal(t, "agents-0-24", ProcName(bus.RoleAgent, 0, 24))
-	require.Equal(t, "eavesdropper-1", ProcName(bus.RoleEavesdropper, 1, 1))
-	require.Equal(t, "plant-0.trace.jsonl", TraceFile("plant-0"))
-}
-
 func TestParseConfig(t *testing.T) {
 	base := []string{"--nats-url", "nats://127.0.0.1:4222", "--run", "r1", "--scenario", "s.yaml"}
 	for _, tc := range []struct {
-		role    bus.Role
+		role    endpoint.Role
 		args    []string
 		wantErr string // "" ok; "help" flag.ErrHelp
 		check   func(*testing.T, *Config)
 	}{
-		{role: bus.RolePlant, args: base, check: func(t *testing.T, c *Config) {
+		{role: endpoint.Plant, args: base, check: func(t *testing.T, c *Config) {
 			require.Equal(t, "plant-0", c.Name())
-			require.Equal(t, DefaultTimeout, c.Timeout)
+			require.Equal(t, contract.DefaultTimeout, c.Timeout)
 			require.False(t, c.SeedSet)
 		}},
-		{role: bus.RolePlant, args: append(base, "--seed", "42", "--id", "2", "--mode", "realtime", "--period", "10ms"), check: func(t *testing.T, c *Config) {
+		{role: endpoint.Plant, args: append(base, "--seed", "42", "--id", "2", "--mode", "realtime", "--period", "10ms"), check: func(t *testing.T, c *Config) {
 			require.Equal(t, uint64(42), c.Seed)
 			require.True(t, c.SeedSet)
 			require.Equal(t, bus.Realtime, c.Mode)
 			require.Equal(t, 10*time.Millisecond, c.Period)
 			require.Equal(t, "plant-2", c.Name())
 		}},
-		{role: bus.RoleAgent, args: append(base, "--agents", "4..7"), check: func(t *testing.T, c *Config) {
+		{role: endpoint.Agent, args: append(base, "--agents", "4..7"), check: func(t *testing.T, c *Config) {
 			require.Equal(t, "agents-4-7", c.Name())
 		}},
-		{role: bus.RoleEavesdropper, args: append(base, "--transcript=false"), check: func(t *testing.T, c *Config) {
+		{role: endpoint.Eavesdropper, args: append(base, "--transcript=false"), check: func(t *testing.T, c *Config) {
 			require.False(t, c.Transcript)
 		}},
-		{role: bus.RolePlant, args: []string{"--help"}, wantErr: "help"},
-		{role: bus.RolePlant, args: []string{"--run", "r1", "--scenario", "s.yaml"}, wantErr: "no NATS server"},
-		{role: bus.RolePlant, args: []string{"--nats-url", "nats://x:1", "--scenario", "s.yaml"}, wantErr: "--run is required"},
-		{role: bus.RolePlant, args: []string{"--nats-url", "nats://x:1", "--run", "a.b", "--scenario", "s.yaml"}, wantErr: "--run"},
-		{role: bus.RolePlant, args: []string{"--nats-url", "nats://x:1", "--run", "r1"}, wantErr: "--scenario or --plan is required"},
-		{role: bus.RolePlant, args: append(base, "--plan", "p.json"), wantErr: "not both"},
-		{role: bus.RoleCloud, args: []string{"--nats-url", "nats://x:1", "--run", "r1", "--plan", "cloud-0.plan.json"}, check: func(t *testing.T, c *Config) {
+		{role: endpoint.Plant, args: []string{"--help"}, wantErr: "help"},
+		{role: endpoint.Plant, args: []string{"--run", "r1", "--scenario", "s.yaml"}, wantErr: "no NATS server"},
+		{role: endpoint.Plant, args: []string{"--nats-url", "nats://x:1", "--scenario", "s.yaml"}, wantErr: "--run is required"},
+		{role: endpoint.Plant, args: []string{"--nats-url", "nats://x:1", "--run", "a.b", "--scenario", "s.yaml"}, wantErr: "--run"},
+		{role: endpoint.Plant, args: []string{"--nats-url", "nats://x:1", "--run", "r1"}, wantErr: "--scenario or --plan is required"},
+		{role: endpoint.Plant, args: append(base, "--plan", "p.json"), wantErr: "not both"},
+		{role: endpoint.Cloud, args: []string{"--nats-url", "nats://x:1", "--run", "r1", "--plan", "cloud-0.plan.json"}, check: func(t *testing.T, c *Config) {
 			require.Equal(t, "cloud-0.plan.json", c.PlanPath)
 		}},
-		{role: bus.RolePlant, args: append(base, "--seed", "-3"), wantErr: "--seed"},
-		{role: bus.RolePlant, args: append(base, "--mode", "warp"), wantErr: "--mode"},
-		{role: bus.RolePlant, args: append(base, "--encoding", "xml"), wantErr: "--encoding"},
-		{role: bus.RolePlant, args: append(base, "--timeout", "0s"), wantErr: "--timeout"},
-		{role: bus.RolePlant, args: append(base, "--log-level", "loud"), wantErr: "--log-level"},
-		{role: bus.RolePlant, args: append(base, "--agents", "1..2"), wantErr: "flag provided but not defined"},
-		{role: bus.RoleCloud, args: append(base, "--seed", "1"), wantErr: "flag provided but not defined"},
-		{role: bus.RoleAgent, args: append(base, "--agents", "1..2", "--id", "1"), wantErr: "not both"},
-		{role: bus.RoleAgent, args: append(base, "extra"), wantErr: "unexpected argument"},
+		{role: endpoint.Plant, args: append(base, "--seed", "-3"), wantErr: "--seed"},
+		{role: endpoint.Plant, args: append(base, "--mode", "warp"), wantErr: "--mode"},
+		{role: endpoint.Plant, args: append(base, "--encoding", "xml"), wantErr: "--encoding"},
+		{role: endpoint.Plant, args: append(base, "--timeout", "0s"), wantErr: "--timeout"},
+		{role: endpoint.Plant, args: append(base, "--log-level", "loud"), wantErr: "--log-level"},
+		{role: endpoint.Plant, args: append(base, "--agents", "1..2"), wantErr: "flag provided but not defined"},
+		{role: endpoint.Cloud, args: append(base, "--seed", "1"), wantErr: "flag provided but not defined"},
+		{role: endpoint.Agent, args: append(base, "--agents", "1..2", "--id", "1"), wantErr: "not both"},
+		{role: endpoint.Agent, args: append(base, "extra"), wantErr: "unexpected argument"},
 	} {
 		t.Run(fmt.Sprintf("%s %v", tc.role, tc.args), func(t *testing.T) {
 			t.Setenv(bus.EnvURL, "")
@@ -119,21 +112,9 @@ func TestParseConfig(t *testing.T) {
 
 func TestNATSURLFromEnv(t *testing.T) {
 	t.Setenv(bus.EnvURL, "nats://127.0.0.1:9999")
-	c, err := parseConfig(bus.RoleCloud, []string{"--run", "r1", "--scenario", "s.yaml"}, io.Discard, io.Discard)
+	c, err := parseConfig(endpoint.Cloud, []string{"--run", "r1", "--scenario", "s.yaml"}, io.Discard, io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, "nats://127.0.0.1:9999", c.NATSURL)
-}
-
-func TestDecodeResult(t *testing.T) {
-	_, err := DecodeResult([]byte("garbage"), "r1")
-	require.ErrorContains(t, err, "process result")
-	_, err = DecodeResult([]byte(`{"v":2,"run":"r1"}`), "r1")
-	require.ErrorContains(t, err, "version 2")
-	_, err = DecodeResult([]byte(`{"v":1,"run":"r2"}`), "r1")
-	require.ErrorContains(t, err, `run "r2"`)
-	r, err := DecodeResult([]byte(`{"v":1,"run":"r1","role":"plant","id":0,"episodes":3}`), "r1")
-	require.NoError(t, err)
-	require.Equal(t, 3, r.Episodes)
 }
 
 func TestUsageTextsExplainEveryFlag(t *testing.T) {
@@ -149,29 +130,9 @@ func TestUsageTextsExplainEveryFlag(t *testing.T) {
 	}
 }
 
-// The wire form of the messages that start episode 7 with an explicit initial state (the
-// auditor's challenger): the public ctl.episode says only that the x(0) is private; the x(0)
-// itself goes on the challenger's subject, outside dpsim.> where the eavesdropper listens.
-func ExampleEpisodeMessage() {
-	pub := bus.EpisodeMessage("r1", 7, true)
-	priv := bus.X0Message("r1", 7, []float64{0.5, 0})
-	pub.SentUnixNano, priv.SentUnixNano = 1700000000000000000, 1700000000000000000 // fixed for the example
-	subj, _ := bus.NewSubjects("r1")
-	for _, m := range []struct {
-		subject string
-		msg     *bus.Message
-	}{{subj.ChallengerX0(), priv}, {subj.CtlEpisode(), pub}} {
-		b, _ := bus.EncodeJSON(nil, m.msg)
-		fmt.Println(m.subject, string(b))
-	}
-	// Output:
-	// dpsim-challenger.r1.x0 {"v":1,"run":"r1","ep":7,"step":0,"from":"launcher.0","sent":1700000000000000000,"kind":"x0","vals":[0.5,0]}
-	// dpsim.r1.ctl.episode {"v":1,"run":"r1","ep":7,"step":0,"from":"launcher.0","sent":1700000000000000000,"kind":"episode-x0","vals":[]}
-}
-
 func ExampleParseAgents() {
 	lo, hi, err := ParseAgents("25..49")
-	fmt.Println(lo, hi, err, ProcName(bus.RoleAgent, lo, hi))
+	fmt.Println(lo, hi, err, contract.ProcName(endpoint.Agent, lo, hi))
 	// Output: 25 49 <nil> agents-25-49
 }
 
@@ -180,7 +141,7 @@ func TestRedactPrivateState(t *testing.T) {
 	for _, name := range []string{"cloud-vehicle", "consensus-gaussian"} {
 		s, _, err := LoadPoint("../../../scenarios/"+name+".yaml", 0)
 		require.NoError(t, err)
-		redactPrivateState(s)
+		plan.KeepFor(endpoint.Cloud, 0, 0).Redact(s)
 		xs := s.X0
 		if s.Plant != nil {
 			xs = s.Plant.X0
@@ -192,38 +153,12 @@ func TestRedactPrivateState(t *testing.T) {
 	}
 }
 
-func TestParseVmHWM(t *testing.T) {
-	status := "Name:\tdpsim\nVmPeak:\t  812345 kB\nVmHWM:\t   23456 kB\nVmRSS:\t   20000 kB\n"
-	v, ok := parseVmHWM([]byte(status))
-	require.True(t, ok)
-	require.Equal(t, int64(23456*1024), v)
-	for _, bad := range []string{"VmRSS: 1 kB\n", "VmHWM: x kB\n", "VmHWM: 12 MB\n", ""} {
-		_, ok := parseVmHWM([]byte(bad))
-		require.False(t, ok, "%q", bad)
-	}
-}
-
-// The process's own peak RSS: on Linux from VmHWM (its own address space, which exec starts
-// afresh), elsewhere from getrusage; plausible for this test process.
-func TestPeakRSS(t *testing.T) {
-	v, src := peakRSS()
-	if runtime.GOOS == "linux" {
-		require.Equal(t, RSSVmHWM, src)
-	} else if src == "" {
-		t.Skip("no peak RSS on " + runtime.GOOS)
-	}
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	require.Greater(t, v, int64(1<<20), "at least a MiB")
-	require.Less(t, v, int64(m.Sys)+int64(256<<20), "not more than the runtime mapped plus binary and stacks")
-}
-
 // Role usage texts: the eavesdropper's --id and --mode say what they mean for it; a role run
 // as its own binary names itself; --help goes to stdout, a bad flag's usage to stderr;
 // --timeout 1ns is refused, naming the flag.
 func TestRoleUsageTexts(t *testing.T) {
 	var out, errb strings.Builder
-	_, err := parseConfig(bus.RoleEavesdropper, []string{"--help"}, &out, &errb)
+	_, err := parseConfig(endpoint.Eavesdropper, []string{"--help"}, &out, &errb)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	require.Empty(t, errb.String())
 	help := out.String()
@@ -232,22 +167,22 @@ func TestRoleUsageTexts(t *testing.T) {
 	require.Contains(t, help, "the eavesdropper never paces itself")
 
 	out.Reset()
-	program[bus.RolePlant] = "plant"
-	defer delete(program, bus.RolePlant)
-	_, err = parseConfig(bus.RolePlant, []string{"-h"}, &out, &errb)
+	program[endpoint.Plant] = "plant"
+	defer delete(program, endpoint.Plant)
+	_, err = parseConfig(endpoint.Plant, []string{"-h"}, &out, &errb)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	require.Contains(t, out.String(), "Usage: plant --run ID")
 	require.NotContains(t, out.String(), "dpsim plant --run")
 
 	out.Reset()
-	_, err = parseConfig(bus.RoleCloud, []string{"--nope"}, &out, &errb)
+	_, err = parseConfig(endpoint.Cloud, []string{"--nope"}, &out, &errb)
 	require.ErrorIs(t, err, cli.ErrUsage)
 	require.Empty(t, out.String())
 	require.Empty(t, errb.String(), "the error is returned once, not printed with 60 lines of help")
 	require.ErrorContains(t, err, "flag provided but not defined: -nope (see 'dpsim cloud --help')")
 
 	t.Setenv(bus.EnvURL, "")
-	_, err = parseConfig(bus.RolePlant, []string{"--nats-url", "nats://x:1", "--run", "r", "--scenario", "s.yaml", "--timeout", "1ns"}, io.Discard, io.Discard)
+	_, err = parseConfig(endpoint.Plant, []string{"--nats-url", "nats://x:1", "--run", "r", "--scenario", "s.yaml", "--timeout", "1ns"}, io.Discard, io.Discard)
 	require.ErrorIs(t, err, cli.ErrUsage)
 	require.ErrorContains(t, err, "--timeout 1ns: must be at least 1ms")
 }

@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
@@ -20,11 +19,13 @@ import (
 // same as the in-memory network's) and out as bus messages whose bus.Route headers carry the
 // delivery metadata; deliveries come in through the process's one bus.Inbox.
 type natsTransport struct {
-	n        *node
-	in       *bus.Inbox
-	pubs     map[sim.Endpoint]*pubStream
-	hosted   map[string]bool         // endpoint names of the hosted cores
-	senders  map[string]sim.Endpoint // expected senders by name
+	run      string
+	in       deliveries
+	conn     routedPublisher // publishes the delayed copies
+	stop     <-chan struct{} // closed when the process stops (a rejoin wait ends)
+	pubs     map[endpoint.Endpoint]*pubStream
+	hosted   map[endpoint.Endpoint]bool // the hosted cores
+	senders  map[endpoint.Endpoint]bool // the senders they expect
 	realtime bool
 	ep       int
 	msg      sim.Msg
@@ -33,7 +34,7 @@ type natsTransport struct {
 	lineErr  error
 	wg       sync.WaitGroup
 	except   []string // scratch of a broadcast's Except
-	exceptEP []sim.Endpoint
+	exceptEP []endpoint.Endpoint
 	// crashes of subscribers (faults.crashes) and the rejoins heard: a delivery due to a
 	// restarted subscriber from its restart step waits for its ctl.rejoin.
 	crashes []scenario.Crash
@@ -46,7 +47,7 @@ type natsTransport struct {
 
 // pubStream is one hosted publisher: its bus publisher, outbox and subscribers' names.
 type pubStream struct {
-	pub                   *bus.Publisher
+	pub                   streamSender
 	subject, sender, kind string
 	ob                    *fault.Outbox
 	names                 []string
@@ -55,25 +56,48 @@ type pubStream struct {
 	wall bool
 }
 
-func newNATSTransport(n *node, in *bus.Inbox, cores []sim.Core, inj *fault.Injector) (*natsTransport, error) {
-	t := &natsTransport{n: n, in: in, pubs: map[sim.Endpoint]*pubStream{}, hosted: map[string]bool{},
-		senders: map[string]sim.Endpoint{}, realtime: n.cfg.Mode == bus.Realtime, lines: map[string]*delayLine{}}
-	for _, c := range cores {
-		t.hosted[c.Endpoint().String()] = true
-		for _, s := range c.Senders() {
-			t.senders[s.String()] = s
+// newNATSTransport is the transport of proc's cores: its deliveries come from in, its
+// outputs go out through proc's connection, and with crashes in the scenario it hears the
+// ctl.rejoin of restarted peers.
+func newNATSTransport(proc *process, in *bus.Inbox, cores []sim.Core, inj *fault.Injector) (*natsTransport, error) {
+	tio := transportIO{run: proc.cfg.Run, realtime: proc.cfg.Mode == bus.Realtime, in: in, conn: proc.conn, stop: proc.stopCh,
+		publisher: func(subject, sender, kind string) streamSender {
+			return proc.conn.Publisher(subject, proc.cfg.Run, sender, kind)
+		}}
+	topo := sim.NewTopology(proc.plan, sim.NewHosts(proc.plan, proc.cfg.Batch))
+	t := newTransport(tio, proc.subj, topo, cores, inj, proc.scn.Faults.Crashes)
+	if t.rejoins != nil {
+		o := bus.CtlOptions{Expect: bus.Expect{Run: proc.cfg.Run, Episode: bus.AnyEpisode, Kind: bus.CtlRejoin}, Counters: &proc.ctl, OnInvalid: proc.logInvalid}
+		sub, err := proc.conn.SubscribeCtl(proc.subj.AllCtlWord(bus.CtlRejoin), o, func(_ string, m *bus.Message) {
+			t.rejoins.note(m.Sender, m.Episode)
+		})
+		if err != nil {
+			return nil, err
 		}
-		if c.Endpoint().Role == sim.RoleEavesdropper {
+		proc.ctlSubs = append(proc.ctlSubs, sub)
+	}
+	return t, nil
+}
+
+// newTransport returns the transport of cores over tio: a publisher stream per hosted
+// publisher (its outbox built from inj towards its subscribers in topo), and, when the
+// scenario crashes processes, the rejoins its deliveries wait for.
+func newTransport(tio transportIO, subj bus.Subjects, topo sim.Topology, cores []sim.Core, inj *fault.Injector, crashes []scenario.Crash) *natsTransport {
+	t := &natsTransport{run: tio.run, in: tio.in, conn: tio.conn, stop: tio.stop, pubs: map[endpoint.Endpoint]*pubStream{}, hosted: map[endpoint.Endpoint]bool{},
+		senders: map[endpoint.Endpoint]bool{}, realtime: tio.realtime, lines: map[string]*delayLine{}}
+	for _, c := range cores {
+		t.hosted[c.Endpoint()] = true
+		for _, s := range c.Senders() {
+			t.senders[s] = true
+		}
+		if c.Endpoint().Role == endpoint.Eavesdropper {
 			continue // it only listens
 		}
 		from := c.Endpoint()
-		subs := sim.Subscribers(n.plan, from)
-		if hc, ok := c.(*sim.HostCore); ok {
-			subs = hc.Subscribers()
-		}
-		ps := &pubStream{subject: dataSubject(n.subj, from), sender: from.String(), kind: streamKind(from),
+		subs := topo.Subscribers(from)
+		ps := &pubStream{subject: subj.Data(from), sender: from.String(), kind: from.Role.Stream(),
 			ob: sim.NewPublisherOutbox(inj, from, subs)}
-		ps.pub = n.conn.Publisher(ps.subject, n.cfg.Run, ps.sender, ps.kind)
+		ps.pub = tio.publisher(ps.subject, ps.sender, ps.kind)
 		for _, s := range subs {
 			ps.names = append(ps.names, s.String())
 		}
@@ -84,22 +108,14 @@ func newNATSTransport(n *node, in *bus.Inbox, cores []sim.Core, inj *fault.Injec
 		}
 		t.pubs[from] = ps
 	}
-	if len(n.scn.Faults.Crashes) > 0 && len(t.pubs) > 0 {
-		t.crashes, t.rejoins = n.scn.Faults.Crashes, newRejoins()
-		o := bus.CtlOptions{Expect: bus.Expect{Run: n.cfg.Run, Episode: bus.AnyEpisode, Kind: bus.CtlRejoin}, Counters: &n.ctl, OnInvalid: n.logInvalid}
-		sub, err := n.conn.SubscribeCtl(n.subj.AllCtlWord(bus.CtlRejoin), o, func(_ string, m *bus.Message) {
-			t.rejoins.note(m.Sender, m.Episode)
-		})
-		if err != nil {
-			return nil, err
-		}
-		n.ctlSubs = append(n.ctlSubs, sub)
+	if len(crashes) > 0 && len(t.pubs) > 0 {
+		t.crashes, t.rejoins = crashes, newRejoins()
 	}
-	return t, nil
+	return t
 }
 
 // Crashed implements sim.Crasher: the copies a crashed publisher's links held die with it.
-func (t *natsTransport) Crashed(e sim.Endpoint) {
+func (t *natsTransport) Crashed(e endpoint.Endpoint) {
 	if ps := t.pubs[e]; ps != nil {
 		ps.ob.End()
 	}
@@ -119,34 +135,11 @@ func (t *natsTransport) awaitRejoin(ps *pubStream, at int, to string, except []s
 			continue
 		}
 		deadline := time.Now().Add(DefaultRejoinTimeout)
-		if err := t.rejoins.await(c.Proc, t.ep, deadline, t.n.stopCh); err != nil {
+		if err := t.rejoins.await(c.Proc, t.ep, deadline, t.stop); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// dataSubject is the bus subject of a publisher's data stream.
-func dataSubject(s bus.Subjects, e sim.Endpoint) string {
-	switch e.Role {
-	case sim.RolePlant:
-		return s.PlantYhat(e.ID)
-	case sim.RoleCloud:
-		return s.CloudU(e.ID)
-	case sim.RoleHost:
-		return s.HostY(e.ID)
-	}
-	return s.AgentY(e.ID)
-}
-
-func streamKind(e sim.Endpoint) string {
-	switch e.Role {
-	case sim.RolePlant:
-		return bus.StreamYhat
-	case sim.RoleCloud:
-		return bus.StreamU
-	}
-	return bus.StreamY
 }
 
 // begin starts episode ep: only its messages are valid; the outboxes begin the episode.
@@ -232,45 +225,35 @@ func (t *natsTransport) Recv(deadline time.Time) (*sim.Msg, error) {
 		case err != nil:
 			return nil, err
 		}
-		if m.Route.To != "" && !t.hosted[m.Route.To] {
-			if m.Episode < t.ep {
-				t.stale++
+		var to endpoint.Endpoint
+		if m.Route.To != "" {
+			if to, err = endpoint.Parse(m.Route.To); err != nil || !t.hosted[to] {
+				if m.Episode < t.ep {
+					t.stale++
+				}
+				continue // addressed to another subscriber of the same subject
 			}
-			continue // addressed to another subscriber of the same subject
 		}
-		from, ok := t.senders[m.Sender]
-		if !ok {
+		from, err := endpoint.Parse(m.Sender)
+		if err != nil || !t.senders[from] {
 			continue // the inbox validated the sender; a core does not expect it here
 		}
-		t.msg = sim.Msg{From: from, ToAll: m.Route.To == "", Episode: m.Episode, Step: m.Step, At: m.Step,
+		t.msg = sim.Msg{From: from, To: to, ToAll: m.Route.To == "", Episode: m.Episode, Step: m.Step, At: m.Step,
 			Gap: m.Route.Gap, More: m.Route.More, Values: m.Values}
 		if m.Route.At > 0 {
 			t.msg.At = m.Route.At
 		}
-		if !t.msg.ToAll {
-			t.msg.To = parseEndpoint(m.Route.To)
-		}
 		if len(m.Route.Except) > 0 {
 			t.exceptEP = t.exceptEP[:0]
 			for _, e := range m.Route.Except {
-				t.exceptEP = append(t.exceptEP, parseEndpoint(e))
+				if x, err := endpoint.Parse(e); err == nil { // what is no endpoint is no core
+					t.exceptEP = append(t.exceptEP, x)
+				}
 			}
 			t.msg.Except = t.exceptEP
 		}
 		return &t.msg, nil
 	}
-}
-
-// parseEndpoint parses "<role>.<id>" (validated by the inbox).
-func parseEndpoint(s string) sim.Endpoint {
-	role, id, _ := strings.Cut(s, ".")
-	k, _ := strconv.Atoi(id)
-	for r := sim.RolePlant; r <= sim.RoleHost; r++ {
-		if r.String() == role {
-			return sim.Endpoint{Role: r, ID: k}
-		}
-	}
-	return sim.Endpoint{Role: 255, ID: k}
 }
 
 // delayLine publishes one subscriber's delayed deliveries in order, each not before its time.
@@ -303,9 +286,9 @@ func (t *natsTransport) runLine(l *delayLine) {
 		if w := time.Until(d.due); w > 0 {
 			time.Sleep(w)
 		}
-		m := bus.Message{V: bus.Version, Run: t.n.cfg.Run, Episode: d.ep, Step: d.step, Sender: d.ps.sender,
+		m := bus.Message{V: bus.Version, Run: t.run, Episode: d.ep, Step: d.step, Sender: d.ps.sender,
 			SentUnixNano: time.Now().UnixNano(), Kind: d.ps.kind, Values: d.vals}
-		if err := t.n.conn.PublishRouted(d.ps.subject, &m, d.route); err != nil {
+		if err := t.conn.PublishRouted(d.ps.subject, &m, d.route); err != nil {
 			t.lineMu.Lock()
 			if t.lineErr == nil {
 				t.lineErr = err

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dpsim/dpsim/internal/cmd/run"
+	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/bus"
 )
 
@@ -28,9 +28,9 @@ func TestAttachByHand(t *testing.T) {
 	var secrets []string
 	var scripts, attachDirs []string
 	for k := 0; k < 3; k++ {
-		attach := filepath.Join(dir, "procs", fmt.Sprintf("p%02d", k), run.AttachDir)
+		attach := filepath.Join(dir, "procs", fmt.Sprintf("p%02d", k), launch.AttachDir)
 		attachDirs = append(attachDirs, attach)
-		script, lines := awaitCommands(t, l, filepath.Join(attach, run.CommandsFile))
+		script, lines := awaitCommands(t, l, filepath.Join(attach, launch.CommandsFile))
 		scripts = append(scripts, script)
 
 		// Every process has its credentials file, private to its owner; no secret is on a line.
@@ -84,7 +84,7 @@ func TestAttachByHand(t *testing.T) {
 		creds, err := filepath.Glob(filepath.Join(d, "*.env"))
 		require.NoError(t, err)
 		require.Empty(t, creds, "the credentials files outlived the run")
-		kept, err := os.ReadFile(filepath.Join(d, run.CommandsFile))
+		kept, err := os.ReadFile(filepath.Join(d, launch.CommandsFile))
 		require.NoError(t, err, "commands.sh of point %d is kept", k)
 		require.Equal(t, scripts[k], string(kept))
 	}
@@ -97,7 +97,7 @@ func TestAttachByHand(t *testing.T) {
 
 // awaitCommands waits until the launcher l wrote the attach commands file path and returns it
 // and its command lines (each backgrounded in the script: the " &" taken off).
-func awaitCommands(t *testing.T, l *launch, path string) (script string, lines []string) {
+func awaitCommands(t *testing.T, l *started, path string) (script string, lines []string) {
 	t.Helper()
 	require.Eventually(t, func() bool { _, err := os.Stat(path); return err == nil }, 30*time.Second, 20*time.Millisecond,
 		"no %s; launcher stderr:\n%s", path, l.stderr.String())
@@ -125,7 +125,7 @@ func startAttached(t *testing.T, name string, args ...string) *exec.Cmd {
 
 // awaitAttached waits for the launcher and the processes started for it, and returns the
 // summary of dir: the run complete, with attached processes.
-func awaitAttached(t *testing.T, l *launch, procs []*exec.Cmd, dir string) *summary {
+func awaitAttached(t *testing.T, l *started, procs []*exec.Cmd, dir string) *summary {
 	t.Helper()
 	require.Equal(t, 0, l.wait(t, 90*time.Second), l.stderr.String())
 	for _, c := range procs {
@@ -166,9 +166,9 @@ func TestAttachTimeout(t *testing.T) {
 	require.Equal(t, 1, code, stderr)
 	require.Contains(t, stderr, "not ready within 1s")
 	require.Contains(t, stderr, "plant.0")
-	creds, err := filepath.Glob(filepath.Join(dir, "procs", run.AttachDir, "*.env"))
+	creds, err := filepath.Glob(filepath.Join(dir, "procs", launch.AttachDir, "*.env"))
 	require.NoError(t, err)
 	require.Empty(t, creds)
-	_, err = os.Stat(filepath.Join(dir, "procs", run.AttachDir, run.CommandsFile))
+	_, err = os.Stat(filepath.Join(dir, "procs", launch.AttachDir, launch.CommandsFile))
 	require.NoError(t, err)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/report"
 )
 
@@ -81,7 +82,7 @@ func (f *forger) forge() {
 	defer close(f.done)
 	for s := 1; s < f.steps; s++ {
 		m := bus.Message{V: bus.Version, Run: f.run, Episode: f.ep, Step: s, Sender: "plant.0", SentUnixNano: time.Now().UnixNano(),
-			Kind: bus.StreamYhat, Values: []float64{1e4 + float64(s)}}
+			Kind: endpoint.StreamYhat, Values: []float64{1e4 + float64(s)}}
 		data, err := bus.Encode(nil, &m, bus.JSON)
 		if err == nil {
 			err = f.nc.Publish(f.subject, data)
@@ -222,7 +223,7 @@ func TestInvalidCountedOnce(t *testing.T) {
 	pub, err := nats.Connect(srv.URL(), nats.Name("test-attacker"))
 	require.NoError(t, err)
 	t.Cleanup(pub.Close)
-	wrongDim, err := bus.EncodeJSON(nil, &bus.Message{V: bus.Version, Run: run, Episode: 0, Step: 3, Sender: "plant.0", Kind: bus.StreamYhat, Values: []float64{1, 2, 3}})
+	wrongDim, err := bus.EncodeJSON(nil, &bus.Message{V: bus.Version, Run: run, Episode: 0, Step: 3, Sender: "plant.0", Kind: endpoint.StreamYhat, Values: []float64{1, 2, 3}})
 	require.NoError(t, err)
 	var once sync.Once
 	fired := make(chan struct{})

@@ -17,8 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/cmd/role"
-	"github.com/dpsim/dpsim/internal/cmd/run"
+	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // The raw request-reply baseline runs as two OS processes (this test binary re-executed), like
@@ -111,7 +113,7 @@ func rawInProcess(b *testing.B, url string, n int) float64 {
 
 // inProcessRoles runs the plant, cloud and eavesdropper role loops (the same code as the
 // processes: role.RunPlant, ...) as goroutines of this process, each with its own NATS
-// connection, driven by a run.Session in attach mode; it returns the plant's steps/s.
+// connection, driven by a launch.Session in attach mode; it returns the plant's steps/s.
 func inProcessRoles(b *testing.B, url string, runs int, id string) float64 {
 	path := scenarioPath("cloud-vehicle")
 	_, p, err := role.LoadPoint(path, 0)
@@ -122,7 +124,7 @@ func inProcessRoles(b *testing.B, url string, runs int, id string) float64 {
 	for _, r := range []func([]string, io.Writer, io.Writer) error{role.RunPlant, role.RunCloud, role.RunEavesdropper} {
 		go func() { errs <- r(common, io.Discard, io.Discard) }()
 	}
-	sess, err := run.StartSession(context.Background(), run.SessionConfig{Attach: true, Plan: p, Seed: 53, URL: url,
+	sess, err := launch.StartSession(context.Background(), launch.SessionConfig{Attach: true, Plan: p, Seeds: sim.NewSeeds(53), URL: url,
 		Run: id, Dir: dir, Timeout: 10 * time.Second, Mode: bus.Lockstep})
 	require.NoError(b, err)
 	for ep := 0; ep < runs; ep++ {
@@ -132,7 +134,7 @@ func inProcessRoles(b *testing.B, url string, runs int, id string) float64 {
 	for range 3 {
 		require.NoError(b, <-errs)
 	}
-	res, err := role.ReadResultFile(filepath.Join(dir, role.ResultFile("plant-0")), id)
+	res, err := contract.ReadResultFile(filepath.Join(dir, contract.ResultFile("plant-0")), id)
 	require.NoError(b, err)
 	return res.StepsPerSec
 }
@@ -161,7 +163,7 @@ func median(xs []float64) float64 {
 //   - ratio: plant-steps/s over raw-xproc-rr/s, per round, median (target >= 0.5)
 //
 //   - inproc-roles-steps/s: the same role loops as goroutines of one process (each with its
-//     own connection; role.RunPlant etc. driven by run.Session in attach mode)
+//     own connection; role.RunPlant etc. driven by launch.Session in attach mode)
 //
 //   - inproc-ratio: inproc-roles-steps/s over raw-inproc-rr/s (the comparison of pkg/bus)
 //

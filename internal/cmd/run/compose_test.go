@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
-	"github.com/dpsim/dpsim/internal/cmd/run"
 	"github.com/dpsim/dpsim/internal/dpsimtest"
+	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/bus"
 )
 
@@ -66,7 +66,7 @@ func TestComposeMatchesAttach(t *testing.T) {
 	for _, r := range roles {
 		require.Equal(t, "service_healthy", c.Services[r].DependsOn["launcher"]["condition"], "%s starts once the launcher wrote the plan files", r)
 	}
-	require.Contains(t, strings.Join(c.Services["launcher"].Healthcheck.Test, " "), run.CommandsFile)
+	require.Contains(t, strings.Join(c.Services["launcher"].Healthcheck.Test, " "), launch.CommandsFile)
 	require.Equal(t, "run", c.Services["launcher"].Command[0])
 	require.Contains(t, c.Services["launcher"].Command, "--attach")
 
@@ -95,7 +95,7 @@ func TestComposeMatchesAttach(t *testing.T) {
 	}
 	// fewer episodes than the scenario's 500: the role commands do not depend on --runs
 	l := start(t, append(local(c.Services["launcher"].Command), "--runs", "40")...)
-	_, lines := awaitCommands(t, l, filepath.Join(out, "procs", run.AttachDir, run.CommandsFile))
+	_, lines := awaitCommands(t, l, filepath.Join(out, "procs", launch.AttachDir, launch.CommandsFile))
 	byRole := map[string][]string{}
 	for _, line := range lines {
 		f := strings.Fields(line)

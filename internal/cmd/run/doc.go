@@ -1,160 +1,29 @@
-// Package run implements `dpsim run`, the launcher: it validates a scenario, starts an
-// embedded NATS server (unless --nats-url or $NATS_URL names one), spawns every role as its
-// own OS process (this same binary: `dpsim plant|cloud|agent|eavesdropper`, everything passed
-// by flags), runs the Monte Carlo episodes reusing those processes, collects their result
-// files, merges them into the pkg/sim records and Results (the same aggregation as the fast
-// engine), writes DIR/summary.json, the traces and report.md, and stops the children cleanly.
+// Package run implements the command `dpsim run`: it parses its flags, validates a scenario and
+// every sweep point, and runs the Monte Carlo episodes - with the fast engine, or over NATS
+// through the launcher (internal/launch: the server set-up, one session of role processes per
+// point, the collection of their traces into the records and Results, the same aggregation as
+// the fast engine) - then writes DIR/summary.json, the traces, the resume state and report.md,
+// and prints the summary.
 //
 //	dpsim run scenarios/cloud-vehicle.yaml --out out/vehicle
 //	dpsim run scenarios/consensus-gaussian.yaml --agents-per-process 5
 //	dpsim run scenarios/cloud-vehicle.yaml --engine fast --runs 100000
 //
-// # Processes
+// # Processes and protocol
 //
-// Cloud control: plant-0 (holds x(t); publishes yhat = C x + gamma), cloud-0 (publishes u),
-// eavesdropper-0. Consensus: one agent process per agent (agent-<i>), or with
-// --agents-per-process K hosts of K agents (agents-<i>-<j>, `dpsim agent --agents i..j`), and
-// eavesdropper-0. A host of agents i..j announces itself under its first agent's id: its
-// ctl.ready, ctl.done and ctl.result subjects end in agent.<i>. Unless the scenario has link
-// faults or crashes (per agent), a host publishes one message per step on
-// dpsim.<run>.host.<i>.y carrying the outputs of all its agents (sim.HostCore; the children get
-// --batch K), so a network step costs O(hosts) messages, not O(agents). Each child gets --nats-url, --run, --plan (its
-// plan file <out>/<name>.plan.json: the point resolved once by the launcher, with only that
-// child's private values; see Session.writePlans), --point, --out, --mode,
-// --period, --timeout, --idle-timeout, --log-level, --encoding and --parent-pid; the plant
-// and the agents also --seed (the eavesdropper and the cloud draw no randomness and never get
-// the seed). Children run in their own process group: a Ctrl-C on the terminal reaches only
-// the launcher, which stops them (below). A child whose parent disappears stops by itself.
-//
-// # Coordination protocol (dpsim.<run>.ctl.*)
-//
-// Coordination messages use the bus message schema (JSON, version 1; see pkg/bus) with Kind
-// set to the ctl word, except ctl.result whose payload is the process's result JSON:
-//
-//	| Subject                               | From      | Kind    | ep | vals                          | Meaning                                   |
-//	|---------------------------------------|-----------|---------|----|-------------------------------|-------------------------------------------|
-//	| dpsim.<run>.ctl.ready.<role>.<id>     | process   | ready   | 0  | [pid, plan digest]            | subscribed to its subjects, ready         |
-//	| dpsim.<run>.ctl.episode               | launcher  | episode | e  | []                            | start episode e (scenario x(0))           |
-//	| dpsim.<run>.ctl.episode               | launcher  | episode-x0 | e | []                         | start e; its x(0) is on the private line  |
-//	| dpsim-challenger.<run>.x0             | launcher  | x0      | e  | explicit x(0)                 | the challenger's secret (plant, agents)   |
-//	| dpsim.<run>.ctl.done.<role>.<id>      | process   | done    | e  | [steps, missed steps, pid]    | finished episode e                        |
-//	| dpsim.<run>.ctl.stop                  | launcher  | stop    | 0  | []                            | abandon any episode, flush, exit 0        |
-//	| dpsim.<run>.ctl.rejoin.<role>.<id>    | process   | rejoin  | e  | [restart step, pid]           | restarted after a crash, subscribed again |
-//	| dpsim.<run>.ctl.result.<role>.<id>    | process   | -       | -  | role.ProcessResult JSON       | final counters, timing, files (also file) |
-//
-// The sequence of a run:
-//
-//  1. The launcher subscribes to ctl.ready.>, ctl.done.> and ctl.result.>, then spawns the
-//     processes. Each process subscribes to its data subjects, ctl.episode and ctl.stop,
-//     flushes, and publishes ctl.ready (repeated every 500 ms until its first episode, so a
-//     launcher attaching to processes started by hand hears it too). The launcher waits for
-//     every ready (60 s bound; a child that exits first fails the run, naming it).
-//     It accepts ready and done only from the pid it spawned for each sender (in attach
-//     mode, Session with Attach, from the first pid it hears per sender): a ready or done of
-//     another pid - a stray process started by hand on the same run id, which would answer
-//     every episode too - fails the run with an error naming the sender and both pids.
-//  2. For e = 0, 1, ..., runs-1: the launcher publishes ctl.episode with ep = e and waits for
-//     ctl.done from every process. Each process runs the T steps of episode e (new noise:
-//     the plant reseeds from rng(seed, "plant", 0, e), agent i from rng(seed, "agent", i, e))
-//     and publishes ctl.done. Episodes are strictly sequential and increasing, so a process
-//     only ever accepts data messages of the episode it runs; the same processes serve every
-//     episode.
-//  3. The launcher publishes ctl.stop. Each process flushes its trace, writes
-//     <out>/<name>.result.json, publishes it on ctl.result, drains its connection and exits
-//     with status 0. The launcher waits for every exit (15 s bound, then SIGTERM, then
-//     SIGKILL), then merges the processes' trace files one episode at a time (each process
-//     writes its records in episode order), folding every complete episode into the Results
-//     as it goes and streaming the first --trace-episodes merged episodes to trace.jsonl:
-//     the launcher's memory does not grow with the number of episodes.
-//
-// An episode may start from an explicit initial state (the auditor's challenger,
-// Session.Episode(ctx, e, x0)): the launcher first sends x(0) on the private subject
-// dpsim-challenger.<run>.x0 (kind "x0": nx values for the plant's x(0), N values for the
-// agents' x_i(0)), then the public ctl.episode with kind "episode-x0" and no values. That
-// subject is deliberately outside dpsim.>: the eavesdropper sniffs dpsim.<run>.> and never
-// receives the secret; only the plant and the agents subscribe to it, and a plant told
-// "episode-x0" that does not receive its x(0) within --timeout fails rather than defaulting.
-// (For hand-driven runs ctl.episode may still carry x(0) in vals directly.)
-//
-// Every wait is bounded: a process's wait for a step's messages by --timeout in lockstep and by
-// the next tick in realtime (either way the core's missing-input rule applies - the plant holds
-// or zeroes u, the cloud predicts yhat, an agent reuses or skips a neighbour - the step is
-// counted as missed and the run ends "degraded", or failed past --max-missed-fraction), its wait
-// for the next ctl.episode by --idle-timeout, the launcher's wait for ready, done and exits by
-// the bounds above. No run can hang, and a lost message is never fatal.
-//
-// # Faults and delivery headers
-//
-// A scenario's faults: section (scenario.FaultsSpec) injects per-link faults on the publish
-// side (pkg/fault): every process applies the same pure fates to its own messages. A fault-free
-// message is a plain publish. Otherwise a message carries NATS headers (bus.Route): Dpsim-To
-// (the one subscriber "<role>.<id>" it is for; others ignore it), Dpsim-Except (on a message
-// for every subscriber: those it is not for, which get deliveries of their own), Dpsim-At (the
-// logical step it
-// is delivered at, when later than its own), Dpsim-More (more deliveries from this sender for
-// that step follow) and Dpsim-Gap (no values: in lockstep, the sender has nothing more for
-// the subscriber at that step - a lost or delayed message - so the subscriber applies its
-// rule at once instead of waiting for a timeout). This is what keeps a faulty lockstep run
-// bit-identical to the fast engine.
-//
-// # Security
-//
-// The launcher's embedded server knows one NATS user per process and one for the launcher,
-// each with a random password and its role's subject permissions (bus.Subjects.RolePermissions:
-// a process publishes only its own data subject and ctl words; the eavesdropper reads
-// dpsim.<run>.> and publishes nothing else; only the plant and agents read the challenger's
-// line; only the launcher publishes ctl.episode and ctl.stop); a client without credentials is
-// refused. A child gets its credentials in $DPSIM_NATS_USER and $DPSIM_NATS_PASSWORD, never in
-// argv; credentials in an external server's URL are handed on the same way and taken out of
-// every output. --tls auto makes the embedded server require TLS with a throwaway CA (the
-// children get --tls-ca, a file name); --tls-ca/--tls-cert/--tls-key do the same for an external
-// server. --sign gives every process (and the launcher) an ed25519 key (seed in
-// $DPSIM_SIGN_SEED, public keys in procs/public-keys.json, passed as --sign-keys): data
-// messages, ctl.episode, ctl.stop and the challenger's x0 carry a Dpsim-Sig header that every
-// receiver verifies. Signing is on by default with an external server (--nats-url, $NATS_URL),
-// whose permissions the launcher cannot see; --no-sign opts out. Without signing, two different
-// messages for one (sender, episode, step) are counted as conflicts whenever the second arrives
-// (late for an older step, after the receiver finished the episode or began the next one) and
-// make the run degraded (--strict: failed). A copy for an episode its receiver had finished is
-// not invalid but stale: counted apart (summary.json stale) and compared with the copy used.
-// summary.json security records how the traffic was secured.
-//
-// # Crashes, outages and nothing lost
-//
-// A process the scenario kills (faults.crashes) writes <name>.checkpoint.json at its crash
-// step and SIGKILLs itself; the launcher sees the kill and starts it again with --resume; the
-// successor restores the checkpoint (cores, noise draw, counters, file offsets), publishes
-// ctl.rejoin and finishes the episode. Its peers never wait for it while it is down, and hold
-// what is due to it from its restart step until its rejoin. After a broker outage
-// (faults.server_restarts, or a real one) every process reconnects, repeats ctl.ready until the
-// next episode and repeats its last ctl.done: the launcher starts the next episode only when
-// every process is back. Every process flushes and fsyncs its files once per episode, and the
-// launcher folds each episode as soon as it is done (Collector): a process that dies loses no
-// finished episode, and the report covers them.
-//
-// Hand-driven use, against any NATS server:
-//
-//	dpsim plant --nats-url nats://127.0.0.1:4222 --run r1 --scenario s.yaml --out /tmp/r1 &
-//	dpsim cloud --nats-url nats://127.0.0.1:4222 --run r1 --scenario s.yaml --out /tmp/r1 &
-//	nats pub dpsim.r1.ctl.episode '{"v":1,"run":"r1","ep":0,"step":0,"from":"launcher.0","sent":0,"kind":"episode","vals":[]}'
-//	nats pub dpsim.r1.ctl.stop '{"v":1,"run":"r1","ep":0,"step":0,"from":"launcher.0","sent":0,"kind":"stop","vals":[]}'
-//
-// # Time
-//
-// lockstep (default): each step proceeds when its messages arrived. realtime: the plant and
-// the agents start step k at t0 + k*Ts with t0 = sent(ctl.episode) + role.GridLead (50 ms);
-// a step's messages are due by the next tick. Late messages (dropped as "late"), overruns,
-// missed deadlines and the jitter of every process are reported in summary.json "timing" and
-// per process; never hidden, and a run with missed steps ends with status "degraded" (the
-// counts in summary.json "degraded"). In realtime a run is not expected to reproduce the fast
-// engine bit for bit when steps are missed (held inputs); in lockstep it is, faults included.
+// The processes, the coordination protocol on dpsim.<run>.ctl.*, the faults and delivery
+// headers, the security of the traffic, crashes and outages, and time (lockstep and realtime)
+// are the launcher's: go doc github.com/dpsim/dpsim/internal/launch (and pkg/contract for the
+// payloads and file names a role process shares with it). This package keeps the command:
+// its flags, the run's points and episodes, the resume state, summary.json, the report and
+// what is printed.
 //
 // # Files
 //
 //	DIR/summary.json        scenario, seed (+ seed_string, the same in decimal for readers that parse
 //	                        JSON numbers as doubles, and its source), runs, steps, nats_url, status, error,
 //	                        processes [{role, id, pid, max_rss_bytes, max_rss_source, exit_code, invalid,
-//	                        timing, ...}], metrics (sim.Results; a list for a sweep), points (one per sweep
+//	                        timing, ...}], metrics (metrics.Results; a list for a sweep), points (one per sweep
 //	                        point: requested and completed episodes, missing pieces, trace_episodes),
 //	                        timing, invalid, stale, security, engine, mode
 //	DIR/report.md, *.png    the report (pkg/report); after a failure or Ctrl-C it opens with a status

@@ -20,11 +20,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/cmd/role"
-	"github.com/dpsim/dpsim/internal/cmd/run"
 	"github.com/dpsim/dpsim/internal/dpsimtest"
+	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/internal/rss"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/fault"
+	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/trace"
 )
 
 // The integration tests run the real binary: every role its own OS process, over an embedded
@@ -90,15 +94,16 @@ func (s *sniffer) all() []sniffed {
 	return append([]sniffed(nil), s.msgs...)
 }
 
-type launch struct {
+// started is a dpsim command the test started, with its output.
+type started struct {
 	cmd    *exec.Cmd
 	stderr bytes.Buffer
 	stdout bytes.Buffer
 }
 
-func start(t testing.TB, args ...string) *launch {
+func start(t testing.TB, args ...string) *started {
 	t.Helper()
-	l := &launch{cmd: exec.Command(dpsimBin, args...)}
+	l := &started{cmd: exec.Command(dpsimBin, args...)}
 	l.cmd.Stdout, l.cmd.Stderr = &l.stdout, &l.stderr
 	l.cmd.Env = append(os.Environ(), "NATS_URL=")
 	require.NoError(t, l.cmd.Start())
@@ -106,7 +111,7 @@ func start(t testing.TB, args ...string) *launch {
 }
 
 // wait waits for the launcher to exit (bounded) and returns its exit code.
-func (l *launch) wait(t testing.TB, limit time.Duration) int {
+func (l *started) wait(t testing.TB, limit time.Duration) int {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- l.cmd.Wait() }()
@@ -148,9 +153,9 @@ type summary struct {
 	Processes      []procSummary   `json:"processes"`
 	Invalid        map[string]bus.CountersSnapshot
 	Points         []struct {
-		Metrics       *sim.Results `json:"metrics"`
-		Requested     int          `json:"requested"`
-		TraceEpisodes int          `json:"trace_episodes"`
+		Metrics       *metrics.Results `json:"metrics"`
+		Requested     int              `json:"requested"`
+		TraceEpisodes int              `json:"trace_episodes"`
 	} `json:"points"`
 	RunID       string         `json:"run_id"`
 	Timing      map[string]any `json:"timing"`
@@ -264,7 +269,7 @@ func TestCloudVehicleOverNATS(t *testing.T) {
 		require.Equal(t, "ok", p.Status, p.Name)
 		require.Positive(t, p.MaxRSSBytes, p.Name)
 		if runtime.GOOS == "linux" {
-			require.Equal(t, role.RSSVmHWM, p.RSSSource, "%s: its own peak, not the wait4 rusage", p.Name)
+			require.Equal(t, rss.VmHWM, p.RSSSource, "%s: its own peak, not the wait4 rusage", p.Name)
 		}
 		require.Less(t, p.MaxRSSBytes, int64(512<<20), p.Name)
 		require.Zero(t, p.Invalid.Dropped, p.Name)
@@ -285,7 +290,7 @@ func TestCloudVehicleOverNATS(t *testing.T) {
 		require.Equal(t, runs*T, count[subj.CloudU(0)], "u: one per step")
 		require.Equal(t, runs, count[subj.CtlEpisode()])
 		require.Equal(t, 1, count[subj.CtlStop()])
-		for _, r := range []bus.Role{bus.RolePlant, bus.RoleCloud, bus.RoleEavesdropper} {
+		for _, r := range []endpoint.Role{endpoint.Plant, endpoint.Cloud, endpoint.Eavesdropper} {
 			require.GreaterOrEqual(t, count[subj.CtlReady(r, 0)], 1, "ready %s (repeated until the first episode)", r)
 			require.Equal(t, runs, count[subj.CtlDone(r, 0)], "done %s", r)
 			require.Equal(t, 1, count[subj.CtlResult(r, 0)], "result %s", r)
@@ -310,7 +315,7 @@ func TestCloudVehicleOverNATS(t *testing.T) {
 		f, err := os.Open(filepath.Join(dir, sum.proc(t, "plant-0").TraceFile))
 		require.NoError(t, err)
 		defer f.Close()
-		plant, err := sim.ReadTrace[sim.ControlRecord](f)
+		plant, err := trace.Read[trace.ControlRecord](f)
 		require.NoError(t, err)
 		require.Len(t, plant, runs*(T+1))
 		// The plant's secrets: x(t) and C x(t) = x_1(t) (C = [1 0]) for every episode and step.
@@ -357,7 +362,7 @@ func TestCloudVehicleOverNATS(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(a, b), "per-step traces identical")
 		require.Equal(t, runs*(T+1), bytes.Count(a, []byte("\n")), "every episode traced (runs < --trace-episodes)")
-		var res sim.Results
+		var res metrics.Results
 		require.NoError(t, json.Unmarshal(sum.Metrics, &res))
 		require.Equal(t, runs, res.Runs)
 		require.Empty(t, res.IncompleteEpisodes)
@@ -480,7 +485,7 @@ func TestHostileMessages(t *testing.T) {
 	forgedSender, err := bus.EncodeJSON(nil, &bus.Message{V: 1, Run: run, Episode: 1, Step: 0, Sender: "cloud.0", Kind: "yhat", Values: []float64{1}})
 	require.NoError(t, err)
 	sniff(t, srv.URL(), func(subject string, data []byte) {
-		if subject != subj.CtlDone(bus.RolePlant, 0) {
+		if subject != subj.CtlDone(endpoint.Plant, 0) {
 			return
 		}
 		once.Do(func() {
@@ -648,7 +653,7 @@ func TestInterrupt(t *testing.T) {
 	require.Contains(t, l.stderr.String(), "interrupted")
 	sum := readSummary(t, dir)
 	require.Equal(t, "interrupted", sum.Status)
-	var res sim.Results
+	var res metrics.Results
 	require.NoError(t, json.Unmarshal(sum.Metrics, &res))
 	require.GreaterOrEqual(t, res.Runs, 3, "the finished episodes are aggregated")
 	require.Less(t, res.Runs, 100000)
@@ -785,7 +790,7 @@ func TestAttach(t *testing.T) {
 	dir := t.TempDir()
 	const id = "itattach"
 	path := scenarioPath("cloud-vehicle")
-	var procs []*launch
+	var procs []*started
 	for _, r := range []string{"plant", "cloud", "eavesdropper"} {
 		procs = append(procs, start(t, r, "--nats-url", srv.URL(), "--run", id, "--scenario", path, "--out", dir, "--log-level", "warn"))
 	}
@@ -793,7 +798,7 @@ func TestAttach(t *testing.T) {
 	require.NoError(t, err)
 	sn := sniff(t, srv.URL(), nil)     // everything on dpsim.>, what the eavesdropper could see
 	time.Sleep(200 * time.Millisecond) // the processes are up before the session listens
-	sess, err := run.StartSession(context.Background(), run.SessionConfig{Attach: true, Plan: p, Seed: 53,
+	sess, err := launch.StartSession(context.Background(), launch.SessionConfig{Attach: true, Plan: p, Seeds: sim.NewSeeds(53),
 		URL: srv.URL(), Run: id, Dir: dir, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	x0 := []float64{1.5, -0.5} // episode 1 starts from an explicit state (the challenger's hook)

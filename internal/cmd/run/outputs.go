@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/report"
 )
 
@@ -16,7 +18,8 @@ import (
 const RSSWait = "wait4"
 
 // procFileSuffixes are the files a role process writes into its --out directory.
-var procFileSuffixes = []string{".log", ".trace.jsonl", ".result.json", ".transcript.jsonl", ".faults.jsonl", ".checkpoint.json", ".plan.json", "public-keys.json"}
+var procFileSuffixes = []string{contract.LogFile(""), contract.TraceFile(""), contract.ResultFile(""), contract.TranscriptFile(""),
+	contract.FaultsFile(""), contract.CheckpointFile(""), contract.PlanFile(""), "public-keys.json"}
 
 // cleanOutputs removes from dir what an earlier dpsim run wrote there, so that a reused --out
 // holds only this run's outputs: summary.json, report.md, resume.json, trace.jsonl and trace-pNN.jsonl (and
@@ -64,8 +67,8 @@ func cleanOutputs(dir string) error {
 			switch {
 			case e.IsDir() && depth == 0 && isPointDir(name):
 				cleanProcs(filepath.Join(d, name), 1)
-			case e.IsDir() && name == AttachDir:
-				if err := removeAttach(d, false); err != nil {
+			case e.IsDir() && name == launch.AttachDir:
+				if err := launch.RemoveAttach(d, false); err != nil {
 					errs = append(errs, err)
 				}
 			case !e.IsDir() && hasAnySuffix(name, procFileSuffixes):

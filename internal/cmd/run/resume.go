@@ -19,11 +19,12 @@ import (
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/fault"
+	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/report"
-	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // ResumeFile is the resume state of a run in progress, in OUT (mode 0600). While it exists the
@@ -347,12 +348,12 @@ func (l *launcher) completePoint(k int) {
 // checkpoint records that episodes 0..episodes-1 of point k are folded by col and that its
 // trace out (nil: none) holds them; written at most every resumeCheckpointEvery unless force
 // (the point stopped: a resumption then starts right after its last completed episode).
-func (l *launcher) checkpoint(k, episodes int, col *Collector, out *traceOut, force bool) {
+func (l *launcher) checkpoint(k, episodes int, col *launch.Collector, out *traceOut, force bool) {
 	st := l.resume.state
 	if st == nil || (!force && time.Since(l.resume.lastSave) < resumeCheckpointEvery) {
 		return
 	}
-	digest, err := col.metricsDigest()
+	digest, err := col.MetricsDigest()
 	if err != nil {
 		l.log.Warn().Err(err).Msg("resume state: metrics digest")
 		return
@@ -405,7 +406,7 @@ func (l *launcher) resumeEnd() {
 // cores and per-episode random streams, so the same records bit for bit) and checked against
 // the recorded digest. When they differ (a realtime run, or faults that depend on timing) the
 // point starts again from episode 0 and its trace from its beginning.
-func (l *launcher) resumePoint(ctx context.Context, k int, p *plan.Plan) (int, *sim.Accumulator, error) {
+func (l *launcher) resumePoint(ctx context.Context, k int, p *plan.Plan) (int, *metrics.Accumulator, error) {
 	if l.resume.state == nil {
 		return 0, nil, nil
 	}
@@ -413,11 +414,11 @@ func (l *launcher) resumePoint(ctx context.Context, k int, p *plan.Plan) (int, *
 	if c == nil || c.Point != k || c.Episodes == 0 {
 		return 0, nil, nil
 	}
-	acc, links, err := replayEpisodes(ctx, p, l.o.Seed, c.Episodes, l.o.AgentsPerProcess)
+	acc, links, err := launch.ReplayEpisodes(ctx, p, l.seeds, c.Episodes, l.o.AgentsPerProcess)
 	if err != nil {
 		return 0, nil, fmt.Errorf("resume: replaying episodes 0..%d of point %d: %w", c.Episodes-1, k, err)
 	}
-	digest, err := accDigest(acc)
+	digest, err := launch.MetricsDigest(acc)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -428,43 +429,6 @@ func (l *launcher) resumePoint(ctx context.Context, k int, p *plan.Plan) (int, *
 	l.resume.replayed[k] = links
 	l.tick(c.Episodes)
 	return c.Episodes, acc, nil
-}
-
-// replayEpisodes runs episodes 0..n-1 of p with the fast engine and folds their records into a
-// fresh Accumulator, as the collector folds the processes' records.
-func replayEpisodes(ctx context.Context, p *plan.Plan, seed uint64, n, perHost int) (*sim.Accumulator, []fault.LinkStats, error) {
-	acc, err := sim.NewAccumulator(p, seed)
-	if err != nil {
-		return nil, nil, err
-	}
-	sink := func(tr *sim.Traces) error {
-		for i := range tr.Control {
-			if err := acc.AddControl(&tr.Control[i]); err != nil {
-				return err
-			}
-		}
-		for i := range tr.Consensus {
-			if err := acc.AddConsensus(&tr.Consensus[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	res, _, err := sim.RunFast(ctx, p, seed, sim.FastOptions{Runs: n, AgentsPerHost: perHost, TraceSink: sink})
-	if err != nil {
-		return nil, nil, err
-	}
-	return acc, res.Links, nil
-}
-
-// accDigest is the sha256 of the JSON of acc's Results.
-func accDigest(acc *sim.Accumulator) (string, error) {
-	data, err := json.Marshal(acc.Results())
-	if err != nil {
-		return "", fmt.Errorf("resume: metrics digest: %w", err)
-	}
-	h := sha256.Sum256(data)
-	return hex.EncodeToString(h[:]), nil
 }
 
 // openPointTrace creates point k's trace file, or for a resumed point opens it to append after

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/cmd/run"
+	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/bus"
 )
 
@@ -160,7 +161,7 @@ func TestResumeAfterLauncherKilled(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		require.NoError(t, err)
 		require.True(t, string(a) == string(b), "%s differs from the uninterrupted run's", f)
-		require.NotContains(t, string(b), run.PartialMarkerKey)
+		require.NotContains(t, string(b), launch.PartialMarkerKey)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	require.NoError(t, err)

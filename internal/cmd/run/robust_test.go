@@ -20,6 +20,10 @@ import (
 
 	"github.com/dpsim/dpsim/internal/cmd/role"
 	"github.com/dpsim/dpsim/internal/cmd/run"
+	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/internal/rss"
+	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/sim"
 )
@@ -92,7 +96,7 @@ func TestAttachConflict(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	var procs []*launch
+	var procs []*started
 	for _, r := range []string{"plant", "plant", "cloud", "eavesdropper"} {
 		procs = append(procs, start(t, r, "--nats-url", srv.URL(), "--run", id, "--scenario", path, "--out", t.TempDir(), "--log-level", "warn"))
 	}
@@ -108,7 +112,7 @@ func TestAttachConflict(t *testing.T) {
 	}, 20*time.Second, 20*time.Millisecond, "every process announced itself")
 	_, p, err := role.LoadPoint(path, 0)
 	require.NoError(t, err)
-	sess, err := run.StartSession(context.Background(), run.SessionConfig{Attach: true, Plan: p, Seed: 53,
+	sess, err := launch.StartSession(context.Background(), launch.SessionConfig{Attach: true, Plan: p, Seeds: sim.NewSeeds(53),
 		URL: srv.URL(), Run: id, Dir: t.TempDir(), Timeout: 10 * time.Second})
 	// Both plants repeat their ready until the first episode: the second is heard while
 	// starting or, at the latest, with the done of the first episode both of them ran.
@@ -141,7 +145,7 @@ func TestAttachStalePlan(t *testing.T) {
 	old.Scenario.Steps = old.Steps
 	var buf bytes.Buffer
 	require.NoError(t, old.WriteFile(&buf, plan.Keep{Seed: true, PlantX0: true, Last: -1}))
-	planFile := filepath.Join(dir, role.PlanFile("plant-0"))
+	planFile := filepath.Join(dir, contract.PlanFile("plant-0"))
 	require.NoError(t, os.WriteFile(planFile, buf.Bytes(), 0o600))
 	var mu sync.Mutex
 	ready := false
@@ -159,7 +163,7 @@ func TestAttachStalePlan(t *testing.T) {
 		defer mu.Unlock()
 		return ready
 	}, 20*time.Second, 20*time.Millisecond, "the plant announced itself")
-	sess, err := run.StartSession(context.Background(), run.SessionConfig{Attach: true, Plan: p, Seed: 5,
+	sess, err := launch.StartSession(context.Background(), launch.SessionConfig{Attach: true, Plan: p, Seeds: sim.NewSeeds(5),
 		URL: srv.URL(), Run: id, Dir: dir, Timeout: 10 * time.Second, StartTimeout: 15 * time.Second})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "plant.0 runs another plan file than the one this launcher wrote")
@@ -266,8 +270,8 @@ func TestChildPeakRSS(t *testing.T) {
 	srv := server(t)
 	_, p, err := role.LoadPoint(scenarioPath("cloud-vehicle"), 0)
 	require.NoError(t, err)
-	sess, err := run.StartSession(context.Background(), run.SessionConfig{Exe: dpsimBin, ScenarioPath: scenarioPath("cloud-vehicle"),
-		Plan: p, Seed: 53, URL: srv.URL(), Run: "itrss", Dir: t.TempDir(), Timeout: 10 * time.Second, LogLevel: "warn"})
+	sess, err := launch.StartSession(context.Background(), launch.SessionConfig{Exe: dpsimBin, ScenarioPath: scenarioPath("cloud-vehicle"),
+		Plan: p, Seeds: sim.NewSeeds(53), URL: srv.URL(), Run: "itrss", Dir: t.TempDir(), Timeout: 10 * time.Second, LogLevel: "warn"})
 	require.NoError(t, err)
 	require.NoError(t, sess.Episode(context.Background(), 0, nil))
 	require.NoError(t, sess.Stop())
@@ -275,7 +279,7 @@ func TestChildPeakRSS(t *testing.T) {
 	for _, pr := range sess.Procs() {
 		r := sess.Result(pr)
 		require.NotNil(t, r, pr.Name)
-		require.Equal(t, role.RSSVmHWM, r.PeakRSSSource, pr.Name)
+		require.Equal(t, rss.VmHWM, r.PeakRSSSource, pr.Name)
 		require.Greater(t, r.PeakRSSBytes, int64(2<<20), pr.Name)
 		require.Less(t, r.PeakRSSBytes, int64(100<<20), "%s reports %d MiB: its own peak, not the launcher's 160+ MiB", pr.Name, r.PeakRSSBytes>>20)
 	}
@@ -369,9 +373,9 @@ func TestChildKilledBeforeReady(t *testing.T) {
 // partialRun is what TestPartialEpisodeInNoMetric reads of summary.json.
 type partialRun struct {
 	Points []struct {
-		Requested int          `json:"requested"`
-		Episodes  int          `json:"episodes"`
-		Metrics   *sim.Results `json:"metrics"`
+		Requested int              `json:"requested"`
+		Episodes  int              `json:"episodes"`
+		Metrics   *metrics.Results `json:"metrics"`
 	} `json:"points"`
 }
 
@@ -433,15 +437,15 @@ func checkPartialTrace(t *testing.T, path string, runs int) {
 	complete := runs * 61
 	require.GreaterOrEqual(t, len(lines), complete)
 	for _, line := range lines[:complete] {
-		require.NotContains(t, line, run.PartialMarkerKey)
+		require.NotContains(t, line, launch.PartialMarkerKey)
 	}
 	if len(lines) == complete {
 		return
 	}
 	last := lines[len(lines)-1]
-	var marker map[string]run.PartialMarker
+	var marker map[string]launch.PartialMarker
 	require.NoError(t, json.Unmarshal([]byte(last), &marker), "the trace's last line marks the unfinished episode: %s", last)
-	m := marker[run.PartialMarkerKey]
+	m := marker[launch.PartialMarkerKey]
 	require.Equal(t, runs, m.Episode)
 	require.Equal(t, len(lines)-complete-1, m.Records)
 }

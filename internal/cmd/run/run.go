@@ -26,13 +26,19 @@ import (
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/cli"
-	"github.com/dpsim/dpsim/internal/cmd/role"
+	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/internal/rss"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/fault"
+	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/report"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/trace"
 )
 
 // Command is the table entry for `dpsim run`.
@@ -50,7 +56,7 @@ agent, eavesdropper), runs the episodes reusing the same processes (fresh noise 
 collects the processes' result files, merges them with the same aggregation as the fast engine and
 stops the children. Ctrl-C stops the children cleanly, writes what was recorded and exits non-zero.
 Watch a run with: nats sub 'dpsim.>'. Subjects, the coordination protocol and the files:
-go doc github.com/dpsim/dpsim/internal/cmd/run
+go doc github.com/dpsim/dpsim/internal/launch
 
 --engine fast runs the same role cores in-process without NATS (for large Monte Carlo counts); for
 the same seed it gives the same numbers as the NATS run.
@@ -104,7 +110,7 @@ type Options struct {
 	Runs             int
 	Timeout          time.Duration
 	AgentsPerProcess int
-	TraceEpisodes    int // first N episodes traced; 0 none, -1 all
+	TraceEpisodes    int // the traced episodes, written as trace.Episodes: first N, 0 none, -1 all
 	Encoding         string
 	RunID            string
 	LogLevel         string
@@ -137,8 +143,8 @@ type Options struct {
 	AttachTimeout time.Duration
 	// Listen is the embedded server's address (host:port; "" loopback, a random port).
 	Listen string
-	// Budget is the memory a run may be estimated to need (bytes; 0: sim.DefaultMemoryBudget);
-	// a run estimated above it is refused with its estimate (sim.EstimateCost).
+	// Budget is the memory a run may be estimated to need (bytes; 0: engine.DefaultMemoryBudget);
+	// a run estimated above it is refused with its estimate (engine.EstimateCost).
 	Budget int64
 	// Resume is the OUT of a run to continue (--resume; see ResumeFile).
 	Resume string
@@ -199,7 +205,7 @@ func defineFlags(fs *flag.FlagSet, o *Options, seed, mode, budget *string) {
 	fs.DurationVar(&o.Period, "period", 0, "realtime step period Ts, e.g. 100ms (default the scenario's transport.period)")
 	fs.StringVar(&o.Engine, "engine", "nats", "nats (every role its own process over NATS) or fast (in-process, no NATS; same numbers for the same seed)")
 	fs.IntVar(&o.Runs, "runs", 0, "number of Monte Carlo episodes per point (default the scenario's runs)")
-	fs.DurationVar(&o.Timeout, "timeout", role.DefaultTimeout, "longest wait for one step's messages (lockstep) and for each NATS flush in every process (at least 1ms); a step that times out goes on with the missing-input rules, is counted, and makes the run degraded (see --max-missed-fraction)")
+	fs.DurationVar(&o.Timeout, "timeout", contract.DefaultTimeout, "longest wait for one step's messages (lockstep) and for each NATS flush in every process (at least 1ms); a step that times out goes on with the missing-input rules, is counted, and makes the run degraded (see --max-missed-fraction)")
 	fs.IntVar(&o.AgentsPerProcess, "agents-per-process", 1, "consensus: agents hosted per agent process (1 = one process per agent; e.g. 25 runs 100 agents in 4 processes). Unless the scenario has link faults or crashes (which act per agent), each process publishes one message per step carrying all its agents' outputs (dpsim.<run>.host.<i>.y), so a step costs O(processes) messages; --engine fast groups its agents the same way, so both engines report the same links")
 	fs.IntVar(&o.TraceEpisodes, "trace-episodes", DefaultTraceEpisodes, "write the merged per-step records of the first N episodes to trace.jsonl (0 = no trace file, -1 = every episode: about 25 KB per cloud-control episode of 100 steps, 2.5 GB for 100000 runs); it also bounds the disk of the NATS engine: each process keeps its trace, transcript and fault log for these N episodes only (plus the episode in progress), and the metrics still cover every episode")
 	fs.StringVar(&o.Encoding, "encoding", "json", "wire encoding of the data messages: json (readable with nats sub) or binary")
@@ -277,7 +283,7 @@ func (o *Options) checkProcesses() error {
 // checkLimits parses --budget and checks the ranges of the numeric flags, --encoding and --run-id.
 func (o *Options) checkLimits(budget string) error {
 	if budget != "" {
-		b, err := sim.ParseBytes(budget)
+		b, err := engine.ParseBytes(budget)
 		if err != nil {
 			return cli.UsageError("--budget: %v", err)
 		}
@@ -286,8 +292,8 @@ func (o *Options) checkLimits(budget string) error {
 	if o.Runs < 0 || o.Runs > scenario.MaxRuns {
 		return cli.UsageError("--runs %d: want 1..%d (0 = the scenario's)", o.Runs, scenario.MaxRuns)
 	}
-	if o.Timeout < role.MinTimeout {
-		return cli.UsageError("--timeout %v: must be at least %v (it bounds every wait for a step's messages and every NATS flush of the processes)", o.Timeout, role.MinTimeout)
+	if o.Timeout < contract.MinTimeout {
+		return cli.UsageError("--timeout %v: must be at least %v (it bounds every wait for a step's messages and every NATS flush of the processes)", o.Timeout, contract.MinTimeout)
 	}
 	if o.Period < 0 {
 		return cli.UsageError("--period %v: must be >= 0", o.Period)
@@ -301,8 +307,8 @@ func (o *Options) checkLimits(budget string) error {
 	if o.ChildProcs < 0 {
 		return cli.UsageError("--child-gomaxprocs %d: want >= 0", o.ChildProcs)
 	}
-	if o.TraceEpisodes < -1 {
-		return cli.UsageError("--trace-episodes %d: want N >= 0, or -1 for every episode", o.TraceEpisodes)
+	if _, err := trace.EpisodesOf(o.TraceEpisodes); err != nil {
+		return cli.UsageError("--trace-episodes %v", err)
 	}
 	if _, err := bus.ParseEncoding(o.Encoding); err != nil {
 		return cli.UsageError("--encoding: %v", err)
@@ -363,6 +369,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 // launcher is one `dpsim run`.
 type launcher struct {
 	o       *Options
+	seeds   sim.Seeds // of the resolved run seed (o.Seed)
 	log     zerolog.Logger
 	stderr  io.Writer
 	scn     *scenario.Scenario
@@ -373,24 +380,22 @@ type launcher struct {
 	bar     *progressbar.ProgressBar
 	plain   *plainProgress
 	started time.Time
-	tl      *timeline
-	// tlsClient is what every process uses to connect over TLS (zero: plain).
-	tlsClient bus.TLSFiles
-	resume    resumer
+	tl      *launch.Timeline
+	resume  resumer
 }
 
 // Execute runs the scenario with parsed options until done or ctx ends (then it stops the
 // children, writes what was recorded and returns an error).
 func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zerolog.Logger) error {
 	l := &launcher{o: o, log: log, stderr: stderr, started: time.Now()}
-	l.tl = &timeline{origin: l.started}
+	l.tl = launch.NewTimeline(l.started)
 	if err := l.prepare(); err != nil {
 		return err
 	}
 	runErr := l.runAll(ctx)
 	l.sum.ElapsedSec = time.Since(l.started).Seconds()
-	l.sum.LauncherMaxRSSBytes = role.PeakRSS()
-	l.sum.Timeline = l.tl.sorted()
+	l.sum.LauncherMaxRSSBytes, _ = rss.Peak()
+	l.sum.Timeline = l.tl.Sorted()
 	if runErr == nil {
 		runErr = l.degradation()
 	}
@@ -399,7 +404,7 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 		l.sum.Status = "degraded"
 	case runErr == nil:
 		l.sum.Status = "ok"
-	case errors.Is(runErr, ErrInterrupted) || ctx.Err() != nil:
+	case errors.Is(runErr, launch.ErrInterrupted) || ctx.Err() != nil:
 		l.sum.Status = "interrupted"
 		l.sum.Error = runErr.Error()
 		runErr = fmt.Errorf("%w: partial results written to %s", runErr, o.Out)
@@ -478,7 +483,7 @@ func (l *launcher) degradation() error {
 			msg = fmt.Sprintf("the NATS server was restarted %d time(s) (faults.server_restarts): %s", c.ServerRestarts, msg)
 		}
 		for _, ev := range l.sum.Timeline {
-			if ev.Event == EvServerStopped {
+			if ev.Event == launch.EvServerStopped {
 				msg += fmt.Sprintf("; server down from episode %d step %d (%s)", ev.Episode, ev.Step, ev.Detail)
 			}
 		}
@@ -511,20 +516,20 @@ func (l *launcher) degradation() error {
 }
 
 // checkCost refuses a run whose estimated memory exceeds --budget, or its summary.json
-// 1/16 of it (sim.EstimateCost, sim.CheckCost), before any plan is built or process started.
+// 1/16 of it (engine.EstimateCost, engine.CheckCost), before any plan is built or process started.
 func (l *launcher) checkCost() error {
 	runs, workers := l.scn.Runs, 1 // the NATS launcher aggregates; its processes hold one set of cores
 	if l.o.Runs > 0 {
 		runs = l.o.Runs
 	}
 	if l.o.Engine == "fast" {
-		workers = 0 // GOMAXPROCS, as sim.RunFast
+		workers = 0 // GOMAXPROCS, as engine.Run
 	}
-	c, err := sim.EstimateCost(l.points, runs, workers, l.o.AgentsPerProcess)
+	c, err := engine.EstimateCost(l.points, runs, workers, l.o.AgentsPerProcess)
 	if err != nil {
 		return err
 	}
-	return sim.CheckCost(c, l.o.Budget)
+	return engine.CheckCost(c, l.o.Budget)
 }
 
 // prepare validates the scenario and every point, and fixes the seed, runs, mode and dirs.
@@ -543,6 +548,7 @@ func (l *launcher) prepare() error {
 	l.scn = s
 	seed, seedSource := cli.ResolveSeed(o.Seed, o.SeedSet, s.Seed)
 	o.Seed = seed
+	l.seeds = sim.NewSeeds(seed) // the one derivation of the fault seed, for both engines
 	l.points = s.Expand()
 	if err := l.checkCost(); err != nil {
 		return err
@@ -620,7 +626,7 @@ func (l *launcher) applyScenarioSettings(s *scenario.Scenario) error {
 		}
 	}
 	if o.Attach {
-		if err := checkAttachable(s); err != nil {
+		if err := launch.CheckAttachable(s); err != nil {
 			return cli.UsageError("%v", err)
 		}
 	}
@@ -715,7 +721,7 @@ func (l *launcher) traceName(k int) string {
 	return fmt.Sprintf("trace-p%02d.jsonl", k)
 }
 
-func (l *launcher) addPoint(ps PointSummary, res *sim.Results) {
+func (l *launcher) addPoint(ps PointSummary, res *metrics.Results) {
 	ps.Metrics = res
 	if res != nil && res.Point != nil {
 		ps.Point = res.Point
@@ -725,21 +731,14 @@ func (l *launcher) addPoint(ps PointSummary, res *sim.Results) {
 		l.sum.Metrics = res
 		return
 	}
-	list, _ := l.sum.Metrics.([]*sim.Results)
+	list, _ := l.sum.Metrics.([]*metrics.Results)
 	l.sum.Metrics = append(list, res)
 }
 
-// traced returns the sim.FastOptions.TraceEpisodes / CollectOptions.TraceEpisodes of
-// --trace-episodes (0 = every episode there) and whether any episode is traced.
-func (l *launcher) traced() (episodes int, on bool) {
-	switch n := l.o.TraceEpisodes; {
-	case n == 0:
-		return 0, false
-	case n < 0:
-		return 0, true
-	default:
-		return n, true
-	}
+// traced is --trace-episodes: the episodes whose merged records go to the point's trace
+// file (engine.Options.TraceEpisodes, launch.CollectOptions.TraceEpisodes).
+func (l *launcher) traced() trace.Episodes {
+	return trace.FirstEpisodes(l.o.TraceEpisodes)
 }
 
 // traceOut streams merged records into DIR/<name> as episodes complete.
@@ -750,8 +749,8 @@ type traceOut struct {
 	faults   *os.File // faults.jsonl beside it, created at the first fault event
 	fenc     *json.Encoder
 	fbuf     *bufio.Writer
-	ctl      *sim.TraceWriter[sim.ControlRecord]
-	cns      *sim.TraceWriter[sim.ConsensusRecord]
+	ctl      *trace.Writer[trace.ControlRecord]
+	cns      *trace.Writer[trace.ConsensusRecord]
 	episodes int
 }
 
@@ -767,11 +766,11 @@ func (l *launcher) createTrace(name string) (*traceOut, error) {
 // the fault injector did to the traced episodes' messages (faults.jsonl, faults-pNN.jsonl).
 func FaultsName(trace string) string { return "faults" + strings.TrimPrefix(trace, "trace") }
 
-// write appends one episode's records (the sink of sim.RunFast).
-func (t *traceOut) write(tr *sim.Traces) error {
+// write appends one episode's records (the sink of engine.Run).
+func (t *traceOut) write(tr *trace.Traces) error {
 	if len(tr.Control) > 0 {
 		if t.ctl == nil {
-			t.ctl = sim.NewTraceWriter[sim.ControlRecord](t.f)
+			t.ctl = trace.NewWriter[trace.ControlRecord](t.f)
 		}
 		for i := range tr.Control {
 			if err := t.ctl.Write(&tr.Control[i]); err != nil {
@@ -781,7 +780,7 @@ func (t *traceOut) write(tr *sim.Traces) error {
 	}
 	if len(tr.Consensus) > 0 {
 		if t.cns == nil {
-			t.cns = sim.NewTraceWriter[sim.ConsensusRecord](t.f)
+			t.cns = trace.NewWriter[trace.ConsensusRecord](t.f)
 		}
 		for i := range tr.Consensus {
 			if err := t.cns.Write(&tr.Consensus[i]); err != nil {
@@ -844,17 +843,17 @@ func (l *launcher) runFast(ctx context.Context) error {
 		}
 		start := time.Now()
 		done := 0
-		opts := sim.FastOptions{Runs: l.runs, AgentsPerHost: l.o.AgentsPerProcess, Progress: func(d, _ int) { l.tick(d - done); done = d }}
+		opts := engine.Options{Runs: l.runs, AgentsPerHost: l.o.AgentsPerProcess, Progress: func(d, _ int) { l.tick(d - done); done = d }}
 		ps := PointSummary{Index: k, Name: l.points[k].Name, Requested: l.runs}
 		var out *traceOut
-		if n, ok := l.traced(); ok {
+		if t := l.traced(); !t.None() {
 			var err error
 			if out, err = l.createTrace(l.traceName(k)); err != nil {
 				return err
 			}
-			opts.TraceEpisodes, opts.TraceSink = n, out.write
+			opts.TraceEpisodes, opts.TraceSink = t, out.write
 		}
-		res, _, err := sim.RunFast(ctx, p, l.o.Seed, opts)
+		res, _, err := engine.Run(ctx, p, l.seeds, opts)
 		el := time.Since(start)
 		ps.ElapsedSec = el.Seconds()
 		if res != nil {
@@ -881,7 +880,7 @@ func (l *launcher) runFast(ctx context.Context) error {
 		l.addPoint(ps, res)
 		if err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("%w: %v", ErrInterrupted, err)
+				return fmt.Errorf("%w: %v", launch.ErrInterrupted, err)
 			}
 			return err
 		}
@@ -893,127 +892,39 @@ func (l *launcher) runFast(ctx context.Context) error {
 // runNATS runs every point not done yet over NATS: on the embedded server (or cluster) it starts,
 // or on the external server of --nats-url / $NATS_URL.
 func (l *launcher) runNATS(ctx context.Context) error {
-	t := &natsTarget{url: bus.ResolveURL(l.o.NATSURL)}
-	// The embedded server accepts only the run's processes and its launcher, each with the
-	// subject permissions of its role.
-	t.users = make([]map[string]bus.User, len(l.plans))
-	t.launchers = make([]*bus.User, len(l.plans))
-	if t.url == "" {
-		stop, err := l.startEmbedded(t)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		l.sum.NATSEmbedded = true
-	} else {
-		l.useExternal(t)
+	sc := launch.ServerConfig{URL: bus.ResolveURL(l.o.NATSURL), Plans: l.plans, AgentsPerProcess: l.o.AgentsPerProcess,
+		Cluster: l.o.Cluster, AutoTLS: l.o.TLS == "auto", TLS: l.o.TLSFiles, ConnectRetry: l.o.ConnectRetry}
+	for k := range l.plans {
+		sc.RunIDs = append(sc.RunIDs, l.pointRunID(k))
 	}
-	l.sum.NATSURL = t.url
-	l.sum.Security = l.security(t.srv != nil)
+	if l.o.Listen != "" {
+		sc.Host, sc.Port, _ = splitListen(l.o.Listen) // checked by parseOptions
+	}
+	srv, err := launch.StartServer(sc)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	if srv.Embedded != nil {
+		l.sum.NATSEmbedded = true
+		if srv.Cluster != nil {
+			l.sum.NATSCluster = l.o.Cluster
+		}
+	}
+	l.sum.NATSURL, l.sum.TLS = srv.URL, srv.TLSMode
+	l.sum.Security = l.security(srv.Embedded != nil)
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("cannot find the dpsim binary to spawn the roles: %w", err)
 	}
 	l.sum.Files.Procs = "procs"
-	return l.runNATSPoints(ctx, exe, t)
-}
-
-// natsTarget is where the processes of every point connect: the server(s) and their accounts.
-type natsTarget struct {
-	url       string
-	srv       *bus.Embedded         // the embedded server (a cluster's first); nil with an external one
-	cluster   *bus.Cluster          // the embedded cluster of --cluster; nil without
-	users     []map[string]bus.User // users[k]: the accounts of point k's processes (nil: none)
-	launchers []*bus.User           // launchers[k]: point k's launcher account (nil: none)
-}
-
-// startEmbedded starts the embedded server, or the cluster of --cluster, that accepts only the
-// accounts of the run's processes and launchers (filled in t), with --listen and --tls auto. It
-// sets t's url and servers and returns the function that stops them and removes the TLS files.
-func (l *launcher) startEmbedded(t *natsTarget) (stop func(), err error) {
-	var all []bus.User
-	for k, p := range l.plans {
-		u, lu, err := RunUsers(p, l.pointRunID(k), l.o.AgentsPerProcess)
-		if err != nil {
-			return nil, err
-		}
-		t.users[k], t.launchers[k] = u, &lu
-		all = append(all, lu)
-		for _, x := range u {
-			all = append(all, x)
-		}
-	}
-	opts := bus.EmbeddedOptions{Users: all}
-	if l.o.Listen != "" {
-		opts.Host, opts.Port, _ = splitListen(l.o.Listen) // checked by parseOptions
-	}
-	removeTLS := func() {}
-	if l.o.TLS == "auto" {
-		if removeTLS, err = l.autoTLS(&opts); err != nil {
-			return nil, err
-		}
-	}
-	if l.o.Cluster > 1 {
-		c, err := bus.StartCluster(l.o.Cluster, opts)
-		if err != nil {
-			removeTLS()
-			return nil, err
-		}
-		t.cluster, t.srv, t.url = c, c.Members[0], c.URLs()
-		l.sum.NATSCluster = l.o.Cluster
-		return func() { c.Shutdown(); removeTLS() }, nil
-	}
-	if t.srv, err = bus.StartEmbedded(opts); err != nil {
-		removeTLS()
-		return nil, err
-	}
-	t.url = t.srv.URL()
-	return func() { t.srv.Shutdown(); removeTLS() }, nil
-}
-
-// autoTLS makes the throwaway CA and server key of --tls auto for opts and returns the function
-// that removes them. They live in a temporary directory outside --out: nothing secret is left behind.
-func (l *launcher) autoTLS(opts *bus.EmbeddedOptions) (remove func(), err error) {
-	tmp, err := os.MkdirTemp("", "dpsim-tls-")
-	if err != nil {
-		return nil, err
-	}
-	remove = func() { _ = os.RemoveAll(tmp) }
-	if opts.TLS, err = bus.AutoTLS(tmp); err != nil {
-		remove()
-		return nil, err
-	}
-	l.tlsClient = bus.TLSFiles{CA: opts.TLS.CA}
-	l.sum.TLS = "auto"
-	return remove, nil
-}
-
-// useExternal prepares the connection to an external server (t.url): its TLS files, and the
-// credentials of its URL as every process's and launcher's account.
-func (l *launcher) useExternal(t *natsTarget) {
-	// Credentials in an external server's URL never reach an output, a log or a child's
-	// argv: the launcher and every child connect with them through options and the
-	// environment, and the address alone is printed.
-	clean, user, pass := bus.SplitURL(t.url)
-	t.url = clean
-	if l.o.TLSFiles.Enabled() {
-		l.tlsClient, l.sum.TLS = l.o.TLSFiles, "external"
-	}
-	if user != "" {
-		ext := bus.User{Name: user, Password: pass}
-		for k, p := range l.plans {
-			t.users[k], t.launchers[k] = map[string]bus.User{}, &ext
-			for _, key := range ProcessKeys(p, l.o.AgentsPerProcess) {
-				t.users[k][key] = ext
-			}
-		}
-	}
+	return l.runNATSPoints(ctx, exe, srv)
 }
 
 // runNATSPoints runs the points not done yet, one after the other, each with its own processes
-// (spawned from exe, or started elsewhere with --attach) connected to t, and keeps the run's
+// (spawned from exe, or started elsewhere with --attach) connected to srv, and keeps the run's
 // steps per second up to date.
-func (l *launcher) runNATSPoints(ctx context.Context, exe string, t *natsTarget) error {
+func (l *launcher) runNATSPoints(ctx context.Context, exe string, srv *launch.Server) error {
 	var steps int
 	var busy time.Duration
 	for k, p := range l.plans {
@@ -1024,14 +935,15 @@ func (l *launcher) runNATSPoints(ctx context.Context, exe string, t *natsTarget)
 		if len(l.plans) > 1 {
 			dir = filepath.Join(dir, fmt.Sprintf("p%02d", k))
 		}
-		n, el, err := l.runPoint(ctx, k, p, SessionConfig{
-			Exe: exe, ScenarioPath: l.o.ScenarioPath, Point: k, Plan: p, Seed: l.o.Seed, URL: t.url, Run: runID,
+		cfg := launch.SessionConfig{
+			Exe: exe, ScenarioPath: l.o.ScenarioPath, Point: k, Plan: p, Seeds: l.seeds, Run: runID,
 			Dir: dir, Mode: l.o.Mode, Period: l.o.Period, Timeout: l.o.Timeout, AgentsPerProcess: l.o.AgentsPerProcess,
 			Encoding: l.o.Encoding, LogLevel: l.o.LogLevel, Transcript: l.o.Transcript, GOMAXPROCS: l.o.ChildProcs, Log: l.log,
-			Server: t.srv, Cluster: t.cluster, Timeline: l.tl, PointIndex: k, Users: t.users[k], Launcher: t.launchers[k], TLS: l.tlsClient, Sign: l.o.Sign,
-			ConnectRetry: externalRetry(t.srv, l.o.ConnectRetry), Attach: l.o.Attach, Announce: l.announce(),
+			Timeline: l.tl, PointIndex: k, Sign: l.o.Sign, Attach: l.o.Attach, Announce: l.announce(),
 			StartTimeout: l.startTimeout(),
-		})
+		}
+		srv.Configure(&cfg, k)
+		n, el, err := l.runPoint(ctx, k, p, cfg)
 		steps += n * p.Steps
 		busy += el
 		if busy > 0 {
@@ -1078,14 +990,6 @@ func splitListen(s string) (string, int, error) {
 	return host, p, nil
 }
 
-// externalRetry is the connect retry of a run: none for the embedded server (it is up).
-func externalRetry(srv *bus.Embedded, d time.Duration) time.Duration {
-	if srv != nil {
-		return 0
-	}
-	return d
-}
-
 // pointRunID is the run id of point k: --run-id, with -p<k> in a sweep.
 func (l *launcher) pointRunID(k int) string {
 	if len(l.plans) > 1 {
@@ -1095,7 +999,7 @@ func (l *launcher) pointRunID(k int) string {
 }
 
 // runPoint runs one point's episodes over its processes and collects their results.
-func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg SessionConfig) (int, time.Duration, error) {
+func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg launch.SessionConfig) (int, time.Duration, error) {
 	start := time.Now()
 	l.log.Info().Str("point", l.points[k].Name).Str("run", cfg.Run).Int("runs", l.runs).Msg("starting processes")
 	first, acc, rerr := l.resumePoint(ctx, k, p) // 0 unless a resumed run was in this point
@@ -1106,7 +1010,7 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 	if err != nil {
 		return 0, 0, err
 	}
-	l.tl.addStatic(k, &p.Scenario.Faults)
+	l.tl.AddStatic(k, &p.Scenario.Faults)
 	sess, col, runErr := l.playEpisodes(ctx, k, cfg, opts, first, acc, out)
 	if sess == nil {
 		if out != nil {
@@ -1118,7 +1022,7 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 		runErr = err
 	}
 	ps := l.recordSession(sess, k, p, cfg, start, first)
-	var collected *Collected
+	var collected *launch.Collected
 	if col != nil {
 		collected, err = l.finishCollection(col, k, first+sess.Episodes, out, runErr != nil)
 	}
@@ -1132,11 +1036,11 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 		}
 		l.sum.Files.Traces = append(l.sum.Files.Traces, out.name)
 	}
-	var res *sim.Results
+	var res *metrics.Results
 	if collected != nil {
 		res = l.pointResults(k, sess, collected, &ps)
 		if runErr == nil && (collected.MissingCount > 0 || len(res.IncompleteEpisodes) > 0) {
-			runErr = fmt.Errorf("point %s: %w", l.points[k].Name, sim.MissingErrorN(collected.Missing, collected.MissingCount))
+			runErr = fmt.Errorf("point %s: %w", l.points[k].Name, trace.MissingErrorN(collected.Missing, collected.MissingCount))
 		}
 	}
 	if runErr == nil && err != nil {
@@ -1149,36 +1053,33 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg Sessio
 	return sess.Episodes, sess.EpisodeNS, runErr
 }
 
-// pointTrace sets how many episodes' per-step records the processes keep (cfg.BoundTraces,
-// cfg.KeepEpisodes) and opens the point's trace file when episodes are traced; first is the
+// pointTrace sets how many episodes' per-step records the processes keep (cfg.KeepEpisodes)
+// and opens the point's trace file when episodes are traced; first is the
 // point's first episode (a resumed point's start). opts tells the collector where the trace goes.
-func (l *launcher) pointTrace(k, first int, cfg *SessionConfig) (*traceOut, CollectOptions, error) {
+func (l *launcher) pointTrace(k, first int, cfg *launch.SessionConfig) (*traceOut, launch.CollectOptions, error) {
 	// The processes keep the per-step records of the traced episodes only; every episode is
 	// folded into the metrics by the collector as soon as it is done.
-	n, traced := l.traced()
-	cfg.BoundTraces, cfg.KeepEpisodes = true, 0
-	opts := CollectOptions{}
-	if !traced {
+	t := l.traced()
+	// The processes keep the traced episodes among those they run (a resumed point's start
+	// at first).
+	cfg.KeepEpisodes = t.From(first)
+	opts := launch.CollectOptions{}
+	if t.None() {
 		return nil, opts, nil
-	}
-	// The processes keep the first episodes they run (a resumed point's start at first).
-	cfg.KeepEpisodes = max(n-first, 0)
-	if n == 0 { // every episode is traced
-		cfg.BoundTraces = false
 	}
 	out, err := l.openPointTrace(k, first)
 	if err != nil {
 		return nil, opts, err
 	}
-	opts.Trace, opts.TraceEpisodes = out.f, n
+	opts.Trace, opts.TraceEpisodes = out.f, t
 	return out, opts, nil
 }
 
 // playEpisodes starts the point's processes and plays episodes first..runs-1, collecting and
 // checkpointing each as soon as it is done (acc: the metrics of a resumed point's earlier
 // episodes). It stops at the first failed episode; sess is nil when the processes did not start.
-func (l *launcher) playEpisodes(ctx context.Context, k int, cfg SessionConfig, opts CollectOptions, first int, acc *sim.Accumulator, out *traceOut) (sess *Session, col *Collector, runErr error) {
-	sess, runErr = StartSession(ctx, cfg)
+func (l *launcher) playEpisodes(ctx context.Context, k int, cfg launch.SessionConfig, opts launch.CollectOptions, first int, acc *metrics.Accumulator, out *traceOut) (sess *launch.Session, col *launch.Collector, runErr error) {
+	sess, runErr = launch.StartSession(ctx, cfg)
 	if runErr != nil {
 		return sess, nil, runErr
 	}
@@ -1186,7 +1087,7 @@ func (l *launcher) playEpisodes(ctx context.Context, k int, cfg SessionConfig, o
 		return sess, col, runErr
 	}
 	if acc != nil {
-		col.resumeAt(first, acc)
+		col.ResumeAt(first, acc)
 	}
 	for ep := first; ep < l.runs; ep++ {
 		if runErr = sess.Episode(ctx, ep, nil); runErr != nil {
@@ -1204,7 +1105,7 @@ func (l *launcher) playEpisodes(ctx context.Context, k int, cfg SessionConfig, o
 
 // recordSession adds the stopped session's connection counters, processes and ctl counters to
 // the summary and returns the point's summary so far (its episodes, time and speed).
-func (l *launcher) recordSession(sess *Session, k int, p *plan.Plan, cfg SessionConfig, start time.Time, first int) PointSummary {
+func (l *launcher) recordSession(sess *launch.Session, k int, p *plan.Plan, cfg launch.SessionConfig, start time.Time, first int) PointSummary {
 	l.sum.Connections.ServerRestarts += sess.ServerRestarts
 	l.sum.Connections.Crashes += sess.Crashes
 	l.sum.Connections.Restarts += sess.Restarts
@@ -1217,7 +1118,7 @@ func (l *launcher) recordSession(sess *Session, k int, p *plan.Plan, cfg Session
 	for _, pr := range sess.Procs() {
 		l.addProcess(sess, pr, k, rel)
 		if r := sess.Result(pr); r != nil {
-			l.tl.addConnEvents(k, r)
+			l.tl.AddConnEvents(k, r)
 			l.sum.Connections.Disconnects += r.Conn.Disconnects
 			l.sum.Connections.Reconnects += r.Conn.Reconnects
 		}
@@ -1229,7 +1130,7 @@ func (l *launcher) recordSession(sess *Session, k int, p *plan.Plan, cfg Session
 // finishCollection collects what the processes wrote after the last complete episode (done
 // episodes in all; failed: the run stopped early, so a final checkpoint is written first) and
 // returns the point's collected results.
-func (l *launcher) finishCollection(col *Collector, k, done int, out *traceOut, failed bool) (*Collected, error) {
+func (l *launcher) finishCollection(col *launch.Collector, k, done int, out *traceOut, failed bool) (*launch.Collected, error) {
 	if failed { // before the unfinished episode's records reach the trace
 		l.checkpoint(k, done, col, out, true)
 	}
@@ -1243,7 +1144,7 @@ func (l *launcher) finishCollection(col *Collector, k, done int, out *traceOut, 
 
 // pointResults returns the point's results with the per-link counters of every process merged
 // in, adds their late messages to the summary and records the missing messages in ps.
-func (l *launcher) pointResults(k int, sess *Session, collected *Collected, ps *PointSummary) *sim.Results {
+func (l *launcher) pointResults(k int, sess *launch.Session, collected *launch.Collected, ps *PointSummary) *metrics.Results {
 	res := collected.Results
 	// The per-link counters: every process's injector side and receive side, merged.
 	links := [][]fault.LinkStats{l.resume.replayed[k]} // the replayed episodes' (resumed point)
@@ -1279,24 +1180,24 @@ func addCounters(a, b bus.CountersSnapshot) bus.CountersSnapshot {
 	return a
 }
 
-func (l *launcher) addProcess(sess *Session, pr *Proc, point int, rel string) {
-	ps := ProcessSummary{Role: string(pr.Role), ID: pr.ID, PID: pr.PID(), Name: pr.Name, Point: point, ExitCode: -1,
-		LogFile: filepath.Join(rel, pr.Name+".log")}
-	if sess.cfg.Attach {
+func (l *launcher) addProcess(sess *launch.Session, pr *launch.Proc, point int, rel string) {
+	ps := ProcessSummary{Role: pr.Role.String(), ID: pr.ID, PID: pr.PID(), Name: pr.Name, Point: point, ExitCode: -1,
+		LogFile: filepath.Join(rel, contract.LogFile(pr.Name))}
+	if sess.Attached() {
 		ps.LogFile = "" // an attached process logs where whoever started it sends its stderr
 	}
-	if pr.Role == bus.RoleAgent {
+	if pr.Role == endpoint.Agent {
 		ps.Agents = []int{pr.ID, pr.LastAgent}
 	}
-	if st := pr.exitState(); st != nil {
+	if st := pr.ExitState(); st != nil {
 		ps.ExitCode = st.ExitCode()
-		ps.WaitMaxRSSBytes, ps.UserCPUSec, ps.SysCPUSec = usage(st)
+		ps.WaitMaxRSSBytes, ps.UserCPUSec, ps.SysCPUSec = launch.ResourceUsage(st)
 		if ps.WaitMaxRSSBytes > 0 {
 			ps.MaxRSSBytes, ps.MaxRSSSource = ps.WaitMaxRSSBytes, RSSWait
 		}
 	}
-	if f := pr.failure(); f != "" {
-		ps.Status, ps.Error = role.StatusFailed, f
+	if f := pr.Failure(); f != "" {
+		ps.Status, ps.Error = contract.StatusFailed, f
 	}
 	if r := sess.Result(pr); r != nil {
 		if ps.Status == "" {
@@ -1312,7 +1213,7 @@ func (l *launcher) addProcess(sess *Session, pr *Proc, point int, rel string) {
 		if r.TraceFile != "" {
 			ps.TraceFile = filepath.Join(rel, r.TraceFile)
 		}
-		ps.ResultFile = filepath.Join(rel, role.ResultFile(pr.Name))
+		ps.ResultFile = filepath.Join(rel, contract.ResultFile(pr.Name))
 	} else if ps.Status == "" {
 		ps.Status = "no result"
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/endpoint"
 )
 
 // childrenOf returns the argv and environment of every dpsim role process of a run.
@@ -144,7 +146,7 @@ func TestForgedFutureStepIsFlagged(t *testing.T) {
 			}
 			forged[msg.Episode] = true
 			f := bus.Message{V: bus.Version, Run: run, Episode: msg.Episode, Step: 90, Sender: "plant.0", SentUnixNano: time.Now().UnixNano(),
-				Kind: bus.StreamYhat, Values: []float64{1e6}}
+				Kind: endpoint.StreamYhat, Values: []float64{1e6}}
 			data, _ := bus.Encode(nil, &f, bus.JSON)
 			_ = attacker.Publish(subj.PlantYhat(0), data)
 		})
@@ -265,9 +267,9 @@ func TestForgedStopRefusedWhenSigned(t *testing.T) {
 	var once sync.Once
 	_, err = attacker.Subscribe(subj.PlantYhat(0), func(m *nats.Msg) {
 		once.Do(func() {
-			stop, _ := bus.Encode(nil, bus.StopMessage(run), bus.JSON)
+			stop, _ := bus.Encode(nil, contract.StopMessage(run), bus.JSON)
 			_ = attacker.Publish(subj.CtlStop(), stop)
-			ep, _ := bus.Encode(nil, bus.EpisodeMessage(run, 77, false), bus.JSON)
+			ep, _ := bus.Encode(nil, contract.EpisodeMessage(run, 77, false), bus.JSON)
 			_ = attacker.Publish(subj.CtlEpisode(), ep)
 		})
 	})

@@ -8,9 +8,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/report"
-	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // Summary is DIR/summary.json.
@@ -69,9 +70,9 @@ type Summary struct {
 	Security *report.Security `json:"security,omitempty"`
 	// Connections counts the processes' NATS connection events (a server outage shows here);
 	// Timeline lists every fault as it happened.
-	Connections ConnectionSummary `json:"connections"`
-	Timeline    []TimelineEvent   `json:"timeline,omitempty"`
-	Files       Files             `json:"files"`
+	Connections ConnectionSummary      `json:"connections"`
+	Timeline    []launch.TimelineEvent `json:"timeline,omitempty"`
+	Files       Files                  `json:"files"`
 }
 
 // ConnectionSummary sums the processes' connection events.
@@ -147,7 +148,7 @@ type PointSummary struct {
 	Missing       int               `json:"missing_pieces"`       // record pieces no process supplied
 	MissingHead   []string          `json:"missing_first,omitempty"`
 	Error         string            `json:"error,omitempty"`
-	Metrics       *sim.Results      `json:"metrics"`
+	Metrics       *metrics.Results  `json:"metrics"`
 }
 
 // TimingSummary aggregates how the processes kept time; realtime problems are never hidden.

@@ -1,0 +1,656 @@
+package role
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/dpsim/dpsim/internal/atomicfile"
+	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/rss"
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// errStopped is returned by waits interrupted by ctl.stop, a signal or the launcher going away.
+var errStopped = errors.New("stopped")
+
+// episodeStart is a validated ctl.episode.
+type episodeStart struct {
+	ep      int
+	x0      []float64 // nil: the scenario's
+	private bool      // x0 comes on the private challenger subject (await it)
+	sent    time.Time
+}
+
+// runner is one role's episode logic over a process.
+type runner interface {
+	// setup subscribes the data subjects (into proc's inbox) and prepares publishers and files.
+	setup(proc *process) error
+	// checkX0 validates an explicit initial state of a ctl.episode (nil is always valid).
+	checkX0(x0 []float64) error
+	// episode runs one episode; it returns errStopped (wrapped) when stopped midway.
+	episode(proc *process, st episodeStart) error
+	// finish flushes the role's files; it runs whatever happened before.
+	finish(proc *process) error
+	// resume restores the checkpoint of a process killed by a crash, announces its rejoin
+	// and finishes the checkpoint's episode; it returns that episode.
+	resume(proc *process) (int, error)
+	// traceNext is where the next episode's records begin in the trace file (ctl.done).
+	traceNext() int64
+}
+
+// process is what every role process shares: configuration, plan, connection, the ctl
+// subscriptions, the stop signal, counters, pacing and the result file.
+type process struct {
+	cfg  *Config
+	log  zerolog.Logger
+	scn  *scenario.Scenario
+	plan *plan.Plan
+	// planDigest identifies the --plan file (0: resolved from --scenario); sent in ctl.ready
+	planDigest uint64
+	subj       bus.Subjects
+	conn       *bus.Conn
+	sender     string // "<role>.<id>"
+	in         *bus.Inbox
+	clock      *bus.Clock
+	steps      int // T
+
+	data bus.Counters // data messages (also the collectors' late/duplicate/ahead drops)
+	ctl  bus.Counters // coordination messages
+
+	episodes  chan episodeStart
+	x0s       chan x0Msg   // explicit x(0) from the challenger's private line (plant, agents)
+	lastEp    atomic.Int64 // highest episode accepted (-1: none)
+	stopCh    chan struct{}
+	stopOnce  sync.Once
+	stopMu    sync.Mutex
+	stopWhy   string
+	stopByCtl bool
+
+	invalidLogged atomic.Int64
+	draining      atomic.Bool
+
+	verify *bus.Verifier // --sign-keys: the senders\' public keys (nil: no signatures)
+	res    contract.ProcessResult
+	resMu  sync.Mutex // res.ConnEvents (the client's goroutine appends)
+	// lastDone is the ctl.done of the newest episode finished: repeated after a reconnect,
+	// for a launcher that may have missed it while the server was down.
+	lastDone atomic.Pointer[bus.Message]
+	// reannounce: reconnected since the last episode began; ready is repeated until the
+	// launcher (which may itself have reconnected after this process) starts the next one.
+	reannounce atomic.Bool
+	busy       time.Duration
+	ctlSubs    []*bus.Subscription
+}
+
+// stop ends the process (idempotent): byCtl marks a ctl.stop (a normal end).
+func (proc *process) stop(why string, byCtl bool) {
+	proc.stopOnce.Do(func() {
+		proc.stopMu.Lock()
+		proc.stopWhy, proc.stopByCtl = why, byCtl
+		proc.stopMu.Unlock()
+		close(proc.stopCh)
+	})
+}
+
+func (proc *process) stopped() (why string, byCtl bool) {
+	proc.stopMu.Lock()
+	defer proc.stopMu.Unlock()
+	return proc.stopWhy, proc.stopByCtl
+}
+
+// invalid counts, logs and drops a message a handler refused after the bus accepted it (the
+// bus counted it received, not dropped).
+func (proc *process) invalid(c *bus.Counters, subject string, err error) {
+	c.DropErr(err)
+	proc.logInvalid(subject, err)
+}
+
+// serve is the main of every role: parse, set up, run episodes as ctl.episode asks, write
+// the results, exit. The returned error makes the process exit non-zero.
+func serve(role endpoint.Role, newRunner func() runner, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(role, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	log, err := cli.Logger(stderr, cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	log = log.With().Str("proc", cfg.Name()).Str("run", cfg.Run).Logger()
+	scn, p, digest, err := loadPlan(role, cfg)
+	if err != nil {
+		return err
+	}
+	if err := cfg.resolveTiming(scn); err != nil {
+		return err
+	}
+	if role == endpoint.Plant || role == endpoint.Agent {
+		if err := cfg.resolveSeed(scn); err != nil {
+			return err
+		}
+	}
+	if err := cfg.resolveFaultSeed(scn); err != nil {
+		return err
+	}
+	if err := mkdirOut(cfg.Out); err != nil {
+		return err
+	}
+	proc, err := newProcess(role, cfg, log, scn, p, digest)
+	if err != nil {
+		return err
+	}
+	defer proc.catchSignals()()
+	if err := proc.connect(); err != nil {
+		return err
+	}
+	r := newRunner()
+	runErr := proc.run(r)
+	return proc.finish(r, runErr)
+}
+
+// loadPlan loads this process's plan: the --plan file the launcher wrote, or the point of
+// --scenario resolved here. The cloud and the eavesdropper never see the private state.
+func loadPlan(role endpoint.Role, cfg *Config) (scn *scenario.Scenario, p *plan.Plan, digest uint64, err error) {
+	if cfg.PlanPath != "" {
+		p, digest, err = LoadPlanFile(cfg.PlanPath, cfg.ConnectRetry)
+		if p != nil {
+			scn = p.Scenario
+		}
+	} else {
+		scn, p, err = LoadPoint(cfg.ScenarioPath, cfg.Point)
+	}
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	// What the launcher leaves out of a plan file is left out of a scenario read here.
+	plan.KeepFor(role, cfg.ID, cfg.LastAgent).Redact(scn)
+	return scn, p, digest, nil
+}
+
+// newProcess returns the process before it connects: its subjects, its result header and
+// its step clock (the eavesdropper's waits for every message).
+func newProcess(role endpoint.Role, cfg *Config, log zerolog.Logger, scn *scenario.Scenario, p *plan.Plan, digest uint64) (*process, error) {
+	subj, err := bus.NewSubjects(cfg.Run)
+	if err != nil {
+		return nil, err
+	}
+	proc := &process{
+		cfg: cfg, log: log, scn: scn, plan: p, planDigest: digest, subj: subj, sender: endpoint.Endpoint{Role: role, ID: cfg.ID}.String(),
+		steps: p.Steps, episodes: make(chan episodeStart, 16), x0s: make(chan x0Msg, 16), stopCh: make(chan struct{}),
+	}
+	proc.lastEp.Store(-1)
+	proc.res = contract.ProcessResult{V: contract.ResultVersion, Run: cfg.Run, Role: role.String(), ID: cfg.ID, Name: cfg.Name(),
+		PID: os.Getpid(), Point: cfg.Point}
+	if role == endpoint.Agent {
+		proc.res.Agents = []int{cfg.ID, cfg.LastAgent}
+	}
+	timing := bus.Timing{Mode: cfg.Mode, Period: cfg.Period, StepTimeout: cfg.Timeout}
+	if role == endpoint.Eavesdropper {
+		// The eavesdropper only listens: it waits for every message (in realtime for at
+		// most the grid lead, one period and the timeout).
+		timing = bus.Timing{Mode: bus.Lockstep, StepTimeout: cfg.Timeout + contract.GridLead + cfg.Period}
+	}
+	if proc.clock, err = bus.NewClock(timing, nil); err != nil {
+		return nil, cli.UsageError("%v", err)
+	}
+	return proc, nil
+}
+
+// catchSignals makes SIGINT, SIGTERM and the death of the parent (--parent-pid) stop the
+// process; the results are still written. It returns the function that stops catching signals.
+func (proc *process) catchSignals() (release func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-sigs:
+			proc.stop("signal "+s.String(), false)
+		case <-proc.stopCh:
+		}
+	}()
+	if proc.cfg.ParentPID > 0 {
+		go proc.watchParent(proc.cfg.ParentPID)
+	}
+	return func() { signal.Stop(sigs) }
+}
+
+// connect connects to the NATS server (retried for --connect-retry, given up when the process
+// is stopped meanwhile) with the encoding, credentials, TLS and signer of the flags, and reads
+// the verification keys of --sign-keys.
+func (proc *process) connect() error {
+	cfg, log := proc.cfg, proc.log
+	opts := []bus.Option{bus.WithEncoding(cfg.Encoding), bus.WithEnvUser(),
+		bus.WithUser(cfg.natsUser, cfg.natsPassword), bus.WithTLS(cfg.TLS), bus.WithEnvSigner(),
+		bus.WithReconnect(40, 250*time.Millisecond), bus.WithEvents(proc.connEvent)}
+	if cfg.signSeed != "" { // the --credentials file's
+		opts = append(opts, bus.WithSigner(cfg.signSeed))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-proc.stopCh: // a signal while still connecting
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	conn, err := bus.ConnectRetry(ctx, cfg.NATSURL, "dpsim-"+cfg.Name(), cfg.ConnectRetry, func(attempt int, err error) {
+		log.Warn().Err(err).Int("attempt", attempt).Msg("NATS server not reachable yet; retrying")
+	}, opts...)
+	cancel()
+	if err != nil {
+		return err
+	}
+	proc.conn = conn
+	if cfg.SignKeys != "" {
+		if proc.verify, err = bus.ReadVerifier(cfg.SignKeys); err != nil {
+			return err
+		}
+		if cfg.Role != endpoint.Eavesdropper && !conn.Signing() {
+			return cli.UsageError("--sign-keys: no signing seed in $%s", bus.EnvSignSeed)
+		}
+	}
+	return nil
+}
+
+// connEvent logs and records a connection event. After a reconnect the process announces
+// itself again (ctl.ready) and repeats its last ctl.done: what it published while the server
+// was down may be lost, and the launcher waits for both.
+func (proc *process) connEvent(ev bus.Event) {
+	lvl := zerolog.WarnLevel
+	if proc.draining.Load() { // the drain at exit closes the connection: expected
+		lvl = zerolog.DebugLevel
+	}
+	proc.log.WithLevel(lvl).Str("event", ev.Kind.String()).Str("url", bus.RedactURL(ev.URL)).AnErr("err", ev.Err).Msg("nats connection")
+	if ev.Kind == bus.EventError || proc.draining.Load() {
+		return
+	}
+	proc.resMu.Lock()
+	if len(proc.res.ConnEvents) < contract.MaxConnEvents {
+		ce := contract.ConnEvent{UnixNano: time.Now().UnixNano(), Event: ev.Kind.String(), Episode: int(proc.lastEp.Load()), URL: bus.RedactURL(ev.URL)}
+		if ev.Err != nil {
+			ce.Error = ev.Err.Error()
+		}
+		proc.res.ConnEvents = append(proc.res.ConnEvents, ce)
+	}
+	proc.resMu.Unlock()
+	if ev.Kind != bus.EventReconnected || proc.conn == nil {
+		return
+	}
+	proc.reannounce.Store(true)
+	ready := contract.Ready{PID: os.Getpid(), Plan: proc.planDigest}.Message(proc.cfg.Run, proc.sender)
+	_ = proc.conn.Publish(proc.subj.CtlReady(proc.cfg.Role, proc.cfg.ID), ready)
+	if d := proc.lastDone.Load(); d != nil {
+		_ = proc.conn.Publish(proc.subj.CtlDone(proc.cfg.Role, proc.cfg.ID), d)
+	}
+}
+
+func (proc *process) watchParent(pid int) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-proc.stopCh:
+			return
+		case <-t.C:
+			if os.Getppid() != pid {
+				proc.stop(fmt.Sprintf("parent process %d is gone", pid), false)
+				return
+			}
+		}
+	}
+}
+
+// run sets the role up, announces ready and serves episodes until stopped.
+func (proc *process) run(r runner) error {
+	ready, err := proc.announce(r)
+	if err != nil {
+		return err
+	}
+	if proc.cfg.Resume {
+		if err := proc.resume(r); errors.Is(err, errStopped) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+	return proc.serveEpisodes(r, ready)
+}
+
+// announce sets the role up, subscribes the coordination subjects and announces ctl.ready,
+// which it returns (repeated until the first episode).
+func (proc *process) announce(r runner) (*bus.Message, error) {
+	if err := r.setup(proc); err != nil {
+		return nil, err
+	}
+	if err := proc.subscribeCtl(r); err != nil {
+		return nil, err
+	}
+	if proc.takesX0() {
+		if err := proc.subscribeX0(r); err != nil {
+			return nil, err
+		}
+	}
+	if err := proc.flush(); err != nil {
+		return nil, err
+	}
+	ready := contract.Ready{PID: os.Getpid(), Plan: proc.planDigest}.Message(proc.cfg.Run, proc.sender)
+	if err := proc.conn.Publish(proc.subj.CtlReady(proc.cfg.Role, proc.cfg.ID), ready); err != nil {
+		return nil, err
+	}
+	if err := proc.flush(); err != nil {
+		return nil, err
+	}
+	proc.log.Info().Int("steps", proc.steps).Str("mode", proc.cfg.Mode.String()).Str("nats", proc.cfg.NATSURL).Msg("ready")
+	return ready, nil
+}
+
+// resume finishes the episode of the checkpoint of a process killed by a crash (--resume);
+// errStopped when stopped meanwhile.
+func (proc *process) resume(r runner) error {
+	start := time.Now()
+	ep, err := r.resume(proc)
+	proc.busy += time.Since(start)
+	if err != nil {
+		if errors.Is(err, errStopped) {
+			return errStopped
+		}
+		return fmt.Errorf("resume: %w", err)
+	}
+	return proc.episodeDone(ep, start, r.traceNext())
+}
+
+// serveEpisodes runs the episodes ctl.episode starts until stopped (ctl.stop, a signal) or
+// idle for --idle-timeout, repeating ready until the first episode.
+func (proc *process) serveEpisodes(r runner, ready *bus.Message) error {
+	idle := time.NewTimer(proc.cfg.IdleTimeout)
+	defer idle.Stop()
+	// Until the first episode, ready is repeated: a launcher that subscribes after this
+	// process started (attach mode, processes started by hand) still hears it.
+	again := time.NewTicker(contract.ReadyRepeat)
+	defer again.Stop()
+	for {
+		select {
+		case <-again.C:
+			if proc.res.Episodes == 0 || proc.reannounce.Load() {
+				ready.SentUnixNano = time.Now().UnixNano()
+				_ = proc.conn.Publish(proc.subj.CtlReady(proc.cfg.Role, proc.cfg.ID), ready)
+				if d := proc.lastDone.Load(); d != nil && proc.reannounce.Load() {
+					_ = proc.conn.Publish(proc.subj.CtlDone(proc.cfg.Role, proc.cfg.ID), d)
+				}
+			}
+		case <-proc.stopCh:
+			return nil
+		case <-idle.C:
+			return fmt.Errorf("no ctl.episode or ctl.stop for %v (--idle-timeout): is the launcher gone?", proc.cfg.IdleTimeout)
+		case st := <-proc.episodes:
+			if err := proc.playEpisode(r, st); errors.Is(err, errStopped) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			idle.Reset(proc.cfg.IdleTimeout)
+		}
+	}
+}
+
+// playEpisode runs the episode st starts (awaiting its private x(0) first) and reports it
+// done; errStopped when stopped meanwhile.
+func (proc *process) playEpisode(r runner, st episodeStart) error {
+	proc.reannounce.Store(false)
+	if st.private {
+		x0, err := proc.awaitX0(st.ep)
+		if err != nil {
+			return err
+		}
+		st.x0 = x0
+	}
+	start := time.Now()
+	err := r.episode(proc, st)
+	proc.busy += time.Since(start)
+	if err != nil {
+		if errors.Is(err, errStopped) {
+			return errStopped
+		}
+		return fmt.Errorf("episode %d: %w", st.ep, err)
+	}
+	return proc.episodeDone(st.ep, start, r.traceNext())
+}
+
+// episodeDone counts a finished episode and reports it (ctl.done), with where the next
+// episode's records begin in the trace file (traceNext).
+func (proc *process) episodeDone(ep int, start time.Time, traceNext int64) error {
+	proc.res.Episodes++
+	done := contract.Done{Steps: proc.steps, Missed: proc.clock.Stats().Missed, PID: os.Getpid(), TraceNext: traceNext}.Message(proc.cfg.Run, proc.sender, ep)
+	proc.lastDone.Store(done)
+	if err := proc.conn.Publish(proc.subj.CtlDone(proc.cfg.Role, proc.cfg.ID), done); err != nil {
+		return err
+	}
+	if err := proc.flush(); err != nil {
+		return err
+	}
+	proc.log.Debug().Int("episode", ep).Dur("took", time.Since(start)).Msg("episode done")
+	return nil
+}
+
+// flush waits (at most --timeout) until the server has processed what this process published.
+func (proc *process) flush() error {
+	if err := proc.conn.Flush(proc.cfg.Timeout); err != nil {
+		return fmt.Errorf("NATS flush within --timeout %v: %w", proc.cfg.Timeout, err)
+	}
+	return nil
+}
+
+// x0Msg is a validated private challenger message.
+type x0Msg struct {
+	ep int
+	x0 []float64
+}
+
+// takesX0 reports whether this role accepts an explicit x(0): the plant and the agents hold
+// the private state; the cloud and the eavesdropper must never receive it.
+func (proc *process) takesX0() bool {
+	return proc.cfg.Role == endpoint.Plant || proc.cfg.Role == endpoint.Agent
+}
+
+// subscribeX0 listens on the challenger's private subject (outside dpsim.>) for explicit
+// initial states; they are validated and queued for the episode that announces them.
+func (proc *process) subscribeX0(r runner) error {
+	o := bus.CtlOptions{Expect: bus.Expect{Run: proc.cfg.Run, Episode: bus.AnyEpisode, Kind: bus.CtlX0, Sender: bus.LauncherSender},
+		Counters: &proc.ctl, OnInvalid: proc.logInvalid, Verify: proc.verify}
+	sub, err := proc.conn.SubscribeCtl(proc.subj.ChallengerX0(), o, func(subject string, m *bus.Message) {
+		x0 := contract.X0(m)
+		if err := r.checkX0(x0); err != nil || len(x0) == 0 {
+			proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonDim, Detail: fmt.Sprintf("explicit x0: %v", err)})
+			return
+		}
+		select {
+		case proc.x0s <- x0Msg{ep: m.Episode, x0: x0}:
+		default:
+			proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonAhead, Detail: "too many x0 messages queued"})
+		}
+	})
+	if err != nil {
+		return err
+	}
+	proc.ctlSubs = append(proc.ctlSubs, sub)
+	return nil
+}
+
+// logInvalid logs (the first 20, then every 1000th) a message the bus dropped and counted
+// (the OnInvalid of the data inbox and of the ctl subscriptions: counting it again here would
+// count every invalid message twice).
+func (proc *process) logInvalid(subject string, err error) {
+	k := proc.invalidLogged.Add(1)
+	if k <= 20 || k%1000 == 0 {
+		proc.log.Warn().Str("subject", subject).Str("reason", bus.ReasonOf(err).String()).Int64("invalid_total", k).
+			Err(err).Msg("dropped invalid message")
+	}
+}
+
+// awaitX0 returns the private x(0) of episode ep (older ones are stale and dropped), waiting
+// at most --timeout: a private episode without its x(0) is an error, never a silent default.
+func (proc *process) awaitX0(ep int) ([]float64, error) {
+	deadline := time.NewTimer(proc.cfg.Timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case m := <-proc.x0s:
+			if m.ep == ep {
+				return m.x0, nil
+			}
+		case <-proc.stopCh:
+			return nil, errStopped
+		case <-deadline.C:
+			return nil, fmt.Errorf("episode %d announced a private x0 that did not arrive within %v", ep, proc.cfg.Timeout)
+		}
+	}
+}
+
+// subscribeCtl handles ctl.episode and ctl.stop: they are validated (bad ones counted and
+// dropped) and turned into the episodes channel and the stop signal.
+func (proc *process) subscribeCtl(r runner) error {
+	o := bus.CtlOptions{Expect: bus.Expect{Run: proc.cfg.Run, Episode: bus.AnyEpisode}, Counters: &proc.ctl, OnInvalid: proc.logInvalid, Verify: proc.verify}
+	ep, err := proc.conn.SubscribeCtl(proc.subj.CtlEpisode(), o, func(subject string, m *bus.Message) {
+		if m.Kind != bus.CtlEpisode && m.Kind != bus.CtlEpisodeX0 {
+			proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonKind, Detail: fmt.Sprintf("kind %q on ctl.episode", m.Kind)})
+			return
+		}
+		private := m.Kind == bus.CtlEpisodeX0 && proc.takesX0()
+		x0 := contract.X0(m) // hand-driven runs may still put x(0) on ctl.episode
+		if x0 != nil {
+			if err := r.checkX0(x0); err != nil {
+				proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonDim, Detail: err.Error()})
+				return
+			}
+		}
+		if int64(m.Episode) <= proc.lastEp.Load() {
+			proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonEpisode,
+				Detail: fmt.Sprintf("episode %d after episode %d: episodes must increase", m.Episode, proc.lastEp.Load())})
+			return
+		}
+		select {
+		case proc.episodes <- episodeStart{ep: m.Episode, x0: x0, private: private, sent: time.Unix(0, m.SentUnixNano)}:
+			proc.lastEp.Store(int64(m.Episode))
+		default:
+			proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonAhead, Detail: "too many episodes queued"})
+		}
+	})
+	if err != nil {
+		return err
+	}
+	o.Expect.Kind = bus.CtlStop
+	st, err := proc.conn.SubscribeCtl(proc.subj.CtlStop(), o, func(_ string, m *bus.Message) {
+		proc.stop("ctl.stop from "+m.Sender, true)
+	})
+	if err != nil {
+		return err
+	}
+	proc.ctlSubs = append(proc.ctlSubs, ep, st)
+	return nil
+}
+
+// grid returns the origin of a realtime episode's tick grid.
+func gridOrigin(st episodeStart) time.Time {
+	return st.sent.Add(contract.GridLead)
+}
+
+// finish writes the result file, publishes it on ctl.result and drains the connection.
+func (proc *process) finish(r runner, runErr error) error {
+	why, byCtl := proc.stopped()
+	if err := r.finish(proc); err != nil && runErr == nil {
+		runErr = err
+	}
+	switch {
+	case runErr != nil:
+		proc.res.Status, proc.res.Error = contract.StatusFailed, runErr.Error()
+	case why != "" && !byCtl:
+		proc.res.Status, proc.res.Error = contract.StatusInterrupted, why
+		runErr = errors.New("interrupted: " + why)
+	default:
+		proc.res.Status = contract.StatusOK
+	}
+	proc.res.BusySeconds = proc.busy.Seconds()
+	if proc.busy > 0 {
+		proc.res.StepsPerSec = float64(proc.res.Steps) / proc.busy.Seconds()
+	}
+	proc.res.PeakRSSBytes, proc.res.PeakRSSSource = rss.Peak()
+	proc.res.Invalid = proc.data.Snapshot()
+	proc.res.CtlInvalid = proc.ctl.Snapshot()
+	proc.res.Timing = proc.clock.Stats()
+	if proc.conn != nil {
+		proc.res.Conn = proc.conn.Stats()
+		proc.res.SlowConsumerDropped = proc.inboxDropped()
+		if d := proc.res.SlowConsumerDropped; d > 0 {
+			proc.log.Warn().Int("dropped", d).Msg("slow consumer: the NATS client dropped messages")
+		}
+	}
+	proc.resMu.Lock()
+	data, err := json.MarshalIndent(&proc.res, "", "  ")
+	proc.resMu.Unlock()
+	if err == nil {
+		err = atomicfile.WriteFile(filepath.Join(proc.cfg.Out, contract.ResultFile(proc.cfg.Name())), append(data, '\n'), 0o644)
+	}
+	if err != nil && runErr == nil {
+		runErr = fmt.Errorf("result file: %w", err)
+	}
+	if proc.conn != nil {
+		if data != nil {
+			_ = proc.conn.PublishRaw(proc.subj.CtlResult(proc.cfg.Role, proc.cfg.ID), data)
+		}
+		proc.draining.Store(true)
+		if err := proc.conn.Drain(5 * time.Second); err != nil {
+			proc.log.Warn().Err(err).Msg("drain")
+		}
+	}
+	ev := proc.log.Info()
+	if runErr != nil {
+		ev = proc.log.Error().Err(runErr)
+	}
+	ev.Str("status", proc.res.Status).Int("episodes", proc.res.Episodes).Int("steps", proc.res.Steps).
+		Uint64("invalid", proc.res.Invalid.Dropped).Msg("exit")
+	return runErr
+}
+
+func (proc *process) inboxDropped() int {
+	if proc.in == nil {
+		return 0
+	}
+	return proc.in.Dropped()
+}
+
+// createFile creates (truncates) one of the process's files - or, resuming after a crash,
+// opens it as it is: the checkpoint says where to cut it.
+func (proc *process) createFile(name string) (*os.File, error) {
+	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	if proc.cfg.Resume {
+		flags = os.O_RDWR | os.O_CREATE
+	}
+	return os.OpenFile(filepath.Join(proc.cfg.Out, name), flags, 0o644)
+}
+
+// openTrace creates the process's trace file.
+func (proc *process) openTrace() (*os.File, error) {
+	name := contract.TraceFile(proc.cfg.Name())
+	f, err := proc.createFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("trace file: %w", err)
+	}
+	proc.res.TraceFile = name
+	return f, nil
+}

@@ -1,0 +1,40 @@
+package role
+
+import (
+	"time"
+
+	"github.com/dpsim/dpsim/pkg/bus"
+)
+
+// What a natsTransport needs of its process, as the smallest interfaces pkg/bus implements
+// (bus.Inbox, bus.Publisher, bus.Conn): the unit tests drive the transport through in-memory
+// ones, without a NATS server.
+
+// deliveries is where the transport takes the process's deliveries from: its one bus.Inbox.
+type deliveries interface {
+	// Next returns the next valid message of the current episode, bus.ErrTimeout at the
+	// deadline, bus.ErrStopped once stopped.
+	Next(deadline time.Time) (*bus.Message, error)
+	// SetEpisode makes episode ep the current one.
+	SetEpisode(ep int)
+}
+
+// streamSender publishes one hosted publisher's messages with their routes: a bus.Publisher.
+type streamSender interface {
+	SendRouted(episode, step int, values []float64, r bus.Route) error
+}
+
+// routedPublisher publishes a message with its route on a subject: the process's bus.Conn.
+type routedPublisher interface {
+	PublishRouted(subject string, m *bus.Message, r bus.Route) error
+}
+
+// transportIO is a transport's connection to the world.
+type transportIO struct {
+	run       string
+	realtime  bool
+	in        deliveries
+	publisher func(subject, sender, kind string) streamSender // a hosted publisher's stream
+	conn      routedPublisher                                 // the delayed copies (wall-clock delays)
+	stop      <-chan struct{}                                 // closed when the process stops
+}

@@ -1,0 +1,407 @@
+package launch
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/metrics"
+	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/trace"
+)
+
+// MaxMissingListed bounds Collected.Missing; MissingCount has the total.
+const MaxMissingListed = 100
+
+// Collected is what the processes of a point recorded, merged into the sim records.
+type Collected struct {
+	// Control / Consensus are the merged records (CollectOptions.Keep only).
+	Control   []trace.ControlRecord
+	Consensus []trace.ConsensusRecord
+	// Missing lists the first MaxMissingListed record pieces no process supplied;
+	// MissingCount counts all of them.
+	Missing      []trace.Missing
+	MissingCount int
+	// Episodes is the number of episodes found in the traces; TracedEpisodes and
+	// TraceRecords count what was written to CollectOptions.Trace.
+	Episodes       int
+	TracedEpisodes int
+	TraceRecords   int
+	Results        *metrics.Results
+}
+
+// CollectOptions say where the merged records go.
+type CollectOptions struct {
+	// Trace receives the merged records (the pkg/trace format, JSON lines) of the traced
+	// episodes (TraceEpisodes; the zero value: all), as they are merged; nil: none are
+	// written.
+	Trace         io.Writer
+	TraceEpisodes trace.Episodes
+	// Keep also returns every merged record in Collected: memory then grows with the
+	// episodes (tests and short hand-driven runs).
+	Keep bool
+}
+
+// TracePath is the trace file, in a point's process directory dir, of the process of role r
+// and id (an agent host: its agents id..last).
+func TracePath(dir string, r endpoint.Role, id, last int) string {
+	return filepath.Join(dir, contract.TraceFile(contract.ProcName(r, id, last)))
+}
+
+// Collect is CollectTo(CollectOptions{Keep: true}): the merged records in memory.
+func (s *Session) Collect() (*Collected, error) { return s.CollectTo(CollectOptions{Keep: true}) }
+
+// CollectTo reads the processes' trace files to their end and merges them (see Collector):
+// one Poll and Finish. A run whose processes bound their traces (KeepEpisodes) must be
+// collected episode by episode instead, with a Collector polled after each episode.
+func (s *Session) CollectTo(o CollectOptions) (*Collected, error) {
+	c, err := s.NewCollector(o)
+	if err != nil {
+		return nil, err
+	}
+	perr := c.Poll()
+	col, ferr := c.Finish()
+	return col, errors.Join(perr, ferr)
+}
+
+// Collector merges the processes' trace files into the run's records and metrics as they
+// grow: each Poll reads what every trace file holds beyond what was read before and merges it
+// one episode at a time (trace.MergeControlStreams / MergeConsensusStreams: every process
+// writes its records in episode order), so memory stays that of one episode whatever the
+// number of episodes. Each complete episode is folded into the Results by the same
+// Accumulator as the fast engine (metrics.Accumulator.Results), in episode order, so the numbers
+// are the fast engine's bit for bit; episodes with missing pieces (an interrupted run) are not
+// aggregated and are listed in Results.IncompleteEpisodes. A trace file that cannot be read
+// is reported in the error; what the other files hold is still merged.
+//
+// Polled after every episode (the launcher does), it also bounds the disk: processes started
+// with KeepEpisodes cut their trace back to the end of the kept episodes when the next
+// episode begins. The collector reads each process's trace from where the process said its
+// next episode begins (contract.Done.TraceNext, its last ctl.done): the bound is computed by
+// the process alone.
+type Collector struct {
+	s   *Session
+	o   CollectOptions
+	acc *metrics.Accumulator
+	f   *folder
+	// off is where each process's trace is read from at the next Poll.
+	off  map[string]int64
+	errs []error
+}
+
+// NewCollector returns a collector of the session's traces.
+func (s *Session) NewCollector(o CollectOptions) (*Collector, error) {
+	acc, err := metrics.NewAccumulator(s.cfg.Plan, s.cfg.Seeds.Run)
+	if err != nil {
+		return nil, err
+	}
+	c := &Collector{s: s, o: o, acc: acc, off: map[string]int64{}}
+	out := &Collected{}
+	c.f = &folder{out: out, steps: s.cfg.Plan.Steps, unfinishedFrom: math.MaxInt, unfinished: -1,
+		traced: func(ep int) bool { return o.Trace != nil && o.TraceEpisodes.Traced(ep) },
+		noteMissing: func(ms []trace.Missing) {
+			out.MissingCount += len(ms)
+			if room := MaxMissingListed - len(out.Missing); room > 0 {
+				out.Missing = append(out.Missing, ms[:min(room, len(ms))]...)
+			}
+		}}
+	return c, nil
+}
+
+// Poll merges what the trace files gained since the last Poll. With bounded traces, call it
+// once after every episode, before the next one starts.
+func (c *Collector) Poll() error {
+	t := &pollFiles{dir: c.s.cfg.Dir, off: c.off}
+	defer t.close()
+	var mergeErr error
+	switch c.s.cfg.Plan.Scenario.Kind {
+	case scenario.CloudControl:
+		mergeErr = c.mergeControl(t.open)
+	case scenario.Consensus:
+		mergeErr = c.mergeConsensus(t.open)
+	}
+	c.advanceOffsets()
+	errs := t.errs
+	if mergeErr != nil {
+		errs = append(errs, mergeErr)
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		c.errs = append(c.errs, err)
+	}
+	return err
+}
+
+// pollFiles are the trace files one Poll reads: each from where its process's next episode
+// began (the Collector's off).
+type pollFiles struct {
+	dir   string
+	off   map[string]int64
+	files []*os.File
+	errs  []error
+}
+
+// open returns the part of process pr's trace file not read yet. A file that cannot be read
+// records its error and reads as empty.
+func (t *pollFiles) open(pr *Proc) io.Reader {
+	f, err := os.Open(filepath.Join(t.dir, contract.TraceFile(pr.Name)))
+	if err != nil {
+		t.errs = append(t.errs, fmt.Errorf("%s: %w", pr.Name, err))
+		return strings.NewReader("")
+	}
+	t.files = append(t.files, f)
+	st, err := f.Stat()
+	if err != nil {
+		t.errs = append(t.errs, fmt.Errorf("%s: %w", pr.Name, err))
+		return strings.NewReader("")
+	}
+	off := t.off[pr.Name]
+	if st.Size() < off {
+		t.errs = append(t.errs, fmt.Errorf("%s: the trace file has %d bytes, its process said its episode begins at %d", pr.Name, st.Size(), off))
+		return strings.NewReader("")
+	}
+	return bufio.NewReaderSize(io.NewSectionReader(f, off, st.Size()-off), 1<<16)
+}
+
+// close closes the files opened.
+func (t *pollFiles) close() {
+	for _, f := range t.files {
+		_ = f.Close()
+	}
+}
+
+// mergeControl merges the new records of a cloud-control point's plant, cloud and eavesdropper
+// (read through open) step by step and folds them into the metrics (and the trace).
+func (c *Collector) mergeControl(open func(*Proc) io.Reader) error {
+	s, p, f := c.s, c.s.cfg.Plan, c.f
+	var plant, cloud, eve *trace.Reader[trace.ControlRecord]
+	for _, pr := range s.procs {
+		r := trace.NewReader[trace.ControlRecord](open(pr))
+		switch pr.Role {
+		case endpoint.Plant:
+			plant = r
+		case endpoint.Cloud:
+			cloud = r
+		case endpoint.Eavesdropper:
+			eve = r
+		}
+	}
+	var tw *trace.Writer[trace.ControlRecord]
+	if c.o.Trace != nil {
+		tw = trace.NewWriter[trace.ControlRecord](c.o.Trace)
+	}
+	var keep *[]trace.ControlRecord
+	if c.o.Keep {
+		keep = &f.out.Control
+	}
+	mergeErr := trace.MergeControlStreams(p.Steps, p.Reference, plant, cloud, eve, func(recs []trace.ControlRecord, missing []trace.Missing) error {
+		for i := range recs {
+			var ms []trace.Missing
+			if i == 0 {
+				ms = missing
+			}
+			if err := foldRecord(f, &recs[i], ms, tw, keep, func(r *trace.ControlRecord) (*int, int, []float64) { return &r.Episode, r.Step, r.X },
+				(*trace.ControlRecord).Clone, c.acc.AddControl, c.acc.Discard); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if tw != nil {
+		if err := tw.Flush(); err != nil && mergeErr == nil {
+			mergeErr = err
+		}
+	}
+	return mergeErr
+}
+
+// mergeConsensus merges the new records of a consensus point's agents and eavesdropper (read
+// through open) step by step and folds them into the metrics (and the trace).
+func (c *Collector) mergeConsensus(open func(*Proc) io.Reader) error {
+	s, p, f := c.s, c.s.cfg.Plan, c.f
+	var agents []*trace.Reader[trace.AgentRecord]
+	var names []string
+	var eve *trace.Reader[trace.ConsensusRecord]
+	for _, pr := range s.procs {
+		if pr.Role == endpoint.Agent {
+			agents = append(agents, trace.NewReader[trace.AgentRecord](open(pr)))
+			names = append(names, pr.Name)
+			continue
+		}
+		eve = trace.NewReader[trace.ConsensusRecord](open(pr))
+	}
+	var tw *trace.Writer[trace.ConsensusRecord]
+	if c.o.Trace != nil {
+		tw = trace.NewWriter[trace.ConsensusRecord](c.o.Trace)
+	}
+	var keep *[]trace.ConsensusRecord
+	if c.o.Keep {
+		keep = &f.out.Consensus
+	}
+	mergeErr := trace.MergeConsensusStreams(p.Graph.N, p.Steps, agents, names, eve, func(r *trace.ConsensusRecord, missing []trace.Missing) error {
+		return foldRecord(f, r, missing, tw, keep, func(r *trace.ConsensusRecord) (*int, int, []float64) { return &r.Episode, r.Step, r.X },
+			(*trace.ConsensusRecord).Clone, c.acc.AddConsensus, c.acc.Discard)
+	})
+	if tw != nil {
+		if err := tw.Flush(); err != nil && mergeErr == nil {
+			mergeErr = err
+		}
+	}
+	return mergeErr
+}
+
+// advanceOffsets moves each file's read offset to where its process writes its next episode,
+// as its last ctl.done said (contract.Done.TraceNext): the end of what was read, or with
+// bounded traces the end of the kept episodes.
+func (c *Collector) advanceOffsets() {
+	for _, pr := range c.s.procs {
+		c.off[pr.Name] = pr.traceNext.Load()
+	}
+}
+
+// ResumeAt continues a point from episode start: acc holds the metrics of episodes
+// 0..start-1 (rebuilt by the resumed launcher) and the processes, started afresh, begin at
+// episode start.
+func (c *Collector) ResumeAt(start int, acc *metrics.Accumulator) {
+	f := c.f
+	c.acc, f.merged, f.folded, f.out.Episodes = acc, start, start, start
+	if c.o.Trace != nil {
+		f.out.TracedEpisodes = start
+		if n, bounded := c.o.TraceEpisodes.Limit(); bounded {
+			f.out.TracedEpisodes = min(start, n)
+		}
+	}
+}
+
+// MetricsDigest is the digest of the metrics folded so far (the resume state's check).
+func (c *Collector) MetricsDigest() (string, error) { return MetricsDigest(c.acc) }
+
+// Unfinished declares the episodes from ep on unfinished: not every process reported them
+// done (the run stopped in episode ep). Call it before the last Poll: what the processes
+// wrote of such an episode is in no metric (each process may have finished it or not, so
+// counting it would make the metrics of one role cover an episode the others' do not), it is
+// listed in Results.IncompleteEpisodes, and its records in the trace are followed by a
+// PartialMarkerKey line (Finish).
+func (c *Collector) Unfinished(ep int) { c.f.unfinishedFrom = ep }
+
+// Finish returns what was merged. The Accumulator folds episodes in the order they are
+// numbered; the complete episodes were handed over in increasing episode order under the
+// numbers 0, 1, 2, ..., so the sums are those of the fast engine (which folds episodes
+// 0..runs-1 in order), and an incomplete episode never holds the later ones back in memory.
+func (c *Collector) Finish() (*Collected, error) {
+	out := c.f.out
+	out.Results = c.acc.Results()
+	out.Results.IncompleteEpisodes = c.f.incomplete
+	if f := c.f; f.unfinishedRecords > 0 && c.o.Trace != nil {
+		m := map[string]PartialMarker{PartialMarkerKey: {Episode: f.unfinished, Records: f.unfinishedRecords,
+			Note: "the run stopped in this episode: the records above, from its step 0, are what the processes wrote of it; it is in no metric"}}
+		if err := json.NewEncoder(c.o.Trace).Encode(m); err != nil {
+			c.errs = append(c.errs, fmt.Errorf("trace: marking the unfinished episode: %w", err))
+		}
+	}
+	return out, errors.Join(c.errs...)
+}
+
+// folder is CollectTo's state across merged records.
+type folder struct {
+	out         *Collected
+	steps       int
+	traced      func(ep int) bool
+	noteMissing func([]trace.Missing)
+	folded      int   // complete episodes fold under consecutive numbers 0, 1, 2, ...
+	merged      int   // episodes 0..merged-1 were merged (a bounded trace's last episode stays after the run: read once)
+	incomplete  []int // episodes with missing pieces, not aggregated
+	// The episode being merged: skip (merged before), whole (no piece missing so far).
+	skip, whole bool
+	// Episodes from unfinishedFrom on did not finish (Collector.Unfinished): unfinished is the
+	// first of them found (-1: none) and unfinishedRecords counts their records in the trace.
+	unfinishedFrom, unfinished, unfinishedRecords int
+}
+
+// foldRecord handles one merged record of either kind; the records of an episode come in step
+// order 0..T. It writes a kept episode's records to the trace, keeps a copy in memory when asked
+// (keep non-nil), and hands the records of an episode to the accumulator (add) under the next
+// consecutive number - the fast engine's order - as they come: an episode found incomplete
+// (a record without X) is discarded there (drop) and listed instead. meta gives a record's
+// episode and step fields and its state X (nil when a piece is missing); the record's slices
+// may be views valid during the call only.
+func foldRecord[R trace.ControlRecord | trace.ConsensusRecord](f *folder, rec *R, missing []trace.Missing, tw *trace.Writer[R],
+	keep *[]R, meta func(*R) (ep *int, step int, x []float64), clone func(*R) R, add func(*R) error, drop func(ep int)) error {
+	epp, step, x := meta(rec)
+	ep := *epp
+	if step == 0 {
+		f.skip = ep < f.merged
+		if !f.skip {
+			f.merged, f.whole = ep+1, true
+			f.out.Episodes++
+			if ep >= f.unfinishedFrom {
+				f.whole = false // in no metric, whatever pieces it has
+				f.incomplete = append(f.incomplete, ep)
+				if f.unfinished < 0 {
+					f.unfinished = ep
+				}
+			} else if f.traced(ep) {
+				f.out.TracedEpisodes++
+			}
+		}
+	}
+	if f.skip {
+		return nil
+	}
+	unfinished := ep >= f.unfinishedFrom
+	if !unfinished { // an unfinished episode lacks pieces because it did not finish
+		f.noteMissing(missing)
+	}
+	if f.traced(ep) {
+		if err := tw.Write(rec); err != nil {
+			return err
+		}
+		f.out.TraceRecords++
+		if unfinished {
+			f.unfinishedRecords++
+		}
+	}
+	if keep != nil {
+		*keep = append(*keep, clone(rec))
+	}
+	if f.whole && x == nil {
+		f.whole = false
+		f.incomplete = append(f.incomplete, ep)
+		drop(f.folded)
+	}
+	if f.whole {
+		r := *rec
+		p, _, _ := meta(&r)
+		*p = f.folded
+		if err := add(&r); err != nil {
+			return fmt.Errorf("episode %d: %w", ep, err)
+		}
+		if step == f.steps {
+			f.folded++
+		}
+	}
+	return nil
+}
+
+// PartialMarkerKey is the key of the line that ends a merged trace file (trace.jsonl,
+// trace-pNN.jsonl) whose last records belong to an episode that did not finish (a process
+// died or the run was stopped in it): {"unfinished_episode": {"episode": 5, "records": 37,
+// "note": "..."}}. The records above it, back to the first of that episode, are in no metric.
+// The line is not a record: a reader of records (trace.Read) stops there with an error
+// rather than take a partial episode for a finished one.
+const PartialMarkerKey = "unfinished_episode"
+
+// PartialMarker is the value of the PartialMarkerKey line.
+type PartialMarker struct {
+	Episode int    `json:"episode"` // the unfinished episode
+	Records int    `json:"records"` // its records just above this line
+	Note    string `json:"note"`
+}

@@ -1,0 +1,65 @@
+package launch
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+
+	"github.com/dpsim/dpsim/internal/atomicfile"
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/plan"
+)
+
+// planFiles are the plan files a session wrote for its processes.
+type planFiles struct {
+	digests map[string]uint64 // the digest of each process's plan file (plan.FileDigest), by sender
+}
+
+// planPath is process p's plan file.
+func (s *Session) planPath(p *Proc) string {
+	return filepath.Join(s.cfg.Dir, contract.PlanFile(p.Name))
+}
+
+// writePlans ships each process its slice of the plan, computed once here: a plan file with
+// the resolved design (no process repeats the sensitivity enumeration, the Sigma design or the
+// graph's spectrum) and only the private values that process owns - the plant its x(0), an
+// agent host its agents' x_i(0), the cloud and the eavesdropper none (nor the seed). Owner-only
+// permissions: the file holds private initial states.
+func (s *Session) writePlans() error {
+	for _, p := range s.procs {
+		var buf bytes.Buffer
+		if err := s.cfg.Plan.WriteFile(&buf, plan.KeepFor(p.Role, p.ID, p.LastAgent)); err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
+		}
+		if err := atomicfile.WriteFile(s.planPath(p), buf.Bytes(), 0o600); err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
+		}
+		if s.plans.digests == nil {
+			s.plans.digests = map[string]uint64{}
+		}
+		s.plans.digests[endpoint.Endpoint{Role: p.Role, ID: p.ID}.String()] = plan.FileDigest(buf.Bytes())
+	}
+	return nil
+}
+
+// checkPlan records a conflict when a process's ctl.ready names a plan file other than the one
+// written for it (a stale file of an earlier run, read by a process started before this
+// launcher wrote its own) and returns false; a process that resolved the scenario itself
+// (digest 0) is accepted.
+func (s *Session) checkPlan(m *bus.Message) bool {
+	ready, _ := contract.ParseReady(m) // its pid was checked on arrival
+	got, want := ready.Plan, s.plans.digests[m.Sender]
+	if got == 0 || got == want {
+		return true
+	}
+	s.ctl.mu.Lock()
+	defer s.ctl.mu.Unlock()
+	if s.ctl.conflict == nil {
+		s.ctl.conflict = fmt.Errorf("run %s: %s runs another plan file than the one this launcher wrote (%s; digest %012x, want %012x): "+
+			"it read a stale file of an earlier run; start it again now that the file is written", s.cfg.Run, m.Sender,
+			s.planPath(s.byKey[m.Sender]), got, want)
+	}
+	return false
+}

@@ -1,0 +1,42 @@
+//go:build unix
+
+package launch
+
+import (
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+)
+
+// setProcAttr puts a child in its own process group: a Ctrl-C on the terminal reaches only
+// the launcher, which then stops the children itself (ctl.stop, then SIGTERM, then SIGKILL).
+func setProcAttr(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// terminate asks a child to flush and exit.
+func terminate(p *os.Process) error { return p.Signal(syscall.SIGTERM) }
+
+// ResourceUsage returns the peak resident set size (bytes) and CPU times (seconds) of an exited child.
+func ResourceUsage(ps *os.ProcessState) (maxRSS int64, user, sys float64) {
+	if ps == nil {
+		return 0, 0, 0
+	}
+	user, sys = ps.UserTime().Seconds(), ps.SystemTime().Seconds()
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, user, sys
+	}
+	maxRSS = int64(ru.Maxrss)
+	if runtime.GOOS != "darwin" { // Linux and the BSDs report kilobytes, macOS bytes
+		maxRSS *= 1024
+	}
+	return maxRSS, user, sys
+}
+
+// killed reports whether the process was killed by SIGKILL (a crash of the scenario).
+func killed(ps *os.ProcessState) bool {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}

@@ -1,0 +1,476 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/trace"
+)
+
+// Timeouts of the launcher's own waits (the children bound every step with --timeout).
+const (
+	DefaultStartTimeout = 60 * time.Second // every process subscribed and ready
+	DefaultStopTimeout  = 15 * time.Second // every process flushed and exited after ctl.stop
+	killGrace           = 3 * time.Second  // after SIGTERM, before SIGKILL
+)
+
+// SessionConfig describes the processes of one scenario point. Server.Configure sets the fields
+// that say how they connect (URL, Server, Cluster, Users, Launcher, TLS, ConnectRetry).
+type SessionConfig struct {
+	Exe          string // the dpsim binary (os.Executable()); children run `Exe <role> ...`
+	ScenarioPath string
+	Point        int
+	Plan         *plan.Plan
+	// Seeds are the run's (sim.NewSeeds, derived once by the command): the plant and the
+	// agents get Run, every process Fault.
+	Seeds        sim.Seeds
+	URL          string // NATS server
+	Run          string // run id (a subject token)
+	Dir          string // the processes' --out directory (created)
+	Mode         bus.Mode
+	Period       time.Duration
+	Timeout      time.Duration // per-step wait of the children
+	StartTimeout time.Duration // default DefaultStartTimeout
+	StopTimeout  time.Duration // default DefaultStopTimeout
+	// AgentsPerProcess hosts that many consensus agents per process (default 1: one each).
+	AgentsPerProcess int
+	Encoding         string // json (default) or binary
+	LogLevel         string // the children's --log-level (their logs go to <Dir>/<name>.log)
+	Transcript       bool   // the eavesdropper writes its transcript
+	// GOMAXPROCS is the children's GOMAXPROCS (0: inherit the environment / Go's default).
+	// One OS thread per role process avoids cross-thread wake-ups on every message: on 2
+	// cores it makes the lockstep loop ~1.2-1.7x faster.
+	GOMAXPROCS int
+	// KeepEpisodes bounds the processes' disk (--keep-episodes): their traces keep the
+	// records of these episodes, and each later one replaces the previous; the episodes must
+	// then be collected one by one (Collector.Poll after each). The zero value keeps all.
+	KeepEpisodes trace.Episodes
+	// Attach drives processes started by someone else (by hand, or role loops in this
+	// process): nothing is spawned; StartSession waits for the ready of every planned role.
+	Attach bool
+	// Announce, in attach mode, receives the command of each process to start (nil: only
+	// the file <Dir>/attach/commands.sh has them).
+	Announce io.Writer
+	Log      zerolog.Logger
+	// Server is the embedded NATS server (nil: an external one); the scenario's
+	// faults.server_restarts need it. Timeline, if set, receives the faults as they happen;
+	// PointIndex is the point's index on it.
+	Server *bus.Embedded
+	// Cluster is the embedded cluster Server belongs to (nil: one server); a server restart
+	// names its member.
+	Cluster    *bus.Cluster
+	Timeline   *Timeline
+	PointIndex int
+	// Users are the credentials of the processes by sender name ("plant.0"; an agent host
+	// under its first agent) and Launcher the launcher's, on a server with permissions
+	// (nil: none). A child gets its own through its environment, never its argv.
+	Users    map[string]bus.User
+	Launcher *bus.User
+	// TLS is what the launcher and the children connect with (zero: plain TCP).
+	TLS bus.TLSFiles
+	// ConnectRetry is how long the launcher retries a server it cannot reach (0: one try).
+	ConnectRetry time.Duration
+	// Sign gives every process a signing key (its seed through its environment) and the file
+	// of all public keys: data messages are signed and verified (dpsim run --sign).
+	Sign bool
+}
+
+// connectRetry connects the launcher, retrying an unreachable server for cfg.ConnectRetry
+// (an external server that is still starting: docker-compose, a job scheduler).
+func connectRetry(ctx context.Context, cfg SessionConfig, auth []bus.Option) (*bus.Conn, error) {
+	c, err := bus.ConnectRetry(ctx, cfg.URL, "dpsim-launcher-"+cfg.Run, cfg.ConnectRetry, func(attempt int, err error) {
+		cfg.Log.Warn().Err(err).Int("attempt", attempt).Msg("NATS server not reachable yet; retrying")
+	}, auth...)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInterrupted, err)
+	}
+	return c, err
+}
+
+// Session is the running processes of one scenario point: spawn and wait for ready
+// (StartSession), run episodes (Episode), stop and collect (Stop).
+type Session struct {
+	cfg   SessionConfig
+	conn  *bus.Conn
+	subj  bus.Subjects
+	procs []*Proc
+	byKey map[string]*Proc // "<role>.<id>"
+	exits chan *Proc       // every child that exited (procs.go)
+
+	ctl    ctlState      // the ctl protocol: subscriptions, events, who claims each sender (ctl.go)
+	keys   signingKeys   // --sign (keys.go)
+	plans  planFiles     // the processes' plan files (plans.go)
+	faults processFaults // crashes, server restarts, proxies (faults.go)
+	FaultCounts
+
+	Episodes  int           // episodes completed by every process
+	EpisodeNS time.Duration // wall time inside episodes (from ctl.episode to the last done)
+	stopped   bool
+}
+
+// Procs returns the children.
+func (s *Session) Procs() []*Proc { return s.procs }
+
+// Subjects returns the run's subjects.
+func (s *Session) Subjects() bus.Subjects { return s.subj }
+
+// StartSession connects to the server, spawns every role of the point as its own OS process
+// and waits until all of them are ready. On error the processes started are stopped.
+func StartSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
+	setSessionDefaults(&cfg)
+	s, err := connectSession(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.startProxies(); err != nil {
+		_ = s.shutdown()
+		return nil, err
+	}
+	if err := s.watchServer(); err != nil {
+		_ = s.shutdown()
+		return nil, err
+	}
+	if err := s.startProcs(); err != nil {
+		_ = s.shutdown()
+		return nil, err
+	}
+	cfg.Log.Debug().Int("processes", len(s.procs)).Str("run", cfg.Run).Msg("spawned")
+	return s, s.waitReady(ctx)
+}
+
+// setSessionDefaults fills in the defaults of the fields of cfg left zero: the start and stop
+// timeouts, the json encoding and the info log level.
+func setSessionDefaults(cfg *SessionConfig) {
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = DefaultStopTimeout
+	}
+	if cfg.Encoding == "" {
+		cfg.Encoding = "json"
+	}
+	if cfg.LogLevel == "" {
+		cfg.LogLevel = "info"
+	}
+}
+
+// connectSession returns the session of cfg's point, connected and subscribed to its ctl
+// subjects: the processes planned (with their signing keys under --sign) and their plan files
+// written, none started yet.
+func connectSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
+	subj, err := bus.NewSubjects(cfg.Run)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &Session{cfg: cfg, subj: subj, byKey: map[string]*Proc{}, ctl: ctlState{results: map[string]*contract.ProcessResult{}, pids: map[string]int{}}}
+	s.procs = plannedProcs(cfg.Plan, cfg.AgentsPerProcess)
+	for _, p := range s.procs {
+		s.byKey[endpoint.Endpoint{Role: p.Role, ID: p.ID}.String()] = p
+	}
+	if cfg.Sign {
+		if err := s.makeKeys(); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.writePlans(); err != nil {
+		return nil, err
+	}
+	s.ctl.events = make(chan ctlEvent, 4*len(s.procs)+16)
+	s.exits = make(chan *Proc, len(s.procs))
+	auth := []bus.Option{bus.WithTLS(cfg.TLS), bus.WithSigner(s.keys.launcher)}
+	if cfg.Launcher != nil {
+		auth = append(auth, bus.WithUser(cfg.Launcher.Name, cfg.Launcher.Password))
+	}
+	if s.conn, err = connectRetry(ctx, cfg, auth); err != nil {
+		return nil, err
+	}
+	if err := s.subscribe(); err != nil {
+		s.conn.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// startProcs spawns every role process, or in attach mode announces the commands that start
+// them elsewhere.
+func (s *Session) startProcs() error {
+	cfg := s.cfg
+	if cfg.Attach {
+		if err := CheckAttachable(cfg.Plan.Scenario); err != nil {
+			return err
+		}
+		if err := s.announceAttach(); err != nil {
+			return fmt.Errorf("attach: %w", err)
+		}
+	}
+	for _, p := range s.procs {
+		if cfg.Attach {
+			break
+		}
+		if err := s.spawn(p); err != nil {
+			return fmt.Errorf("start %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// Attached reports whether the session drives processes started by someone else (attach mode).
+func (s *Session) Attached() bool { return s.cfg.Attach }
+
+// ErrInterrupted is wrapped by the errors of waits that the context ended (Ctrl-C).
+var ErrInterrupted = errors.New("interrupted")
+
+// Episode starts episode ep (x0 nil: the scenario's initial state; else the explicit x(0):
+// nx values for cloud control, N for consensus - the auditor's challenger) and waits until
+// every process reported it done. A child that exits, the context ending or the episode
+// exceeding its time bound end the wait with an error naming the cause.
+func (s *Session) Episode(ctx context.Context, ep int, x0 []float64) error {
+	if err := s.checkX0(ep, x0); err != nil {
+		return err
+	}
+	if err := s.conflictErr(); err != nil {
+		return fmt.Errorf("episode %d: %w", ep, err)
+	}
+	if err := s.awaitRejoin(ctx, ep); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := s.publishEpisode(ep, x0); err != nil {
+		return err
+	}
+	if err := s.awaitDone(ctx, ep); err != nil {
+		return err
+	}
+	if err := s.conflictErr(); err != nil {
+		return fmt.Errorf("episode %d: %w", ep, err)
+	}
+	s.Episodes++
+	s.EpisodeNS += time.Since(start)
+	return nil
+}
+
+// checkX0 checks an explicit x(0) of episode ep: nx values for cloud control, N for
+// consensus, all finite (nil: the scenario's initial state).
+func (s *Session) checkX0(ep int, x0 []float64) error {
+	if x0 == nil {
+		return nil
+	}
+	want := 0
+	switch s.cfg.Plan.Scenario.Kind {
+	case scenario.CloudControl:
+		want = s.cfg.Plan.System.Nx()
+	case scenario.Consensus:
+		want = s.cfg.Plan.Graph.N
+	}
+	if len(x0) != want {
+		return fmt.Errorf("episode %d: explicit x0 has %d values, want %d", ep, len(x0), want)
+	}
+	for i, v := range x0 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("episode %d: explicit x0[%d] = %v is not finite", ep, i, v)
+		}
+	}
+	return nil
+}
+
+// publishEpisode starts episode ep: ctl.episode, after the explicit x(0) on the challenger's
+// private line when there is one.
+func (s *Session) publishEpisode(ep int, x0 []float64) error {
+	if x0 != nil {
+		// The secret goes on the challenger's private line, never on dpsim.<run>.>.
+		if err := s.conn.Publish(s.subj.ChallengerX0(), contract.X0Message(s.cfg.Run, ep, x0)); err != nil {
+			return err
+		}
+	}
+	if err := s.conn.Publish(s.subj.CtlEpisode(), contract.EpisodeMessage(s.cfg.Run, ep, x0 != nil)); err != nil {
+		return err
+	}
+	return s.conn.Flush(s.cfg.Timeout)
+}
+
+// episodeBound is how long episode ep may take at most. Every child bounds each step by
+// --timeout and exits when it fails; this bound only catches a child that stalls without
+// exiting.
+func (s *Session) episodeBound(ep int) time.Duration {
+	steps := time.Duration(s.cfg.Plan.Steps)
+	bound := 2*s.cfg.Timeout + contract.GridLead + steps*(s.cfg.Period+100*time.Millisecond)
+	for _, r := range s.cfg.Plan.Scenario.Faults.ServerRestarts {
+		if r.Episode == ep { // down, then every message lost in the gap costs a timeout
+			bound += r.Down + 10*s.cfg.Timeout + 10*time.Second
+		}
+	}
+	return bound
+}
+
+// awaitDone waits until every process reported episode ep done, restarting the processes the
+// scenario crashes on the way. A conflict, a child that exits otherwise, the context ending or
+// the episode's bound end the wait with an error naming the cause.
+func (s *Session) awaitDone(ctx context.Context, ep int) error {
+	waiting := make(map[string]bool, len(s.byKey))
+	for k := range s.byKey {
+		waiting[k] = true
+	}
+	bound := s.episodeBound(ep)
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	for len(waiting) > 0 {
+		select {
+		case ev := <-s.ctl.events:
+			s.noteEvent(ev)
+			if err := s.conflictErr(); err != nil {
+				return fmt.Errorf("episode %d: %w", ep, err)
+			}
+			if ev.word == bus.CtlDone && ev.ep == ep {
+				delete(waiting, ev.sender)
+				s.byKey[ev.sender].traceNext.Store(ev.done.TraceNext)
+			}
+		case p := <-s.exits:
+			if err := s.exitedIn(p, ep); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("episode %d: %w (%v)", ep, ErrInterrupted, context.Cause(ctx))
+		case <-timer.C:
+			return fmt.Errorf("episode %d: no ctl.done from %s within %v", ep, joinKeys(waiting), bound)
+		}
+	}
+	return nil
+}
+
+// exitedIn handles the exit of process p during episode ep: a crash the scenario schedules is
+// restarted (nil); any other exit fails the episode.
+func (s *Session) exitedIn(p *Proc, ep int) error {
+	if c := s.scheduledCrash(p, ep); c != nil {
+		if err := s.restartCrashed(p, c, ep); err != nil {
+			return fmt.Errorf("episode %d: %w", ep, err)
+		}
+		return nil
+	}
+	s.exits <- p // keep it for Stop's accounting
+	s.cfg.Timeline.Add(time.Now(), TimelineEvent{Point: s.cfg.PointIndex, Episode: ep, Step: -1, Proc: p.Name, Event: EvExited,
+		Detail: fmt.Sprintf("pid %d: %s; the episodes finished before are kept", p.PID(), p.Failure())})
+	if f := p.Failure(); f != "" {
+		return fmt.Errorf("episode %d: process %s (pid %d) failed: %s", ep, p.Name, p.PID(), f)
+	}
+	return fmt.Errorf("episode %d: process %s (pid %d) exited early", ep, p.Name, p.PID())
+}
+
+// Stop sends ctl.stop, waits for every child to flush and exit (SIGTERM, then SIGKILL, for
+// those that do not), and returns the first failure among them (nil when all exited 0).
+func (s *Session) Stop() error {
+	if s.stopped {
+		return nil
+	}
+	return s.shutdown()
+}
+
+func (s *Session) shutdown() error {
+	s.stopped = true
+	s.faults.restartMu.Lock()
+	restart := s.faults.restartDone
+	s.faults.restartMu.Unlock()
+	if restart != nil { // a ctl.stop sent while the server is down would be lost
+		select {
+		case <-restart:
+		case <-time.After(s.cfg.StartTimeout):
+		}
+	}
+	s.publishStop()
+	if s.cfg.Attach {
+		s.awaitResults(s.cfg.StopTimeout)
+	}
+	if !s.awaitExits(s.cfg.StopTimeout) {
+		s.signalRunning("no exit after ctl.stop: SIGTERM", terminate)
+		if !s.awaitExits(killGrace) {
+			s.signalRunning("no exit after SIGTERM: SIGKILL", (*os.Process).Kill)
+			s.awaitExits(killGrace)
+		}
+	}
+	for _, px := range s.faults.proxies {
+		px.Close()
+	}
+	if s.cfg.Attach {
+		if err := RemoveAttach(s.cfg.Dir, true); err != nil {
+			s.cfg.Log.Warn().Err(err).Msg("attach: removing the credentials files")
+		}
+	}
+	// Late ctl.result messages: give the subscription a moment, then close.
+	if s.conn != nil {
+		_ = s.conn.Flush(time.Second)
+		for _, sub := range s.ctl.subs {
+			_ = sub.Unsubscribe()
+		}
+		s.conn.Close()
+	}
+	return s.firstFailure()
+}
+
+// awaitExits waits up to d until every child exited, and reports whether they did. A process
+// still starting (not subscribed yet: the session failed before every process was ready)
+// would miss a single ctl.stop and wait out the stop bound, then be killed and look failed:
+// ctl.stop is repeated until every process exited.
+func (s *Session) awaitExits(d time.Duration) bool {
+	deadline := time.After(d)
+	again := time.NewTicker(stopRepeat)
+	defer again.Stop()
+	for _, p := range s.procs {
+		for p.exited != nil {
+			select {
+			case <-p.exited:
+			case <-again.C:
+				s.publishStop()
+				continue
+			case <-deadline:
+				return false
+			}
+			break
+		}
+	}
+	return true
+}
+
+// signalRunning logs msg for every child still running and sends it signal (terminate, or
+// os.Process.Kill).
+func (s *Session) signalRunning(msg string, signal func(*os.Process) error) {
+	for _, p := range s.procs {
+		if p.running() {
+			s.cfg.Log.Warn().Str("proc", p.Name).Msg(msg)
+			_ = signal(p.cmd.Process)
+		}
+	}
+}
+
+// firstFailure returns the first child that failed or did not exit (nil when all exited 0).
+func (s *Session) firstFailure() error {
+	for _, p := range s.procs {
+		if p.exited == nil {
+			continue
+		}
+		select {
+		case <-p.exited:
+			if f := p.Failure(); f != "" {
+				return fmt.Errorf("process %s (pid %d) failed: %s", p.Name, p.PID(), f)
+			}
+		default:
+			return fmt.Errorf("process %s (pid %d) did not exit", p.Name, p.PID())
+		}
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+package contract
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/dpsim/dpsim/pkg/bus"
+)
+
+// GridLead is how long after the launcher sent ctl.episode a realtime episode starts: the
+// tick grid of episode e is t_k = sent(ctl.episode) + GridLead + k*Ts, shared by every
+// process of the run (they run on one host, so they share the wall clock).
+const GridLead = 50 * time.Millisecond
+
+// ReadyRepeat is how often a process repeats ctl.ready until its first episode.
+const ReadyRepeat = 500 * time.Millisecond
+
+// The coordination messages. Each is a bus.Message on a dpsim.<run>.ctl subject whose Kind is
+// the subject's word (bus.CtlReady, bus.CtlDone, ...); its Values carry the payload below, in
+// the order given. A process's messages are sent as its endpoint ("<role>.<id>",
+// endpoint.Endpoint.String); the launcher's as bus.LauncherSender.
+
+// Ready is a process's ctl.ready (process -> launcher), repeated every ReadyRepeat until its
+// first episode: Values [pid, plan].
+type Ready struct {
+	// PID is the process id: the launcher tells its processes from a stray one on the same
+	// run id.
+	PID int `json:"pid"`
+	// Plan is the digest of the plan file the process runs (plan.FileDigest, below 2^53 so
+	// exact in a float64); 0: it resolved the scenario itself.
+	Plan uint64 `json:"plan"`
+}
+
+// Message is r as sent by sender in run.
+func (r Ready) Message(run, sender string) *bus.Message {
+	return ctlMessage(run, sender, bus.CtlReady, 0, []float64{float64(r.PID), float64(r.Plan)})
+}
+
+// ParseReady reads a ctl.ready: an error when its pid is not a process id; Plan is 0 when it
+// carries none.
+func ParseReady(m *bus.Message) (Ready, error) {
+	pid, err := PID(m)
+	if err != nil {
+		return Ready{}, err
+	}
+	r := Ready{PID: pid}
+	if len(m.Values) >= 2 {
+		if v := m.Values[1]; v > 0 && v < 1<<53 && v == float64(int64(v)) {
+			r.Plan = uint64(v)
+		}
+	}
+	return r, nil
+}
+
+// Done is a process's ctl.done for an episode (process -> launcher), sent once its cores
+// finished the episode and its files hold it (flushed): Values [steps, missed, pid, trace
+// next].
+type Done struct {
+	Steps  int `json:"steps"`  // the episode's steps (the horizon T)
+	Missed int `json:"missed"` // realtime ticks it missed (the pacer's count, all episodes)
+	PID    int `json:"pid"`
+	// TraceNext is the offset in the process's TraceFile where its next episode's records
+	// begin: the file's end, or, with --keep-episodes past the kept episodes, the end of the
+	// kept ones (the process cuts the file back there when the next episode begins). The
+	// launcher reads each episode from the TraceNext of the process's previous ctl.done (0
+	// before its first) to the file's end, so the disk bound is computed by the process only.
+	TraceNext int64 `json:"trace_next"`
+}
+
+// Message is d as sent by sender for episode ep of run.
+func (d Done) Message(run, sender string, ep int) *bus.Message {
+	return ctlMessage(run, sender, bus.CtlDone, ep, []float64{float64(d.Steps), float64(d.Missed), float64(d.PID), float64(d.TraceNext)})
+}
+
+// ParseDone reads a ctl.done: an error when its pid is not a process id or its trace offset
+// is not an offset.
+func ParseDone(m *bus.Message) (Done, error) {
+	pid, err := PID(m)
+	if err != nil {
+		return Done{}, err
+	}
+	if len(m.Values) < 4 {
+		return Done{}, &bus.InvalidError{Reason: bus.ReasonDim, Detail: "no trace offset in ctl.done"}
+	}
+	next := m.Values[3]
+	if next < 0 || next >= 1<<53 || next != float64(int64(next)) {
+		return Done{}, &bus.InvalidError{Reason: bus.ReasonDim, Detail: "trace offset " + strconv.FormatFloat(next, 'g', -1, 64) + " is not a file offset"}
+	}
+	return Done{Steps: int(m.Values[0]), Missed: int(m.Values[1]), PID: pid, TraceNext: int64(next)}, nil
+}
+
+// Rejoin is a restarted process's ctl.rejoin for an episode (process -> peers and launcher):
+// it is subscribed again, and its peers hand it what they held for it from its restart step.
+// Values [restart step, pid].
+type Rejoin struct {
+	Step int `json:"step"` // the restart step (scenario faults.crashes)
+	PID  int `json:"pid"`
+}
+
+// Message is j as sent by sender for episode ep of run.
+func (j Rejoin) Message(run, sender string, ep int) *bus.Message {
+	return ctlMessage(run, sender, bus.CtlRejoin, ep, []float64{float64(j.Step), float64(j.PID)})
+}
+
+// ParseRejoin reads a ctl.rejoin: an error when its pid is not a process id.
+func ParseRejoin(m *bus.Message) (Rejoin, error) {
+	pid, err := PID(m)
+	if err != nil {
+		return Rejoin{}, err
+	}
+	return Rejoin{Step: int(m.Values[0]), PID: pid}, nil
+}
+
+// EpisodeMessage is the launcher's ctl.episode starting episode ep with the scenario's x(0),
+// or, with private set, an episode whose explicit x(0) is sent on the private challenger
+// subject by X0Message (Kind bus.CtlEpisodeX0): the public message then carries no values, so
+// nothing on dpsim.<run>.> reveals the secret.
+func EpisodeMessage(run string, ep int, private bool) *bus.Message {
+	kind := bus.CtlEpisode
+	if private {
+		kind = bus.CtlEpisodeX0
+	}
+	return ctlMessage(run, bus.LauncherSender, kind, ep, nil)
+}
+
+// X0Message is the private challenger message with episode ep's explicit initial state:
+// Values x(0).
+func X0Message(run string, ep int, x0 []float64) *bus.Message {
+	return ctlMessage(run, bus.LauncherSender, bus.CtlX0, ep, x0)
+}
+
+// X0 is the explicit initial state an x0 message (or, in hand-driven runs, a ctl.episode)
+// carries: a copy of its Values, nil when it carries none.
+func X0(m *bus.Message) []float64 {
+	if len(m.Values) == 0 {
+		return nil
+	}
+	return append([]float64(nil), m.Values...)
+}
+
+// StopMessage is the launcher's ctl.stop: finish (abandoning a running episode), flush, write
+// the result, exit.
+func StopMessage(run string) *bus.Message {
+	return ctlMessage(run, bus.LauncherSender, bus.CtlStop, 0, nil)
+}
+
+// PID reads the pid a ready ([pid, plan]), done ([steps, missed, pid]) or rejoin ([step,
+// pid]) carries: a positive integer, else an error (bus.ReasonDim).
+func PID(m *bus.Message) (int, error) {
+	at := 0
+	switch m.Kind {
+	case bus.CtlDone:
+		at = 2
+	case bus.CtlRejoin:
+		at = 1
+	}
+	if len(m.Values) <= at {
+		return 0, &bus.InvalidError{Reason: bus.ReasonDim, Detail: "no pid in ctl." + m.Kind}
+	}
+	v := m.Values[at]
+	if v < 1 || v > 1<<31-1 || v != float64(int64(v)) {
+		return 0, &bus.InvalidError{Reason: bus.ReasonDim, Detail: "pid " + strconv.FormatFloat(v, 'g', -1, 64) + " is not a process id"}
+	}
+	return int(v), nil
+}
+
+func ctlMessage(run, sender, kind string, ep int, vals []float64) *bus.Message {
+	return &bus.Message{V: bus.Version, Run: run, Episode: ep, Sender: sender, SentUnixNano: time.Now().UnixNano(), Kind: kind, Values: vals}
+}

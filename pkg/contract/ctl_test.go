@@ -1,0 +1,104 @@
+package contract
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/endpoint"
+)
+
+// Every ctl message built by the constructors passes its receiver's typed subscription;
+// a wrong kind, run or sender, a forged pid and garbage are counted and never handed on.
+func TestCtlProtocol(t *testing.T) {
+	srv := startServer(t)
+	launcher := connect(t, srv.URL(), "launcher")
+	proc := connect(t, srv.URL(), "proc")
+	subj, err := bus.NewSubjects("ctl1")
+	require.NoError(t, err)
+
+	var mu sync.Mutex
+	var got []*bus.Message
+	var counters bus.Counters
+	var invalid []bus.Reason
+	o := bus.CtlOptions{Expect: bus.Expect{Run: "ctl1", Episode: bus.AnyEpisode}, Counters: &counters,
+		OnInvalid: func(_ string, err error) { mu.Lock(); invalid = append(invalid, bus.ReasonOf(err)); mu.Unlock() }}
+	sub, err := proc.SubscribeCtl(subj.CtlEpisode(), o, func(_ string, m *bus.Message) {
+		mu.Lock()
+		defer mu.Unlock()
+		c := *m
+		got = append(got, &c)
+	})
+	require.NoError(t, err)
+	require.NoError(t, proc.Flush(time.Second))
+
+	require.NoError(t, launcher.Publish(subj.CtlEpisode(), EpisodeMessage("ctl1", 0, false)))
+	require.NoError(t, launcher.Publish(subj.CtlEpisode(), EpisodeMessage("ctl1", 1, true)))
+	require.NoError(t, launcher.Publish(subj.CtlEpisode(), EpisodeMessage("other-run", 2, false)))
+	require.NoError(t, launcher.PublishRaw(subj.CtlEpisode(), []byte("not a message")))
+	require.NoError(t, launcher.Flush(time.Second))
+	require.Eventually(t, func() bool { return counters.Received() == 4 }, 2*time.Second, 5*time.Millisecond)
+	mu.Lock()
+	require.Len(t, got, 2)
+	assert.Equal(t, bus.CtlEpisode, got[0].Kind)
+	assert.Equal(t, bus.CtlEpisodeX0, got[1].Kind)
+	assert.Empty(t, got[1].Values, "the public message of a private episode carries no x(0)")
+	assert.Equal(t, bus.LauncherSender, got[0].Sender)
+	assert.ElementsMatch(t, []bus.Reason{bus.ReasonRun, bus.ReasonDecode}, invalid)
+	mu.Unlock()
+	require.NoError(t, sub.Unsubscribe())
+
+	// ready and done carry the pid; a forged sender is refused by the bus.Expect.
+	var dones []*bus.Message
+	od := bus.CtlOptions{Expect: bus.Expect{Run: "ctl1", Episode: bus.AnyEpisode, Kind: bus.CtlDone, Sender: "plant.0"}, Counters: &counters}
+	_, err = launcher.SubscribeCtl(subj.CtlDone(endpoint.Plant, 0), od, func(_ string, m *bus.Message) {
+		mu.Lock()
+		c := *m
+		dones = append(dones, &c)
+		mu.Unlock()
+	})
+	require.NoError(t, err)
+	require.NoError(t, launcher.Flush(time.Second))
+	require.NoError(t, proc.Publish(subj.CtlDone(endpoint.Plant, 0), Done{Steps: 100, Missed: 2, PID: 4242}.Message("ctl1", "plant.0", 3)))
+	require.NoError(t, proc.Publish(subj.CtlDone(endpoint.Plant, 0), Done{Steps: 100, Missed: 2, PID: 4242}.Message("ctl1", "cloud.0", 3)))
+	require.NoError(t, proc.Publish(subj.CtlDone(endpoint.Plant, 0), Ready{PID: 4242, Plan: 0}.Message("ctl1", "plant.0")))
+	require.NoError(t, proc.Flush(time.Second))
+	require.Eventually(t, func() bool { return counters.Received() == 7 }, 2*time.Second, 5*time.Millisecond)
+	mu.Lock()
+	require.Len(t, dones, 1)
+	pid, err := PID(dones[0])
+	mu.Unlock()
+	require.NoError(t, err)
+	assert.Equal(t, 4242, pid)
+	assert.Equal(t, uint64(1), counters.Dropped(bus.ReasonSender))
+	assert.Equal(t, uint64(1), counters.Dropped(bus.ReasonKind))
+
+	for _, m := range []*bus.Message{Ready{PID: 0, Plan: 0}.Message("r", "agent.1"), {Kind: bus.CtlDone, Values: []float64{1, 2, 3.5}}, {Kind: bus.CtlReady}} {
+		_, err := PID(m)
+		assert.Error(t, err, "%+v", m)
+	}
+	r, err := PID(Ready{PID: 77, Plan: 0}.Message("r", "agent.1"))
+	require.NoError(t, err)
+	assert.Equal(t, 77, r)
+	assert.False(t, proc.IsClosed())
+}
+
+func startServer(t testing.TB) *bus.Embedded {
+	t.Helper()
+	e, err := bus.StartEmbedded(bus.EmbeddedOptions{})
+	require.NoError(t, err)
+	t.Cleanup(e.Shutdown)
+	return e
+}
+
+func connect(t testing.TB, url, name string) *bus.Conn {
+	t.Helper()
+	c, err := bus.Connect(url, name)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}

@@ -1,0 +1,119 @@
+package endpoint
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Role is the kind of a participant of a run.
+type Role uint8
+
+// The roles of a run.
+const (
+	Plant Role = iota // the plant of cloud control (eq. (23)): publishes yhat(t)
+	Cloud             // the cloud controller (eq. (24)): publishes u(t)
+	Agent             // a consensus agent (eq. (25)): publishes y_i(t)
+	// Eavesdropper listens to everything on the wire and publishes no data.
+	Eavesdropper
+	// Host is a block of consensus agents publishing together: host.<i> carries y(t) of
+	// agents i..i+K-1 in one message (dpsim run --agents-per-process K).
+	Host
+	// Launcher starts a run's processes and coordinates them; it publishes no data.
+	Launcher
+)
+
+// NumRoles is the number of roles: arrays indexed by Role have this length.
+const NumRoles = int(Launcher) + 1
+
+var roleNames = [NumRoles]string{"plant", "cloud", "agent", "eavesdropper", "host", "launcher"}
+
+// String returns the role's name, the <role> token of the bus subjects and sender names.
+func (r Role) String() string {
+	if int(r) < len(roleNames) {
+		return roleNames[r]
+	}
+	return "Role(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Valid reports whether r is one of the roles above.
+func (r Role) Valid() bool { return int(r) < NumRoles }
+
+// The data streams: the last token of a data subject and the kind of a data message.
+const (
+	StreamYhat = "yhat" // plant -> cloud: noisy output yhat(t) = C x(t) + gamma(t)
+	StreamU    = "u"    // cloud -> plant: control input u(t)
+	StreamY    = "y"    // agent (or host) -> neighbours: y_i(t) = x_i(t) + gamma_i(t)
+)
+
+// Stream is the data stream role r publishes: yhat for the plant, u for the cloud, y for an
+// agent or a host; "" for the eavesdropper and the launcher, which publish no data.
+func (r Role) Stream() string {
+	switch r {
+	case Plant:
+		return StreamYhat
+	case Cloud:
+		return StreamU
+	case Agent, Host:
+		return StreamY
+	}
+	return ""
+}
+
+// ErrSyntax is wrapped by every ParseRole and Parse error.
+var ErrSyntax = errors.New("endpoint: invalid")
+
+// ParseRole returns the role named s.
+func ParseRole(s string) (Role, error) {
+	for r, name := range roleNames {
+		if s == name {
+			return Role(r), nil
+		}
+	}
+	return 0, fmt.Errorf("%w role %q", ErrSyntax, s)
+}
+
+// Endpoint is one instance of a role: plant.0, cloud.0, agent.i, host.i, eavesdropper.0,
+// launcher.0.
+type Endpoint struct {
+	Role Role
+	ID   int
+}
+
+// String is the endpoint's sender name "<role>.<id>" (e.g. "plant.0"): the "from" of its
+// messages and the <role>.<id> part of its subjects.
+func (e Endpoint) String() string { return e.Role.String() + "." + strconv.Itoa(e.ID) }
+
+// Parse reads a sender name "<role>.<id>": a known role and a canonical non-negative decimal
+// id (no sign, no leading zero).
+func Parse(s string) (Endpoint, error) {
+	role, id, ok := strings.Cut(s, ".")
+	if !ok {
+		return Endpoint{}, fmt.Errorf("%w endpoint %q: not <role>.<id>", ErrSyntax, s)
+	}
+	r, err := ParseRole(role)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("%w endpoint %q: unknown role", ErrSyntax, s)
+	}
+	k, ok := parseID(id)
+	if !ok {
+		return Endpoint{}, fmt.Errorf("%w endpoint %q: id %q is not a canonical non-negative integer", ErrSyntax, s, id)
+	}
+	return Endpoint{Role: r, ID: k}, nil
+}
+
+// parseID reads a canonical non-negative decimal int without allocating (Parse runs per
+// message received).
+func parseID(s string) (int, bool) {
+	if s == "" || len(s) > 1 && s[0] == '0' {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	k, err := strconv.Atoi(s) // digits only: fails only on overflow
+	return k, err == nil
+}

@@ -1,0 +1,13 @@
+// Package engine runs the machine of pkg/sim in-process: the role cores of a run on the
+// in-memory network, driven by the one Driver, so that a seed gives the numbers of the NATS
+// processes bit for bit.
+//
+//   - Run: the fast Monte Carlo engine - every episode of a plan on parallel workers, records
+//     joined by pkg/trace's join, metrics by pkg/metrics' Accumulator (Results in episode order,
+//     whatever the workers), traces kept or streamed for the traced episodes. Sweep runs it on
+//     every point of a sweep.
+//   - Player: plays single episodes from a chosen initial state and returns only the
+//     eavesdropper's final estimate (the auditor's engine, pkg/audit).
+//   - EstimateCost / CheckCost: the memory and time an engine run will take, checked before it
+//     starts.
+package engine
