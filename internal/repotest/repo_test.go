@@ -1,4 +1,3 @@
-// Package repotest checks properties of the repository as a whole.
 package repotest
 
 import (

@@ -1,0 +1,150 @@
+package repotest
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/dpsim/dpsim/"
+
+// goPackage is what `go list -json` says of one package (the fields the layout rules need).
+type goPackage struct {
+	ImportPath string
+	Dir        string
+	Name       string
+	Imports    []string // direct, non-test
+	Deps       []string // transitive, non-test
+	GoFiles    []string
+}
+
+// listPackages runs `go list -json -deps=false ./...` at the repository root.
+func listPackages(t *testing.T) []goPackage {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", "./...")
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pkgs []goPackage
+	dec := json.NewDecoder(out)
+	for {
+		var p goPackage
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages: the listing went wrong", len(pkgs))
+	}
+	return pkgs
+}
+
+func rel(path string) string { return strings.TrimPrefix(path, module) }
+
+// The layout (CONTRIBUTING.md): command packages are thin and independent, pkg/bus is the only
+// door to NATS, the report reads metrics without the machine, the launcher is a library under
+// the commands, not one of them, the vocabulary is a leaf and the machine needs no transport.
+func TestImportRules(t *testing.T) {
+	for _, p := range listPackages(t) {
+		me := rel(p.ImportPath)
+		for _, dep := range p.Deps {
+			d := rel(dep)
+			if strings.HasPrefix(me, "internal/cmd/") && strings.HasPrefix(d, "internal/cmd/") {
+				t.Errorf("%s depends on the command package %s: commands import libraries, not each other", me, d)
+			}
+			if me == "pkg/report" && d == "pkg/sim" {
+				t.Errorf("pkg/report depends on the machine (pkg/sim): it reads pkg/metrics only")
+			}
+			if me == "internal/launch" && strings.HasPrefix(d, "internal/cmd/") {
+				t.Errorf("internal/launch depends on the command package %s", d)
+			}
+			if me == "pkg/endpoint" && strings.HasPrefix(dep, module) {
+				t.Errorf("pkg/endpoint depends on %s: the vocabulary is a leaf every layer can use", d)
+			}
+			if (me == "pkg/sim" || me == "pkg/trace" || me == "pkg/metrics" || me == "pkg/engine") && d == "pkg/bus" {
+				t.Errorf("%s depends on pkg/bus: the machine and the engines run without a transport", me)
+			}
+		}
+		if me == "pkg/bus" {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, "github.com/nats-io/") {
+				t.Errorf("%s imports %s: only pkg/bus talks to NATS", me, imp)
+			}
+		}
+	}
+}
+
+// Every package says its one concern in a doc.go.
+func TestEveryPackageHasDoc(t *testing.T) {
+	for _, p := range listPackages(t) {
+		me := rel(p.ImportPath)
+		if p.Name == "main" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(p.Dir, "doc.go"))
+		if err != nil {
+			t.Errorf("%s: no doc.go saying the package's one concern", me)
+			continue
+		}
+		if !strings.Contains(string(data), "// Package "+p.Name+" ") {
+			t.Errorf("%s/doc.go: no \"// Package %s ...\" comment", me, p.Name)
+		}
+	}
+}
+
+// maxFuncLines bounds a non-test function in the launcher, the role adapter and the command
+// packages: a function past it hides a second concern.
+const maxFuncLines = 100
+
+func TestNoLongFunctionsAtTheEdges(t *testing.T) {
+	checked := 0
+	for _, p := range listPackages(t) {
+		me := rel(p.ImportPath)
+		if !strings.HasPrefix(me, "internal/cmd/") && !strings.HasPrefix(me, "internal/launch") && !strings.HasPrefix(me, "cmd/") {
+			continue
+		}
+		for _, name := range p.GoFiles {
+			path := filepath.Join(p.Dir, name)
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, decl := range f.Decls {
+				fn, ok := decl.(*ast.FuncDecl)
+				if !ok || fn.Body == nil {
+					continue
+				}
+				checked++
+				lines := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
+				if lines >= maxFuncLines {
+					t.Errorf("%s/%s: %s is %d lines (limit %d): split it by concern", me, name, fn.Name.Name, lines, maxFuncLines)
+				}
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d functions checked: the walk went wrong", checked)
+	}
+}
