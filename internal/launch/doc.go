@@ -18,6 +18,10 @@
 //   - Collector: the merge of the processes' trace files, one episode at a time, into the run's
 //     records and metrics, bit for bit those of the fast engine (collect.go; resume.go rebuilds
 //     a resumed point's metrics).
+//   - PlayPoint: one point from start to stop - the session, its episodes (from a resumed
+//     point's start), each collected as it completes with a checkpoint and progress callback,
+//     the merged records of the traced episodes to a TraceOut (traceout.go), the stop and the
+//     final collection - returning what the command reports (PointOutcome; point.go).
 //
 // # Processes
 //

@@ -14,9 +14,10 @@
 // The processes, the coordination protocol on dpsim.<run>.ctl.*, the faults and delivery
 // headers, the security of the traffic, crashes and outages, and time (lockstep and realtime)
 // are the launcher's: go doc github.com/dpsim/dpsim/internal/launch (and pkg/contract for the
-// payloads and file names a role process shares with it). This package keeps the command:
-// its flags, the run's points and episodes, the resume state, summary.json, the report and
-// what is printed.
+// payloads and file names a role process shares with it), and so is the play of one point's
+// episodes over NATS with its trace file (launch.PlayPoint, launch.TraceOut). This package
+// keeps the command: its flags, the run's points, OUT/resume.json, summary.json, the report
+// and what is printed.
 //
 // # Files
 //

@@ -302,14 +302,6 @@ func (l *launcher) resumeBegin() {
 	l.saveResume(true)
 }
 
-// processKey is the key of a process in summary.json's invalid map.
-func (l *launcher) processKey(p ProcessSummary) string {
-	if len(l.points) > 1 {
-		return fmt.Sprintf("p%02d/%s", p.Point, p.Name)
-	}
-	return p.Name
-}
-
 func (st *resumeState) currentEpisodes() int {
 	if st.Current == nil {
 		return 0
@@ -348,7 +340,7 @@ func (l *launcher) completePoint(k int) {
 // checkpoint records that episodes 0..episodes-1 of point k are folded by col and that its
 // trace out (nil: none) holds them; written at most every resumeCheckpointEvery unless force
 // (the point stopped: a resumption then starts right after its last completed episode).
-func (l *launcher) checkpoint(k, episodes int, col *launch.Collector, out *traceOut, force bool) {
+func (l *launcher) checkpoint(k, episodes int, col *launch.Collector, out *launch.TraceOut, force bool) {
 	st := l.resume.state
 	if st == nil || (!force && time.Since(l.resume.lastSave) < resumeCheckpointEvery) {
 		return
@@ -360,12 +352,12 @@ func (l *launcher) checkpoint(k, episodes int, col *launch.Collector, out *trace
 	}
 	c := &resumeProgress{Point: k, Episodes: episodes, MetricsSHA256: digest}
 	if out != nil {
-		off, err := out.f.Seek(0, io.SeekCurrent)
+		off, err := out.Offset()
 		if err != nil {
 			l.log.Warn().Err(err).Msg("resume state: trace offset")
 			return
 		}
-		c.TraceFile, c.TraceOffset = out.name, off
+		c.TraceFile, c.TraceOffset = out.Name(), off
 	}
 	st.Current = c
 	l.saveResume(force)
@@ -429,18 +421,4 @@ func (l *launcher) resumePoint(ctx context.Context, k int, p *plan.Plan) (int, *
 	l.resume.replayed[k] = links
 	l.tick(c.Episodes)
 	return c.Episodes, acc, nil
-}
-
-// openPointTrace creates point k's trace file, or for a resumed point opens it to append after
-// the episodes already folded (prepareOutputs cut it there).
-func (l *launcher) openPointTrace(k, start int) (*traceOut, error) {
-	name := l.traceName(k)
-	if start == 0 {
-		return l.createTrace(name)
-	}
-	f, err := os.OpenFile(filepath.Join(l.o.Out, name), os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("trace %s: %w", name, err)
-	}
-	return &traceOut{name: name, dir: l.o.Out, f: f}, nil
 }

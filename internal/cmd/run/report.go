@@ -1,0 +1,173 @@
+package run
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dpsim/dpsim/internal/atomicfile"
+	"github.com/dpsim/dpsim/pkg/report"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// writeReport writes report.md and the figures (pkg/report) from the points that have
+// Results (all of them after a successful run; those recorded after a failure or Ctrl-C, with
+// the status banner saying so).
+func (l *launcher) writeReport() error { return l.renderReport(report.Write) }
+
+// renderReport builds the report's input from the summary and hands it to write (report.Write:
+// figures and report.md; report.WriteMarkdown: report.md alone, for a status learnt after the
+// figures were written).
+func (l *launcher) renderReport(write func(dir string, in report.Input) error) error {
+	in := report.Input{Scenario: l.scn, Seed: l.sum.Seed, SeedDrawn: l.sum.SeedSource == "crypto",
+		Engine: l.sum.Engine, Mode: l.sum.Mode, NATSURL: l.sum.NATSURL, Timing: l.sum.Timing,
+		Elapsed: time.Since(l.started), Status: l.sum.Status, Error: l.sum.Error, Degraded: l.sum.Degraded, PlannedPoints: len(l.points),
+		Missed: l.sum.Timing.Missed, LateMessages: l.sum.Timing.LateMessages, Timeline: l.sum.Timeline}
+	if l.sum.Engine == "fast" {
+		in.Mode = "lockstep" // the fast engine runs the lockstep step order, unpaced
+	}
+	for _, ps := range l.sum.Points {
+		if ps.Metrics == nil {
+			continue
+		}
+		in.Points = append(in.Points, report.Point{Scenario: l.points[ps.Index], Plan: l.plans[ps.Index], Results: ps.Metrics,
+			Requested: ps.Requested, Missing: ps.Missing, MissingFirst: ps.MissingHead, Error: ps.Error})
+	}
+	if len(in.Points) == 0 {
+		if l.sum.Status == "ok" || l.sum.Status == "" {
+			return nil
+		}
+		// Nothing completed (the server was unreachable, a process failed at once): the
+		// report still says what happened.
+		if err := os.MkdirAll(l.o.Out, 0o755); err != nil {
+			return err
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "# %s\n\n> **Status: %s** - no episode completed, so there are no results to report.\n>\n> - cause: %s\n\n",
+			l.scn.Name, l.sum.Status, l.sum.Error)
+		fmt.Fprintf(&b, "Scenario %s, engine %s, NATS %s. summary.json has the details.\n", l.o.ScenarioPath, l.sum.Engine, l.sum.NATSURL)
+		return atomicfile.WriteFile(filepath.Join(l.o.Out, report.FileName), []byte(b.String()), 0o644)
+	}
+	if len(in.Points) < len(l.points) {
+		in.Scenario = nil // a partial sweep: report the points that finished
+	}
+	for _, p := range l.sum.Processes {
+		label := ""
+		if len(l.points) > 1 {
+			label = pointLabel(l.points[p.Point])
+		}
+		in.Processes = append(in.Processes, report.Process{Role: p.Role, ID: p.ID, PID: p.PID, PeakRSSBytes: p.MaxRSSBytes, Point: label})
+	}
+	if l.sum.Engine == "nats" {
+		in.Invalid = map[string]any{}
+		for k, v := range l.sum.Invalid {
+			in.Invalid[k] = v.Dropped
+		}
+		in.Stale, in.Security = l.sum.Stale, l.sum.Security
+	}
+	if err := write(l.o.Out, in); err != nil {
+		return err
+	}
+	l.sum.Files.Report = report.FileName
+	return nil
+}
+
+// pointLabel names a sweep point as report.md does: "epsilon=1, noise=structured".
+func pointLabel(pt *scenario.Scenario) string {
+	parts := make([]string, 0, len(pt.Point))
+	for _, v := range pt.Point {
+		parts = append(parts, string(v.Param)+"="+v.Value)
+	}
+	if len(parts) == 0 {
+		return pt.Name
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (l *launcher) writeSummary() error {
+	data, err := json.MarshalIndent(l.sum, "", "  ")
+	if err != nil {
+		return fmt.Errorf("summary.json: %w", err)
+	}
+	if err := atomicfile.WriteFile(filepath.Join(l.o.Out, "summary.json"), append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("summary.json: %w", err)
+	}
+	return nil
+}
+
+func (l *launcher) printTable(w io.Writer) {
+	s := l.sum
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "scenario\t%s (%s)\n", s.Scenario, s.Kind)
+	fmt.Fprintf(tw, "engine\t%s, %s, seed %d (%s)\n", s.Engine, s.Mode, s.Seed, s.SeedSource)
+	if s.Engine == "nats" {
+		fmt.Fprintf(tw, "nats\t%s, run %s, %d processes\n", s.NATSURL, s.RunID, len(s.Processes))
+		if sec := s.Security; sec != nil {
+			fmt.Fprintf(tw, "security\t%s server, permissions %t, signed %t, authenticated %t, tls %s, strict %t\n",
+				sec.Server, sec.Permissions, sec.Signed, sec.Authenticated, sec.TLS, sec.Strict)
+		}
+	}
+	fmt.Fprintf(tw, "runs\t%d x %d steps per point, %d point(s), %.2f s, %.0f steps/s\n", s.Runs, s.Steps, len(s.Points), s.ElapsedSec, s.Timing.StepsPerSec)
+	if s.Timing.Mode == "realtime" {
+		fmt.Fprintf(tw, "timing\tlate %d, overruns %d, missed %d, jitter p99 %v\n", s.Timing.LateMessages, s.Timing.Overruns, s.Timing.Missed, s.Timing.JitterP99MaxNS)
+	}
+	var dropped uint64
+	for _, c := range s.Invalid {
+		dropped += c.Dropped
+	}
+	if s.Engine == "nats" {
+		fmt.Fprintf(tw, "invalid\t%d message(s) dropped\n", dropped)
+		var stale uint64
+		for _, n := range s.Stale {
+			stale += n
+		}
+		if stale > 0 {
+			fmt.Fprintf(tw, "stale\t%d message(s) for an episode the receiver had finished (late, not wrong; compared, never used)\n", stale)
+		}
+	}
+	for _, p := range s.Points {
+		r := p.Metrics
+		if r == nil {
+			fmt.Fprintf(tw, "%s\tno results\n", p.Name)
+			continue
+		}
+		if r.Runs == 0 {
+			fmt.Fprintf(tw, "%s\tno complete episode (of %d requested): no metrics\n", p.Name, p.Requested)
+			continue
+		}
+		partial := ""
+		if p.Requested > 0 && r.Runs < p.Requested {
+			partial = fmt.Sprintf(" (partial: of %d requested)", p.Requested)
+		}
+		switch {
+		case r.Control != nil && len(r.Control.FinalSqError) > 0:
+			fmt.Fprintf(tw, "%s\t%d runs%s: final mean-square error", p.Name, r.Runs, partial)
+			for i, st := range r.Control.FinalSqError {
+				fmt.Fprintf(tw, " x%d %.4g", i, st.Mean)
+			}
+			if n := r.Control.EveSqError.Len(); n > 0 {
+				fmt.Fprintf(tw, "; eavesdropper ||x0_hat - x0||^2 at T-1 %.4g", r.Control.EveSqError.Mean[n-1])
+			}
+			fmt.Fprintln(tw)
+		case r.Consensus != nil:
+			c := r.Consensus
+			fmt.Fprintf(tw, "%s\t%d runs%s: E||x(T) - 1x*||^2 %.4g (Prop. 1 bound %.4g), sum rel. dev. %.2g\n", p.Name, r.Runs, partial,
+				c.FinalSqDeviation.Mean, c.Prop1Bound, c.SumRelDevMax)
+		}
+	}
+	fmt.Fprintf(tw, "out\t%s\n", l.o.Out)
+	if s.Status == "degraded" {
+		fmt.Fprintf(tw, "status\tdegraded: %s\n", strings.Join(s.Degraded, "; "))
+	} else if s.Status != "" && s.Status != "ok" {
+		fmt.Fprintf(tw, "status\t%s (partial results)\n", s.Status)
+	}
+	if s.Error != "" {
+		fmt.Fprintf(tw, "error\t%s\n", s.Error)
+	}
+	_ = tw.Flush()
+}

@@ -1,0 +1,219 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/fault"
+	"github.com/dpsim/dpsim/pkg/metrics"
+	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/trace"
+)
+
+// PlayOptions say which episodes of a point PlayPoint plays and where their records go.
+type PlayOptions struct {
+	// Runs is the number of episodes of the point; Start the first one played. A resumed
+	// point starts after the episodes 0..Start-1 a killed run folded: Folded holds their
+	// metrics (ReplayEpisodes) and FoldedLinks their link counters (nil for a fresh point).
+	Runs, Start int
+	Folded      *metrics.Accumulator
+	FoldedLinks []fault.LinkStats
+	// TraceEpisodes are the traced episodes: the processes keep their per-step records only
+	// (SessionConfig.KeepEpisodes) and the collector writes them, merged, to Trace (nil: no
+	// trace file). PlayPoint closes Trace.
+	TraceEpisodes trace.Episodes
+	Trace         *TraceOut
+	// Started is when the point started: PointOutcome.Elapsed counts from it (zero: from the
+	// call of PlayPoint).
+	Started time.Time
+	// Progress, if set, is called with 1 after each episode played.
+	Progress func(episodes int)
+	// Checkpoint, if set, is called when episodes 0..episodes-1 are folded by col (and written
+	// to Trace): after each episode collected (final false) and, when the point stops early,
+	// once more before the unfinished episode's records reach the trace (final true).
+	Checkpoint func(episodes int, col *Collector, final bool)
+}
+
+// PointOutcome is what PlayPoint did: the session's counts, its processes and the point's
+// results.
+type PointOutcome struct {
+	FaultCounts                      // the process faults executed
+	Played      int                  // episodes played by every process, from PlayOptions.Start
+	Episodes    int                  // Start + Played: the point's completed episodes
+	EpisodeNS   time.Duration        // wall time inside the played episodes (Session.EpisodeNS)
+	Elapsed     time.Duration        // from PlayOptions.Started to the stop of the processes
+	Attached    bool                 // the processes were started by someone else (SessionConfig.Attach)
+	Procs       []ProcOutcome        // every process, in the session's order
+	Disconnects uint64               // the processes' NATS disconnects, summed
+	Reconnects  uint64               // and reconnects
+	CtlInvalid  bus.CountersSnapshot // the launcher's dropped ctl messages
+	// Results are the point's metrics with the link counters of every process (and of the
+	// folded episodes) merged in; nil when nothing was collected. Missing (the first
+	// MaxMissingListed), MissingCount and TracedEpisodes are the collection's (Collected).
+	Results        *metrics.Results
+	Missing        []trace.Missing
+	MissingCount   int
+	TracedEpisodes int
+}
+
+// ProcOutcome is one process of a played point: who it was, how it exited and what it
+// reported.
+type ProcOutcome struct {
+	Role      endpoint.Role
+	ID        int
+	LastAgent int // an agent host's last agent (ID for one agent)
+	PID       int
+	Name      string
+	// ExitCode is the child's exit code: -1 when unknown (killed by a signal, still running,
+	// or attached). WaitMaxRSSBytes, UserCPUSec and SysCPUSec are the rusage of the exited
+	// child (ResourceUsage; 0 when it did not exit).
+	ExitCode        int
+	WaitMaxRSSBytes int64
+	UserCPUSec      float64
+	SysCPUSec       float64
+	// Failure says how the launcher saw the child fail ("": it did not); Result is its
+	// ctl.result (nil: none came).
+	Failure string
+	Result  *contract.ProcessResult
+}
+
+// PlayPoint plays one point over its processes: it starts the session (StartSession), plays
+// the episodes o.Start..o.Runs-1, collecting each as soon as it is done (the traced ones to
+// o.Trace), stops the processes and collects what they wrote after the last complete episode.
+// The outcome is nil when the processes did not start (the error says why); otherwise the
+// error, if any, is the point's (a failed episode, the stop, the trace, missing records).
+func PlayPoint(ctx context.Context, cfg SessionConfig, o PlayOptions) (*PointOutcome, error) {
+	if o.Started.IsZero() {
+		o.Started = time.Now()
+	}
+	cfg.KeepEpisodes = o.TraceEpisodes.From(o.Start)
+	copts := CollectOptions{}
+	if o.Trace != nil {
+		copts.Trace, copts.TraceEpisodes = o.Trace.f, o.TraceEpisodes
+	}
+	cfg.Timeline.AddStatic(cfg.PointIndex, &cfg.Plan.Scenario.Faults)
+	sess, col, runErr := playEpisodes(ctx, cfg, copts, o)
+	if sess == nil {
+		if o.Trace != nil {
+			_ = o.Trace.Close()
+		}
+		return nil, runErr
+	}
+	if err := sess.Stop(); err != nil && runErr == nil {
+		runErr = err
+	}
+	out := newOutcome(sess, cfg, o)
+	var collected *Collected
+	var err error
+	if col != nil {
+		collected, err = finishCollection(col, out.Episodes, runErr != nil, cfg, o)
+	}
+	if o.Trace != nil {
+		if werr := o.Trace.Close(); werr != nil && runErr == nil {
+			runErr = werr
+		}
+	}
+	if collected != nil {
+		out.addResults(sess, collected, o.FoldedLinks)
+		if runErr == nil && (collected.MissingCount > 0 || len(out.Results.IncompleteEpisodes) > 0) {
+			runErr = fmt.Errorf("point %s: %w", cfg.Plan.Scenario.Name, trace.MissingErrorN(collected.Missing, collected.MissingCount))
+		}
+	}
+	if runErr == nil && err != nil {
+		runErr = err
+	}
+	return out, runErr
+}
+
+// playEpisodes starts the point's processes and plays episodes o.Start..o.Runs-1, collecting
+// and checkpointing each as soon as it is done (o.Folded: the metrics of a resumed point's
+// earlier episodes). It stops at the first failed episode; sess is nil when the processes did
+// not start.
+func playEpisodes(ctx context.Context, cfg SessionConfig, copts CollectOptions, o PlayOptions) (sess *Session, col *Collector, runErr error) {
+	sess, runErr = StartSession(ctx, cfg)
+	if runErr != nil {
+		return sess, nil, runErr
+	}
+	if col, runErr = sess.NewCollector(copts); runErr != nil {
+		return sess, col, runErr
+	}
+	if o.Folded != nil {
+		col.ResumeAt(o.Start, o.Folded)
+	}
+	for ep := o.Start; ep < o.Runs; ep++ {
+		if runErr = sess.Episode(ctx, ep, nil); runErr != nil {
+			break
+		}
+		if err := col.Poll(); err != nil {
+			cfg.Log.Warn().Err(err).Int("episode", ep).Msg("collect")
+		} else if o.Checkpoint != nil {
+			o.Checkpoint(ep+1, col, false)
+		}
+		if o.Progress != nil {
+			o.Progress(1)
+		}
+	}
+	return sess, col, runErr
+}
+
+// finishCollection collects what the processes wrote after the last complete episode (done
+// episodes in all; failed: the point stopped early, so a final checkpoint is made first) and
+// returns the point's collected results.
+func finishCollection(col *Collector, done int, failed bool, cfg SessionConfig, o PlayOptions) (*Collected, error) {
+	if failed && o.Checkpoint != nil { // before the unfinished episode's records reach the trace
+		o.Checkpoint(done, col, true)
+	}
+	// What the processes wrote after the last complete episode (an interrupted one).
+	col.Unfinished(done)
+	if perr := col.Poll(); perr != nil {
+		cfg.Log.Warn().Err(perr).Msg("collect")
+	}
+	return col.Finish()
+}
+
+// newOutcome gathers what the stopped session did: its counts, and every process (whose
+// connection events go on the timeline).
+func newOutcome(sess *Session, cfg SessionConfig, o PlayOptions) *PointOutcome {
+	out := &PointOutcome{FaultCounts: sess.FaultCounts, Played: sess.Episodes, Episodes: o.Start + sess.Episodes,
+		EpisodeNS: sess.EpisodeNS, Elapsed: time.Since(o.Started), Attached: sess.Attached()}
+	for _, pr := range sess.Procs() {
+		out.Procs = append(out.Procs, procOutcome(sess, pr))
+		if r := sess.Result(pr); r != nil {
+			cfg.Timeline.AddConnEvents(cfg.PointIndex, r)
+			out.Disconnects += r.Conn.Disconnects
+			out.Reconnects += r.Conn.Reconnects
+		}
+	}
+	out.CtlInvalid = sess.CtlInvalid()
+	return out
+}
+
+// procOutcome is what the launcher knows of the process pr once its session stopped.
+func procOutcome(sess *Session, pr *Proc) ProcOutcome {
+	po := ProcOutcome{Role: pr.Role, ID: pr.ID, LastAgent: pr.LastAgent, PID: pr.PID(), Name: pr.Name, ExitCode: -1,
+		Failure: pr.Failure(), Result: sess.Result(pr)}
+	if st := pr.ExitState(); st != nil {
+		po.ExitCode = st.ExitCode()
+		po.WaitMaxRSSBytes, po.UserCPUSec, po.SysCPUSec = ResourceUsage(st)
+	}
+	return po
+}
+
+// addResults sets the point's results from collected, with the per-link counters of every
+// process (its injector side and its receive side) and of the folded episodes merged in.
+func (out *PointOutcome) addResults(sess *Session, collected *Collected, folded []fault.LinkStats) {
+	res := collected.Results
+	links := [][]fault.LinkStats{folded}
+	for _, pr := range sess.Procs() {
+		if r := sess.Result(pr); r != nil {
+			links = append(links, r.Links)
+		}
+	}
+	res.Links = sim.MergeLinkStats(links...)
+	out.Results = res
+	out.Missing, out.MissingCount, out.TracedEpisodes = collected.Missing, collected.MissingCount, collected.TracedEpisodes
+}
