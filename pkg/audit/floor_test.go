@@ -1,0 +1,209 @@
+package audit
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/pkg/dynamics"
+	"github.com/dpsim/dpsim/pkg/engine"
+	"github.com/dpsim/dpsim/pkg/estimate"
+	"github.com/dpsim/dpsim/pkg/noise"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/rng"
+	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/sim"
+)
+
+// floorLabelPlant is the plant's label of the contract stream path, hashed once.
+var floorLabelPlant = rng.Label(sim.LabelPlant)
+
+// floorEpisode is a cloud-control episode as a plain loop: the arithmetic the fast engine's cores
+// run (sim.Plant, sim.Controller and sim.Estimator, unwrapped to pkg/dynamics, pkg/noise and
+// pkg/estimate) with the same random streams, and no messages, cores, driver or network. It is
+// the floor the engine's cost per episode is held to. Plans without faults only: nothing is ever
+// missing, so the plant applies, and the eavesdropper assumes, the u(t) the cloud computed.
+type floorEpisode struct {
+	seed  uint64
+	steps int
+	plant *dynamics.Plant
+	noise noise.Stream
+	pcg   rand.PCG   // the episode's noise source, reseeded per episode
+	rnd   *rand.Rand // over pcg
+	ctl   *dynamics.ObserverController
+	xhat0 []float64
+	eve   *estimate.ControlEstimator
+	yhat  []float64
+	gamma []float64
+	u     []float64
+}
+
+// newFloor returns the floor of plan p (cloud control, no faults) with run seed seed.
+func newFloor(tb testing.TB, p *plan.Plan, seed uint64) *floorEpisode {
+	tb.Helper()
+	require.Equal(tb, scenario.CloudControl, p.Scenario.Kind, "the floor plays cloud control")
+	f := &p.Scenario.Faults
+	require.False(tb, f.Active() || len(f.Crashes) > 0 || len(f.ServerRestarts) > 0 || len(f.Proxies) > 0,
+		"the floor has no network: it plays plans without faults only")
+	ns, err := p.NewNoise()
+	require.NoError(tb, err)
+	var xhat0 []float64
+	if c := p.Scenario.Controller; c != nil {
+		xhat0 = slices.Clone(c.Xhat0)
+	}
+	sys := p.System
+	ctl, err := dynamics.NewObserverController(sys, p.K, p.L, p.Reference, xhat0)
+	require.NoError(tb, err)
+	eve, err := estimate.NewControlEstimator(sys.A, sys.B, sys.C, p.Steps)
+	require.NoError(tb, err)
+	fl := &floorEpisode{
+		seed: seed, steps: p.Steps, plant: dynamics.NewPlant(sys, nil), noise: ns, ctl: ctl, xhat0: xhat0, eve: eve,
+		yhat: make([]float64, sys.Ny()), gamma: make([]float64, sys.Ny()), u: make([]float64, sys.Nu()),
+	}
+	fl.rnd = rand.New(&fl.pcg)
+	return fl
+}
+
+// play runs episode ep from the plant's initial state x0 and writes the eavesdropper's final
+// least-squares estimate of x0 into est, as engine.Player.Play does (same signature, so the
+// benchmark times both through one loop). Step by step, in the order of the cores:
+//
+//	plant:        yhat(t) = C x(t) + gamma(t), gamma from the episode's stream (eq. (23) and the noise at the plant's edge)
+//	cloud:        u(t) = -K (xhat(t) - x_r(t)), xhat(t+1) = A xhat + B u + L (yhat - C xhat) (eq. (24))
+//	eavesdropper: the normal equations of x0 gain the rows of yhat(t), and xu(t+1) the input u(t) (eqs. (19)-(20))
+//	plant:        x(t+1) = A x(t) + B u(t) (eq. (23))
+//
+// The noise is reseeded to the stream rng.New(seed, rng.Label("plant"), 0, ep) starts (rng.Reseed:
+// the same stream without allocating), and the structured noise draws its eta once, in Reset.
+func (f *floorEpisode) play(ep int, x0, est []float64) (bool, error) {
+	f.plant.Reset(x0)
+	rng.Reseed(&f.pcg, f.seed, floorLabelPlant, 0, uint64(ep))
+	f.noise.Reset(f.rnd)
+	f.ctl.Reset(f.xhat0)
+	f.eve.Reset()
+	for t := 0; t < f.steps; t++ {
+		f.plant.Output(f.yhat)
+		f.noise.Next(f.gamma)
+		for i, g := range f.gamma {
+			f.yhat[i] += g
+		}
+		f.ctl.Step(t, f.yhat, f.u)
+		if err := f.eve.Observe(t, f.yhat, f.u); err != nil {
+			return false, err
+		}
+		f.plant.Step(f.u)
+	}
+	return f.eve.Estimate(est), nil
+}
+
+// floorPlans are the plans the floor is checked on: the vehicle audit (structured noise, drawn
+// once per episode) and the inline vehicle (i.i.d. noise, drawn every step, x0 off the origin).
+func floorPlans(tb testing.TB) map[string]*plan.Plan {
+	return map[string]*plan.Plan{
+		"audit-vehicle-structured": loadPlan(tb, "audit-vehicle-structured"),
+		"inline vehicle, iid":      parsePlan(tb, vehicleDoc),
+	}
+}
+
+// The floor is honest: for the same plan, seed and episodes (both secrets, as the game draws
+// them) its final eavesdropper estimates equal the engine's player's bit for bit, so the floor
+// benchmark compares the same arithmetic with and without the message machinery.
+func TestFloorMatchesEngine(t *testing.T) {
+	for name, p := range floorPlans(t) {
+		t.Run(name, func(t *testing.T) {
+			g := newGame(t, p, GameOptions{})
+			seed := p.Scenario.Seed
+			player, err := engine.NewPlayer(g.Plan, sim.NewSeeds(seed))
+			require.NoError(t, err)
+			floor := newFloor(t, g.Plan, seed)
+			want, got := make([]float64, g.EstimateDim()), make([]float64, g.EstimateDim())
+			var bits [2]int
+			for e := 0; e < 12; e++ {
+				bit := Bit(seed, uint64(e))
+				bits[bit]++
+				okE, err := player.Play(e, g.X0(bit), want)
+				require.NoError(t, err)
+				okF, err := floor.play(e, g.X0(bit), got)
+				require.NoError(t, err)
+				require.True(t, okE, "episode %d: the engine has an estimate", e)
+				require.Equal(t, okE, okF, "episode %d", e)
+				for i := range want {
+					require.Equal(t, math.Float64bits(want[i]), math.Float64bits(got[i]),
+						"episode %d (bit %d): estimate[%d]: engine %v, floor %v", e, bit, i, want[i], got[i])
+				}
+			}
+			require.Equal(t, [2]int{6, 6}, bits, "six trials of each secret")
+			require.NotEqual(t, g.X0(0), g.X0(1), "the two secrets run different initial states")
+		})
+	}
+}
+
+// playFunc is the signature engine.Player.Play and floorEpisode.play share.
+type playFunc func(ep int, x0, est []float64) (bool, error)
+
+// timeEpisodes plays episodes 0..len(x0s)-1 on one goroutine, writing episode e's estimate into
+// out[e*dim:], and returns the wall time per episode in ns. A GC first, so that neither loop pays
+// for the other's garbage.
+func timeEpisodes(b *testing.B, play playFunc, x0s [][]float64, out []float64) float64 {
+	runtime.GC()
+	dim := len(out) / len(x0s)
+	start := time.Now()
+	for e, x0 := range x0s {
+		if ok, err := play(e, x0, out[e*dim:(e+1)*dim]); err != nil || !ok {
+			b.Fatalf("episode %d: estimate %v, error %v", e, ok, err)
+		}
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(len(x0s))
+}
+
+func roundMedian(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkFastEngineFloor: the cost of one vehicle episode (T = 100) through the fast engine's
+// player (the role cores on the in-memory network, driven by sim.Driver: what PlayFast runs per
+// episode) against the floor (the same arithmetic and random streams as a plain loop), timed on
+// one goroutine: one worker, so each figure is the CPU time of an episode on an otherwise idle
+// core. Rounds alternate engine and floor back to back, so machine noise hits both; the figures
+// are the medians of the rounds, and ratio = engine-ns/ep / floor-ns/ep (target: <= 3). The challenger's bits and the game's initial states
+// are drawn before the clock starts; every round checks that both loops' estimates are identical.
+func BenchmarkFastEngineFloor(b *testing.B) {
+	p := loadPlan(b, "audit-vehicle-structured")
+	g := newGame(b, p, GameOptions{})
+	const episodes, rounds = 20000, 3
+	seed := p.Scenario.Seed
+	player, err := engine.NewPlayer(g.Plan, sim.NewSeeds(seed))
+	require.NoError(b, err)
+	floor := newFloor(b, g.Plan, seed)
+	x0s := make([][]float64, episodes)
+	for e := range x0s {
+		x0s[e] = g.X0(Bit(seed, uint64(e)))
+	}
+	dim := g.EstimateDim()
+	engineEst, floorEst := make([]float64, episodes*dim), make([]float64, episodes*dim)
+	timeEpisodes(b, player.Play, x0s[:episodes/10], engineEst[:episodes/10*dim]) // warm-up
+	timeEpisodes(b, floor.play, x0s[:episodes/10], floorEst[:episodes/10*dim])
+	var engineNs, floorNs []float64
+	for b.Loop() {
+		for range rounds {
+			engineNs = append(engineNs, timeEpisodes(b, player.Play, x0s, engineEst))
+			floorNs = append(floorNs, timeEpisodes(b, floor.play, x0s, floorEst))
+			for i := range engineEst {
+				if math.Float64bits(engineEst[i]) != math.Float64bits(floorEst[i]) {
+					b.Fatalf("episode %d: the engine estimates %v, the floor %v", i/dim, engineEst[i], floorEst[i])
+				}
+			}
+		}
+	}
+	e, f := roundMedian(engineNs), roundMedian(floorNs)
+	b.ReportMetric(e, "engine-ns/ep")
+	b.ReportMetric(f, "floor-ns/ep")
+	b.ReportMetric(e/f, "ratio")
+}
