@@ -78,31 +78,18 @@ const MaxLine = 64 << 20
 // Read reads JSON-lines records written by Write (or a Writer). Blank lines are
 // skipped; unknown fields and malformed lines are errors naming the line.
 func Read[R Record](r io.Reader) ([]R, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<16), MaxLine)
+	tr := NewReader[R](r) // the one decoder of a trace line
 	var out []R
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
+	for {
+		rec, err := tr.Read()
+		if err == io.EOF {
+			return out, nil
 		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		var rec R
-		if err := dec.Decode(&rec); err != nil {
-			return out, fmt.Errorf("sim: trace line %d: %w", line, err)
-		}
-		if dec.More() {
-			return out, fmt.Errorf("sim: trace line %d: more than one JSON value", line)
+		if err != nil {
+			return out, err
 		}
 		out = append(out, rec)
 	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("sim: trace line %d: %w", line+1, err)
-	}
-	return out, nil
 }
 
 // Reader reads JSON-lines records (as Read) one at a time, so that a trace file of

@@ -287,9 +287,6 @@ func (j *ConsensusJoin) newSlot() *consensusSlot {
 		hx: make([]bool, n), hy: make([]bool, n), down: make([]bool, n)}
 }
 
-// Released is the number of steps released (0..Released-1) in the episode begun.
-func (j *ConsensusJoin) Released() int { return j.next }
-
 // slot returns step t's slot, nil when t was released.
 func (j *ConsensusJoin) slot(t int) *consensusSlot {
 	if t < j.next {
