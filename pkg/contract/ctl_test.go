@@ -41,7 +41,12 @@ func TestCtlProtocol(t *testing.T) {
 	require.NoError(t, launcher.Publish(subj.CtlEpisode(), EpisodeMessage("other-run", 2, false)))
 	require.NoError(t, launcher.PublishRaw(subj.CtlEpisode(), []byte("not a message")))
 	require.NoError(t, launcher.Flush(time.Second))
-	require.Eventually(t, func() bool { return counters.Received() == 4 }, 2*time.Second, 5*time.Millisecond)
+	// Received counts a message before its handler or OnInvalid runs: wait for all three.
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return counters.Received() == 4 && len(invalid) == 2 && len(got) == 2
+	}, 2*time.Second, 5*time.Millisecond)
 	mu.Lock()
 	require.Len(t, got, 2)
 	assert.Equal(t, bus.CtlEpisode, got[0].Kind)
