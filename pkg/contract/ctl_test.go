@@ -72,7 +72,11 @@ func TestCtlProtocol(t *testing.T) {
 	require.NoError(t, proc.Publish(subj.CtlDone(endpoint.Plant, 0), Done{Steps: 100, Missed: 2, PID: 4242}.Message("ctl1", "cloud.0", 3)))
 	require.NoError(t, proc.Publish(subj.CtlDone(endpoint.Plant, 0), Ready{PID: 4242, Plan: 0}.Message("ctl1", "plant.0")))
 	require.NoError(t, proc.Flush(time.Second))
-	require.Eventually(t, func() bool { return counters.Received() == 7 }, 2*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return counters.Received() == 7 && len(dones) == 1
+	}, 2*time.Second, 5*time.Millisecond)
 	mu.Lock()
 	require.Len(t, dones, 1)
 	pid, err := PID(dones[0])
