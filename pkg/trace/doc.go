@@ -20,6 +20,11 @@
 //
 // (a control step, the terminal control record, an agent's record).
 //
+// encoding/json defines the format: Reader decodes the lines json.Encoder writes with a small
+// scanner of flat objects (the same strconv calls, so the same bits, several times faster), and
+// hands every line it does not positively recognise - escapes, null, keys in another case,
+// malformed or odd lines - to encoding/json, the one source of records for those and of errors.
+//
 // # The join
 //
 // ControlJoin and ConsensusJoin are the one implementation of the join: partial records go in

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 )
@@ -78,7 +79,11 @@ const MaxLine = 64 << 20
 // Read reads JSON-lines records written by Write (or a Writer). Blank lines are
 // skipped; unknown fields and malformed lines are errors naming the line.
 func Read[R Record](r io.Reader) ([]R, error) {
-	tr := NewReader[R](r) // the one decoder of a trace line
+	return NewReader[R](r).readAll() // the one decoder of a trace line
+}
+
+// readAll returns the records up to the end, or those before the error that stopped it.
+func (tr *Reader[R]) readAll() ([]R, error) {
 	var out []R
 	for {
 		rec, err := tr.Read()
@@ -104,13 +109,18 @@ type Reader[R Record] struct {
 	err  error
 	eof  bool
 	last int // episode of the last record returned (-1: none)
+
+	// scan decodes the lines json.Encoder writes without encoding/json (several times
+	// faster); the lines it does not recognise go to decodeJSON. nil: decodeJSON only.
+	scan    func(*lineScanner, []byte, *R) bool
+	scanner lineScanner
 }
 
 // NewReader returns a reader of the records in r.
 func NewReader[R Record](r io.Reader) *Reader[R] {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<16), MaxLine)
-	return &Reader[R]{sc: sc, last: -1}
+	return &Reader[R]{sc: sc, last: -1, scan: fastDecoder[R]()}
 }
 
 // fill reads the next record into head; at the end or on an error has stays false.
@@ -128,19 +138,38 @@ func (tr *Reader[R]) fill() {
 		if len(b) == 0 {
 			continue
 		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		var rec R
-		if err := dec.Decode(&rec); err != nil {
-			tr.err = fmt.Errorf("sim: trace line %d: %w", tr.line, err)
-			return
+		if tr.scan != nil && tr.scan(&tr.scanner, b, &tr.head) {
+			tr.has = true
+			continue
 		}
-		if dec.More() {
-			tr.err = fmt.Errorf("sim: trace line %d: more than one JSON value", tr.line)
+		var zero R
+		tr.head = zero // what the scanner set before it gave up
+		rec, err := decodeJSON[R](b)
+		if err != nil {
+			tr.err = fmt.Errorf("sim: trace line %d: %w", tr.line, err)
 			return
 		}
 		tr.head, tr.has = rec, true
 	}
+}
+
+// errMoreThanOne is a line holding more than one JSON value.
+var errMoreThanOne = errors.New("more than one JSON value")
+
+// decodeJSON decodes one line with encoding/json: the definition of the format, which the
+// scanner's fast path (lineScanner) reproduces on the lines json.Encoder writes, and the one
+// source of the errors of malformed lines.
+func decodeJSON[R Record](b []byte) (R, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var rec R
+	if err := dec.Decode(&rec); err != nil {
+		return rec, err
+	}
+	if dec.More() {
+		return rec, errMoreThanOne
+	}
+	return rec, nil
 }
 
 // Peek returns the episode of the next record; ok is false at the end of the records or
