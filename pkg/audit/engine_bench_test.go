@@ -71,3 +71,35 @@ func BenchmarkAuditVehicleStructuredFull(b *testing.B) {
 		b.ReportMetric(out.Elapsed.Seconds(), "engine_s")
 	}
 }
+
+// BenchmarkFastEngineScaling: does PlayFast use every core without slowing each one down? Rounds
+// alternate one worker and two workers over the same 10^4 trial pairs of the vehicle and report
+// the process CPU time per episode of each (medians of the rounds) and their ratio cpu-ratio =
+// two workers / one worker: 1 when the workers share nothing (no false sharing, lock or GC work
+// per episode), so that two idle cores play twice as fast. The CPU time does not depend on how
+// many other jobs share the machine; wall-speedup (one worker's wall time / two workers') does.
+func BenchmarkFastEngineScaling(b *testing.B) {
+	g := newGame(b, loadPlan(b, "audit-vehicle-structured"), GameOptions{})
+	const pairs, rounds = 10000, 3
+	play := func(workers int) (cpuNs, wallNs float64) {
+		c0, t0 := cpuTime(), time.Now()
+		if _, err := PlayFast(context.Background(), g, FastOptions{Trials: pairs, Seed: 7, Workers: workers}); err != nil {
+			b.Fatal(err)
+		}
+		return float64((cpuTime() - c0).Nanoseconds()) / (2 * pairs), float64(time.Since(t0).Nanoseconds()) / (2 * pairs)
+	}
+	play(2) // warm-up
+	var cpu1, cpu2, wall1, wall2 []float64
+	for b.Loop() {
+		for range rounds {
+			c, w := play(1)
+			cpu1, wall1 = append(cpu1, c), append(wall1, w)
+			c, w = play(2)
+			cpu2, wall2 = append(cpu2, c), append(wall2, w)
+		}
+	}
+	b.ReportMetric(roundMedian(cpu1), "cpu-ns/ep-1w")
+	b.ReportMetric(roundMedian(cpu2), "cpu-ns/ep-2w")
+	b.ReportMetric(roundMedian(cpu2)/roundMedian(cpu1), "cpu-ratio")
+	b.ReportMetric(roundMedian(wall1)/roundMedian(wall2), "wall-speedup")
+}

@@ -3,6 +3,7 @@ package dynamics
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/dpsim/dpsim/internal/rowmajor"
 
@@ -84,6 +85,12 @@ func (p *Plant) Output(dst []float64) {
 // Step advances x(t+1) = A x(t) + B u(t) (eq. 16); u must have length >= Nu. No allocation.
 func (p *Plant) Step(u []float64) {
 	nx, nu := p.nx, p.nu
+	if nx == 2 && nu == 1 { // written out: the loop's operations in its order, bit for bit
+		x, a, b := p.x[:2], p.a[:4], p.b[:2]
+		x0, x1, u0 := x[0], x[1], u[0]
+		x[0], x[1] = row21(a[0], a[1], b[0], x0, x1, u0), row21(a[2], a[3], b[1], x0, x1, u0)
+		return
+	}
 	x := p.x[:nx]
 	for i := 0; i < nx; i++ {
 		row := p.a[i*nx : (i+1)*nx]
@@ -119,7 +126,17 @@ type ObserverController struct {
 	ref           Reference
 	xhat, xn, r   []float64
 	e, innov      []float64
+	// refTab holds x_r(0), x_r(1), ... row by row (nx values a step), filled the first time a
+	// step is asked for: a Reference is a pure function of t, so every later episode reads the
+	// same float64 values instead of recomputing them (tanh: an exp per step of every episode).
+	refTab []float64
+	// vehicle: nx = 2, nu = 1, ny = 1 (the paper's vehicle), stepped by step211
+	vehicle bool
 }
+
+// refTabSteps bounds the steps whose reference is tabulated (16 KiB a state dimension);
+// beyond it, Reference.At is called at every step.
+const refTabSteps = 1 << 11
 
 // NewObserverController builds the controller of eq. (24) for sys with gains K (nu x nx) and
 // L (nx x ny), reference ref (nil: the zero reference) and initial estimate xhat0 (nil: the origin).
@@ -164,6 +181,7 @@ func NewObserverController(sys *LTI, K, L *mat.Dense, ref Reference, xhat0 []flo
 		ref:  ref,
 		xhat: make([]float64, nx), xn: make([]float64, nx), r: make([]float64, nx),
 		e: make([]float64, nx), innov: make([]float64, ny),
+		vehicle: nx == 2 && nu == 1 && ny == 1,
 	}
 	c.Reset(xhat0)
 	return c, nil
@@ -184,16 +202,77 @@ func (c *ObserverController) Reset(xhat0 []float64) {
 // Estimate returns the current estimate x^(t) as a view (no copy): do not modify it.
 func (c *ObserverController) Estimate() []float64 { return c.xhat }
 
+// refAt returns x_r(t) (a view): from the table when step t was seen before, else from the
+// Reference (tabulated when t is the next step of the table).
+func (c *ObserverController) refAt(t int) []float64 {
+	nx := c.nx
+	if t >= 0 && (t+1)*nx <= len(c.refTab) {
+		return c.refTab[t*nx : (t+1)*nx : (t+1)*nx]
+	}
+	if t*nx != len(c.refTab) || t >= refTabSteps {
+		c.ref.At(t, c.r)
+		return c.r
+	}
+	n := len(c.refTab)
+	c.refTab = slices.Grow(c.refTab, nx)[:n+nx]
+	r := c.refTab[n : n+nx : n+nx]
+	c.ref.At(t, r)
+	return r
+}
+
 // Step writes u(t) = -K (x^(t) - x_r(t)) into u (len >= Nu) from the received output y^(t)
 // (len >= Ny) and advances x^(t+1) = A x^ + B u + L (y^ - C x^), eq. (24). No allocation (as long
-// as the reference's At does not allocate).
+// as the reference's At does not allocate) but when the reference table grows: at the first
+// steps the controller ever runs, amortised.
 func (c *ObserverController) Step(t int, yhat []float64, u []float64) {
+	r := c.refAt(t)
+	if c.vehicle {
+		c.step211(r, yhat, u)
+		return
+	}
+	c.stepAny(r, yhat, u)
+}
+
+// step211 is stepAny for nx = 2, nu = 1, ny = 1, written out: the same operations in the same
+// order (sums from 0, left to right), so the same float64 results bit for bit, without loops or
+// bounds checks.
+func (c *ObserverController) step211(r, yhat, u []float64) {
+	xh, a, b, cc, k, l := c.xhat[:2], c.a[:4], c.b[:2], c.c[:2], c.k[:2], c.l[:2]
+	x0, x1 := xh[0], xh[1]
+	e0, e1 := x0-r[0], x1-r[1]
+	var acc float64
+	acc += k[0] * e0
+	acc += k[1] * e1
+	u0 := -acc
+	u[0] = u0
+	innov := yhat[0]
+	innov -= cc[0] * x0
+	innov -= cc[1] * x1
+	n0 := row21(a[0], a[1], b[0], x0, x1, u0)
+	n0 += l[0] * innov
+	n1 := row21(a[2], a[3], b[1], x0, x1, u0)
+	n1 += l[1] * innov
+	xh[0], xh[1] = n0, n1
+}
+
+// row21 is the row (a0 a1 | b) of [A B] times (x0, x1, u), summed as the loops sum it: from 0,
+// left to right (0 + a0 x0 is a0 x0 but for its sign when it is -0: the sum keeps the loops'
+// +0).
+func row21(a0, a1, b, x0, x1, u float64) float64 {
+	var acc float64
+	acc += a0 * x0
+	acc += a1 * x1
+	acc += b * u
+	return acc
+}
+
+// stepAny is Step for any dimensions, with x_r(t) in r.
+func (c *ObserverController) stepAny(r, yhat []float64, u []float64) {
 	nx, nu, ny := c.nx, c.nu, c.ny
 	xh := c.xhat[:nx]
-	c.ref.At(t, c.r)
 	e := c.e[:nx]
 	for i := range e {
-		e[i] = xh[i] - c.r[i]
+		e[i] = xh[i] - r[i]
 	}
 	for j := 0; j < nu; j++ {
 		row := c.k[j*nx : (j+1)*nx]

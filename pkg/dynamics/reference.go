@@ -7,8 +7,10 @@ import (
 )
 
 // Reference is a reference trajectory x_r(t) for the tracking controller of eq. (24). At writes
-// x_r(t) into dst (len(dst) = the state dimension) for the integer step index t. Implementations
-// in this package are pure and allocation-free.
+// x_r(t) into dst (len(dst) = the state dimension) for the integer step index t. At must be a
+// pure function of t: ObserverController tabulates the values of the steps it has run and
+// reads them back in later episodes. Implementations in this package are pure and
+// allocation-free.
 type Reference interface {
 	At(t int, dst []float64)
 }

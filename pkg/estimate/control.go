@@ -28,6 +28,8 @@ type ControlEstimator struct {
 	inputs  int       // u(0..inputs-1) recorded
 
 	x0, x, x2, l, d []float64 // solver and trajectory scratch
+	// vehicle: nx = 2, nu = 1, ny = 1 (the paper's vehicle), observed by observe211
+	vehicle bool
 }
 
 // NewControlEstimator returns the estimator for the plant (A, B, C) over a horizon of T steps.
@@ -55,7 +57,7 @@ func NewControlEstimator(A, B, C *mat.Dense, T int) (*ControlEstimator, error) {
 	if T < 1 {
 		return nil, fmt.Errorf("estimate: control: horizon T must be >= 1, got %d", T)
 	}
-	e := &ControlEstimator{nx: nx, nu: nu, ny: ny, T: T}
+	e := &ControlEstimator{nx: nx, nu: nu, ny: ny, T: T, vehicle: nx == 2 && nu == 1 && ny == 1}
 	var err error
 	if e.a, err = rowmajor.Finite("estimate: A", A); err != nil {
 		return nil, err
@@ -101,23 +103,12 @@ func (e *ControlEstimator) Steps() int { return e.next }
 // Errors (out-of-order step, wrong length, non-finite value) leave the estimator unchanged.
 // Observe never allocates on success.
 func (e *ControlEstimator) Observe(t int, yhat, u []float64) error {
-	switch {
-	case t != e.next:
-		return fmt.Errorf("estimate: control: step %d out of order (expected %d)", t, e.next)
-	case t >= e.T:
-		return fmt.Errorf("estimate: control: step %d beyond the horizon T = %d", t, e.T)
-	case e.inputs < t:
-		return fmt.Errorf("estimate: control: u(%d) was never given, cannot use step %d", e.inputs, t)
-	case yhat != nil && len(yhat) != e.ny:
-		return fmt.Errorf("estimate: control: step %d: yhat has %d values, want %d", t, len(yhat), e.ny)
-	case len(u) != 0 && len(u) != e.nu:
-		return fmt.Errorf("estimate: control: step %d: u has %d values, want %d", t, len(u), e.nu)
+	if err := e.checkStep(t, yhat, u); err != nil {
+		return err
 	}
-	if k := finite(yhat); k >= 0 {
-		return fmt.Errorf("estimate: control: step %d: yhat[%d] = %v is not finite", t, k, yhat[k])
-	}
-	if k := finite(u); k >= 0 {
-		return fmt.Errorf("estimate: control: step %d: u[%d] = %v is not finite", t, k, u[k])
+	if e.vehicle {
+		e.observe211(t, yhat, u)
+		return nil
 	}
 	nx, ny, nu := e.nx, e.ny, e.nu
 	if yhat == nil {
@@ -176,6 +167,76 @@ func (e *ControlEstimator) Observe(t int, yhat, u []float64) error {
 	}
 	e.next++
 	return nil
+}
+
+// checkStep returns why step t of the transcript cannot be observed (nil: it can).
+func (e *ControlEstimator) checkStep(t int, yhat, u []float64) error {
+	switch {
+	case t != e.next:
+		return fmt.Errorf("estimate: control: step %d out of order (expected %d)", t, e.next)
+	case t >= e.T:
+		return fmt.Errorf("estimate: control: step %d beyond the horizon T = %d", t, e.T)
+	case e.inputs < t:
+		return fmt.Errorf("estimate: control: u(%d) was never given, cannot use step %d", e.inputs, t)
+	case yhat != nil && len(yhat) != e.ny:
+		return fmt.Errorf("estimate: control: step %d: yhat has %d values, want %d", t, len(yhat), e.ny)
+	case len(u) != 0 && len(u) != e.nu:
+		return fmt.Errorf("estimate: control: step %d: u has %d values, want %d", t, len(u), e.nu)
+	}
+	if k := finite(yhat); k >= 0 {
+		return fmt.Errorf("estimate: control: step %d: yhat[%d] = %v is not finite", t, k, yhat[k])
+	}
+	if k := finite(u); k >= 0 {
+		return fmt.Errorf("estimate: control: step %d: u[%d] = %v is not finite", t, k, u[k])
+	}
+	return nil
+}
+
+// observe211 is Observe's update for nx = 2, ny = 1, nu = 1 (the paper's vehicle), written out:
+// the loops' operations in their order (sums from 0, left to right, the same zero skips), so
+// the same float64 results bit for bit, without loops or bounds checks. C A^t is updated in
+// place (the loops alternate two buffers).
+func (e *ControlEstimator) observe211(t int, yhat, u []float64) {
+	a, c, h, xu := e.a[:4], e.c[:2], e.h[:2], e.xu[:2]
+	h0, h1 := h[0], h[1]
+	if yhat != nil {
+		// Residual yhat(t) - C xu(t), then G += H'H, rhs += H' res (H = C A^t, one row).
+		v := yhat[0]
+		v -= c[0] * xu[0]
+		v -= c[1] * xu[1]
+		e.res[0] = v
+		g, rhs := e.g[:4], e.rhs[:2]
+		if h0 != 0 {
+			rhs[0] += h0 * v
+			g[0] += h0 * h0
+			g[1] += h0 * h1
+		}
+		if h1 != 0 {
+			rhs[1] += h1 * v
+			g[2] += h1 * h0
+			g[3] += h1 * h1
+		}
+	}
+	var n0, n1 float64 // H A
+	n0 += h0 * a[0]
+	n0 += h1 * a[2]
+	n1 += h0 * a[1]
+	n1 += h1 * a[3]
+	h[0], h[1] = n0, n1
+	if len(u) == 1 { // xu(t+1) = A xu(t) + B u(t)
+		b, u0 := e.b[:2], u[0]
+		e.u[t] = u0
+		var x0, x1 float64
+		x0 += a[0] * xu[0]
+		x0 += a[1] * xu[1]
+		x0 += b[0] * u0
+		x1 += a[2] * xu[0]
+		x1 += a[3] * xu[1]
+		x1 += b[1] * u0
+		xu[0], xu[1] = x0, x1
+		e.inputs++
+	}
+	e.next++
 }
 
 // Estimate writes x0_hat into dst (length nx) and reports whether O_t'O_t is invertible (false until

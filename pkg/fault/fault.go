@@ -155,6 +155,9 @@ func (in *Injector) Active() bool { return in != nil && len(in.rules) > 0 }
 type linkRule struct {
 	r     *rule
 	label uint64
+	// delays: the rule has a fixed, random or jittered delay. Without one the delay it adds is
+	// max(0 + 0, 0) = 0 exactly, so decide skips computing it (a drop-only rule: one draw).
+	delays bool
 }
 
 // Link is one publisher -> subscriber link with the rules that match it.
@@ -166,6 +169,10 @@ type Link struct {
 	// a cache (Decide stays a pure function of its arguments).
 	keys  []uint64
 	keyEp int
+	// dropOnly: the link's one rule only drops, at every step, with probability drop > 0 (the
+	// usual loss rule): its fate is one draw, which Release takes through dropAt.
+	dropOnly bool
+	drop     float64
 	// downs are the crashes of the subscriber To: while it is down, nothing reaches it.
 	downs []scenario.Crash
 }
@@ -227,10 +234,35 @@ func (in *Injector) Link(from, to, subject string) *Link {
 		if r.cut == nil && !r.to.match(to) {
 			continue
 		}
-		l.rules = append(l.rules, linkRule{r: r, label: rng.Label("fault/" + r.name + "/" + from + "->" + to)})
+		sp := &r.spec
+		l.rules = append(l.rules, linkRule{r: r, label: rng.Label("fault/" + r.name + "/" + from + "->" + to),
+			delays: sp.Delay != 0 || sp.RandomDelay != nil || sp.Jitter != 0})
 	}
 	l.keys, l.keyEp = make([]uint64, len(l.rules)), -1
+	if len(l.rules) == 1 {
+		lr := &l.rules[0]
+		sp := &lr.r.spec
+		l.dropOnly = sp.Drop > 0 && sp.Duplicate == 0 && sp.Reorder == 0 && !lr.delays && sp.Window == nil
+		l.drop = sp.Drop
+	}
 	return l
+}
+
+// rekey derives the rules' keys of episode ep (see keys).
+func (l *Link) rekey(ep int) {
+	for i, lr := range l.rules {
+		l.keys[i] = rng.Derive(l.seed, lr.label, uint64(ep))
+	}
+	l.keyEp = ep
+}
+
+// dropAt is decide for a dropOnly link: whether the message of step t of episode ep is
+// dropped (its only possible fate), from the same draw.
+func (l *Link) dropAt(ep, t int) bool {
+	if ep != l.keyEp {
+		l.rekey(ep)
+	}
+	return rng.At(l.keys[0], uint64(t)<<3+drawDrop) < l.drop
 }
 
 // Fate is what the link does to one message.
@@ -273,12 +305,10 @@ func (l *Link) Decide(ep, t int) Fate {
 // decide is Decide into *f (zeroed by the caller), without copying a Fate about.
 func (l *Link) decide(ep, t int, f *Fate) {
 	if ep != l.keyEp {
-		for i, lr := range l.rules {
-			l.keys[i] = rng.Derive(l.seed, lr.label, uint64(ep))
-		}
-		l.keyEp = ep
+		l.rekey(ep)
 	}
-	for i, lr := range l.rules {
+	for i := range l.rules {
+		lr := &l.rules[i]
 		s := &lr.r.spec
 		if !s.Window.Contains(t) {
 			continue
@@ -292,6 +322,9 @@ func (l *Link) decide(ep, t int, f *Fate) {
 		}
 		if s.Reorder > 0 && rng.At(key, base+drawReorder) < s.Reorder {
 			f.Reorder = true
+		}
+		if !lr.delays {
+			continue
 		}
 		d := s.Delay + randomDelay(s.RandomDelay, key, base)
 		if s.Jitter > 0 {

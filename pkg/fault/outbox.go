@@ -176,21 +176,25 @@ func (o *Outbox) Count() {
 // message, on time and once, share one Broadcast (Except naming the others). The *Delivery and its Values
 // are valid during the call only. No allocation in the steady state.
 func (o *Outbox) Release(t int, vals []float64, emit func(*Delivery)) {
-	for k := range o.stats {
-		o.stats[k].Sent++
-	}
 	if o.clear {
+		o.Count()
 		o.broadcast(t, vals, emit)
 		return
 	}
 	nplain := 0
 	o.except = o.except[:0]
-	for k, l := range o.links {
-		f := &o.fates[k]
-		*f = Fate{}
-		l.decide(o.ep, t, f)
-		o.plain[k] = f.Clear() && (len(o.pending[k]) == 0 || !o.due(k, t)) && !l.Down(o.ep, t)
-		if o.plain[k] {
+	links, fates, plain, stats := o.links, o.fates[:len(o.links)], o.plain[:len(o.links)], o.stats[:len(o.links)]
+	for k, l := range links {
+		stats[k].Sent++
+		f := &fates[k]
+		if l.dropOnly {
+			*f = Fate{Drop: l.dropAt(o.ep, t)}
+		} else {
+			*f = Fate{}
+			l.decide(o.ep, t, f)
+		}
+		plain[k] = f.Clear() && (len(o.pending[k]) == 0 || !o.due(k, t)) && (len(l.downs) == 0 || !l.Down(o.ep, t))
+		if plain[k] {
 			nplain++
 		} else {
 			o.except = append(o.except, k)

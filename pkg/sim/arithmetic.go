@@ -22,8 +22,8 @@ const (
 	LabelAgent = "agent"
 )
 
-// labelAgent is rng.Label(LabelAgent), hashed once.
-var labelAgent = rng.Label(LabelAgent)
+// labelAgent and labelPlant are rng.Label(LabelAgent) and rng.Label(LabelPlant), hashed once.
+var labelAgent, labelPlant = rng.Label(LabelAgent), rng.Label(LabelPlant)
 
 func needControl(p *plan.Plan, role string) error {
 	if p == nil {
@@ -63,6 +63,8 @@ type Plant struct {
 	nx, ny  int
 	episode int
 	t       int
+	pcg     rand.PCG   // the episode's noise source, reseeded by Begin
+	rnd     *rand.Rand // over pcg
 }
 
 // NewPlant returns the plant of a cloud-control plan with run seed seed.
@@ -102,7 +104,7 @@ func (n *Plant) Nu() int { return n.plant.Nu() }
 
 // Begin starts episode episode from x0 (nil: the scenario's plant x0; an explicit x0 is how the
 // auditor's challenger chooses between x and x') and reseeds the noise from the contract path
-// rng.New(seed, rng.Label("plant"), 0, episode). It allocates the episode's random source once.
+// rng.New(seed, rng.Label("plant"), 0, episode). It allocates its random source once, at the first episode.
 func (n *Plant) Begin(episode int, x0 []float64) error {
 	if episode < 0 {
 		return fmt.Errorf("sim: plant: episode %d is negative", episode)
@@ -115,7 +117,11 @@ func (n *Plant) Begin(episode int, x0 []float64) error {
 		return fmt.Errorf("sim: plant: episode %d: x0[%d] = %v is not finite", episode, k, x0[k])
 	}
 	n.plant.Reset(x0)
-	n.noise.Reset(rng.New(n.seed, rng.Label(LabelPlant), 0, uint64(episode)))
+	if n.rnd == nil {
+		n.rnd = rand.New(&n.pcg)
+	}
+	rng.Reseed(&n.pcg, n.seed, labelPlant, 0, uint64(episode)) // rng.New's stream, no allocation
+	n.noise.Reset(n.rnd)
 	n.episode, n.t = episode, 0
 	return nil
 }
@@ -212,14 +218,14 @@ func (c *Controller) Nx() int { return c.nx }
 // Begin starts an episode: xhat(0) = the scenario's xhat0.
 func (c *Controller) Begin(episode int) {
 	c.ctl.Reset(c.xhat0)
-	copy(c.used, c.ctl.Estimate())
+	copyVals(c.used, c.ctl.Estimate())
 	c.episode = episode
 }
 
 // Step writes u(t) into u (len Nu) from the received yhat(t) (len Ny) and advances the observer,
 // eq. (24). No allocation.
 func (c *Controller) Step(t int, yhat, u []float64) {
-	copy(c.used, c.ctl.Estimate())
+	copyVals(c.used, c.ctl.Estimate())
 	c.ctl.Step(t, yhat, u)
 }
 

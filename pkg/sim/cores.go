@@ -116,12 +116,12 @@ func (c *PlantCore) Restart() error { return c.restart(c.complete) }
 func plantInput(in *inputs, k int, rule scenario.PlantMissing, u []float64) {
 	switch v := in.value(k); {
 	case v != nil:
-		copy(u, v)
+		copyVals(u, v)
 	case rule == scenario.PlantZero:
 		clear(u)
 	default: // hold
 		if l := in.latest(k); l != nil {
-			copy(u, l)
+			copyVals(u, l)
 		}
 	}
 }
@@ -179,7 +179,7 @@ func (c *CloudCore) complete() bool {
 		return t+1 == c.T
 	}
 	if v := c.in.value(0); v != nil {
-		copy(c.yhat, v)
+		copyVals(c.yhat, v)
 	} else { // predict: yhat = C xhat(t), zero innovation
 		xh := c.ctl.Next()
 		r, k := c.c.Dims()
@@ -415,7 +415,6 @@ func (c *EavesdropperCore) Begin(ep int, _ []float64) error {
 
 func (c *EavesdropperCore) complete() bool {
 	t := c.in.cur
-	missing := c.in.missing()
 	var err error
 	if c.control {
 		yhat := c.in.value(0)
@@ -439,6 +438,7 @@ func (c *EavesdropperCore) complete() bool {
 	if c.norec {
 		return t+1 == c.T
 	}
+	missing := c.in.missing()
 	var est []float64
 	if err == nil && c.estimator.EstimateX0(c.est) {
 		est = c.ob.mem.copy(c.est)

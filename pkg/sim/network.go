@@ -123,7 +123,7 @@ func (n *Network) Send(o *Out) error {
 		np.ob.Count()
 		m := n.q.push()
 		m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More = o.From, endpoint.Endpoint{}, true, n.ep, o.Step, o.Step, false, false
-		m.Values, m.Except = append(m.Values[:0], o.Values...), m.Except[:0]
+		m.Values, m.Except = setVals(m.Values, o.Values), m.Except[:0] // short: no memmove call
 		return nil
 	}
 	n.from, n.to = o.From, np.subs
