@@ -2,6 +2,7 @@ package launch
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,11 +83,11 @@ func (s *Session) CollectTo(o CollectOptions) (*Collected, error) {
 // aggregated and are listed in Results.IncompleteEpisodes. A trace file that cannot be read
 // is reported in the error; what the other files hold is still merged.
 //
-// Polled after every episode (the launcher does), it also bounds the disk: processes started
-// with KeepEpisodes cut their trace back to the end of the kept episodes when the next
-// episode begins. The collector reads each process's trace from where the process said its
-// next episode begins (contract.Done.TraceNext, its last ctl.done): the bound is computed by
-// the process alone.
+// Polled after every episode, or every group of episodes in flight (the launcher does), it
+// also bounds the disk: processes started with KeepEpisodes cut their trace back to the end of
+// the kept episodes when the next episode (group) begins. The collector reads each process's
+// trace from where the process said its next episode begins (contract.Done.TraceNext, its
+// last ctl.done): the bound is computed by the process alone.
 type Collector struct {
 	s   *Session
 	o   CollectOptions
@@ -117,27 +118,80 @@ func (s *Session) NewCollector(o CollectOptions) (*Collector, error) {
 }
 
 // Poll merges what the trace files gained since the last Poll. With bounded traces, call it
-// once after every episode, before the next one starts.
+// once after every episode (or group of episodes in flight), before the next one starts.
 func (c *Collector) Poll() error {
 	t := &pollFiles{dir: c.s.cfg.Dir, off: c.off}
 	defer t.close()
-	var mergeErr error
+	err := c.merge(t.open)
+	c.advanceOffsets()
+	return c.noteErr(errors.Join(append(t.errs, err)...))
+}
+
+// merge merges the records read through open, of either kind.
+func (c *Collector) merge(open func(*Proc) io.Reader) error {
 	switch c.s.cfg.Plan.Scenario.Kind {
 	case scenario.CloudControl:
-		mergeErr = c.mergeControl(t.open)
+		return c.mergeControl(open)
 	case scenario.Consensus:
-		mergeErr = c.mergeConsensus(t.open)
+		return c.mergeConsensus(open)
 	}
-	c.advanceOffsets()
-	errs := t.errs
-	if mergeErr != nil {
-		errs = append(errs, mergeErr)
-	}
-	err := errors.Join(errs...)
+	return nil
+}
+
+// noteErr keeps err (nil: none) for Finish and returns it.
+func (c *Collector) noteErr(err error) error {
 	if err != nil {
 		c.errs = append(c.errs, err)
 	}
 	return err
+}
+
+// MaxSnapshotBytes bounds a Snapshot: what the trace files gained beyond it is merged from the
+// files (Poll), so the launcher's memory stays bounded whatever the episodes in flight.
+const MaxSnapshotBytes = 64 << 20
+
+// Snapshot is what the trace files gained since the last Poll or Snapshot, read into memory
+// (Collector.Snapshot) to be merged later (Collector.Merge) while the processes go on: they may
+// cut their files back once the next group begins, the snapshot keeps what was there.
+type Snapshot struct {
+	data map[string][]byte
+	errs []error
+}
+
+// Snapshot reads what every trace file gained since the last Poll or Snapshot into memory and
+// moves the read offsets on, as Poll does, unless that is more than limit bytes in all: it then
+// reads nothing and returns false (merge with Poll). Call it where Poll would be called.
+func (c *Collector) Snapshot(limit int64) (*Snapshot, bool) {
+	t := &pollFiles{dir: c.s.cfg.Dir, off: c.off}
+	defer t.close()
+	sections := make(map[string]*io.SectionReader, len(c.s.procs))
+	var total int64
+	for _, pr := range c.s.procs {
+		if sr := t.section(pr); sr != nil {
+			sections[pr.Name], total = sr, total+sr.Size()
+		}
+	}
+	if total > limit {
+		return nil, false
+	}
+	snap := &Snapshot{data: make(map[string][]byte, len(sections)), errs: t.errs}
+	for name, sr := range sections {
+		b := make([]byte, sr.Size())
+		if _, err := io.ReadFull(sr, b); err != nil {
+			snap.errs = append(snap.errs, fmt.Errorf("%s: %w", name, err))
+			continue
+		}
+		snap.data[name] = b
+	}
+	c.advanceOffsets()
+	return snap, true
+}
+
+// Merge merges a Snapshot as Poll merges the files, and returns Poll's error. It may run while
+// the processes play the next group, never together with another Merge or Poll.
+func (c *Collector) Merge(snap *Snapshot) error {
+	err := c.merge(func(pr *Proc) io.Reader { return bytes.NewReader(snap.data[pr.Name]) })
+	return c.noteErr(errors.Join(append(snap.errs, err)...))
 }
 
 // pollFiles are the trace files one Poll reads: each from where its process's next episode
@@ -152,23 +206,33 @@ type pollFiles struct {
 // open returns the part of process pr's trace file not read yet. A file that cannot be read
 // records its error and reads as empty.
 func (t *pollFiles) open(pr *Proc) io.Reader {
+	sr := t.section(pr)
+	if sr == nil {
+		return strings.NewReader("")
+	}
+	return bufio.NewReaderSize(sr, 1<<16)
+}
+
+// section is the part of process pr's trace file not read yet (nil: the file cannot be read,
+// its error recorded).
+func (t *pollFiles) section(pr *Proc) *io.SectionReader {
 	f, err := os.Open(filepath.Join(t.dir, contract.TraceFile(pr.Name)))
 	if err != nil {
 		t.errs = append(t.errs, fmt.Errorf("%s: %w", pr.Name, err))
-		return strings.NewReader("")
+		return nil
 	}
 	t.files = append(t.files, f)
 	st, err := f.Stat()
 	if err != nil {
 		t.errs = append(t.errs, fmt.Errorf("%s: %w", pr.Name, err))
-		return strings.NewReader("")
+		return nil
 	}
 	off := t.off[pr.Name]
 	if st.Size() < off {
 		t.errs = append(t.errs, fmt.Errorf("%s: the trace file has %d bytes, its process said its episode begins at %d", pr.Name, st.Size(), off))
-		return strings.NewReader("")
+		return nil
 	}
-	return bufio.NewReaderSize(io.NewSectionReader(f, off, st.Size()-off), 1<<16)
+	return io.NewSectionReader(f, off, st.Size()-off)
 }
 
 // close closes the files opened.

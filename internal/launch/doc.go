@@ -50,6 +50,8 @@
 //	| dpsim.<run>.ctl.ready.<role>.<id>     | process   | ready   | 0  | [pid, plan digest]            | subscribed to its subjects, ready         |
 //	| dpsim.<run>.ctl.episode               | launcher  | episode | e  | []                            | start episode e (scenario x(0))           |
 //	| dpsim.<run>.ctl.episode               | launcher  | episode-x0 | e | []                         | start e; its x(0) is on the private line  |
+//	| dpsim.<run>.ctl.episode               | launcher  | episodes | e | [count]                      | start e..e+count-1 at once (in flight)    |
+//	| dpsim.<run>.ctl.episode               | launcher  | episodes-x0 | e | [count]                   | the same; each x(0) on the private line   |
 //	| dpsim-challenger.<run>.x0             | launcher  | x0      | e  | explicit x(0)                 | the challenger's secret (plant, agents)   |
 //	| dpsim.<run>.ctl.done.<role>.<id>      | process   | done    | e  | [steps, missed, pid, trace next] | finished episode e                     |
 //	| dpsim.<run>.ctl.stop                  | launcher  | stop    | 0  | []                            | abandon any episode, flush, exit 0        |
@@ -72,8 +74,20 @@
 //     the plant reseeds from rng(seed, "plant", 0, e), agent i from rng(seed, "agent", i, e))
 //     and publishes ctl.done. Episodes are strictly sequential and increasing, so a process
 //     only ever accepts data messages of the episode it runs; the same processes serve every
-//     episode.
-//  3. The launcher publishes ctl.stop. Each process flushes its trace, writes
+//     episode. With episodes in flight (SessionConfig.Inflight K > 1, dpsim run --inflight)
+//     the launcher starts groups instead: ctl.episodes with ep = e and [count] runs episodes
+//     e..e+count-1 at once (count <= K; NextGroup: an episode with a process crash, a server
+//     restart or a proxy reset scheduled in it runs alone, as the single ctl.episode), and
+//     each process answers with one ctl.done per episode, in episode order, once the whole
+//     group is done; its trace holds the group's records episode by episode, as K = 1 would
+//     have written them. The launcher reads each group's records into memory as soon as it
+//     is done (before the next group starts, when the processes may cut their bounded traces
+//     back), merges them while the next group plays - in episode order, so the numbers are
+//     those of merging at once - and then checkpoints the group (MaxSnapshotBytes bounds the
+//     memory: a larger group is merged from the files first). Results do not depend on K:
+//     every episode has its own random streams and cores.
+//  3. The launcher publishes ctl.stop (again every 100 ms until every child exited: one still
+//     starting would miss it; stopping is idempotent). Each process flushes its trace, writes
 //     <out>/<name>.result.json, publishes it on ctl.result, drains its connection and exits
 //     with status 0. The launcher waits for every exit (15 s bound, then SIGTERM, then
 //     SIGKILL), then merges the processes' trace files one episode at a time (each process

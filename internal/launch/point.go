@@ -30,11 +30,13 @@ type PlayOptions struct {
 	// Started is when the point started: PointOutcome.Elapsed counts from it (zero: from the
 	// call of PlayPoint).
 	Started time.Time
-	// Progress, if set, is called with 1 after each episode played.
+	// Progress, if set, is called with the episodes of each group played.
 	Progress func(episodes int)
 	// Checkpoint, if set, is called when episodes 0..episodes-1 are folded by col (and written
-	// to Trace): after each episode collected (final false) and, when the point stops early,
-	// once more before the unfinished episode's records reach the trace (final true).
+	// to Trace): after each group of episodes in flight collected (final false; a group is
+	// complete or not done at all, so a resumed point starts after the last complete group)
+	// and, when the point stops early, once more before the unfinished episodes' records reach
+	// the trace (final true).
 	Checkpoint func(episodes int, col *Collector, final bool)
 }
 
@@ -42,6 +44,7 @@ type PlayOptions struct {
 // results.
 type PointOutcome struct {
 	FaultCounts                      // the process faults executed
+	Inflight    InflightCounts       // how the played episodes were grouped (NextGroup)
 	Played      int                  // episodes played by every process, from PlayOptions.Start
 	Episodes    int                  // Start + Played: the point's completed episodes
 	EpisodeNS   time.Duration        // wall time inside the played episodes (Session.EpisodeNS)
@@ -82,8 +85,9 @@ type ProcOutcome struct {
 }
 
 // PlayPoint plays one point over its processes: it starts the session (StartSession), plays
-// the episodes o.Start..o.Runs-1, collecting each as soon as it is done (the traced ones to
-// o.Trace), stops the processes and collects what they wrote after the last complete episode.
+// the episodes o.Start..o.Runs-1 in groups of up to cfg.Inflight in flight (NextGroup),
+// collecting each group as soon as it is done (the traced episodes to o.Trace), stops the
+// processes and collects what they wrote after the last complete group.
 // The outcome is nil when the processes did not start (the error says why); otherwise the
 // error, if any, is the point's (a failed episode, the stop, the trace, missing records).
 func PlayPoint(ctx context.Context, cfg SessionConfig, o PlayOptions) (*PointOutcome, error) {
@@ -129,10 +133,10 @@ func PlayPoint(ctx context.Context, cfg SessionConfig, o PlayOptions) (*PointOut
 	return out, runErr
 }
 
-// playEpisodes starts the point's processes and plays episodes o.Start..o.Runs-1, collecting
-// and checkpointing each as soon as it is done (o.Folded: the metrics of a resumed point's
-// earlier episodes). It stops at the first failed episode; sess is nil when the processes did
-// not start.
+// playEpisodes starts the point's processes and plays episodes o.Start..o.Runs-1 in groups
+// (NextGroup), collecting and checkpointing each group as soon as it is done (o.Folded: the
+// metrics of a resumed point's earlier episodes). It stops at the first failed group; sess is
+// nil when the processes did not start.
 func playEpisodes(ctx context.Context, cfg SessionConfig, copts CollectOptions, o PlayOptions) (sess *Session, col *Collector, runErr error) {
 	sess, runErr = StartSession(ctx, cfg)
 	if runErr != nil {
@@ -144,20 +148,69 @@ func playEpisodes(ctx context.Context, cfg SessionConfig, copts CollectOptions, 
 	if o.Folded != nil {
 		col.ResumeAt(o.Start, o.Folded)
 	}
-	for ep := o.Start; ep < o.Runs; ep++ {
-		if runErr = sess.Episode(ctx, ep, nil); runErr != nil {
+	gc := &groupCollector{col: col, cfg: cfg, o: o}
+	for ep := o.Start; ep < o.Runs; {
+		g := NextGroup(&cfg.Plan.Scenario.Faults, ep, o.Runs, sess.maxGroup())
+		runErr = sess.Group(ctx, g, nil)
+		gc.wait() // the previous group was merged while g played
+		if runErr != nil {
 			break
 		}
-		if err := col.Poll(); err != nil {
-			cfg.Log.Warn().Err(err).Int("episode", ep).Msg("collect")
-		} else if o.Checkpoint != nil {
-			o.Checkpoint(ep+1, col, false)
-		}
-		if o.Progress != nil {
-			o.Progress(1)
-		}
+		ep += g.Count
+		gc.collect(g)
 	}
+	gc.wait()
 	return sess, col, runErr
+}
+
+// groupCollector merges each group's records while the next group plays: before the next
+// group starts (when the processes may cut their bounded traces back) what the trace files
+// gained is read into memory (Collector.Snapshot) and merged in the background, then
+// checkpointed once merged. The merges run one after the other, in episode order, so the
+// results are those of merging each group at once; a group too large for memory
+// (MaxSnapshotBytes) is merged from the files before the next starts (Poll).
+type groupCollector struct {
+	col     *Collector
+	cfg     SessionConfig
+	o       PlayOptions
+	pending chan error // the merge in flight (nil: none), of the group g
+	g       Group
+}
+
+// collect merges the records of the group g just played (in the background when they fit).
+func (gc *groupCollector) collect(g Group) {
+	gc.wait()
+	snap, ok := gc.col.Snapshot(MaxSnapshotBytes)
+	if !ok {
+		gc.merged(g, gc.col.Poll())
+		return
+	}
+	done := make(chan error, 1)
+	gc.pending, gc.g = done, g
+	go func() { done <- gc.col.Merge(snap) }()
+}
+
+// wait waits for the merge in flight, if any, and checkpoints its group.
+func (gc *groupCollector) wait() {
+	if gc.pending == nil {
+		return
+	}
+	err := <-gc.pending
+	gc.pending = nil
+	gc.merged(gc.g, err)
+}
+
+// merged checkpoints the group g, whose records were merged (err: not all of them), and counts
+// its episodes played.
+func (gc *groupCollector) merged(g Group, err error) {
+	if err != nil {
+		gc.cfg.Log.Warn().Err(err).Stringer("episodes", g).Msg("collect")
+	} else if gc.o.Checkpoint != nil {
+		gc.o.Checkpoint(g.Last()+1, gc.col, false)
+	}
+	if gc.o.Progress != nil {
+		gc.o.Progress(g.Count)
+	}
 }
 
 // finishCollection collects what the processes wrote after the last complete episode (done
@@ -178,7 +231,7 @@ func finishCollection(col *Collector, done int, failed bool, cfg SessionConfig, 
 // newOutcome gathers what the stopped session did: its counts, and every process (whose
 // connection events go on the timeline).
 func newOutcome(sess *Session, cfg SessionConfig, o PlayOptions) *PointOutcome {
-	out := &PointOutcome{FaultCounts: sess.FaultCounts, Played: sess.Episodes, Episodes: o.Start + sess.Episodes,
+	out := &PointOutcome{FaultCounts: sess.FaultCounts, Inflight: sess.Inflight, Played: sess.Episodes, Episodes: o.Start + sess.Episodes,
 		EpisodeNS: sess.EpisodeNS, Elapsed: time.Since(o.Started), Attached: sess.Attached()}
 	for _, pr := range sess.Procs() {
 		out.Procs = append(out.Procs, procOutcome(sess, pr))

@@ -20,6 +20,9 @@ type ServerConfig struct {
 	Plans            []*plan.Plan
 	RunIDs           []string
 	AgentsPerProcess int
+	// Users are further accounts the embedded server admits, with their own permissions
+	// (internal/farm: a coordinator and its workers); an external server is not changed.
+	Users []bus.User
 	// Host and Port are the embedded server's client address ("" and 0: loopback, a random
 	// free port).
 	Host string
@@ -94,6 +97,7 @@ func (s *Server) startEmbedded(c ServerConfig) error {
 			all = append(all, x)
 		}
 	}
+	all = append(all, c.Users...)
 	opts := bus.EmbeddedOptions{Users: all, Host: c.Host, Port: c.Port}
 	removeTLS := func() {}
 	if c.AutoTLS {

@@ -86,6 +86,10 @@ type SessionConfig struct {
 	// Sign gives every process a signing key (its seed through its environment) and the file
 	// of all public keys: data messages are signed and verified (dpsim run --sign).
 	Sign bool
+	// Inflight is the most episodes a group keeps in flight at once (Session.Group, PlayPoint
+	// groups by NextGroup; 0: 1, one episode at a time). The processes learn it from each
+	// ctl.episodes: they need no flag.
+	Inflight int
 }
 
 // connectRetry connects the launcher, retrying an unreachable server for cfg.ConnectRetry
@@ -118,6 +122,7 @@ type Session struct {
 
 	Episodes  int           // episodes completed by every process
 	EpisodeNS time.Duration // wall time inside episodes (from ctl.episode to the last done)
+	Inflight  InflightCounts
 	stopped   bool
 }
 
@@ -192,7 +197,8 @@ func connectSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	if err := s.writePlans(); err != nil {
 		return nil, err
 	}
-	s.ctl.events = make(chan ctlEvent, 4*len(s.procs)+16)
+	// every process answers a group with one ctl.done per episode, at once
+	s.ctl.events = make(chan ctlEvent, (4+s.maxGroup())*len(s.procs)+16)
 	s.exits = make(chan *Proc, len(s.procs))
 	auth := []bus.Option{bus.WithTLS(cfg.TLS), bus.WithSigner(s.keys.launcher)}
 	if cfg.Launcher != nil {
@@ -240,29 +246,75 @@ var ErrInterrupted = errors.New("interrupted")
 // Episode starts episode ep (x0 nil: the scenario's initial state; else the explicit x(0):
 // nx values for cloud control, N for consensus - the auditor's challenger) and waits until
 // every process reported it done. A child that exits, the context ending or the episode
-// exceeding its time bound end the wait with an error naming the cause.
+// exceeding its time bound end the wait with an error naming the cause. It is Group of one
+// episode.
 func (s *Session) Episode(ctx context.Context, ep int, x0 []float64) error {
-	if err := s.checkX0(ep, x0); err != nil {
+	var x0s [][]float64
+	if x0 != nil {
+		x0s = [][]float64{x0}
+	}
+	return s.Group(ctx, Group{First: ep, Count: 1}, x0s)
+}
+
+// maxGroup is the most episodes a group may hold: SessionConfig.Inflight, at least 1.
+func (s *Session) maxGroup() int {
+	return min(max(s.cfg.Inflight, 1), contract.MaxInflight)
+}
+
+// Group plays the episodes of g at once over the processes (episodes in flight: one
+// ctl.episodes; a group of one is the single ctl.episode) and waits until every process
+// reported each of them done (one ctl.done per episode, in episode order). x0s nil: every
+// episode starts from the scenario's initial state; else x0s[i] is the explicit x(0) of episode
+// g.First+i (see Episode), sent on the private line before the group starts. g.Count is at
+// most SessionConfig.Inflight. A child that exits, the context ending or the group exceeding
+// its time bound (the sum of its episodes') end the wait with an error naming the cause; the
+// group's episodes then count as not done.
+func (s *Session) Group(ctx context.Context, g Group, x0s [][]float64) error {
+	if err := s.checkGroup(g, x0s); err != nil {
 		return err
 	}
 	if err := s.conflictErr(); err != nil {
-		return fmt.Errorf("episode %d: %w", ep, err)
+		return fmt.Errorf("%v: %w", g, err)
 	}
-	if err := s.awaitRejoin(ctx, ep); err != nil {
+	if err := s.awaitRejoin(ctx, g.First); err != nil {
 		return err
 	}
 	start := time.Now()
-	if err := s.publishEpisode(ep, x0); err != nil {
+	if err := s.publishGroup(g, x0s); err != nil {
 		return err
 	}
-	if err := s.awaitDone(ctx, ep); err != nil {
+	if err := s.awaitDone(ctx, g); err != nil {
 		return err
 	}
 	if err := s.conflictErr(); err != nil {
-		return fmt.Errorf("episode %d: %w", ep, err)
+		return fmt.Errorf("%v: %w", g, err)
 	}
-	s.Episodes++
+	s.Episodes += g.Count
 	s.EpisodeNS += time.Since(start)
+	s.Inflight.Add(g)
+	return nil
+}
+
+// checkGroup checks a group before it starts: its size against SessionConfig.Inflight, and
+// one valid explicit x(0) per episode when x0s is given.
+func (s *Session) checkGroup(g Group, x0s [][]float64) error {
+	if g.Count < 1 || g.Count > s.maxGroup() {
+		return fmt.Errorf("%v: a group of %d episodes; this session keeps 1..%d in flight (SessionConfig.Inflight)", g, g.Count, s.maxGroup())
+	}
+	if x0s == nil {
+		return nil
+	}
+	if len(x0s) != g.Count {
+		return fmt.Errorf("%v: %d explicit x0s for %d episodes", g, len(x0s), g.Count)
+	}
+	for i, x0 := range x0s {
+		if x0 == nil {
+			return fmt.Errorf("episode %d: no explicit x0 in a group whose x0s travel on the private line", g.First+i)
+		}
+		if err := s.checkX0(g.First+i, x0); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -290,16 +342,20 @@ func (s *Session) checkX0(ep int, x0 []float64) error {
 	return nil
 }
 
-// publishEpisode starts episode ep: ctl.episode, after the explicit x(0) on the challenger's
-// private line when there is one.
-func (s *Session) publishEpisode(ep int, x0 []float64) error {
-	if x0 != nil {
+// publishGroup starts the episodes of g: ctl.episode (one episode) or ctl.episodes (a group),
+// after each episode's explicit x(0) on the challenger's private line when there are some.
+func (s *Session) publishGroup(g Group, x0s [][]float64) error {
+	for i, x0 := range x0s {
 		// The secret goes on the challenger's private line, never on dpsim.<run>.>.
-		if err := s.conn.Publish(s.subj.ChallengerX0(), contract.X0Message(s.cfg.Run, ep, x0)); err != nil {
+		if err := s.conn.Publish(s.subj.ChallengerX0(), contract.X0Message(s.cfg.Run, g.First+i, x0)); err != nil {
 			return err
 		}
 	}
-	if err := s.conn.Publish(s.subj.CtlEpisode(), contract.EpisodeMessage(s.cfg.Run, ep, x0 != nil)); err != nil {
+	m := contract.EpisodeMessage(s.cfg.Run, g.First, x0s != nil)
+	if g.Count > 1 {
+		m = contract.EpisodesMessage(s.cfg.Run, g.First, g.Count, x0s != nil)
+	}
+	if err := s.conn.Publish(s.subj.CtlEpisode(), m); err != nil {
 		return err
 	}
 	return s.conn.Flush(s.cfg.Timeout)
@@ -319,15 +375,28 @@ func (s *Session) episodeBound(ep int) time.Duration {
 	return bound
 }
 
-// awaitDone waits until every process reported episode ep done, restarting the processes the
-// scenario crashes on the way. A conflict, a child that exits otherwise, the context ending or
-// the episode's bound end the wait with an error naming the cause.
-func (s *Session) awaitDone(ctx context.Context, ep int) error {
+// groupBound is how long the group g may take at most: the sum of its episodes' bounds (its
+// episodes share the processes, so in the worst case they take as long as one after the other).
+func (s *Session) groupBound(g Group) time.Duration {
+	var bound time.Duration
+	for ep := g.First; ep <= g.Last(); ep++ {
+		bound += s.episodeBound(ep)
+	}
+	return bound
+}
+
+// awaitDone waits until every process reported every episode of g done (its ctl.done come in
+// episode order: each process's trace offset is that of its latest), restarting the processes
+// the scenario crashes on the way. A conflict, a child that exits otherwise, the context ending
+// or the group's bound end the wait with an error naming the cause.
+func (s *Session) awaitDone(ctx context.Context, g Group) error {
+	// last is each process's latest episode of g reported done; waiting those with some to go
+	last := make(map[string]int, len(s.byKey))
 	waiting := make(map[string]bool, len(s.byKey))
 	for k := range s.byKey {
-		waiting[k] = true
+		last[k], waiting[k] = g.First-1, true
 	}
-	bound := s.episodeBound(ep)
+	bound := s.groupBound(g)
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	for len(waiting) > 0 {
@@ -335,41 +404,46 @@ func (s *Session) awaitDone(ctx context.Context, ep int) error {
 		case ev := <-s.ctl.events:
 			s.noteEvent(ev)
 			if err := s.conflictErr(); err != nil {
-				return fmt.Errorf("episode %d: %w", ep, err)
+				return fmt.Errorf("%v: %w", g, err)
 			}
-			if ev.word == bus.CtlDone && ev.ep == ep {
-				delete(waiting, ev.sender)
+			if ev.word == bus.CtlDone && ev.ep > last[ev.sender] && ev.ep <= g.Last() {
+				last[ev.sender] = ev.ep
 				s.byKey[ev.sender].traceNext.Store(ev.done.TraceNext)
+				if ev.ep == g.Last() {
+					delete(waiting, ev.sender)
+				}
 			}
 		case p := <-s.exits:
-			if err := s.exitedIn(p, ep); err != nil {
+			if err := s.exitedIn(p, g); err != nil {
 				return err
 			}
 		case <-ctx.Done():
-			return fmt.Errorf("episode %d: %w (%v)", ep, ErrInterrupted, context.Cause(ctx))
+			return fmt.Errorf("%v: %w (%v)", g, ErrInterrupted, context.Cause(ctx))
 		case <-timer.C:
-			return fmt.Errorf("episode %d: no ctl.done from %s within %v", ep, joinKeys(waiting), bound)
+			return fmt.Errorf("%v: no ctl.done from %s within %v", g, joinKeys(waiting), bound)
 		}
 	}
 	return nil
 }
 
-// exitedIn handles the exit of process p during episode ep: a crash the scenario schedules is
-// restarted (nil); any other exit fails the episode.
-func (s *Session) exitedIn(p *Proc, ep int) error {
-	if c := s.scheduledCrash(p, ep); c != nil {
-		if err := s.restartCrashed(p, c, ep); err != nil {
-			return fmt.Errorf("episode %d: %w", ep, err)
+// exitedIn handles the exit of process p during the group g: a crash the scenario schedules
+// (its episode runs alone) is restarted (nil); any other exit fails the group.
+func (s *Session) exitedIn(p *Proc, g Group) error {
+	if g.Count == 1 {
+		if c := s.scheduledCrash(p, g.First); c != nil {
+			if err := s.restartCrashed(p, c, g.First); err != nil {
+				return fmt.Errorf("%v: %w", g, err)
+			}
+			return nil
 		}
-		return nil
 	}
 	s.exits <- p // keep it for Stop's accounting
-	s.cfg.Timeline.Add(time.Now(), TimelineEvent{Point: s.cfg.PointIndex, Episode: ep, Step: -1, Proc: p.Name, Event: EvExited,
+	s.cfg.Timeline.Add(time.Now(), TimelineEvent{Point: s.cfg.PointIndex, Episode: g.First, Step: -1, Proc: p.Name, Event: EvExited,
 		Detail: fmt.Sprintf("pid %d: %s; the episodes finished before are kept", p.PID(), p.Failure())})
 	if f := p.Failure(); f != "" {
-		return fmt.Errorf("episode %d: process %s (pid %d) failed: %s", ep, p.Name, p.PID(), f)
+		return fmt.Errorf("%v: process %s (pid %d) failed: %s", g, p.Name, p.PID(), f)
 	}
-	return fmt.Errorf("episode %d: process %s (pid %d) exited early", ep, p.Name, p.PID())
+	return fmt.Errorf("%v: process %s (pid %d) exited early", g, p.Name, p.PID())
 }
 
 // Stop sends ctl.stop, waits for every child to flush and exit (SIGTERM, then SIGKILL, for
@@ -419,7 +493,13 @@ func (s *Session) shutdown() error {
 		}
 		s.conn.Close()
 	}
-	return s.firstFailure()
+	if err := s.firstFailure(); err != nil {
+		return err
+	}
+	// A process this launcher did not start may have answered the last group of episodes
+	// after the launcher saw its own processes' ctl.done (a short run can be one group): its
+	// done has arrived by now, and the run fails as it would have at a later group.
+	return s.conflictErr()
 }
 
 // awaitExits waits up to d until every child exited, and reports whether they did. A process

@@ -15,6 +15,11 @@ const (
 	// CtlEpisodeX0 starts an episode whose explicit x(0) travels on the private challenger
 	// subject (Subjects.ChallengerX0), not on the sniffable ctl.episode.
 	CtlEpisodeX0 = "episode-x0"
+	// CtlEpisodes starts a group of consecutive episodes at once (episodes in flight):
+	// Message.Episode is the first, Values [count]. CtlEpisodesX0 is the same for episodes
+	// whose explicit x(0)s travel on the private challenger subject, one CtlX0 per episode.
+	CtlEpisodes   = "episodes"
+	CtlEpisodesX0 = "episodes-x0"
 	// CtlX0 is the private challenger message carrying an episode's x(0).
 	CtlX0 = "x0"
 	// LauncherSender is the "from" of every coordination message the launcher sends.

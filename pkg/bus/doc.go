@@ -77,7 +77,11 @@
 // Route) and checked by Validate against an Expect (version, run id, episode, 0 <= step <
 // steps, dimension, finite numbers, sender, kind). Invalid messages are never fatal: they are
 // counted by Reason in Counters, handed to OnInvalid for the caller's log, and dropped.
-// Decode never panics on arbitrary bytes (FuzzDecode). The coordination messages travel here
+// Decode never panics on arbitrary bytes (FuzzDecode). A message may carry the same step of
+// several consecutive episodes in flight (Route.Episodes, header Dpsim-Episodes: Values the
+// episodes' vectors concatenated): it must lie within the episodes the receiver has in flight
+// (Inbox.SetEpisodes) and carry Dim values per episode, which binds the unsigned header to the
+// signed payload. The coordination messages travel here
 // (ctl.go: their words, SubscribeCtl); their payloads and constructors are pkg/contract's, the
 // protocol between the launcher and a process. This package is the only one that touches
 // nats.go.

@@ -109,9 +109,13 @@ func (in *Inbox) SubscribeTo(subject string) error {
 }
 
 // SetEpisode makes only messages of episode ep valid on every expected subject.
-func (in *Inbox) SetEpisode(ep int) {
+func (in *Inbox) SetEpisode(ep int) { in.SetEpisodes(ep, 1) }
+
+// SetEpisodes makes only messages of the count episodes from first valid on every expected
+// subject (episodes in flight): a batched message (Route.Episodes) must lie within them.
+func (in *Inbox) SetEpisodes(first, count int) {
 	for _, e := range in.exp {
-		e.Episode = ep
+		e.Episode, e.Episodes = first, count
 	}
 }
 
@@ -219,7 +223,7 @@ func (in *Inbox) accept(nm *nats.Msg, e *Expect) error {
 	in.msg.Route = r
 	exp := *e
 	if in.opts.PassStale && exp.Episode > 0 && in.msg.Episode >= 0 && in.msg.Episode < exp.Episode {
-		exp.Episode = in.msg.Episode // stale: the receiver's to judge
+		exp.Episode, exp.Episodes = in.msg.Episode, r.Count() // stale: the receiver's to judge
 	}
 	if r.Gap {
 		if len(in.msg.Values) != 0 {

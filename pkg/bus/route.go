@@ -21,7 +21,18 @@ type Route struct {
 	At     int  // logical delivery step when later than the message's own (> 0); 0 = its own step
 	More   bool // more deliveries from this sender to To for step At follow
 	Gap    bool // no message: the sender has nothing more for To at step At (no values)
+	// Episodes, when > 1, says the message carries the same step of that many consecutive
+	// episodes (episodes in flight): Message.Episode is the first, Values the episodes'
+	// vectors concatenated in episode order. Only a plain broadcast is batched (no To, Except,
+	// At, More or Gap). 0 or 1: one episode.
+	Episodes int
 }
+
+// MaxEpisodes bounds Route.Episodes: the episodes one message may carry.
+const MaxEpisodes = 1 << 12
+
+// Count returns how many episodes a message with route r carries (1 unless batched).
+func (r Route) Count() int { return max(r.Episodes, 1) }
 
 // The NATS header names of a Route.
 const (
@@ -31,11 +42,15 @@ const (
 	HeaderGap  = "Dpsim-Gap"
 	// HeaderExcept lists the subscribers a broadcast is not for, comma-separated.
 	HeaderExcept = "Dpsim-Except"
+	// HeaderEpisodes is Route.Episodes of a batched message. It is outside the signed
+	// payload, yet bound to it: a receiver requires exactly Dim values per episode, so a
+	// count other than the sender's cannot validate against the signed values.
+	HeaderEpisodes = "Dpsim-Episodes"
 )
 
 // IsZero reports whether r carries nothing (a plain broadcast).
 func (r Route) IsZero() bool {
-	return r.To == "" && r.At == 0 && !r.More && !r.Gap && len(r.Except) == 0
+	return r.To == "" && r.At == 0 && !r.More && !r.Gap && len(r.Except) == 0 && r.Episodes <= 1
 }
 
 // header returns r as NATS headers (nil for the zero Route).
@@ -58,6 +73,9 @@ func (r Route) header() nats.Header {
 	}
 	if len(r.Except) > 0 {
 		h.Set(HeaderExcept, strings.Join(r.Except, ","))
+	}
+	if r.Episodes > 1 {
+		h.Set(HeaderEpisodes, strconv.Itoa(r.Episodes))
 	}
 	return h
 }
@@ -91,6 +109,16 @@ func routeOf(h nats.Header) (Route, error) {
 				return r, &InvalidError{ReasonSender, fmt.Sprintf("header %s: %q is not <role>.<id>", HeaderExcept, e)}
 			}
 		}
+	}
+	if v := h.Get(HeaderEpisodes); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 2 || n > MaxEpisodes {
+			return r, &InvalidError{ReasonDim, fmt.Sprintf("header %s %q is not a count of episodes in 2..%d", HeaderEpisodes, v, MaxEpisodes)}
+		}
+		if r.To != "" || r.At != 0 || r.More || r.Gap || len(r.Except) > 0 {
+			return r, &InvalidError{ReasonDim, "header " + HeaderEpisodes + " on a message that is no plain broadcast"}
+		}
+		r.Episodes = n
 	}
 	return r, nil
 }

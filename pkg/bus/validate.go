@@ -83,13 +83,18 @@ type Expect struct {
 	Dim     int    // required len(Values); 0 accepts any length (including none)
 	Steps   int    // steps per episode: valid steps are 0 <= Step < Steps; 0 means no upper bound
 	Episode int    // required episode; AnyEpisode (-1) accepts any episode >= 0
-	Sender  string // required sender; "" accepts any
-	Kind    string // required kind; "" accepts any
+	// Episodes, when > 1, accepts the Episodes consecutive episodes from Episode (episodes in
+	// flight); 0 or 1: Episode only.
+	Episodes int
+	Sender   string // required sender; "" accepts any
+	Kind     string // required kind; "" accepts any
 }
 
 // Validate checks m against e: schema version, run id, episode, step range, dimension,
 // finite values, sender and kind, in that order, and returns an *InvalidError naming the
-// first violation, or nil. It never panics and does not allocate when m is valid.
+// first violation, or nil. A batched message (m.Route.Episodes > 1) must fall wholly within
+// the expected episodes and carry Dim values per episode. It never panics and does not
+// allocate when m is valid.
 func Validate(m *Message, e Expect) error {
 	if m.V != Version {
 		return &InvalidError{ReasonVersion, fmt.Sprintf("schema version %d, want %d", m.V, Version)}
@@ -97,14 +102,24 @@ func Validate(m *Message, e Expect) error {
 	if m.Run != e.Run {
 		return &InvalidError{ReasonRun, fmt.Sprintf("run %q, want %q", m.Run, e.Run)}
 	}
-	if m.Episode < 0 || (e.Episode >= 0 && m.Episode != e.Episode) {
-		return &InvalidError{ReasonEpisode, fmt.Sprintf("episode %d, want %s", m.Episode, episodeWant(e.Episode))}
+	n := m.Route.Count()
+	if m.Episode < 0 || (e.Episode >= 0 && (m.Episode < e.Episode || m.Episode+n > e.Episode+max(e.Episodes, 1))) {
+		if n > 1 {
+			return &InvalidError{ReasonEpisode, fmt.Sprintf("episodes %d..%d, want %s", m.Episode, m.Episode+n-1, episodesWant(e.Episode, e.Episodes))}
+		}
+		return &InvalidError{ReasonEpisode, fmt.Sprintf("episode %d, want %s", m.Episode, episodesWant(e.Episode, e.Episodes))}
 	}
 	if m.Step < 0 || (e.Steps > 0 && m.Step >= e.Steps) {
 		return &InvalidError{ReasonStep, fmt.Sprintf("step %d outside 0 <= step < %s", m.Step, stepsWant(e.Steps))}
 	}
-	if e.Dim > 0 && len(m.Values) != e.Dim {
+	if e.Dim > 0 && len(m.Values) != e.Dim*n {
+		if n > 1 {
+			return &InvalidError{ReasonDim, fmt.Sprintf("%d values, want %d (%d per episode, %d episodes)", len(m.Values), e.Dim*n, e.Dim, n)}
+		}
 		return &InvalidError{ReasonDim, fmt.Sprintf("%d values, want %d", len(m.Values), e.Dim)}
+	}
+	if e.Dim <= 0 && n > 1 && len(m.Values)%n != 0 {
+		return &InvalidError{ReasonDim, fmt.Sprintf("%d values do not split into %d episodes", len(m.Values), n)}
 	}
 	for i, v := range m.Values {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -120,9 +135,12 @@ func Validate(m *Message, e Expect) error {
 	return nil
 }
 
-func episodeWant(ep int) string {
-	if ep < 0 {
+func episodesWant(ep, count int) string {
+	switch {
+	case ep < 0:
 		return ">= 0"
+	case count > 1:
+		return strconv.Itoa(ep) + ".." + strconv.Itoa(ep+count-1)
 	}
 	return strconv.Itoa(ep)
 }

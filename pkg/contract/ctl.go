@@ -64,6 +64,9 @@ type Done struct {
 	// kept ones (the process cuts the file back there when the next episode begins). The
 	// launcher reads each episode from the TraceNext of the process's previous ctl.done (0
 	// before its first) to the file's end, so the disk bound is computed by the process only.
+	// A group (EpisodesMessage) is written whole, episode after episode, before its first
+	// ctl.done, and the file is cut back only when the next group begins: the launcher reads
+	// a group once its last ctl.done came, from the TraceNext before the group to the end.
 	TraceNext int64 `json:"trace_next"`
 }
 
@@ -121,6 +124,36 @@ func EpisodeMessage(run string, ep int, private bool) *bus.Message {
 		kind = bus.CtlEpisodeX0
 	}
 	return ctlMessage(run, bus.LauncherSender, kind, ep, nil)
+}
+
+// MaxInflight bounds the episodes of one ctl.episode group (EpisodesMessage): a process holds
+// one set of cores per episode in flight.
+const MaxInflight = 1024
+
+// EpisodesMessage is the launcher's ctl.episode starting the count consecutive episodes
+// first..first+count-1 at once (episodes in flight; count >= 1): Kind bus.CtlEpisodes, or
+// bus.CtlEpisodesX0 with private set, when every episode's explicit x(0) is sent on the private
+// challenger subject by X0Message. Values [count]. Each process answers with one ctl.done per
+// episode, in episode order, once the whole group is done.
+func EpisodesMessage(run string, first, count int, private bool) *bus.Message {
+	kind := bus.CtlEpisodes
+	if private {
+		kind = bus.CtlEpisodesX0
+	}
+	return ctlMessage(run, bus.LauncherSender, kind, first, []float64{float64(count)})
+}
+
+// ParseEpisodes reads a group's ctl.episode (EpisodesMessage): its first episode and count;
+// an error (bus.ReasonDim) when the count is not an integer in 1..MaxInflight.
+func ParseEpisodes(m *bus.Message) (first, count int, err error) {
+	if len(m.Values) != 1 {
+		return 0, 0, &bus.InvalidError{Reason: bus.ReasonDim, Detail: "ctl." + m.Kind + " carries [count]"}
+	}
+	v := m.Values[0]
+	if v < 1 || v > MaxInflight || v != float64(int64(v)) {
+		return 0, 0, &bus.InvalidError{Reason: bus.ReasonDim, Detail: "episodes in flight " + strconv.FormatFloat(v, 'g', -1, 64) + " is not in 1.." + strconv.Itoa(MaxInflight)}
+	}
+	return m.Episode, int(v), nil
 }
 
 // X0Message is the private challenger message with episode ep's explicit initial state:

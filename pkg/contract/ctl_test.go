@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -110,4 +111,26 @@ func connect(t testing.TB, url, name string) *bus.Conn {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
+}
+
+func TestEpisodesMessageRoundTrip(t *testing.T) {
+	for _, private := range []bool{false, true} {
+		m := EpisodesMessage("r1", 48, 16, private)
+		first, count, err := ParseEpisodes(m)
+		require.NoError(t, err)
+		require.Equal(t, [2]int{48, 16}, [2]int{first, count})
+		if private {
+			require.Equal(t, bus.CtlEpisodesX0, m.Kind)
+		} else {
+			require.Equal(t, bus.CtlEpisodes, m.Kind)
+		}
+	}
+	for _, bad := range [][]float64{nil, {0}, {-1}, {1.5}, {MaxInflight + 1}, {math.NaN()}, {1, 2}} {
+		m := EpisodesMessage("r1", 0, 1, false)
+		m.Values = bad
+		_, _, err := ParseEpisodes(m)
+		require.Error(t, err, "values %v", bad)
+		var inv *bus.InvalidError
+		require.ErrorAs(t, err, &inv)
+	}
 }

@@ -49,7 +49,11 @@ type Pacer interface {
 // its sender, feeding each core's Ready to the transport and to the record sink, and ticking a
 // core whose step deadline passed. No other loop sequences the roles.
 type Driver struct {
-	cores  []Core
+	cores []Core
+	// bases[k] is core k's base when it is one of this package's cores (nil otherwise): flush
+	// reads its Ready without an interface call.
+	bases  []*base
+	net    *Network                   // tr, when it is the in-memory network: sent to without an interface call
 	route  [endpoint.NumRoles][][]int // [role][id]: the hosted cores that expect the sender
 	eps    []endpoint.Endpoint        // the hosted cores' endpoints
 	hosted endpointIndex              // the hosted cores by endpoint (addressed deliveries)
@@ -96,6 +100,13 @@ func NewDriver(cores []Core, tr Transport, pace Pacer, sink func(c Core, rd *Rea
 		eps[k] = c.Endpoint()
 	}
 	d.hosted, d.eps = newEndpointIndex(eps), eps
+	d.bases = make([]*base, len(cores))
+	for k, c := range cores {
+		if b, ok := c.(interface{ coreBase() *base }); ok {
+			d.bases[k] = b.coreBase()
+		}
+	}
+	d.net, _ = tr.(*Network)
 	for k, c := range cores {
 		for _, s := range c.Senders() {
 			if int(s.Role) >= len(d.route) || s.ID < 0 {
@@ -117,14 +128,21 @@ func (d *Driver) Cores() []Core { return d.cores }
 
 // flush hands core k's Ready to the transport and the sink.
 func (d *Driver) flush(k int) error {
-	c := d.cores[k]
-	rd := c.Ready()
+	var rd *Ready
+	if b := d.bases[k]; b != nil {
+		rd = b.Ready()
+	} else {
+		rd = d.cores[k].Ready()
+	}
 	if rd.Done && !d.done[k] {
 		d.done[k] = true
 		d.ndone++
 	}
 	if rd.Crash {
 		return d.crash(k, rd)
+	}
+	if len(rd.Out) == 0 && d.sink == nil && d.pace == nil {
+		return nil // nothing to hand on (the eavesdropper, a core still waiting)
 	}
 	return d.flushReady(k, rd)
 }
@@ -148,7 +166,13 @@ func (d *Driver) flushReady(k int, rd *Ready) error {
 			}
 			d.pace.Released(o, d.now, !at.IsZero() && at.Before(d.now))
 		}
-		if err := d.tr.Send(o); err != nil {
+		var err error
+		if d.net != nil {
+			err = d.net.Send(o)
+		} else {
+			err = d.tr.Send(o)
+		}
+		if err != nil {
 			return fmt.Errorf("%s: send %s(%d): %w", c.Endpoint(), o.From.Role.Stream(), o.Step, err)
 		}
 		d.sent++
@@ -241,17 +265,8 @@ func (d *Driver) deadline() time.Time {
 // scenario's) until all are done. stop, if not nil, is polled every 256 deliveries: a non-nil
 // error ends the episode early and is returned.
 func (d *Driver) Episode(ep int, x0 []float64, stop func() error) error {
-	d.reset()
-	for k, c := range d.cores {
-		if err := c.Begin(ep, x0); err != nil {
-			return err
-		}
-		if d.pace != nil {
-			d.since[k] = d.now
-		}
-		if err := d.flush(k); err != nil {
-			return err
-		}
+	if err := d.Begin(ep, x0); err != nil { // drive_steps.go
+		return err
 	}
 	return d.loop(stop)
 }
@@ -302,7 +317,7 @@ func (d *Driver) loop(stop func() error) error {
 				return err
 			}
 		}
-		m, err := d.tr.Recv(d.deadline())
+		m, err := d.recv()
 		if d.pace != nil {
 			d.now = d.pace.Now()
 		}
@@ -319,6 +334,18 @@ func (d *Driver) loop(stop func() error) error {
 			return err
 		}
 	}
+}
+
+// recv is the transport's next delivery, waiting at most until the deadline (the in-memory
+// network's queue without an interface call or a deadline: it never waits).
+func (d *Driver) recv() (*Msg, error) {
+	if d.net != nil && d.pace == nil {
+		if m := d.net.q.pop(); m != nil {
+			return m, nil
+		}
+		return nil, ErrIdle
+	}
+	return d.tr.Recv(d.deadline())
 }
 
 // deliver steps every hosted core the message is for.

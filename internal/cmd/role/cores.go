@@ -32,14 +32,16 @@ type coreRunner struct {
 	drv   *sim.Driver
 	nx, n int // plant state dimension (control) / agents in the network (consensus)
 
-	file   *os.File
-	ctrace *trace.Writer[trace.ControlRecord]
-	atrace *trace.Writer[trace.AgentRecord]
-	// blockBuf holds a block record's AgentRecords while they are written
-	blockBuf []trace.AgentRecord
-	ntrace   *trace.Writer[trace.ConsensusRecord]
-	count    func() int
-	flush    func() error // the trace writer's
+	file    *os.File
+	records // the trace file's writer
+	// inflight runs the groups of episodes in flight (nil until the first: inflight.go);
+	// grouped counts the records its slots wrote to the trace file; inGroup says the last
+	// episode ran in a group.
+	inflight *inflight
+	grouped  int
+	inGroup  bool
+	// carried are the counters of the episodes run in flight before a crash (the checkpoint's)
+	carried inflightCounts
 
 	bound   diskBound  // --keep-episodes
 	epStart time.Time  // when the episode in progress began (busy time of a checkpoint)
@@ -223,18 +225,37 @@ func (r *coreRunner) openTraceFile(proc *process) error {
 	if r.file, err = proc.openTrace(); err != nil {
 		return err
 	}
+	r.records = newRecords(proc, r.file)
+	return nil
+}
+
+// records writes the records of a process's cores as trace lines to one writer: the trace
+// file, or the buffer of an episode in flight.
+type records struct {
+	ctrace *trace.Writer[trace.ControlRecord]
+	atrace *trace.Writer[trace.AgentRecord]
+	// blockBuf holds a block record's AgentRecords while they are written
+	blockBuf []trace.AgentRecord
+	ntrace   *trace.Writer[trace.ConsensusRecord]
+	count    func() int
+	flush    func() error // the trace writer's
+}
+
+// newRecords returns the record writer of proc's role over w.
+func newRecords(proc *process, w io.Writer) records {
+	var r records
 	switch {
 	case proc.cfg.Role == endpoint.Agent:
-		r.atrace = trace.NewWriter[trace.AgentRecord](r.file)
+		r.atrace = trace.NewWriter[trace.AgentRecord](w)
 		r.count, r.flush = r.atrace.Count, r.atrace.Flush
 	case proc.scn.Kind == scenario.Consensus:
-		r.ntrace = trace.NewWriter[trace.ConsensusRecord](r.file)
+		r.ntrace = trace.NewWriter[trace.ConsensusRecord](w)
 		r.count, r.flush = r.ntrace.Count, r.ntrace.Flush
 	default:
-		r.ctrace = trace.NewWriter[trace.ControlRecord](r.file)
+		r.ctrace = trace.NewWriter[trace.ControlRecord](w)
 		r.count, r.flush = r.ctrace.Count, r.ctrace.Flush
 	}
-	return nil
+	return r
 }
 
 // beginFiles prepares the files for the next episode: past the kept episodes, the trace is cut
@@ -264,6 +285,22 @@ func (r *coreRunner) endFiles() error {
 	if err := r.flush(); err != nil {
 		return fmt.Errorf("trace file: %w", err)
 	}
+	if err := r.flushLogs(); err != nil {
+		return err
+	}
+	if err := r.syncFiles(); err != nil {
+		return err
+	}
+	end, err := r.file.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return fmt.Errorf("trace file: %w", err)
+	}
+	r.bound.done(end)
+	return nil
+}
+
+// flushLogs flushes the fault log and the transcript to the kernel.
+func (r *coreRunner) flushLogs() error {
 	if r.fw != nil {
 		if err := r.fw.Flush(); err != nil {
 			return fmt.Errorf("fault log: %w", err)
@@ -274,14 +311,6 @@ func (r *coreRunner) endFiles() error {
 			return fmt.Errorf("transcript: %w", err)
 		}
 	}
-	if err := r.syncFiles(); err != nil {
-		return err
-	}
-	end, err := r.file.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return fmt.Errorf("trace file: %w", err)
-	}
-	r.bound.done(end)
 	return nil
 }
 
@@ -348,8 +377,8 @@ func (r *coreRunner) checkX0(x0 []float64) error {
 	return nil // the cloud and the eavesdropper never read it
 }
 
-// sink writes a core's records to the trace and counts the steps it went without inputs.
-func (r *coreRunner) sink(_ sim.Core, rd *sim.Ready) error {
+// sink writes a core's records as trace lines.
+func (r *records) sink(_ sim.Core, rd *sim.Ready) error {
 	for i := range rd.Control {
 		if err := r.ctrace.Write(&rd.Control[i]); err != nil {
 			return err
@@ -381,6 +410,7 @@ func (r *coreRunner) episode(proc *process, st episodeStart) error {
 	if err := r.beginFiles(); err != nil {
 		return err
 	}
+	r.inGroup = false
 	return r.drive(proc, st.ep, gridOrigin(st), func() error { return r.drv.Episode(st.ep, st.x0, nil) })
 }
 
@@ -403,14 +433,14 @@ func (r *coreRunner) drive(proc *process, ep int, origin time.Time, run func() e
 		return err
 	}
 	proc.res.Steps += proc.steps
-	proc.res.Records = r.count()
+	proc.res.Records = r.count() + r.grouped
 	return nil
 }
 
 // linkStats returns the process's per-link counters: its publishers' (injector side) and its
 // cores' (receive side).
 func (r *coreRunner) linkStats() []fault.LinkStats {
-	var lists [][]fault.LinkStats
+	lists := [][]fault.LinkStats{r.inflightCounts().Links}
 	for _, ps := range r.tr.pubs {
 		lists = append(lists, ps.ob.Stats())
 	}
@@ -486,7 +516,9 @@ func (r *coreRunner) finish(proc *process) error {
 		proc.res.Stale += c.Stale()
 	}
 	if r.tr != nil {
-		proc.res.Stale += r.tr.stale
+		in := r.inflightCounts()
+		proc.res.Unexpected += in.Unexpected
+		proc.res.Stale += r.tr.stale + in.Stale
 	}
 	var err error
 	if r.ffile != nil {
@@ -529,6 +561,7 @@ func (r *coreRunner) finish(proc *process) error {
 	if cerr := closeTrace(proc, tw, r.file); err == nil {
 		err = cerr
 	}
+	proc.res.Records += r.grouped
 	if err == nil && serr != nil {
 		err = serr
 	}
@@ -539,12 +572,16 @@ func (r *coreRunner) finish(proc *process) error {
 // of the last episode that came after the cores finished it are compared with the copies
 // used like any other (a forged burst in the last episode is a conflict too), and counted.
 func (r *coreRunner) drainStale() {
+	tr, cores := r.tr, func(*sim.Msg) []sim.Core { return r.cores }
+	if r.inGroup { // to the slot that ran the message's episode
+		tr, cores = r.inflight.slots[0].tr, func(m *sim.Msg) []sim.Core { return r.inflight.slotOf(m.Episode).cores }
+	}
 	for {
-		m, err := r.tr.Recv(time.Time{}) // queued only: the stop already came
+		m, err := tr.Recv(time.Time{}) // queued only: the stop already came
 		if err != nil {
 			return
 		}
-		for _, c := range r.cores {
+		for _, c := range cores(m) {
 			if c.Done() && addressedTo(m, c) { // an unfinished core (interrupted) is left as it is
 				_ = c.Step(m) // a finished core files it as stale: no output, no error
 				c.Ready()

@@ -61,6 +61,16 @@ type Checkpoint struct {
 	Steps    int                  `json:"steps"`
 	Busy     float64              `json:"busy_seconds"`
 	Invalid  bus.CountersSnapshot `json:"invalid"`
+	// Inflight carries the counters of the episodes the process ran in flight (groups) before:
+	// their cores and outboxes are not the checkpointed ones.
+	Inflight *inflightCounts `json:"inflight,omitempty"`
+}
+
+// inflightCounts are the counters of episodes run in flight.
+type inflightCounts struct {
+	Links      []fault.LinkStats `json:"links,omitempty"`
+	Unexpected uint64            `json:"unexpected,omitempty"`
+	Stale      uint64            `json:"stale,omitempty"`
 }
 
 // crashesOf returns the scenario's crashes of the cores a process hosts.
@@ -93,6 +103,10 @@ func (r *coreRunner) crash(proc *process, c sim.Core) error {
 	}
 	for e, ps := range r.tr.pubs {
 		ck.Outboxes[e.String()] = append([]fault.LinkStats(nil), ps.ob.Stats()...)
+	}
+	if r.inflight != nil || r.carried.Links != nil {
+		in := r.inflightCounts()
+		ck.Inflight = &in
 	}
 	var err error
 	if err = syncWriter(r.flush, r.file); err != nil {
@@ -184,6 +198,9 @@ func (r *coreRunner) restoreFrom(proc *process, ck *Checkpoint) error {
 		if err := cut(r.ffile, ck.FaultsOffset); err != nil {
 			return fmt.Errorf("--resume: fault log: %w", err)
 		}
+	}
+	if ck.Inflight != nil {
+		r.carried = *ck.Inflight
 	}
 	r.bound.restore(ck.Finished, ck.KeepEnd)
 	proc.res.Episodes, proc.res.Steps = ck.Episodes, ck.Steps

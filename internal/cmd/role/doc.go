@@ -33,5 +33,16 @@
 // are the cores'; the same seed gives the same numbers as the fast engine (in lockstep, faults
 // included). The transport sees the bus through three small interfaces (transport_io.go), so
 // its unit tests run it over memory; --keep-episodes bounds the process's files (bound.go).
+//
+// Episodes in flight (inflight.go): a ctl.episodes (contract.EpisodesMessage) starts count
+// consecutive episodes at once. The process keeps one set of cores, transport and driver per
+// episode in flight (built once, reused), runs them from one receive loop with the driver's
+// step-wise API (sim.Driver.Begin, Deliver, TickDue), buffers each episode's trace records and
+// fault-log lines, writes them episode by episode when the whole group is done - the files
+// read as if the episodes ran one by one - and answers one ctl.done per episode, in episode
+// order. A publisher whose links have no rule sends the same step of consecutive episodes as
+// one message (bus.Route.Episodes, batch.go), flushed whenever the process is about to wait;
+// with link faults it sends one message per episode. Realtime runs and episodes with a process
+// crash refuse groups of more than one episode.
 // In the code, a process is the OS process (type process); a core is the arithmetic it hosts.
 package role

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -29,9 +30,10 @@ import (
 // errStopped is returned by waits interrupted by ctl.stop, a signal or the launcher going away.
 var errStopped = errors.New("stopped")
 
-// episodeStart is a validated ctl.episode.
+// episodeStart is a validated ctl.episode (or ctl.episodes: a group).
 type episodeStart struct {
 	ep      int
+	count   int       // episodes in flight from ep (ctl.episodes); 0 or 1: ep alone
 	x0      []float64 // nil: the scenario's
 	private bool      // x0 comes on the private challenger subject (await it)
 	sent    time.Time
@@ -45,6 +47,10 @@ type runner interface {
 	checkX0(x0 []float64) error
 	// episode runs one episode; it returns errStopped (wrapped) when stopped midway.
 	episode(proc *process, st episodeStart) error
+	// group runs the st.count episodes of a group in flight from their explicit x(0)s (nil:
+	// the scenario's) and hands done each episode with its trace next, in episode order,
+	// once all are done; errStopped (wrapped) when stopped midway.
+	group(proc *process, st episodeStart, x0s [][]float64, done func(ep int, traceNext int64) error) error
 	// finish flushes the role's files; it runs whatever happened before.
 	finish(proc *process) error
 	// resume restores the checkpoint of a process killed by a crash, announces its rejoin
@@ -88,9 +94,10 @@ type process struct {
 	verify *bus.Verifier // --sign-keys: the senders\' public keys (nil: no signatures)
 	res    contract.ProcessResult
 	resMu  sync.Mutex // res.ConnEvents (the client's goroutine appends)
-	// lastDone is the ctl.done of the newest episode finished: repeated after a reconnect,
-	// for a launcher that may have missed it while the server was down.
-	lastDone atomic.Pointer[bus.Message]
+	// lastDone is the ctl.done of the newest episode finished, or of every episode of the
+	// newest group: repeated after a reconnect, for a launcher that may have missed them
+	// while the server was down.
+	lastDone atomic.Pointer[[]*bus.Message]
 	// reannounce: reconnected since the last episode began; ready is repeated until the
 	// launcher (which may itself have reconnected after this process) starts the next one.
 	reannounce atomic.Bool
@@ -192,7 +199,7 @@ func newProcess(role endpoint.Role, cfg *Config, log zerolog.Logger, scn *scenar
 	}
 	proc := &process{
 		cfg: cfg, log: log, scn: scn, plan: p, planDigest: digest, subj: subj, sender: endpoint.Endpoint{Role: role, ID: cfg.ID}.String(),
-		steps: p.Steps, episodes: make(chan episodeStart, 16), x0s: make(chan x0Msg, 16), stopCh: make(chan struct{}),
+		steps: p.Steps, episodes: make(chan episodeStart, 16), x0s: make(chan x0Msg, maxQueuedX0), stopCh: make(chan struct{}),
 	}
 	proc.lastEp.Store(-1)
 	proc.res = contract.ProcessResult{V: contract.ResultVersion, Run: cfg.Run, Role: role.String(), ID: cfg.ID, Name: cfg.Name(),
@@ -295,8 +302,15 @@ func (proc *process) connEvent(ev bus.Event) {
 	proc.reannounce.Store(true)
 	ready := contract.Ready{PID: os.Getpid(), Plan: proc.planDigest}.Message(proc.cfg.Run, proc.sender)
 	_ = proc.conn.Publish(proc.subj.CtlReady(proc.cfg.Role, proc.cfg.ID), ready)
-	if d := proc.lastDone.Load(); d != nil {
-		_ = proc.conn.Publish(proc.subj.CtlDone(proc.cfg.Role, proc.cfg.ID), d)
+	proc.repeatDone()
+}
+
+// repeatDone publishes again the newest ctl.done (of every episode of the newest group).
+func (proc *process) repeatDone() {
+	if ds := proc.lastDone.Load(); ds != nil {
+		for _, d := range *ds {
+			_ = proc.conn.Publish(proc.subj.CtlDone(proc.cfg.Role, proc.cfg.ID), d)
+		}
 	}
 }
 
@@ -390,8 +404,8 @@ func (proc *process) serveEpisodes(r runner, ready *bus.Message) error {
 			if proc.res.Episodes == 0 || proc.reannounce.Load() {
 				ready.SentUnixNano = time.Now().UnixNano()
 				_ = proc.conn.Publish(proc.subj.CtlReady(proc.cfg.Role, proc.cfg.ID), ready)
-				if d := proc.lastDone.Load(); d != nil && proc.reannounce.Load() {
-					_ = proc.conn.Publish(proc.subj.CtlDone(proc.cfg.Role, proc.cfg.ID), d)
+				if proc.reannounce.Load() {
+					proc.repeatDone()
 				}
 			}
 		case <-proc.stopCh:
@@ -413,6 +427,9 @@ func (proc *process) serveEpisodes(r runner, ready *bus.Message) error {
 // done; errStopped when stopped meanwhile.
 func (proc *process) playEpisode(r runner, st episodeStart) error {
 	proc.reannounce.Store(false)
+	if st.count > 1 {
+		return proc.playGroup(r, st)
+	}
 	if st.private {
 		x0, err := proc.awaitX0(st.ep)
 		if err != nil {
@@ -432,13 +449,45 @@ func (proc *process) playEpisode(r runner, st episodeStart) error {
 	return proc.episodeDone(st.ep, start, r.traceNext())
 }
 
+// playGroup runs the group of episodes st starts (awaiting their private x(0)s first) and
+// reports each done, in episode order; errStopped when stopped meanwhile.
+func (proc *process) playGroup(r runner, st episodeStart) error {
+	var x0s [][]float64
+	if st.private {
+		var err error
+		if x0s, err = proc.awaitX0s(st.ep, st.count); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	var dones []*bus.Message
+	err := r.group(proc, st, x0s, func(ep int, traceNext int64) error {
+		d, err := proc.publishDone(ep, traceNext)
+		dones = append(dones, d)
+		repeat := slices.Clone(dones) // read by the client's goroutine on a reconnect
+		proc.lastDone.Store(&repeat)
+		return err
+	})
+	proc.busy += time.Since(start)
+	if err != nil {
+		if errors.Is(err, errStopped) {
+			return errStopped
+		}
+		return fmt.Errorf("episodes %d..%d: %w", st.ep, st.ep+st.count-1, err)
+	}
+	if err := proc.flush(); err != nil {
+		return err
+	}
+	proc.log.Debug().Int("first", st.ep).Int("count", st.count).Dur("took", time.Since(start)).Msg("episodes done")
+	return nil
+}
+
 // episodeDone counts a finished episode and reports it (ctl.done), with where the next
 // episode's records begin in the trace file (traceNext).
 func (proc *process) episodeDone(ep int, start time.Time, traceNext int64) error {
-	proc.res.Episodes++
-	done := contract.Done{Steps: proc.steps, Missed: proc.clock.Stats().Missed, PID: os.Getpid(), TraceNext: traceNext}.Message(proc.cfg.Run, proc.sender, ep)
-	proc.lastDone.Store(done)
-	if err := proc.conn.Publish(proc.subj.CtlDone(proc.cfg.Role, proc.cfg.ID), done); err != nil {
+	d, err := proc.publishDone(ep, traceNext)
+	proc.lastDone.Store(&[]*bus.Message{d})
+	if err != nil {
 		return err
 	}
 	if err := proc.flush(); err != nil {
@@ -446,6 +495,14 @@ func (proc *process) episodeDone(ep int, start time.Time, traceNext int64) error
 	}
 	proc.log.Debug().Int("episode", ep).Dur("took", time.Since(start)).Msg("episode done")
 	return nil
+}
+
+// publishDone counts a finished episode and publishes its ctl.done (not flushed), which it
+// returns.
+func (proc *process) publishDone(ep int, traceNext int64) (*bus.Message, error) {
+	proc.res.Episodes++
+	done := contract.Done{Steps: proc.steps, Missed: proc.clock.Stats().Missed, PID: os.Getpid(), TraceNext: traceNext}.Message(proc.cfg.Run, proc.sender, ep)
+	return done, proc.conn.Publish(proc.subj.CtlDone(proc.cfg.Role, proc.cfg.ID), done)
 }
 
 // flush waits (at most --timeout) until the server has processed what this process published.
@@ -527,17 +584,10 @@ func (proc *process) awaitX0(ep int) ([]float64, error) {
 func (proc *process) subscribeCtl(r runner) error {
 	o := bus.CtlOptions{Expect: bus.Expect{Run: proc.cfg.Run, Episode: bus.AnyEpisode}, Counters: &proc.ctl, OnInvalid: proc.logInvalid, Verify: proc.verify}
 	ep, err := proc.conn.SubscribeCtl(proc.subj.CtlEpisode(), o, func(subject string, m *bus.Message) {
-		if m.Kind != bus.CtlEpisode && m.Kind != bus.CtlEpisodeX0 {
-			proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonKind, Detail: fmt.Sprintf("kind %q on ctl.episode", m.Kind)})
+		st, err := parseEpisodeStart(m, r, proc.takesX0())
+		if err != nil {
+			proc.invalid(&proc.ctl, subject, err)
 			return
-		}
-		private := m.Kind == bus.CtlEpisodeX0 && proc.takesX0()
-		x0 := contract.X0(m) // hand-driven runs may still put x(0) on ctl.episode
-		if x0 != nil {
-			if err := r.checkX0(x0); err != nil {
-				proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonDim, Detail: err.Error()})
-				return
-			}
 		}
 		if int64(m.Episode) <= proc.lastEp.Load() {
 			proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonEpisode,
@@ -545,8 +595,8 @@ func (proc *process) subscribeCtl(r runner) error {
 			return
 		}
 		select {
-		case proc.episodes <- episodeStart{ep: m.Episode, x0: x0, private: private, sent: time.Unix(0, m.SentUnixNano)}:
-			proc.lastEp.Store(int64(m.Episode))
+		case proc.episodes <- st:
+			proc.lastEp.Store(int64(st.ep + max(st.count, 1) - 1))
 		default:
 			proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonAhead, Detail: "too many episodes queued"})
 		}
@@ -563,6 +613,33 @@ func (proc *process) subscribeCtl(r runner) error {
 	}
 	proc.ctlSubs = append(proc.ctlSubs, ep, st)
 	return nil
+}
+
+// parseEpisodeStart reads a ctl.episode (one episode, its x(0) on the message in hand-driven
+// runs) or a ctl.episodes (a group: first and count); private says the x(0)s come on the
+// challenger's private subject (for a process that takes them).
+func parseEpisodeStart(m *bus.Message, r runner, takesX0 bool) (episodeStart, error) {
+	st := episodeStart{ep: m.Episode, sent: time.Unix(0, m.SentUnixNano)}
+	switch m.Kind {
+	case bus.CtlEpisode, bus.CtlEpisodeX0:
+		st.private = m.Kind == bus.CtlEpisodeX0 && takesX0
+		st.x0 = contract.X0(m) // hand-driven runs may still put x(0) on ctl.episode
+		if st.x0 != nil {
+			if err := r.checkX0(st.x0); err != nil {
+				return st, &bus.InvalidError{Reason: bus.ReasonDim, Detail: err.Error()}
+			}
+		}
+	case bus.CtlEpisodes, bus.CtlEpisodesX0:
+		first, count, err := contract.ParseEpisodes(m)
+		if err != nil {
+			return st, err
+		}
+		st.ep, st.count = first, count
+		st.private = m.Kind == bus.CtlEpisodesX0 && takesX0
+	default:
+		return st, &bus.InvalidError{Reason: bus.ReasonKind, Detail: fmt.Sprintf("kind %q on ctl.episode", m.Kind)}
+	}
+	return st, nil
 }
 
 // grid returns the origin of a realtime episode's tick grid.

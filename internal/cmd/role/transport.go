@@ -29,11 +29,8 @@ type natsTransport struct {
 	realtime bool
 	ep       int
 	msg      sim.Msg
-	lines    map[string]*delayLine // wall-clock delay lines per subscriber (ms rules only)
-	lineMu   sync.Mutex
-	lineErr  error
-	wg       sync.WaitGroup
-	except   []string // scratch of a broadcast's Except
+	lines    *delayLines // wall-clock delay lines per subscriber (ms rules only), shared by siblings
+	except   []string    // scratch of a broadcast's Except
 	exceptEP []endpoint.Endpoint
 	// crashes of subscribers (faults.crashes) and the rejoins heard: a delivery due to a
 	// restarted subscriber from its restart step waits for its ctl.rejoin.
@@ -43,6 +40,29 @@ type natsTransport struct {
 	// an episode already finished (a delayed copy meant for the plant that the eavesdropper
 	// hears after it began its next episode); the cores count their own stale deliveries.
 	stale uint64
+	// batch, when set, coalesces the plain broadcasts of the publishers whose links have no
+	// rule with those of the other episodes in flight (inflight.go); nil: one message each.
+	batch *coalescer
+	// split is the batched message being handed out one episode at a time (Recv).
+	split batchSplit
+	// made is what sibling needs to build the transport of another episode in flight.
+	made transportMade
+}
+
+// transportMade is what a transport was built from.
+type transportMade struct {
+	tio  transportIO
+	subj bus.Subjects
+	topo sim.Topology
+	inj  *fault.Injector
+}
+
+// delayLines are the wall-clock delay lines of a process's transports, one per subscriber.
+type delayLines struct {
+	lines map[string]*delayLine
+	mu    sync.Mutex
+	err   error
+	wg    sync.WaitGroup
 }
 
 // pubStream is one hosted publisher: its bus publisher, outbox and subscribers' names.
@@ -54,6 +74,9 @@ type pubStream struct {
 	// wall is set when a link has wall-clock (ms) delays: every delivery then goes through
 	// the per-subscriber delay lines, which keep each subscriber's order.
 	wall bool
+	// coalesce: no link of the publisher has a rule (fault.Outbox.Clear), so every release is
+	// one plain broadcast, which may travel with the other episodes' of the same step.
+	coalesce bool
 }
 
 // newNATSTransport is the transport of proc's cores: its deliveries come from in, its
@@ -84,7 +107,8 @@ func newNATSTransport(proc *process, in *bus.Inbox, cores []sim.Core, inj *fault
 // scenario crashes processes, the rejoins its deliveries wait for.
 func newTransport(tio transportIO, subj bus.Subjects, topo sim.Topology, cores []sim.Core, inj *fault.Injector, crashes []scenario.Crash) *natsTransport {
 	t := &natsTransport{run: tio.run, in: tio.in, conn: tio.conn, stop: tio.stop, pubs: map[endpoint.Endpoint]*pubStream{}, hosted: map[endpoint.Endpoint]bool{},
-		senders: map[endpoint.Endpoint]bool{}, realtime: tio.realtime, lines: map[string]*delayLine{}}
+		senders: map[endpoint.Endpoint]bool{}, realtime: tio.realtime, lines: &delayLines{lines: map[string]*delayLine{}},
+		made: transportMade{tio: tio, subj: subj, topo: topo, inj: inj}}
 	for _, c := range cores {
 		t.hosted[c.Endpoint()] = true
 		for _, s := range c.Senders() {
@@ -106,12 +130,23 @@ func newTransport(tio transportIO, subj bus.Subjects, topo sim.Topology, cores [
 				ps.wall = true
 			}
 		}
+		ps.coalesce = ps.ob.Clear() && !ps.wall && !tio.realtime && len(crashes) == 0
 		t.pubs[from] = ps
 	}
 	if len(crashes) > 0 && len(t.pubs) > 0 {
 		t.crashes, t.rejoins = crashes, newRejoins()
 	}
 	return t
+}
+
+// sibling returns the transport of another set of the same cores (an episode in flight): its
+// own outboxes (link fates and counters per episode) and publishers, the same inbox, delay
+// lines, rejoins and coalescer.
+func (t *natsTransport) sibling(cores []sim.Core) *natsTransport {
+	m := t.made
+	s := newTransport(m.tio, m.subj, m.topo, cores, m.inj, t.crashes)
+	s.lines, s.rejoins, s.batch = t.lines, t.rejoins, t.batch
+	return s
 }
 
 // Crashed implements sim.Crasher: the copies a crashed publisher's links held die with it.
@@ -144,8 +179,14 @@ func (t *natsTransport) awaitRejoin(ps *pubStream, at int, to string, except []s
 
 // begin starts episode ep: only its messages are valid; the outboxes begin the episode.
 func (t *natsTransport) begin(ep int) {
-	t.ep = ep
 	t.in.SetEpisode(ep)
+	t.beginOutboxes(ep)
+}
+
+// beginOutboxes starts episode ep on the outboxes only (an episode in flight: the inbox takes
+// the whole group's).
+func (t *natsTransport) beginOutboxes(ep int) {
+	t.ep = ep
 	for _, ps := range t.pubs {
 		ps.ob.Begin(ep)
 	}
@@ -156,10 +197,11 @@ func (t *natsTransport) end() error {
 	for _, ps := range t.pubs {
 		ps.ob.End()
 	}
-	t.wg.Wait()
-	t.lineMu.Lock()
-	defer t.lineMu.Unlock()
-	return t.lineErr
+	l := t.lines
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }
 
 // Send implements sim.Transport.
@@ -192,6 +234,10 @@ func (t *natsTransport) Send(o *sim.Out) error {
 			}
 		}
 		if !ps.wall {
+			if t.batch != nil && ps.coalesce && r.IsZero() {
+				t.batch.add(ps, t.ep, d.Step, d.Values)
+				return
+			}
 			err = ps.pub.SendRouted(t.ep, d.Step, d.Values, r)
 			return
 		}
@@ -213,10 +259,14 @@ func (t *natsTransport) Send(o *sim.Out) error {
 	return err
 }
 
-// Recv implements sim.Transport: the next delivery addressed to a hosted core.
+// Recv implements sim.Transport: the next delivery addressed to a hosted core. A batched
+// message (bus.Route.Episodes) is handed out as one delivery per episode, in episode order.
 func (t *natsTransport) Recv(deadline time.Time) (*sim.Msg, error) {
+	if t.split.next < t.split.n {
+		return t.split.part(&t.msg), nil
+	}
 	for {
-		m, err := t.in.Next(deadline)
+		m, err := t.next(deadline)
 		switch {
 		case errors.Is(err, bus.ErrTimeout):
 			return nil, sim.ErrIdle
@@ -252,8 +302,29 @@ func (t *natsTransport) Recv(deadline time.Time) (*sim.Msg, error) {
 			}
 			t.msg.Except = t.exceptEP
 		}
+		if n := m.Route.Count(); n > 1 {
+			t.split = batchSplit{vals: m.Values, ep: m.Episode, n: n, dim: len(m.Values) / n}
+			return t.split.part(&t.msg), nil
+		}
 		return &t.msg, nil
 	}
+}
+
+// next is the inbox's next message. Before the inbox waits, the coalesced outputs go out: a
+// process sends what its cores released for every episode in flight once it has nothing left
+// to deliver (it is what its peers wait for).
+func (t *natsTransport) next(deadline time.Time) (*bus.Message, error) {
+	if t.batch == nil || !t.batch.pending() {
+		return t.in.Next(deadline)
+	}
+	m, err := t.in.Next(time.Time{})
+	if !errors.Is(err, bus.ErrTimeout) {
+		return m, err
+	}
+	if err := t.batch.flush(); err != nil {
+		return nil, err
+	}
+	return t.in.Next(deadline)
 }
 
 // delayLine publishes one subscriber's delayed deliveries in order, each not before its time.
@@ -271,13 +342,13 @@ type delayed struct {
 }
 
 func (t *natsTransport) queue(ps *pubStream, r bus.Route, d *fault.Delivery) {
-	l := t.lines[r.To]
+	l := t.lines.lines[r.To]
 	if l == nil {
 		l = &delayLine{ch: make(chan delayed, 1<<12)}
-		t.lines[r.To] = l
+		t.lines.lines[r.To] = l
 		go t.runLine(l)
 	}
-	t.wg.Add(1)
+	t.lines.wg.Add(1)
 	l.ch <- delayed{due: time.Now().Add(d.Delay), ps: ps, ep: t.ep, step: d.Step, vals: append([]float64(nil), d.Values...), route: r}
 }
 
@@ -289,20 +360,20 @@ func (t *natsTransport) runLine(l *delayLine) {
 		m := bus.Message{V: bus.Version, Run: t.run, Episode: d.ep, Step: d.step, Sender: d.ps.sender,
 			SentUnixNano: time.Now().UnixNano(), Kind: d.ps.kind, Values: d.vals}
 		if err := t.conn.PublishRouted(d.ps.subject, &m, d.route); err != nil {
-			t.lineMu.Lock()
-			if t.lineErr == nil {
-				t.lineErr = err
+			t.lines.mu.Lock()
+			if t.lines.err == nil {
+				t.lines.err = err
 			}
-			t.lineMu.Unlock()
+			t.lines.mu.Unlock()
 		}
-		t.wg.Done()
+		t.lines.wg.Done()
 	}
 }
 
-// close stops the delay lines.
+// close stops the delay lines (those its siblings share too).
 func (t *natsTransport) close() {
-	for _, l := range t.lines {
+	for _, l := range t.lines.lines {
 		close(l.ch)
 	}
-	t.lines = map[string]*delayLine{}
+	t.lines.lines = map[string]*delayLine{}
 }

@@ -17,6 +17,8 @@ type deliveries interface {
 	Next(deadline time.Time) (*bus.Message, error)
 	// SetEpisode makes episode ep the current one.
 	SetEpisode(ep int)
+	// SetEpisodes makes the count episodes from first the current ones (episodes in flight).
+	SetEpisodes(first, count int)
 }
 
 // streamSender publishes one hosted publisher's messages with their routes: a bus.Publisher.

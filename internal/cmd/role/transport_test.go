@@ -23,6 +23,7 @@ type memInbox struct {
 	msgs    []*bus.Message
 	stopped bool
 	ep      int
+	count   int // episodes in flight from ep
 }
 
 func (in *memInbox) Next(time.Time) (*bus.Message, error) {
@@ -37,7 +38,9 @@ func (in *memInbox) Next(time.Time) (*bus.Message, error) {
 	return m, nil
 }
 
-func (in *memInbox) SetEpisode(ep int) { in.ep = ep }
+func (in *memInbox) SetEpisode(ep int) { in.SetEpisodes(ep, 1) }
+
+func (in *memInbox) SetEpisodes(first, count int) { in.ep, in.count = first, count }
 
 // sent is one message the transport put on the in-memory wire.
 type sent struct {

@@ -1,0 +1,143 @@
+package launch
+
+import (
+	"fmt"
+
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// DefaultInflight is the default group size of a lockstep run (dpsim run --inflight, dpsim
+// audit --engine wire --inflight): the episodes kept in flight at once over the same processes.
+// Measured on 2 loaded cores (the vehicle over NATS, 500 episodes, K alternating in each round:
+// internal/cmd/run BenchmarkInflight, two runs), plant steps per second inside episodes against
+// K = 1: K = 16 10.5-12.7x, K = 32 17.7-23.2x, K = 64 14.9-26.1x; over the whole run (start-up
+// and stop included) K = 32 was best (16.9x, K = 64 8.8x). The per-step messaging cost is
+// shared by the K episodes until the step's arithmetic and the larger messages dominate.
+const DefaultInflight = 32
+
+// DefaultInflightFor is the default group size of plan p's processes when each hosts up to
+// agentsPerProcess consensus agents: DefaultInflight / the cores a process hosts, at least 1.
+// A host already sends one message per step for all its agents, so its messages carry
+// DefaultInflight cores' outputs (where the gain of the vehicle's flattened) with fewer
+// episodes in flight, and its memory - one set of cores per episode in flight - stays that of
+// about DefaultInflight cores (measured: a ring of 10,000 agents in hosts of 1,000 gained
+// nothing from 32 in flight, at 11x the memory).
+func DefaultInflightFor(p *plan.Plan, agentsPerProcess int) int {
+	cores := 1
+	if p.Scenario.Kind == scenario.Consensus && p.Graph != nil {
+		cores = min(max(agentsPerProcess, 1), p.Graph.N)
+	}
+	return max(1, DefaultInflight/cores)
+}
+
+// Why an episode runs in a group of its own: a fault the launcher acts on at a step of that
+// episode (a checkpoint holds one episode's cores; a server restart or proxy reset is
+// triggered by the step of one episode on the bus).
+const (
+	AloneCrash         = "crash"          // faults.crashes (also episode: all)
+	AloneServerRestart = "server_restart" // faults.server_restarts
+	AloneProxy         = "proxy"          // a faults.proxies reset
+)
+
+// Group is a run of Count consecutive episodes First..First+Count-1 played at once (one
+// ctl.episodes; Count 1: the single ctl.episode). Alone says why an episode was kept in a
+// group of its own ("": it was not).
+type Group struct {
+	First, Count int
+	Alone        string
+}
+
+// Last is the group's last episode.
+func (g Group) Last() int { return g.First + g.Count - 1 }
+
+// String names the group's episodes: "episode 4" or "episodes 4..19".
+func (g Group) String() string {
+	if g.Count == 1 {
+		return fmt.Sprintf("episode %d", g.First)
+	}
+	return fmt.Sprintf("episodes %d..%d", g.First, g.Last())
+}
+
+// NextGroup is the group that starts at episode first, among the episodes first..end-1 (end >
+// first) of a point whose faults are f, with at most k episodes in flight (k < 1: 1): up to k
+// consecutive episodes, except that an episode in which f schedules a process crash, a server
+// restart or a proxy reset runs alone, and no group reaches past end (a point's last episode;
+// a resumed point starts its groups at its first episode, so no group spans a resume).
+func NextGroup(f *scenario.FaultsSpec, first, end, k int) Group {
+	if why := aloneReason(f, first); why != "" {
+		return Group{First: first, Count: 1, Alone: why}
+	}
+	n := 1
+	for n < k && first+n < end && aloneReason(f, first+n) == "" {
+		n++
+	}
+	return Group{First: first, Count: n}
+}
+
+// aloneReason says why episode ep must run alone under the faults f ("": it need not).
+func aloneReason(f *scenario.FaultsSpec, ep int) string {
+	if f == nil {
+		return ""
+	}
+	for i := range f.Crashes {
+		if f.Crashes[i].In(ep) {
+			return AloneCrash
+		}
+	}
+	for _, r := range f.ServerRestarts {
+		if r.Episode == ep {
+			return AloneServerRestart
+		}
+	}
+	for _, x := range f.Proxies {
+		for _, at := range x.Resets {
+			if at.Episode == ep {
+				return AloneProxy
+			}
+		}
+	}
+	return ""
+}
+
+// InflightCounts count how a session's episodes were grouped: the groups played, the largest,
+// and the episodes run alone by reason (NextGroup).
+type InflightCounts struct {
+	Groups  int         `json:"groups"`
+	Largest int         `json:"largest_group"`
+	Alone   AloneCounts `json:"alone"`
+}
+
+// AloneCounts count the episodes run in a group of their own because of a fault scheduled in
+// them (a group that is alone only because of K = 1 or the point's end is not counted).
+type AloneCounts struct {
+	Crash         int `json:"crash"`
+	ServerRestart int `json:"server_restart"`
+	Proxy         int `json:"proxy"`
+}
+
+// Total is the number of episodes run alone.
+func (a AloneCounts) Total() int { return a.Crash + a.ServerRestart + a.Proxy }
+
+// Add counts the played group g.
+func (c *InflightCounts) Add(g Group) {
+	c.Groups++
+	c.Largest = max(c.Largest, g.Count)
+	switch g.Alone {
+	case AloneCrash:
+		c.Alone.Crash++
+	case AloneServerRestart:
+		c.Alone.ServerRestart++
+	case AloneProxy:
+		c.Alone.Proxy++
+	}
+}
+
+// Merge adds the counts of o (another point's).
+func (c *InflightCounts) Merge(o InflightCounts) {
+	c.Groups += o.Groups
+	c.Largest = max(c.Largest, o.Largest)
+	c.Alone.Crash += o.Alone.Crash
+	c.Alone.ServerRestart += o.Alone.ServerRestart
+	c.Alone.Proxy += o.Alone.Proxy
+}
