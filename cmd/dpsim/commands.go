@@ -8,6 +8,7 @@ import (
 	"github.com/dpsim/dpsim/internal/cmd/role"
 	runcmd "github.com/dpsim/dpsim/internal/cmd/run"
 	vecsumcmd "github.com/dpsim/dpsim/internal/cmd/vecsum"
+	workercmd "github.com/dpsim/dpsim/internal/cmd/worker"
 )
 
 // commands is the table of subcommands; each lives in its own internal/cmd package.
@@ -22,6 +23,7 @@ func commands() map[string]cli.Command {
 		role.CloudCommand,
 		role.AgentCommand,
 		role.EveCommand,
+		workercmd.Command,
 	}
 	m := make(map[string]cli.Command, len(list))
 	for _, c := range list {

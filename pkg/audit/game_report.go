@@ -66,6 +66,9 @@ type GameReport struct {
 	ElapsedSec     float64  `json:"elapsed_sec"`
 	EpisodesPerSec float64  `json:"episodes_per_sec"`
 	Notes          []string `json:"notes"`
+	// Dispatch, when the trials were played by workers (dpsim audit --dispatch), is what the
+	// dispatch did (internal/farm.Report: the workers, re-issued chunks, refused answers).
+	Dispatch any `json:"dispatch,omitempty"`
 }
 
 // Best returns the analysis of the headline score.

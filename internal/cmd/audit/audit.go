@@ -20,8 +20,11 @@ import (
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/farm"
+	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/audit"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/privacy"
 	"github.com/dpsim/dpsim/pkg/scenario"
@@ -39,7 +42,7 @@ const DefaultTrials = 100_000
 
 const synopsis = `dpsim audit SCENARIO [--engine fast|wire] [--trials N] [--audit-adjacency manifold|block]
                    [--confidence C] [--seed S] [--out DIR] [--json] [--workers W] [--nats-url URL]
-                   [--fail-on-violation]`
+                   [--fail-on-violation] [--dispatch] [--spawn-workers N] [--worker-listen ADDR]`
 
 const description = `Audits the scenario's privacy claim empirically: plays the distinguishing game and reports lower
 bounds on epsilon with a verdict (docs/math.md section 6).
@@ -65,8 +68,8 @@ the system ignores the secret, the bounds must stay at 0.
 
 Engines: fast runs the same role cores in-process on every core (deterministic for a seed whatever
 --workers); wire spawns the real role processes over NATS (dpsim run's launcher and roles, in
-lockstep; an embedded server unless --nats-url or $NATS_URL) with the launcher as the challenger;
-for the same seed both engines play bit-identical episodes. The seed is
+lockstep; an embedded server unless --nats-url or $NATS_URL) with the launcher as the challenger,
+--inflight trials at once; for the same seed both engines play bit-identical episodes. The seed is
 --seed, else the scenario's, else drawn from crypto/rand (reported). A sweep audits every point.
 
 With --out DIR: DIR/audit.json (the --json object), DIR/report.md and the trade-off plot
@@ -113,6 +116,11 @@ type Options struct {
 	Progress        bool
 	// Exe is the dpsim binary the wire engine spawns (default os.Executable()).
 	Exe string
+	// Inflight is --inflight: the wire engine's trials kept in flight at once.
+	Inflight int
+	// Farm is --dispatch, --spawn-workers, --worker-listen: the fast engine's trials played by
+	// `dpsim worker` processes (internal/farm).
+	Farm farm.Flags
 }
 
 func parseOptions(args []string, stderr io.Writer) (*Options, error) {
@@ -127,13 +135,15 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.StringVar(&o.Out, "out", "", "output directory for audit.json, report.md and the trade-off plot (PNG and SVG); nothing is written without it")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object on stdout (epsilon_claimed, delta, epsilon_lb_cp, epsilon_lb_gdp, mu_gdp, trials, engine, verdict, pair, adjacencies, scores, seed, ...) instead of the table")
 	fs.IntVar(&o.Workers, "workers", 0, "fast engine: goroutines playing trials (0 = every core); the result does not depend on it")
-	fs.StringVar(&o.NATSURL, "nats-url", "", "wire engine: NATS server URL (default $NATS_URL; if both are empty an embedded server is started on a random loopback port)")
+	fs.StringVar(&o.NATSURL, "nats-url", "", "wire engine and --dispatch: NATS server URL (default $NATS_URL; if both are empty an embedded server is started on a random loopback port)")
 	fs.BoolVar(&o.FailOnViolation, "fail-on-violation", false, "exit with status 3 when the verdict is violation (default: exit 0 whatever the verdict)")
 	fs.StringVar(&sel, "selection", string(audit.SelectSplit), "how test thresholds are chosen: split (choose on half the trials, bound on the other half) or bonferroni (a fixed grid, corrected)")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "wire engine: longest wait for one step's messages in every role process")
 	fs.StringVar(&o.Encoding, "encoding", "binary", "wire engine: encoding of the data messages, binary (faster; float64 bits exact) or json (readable with nats sub; also exact)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "zerolog level of the log on stderr (and of the role processes' logs): trace, debug, info, warn, error")
 	fs.BoolVar(&o.Progress, "progress", true, "show a progress bar while trials run (only when stderr is a terminal)")
+	o.Farm.Define(fs)
+	fs.IntVar(&o.Inflight, "inflight", launch.DefaultInflight, "wire engine: trials kept in flight at once over the same role processes (1..1024; each trial's x(0) still travels alone on the private line); the outcome does not depend on it, only the speed (see dpsim run --help)")
 	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/audit-vehicle-structured.yaml")
 	if err != nil {
 		return nil, err
@@ -179,6 +189,12 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	}
 	if _, err := bus.ParseEncoding(o.Encoding); err != nil {
 		return nil, cli.UsageError("--encoding: %v", err)
+	}
+	if o.Inflight < 1 || o.Inflight > contract.MaxInflight {
+		return nil, cli.UsageError("--inflight %d: want 1..%d trials in flight", o.Inflight, contract.MaxInflight)
+	}
+	if err := o.Farm.Check(o.Engine == audit.EngineFast, "--engine fast"); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -237,6 +253,10 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	if err != nil {
 		return err
 	}
+	if err := a.startDispatch(ctx, stderr); err != nil {
+		return err
+	}
+	defer a.stopDispatch()
 	if o.Out != "" {
 		if err := os.MkdirAll(o.Out, 0o755); err != nil {
 			return fmt.Errorf("--out: %w", err)
@@ -267,6 +287,9 @@ type auditRun struct {
 	pointConf float64 // confidence of each point: 1 - (1 - conf)/K (Bonferroni)
 	log       zerolog.Logger
 	bar       *progressbar.ProgressBar // nil without a terminal or without --progress
+	gameOpts  audit.GameOptions        // what every point's game was built with (a worker builds the same)
+	farm      *farm.Coordinator        // --dispatch: the workers' coordinator (nil: in-process)
+	notes     []string                 // the engine's notes on the point being played (wire: the trials in flight)
 }
 
 // newAuditRun resolves the trials, adjacency and confidence (flags first, then the scenario's audit
@@ -294,12 +317,13 @@ func newAuditRun(o *Options, s *scenario.Scenario, seed uint64, log zerolog.Logg
 		conf = 0.95
 	}
 	points := s.Expand()
-	games, err := newGames(points, audit.GameOptions{Adjacency: adj, Pair: spec.Pair})
+	gameOpts := audit.GameOptions{Adjacency: adj, Pair: spec.Pair}
+	games, err := newGames(points, gameOpts)
 	if err != nil {
 		return nil, err
 	}
 	return &auditRun{
-		o: o, name: s.Name, points: points, games: games, seed: seed, trials: trials, conf: conf,
+		o: o, name: s.Name, points: points, games: games, gameOpts: gameOpts, seed: seed, trials: trials, conf: conf,
 		// Every point is one more chance of a false violation: a sweep's points are analysed at
 		// 1 - (1 - conf)/K each (Bonferroni), so its overall verdict holds at the stated conf.
 		pointConf: 1 - (1-conf)/float64(len(points)),
@@ -369,6 +393,8 @@ func (a *auditRun) playPoint(ctx context.Context, k int, g *audit.Game, stdout i
 		return nil, pointErr(n, k, pt, aerr)
 	}
 	rep.Scenario = pt.Name
+	a.noteDispatch(rep)
+	rep.Notes, a.notes = append(rep.Notes, a.notes...), nil // the engine's, on this point
 	if n > 1 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("sweep point %d of %d: its bounds hold jointly at %g, so that those of all %d points hold jointly at %g (Bonferroni)",
 			k, n, a.pointConf, n, a.conf))
@@ -393,9 +419,13 @@ func (a *auditRun) play(ctx context.Context, k int, g *audit.Game) (*audit.Outco
 		Str("audited", string(g.Audited)).Str("calibrated", string(g.Calibrated)).Msg("playing the game")
 	switch a.o.Engine {
 	case audit.EngineFast:
+		if a.farm != nil {
+			return a.farm.Audit(ctx, k, g, a.gameOpts, a.seed, a.trials, progress)
+		}
 		return audit.PlayFast(ctx, g, audit.FastOptions{Trials: a.trials, Seed: a.seed, Workers: a.o.Workers, Progress: progress})
 	default:
-		return runWire(ctx, a.o, wireConfig{point: k, points: len(a.points), game: g, seed: a.seed, trials: a.trials, log: a.log, progress: progress})
+		return runWire(ctx, a.o, wireConfig{point: k, points: len(a.points), game: g, seed: a.seed, trials: a.trials, log: a.log, progress: progress,
+			inflight: a.o.Inflight, note: func(s string) { a.notes = append(a.notes, s) }})
 	}
 }
 

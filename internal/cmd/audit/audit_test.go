@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/dpsimtest"
+	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/audit"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
@@ -53,7 +55,7 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 	err := Run([]string{"--help"}, &out, &errb)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	for _, f := range []string{"engine", "trials", "audit-adjacency", "confidence", "seed", "out", "json", "workers",
-		"nats-url", "fail-on-violation", "selection", "timeout", "encoding", "log-level", "progress"} {
+		"nats-url", "fail-on-violation", "selection", "timeout", "encoding", "log-level", "progress", "inflight"} {
 		require.Regexp(t, `\n  -`+f+`[ \n]`, errb.String(), "flag %s", f)
 	}
 	require.Contains(t, errb.String(), "EACH value of the secret bit")
@@ -216,23 +218,37 @@ func TestWireAgreesWithFast(t *testing.T) {
 }
 
 // BenchmarkWireEngine: 2000 episodes of the vehicle (T = 100) over NATS with the real processes
-// (target: < 60 s). One iteration is one `dpsim audit --engine wire --trials 1000` (process start-up,
-// embedded server, the episodes, shutdown and the analysis included).
+// (target: < 60 s), with one trial at a time (K=1) and with the default trials in flight
+// (K=<launch.DefaultInflight>). One iteration is one `dpsim audit --engine wire --trials 1000
+// --inflight K` (process start-up, embedded server, the episodes, shutdown and the analysis
+// included). $DPSIM_BENCH_WIRE_TRIALS sets the trials per secret bit (the acceptance: 10000,
+// 20,000 episodes in <= 90 s at the default K).
+//
+//	DPSIM_BENCH_WIRE_TRIALS=10000 go test ./internal/cmd/audit -run '^$' -bench 'WireEngine/K=32' -benchtime 1x
 func BenchmarkWireEngine(b *testing.B) {
-	const trials = 1000
-	for b.Loop() {
-		start := time.Now()
-		cmd := exec.Command(dpsimBin, "audit", scenarioPath("audit-vehicle-structured"), "--engine", "wire",
-			"--trials", fmt.Sprint(trials), "--json", "--log-level", "warn")
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		cmd.Env = append(os.Environ(), "NATS_URL=")
-		if err := cmd.Run(); err != nil {
-			b.Fatalf("%v: %s", err, errb.String())
-		}
-		r := decodeReport(b, out.String())
-		b.ReportMetric(time.Since(start).Seconds(), "s/2000episodes")
-		b.ReportMetric(r.EpisodesPerSec, "episodes/s")
+	trials := 1000
+	if s := os.Getenv("DPSIM_BENCH_WIRE_TRIALS"); s != "" {
+		var err error
+		trials, err = strconv.Atoi(s)
+		require.NoError(b, err, "DPSIM_BENCH_WIRE_TRIALS")
+	}
+	for _, k := range []int{1, launch.DefaultInflight} {
+		b.Run(fmt.Sprintf("K=%d", k), func(b *testing.B) {
+			for b.Loop() {
+				start := time.Now()
+				cmd := exec.Command(dpsimBin, "audit", scenarioPath("audit-vehicle-structured"), "--engine", "wire",
+					"--trials", fmt.Sprint(trials), "--json", "--log-level", "warn", "--inflight", fmt.Sprint(k))
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				cmd.Env = append(os.Environ(), "NATS_URL=")
+				if err := cmd.Run(); err != nil {
+					b.Fatalf("%v: %s", err, errb.String())
+				}
+				r := decodeReport(b, out.String())
+				b.ReportMetric(time.Since(start).Seconds(), fmt.Sprintf("s/%depisodes", 2*trials))
+				b.ReportMetric(r.EpisodesPerSec, "episodes/s")
+			}
+		})
 	}
 }
 

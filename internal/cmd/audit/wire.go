@@ -30,6 +30,10 @@ type wireConfig struct {
 	trials        int
 	log           zerolog.Logger
 	progress      func(done, total int)
+	// inflight is the most trials kept in flight at once (--inflight; launch.NextGroup).
+	inflight int
+	// note, if set, receives the line the outputs carry on the episodes in flight.
+	note func(string)
 }
 
 // runWire plays the game with the real processes over NATS (the wire engine).
@@ -43,7 +47,9 @@ type wireConfig struct {
 // contract path of episode e, exactly as the fast engine. The eavesdropper process estimates x(0)
 // from the data subjects only (it never receives the chosen x(0): that subject lies outside the dpsim.<run>.> it sniffs) and records its estimate at every step in its
 // trace file; after the last episode the launcher reads the estimates of step T-1, scores them
-// with the public pair and joins them with its secret bits.
+// with the public pair and joins them with its secret bits. The trials are played in groups of
+// up to --inflight episodes in flight (Session.Group, each episode's x(0) on the private line):
+// the outcome does not depend on it.
 func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, error) {
 	g := c.game
 	p := g.Plan
@@ -72,6 +78,7 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 	cfg := launch.SessionConfig{
 		Exe: exe, ScenarioPath: o.ScenarioPath, Point: c.point, Plan: p, Seeds: sim.NewSeeds(c.seed), Run: runID,
 		Dir: dir, Mode: bus.Lockstep, Timeout: o.Timeout, LogLevel: o.LogLevel, Transcript: false, Log: c.log, Encoding: o.Encoding,
+		Inflight: c.inflight,
 	}
 	srv.Configure(&cfg, 0)
 	sess, err := launch.StartSession(ctx, cfg)
@@ -84,6 +91,9 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 	bits, runErr := playWireEpisodes(ctx, sess, c)
 	if err := sess.Stop(); err != nil && runErr == nil {
 		runErr = err
+	}
+	if c.note != nil {
+		c.note(inflightNote(c.inflight, sess.Inflight))
 	}
 	elapsed := time.Since(start)
 	if runErr != nil {
@@ -110,22 +120,40 @@ func wireDir(o *Options, c wireConfig) (dir string, remove func(), err error) {
 	return tmp, func() { _ = os.RemoveAll(tmp) }, nil
 }
 
-// playWireEpisodes plays the 2N trials: episode e starts with the x(0) of the secret bit
-// audit.Bit(seed, e). It returns the bits drawn and the first episode's error, if any.
+// playWireEpisodes plays the 2N trials in groups of up to c.inflight (launch.NextGroup):
+// episode e starts with the x(0) of the secret bit audit.Bit(seed, e). It returns the bits
+// drawn and the first group's error, if any.
 func playWireEpisodes(ctx context.Context, sess *launch.Session, c wireConfig) ([]int8, error) {
 	total := 2 * c.trials
 	bits := make([]int8, total)
-	for e := 0; e < total; e++ {
-		bit := audit.Bit(c.seed, uint64(e))
-		bits[e] = int8(bit)
-		if err := sess.Episode(ctx, e, c.game.X0(bit)); err != nil {
+	x0s := make([][]float64, 0, max(c.inflight, 1))
+	for e := 0; e < total; {
+		g := launch.NextGroup(&c.game.Plan.Scenario.Faults, e, total, c.inflight)
+		x0s = x0s[:0]
+		for ep := g.First; ep <= g.Last(); ep++ {
+			bit := audit.Bit(c.seed, uint64(ep))
+			bits[ep] = int8(bit)
+			x0s = append(x0s, c.game.X0(bit))
+		}
+		if err := sess.Group(ctx, g, x0s); err != nil {
 			return bits, err
 		}
-		if c.progress != nil && (e&63 == 63 || e == total-1) {
-			c.progress(e+1, total)
+		e += g.Count
+		if c.progress != nil && ((e-g.Count)/64 != e/64 || e == total) {
+			c.progress(e, total)
 		}
 	}
 	return bits, nil
+}
+
+// inflightNote is the outputs' line on the trials in flight: asked k, how they were grouped.
+func inflightNote(k int, c launch.InflightCounts) string {
+	s := fmt.Sprintf("wire engine: up to %d trials in flight at once over the processes (--inflight); %d group(s), the largest %d", k, c.Groups, c.Largest)
+	if n := c.Alone.Total(); n > 0 {
+		s += fmt.Sprintf("; %d trial(s) alone (a process crash, server restart or proxy reset scheduled in them: %d, %d, %d)",
+			n, c.Alone.Crash, c.Alone.ServerRestart, c.Alone.Proxy)
+	}
+	return s
 }
 
 // scoreWire reads the eavesdropper's final estimate of every episode from its trace in dir,

@@ -142,7 +142,7 @@ func TestForgedBurstNeverSilent(t *testing.T) {
 			f := startForger(t, srv.URL(), &forger{run: run, subject: subj.PlantYhat(0), ep: ep, steps: steps, trigger: tc.trigger, spread: tc.spread})
 			dir := t.TempDir()
 			args := []string{"run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(), "--runs", fmt.Sprint(runs), "--seed", fmt.Sprint(tc.seed),
-				"--out", dir, "--run-id", run, "--log-level", "error"}
+				"--out", dir, "--run-id", run, "--log-level", "error", "--inflight", "1"} // the forger aims at one episode's messages
 			switch tc.mode {
 			case "no-sign":
 				args = append(args, "--no-sign")
@@ -243,7 +243,7 @@ func TestInvalidCountedOnce(t *testing.T) {
 	})
 	dir := t.TempDir()
 	code, _, stderr := runDpsim(t, 40*time.Second, "run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(), "--no-sign",
-		"--runs", fmt.Sprint(runs), "--out", dir, "--run-id", run, "--log-level", "error")
+		"--runs", fmt.Sprint(runs), "--out", dir, "--run-id", run, "--log-level", "error", "--inflight", "1") // counts one message per episode and step
 	<-fired
 	require.Equal(t, 0, code, stderr)
 	sum := readSummary(t, dir)

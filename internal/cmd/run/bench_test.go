@@ -357,3 +357,115 @@ func BenchmarkLockstepSecure(b *testing.B) {
 	b.ReportMetric(median(secure), "secure-steps/s")
 	b.ReportMetric(median(ratio), "ratio")
 }
+
+// inflightRun runs `dpsim run` of the scenario at path (lockstep) over the server at url with k
+// episodes in flight and returns its plant steps per second - T * episodes / the launcher's
+// wall time inside episodes (summary.json timing.steps_per_sec: every episode's plant steps,
+// whatever runs at once) - and over the whole run (T * episodes / its wall time, process
+// start-up, the last collection and the stop included).
+func inflightRun(b *testing.B, url, path string, runs, k int, id string) (stepsPerSec, runStepsPerSec float64) {
+	dir := b.TempDir()
+	start := time.Now()
+	code, _, stderr := runDpsim(b, 10*time.Minute, "run", path, "--nats-url", url, "--no-sign", "--runs", fmt.Sprint(runs),
+		"--out", dir, "--log-level", "warn", "--run-id", id, "--trace-episodes", "0", "--inflight", fmt.Sprint(k))
+	wall := time.Since(start).Seconds()
+	require.Equal(b, 0, code, stderr)
+	sum := readSummary(b, dir)
+	return sum.Timing["steps_per_sec"].(float64), float64(runs*sum.Steps) / wall
+}
+
+// benchInflightKs are the K measured by BenchmarkInflight: 1, launch.DefaultInflight and those
+// of $DPSIM_BENCH_INFLIGHT (e.g. "16,32,64"), in that order.
+func benchInflightKs(b *testing.B) []int {
+	ks := []int{1, launch.DefaultInflight}
+	for _, f := range strings.FieldsFunc(os.Getenv("DPSIM_BENCH_INFLIGHT"), func(r rune) bool { return r == ',' || r == ' ' }) {
+		k, err := strconv.Atoi(f)
+		require.NoError(b, err, "DPSIM_BENCH_INFLIGHT")
+		if !slices.Contains(ks, k) {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// BenchmarkInflight measures episodes in flight: the vehicle (T = 100) in lockstep over NATS -
+// plant, cloud and eavesdropper as OS processes on an embedded server - playing b.N episodes
+// (the acceptance's shape: 500) with K = 1 and with the default K (launch.DefaultInflight), and
+// with every K of $DPSIM_BENCH_INFLIGHT, one after the other in each of 2 rounds so that every
+// K sees the same machine load. Medians over the rounds:
+//
+//   - K1-steps/s, K<default>-steps/s, ...: plant steps per second (T * episodes / the
+//     launcher's wall time inside episodes)
+//
+//   - K1-run-steps/s, ...: the same over the whole `dpsim run` (start-up and stop included);
+//     run-ratio: the default K's over K = 1's
+//
+//   - ratio: the default K's over K = 1's, per round (target >= 10)
+//
+//   - K<k>-ratio: the same for each K of $DPSIM_BENCH_INFLIGHT
+//
+//     go test ./internal/cmd/run -run '^$' -bench Inflight -benchtime 500x
+//     DPSIM_BENCH_INFLIGHT=16,32,64 go test ./internal/cmd/run -run '^$' -bench Inflight -benchtime 500x
+func BenchmarkInflight(b *testing.B) {
+	srv := server(b)
+	const rounds = 2
+	ks := benchInflightKs(b)
+	rates, runRates := make([][]float64, len(ks)), make([][]float64, len(ks))
+	ratios, runRatios := make([][]float64, len(ks)), make([][]float64, len(ks))
+	b.ResetTimer()
+	for r := range rounds {
+		for i, k := range ks {
+			rate, runRate := inflightRun(b, srv.URL(), scenarioPath("cloud-vehicle"), b.N, k, fmt.Sprintf("inflight%d-%d", r, k))
+			rates[i], runRates[i] = append(rates[i], rate), append(runRates[i], runRate)
+			ratios[i], runRatios[i] = append(ratios[i], rate/rates[0][r]), append(runRatios[i], runRate/runRates[0][r])
+		}
+	}
+	for i, k := range ks {
+		b.ReportMetric(median(rates[i]), fmt.Sprintf("K%d-steps/s", k))
+		b.ReportMetric(median(runRates[i]), fmt.Sprintf("K%d-run-steps/s", k))
+		if i >= 2 {
+			b.ReportMetric(median(ratios[i]), fmt.Sprintf("K%d-ratio", k))
+		}
+	}
+	b.ReportMetric(median(ratios[1]), "ratio")
+	b.ReportMetric(median(runRatios[1]), "run-ratio")
+}
+
+// BenchmarkSweepOverNATS measures scenarios/cloud-vehicle-sweep.yaml (21 points, each with its
+// own plant, cloud and eavesdropper processes) over NATS with the default episodes in flight
+// against --engine fast, alternating, with $DPSIM_BENCH_SWEEP_RUNS episodes per point (default
+// 50, so that one iteration takes well under a minute; the scenario has 500). Medians:
+//
+//   - nats-s, fast-s: the wall time of the whole `dpsim run` (start-up, every point, outputs)
+//   - ratio: nats-s over fast-s, per iteration (target <= 10 at the scenario's 500 runs)
+//
+// At a reduced runs count each point's fixed cost over NATS (spawning and connecting its three
+// processes, about 0.2-0.5 s) weighs more than at 500, so the ratio measured is above that of
+// the full sweep.
+//
+//	go test ./internal/cmd/run -run '^$' -bench SweepOverNATS -benchtime 1x
+//	DPSIM_BENCH_SWEEP_RUNS=500 go test ./internal/cmd/run -run '^$' -bench SweepOverNATS -benchtime 1x
+func BenchmarkSweepOverNATS(b *testing.B) {
+	runs := 50
+	if s := os.Getenv("DPSIM_BENCH_SWEEP_RUNS"); s != "" {
+		var err error
+		runs, err = strconv.Atoi(s)
+		require.NoError(b, err, "DPSIM_BENCH_SWEEP_RUNS")
+	}
+	path := scenarioPath("cloud-vehicle-sweep")
+	wall := func(engine string) float64 {
+		dir := b.TempDir()
+		start := time.Now()
+		code, _, stderr := runDpsim(b, 30*time.Minute, "run", path, "--engine", engine, "--runs", fmt.Sprint(runs), "--out", dir, "--log-level", "warn")
+		require.Equal(b, 0, code, stderr)
+		return time.Since(start).Seconds()
+	}
+	var nats, fast, ratio []float64
+	for b.Loop() {
+		n, f := wall("nats"), wall("fast")
+		nats, fast, ratio = append(nats, n), append(fast, f), append(ratio, n/f)
+	}
+	b.ReportMetric(median(nats), "nats-s")
+	b.ReportMetric(median(fast), "fast-s")
+	b.ReportMetric(median(ratio), "ratio")
+}

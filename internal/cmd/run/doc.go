@@ -26,7 +26,10 @@
 //	                        processes [{role, id, pid, max_rss_bytes, max_rss_source, exit_code, invalid,
 //	                        timing, ...}], metrics (metrics.Results; a list for a sweep), points (one per sweep
 //	                        point: requested and completed episodes, missing pieces, trace_episodes),
-//	                        timing, invalid, stale, security, engine, mode
+//	                        timing, invalid, stale, security, engine, mode, inflight (the episodes kept in
+//	                        flight at once over the processes, --inflight: asked, used, groups, the
+//	                        largest, and the episodes run alone because a crash, a server restart or a
+//	                        proxy reset was scheduled in them)
 //	DIR/report.md, *.png    the report (pkg/report); after a failure or Ctrl-C it opens with a status
 //	                        banner (error, episodes completed of requested, missing pieces, realtime
 //	                        misses) and its verdict is marked partial

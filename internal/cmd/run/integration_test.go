@@ -250,8 +250,9 @@ func TestCloudVehicleOverNATS(t *testing.T) {
 	sn := sniff(t, srv.URL(), nil)
 	dir := t.TempDir()
 	const runs, run = 5, "itvehicle"
+	// one episode at a time: the subjects carry one message per episode and step
 	code, stdout, stderr := runDpsim(t, 60*time.Second, "run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(),
-		"--runs", fmt.Sprint(runs), "--out", dir, "--run-id", run, "--log-level", "warn")
+		"--runs", fmt.Sprint(runs), "--out", dir, "--run-id", run, "--log-level", "warn", "--inflight", "1")
 	require.Equal(t, 0, code, "stderr:\n%s", stderr)
 	require.Contains(t, stdout, "cloud-vehicle")
 	sum := readSummary(t, dir)
@@ -289,7 +290,9 @@ func TestCloudVehicleOverNATS(t *testing.T) {
 		require.Equal(t, runs*T, count[subj.PlantYhat(0)], "yhat: one per step")
 		require.Equal(t, runs*T, count[subj.CloudU(0)], "u: one per step")
 		require.Equal(t, runs, count[subj.CtlEpisode()])
-		require.Equal(t, 1, count[subj.CtlStop()])
+		// ctl.stop is repeated every 100 ms until every process exited (a process not yet
+		// subscribed would miss one); stopping is idempotent, so a loaded machine sees more.
+		require.GreaterOrEqual(t, count[subj.CtlStop()], 1)
 		for _, r := range []endpoint.Role{endpoint.Plant, endpoint.Cloud, endpoint.Eavesdropper} {
 			require.GreaterOrEqual(t, count[subj.CtlReady(r, 0)], 1, "ready %s (repeated until the first episode)", r)
 			require.Equal(t, runs, count[subj.CtlDone(r, 0)], "done %s", r)
@@ -514,7 +517,8 @@ func TestHostileMessages(t *testing.T) {
 	})
 	dir := t.TempDir()
 	code, _, stderr := runDpsim(t, 60*time.Second, "run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(),
-		"--runs", fmt.Sprint(runs), "--out", dir, "--run-id", run, "--log-level", "warn", "--trace-episodes", "3")
+		"--runs", fmt.Sprint(runs), "--out", dir, "--run-id", run, "--log-level", "warn", "--trace-episodes", "3",
+		"--inflight", "1") // the disk bound below is per episode (with K in flight a process keeps the kept and the last K)
 	select {
 	case <-fired:
 	case <-time.After(5 * time.Second):
@@ -640,7 +644,8 @@ func TestInterrupt(t *testing.T) {
 	on, reached, _ := watch(3, "plant.0")
 	sniff(t, srv.URL(), on)
 	dir := t.TempDir()
-	l := start(t, "run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(), "--runs", "100000", "--out", dir, "--log-level", "warn")
+	// one episode at a time: the signal comes right after an episode (a group would end with it)
+	l := start(t, "run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(), "--runs", "100000", "--out", dir, "--log-level", "warn", "--inflight", "1")
 	select {
 	case <-reached:
 	case <-time.After(30 * time.Second):

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/farm"
+	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/engine"
@@ -18,14 +20,16 @@ import (
 )
 
 const synopsis = `dpsim run SCENARIO [--out DIR] [--seed N] [--nats-url URL] [--mode lockstep|realtime] [--period D]
-                 [--engine nats|fast] [--runs N] [--trace-episodes N] [--timeout D] [--agents-per-process K] [--json]
+                 [--engine nats|fast] [--runs N] [--inflight K] [--trace-episodes N] [--timeout D] [--agents-per-process K] [--json]
+                 [--engine fast --dispatch [--spawn-workers N] [--worker-listen ADDR]]
        dpsim run --resume OUT [--nats-url URL]`
 
 const description = `Runs the scenario's Monte Carlo episodes and writes DIR/summary.json, the per-step traces and the report.
 
 The default engine (nats) starts an embedded NATS server on a random loopback port (unless --nats-url
 or $NATS_URL names one), spawns every role as its own OS process (this binary: dpsim plant, cloud,
-agent, eavesdropper), runs the episodes reusing the same processes (fresh noise per episode),
+agent, eavesdropper), runs the episodes reusing the same processes (fresh noise per episode; in
+lockstep --inflight episodes at once, with the same numbers as one at a time),
 collects the processes' result files, merges them with the same aggregation as the fast engine and
 stops the children. Ctrl-C stops the children cleanly, writes what was recorded and exits non-zero.
 Watch a run with: nats sub 'dpsim.>'. Subjects, the coordination protocol and the files:
@@ -121,7 +125,14 @@ type Options struct {
 	Budget int64
 	// Resume is the OUT of a run to continue (--resume; see ResumeFile).
 	Resume string
-	flags  *flag.FlagSet // the parsed flags (what was given: the resume state records it)
+	// Inflight is --inflight: the episodes kept in flight at once over the same processes
+	// (launch.NextGroup); InflightSet says it was given (else the mode's default: resolveInflight).
+	Inflight    int
+	InflightSet bool
+	// Farm is --dispatch, --spawn-workers, --worker-listen: the fast engine's episodes played by
+	// `dpsim worker` processes (internal/farm).
+	Farm  farm.Flags
+	flags *flag.FlagSet // the parsed flags (what was given: the resume state records it)
 }
 
 // parseOptions parses the flags and the SCENARIO argument of `dpsim run` and checks them: each on
@@ -147,8 +158,11 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 		o.Mode, o.ModeSet = m, true
 	}
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "timeout" {
+		switch f.Name {
+		case "timeout":
 			o.TimeoutSet = true
+		case "inflight":
+			o.InflightSet = true
 		}
 	})
 	if err := o.checkServer(); err != nil {
@@ -158,6 +172,9 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 		return nil, err
 	}
 	if err := o.checkLimits(budget); err != nil {
+		return nil, err
+	}
+	if err := o.Farm.Check(o.Engine == "fast", "--engine fast"); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -197,6 +214,8 @@ func defineFlags(fs *flag.FlagSet, o *Options, seed, mode, budget *string) {
 	fs.BoolVar(&o.NoSign, "no-sign", false, "with an external server: do not sign (the default there is to sign; see --sign): anyone who can publish on the server can then feed the processes forged data, which is only detected as conflicts (summary.json security.authenticated is false)")
 	fs.BoolVar(&o.Strict, "strict", false, "fail the run (exit 1) when a receiver got two different messages for the same sender, episode and step (forged or corrupted traffic; counted as conflicts per link) instead of ending it degraded")
 	fs.Float64Var(&o.MaxMissedFraction, "max-missed-fraction", 1, "fail the run (exit 1) when more than this fraction of the processes' steps went on without all their messages at the deadline (realtime: a missed tick; lockstep: a --timeout); below it such a run ends with status degraded, exit 0")
+	fs.IntVar(&o.Inflight, "inflight", launch.DefaultInflight, inflightHelp)
+	o.Farm.Define(fs)
 	fs.StringVar(&o.Resume, "resume", "", "continue the run whose outputs are in this directory (its "+ResumeFile+": a run killed, failed or interrupted before every episode completed) from its last completed episode and sweep point, with the results of an uninterrupted run; SCENARIO and the flags that decide the results may be left out (given, they must be the run's); the NATS connection and TLS flags are not recorded and are given again. --engine fast resumes at the last completed point")
 }
 
@@ -273,6 +292,12 @@ func (o *Options) checkLimits(budget string) error {
 	}
 	if o.AgentsPerProcess < 1 {
 		return cli.UsageError("--agents-per-process %d: want >= 1", o.AgentsPerProcess)
+	}
+	if o.Inflight < 1 || o.Inflight > contract.MaxInflight {
+		return cli.UsageError("--inflight %d: want 1..%d episodes in flight", o.Inflight, contract.MaxInflight)
+	}
+	if o.InflightSet && o.Engine == "fast" {
+		return cli.UsageError("--inflight keeps episodes in flight over the role processes; the fast engine has none (it plays episodes on every core): drop it or --engine fast")
 	}
 	if !(o.MaxMissedFraction >= 0 && o.MaxMissedFraction <= 1) {
 		return cli.UsageError("--max-missed-fraction %v: want a fraction in [0, 1]", o.MaxMissedFraction)

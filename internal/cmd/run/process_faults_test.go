@@ -158,7 +158,8 @@ func TestKilledProcessLosesNoFinishedEpisode(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 
 	dir := t.TempDir()
-	l := start(t, "run", path, "--out", dir, "--log-level", "warn", "--trace-episodes", "-1", "--run-id", "killtest")
+	// one episode at a time: 400 episodes in flight would be over before the kill
+	l := start(t, "run", path, "--out", dir, "--log-level", "warn", "--trace-episodes", "-1", "--run-id", "killtest", "--inflight", "1")
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	wait := time.Duration(300+rnd.IntN(700)) * time.Millisecond
 	pid := 0

@@ -25,7 +25,7 @@ func (l *launcher) writeReport() error { return l.renderReport(report.Write) }
 // figures were written).
 func (l *launcher) renderReport(write func(dir string, in report.Input) error) error {
 	in := report.Input{Scenario: l.scn, Seed: l.sum.Seed, SeedDrawn: l.sum.SeedSource == "crypto",
-		Engine: l.sum.Engine, Mode: l.sum.Mode, NATSURL: l.sum.NATSURL, Timing: l.sum.Timing,
+		Engine: l.sum.Engine, Mode: l.sum.Mode, NATSURL: l.sum.NATSURL, Timing: l.reportTiming(),
 		Elapsed: time.Since(l.started), Status: l.sum.Status, Error: l.sum.Error, Degraded: l.sum.Degraded, PlannedPoints: len(l.points),
 		Missed: l.sum.Timing.Missed, LateMessages: l.sum.Timing.LateMessages, Timeline: l.sum.Timeline}
 	if l.sum.Engine == "fast" {
@@ -77,6 +77,18 @@ func (l *launcher) renderReport(write func(dir string, in report.Input) error) e
 	return nil
 }
 
+// reportTiming is the report's timing table: the summary's, with one line on the episodes in
+// flight of a NATS run.
+func (l *launcher) reportTiming() any {
+	if l.sum.Inflight == nil {
+		return l.sum.Timing
+	}
+	return struct {
+		TimingSummary
+		EpisodesInFlight string `json:"episodes_in_flight"`
+	}{l.sum.Timing, l.sum.Inflight.String()}
+}
+
 // pointLabel names a sweep point as report.md does: "epsilon=1, noise=structured".
 func pointLabel(pt *scenario.Scenario) string {
 	parts := make([]string, 0, len(pt.Point))
@@ -113,6 +125,9 @@ func (l *launcher) printTable(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(tw, "runs\t%d x %d steps per point, %d point(s), %.2f s, %.0f steps/s\n", s.Runs, s.Steps, len(s.Points), s.ElapsedSec, s.Timing.StepsPerSec)
+	if s.Inflight != nil {
+		fmt.Fprintf(tw, "in flight\t%s\n", s.Inflight)
+	}
 	if s.Timing.Mode == "realtime" {
 		fmt.Fprintf(tw, "timing\tlate %d, overruns %d, missed %d, jitter p99 %v\n", s.Timing.LateMessages, s.Timing.Overruns, s.Timing.Missed, s.Timing.JitterP99MaxNS)
 	}

@@ -84,7 +84,9 @@ func TestResumeAfterLauncherKilled(t *testing.T) {
 	on, reached := doneOf("resumed-p1", 12)
 	sniff(t, srv.URL(), on)
 	dir := t.TempDir()
-	l := start(t, "run", path, "--out", dir, "--nats-url", srv.URL(), "--run-id", "resumed", "--log-level", "warn", "--trace-episodes", "20")
+	// one episode at a time, so that episodes are checkpointed before the kill at episode 12
+	// (TestInflightResumeAfterChildKilled resumes groups)
+	l := start(t, "run", path, "--out", dir, "--nats-url", srv.URL(), "--run-id", "resumed", "--log-level", "warn", "--trace-episodes", "20", "--inflight", "1")
 	select {
 	case <-reached:
 	case <-time.After(120 * time.Second):
@@ -210,11 +212,20 @@ func TestResumeAfterChildKilled(t *testing.T) {
 	code, _, stderr := runDpsim(t, 180*time.Second, "run", path, "--out", ref, "--log-level", "warn")
 	require.Equal(t, 0, code, stderr)
 
+	dir, done := killedRun(t, path)
+	require.Less(t, done, 60)
+	resumedEqualsRef(t, dir, ref, 60, done)
+}
+
+// killedRun runs the scenario at path (with args) over a server of its own and SIGKILLs the
+// eavesdropper once the plant reported episode 20 done: the run fails. It returns the run's
+// OUT and the episodes it completed.
+func killedRun(t *testing.T, path string, args ...string) (dir string, done int) {
 	srv := server(t)
 	on, reached, pid := watch(20, "eavesdropper.0")
 	sniff(t, srv.URL(), on)
-	dir := t.TempDir()
-	l := start(t, "run", path, "--nats-url", srv.URL(), "--out", dir, "--log-level", "warn")
+	dir = t.TempDir()
+	l := start(t, append([]string{"run", path, "--nats-url", srv.URL(), "--out", dir, "--log-level", "warn"}, args...)...)
 	select {
 	case <-reached:
 	case <-time.After(60 * time.Second):
@@ -225,16 +236,20 @@ func TestResumeAfterChildKilled(t *testing.T) {
 	require.Equal(t, 1, l.wait(t, 60*time.Second), l.stderr.String())
 	failed := readSummary(t, dir)
 	require.Equal(t, "failed", failed.Status)
-	done := failed.Points[0].Metrics.Runs
-	require.Less(t, done, 60)
+	return dir, failed.Points[0].Metrics.Runs
+}
 
-	code, _, stderr = runDpsim(t, 180*time.Second, "run", "--resume", dir, "--log-level", "warn")
+// resumedEqualsRef resumes the run in dir (with args), which completed done of its runs
+// episodes, and requires the results of the uninterrupted run in ref: the metrics, the trace,
+// and every process having played only the episodes after the done ones.
+func resumedEqualsRef(t *testing.T, dir, ref string, runs, done int, args ...string) {
+	code, _, stderr := runDpsim(t, 180*time.Second, append([]string{"run", "--resume", dir, "--log-level", "warn"}, args...)...)
 	require.Equal(t, 0, code, stderr)
 	got := readSummary(t, dir)
 	require.Equal(t, "ok", got.Status, got.Error)
 	require.JSONEq(t, string(readSummary(t, ref).Metrics), string(got.Metrics))
 	for _, p := range processEpisodes(t, dir) {
-		require.Equal(t, 60-done, p.Episodes, "%s resumed after the %d completed episodes", p.Name, done)
+		require.Equal(t, runs-done, p.Episodes, "%s resumed after the %d completed episodes", p.Name, done)
 	}
 	a, err := os.ReadFile(filepath.Join(ref, "trace.jsonl"))
 	require.NoError(t, err)

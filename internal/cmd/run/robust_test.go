@@ -391,7 +391,8 @@ func TestPartialEpisodeInNoMetric(t *testing.T) {
 		on, reached, pid := watch(2+i, "eavesdropper.0")
 		sniff(t, srv.URL(), on)
 		dir := t.TempDir()
-		l := start(t, "run", path, "--nats-url", srv.URL(), "--out", dir, "--log-level", "warn", "--trace-episodes", "-1")
+		// one episode at a time: the kill comes right after an episode (a group would end with it)
+		l := start(t, "run", path, "--nats-url", srv.URL(), "--out", dir, "--log-level", "warn", "--trace-episodes", "-1", "--inflight", "1")
 		select {
 		case <-reached:
 		case <-time.After(30 * time.Second):

@@ -20,6 +20,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/farm"
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/internal/rss"
 	"github.com/dpsim/dpsim/pkg/bus"
@@ -80,6 +81,7 @@ type launcher struct {
 	started time.Time
 	tl      *launch.Timeline
 	resume  resumer
+	farm    *farm.Coordinator // --dispatch: the workers' coordinator (nil: in-process)
 }
 
 // Execute runs the scenario with parsed options until done or ctx ends (then it stops the
@@ -315,6 +317,9 @@ func (l *launcher) applyScenarioSettings(s *scenario.Scenario) error {
 	if o.Mode == bus.Realtime && o.Period <= 0 {
 		return cli.UsageError("realtime mode needs a period: pass --period or set transport.period in the scenario")
 	}
+	if err := l.resolveInflight(); err != nil {
+		return err
+	}
 	if f := s.Faults; len(f.Crashes) > 0 && o.Engine == "nats" {
 		switch {
 		case o.Mode == bus.Realtime:
@@ -440,6 +445,10 @@ func (l *launcher) traced() trace.Episodes {
 }
 
 func (l *launcher) runFast(ctx context.Context) error {
+	if err := l.startDispatch(ctx); err != nil {
+		return err
+	}
+	defer l.stopDispatch()
 	var steps int
 	var busy time.Duration
 	for k, p := range l.plans {
@@ -458,7 +467,7 @@ func (l *launcher) runFast(ctx context.Context) error {
 			}
 			opts.TraceEpisodes, opts.TraceSink = t, out.Write
 		}
-		res, _, err := engine.Run(ctx, p, l.seeds, opts)
+		res, _, err := l.fastPoint(ctx, k, p, opts)
 		el := time.Since(start)
 		ps.ElapsedSec = el.Seconds()
 		if res != nil {
@@ -545,7 +554,7 @@ func (l *launcher) runNATSPoints(ctx context.Context, exe string, srv *launch.Se
 			Dir: dir, Mode: l.o.Mode, Period: l.o.Period, Timeout: l.o.Timeout, AgentsPerProcess: l.o.AgentsPerProcess,
 			Encoding: l.o.Encoding, LogLevel: l.o.LogLevel, Transcript: l.o.Transcript, GOMAXPROCS: l.o.ChildProcs, Log: l.log,
 			Timeline: l.tl, PointIndex: k, Sign: l.o.Sign, Attach: l.o.Attach, Announce: l.announce(),
-			StartTimeout: l.startTimeout(),
+			StartTimeout: l.startTimeout(), Inflight: l.o.Inflight,
 		}
 		srv.Configure(&cfg, k)
 		n, el, err := l.runPoint(ctx, k, p, cfg)
@@ -642,6 +651,7 @@ func (l *launcher) recordSession(po *launch.PointOutcome, k int, p *plan.Plan, c
 	l.sum.Connections.ServerRestarts += po.ServerRestarts
 	l.sum.Connections.Crashes += po.Crashes
 	l.sum.Connections.Restarts += po.Restarts
+	l.noteInflight(po.Inflight)
 	ps := PointSummary{Index: k, Name: l.points[k].Name, RunID: cfg.Run, Requested: l.runs, Episodes: po.Episodes,
 		ElapsedSec: po.Elapsed.Seconds()}
 	if po.EpisodeNS > 0 {

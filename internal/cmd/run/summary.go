@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/dpsim/dpsim/internal/farm"
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/metrics"
@@ -68,6 +69,12 @@ type Summary struct {
 	Stale              map[string]uint64               `json:"stale,omitempty"`
 	// Security says how the traffic was secured (NATS engine only).
 	Security *report.Security `json:"security,omitempty"`
+	// Inflight says how many episodes were kept in flight at once over the processes (NATS
+	// engine; --inflight).
+	Inflight *InflightSummary `json:"inflight,omitempty"`
+	// Dispatch is what --dispatch did: the workers that played the fast engine's episodes, the
+	// chunks re-issued and the answers refused, each naming its worker (internal/farm.Report).
+	Dispatch *farm.Report `json:"dispatch,omitempty"`
 	// Connections counts the processes' NATS connection events (a server outage shows here);
 	// Timeline lists every fault as it happened.
 	Connections ConnectionSummary      `json:"connections"`

@@ -1,0 +1,108 @@
+package workercmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/farm"
+	"github.com/dpsim/dpsim/pkg/bus"
+)
+
+// Command is the table entry for `dpsim worker`.
+var Command = cli.Command{Name: "worker", Summary: "play chunks of episodes for a coordinator on another host (audit/run --dispatch)", Run: Run}
+
+const synopsis = `dpsim worker --server URL --creds FILE [--threads N] [--tls-ca FILE] [--name NAME]
+                    [--connect-retry D] [--log-level L]`
+
+const description = `Joins a coordinator - dpsim audit --dispatch or dpsim run --engine fast --dispatch, on this
+or another host - and plays chunks of its episodes with the in-process fast engine. The
+coordinator prints the exact command to run (its server's address and the credentials file it
+wrote; copy the file to this host, mode 0600). The job (scenario, point, seed, options) comes over
+the bus from the coordinator, never on the command line. The results do not depend on which
+worker played what: they equal the coordinator's in-process engine bit for bit.
+
+The worker serves every job of one coordinator and exits 0 when the coordinator is done, or on
+SIGTERM / Ctrl-C (a chunk it was playing is re-issued to another worker); 1 when it cannot reach
+the server or loses it for good; 2 on a usage error. Progress is logged on stderr.`
+
+// Options are the parsed flags of `dpsim worker`.
+type Options struct {
+	Server       string
+	Creds        string
+	Threads      int
+	TLSCA        string
+	Name         string
+	ConnectRetry time.Duration
+	LogLevel     string
+}
+
+func parseOptions(args []string, stderr io.Writer) (*Options, error) {
+	fs := cli.NewFlagSet("worker", synopsis, description, stderr)
+	o := &Options{}
+	fs.StringVar(&o.Server, "server", "", "the coordinator's NATS server URL, as it printed it (required)")
+	fs.StringVar(&o.Creds, "creds", "", "the workers' credentials file the coordinator wrote (mode 0600; required)")
+	fs.IntVar(&o.Threads, "threads", 0, "goroutines playing a chunk (0 = every core); the results do not depend on it")
+	fs.StringVar(&o.TLSCA, "tls-ca", "", "CA certificate (PEM) to trust when the server requires TLS")
+	fs.StringVar(&o.Name, "name", "", "how the coordinator's outputs name this worker (default HOST.PID)")
+	fs.DurationVar(&o.ConnectRetry, "connect-retry", 30*time.Second, "how long to retry a server that cannot be reached yet")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "zerolog level of the log on stderr: trace, debug, info, warn, error")
+	if err := cli.Parse(fs, args); err != nil {
+		return nil, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return nil, cli.UsageError("unexpected arguments %v", fs.Args())
+	case o.Server == "":
+		return nil, cli.UsageError("--server is required (the coordinator prints it)")
+	case o.Creds == "":
+		return nil, cli.UsageError("--creds is required (the file the coordinator wrote)")
+	case o.Threads < 0:
+		return nil, cli.UsageError("--threads %d: want >= 0", o.Threads)
+	case o.ConnectRetry < 0:
+		return nil, cli.UsageError("--connect-retry %v: want >= 0", o.ConnectRetry)
+	}
+	if o.Name == "" {
+		host, _ := os.Hostname()
+		o.Name = host + "." + strconv.Itoa(os.Getpid())
+	}
+	return o, nil
+}
+
+// Run executes `dpsim worker` with args (without the command name).
+func Run(args []string, stdout, stderr io.Writer) error {
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		return err
+	}
+	log, err := cli.Logger(stderr, o.LogLevel)
+	if err != nil {
+		return err
+	}
+	log = log.With().Str("worker", o.Name).Logger()
+	creds, err := bus.ReadCredentials(o.Creds)
+	if err != nil {
+		return fmt.Errorf("--creds: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	conn, err := bus.ConnectRetry(ctx, o.Server, "dpsim-worker-"+o.Name, o.ConnectRetry, nil,
+		bus.WithUser(creds.User, creds.Password), bus.WithTLS(bus.TLSFiles{CA: o.TLSCA}))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer conn.Close()
+	log.Info().Str("server", o.Server).Int("threads", o.Threads).Msg("waiting for chunks")
+	st, err := farm.Serve(ctx, conn, farm.WorkerOptions{Name: o.Name, Threads: o.Threads, Log: log})
+	log.Info().Int("chunks", st.Chunks).Int("episodes", st.Episodes).Int("refused", st.Refused).Msg("worker done")
+	return err
+}

@@ -1,0 +1,330 @@
+package farm
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/internal/dpsimtest"
+	"github.com/dpsim/dpsim/pkg/audit"
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/engine"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/trace"
+)
+
+// bin is the dpsim binary the tests spawn as `dpsim worker` (built once).
+var bin string
+
+func TestMain(m *testing.M) { os.Exit(dpsimtest.Main(m, &bin)) }
+
+// fixture is a scenario's first point as a coordinator and the in-process engines see it.
+type fixture struct {
+	yaml, source string
+	plan         *plan.Plan
+	game         *audit.Game
+}
+
+func load(t testing.TB, name string, game bool) *fixture {
+	t.Helper()
+	f := &fixture{source: dpsimtest.Scenario(name)}
+	data, err := os.ReadFile(f.source)
+	require.NoError(t, err)
+	f.yaml = string(data)
+	_, f.plan = dpsimtest.LoadPlan(t, name)
+	if game {
+		f.game, err = audit.NewGame(f.plan, audit.GameOptions{})
+		require.NoError(t, err)
+	}
+	return f
+}
+
+func start(t *testing.T, f *fixture, cfg Config) *Coordinator {
+	t.Helper()
+	cfg.Scenario, cfg.Source, cfg.Exe, cfg.Dir, cfg.Log = []byte(f.yaml), f.source, bin, t.TempDir(), zerolog.Nop()
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	c, err := Start(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// report is the game's analysis with the time taken set aside (it is the only field that may
+// differ between engines).
+func report(t *testing.T, g *audit.Game, o *audit.Outcome) *audit.GameReport {
+	t.Helper()
+	o.Elapsed = time.Second
+	r, err := g.Analyze(o, audit.ReportOptions{})
+	require.NoError(t, err)
+	return r
+}
+
+// The audit dispatched to 1, 2 or 3 worker processes is the in-process fast engine's, bit for bit:
+// verdict, bounds, counts.
+func TestAuditWorkersEqualFastEngine(t *testing.T) {
+	f := load(t, "audit-vehicle-structured", true)
+	const trials, seed = 2600, 9
+	want, err := audit.PlayFast(context.Background(), f.game, audit.FastOptions{Trials: trials, Seed: seed})
+	require.NoError(t, err)
+	wantRep := report(t, f.game, want)
+	for _, n := range []int{1, 2, 3} {
+		c := start(t, f, Config{Spawn: n, SpawnThreads: 1})
+		got, err := c.Audit(context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
+		require.NoError(t, err, "%d workers", n)
+		require.Equal(t, wantRep, report(t, f.game, got), "%d workers", n)
+		rep := c.Report()
+		require.Equal(t, 6, rep.Chunks)
+		require.Zero(t, rep.Reissued+rep.Invalid+rep.Lost)
+		require.FileExists(t, rep.Credentials)
+		st, err := os.Stat(rep.Credentials)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+		require.NotContains(t, c.WorkerCommand, "PASSWORD")
+		c.Close()
+	}
+}
+
+// engine.Run's episodes dispatched to two workers: the same Results (link counters included) and
+// traces, here for a scenario with link faults and its sink fed in episode order.
+func TestRunWorkersEqualFastEngine(t *testing.T) {
+	for _, name := range []string{"cloud-vehicle", "faults-consensus-loss"} {
+		t.Run(name, func(t *testing.T) {
+			f := load(t, name, false)
+			seeds := sim.NewSeeds(5)
+			opts := engine.Options{Runs: 60, KeepTraces: true, TraceEpisodes: trace.FirstEpisodes(3)}
+			want, wantTr, err := engine.Run(context.Background(), f.plan, seeds, opts)
+			require.NoError(t, err)
+			c := start(t, f, Config{Spawn: 2, SpawnThreads: 1, ChunkEpisodes: 7})
+			var sunk []int
+			opts.TraceSink = func(tr *trace.Traces) error {
+				if len(tr.Control) > 0 {
+					sunk = append(sunk, tr.Control[0].Episode)
+				} else {
+					sunk = append(sunk, tr.Consensus[0].Episode)
+				}
+				return nil
+			}
+			got, gotTr, err := c.Run(context.Background(), 0, f.plan, seeds, opts)
+			require.NoError(t, err)
+			require.Equal(t, want, got)
+			require.Equal(t, wantTr, gotTr)
+			require.Equal(t, []int{0, 1, 2}, sunk)
+			require.Len(t, c.Report().Workers, 2)
+		})
+	}
+}
+
+// A worker killed (SIGKILL) while it holds chunks: they are re-issued after its silence, the audit
+// and the run complete with the in-process result, and the report names the worker.
+func TestKilledWorkerChunkReissued(t *testing.T) {
+	t.Run("audit", func(t *testing.T) {
+		f := load(t, "audit-vehicle-structured", true)
+		const trials, seed = 4000, 3
+		want, err := audit.PlayFast(context.Background(), f.game, audit.FastOptions{Trials: trials, Seed: seed})
+		require.NoError(t, err)
+		c := start(t, f, Config{Spawn: 2, SpawnThreads: 1, Silence: 1500 * time.Millisecond})
+		killed := killWhenHolding(t, c)
+		got, err := c.Audit(context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
+		require.NoError(t, err)
+		<-killed
+		require.Equal(t, report(t, f.game, want), report(t, f.game, got))
+		requireBlamed(t, c.Report())
+	})
+	t.Run("run", func(t *testing.T) {
+		f := load(t, "faults-consensus-loss", false)
+		seeds, opts := sim.NewSeeds(6), engine.Options{Runs: 400, KeepTraces: true, TraceEpisodes: trace.FirstEpisodes(2)}
+		want, wantTr, err := engine.Run(context.Background(), f.plan, seeds, opts)
+		require.NoError(t, err)
+		c := start(t, f, Config{Spawn: 2, SpawnThreads: 1, Silence: 1500 * time.Millisecond, ChunkEpisodes: 40})
+		killed := killWhenHolding(t, c)
+		got, gotTr, err := c.Run(context.Background(), 0, f.plan, seeds, opts)
+		require.NoError(t, err)
+		<-killed
+		require.Equal(t, want, got)
+		require.Equal(t, wantTr, gotTr)
+		requireBlamed(t, c.Report())
+	})
+}
+
+// killWhenHolding kills worker local-0 (SIGKILL) as soon as it holds two chunks it has not
+// answered (one playing, one fetched ahead: at least one is surely lost with it).
+func killWhenHolding(t *testing.T, c *Coordinator) <-chan struct{} {
+	victim := c.Spawned()[0]
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			for _, w := range c.Report().Workers {
+				if w.Name == "local-0" && w.Issued >= w.Answered+2 {
+					_ = syscall.Kill(victim, syscall.SIGKILL)
+					return
+				}
+			}
+		}
+		t.Error("local-0 never held two chunks")
+	}()
+	return killed
+}
+
+// requireBlamed checks that the dispatch re-issued chunks of local-0, lost it, and blames it alone.
+func requireBlamed(t *testing.T, rep *Report) {
+	t.Helper()
+	require.GreaterOrEqual(t, rep.Reissued, 1)
+	require.Equal(t, 1, rep.Lost)
+	for _, d := range rep.Degradations {
+		require.Equal(t, "local-0", d.Worker, d.Detail)
+	}
+	require.Contains(t, rep.Lines()[0], "local-0")
+}
+
+// Answers that do not fit their chunk (another range, the wrong number of scores, garbage, an
+// unknown job) are refused and counted, and change nothing; a late copy of a folded chunk is a
+// counted duplicate.
+func TestForgedAnswersRefused(t *testing.T) {
+	f := load(t, "audit-vehicle-structured", true)
+	const trials, seed = 1500, 4
+	want, err := audit.PlayFast(context.Background(), f.game, audit.FastOptions{Trials: trials, Seed: seed})
+	require.NoError(t, err)
+	c := start(t, f, Config{})
+	type result struct {
+		o   *audit.Outcome
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		o, err := c.Audit(context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
+		done <- result{o, err}
+	}()
+	job := c.session + "-1"
+	require.Eventually(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.jobs[job] != nil }, 5*time.Second, time.Millisecond)
+
+	conn := workerConn(t, c)
+	k := len(f.game.ScoreNames())
+	forged := []answer{
+		{Worker: "forger", Lease: lease{Job: job, Chunk: 0}, Lo: 0, Hi: 10, Scores: make([]float64, 10*k)},          // not the chunk's range
+		{Worker: "forger", Lease: lease{Job: job, Chunk: 1}, Lo: 1024, Hi: 2048, Scores: make([]float64, 5)},        // too few scores
+		{Worker: "forger", Lease: lease{Job: "no-such-job", Chunk: 0}, Lo: 0, Hi: 1024, Scores: make([]float64, 3)}, // unknown job
+		{Worker: "forger", Lease: lease{Job: job, Chunk: 9}, Lo: 0, Hi: 1024},                                       // no such chunk
+	}
+	for _, a := range forged {
+		require.Contains(t, ask(t, conn, encodeT(t, &a)), "invalid")
+	}
+	require.Contains(t, ask(t, conn, []byte("not gob at all")), "invalid")
+
+	w := exec.Command(bin, "worker", "--server", c.srv.URL, "--creds", c.Report().Credentials, "--name", "honest", "--log-level", "error")
+	w.Stderr = os.Stderr
+	require.NoError(t, w.Start())
+	t.Cleanup(func() { _ = w.Process.Kill(); _ = w.Wait() })
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, report(t, f.game, want), report(t, f.game, r.o))
+
+	late := answer{Worker: "forger", Lease: lease{Job: job, Chunk: 0}, Lo: 0, Hi: 1024, Scores: make([]float64, 1024*k)}
+	require.Equal(t, "duplicate", ask(t, conn, encodeT(t, &late)))
+	rep := c.Report()
+	require.Equal(t, 5, rep.Invalid)
+	require.Equal(t, 1, rep.Duplicates)
+	require.Zero(t, rep.Reissued)
+	require.Equal(t, 3, rep.Chunks)
+	for _, d := range rep.Degradations[:4] {
+		require.Equal(t, "forger", d.Worker)
+	}
+	c.Close()
+	require.NoError(t, w.Wait(), "the worker exits 0 when the coordinator is done")
+}
+
+// workerConn connects to c's server with the workers' credentials file.
+func workerConn(t *testing.T, c *Coordinator) *bus.Conn {
+	t.Helper()
+	creds, err := bus.ReadCredentials(c.Report().Credentials)
+	require.NoError(t, err)
+	conn, err := bus.Connect(c.srv.URL, "test-forger", bus.WithUser(creds.User, creds.Password))
+	require.NoError(t, err)
+	t.Cleanup(conn.Close)
+	return conn
+}
+
+func ask(t *testing.T, conn *bus.Conn, data []byte) string {
+	t.Helper()
+	resp, err := conn.Request(context.Background(), SubjectAnswer, data, 5*time.Second)
+	require.NoError(t, err)
+	var r reply
+	require.NoError(t, decode(resp, &r))
+	return r.Status
+}
+
+func encodeT(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := encode(v)
+	require.NoError(t, err)
+	return data
+}
+
+// Without the credentials the coordinator's server refuses a client, and the workers' account may
+// not read the protocol's subjects (another worker's answers).
+func TestServerAdmitsWorkersOnly(t *testing.T) {
+	f := load(t, "audit-vehicle-structured", true)
+	c := start(t, f, Config{})
+	_, err := bus.Connect(c.srv.URL, "anonymous")
+	require.Error(t, err)
+	creds, err := bus.ReadCredentials(c.Report().Credentials)
+	require.NoError(t, err)
+	denied := make(chan string, 4)
+	conn, err := bus.Connect(c.srv.URL, "test-snoop", bus.WithUser(creds.User, creds.Password), bus.WithEvents(func(ev bus.Event) {
+		if ev.Kind == bus.EventError && ev.Err != nil {
+			denied <- ev.Err.Error()
+		}
+	}))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Serve(SubjectAnswer, "", func(*bus.Request) {})
+	require.NoError(t, err) // the server refuses asynchronously
+	select {
+	case msg := <-denied:
+		require.Contains(t, strings.ToLower(msg), "permission")
+	case <-time.After(3 * time.Second):
+		t.Fatal("a worker's account could subscribe the answers")
+	}
+}
+
+// When every local worker exits (here: a binary that is no dpsim) and no other worker is
+// connected, the job fails with the reason instead of waiting for ever.
+func TestNoWorkerLeftFails(t *testing.T) {
+	f := load(t, "audit-vehicle-structured", true)
+	cfg := Config{Spawn: 1, Silence: 200 * time.Millisecond}
+	cfg.Scenario, cfg.Source, cfg.Exe, cfg.Dir, cfg.Log = []byte(f.yaml), f.source, "/bin/false", t.TempDir(), zerolog.Nop()
+	c, err := Start(context.Background(), cfg)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Audit(context.Background(), 0, f.game, audit.GameOptions{}, 1, 1000, nil)
+	require.ErrorContains(t, err, "no worker left")
+}
+
+// With an external server (--nats-url) the coordinator and its workers meet there: the same
+// outcome, and the credentials file holds the URL's account (none here).
+func TestExternalServer(t *testing.T) {
+	ext, err := bus.StartEmbedded(bus.EmbeddedOptions{})
+	require.NoError(t, err)
+	defer ext.Shutdown()
+	f := load(t, "audit-vehicle-structured", true)
+	const trials, seed = 1200, 5
+	want, err := audit.PlayFast(context.Background(), f.game, audit.FastOptions{Trials: trials, Seed: seed})
+	require.NoError(t, err)
+	c := start(t, f, Config{URL: ext.URL(), Spawn: 1})
+	require.Nil(t, c.srv.Embedded)
+	require.Contains(t, c.WorkerCommand, ext.URL())
+	got, err := c.Audit(context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
+	require.NoError(t, err)
+	require.Equal(t, report(t, f.game, want), report(t, f.game, got))
+	c.Close() // while the server is up: the worker hears that the coordinator is done
+}

@@ -1,0 +1,246 @@
+package farm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/dpsim/dpsim/pkg/bus"
+)
+
+// WorkerOptions configure Serve.
+type WorkerOptions struct {
+	Name    string        // how the coordinator names this worker (default: host.pid, see WorkerName)
+	Threads int           // goroutines playing a chunk (<= 0: GOMAXPROCS)
+	Beat    time.Duration // heartbeat period (<= 0: DefaultBeat)
+	Log     zerolog.Logger
+}
+
+// DefaultBeat is a worker's heartbeat period: well below DefaultSilence.
+const DefaultBeat = 250 * time.Millisecond
+
+// WorkerStats is what a worker did.
+type WorkerStats struct {
+	Chunks, Episodes int
+	Refused          int // answers the coordinator did not fold (duplicate or invalid)
+}
+
+// worker is Serve's state.
+type worker struct {
+	c    *bus.Conn
+	o    WorkerOptions
+	mu   sync.Mutex
+	held []lease // fetched, not answered yet: named in every heartbeat
+	jobs map[string]*player
+	st   WorkerStats
+	// logged is when progress was last logged (every ProgressEvery).
+	logged time.Time
+}
+
+// ProgressEvery is how often a worker logs its progress (info level).
+const ProgressEvery = 5 * time.Second
+
+// Serve plays chunks for the coordinator on c until it says it is done (nil), ctx ends (nil: a
+// worker is stopped that way, SIGTERM) or the connection closes for good (an error). It serves
+// every job (point) of the coordinator meanwhile, and keeps one chunk fetched ahead while it
+// plays another, so it never waits for the coordinator between chunks.
+func Serve(ctx context.Context, c *bus.Conn, o WorkerOptions) (WorkerStats, error) {
+	if o.Threads <= 0 {
+		o.Threads = runtime.GOMAXPROCS(0)
+	}
+	if o.Beat <= 0 {
+		o.Beat = DefaultBeat
+	}
+	w := &worker{c: c, o: o, jobs: map[string]*player{}, logged: time.Now()}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go w.beats(ctx)
+	next := make(chan assignment) // unbuffered: one chunk playing, at most one fetched ahead
+	go func() { cancel(w.fetch(ctx, next)) }()
+	for {
+		select {
+		case <-ctx.Done():
+			return w.st, w.ended(context.Cause(ctx))
+		case a := <-next:
+			if err := w.playOne(ctx, a); err != nil {
+				cancel(err)
+			}
+		}
+	}
+}
+
+// ended maps why Serve stopped to its result: done (the coordinator said so) or stopped from
+// outside are not errors.
+func (w *worker) ended(cause error) error {
+	if errors.Is(cause, errOver) || errors.Is(cause, context.Canceled) {
+		return nil
+	}
+	return cause
+}
+
+var (
+	errOver    = errors.New("farm: the coordinator is done")
+	errJobOver = errors.New("farm: the job is over")
+)
+
+// fetch asks for chunks and hands them to Serve's loop until the coordinator is over (errOver)
+// or ctx ends.
+func (w *worker) fetch(ctx context.Context, next chan<- assignment) error {
+	hi, err := encode(hello{Worker: w.o.Name, Threads: w.o.Threads})
+	if err != nil {
+		return err
+	}
+	for ctx.Err() == nil {
+		data, err := w.c.Request(ctx, SubjectNext, hi, 10*time.Second)
+		if err != nil {
+			if w.c.IsClosed() {
+				return fmt.Errorf("farm: worker %s: the connection to the coordinator's server closed: %w", w.o.Name, err)
+			}
+			if errors.Is(err, bus.ErrNoResponders) { // no coordinator (yet): wait for one
+				w.o.Log.Debug().Msg("no coordinator on the server yet")
+				sleep(ctx, 500*time.Millisecond)
+			}
+			continue
+		}
+		var a assignment
+		if err := decode(data, &a); err != nil {
+			return err
+		}
+		switch {
+		case a.Over:
+			return errOver
+		case a.Wait:
+			continue
+		}
+		w.hold(a.Lease, true)
+		select {
+		case next <- a:
+		case <-ctx.Done():
+		}
+	}
+	return context.Cause(ctx)
+}
+
+// playOne plays assignment a and answers it. Only a failure to reach the coordinator is an error.
+func (w *worker) playOne(ctx context.Context, a assignment) error {
+	defer w.hold(a.Lease, false)
+	pl, err := w.job(ctx, a.Lease.Job)
+	if errors.Is(err, errJobOver) { // it ended (failed, interrupted) since the chunk was issued
+		w.o.Log.Debug().Str("job", a.Lease.Job).Msg("the job is over: chunk skipped")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ans := answer{Worker: w.o.Name, Lease: a.Lease, Lo: a.Lo, Hi: a.Hi}
+	start := time.Now()
+	if err := pl.play(ctx, a.Lo, a.Hi, w.o.Threads, &ans); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		ans.Err = err.Error()
+	}
+	data, err := encode(&ans)
+	if err != nil {
+		return err
+	}
+	if limit := w.c.MaxPayload(); int64(len(data)) > limit {
+		ans = answer{Worker: w.o.Name, Lease: a.Lease, Lo: a.Lo, Hi: a.Hi,
+			Err: fmt.Sprintf("the answer has %d bytes, more than the server's max payload %d: trace fewer episodes (--trace-episodes)", len(data), limit)}
+		if data, err = encode(&ans); err != nil {
+			return err
+		}
+	}
+	resp, err := w.c.Request(ctx, SubjectAnswer, data, 30*time.Second)
+	var r reply
+	if err == nil {
+		err = decode(resp, &r)
+	}
+	if err != nil {
+		w.o.Log.Warn().Err(err).Int("chunk", a.Lease.Chunk).Msg("answer not acknowledged (the chunk will be re-issued)")
+		return nil
+	}
+	w.st.Chunks++
+	w.st.Episodes += a.Hi - a.Lo
+	if r.Status != "ok" {
+		w.st.Refused++
+	}
+	w.o.Log.Debug().Str("job", a.Lease.Job).Int("chunk", a.Lease.Chunk).Int("episodes", a.Hi-a.Lo).
+		Dur("took", time.Since(start)).Str("status", r.Status).Msg("chunk answered")
+	if now := time.Now(); now.Sub(w.logged) >= ProgressEvery {
+		w.logged = now
+		w.o.Log.Info().Int("chunks", w.st.Chunks).Int("episodes", w.st.Episodes).Int("refused", w.st.Refused).Msg("progress")
+	}
+	return nil
+}
+
+// job returns the resolved job id, fetching it from the coordinator the first time.
+func (w *worker) job(ctx context.Context, id string) (*player, error) {
+	if pl := w.jobs[id]; pl != nil {
+		return pl, nil
+	}
+	data, err := w.c.Request(ctx, SubjectJob, []byte(id), 30*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("farm: job %s: %w", id, err)
+	}
+	if len(data) == 0 {
+		return nil, errJobOver
+	}
+	var j Job
+	if err := decode(data, &j); err != nil {
+		return nil, err
+	}
+	pl, err := j.resolve()
+	if err != nil {
+		return nil, fmt.Errorf("farm: job %s: %w", id, err)
+	}
+	if len(w.jobs) >= 4 { // a sweep's points come one after the other: keep the last few
+		clear(w.jobs)
+	}
+	w.jobs[id] = pl
+	w.o.Log.Info().Str("job", id).Str("kind", j.Kind).Str("scenario", pl.plan.Scenario.Name).Msg("joined a job")
+	return pl, nil
+}
+
+// hold adds (or removes) l from the chunks the heartbeats name.
+func (w *worker) hold(l lease, add bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if add {
+		w.held = append(w.held, l)
+		return
+	}
+	w.held = slices.DeleteFunc(w.held, func(h lease) bool { return h == l })
+}
+
+// beats publishes a heartbeat every Beat until ctx ends.
+func (w *worker) beats(ctx context.Context) {
+	t := time.NewTicker(w.o.Beat)
+	defer t.Stop()
+	for {
+		w.mu.Lock()
+		b := beat{Worker: w.o.Name, Held: slices.Clone(w.held)}
+		w.mu.Unlock()
+		if data, err := encode(&b); err == nil {
+			_ = w.c.PublishRaw(SubjectBeat, data)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

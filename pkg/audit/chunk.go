@@ -1,0 +1,98 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dpsim/dpsim/pkg/engine"
+	"github.com/dpsim/dpsim/pkg/sim"
+)
+
+// ChunkTrials is the number of consecutive trials a distributed worker plays at a time: PlayFast's
+// chunk, so a worker's share of the game is cut as the in-process engine cuts it.
+const ChunkTrials = fastChunk
+
+// PlayChunk plays trials lo..hi-1 of game g with seed as PlayFast plays them (trial e: the secret
+// bit Bit(seed, e), one episode e of engine.Player from g.X0(bit), the scorer on the
+// eavesdropper's estimate), on workers goroutines (<= 0: GOMAXPROCS), and returns their scores in
+// trial order: scores[(e-lo)*len(g.ScoreNames()) + k] is score k of trial e. Trial e depends only
+// on (plan, pair, seed, e), so a chunk is the same on any host; AddChunk records it.
+func PlayChunk(ctx context.Context, g *Game, seed uint64, lo, hi, workers int) ([]float64, error) {
+	if g == nil {
+		return nil, errors.New("audit: chunk: game is nil")
+	}
+	if lo < 0 || hi <= lo {
+		return nil, fmt.Errorf("audit: chunk %d..%d: want 0 <= lo < hi", lo, hi)
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	const slice = 64 // trials a goroutine takes at a time: small, as a chunk is one PlayFast chunk
+	workers = max(1, min(workers, (hi-lo+slice-1)/slice))
+	seeds := sim.NewSeeds(seed)
+	k := len(g.ScoreNames())
+	scores := make([]float64, (hi-lo)*k)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	next.Store(int64(lo))
+	var wg sync.WaitGroup
+	for range workers {
+		loop, err := engine.NewPlayer(g.Plan, seeds)
+		if err != nil {
+			return nil, fmt.Errorf("audit: chunk: %w", err)
+		}
+		if loop.EstimateDim() != g.EstimateDim() {
+			return nil, fmt.Errorf("audit: chunk: the eavesdropper estimates %d values, the game scores %d", loop.EstimateDim(), g.EstimateDim())
+		}
+		wg.Go(func() {
+			sc, est := g.Scorer(), make([]float64, g.EstimateDim())
+			for {
+				from := int(next.Add(slice)) - slice
+				if from >= hi || ctx.Err() != nil {
+					return
+				}
+				for e := from; e < min(from+slice, hi); e++ {
+					if err := playTrial(loop, g, seed, e, est); err != nil {
+						cancel(fmt.Errorf("audit: chunk: episode %d: %w", e, err))
+						return
+					}
+					sc.Scores(est, scores[(e-lo)*k:(e-lo+1)*k])
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	return scores, nil
+}
+
+// playTrial plays trial e's episode into est, as PlayFast does.
+func playTrial(loop *engine.Player, g *Game, seed uint64, e int, est []float64) error {
+	ok, err := loop.Play(e, g.X0(Bit(seed, uint64(e))), est)
+	if err == nil && !ok {
+		err = errors.New("the transcript does not determine the initial state (no estimate)")
+	}
+	return err
+}
+
+// AddChunk records the scores of trials lo..hi-1 (PlayChunk's, from any host) with their secret
+// bits recomputed from the outcome's seed: the trials PlayFast would have recorded, as it records
+// them (a non-finite score counts as a rejected trial there and here). It refuses scores of the
+// wrong length or range without recording any. Not safe for concurrent use.
+func (o *Outcome) AddChunk(lo, hi int, scores []float64) error {
+	k := len(o.names)
+	if lo < 0 || hi <= lo || hi > 2*o.N || len(scores) != (hi-lo)*k {
+		return fmt.Errorf("audit: chunk %d..%d with %d scores does not fit %d trials of %d scores", lo, hi, len(scores), 2*o.N, k)
+	}
+	for e := lo; e < hi; e++ {
+		o.Add(uint64(e), Bit(o.Seed, uint64(e)), scores[(e-lo)*k:(e-lo+1)*k])
+	}
+	return nil
+}
