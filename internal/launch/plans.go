@@ -27,10 +27,15 @@ func (s *Session) planPath(p *Proc) string {
 // graph's spectrum) and only the private values that process owns - the plant its x(0), an
 // agent host its agents' x_i(0), the cloud and the eavesdropper none (nor the seed). Owner-only
 // permissions: the file holds private initial states.
+//
+// The files state this run, not the scenario file: its number of episodes (SessionConfig.Runs)
+// and its resolved seed (the plant's and agents' noise streams; no process gets it on its
+// command line, and the others' files leave it out).
 func (s *Session) writePlans() error {
+	run := s.runPlan()
 	for _, p := range s.procs {
 		var buf bytes.Buffer
-		if err := s.cfg.Plan.WriteFile(&buf, plan.KeepFor(p.Role, p.ID, p.LastAgent)); err != nil {
+		if err := run.WriteFile(&buf, plan.KeepFor(p.Role, p.ID, p.LastAgent)); err != nil {
 			return fmt.Errorf("%s: %w", p.Name, err)
 		}
 		if err := atomicfile.WriteFile(s.planPath(p), buf.Bytes(), 0o600); err != nil {
@@ -42,6 +47,17 @@ func (s *Session) writePlans() error {
 		s.plans.digests[endpoint.Endpoint{Role: p.Role, ID: p.ID}.String()] = plan.FileDigest(buf.Bytes())
 	}
 	return nil
+}
+
+// runPlan is the session's plan with this run's episodes and seed in its scenario.
+func (s *Session) runPlan() *plan.Plan {
+	p := *s.cfg.Plan
+	p.Scenario = s.cfg.Plan.Scenario.Clone()
+	if s.cfg.Runs > 0 {
+		p.Scenario.Runs = s.cfg.Runs
+	}
+	p.Scenario.Seed = s.cfg.Seeds.Run
+	return &p
 }
 
 // checkPlan records a conflict when a process's ctl.ready names a plan file other than the one

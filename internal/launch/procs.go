@@ -163,11 +163,13 @@ func (s *Session) args(p *Proc) []string {
 	// Every process draws its own messages' faults from the same fault seed; a hash of the run
 	// seed, so the cloud and the eavesdropper learn nothing of the noise from it.
 	a = append(a, "--fault-seed", strconv.FormatUint(c.Seeds.Fault, 10))
+	// The noise seed of the plant and the agents is in their plan files (writePlans), never
+	// here: a command line is readable by every user of the machine (/proc/PID/cmdline).
 	switch p.Role {
 	case endpoint.Plant:
-		a = append(a, "--seed", strconv.FormatUint(c.Seeds.Run, 10), "--id", strconv.Itoa(p.ID))
+		a = append(a, "--id", strconv.Itoa(p.ID))
 	case endpoint.Agent:
-		a = append(a, "--seed", strconv.FormatUint(c.Seeds.Run, 10), "--agents", fmt.Sprintf("%d..%d", p.ID, p.LastAgent))
+		a = append(a, "--agents", fmt.Sprintf("%d..%d", p.ID, p.LastAgent))
 	case endpoint.Cloud:
 		a = append(a, "--id", strconv.Itoa(p.ID))
 	case endpoint.Eavesdropper: // no seed: the eavesdropper never learns the noise

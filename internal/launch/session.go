@@ -36,7 +36,10 @@ type SessionConfig struct {
 	Plan         *plan.Plan
 	// Seeds are the run's (sim.NewSeeds, derived once by the command): the plant and the
 	// agents get Run, every process Fault.
-	Seeds        sim.Seeds
+	Seeds sim.Seeds
+	// Runs is the number of episodes the run plays at this point (dpsim run --runs, the
+	// audit's trials): the plan files say it (0: the scenario's).
+	Runs         int
 	URL          string // NATS server
 	Run          string // run id (a subject token)
 	Dir          string // the processes' --out directory (created)

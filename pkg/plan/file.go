@@ -21,7 +21,11 @@ import (
 )
 
 // FileFormat names the layout of a plan file (the "format" key).
-const FileFormat = "dpsim-plan/1"
+//
+// Version 2 names every key in lower case (the scenario's fields in snake_case, durations in
+// nanoseconds with a _ns suffix) and states the run, not the scenario file: its runs and, for
+// the plant and the agents, its seed. docs/protocol.md describes it; a version-1 file is refused.
+const FileFormat = "dpsim-plan/2"
 
 // MaxFileSize bounds a plan file read by ReadFile (bytes).
 const MaxFileSize = 256 << 20

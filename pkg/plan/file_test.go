@@ -121,7 +121,8 @@ func TestPlanFileRejects(t *testing.T) {
 		{"unknown key", strings.Replace(good, `{"format"`, `{"nope":1,"format"`, 1), "unknown field"},
 		{"noise matrix", strings.Replace(good, `"noise_matrix":[[`, `"noise_matrix":[[1],[`, 1), "noise_matrix"},
 		{"scale", strings.Replace(good, `"scale":`, `"scale":-`, 1), "scale -"},
-		{"gains", strings.Replace(good, `"k":[[`, `"k":[[1,`, 1), "k: row 0"},
+		// the plan's own gains, after the scenario (whose controller has a "k" too)
+		{"gains", good[:strings.LastIndex(good, `"k":[[`)] + strings.Replace(good[strings.LastIndex(good, `"k":[[`):], `"k":[[`, `"k":[[1,`, 1), "k: row 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := plan.ReadFile(strings.NewReader(tc.text))

@@ -27,13 +27,13 @@ var (
 // section 6). Command-line flags override it.
 type AuditSpec struct {
 	// Trials per value of the secret bit (N runs on x and N on x'); 0 = not set.
-	Trials int
+	Trials int `json:"trials,omitempty"`
 	// Adjacency to audit; "" = the adjacency the noise is calibrated for (privacy.adjacency).
-	Adjacency privacy.Adjacency
+	Adjacency privacy.Adjacency `json:"adjacency,omitempty"`
 	// Confidence is the joint level of the reported bounds, in (0, 1); 0 = not set (0.95).
-	Confidence float64
+	Confidence float64 `json:"confidence,omitempty"`
 	// Pair overrides the default adjacent pair (the worst pair of the sensitivity); nil = not set.
-	Pair *AuditPair
+	Pair *AuditPair `json:"pair,omitempty"`
 }
 
 // AuditPair is an explicit adjacent pair: the initial states the challenger chooses between.
@@ -41,7 +41,8 @@ type AuditSpec struct {
 // X0 = X0Prime is allowed: a mechanism with no dependence on the secret, which audits the
 // auditor itself (its bounds must stay at 0 within their confidence).
 type AuditPair struct {
-	X0, X0Prime []float64
+	X0      []float64 `json:"x0"`
+	X0Prime []float64 `json:"x0prime"`
 }
 
 func (a *AuditSpec) clone() *AuditSpec {

@@ -30,14 +30,14 @@ import "slices"
 // message is dropped (duplicated, reordered) if any rule drops (duplicates, reorders) it.
 // A delay in steps is rounded to the nearest integer.
 type FaultsSpec struct {
-	Missing MissingSpec
-	Links   []LinkFault
+	Missing MissingSpec `json:"missing"`
+	Links   []LinkFault `json:"links,omitempty"`
 
 	// Process, server and network faults (process_faults.go).
-	Crashes        []Crash
-	Partitions     []Partition
-	ServerRestarts []ServerRestart
-	Proxies        []Proxy
+	Crashes        []Crash         `json:"crashes,omitempty"`
+	Partitions     []Partition     `json:"partitions,omitempty"`
+	ServerRestarts []ServerRestart `json:"server_restarts,omitempty"`
+	Proxies        []Proxy         `json:"proxies,omitempty"`
 }
 
 // Active reports whether any link fault (a rule, or a partition) is configured.
@@ -108,8 +108,8 @@ var (
 // yhat(t) = C xhat(t) with the observer open-loop) and the eavesdropper's (estimate from what
 // arrived, mark the gap) are fixed.
 type MissingSpec struct {
-	Plant PlantMissing // default PlantHold
-	Agent AgentMissing // default AgentReuseLast
+	Plant PlantMissing `json:"plant,omitempty"` // default PlantHold
+	Agent AgentMissing `json:"agent,omitempty"` // default AgentReuseLast
 }
 
 // DelayUnit is the unit of a link's delay, random delay and jitter.
@@ -137,15 +137,19 @@ var DelayDists = []DelayDist{DistUniform, DistExponential, DistNormal, DistLogno
 
 // RandomDelay is a random delay: Dist with its parameters (the others are 0).
 type RandomDelay struct {
-	Dist      DelayDist
-	Min, Max  float64 // uniform
-	Mean, SD  float64 // exponential (Mean), normal (Mean, SD)
-	Mu, Sigma float64 // lognormal
+	Dist  DelayDist `json:"dist"`
+	Min   float64   `json:"min,omitempty"`   // uniform
+	Max   float64   `json:"max,omitempty"`   // uniform
+	Mean  float64   `json:"mean,omitempty"`  // exponential (Mean), normal (Mean, SD)
+	SD    float64   `json:"sd,omitempty"`    // exponential (Mean), normal (Mean, SD)
+	Mu    float64   `json:"mu,omitempty"`    // lognormal
+	Sigma float64   `json:"sigma,omitempty"` // lognormal
 }
 
 // StepWindow is a half-open range of steps [From, To).
 type StepWindow struct {
-	From, To int
+	From int `json:"from"`
+	To   int `json:"to"`
 }
 
 // Contains reports whether step t is in the window.
@@ -153,19 +157,21 @@ func (w *StepWindow) Contains(t int) bool { return w == nil || (t >= w.From && t
 
 // LinkFault is one rule of faults.links.
 type LinkFault struct {
-	Name    string // label in statistics; default "link<k>"
-	From    string // publisher endpoint pattern ("" or "*": any)
-	To      string // subscriber endpoint pattern ("" or "*": any)
-	Subject string // data-subject pattern below dpsim.<run>. ("" = use From)
+	Name    string `json:"name"`              // label in statistics; default "link<k>"
+	From    string `json:"from,omitempty"`    // publisher endpoint pattern ("" or "*": any)
+	To      string `json:"to,omitempty"`      // subscriber endpoint pattern ("" or "*": any)
+	Subject string `json:"subject,omitempty"` // data-subject pattern below dpsim.<run>. ("" = use From)
 
-	Unit        DelayUnit // default UnitSteps
-	Delay       float64   // fixed delay, >= 0
-	RandomDelay *RandomDelay
-	Jitter      float64 // >= 0
+	Unit        DelayUnit    `json:"unit"`            // default UnitSteps
+	Delay       float64      `json:"delay,omitempty"` // fixed delay, >= 0
+	RandomDelay *RandomDelay `json:"random_delay,omitempty"`
+	Jitter      float64      `json:"jitter,omitempty"` // >= 0
 
-	Drop, Duplicate, Reorder float64 // probabilities in [0, 1]
+	Drop      float64 `json:"drop,omitempty"`      // probabilities in [0, 1]
+	Duplicate float64 `json:"duplicate,omitempty"` // probabilities in [0, 1]
+	Reorder   float64 `json:"reorder,omitempty"`   // probabilities in [0, 1]
 
-	Window *StepWindow // nil: every step
+	Window *StepWindow `json:"window,omitempty"` // nil: every step
 }
 
 // The swept fault parameters: a sweep sets the field on every rule of faults.links (the

@@ -58,11 +58,11 @@ const (
 // Crash kills the process of Proc at step Step of episode Episode and brings it back at step
 // Restart.
 type Crash struct {
-	Proc    string // endpoint, e.g. agent.3
-	Episode int
-	Step    int
-	Restart int
-	Noise   CrashNoise
+	Proc    string     `json:"proc"` // endpoint, e.g. agent.3
+	Episode int        `json:"episode"`
+	Step    int        `json:"step"`
+	Restart int        `json:"restart"`
+	Noise   CrashNoise `json:"noise"`
 }
 
 // EveryEpisode is the Episode of a crash in every episode (episode: all).
@@ -84,33 +84,35 @@ func (c *Crash) EpisodeName() string {
 
 // Partition cuts the agents of Side off every other agent for the steps of Window.
 type Partition struct {
-	Name   string
-	Side   []int
-	Window StepWindow
+	Name   string     `json:"name"`
+	Side   []int      `json:"side"`
+	Window StepWindow `json:"window"`
 }
 
 // ServerRestart stops the embedded NATS server for Down when step Step of episode Episode is
 // seen on the bus, then starts it again on the same port. With an embedded cluster (dpsim run
 // --cluster) Server names the member; its clients reconnect to the others meanwhile.
 type ServerRestart struct {
-	Episode, Step int
-	Down          time.Duration
-	Server        int
+	Episode int           `json:"episode"`
+	Step    int           `json:"step"`
+	Down    time.Duration `json:"down_ns"`
+	Server  int           `json:"server"`
 }
 
 // Proxy puts a toxiproxy between the process of Proc and the server, with these toxics.
 type Proxy struct {
-	Proc      string
-	Latency   time.Duration
-	Jitter    time.Duration
-	Bandwidth int64 // KB/s; 0: unlimited
+	Proc      string        `json:"proc"`
+	Latency   time.Duration `json:"latency_ns,omitempty"`
+	Jitter    time.Duration `json:"jitter_ns,omitempty"`
+	Bandwidth int64         `json:"bandwidth_kbps,omitempty"` // KB/s; 0: unlimited
 	// Resets are the steps at which the proxy resets the process's connections.
-	Resets []StepPoint
+	Resets []StepPoint `json:"resets,omitempty"`
 }
 
 // StepPoint is one step of one episode.
 type StepPoint struct {
-	Episode, Step int
+	Episode int `json:"episode"`
+	Step    int `json:"step"`
 }
 
 // CrashOf returns the crash of endpoint proc in episode ep (nil: none).

@@ -96,41 +96,43 @@ func (m Matrix) dims() string { return fmt.Sprintf("%dx%d", m.Rows(), m.Cols()) 
 
 // Scenario is a validated scenario file with every default filled in.
 type Scenario struct {
-	Source      string // the path (or label) it was read from
-	Name        string
-	Description string
-	Kind        Kind
-	Steps       int    // T, the horizon of one run (>= 1)
-	Runs        int    // Monte Carlo runs (>= 1)
-	Seed        uint64 // run seed; 0 = not fixed in the file (see cli.ResolveSeed)
+	Source      string `json:"source,omitempty"` // the path (or label) it was read from
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Kind        Kind   `json:"kind"`
+	Steps       int    `json:"steps"` // T, the horizon of one run (>= 1)
+	Runs        int    `json:"runs"`  // Monte Carlo runs (>= 1)
+	Seed        uint64 `json:"seed"`  // run seed; 0 = not fixed in the file (see cli.ResolveSeed)
 
-	Plant      *PlantSpec      // cloud-control only
-	Controller *ControllerSpec // cloud-control only
-	Network    *GraphSpec      // consensus only (the file's "graph")
-	X0         []float64       // consensus only: the agents' initial states, len = Network.N
+	Plant      *PlantSpec      `json:"plant,omitempty"`      // cloud-control only
+	Controller *ControllerSpec `json:"controller,omitempty"` // cloud-control only
+	Network    *GraphSpec      `json:"graph,omitempty"`      // consensus only (the file's "graph")
+	X0         []float64       `json:"x0,omitempty"`         // consensus only: the agents' initial states, len = Network.N
 
-	Privacy   PrivacySpec
-	Transport TransportSpec
+	Privacy   PrivacySpec   `json:"privacy"`
+	Transport TransportSpec `json:"transport"`
 	// Faults is the faults: section: missing-input rules and per-link faults (zero value: no
 	// link faults, default rules).
-	Faults FaultsSpec
+	Faults FaultsSpec `json:"faults"`
 	// Audit holds the defaults of `dpsim audit` (the file's "audit"); nil when absent.
-	Audit *AuditSpec
+	Audit *AuditSpec `json:"audit,omitempty"`
 
 	// Sweeps are the swept parameters (outer first); nil when the scenario does not sweep.
-	Sweeps []Sweep
+	Sweeps []Sweep `json:"sweeps,omitempty"`
 	// Point records, on a scenario produced by Expand, the sweep values it was built from.
-	Point []SweepPoint
+	Point []SweepPoint `json:"point,omitempty"`
 
 	// Warnings are things that are allowed but suspicious (an unstable closed loop, a
 	// graph node whose weights sum to 1 or more); commands should show them.
-	Warnings []string
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PlantSpec is the LTI plant x(t+1) = A x + B u, y = C x (eq. 23).
 type PlantSpec struct {
-	A, B, C Matrix    // nx x nx, nx x nu, ny x nx
-	X0      []float64 // initial state, default zeros
+	A  Matrix    `json:"a"`            // nx x nx
+	B  Matrix    `json:"b"`            // nx x nu
+	C  Matrix    `json:"c"`            // ny x nx
+	X0 []float64 `json:"x0,omitempty"` // initial state, default zeros
 }
 
 // Nx, Nu and Ny are the state, input and output dimensions.
@@ -142,17 +144,18 @@ func (p *PlantSpec) Ny() int { return p.C.Rows() }
 // u = -K (xhat - r(t)), xhat+ = A xhat + B u + L (yhat - C xhat).
 // Exactly one of K and LQR is set, and exactly one of L and Observer.
 type ControllerSpec struct {
-	K         Matrix   // nu x nx; nil when derived from LQR
-	L         Matrix   // nx x ny; nil when derived from Observer
-	LQR       *LQRSpec // K = dlqr(A, B, Q, R)
-	Observer  *LQRSpec // L = dlqr(A', C', Q, R)'
-	Reference ReferenceSpec
-	Xhat0     []float64 // the observer's initial estimate, default zeros
+	K         Matrix        `json:"k,omitempty"`        // nu x nx; nil when derived from LQR
+	L         Matrix        `json:"l,omitempty"`        // nx x ny; nil when derived from Observer
+	LQR       *LQRSpec      `json:"lqr,omitempty"`      // K = dlqr(A, B, Q, R)
+	Observer  *LQRSpec      `json:"observer,omitempty"` // L = dlqr(A', C', Q, R)'
+	Reference ReferenceSpec `json:"reference"`
+	Xhat0     []float64     `json:"xhat0,omitempty"` // the observer's initial estimate, default zeros
 }
 
 // LQRSpec holds the weights of a discrete LQR design (already expanded to full matrices).
 type LQRSpec struct {
-	Q, R Matrix
+	Q Matrix `json:"q"`
+	R Matrix `json:"r"`
 }
 
 // ReferenceKind names a reference trajectory.
@@ -171,48 +174,52 @@ const (
 
 // ReferenceSpec is the reference trajectory x_r(t) the controller tracks.
 type ReferenceSpec struct {
-	Kind          ReferenceKind
-	Value         []float64 // RefConstant
-	Before, After []float64 // RefStep
-	At            int       // RefStep: the first step with After
+	Kind   ReferenceKind `json:"kind"`
+	Value  []float64     `json:"value,omitempty"`  // RefConstant
+	Before []float64     `json:"before,omitempty"` // RefStep
+	After  []float64     `json:"after,omitempty"`  // RefStep
+	At     int           `json:"at,omitempty"`     // RefStep: the first step with After
 }
 
 // GraphSpec is the consensus communication graph. A named graph has Name set (and the
 // parameters its generator uses); an edge list has Name "" and Edges. Nodes are 0-based
 // here (the file counts from 1, as the paper does).
 type GraphSpec struct {
-	Name       string  // paper10, ring, path, complete, grid, random-regular; "" for an edge list
-	N          int     // number of nodes (always set)
-	Degree     int     // random-regular
-	Rows, Cols int     // grid
-	Weight     float64 // edge weight of a named graph; default weight of an edge list's edges
-	Seed       uint64  // random-regular: the graph's own seed (default 1)
-	Edges      []Edge  // edge list only, 0-based, each undirected edge once
+	Name   string  `json:"name,omitempty"`   // paper10, ring, path, complete, grid, random-regular; "" for an edge list
+	N      int     `json:"n"`                // number of nodes (always set)
+	Degree int     `json:"degree,omitempty"` // random-regular
+	Rows   int     `json:"rows,omitempty"`   // grid
+	Cols   int     `json:"cols,omitempty"`   // grid
+	Weight float64 `json:"weight,omitempty"` // edge weight of a named graph; default weight of an edge list's edges
+	Seed   uint64  `json:"seed,omitempty"`   // random-regular: the graph's own seed (default 1)
+	Edges  []Edge  `json:"edges,omitempty"`  // edge list only, 0-based, each undirected edge once
 }
 
 // Edge is an undirected edge of weight W between the 0-based nodes I and J (I != J), in
 // the order the file lists them.
 type Edge struct {
-	I, J int
-	W    float64
+	I int     `json:"i"`
+	J int     `json:"j"`
+	W float64 `json:"w"`
 }
 
 // PrivacySpec is the privacy requirement and the noise design.
 type PrivacySpec struct {
-	Mechanism   privacy.Mechanism   // default gaussian
-	Epsilon     float64             // > 0
-	Delta       float64             // gaussian: in (0, 1); laplace: 0
-	Mu          float64             // adjacency level, default 1
-	Adjacency   privacy.Adjacency   // default manifold
-	Noise       noise.Kind          // default structured
-	Calibration privacy.Calibration // default tight (gaussian only)
-	Model       *ModelSpec          // private subsystem (cloud-control); nil = the plant itself
+	Mechanism   privacy.Mechanism   `json:"mechanism"`             // default gaussian
+	Epsilon     float64             `json:"epsilon"`               // > 0
+	Delta       float64             `json:"delta"`                 // gaussian: in (0, 1); laplace: 0
+	Mu          float64             `json:"mu"`                    // adjacency level, default 1
+	Adjacency   privacy.Adjacency   `json:"adjacency"`             // default manifold
+	Noise       noise.Kind          `json:"noise"`                 // default structured
+	Calibration privacy.Calibration `json:"calibration,omitempty"` // default tight (gaussian only)
+	Model       *ModelSpec          `json:"model,omitempty"`       // private subsystem (cloud-control); nil = the plant itself
 }
 
 // ModelSpec is the private subsystem z(t+1) = A z, y = C z whose trajectory is protected
 // (the paper's vehicle protects the position only: A = 1, C = 1).
 type ModelSpec struct {
-	A, C Matrix
+	A Matrix `json:"a"`
+	C Matrix `json:"c"`
 }
 
 // TransportMode is how processes pace their steps.
@@ -227,11 +234,11 @@ const (
 
 // TransportSpec is how the processes are paced.
 type TransportSpec struct {
-	Mode   TransportMode // default lockstep
-	Period time.Duration // step period; required for realtime, 0 = unset
+	Mode   TransportMode `json:"mode"`                // default lockstep
+	Period time.Duration `json:"period_ns,omitempty"` // step period; required for realtime, 0 = unset
 	// Timeout is the processes' longest wait for one step's messages (0: the launcher's
 	// --timeout default); a fault scenario where messages are lost sets it short.
-	Timeout time.Duration
+	Timeout time.Duration `json:"timeout_ns,omitempty"`
 }
 
 // SweepParam names a privacy parameter a scenario may sweep.
@@ -263,9 +270,9 @@ func (p SweepParam) numeric() bool {
 // Sweep is one swept parameter and its values: numbers for epsilon, delta and mu, names
 // for noise, calibration and adjacency.
 type Sweep struct {
-	Param   SweepParam
-	Numbers []float64
-	Names   []string
+	Param   SweepParam `json:"param"`
+	Numbers []float64  `json:"numbers,omitempty"`
+	Names   []string   `json:"names,omitempty"`
 }
 
 // Len returns the number of values.
@@ -286,9 +293,9 @@ func (s Sweep) Value(i int) string {
 
 // SweepPoint is one swept parameter's value in an expanded scenario.
 type SweepPoint struct {
-	Param SweepParam
-	Index int    // position in the sweep's values
-	Value string // as Sweep.Value
+	Param SweepParam `json:"param"`
+	Index int        `json:"index"` // position in the sweep's values
+	Value string     `json:"value"` // as Sweep.Value
 }
 
 // apply sets value i of the sweep on the scenario c (its privacy or its faults section).

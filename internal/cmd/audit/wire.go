@@ -76,7 +76,7 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 	c.log.Info().Str("nats", srv.URL).Str("run", runID).Str("dir", dir).Msg("starting the role processes")
 	start := time.Now()
 	cfg := launch.SessionConfig{
-		Exe: exe, ScenarioPath: o.ScenarioPath, Point: c.point, Plan: p, Seeds: sim.NewSeeds(c.seed), Run: runID,
+		Exe: exe, ScenarioPath: o.ScenarioPath, Point: c.point, Plan: p, Seeds: sim.NewSeeds(c.seed), Runs: 2 * c.trials, Run: runID,
 		Dir: dir, Mode: bus.Lockstep, Timeout: o.Timeout, LogLevel: o.LogLevel, Transcript: false, Log: c.log, Encoding: o.Encoding,
 		Inflight: c.inflight,
 	}

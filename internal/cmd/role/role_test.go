@@ -212,7 +212,7 @@ func TestLoadPlanFileWaits(t *testing.T) {
 	require.Equal(t, p.Scale, q.Scale)
 	require.True(t, math.IsNaN(q.Scenario.Plant.X0[0]), "the cloud's file holds no x(0)")
 
-	require.NoError(t, os.WriteFile(path, []byte(`{"format":"dpsim-plan/1"}`), 0o600))
+	require.NoError(t, os.WriteFile(path, []byte(`{"format":"`+plan.FileFormat+`"}`), 0o600))
 	_, _, err = LoadPlanFile(path, 0)
 	require.ErrorContains(t, err, "no scenario")
 }

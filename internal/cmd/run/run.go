@@ -550,7 +550,7 @@ func (l *launcher) runNATSPoints(ctx context.Context, exe string, srv *launch.Se
 			dir = filepath.Join(dir, fmt.Sprintf("p%02d", k))
 		}
 		cfg := launch.SessionConfig{
-			Exe: exe, ScenarioPath: l.o.ScenarioPath, Point: k, Plan: p, Seeds: l.seeds, Run: runID,
+			Exe: exe, ScenarioPath: l.o.ScenarioPath, Point: k, Plan: p, Seeds: l.seeds, Runs: l.runs, Run: runID,
 			Dir: dir, Mode: l.o.Mode, Period: l.o.Period, Timeout: l.o.Timeout, AgentsPerProcess: l.o.AgentsPerProcess,
 			Encoding: l.o.Encoding, LogLevel: l.o.LogLevel, Transcript: l.o.Transcript, GOMAXPROCS: l.o.ChildProcs, Log: l.log,
 			Timeline: l.tl, PointIndex: k, Sign: l.o.Sign, Attach: l.o.Attach, Announce: l.announce(),
