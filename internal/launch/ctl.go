@@ -111,6 +111,11 @@ func (s *Session) claim(sender string, pid int, word string) bool {
 	switch {
 	case known && own == pid:
 		return true
+	case known && s.byKey[sender] != nil && s.byKey[sender].Program != "" && pid > 0 && inGroup(pid, own):
+		// a user's program runs under sh (--role): the process that speaks is in its group
+		s.ctl.pids[sender] = pid
+		s.byKey[sender].pid = pid
+		return true
 	case !known && s.cfg.Attach && pid > 0:
 		s.ctl.pids[sender] = pid
 		if p := s.byKey[sender]; p != nil {

@@ -61,6 +61,10 @@ type PointOutcome struct {
 	Missing        []trace.Missing
 	MissingCount   int
 	TracedEpisodes int
+	// Problems are what the processes did wrong, each attributed to its process (attribute);
+	// the fatal ones are in the point's error.
+	Problems []Problem
+	forgedBy map[string]map[string]uint64 // claimed sender -> receiver -> forged messages dropped
 }
 
 // ProcOutcome is one process of a played point: who it was, how it exited and what it
@@ -71,6 +75,7 @@ type ProcOutcome struct {
 	LastAgent int // an agent host's last agent (ID for one agent)
 	PID       int
 	Name      string
+	Program   string // the user's command that played the role (--role; "": dpsim's own)
 	// ExitCode is the child's exit code: -1 when unknown (killed by a signal, still running,
 	// or attached). WaitMaxRSSBytes, UserCPUSec and SysCPUSec are the rusage of the exited
 	// child (ResourceUsage; 0 when it did not exit).
@@ -123,9 +128,19 @@ func PlayPoint(ctx context.Context, cfg SessionConfig, o PlayOptions) (*PointOut
 	}
 	if collected != nil {
 		out.addResults(sess, collected, o.FoldedLinks)
-		if runErr == nil && (collected.MissingCount > 0 || len(out.Results.IncompleteEpisodes) > 0) {
-			runErr = fmt.Errorf("point %s: %w", cfg.Plan.Scenario.Name, trace.MissingErrorN(collected.Missing, collected.MissingCount))
+	}
+	// What a process did wrong is the cause, and says who: it comes before its consequences
+	// (missing records), and beside a failure it explains.
+	out.Problems = out.attribute(sess, cfg)
+	if perr := ProblemsError(out.Problems); perr != nil {
+		if runErr != nil {
+			runErr = fmt.Errorf("%w; %v", runErr, perr)
+		} else {
+			runErr = fmt.Errorf("point %s: %w", cfg.Plan.Scenario.Name, perr)
 		}
+	}
+	if collected != nil && runErr == nil && (collected.MissingCount > 0 || len(out.Results.IncompleteEpisodes) > 0) {
+		runErr = fmt.Errorf("point %s: %w", cfg.Plan.Scenario.Name, trace.MissingErrorN(collected.Missing, collected.MissingCount))
 	}
 	if runErr == nil && err != nil {
 		runErr = err
@@ -247,8 +262,8 @@ func newOutcome(sess *Session, cfg SessionConfig, o PlayOptions) *PointOutcome {
 
 // procOutcome is what the launcher knows of the process pr once its session stopped.
 func procOutcome(sess *Session, pr *Proc) ProcOutcome {
-	po := ProcOutcome{Role: pr.Role, ID: pr.ID, LastAgent: pr.LastAgent, PID: pr.PID(), Name: pr.Name, ExitCode: -1,
-		Failure: pr.Failure(), Result: sess.Result(pr)}
+	po := ProcOutcome{Role: pr.Role, ID: pr.ID, LastAgent: pr.LastAgent, PID: pr.PID(), Name: pr.Name, Program: pr.Program,
+		ExitCode: -1, Failure: pr.Failure(), Result: sess.Result(pr)}
 	if st := pr.ExitState(); st != nil {
 		po.ExitCode = st.ExitCode()
 		po.WaitMaxRSSBytes, po.UserCPUSec, po.SysCPUSec = ResourceUsage(st)

@@ -11,6 +11,11 @@ func setProcAttr(*exec.Cmd) {}
 
 func terminate(p *os.Process) error { return p.Kill() }
 
+func kill(p *os.Process) error { return p.Kill() }
+
+// inGroup: process groups are not known here; a program must announce the pid it was started with.
+func inGroup(pid, leader int) bool { return false }
+
 // ResourceUsage returns the CPU times (seconds) of an exited child; its peak resident set is
 // not known here (0).
 func ResourceUsage(ps *os.ProcessState) (maxRSS int64, user, sys float64) {

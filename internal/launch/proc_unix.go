@@ -15,8 +15,20 @@ func setProcAttr(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// terminate asks a child to flush and exit.
-func terminate(p *os.Process) error { return p.Signal(syscall.SIGTERM) }
+// terminate asks a child to flush and exit: its process group, so that a user's program
+// started through sh (--role) gets it too, not only the shell.
+func terminate(p *os.Process) error { return syscall.Kill(-p.Pid, syscall.SIGTERM) }
+
+// kill kills a child's process group (see terminate).
+func kill(p *os.Process) error { return syscall.Kill(-p.Pid, syscall.SIGKILL) }
+
+// inGroup reports whether pid is in the process group of leader: a process a user's program
+// started through sh (--role: the shell is the child, the program or its own child announces
+// itself in ctl.ready).
+func inGroup(pid, leader int) bool {
+	g, err := syscall.Getpgid(pid)
+	return err == nil && g == leader
+}
 
 // ResourceUsage returns the peak resident set size (bytes) and CPU times (seconds) of an exited child.
 func ResourceUsage(ps *os.ProcessState) (maxRSS int64, user, sys float64) {

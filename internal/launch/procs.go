@@ -26,6 +26,8 @@ type Proc struct {
 	LastAgent int
 	Name      string
 	LogPath   string
+	// Program is the user's command that plays this role (--role; "": dpsim's own).
+	Program string
 
 	cmd     *exec.Cmd
 	pid     int // attach mode: the pid its ready carried
@@ -39,9 +41,10 @@ type Proc struct {
 	traceNext atomic.Int64
 }
 
-// PID returns the child's process id (attach mode: the pid its ctl.ready announced).
+// PID returns the child's process id (attach mode, and a user's program: the pid its
+// ctl.ready announced).
 func (p *Proc) PID() int {
-	if p.cmd == nil || p.cmd.Process == nil {
+	if p.cmd == nil || p.cmd.Process == nil || p.pid != 0 { // p.pid: attached, or a --role program under sh
 		return p.pid
 	}
 	return p.cmd.Process.Pid
@@ -200,7 +203,8 @@ func (s *Session) spawnWith(p *Proc, resume bool) error {
 	if resume {
 		args = append(args, "--resume")
 	}
-	p.cmd = exec.Command(s.cfg.Exe, args...)
+	p.cmd = s.cfg.Programs.command(s.cfg.Exe, endpoint.Endpoint{Role: p.Role, ID: p.ID}.String(), args)
+	p.Program = s.cfg.Programs[endpoint.Endpoint{Role: p.Role, ID: p.ID}.String()]
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	p.cmd.Env = os.Environ()
 	if s.cfg.GOMAXPROCS > 0 {

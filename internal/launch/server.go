@@ -36,6 +36,10 @@ type ServerConfig struct {
 	// ConnectRetry is how long an external server that cannot be reached is retried (the
 	// embedded one is up: never).
 	ConnectRetry time.Duration
+	// ObserverFile, when set, is where the embedded server's read-only observer account is
+	// written as a NATS CLI context (bus.ObserverUser, bus.WriteObserverContext); Close
+	// removes it with the server. An external server's accounts are its own: none is written.
+	ObserverFile string
 }
 
 // Server is where the processes of every point of a run connect: the server(s) and their
@@ -48,6 +52,8 @@ type Server struct {
 	// about: "auto" (the embedded server's throwaway CA), "external" (ServerConfig.TLS) or "".
 	TLS     bus.TLSFiles
 	TLSMode string
+	// ObserverFile is the observer's NATS CLI context (ServerConfig.ObserverFile; "": none).
+	ObserverFile string
 
 	users        []map[string]bus.User // users[k]: the accounts of point k's processes (nil: none)
 	launchers    []*bus.User           // launchers[k]: point k's launcher account (nil: none)
@@ -98,6 +104,14 @@ func (s *Server) startEmbedded(c ServerConfig) error {
 		}
 	}
 	all = append(all, c.Users...)
+	var observer bus.User
+	if c.ObserverFile != "" {
+		var err error
+		if observer, err = bus.ObserverUser(); err != nil {
+			return err
+		}
+		all = append(all, observer)
+	}
 	opts := bus.EmbeddedOptions{Users: all, Host: c.Host, Port: c.Port}
 	removeTLS := func() {}
 	if c.AutoTLS {
@@ -105,6 +119,9 @@ func (s *Server) startEmbedded(c ServerConfig) error {
 		if removeTLS, err = s.autoTLS(&opts); err != nil {
 			return err
 		}
+	}
+	if c.ObserverFile != "" {
+		defer func() { s.writeObserver(c.ObserverFile, observer) }()
 	}
 	if c.Cluster > 1 {
 		cl, err := bus.StartCluster(c.Cluster, opts)
@@ -124,6 +141,22 @@ func (s *Server) startEmbedded(c ServerConfig) error {
 	s.Embedded, s.URL = srv, srv.URL()
 	s.stop = func() { srv.Shutdown(); removeTLS() }
 	return nil
+}
+
+// writeObserver writes the observer's context for the started server (nothing when it did not
+// start) and makes Close remove it: the account dies with the server.
+func (s *Server) writeObserver(path string, u bus.User) {
+	if s.Embedded == nil {
+		return
+	}
+	c := bus.ObserverContext{Description: "dpsim: read-only observer of the runs on this server (subscribe dpsim.>)",
+		URL: s.URL, User: u.Name, Password: u.Password, CA: s.TLS.CA}
+	if err := bus.WriteObserverContext(path, c); err != nil {
+		return // watching is a convenience: the run goes on, and ObserverFile stays ""
+	}
+	s.ObserverFile = path
+	stop := s.stop
+	s.stop = func() { stop(); _ = os.Remove(path) }
 }
 
 // autoTLS makes the throwaway CA and server key of AutoTLS for opts and returns the function

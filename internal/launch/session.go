@@ -89,6 +89,8 @@ type SessionConfig struct {
 	// Sign gives every process a signing key (its seed through its environment) and the file
 	// of all public keys: data messages are signed and verified (dpsim run --sign).
 	Sign bool
+	// Programs are the users' programs that play roles in place of dpsim's (--role).
+	Programs Programs
 	// Inflight is the most episodes a group keeps in flight at once (Session.Group, PlayPoint
 	// groups by NextGroup; 0: 1, one episode at a time). The processes learn it from each
 	// ctl.episodes: they need no flag.
@@ -476,7 +478,7 @@ func (s *Session) shutdown() error {
 	if !s.awaitExits(s.cfg.StopTimeout) {
 		s.signalRunning("no exit after ctl.stop: SIGTERM", terminate)
 		if !s.awaitExits(killGrace) {
-			s.signalRunning("no exit after SIGTERM: SIGKILL", (*os.Process).Kill)
+			s.signalRunning("no exit after SIGTERM: SIGKILL", kill)
 			s.awaitExits(killGrace)
 		}
 	}

@@ -39,6 +39,10 @@ type User struct {
 	Name, Password string
 	Publish        []string
 	Subscribe      []string
+	// DenyPublish and DenySubscribe refuse these subjects even where the allow lists would
+	// admit them (the server filters a wildcard subscription's deliveries too); an empty
+	// Publish allows every subject unless DenyPublish says otherwise (">" for none).
+	DenyPublish, DenySubscribe []string
 }
 
 // NewUser returns a user with a random 128-bit password.
@@ -56,8 +60,8 @@ func (u User) Env() []string { return []string{EnvUser + "=" + u.Name, EnvPasswo
 // serverUser is u in the server's options.
 func (u User) serverUser() *server.User {
 	return &server.User{Username: u.Name, Password: u.Password, Permissions: &server.Permissions{
-		Publish:   &server.SubjectPermission{Allow: u.Publish},
-		Subscribe: &server.SubjectPermission{Allow: u.Subscribe},
+		Publish:   &server.SubjectPermission{Allow: u.Publish, Deny: u.DenyPublish},
+		Subscribe: &server.SubjectPermission{Allow: u.Subscribe, Deny: u.DenySubscribe},
 	}}
 }
 
@@ -97,6 +101,17 @@ func (s Subjects) RolePermissions(role endpoint.Role, id, last int) (pub, sub []
 		sub = []string{s.All()}
 	}
 	return pub, sub
+}
+
+// ObserverUser returns the read-only account of someone who watches the runs of an embedded
+// server: it subscribes to every run's subjects (dpsim.>, where the eavesdropper listens too:
+// what is on the bus is what an eavesdropper sees) but neither the challenger's line nor the
+// farm's jobs (they hold secrets), and publishes nothing.
+func ObserverUser() (User, error) {
+	u, err := NewUser("observer", nil, []string{Prefix + ".>"})
+	u.DenyPublish = []string{">"}
+	u.DenySubscribe = []string{ChallengerPrefix + ">", Prefix + ".farm.>"}
+	return u, err
 }
 
 // LauncherPermissions returns what the launcher of a run publishes and subscribes.

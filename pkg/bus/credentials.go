@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -116,4 +117,40 @@ func ConnectRetry(ctx context.Context, url, name string, retry time.Duration, on
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// ObserverContext is a NATS CLI context (the JSON of `nats context save`, which `nats
+// --context FILE` reads from a path): the server and an observer's credentials, so that `nats
+// --context FILE sub 'dpsim.>'` watches a run. Description says what it is for.
+type ObserverContext struct {
+	Description string `json:"description"`
+	URL         string `json:"url"`
+	User        string `json:"user"`
+	Password    string `json:"password"`
+	CA          string `json:"ca,omitempty"` // the CA file of a TLS server
+}
+
+// WriteObserverContext writes c to path (mode 0600: it holds a password), atomically.
+func WriteObserverContext(path string, c ObserverContext) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // "dpsim.>" as a reader expects it
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(c); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, b.Bytes(), 0o600)
+}
+
+// ReadObserverContext reads a file of WriteObserverContext.
+func ReadObserverContext(path string) (ObserverContext, error) {
+	var c ObserverContext
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		return c, fmt.Errorf("observer context %s: %w", path, err)
+	}
+	return c, nil
 }

@@ -40,6 +40,8 @@ type EmbeddedOptions struct {
 	TLS TLSFiles
 	// Cluster, when set, makes the server a cluster member (see StartCluster).
 	Cluster *ClusterOptions
+
+	violations *violationLog // kept across Restart
 }
 
 // Embedded is a running in-process NATS server.
@@ -53,7 +55,8 @@ type Embedded struct {
 }
 
 // StartEmbedded starts a nats-server in this process and waits until it accepts clients.
-// The server does not log and does not install signal handlers.
+// The server does not log (it keeps the permission violations it reports: Violations) and
+// does not install signal handlers.
 func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	if opts.Host == "" {
 		opts.Host = "127.0.0.1"
@@ -106,6 +109,10 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: configure embedded NATS server on %s:%d: %w", opts.Host, opts.Port, err)
 	}
+	if opts.violations == nil {
+		opts.violations = &violationLog{}
+	}
+	srv.SetLoggerV2(opts.violations, false, false, false) // permission violations only: Violations
 	srv.Start()
 	if !srv.ReadyForConnections(opts.ReadyTimeout) {
 		srv.Shutdown()

@@ -45,7 +45,7 @@ func Example() {
 	_ = plant.Drain(time.Second)
 	// Output:
 	// dpsim.demo.plant.0.yhat [0.5 -1.25]
-	// {Received:2 Accepted:1 Dropped:1 ByReason:map[decode:1]}
+	// {Received:2 Accepted:1 Dropped:1 ByReason:map[decode:1] BySender:map[plant.0:map[decode:1]]}
 }
 
 // The JSON wire form of a message.

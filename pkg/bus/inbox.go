@@ -238,7 +238,7 @@ func (in *Inbox) accept(nm *nats.Msg, e *Expect) error {
 }
 
 func (in *Inbox) invalid(subject string, err error) {
-	in.count.DropErr(err)
+	in.count.DropFrom(subject, err)
 	if in.opts.OnInvalid != nil {
 		in.opts.OnInvalid(subject, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 )
 
@@ -160,6 +161,10 @@ func stepsWant(steps int) string {
 type Counters struct {
 	received atomic.Uint64
 	dropped  [numReasons]atomic.Uint64
+	// bySender counts the drops again by the sender the subject names, so that a run can
+	// name the process whose messages were wrong (rare: a mutex is cheap enough).
+	mu       sync.Mutex
+	bySender map[string]*[numReasons]uint64
 }
 
 // Receive counts one received message.
@@ -174,6 +179,32 @@ func (c *Counters) Drop(r Reason) {
 
 // DropErr counts one dropped message classified by ReasonOf(err).
 func (c *Counters) DropErr(err error) { c.Drop(ReasonOf(err)) }
+
+// DropFrom counts one dropped message that came on subject, classified by ReasonOf(err), and
+// again under the sender the subject names ("cloud.0"; a subject that names none counts under
+// "?"): CountersSnapshot.BySender.
+func (c *Counters) DropFrom(subject string, err error) {
+	r := ReasonOf(err)
+	c.Drop(r)
+	if r >= numReasons {
+		return
+	}
+	sender := senderOfSubject(subject)
+	if sender == "" {
+		sender = "?"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bySender == nil {
+		c.bySender = map[string]*[numReasons]uint64{}
+	}
+	n := c.bySender[sender]
+	if n == nil {
+		n = new([numReasons]uint64)
+		c.bySender[sender] = n
+	}
+	n[r]++
+}
 
 // Received returns the number of messages received.
 func (c *Counters) Received() uint64 { return c.received.Load() }
@@ -192,6 +223,9 @@ type CountersSnapshot struct {
 	Accepted uint64            `json:"accepted"` // Received - Dropped (0 if more were dropped than received)
 	Dropped  uint64            `json:"dropped"`
 	ByReason map[string]uint64 `json:"dropped_by_reason,omitempty"` // non-zero reasons only
+	// BySender splits the drops by the sender their subject names, then by reason: who sent
+	// what was wrong (non-zero counts only; "?" for a subject that names no sender).
+	BySender map[string]map[string]uint64 `json:"dropped_by_sender,omitempty"`
 }
 
 // Snapshot returns the current counts.
@@ -208,6 +242,21 @@ func (c *Counters) Snapshot() CountersSnapshot {
 	}
 	if s.Received > s.Dropped {
 		s.Accepted = s.Received - s.Dropped
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for sender, n := range c.bySender {
+		for r := Reason(0); r < numReasons; r++ {
+			if n[r] > 0 {
+				if s.BySender == nil {
+					s.BySender = map[string]map[string]uint64{}
+				}
+				if s.BySender[sender] == nil {
+					s.BySender[sender] = map[string]uint64{}
+				}
+				s.BySender[sender][r.String()] = n[r]
+			}
+		}
 	}
 	return s
 }

@@ -124,7 +124,7 @@ func (proc *process) stopped() (why string, byCtl bool) {
 // invalid counts, logs and drops a message a handler refused after the bus accepted it (the
 // bus counted it received, not dropped).
 func (proc *process) invalid(c *bus.Counters, subject string, err error) {
-	c.DropErr(err)
+	c.DropFrom(subject, err)
 	proc.logInvalid(subject, err)
 }
 

@@ -255,6 +255,24 @@ func TestInvalidCountedOnce(t *testing.T) {
 		require.Equal(t, c.Received-k, c.Accepted, name)
 	}
 	require.Equal(t, uint64(runs*steps), sum.proc(t, "cloud-0").Invalid.Accepted, "every genuine yhat was accepted")
+	// The drops are attributed to the sender the subject names, and the k messages are k, not
+	// one count per receiver.
+	for _, name := range []string{"cloud-0", "eavesdropper-0"} {
+		require.Equal(t, map[string]map[string]uint64{"plant.0": {"dim": k}}, sum.proc(t, name).Invalid.BySender, name)
+	}
+	var found bool
+	for _, p := range sum.Problems {
+		if p.Kind == "invalid-messages" {
+			found = true
+			require.Equal(t, "plant-0", p.Process)
+			require.Equal(t, uint64(k), p.Count, "each message once, not once per receiver")
+			require.False(t, p.Fatal)
+			require.Contains(t, p.Detail, "dim 7")
+			require.Contains(t, p.Detail, "unsigned")
+		}
+	}
+	require.True(t, found, "problems: %+v", sum.Problems)
+	require.Contains(t, stderr, "plant-0")
 }
 
 // Signing is on by default with an external server, off with the embedded one; --no-sign

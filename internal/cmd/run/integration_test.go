@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/cmd/role"
+	"github.com/dpsim/dpsim/internal/cmd/run"
 	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/internal/rss"
@@ -148,9 +149,10 @@ type summary struct {
 	Error               string   `json:"error"`
 	Degraded            []string `json:"degraded"`
 	// MissedFraction is the fraction of process steps that went on without their messages.
-	MissedFraction float64         `json:"missed_fraction"`
-	Metrics        json.RawMessage `json:"metrics"`
-	Processes      []procSummary   `json:"processes"`
+	MissedFraction float64            `json:"missed_fraction"`
+	Metrics        json.RawMessage    `json:"metrics"`
+	Processes      []procSummary      `json:"processes"`
+	Problems       []run.PointProblem `json:"problems"`
 	Invalid        map[string]bus.CountersSnapshot
 	Points         []struct {
 		Metrics       *metrics.Results `json:"metrics"`

@@ -131,7 +131,9 @@ type Options struct {
 	InflightSet bool
 	// Farm is --dispatch, --spawn-workers, --worker-listen: the fast engine's episodes played by
 	// `dpsim worker` processes (internal/farm).
-	Farm  farm.Flags
+	Farm farm.Flags
+	// Roles are --role: the users' programs that play roles in place of dpsim's.
+	Roles launch.Programs
 	flags *flag.FlagSet // the parsed flags (what was given: the resume state records it)
 }
 
@@ -215,6 +217,8 @@ func defineFlags(fs *flag.FlagSet, o *Options, seed, mode, budget *string) {
 	fs.BoolVar(&o.Strict, "strict", false, "fail the run (exit 1) when a receiver got two different messages for the same sender, episode and step (forged or corrupted traffic; counted as conflicts per link) instead of ending it degraded")
 	fs.Float64Var(&o.MaxMissedFraction, "max-missed-fraction", 1, "fail the run (exit 1) when more than this fraction of the processes' steps went on without all their messages at the deadline (realtime: a missed tick; lockstep: a --timeout); below it such a run ends with status degraded, exit 0")
 	fs.IntVar(&o.Inflight, "inflight", launch.DefaultInflight, inflightHelp)
+	o.Roles = launch.Programs{}
+	fs.Func("role", "ENDPOINT=COMMAND: start COMMAND (through sh) in place of dpsim's own process ENDPOINT (cloud.0, plant.0, eavesdropper.0, agent.<first agent of a host>), with the arguments after the role name and the environment dpsim's own would get; it must follow docs/protocol.md, and every problem it causes is named with it (repeatable; NATS engine, not with --attach)", o.Roles.ParseProgram)
 	o.Farm.Define(fs)
 	fs.StringVar(&o.Resume, "resume", "", "continue the run whose outputs are in this directory (its "+ResumeFile+": a run killed, failed or interrupted before every episode completed) from its last completed episode and sweep point, with the results of an uninterrupted run; SCENARIO and the flags that decide the results may be left out (given, they must be the run's); the NATS connection and TLS flags are not recorded and are given again. --engine fast resumes at the last completed point")
 }
@@ -257,6 +261,10 @@ func (o *Options) checkProcesses() error {
 		return err
 	}
 	switch {
+	case len(o.Roles) > 0 && o.Engine != "nats":
+		return cli.UsageError("--role starts a program in place of a role process; the fast engine has none (drop --engine fast)")
+	case len(o.Roles) > 0 && o.Attach:
+		return cli.UsageError("--role starts a program in place of a role process; with --attach the launcher starts none (start your program with the command it prints)")
 	case o.Attach && o.Engine == "fast":
 		return cli.UsageError("--attach waits for role processes; the fast engine has none (drop --engine fast)")
 	case o.AttachTimeout <= 0:

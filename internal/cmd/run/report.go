@@ -131,12 +131,8 @@ func (l *launcher) printTable(w io.Writer) {
 	if s.Timing.Mode == "realtime" {
 		fmt.Fprintf(tw, "timing\tlate %d, overruns %d, missed %d, jitter p99 %v\n", s.Timing.LateMessages, s.Timing.Overruns, s.Timing.Missed, s.Timing.JitterP99MaxNS)
 	}
-	var dropped uint64
-	for _, c := range s.Invalid {
-		dropped += c.Dropped
-	}
 	if s.Engine == "nats" {
-		fmt.Fprintf(tw, "invalid\t%d message(s) dropped\n", dropped)
+		fmt.Fprintf(tw, "invalid\t%s\n", invalidLine(s))
 		var stale uint64
 		for _, n := range s.Stale {
 			stale += n
@@ -185,4 +181,42 @@ func (l *launcher) printTable(w io.Writer) {
 		fmt.Fprintf(tw, "error\t%s\n", s.Error)
 	}
 	_ = tw.Flush()
+}
+
+// invalidLine counts the invalid messages of the run once each: every receiver drops its own
+// copy of a wrong message (the plant and the eavesdropper both drop a bad u), so the copies
+// dropped are summed per receiver and the messages are, per sender, the most any receiver
+// dropped of its; a run without attribution (an older process) counts copies.
+func invalidLine(s *Summary) string {
+	var copies, messages uint64
+	from := map[string]map[string]uint64{} // point/sender -> receiver -> dropped
+	for key, c := range s.Invalid {
+		copies += c.Dropped
+		point := ""
+		if i := strings.IndexByte(key, '/'); i >= 0 {
+			point = key[:i+1]
+		}
+		var attributed uint64
+		for sender, reasons := range c.BySender {
+			if from[point+sender] == nil {
+				from[point+sender] = map[string]uint64{}
+			}
+			for _, n := range reasons {
+				from[point+sender][key] += n
+				attributed += n
+			}
+		}
+		messages += c.Dropped - min(attributed, c.Dropped) // unattributed: counted as copies
+	}
+	for _, receivers := range from {
+		var most uint64
+		for _, n := range receivers {
+			most = max(most, n)
+		}
+		messages += most
+	}
+	if copies == messages {
+		return fmt.Sprintf("%d message(s) dropped", messages)
+	}
+	return fmt.Sprintf("%d message(s) dropped (%d copies across their receivers)", messages, copies)
 }

@@ -256,6 +256,11 @@ func (l *launcher) prepare() error {
 	if err := l.makePlans(); err != nil {
 		return err
 	}
+	for _, p := range l.plans {
+		if err := o.Roles.Check(p, o.AgentsPerProcess); err != nil {
+			return cli.UsageError("%v", err)
+		}
+	}
 	if err := l.applyScenarioSettings(s); err != nil {
 		return err
 	}
@@ -514,11 +519,13 @@ func (l *launcher) runNATS(ctx context.Context) error {
 	if l.o.Listen != "" {
 		sc.Host, sc.Port, _ = splitListen(l.o.Listen) // checked by parseOptions
 	}
+	sc.ObserverFile = filepath.Join(l.o.Out, ObserverFile)
 	srv, err := launch.StartServer(sc)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	l.announceServer(srv)
 	if srv.Embedded != nil {
 		l.sum.NATSEmbedded = true
 		if srv.Cluster != nil {
@@ -533,6 +540,22 @@ func (l *launcher) runNATS(ctx context.Context) error {
 	}
 	l.sum.Files.Procs = "procs"
 	return l.runNATSPoints(ctx, exe, srv)
+}
+
+// ObserverFile is the NATS CLI context of the embedded server's read-only observer, in OUT for
+// the run's lifetime (the server and its account end with the run).
+const ObserverFile = "observer.context.json"
+
+// announceServer says on stderr, before the first episode, where the run's server is and the
+// exact command that watches it.
+func (l *launcher) announceServer(srv *launch.Server) {
+	if srv.ObserverFile == "" {
+		fmt.Fprintf(l.stderr, "dpsim run: NATS server %s (external); watch with that server's credentials: nats --server %s sub 'dpsim.%s.>'\n",
+			srv.URL, srv.URL, l.o.RunID)
+		return
+	}
+	fmt.Fprintf(l.stderr, "dpsim run: NATS server %s (embedded, until the run ends); watch: nats --context %s sub 'dpsim.>'\n",
+		srv.URL, srv.ObserverFile)
 }
 
 // runNATSPoints runs the points not done yet, one after the other, each with its own processes
@@ -554,7 +577,7 @@ func (l *launcher) runNATSPoints(ctx context.Context, exe string, srv *launch.Se
 			Dir: dir, Mode: l.o.Mode, Period: l.o.Period, Timeout: l.o.Timeout, AgentsPerProcess: l.o.AgentsPerProcess,
 			Encoding: l.o.Encoding, LogLevel: l.o.LogLevel, Transcript: l.o.Transcript, GOMAXPROCS: l.o.ChildProcs, Log: l.log,
 			Timeline: l.tl, PointIndex: k, Sign: l.o.Sign, Attach: l.o.Attach, Announce: l.announce(),
-			StartTimeout: l.startTimeout(), Inflight: l.o.Inflight,
+			StartTimeout: l.startTimeout(), Inflight: l.o.Inflight, Programs: l.o.Roles,
 		}
 		srv.Configure(&cfg, k)
 		n, el, err := l.runPoint(ctx, k, p, cfg)
@@ -664,7 +687,18 @@ func (l *launcher) recordSession(po *launch.PointOutcome, k int, p *plan.Plan, c
 	l.sum.Connections.Disconnects += po.Disconnects
 	l.sum.Connections.Reconnects += po.Reconnects
 	l.sum.LauncherCtlInvalid = addCounters(l.sum.LauncherCtlInvalid, po.CtlInvalid)
+	l.recordProblems(k, po.Problems)
 	return ps
+}
+
+// recordProblems puts what the processes of point k did wrong in summary.json (problems) and
+// on stderr. The fatal ones are the point's error already; the others change the status only
+// through their effects (timeouts, conflicts, losses: degradation).
+func (l *launcher) recordProblems(k int, problems []launch.Problem) {
+	for _, pb := range problems {
+		l.sum.Problems = append(l.sum.Problems, PointProblem{Point: k, Problem: pb})
+		fmt.Fprintf(l.stderr, "dpsim run: problem: %s\n", pb) // whatever the log level: a role broke the contract
+	}
 }
 
 // recordResults adds the point's late messages (its links' counters) to the summary and
@@ -698,7 +732,7 @@ func addCounters(a, b bus.CountersSnapshot) bus.CountersSnapshot {
 // addProcess adds the process pr of point k (its files in rel, relative to OUT; attached: not
 // started by the launcher) to the summary's processes, invalid and stale counts and timing.
 func (l *launcher) addProcess(pr launch.ProcOutcome, point int, rel string, attached bool) {
-	ps := ProcessSummary{Role: pr.Role.String(), ID: pr.ID, PID: pr.PID, Name: pr.Name, Point: point, ExitCode: pr.ExitCode,
+	ps := ProcessSummary{Role: pr.Role.String(), ID: pr.ID, PID: pr.PID, Name: pr.Name, Program: pr.Program, Point: point, ExitCode: pr.ExitCode,
 		LogFile: filepath.Join(rel, contract.LogFile(pr.Name))}
 	if attached {
 		ps.LogFile = "" // an attached process logs where whoever started it sends its stderr

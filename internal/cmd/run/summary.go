@@ -50,7 +50,11 @@ type Summary struct {
 	// the fraction of the processes' steps that went on without all their messages.
 	Degraded       []string `json:"degraded,omitempty"`
 	MissedFraction float64  `json:"missed_fraction"`
-	Warnings       []string `json:"warnings,omitempty"`
+	// Problems are what a role process did wrong, each attributed to its process (an invalid
+	// message, a missing result, trace or link counters, nothing delivered, a subject refused
+	// by the server): the fatal ones failed the run, the others made it degraded.
+	Problems []PointProblem `json:"problems,omitempty"`
+	Warnings []string       `json:"warnings,omitempty"`
 
 	// Processes is every role process of every point: {role, id, pid} and what it reported.
 	Processes []ProcessSummary `json:"processes"`
@@ -107,6 +111,8 @@ type ProcessSummary struct {
 	Name   string `json:"name"`
 	Agents []int  `json:"agents,omitempty"`
 	Point  int    `json:"point"`
+	// Program is the user's command that played this role (--role); absent for dpsim's own.
+	Program string `json:"program,omitempty"`
 	// ExitCode is the child's exit code; -1 when unknown (killed by a signal, still running,
 	// or attached: a process the launcher did not start, whose status comes from its result).
 	ExitCode int    `json:"exit_code"`
@@ -224,4 +230,10 @@ func (l *launcher) recordWriteFailure(err error) {
 	} else {
 		l.sum.Error += "; " + err.Error()
 	}
+}
+
+// PointProblem is a problem of a role process of sweep point Point (launch.Problem).
+type PointProblem struct {
+	Point int `json:"point"`
+	launch.Problem
 }

@@ -1,0 +1,308 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/endpoint"
+)
+
+// The kinds of Problem.
+const (
+	ProblemNoResult         = "no-result"            // exited 0 without ctl.result or result file
+	ProblemNoLinks          = "no-links"             // its result has no per-link counters
+	ProblemNoTrace          = "no-trace"             // it wrote no trace file
+	ProblemInvalid          = "invalid-messages"     // its receivers dropped messages of its as invalid
+	ProblemNothingDelivered = "nothing-delivered"    // not one of its messages reached a receiver
+	ProblemPermission       = "permission-violation" // the server refused a publish or subscribe of its
+	ProblemForged           = "forged-messages"      // messages in its name that its signature did not verify
+)
+
+// Problem is something wrong the launcher attributes to the process that caused it: a role
+// process breaking the contract (docs/protocol.md), most often a user's program (--role). A
+// fatal problem fails the point (its numbers would be computed from nothing); the others are
+// named and counted, and what they did to the results shows where it always does (steps that
+// timed out, conflicts, lost messages make the run degraded). Forged messages (ProblemForged)
+// are listed under the sender they claimed to be, which did not send them.
+type Problem struct {
+	Process string `json:"process"`           // its name (cloud-0)
+	Sender  string `json:"sender"`            // its sender name (cloud.0)
+	Program string `json:"program,omitempty"` // the user's command that played it (--role)
+	Kind    string `json:"kind"`              // ProblemNoResult, ...
+	Count   uint64 `json:"count,omitempty"`   // messages concerned, where it counts some
+	Detail  string `json:"detail"`            // the reason, in words
+	Fatal   bool   `json:"fatal"`
+}
+
+func (p Problem) String() string {
+	who := p.Process
+	if p.Program != "" {
+		who += fmt.Sprintf(" (--role %s=%q)", p.Sender, p.Program)
+	}
+	return fmt.Sprintf("%s: %s: %s", who, p.Kind, p.Detail)
+}
+
+// ProblemsError is the error of the fatal problems among ps (nil: none).
+func ProblemsError(ps []Problem) error {
+	var fatal []string
+	for _, p := range ps {
+		if p.Fatal {
+			fatal = append(fatal, p.String())
+		}
+	}
+	if len(fatal) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(fatal, "; "))
+}
+
+// attribute finds what each process of the stopped session did wrong, from what every
+// process reported (its result, its receivers' per-sender drop counts and link counters), its
+// files in cfg.Dir, and the embedded server's permission violations. A process that failed
+// (its exit is the point's error already) is not blamed for what its failure left undone.
+func (out *PointOutcome) attribute(sess *Session, cfg SessionConfig) []Problem {
+	byKey := map[string]*ProcOutcome{}
+	var ps []Problem
+	for i := range out.Procs {
+		pr := &out.Procs[i]
+		key := endpoint.Endpoint{Role: pr.Role, ID: pr.ID}.String()
+		byKey[key] = pr
+		ps = append(ps, pr.contractProblems(key, out.Played, cfg.Dir)...)
+	}
+	ps = append(ps, out.deliveryProblems(byKey, cfg.Sign)...)
+	ps = append(ps, out.forgedProblems()...)
+	ps = append(ps, violationProblems(cfg, byKey)...)
+	return ps
+}
+
+// contractProblems checks what process pr (sender key) must leave: a result with its links
+// and a trace file, once it played episodes (played) and exited 0.
+func (pr *ProcOutcome) contractProblems(key string, played int, dir string) []Problem {
+	if pr.Failure != "" {
+		return nil
+	}
+	blame := func(kind, detail string) Problem {
+		return Problem{Process: pr.Name, Sender: key, Program: pr.Program, Kind: kind, Detail: detail, Fatal: true}
+	}
+	var ps []Problem
+	switch {
+	case pr.Result == nil:
+		ps = append(ps, blame(ProblemNoResult, fmt.Sprintf("no ctl.result and no %s: the run cannot account for its messages", contract.ResultFile(pr.Name))))
+	case played > 0 && len(pr.Result.Links) == 0:
+		ps = append(ps, blame(ProblemNoLinks, "its result has no links (the per-link counters of what it sent and received): the run's link accounting would be wrong"))
+	}
+	if played > 0 {
+		if _, err := os.Stat(filepath.Join(dir, contract.TraceFile(pr.Name))); err != nil {
+			ps = append(ps, blame(ProblemNoTrace, fmt.Sprintf("no trace file %s (one JSON line per step): its steps are in no metric", contract.TraceFile(pr.Name))))
+		}
+	}
+	return ps
+}
+
+// senderDrops are the drops of one sender's messages: by reason, the most any one receiver
+// dropped (each receiver judges its own copy, so their sum would count a message once per
+// receiver), and by receiver their total.
+type senderDrops struct {
+	byReason   map[string]uint64
+	byReceiver map[string]uint64
+}
+
+// count is the number of the sender's messages dropped: the most any receiver dropped.
+func (d *senderDrops) count() uint64 {
+	var most uint64
+	for _, n := range d.byReceiver {
+		most = max(most, n)
+	}
+	return most
+}
+
+func (d *senderDrops) String() string {
+	return fmt.Sprintf("%s (dropped by %s)", joinCounts(d.byReason), joinCounts(d.byReceiver))
+}
+
+// joinCounts is "a 3, b 1", sorted by key.
+func joinCounts(m map[string]uint64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// dropsBySender gathers every receiver's invalid drops by the sender their subject named (an
+// agent host's block subject host.<i> is its process agent.<i>).
+func (out *PointOutcome) dropsBySender() map[string]*senderDrops {
+	drops := map[string]*senderDrops{}
+	for _, pr := range out.Procs {
+		if pr.Result == nil {
+			continue
+		}
+		receiver := endpoint.Endpoint{Role: pr.Role, ID: pr.ID}.String()
+		for sender, reasons := range pr.Result.Invalid.BySender {
+			sender = processSender(sender)
+			if n := reasons[bus.ReasonSignature.String()]; n > 0 { // not the sender's doing
+				reasons = maps.Clone(reasons)
+				delete(reasons, bus.ReasonSignature.String())
+				out.forged(sender, receiver, n)
+			}
+			if len(reasons) == 0 {
+				continue
+			}
+			d := drops[sender]
+			if d == nil {
+				d = &senderDrops{byReason: map[string]uint64{}, byReceiver: map[string]uint64{}}
+				drops[sender] = d
+			}
+			for r, n := range reasons {
+				d.byReason[r] = max(d.byReason[r], n)
+				d.byReceiver[receiver] += n
+			}
+		}
+	}
+	return drops
+}
+
+// forged counts n messages in sender's name that receiver dropped because sender's signature
+// did not verify them (PointOutcome.forgedBy).
+func (out *PointOutcome) forged(sender, receiver string, n uint64) {
+	if out.forgedBy == nil {
+		out.forgedBy = map[string]map[string]uint64{}
+	}
+	if out.forgedBy[sender] == nil {
+		out.forgedBy[sender] = map[string]uint64{}
+	}
+	out.forgedBy[sender][receiver] += n
+}
+
+// forgedProblems names the messages sent in a process's name by someone else (its signature
+// did not verify them): counted, not blamed on it.
+func (out *PointOutcome) forgedProblems() []Problem {
+	senders := make([]string, 0, len(out.forgedBy))
+	for s := range out.forgedBy {
+		senders = append(senders, s)
+	}
+	sort.Strings(senders)
+	var ps []Problem
+	for _, s := range senders {
+		var most uint64
+		for _, n := range out.forgedBy[s] {
+			most = max(most, n)
+		}
+		ps = append(ps, Problem{Process: "(not a process of the run)", Sender: s, Kind: ProblemForged, Count: most,
+			Detail: fmt.Sprintf("%d message(s) in the name of %s failed its signature and were dropped (by %s): someone else published on its subjects",
+				most, s, joinCounts(out.forgedBy[s]))})
+	}
+	return ps
+}
+
+// processSender maps a subject's sender to its process's sender name: host.<i> to agent.<i>.
+func processSender(s string) string {
+	if rest, ok := strings.CutPrefix(s, endpoint.Host.String()+"."); ok {
+		return endpoint.Agent.String() + "." + rest
+	}
+	return s
+}
+
+// deliveryProblems blames each sender whose messages its receivers dropped as invalid, and
+// fails a sender none of whose messages reached some receiver on a link the scenario's
+// faults did not cut (the metrics would be computed from the missing-input rules alone).
+//
+// Unsigned (signed false), a message is the named sender's only by its subject: on a server
+// without permissions another client may have published it, and the detail says so.
+func (out *PointOutcome) deliveryProblems(byKey map[string]*ProcOutcome, signed bool) []Problem {
+	drops := out.dropsBySender()
+	var ps []Problem
+	blame := func(sender string) Problem {
+		p := Problem{Sender: sender, Process: sender}
+		if pr := byKey[sender]; pr != nil {
+			p.Process, p.Program = pr.Name, pr.Program
+		}
+		return p
+	}
+	nothing := map[string][]string{} // sender -> receivers that got none of its messages
+	if out.Results != nil && out.Played > 0 {
+		for _, lk := range out.Results.Links {
+			from, to, ok := strings.Cut(lk.Link, "->")
+			cut := lk.Sent > 0 && lk.Dropped+lk.Expired+lk.Lost >= lk.Sent // the scenario's faults took them all
+			if ok && lk.Delivered == 0 && !cut {
+				nothing[processSender(from)] = append(nothing[processSender(from)], to)
+			}
+		}
+	}
+	senders := make([]string, 0, len(drops)+len(nothing))
+	for s := range drops {
+		senders = append(senders, s)
+	}
+	for s := range nothing {
+		if drops[s] == nil {
+			senders = append(senders, s)
+		}
+	}
+	sort.Strings(senders)
+	for _, s := range senders {
+		d := drops[s]
+		if to := nothing[s]; len(to) > 0 {
+			p := blame(s)
+			p.Kind, p.Fatal = ProblemNothingDelivered, true
+			p.Detail = fmt.Sprintf("not one of its messages reached %s in %d episode(s)", strings.Join(to, ", "), out.Played)
+			if d != nil {
+				p.Count = d.count()
+				p.Detail += fmt.Sprintf("; its receivers dropped them as invalid: %s", d)
+			}
+			ps = append(ps, p)
+			continue
+		}
+		p := blame(s)
+		p.Kind, p.Count = ProblemInvalid, d.count()
+		p.Detail = fmt.Sprintf("%d of its message(s) dropped as invalid: %s", p.Count, d)
+		if !signed {
+			p.Detail += " (unsigned: its by their subject; on a server without permissions another client may have sent them)"
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// violationProblems blames the processes whose publishes or subscriptions the embedded server
+// refused (bus.Embedded.Violations), by their NATS user.
+func violationProblems(cfg SessionConfig, byKey map[string]*ProcOutcome) []Problem {
+	servers := []*bus.Embedded{cfg.Server}
+	if cfg.Cluster != nil {
+		servers = cfg.Cluster.Members
+	}
+	userOf := map[string]string{} // NATS user -> sender
+	for sender, u := range cfg.Users {
+		userOf[u.Name] = sender
+	}
+	var ps []Problem
+	for _, srv := range servers {
+		if srv == nil {
+			continue
+		}
+		for _, v := range srv.Violations() {
+			sender, ok := userOf[v.User]
+			if !ok {
+				continue // another point's process, or not one of this run's
+			}
+			p := Problem{Process: sender, Sender: sender, Kind: ProblemPermission, Count: v.Count,
+				Detail: fmt.Sprintf("the server refused %d %s(s) on %s (not its subject: docs/protocol.md)", v.Count, v.Op, v.Subject)}
+			if pr := byKey[sender]; pr != nil {
+				p.Process, p.Program = pr.Name, pr.Program
+			}
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
