@@ -36,6 +36,7 @@ func Generate(root string) (map[string][]byte, error) {
 	for name, s := range g.traces() {
 		docs[name] = s
 	}
+	docs["plan.json"] = g.plan()
 	out := make(map[string][]byte, len(docs))
 	for name, s := range docs {
 		b, err := encode(s)

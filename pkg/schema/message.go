@@ -8,6 +8,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/trace"
 )
 
@@ -210,4 +211,14 @@ func (g *gen) traces() map[string]*jsonschema.Schema {
 		prop(s, "step").Minimum = "0"
 	}
 	return out
+}
+
+// plan is the schema of a process's plan file, <name>.plan.json (plan.WriteFile): read strictly,
+// unknown keys are errors.
+func (g *gen) plan() *jsonschema.Schema {
+	s := g.reflector(false).ReflectFromType(plan.FileType())
+	s.Title = "dpsim plan file (" + plan.FileFormat + ")"
+	s.Description = "The plan a launcher writes for each role process, <out>/procs/<name>.plan.json: the scenario point resolved once, the results that cost time to compute (noise calibration, gains, the graph's rate) and, of the private values, only that process's own (plan.Keep). " + s.Description
+	prop(s, "format").Const = plan.FileFormat
+	return s
 }
