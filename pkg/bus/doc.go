@@ -59,7 +59,7 @@
 //	| step   | Step         | int       | time step t, 0-based, < steps of the episode     |
 //	| from   | Sender       | string    | "<role>.<id>", e.g. "plant.0", "agent.17"        |
 //	| sent   | SentUnixNano | int64     | sender's wall clock at publish (Unix ns)         |
-//	| kind   | Kind         | string    | optional: yhat, u, y or a ctl word               |
+//	| kind   | Kind         | string    | required: yhat, u, y or a ctl word               |
 //	| vals   | Values       | []float64 | the vector (finite numbers only)                 |
 //
 // A compact little-endian binary encoding (WithEncoding(Binary); layout in EncodeBinary)

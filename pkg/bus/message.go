@@ -17,7 +17,8 @@ const Version = 1
 //
 //	{"v":1,"run":"r1","ep":0,"step":3,"from":"plant.0","sent":1700000000000000000,"kind":"yhat","vals":[0.5,-1.25]}
 //
-// Kind is optional and omitted when empty.
+// Every receiver requires Kind (the data stream, or the ctl word of a coordination message) and
+// drops a message without it; EncodeJSON leaves out only an empty one.
 type Message struct {
 	V            int       `json:"v"`              // schema version (Version)
 	Run          string    `json:"run"`            // run id (a subject token)
@@ -25,7 +26,7 @@ type Message struct {
 	Step         int       `json:"step"`           // time step t within the episode, 0-based
 	Sender       string    `json:"from"`           // "<role>.<id>", e.g. "plant.0"
 	SentUnixNano int64     `json:"sent"`           // sender's wall clock at publish, Unix ns
-	Kind         string    `json:"kind,omitempty"` // optional: yhat, u, y, or a ctl word
+	Kind         string    `json:"kind,omitempty"` // required: yhat, u, y, or a ctl word
 	Values       []float64 `json:"vals"`           // the payload vector
 	// Route is the delivery metadata from the NATS headers (see Route); not in the payload.
 	Route Route `json:"-"`

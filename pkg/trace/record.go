@@ -16,14 +16,14 @@ import (
 //
 // Steps run t = 0..T-1; a terminal record at Step = T carries only X = x(T) (and Ref = x_r(T)).
 type ControlRecord struct {
-	Episode int       `json:"episode"`
-	Step    int       `json:"step"`
-	X       []float64 `json:"x,omitempty"`
-	Ref     []float64 `json:"ref,omitempty"`
-	Yhat    []float64 `json:"yhat,omitempty"`
-	U       []float64 `json:"u,omitempty"`
-	Xhat    []float64 `json:"xhat,omitempty"`
-	EveX0   []float64 `json:"eve_x0,omitempty"`
+	Episode int       `json:"episode"`          // the episode, 0-based
+	Step    int       `json:"step"`             // the step t, 0..T (T: the terminal record)
+	X       []float64 `json:"x,omitempty"`      // plant: x(t), the true state (never on the bus)
+	Ref     []float64 `json:"ref,omitempty"`    // scenario: the reference x_r(t) (merged records only)
+	Yhat    []float64 `json:"yhat,omitempty"`   // plant: yhat(t) = C x(t) + gamma(t), as released
+	U       []float64 `json:"u,omitempty"`      // cloud: u(t), as released
+	Xhat    []float64 `json:"xhat,omitempty"`   // cloud: xhat(t), the estimate u(t) was computed from
+	EveX0   []float64 `json:"eve_x0,omitempty"` // eavesdropper: its x(0) estimate; absent while not identifiable
 	// EveMissing is how many of the step's messages the eavesdropper did not receive (its gap).
 	EveMissing int `json:"eve_missing,omitempty"`
 	// Down names the roles whose process was down at this step (faults.crashes): a down
@@ -35,11 +35,11 @@ type ControlRecord struct {
 // agent writes its own entries, see AgentRecord), EveX0 the eavesdropper's estimate of x(0) from
 // y(0..t). Steps run t = 0..T-1; the terminal record at Step = T carries only X = x(T).
 type ConsensusRecord struct {
-	Episode int       `json:"episode"`
-	Step    int       `json:"step"`
-	X       []float64 `json:"x,omitempty"`
-	Y       []float64 `json:"y,omitempty"`
-	EveX0   []float64 `json:"eve_x0,omitempty"`
+	Episode int       `json:"episode"`          // the episode, 0-based
+	Step    int       `json:"step"`             // the step t, 0..T (T: the terminal record)
+	X       []float64 `json:"x,omitempty"`      // x(t): every agent's state, agent 0 first
+	Y       []float64 `json:"y,omitempty"`      // y(t): every agent's released y_i(t)
+	EveX0   []float64 `json:"eve_x0,omitempty"` // eavesdropper: its estimate of x(0) from y(0..t)
 	// EveMissing is how many agents' y_i(t) the eavesdropper did not receive (its gap).
 	EveMissing int `json:"eve_missing,omitempty"`
 	// Down lists the agents whose process was down at this step (faults.crashes): their X is
@@ -50,11 +50,11 @@ type ConsensusRecord struct {
 // AgentRecord is what agent i writes for one step: its state x_i(t) and message y_i(t) (Y is nil at
 // the terminal step T, where nothing is published). MergeConsensus assembles ConsensusRecords.
 type AgentRecord struct {
-	Episode int      `json:"episode"`
-	Step    int      `json:"step"`
-	Agent   int      `json:"agent"`
-	X       float64  `json:"x"`
-	Y       *float64 `json:"y,omitempty"`
+	Episode int      `json:"episode"`        // the episode, 0-based
+	Step    int      `json:"step"`           // the step t, 0..T (T: the terminal record)
+	Agent   int      `json:"agent"`          // the agent's index i
+	X       float64  `json:"x"`              // x_i(t), the agent's state
+	Y       *float64 `json:"y,omitempty"`    // y_i(t) = x_i(t) + gamma_i(t) as released; absent at t = T
 	Down    bool     `json:"down,omitempty"` // the agent's process was down: nothing released
 }
 
