@@ -724,7 +724,7 @@ class CloudProcess {
   // waitUntil waits for a wake (a message, an episode, a stop) or the deadline (ms epoch).
   waitUntil(deadline) {
     return new Promise((resolve) => {
-      const ms = Math.max(0, deadline - Date.now());
+      const ms = Math.min(Math.max(0, deadline - Date.now()), 2 ** 31 - 1); // setTimeout's bound
       const timer = setTimeout(() => {
         this.wakeFn = null;
         resolve();
