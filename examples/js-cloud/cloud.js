@@ -1316,4 +1316,8 @@ function watchParent(proc, pid) {
   t.unref();
 }
 
-main();
+if (require.main === module) {
+  main();
+} else {
+  module.exports = { Core, Model, readPlan, goFormatG, goJSONNumber }; // for checks of the arithmetic
+}

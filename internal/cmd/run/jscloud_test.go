@@ -16,6 +16,10 @@ import (
 
 	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/trace"
 )
 
 // The cloud of examples/js-cloud, in JavaScript, stands in for `dpsim cloud`: a run with it
@@ -56,6 +60,103 @@ func TestJSCloudBitForBit(t *testing.T) {
 		})
 	}
 }
+
+// The JavaScript cloud's arithmetic is the Go cloud's on the paths a fault-free run rarely
+// takes too: a yhat(t) that does not come by the deadline (the prediction C xhat(t)), other
+// dimensions, the step, constant and zero references and a -0 in the trace. Both cores are
+// fed the same deliveries and ticks; their trace lines must be equal byte for byte.
+func TestJSCloudArithmetic(t *testing.T) {
+	dir := jsCloudReady(t)
+	dim3 := `name: dim3
+kind: cloud-control
+steps: 30
+runs: 2
+seed: 5
+plant:
+  A: [[1, 0.1, 0], [0, 1, 0.1], [0, 0, 0.9]]
+  B: [[0.005, 0], [0.1, 0.01], [0, 0.1]]
+  C: [[1, 0, 0], [0, 0, 1]]
+controller:
+  K: [[1.5, 2.0, 0.1], [0.2, 0.3, 1.1]]
+  L: [[0.5, 0.0], [0.3, 0.1], [0.0, 0.4]]
+  reference: REF
+privacy: {epsilon: 1, delta: 0.01, noise: iid-calibrated}
+`
+	plans := map[string]*plan.Plan{}
+	for _, name := range []string{"cloud-vehicle", "cloud-vehicle-lqr"} {
+		_, plans[name] = dpsimtest.LoadPlan(t, name)
+	}
+	for name, ref := range map[string]string{"step": "{step: {before: [0, 0, 0], after: [1, 0.5, -1], at: 7}}",
+		"constant": "[0.25, -1e-7, 3e22]", "zero": "zero"} {
+		s, err := scenario.Parse([]byte(strings.Replace(dim3, "REF", ref, 1)), name)
+		require.NoError(t, err)
+		plans["dim3-"+name] = dpsimtest.PlanOf(t, s)
+	}
+	for name, p := range plans {
+		t.Run(name, func(t *testing.T) {
+			var pf bytes.Buffer
+			require.NoError(t, p.WriteFile(&pf, plan.KeepNothing))
+			planPath := filepath.Join(t.TempDir(), "cloud-0.plan.json")
+			require.NoError(t, os.WriteFile(planPath, pf.Bytes(), 0o600))
+
+			var want bytes.Buffer
+			tw := trace.NewWriter[trace.ControlRecord](&want)
+			c, err := sim.NewCloudCore(p)
+			require.NoError(t, err)
+			for ep := 0; ep < 2; ep++ {
+				require.NoError(t, c.Begin(ep, nil))
+				for st := 0; st < p.Steps; st++ {
+					if (st+ep)%3 == 1 { // nothing came: the deadline
+						require.NoError(t, c.Tick(st))
+					} else {
+						require.NoError(t, c.Step(&sim.Msg{From: sim.PlantEndpoint, ToAll: true, Episode: ep, Step: st, At: st, Values: arithmeticInput(st, p.System.Ny())}))
+					}
+					for i := range c.Ready().Control {
+						require.NoError(t, tw.Write(&c.Ready().Control[i]))
+					}
+				}
+			}
+			require.NoError(t, tw.Flush())
+
+			cmd := exec.Command("node", "-e", jsArithmetic, filepath.Join(dir, "cloud.js"), planPath)
+			got, err := cmd.Output()
+			require.NoError(t, err, "node: %v", err)
+			require.Equal(t, want.String(), string(got))
+		})
+	}
+}
+
+// arithmeticInput is yhat(t): exact in both languages (a division, correctly rounded in both).
+func arithmeticInput(t, ny int) []float64 {
+	v := make([]float64, ny)
+	for i := range v {
+		v[i] = float64((t*7919+i*104729)%1000)/997 - 0.5
+	}
+	return v
+}
+
+// jsArithmetic is TestJSCloudArithmetic's driver of cloud.js's core (node -e SCRIPT CLOUDJS PLAN).
+const jsArithmetic = `
+const fs = require('fs');
+const { Core, Model, readPlan } = require(process.argv[1]);
+const m = new Model(readPlan(fs.readFileSync(process.argv[2])));
+const c = new Core(m, () => {});
+let out = '';
+for (let ep = 0; ep < 2; ep++) {
+  c.begin(ep);
+  for (let t = 0; t < m.T; t++) {
+    if ((t + ep) % 3 === 1) {
+      c.tick(t);
+    } else {
+      const v = [];
+      for (let i = 0; i < m.ny; i++) v.push(((t * 7919 + i * 104729) % 1000) / 997 - 0.5);
+      c.deliver({ ep, step: t, vals: v });
+    }
+  }
+  out += c.records.join('');
+}
+process.stdout.write(out);
+`
 
 // runWithJSCloud runs the launcher in attach mode with args and starts its processes, the
 // cloud with node cloudJS, the others as written; it returns when all of them ended well.
