@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/dpsimtest"
-	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
@@ -24,8 +23,8 @@ import (
 
 // The cloud of examples/js-cloud, in JavaScript, stands in for `dpsim cloud`: a run with it
 // has the Go cloud's metrics and merged trace bit for bit, for the same seed, with episodes
-// in flight or one at a time, in either encoding. It runs under attach mode: the launcher
-// writes every role's command line and the test starts them, the cloud with node.
+// in flight or one at a time, in either encoding. It runs as a user would run it: --role starts
+// node in place of the Go cloud.
 func TestJSCloudBitForBit(t *testing.T) {
 	dir := jsCloudReady(t)
 	cloudJS := filepath.Join(dir, "cloud.js")
@@ -43,7 +42,12 @@ func TestJSCloudBitForBit(t *testing.T) {
 			goOut, jsOut := t.TempDir(), t.TempDir()
 			code, _, stderr := runDpsim(t, 2*time.Minute, append(args, "--out", goOut)...)
 			require.Equal(t, 0, code, stderr)
-			runWithJSCloud(t, cloudJS, append(args, "--out", jsOut, "--attach", "--attach-timeout", "60s"), jsOut)
+			// as a user runs it: the launcher starts node in place of its own cloud (--role)
+			code, _, stderr = runDpsim(t, 2*time.Minute, append(args, "--out", jsOut, "--role", "cloud.0=node "+cloudJS)...)
+			require.Equal(t, 0, code, stderr)
+			res, err := os.ReadFile(filepath.Join(jsOut, "procs", "cloud-0.result.json"))
+			require.NoError(t, err)
+			require.Contains(t, string(res), `"status": "ok"`)
 
 			want, got := readSummary(t, goOut), readSummary(t, jsOut)
 			require.Equal(t, "ok", got.Status, got.Error)
@@ -157,28 +161,6 @@ for (let ep = 0; ep < 2; ep++) {
 }
 process.stdout.write(out);
 `
-
-// runWithJSCloud runs the launcher in attach mode with args and starts its processes, the
-// cloud with node cloudJS, the others as written; it returns when all of them ended well.
-func runWithJSCloud(t *testing.T, cloudJS string, args []string, out string) {
-	t.Helper()
-	l := start(t, args...)
-	_, lines := awaitCommands(t, l, filepath.Join(out, "procs", launch.AttachDir, launch.CommandsFile))
-	require.Len(t, lines, 3)
-	var procs []*exec.Cmd
-	cloud := false
-	for _, line := range lines {
-		if rest, ok := strings.CutPrefix(line, dpsimBin+" cloud "); ok {
-			line, cloud = "node "+cloudJS+" "+rest, true
-		}
-		procs = append(procs, startAttached(t, "sh", "-c", "exec "+line))
-	}
-	require.True(t, cloud, "no cloud among the commands: %q", lines)
-	awaitAttached(t, l, procs, out)
-	res, err := os.ReadFile(filepath.Join(out, "procs", "cloud-0.result.json"))
-	require.NoError(t, err)
-	require.Contains(t, string(res), `"status": "ok"`)
-}
 
 // jsCloudReady returns the example's directory once node can run it: the nats client is
 // installed from the lockfile (npm ci) when node_modules is missing. Without node the test is
