@@ -89,6 +89,9 @@ type SessionConfig struct {
 	// Sign gives every process a signing key (its seed through its environment) and the file
 	// of all public keys: data messages are signed and verified (dpsim run --sign).
 	Sign bool
+	// KeepSecrets keeps the attach credentials files when the session ends (--keep-secrets;
+	// RemoveSecrets removes the other secret files when the run ends).
+	KeepSecrets bool
 	// Inflight is the most episodes a group keeps in flight at once (Session.Group, PlayPoint
 	// groups by NextGroup; 0: 1, one episode at a time). The processes learn it from each
 	// ctl.episodes: they need no flag.
@@ -493,7 +496,7 @@ func (s *Session) shutdown() error {
 	for _, px := range s.faults.proxies {
 		px.Close()
 	}
-	if s.cfg.Attach {
+	if s.cfg.Attach && !s.cfg.KeepSecrets {
 		if err := RemoveAttach(s.cfg.Dir, true); err != nil {
 			s.cfg.Log.Warn().Err(err).Msg("attach: removing the credentials files")
 		}
