@@ -276,7 +276,7 @@ func (l *launcher) prepare() error {
 	}
 	l.sum = l.newSummary(s, seed, seedSource)
 	if seedSource == cli.SeedFromCrypto {
-		l.log.Info().Uint64("seed", seed).Msg("no seed given: drew one (recorded in summary.json)")
+		l.log.Info().Msg("no seed given: drew one (recorded in summary.json only: the seed decides the noise)")
 	}
 	return nil
 }
