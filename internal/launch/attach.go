@@ -76,11 +76,15 @@ func (s *Session) credentialsPath(p *Proc) string {
 	return filepath.Join(s.cfg.Dir, AttachDir, p.Name+".env")
 }
 
-// credentials are what p connects and signs with (zero: nothing).
+// credentials are what p connects and signs with, and opens its x(0) with (zero: nothing).
 func (s *Session) credentials(p *Proc) bus.Credentials {
 	key := endpoint.Endpoint{Role: p.Role, ID: p.ID}.String()
 	u := s.cfg.Users[key]
-	return bus.Credentials{User: u.Name, Password: u.Password, SignSeed: s.keys.seeds[key]}
+	c := bus.Credentials{User: u.Name, Password: u.Password, SignSeed: s.keys.seeds[key]}
+	if k, ok := s.x0.seeds[key]; ok {
+		c.X0Seed, c.X0Sender = k.Seed, s.x0.launcher.Public
+	}
+	return c
 }
 
 // announceAttach writes every process's credentials file (mode 0600) and commands.sh, and

@@ -52,7 +52,7 @@
 //	| dpsim.<run>.ctl.episode               | launcher  | episode-x0 | e | []                         | start e; its x(0) is on the private line  |
 //	| dpsim.<run>.ctl.episode               | launcher  | episodes | e | [count]                      | start e..e+count-1 at once (in flight)    |
 //	| dpsim.<run>.ctl.episode               | launcher  | episodes-x0 | e | [count]                   | the same; each x(0) on the private line   |
-//	| dpsim-challenger.<run>.x0             | launcher  | x0      | e  | explicit x(0)                 | the challenger's secret (plant, agents)   |
+//	| dpsim-challenger.<run>.x0             | launcher  | x0      | e  | x(0) sealed, one box per owner | the challenger's secret (plant, agents)   |
 //	| dpsim.<run>.ctl.done.<role>.<id>      | process   | done    | e  | [steps, missed, pid, trace next] | finished episode e                     |
 //	| dpsim.<run>.ctl.stop                  | launcher  | stop    | 0  | []                            | abandon any episode, flush, exit 0        |
 //	| dpsim.<run>.ctl.rejoin.<role>.<id>    | process   | rejoin  | e  | [restart step, pid]           | restarted after a crash, subscribed again |
@@ -97,10 +97,15 @@
 //
 // An episode may start from an explicit initial state (the auditor's challenger,
 // Session.Episode(ctx, e, x0)): the launcher first sends x(0) on the private subject
-// dpsim-challenger.<run>.x0 (kind "x0": nx values for the plant's x(0), N values for the
-// agents' x_i(0)), then the public ctl.episode with kind "episode-x0" and no values. That
-// subject is deliberately outside dpsim.>: the eavesdropper sniffs dpsim.<run>.> and never
-// receives the secret; only the plant and the agents subscribe to it, and a plant told
+// dpsim-challenger.<run>.x0 (kind "x0": the plant's x(0), or each agent host's x_i(0), sealed
+// to the process that owns it - pkg/contract's X0Message), then the public ctl.episode with
+// kind "episode-x0" and no values. That subject is deliberately outside dpsim.>: the
+// eavesdropper sniffs dpsim.<run>.> and never receives the secret; only the plant and the
+// agents subscribe to it. The launcher makes a curve key pair (nkeys) for itself and for each
+// of them, whose seed and the launcher's public key reach it in $DPSIM_X0_SEED and
+// $DPSIM_X0_SENDER (attach mode: its credentials file), never argv: on a server without
+// permissions another subscriber reads ciphertext only, and a process counts a box it cannot
+// open as invalid (reason sealed). A plant told
 // "episode-x0" that does not receive its x(0) within --timeout fails rather than defaulting.
 // (For hand-driven runs ctl.episode may still carry x(0) in vals directly.)
 //

@@ -216,6 +216,7 @@ func (s *Session) spawnWith(p *Proc, resume bool) error {
 	if seed, ok := s.keys.seeds[endpoint.Endpoint{Role: p.Role, ID: p.ID}.String()]; ok {
 		p.cmd.Env = append(p.cmd.Env, bus.EnvSignSeed+"="+seed) // the signing seed: never in argv
 	}
+	p.cmd.Env = append(p.cmd.Env, s.x0Env(p)...) // the curve seed that opens its x(0): never in argv
 	setProcAttr(p.cmd)
 	p.exited = make(chan struct{})
 	// Hold the lock over the start: a ready of this child is checked against its pid only

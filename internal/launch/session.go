@@ -91,6 +91,9 @@ type SessionConfig struct {
 	Sign bool
 	// Programs are the users' programs that play roles in place of dpsim's (--role).
 	Programs Programs
+	// KeepSecrets keeps the attach credentials files when the session ends (--keep-secrets;
+	// RemoveSecrets removes the other secret files when the run ends).
+	KeepSecrets bool
 	// Inflight is the most episodes a group keeps in flight at once (Session.Group, PlayPoint
 	// groups by NextGroup; 0: 1, one episode at a time). The processes learn it from each
 	// ctl.episodes: they need no flag.
@@ -121,6 +124,7 @@ type Session struct {
 
 	ctl    ctlState      // the ctl protocol: subscriptions, events, who claims each sender (ctl.go)
 	keys   signingKeys   // --sign (keys.go)
+	x0     x0Keys        // the curve keys that seal the challenger's x(0) (keys.go)
 	plans  planFiles     // the processes' plan files (plans.go)
 	faults processFaults // crashes, server restarts, proxies (faults.go)
 	FaultCounts
@@ -198,6 +202,9 @@ func connectSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		if err := s.makeKeys(); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.makeX0Keys(); err != nil {
+		return nil, err
 	}
 	if err := s.writePlans(); err != nil {
 		return nil, err
@@ -351,8 +358,14 @@ func (s *Session) checkX0(ep int, x0 []float64) error {
 // after each episode's explicit x(0) on the challenger's private line when there are some.
 func (s *Session) publishGroup(g Group, x0s [][]float64) error {
 	for i, x0 := range x0s {
-		// The secret goes on the challenger's private line, never on dpsim.<run>.>.
-		if err := s.conn.Publish(s.subj.ChallengerX0(), contract.X0Message(s.cfg.Run, g.First+i, x0)); err != nil {
+		// The secret goes on the challenger's private line, never on dpsim.<run>.>, and sealed
+		// to the processes that own it (each its own part): the line is private by convention
+		// only, and a server without permissions lets anyone subscribe to it.
+		m, err := contract.X0Message(s.cfg.Run, g.First+i, x0, s.x0.launcher.Seed, s.x0.to)
+		if err != nil {
+			return err
+		}
+		if err := s.conn.Publish(s.subj.ChallengerX0(), m); err != nil {
 			return err
 		}
 	}
@@ -485,7 +498,7 @@ func (s *Session) shutdown() error {
 	for _, px := range s.faults.proxies {
 		px.Close()
 	}
-	if s.cfg.Attach {
+	if s.cfg.Attach && !s.cfg.KeepSecrets {
 		if err := RemoveAttach(s.cfg.Dir, true); err != nil {
 			s.cfg.Log.Warn().Err(err).Msg("attach: removing the credentials files")
 		}

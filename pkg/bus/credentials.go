@@ -18,23 +18,27 @@ import (
 
 // Credentials are what a process started by someone else (dpsim run --attach: by hand,
 // docker-compose, a job scheduler) needs to join a run: its NATS user and password and, with
-// signing, its signing seed. They travel in a file readable by its owner only, never in argv.
+// signing, its signing seed; a process that receives the challenger's x(0) (the plant, an agent
+// host), its curve seed and the launcher's public curve key (seal.go). They travel in a file
+// readable by its owner only, never in argv.
 type Credentials struct {
 	User, Password string
 	SignSeed       string
+	X0Seed         string
+	X0Sender       string
 }
 
 // The file is an env file: KEY=VALUE lines with the names of the environment a launcher
-// hands its children (EnvUser, EnvPassword, EnvSignSeed), so the same file also works as a
+// hands its children (EnvUser, EnvPassword, EnvSignSeed, EnvX0Seed, EnvX0Sender), so the same file also works as a
 // docker compose env_file or with `set -a; . FILE`.
-var credentialKeys = []string{EnvUser, EnvPassword, EnvSignSeed}
+var credentialKeys = []string{EnvUser, EnvPassword, EnvSignSeed, EnvX0Seed, EnvX0Sender}
 
 // WriteCredentials writes c to path with mode 0600, atomically (internal/atomicfile). A
 // missing directory is created with mode 0700.
 func WriteCredentials(path string, c Credentials) error {
 	var b bytes.Buffer
 	b.WriteString("# dpsim credentials: keep private (mode 0600); read with --credentials\n")
-	for _, kv := range [][2]string{{EnvUser, c.User}, {EnvPassword, c.Password}, {EnvSignSeed, c.SignSeed}} {
+	for _, kv := range [][2]string{{EnvUser, c.User}, {EnvPassword, c.Password}, {EnvSignSeed, c.SignSeed}, {EnvX0Seed, c.X0Seed}, {EnvX0Sender, c.X0Sender}} {
 		if kv[1] != "" {
 			fmt.Fprintf(&b, "%s=%s\n", kv[0], kv[1])
 		}
@@ -78,6 +82,10 @@ func ReadCredentials(path string) (Credentials, error) {
 			c.Password = v
 		case EnvSignSeed:
 			c.SignSeed = v
+		case EnvX0Seed:
+			c.X0Seed = v
+		case EnvX0Sender:
+			c.X0Sender = v
 		default: // the value is not echoed: it may be a secret
 			return c, fmt.Errorf("credentials file %s: line %d: unknown key %q (want one of %s)", path, n, k, strings.Join(credentialKeys, ", "))
 		}

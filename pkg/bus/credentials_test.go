@@ -16,7 +16,7 @@ import (
 func TestCredentialsFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "attach")
 	path := filepath.Join(dir, "plant-0.env")
-	want := Credentials{User: "r1.plant.0", Password: "s3cret=with=equals", SignSeed: "SUAXYZ"}
+	want := Credentials{User: "r1.plant.0", Password: "s3cret=with=equals", SignSeed: "SUAXYZ", X0Seed: "SXAXYZ", X0Sender: "XAXYZ"}
 	require.NoError(t, WriteCredentials(path, want))
 	st, err := os.Stat(path)
 	require.NoError(t, err)

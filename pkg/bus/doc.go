@@ -29,6 +29,7 @@
 //	| dpsim.<run>.ctl.result.<role>.<id>     | every process   | launcher             | results of the process                          |
 //	| dpsim.<run>.ctl.stop                   | launcher        | all                  | flush and exit                                  |
 //	| dpsim.<run>.ctl.start                  | (reserved)      | -                    | Subjects.CtlStart: nothing publishes it         |
+//	| dpsim-challenger.<run>.x0              | launcher        | plant, agents        | an episode's secret x(0), sealed to each owner (seal.go) |
 //
 // A process that hosts several consensus agents (agents-<i>-<j>) publishes each agent's y
 // on that agent's subject, and announces itself (ready, done, result) under its first

@@ -177,7 +177,9 @@ func (s Subjects) CtlResult(role endpoint.Role, id int) string { return s.ctlRol
 // ChallengerX0 is the private line on which an auditor's challenger hands the plant or the
 // agents the secret initial state of an episode. It lies deliberately OUTSIDE dpsim.>: the
 // eavesdropper sniffs dpsim.<run>.> (everything on the wire between plant, cloud and agents),
-// and x(0) is the very secret it must not see.
+// and x(0) is the very secret it must not see. Its payload is sealed to the processes that
+// own it (seal.go; pkg/contract's X0Message): a server without permissions lets anyone
+// subscribe here, and they read ciphertext only.
 func (s Subjects) ChallengerX0() string { return ChallengerPrefix + s.run + ".x0" }
 
 // ChallengerPrefix is the first token of the challenger's private subjects.

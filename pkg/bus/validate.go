@@ -30,12 +30,13 @@ const (
 	ReasonDuplicate               // a second message from the same sender for the same step
 	ReasonAhead                   // too far ahead of the receiver: no buffer slot free
 	ReasonSignature               // signing on: the signature is missing or does not verify
+	ReasonSealed                  // a sealed box (the challenger's x(0)) that does not open with this process's key
 	numReasons
 )
 
 var reasonNames = [numReasons]string{
 	"decode", "version", "run", "episode", "step", "dim", "nonfinite", "sender", "kind",
-	"late", "duplicate", "ahead", "signature",
+	"late", "duplicate", "ahead", "signature", "sealed",
 }
 
 func (r Reason) String() string {

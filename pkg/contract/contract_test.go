@@ -89,30 +89,37 @@ func TestCtlPayloads(t *testing.T) {
 	ep := EpisodeMessage("r", 4, false)
 	require.Equal(t, bus.CtlEpisode, ep.Kind)
 	require.Nil(t, X0(ep), "the scenario's x(0)")
-	x0 := X0Message("r", 4, []float64{1, 2})
-	got := X0(x0)
+	hand := withX0(EpisodeMessage("r", 4, false), 1, 2) // a hand-driven run's ctl.episode
+	got := X0(hand)
 	require.Equal(t, []float64{1, 2}, got)
 	got[0] = 9
-	require.Equal(t, 1.0, x0.Values[0], "X0 returns a copy")
+	require.Equal(t, 1.0, hand.Values[0], "X0 returns a copy")
 	require.Equal(t, bus.CtlStop, StopMessage("r").Kind)
+}
+
+func withX0(m *bus.Message, x0 ...float64) *bus.Message {
+	m.Values = x0
+	return m
 }
 
 // The wire form of the messages that start episode 7 with an explicit initial state (the
 // auditor's challenger): the public ctl.episode says only that the x(0) is private; the x(0)
-// itself goes on the challenger's subject, outside dpsim.> where the eavesdropper listens.
+// itself goes on the challenger's subject, outside dpsim.> where the eavesdropper listens,
+// sealed to the plant: [id 0, the box's 91 bytes, its bytes six per value].
 func ExampleEpisodeMessage() {
+	launcher, _ := bus.NewCurveKey()
+	plant, _ := bus.NewCurveKey()
 	pub := EpisodeMessage("r1", 7, true)
-	priv := X0Message("r1", 7, []float64{0.5, 0})
+	priv, _ := X0Message("r1", 7, []float64{0.5, 0}, launcher.Seed, []X0Recipient{{Endpoint: endpoint.Endpoint{Role: endpoint.Plant}, Last: 1, Public: plant.Public}})
 	pub.SentUnixNano, priv.SentUnixNano = 1700000000000000000, 1700000000000000000 // fixed for the example
 	subj, _ := bus.NewSubjects("r1")
-	for _, m := range []struct {
-		subject string
-		msg     *bus.Message
-	}{{subj.ChallengerX0(), priv}, {subj.CtlEpisode(), pub}} {
-		b, _ := bus.EncodeJSON(nil, m.msg)
-		fmt.Println(m.subject, string(b))
-	}
+	b, _ := bus.EncodeJSON(nil, pub)
+	fmt.Println(subj.CtlEpisode(), string(b))
+	fmt.Println(subj.ChallengerX0(), priv.Kind, priv.Values[:2], len(priv.Values))
+	x0, _ := OpenX0(priv, endpoint.Endpoint{Role: endpoint.Plant}, plant.Seed, launcher.Public)
+	fmt.Println("the plant opens", x0)
 	// Output:
-	// dpsim-challenger.r1.x0 {"v":1,"run":"r1","ep":7,"step":0,"from":"launcher.0","sent":1700000000000000000,"kind":"x0","vals":[0.5,0]}
 	// dpsim.r1.ctl.episode {"v":1,"run":"r1","ep":7,"step":0,"from":"launcher.0","sent":1700000000000000000,"kind":"episode-x0","vals":[]}
+	// dpsim-challenger.r1.x0 x0 [0 91] 18
+	// the plant opens [0.5 0]
 }

@@ -116,7 +116,7 @@ func ParseRejoin(m *bus.Message) (Rejoin, error) {
 
 // EpisodeMessage is the launcher's ctl.episode starting episode ep with the scenario's x(0),
 // or, with private set, an episode whose explicit x(0) is sent on the private challenger
-// subject by X0Message (Kind bus.CtlEpisodeX0): the public message then carries no values, so
+// subject by X0Message, sealed (Kind bus.CtlEpisodeX0): the public message then carries no values, so
 // nothing on dpsim.<run>.> reveals the secret.
 func EpisodeMessage(run string, ep int, private bool) *bus.Message {
 	kind := bus.CtlEpisode
@@ -156,14 +156,8 @@ func ParseEpisodes(m *bus.Message) (first, count int, err error) {
 	return m.Episode, int(v), nil
 }
 
-// X0Message is the private challenger message with episode ep's explicit initial state:
-// Values x(0).
-func X0Message(run string, ep int, x0 []float64) *bus.Message {
-	return ctlMessage(run, bus.LauncherSender, bus.CtlX0, ep, x0)
-}
-
-// X0 is the explicit initial state an x0 message (or, in hand-driven runs, a ctl.episode)
-// carries: a copy of its Values, nil when it carries none.
+// X0 is the explicit initial state a ctl.episode of a hand-driven run carries: a copy of its
+// Values, nil when it carries none. The challenger's x0 message is sealed: OpenX0 (x0.go).
 func X0(m *bus.Message) []float64 {
 	if len(m.Values) == 0 {
 		return nil

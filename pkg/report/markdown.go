@@ -386,6 +386,9 @@ func (r *run) runsText() string {
 	return s
 }
 
+// seedText says where the run seed came from, not its value: the seed decides every noise
+// draw, so whoever knows it can subtract the noise; it is recorded in summary.json only (to
+// reproduce the run), never in the report one may pass around.
 func (r *run) seedText() string {
 	seed := r.in.Seed
 	if seed == 0 {
@@ -393,11 +396,11 @@ func (r *run) seedText() string {
 	}
 	switch {
 	case r.in.SeedDrawn:
-		return fmt.Sprintf("%d (drawn at random for this run; pass --seed %d to reproduce it)", seed, seed)
+		return "drawn at random for this run (summary.json seed; pass it as --seed to reproduce the run)"
 	case r.sc != nil && r.sc.Seed == seed:
-		return fmt.Sprintf("%d (fixed in the scenario file)", seed)
+		return "fixed in the scenario file"
 	}
-	return fmt.Sprintf("%d (given on the command line)", seed)
+	return "given on the command line (summary.json seed)"
 }
 
 func (r *run) systemRows(add func(k, v string)) {

@@ -71,7 +71,7 @@ func TestShippedScenarios(t *testing.T) {
 	}{
 		{"cloud-vehicle", []string{FigTrackingError, FigTrackingMSE, FigEavesdropper},
 			[]string{"the velocity error vanishes", "the final position MSE is the offset variance Var(gamma)", "the eavesdropper's error does not shrink",
-				"99.9% interval", "seed | 53 (fixed in the scenario file)"}},
+				"99.9% interval", "seed | fixed in the scenario file"}},
 		{"cloud-vehicle-sweep", []string{FigTrackingError, FigTrackingMSE, FigEavesdropper, FigSweepFinalMSE, FigSweepEavesdropper},
 			[]string{"structured noise gives a lower final E[(p(T) - p_r(T))^2] than iid-calibrated at every swept value", "unsound over T: eps' =",
 				"the eavesdropper's error shrinks (the leak: i.i.d. noise calibrated for one release leaks more with every step) " +
@@ -252,7 +252,7 @@ func TestWriteDeterministic(t *testing.T) {
 		t.Error("report.md differs between two writes of the same input")
 	}
 	for _, want := range []string{
-		"| seed | 7 (fixed in the scenario file) |",
+		"| seed | fixed in the scenario file |",
 		"| NATS URL | nats://127.0.0.1:4222 |",
 		"| elapsed | 1.235s |",
 		"| cloud | 0 | 1202 | 19 MiB |",
@@ -280,12 +280,15 @@ func TestSeedText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "| seed | 123456789 (drawn at random for this run; pass --seed 123456789 to reproduce it) |"; !strings.Contains(string(rep.Markdown), want) {
+	if want := "| seed | drawn at random for this run (summary.json seed; pass it as --seed to reproduce the run) |"; !strings.Contains(string(rep.Markdown), want) {
 		t.Errorf("report.md lacks %q", want)
+	}
+	if strings.Contains(string(rep.Markdown), "123456789") {
+		t.Error("report.md holds the seed, a secret of the run (summary.json only)")
 	}
 	in.SeedDrawn = false
 	rep, _ = Build(in)
-	if want := "| seed | 123456789 (given on the command line) |"; !strings.Contains(string(rep.Markdown), want) {
+	if want := "| seed | given on the command line (summary.json seed) |"; !strings.Contains(string(rep.Markdown), want) {
 		t.Errorf("report.md lacks %q", want)
 	}
 }

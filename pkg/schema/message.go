@@ -161,8 +161,8 @@ func (g *gen) ctlKinds() []kindSpec {
 		vals: positional(1, "[count]", count),
 	}, {
 		kind: bus.CtlX0, subject: bus.ChallengerPrefix + "<run>.x0", title: "x0 (launcher -> plant, agents; private)",
-		desc: "The challenger's secret initial state of episode ep (contract.X0Message), on a subject deliberately outside dpsim.>: the eavesdropper sniffs dpsim.<run>.> and never receives it; only the plant and the agents subscribe.", from: launcher, ep: "the episode whose x(0) this is",
-		vals: numbers(1, nil, "x(0): nx values (the plant's state) or N values (the agents' x_i(0), agent 0 first)"),
+		desc: "The challenger's secret initial state of episode ep (contract.X0Message), sealed (nkeys curve keys) to each process that owns a part of it, on a subject outside dpsim.>: a subscriber reads ciphertext only, and each receiver opens its own box. vals are the boxes one after the other, each [id, n, w_1..w_k]: the receiver's id (the plant's; an agent host's first agent), the box's length n in bytes, and its bytes six per value as integers in [0, 2^48), big-endian, the last padded with zeros (k = ceil(n/6)). A box opens to {run, ep, to, x0}: the run, episode and receiver it was sealed for (which must be the message's and the receiver's own) and the receiver's values.", from: launcher, ep: "the episode whose x(0) this is",
+		vals: numbers(3, nil, "the sealed boxes: [id, n, w_1..w_k] per receiver (integers)"),
 	}, {
 		kind: bus.CtlStop, subject: "dpsim.<run>.ctl.stop", title: "ctl.stop (launcher -> all)",
 		desc: "Finish, abandoning a running episode; flush, write and publish the result, exit (contract.StopMessage). Repeated until every process exited: stopping is idempotent.", from: launcher, ep: "0",

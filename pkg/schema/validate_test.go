@@ -59,7 +59,7 @@ func TestGoMessagesValid(t *testing.T) {
 		{subj.CtlEpisode(), contract.EpisodeMessage("r1", 1, true), nil},
 		{subj.CtlEpisode(), contract.EpisodesMessage("r1", 2, 32, false), nil},
 		{subj.CtlEpisode(), contract.EpisodesMessage("r1", 34, 8, true), nil},
-		{subj.ChallengerX0(), contract.X0Message("r1", 34, []float64{0.5, -2}), nil},
+		{subj.ChallengerX0(), sealedX0(t), nil},
 		{subj.CtlStop(), contract.StopMessage("r1"), nil},
 	}
 	for _, c := range cases {
@@ -183,4 +183,23 @@ func TestBrokenMessagesFail(t *testing.T) {
 			t.Errorf("%s: %s valid", name, line)
 		}
 	}
+}
+
+// sealedX0 is the x0 message of episode 34 with x(0) = (0.5, -2), sealed to a plant.
+func sealedX0(t *testing.T) *bus.Message {
+	t.Helper()
+	launcher, err := bus.NewCurveKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plant, err := bus.NewCurveKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := contract.X0Message("r1", 34, []float64{0.5, -2}, launcher.Seed,
+		[]contract.X0Recipient{{Endpoint: endpoint.Endpoint{Role: endpoint.Plant, ID: 0}, First: 0, Last: 1, Public: plant.Public}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -118,6 +118,9 @@ type Options struct {
 	Exe string
 	// Inflight is --inflight: the wire engine's trials kept in flight at once.
 	Inflight int
+	// KeepSecrets is --keep-secrets: the wire engine keeps the files holding secrets in
+	// OUT/procs (else removed when the audit ends).
+	KeepSecrets bool
 	// Farm is --dispatch, --spawn-workers, --worker-listen: the fast engine's trials played by
 	// `dpsim worker` processes (internal/farm).
 	Farm farm.Flags
@@ -144,6 +147,7 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.BoolVar(&o.Progress, "progress", true, "show a progress bar while trials run (only when stderr is a terminal)")
 	o.Farm.Define(fs)
 	fs.IntVar(&o.Inflight, "inflight", launch.DefaultInflight, "wire engine: trials kept in flight at once over the same role processes (1..1024; each trial's x(0) still travels alone on the private line); the outcome does not depend on it, only the speed (see dpsim run --help)")
+	fs.BoolVar(&o.KeepSecrets, "keep-secrets", false, "wire engine with --out: keep the files holding secrets in OUT/procs when the audit ends (the plant's or agents' plan files: x(0) and the run seed); by default they are removed, however the audit ends")
 	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/audit-vehicle-structured.yaml")
 	if err != nil {
 		return nil, err

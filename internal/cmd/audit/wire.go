@@ -78,7 +78,7 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 	cfg := launch.SessionConfig{
 		Exe: exe, ScenarioPath: o.ScenarioPath, Point: c.point, Plan: p, Seeds: sim.NewSeeds(c.seed), Runs: 2 * c.trials, Run: runID,
 		Dir: dir, Mode: bus.Lockstep, Timeout: o.Timeout, LogLevel: o.LogLevel, Transcript: false, Log: c.log, Encoding: o.Encoding,
-		Inflight: c.inflight,
+		Inflight: c.inflight, KeepSecrets: o.KeepSecrets,
 	}
 	srv.Configure(&cfg, 0)
 	sess, err := launch.StartSession(ctx, cfg)
@@ -108,10 +108,19 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 }
 
 // wireDir returns the directory of the processes' files: OUT/procs[-pK] with --out, else a
-// temporary directory, removed by the function it returns.
+// temporary directory, removed by the function it returns. With --out that function removes
+// the files holding secrets (the plant's or agents' plan files with the seed: launch.SecretFiles)
+// unless --keep-secrets.
 func wireDir(o *Options, c wireConfig) (dir string, remove func(), err error) {
 	if o.Out != "" {
-		return filepath.Join(o.Out, "procs"+suffix(c.points, c.point)), func() {}, nil
+		dir := filepath.Join(o.Out, "procs"+suffix(c.points, c.point))
+		return dir, func() {
+			var s launch.SecretFiles
+			if err := launch.RemoveSecrets(&s, o.Out, dir, o.KeepSecrets); err != nil {
+				c.log.Warn().Err(err).Msg("removing the files holding secrets")
+			}
+			c.log.Debug().Bool("kept", s.Kept).Int("removed", s.Removed).Strs("files", s.Files).Msg("files holding secrets")
+		}, nil
 	}
 	tmp, err := os.MkdirTemp("", "dpsim-audit-")
 	if err != nil {

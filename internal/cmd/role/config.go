@@ -76,6 +76,10 @@ type Config struct {
 	// credentials found in --nats-url / $NATS_URL (taken out of NATSURL, never logged), or
 	// in the --credentials file (which wins), and the signing seed of that file
 	natsUser, natsPassword, signSeed string
+	// x0Seed opens the challenger's sealed x(0) (the plant, the agents), sealed by the holder
+	// of the public curve key x0Sender (the launcher): from $DPSIM_X0_SEED and
+	// $DPSIM_X0_SENDER, or the --credentials file (which wins)
+	x0Seed, x0Sender string
 }
 
 // Name returns the process name (see contract.ProcName).
@@ -335,8 +339,10 @@ func checkDurations(cfg *Config) error {
 }
 
 // readCredentials reads the --credentials file, if any: its user and password replace those of the
-// URL and environment, and its signing seed is kept. A file it cannot use is a usage error.
+// URL and environment, and its signing seed is kept, and its curve seed replaces the
+// environment's. A file it cannot use is a usage error.
 func readCredentials(cfg *Config) error {
+	cfg.x0Seed, cfg.x0Sender = bus.EnvCurveKey()
 	if cfg.Credentials != "" {
 		c, err := bus.ReadCredentials(cfg.Credentials)
 		if err != nil {
@@ -346,6 +352,9 @@ func readCredentials(cfg *Config) error {
 			cfg.natsUser, cfg.natsPassword = c.User, c.Password
 		}
 		cfg.signSeed = c.SignSeed
+		if c.X0Seed != "" {
+			cfg.x0Seed, cfg.x0Sender = c.X0Seed, c.X0Sender
+		}
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/trace"
 )
 
@@ -79,11 +80,17 @@ func playGroups(t *testing.T, srv *bus.Embedded, run, dir string, pl play, group
 	})
 	require.NoError(t, err)
 	require.NoError(t, c.Flush(time.Second))
+	// the private x(0)s are sealed to the plant (the only process here that receives one)
+	sealer, plantKey := curveKey(t), curveKey(t)
+	to := []contract.X0Recipient{{Endpoint: endpoint.Endpoint{Role: endpoint.Plant}, Last: 1, Public: plantKey.Public}}
 	var cmds []*exec.Cmd
 	for _, a := range procs {
 		a = append(a, "--nats-url", srv.URL(), "--run", run, "--out", dir, "--timeout", "10s", "--idle-timeout", "30s", "--fault-seed", "99", "--parent-pid", strconv.Itoa(os.Getpid()))
 		cmd := exec.Command(dpsimBin, a...)
 		cmd.Env = append(os.Environ(), pl.env[a[0]]...)
+		if a[0] == "plant" {
+			cmd.Env = append(cmd.Env, plantKey.Env(sealer.Public)...)
+		}
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		require.NoError(t, cmd.Start())
@@ -119,7 +126,9 @@ func playGroups(t *testing.T, srv *bus.Embedded, run, dir string, pl play, group
 		}
 		require.NoError(t, c.Publish(subj.CtlEpisode(), m))
 		for ep := g[0]; private && ep < g[0]+g[1]; ep++ {
-			require.NoError(t, c.Publish(subj.ChallengerX0(), contract.X0Message(run, ep, pl.x0(ep))))
+			x0, err := contract.X0Message(run, ep, pl.x0(ep), sealer.Seed, to)
+			require.NoError(t, err)
+			require.NoError(t, c.Publish(subj.ChallengerX0(), x0))
 		}
 		played += g[1]
 		waitUntil(fmt.Sprintf("ctl.done of episodes up to %d", g[0]+g[1]-1), func() bool {
@@ -280,6 +289,13 @@ func counts(t *testing.T, path string) contract.ProcessResult {
 	require.Equal(t, contract.StatusOK, r.Status)
 	return contract.ProcessResult{Episodes: r.Episodes, Steps: r.Steps, Records: r.Records, Unexpected: r.Unexpected, Links: r.Links,
 		Invalid: bus.CountersSnapshot{Dropped: r.Invalid.Dropped}}
+}
+
+func curveKey(t *testing.T) bus.CurveKey {
+	t.Helper()
+	k, err := bus.NewCurveKey()
+	require.NoError(t, err)
+	return k
 }
 
 // signingEnv gives the plant, the cloud and the launcher their signing seeds (signingKeys).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -531,9 +532,9 @@ func (proc *process) subscribeX0(r runner) error {
 	o := bus.CtlOptions{Expect: bus.Expect{Run: proc.cfg.Run, Episode: bus.AnyEpisode, Kind: bus.CtlX0, Sender: bus.LauncherSender},
 		Counters: &proc.ctl, OnInvalid: proc.logInvalid, Verify: proc.verify}
 	sub, err := proc.conn.SubscribeCtl(proc.subj.ChallengerX0(), o, func(subject string, m *bus.Message) {
-		x0 := contract.X0(m)
-		if err := r.checkX0(x0); err != nil || len(x0) == 0 {
-			proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonDim, Detail: fmt.Sprintf("explicit x0: %v", err)})
+		x0, err := proc.openX0(m, r)
+		if err != nil {
+			proc.invalid(&proc.ctl, subject, err)
 			return
 		}
 		select {
@@ -547,6 +548,38 @@ func (proc *process) subscribeX0(r runner) error {
 	}
 	proc.ctlSubs = append(proc.ctlSubs, sub)
 	return nil
+}
+
+// openX0 opens this process's box in the challenger's x0 message (contract.OpenX0) and
+// returns the explicit x(0) its cores begin from: the plant's whole x(0); for an agent host a
+// vector of every agent's, its own x_i(0) in place and NaN for the others (it never learns
+// them, and a core that read one would refuse it as not finite). A box it cannot open - no
+// curve key, not sealed to it by the launcher, altered, of another episode - is an error
+// (bus.ReasonSealed); so are values the runner r refuses (bus.ReasonDim).
+func (proc *process) openX0(m *bus.Message, r runner) ([]float64, error) {
+	if proc.cfg.x0Seed == "" || proc.cfg.x0Sender == "" {
+		return nil, &bus.InvalidError{Reason: bus.ReasonSealed, Detail: fmt.Sprintf("sealed x0: no curve key ($%s, $%s or --credentials) to open it with", bus.EnvX0Seed, bus.EnvX0Sender)}
+	}
+	self := endpoint.Endpoint{Role: proc.cfg.Role, ID: proc.cfg.ID}
+	own, err := contract.OpenX0(m, self, proc.cfg.x0Seed, proc.cfg.x0Sender)
+	if err != nil {
+		return nil, err
+	}
+	if proc.cfg.Role != endpoint.Agent {
+		if err := r.checkX0(own); err != nil || len(own) == 0 {
+			return nil, &bus.InvalidError{Reason: bus.ReasonDim, Detail: fmt.Sprintf("explicit x0: %v", err)}
+		}
+		return own, nil
+	}
+	if want := proc.cfg.LastAgent - proc.cfg.ID + 1; len(own) != want || !finite(own) {
+		return nil, &bus.InvalidError{Reason: bus.ReasonDim, Detail: fmt.Sprintf("sealed x0 of agents %d..%d: %d values, want %d finite ones", proc.cfg.ID, proc.cfg.LastAgent, len(own), want)}
+	}
+	x0 := make([]float64, proc.plan.Graph.N)
+	for i := range x0 {
+		x0[i] = math.NaN()
+	}
+	copy(x0[proc.cfg.ID:], own)
+	return x0, nil
 }
 
 // logInvalid logs (the first 20, then every 1000th) a message the bus dropped and counted

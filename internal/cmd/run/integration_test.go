@@ -792,21 +792,37 @@ func TestRealtime(t *testing.T) {
 
 // TestAttach drives role processes started by hand (not by the launcher) with a Session in
 // attach mode: the ready is repeated until the first episode, so the order does not matter.
+// The plant opens the challenger's sealed x(0) with the curve key of the credentials file the
+// session writes: it starts once the file is there.
 func TestAttach(t *testing.T) {
 	srv := server(t)
 	dir := t.TempDir()
 	const id = "itattach"
 	path := scenarioPath("cloud-vehicle")
+	common := []string{"--nats-url", srv.URL(), "--run", id, "--scenario", path, "--out", dir, "--log-level", "warn"}
 	var procs []*started
-	for _, r := range []string{"plant", "cloud", "eavesdropper"} {
-		procs = append(procs, start(t, r, "--nats-url", srv.URL(), "--run", id, "--scenario", path, "--out", dir, "--log-level", "warn"))
+	for _, r := range []string{"cloud", "eavesdropper"} {
+		procs = append(procs, start(t, append([]string{r}, common...)...))
 	}
 	_, p, err := role.LoadPoint(path, 0)
 	require.NoError(t, err)
 	sn := sniff(t, srv.URL(), nil)     // everything on dpsim.>, what the eavesdropper could see
 	time.Sleep(200 * time.Millisecond) // the processes are up before the session listens
-	sess, err := launch.StartSession(context.Background(), launch.SessionConfig{Attach: true, Plan: p, Seeds: sim.NewSeeds(53),
-		URL: srv.URL(), Run: id, Dir: dir, Timeout: 10 * time.Second})
+	type started struct {
+		sess *launch.Session
+		err  error
+	}
+	ready := make(chan started, 1)
+	go func() {
+		sess, err := launch.StartSession(context.Background(), launch.SessionConfig{Attach: true, Plan: p, Seeds: sim.NewSeeds(53),
+			URL: srv.URL(), Run: id, Dir: dir, Timeout: 10 * time.Second})
+		ready <- started{sess, err}
+	}()
+	creds := filepath.Join(dir, launch.AttachDir, "plant-0.env")
+	require.Eventually(t, func() bool { _, err := os.Stat(creds); return err == nil }, 20*time.Second, 10*time.Millisecond, "the plant's credentials file")
+	procs = append(procs, start(t, append([]string{"plant", "--credentials", creds}, common...)...))
+	st := <-ready
+	sess, err := st.sess, st.err
 	require.NoError(t, err)
 	x0 := []float64{1.5, -0.5} // episode 1 starts from an explicit state (the challenger's hook)
 	for ep := 0; ep < 3; ep++ {

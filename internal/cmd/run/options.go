@@ -125,6 +125,9 @@ type Options struct {
 	Budget int64
 	// Resume is the OUT of a run to continue (--resume; see ResumeFile).
 	Resume string
+	// KeepSecrets keeps the files holding secrets when the run ends (--keep-secrets; see
+	// launch.SecretFiles): else they are removed.
+	KeepSecrets bool
 	// Inflight is --inflight: the episodes kept in flight at once over the same processes
 	// (launch.NextGroup); InflightSet says it was given (else the mode's default: resolveInflight).
 	Inflight    int
@@ -190,6 +193,7 @@ func defineFlags(fs *flag.FlagSet, o *Options, seed, mode, budget *string) {
 	fs.StringVar(seed, "seed", "", "run seed (uint64); default the scenario's seed, else one drawn from crypto/rand (recorded in summary.json)")
 	fs.StringVar(&o.NATSURL, "nats-url", "", "external NATS server URL, or a comma-separated list of a cluster's servers (process i connects to the i-th first, the others on failure) (default $"+bus.EnvURL+"; if both are empty an embedded server is started on a random loopback port)")
 	fs.BoolVar(&o.Attach, "attach", false, "start no role process: write each process's command (OUT/procs/attach/commands.sh, with a credentials file per process, mode 0600, that --credentials reads) and print them on stderr, then wait up to --attach-timeout for the processes to be started elsewhere (by hand, docker-compose, a job scheduler) and run the episodes with them; they must see OUT at the same path (a shared directory or volume)")
+	fs.BoolVar(&o.KeepSecrets, "keep-secrets", false, "keep the files holding secrets when the run ends: the plant's and the agents' plan files in OUT/procs (their x(0) and the run seed), crashed processes' checkpoints (their noise draw) and the attach credentials files; by default they are removed when the run ends, however it ends (summary.json secrets says which)")
 	fs.DurationVar(&o.AttachTimeout, "attach-timeout", 10*time.Minute, "with --attach: how long to wait for every role process of a point to announce itself")
 	fs.StringVar(&o.Listen, "listen", "", "the embedded NATS server's client address host:port, e.g. 0.0.0.0:4222 for processes on other hosts (--attach); default 127.0.0.1 on a random free port")
 	fs.IntVar(&o.Cluster, "cluster", 0, "start N embedded NATS servers joined by routes on loopback (a cluster; 0 or 1: one server) and spread the processes over them: process i connects to server i mod N first and to the others when it fails")

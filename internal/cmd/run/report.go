@@ -116,7 +116,8 @@ func (l *launcher) printTable(w io.Writer) {
 	s := l.sum
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "scenario\t%s (%s)\n", s.Scenario, s.Kind)
-	fmt.Fprintf(tw, "engine\t%s, %s, seed %d (%s)\n", s.Engine, s.Mode, s.Seed, s.SeedSource)
+	// the seed decides the noise: its value is in summary.json only (reproducibility)
+	fmt.Fprintf(tw, "engine\t%s, %s, seed in summary.json (%s)\n", s.Engine, s.Mode, s.SeedSource)
 	if s.Engine == "nats" {
 		fmt.Fprintf(tw, "nats\t%s, run %s, %d processes\n", s.NATSURL, s.RunID, len(s.Processes))
 		if sec := s.Security; sec != nil {

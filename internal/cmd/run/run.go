@@ -123,6 +123,7 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 			runErr = fmt.Errorf("%w; slow consumers: %s", runErr, strings.Join(slow, ", "))
 		}
 	}
+	l.removeSecrets()
 	runErr, written := l.writeOutputs(runErr)
 	l.resumeEnd()
 	if !written {
@@ -280,7 +281,7 @@ func (l *launcher) prepare() error {
 	}
 	l.sum = l.newSummary(s, seed, seedSource)
 	if seedSource == cli.SeedFromCrypto {
-		l.log.Info().Uint64("seed", seed).Msg("no seed given: drew one (recorded in summary.json)")
+		l.log.Info().Msg("no seed given: drew one (recorded in summary.json only: the seed decides the noise)")
 	}
 	return nil
 }
@@ -577,7 +578,7 @@ func (l *launcher) runNATSPoints(ctx context.Context, exe string, srv *launch.Se
 			Dir: dir, Mode: l.o.Mode, Period: l.o.Period, Timeout: l.o.Timeout, AgentsPerProcess: l.o.AgentsPerProcess,
 			Encoding: l.o.Encoding, LogLevel: l.o.LogLevel, Transcript: l.o.Transcript, GOMAXPROCS: l.o.ChildProcs, Log: l.log,
 			Timeline: l.tl, PointIndex: k, Sign: l.o.Sign, Attach: l.o.Attach, Announce: l.announce(),
-			StartTimeout: l.startTimeout(), Inflight: l.o.Inflight, Programs: l.o.Roles,
+			StartTimeout: l.startTimeout(), Inflight: l.o.Inflight, Programs: l.o.Roles, KeepSecrets: l.o.KeepSecrets,
 		}
 		srv.Configure(&cfg, k)
 		n, el, err := l.runPoint(ctx, k, p, cfg)
@@ -592,6 +593,21 @@ func (l *launcher) runNATSPoints(ctx context.Context, exe string, srv *launch.Se
 		l.completePoint(k)
 	}
 	return nil
+}
+
+// removeSecrets removes the files holding secrets that the processes left in OUT/procs (or,
+// with --keep-secrets, lists them) and records which in summary.json. It runs however the run
+// ended - completed, failed, interrupted - and a run it cleaned needs none of them: --resume
+// writes every plan file again.
+func (l *launcher) removeSecrets() {
+	if l.sum.Files.Procs == "" { // the fast engine: no processes, no files
+		return
+	}
+	s := &launch.SecretFiles{}
+	if err := launch.RemoveSecrets(s, l.o.Out, filepath.Join(l.o.Out, l.sum.Files.Procs), l.o.KeepSecrets); err != nil {
+		l.log.Warn().Err(err).Msg("removing the files holding secrets")
+	}
+	l.sum.Secrets = s
 }
 
 // announce is where attach mode prints the commands of the processes to start (stderr).

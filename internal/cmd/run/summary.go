@@ -73,6 +73,9 @@ type Summary struct {
 	Stale              map[string]uint64               `json:"stale,omitempty"`
 	// Security says how the traffic was secured (NATS engine only).
 	Security *report.Security `json:"security,omitempty"`
+	// Secrets says which files holding secrets the processes left were removed when the run
+	// ended, or kept (--keep-secrets) (NATS engine only).
+	Secrets *launch.SecretFiles `json:"secrets,omitempty"`
 	// Inflight says how many episodes were kept in flight at once over the processes (NATS
 	// engine; --inflight).
 	Inflight *InflightSummary `json:"inflight,omitempty"`
