@@ -346,9 +346,12 @@ func run(args []string) int {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() { s := <-sigs; c.stop <- "signal " + s.String() }()
 	if cfg.parentPID > 0 {
+		// The launcher may be the parent or, through a shell that does not exec the command
+		// (sh -c 'COMMAND "$@"'), the grandparent: watch that pid and the parent itself.
+		ppid := os.Getppid()
 		go func() {
 			for range time.Tick(200 * time.Millisecond) {
-				if os.Getppid() != cfg.parentPID {
+				if syscall.Kill(cfg.parentPID, 0) == syscall.ESRCH || os.Getppid() != ppid {
 					c.stop <- fmt.Sprintf("parent process %d is gone", cfg.parentPID)
 					return
 				}
