@@ -236,7 +236,7 @@ func (out *PointOutcome) deliveryProblems(byKey map[string]*ProcOutcome, signed 
 		for _, lk := range out.Results.Links {
 			from, to, ok := strings.Cut(lk.Link, "->")
 			cut := lk.Sent > 0 && lk.Dropped+lk.Expired+lk.Lost >= lk.Sent // the scenario's faults took them all
-			if ok && lk.Delivered == 0 && !cut {
+			if ok && lk.Delivered == 0 && !cut && reported(byKey[processSender(to)]) {
 				nothing[processSender(from)] = append(nothing[processSender(from)], to)
 			}
 		}
@@ -273,6 +273,12 @@ func (out *PointOutcome) deliveryProblems(byKey map[string]*ProcOutcome, signed 
 		ps = append(ps, p)
 	}
 	return ps
+}
+
+// reported says a receiver reported its receive-side link counters: of one that did not (no
+// result, no links: its own problem), a link's Delivered 0 says nothing of the sender.
+func reported(pr *ProcOutcome) bool {
+	return pr != nil && pr.Result != nil && len(pr.Result.Links) > 0
 }
 
 // violationProblems blames the processes whose publishes or subscriptions the embedded server

@@ -1,7 +1,6 @@
 package run_test
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,18 +11,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dpsim/dpsim/internal/launch"
 )
 
-// Issue 23: a user replaces a role with a program of their own. testdata/outsidecloud is
-// such a program - a cloud controller written from the protocol with nats.go only - that
-// breaks one thing on purpose per -break mode. Whatever it breaks, the run must fail or end
-// degraded, naming the role and the reason in stderr and summary.json, and never end ok with
-// numbers computed from messages that were dropped; unbroken, it gives the Go cloud's numbers.
-//
-// Until `dpsim run --role cloud.0=COMMAND` lands, the program is started through attach mode:
-// the plant and the eavesdropper from the commands the launcher writes, the outside cloud with
-// the cloud line's arguments - what --role will hand it after COMMAND.
+// A user replaces a role with a program of their own (--role). testdata/outsidecloud is such a
+// program - a cloud controller written from the protocol with nats.go only - that breaks one
+// thing on purpose per -break mode. Whatever it breaks, the run must fail or end degraded,
+// naming the role and the reason in stderr and summary.json, and never end ok with numbers
+// computed from messages that were dropped; unbroken, it gives the Go cloud's numbers.
 
 var outsideCloud struct {
 	once sync.Once
@@ -45,62 +39,26 @@ func outsideCloudBin(t *testing.T) string {
 	return outsideCloud.path
 }
 
-// outsideRun is one attach-mode run with the outside cloud.
+// outsideRun is one run with the outside cloud.
 type outsideRun struct {
 	code     int
 	stderr   string // the launcher's
-	cloudErr string // the outside cloud's
+	cloudErr string // the outside cloud's log
 	sum      *summary
 }
 
-// runOutside runs scenario with the outside cloud broken as mode ("" works) and the Go plant
-// and eavesdropper, all started from the attach commands, and waits for every process.
+// runOutside runs scenario with the outside cloud broken as mode ("" works) in place of the Go
+// cloud, as a user would: --role cloud.0='outsidecloud -break MODE'.
 func runOutside(t *testing.T, scenario, mode string, args ...string) outsideRun {
 	t.Helper()
 	bin := outsideCloudBin(t)
 	dir := t.TempDir()
-	l := start(t, append([]string{"run", scenario, "--attach", "--attach-timeout", "30s", "--out", dir,
-		"--log-level", "warn", "--progress=false"}, args...)...)
-	_, lines := awaitCommands(t, l, filepath.Join(dir, "procs", launch.AttachDir, launch.CommandsFile))
-	require.Len(t, lines, 3, "plant, cloud, eavesdropper")
-	var procs []*exec.Cmd
-	var cloudErr bytes.Buffer
-	for _, line := range lines {
-		exe, rest, ok := strings.Cut(line, " cloud ")
-		if !ok {
-			procs = append(procs, startAttached(t, "sh", "-c", "exec "+line))
-			continue
-		}
-		require.Equal(t, dpsimBin, exe, line)
-		// -break comes first, as in --role cloud.0='outsidecloud -break MODE' with the role's
-		// arguments appended
-		c := exec.Command("sh", "-c", "exec "+bin+" -break '"+mode+"' "+rest)
-		c.Env = append(os.Environ(), "NATS_URL=")
-		c.Stderr = &cloudErr
-		require.NoError(t, c.Start())
-		procs = append(procs, c)
-	}
-	code := l.wait(t, 60*time.Second)
-	for _, c := range procs {
-		waitProc(t, c, 20*time.Second)
-	}
+	code, _, stderr := runDpsim(t, 90*time.Second, append([]string{"run", scenario, "--out", dir, "--log-level", "warn",
+		"--progress=false", "--role", "cloud.0=" + bin + " -break '" + mode + "'"}, args...)...)
 	_, err := os.Stat(filepath.Join(dir, "summary.json"))
-	require.NoError(t, err, "launcher stderr:\n%s", l.stderr.String())
-	return outsideRun{code: code, stderr: l.stderr.String(), cloudErr: cloudErr.String(), sum: readSummary(t, dir)}
-}
-
-// waitProc waits for a process started for the launcher, killing it past limit.
-func waitProc(t *testing.T, c *exec.Cmd, limit time.Duration) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { _ = c.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(limit):
-		_ = c.Process.Kill()
-		<-done
-		t.Errorf("%v did not exit within %v of the launcher", c.Args, limit)
-	}
+	require.NoError(t, err, "launcher stderr:\n%s", stderr)
+	cloudLog, _ := os.ReadFile(filepath.Join(dir, "procs", "cloud-0.log"))
+	return outsideRun{code: code, stderr: stderr, cloudErr: string(cloudLog), sum: readSummary(t, dir)}
 }
 
 // Unbroken, the outside cloud is a cloud: the run ends ok with the Go cloud's numbers, bit for bit.
@@ -118,43 +76,55 @@ func TestOutsideRoleWorks(t *testing.T) {
 	require.JSONEq(t, string(readSummary(t, dir).Metrics), string(r.sum.Metrics), "the Go cloud's metrics (links included)")
 }
 
-// Broken, it never makes a run ok: each mode fails the run or ends it degraded, naming the
-// cloud and why.
+// Broken, it never makes a run ok: each mode fails the run or ends it degraded, with the
+// cloud and the reason in stderr and in summary.json's problems (the launcher's attribution),
+// or for a wrong plan digest in the run's error (the run refuses to start with it).
 func TestOutsideRoleBroken(t *testing.T) {
 	// A 10-step vehicle: the modes whose u never reaches the plant cost a --timeout per step.
 	scn := writeVariant(t, "cloud-vehicle", `(?m)^steps: 100.*$`, "steps: 10")
 	for _, c := range []struct {
-		mode string
-		// reason: what the launcher must say about the cloud, any of these words (lower case).
-		// TODO(issue 23): tighten to the launcher's own wording once its per-process
-		// attribution is on main (the summary.json field listing each process's problems).
-		reason []string
+		mode   string
+		kind   string // the problem attributed to cloud-0 ("": the run's error names it)
+		reason string // in its detail (or the error)
 	}{
-		{"notrace", []string{"trace"}},
-		{"noresult", []string{"result"}},
-		{"nolinks", []string{"links"}},
-		{"nokind", []string{"kind"}},
-		{"wrongstep", []string{"step"}},
-		// NaN written as the literal NaN (not JSON): the receivers drop it as "decode"
-		{"nan", []string{"decode", "nan", "nonfinite"}},
-		{"inf", []string{"nonfinite", "inf"}},
-		{"digest", []string{"digest", "plan file"}},
-		// the server refuses the publish; the plant hears nothing from the cloud
-		{"forbidden", []string{"permission", "forbidden", "no message", "nothing", "missing"}},
+		{"notrace", "no-trace", "cloud-0.trace.jsonl"},
+		{"noresult", "no-result", "no ctl.result"},
+		{"nolinks", "no-links", "no links"},
+		{"nokind", "nothing-delivered", "kind"},
+		{"wrongstep", "invalid-messages", "step"},
+		{"nan", "nothing-delivered", "decode"}, // NaN as the literal NaN: not JSON
+		{"inf", "nothing-delivered", "nonfinite"},
+		{"digest", "", "plan file"},
+		{"forbidden", "permission-violation", "dpsim.outside.plant.0.yhat"}, // and nothing delivered
 	} {
 		t.Run(c.mode, func(t *testing.T) {
-			r := runOutside(t, scn, c.mode, "--runs", "2", "--inflight", "1", "--seed", "5", "--timeout", "50ms")
-			t.Logf("exit %d, status %s\nerror: %s\ndegraded: %q", r.code, r.sum.Status, r.sum.Error, r.sum.Degraded)
-			require.NotEqual(t, "ok", r.sum.Status, "a broken cloud made the run ok (exit %d)\nlauncher:\n%s\ncloud:\n%s", r.code, r.stderr, r.cloudErr)
+			r := runOutside(t, scn, c.mode, "--runs", "2", "--inflight", "1", "--seed", "5", "--timeout", "50ms", "--run-id", "outside")
+			t.Logf("exit %d, status %s\nerror: %s\ndegraded: %q\nproblems: %+v", r.code, r.sum.Status, r.sum.Error, r.sum.Degraded, r.sum.Problems)
+			require.Contains(t, []string{"degraded", "failed"}, r.sum.Status, "a broken cloud made the run %s (exit %d)\nlauncher:\n%s\ncloud:\n%s",
+				r.sum.Status, r.code, r.stderr, r.cloudErr)
 			require.True(t, r.code != 0 || r.sum.Status == "degraded", "exit %d with status %s", r.code, r.sum.Status)
-			require.Contains(t, []string{"degraded", "failed"}, r.sum.Status)
-
-			// The role is named with the reason: in stderr, and in summary.json's error or degraded
-			// text. TODO(issue 23): read the per-process problems field once it is on main.
-			said := strings.ToLower(r.sum.Error + "\n" + strings.Join(r.sum.Degraded, "\n"))
-			require.True(t, namesCloud(said), "summary.json does not name the cloud:\nerror: %s\ndegraded: %q", r.sum.Error, r.sum.Degraded)
 			require.True(t, namesCloud(strings.ToLower(r.stderr)), "stderr does not name the cloud:\n%s", r.stderr)
-			require.True(t, containsAny(said, c.reason), "summary.json gives no reason among %q:\nerror: %s\ndegraded: %q", c.reason, r.sum.Error, r.sum.Degraded)
+			if c.kind == "" {
+				require.Contains(t, r.sum.Error, "cloud.0")
+				require.Contains(t, r.sum.Error, c.reason)
+				return
+			}
+			var found bool
+			for _, p := range r.sum.Problems {
+				if p.Process == "cloud-0" && p.Kind == c.kind {
+					found = true
+					require.Contains(t, p.Detail, c.reason)
+					require.Contains(t, p.Program, "outsidecloud", "the user's command is named")
+					require.Contains(t, r.stderr, p.Detail, "stderr says it too")
+				}
+			}
+			require.True(t, found, "no %s problem of cloud-0 in summary.json: %+v", c.kind, r.sum.Problems)
+			if r.sum.Status == "failed" {
+				require.Contains(t, r.sum.Error, "cloud-0", "the failure names the cloud")
+			}
+			for _, p := range r.sum.Problems {
+				require.Equal(t, "cloud-0", p.Process, "only the cloud is blamed: %+v", p)
+			}
 		})
 	}
 }
