@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
 )
 
 // A user replaces a role with a program of their own (--role). testdata/outsidecloud is such a
