@@ -68,7 +68,11 @@ func TestReadmeCommands(t *testing.T) {
 			t.Logf("skipped (needs an external NATS server): %s", c)
 			continue
 		}
-		args := strings.Fields(c)[1:]
+		if strings.Contains(c, "examples/js-cloud") && !jsCloudInstalled(t, root) {
+			t.Logf("skipped (needs Node.js and (cd examples/js-cloud && npm ci)): %s", c)
+			continue
+		}
+		args := shellFields(t, c)[1:]
 		tmp := t.TempDir()
 		for i := 0; i+1 < len(args); i++ {
 			if args[i] == "--out" || args[i] == "--plot-out" {
@@ -91,7 +95,7 @@ func TestReadmeCommands(t *testing.T) {
 		if attach {
 			args = small(args, "--listen", "127.0.0.1:0") // the README's port may be taken here
 		}
-		t.Run(strings.Join(strings.Fields(c)[:2], "_"), func(t *testing.T) {
+		t.Run(strings.Join(shellFields(t, c)[:2], "_"), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			if attach {
@@ -107,6 +111,52 @@ func TestReadmeCommands(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shellFields splits a command line as sh does for the README's commands: on blanks, with
+// single- and double-quoted words kept whole (no escapes or expansions: the README has none).
+func shellFields(t *testing.T, line string) []string {
+	var out []string
+	var word strings.Builder
+	inWord := false
+	var quote rune
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			word.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				out = append(out, word.String())
+				word.Reset()
+				inWord = false
+			}
+		default:
+			word.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		t.Fatalf("README command with an unclosed quote: %s", line)
+	}
+	if inWord {
+		out = append(out, word.String())
+	}
+	return out
+}
+
+// jsCloudInstalled reports whether the README's JavaScript cloud can run here: Node.js is on
+// PATH and its nats client is installed (the README's npm ci; .ci/run does it first). It does
+// not install it itself: internal/cmd/run's test may be running npm ci in the same directory.
+func jsCloudInstalled(t *testing.T, root string) bool {
+	if _, err := exec.LookPath("node"); err != nil {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(root, "examples", "js-cloud", "node_modules", "nats"))
+	return err == nil
 }
 
 // runAttached runs a `dpsim run --attach` command as the README says: the launcher, and
