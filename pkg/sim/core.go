@@ -213,9 +213,12 @@ func (in *inputs) selfDown(t int) bool { return t >= in.selfLo && t < in.selfHi 
 // markDown completes, at the current step, the senders that are down (nothing will come:
 // the step's gap) - or every sender when the core itself is down.
 func (in *inputs) markDown() {
-	if in.selfHi == 0 && len(in.crashes) == 0 {
-		return
+	if in.selfHi != 0 || len(in.crashes) > 0 { // small enough to inline: no call without crashes
+		in.markDownNow()
 	}
+}
+
+func (in *inputs) markDownNow() {
 	self := in.selfDown(in.cur)
 	for k := range in.from {
 		f := &in.from[k]
@@ -384,10 +387,8 @@ func (in *inputs) wellFormed(m *Msg) (int, bool) {
 // file takes one delivery: wrong sender or later episode is dropped (counted unexpected), an
 // earlier episode's is stale, a later logical step waits, anything else is applied now.
 func (in *inputs) file(m *Msg) {
-	// On time (the usual delivery): the checks of wellFormed hold by themselves but the
-	// sender's and the dimension.
-	if m.Episode == in.ep && m.Step == in.cur && m.At == in.cur && in.cur < in.T {
-		if k, ok := in.index.of(m.From); ok && (in.dim == nil || m.Gap || len(m.Values) == in.dim[k]) {
+	if in.usual(m) {
+		if k, ok := in.index.of(m.From); ok && in.fits(k, m) {
 			in.apply(k, m)
 			return
 		}
@@ -418,6 +419,18 @@ func (in *inputs) file(m *Msg) {
 		return
 	}
 	in.apply(k, m)
+}
+
+// usual reports whether m is for the current episode and step and on time (the usual
+// delivery): the checks of wellFormed then hold by themselves but the sender's and the
+// dimension (fits).
+func (in *inputs) usual(m *Msg) bool {
+	return m.Episode == in.ep && m.Step == in.cur && m.At == in.cur && in.cur < in.T
+}
+
+// fits reports whether m has the length of sender k's messages (or is a gap).
+func (in *inputs) fits(k int, m *Msg) bool {
+	return in.dim == nil || m.Gap || len(m.Values) == in.dim[k]
 }
 
 // fileStale takes a delivery for an episode the core finished (an earlier one, or the current
@@ -632,6 +645,10 @@ type base struct {
 	// redraw: the crash's noise rule says draw afresh at the restart.
 	crashed bool
 	redraw  bool
+	// work is the role's completion of the current step (the core's complete method, bound
+	// once at construction): it does the step's work with whatever arrived and reports
+	// whether the episode ended. Bound once, Step and Tick pass no method value per call.
+	work func() bool
 }
 
 // setCrashes gives the core the run's crashes (its own, and its senders').
@@ -645,25 +662,30 @@ func (b *base) downAt(t int) bool { return b.in.selfDown(t) }
 
 // checkCrash stops the core at its crash point: the current step is the first it is down.
 func (b *base) checkCrash() {
-	if lo, hi := b.crashWindow(); hi > 0 && b.in.cur == lo && !b.done {
-		b.crashed = true
-		b.ob.rd.Crash = true
-		for _, c := range b.in.crashes {
-			if c.Proc == b.self.String() && c.In(b.in.ep) {
-				b.redraw = c.Noise == scenario.NoiseRedraw
-			}
+	if lo, hi := b.crashWindow(); hi > 0 && b.in.cur == lo && !b.done { // inlined: no call without a crash
+		b.crashAt()
+	}
+}
+
+// crashAt stops the core at its crash point (checkCrash found it there).
+func (b *base) crashAt() {
+	b.crashed = true
+	b.ob.rd.Crash = true
+	for _, c := range b.in.crashes {
+		if c.Proc == b.self.String() && c.In(b.in.ep) {
+			b.redraw = c.Noise == scenario.NoiseRedraw
 		}
 	}
 }
 
 // restart is Restart for every core.
-func (b *base) restart(complete func() bool) error {
+func (b *base) restart() error {
 	b.ob.clearIfConsumed()
 	if !b.crashed {
 		return nil
 	}
 	b.crashed = false
-	b.run(complete)
+	b.run()
 	return nil
 }
 
@@ -699,19 +721,19 @@ func (b *base) errEpisode(ep int) error {
 	return nil
 }
 
-// run completes steps while the inputs are complete: complete(step) does the role's work
-// for the current step (with whatever arrived) and reports whether the episode ended.
-func (b *base) run(complete func() bool) {
+// run completes steps while the inputs are complete: work does the role's work for the
+// current step (with whatever arrived) and reports whether the episode ended.
+func (b *base) run() {
 	for !b.done && !b.crashed && b.in.complete() {
-		b.finish(complete)
+		b.finish()
 	}
 }
 
-func (b *base) finish(complete func() bool) {
+func (b *base) finish() {
 	if !b.in.selfDown(b.in.cur) {
 		b.ob.rd.Missing += b.in.missing()
 	}
-	if complete() {
+	if b.work() {
 		b.done = true
 		return
 	}
@@ -720,24 +742,41 @@ func (b *base) finish(complete func() bool) {
 }
 
 // step is Step for every core: file the delivery, then complete what can be completed.
-func (b *base) step(m *Msg, complete func() bool) error {
+func (b *base) step(m *Msg) error {
 	b.ob.clearIfConsumed()
 	if b.done {
 		b.in.fileStale(m) // the episode is over: compared, never used
 		return nil
 	}
 	b.in.file(m)
-	b.run(complete)
+	b.run()
 	return nil
 }
 
+// stepFrom is step for a delivery from sender k of the core (the driver's route knows the
+// sender's position): the same filing without the lookup.
+func (b *base) stepFrom(k int, m *Msg) {
+	b.ob.clearIfConsumed()
+	in := b.in
+	switch {
+	case b.done:
+		in.fileStale(m)
+		return
+	case in.usual(m) && in.fits(k, m): // file's usual case, its sender known
+		in.apply(k, m)
+	default:
+		in.file(m)
+	}
+	b.run()
+}
+
 // tick is Tick for every core.
-func (b *base) tick(t int, complete func() bool) error {
+func (b *base) tick(t int) error {
 	b.ob.clearIfConsumed()
 	if b.done || b.crashed || b.in.cur != t {
 		return nil
 	}
-	b.finish(complete)
-	b.run(complete)
+	b.finish()
+	b.run()
 	return nil
 }
