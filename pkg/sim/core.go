@@ -242,11 +242,14 @@ type sender struct {
 	done   bool      // it finished step cur (its last delivery for At = cur)
 	nstep  int       // newest step heard from it (-1: none)
 	vals   []float64 // the step-cur values
-	newest []float64 // the values of step nstep
+	newest []float64 // the values of step nstep, unless fresh
 	seen   []uint64  // bitset of the late steps received (their duplicates)
 	// used[t] / prev[t]: the digest of the first copy of step t received in the current /
 	// previous episode (0: none; digest is never 0); nil when copies are not kept.
 	used, prev []uint64
+	// fresh: step nstep's values are vals (the usual case, a message on time: the newest
+	// values are not copied a second time); newest is then stale. See newestVals.
+	fresh bool
 }
 
 // digest is a 64-bit hash of a message's values (bit patterns, so a copy matches only
@@ -293,12 +296,12 @@ func copyVals(dst, src []float64) {
 // setVals copies v into dst's storage (short vectors, the usual case: no memmove call; a
 // block's message of thousands of agents: one).
 func setVals(dst []float64, v []float64) []float64 {
-	if len(v) > 8 {
+	if len(v) > 8 || len(v) > cap(dst) {
 		return append(dst[:0], v...)
 	}
-	dst = dst[:0]
-	for _, x := range v {
-		dst = append(dst, x)
+	dst = dst[:len(v)]
+	for i, x := range v {
+		dst[i] = x
 	}
 	return dst
 }
@@ -336,6 +339,7 @@ func (in *inputs) begin(ep int) {
 	in.prevEp, in.ep, in.cur, in.ndone = in.ep, ep, 0, 0
 	for k := range in.from {
 		f := &in.from[k]
+		f.keepNewest()
 		f.have, f.done, f.nstep = false, false, -1
 		clear(f.seen)
 		f.used, f.prev = f.prev, f.used
@@ -468,7 +472,7 @@ func (in *inputs) differs(f *sender, m *Msg) bool {
 	case m.Step == in.cur:
 		return !slices.Equal(f.vals, m.Values)
 	case m.Step == f.nstep:
-		return !slices.Equal(f.newest, m.Values)
+		return !slices.Equal(f.newestVals(), m.Values)
 	}
 	return false
 }
@@ -495,9 +499,10 @@ func (in *inputs) apply(k int, m *Msg) {
 		// Remember the step: a later copy of it - a forged early message used now, the genuine
 		// one after - is then a duplicate (a conflict when the values differ), never "late".
 		f.seen[uint(m.Step)/64] |= uint64(1) << (uint(m.Step) % 64) // Step >= 0 (wellFormed)
+		// Always newer than nstep (nothing of a later step than cur is applied): vals now hold
+		// the newest values.
 		if m.Step > f.nstep {
-			f.nstep = m.Step
-			f.newest = setVals(f.newest, m.Values)
+			f.nstep, f.fresh = m.Step, true
 		}
 	default: // late (Step < cur): the bitset of late steps received detects its duplicates
 		st := &in.stats[k]
@@ -514,7 +519,7 @@ func (in *inputs) apply(k int, m *Msg) {
 		f.seen[w] |= bit
 		st.Late++
 		if m.Step > f.nstep {
-			f.nstep = m.Step
+			f.nstep, f.fresh = m.Step, false
 			f.newest = setVals(f.newest, m.Values)
 		}
 	}
@@ -562,7 +567,27 @@ func (in *inputs) latest(k int) []float64 {
 	if in.from[k].nstep < 0 {
 		return nil
 	}
-	return in.from[k].newest
+	return in.from[k].newestVals()
+}
+
+// newestVals returns the values of step nstep: vals while they are the newest (fresh), else
+// newest. Only a message on time writes vals, and it is then the newest (its step is cur,
+// and nothing of a later step is applied before cur moves on), so vals hold step nstep's
+// values as long as no late message of a newer step replaced them in newest.
+func (f *sender) newestVals() []float64 {
+	if f.fresh {
+		return f.vals
+	}
+	return f.newest
+}
+
+// keepNewest copies the newest values into newest (they are no longer fresh): before vals
+// are reused for another episode, and for a checkpoint.
+func (f *sender) keepNewest() {
+	if f.fresh {
+		f.newest = setVals(f.newest, f.vals)
+		f.fresh = false
+	}
 }
 
 // endpointIndex maps endpoints to their position in a list without hashing: per role, a
