@@ -158,10 +158,18 @@ func (d *Driver) flush(k int) error {
 		d.done[k] = true
 		d.ndone++
 	}
-	if rd.Crash {
+	switch {
+	case rd.Crash:
 		return d.crash(k, rd)
-	}
-	if len(rd.Out) == 0 && d.sink == nil && d.pace == nil {
+	case d.sink != nil || d.pace != nil:
+		return d.flushReady(k, rd)
+	case len(rd.Out) == 1 && d.net != nil && rd.Out[0].From == d.eps[k]:
+		// The usual output (one message of its own, in memory, in logical time): released
+		// through the core's publisher at once.
+		d.net.send(d.pubs[k], &rd.Out[0])
+		d.sent++
+		return nil
+	case len(rd.Out) == 0:
 		return nil // nothing to hand on (the eavesdropper, a core still waiting)
 	}
 	return d.flushReady(k, rd)
@@ -169,7 +177,6 @@ func (d *Driver) flush(k int) error {
 
 // flushReady hands a Ready of core k to the transport and the sink.
 func (d *Driver) flushReady(k int, rd *Ready) error {
-	c := d.cores[k]
 	if len(rd.Out) == 0 && d.sink == nil && d.pace == nil {
 		return nil
 	}
@@ -196,12 +203,12 @@ func (d *Driver) flushReady(k int, rd *Ready) error {
 			continue
 		}
 		if err := d.tr.Send(o); err != nil {
-			return fmt.Errorf("%s: send %s(%d): %w", c.Endpoint(), o.From.Role.Stream(), o.Step, err)
+			return fmt.Errorf("%s: send %s(%d): %w", d.eps[k], o.From.Role.Stream(), o.Step, err)
 		}
 		d.sent++
 	}
 	if d.sink != nil {
-		if err := d.sink(c, rd); err != nil {
+		if err := d.sink(d.cores[k], rd); err != nil {
 			return err
 		}
 	}
