@@ -71,7 +71,7 @@ func (b *base) checkpoint() *CoreState {
 		Links: append([]fault.LinkStats(nil), in.stats...), Unexpected: in.unexpected, Stale: in.stale, PrevEpisode: in.prevEp}
 	for k := range in.from {
 		f := &in.from[k]
-		st.Senders = append(st.Senders, SenderState{NewestStep: f.nstep, Newest: clone(f.newest), Seen: clone(f.seen),
+		st.Senders = append(st.Senders, SenderState{NewestStep: f.nstep, Newest: clone(f.newestVals()), Seen: clone(f.seen),
 			Have: f.have, Done: f.done, Vals: clone(f.vals), Used: clone(f.used), Prev: clone(f.prev)})
 	}
 	for _, m := range in.ahead {
@@ -107,7 +107,7 @@ func (b *base) restore(st *CoreState) error {
 		if len(s.Seen) != len(f.seen) {
 			return fmt.Errorf("sim: %s: checkpoint sender %d: %d words of seen steps, want %d", b.self, k, len(s.Seen), len(f.seen))
 		}
-		f.nstep, f.newest, f.have, f.done, f.vals = s.NewestStep, clone(s.Newest), s.Have, s.Done, clone(s.Vals)
+		f.nstep, f.newest, f.have, f.done, f.vals, f.fresh = s.NewestStep, clone(s.Newest), s.Have, s.Done, clone(s.Vals), false
 		copy(f.seen, s.Seen)
 		if (s.Used != nil || s.Prev != nil) && (len(s.Used) != len(f.used) || len(s.Prev) != len(f.prev)) {
 			return fmt.Errorf("sim: %s: checkpoint sender %d: %d and %d copy digests, want %d", b.self, k, len(s.Used), len(s.Prev), len(f.used))

@@ -213,9 +213,12 @@ func (in *inputs) selfDown(t int) bool { return t >= in.selfLo && t < in.selfHi 
 // markDown completes, at the current step, the senders that are down (nothing will come:
 // the step's gap) - or every sender when the core itself is down.
 func (in *inputs) markDown() {
-	if in.selfHi == 0 && len(in.crashes) == 0 {
-		return
+	if in.selfHi != 0 || len(in.crashes) > 0 { // small enough to inline: no call without crashes
+		in.markDownNow()
 	}
+}
+
+func (in *inputs) markDownNow() {
 	self := in.selfDown(in.cur)
 	for k := range in.from {
 		f := &in.from[k]
@@ -239,11 +242,14 @@ type sender struct {
 	done   bool      // it finished step cur (its last delivery for At = cur)
 	nstep  int       // newest step heard from it (-1: none)
 	vals   []float64 // the step-cur values
-	newest []float64 // the values of step nstep
+	newest []float64 // the values of step nstep, unless fresh
 	seen   []uint64  // bitset of the late steps received (their duplicates)
 	// used[t] / prev[t]: the digest of the first copy of step t received in the current /
 	// previous episode (0: none; digest is never 0); nil when copies are not kept.
 	used, prev []uint64
+	// fresh: step nstep's values are vals (the usual case, a message on time: the newest
+	// values are not copied a second time); newest is then stale. See newestVals.
+	fresh bool
 }
 
 // digest is a 64-bit hash of a message's values (bit patterns, so a copy matches only
@@ -290,12 +296,12 @@ func copyVals(dst, src []float64) {
 // setVals copies v into dst's storage (short vectors, the usual case: no memmove call; a
 // block's message of thousands of agents: one).
 func setVals(dst []float64, v []float64) []float64 {
-	if len(v) > 8 {
+	if len(v) > 8 || len(v) > cap(dst) {
 		return append(dst[:0], v...)
 	}
-	dst = dst[:0]
-	for _, x := range v {
-		dst = append(dst, x)
+	dst = dst[:len(v)]
+	for i, x := range v {
+		dst[i] = x
 	}
 	return dst
 }
@@ -333,6 +339,7 @@ func (in *inputs) begin(ep int) {
 	in.prevEp, in.ep, in.cur, in.ndone = in.ep, ep, 0, 0
 	for k := range in.from {
 		f := &in.from[k]
+		f.keepNewest()
 		f.have, f.done, f.nstep = false, false, -1
 		clear(f.seen)
 		f.used, f.prev = f.prev, f.used
@@ -384,10 +391,8 @@ func (in *inputs) wellFormed(m *Msg) (int, bool) {
 // file takes one delivery: wrong sender or later episode is dropped (counted unexpected), an
 // earlier episode's is stale, a later logical step waits, anything else is applied now.
 func (in *inputs) file(m *Msg) {
-	// On time (the usual delivery): the checks of wellFormed hold by themselves but the
-	// sender's and the dimension.
-	if m.Episode == in.ep && m.Step == in.cur && m.At == in.cur && in.cur < in.T {
-		if k, ok := in.index.of(m.From); ok && (in.dim == nil || m.Gap || len(m.Values) == in.dim[k]) {
+	if in.usual(m) {
+		if k, ok := in.index.of(m.From); ok && in.fits(k, m) {
 			in.apply(k, m)
 			return
 		}
@@ -418,6 +423,18 @@ func (in *inputs) file(m *Msg) {
 		return
 	}
 	in.apply(k, m)
+}
+
+// usual reports whether m is for the current episode and step and on time (the usual
+// delivery): the checks of wellFormed then hold by themselves but the sender's and the
+// dimension (fits).
+func (in *inputs) usual(m *Msg) bool {
+	return m.Episode == in.ep && m.Step == in.cur && m.At == in.cur && in.cur < in.T
+}
+
+// fits reports whether m has the length of sender k's messages (or is a gap).
+func (in *inputs) fits(k int, m *Msg) bool {
+	return in.dim == nil || m.Gap || len(m.Values) == in.dim[k]
 }
 
 // fileStale takes a delivery for an episode the core finished (an earlier one, or the current
@@ -455,7 +472,7 @@ func (in *inputs) differs(f *sender, m *Msg) bool {
 	case m.Step == in.cur:
 		return !slices.Equal(f.vals, m.Values)
 	case m.Step == f.nstep:
-		return !slices.Equal(f.newest, m.Values)
+		return !slices.Equal(f.newestVals(), m.Values)
 	}
 	return false
 }
@@ -482,9 +499,10 @@ func (in *inputs) apply(k int, m *Msg) {
 		// Remember the step: a later copy of it - a forged early message used now, the genuine
 		// one after - is then a duplicate (a conflict when the values differ), never "late".
 		f.seen[uint(m.Step)/64] |= uint64(1) << (uint(m.Step) % 64) // Step >= 0 (wellFormed)
+		// Always newer than nstep (nothing of a later step than cur is applied): vals now hold
+		// the newest values.
 		if m.Step > f.nstep {
-			f.nstep = m.Step
-			f.newest = setVals(f.newest, m.Values)
+			f.nstep, f.fresh = m.Step, true
 		}
 	default: // late (Step < cur): the bitset of late steps received detects its duplicates
 		st := &in.stats[k]
@@ -501,7 +519,7 @@ func (in *inputs) apply(k int, m *Msg) {
 		f.seen[w] |= bit
 		st.Late++
 		if m.Step > f.nstep {
-			f.nstep = m.Step
+			f.nstep, f.fresh = m.Step, false
 			f.newest = setVals(f.newest, m.Values)
 		}
 	}
@@ -549,7 +567,27 @@ func (in *inputs) latest(k int) []float64 {
 	if in.from[k].nstep < 0 {
 		return nil
 	}
-	return in.from[k].newest
+	return in.from[k].newestVals()
+}
+
+// newestVals returns the values of step nstep: vals while they are the newest (fresh), else
+// newest. Only a message on time writes vals, and it is then the newest (its step is cur,
+// and nothing of a later step is applied before cur moves on), so vals hold step nstep's
+// values as long as no late message of a newer step replaced them in newest.
+func (f *sender) newestVals() []float64 {
+	if f.fresh {
+		return f.vals
+	}
+	return f.newest
+}
+
+// keepNewest copies the newest values into newest (they are no longer fresh): before vals
+// are reused for another episode, and for a checkpoint.
+func (f *sender) keepNewest() {
+	if f.fresh {
+		f.newest = setVals(f.newest, f.vals)
+		f.fresh = false
+	}
 }
 
 // endpointIndex maps endpoints to their position in a list without hashing: per role, a
@@ -632,6 +670,10 @@ type base struct {
 	// redraw: the crash's noise rule says draw afresh at the restart.
 	crashed bool
 	redraw  bool
+	// work is the role's completion of the current step (the core's complete method, bound
+	// once at construction): it does the step's work with whatever arrived and reports
+	// whether the episode ended. Bound once, Step and Tick pass no method value per call.
+	work func() bool
 }
 
 // setCrashes gives the core the run's crashes (its own, and its senders').
@@ -645,25 +687,30 @@ func (b *base) downAt(t int) bool { return b.in.selfDown(t) }
 
 // checkCrash stops the core at its crash point: the current step is the first it is down.
 func (b *base) checkCrash() {
-	if lo, hi := b.crashWindow(); hi > 0 && b.in.cur == lo && !b.done {
-		b.crashed = true
-		b.ob.rd.Crash = true
-		for _, c := range b.in.crashes {
-			if c.Proc == b.self.String() && c.In(b.in.ep) {
-				b.redraw = c.Noise == scenario.NoiseRedraw
-			}
+	if lo, hi := b.crashWindow(); hi > 0 && b.in.cur == lo && !b.done { // inlined: no call without a crash
+		b.crashAt()
+	}
+}
+
+// crashAt stops the core at its crash point (checkCrash found it there).
+func (b *base) crashAt() {
+	b.crashed = true
+	b.ob.rd.Crash = true
+	for _, c := range b.in.crashes {
+		if c.Proc == b.self.String() && c.In(b.in.ep) {
+			b.redraw = c.Noise == scenario.NoiseRedraw
 		}
 	}
 }
 
 // restart is Restart for every core.
-func (b *base) restart(complete func() bool) error {
+func (b *base) restart() error {
 	b.ob.clearIfConsumed()
 	if !b.crashed {
 		return nil
 	}
 	b.crashed = false
-	b.run(complete)
+	b.run()
 	return nil
 }
 
@@ -699,19 +746,19 @@ func (b *base) errEpisode(ep int) error {
 	return nil
 }
 
-// run completes steps while the inputs are complete: complete(step) does the role's work
-// for the current step (with whatever arrived) and reports whether the episode ended.
-func (b *base) run(complete func() bool) {
+// run completes steps while the inputs are complete: work does the role's work for the
+// current step (with whatever arrived) and reports whether the episode ended.
+func (b *base) run() {
 	for !b.done && !b.crashed && b.in.complete() {
-		b.finish(complete)
+		b.finish()
 	}
 }
 
-func (b *base) finish(complete func() bool) {
+func (b *base) finish() {
 	if !b.in.selfDown(b.in.cur) {
 		b.ob.rd.Missing += b.in.missing()
 	}
-	if complete() {
+	if b.work() {
 		b.done = true
 		return
 	}
@@ -720,24 +767,41 @@ func (b *base) finish(complete func() bool) {
 }
 
 // step is Step for every core: file the delivery, then complete what can be completed.
-func (b *base) step(m *Msg, complete func() bool) error {
+func (b *base) step(m *Msg) error {
 	b.ob.clearIfConsumed()
 	if b.done {
 		b.in.fileStale(m) // the episode is over: compared, never used
 		return nil
 	}
 	b.in.file(m)
-	b.run(complete)
+	b.run()
 	return nil
 }
 
+// stepFrom is step for a delivery from sender k of the core (the driver's route knows the
+// sender's position): the same filing without the lookup.
+func (b *base) stepFrom(k int, m *Msg) {
+	b.ob.clearIfConsumed()
+	in := b.in
+	switch {
+	case b.done:
+		in.fileStale(m)
+		return
+	case in.usual(m) && in.fits(k, m): // file's usual case, its sender known
+		in.apply(k, m)
+	default:
+		in.file(m)
+	}
+	b.run()
+}
+
 // tick is Tick for every core.
-func (b *base) tick(t int, complete func() bool) error {
+func (b *base) tick(t int) error {
 	b.ob.clearIfConsumed()
 	if b.done || b.crashed || b.in.cur != t {
 		return nil
 	}
-	b.finish(complete)
-	b.run(complete)
+	b.finish()
+	b.run()
 	return nil
 }

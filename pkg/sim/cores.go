@@ -46,6 +46,7 @@ func NewPlantCore(p *plan.Plan, seed uint64) (*PlantCore, error) {
 		c.rule = scenario.PlantHold
 	}
 	c.base = base{self: PlantEndpoint, T: p.Steps, in: newInputs(PlantEndpoint, []endpoint.Endpoint{CloudEndpoint}, p.Steps)}
+	c.work = c.complete
 	c.setCrashes(p.Scenario.Faults.Crashes)
 	return c, nil
 }
@@ -108,7 +109,7 @@ func (c *PlantCore) complete() bool {
 var downNames = [...][]string{endpoint.Plant: {"plant.0"}, endpoint.Cloud: {"cloud.0"}}
 
 // Restart implements Core.
-func (c *PlantCore) Restart() error { return c.restart(c.complete) }
+func (c *PlantCore) Restart() error { return c.restart() }
 
 // plantInput writes into u the input the plant applies at the current step: sender k's u(t),
 // or, missing, the plant's rule (zero, or hold the newest u received; u keeps its value
@@ -127,10 +128,10 @@ func plantInput(in *inputs, k int, rule scenario.PlantMissing, u []float64) {
 }
 
 // Step implements Core.
-func (c *PlantCore) Step(m *Msg) error { return c.step(m, c.complete) }
+func (c *PlantCore) Step(m *Msg) error { return c.step(m) }
 
 // Tick implements Core.
-func (c *PlantCore) Tick(t int) error { return c.tick(t, c.complete) }
+func (c *PlantCore) Tick(t int) error { return c.tick(t) }
 
 // CloudCore is the cloud controller as a Core (its arithmetic: Controller, eq. (24)): it
 // completes step t with yhat(t) - or, when yhat(t) is missing at the deadline, with the
@@ -152,6 +153,7 @@ func NewCloudCore(p *plan.Plan) (*CloudCore, error) {
 	}
 	c := &CloudCore{ctl: ctl, c: p.System.C, yhat: make([]float64, ctl.Ny()), u: make([]float64, ctl.Nu())}
 	c.base = base{self: CloudEndpoint, T: p.Steps, in: newInputs(CloudEndpoint, []endpoint.Endpoint{PlantEndpoint}, p.Steps)}
+	c.work = c.complete
 	c.setCrashes(p.Scenario.Faults.Crashes)
 	return c, nil
 }
@@ -168,7 +170,7 @@ func (c *CloudCore) Begin(ep int, _ []float64) error {
 }
 
 // Restart implements Core.
-func (c *CloudCore) Restart() error { return c.restart(c.complete) }
+func (c *CloudCore) Restart() error { return c.restart() }
 
 func (c *CloudCore) complete() bool {
 	t := c.in.cur
@@ -202,10 +204,10 @@ func (c *CloudCore) complete() bool {
 }
 
 // Step implements Core.
-func (c *CloudCore) Step(m *Msg) error { return c.step(m, c.complete) }
+func (c *CloudCore) Step(m *Msg) error { return c.step(m) }
 
 // Tick implements Core.
-func (c *CloudCore) Tick(t int) error { return c.tick(t, c.complete) }
+func (c *CloudCore) Tick(t int) error { return c.tick(t) }
 
 // AgentCore is consensus agent i as a Core (its arithmetic: Agent, eq. (25)): it releases
 // y_i(t) at the start of step t and completes the step with its neighbours' y_j(t), taken in
@@ -238,6 +240,7 @@ func NewAgentCore(p *plan.Plan, seed uint64, i int) (*AgentCore, error) {
 	}
 	self := AgentEndpoint(i)
 	c.base = base{self: self, T: p.Steps, in: newInputs(self, senders, p.Steps)}
+	c.work = c.complete
 	c.setCrashes(p.Scenario.Faults.Crashes)
 	return c, nil
 }
@@ -267,7 +270,7 @@ func (c *AgentCore) Begin(ep int, x0 []float64) error {
 }
 
 // Restart implements Core.
-func (c *AgentCore) Restart() error { return c.restart(c.complete) }
+func (c *AgentCore) Restart() error { return c.restart() }
 
 func (c *AgentCore) emit() {
 	t := c.agent.Step()
@@ -321,10 +324,10 @@ func (c *AgentCore) next() bool {
 }
 
 // Step implements Core.
-func (c *AgentCore) Step(m *Msg) error { return c.step(m, c.complete) }
+func (c *AgentCore) Step(m *Msg) error { return c.step(m) }
 
 // Tick implements Core.
-func (c *AgentCore) Tick(t int) error { return c.tick(t, c.complete) }
+func (c *AgentCore) Tick(t int) error { return c.tick(t) }
 
 // EavesdropperCore is the eavesdropper as a Core (its arithmetic: Estimator): it sees the
 // deliveries addressed to it and, at each step, estimates x(0) from what it received. A
@@ -391,13 +394,14 @@ func NewHostedEavesdropperCore(p *plan.Plan, hs Hosts) (*EavesdropperCore, error
 		c.y, c.have = make([]float64, p.Graph.N), make([]bool, p.Graph.N)
 	}
 	c.base = base{self: EavesdropperEndpoint, T: p.Steps, in: newInputs(EavesdropperEndpoint, senders, p.Steps)}
+	c.work = c.complete
 	c.in.weight, c.in.dim = weight, dims
 	c.setCrashes(p.Scenario.Faults.Crashes)
 	return c, nil
 }
 
 // Restart implements Core (the eavesdropper never crashes).
-func (c *EavesdropperCore) Restart() error { return c.restart(c.complete) }
+func (c *EavesdropperCore) Restart() error { return c.restart() }
 
 // Estimator returns the eavesdropper's arithmetic (its least-squares estimators).
 func (c *EavesdropperCore) Estimator() *Estimator { return c.estimator }
@@ -452,10 +456,10 @@ func (c *EavesdropperCore) complete() bool {
 }
 
 // Step implements Core.
-func (c *EavesdropperCore) Step(m *Msg) error { return c.step(m, c.complete) }
+func (c *EavesdropperCore) Step(m *Msg) error { return c.step(m) }
 
 // Tick implements Core.
-func (c *EavesdropperCore) Tick(t int) error { return c.tick(t, c.complete) }
+func (c *EavesdropperCore) Tick(t int) error { return c.tick(t) }
 
 // NewCores returns every core of a plan's run: plant, cloud and eavesdropper (cloud
 // control), or every agent and the eavesdropper (consensus).

@@ -52,11 +52,14 @@ type Driver struct {
 	cores []Core
 	// bases[k] is core k's base when it is one of this package's cores (nil otherwise): flush
 	// reads its Ready without an interface call.
-	bases  []*base
-	net    *Network                   // tr, when it is the in-memory network: sent to without an interface call
-	route  [endpoint.NumRoles][][]int // [role][id]: the hosted cores that expect the sender
-	eps    []endpoint.Endpoint        // the hosted cores' endpoints
-	hosted endpointIndex              // the hosted cores by endpoint (addressed deliveries)
+	bases []*base
+	net   *Network // tr, when it is the in-memory network: sent to without an interface call
+	// pubs[k] is core k's publisher on net (nil: none, or not the in-memory network): its
+	// outputs are released without looking it up per message.
+	pubs   []*netPub
+	route  [endpoint.NumRoles][][]routeTo // [role][id]: the hosted cores that expect the sender
+	eps    []endpoint.Endpoint            // the hosted cores' endpoints
+	hosted endpointIndex                  // the hosted cores by endpoint (addressed deliveries)
 	tr     Transport
 	pace   Pacer
 	sink   func(c Core, rd *Ready) error
@@ -86,6 +89,11 @@ type Driver struct {
 // Forced returns how many steps cores completed by a deadline since the driver was made.
 func (d *Driver) Forced() int { return d.forced }
 
+// routeTo is a hosted core that expects a sender: its index k, and the sender's position
+// among the core's senders (pos, -1 unless the core is one of this package's): a broadcast
+// is filed at that position without looking the sender up again.
+type routeTo struct{ k, pos int32 }
+
 type heldOut struct {
 	at time.Time
 	o  Out
@@ -107,6 +115,12 @@ func NewDriver(cores []Core, tr Transport, pace Pacer, sink func(c Core, rd *Rea
 		}
 	}
 	d.net, _ = tr.(*Network)
+	d.pubs = make([]*netPub, len(cores))
+	if d.net != nil {
+		for k := range cores {
+			d.pubs[k] = d.net.pub(eps[k])
+		}
+	}
 	for k, c := range cores {
 		for _, s := range c.Senders() {
 			if int(s.Role) >= len(d.route) || s.ID < 0 {
@@ -116,7 +130,13 @@ func NewDriver(cores []Core, tr Transport, pace Pacer, sink func(c Core, rd *Rea
 			for len(r) <= s.ID {
 				r = append(r, nil)
 			}
-			r[s.ID] = append(r[s.ID], k)
+			to := routeTo{k: int32(k), pos: -1}
+			if b := d.bases[k]; b != nil {
+				if i, ok := b.in.index.of(s); ok {
+					to.pos = int32(i)
+				}
+			}
+			r[s.ID] = append(r[s.ID], to)
 			d.route[s.Role] = r
 		}
 	}
@@ -138,10 +158,18 @@ func (d *Driver) flush(k int) error {
 		d.done[k] = true
 		d.ndone++
 	}
-	if rd.Crash {
+	switch {
+	case rd.Crash:
 		return d.crash(k, rd)
-	}
-	if len(rd.Out) == 0 && d.sink == nil && d.pace == nil {
+	case d.sink != nil || d.pace != nil:
+		return d.flushReady(k, rd)
+	case len(rd.Out) == 1 && d.net != nil && rd.Out[0].From == d.eps[k]:
+		// The usual output (one message of its own, in memory, in logical time): released
+		// through the core's publisher at once.
+		d.net.send(d.pubs[k], &rd.Out[0])
+		d.sent++
+		return nil
+	case len(rd.Out) == 0:
 		return nil // nothing to hand on (the eavesdropper, a core still waiting)
 	}
 	return d.flushReady(k, rd)
@@ -149,7 +177,6 @@ func (d *Driver) flush(k int) error {
 
 // flushReady hands a Ready of core k to the transport and the sink.
 func (d *Driver) flushReady(k int, rd *Ready) error {
-	c := d.cores[k]
 	if len(rd.Out) == 0 && d.sink == nil && d.pace == nil {
 		return nil
 	}
@@ -166,19 +193,22 @@ func (d *Driver) flushReady(k int, rd *Ready) error {
 			}
 			d.pace.Released(o, d.now, !at.IsZero() && at.Before(d.now))
 		}
-		var err error
 		if d.net != nil {
-			err = d.net.Send(o)
-		} else {
-			err = d.tr.Send(o)
+			if o.From == d.eps[k] {
+				d.net.send(d.pubs[k], o)
+			} else {
+				d.net.send(d.net.pub(o.From), o)
+			}
+			d.sent++
+			continue
 		}
-		if err != nil {
-			return fmt.Errorf("%s: send %s(%d): %w", c.Endpoint(), o.From.Role.Stream(), o.Step, err)
+		if err := d.tr.Send(o); err != nil {
+			return fmt.Errorf("%s: send %s(%d): %w", d.eps[k], o.From.Role.Stream(), o.Step, err)
 		}
 		d.sent++
 	}
 	if d.sink != nil {
-		if err := d.sink(c, rd); err != nil {
+		if err := d.sink(d.cores[k], rd); err != nil {
 			return err
 		}
 	}
@@ -355,30 +385,44 @@ func (d *Driver) deliver(m *Msg) error {
 		if !ok {
 			return nil
 		}
-		if err := d.cores[k].Step(m); err != nil {
-			return err
-		}
-		return d.flush(k)
+		return d.step(k, m)
 	}
-	var targets []int
+	var targets []routeTo
 	if int(m.From.Role) < len(d.route) && m.From.ID >= 0 && m.From.ID < len(d.route[m.From.Role]) {
 		targets = d.route[m.From.Role][m.From.ID]
 	}
 	if len(targets) == 0 {
 		return nil // nobody here expects the sender (the transport counts such traffic)
 	}
-	for _, k := range targets {
+	for _, to := range targets {
+		k := int(to.k)
 		if len(m.Except) > 0 && slices.Contains(m.Except, d.eps[k]) {
 			continue // it has a delivery of its own
 		}
-		if err := d.cores[k].Step(m); err != nil {
-			return err
+		if to.pos >= 0 {
+			d.bases[k].stepFrom(int(to.pos), m)
+			if err := d.flush(k); err != nil {
+				return err
+			}
+			continue
 		}
-		if err := d.flush(k); err != nil {
+		if err := d.step(k, m); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// step hands m to core k and flushes what it produced. A core of this package is stepped
+// through its base, without an interface call: the in-memory network delivers millions of
+// messages per second, and the call would cost as much as the core's bookkeeping.
+func (d *Driver) step(k int, m *Msg) error {
+	if b := d.bases[k]; b != nil {
+		_ = b.step(m) // a base's step files or drops: it has no error to return
+	} else if err := d.cores[k].Step(m); err != nil {
+		return err
+	}
+	return d.flush(k)
 }
 
 // tickDue ticks the cores whose step deadline passed. Logical time: nothing is pending, so the

@@ -140,6 +140,7 @@ func NewHostCore(p *plan.Plan, seed uint64, hs Hosts, lo int) (*HostCore, error)
 	c.buf, c.vals = make([]float64, maxDeg), make([][]float64, len(senders))
 	self := HostEndpoint(lo)
 	c.base = base{self: self, T: p.Steps, in: newInputs(self, senders, p.Steps)}
+	c.work = c.complete
 	c.in.weight, c.in.dim = weight, hs.dims(senders)
 	return c, nil
 }
@@ -226,10 +227,10 @@ func (c *HostCore) complete() bool {
 }
 
 // Step implements Core.
-func (c *HostCore) Step(m *Msg) error { return c.step(m, c.complete) }
+func (c *HostCore) Step(m *Msg) error { return c.step(m) }
 
 // Tick implements Core.
-func (c *HostCore) Tick(t int) error { return c.tick(t, c.complete) }
+func (c *HostCore) Tick(t int) error { return c.tick(t) }
 
 // Restart implements Core (a block never crashes: Batchable excludes crashes).
-func (c *HostCore) Restart() error { return c.restart(c.complete) }
+func (c *HostCore) Restart() error { return c.restart() }

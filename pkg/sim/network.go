@@ -112,23 +112,33 @@ func (n *Network) End() {
 
 // Send implements Transport.
 func (n *Network) Send(o *Out) error {
-	var np *netPub
-	if int(o.From.Role) < len(n.pubs) && o.From.ID >= 0 && o.From.ID < len(n.pubs[o.From.Role]) {
-		np = n.pubs[o.From.Role][o.From.ID]
+	n.send(n.pub(o.From), o)
+	return nil
+}
+
+// pub returns the publisher of endpoint e (nil: nobody subscribes to it).
+func (n *Network) pub(e endpoint.Endpoint) *netPub {
+	if int(e.Role) < len(n.pubs) && e.ID >= 0 && e.ID < len(n.pubs[e.Role]) {
+		return n.pubs[e.Role][e.ID]
 	}
+	return nil
+}
+
+// send releases o through its publisher np (n.pub(o.From), which a Driver looks up once
+// per core rather than once per message).
+func (n *Network) send(np *netPub, o *Out) {
 	if np == nil {
-		return nil // nobody subscribes (a lone agent in a graph without edges)
+		return // nobody subscribes (a lone agent in a graph without edges)
 	}
 	if np.ob.Clear() { // no rule on any link: one broadcast, on time (the outbox counts it)
 		np.ob.Count()
 		m := n.q.push()
 		m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More = o.From, endpoint.Endpoint{}, true, n.ep, o.Step, o.Step, false, false
 		m.Values, m.Except = setVals(m.Values, o.Values), m.Except[:0] // short: no memmove call
-		return nil
+		return
 	}
 	n.from, n.to = o.From, np.subs
 	np.ob.Release(o.Step, o.Values, n.emit)
-	return nil
 }
 
 // deliver queues one delivery of the release in progress.
