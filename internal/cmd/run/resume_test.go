@@ -93,6 +93,17 @@ func TestResumeAfterLauncherKilled(t *testing.T) {
 		_ = l.cmd.Process.Kill()
 		t.Fatalf("the run never reached episode 12 of point 1: %s", l.stderr.String())
 	}
+	// The state is written at most every 500 ms while a point runs: kill once it holds a
+	// checkpoint of point 1 (episode 12 may come sooner than that after point 0's save).
+	require.Eventually(t, func() bool {
+		data, err := os.ReadFile(filepath.Join(dir, run.ResumeFile))
+		var st struct {
+			Current *struct {
+				Point int `json:"point"`
+			} `json:"current"`
+		}
+		return err == nil && json.Unmarshal(data, &st) == nil && st.Current != nil && st.Current.Point == 1
+	}, 30*time.Second, 5*time.Millisecond, "a checkpoint of point 1")
 	require.NoError(t, l.cmd.Process.Kill())
 	_ = l.wait(t, 10*time.Second)
 
