@@ -202,7 +202,10 @@ func (gc *groupCollector) collect(g Group) {
 	}
 	done := make(chan error, 1)
 	gc.pending, gc.g = done, g
-	go func() { done <- gc.col.Merge(snap) }()
+	go func() {
+		backgroundThread() // it yields the cores to the group in flight
+		done <- gc.col.Merge(snap)
+	}()
 }
 
 // wait waits for the merge in flight, if any, and checkpoints its group.

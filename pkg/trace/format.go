@@ -26,8 +26,16 @@ func NewWriter[R Record](w io.Writer) *Writer[R] {
 	return tw
 }
 
-// Write appends one record as a line.
+// Write appends one record as a line: encoded in place in the buffered writer's free space
+// (appendRecord), or by encoding/json for the records the append encoder leaves to it.
 func (tw *Writer[R]) Write(r *R) error {
+	if b, ok := appendRecord(tw.w.AvailableBuffer(), r); ok {
+		if _, err := tw.w.Write(b); err != nil {
+			return fmt.Errorf("sim: trace record %d: %w", tw.n, err)
+		}
+		tw.n++
+		return nil
+	}
 	tw.buf.Reset()
 	if err := tw.enc.Encode(r); err != nil {
 		return fmt.Errorf("sim: trace record %d (%s): %w", tw.n, recordKey(r), err)

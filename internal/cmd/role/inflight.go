@@ -41,6 +41,7 @@ type slot struct {
 	drv   *sim.Driver
 	buf   bytes.Buffer // the episode's trace lines
 	records
+	held    held         // its records not yet encoded (held.go)
 	counted int          // records moved to the trace file
 	flog    bytes.Buffer // the episode's fault-log lines
 	fenc    *json.Encoder
@@ -73,7 +74,7 @@ func (r *coreRunner) newSlot(proc *process, batch *coalescer) (*slot, error) {
 	s := &slot{cores: cores, tr: r.tr.sibling(cores)}
 	s.tr.batch = batch
 	s.records = newRecords(proc, &s.buf)
-	s.drv = sim.NewDriver(cores, s.tr, r.pace, s.sink)
+	s.drv = sim.NewDriver(cores, s.tr, r.pace, s.holdSink)
 	if r.fw != nil {
 		s.fenc = json.NewEncoder(&s.flog)
 		for _, ps := range s.tr.pubs {
@@ -184,6 +185,9 @@ func (r *coreRunner) runGroup(g *inflight, x0s [][]float64) error {
 			return err
 		}
 	}
+	recv := g.slots[0].tr
+	recv.idle = g.encodeHeld
+	defer func() { recv.idle = nil }()
 	if err := g.loop(); err != nil {
 		return err
 	}
@@ -292,7 +296,7 @@ func (g *inflight) forced() int {
 func (r *coreRunner) writeGroup(proc *process, g *inflight) ([]int64, error) {
 	nexts := make([]int64, g.count)
 	for k, s := range g.slots[:g.count] {
-		if err := s.flush(); err != nil {
+		if err := s.flushHeld(); err != nil {
 			return nil, err
 		}
 		if _, err := r.file.Write(s.buf.Bytes()); err != nil {
@@ -330,7 +334,7 @@ func (r *coreRunner) writeGroup(proc *process, g *inflight) ([]int64, error) {
 // was stopped).
 func (r *coreRunner) writePartial(g *inflight) {
 	for _, s := range g.slots[:g.count] {
-		if s.flush() == nil {
+		if s.flushHeld() == nil {
 			_, _ = r.file.Write(s.buf.Bytes())
 		}
 		s.buf.Reset()

@@ -3,6 +3,7 @@ package role
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -43,6 +44,8 @@ type natsTransport struct {
 	// batch, when set, coalesces the plain broadcasts of the publishers whose links have no
 	// rule with those of the other episodes in flight (inflight.go); nil: one message each.
 	batch *coalescer
+	// idle, when set, is called before the inbox blocks with nothing to deliver (next).
+	idle func() error
 	// split is the batched message being handed out one episode at a time (Recv).
 	split batchSplit
 	// made is what sibling needs to build the transport of another episode in flight.
@@ -312,17 +315,29 @@ func (t *natsTransport) Recv(deadline time.Time) (*sim.Msg, error) {
 
 // next is the inbox's next message. Before the inbox waits, the coalesced outputs go out: a
 // process sends what its cores released for every episode in flight once it has nothing left
-// to deliver (it is what its peers wait for).
+// to deliver (it is what its peers wait for). Then, before it blocks, it does its idle work
+// (idle: the group's held trace records), which its peers' turn hides.
 func (t *natsTransport) next(deadline time.Time) (*bus.Message, error) {
-	if t.batch == nil || !t.batch.pending() {
-		return t.in.Next(deadline)
+	if t.batch != nil && t.batch.pending() {
+		m, err := t.in.Next(time.Time{})
+		if !errors.Is(err, bus.ErrTimeout) {
+			return m, err
+		}
+		if err := t.batch.flush(); err != nil {
+			return nil, err
+		}
+		// The connection's flusher goroutine writes what was published; a process runs on
+		// one thread (--child-gomaxprocs 1), so let it write now, not after the idle work.
+		runtime.Gosched()
 	}
-	m, err := t.in.Next(time.Time{})
-	if !errors.Is(err, bus.ErrTimeout) {
-		return m, err
-	}
-	if err := t.batch.flush(); err != nil {
-		return nil, err
+	if t.idle != nil && !deadline.IsZero() {
+		m, err := t.in.Next(time.Time{})
+		if !errors.Is(err, bus.ErrTimeout) {
+			return m, err
+		}
+		if err := t.idle(); err != nil {
+			return nil, err
+		}
 	}
 	return t.in.Next(deadline)
 }
