@@ -35,9 +35,9 @@
 // --batch K), so a network step costs O(hosts) messages, not O(agents). Each child gets --nats-url, --run, --plan (its
 // plan file <out>/<name>.plan.json: the point resolved once by the launcher, with only that
 // child's private values; see Session.writePlans), --point, --out, --mode,
-// --period, --timeout, --idle-timeout, --log-level, --encoding and --parent-pid; the plant
-// and the agents also --seed (the eavesdropper and the cloud draw no randomness and never get
-// the seed). Children run in their own process group: a Ctrl-C on the terminal reaches only
+// --period, --timeout, --idle-timeout, --log-level, --encoding and --parent-pid. The plant's
+// and the agents' noise seed is in their plan files only, never on a command line (the
+// eavesdropper and the cloud draw no randomness and never get it). Children run in their own process group: a Ctrl-C on the terminal reaches only
 // the launcher, which stops them (below). A child whose parent disappears stops by itself.
 //
 // # Coordination protocol (dpsim.<run>.ctl.*)

@@ -36,14 +36,14 @@
 // agent's id: ctl.ready.agent.<i>. The launcher accepts ready and done only from the process
 // it started for a sender (the pid in vals), so a stray process on the same run id fails the
 // run instead of silently duplicating a role; the coordination protocol is documented in
-// package internal/cmd/run.
+// package internal/launch and, for a program of any language, in docs/protocol.md.
 //
 // The roles, the sender names "<role>.<id>" and the stream each role publishes are
 // pkg/endpoint's, shared with the machine (pkg/sim). Subjects builds the subjects
 // (NewSubjects(run).PlantYhat(0), or Data(e) for any publisher's endpoint e), with wildcard
 // filters such as AllAgentY ("dpsim.<run>.agent.*.y") and All ("dpsim.<run>.>");
 // ParseSubject reads them back. The "<role>.<id>" part of a data subject is the sender, and equals the message's
-// "from" field (ReceiverOptions.MatchSubject enforces it). The plant's true state never
+// "from" field (InboxOptions.MatchSubject enforces it). The plant's true state never
 // goes on the bus: only yhat, which already contains the privacy noise.
 //
 // # Message schema (version 1)

@@ -57,7 +57,7 @@ func ParseReady(m *bus.Message) (Ready, error) {
 // next].
 type Done struct {
 	Steps  int `json:"steps"`  // the episode's steps (the horizon T)
-	Missed int `json:"missed"` // realtime ticks it missed (the pacer's count, all episodes)
+	Missed int `json:"missed"` // steps it finished at a deadline without all their messages, all episodes so far (realtime ticks missed, lockstep timeouts); the launcher reads the result's count instead
 	PID    int `json:"pid"`
 	// TraceNext is the offset in the process's TraceFile where its next episode's records
 	// begin: the file's end, or, with --keep-episodes past the kept episodes, the end of the

@@ -245,7 +245,7 @@ func defineProcessFlags(fs *flag.FlagSet, cfg *Config, d roleDoc, agents *string
 	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "mutual TLS: the client certificate (PEM)")
 	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "mutual TLS: the key (PEM) of --tls-cert")
 	fs.StringVar(&cfg.SignKeys, "sign-keys", "", "sign every data message with the ed25519 seed of $"+bus.EnvSignSeed+" and drop (counted as signature) any received data message that does not verify against this file of public keys ({\"plant.0\": \"U...\"}); the launcher sets both with --sign")
-	fs.StringVar(&cfg.Credentials, "credentials", "", "file of this process's NATS credentials (and signing seed): KEY=VALUE lines "+bus.EnvUser+", "+bus.EnvPassword+", "+bus.EnvSignSeed+"; must not be readable by others (chmod 600); dpsim run --attach writes one per process and prints the commands that use it; it wins over $"+bus.EnvUser+" and the URL's")
+	fs.StringVar(&cfg.Credentials, "credentials", "", "file of this process's NATS credentials (and signing and x(0) curve keys): KEY=VALUE lines "+bus.EnvUser+", "+bus.EnvPassword+", "+bus.EnvSignSeed+", "+bus.EnvX0Seed+", "+bus.EnvX0Sender+"; must not be readable by others (chmod 600); dpsim run --attach writes one per process and prints the commands that use it; it wins over $"+bus.EnvUser+" and the URL's")
 	fs.DurationVar(&cfg.ConnectRetry, "connect-retry", 20*time.Second, "retry a NATS server that cannot be reached yet every 0.5 s for this long at start (0: one try), so processes and servers may start in any order")
 	fs.BoolVar(&cfg.Resume, "resume", false, "continue from <out>/<name>.checkpoint.json after this process was killed by a crash of the scenario (faults.crashes): the launcher restarts a killed process with it")
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -315,7 +316,12 @@ func (proc *process) repeatDone() {
 	}
 }
 
+// watchParent stops the process when the launcher (pid) is gone. Its parent is the launcher,
+// or a shell of the launcher's (dpsim run --role starts a command through sh, which may not
+// exec it): it stops when its own parent changes (the shell died and it was re-parented) or
+// when pid no longer exists.
 func (proc *process) watchParent(pid int) {
+	parent := os.Getppid()
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -323,12 +329,26 @@ func (proc *process) watchParent(pid int) {
 		case <-proc.stopCh:
 			return
 		case <-t.C:
-			if os.Getppid() != pid {
+			if os.Getppid() != parent || (parent != pid && !alive(pid)) {
 				proc.stop(fmt.Sprintf("parent process %d is gone", pid), false)
 				return
 			}
 		}
 	}
+}
+
+// alive reports whether process pid exists (signal 0: nothing is sent). Where signals do not
+// exist (Windows), only the parent's change tells.
+func alive(pid int) bool {
+	if runtime.GOOS == "windows" {
+		return true
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, os.ErrPermission)
 }
 
 // run sets the role up, announces ready and serves episodes until stopped.
