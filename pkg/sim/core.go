@@ -218,6 +218,10 @@ func (in *inputs) markDown() {
 	}
 }
 
+// markDownNow is markDown's work. Not inlined, so that markDown (run at every step) stays
+// small enough to be: without crashes it is one comparison, not a call.
+//
+//go:noinline
 func (in *inputs) markDownNow() {
 	self := in.selfDown(in.cur)
 	for k := range in.from {
@@ -679,20 +683,20 @@ type base struct {
 // setCrashes gives the core the run's crashes (its own, and its senders').
 func (b *base) setCrashes(cs []scenario.Crash) { b.in.crashes = cs }
 
-// crashStep returns the step of this episode's crash of the core and its restart (hi = 0: none).
-func (b *base) crashWindow() (lo, hi int) { return b.in.selfLo, b.in.selfHi }
-
 // downNext reports whether the core is down at step t: it releases nothing then.
 func (b *base) downAt(t int) bool { return b.in.selfDown(t) }
 
 // checkCrash stops the core at its crash point: the current step is the first it is down.
 func (b *base) checkCrash() {
-	if lo, hi := b.crashWindow(); hi > 0 && b.in.cur == lo && !b.done { // inlined: no call without a crash
+	if in := b.in; in.selfHi > 0 && in.cur == in.selfLo && !b.done { // inlined: no call without a crash
 		b.crashAt()
 	}
 }
 
-// crashAt stops the core at its crash point (checkCrash found it there).
+// crashAt stops the core at its crash point (checkCrash found it there). Not inlined, so
+// that checkCrash (run at every step) is.
+//
+//go:noinline
 func (b *base) crashAt() {
 	b.crashed = true
 	b.ob.rd.Crash = true
