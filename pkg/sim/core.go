@@ -175,6 +175,9 @@ type inputs struct {
 
 	from  []sender // per expected sender, in Senders order
 	ndone int
+	// nhave counts the senders whose step-cur message arrived (have): missing() is then 0
+	// without a look at each sender, the usual case.
+	nhave int
 	ahead []Msg       // deliveries for a later logical step, in arrival order
 	spare [][]float64 // value buffers of consumed ahead deliveries
 
@@ -340,7 +343,7 @@ func (in *inputs) keepCopies(on bool) {
 // begin starts episode ep at step 0: everything from the previous episode is forgotten but
 // the digests of its copies (deliveries still waiting are of a finished episode: stale).
 func (in *inputs) begin(ep int) {
-	in.prevEp, in.ep, in.cur, in.ndone = in.ep, ep, 0, 0
+	in.prevEp, in.ep, in.cur, in.ndone, in.nhave = in.ep, ep, 0, 0, 0
 	for k := range in.from {
 		f := &in.from[k]
 		f.keepNewest()
@@ -368,6 +371,9 @@ func (in *inputs) complete() bool { return in.ndone == len(in.from) }
 
 // missing returns how many senders' step-cur messages are absent.
 func (in *inputs) missing() int {
+	if in.nhave == len(in.from) {
+		return 0
+	}
 	n := 0
 	for k := range in.from {
 		if !in.from[k].have {
@@ -499,6 +505,7 @@ func (in *inputs) apply(k int, m *Msg) {
 		}
 		record(f.used, m.Step, m.Values)
 		f.have = true
+		in.nhave++
 		f.vals = setVals(f.vals, m.Values)
 		// Remember the step: a later copy of it - a forged early message used now, the genuine
 		// one after - is then a duplicate (a conflict when the values differ), never "late".
@@ -536,7 +543,7 @@ func (in *inputs) apply(k int, m *Msg) {
 // advance moves to the next step and applies the deliveries that waited for it.
 func (in *inputs) advance() {
 	in.cur++
-	in.ndone = 0
+	in.ndone, in.nhave = 0, 0
 	for k := range in.from {
 		in.from[k].have, in.from[k].done = false, false
 	}
