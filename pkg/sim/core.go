@@ -145,6 +145,14 @@ func (o *outbuf) clearIfConsumed() {
 	}
 }
 
+// released empties a buffer whose one output the driver released without taking the Ready
+// (Driver.flushBase: records off, nobody reads Missing): nothing is left to clear.
+func (o *outbuf) released() {
+	o.rd.Out = o.rd.Out[:0]
+	o.rd.Missing = 0
+	o.mem.reset()
+}
+
 // clear forgets the last Ready (its views are no longer used).
 func (o *outbuf) clear() {
 	o.rd.Out, o.rd.Control, o.rd.Consensus, o.rd.Agent = o.rd.Out[:0], o.rd.Control[:0], o.rd.Consensus[:0], o.rd.Agent[:0]
