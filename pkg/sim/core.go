@@ -552,29 +552,6 @@ func (in *inputs) apply(k int, m *Msg) {
 	}
 }
 
-// applyClear is apply's clear lane, for a message of a publisher whose links have no fault
-// rule (Msg.clear): when it is the usual delivery (this episode, step cur, on time) and the
-// first of sender k's step, it is applied with the counts apply makes, without apply's cases
-// of gaps, late steps, duplicates and partial steps, which cannot arise on such a link. It
-// reports false, applying nothing, in any other case (the general path takes it).
-func (in *inputs) applyClear(k int, m *Msg) bool {
-	f := &in.from[k]
-	if f.have || f.done || !in.usual(m) || !in.fits(k, m) {
-		return false
-	}
-	in.stats[k].Delivered++
-	record(f.used, m.Step, m.Values)
-	f.vals = setVals(f.vals, m.Values)
-	f.seen[uint(m.Step)/64] |= uint64(1) << (uint(m.Step) % 64) // a later copy is a duplicate (as in apply)
-	if m.Step > f.nstep {
-		f.nstep, f.fresh = m.Step, true
-	}
-	f.have, f.done = true, true
-	in.nhave++
-	in.ndone++
-	return true
-}
-
 // advance moves to the next step and applies the deliveries that waited for it.
 func (in *inputs) advance() {
 	in.cur++
@@ -833,13 +810,38 @@ func (b *base) stepFrom(k int, m *Msg) {
 	case b.done:
 		in.fileStale(m)
 		return
-	case m.clear && in.applyClear(k, m): // the clear lane
 	case in.usual(m) && in.fits(k, m): // file's usual case, its sender known
 		in.apply(k, m)
 	default:
 		in.file(m)
 	}
 	b.run()
+}
+
+// stepClear is stepFrom's clear lane, for a broadcast of the in-memory network whose
+// publisher's links have no fault rule (Msg.clear): such a message is on time and sent once,
+// so when it is the usual delivery (this episode, step cur) and the first of sender k's step,
+// it is applied with the counts apply makes, without apply's cases of gaps, late steps,
+// duplicates and partial steps, and the steps it completes are run - in one call. It reports
+// false, doing nothing, in any other case (stepFrom then takes the message).
+func (b *base) stepClear(k int, m *Msg) bool {
+	in := b.in
+	f := &in.from[k]
+	if b.done || b.ob.consumed || f.have || f.done || !in.usual(m) || !in.fits(k, m) {
+		return false
+	}
+	in.stats[k].Delivered++
+	record(f.used, m.Step, m.Values)
+	f.vals = setVals(f.vals, m.Values)
+	f.seen[uint(m.Step)/64] |= uint64(1) << (uint(m.Step) % 64) // a later copy is a duplicate (as in apply)
+	if m.Step > f.nstep {
+		f.nstep, f.fresh = m.Step, true
+	}
+	f.have, f.done = true, true
+	in.nhave++
+	in.ndone++
+	b.run()
+	return true
 }
 
 // tick is Tick for every core.

@@ -438,7 +438,12 @@ func (d *Driver) deliverClear(m *Msg) error {
 			continue
 		}
 		b := d.bases[k]
-		b.stepFrom(int(to.pos), m)
+		if !b.stepClear(int(to.pos), m) {
+			b.stepFrom(int(to.pos), m)
+		}
+		if len(b.ob.rd.Out) == 0 && !b.done && !b.ob.rd.Crash && b.norec {
+			continue // nothing to hand on (flushBase's first case, without the call)
+		}
 		if err := d.flushBase(k, b); err != nil {
 			return err
 		}
