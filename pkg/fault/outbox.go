@@ -98,6 +98,9 @@ type Outbox struct {
 	free    [][]float64
 	fates   []Fate
 	stats   []LinkStats
+	// counted is how many clear releases (Count) stats does not show yet: one increment per
+	// release rather than one per link, added to every link's Sent when the counters are read.
+	counted uint64
 	scratch []Delivery
 	bcast   Delivery
 	plain   []bool // per link at this release: the step's message on time, once, nothing else due
@@ -155,20 +158,25 @@ func (o *Outbox) SetStats(st []LinkStats) error {
 		}
 	}
 	copy(o.stats, st)
+	o.counted = 0
 	return nil
 }
 
 // Stats returns the injector's counters per link (a view).
-func (o *Outbox) Stats() []LinkStats { return o.stats }
+func (o *Outbox) Stats() []LinkStats {
+	if o.counted != 0 {
+		for k := range o.stats {
+			o.stats[k].Sent += o.counted
+		}
+		o.counted = 0
+	}
+	return o.stats
+}
 
 // Count records a release that a caller delivered itself as one broadcast, which it may do
 // only when Clear reports true (the in-memory network's fast path): the same counts as
-// Release.
-func (o *Outbox) Count() {
-	for k := range o.stats {
-		o.stats[k].Sent++
-	}
-}
+// Release, shown by Stats.
+func (o *Outbox) Count() { o.counted++ }
 
 // Release files the message of step t (values vals) and calls emit for every delivery due at
 // logical step t, per subscriber in the order of the package doc. A step at which nothing is

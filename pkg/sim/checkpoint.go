@@ -101,7 +101,7 @@ func (b *base) restore(st *CoreState) error {
 		return fmt.Errorf("sim: %s: checkpoint step %d outside 0..%d", b.self, st.Step, b.T)
 	}
 	b.beginBase(st.Episode) // down windows of the episode
-	in.cur, in.ndone = st.Step, 0
+	in.cur, in.ndone, in.nhave = st.Step, 0, 0
 	for k, s := range st.Senders {
 		f := &in.from[k]
 		if len(s.Seen) != len(f.seen) {
@@ -116,6 +116,9 @@ func (b *base) restore(st *CoreState) error {
 		copy(f.prev, s.Prev)
 		if f.done {
 			in.ndone++
+		}
+		if f.have {
+			in.nhave++
 		}
 	}
 	copy(in.stats, st.Links)

@@ -26,6 +26,10 @@ type Msg struct {
 	Gap     bool
 	More    bool
 	Values  []float64
+	// clear marks the in-memory network's broadcast of a publisher none of whose links has a
+	// fault rule (fault.Outbox.Clear): such a message is on time and sent once, so a receiver
+	// takes it in its clear lane (inputs.applyClear). Nothing else sets it.
+	clear bool
 }
 
 // Out is a message a core releases: its stream's value of step Step (the stream is the
@@ -141,6 +145,14 @@ func (o *outbuf) clearIfConsumed() {
 	}
 }
 
+// released empties a buffer whose one output the driver released without taking the Ready
+// (Driver.flushBase: records off, nobody reads Missing): nothing is left to clear.
+func (o *outbuf) released() {
+	o.rd.Out = o.rd.Out[:0]
+	o.rd.Missing = 0
+	o.mem.reset()
+}
+
 // clear forgets the last Ready (its views are no longer used).
 func (o *outbuf) clear() {
 	o.rd.Out, o.rd.Control, o.rd.Consensus, o.rd.Agent = o.rd.Out[:0], o.rd.Control[:0], o.rd.Consensus[:0], o.rd.Agent[:0]
@@ -175,6 +187,9 @@ type inputs struct {
 
 	from  []sender // per expected sender, in Senders order
 	ndone int
+	// nhave counts the senders whose step-cur message arrived (have): missing() is then 0
+	// without a look at each sender, the usual case.
+	nhave int
 	ahead []Msg       // deliveries for a later logical step, in arrival order
 	spare [][]float64 // value buffers of consumed ahead deliveries
 
@@ -218,6 +233,10 @@ func (in *inputs) markDown() {
 	}
 }
 
+// markDownNow is markDown's work. Not inlined, so that markDown (run at every step) stays
+// small enough to be: without crashes it is one comparison, not a call.
+//
+//go:noinline
 func (in *inputs) markDownNow() {
 	self := in.selfDown(in.cur)
 	for k := range in.from {
@@ -336,7 +355,7 @@ func (in *inputs) keepCopies(on bool) {
 // begin starts episode ep at step 0: everything from the previous episode is forgotten but
 // the digests of its copies (deliveries still waiting are of a finished episode: stale).
 func (in *inputs) begin(ep int) {
-	in.prevEp, in.ep, in.cur, in.ndone = in.ep, ep, 0, 0
+	in.prevEp, in.ep, in.cur, in.ndone, in.nhave = in.ep, ep, 0, 0, 0
 	for k := range in.from {
 		f := &in.from[k]
 		f.keepNewest()
@@ -364,6 +383,9 @@ func (in *inputs) complete() bool { return in.ndone == len(in.from) }
 
 // missing returns how many senders' step-cur messages are absent.
 func (in *inputs) missing() int {
+	if in.nhave == len(in.from) {
+		return 0
+	}
 	n := 0
 	for k := range in.from {
 		if !in.from[k].have {
@@ -495,6 +517,7 @@ func (in *inputs) apply(k int, m *Msg) {
 		}
 		record(f.used, m.Step, m.Values)
 		f.have = true
+		in.nhave++
 		f.vals = setVals(f.vals, m.Values)
 		// Remember the step: a later copy of it - a forged early message used now, the genuine
 		// one after - is then a duplicate (a conflict when the values differ), never "late".
@@ -532,7 +555,7 @@ func (in *inputs) apply(k int, m *Msg) {
 // advance moves to the next step and applies the deliveries that waited for it.
 func (in *inputs) advance() {
 	in.cur++
-	in.ndone = 0
+	in.ndone, in.nhave = 0, 0
 	for k := range in.from {
 		in.from[k].have, in.from[k].done = false, false
 	}
@@ -679,20 +702,20 @@ type base struct {
 // setCrashes gives the core the run's crashes (its own, and its senders').
 func (b *base) setCrashes(cs []scenario.Crash) { b.in.crashes = cs }
 
-// crashStep returns the step of this episode's crash of the core and its restart (hi = 0: none).
-func (b *base) crashWindow() (lo, hi int) { return b.in.selfLo, b.in.selfHi }
-
 // downNext reports whether the core is down at step t: it releases nothing then.
 func (b *base) downAt(t int) bool { return b.in.selfDown(t) }
 
 // checkCrash stops the core at its crash point: the current step is the first it is down.
 func (b *base) checkCrash() {
-	if lo, hi := b.crashWindow(); hi > 0 && b.in.cur == lo && !b.done { // inlined: no call without a crash
+	if in := b.in; in.selfHi > 0 && in.cur == in.selfLo && !b.done { // inlined: no call without a crash
 		b.crashAt()
 	}
 }
 
-// crashAt stops the core at its crash point (checkCrash found it there).
+// crashAt stops the core at its crash point (checkCrash found it there). Not inlined, so
+// that checkCrash (run at every step) is.
+//
+//go:noinline
 func (b *base) crashAt() {
 	b.crashed = true
 	b.ob.rd.Crash = true
@@ -793,6 +816,32 @@ func (b *base) stepFrom(k int, m *Msg) {
 		in.file(m)
 	}
 	b.run()
+}
+
+// stepClear is stepFrom's clear lane, for a broadcast of the in-memory network whose
+// publisher's links have no fault rule (Msg.clear): such a message is on time and sent once,
+// so when it is the usual delivery (this episode, step cur) and the first of sender k's step,
+// it is applied with the counts apply makes, without apply's cases of gaps, late steps,
+// duplicates and partial steps, and the steps it completes are run - in one call. It reports
+// false, doing nothing, in any other case (stepFrom then takes the message).
+func (b *base) stepClear(k int, m *Msg) bool {
+	in := b.in
+	f := &in.from[k]
+	if b.done || b.ob.consumed || f.have || f.done || !in.usual(m) || !in.fits(k, m) {
+		return false
+	}
+	in.stats[k].Delivered++
+	record(f.used, m.Step, m.Values)
+	f.vals = setVals(f.vals, m.Values)
+	f.seen[uint(m.Step)/64] |= uint64(1) << (uint(m.Step) % 64) // a later copy is a duplicate (as in apply)
+	if m.Step > f.nstep {
+		f.nstep, f.fresh = m.Step, true
+	}
+	f.have, f.done = true, true
+	in.nhave++
+	in.ndone++
+	b.run()
+	return true
 }
 
 // tick is Tick for every core.

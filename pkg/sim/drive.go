@@ -56,7 +56,10 @@ type Driver struct {
 	net   *Network // tr, when it is the in-memory network: sent to without an interface call
 	// pubs[k] is core k's publisher on net (nil: none, or not the in-memory network): its
 	// outputs are released without looking it up per message.
-	pubs   []*netPub
+	pubs []*netPub
+	// lean: in memory, in logical time and without a sink (the auditor's player), so a core's
+	// Ready has no reader but flush (see flushBase).
+	lean   bool
 	route  [endpoint.NumRoles][][]routeTo // [role][id]: the hosted cores that expect the sender
 	eps    []endpoint.Endpoint            // the hosted cores' endpoints
 	hosted endpointIndex                  // the hosted cores by endpoint (addressed deliveries)
@@ -115,6 +118,7 @@ func NewDriver(cores []Core, tr Transport, pace Pacer, sink func(c Core, rd *Rea
 		}
 	}
 	d.net, _ = tr.(*Network)
+	d.lean = d.net != nil && pace == nil && sink == nil
 	d.pubs = make([]*netPub, len(cores))
 	if d.net != nil {
 		for k := range cores {
@@ -173,6 +177,29 @@ func (d *Driver) flush(k int) error {
 		return nil // nothing to hand on (the eavesdropper, a core still waiting)
 	}
 	return d.flushReady(k, rd)
+}
+
+// flushBase is flush of core k, one of this package's (its base b), right after its step.
+// When the driver is lean and the core's records are off, its Ready has nothing for anyone
+// but its outputs: a core that produced none is left as it is, and one that produced just its
+// own output hands it to its publisher and empties its buffer at once - without a Ready, so
+// that its next step need not clear the buffer again. The end of its episode, a crash and
+// anything else take flush.
+func (d *Driver) flushBase(k int, b *base) error {
+	rd := &b.ob.rd
+	if !d.lean || !b.norec || b.done || rd.Crash {
+		return d.flush(k)
+	}
+	switch {
+	case len(rd.Out) == 0:
+		return nil
+	case len(rd.Out) == 1 && rd.Out[0].From == d.eps[k]:
+		d.net.send(d.pubs[k], &rd.Out[0])
+		d.sent++
+		b.ob.released()
+		return nil
+	}
+	return d.flush(k)
 }
 
 // flushReady hands a Ready of core k to the transport and the sink.
@@ -332,6 +359,9 @@ func (d *Driver) reset() {
 
 // loop delivers and ticks until every hosted core is done.
 func (d *Driver) loop(stop func() error) error {
+	if d.lean {
+		return d.leanLoop(stop)
+	}
 	polls := 0
 	for {
 		if d.pace != nil {
@@ -364,6 +394,61 @@ func (d *Driver) loop(stop func() error) error {
 			return err
 		}
 	}
+}
+
+// leanLoop is loop for a lean driver (in memory, logical time, no sink): nothing is ever held
+// and the clock is never read, so it only takes the network's queue in order - a clear
+// broadcast straight to the cores that expect its sender - and ticks when the queue is empty.
+func (d *Driver) leanLoop(stop func() error) error {
+	for polls := 1; d.ndone < len(d.cores); polls++ {
+		if stop != nil && polls&255 == 0 {
+			if err := stop(); err != nil {
+				return err
+			}
+		}
+		m := d.net.q.pop()
+		var err error
+		switch {
+		case m == nil:
+			err = d.tickDue()
+		case m.clear:
+			err = d.deliverClear(m)
+		default:
+			err = d.deliver(m)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deliverClear is deliver for a clear broadcast of the in-memory network (Msg.clear): it has
+// no exceptions, so it goes to every hosted core that expects its sender.
+func (d *Driver) deliverClear(m *Msg) error {
+	if int(m.From.Role) >= len(d.route) || m.From.ID < 0 || m.From.ID >= len(d.route[m.From.Role]) {
+		return nil // nobody here expects the sender
+	}
+	for _, to := range d.route[m.From.Role][m.From.ID] {
+		k := int(to.k)
+		if to.pos < 0 {
+			if err := d.step(k, m); err != nil {
+				return err
+			}
+			continue
+		}
+		b := d.bases[k]
+		if !b.stepClear(int(to.pos), m) {
+			b.stepFrom(int(to.pos), m)
+		}
+		if len(b.ob.rd.Out) == 0 && !b.done && !b.ob.rd.Crash && b.norec {
+			continue // nothing to hand on (flushBase's first case, without the call)
+		}
+		if err := d.flushBase(k, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // recv is the transport's next delivery, waiting at most until the deadline (the in-memory
@@ -400,8 +485,9 @@ func (d *Driver) deliver(m *Msg) error {
 			continue // it has a delivery of its own
 		}
 		if to.pos >= 0 {
-			d.bases[k].stepFrom(int(to.pos), m)
-			if err := d.flush(k); err != nil {
+			b := d.bases[k]
+			b.stepFrom(int(to.pos), m)
+			if err := d.flushBase(k, b); err != nil {
 				return err
 			}
 			continue

@@ -133,7 +133,7 @@ func (n *Network) send(np *netPub, o *Out) {
 	if np.ob.Clear() { // no rule on any link: one broadcast, on time (the outbox counts it)
 		np.ob.Count()
 		m := n.q.push()
-		m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More = o.From, endpoint.Endpoint{}, true, n.ep, o.Step, o.Step, false, false
+		m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More, m.clear = o.From, endpoint.Endpoint{}, true, n.ep, o.Step, o.Step, false, false, true
 		m.Values, m.Except = setVals(m.Values, o.Values), m.Except[:0] // short: no memmove call
 		return
 	}
@@ -144,7 +144,7 @@ func (n *Network) send(np *netPub, o *Out) {
 // deliver queues one delivery of the release in progress.
 func (n *Network) deliver(d *fault.Delivery) {
 	m := n.q.push()
-	m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More = n.from, endpoint.Endpoint{}, false, n.ep, d.Step, d.At, d.Gap, d.More
+	m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More, m.clear = n.from, endpoint.Endpoint{}, false, n.ep, d.Step, d.At, d.Gap, d.More, false
 	m.Except = m.Except[:0]
 	if d.To == fault.Broadcast {
 		m.ToAll = true
