@@ -220,9 +220,11 @@ type PrivacySpec struct {
 	// calibrated for (Gaussian: mu_episode = mu_run/sqrt(k), exact GDP composition; Laplace: the
 	// largest eps whose optimal k-fold composition is RunEpsilon). 0: Epsilon and Delta are the
 	// per-episode budget as written.
-	Episodes   int     `json:"episodes,omitempty"`
+	Episodes int `json:"episodes,omitempty"`
+	// RunEpsilon is privacy.run_epsilon: the whole run's epsilon (Episodes > 0 only).
 	RunEpsilon float64 `json:"run_epsilon,omitempty"`
-	RunDelta   float64 `json:"run_delta,omitempty"`
+	// RunDelta is privacy.delta as written when the file gives a whole-run budget: the whole run's delta.
+	RunDelta float64 `json:"run_delta,omitempty"`
 }
 
 // resolveRun derives the per-episode (Epsilon, Delta) from the whole run's budget (Episodes > 0);
