@@ -104,15 +104,29 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	if set["adjacency"] || set["budget"] {
 		return cli.UsageError("--adjacency and --budget need --scenario")
 	}
-	mech, err := privacy.ParseMechanism(*mechanism)
+	return runScalar(scalarFlags{mechanism: *mechanism, calibration: *calibration, epsilon: *epsilon, runEpsilon: *runEpsilon,
+		delta: *delta, mu: *mu, sensitivity: *sensitivity, episodes: *episodes, asJSON: *asJSON}, set, stdout)
+}
+
+// scalarFlags are the flags of scalar mode.
+type scalarFlags struct {
+	mechanism, calibration                      string
+	epsilon, runEpsilon, delta, mu, sensitivity float64
+	episodes                                    int
+	asJSON                                      bool
+}
+
+// runScalar is scalar mode: the noise for a scalar sensitivity, and the whole run of --episodes.
+func runScalar(o scalarFlags, set map[string]bool, stdout io.Writer) error {
+	mech, err := privacy.ParseMechanism(o.mechanism)
 	if err != nil {
 		return cli.UsageError("--mechanism: %v", err)
 	}
-	cal, err := privacy.ParseCalibration(*calibration)
+	cal, err := privacy.ParseCalibration(o.calibration)
 	if err != nil {
 		return cli.UsageError("--calibration: %v", err)
 	}
-	if err := checkEpisodes(*episodes); err != nil {
+	if err := checkEpisodes(o.episodes); err != nil {
 		return err
 	}
 	forRun := set["run-epsilon"]
@@ -124,15 +138,15 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	case !forRun && !set["epsilon"]:
 		return cli.UsageError("--epsilon is required (or give --run-epsilon with --episodes, or --scenario)")
 	}
-	eps, epsFlag := *epsilon, "--epsilon"
+	eps, epsFlag := o.epsilon, "--epsilon"
 	if forRun {
-		eps, epsFlag = *runEpsilon, "--run-epsilon"
+		eps, epsFlag = o.runEpsilon, "--run-epsilon"
 	}
-	d := *delta
+	d := o.delta
 	if mech == privacy.Gaussian && !set["delta"] {
 		return cli.UsageError("--delta is required for the gaussian mechanism")
 	}
-	if err := checkFlags(epsFlag, eps, d, *mu, *sensitivity, mech); err != nil {
+	if err := checkFlags(epsFlag, eps, d, o.mu, o.sensitivity, mech); err != nil {
 		return err
 	}
 	runDelta := d
@@ -151,18 +165,18 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	perEp, perDelta := eps, d
 	if forRun {
 		var err error
-		if perEp, perDelta, err = episodeBudget(mech, eps, runDelta, *episodes); err != nil {
-			return fmt.Errorf("--run-epsilon %v over --episodes %d: %w", eps, *episodes, err)
+		if perEp, perDelta, err = episodeBudget(mech, eps, runDelta, o.episodes); err != nil {
+			return fmt.Errorf("--run-epsilon %v over --episodes %d: %w", eps, o.episodes, err)
 		}
 	}
-	res, err := scalar(mech, cal, perEp, perDelta, *mu, *sensitivity)
+	res, err := scalar(mech, cal, perEp, perDelta, o.mu, o.sensitivity)
 	if err != nil {
 		return err
 	}
-	if err := res.addRun(*episodes, runDelta, cal, forRun); err != nil {
+	if err := res.addRun(o.episodes, runDelta, cal, forRun); err != nil {
 		return err
 	}
-	if *asJSON {
+	if o.asJSON {
 		return cli.WriteJSON(stdout, res)
 	}
 	return printScalar(stdout, res)
