@@ -360,3 +360,53 @@ func (p *Plan) NoiseVariance() float64 {
 	}
 	return v * p.Scale * p.Scale
 }
+
+// RunGuarantee is the guarantee of k episodes of this plan that release the same secret with fresh noise
+// (docs/math.md section 9): the per-episode budget (the scenario's Epsilon and Delta) and the whole run's
+// epsilon at the run's delta (privacy.delta as written: the scenario's Delta, or RunDelta when the file
+// gives a whole-run budget). It composes the exact per-episode quantity of the noise actually injected:
+// Gaussian mu_episode = mu * max ||Sigma^{-1/2} N|| over the adjacent directions (mu Delta / sigma for a
+// scalar sigma), composed to sqrt(k) mu_episode-GDP; Laplace eps_episode = mu Delta_L / b, composed
+// optimally (privacy.ComposeKOV). For iid-naive noise the per-episode quantity is taken over all T
+// releases, where its one-release calibration does not hold. Noise none has no guarantee (an error).
+func (p *Plan) RunGuarantee(k int) (privacy.RunGuarantee, error) {
+	pr := p.Scenario.Privacy
+	if p.Noise == noise.None || !(p.Scale > 0) {
+		return privacy.RunGuarantee{}, fmt.Errorf("noise %s: no noise, no guarantee for one episode or for %d", p.Noise, k)
+	}
+	s := p.Sensitivity
+	if p.Noise == noise.IIDNaive {
+		full, err := privacy.IIDSensitivity(p.ModelA, p.ModelC, p.Steps, p.Adjacency, p.norm(), 0)
+		if err != nil {
+			return privacy.RunGuarantee{}, err
+		}
+		s = full
+	}
+	deltaRun := pr.Delta
+	if pr.Episodes > 0 {
+		deltaRun = pr.RunDelta
+	}
+	var g privacy.RunGuarantee
+	var err error
+	if p.Mechanism == privacy.Laplace {
+		g, err = privacy.ComposeLaplace(k, pr.Mu*s.Value/p.Scale, deltaRun)
+	} else {
+		mu := pr.Mu * s.Value / p.Scale
+		if p.Gaussian != nil && p.Gaussian.Sigma != nil && len(s.Constraints) > 0 {
+			m, err := whitenedMax(s.Constraints, p.Gaussian.Sigma)
+			if err != nil {
+				return privacy.RunGuarantee{}, err
+			}
+			mu = pr.Mu * m
+		}
+		g, err = privacy.ComposeGaussian(k, pr.Epsilon, pr.Delta, mu, deltaRun, pr.Calibration)
+	}
+	if err != nil {
+		return privacy.RunGuarantee{}, err
+	}
+	g.EpsilonEpisode, g.DeltaEpisode = pr.Epsilon, pr.Delta
+	if p.Noise == noise.IIDNaive {
+		g.Note += fmt.Sprintf("; iid-naive noise is calibrated for one release, so the per-episode budget does not hold over the %d releases: the run is composed from what the noise gives over all of them", p.Steps)
+	}
+	return g, nil
+}

@@ -167,3 +167,41 @@ func TestLongHorizonRankCheck(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, p.RankErr)
 }
+
+// TestRunGuarantee: a tight structured Gaussian plan is exactly kappa_eps^{-1}(delta)-GDP per episode and
+// k episodes compose to sqrt(k) times that; a plan calibrated for a whole run (privacy.run_epsilon) gives
+// the asked budget back for its episodes; Laplace at delta 0 gives k eps.
+func TestRunGuarantee(t *testing.T) {
+	s := load(t, "cloud-vehicle-fullstate.yaml")
+	p, err := New(s, Options{})
+	require.NoError(t, err)
+	g, err := p.RunGuarantee(1)
+	require.NoError(t, err)
+	require.InDelta(t, 1, g.MuEpisode/p.KappaInv, 1e-6) // the optimal Sigma meets the LMIs with equality at the worst direction
+	require.InDelta(t, s.Privacy.Epsilon, g.EpsilonRun, 1e-5*s.Privacy.Epsilon)
+	g4, err := p.RunGuarantee(4)
+	require.NoError(t, err)
+	require.InDelta(t, 2*g.MuEpisode, g4.MuRun, 1e-12)
+	require.LessOrEqual(t, privacy.Kappa(g4.EpsilonRun, g4.MuRun), s.Privacy.Delta)
+	require.Equal(t, privacy.ComposeGDP, g4.Composition)
+
+	run := *s
+	run.Privacy.Episodes, run.Privacy.RunEpsilon, run.Privacy.RunDelta = 9, 1.5, s.Privacy.Delta
+	e, d, _, err := privacy.GaussianEpisodeBudget(1.5, s.Privacy.Delta, 9)
+	require.NoError(t, err)
+	run.Privacy.Epsilon, run.Privacy.Delta = e, d
+	pr, err := New(&run, Options{})
+	require.NoError(t, err)
+	gr, err := pr.RunGuarantee(9)
+	require.NoError(t, err)
+	require.InDelta(t, 1.5, gr.EpsilonRun, 1e-6) // the optimal Sigma's LMI tolerance, not the composition, limits this
+
+	lp := *s
+	lp.Privacy.Mechanism, lp.Privacy.Delta = privacy.Laplace, 0
+	pl, err := New(&lp, Options{})
+	require.NoError(t, err)
+	gl, err := pl.RunGuarantee(10)
+	require.NoError(t, err)
+	require.InDelta(t, 10*s.Privacy.Epsilon, gl.EpsilonRun, 1e-9)
+	require.Equal(t, privacy.ComposeKOV, gl.Composition)
+}

@@ -24,7 +24,7 @@ var (
 	lqrFields        = []string{"Q", "R"}
 	stepRefFields    = []string{"before", "after", "at"}
 	graphFields      = []string{"name", "n", "degree", "rows", "cols", "weight", "seed", "edges"}
-	privacyFields    = []string{"mechanism", "epsilon", "delta", "mu", "adjacency", "noise", "calibration", "model"}
+	privacyFields    = []string{"mechanism", "epsilon", "delta", "mu", "adjacency", "noise", "calibration", "model", "episodes", "run_epsilon"}
 	modelFields      = []string{"A", "C"}
 	sweepFields      = []string{"param", "values"}
 	transportFields  = []string{"mode", "period", "timeout"}
@@ -185,6 +185,9 @@ func decodeScenario(data []byte, source string, d *decoder) *Scenario {
 
 	if pr != nil {
 		s.Privacy = d.checkPrivacy(pr, sweeps)
+		if k := s.Privacy.Episodes; k > 0 && s.Runs > k {
+			d.warn("privacy.episodes is %d but runs is %d: the run releases the secret %d times, more than the whole-run budget privacy.run_epsilon covers (the report states what %d episodes give)", k, s.Runs, s.Runs, s.Runs)
+		}
 	}
 	s.Faults = defaultFaults()
 	if n := top.get("faults"); n != nil {
@@ -860,7 +863,7 @@ func (d *decoder) privacy(n *yaml.Node, p *PlantSpec) *rawPrivacy {
 		}
 		mark("mechanism", ok)
 	}
-	for _, key := range []string{"epsilon", "delta", "mu"} {
+	for _, key := range []string{"epsilon", "delta", "mu", "run_epsilon"} {
 		kn := f.get(key)
 		if kn == nil {
 			continue
@@ -873,8 +876,15 @@ func (d *decoder) privacy(n *yaml.Node, p *PlantSpec) *rawPrivacy {
 			r.spec.Delta = v
 		case "mu":
 			r.spec.Mu = v
+		case "run_epsilon":
+			r.spec.RunEpsilon = v
 		}
 		mark(key, ok)
+	}
+	if kn := f.get("episodes"); kn != nil {
+		v, ok := d.intIn(kn, f.sub("episodes"), 1, privacy.MaxEpisodes, " (the episodes of one secret that privacy.run_epsilon covers)")
+		r.spec.Episodes = v
+		mark("episodes", ok)
 	}
 	for _, key := range []string{"adjacency", "noise", "calibration"} {
 		kn := f.get(key)

@@ -138,6 +138,19 @@
 // names are those of pkg/privacy (ParseMechanism, ParseAdjacency, ParseCalibration) and
 // pkg/noise (ParseKind).
 //
+// The budget above is per episode. To calibrate for a whole run of k episodes of the same secret
+// (docs/math.md section 9), give run_epsilon and episodes instead of epsilon:
+//
+//	privacy:
+//	  run_epsilon: 4          # the whole run's epsilon, > 0 (excludes epsilon)
+//	  episodes: 16            # the episodes it covers, integer >= 1 (needs run_epsilon, and vice versa)
+//	  delta: 1e-3             # the whole run's delta (gaussian: in (0, 1); laplace: [0, 1), default 0)
+//
+// Each episode is then calibrated for its share (Gaussian: mu_episode = mu_run/sqrt(k), exact;
+// Laplace: the largest eps whose optimal k-fold composition is run_epsilon), PrivacySpec.Epsilon
+// and Delta hold that share, and runs > episodes draws a warning. A delta sweep sweeps the run's
+// delta; an epsilon sweep is refused with run_epsilon.
+//
 // # sweep
 //
 // A scenario may sweep privacy parameters; Expand returns one scenario per value:

@@ -19,13 +19,37 @@ type privacyIssue struct {
 
 // privacyRules checks the rules between privacy parameters (Theorems 1 and 2, and the
 // calibrations' ranges). set says which fields have a value (from the file or a sweep).
-func privacyRules(p PrivacySpec, set map[string]bool) []privacyIssue {
+//
+// With privacy.run_epsilon the budget is the whole run's (docs/math.md section 9): privacy.episodes
+// says how many episodes it covers, privacy.delta is the run's delta, and on success p's Epsilon and
+// Delta are set to the per-episode share (p.resolveRun).
+func privacyRules(p *PrivacySpec, set map[string]bool) []privacyIssue {
 	var out []privacyIssue
 	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	if !set["epsilon"] {
-		out = append(out, privacyIssue{field: "epsilon", msg: "missing: the privacy budget, a number > 0"})
-	} else if p.Epsilon <= 0 {
+	forRun := set["run_epsilon"]
+	switch {
+	case forRun && set["epsilon"]:
+		out = append(out, privacyIssue{field: "run_epsilon", others: []string{"epsilon"},
+			msg: "give either epsilon (the budget of one episode) or run_epsilon (the budget of the whole run of privacy.episodes episodes), not both"})
+	case forRun && p.RunEpsilon <= 0:
+		out = append(out, privacyIssue{field: "run_epsilon", msg: g(p.RunEpsilon) + " must be > 0"})
+	case forRun:
+	case !set["epsilon"]:
+		out = append(out, privacyIssue{field: "epsilon", msg: "missing: the privacy budget, a number > 0 (or run_epsilon with episodes for a whole run)"})
+	case p.Epsilon <= 0:
 		out = append(out, privacyIssue{field: "epsilon", msg: g(p.Epsilon) + " must be > 0"})
+	}
+	if forRun && !set["episodes"] {
+		out = append(out, privacyIssue{field: "run_epsilon", others: []string{"episodes"},
+			msg: "needs privacy.episodes: the number of episodes of one secret the whole run's budget covers"})
+	}
+	if set["episodes"] && !forRun {
+		out = append(out, privacyIssue{field: "episodes", others: []string{"run_epsilon"},
+			msg: "needs privacy.run_epsilon, the budget of those episodes together (without it epsilon is per episode, and dpsim run states the whole run's guarantee for its runs)"})
+	}
+	delta := p.Delta
+	if forRun {
+		delta = p.RunDelta
 	}
 	if set["mu"] && p.Mu <= 0 {
 		out = append(out, privacyIssue{field: "mu", msg: g(p.Mu) + " must be > 0 (the adjacency level)"})
@@ -36,16 +60,16 @@ func privacyRules(p PrivacySpec, set map[string]bool) []privacyIssue {
 		case !set["delta"]:
 			out = append(out, privacyIssue{field: "delta", others: []string{"mechanism"},
 				msg: "missing: mechanism gaussian requires delta in (0, 1)"})
-		case p.Delta <= 0 || p.Delta >= 1:
+		case delta <= 0 || delta >= 1:
 			out = append(out, privacyIssue{field: "delta", others: []string{"mechanism"},
-				msg: g(p.Delta) + " out of range: mechanism gaussian requires delta in (0, 1)"})
-		}
-		if p.Calibration == privacy.Classic && set["epsilon"] && p.Epsilon >= 1 {
-			out = append(out, privacyIssue{field: "calibration", others: []string{"epsilon"},
-				msg: fmt.Sprintf("classic is valid only for epsilon < 1, but epsilon is %s (use tight or paper-bound)", g(p.Epsilon))})
+				msg: g(delta) + " out of range: mechanism gaussian requires delta in (0, 1)"})
 		}
 	case privacy.Laplace:
-		if set["delta"] && p.Delta != 0 {
+		if forRun && set["delta"] && (delta < 0 || delta >= 1) {
+			out = append(out, privacyIssue{field: "delta", others: []string{"run_epsilon"},
+				msg: g(delta) + " out of range: with run_epsilon, delta is the whole run's and must lie in [0, 1)"})
+		}
+		if !forRun && set["delta"] && p.Delta != 0 {
 			out = append(out, privacyIssue{field: "delta", others: []string{"mechanism"},
 				msg: g(p.Delta) + " must be 0 or absent for mechanism laplace (pure epsilon-DP, Theorem 2)"})
 		}
@@ -53,6 +77,19 @@ func privacyRules(p PrivacySpec, set map[string]bool) []privacyIssue {
 			out = append(out, privacyIssue{field: "calibration", others: []string{"mechanism"},
 				msg: string(p.Calibration) + " applies only to mechanism gaussian (laplace has one calibration, b = mu * Delta_L / eps)"})
 		}
+	}
+	if forRun && len(out) == 0 {
+		if err := p.resolveRun(); err != nil {
+			out = append(out, privacyIssue{field: "run_epsilon", others: []string{"episodes", "delta"}, msg: g(p.RunEpsilon) + ": " + err.Error()})
+		}
+	}
+	if p.Mechanism == privacy.Gaussian && p.Calibration == privacy.Classic && (set["epsilon"] || forRun) && p.Epsilon >= 1 {
+		field, what := "epsilon", "epsilon is "+g(p.Epsilon)
+		if forRun {
+			field, what = "run_epsilon", fmt.Sprintf("the per-episode epsilon from run_epsilon = %s is %s", g(p.RunEpsilon), g(p.Epsilon))
+		}
+		out = append(out, privacyIssue{field: "calibration", others: []string{field},
+			msg: fmt.Sprintf("classic is valid only for epsilon < 1, but %s (use tight or paper-bound)", what)})
 	}
 	return out
 }
@@ -64,6 +101,11 @@ func (d *decoder) checkPrivacy(r *rawPrivacy, sweeps []rawSweep) PrivacySpec {
 	base := r.spec
 	if r.spec.Mechanism == privacy.Laplace && !r.set["delta"] {
 		base.Delta = 0
+	}
+	if r.set["run_epsilon"] && r.set["episodes"] {
+		base.RunDelta, base.Delta = base.Delta, 0 // delta is the whole run's; the episode's is derived
+	} else {
+		base.Episodes, base.RunEpsilon = 0, 0
 	}
 	// Fields whose value was unusable were reported already: do not pile rules on them.
 	skip := func(is privacyIssue) bool {
@@ -82,7 +124,7 @@ func (d *decoder) checkPrivacy(r *rawPrivacy, sweeps []rawSweep) PrivacySpec {
 		swept[string(sw.Param)] = k
 	}
 	if len(sweeps) == 0 {
-		for _, is := range privacyRules(base, r.set) {
+		for _, is := range privacyRules(&base, r.set) {
 			if !skip(is) {
 				d.add(r.nodeOf(is.field), "privacy."+is.field, "%s", is.msg)
 			}
@@ -104,7 +146,7 @@ func (d *decoder) checkPrivacy(r *rawPrivacy, sweeps []rawSweep) PrivacySpec {
 			sw.applyPrivacy(&p, idx[k])
 			set[string(sw.Param)] = true
 		}
-		for _, is := range privacyRules(p, set) {
+		for _, is := range privacyRules(&p, set) {
 			if skip(is) {
 				continue
 			}
@@ -137,6 +179,7 @@ func (d *decoder) checkPrivacy(r *rawPrivacy, sweeps []rawSweep) PrivacySpec {
 			idx[k] = 0
 		}
 	}
+	_ = base.resolveRun() // each point is resolved (and its failure reported) above; Expand resolves again
 	return base
 }
 

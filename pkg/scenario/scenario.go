@@ -213,6 +213,34 @@ type PrivacySpec struct {
 	Noise       noise.Kind          `json:"noise"`                 // default structured
 	Calibration privacy.Calibration `json:"calibration,omitempty"` // default tight (gaussian only)
 	Model       *ModelSpec          `json:"model,omitempty"`       // private subsystem (cloud-control); nil = the plant itself
+
+	// Episodes > 0 means the file gives the budget of a whole run (docs/math.md section 9): k = Episodes
+	// episodes of one secret are together (RunEpsilon, RunDelta)-DP (privacy.episodes, privacy.run_epsilon
+	// and privacy.delta), and Epsilon and Delta above are the per-episode share each episode is
+	// calibrated for (Gaussian: mu_episode = mu_run/sqrt(k), exact GDP composition; Laplace: the
+	// largest eps whose optimal k-fold composition is RunEpsilon). 0: Epsilon and Delta are the
+	// per-episode budget as written.
+	Episodes int `json:"episodes,omitempty"`
+	// RunEpsilon is privacy.run_epsilon: the whole run's epsilon (Episodes > 0 only).
+	RunEpsilon float64 `json:"run_epsilon,omitempty"`
+	// RunDelta is privacy.delta as written when the file gives a whole-run budget: the whole run's delta.
+	RunDelta float64 `json:"run_delta,omitempty"`
+}
+
+// resolveRun derives the per-episode (Epsilon, Delta) from the whole run's budget (Episodes > 0);
+// it does nothing for a per-episode budget.
+func (p *PrivacySpec) resolveRun() error {
+	if p.Episodes == 0 {
+		return nil
+	}
+	if p.Mechanism == privacy.Laplace {
+		e, err := privacy.LaplaceEpisodeEpsilon(p.RunEpsilon, p.RunDelta, p.Episodes)
+		p.Epsilon, p.Delta = e, 0
+		return err
+	}
+	e, d, _, err := privacy.GaussianEpisodeBudget(p.RunEpsilon, p.RunDelta, p.Episodes)
+	p.Epsilon, p.Delta = e, d
+	return err
 }
 
 // ModelSpec is the private subsystem z(t+1) = A z, y = C z whose trajectory is protected
@@ -314,7 +342,11 @@ func (s Sweep) applyPrivacy(p *PrivacySpec, i int) {
 	case SweepEpsilon:
 		p.Epsilon = s.Numbers[i]
 	case SweepDelta:
-		p.Delta = s.Numbers[i]
+		if p.Episodes > 0 {
+			p.RunDelta = s.Numbers[i] // the whole run's delta; resolveRun derives the episode's
+		} else {
+			p.Delta = s.Numbers[i]
+		}
 	case SweepMu:
 		p.Mu = s.Numbers[i]
 	case SweepNoise:
@@ -450,6 +482,7 @@ func (s *Scenario) Expand() []*Scenario {
 			c.Point = append(c.Point, SweepPoint{Param: sw.Param, Index: idx[k], Value: sw.Value(idx[k])})
 			parts[k] = string(sw.Param) + "=" + sw.Value(idx[k])
 		}
+		_ = c.Privacy.resolveRun() // checked at every point by Parse
 		c.Name = s.Name + "@" + strings.Join(parts, ",")
 		out = append(out, c)
 		// advance the odometer, last sweep fastest

@@ -21,8 +21,9 @@ import (
 // Command is the table entry for `dpsim calibrate`.
 var Command = cli.Command{Name: "calibrate", Summary: "noise needed for a privacy budget (scalar or a scenario's system)", Run: Run}
 
-const synopsis = `dpsim calibrate --mechanism gaussian|laplace --epsilon E [--delta D] [--mu M] [--sensitivity S] [--calibration tight|paper-bound|classic] [--json]
-       dpsim calibrate --scenario FILE [--adjacency manifold|block] [--budget FLOPS] [--json]`
+const synopsis = `dpsim calibrate --mechanism gaussian|laplace --epsilon E [--delta D] [--mu M] [--sensitivity S] [--calibration tight|paper-bound|classic] [--episodes K] [--json]
+       dpsim calibrate --mechanism gaussian|laplace --run-epsilon E --episodes K [--delta D] [...] [--json]
+       dpsim calibrate --scenario FILE [--adjacency manifold|block] [--budget FLOPS] [--episodes K] [--json]`
 
 const description = `Prints the noise scale that gives (epsilon, delta)-differential privacy.
 
@@ -31,6 +32,17 @@ Laplace scale b = mu*Delta/eps (Theorem 2; variance 2 b^2) for a given sensitivi
 Calibrations: tight (default) inverts kappa exactly (eq. 7) - the least noise that is sufficient;
 paper-bound is the closed form the papers print (sigma = 2.5244 for eps = 1, delta = 1e-2);
 classic is sqrt(2 ln(1.25/delta))/eps, valid only for eps < 1.
+
+Whole run (docs/math.md section 9): a run releases the same secret in each of its K episodes with
+fresh noise, and an eavesdropper who combines them sees the composed mechanism. --episodes K
+(default 1) also prints the guarantee of K episodes together: Gaussian exactly, K releases of a
+mu-GDP mechanism being sqrt(K) mu-GDP (epsilon_run solves kappa(eps, sqrt(K) mu) = delta, with mu
+= mu*Delta/sigma the exact per-episode parameter whatever the calibration); Laplace by the optimal
+composition of K pure eps-DP mechanisms (Kairouz, Oh & Viswanath 2015, Theorem 3.3) at --delta,
+which for laplace is then the whole run's delta (default 0: K eps). --run-epsilon E (instead of
+--epsilon) calibrates FOR the whole run: the noise of each episode is set so that K episodes
+together are (E, delta)-DP (Gaussian: mu_episode = mu_run/sqrt(K); Laplace: the largest per-episode
+eps whose optimal K-fold composition is E).
 
 Scenario mode: for the scenario's private model and horizon T it computes the sensitivity under
 the adjacency (manifold = Definition 4 over all index sets, block = Theorem 3's T block sets),
@@ -51,6 +63,8 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		scenarioF   = fs.String("scenario", "", "scenario YAML file: calibrate for its system and privacy settings")
 		adjacency   = fs.String("adjacency", "", "scenario mode: override the scenario's adjacency (manifold or block)")
 		budget      = fs.Int64("budget", 0, "scenario mode: flop budget of the exact sensitivity enumeration (0 = default); larger problems are refused")
+		episodes    = fs.Int("episodes", 1, "episodes K of one secret in a whole run: also print their composed guarantee (scenario mode: default privacy.episodes, else the scenario's runs)")
+		runEpsilon  = fs.Float64("run-epsilon", 0, "scalar mode, instead of --epsilon: the whole run's epsilon for --episodes K episodes; each episode is calibrated for its share")
 		asJSON      = fs.Bool("json", false, "print one JSON object on stdout instead of a table; the noise scale is \"sigma\" (standard deviation) for gaussian and \"b\" (Laplace scale) for laplace, also in per_agent_* and other_adjacency")
 	)
 	if err := cli.Parse(fs, args); err != nil {
@@ -65,7 +79,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		return cli.UsageError("--budget %d must be >= 0 (0 = the default budget)", *budget)
 	}
 	if *scenarioF != "" {
-		for _, n := range []string{"mechanism", "epsilon", "delta", "mu", "sensitivity", "calibration"} {
+		for _, n := range []string{"mechanism", "epsilon", "delta", "mu", "sensitivity", "calibration", "run-epsilon"} {
 			if set[n] {
 				return cli.UsageError("--%s is a scalar-mode flag; with --scenario the scenario's privacy section is used", n)
 			}
@@ -78,54 +92,121 @@ func Run(args []string, stdout, stderr io.Writer) error {
 			}
 			adj = a
 		}
-		return runScenario(*scenarioF, adj, *budget, *asJSON, stdout, stderr)
+		if set["episodes"] {
+			if err := checkEpisodes(*episodes); err != nil {
+				return err
+			}
+		} else {
+			*episodes = 0 // the scenario's privacy.episodes, else its runs
+		}
+		return runScenario(*scenarioF, adj, *budget, *episodes, *asJSON, stdout, stderr)
 	}
 	if set["adjacency"] || set["budget"] {
 		return cli.UsageError("--adjacency and --budget need --scenario")
 	}
-	mech, err := privacy.ParseMechanism(*mechanism)
+	return runScalar(scalarFlags{mechanism: *mechanism, calibration: *calibration, epsilon: *epsilon, runEpsilon: *runEpsilon,
+		delta: *delta, mu: *mu, sensitivity: *sensitivity, episodes: *episodes, asJSON: *asJSON}, set, stdout)
+}
+
+// scalarFlags are the flags of scalar mode.
+type scalarFlags struct {
+	mechanism, calibration                      string
+	epsilon, runEpsilon, delta, mu, sensitivity float64
+	episodes                                    int
+	asJSON                                      bool
+}
+
+// runScalar is scalar mode: the noise for a scalar sensitivity, and the whole run of --episodes.
+func runScalar(o scalarFlags, set map[string]bool, stdout io.Writer) error {
+	mech, err := privacy.ParseMechanism(o.mechanism)
 	if err != nil {
 		return cli.UsageError("--mechanism: %v", err)
 	}
-	cal, err := privacy.ParseCalibration(*calibration)
+	cal, err := privacy.ParseCalibration(o.calibration)
 	if err != nil {
 		return cli.UsageError("--calibration: %v", err)
 	}
-	if !set["epsilon"] {
-		return cli.UsageError("--epsilon is required (or give --scenario)")
+	if err := checkEpisodes(o.episodes); err != nil {
+		return err
 	}
-	d := *delta
+	forRun := set["run-epsilon"]
+	switch {
+	case forRun && set["epsilon"]:
+		return cli.UsageError("give --epsilon (per episode) or --run-epsilon (the whole run of --episodes K), not both")
+	case forRun && !set["episodes"]:
+		return cli.UsageError("--run-epsilon needs --episodes K: the number of episodes the whole run's budget covers")
+	case !forRun && !set["epsilon"]:
+		return cli.UsageError("--epsilon is required (or give --run-epsilon with --episodes, or --scenario)")
+	}
+	eps, epsFlag := o.epsilon, "--epsilon"
+	if forRun {
+		eps, epsFlag = o.runEpsilon, "--run-epsilon"
+	}
+	d := o.delta
 	if mech == privacy.Gaussian && !set["delta"] {
 		return cli.UsageError("--delta is required for the gaussian mechanism")
 	}
-	if err := checkFlags(*epsilon, d, *mu, *sensitivity, mech); err != nil {
+	if err := checkFlags(epsFlag, eps, d, o.mu, o.sensitivity, mech); err != nil {
 		return err
 	}
+	runDelta := d
 	if mech == privacy.Laplace {
-		if set["delta"] && d != 0 {
-			return cli.UsageError("--delta %v: the laplace mechanism gives pure (eps, 0)-DP; omit --delta", d)
+		if set["delta"] && d != 0 && !set["episodes"] {
+			return cli.UsageError("--delta %v: the laplace mechanism gives pure (eps, 0)-DP; omit --delta (with --episodes K it is the whole run's delta)", d)
+		}
+		if set["delta"] && (math.IsNaN(d) || d < 0 || d >= 1) {
+			return cli.UsageError("--delta %v: the whole run's delta must lie in [0, 1)", d)
 		}
 		if set["calibration"] {
 			return cli.UsageError("--calibration applies to the gaussian mechanism only")
 		}
 		d = 0
 	}
-	res, err := scalar(mech, cal, *epsilon, d, *mu, *sensitivity)
+	perEp, perDelta := eps, d
+	if forRun {
+		var err error
+		if perEp, perDelta, err = episodeBudget(mech, eps, runDelta, o.episodes); err != nil {
+			return fmt.Errorf("--run-epsilon %v over --episodes %d: %w", eps, o.episodes, err)
+		}
+	}
+	res, err := scalar(mech, cal, perEp, perDelta, o.mu, o.sensitivity)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if err := res.addRun(o.episodes, runDelta, cal, forRun); err != nil {
+		return err
+	}
+	if o.asJSON {
 		return cli.WriteJSON(stdout, res)
 	}
 	return printScalar(stdout, res)
 }
 
+// checkEpisodes refuses an episode count outside [1, privacy.MaxEpisodes].
+func checkEpisodes(k int) error {
+	if k < 1 || k > privacy.MaxEpisodes {
+		return cli.UsageError("--episodes %d must be an integer in [1, %d]", k, privacy.MaxEpisodes)
+	}
+	return nil
+}
+
+// episodeBudget splits a whole run's budget (eps, runDelta) over k episodes (docs/math.md section 9):
+// the per-episode (eps, delta) to calibrate each episode for.
+func episodeBudget(mech privacy.Mechanism, eps, runDelta float64, k int) (float64, float64, error) {
+	if mech == privacy.Laplace {
+		e, err := privacy.LaplaceEpisodeEpsilon(eps, runDelta, k)
+		return e, 0, err
+	}
+	e, d, _, err := privacy.GaussianEpisodeBudget(eps, runDelta, k)
+	return e, d, err
+}
+
 // checkFlags refuses values outside the documented ranges, naming the flag.
-func checkFlags(eps, delta, mu, sens float64, mech privacy.Mechanism) error {
+func checkFlags(epsFlag string, eps, delta, mu, sens float64, mech privacy.Mechanism) error {
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	switch {
 	case !finite(eps) || eps <= 0:
-		return cli.UsageError("--epsilon %v must be a finite number > 0", eps)
+		return cli.UsageError("%s %v must be a finite number > 0", epsFlag, eps)
 	case mech == privacy.Gaussian && (!finite(delta) || delta <= 0 || delta >= 1):
 		return cli.UsageError("--delta %v must lie in (0, 1) for the gaussian mechanism", delta)
 	case !finite(mu) || mu <= 0:
@@ -156,6 +237,64 @@ type ScalarResult struct {
 	RankOK       bool               `json:"rank_ok"`
 	WorstPair    *WorstPairJSON     `json:"worst_pair"`
 	Alternatives map[string]float64 `json:"alternatives,omitempty"`
+	RunFields
+}
+
+// RunFields is the whole run's guarantee for k episodes of one secret (docs/math.md section 9), in
+// both modes. Epsilon and Delta of the result stay the per-episode budget the noise is calibrated for.
+type RunFields struct {
+	Episodes int `json:"episodes"`
+	// CalibratedFor is "episode" (the budget is per episode) or "run" (--run-epsilon or
+	// privacy.run_epsilon: the budget is the whole run's, split over the episodes).
+	CalibratedFor string `json:"calibrated_for"`
+	// EpsilonRun is the whole run's epsilon at DeltaRun, composed by the rule Composition.
+	EpsilonRun  float64 `json:"epsilon_run"`
+	DeltaRun    float64 `json:"delta_run"`
+	Composition string  `json:"composition"`
+	// MuEpisode and MuRun (Gaussian): the exact per-episode GDP parameter mu*Delta/sigma and sqrt(k) times it.
+	MuEpisode *float64 `json:"mu_episode,omitempty"`
+	MuRun     *float64 `json:"mu_run,omitempty"`
+	// RunAlternatives (Laplace, delta > 0): the bounds the optimal composition improves on, for comparison.
+	RunAlternatives map[string]float64 `json:"run_alternatives,omitempty"`
+	CompositionNote string             `json:"composition_note,omitempty"`
+}
+
+// setRun fills RunFields from a composed guarantee.
+func (f *RunFields) setRun(g privacy.RunGuarantee, forRun bool) {
+	f.Episodes, f.EpsilonRun, f.DeltaRun = g.Episodes, g.EpsilonRun, g.DeltaRun
+	f.Composition, f.CompositionNote = string(g.Composition), g.Note
+	f.CalibratedFor = "episode"
+	if forRun {
+		f.CalibratedFor = "run"
+	}
+	if g.Mechanism == privacy.Gaussian {
+		mu, mr := g.MuEpisode, g.MuRun
+		f.MuEpisode, f.MuRun = &mu, &mr
+		return
+	}
+	if g.DeltaRun > 0 {
+		f.RunAlternatives = map[string]float64{
+			"basic":    float64(g.Episodes) * g.EpsilonEpisode,
+			"advanced": privacy.AdvancedComposition(g.EpsilonEpisode, g.Episodes, g.DeltaRun),
+		}
+	}
+}
+
+// addRun composes the scalar result over k episodes at runDelta.
+func (r *ScalarResult) addRun(k int, runDelta float64, cal privacy.Calibration, forRun bool) error {
+	var g privacy.RunGuarantee
+	var err error
+	if r.Mechanism == privacy.Laplace {
+		// The exact per-episode eps of the noise: mu*Delta_L/b (equal to the budget up to rounding).
+		g, err = privacy.ComposeLaplace(k, r.Mu*r.Sensitivity / *r.B, runDelta)
+	} else {
+		g, err = privacy.ComposeGaussian(k, r.Epsilon, r.Delta, r.Mu*r.Sensitivity / *r.Sigma, runDelta, cal)
+	}
+	if err != nil {
+		return err
+	}
+	r.RunFields.setRun(g, forRun)
+	return nil
 }
 
 func scalar(mech privacy.Mechanism, cal privacy.Calibration, eps, delta, mu, sens float64) (*ScalarResult, error) {
@@ -197,6 +336,7 @@ func printScalar(w io.Writer, r *ScalarResult) error {
 	fmt.Fprintf(tw, "calibration\t%s\n", r.Calibration)
 	if r.Mechanism == privacy.Laplace {
 		fmt.Fprintf(tw, "scale b\t%.6g\t(variance 2 b^2 = %.6g)\n", *r.B, r.Variance)
+		printRun(tw, r.Mechanism, r.Epsilon, r.Delta, &r.RunFields)
 		return tw.Flush()
 	}
 	fmt.Fprintf(tw, "sigma\t%.6g\n", *r.Sigma)
@@ -206,7 +346,29 @@ func printScalar(w io.Writer, r *ScalarResult) error {
 			fmt.Fprintf(tw, "  %s would give\t%.6g\t(%+.1f%%)\n", c, s, 100*(s / *r.Sigma - 1))
 		}
 	}
+	printRun(tw, r.Mechanism, r.Epsilon, r.Delta, &r.RunFields)
 	return tw.Flush()
+}
+
+// printRun prints the per-episode and the whole run's guarantee (docs/math.md section 9).
+func printRun(w io.Writer, m privacy.Mechanism, eps, delta float64, f *RunFields) {
+	if f.Episodes == 0 {
+		return
+	}
+	budget := "the budget is per episode"
+	if f.CalibratedFor == "run" {
+		budget = fmt.Sprintf("calibrated for the whole run: each episode gets its share of eps_run = %g", f.EpsilonRun)
+	}
+	fmt.Fprintf(w, "per episode\teps = %.6g, delta = %.6g\t(%s)\n", eps, delta, budget)
+	if m == privacy.Gaussian {
+		fmt.Fprintf(w, "whole run, %d episodes\teps_run = %.6g at delta = %g\t(%s: mu_episode = %.6g, mu_run = sqrt(%d) mu_episode = %.6g)\n",
+			f.Episodes, f.EpsilonRun, f.DeltaRun, f.Composition, *f.MuEpisode, f.Episodes, *f.MuRun)
+	} else {
+		fmt.Fprintf(w, "whole run, %d episodes\teps_run = %.6g at delta = %g\t(%s)\n", f.Episodes, f.EpsilonRun, f.DeltaRun, f.Composition)
+		if a := f.RunAlternatives; a != nil {
+			fmt.Fprintf(w, "  for comparison\tbasic k eps = %.6g, advanced composition = %.6g\n", a["basic"], a["advanced"])
+		}
+	}
 }
 
 // WorstPairJSON is the worst adjacent pair as printed (0-based coordinates).
@@ -260,6 +422,12 @@ type ScenarioResult struct {
 	NoiseVariance0    float64            `json:"noise_variance_step0"`
 	SeedFromFile      uint64             `json:"seed,omitempty"`
 	ScalarIsOptimal   bool               `json:"scalar_is_optimal,omitempty"`
+	// The whole run's guarantee (absent for noise none); EpisodesFrom says where k came from:
+	// --episodes, privacy.episodes or runs. RunEpsilonAsked is privacy.run_epsilon when the file
+	// calibrates for a whole run.
+	RunFields
+	EpisodesFrom    string  `json:"episodes_from,omitempty"`
+	RunEpsilonAsked float64 `json:"run_epsilon_asked,omitempty"`
 }
 
 // OtherAdjacency reports what the other adjacency would require, for comparison.
@@ -295,7 +463,7 @@ type SweepResult struct {
 	Points   []*ScenarioResult `json:"points"`
 }
 
-func runScenario(path string, adj privacy.Adjacency, budget int64, asJSON bool, stdout, stderr io.Writer) error {
+func runScenario(path string, adj privacy.Adjacency, budget int64, episodes int, asJSON bool, stdout, stderr io.Writer) error {
 	if err := cli.CheckScenarioFile(path); err != nil {
 		return err
 	}
@@ -313,7 +481,7 @@ func runScenario(path string, adj privacy.Adjacency, budget int64, asJSON bool, 
 	points := s.Expand()
 	results := make([]*ScenarioResult, 0, len(points))
 	for _, pt := range points {
-		r, err := calibrateScenario(pt, plan.Options{Adjacency: adj, Budget: budget})
+		r, err := calibrateScenario(pt, plan.Options{Adjacency: adj, Budget: budget}, episodes)
 		if err != nil {
 			if strings.Contains(err.Error(), "budget") {
 				return fmt.Errorf("%w (raise it with --budget FLOPS)", err)
@@ -334,8 +502,9 @@ func runScenario(path string, adj privacy.Adjacency, budget int64, asJSON bool, 
 	return printScenario(stdout, results[0])
 }
 
-// CalibrateScenario resolves one scenario point into its printed result.
-func calibrateScenario(s *scenario.Scenario, opt plan.Options) (*ScenarioResult, error) {
+// CalibrateScenario resolves one scenario point into its printed result. The whole run's guarantee is
+// for episodes (--episodes; 0: privacy.episodes when the file gives a whole-run budget, else its runs).
+func calibrateScenario(s *scenario.Scenario, opt plan.Options, episodes int) (*ScenarioResult, error) {
 	p, err := plan.New(s, opt)
 	if err != nil {
 		return nil, err
@@ -381,6 +550,23 @@ func calibrateScenario(s *scenario.Scenario, opt plan.Options) (*ScenarioResult,
 	if p.Noise == noise.IIDNaive {
 		if sensT, eps, err := p.NaiveOverT(); err == nil {
 			r.NaiveSensitivityT, r.NaiveEpsilonT = sensT, eps
+		}
+	}
+	r.EpisodesFrom = "--episodes"
+	if episodes == 0 {
+		episodes, r.EpisodesFrom = s.Runs, "runs"
+		if pr.Episodes > 0 {
+			episodes, r.EpisodesFrom = pr.Episodes, "privacy.episodes"
+		}
+	}
+	if p.Noise != noise.None {
+		g, err := p.RunGuarantee(episodes)
+		if err != nil {
+			return nil, err
+		}
+		r.RunFields.setRun(g, pr.Episodes > 0)
+		if pr.Episodes > 0 {
+			r.RunEpsilonAsked = pr.RunEpsilon
 		}
 	}
 	// What the other adjacency costs, so the choice is visible (docs/math.md section 1).
@@ -478,6 +664,10 @@ func printScenario(w io.Writer, r *ScenarioResult) error {
 		if wp.InitialStateDiff != nil {
 			fmt.Fprintf(tw, "  initial-state difference\t%s\n", privacy.FormatVector(wp.InitialStateDiff))
 		}
+	}
+	if r.Episodes > 0 {
+		printRun(tw, r.Mechanism, r.Epsilon, r.Delta, &r.RunFields)
+		fmt.Fprintf(tw, "  episodes from\t%s\n", r.EpisodesFrom)
 	}
 	if r.NaiveEpsilonT > 0 {
 		fmt.Fprintf(tw, "UNSOUND over T\tiid-naive is calibrated for one release; over all %d releases the sensitivity is %.6g, so this noise gives only eps = %.4g\n",

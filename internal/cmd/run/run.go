@@ -465,6 +465,7 @@ func (l *launcher) runFast(ctx context.Context) error {
 		done := 0
 		opts := engine.Options{Runs: l.runs, AgentsPerHost: l.o.AgentsPerProcess, Progress: func(d, _ int) { l.tick(d - done); done = d }}
 		ps := PointSummary{Index: k, Name: l.points[k].Name, Requested: l.runs}
+		ps.setGuarantee(p)
 		var out *launch.TraceOut
 		if t := l.traced(); !t.None() {
 			var err error
@@ -693,6 +694,7 @@ func (l *launcher) recordSession(po *launch.PointOutcome, k int, p *plan.Plan, c
 	l.noteInflight(po.Inflight)
 	ps := PointSummary{Index: k, Name: l.points[k].Name, RunID: cfg.Run, Requested: l.runs, Episodes: po.Episodes,
 		ElapsedSec: po.Elapsed.Seconds()}
+	ps.setGuarantee(p)
 	if po.EpisodeNS > 0 {
 		ps.StepsPerSec = float64(po.Played*p.Steps) / po.EpisodeNS.Seconds()
 	}

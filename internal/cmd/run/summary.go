@@ -12,6 +12,9 @@ import (
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/metrics"
+	"github.com/dpsim/dpsim/pkg/noise"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/privacy"
 	"github.com/dpsim/dpsim/pkg/report"
 )
 
@@ -165,6 +168,24 @@ type PointSummary struct {
 	MissingHead   []string          `json:"missing_first,omitempty"`
 	Error         string            `json:"error,omitempty"`
 	Metrics       *metrics.Results  `json:"metrics"`
+	// Guarantee is the whole run's privacy: the Requested episodes release the same secret with
+	// fresh noise, composed (docs/math.md section 9); absent for noise none.
+	Guarantee *privacy.RunGuarantee `json:"guarantee,omitempty"`
+	// GuaranteeError says why Guarantee could not be computed.
+	GuaranteeError string `json:"guarantee_error,omitempty"`
+}
+
+// setGuarantee composes the point's per-episode guarantee over its requested episodes.
+func (ps *PointSummary) setGuarantee(p *plan.Plan) {
+	if p == nil || p.Noise == noise.None || ps.Requested < 1 {
+		return
+	}
+	g, err := p.RunGuarantee(max(ps.Requested, ps.Episodes))
+	if err != nil {
+		ps.GuaranteeError = err.Error()
+		return
+	}
+	ps.Guarantee = &g
 }
 
 // TimingSummary aggregates how the processes kept time; realtime problems are never hidden.
