@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"math"
+	"os"
 	"slices"
 	"testing"
 
@@ -211,4 +212,26 @@ func TestCompositionDeterministic(t *testing.T) {
 	}
 	_, err = NewGame(p, GameOptions{EpisodesPerTrial: MaxEpisodesPerTrial + 1})
 	require.ErrorContains(t, err, "episodes per trial")
+}
+
+// The composition figure holds to the house style and names its marks: the composed claim, the
+// per-episode claim and both bounds of every audit.
+func TestCompositionFigure(t *testing.T) {
+	var reps []*GameReport
+	for _, k := range []int{1, 2, 4, 8, 16} {
+		_, _, r := playK(t, k, 300, 9)
+		reps = append(reps, r)
+	}
+	f, err := CompositionFigure(reps, "composition")
+	require.NoError(t, err)
+	require.NoError(t, f.Check())
+	svg, err := f.Render("svg")
+	require.NoError(t, err)
+	for _, want := range []string{"composed claim eps_run(k)", "per-episode claim eps = 1", "eps_lb_cp", "eps_lb_gdp", "k = episodes per trial"} {
+		require.Contains(t, string(svg), want)
+	}
+	if dir := os.Getenv("DPSIM_FIGURE_DIR"); dir != "" { // a look at it: DPSIM_FIGURE_DIR=/tmp/x go test -run TestCompositionFigure
+		_, err := PlotComposition(dir, "composition", reps)
+		require.NoError(t, err)
+	}
 }

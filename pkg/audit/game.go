@@ -256,21 +256,28 @@ func (g *Game) compose() {
 // exact mu of the noise actually injected, and is below this composed claim.
 func (g *Game) ClaimRun() (float64, error) {
 	pr := g.Plan.Scenario.Privacy
-	if g.k == 1 {
-		return pr.Epsilon, nil
+	return ComposeClaim(g.Plan.Mechanism, pr.Epsilon, pr.Delta, g.k)
+}
+
+// ComposeClaim composes a per-episode claim (eps, delta) of a Gaussian or Laplace mechanism over k
+// episodes at the same delta (Game.ClaimRun): Gaussian, the eps of sqrt(k) kappa_eps^{-1}(delta)-GDP
+// at delta; Laplace (delta ignored: pure eps), k eps. k = 1 returns eps.
+func ComposeClaim(mech privacy.Mechanism, eps, delta float64, k int) (float64, error) {
+	if k == 1 {
+		return eps, nil
 	}
-	if g.Plan.Mechanism == privacy.Laplace {
-		return privacy.LaplaceRunEpsilon(pr.Epsilon, g.k, 0)
+	if mech == privacy.Laplace {
+		return privacy.LaplaceRunEpsilon(eps, k, 0)
 	}
-	mu, err := privacy.KappaInverse(pr.Epsilon, pr.Delta)
+	mu, err := privacy.KappaInverse(eps, delta)
 	if err != nil {
 		return 0, fmt.Errorf("audit: the composed claim: %w", err)
 	}
-	_, eps, err := privacy.GaussianRunEpsilon(mu, g.k, pr.Delta)
+	_, run, err := privacy.GaussianRunEpsilon(mu, k, delta)
 	if err != nil {
 		return 0, fmt.Errorf("audit: the composed claim: %w", err)
 	}
-	return eps, nil
+	return run, nil
 }
 
 // redrawNotes says, for each crash that redraws the noise, that the theory's figure is the
