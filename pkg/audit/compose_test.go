@@ -222,7 +222,7 @@ func TestCompositionFigure(t *testing.T) {
 		_, _, r := playK(t, k, 300, 9)
 		reps = append(reps, r)
 	}
-	f, err := CompositionFigure(reps, "composition")
+	f, err := CompositionFigure("audit-vehicle-structured", reps, "composition")
 	require.NoError(t, err)
 	require.NoError(t, f.Check())
 	svg, err := f.Render("svg")
@@ -231,7 +231,7 @@ func TestCompositionFigure(t *testing.T) {
 		require.Contains(t, string(svg), want)
 	}
 	if dir := os.Getenv("DPSIM_FIGURE_DIR"); dir != "" { // a look at it: DPSIM_FIGURE_DIR=/tmp/x go test -run TestCompositionFigure
-		_, err := PlotComposition(dir, "composition", reps)
+		_, err := PlotComposition(dir, "composition", "audit-vehicle-structured", reps)
 		require.NoError(t, err)
 	}
 }

@@ -420,7 +420,11 @@ func (r *GameReport) mdSetup(b *strings.Builder) {
 		fmt.Fprintf(b, " per episode; a trial plays %d episodes of the same secret, composed: eps_run = %s", r.EpisodesPerTrial, fmtG(r.EpsilonClaimedRun))
 	}
 	if r.MuClaimed > 0 {
-		fmt.Fprintf(b, "; as Gaussian DP: mu_claimed = %s (kappa(eps, mu_claimed) = delta)", fmtG(r.MuClaimed))
+		claim := "eps"
+		if r.EpisodesPerTrial > 1 {
+			claim = "eps_run"
+		}
+		fmt.Fprintf(b, "; as Gaussian DP: mu_claimed = %s (kappa(%s, mu_claimed) = delta)", fmtG(r.MuClaimed), claim)
 	}
 	fmt.Fprintf(b, " |\n| adjacency | calibrated for %s, audited under %s |\n", r.AdjacencyCalibrated, r.AdjacencyAudited)
 	if r.Pair.Null {

@@ -157,13 +157,13 @@ func PlotTradeoff(path string, r *Result) ([]string, error) {
 	return out, nil
 }
 
-// CompositionFigure builds (without I/O) the composition figure of reports of one scenario
+// CompositionFigure builds (without I/O) the composition figure of reports of one scenario (named in the title)
 // audited with k = 1, 2, 4, ... episodes per trial (dpsim audit --episodes-per-trial-sweep), named
 // name: against k (log axis), the lower bounds eps_lb_cp and eps_lb_gdp (Gaussian) of each audit,
 // the claim composed over k episodes, eps_run(k) (ComposeClaim, at every integer k of the range),
 // and the per-episode claim eps. Bounds above eps_run would contradict the whole-run guarantee;
 // bounds above eps alone show that the per-episode claim does not cover k episodes of one secret.
-func CompositionFigure(reports []*GameReport, name string) (*figure.Figure, error) {
+func CompositionFigure(scenario string, reports []*GameReport, name string) (*figure.Figure, error) {
 	if len(reports) == 0 {
 		return nil, errors.New("audit: composition plot: no reports")
 	}
@@ -183,7 +183,7 @@ func CompositionFigure(reports []*GameReport, name string) (*figure.Figure, erro
 	if gauss {
 		claim += fmt.Sprintf(", delta = %.3g", r0.Delta)
 	}
-	p := figure.New(fmt.Sprintf("Composition: %s, per-episode claim %s; k episodes of one secret per trial", r0.Scenario, claim),
+	p := figure.New(fmt.Sprintf("Composition: %s, per-episode claim %s; k episodes of one secret per trial", scenario, claim),
 		"k = episodes per trial", "eps")
 	lg := func(k int) float64 { return figure.Lg(float64(k)) }
 
@@ -250,10 +250,10 @@ func CompositionFigure(reports []*GameReport, name string) (*figure.Figure, erro
 		Caption: "Lower bounds on eps of audits whose trials each play k episodes of the same secret, against the claim composed over k episodes (dashed) and the per-episode claim (dotted)."}, nil
 }
 
-// PlotComposition writes the composition figure (CompositionFigure) as dir/name.png and .svg and
-// returns the written paths.
-func PlotComposition(dir, name string, reports []*GameReport) ([]string, error) {
-	f, err := CompositionFigure(reports, name)
+// PlotComposition writes the composition figure (CompositionFigure) of scenario as dir/name.png
+// and .svg and returns the written paths.
+func PlotComposition(dir, name, scenario string, reports []*GameReport) ([]string, error) {
+	f, err := CompositionFigure(scenario, reports, name)
 	if err != nil {
 		return nil, err
 	}
