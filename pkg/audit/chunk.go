@@ -17,8 +17,8 @@ import (
 const ChunkTrials = fastChunk
 
 // PlayChunk plays trials lo..hi-1 of game g with seed as PlayFast plays them (trial e: the secret
-// bit Bit(seed, e), one episode e of engine.Player from g.X0(bit), the scorer on the
-// eavesdropper's estimate), on workers goroutines (<= 0: GOMAXPROCS), and returns their scores in
+// bit Bit(seed, e), one episode e of engine.Player from g.X0(bit) - or its Game.EpisodesPerTrial
+// episodes - the scorer on the eavesdropper's estimate), on workers goroutines (<= 0: GOMAXPROCS), and returns their scores in
 // trial order: scores[(e-lo)*len(g.ScoreNames()) + k] is score k of trial e. Trial e depends only
 // on (plan, pair, seed, e), so a chunk is the same on any host; AddChunk records it.
 func PlayChunk(ctx context.Context, g *Game, seed uint64, lo, hi, workers int) ([]float64, error) {
@@ -50,18 +50,17 @@ func PlayChunk(ctx context.Context, g *Game, seed uint64, lo, hi, workers int) (
 			return nil, fmt.Errorf("audit: chunk: the eavesdropper estimates %d values, the game scores %d", loop.EstimateDim(), g.EstimateDim())
 		}
 		wg.Go(func() {
-			sc, est := g.Scorer(), make([]float64, g.EstimateDim())
+			sc, est, avg := g.Scorer(), make([]float64, g.EstimateDim()), make([]float64, g.EstimateDim())
 			for {
 				from := int(next.Add(slice)) - slice
 				if from >= hi || ctx.Err() != nil {
 					return
 				}
 				for e := from; e < min(from+slice, hi); e++ {
-					if err := playTrial(loop, g, seed, e, est); err != nil {
-						cancel(fmt.Errorf("audit: chunk: episode %d: %w", e, err))
+					if err := g.playTrial(loop, sc, e, Bit(seed, uint64(e)), est, avg, scores[(e-lo)*k:(e-lo+1)*k]); err != nil {
+						cancel(fmt.Errorf("audit: chunk: %w", err))
 						return
 					}
-					sc.Scores(est, scores[(e-lo)*k:(e-lo+1)*k])
 				}
 			}
 		})
@@ -71,15 +70,6 @@ func PlayChunk(ctx context.Context, g *Game, seed uint64, lo, hi, workers int) (
 		return nil, err
 	}
 	return scores, nil
-}
-
-// playTrial plays trial e's episode into est, as PlayFast does.
-func playTrial(loop *engine.Player, g *Game, seed uint64, e int, est []float64) error {
-	ok, err := loop.Play(e, g.X0(Bit(seed, uint64(e))), est)
-	if err == nil && !ok {
-		err = errors.New("the transcript does not determine the initial state (no estimate)")
-	}
-	return err
 }
 
 // AddChunk records the scores of trials lo..hi-1 (PlayChunk's, from any host) with their secret

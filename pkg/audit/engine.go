@@ -22,12 +22,14 @@ const (
 )
 
 // Outcome is what an engine recorded: one Trials per score of the game (Game.ScoreNames order),
-// every trial numbered by its episode index.
+// every trial numbered by its episode index (its trial index when a trial plays several episodes).
 type Outcome struct {
-	Engine   string
-	Seed     uint64
-	N        int // trials per value of the secret bit
-	Trials   []*Trials
+	Engine string
+	Seed   uint64
+	N      int // trials per value of the secret bit
+	Trials []*Trials
+	// Episodes counts the trials recorded; each played Game.EpisodesPerTrial episodes
+	// (GameReport.Episodes counts those).
 	Episodes int
 	Elapsed  time.Duration
 	names    []string
@@ -96,7 +98,8 @@ func (c *challenger) bit(trial uint64) int {
 }
 
 // PlayFast plays the game in-process (the fast engine): for every trial e = 0 .. 2*Trials-1 the
-// challenger draws the secret bit (Bit(seed, e), balanced), the system runs ONE episode e from the
+// challenger draws the secret bit (Bit(seed, e), balanced), the system runs ONE episode e (or, with
+// Game.EpisodesPerTrial k > 1, the k episodes e*k .. e*k+k-1) from the
 // chosen initial state with the same role cores as the NATS processes (engine.Player: plant, cloud and
 // eavesdropper, or agents and eavesdropper; noise from episode e's contract stream), and the
 // adversary's scores are computed from the eavesdropper's estimate alone. Workers take chunks of
@@ -190,7 +193,7 @@ func (f *fastRun) work(ctx context.Context, player *engine.Player) {
 	defer f.out.Merge(local)
 	sc := g.Scorer()
 	ch := &challenger{seed: o.Seed}
-	est := make([]float64, g.EstimateDim())
+	est, avg := make([]float64, g.EstimateDim()), make([]float64, g.EstimateDim())
 	scores := make([]float64, len(g.names))
 	for {
 		lo := int(f.next.Add(fastChunk)) - fastChunk
@@ -200,15 +203,10 @@ func (f *fastRun) work(ctx context.Context, player *engine.Player) {
 		hi := min(lo+fastChunk, f.total)
 		for e := lo; e < hi; e++ {
 			bit := ch.bit(uint64(e))
-			ok, err := player.Play(e, g.X0(bit), est)
-			if err == nil && !ok {
-				err = errors.New("the transcript does not determine the initial state (no estimate)")
-			}
-			if err != nil {
-				f.cancel(fmt.Errorf("audit: fast engine: episode %d: %w", e, err))
+			if err := g.playTrial(player, sc, e, bit, est, avg, scores); err != nil {
+				f.cancel(fmt.Errorf("audit: fast engine: %w", err))
 				return
 			}
-			sc.Scores(est, scores)
 			local.Add(uint64(e), bit, scores)
 		}
 		d := f.done.Add(int64(hi - lo))
@@ -218,4 +216,36 @@ func (f *fastRun) work(ctx context.Context, player *engine.Player) {
 			f.progMu.Unlock()
 		}
 	}
+}
+
+// playTrial plays trial e with secret bit on player and writes its scores: one episode e (k = 1),
+// or the k episodes e*k .. e*k+k-1 from the same initial state, whose estimates the scorer
+// combines (Game.EpisodesPerTrial). est and avg are scratch of len EstimateDim. No allocation.
+func (g *Game) playTrial(player *engine.Player, sc *Scorer, e, bit int, est, avg, scores []float64) error {
+	x0 := g.X0(bit)
+	if g.k == 1 {
+		if err := playEpisode(player, e, x0, est); err != nil {
+			return fmt.Errorf("episode %d: %w", e, err)
+		}
+		sc.Scores(est, scores)
+		return nil
+	}
+	for j := 0; j < g.k; j++ {
+		if err := playEpisode(player, e*g.k+j, x0, est); err != nil {
+			sc.n = 0
+			return fmt.Errorf("trial %d, episode %d: %w", e, e*g.k+j, err)
+		}
+		sc.Add(est)
+	}
+	sc.Trial(avg, scores)
+	return nil
+}
+
+// playEpisode plays episode ep from x0 into est.
+func playEpisode(player *engine.Player, ep int, x0, est []float64) error {
+	ok, err := player.Play(ep, x0, est)
+	if err == nil && !ok {
+		err = errors.New("the transcript does not determine the initial state (no estimate)")
+	}
+	return err
 }

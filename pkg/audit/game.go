@@ -76,7 +76,14 @@ type GameOptions struct {
 	Null bool
 	// Budget bounds the sensitivity enumeration (flops; <= 0: privacy.DefaultBudget).
 	Budget int64
+	// EpisodesPerTrial is k, the episodes every trial plays from the same secret x(0) with fresh
+	// noise, which the eavesdropper combines into one score (composition, docs/math.md section 9);
+	// 0 means 1, today's one-episode game. See Game.EpisodesPerTrial.
+	EpisodesPerTrial int
 }
+
+// MaxEpisodesPerTrial bounds GameOptions.EpisodesPerTrial: a trial plays its k episodes in a row.
+const MaxEpisodesPerTrial = 1 << 16
 
 // Theory is what the calibration says about the audited pair, for comparison with the bounds.
 type Theory struct {
@@ -113,6 +120,7 @@ type Game struct {
 	gauss *GaussianScorer
 	lapG  *mat.Dense // Laplace: the estimate error is M w with w iid Laplace(0,1); lapG = M^+
 	dim   int        // estimate length
+	k     int        // episodes per trial (>= 1)
 }
 
 // NewGame builds the game of plan p (one scenario point, calibrated as the scenario says).
@@ -120,7 +128,10 @@ func NewGame(p *plan.Plan, o GameOptions) (*Game, error) {
 	if p == nil || p.Scenario == nil {
 		return nil, errors.New("audit: game: plan is nil")
 	}
-	g := &Game{Plan: p, Calibrated: p.Adjacency, Audited: o.Adjacency}
+	g := &Game{Plan: p, Calibrated: p.Adjacency, Audited: o.Adjacency, k: max(1, o.EpisodesPerTrial)}
+	if o.EpisodesPerTrial < 0 || o.EpisodesPerTrial > MaxEpisodesPerTrial {
+		return nil, fmt.Errorf("audit: %d episodes per trial: want 1..%d", o.EpisodesPerTrial, MaxEpisodesPerTrial)
+	}
 	if g.Audited == "" {
 		g.Audited = p.Adjacency
 	}
@@ -188,7 +199,85 @@ func NewGame(p *plan.Plan, o GameOptions) (*Game, error) {
 		g.Theory = &Theory{Exact: true}
 	}
 	g.Notes = append(g.Notes, redrawNotes(p)...)
+	g.compose()
 	return g, nil
+}
+
+// EpisodesPerTrial is k: every trial of the game plays k episodes of the same secret x(0) (or x'(0)),
+// each with fresh noise, and the eavesdropper combines the k estimates into one score.
+//
+// The combination is the average of the k per-episode least-squares estimates. Each one is
+// x(0) + e_j with e_j = M w_j independent and identically distributed (the same plan, the same T, a
+// fresh noise stream per episode), so the stacked least squares over the k transcripts, whose Gram
+// matrix is k O'O, IS their average; for Gaussian noise the average is a sufficient statistic of the k
+// estimates for x(0) (the covariance of each is the same M M'), and it is N(x(0), M M'/k): the pair's
+// distance in noise units grows from mu_pair to sqrt(k) mu_pair, exactly the sqrt(k) mu-GDP composition of
+// k releases (Dong, Roth & Su 2022, Cor. 3.3; docs/math.md section 9). The scores are the projection of
+// the average and, Gaussian, the likelihood ratio of the average (k times the per-episode LLR of it:
+// the same tests); Laplace (structured), whose per-episode estimates are not averaged optimally, the sum
+// of the k per-episode likelihood ratios, the likelihood ratio of the k independent transcripts.
+// Episode j of trial i is episode number i*k + j of the run's noise streams, a deterministic function of
+// (seed, i, j); k = 1 plays exactly the one-episode game.
+func (g *Game) EpisodesPerTrial() int { return g.k }
+
+// compose turns the theory of one episode into that of a trial of k episodes (k > 1): Gaussian
+// mu_pair -> sqrt(k) mu_pair (exact), Laplace eps_pair -> k eps_pair (the pure eps of the k-fold
+// product of the pair's laws: the privacy losses add and each is bounded by eps_pair).
+func (g *Game) compose() {
+	if g.k == 1 {
+		return
+	}
+	g.Notes = append(g.Notes, fmt.Sprintf("%d episodes per trial: each trial plays %d episodes of the same secret with fresh noise (episodes i*%d .. i*%d+%d of trial i) "+
+		"and the eavesdropper averages its %d least-squares estimates (the stacked least squares; Laplace: the likelihood-ratio score sums the per-episode ones); "+
+		"the game's mechanism is the %d-fold composition, and the theory row is the composed one", g.k, g.k, g.k, g.k, g.k-1, g.k, g.k))
+	t := g.Theory
+	if t == nil || t.Distinguishable || g.Pair.Null {
+		return
+	}
+	kf := float64(g.k)
+	switch {
+	case t.MuPair > 0:
+		t.MuPair *= math.Sqrt(kf)
+		t.EpsilonPair = 0
+		if eps, err := privacy.EpsilonForGDP(t.MuPair, g.Plan.Scenario.Privacy.Delta); err == nil {
+			t.EpsilonPair = eps
+		}
+	default:
+		t.EpsilonPair *= kf
+	}
+}
+
+// ClaimRun is the claim a trial of k episodes is judged against: the per-episode claim (eps, delta)
+// composed over k episodes at the same delta (privacy.GaussianRunEpsilon of the claim's
+// mu_claimed = kappa_eps^{-1}(delta): a Gaussian mechanism is (eps, delta)-DP exactly when it is
+// mu_claimed-GDP, and k of them are sqrt(k) mu_claimed-GDP; Laplace: privacy.LaplaceRunEpsilon at
+// delta = 0, k eps). k = 1 returns eps itself. With the tight calibration it is summary.json's
+// guarantee.epsilon_run for k episodes; with a looser calibration that guarantee composes the smaller
+// exact mu of the noise actually injected, and is below this composed claim.
+func (g *Game) ClaimRun() (float64, error) {
+	pr := g.Plan.Scenario.Privacy
+	return ComposeClaim(g.Plan.Mechanism, pr.Epsilon, pr.Delta, g.k)
+}
+
+// ComposeClaim composes a per-episode claim (eps, delta) of a Gaussian or Laplace mechanism over k
+// episodes at the same delta (Game.ClaimRun): Gaussian, the eps of sqrt(k) kappa_eps^{-1}(delta)-GDP
+// at delta; Laplace (delta ignored: pure eps), k eps. k = 1 returns eps.
+func ComposeClaim(mech privacy.Mechanism, eps, delta float64, k int) (float64, error) {
+	if k == 1 {
+		return eps, nil
+	}
+	if mech == privacy.Laplace {
+		return privacy.LaplaceRunEpsilon(eps, k, 0)
+	}
+	mu, err := privacy.KappaInverse(eps, delta)
+	if err != nil {
+		return 0, fmt.Errorf("audit: the composed claim: %w", err)
+	}
+	_, run, err := privacy.GaussianRunEpsilon(mu, k, delta)
+	if err != nil {
+		return 0, fmt.Errorf("audit: the composed claim: %w", err)
+	}
+	return run, nil
 }
 
 // redrawNotes says, for each crash that redraws the noise, that the theory's figure is the
@@ -235,17 +324,55 @@ type Scorer struct {
 	g        *Game
 	buf, gx0 []float64 // Laplace: G e, G x0, G x0'
 	gx1      []float64
+	// a trial of k > 1 episodes (Add, Trial): the sum of the estimates, the sum of the Laplace
+	// per-episode likelihood ratios, the episodes added
+	sum    []float64
+	lapSum float64
+	n      int
 }
 
 // Scorer returns a scorer with its own scratch.
 func (g *Game) Scorer() *Scorer {
-	s := &Scorer{g: g}
+	s := &Scorer{g: g, sum: make([]float64, g.dim)}
 	if g.lapG != nil {
 		r, _ := g.lapG.Dims()
 		s.buf = make([]float64, r)
 		s.gx0, s.gx1 = mulVec(g.lapG, g.score[0]), mulVec(g.lapG, g.score[1])
 	}
 	return s
+}
+
+// Add records one episode's estimate (len EstimateDim) of the trial being scored; Trial scores
+// the trial once its EpisodesPerTrial estimates are in. No allocation.
+func (s *Scorer) Add(est []float64) {
+	if s.n == 0 {
+		clear(s.sum)
+		s.lapSum = 0
+	}
+	for i, v := range est {
+		s.sum[i] += v
+	}
+	if s.g.lapG != nil && len(s.g.names) > 1 {
+		s.lapSum += s.laplace(est)
+	}
+	s.n++
+}
+
+// Trial writes the scores of the trial whose episodes were added (Add) into dst (len of
+// ScoreNames) and starts the next trial: the scores of the average of the estimates (the
+// eavesdropper's combined estimate, Game.EpisodesPerTrial), except the Laplace likelihood ratio,
+// which is the sum of the per-episode ones. With one episode added it is Scores of that
+// estimate, bit for bit. avg is scratch of len EstimateDim (it receives the average).
+func (s *Scorer) Trial(avg, dst []float64) {
+	n := float64(s.n)
+	for i, v := range s.sum {
+		avg[i] = v / n
+	}
+	s.n = 0
+	s.Scores(avg, dst)
+	if s.g.lapG != nil && len(s.g.names) > 1 {
+		dst[1] = s.lapSum
+	}
 }
 
 // Scores writes the scores of one estimate (len EstimateDim) into dst (len of ScoreNames), larger
@@ -260,18 +387,24 @@ func (s *Scorer) Scores(est, dst []float64) {
 	case g.gauss != nil:
 		dst[1] = g.gauss.Score(est)
 	case g.lapG != nil:
-		r, c := g.lapG.Dims()
-		raw := g.lapG.RawMatrix()
-		for i := 0; i < r; i++ {
-			var v float64
-			row := raw.Data[i*raw.Stride : i*raw.Stride+c]
-			for j, a := range row {
-				v += a * est[j]
-			}
-			s.buf[i] = v
-		}
-		dst[1] = LaplaceLLR(s.buf, s.gx0, s.gx1, 1)
+		dst[1] = s.laplace(est)
 	}
+}
+
+// laplace is the Laplace likelihood-ratio score of one estimate, in the noise coordinates G e.
+func (s *Scorer) laplace(est []float64) float64 {
+	g := s.g
+	r, c := g.lapG.Dims()
+	raw := g.lapG.RawMatrix()
+	for i := 0; i < r; i++ {
+		var v float64
+		row := raw.Data[i*raw.Stride : i*raw.Stride+c]
+		for j, a := range row {
+			v += a * est[j]
+		}
+		s.buf[i] = v
+	}
+	return LaplaceLLR(s.buf, s.gx0, s.gx1, 1)
 }
 
 // estimateModel is the law of the eavesdropper's estimate error: e - x0 = M w, w a vector of iid

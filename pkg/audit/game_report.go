@@ -39,6 +39,15 @@ type GameReport struct {
 	Trials   int `json:"trials"`
 	Episodes int `json:"episodes"`
 	Steps    int `json:"steps"`
+	// EpisodesPerTrial is k: each trial played k episodes of the same secret, combined by the
+	// eavesdropper (Game.EpisodesPerTrial); Episodes = 2N k. EpsilonClaimedRun is the claim
+	// composed over k episodes (Game.ClaimRun; = EpsilonClaimed for k = 1), the claim the verdict
+	// is judged against (Claimed); EpsilonClaimed stays the per-episode claim, and
+	// VerdictEpisode (k > 1) says what the per-episode claim would say of the same bounds - a
+	// violation of it is what composition predicts, not evidence against the run's guarantee.
+	EpisodesPerTrial  int     `json:"episodes_per_trial"`
+	EpsilonClaimedRun float64 `json:"epsilon_claimed_run"`
+	VerdictEpisode    string  `json:"verdict_episode,omitempty"`
 
 	EpsilonClaimed      float64 `json:"epsilon_claimed"`
 	Delta               float64 `json:"delta"`
@@ -102,8 +111,13 @@ func (g *Game) Analyze(out *Outcome, o ReportOptions) (*GameReport, error) {
 	p := g.Plan
 	pr := p.Scenario.Privacy
 	k := len(g.names)
+	claimRun, err := g.ClaimRun()
+	if err != nil {
+		return nil, err
+	}
 	opts := Options{
-		EpsilonClaimed: pr.Epsilon,
+		// each score is judged against the claim for a trial: the composed one (k = 1: eps)
+		EpsilonClaimed: claimRun,
 		Delta:          pr.Delta,
 		Mechanism:      p.Mechanism,
 		Confidence:     1 - (1-o.Confidence)/float64(k),
@@ -115,7 +129,7 @@ func (g *Game) Analyze(out *Outcome, o ReportOptions) (*GameReport, error) {
 	}
 	r := &GameReport{
 		Scenario: p.Scenario.Name, Kind: string(p.Scenario.Kind), Engine: out.Engine, Seed: out.Seed,
-		Trials: out.N, Episodes: out.Episodes, Steps: p.Steps,
+		Trials: out.N, Episodes: out.Episodes * g.k, Steps: p.Steps, EpisodesPerTrial: g.k, EpsilonClaimedRun: claimRun,
 		EpsilonClaimed: pr.Epsilon, Delta: opts.Delta, Mechanism: string(p.Mechanism), Noise: string(p.Noise),
 		AdjacencyCalibrated: string(g.Calibrated), AdjacencyAudited: string(g.Audited),
 		Confidence: o.Confidence, Pair: g.Pair, Theory: g.Theory, Verdict: Consistent,
@@ -125,7 +139,7 @@ func (g *Game) Analyze(out *Outcome, o ReportOptions) (*GameReport, error) {
 		r.Calibration = string(pr.Calibration)
 	}
 	if out.Elapsed > 0 {
-		r.EpisodesPerSec = float64(out.Episodes) / out.Elapsed.Seconds()
+		r.EpisodesPerSec = float64(r.Episodes) / out.Elapsed.Seconds()
 	}
 	best := math.Inf(-1)
 	for i, name := range g.names {
@@ -146,6 +160,9 @@ func (g *Game) Analyze(out *Outcome, o ReportOptions) (*GameReport, error) {
 	// The headline bounds are the maxima over the scores, so this is "violation when any
 	// score's bound exceeds the claim", decided by the same rule as each score's verdict.
 	r.Verdict = r.verdict()
+	if g.k > 1 {
+		r.VerdictEpisode = verdictOf(r.EpisodeChecks())
+	}
 	r.Notes = append(r.Notes, g.Notes...)
 	r.Notes = append(r.Notes,
 		fmt.Sprintf("%d scores, each analysed at confidence %.6g so that all bounds hold jointly at %g (Bonferroni)", k, opts.Confidence, o.Confidence),
@@ -168,6 +185,9 @@ type BoundCheck struct {
 	// the other bounds it is reported with), under the rule's assumption.
 	Level    float64
 	Violated bool
+	// ClaimName is the claim's name in the sentences: "eps" when empty, "eps_run" for a claim
+	// composed over several episodes.
+	ClaimName string
 }
 
 // boundRule is one kind of bound the verdict compares with the claim: its name, what the
@@ -234,7 +254,11 @@ func (c BoundCheck) Comparison() string {
 		op = opViolation
 	}
 	vs, ts := distinct(c.Value, c.Claimed)
-	return fmt.Sprintf("%s = %s %s eps = %s: %s", c.Bound, vs, op, ts, c.Word())
+	claim := c.ClaimName
+	if claim == "" {
+		claim = "eps"
+	}
+	return fmt.Sprintf("%s = %s %s %s = %s: %s", c.Bound, vs, op, claim, ts, c.Word())
 }
 
 // Sentence is the comparison with what the bound is, its level and its assumption.
@@ -260,9 +284,45 @@ func (r *Result) Checks() []BoundCheck {
 }
 
 // Checks returns the comparisons of the report's verdict: the headline bounds (the maxima over
-// the scores, all holding jointly at Confidence) against the claimed eps.
+// the scores, all holding jointly at Confidence) against the claimed eps (Claimed).
 func (r *GameReport) Checks() []BoundCheck {
+	return r.named(boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.Claimed(), r.Confidence, r.Mechanism == string(privacy.Gaussian)))
+}
+
+// Claimed is the claim the verdict is judged against: the per-episode eps for one episode per
+// trial, else the claim composed over the trial's k episodes (EpsilonClaimedRun).
+func (r *GameReport) Claimed() float64 {
+	if r.EpisodesPerTrial > 1 {
+		return r.EpsilonClaimedRun
+	}
+	return r.EpsilonClaimed
+}
+
+// EpisodeChecks compares the same headline bounds with the per-episode claim (what it would say
+// of a trial of k > 1 episodes; for k = 1 these are Checks).
+func (r *GameReport) EpisodeChecks() []BoundCheck {
 	return boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.EpsilonClaimed, r.Confidence, r.Mechanism == string(privacy.Gaussian))
+}
+
+// named names the claim of checks against the composed claim "eps_run" in their sentences.
+func (r *GameReport) named(c []BoundCheck) []BoundCheck {
+	if r.EpisodesPerTrial > 1 {
+		for i := range c {
+			c[i].ClaimName = "eps_run"
+		}
+	}
+	return c
+}
+
+// claimWords names the claim the verdict is judged against, for k > 1 ("" for one episode per
+// trial, whose words are unchanged), and what the per-episode claim would say.
+func (r *GameReport) claimWords() string {
+	if r.EpisodesPerTrial <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("judged against the composed claim eps_run = %s for the %d episodes of a trial (the per-episode eps = %s composed at delta = %s, sqrt(k) mu); "+
+		"against the per-episode claim eps = %s the same bounds say %s",
+		fmtG(r.EpsilonClaimedRun), r.EpisodesPerTrial, fmtG(r.EpsilonClaimed), fmtG(r.Delta), fmtG(r.EpsilonClaimed), strings.ToUpper(verdictOf(r.EpisodeChecks())))
 }
 
 // verdict decides the report's verdict from its comparisons.
@@ -280,6 +340,9 @@ func (r *GameReport) VerdictLine() string {
 		strings.ToUpper(verdictOf(checks)), strings.Join(parts, "; "), r.Confidence)
 	if gdpOnly(checks) {
 		s += "; the violation rests on eps_lb_gdp alone, valid " + ruleGDP.validity
+	}
+	if w := r.claimWords(); w != "" {
+		s += "; " + w
 	}
 	return s
 }
@@ -332,12 +395,15 @@ func (r *GameReport) mdVerdict(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "**Verdict: %s** at joint confidence %g (engine %s, seed %d, %d trials per value of the secret bit, T = %d). "+
 		"The verdict is violation when %s (the claimed eps = %s); the bounds are the largest over the %d scores and hold jointly:\n\n",
-		verdictOf(checks), r.Confidence, r.Engine, r.Seed, r.Trials, r.Steps, strings.Join(names, " or "), fmtG(r.EpsilonClaimed), len(r.Scores))
+		verdictOf(checks), r.Confidence, r.Engine, r.Seed, r.Trials, r.Steps, strings.Join(names, " or "), fmtG(r.Claimed()), len(r.Scores))
 	for _, c := range checks {
 		fmt.Fprintf(b, "- %s\n", c.Sentence())
 	}
 	if gdpOnly(checks) {
 		fmt.Fprintf(b, "\nThe violation rests on eps_lb_gdp alone, a lower bound %s; the assumption-free eps_lb_cp does not exceed the claim.\n", ruleGDP.validity)
+	}
+	if w := r.claimWords(); w != "" {
+		fmt.Fprintf(b, "\nEach trial played %d episodes of the same secret: the verdict is %s.\n", r.EpisodesPerTrial, w)
 	}
 	b.WriteString("\n")
 }
@@ -350,8 +416,15 @@ func (r *GameReport) mdSetup(b *strings.Builder) {
 	if r.Calibration != "" {
 		fmt.Fprintf(b, ", %s calibration", r.Calibration)
 	}
+	if r.EpisodesPerTrial > 1 {
+		fmt.Fprintf(b, " per episode; a trial plays %d episodes of the same secret, composed: eps_run = %s", r.EpisodesPerTrial, fmtG(r.EpsilonClaimedRun))
+	}
 	if r.MuClaimed > 0 {
-		fmt.Fprintf(b, "; as Gaussian DP: mu_claimed = %s (kappa(eps, mu_claimed) = delta)", fmtG(r.MuClaimed))
+		claim := "eps"
+		if r.EpisodesPerTrial > 1 {
+			claim = "eps_run"
+		}
+		fmt.Fprintf(b, "; as Gaussian DP: mu_claimed = %s (kappa(%s, mu_claimed) = delta)", fmtG(r.MuClaimed), claim)
 	}
 	fmt.Fprintf(b, " |\n| adjacency | calibrated for %s, audited under %s |\n", r.AdjacencyCalibrated, r.AdjacencyAudited)
 	if r.Pair.Null {

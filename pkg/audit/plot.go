@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -151,6 +153,113 @@ func PlotTradeoff(path string, r *Result) ([]string, error) {
 	out, err := f.WriteFiles(filepath.Dir(base))
 	if err != nil {
 		return out, fmt.Errorf("audit: plot: %w", err)
+	}
+	return out, nil
+}
+
+// CompositionFigure builds (without I/O) the composition figure of reports of one scenario (named in the title)
+// audited with k = 1, 2, 4, ... episodes per trial (dpsim audit --episodes-per-trial-sweep), named
+// name: against k (log axis), the lower bounds eps_lb_cp and eps_lb_gdp (Gaussian) of each audit,
+// the claim composed over k episodes, eps_run(k) (ComposeClaim, at every integer k of the range),
+// and the per-episode claim eps. Bounds above eps_run would contradict the whole-run guarantee;
+// bounds above eps alone show that the per-episode claim does not cover k episodes of one secret.
+func CompositionFigure(scenario string, reports []*GameReport, name string) (*figure.Figure, error) {
+	if len(reports) == 0 {
+		return nil, errors.New("audit: composition plot: no reports")
+	}
+	r0 := reports[0]
+	gauss := r0.Mechanism == string(privacy.Gaussian)
+	kmin, kmax := r0.EpisodesPerTrial, r0.EpisodesPerTrial
+	for _, r := range reports {
+		if r.EpsilonClaimed != r0.EpsilonClaimed || r.Delta != r0.Delta || r.Mechanism != r0.Mechanism {
+			return nil, errors.New("audit: composition plot: the reports audit different claims")
+		}
+		if r.EpisodesPerTrial < 1 {
+			return nil, fmt.Errorf("audit: composition plot: %d episodes per trial", r.EpisodesPerTrial)
+		}
+		kmin, kmax = min(kmin, r.EpisodesPerTrial), max(kmax, r.EpisodesPerTrial)
+	}
+	claim := fmt.Sprintf("eps = %.3g", r0.EpsilonClaimed)
+	if gauss {
+		claim += fmt.Sprintf(", delta = %.3g", r0.Delta)
+	}
+	p := figure.New(fmt.Sprintf("Composition: %s, per-episode claim %s; k episodes of one secret per trial", scenario, claim),
+		"k = episodes per trial", "eps")
+	lg := func(k int) float64 { return figure.Lg(float64(k)) }
+
+	// the composed claim at every integer k, and the per-episode claim
+	run := make(plotter.XYs, 0, kmax-kmin+1)
+	for k := kmin; k <= kmax; k++ {
+		e, err := ComposeClaim(privacy.Mechanism(r0.Mechanism), r0.EpsilonClaimed, r0.Delta, k)
+		if err != nil {
+			return nil, fmt.Errorf("audit: composition plot: %w", err)
+		}
+		run = append(run, plotter.XY{X: lg(k), Y: e})
+	}
+	rl, err := plotter.NewLine(run)
+	if err != nil {
+		return nil, fmt.Errorf("audit: composition plot: %w", err)
+	}
+	rl.Color, rl.Width, rl.Dashes = figure.Color(1), figure.LineWidth, figure.Dashed
+	p.Add(rl)
+	how := "sqrt(k) mu-GDP"
+	if !gauss {
+		how = "k eps"
+	}
+	p.Legend.Add(fmt.Sprintf("composed claim eps_run(k) (%s): the verdict's", how), rl)
+	el, err := plotter.NewLine(plotter.XYs{{X: lg(kmin), Y: r0.EpsilonClaimed}, {X: lg(kmax), Y: r0.EpsilonClaimed}})
+	if err != nil {
+		return nil, fmt.Errorf("audit: composition plot: %w", err)
+	}
+	el.Color, el.Width, el.Dashes = figure.Grey, figure.LineWidth, figure.Dotted
+	p.Add(el)
+	p.Legend.Add(fmt.Sprintf("per-episode claim eps = %.3g", r0.EpsilonClaimed), el)
+
+	// the lower bounds of each audit, in k order
+	sorted := slices.Clone(reports)
+	slices.SortFunc(sorted, func(a, b *GameReport) int { return a.EpisodesPerTrial - b.EpisodesPerTrial })
+	type series struct {
+		name string
+		v    func(*GameReport) float64
+	}
+	ss := []series{{"eps_lb_cp (Clopper-Pearson, any mechanism)", func(r *GameReport) float64 { return r.EpsilonLBCP }}}
+	if gauss {
+		ss = append(ss, series{"eps_lb_gdp (Gaussian-DP fit)", func(r *GameReport) float64 { return r.EpsilonLBGDP }})
+	}
+	top := run[len(run)-1].Y
+	for i, s := range ss {
+		xy := make(plotter.XYs, len(sorted))
+		for j, r := range sorted {
+			xy[j] = plotter.XY{X: lg(r.EpisodesPerTrial), Y: s.v(r)}
+			top = math.Max(top, xy[j].Y)
+		}
+		line, sc, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, fmt.Errorf("audit: composition plot: %w", err)
+		}
+		col := figure.Color([]int{0, 2}[i])
+		line.Color, line.Width = col, figure.LineWidth
+		sc.Color, sc.Shape, sc.Radius = col, figure.Marker(i), vg.Points(3.5)
+		p.Add(line, sc)
+		p.Legend.Add(s.name, line, sc)
+	}
+	figure.SetLogX(p, float64(kmin), float64(kmax))
+	p.Y.Min, p.Y.Max = 0, top
+	figure.Fit(p)
+	return &figure.Figure{Name: name, Panels: [][]*plot.Plot{{p}},
+		Caption: "Lower bounds on eps of audits whose trials each play k episodes of the same secret, against the claim composed over k episodes (dashed) and the per-episode claim (dotted)."}, nil
+}
+
+// PlotComposition writes the composition figure (CompositionFigure) of scenario as dir/name.png
+// and .svg and returns the written paths.
+func PlotComposition(dir, name, scenario string, reports []*GameReport) ([]string, error) {
+	f, err := CompositionFigure(scenario, reports, name)
+	if err != nil {
+		return nil, err
+	}
+	out, err := f.WriteFiles(dir)
+	if err != nil {
+		return out, fmt.Errorf("audit: composition plot: %w", err)
 	}
 	return out, nil
 }

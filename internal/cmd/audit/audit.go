@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,6 +42,7 @@ const DefaultWireTrials = 1000
 const DefaultTrials = 100_000
 
 const synopsis = `dpsim audit SCENARIO [--engine fast|wire] [--trials N] [--audit-adjacency manifold|block]
+                   [--episodes-per-trial K | --episodes-per-trial-sweep K1,K2,...]
                    [--confidence C] [--seed S] [--out DIR] [--json] [--workers W] [--nats-url URL]
                    [--fail-on-violation] [--dispatch] [--spawn-workers N] [--worker-listen ADDR]`
 
@@ -59,6 +61,16 @@ the trade-off curve is Gaussian). All bounds of all scores hold jointly at the c
 Verdict: violation when eps_lb_cp > eps or eps_lb_gdp > eps (the claimed eps), else consistent (no
 evidence against the claim - not a proof); the output states each comparison.
 
+Composition (docs/math.md section 9): with --episodes-per-trial K each trial plays K episodes of
+the same secret with fresh noise (episodes i*K .. i*K+K-1 of trial i) and the eavesdropper averages
+its K least-squares estimates (the stacked least squares; for Gaussian noise the sqrt(K) mu-GDP
+composition). The verdict is then judged against the claim composed over K episodes,
+epsilon_claimed_run (Gaussian: sqrt(K) kappa_eps^{-1}(delta)-GDP at delta; Laplace: K eps), and the
+output also states what the per-episode claim eps would say (verdict_episode). With
+--episodes-per-trial-sweep 1,2,4,8,16 every K is audited as a point of a sweep (Bonferroni over the
+points), and --out DIR adds the figure DIR/composition.png and .svg: the bounds against K beside
+eps_run(K) and eps. Fast engine only.
+
 The adjacent pair is, by default, the worst pair of the sensitivity computed for the adjacency
 being audited (which may differ from the one the noise was calibrated for): the private model's
 initial-state difference z, mapped to the plant (O_T(plant) dx = O_T(model) z, x' = x + mu dx);
@@ -75,6 +87,9 @@ lockstep; an embedded server unless --nats-url or $NATS_URL) with the launcher a
 With --out DIR: DIR/audit.json (the --json object), DIR/report.md and the trade-off plot
 DIR/tradeoff.png and .svg (one set per sweep point: -pNN suffix). Exit status 0 whatever the
 verdict (see --fail-on-violation), 1 if the audit fails, 2 on a usage error.`
+
+// CompositionFigure is the base name of --episodes-per-trial-sweep's figure in --out.
+const CompositionFigure = "composition"
 
 // ErrViolation is returned (wrapped) with --fail-on-violation when the verdict is violation.
 var ErrViolation = &ViolationError{}
@@ -124,12 +139,16 @@ type Options struct {
 	// Farm is --dispatch, --spawn-workers, --worker-listen: the fast engine's trials played by
 	// `dpsim worker` processes (internal/farm).
 	Farm farm.Flags
+	// EpisodesPerTrial is --episodes-per-trial (1: one episode per trial); EpisodesSweep is
+	// --episodes-per-trial-sweep, one audit per value (nil: none).
+	EpisodesPerTrial int
+	EpisodesSweep    []int
 }
 
 func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs := cli.NewFlagSet("audit", synopsis, description, stderr)
 	o := &Options{}
-	var seed, adj, sel string
+	var seed, adj, sel, ksweep string
 	fs.StringVar(&o.Engine, "engine", audit.EngineFast, "fast (in-process role cores on every core) or wire (the real role processes over NATS)")
 	fs.IntVar(&o.Trials, "trials", 0, fmt.Sprintf("trials for EACH value of the secret bit (N on x, N on x': 2N episodes); default the scenario's audit.trials, else %d", DefaultTrials))
 	fs.StringVar(&adj, "audit-adjacency", "", "adjacency to audit: manifold or block; default the scenario's audit.adjacency, else the adjacency its noise is calibrated for (privacy.adjacency)")
@@ -145,6 +164,8 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.StringVar(&o.Encoding, "encoding", "binary", "wire engine: encoding of the data messages, binary (faster; float64 bits exact) or json (readable with nats sub; also exact)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "zerolog level of the log on stderr (and of the role processes' logs): trace, debug, info, warn, error")
 	fs.BoolVar(&o.Progress, "progress", true, "show a progress bar while trials run (only when stderr is a terminal)")
+	fs.IntVar(&o.EpisodesPerTrial, "episodes-per-trial", 1, fmt.Sprintf("episodes of the same secret each trial plays with fresh noise (1..%d), averaged by the eavesdropper; the verdict is judged against the claim composed over them (fast engine)", audit.MaxEpisodesPerTrial))
+	fs.StringVar(&ksweep, "episodes-per-trial-sweep", "", "comma-separated episodes per trial, e.g. 1,2,4,8,16: one audit of each (a sweep's points), and with --out the figure composition.png/.svg (fast engine, a scenario without a sweep)")
 	o.Farm.Define(fs)
 	fs.IntVar(&o.Inflight, "inflight", launch.DefaultInflight, "wire engine: trials kept in flight at once over the same role processes (1..1024; each trial's x(0) still travels alone on the private line); the outcome does not depend on it, only the speed (see dpsim run --help)")
 	fs.BoolVar(&o.KeepSecrets, "keep-secrets", false, "wire engine with --out: keep the files holding secrets in OUT/procs when the audit ends (the plant's or agents' plan files: x(0) and the run seed); by default they are removed, however the audit ends")
@@ -200,7 +221,48 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	if err := o.Farm.Check(o.Engine == audit.EngineFast, "--engine fast"); err != nil {
 		return nil, err
 	}
+	if err := o.parseEpisodes(set, ksweep); err != nil {
+		return nil, err
+	}
 	return o, nil
+}
+
+// parseEpisodes checks --episodes-per-trial and parses --episodes-per-trial-sweep.
+func (o *Options) parseEpisodes(set map[string]bool, ksweep string) error {
+	check := func(flag string, k int) error {
+		if k < 1 || k > audit.MaxEpisodesPerTrial {
+			return cli.UsageError("%s %d: want 1..%d episodes per trial", flag, k, audit.MaxEpisodesPerTrial)
+		}
+		return nil
+	}
+	if err := check("--episodes-per-trial", o.EpisodesPerTrial); err != nil {
+		return err
+	}
+	if ksweep != "" {
+		if set["episodes-per-trial"] {
+			return cli.UsageError("--episodes-per-trial and --episodes-per-trial-sweep exclude each other")
+		}
+		for _, f := range strings.Split(ksweep, ",") {
+			k, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return cli.UsageError("--episodes-per-trial-sweep %q: %q is not an integer", ksweep, f)
+			}
+			if err := check("--episodes-per-trial-sweep", k); err != nil {
+				return err
+			}
+			if slices.Contains(o.EpisodesSweep, k) {
+				return cli.UsageError("--episodes-per-trial-sweep %q: %d twice", ksweep, k)
+			}
+			o.EpisodesSweep = append(o.EpisodesSweep, k)
+		}
+		if o.Farm.Enabled() {
+			return cli.UsageError("--episodes-per-trial-sweep plays in-process only (without --dispatch); --episodes-per-trial K works with workers")
+		}
+	}
+	if o.Engine == audit.EngineWire && (o.EpisodesPerTrial > 1 || len(o.EpisodesSweep) > 0) {
+		return cli.UsageError("--engine wire plays one episode per trial: --episodes-per-trial > 1 and --episodes-per-trial-sweep need --engine fast")
+	}
+	return nil
 }
 
 // Run executes `dpsim audit` with args (without the command name).
@@ -273,6 +335,11 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	if err != nil {
 		return err
 	}
+	if len(o.EpisodesSweep) > 0 && o.Out != "" {
+		if _, err := audit.PlotComposition(o.Out, CompositionFigure, s.Name, reports); err != nil {
+			return err
+		}
+	}
 	if a.bar != nil {
 		_ = a.bar.Finish()
 	}
@@ -321,8 +388,14 @@ func newAuditRun(o *Options, s *scenario.Scenario, seed uint64, log zerolog.Logg
 		conf = 0.95
 	}
 	points := s.Expand()
-	gameOpts := audit.GameOptions{Adjacency: adj, Pair: spec.Pair}
-	games, err := newGames(points, gameOpts)
+	gameOpts := audit.GameOptions{Adjacency: adj, Pair: spec.Pair, EpisodesPerTrial: o.EpisodesPerTrial}
+	var games []*audit.Game
+	var err error
+	if len(o.EpisodesSweep) > 0 {
+		points, games, err = episodeSweep(points, gameOpts, o.EpisodesSweep)
+	} else {
+		games, err = newGames(points, gameOpts)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -348,6 +421,28 @@ func newGames(points []*scenario.Scenario, opts audit.GameOptions) ([]*audit.Gam
 		}
 	}
 	return games, nil
+}
+
+// episodeSweep returns the points and games of --episodes-per-trial-sweep: the scenario's one
+// point once per k, named NAME@k=K, each game playing k episodes per trial.
+func episodeSweep(points []*scenario.Scenario, opts audit.GameOptions, ks []int) ([]*scenario.Scenario, []*audit.Game, error) {
+	if len(points) != 1 {
+		return nil, nil, cli.UsageError("--episodes-per-trial-sweep: the scenario %s already sweeps %d points; give a scenario without a sweep", points[0].Name, len(points))
+	}
+	var pts []*scenario.Scenario
+	var games []*audit.Game
+	for _, k := range ks {
+		pt := *points[0]
+		pt.Name = fmt.Sprintf("%s@k=%d", points[0].Name, k)
+		o := opts
+		o.EpisodesPerTrial = k
+		g, err := newGames([]*scenario.Scenario{&pt}, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		pts, games = append(pts, &pt), append(games, g[0])
+	}
+	return pts, games, nil
 }
 
 // newProgressBar returns a progress bar over all episodes on stderr, or nil when --progress is off
@@ -500,7 +595,7 @@ func sweepOutput(name, verdict string, conf float64, reports []*audit.GameReport
 		Confidence: conf, ConfidencePerPoint: reports[0].Confidence, Points: reports}
 	best := -1.0
 	for _, r := range reports {
-		ratio := math.Max(r.EpsilonLBCP, r.EpsilonLBGDP) / r.EpsilonClaimed
+		ratio := math.Max(r.EpsilonLBCP, r.EpsilonLBGDP) / r.Claimed()
 		if ratio > best {
 			best = ratio
 			o.WorstPoint, o.EpsilonClaimed, o.Delta = r.Scenario, r.EpsilonClaimed, r.Delta
@@ -551,6 +646,9 @@ func printTable(w io.Writer, reports []*audit.GameReport, out string) {
 		if r.Calibration != "" {
 			claim += ", " + r.Calibration
 		}
+		if r.EpisodesPerTrial > 1 {
+			claim += fmt.Sprintf(" per episode; %d episodes per trial: composed eps_run = %s (the verdict's)", r.EpisodesPerTrial, g(r.EpsilonClaimedRun))
+		}
 		fmt.Fprintf(tw, "claim\t%s\n", claim)
 		fmt.Fprintf(tw, "adjacency\tcalibrated %s, audited %s\n", r.AdjacencyCalibrated, r.AdjacencyAudited)
 		if r.Pair.Null {
@@ -584,6 +682,12 @@ func printTable(w io.Writer, reports []*audit.GameReport, out string) {
 	if len(reports) > 1 {
 		fmt.Fprintf(tw, "\nsweep\t%s\n", sweepVerdictLine(reports))
 	}
+	for _, r := range reports {
+		if r.EpisodesPerTrial > 1 {
+			printComposition(tw, reports)
+			break
+		}
+	}
 	if out != "" {
 		fmt.Fprintf(tw, "\nout\t%s\n", out)
 	}
@@ -616,4 +720,20 @@ func vec(v []float64) string {
 		parts[i] = strconv.FormatFloat(x, 'g', 6, 64)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// printComposition prints one line per report with its episodes per trial, its bounds, the
+// composed claim and both verdicts: the composition at a glance.
+func printComposition(tw io.Writer, reports []*audit.GameReport) {
+	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+	fmt.Fprintln(tw)
+	for _, r := range reports {
+		k := max(1, r.EpisodesPerTrial)
+		ep := r.VerdictEpisode
+		if ep == "" {
+			ep = r.Verdict
+		}
+		fmt.Fprintf(tw, "composition k = %d\teps_lb_cp %s, eps_lb_gdp %s; against eps_run = %s: %s; against the per-episode eps = %s: %s\n",
+			k, g(r.EpsilonLBCP), g(r.EpsilonLBGDP), g(r.Claimed()), r.Verdict, g(r.EpsilonClaimed), ep)
+	}
 }

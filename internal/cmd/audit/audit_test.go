@@ -55,7 +55,8 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 	err := Run([]string{"--help"}, &out, &errb)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	for _, f := range []string{"engine", "trials", "audit-adjacency", "confidence", "seed", "out", "json", "workers",
-		"nats-url", "fail-on-violation", "selection", "timeout", "encoding", "log-level", "progress", "inflight"} {
+		"nats-url", "fail-on-violation", "selection", "timeout", "encoding", "log-level", "progress", "inflight",
+		"episodes-per-trial", "episodes-per-trial-sweep"} {
 		require.Regexp(t, `\n  -`+f+`[ \n]`, errb.String(), "flag %s", f)
 	}
 	require.Contains(t, errb.String(), "EACH value of the secret bit")
