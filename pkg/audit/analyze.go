@@ -666,6 +666,9 @@ func notes(o Options, r *Result) []string {
 	if r.GDP != nil {
 		n = append(n, fmt.Sprintf("eps_lb_gdp (epsilon_lb_gdp) solves kappa(eps, mu_gdp) = delta with mu_gdp = PhiInv(1-FPR_up) - PhiInv(FNR_up) fitted to the trials: a lower bound on eps with probability >= %g %s",
 			r.Confidence, ruleGDP.validity))
+		if r.FDP != nil {
+			n = append(n, fdpNote(r))
+		}
 	} else {
 		n = append(n, "pure-eps (Laplace) audit: the Clopper-Pearson bound only (no Gaussian-DP bound is computed)")
 	}

@@ -122,7 +122,7 @@ func TestFalseViolationRate(t *testing.T) {
 			if r.Verdict == Violation {
 				flags++
 			}
-			maxRatio = math.Max(maxRatio, math.Max(r.EpsilonLBCP, r.EpsilonLBGDP)/eps)
+			maxRatio = math.Max(maxRatio, math.Max(r.EpsilonLBCP, math.Max(r.EpsilonLBGDP, r.EpsilonLBFDP))/eps)
 		}
 		t.Logf("%s: %d/%d false violations (limit %d), largest lb/eps %.3f", c.name, flags, seeds, limit, maxRatio)
 		if flags > limit {

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/dpsim/dpsim/pkg/privacy"
@@ -36,7 +37,7 @@ const DefaultFDPTests = 1
 const fdpTruncShare = 0.02
 
 // fdpGrid is the number of steps of the scan along the region's boundary.
-const fdpGrid = 256
+const fdpGrid = 2048
 
 // fdpMaxZ clamps the scan's lower end (Phi(-8) is below the float64 resolution of 1).
 const fdpMaxZ = 8.0
@@ -207,4 +208,11 @@ func fdpChoose(q *searcher, z, cands []float64, m int) []test {
 		all = append(all[:bi], all[bi+1:]...)
 	}
 	return out
+}
+
+// fdpNote says what the f-DP statistic is and at which level it holds.
+func fdpNote(r *Result) string {
+	return fmt.Sprintf("eps_lb_fdp (epsilon_lb_fdp) solves kappa(eps, mu_fdp) = delta with mu_fdp = the largest mu whose mu-GDP trade-off curve lies above every point of a joint confidence region of (FPR, FNR) of %d test(s) chosen on the selection trials "+
+		"(per test: the two exact binomial p-values combined by a weighted Stouffer sum, %d of the %d shares of the level): a lower bound on eps with probability >= %g %s",
+		len(r.FDP), 2*len(r.FDP), r.Statements, r.Confidence, ruleFDP.validity)
 }
