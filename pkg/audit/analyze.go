@@ -84,6 +84,9 @@ type Options struct {
 	Thresholds []float64
 	// CurvePoints is the number of empirical trade-off points stored in Result.Curve (0: none).
 	CurvePoints int
+	// FDPTests is the number of tests the f-DP statistic bounds jointly (Gaussian mechanisms;
+	// 0: DefaultFDPTests; < 0: no f-DP statistic; fdp.go).
+	FDPTests int
 }
 
 // Sides counts trials per value of the secret bit.
@@ -120,6 +123,11 @@ type Result struct {
 	// Gaussian (mu-GDP). 0 for Laplace.
 	EpsilonLBGDP float64 `json:"epsilon_lb_gdp"`
 	MuGDP        float64 `json:"mu_gdp"`
+	// EpsilonLBFDP: the f-DP statistic (fdp.go): eps with Kappa(eps, MuFDP) = Delta, where MuFDP is
+	// the largest mu-GDP curve the joint confidence regions of the chosen tests contradict; a lower
+	// bound if the mechanism is mu-GDP, like EpsilonLBGDP. 0 for Laplace.
+	EpsilonLBFDP float64 `json:"epsilon_lb_fdp"`
+	MuFDP        float64 `json:"mu_fdp"`
 	// MuClaimed is the GDP parameter the claim allows for a Gaussian mechanism: KappaInverse(eps, delta).
 	MuClaimed    float64      `json:"mu_claimed,omitempty"`
 	Trials       Sides        `json:"trials"`        // all accepted trials
@@ -133,6 +141,7 @@ type Result struct {
 	Candidates   int          `json:"candidates"`    // thresholds evaluated during selection
 	CP           Bound        `json:"cp"`            // the test giving EpsilonLBCP
 	GDP          *Bound       `json:"gdp,omitempty"` // the test giving MuGDP (Gaussian only)
+	FDP          []FDPBound   `json:"fdp,omitempty"` // the tests of the f-DP statistic (Gaussian only)
 	Verdict      string       `json:"verdict"`       // consistent | violation
 	Notes        []string     `json:"notes"`
 	Curve        []CurvePoint `json:"tradeoff,omitempty"`
@@ -215,6 +224,9 @@ func (o Options) normalise() (Options, error) {
 	}
 	if o.CurvePoints < 0 {
 		return o, fmt.Errorf("audit: curve points %d < 0", o.CurvePoints)
+	}
+	if o.FDPTests == 0 {
+		o.FDPTests = DefaultFDPTests
 	}
 	return o, nil
 }
@@ -520,12 +532,17 @@ func (t *Trials) Analyze(opts Options) (*Result, error) {
 		}
 	}
 
+	// The f-DP statistic (Gaussian, with selection trials) takes 2 shares of the level per test.
+	fdpShares := 0
+	if gauss && useSel && o.FDPTests > 0 {
+		fdpShares = 2 * o.FDPTests
+	}
 	// Choose the tests and the per-rate level.
 	var tests []test
 	var rateAlpha float64
 	if o.Selection == SelectSplit {
 		// 2 rates per chosen test (one test per bound), union bound over them.
-		res.Statements = 2 * len(crits)
+		res.Statements = 2*len(crits) + fdpShares
 		rateAlpha = alpha / float64(res.Statements)
 		z := merge(sel.s[0], sel.s[1])
 		q := &searcher{s: &sel, alpha: rateAlpha * selectionPenalty, delta: o.Delta, orient: orient}
@@ -555,7 +572,7 @@ func (t *Trials) Analyze(opts Options) (*Result, error) {
 			res.Candidates = q.evals
 			taus = append(taus, extra...) // duplicates allowed: they only make the level conservative
 		}
-		res.Statements = 2 * len(taus) * len(orient)
+		res.Statements = 2*len(taus)*len(orient) + fdpShares
 		rateAlpha = alpha / float64(res.Statements)
 		for _, tau := range taus {
 			for _, or := range orient {
@@ -603,6 +620,14 @@ func (t *Trials) Analyze(opts Options) (*Result, error) {
 		}
 		res.EpsilonLBGDP = eps
 	}
+	if fdpShares > 0 {
+		f, err := fdpStat(&sel, &bnd, o.FDPTests, float64(fdpShares)*rateAlpha, o.Delta, orient, o.GridSize)
+		if err != nil {
+			return nil, fmt.Errorf("audit: f-DP bound: %w", err)
+		}
+		res.MuFDP, res.EpsilonLBFDP, res.FDP = f.mu, f.eps, f.tests
+		res.Candidates += f.evals
+	}
 	// violation when a bound exceeds the claim (boundChecks: the rule the reports' words use)
 	res.Verdict = verdictOf(res.Checks())
 	res.Notes = notes(o, res)
@@ -641,6 +666,9 @@ func notes(o Options, r *Result) []string {
 	if r.GDP != nil {
 		n = append(n, fmt.Sprintf("eps_lb_gdp (epsilon_lb_gdp) solves kappa(eps, mu_gdp) = delta with mu_gdp = PhiInv(1-FPR_up) - PhiInv(FNR_up) fitted to the trials: a lower bound on eps with probability >= %g %s",
 			r.Confidence, ruleGDP.validity))
+		if r.FDP != nil {
+			n = append(n, fdpNote(r))
+		}
 	} else {
 		n = append(n, "pure-eps (Laplace) audit: the Clopper-Pearson bound only (no Gaussian-DP bound is computed)")
 	}

@@ -122,7 +122,7 @@ func TestFalseViolationRate(t *testing.T) {
 			if r.Verdict == Violation {
 				flags++
 			}
-			maxRatio = math.Max(maxRatio, math.Max(r.EpsilonLBCP, r.EpsilonLBGDP)/eps)
+			maxRatio = math.Max(maxRatio, math.Max(r.EpsilonLBCP, math.Max(r.EpsilonLBGDP, r.EpsilonLBFDP))/eps)
 		}
 		t.Logf("%s: %d/%d false violations (limit %d), largest lb/eps %.3f", c.name, flags, seeds, limit, maxRatio)
 		if flags > limit {
@@ -337,14 +337,15 @@ func TestResultConsistency(t *testing.T) {
 	if eps, _ := privacy.EpsilonForGDP(r.MuGDP, r.Delta); eps != r.EpsilonLBGDP {
 		t.Errorf("lb_gdp %v, recomputed %v", r.EpsilonLBGDP, eps)
 	}
-	if math.Abs(r.RateLevel-(1-0.05/4)) > 1e-15 || r.Statements != 4 {
-		t.Errorf("split with two bounds: rate level %v statements %d", r.RateLevel, r.Statements)
+	// 2 rates for each of the two tests, 2 shares for the f-DP statistic's one joint region.
+	if math.Abs(r.RateLevel-(1-0.05/6)) > 1e-15 || r.Statements != 6 {
+		t.Errorf("split with two bounds and the f-DP region: rate level %v statements %d", r.RateLevel, r.Statements)
 	}
 	js, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"epsilon_claimed", "delta", "epsilon_lb_cp", "epsilon_lb_gdp", "mu_gdp", "trials", "confidence", "verdict", "threshold", "fpr_upper", "fnr_upper", "notes", "tradeoff"} {
+	for _, k := range []string{"epsilon_claimed", "delta", "epsilon_lb_cp", "epsilon_lb_gdp", "mu_gdp", "epsilon_lb_fdp", "mu_fdp", "fdp", "trials", "confidence", "verdict", "threshold", "fpr_upper", "fnr_upper", "notes", "tradeoff"} {
 		if !strings.Contains(string(js), `"`+k+`"`) {
 			t.Errorf("JSON lacks %q", k)
 		}

@@ -38,9 +38,11 @@ func TestDemoVehicleIIDNaive(t *testing.T) {
 	require.Equal(t, Violation, r.Verdict)
 	require.Greater(t, r.EpsilonLBGDP, 5.0, "eps_lb_gdp far above eps = 1")
 	require.Greater(t, r.EpsilonLBCP, 2.0, "the model-free bound alone exposes it")
+	require.Greater(t, r.EpsilonLBFDP, 5.0, "the f-DP statistic flags it with the same trials")
+	require.LessOrEqual(t, r.EpsilonLBFDP, g.Theory.EpsilonPair)
 	// the bound never exceeds what the pair's mechanism actually is
 	require.LessOrEqual(t, r.EpsilonLBGDP, g.Theory.EpsilonPair)
-	t.Logf("eps_lb_cp %.3f eps_lb_gdp %.3f mu_gdp %.3f (pair: mu %.3f, eps %.3f)", r.EpsilonLBCP, r.EpsilonLBGDP, r.MuGDP, g.Theory.MuPair, g.Theory.EpsilonPair)
+	t.Logf("eps_lb_cp %.3f eps_lb_gdp %.3f eps_lb_fdp %.3f mu_gdp %.3f (pair: mu %.3f, eps %.3f)", r.EpsilonLBCP, r.EpsilonLBGDP, r.EpsilonLBFDP, r.MuGDP, g.Theory.MuPair, g.Theory.EpsilonPair)
 }
 
 // Demonstration 3: the full-state vehicle calibrated for block adjacency and audited under
@@ -59,6 +61,7 @@ func TestDemoBlockVsManifold(t *testing.T) {
 	require.Equal(t, "block", rb.AdjacencyCalibrated)
 	require.Equal(t, "manifold", rb.AdjacencyAudited)
 	require.Greater(t, rb.EpsilonLBGDP, 5.0)
+	require.Greater(t, rb.EpsilonLBFDP, 5.0, "the f-DP statistic flags it with the same trials")
 
 	rm := play(t, newGame(t, pts[1], GameOptions{Adjacency: adj}), 20000, 403)
 	require.Equal(t, Consistent, rm.Verdict)
@@ -67,8 +70,8 @@ func TestDemoBlockVsManifold(t *testing.T) {
 	// block-calibrated noise audited under the block adjacency it was designed for: consistent
 	rbb := play(t, newGame(t, pts[0], GameOptions{Adjacency: privacy.Block}), 20000, 403)
 	require.Equal(t, Consistent, rbb.Verdict)
-	t.Logf("block->manifold: gdp %.3f cp %.3f; manifold->manifold: gdp %.3f; block->block: gdp %.3f",
-		rb.EpsilonLBGDP, rb.EpsilonLBCP, rm.EpsilonLBGDP, rbb.EpsilonLBGDP)
+	t.Logf("block->manifold: gdp %.3f fdp %.3f cp %.3f; manifold->manifold: gdp %.3f fdp %.3f; block->block: gdp %.3f fdp %.3f",
+		rb.EpsilonLBGDP, rb.EpsilonLBFDP, rb.EpsilonLBCP, rm.EpsilonLBGDP, rm.EpsilonLBFDP, rbb.EpsilonLBGDP, rbb.EpsilonLBFDP)
 }
 
 // Demonstration 4: private consensus, Gaussian and Laplace offsets: consistent; the Laplace claim

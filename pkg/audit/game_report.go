@@ -63,9 +63,11 @@ type GameReport struct {
 	EpsilonLBCP  float64 `json:"epsilon_lb_cp"`
 	EpsilonLBGDP float64 `json:"epsilon_lb_gdp"`
 	MuGDP        float64 `json:"mu_gdp"`
+	EpsilonLBFDP float64 `json:"epsilon_lb_fdp"`
+	MuFDP        float64 `json:"mu_fdp"`
 	MuClaimed    float64 `json:"mu_claimed,omitempty"`
 	Verdict      string  `json:"verdict"`
-	// Score is the score with the strongest bound (max of its CP and GDP bounds).
+	// Score is the score with the strongest bound (max of its CP, GDP and f-DP bounds).
 	Score string `json:"score"`
 
 	Pair   Pair          `json:"pair"`
@@ -151,9 +153,11 @@ func (g *Game) Analyze(out *Outcome, o ReportOptions) (*GameReport, error) {
 		r.EpsilonLBCP = math.Max(r.EpsilonLBCP, res.EpsilonLBCP)
 		r.EpsilonLBGDP = math.Max(r.EpsilonLBGDP, res.EpsilonLBGDP)
 		r.MuGDP = math.Max(r.MuGDP, res.MuGDP)
+		r.EpsilonLBFDP = math.Max(r.EpsilonLBFDP, res.EpsilonLBFDP)
+		r.MuFDP = math.Max(r.MuFDP, res.MuFDP)
 		r.MuClaimed = res.MuClaimed
 		// >=: on a tie the later score (the likelihood ratio, optimal where it exists) is named.
-		if s := math.Max(res.EpsilonLBCP, res.EpsilonLBGDP); s >= best {
+		if s := math.Max(res.EpsilonLBCP, math.Max(res.EpsilonLBGDP, res.EpsilonLBFDP)); s >= best {
 			best, r.Score = s, name
 		}
 	}
@@ -177,7 +181,7 @@ func (g *Game) Analyze(out *Outcome, o ReportOptions) (*GameReport, error) {
 // (Comparison, Sentence) come from the rule of its bound (boundRules), so words and numbers
 // cannot diverge.
 type BoundCheck struct {
-	// Bound is the bound's name as the reports print it: eps_lb_cp or eps_lb_gdp.
+	// Bound is the bound's name as the reports print it: eps_lb_cp, eps_lb_gdp or eps_lb_fdp.
 	Bound   string
 	Value   float64
 	Claimed float64
@@ -206,7 +210,10 @@ var (
 	ruleGDP = boundRule{name: "eps_lb_gdp",
 		what:     "the Gaussian-DP lower bound on eps, the eps with kappa(eps, mu_gdp) = delta for the mu_gdp fitted to the trials",
 		validity: "only if the mechanism's trade-off curve is Gaussian (mu-GDP)"}
-	boundRules = map[string]boundRule{ruleCP.name: ruleCP, ruleGDP.name: ruleGDP}
+	ruleFDP = boundRule{name: "eps_lb_fdp",
+		what:     "the f-DP lower bound on eps, the eps with kappa(eps, mu_fdp) = delta for the largest mu_fdp whose mu-GDP trade-off curve a joint confidence region of both error rates of the chosen test contradicts",
+		validity: "only if the mechanism's trade-off curve is Gaussian (mu-GDP)"}
+	boundRules = map[string]boundRule{ruleCP.name: ruleCP, ruleGDP.name: ruleGDP, ruleFDP.name: ruleFDP}
 )
 
 // The verdict's operators: violation when bound > claimed eps, consistent when bound <= it.
@@ -218,12 +225,14 @@ const (
 // exceeds is the verdict's comparison: a lower bound above the claimed eps contradicts it.
 func exceeds(bound, claimed float64) bool { return bound > claimed }
 
-// boundChecks returns the comparisons of a verdict: eps_lb_cp always, eps_lb_gdp for a
-// Gaussian mechanism (a pure-eps audit has no Gaussian-DP bound), each at level.
-func boundChecks(cp, gdp, claimed, level float64, gaussian bool) []BoundCheck {
+// boundChecks returns the comparisons of a verdict: eps_lb_cp always, eps_lb_gdp and eps_lb_fdp
+// for a Gaussian mechanism (a pure-eps audit has no Gaussian-DP bound), each at level.
+func boundChecks(cp, gdp, fdp, claimed, level float64, gaussian bool) []BoundCheck {
 	c := []BoundCheck{{Bound: ruleCP.name, Value: cp, Claimed: claimed, Level: level, Violated: exceeds(cp, claimed)}}
 	if gaussian {
-		c = append(c, BoundCheck{Bound: ruleGDP.name, Value: gdp, Claimed: claimed, Level: level, Violated: exceeds(gdp, claimed)})
+		c = append(c,
+			BoundCheck{Bound: ruleGDP.name, Value: gdp, Claimed: claimed, Level: level, Violated: exceeds(gdp, claimed)},
+			BoundCheck{Bound: ruleFDP.name, Value: fdp, Claimed: claimed, Level: level, Violated: exceeds(fdp, claimed)})
 	}
 	return c
 }
@@ -280,13 +289,13 @@ func distinct(v, t float64) (string, string) {
 
 // Checks returns the comparisons of a score's verdict, at the score's own level.
 func (r *Result) Checks() []BoundCheck {
-	return boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.EpsilonClaimed, r.Confidence, r.Mechanism == string(privacy.Gaussian))
+	return boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.EpsilonLBFDP, r.EpsilonClaimed, r.Confidence, r.Mechanism == string(privacy.Gaussian))
 }
 
 // Checks returns the comparisons of the report's verdict: the headline bounds (the maxima over
 // the scores, all holding jointly at Confidence) against the claimed eps (Claimed).
 func (r *GameReport) Checks() []BoundCheck {
-	return r.named(boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.Claimed(), r.Confidence, r.Mechanism == string(privacy.Gaussian)))
+	return r.named(boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.EpsilonLBFDP, r.Claimed(), r.Confidence, r.Mechanism == string(privacy.Gaussian)))
 }
 
 // Claimed is the claim the verdict is judged against: the per-episode eps for one episode per
@@ -301,7 +310,7 @@ func (r *GameReport) Claimed() float64 {
 // EpisodeChecks compares the same headline bounds with the per-episode claim (what it would say
 // of a trial of k > 1 episodes; for k = 1 these are Checks).
 func (r *GameReport) EpisodeChecks() []BoundCheck {
-	return boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.EpsilonClaimed, r.Confidence, r.Mechanism == string(privacy.Gaussian))
+	return boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.EpsilonLBFDP, r.EpsilonClaimed, r.Confidence, r.Mechanism == string(privacy.Gaussian))
 }
 
 // named names the claim of checks against the composed claim "eps_run" in their sentences.
@@ -339,7 +348,7 @@ func (r *GameReport) VerdictLine() string {
 	s := fmt.Sprintf("%s: %s (lower bounds on eps, all holding at joint confidence %g; violation when a bound > the claimed eps)",
 		strings.ToUpper(verdictOf(checks)), strings.Join(parts, "; "), r.Confidence)
 	if gdpOnly(checks) {
-		s += "; the violation rests on eps_lb_gdp alone, valid " + ruleGDP.validity
+		s += "; the violation rests on the Gaussian-DP bounds alone (" + gaussianViolated(checks) + "), valid " + ruleGDP.validity
 	}
 	if w := r.claimWords(); w != "" {
 		s += "; " + w
@@ -347,19 +356,28 @@ func (r *GameReport) VerdictLine() string {
 	return s
 }
 
-// gdpOnly reports a violation decided by the Gaussian-DP bound while the assumption-free
-// Clopper-Pearson bound stays within the claim.
+// gdpOnly reports a violation decided by the bounds that assume a Gaussian trade-off curve
+// (eps_lb_gdp, eps_lb_fdp) while the assumption-free Clopper-Pearson bound stays within the claim.
 func gdpOnly(checks []BoundCheck) bool {
-	cp, gdp := false, false
+	cp := false
 	for _, c := range checks {
-		switch c.Bound {
-		case ruleCP.name:
+		if c.Bound == ruleCP.name {
 			cp = c.Violated
-		case ruleGDP.name:
-			gdp = c.Violated
 		}
 	}
-	return gdp && !cp
+	return !cp && gaussianViolated(checks) != ""
+}
+
+// gaussianViolated names the violated bounds that assume a Gaussian trade-off curve, joined by
+// " and ".
+func gaussianViolated(checks []BoundCheck) string {
+	var v []string
+	for _, c := range checks {
+		if c.Violated && (c.Bound == ruleGDP.name || c.Bound == ruleFDP.name) {
+			v = append(v, c.Bound)
+		}
+	}
+	return strings.Join(v, " and ")
 }
 
 // Markdown renders a short human report of r (report.md of dpsim audit --out). plot, when not
@@ -400,7 +418,7 @@ func (r *GameReport) mdVerdict(b *strings.Builder) {
 		fmt.Fprintf(b, "- %s\n", c.Sentence())
 	}
 	if gdpOnly(checks) {
-		fmt.Fprintf(b, "\nThe violation rests on eps_lb_gdp alone, a lower bound %s; the assumption-free eps_lb_cp does not exceed the claim.\n", ruleGDP.validity)
+		fmt.Fprintf(b, "\nThe violation rests on the Gaussian-DP bounds alone (%s), lower bounds %s; the assumption-free eps_lb_cp does not exceed the claim.\n", gaussianViolated(checks), ruleGDP.validity)
 	}
 	if w := r.claimWords(); w != "" {
 		fmt.Fprintf(b, "\nEach trial played %d episodes of the same secret: the verdict is %s.\n", r.EpisodesPerTrial, w)
@@ -438,6 +456,8 @@ func (r *GameReport) mdSetup(b *strings.Builder) {
 	if r.Mechanism == string(privacy.Gaussian) {
 		fmt.Fprintf(b, "| eps_lb_gdp | %s (Gaussian-DP fit: mu_gdp = %s fitted to the trials, against mu_claimed = %s; %s) |\n",
 			fmtG(r.EpsilonLBGDP), fmtG(r.MuGDP), fmtG(r.MuClaimed), ruleGDP.validity)
+		fmt.Fprintf(b, "| eps_lb_fdp | %s (f-DP statistic: mu_fdp = %s, the largest mu-GDP curve a joint confidence region of both error rates contradicts; %s) |\n",
+			fmtG(r.EpsilonLBFDP), fmtG(r.MuFDP), ruleFDP.validity)
 	}
 	if t := r.Theory; t != nil {
 		switch {
@@ -458,13 +478,13 @@ func (r *GameReport) mdScores(b *strings.Builder) {
 	if len(r.Scores) > 0 {
 		level = r.Scores[0].Result.Confidence
 	}
-	fmt.Fprintf(b, "| score | eps_lb_cp | eps_lb_gdp | mu_gdp (fitted) | verdict (this score alone, at confidence %g) |\n|---|---|---|---|---|\n", level)
+	fmt.Fprintf(b, "| score | eps_lb_cp | eps_lb_gdp | mu_gdp (fitted) | eps_lb_fdp | verdict (this score alone, at confidence %g) |\n|---|---|---|---|---|---|\n", level)
 	for _, s := range r.Scores {
-		gdp, mu := "n/a", "n/a" // a pure-eps audit computes no Gaussian-DP bound: not a 0
+		gdp, mu, fdp := "n/a", "n/a", "n/a" // a pure-eps audit computes no Gaussian-DP bound: not a 0
 		if s.Result.Mechanism == string(privacy.Gaussian) {
-			gdp, mu = fmtG(s.Result.EpsilonLBGDP), fmtG(s.Result.MuGDP)
+			gdp, mu, fdp = fmtG(s.Result.EpsilonLBGDP), fmtG(s.Result.MuGDP), fmtG(s.Result.EpsilonLBFDP)
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", s.Name, fmtG(s.Result.EpsilonLBCP), gdp, mu, verdictOf(s.Result.Checks()))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", s.Name, fmtG(s.Result.EpsilonLBCP), gdp, mu, fdp, verdictOf(s.Result.Checks()))
 	}
 }
 

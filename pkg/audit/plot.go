@@ -22,7 +22,8 @@ import (
 // name.png and name.svg): the region below the (eps, delta) curve that the claim forbids
 // (shaded), its boundary AllowedFNR, for a Gaussian claim also the mu-GDP curves at MuClaimed
 // (the claim's mu) and at MuGDP (the mu fitted to the trials, behind the GDP lower bound),
-// each labelled with its mu, the empirical (FPR, FNR) curve of the trials (Result.Curve, when
+// each labelled with its mu, the mu-GDP curve the f-DP statistic rejects (at MuFDP) with the
+// corners of its tests' joint regions (open circles), the empirical (FPR, FNR) curve of the trials (Result.Curve, when
 // Options.CurvePoints > 0), and the bounded tests (FPR_up, FNR_up) that gave the CP and the
 // GDP lower bounds, one marker each. A point of the empirical
 // curve inside the shaded region is a violation seen by the point estimates; the verdict uses
@@ -31,7 +32,7 @@ func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 	if r == nil {
 		return nil, errors.New("audit: plot: nil result")
 	}
-	gdp := fmt.Sprintf("GDP %.3g", r.EpsilonLBGDP)
+	gdp := fmt.Sprintf("GDP %.3g, f-DP %.3g", r.EpsilonLBGDP, r.EpsilonLBFDP)
 	if r.Mechanism == string(privacy.Laplace) {
 		gdp = "GDP n/a (pure eps)"
 	}
@@ -81,6 +82,13 @@ func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 		}
 	}
 
+	if len(r.FDP) > 0 && r.MuFDP > 0 {
+		if err := addGDPCurve(p, r.MuFDP, figure.Color(2), figure.Dashed,
+			fmt.Sprintf("mu-GDP the f-DP statistic rejects (lower bound), mu = %.4g", r.MuFDP)); err != nil {
+			return nil, err
+		}
+	}
+
 	if len(r.Curve) > 0 {
 		e := make(plotter.XYs, len(r.Curve))
 		for i, c := range r.Curve {
@@ -101,6 +109,15 @@ func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 	}
 	if r.GDP != nil {
 		if err := addTestPoint(p, *r.GDP, draw.PlusGlyph{}, "test giving the GDP bound (FPR_up, FNR_up)"); err != nil {
+			return nil, err
+		}
+	}
+	for i, f := range r.FDP {
+		name := "f-DP test: corner of its joint region"
+		if i > 0 {
+			name = "" // one legend entry for the f-DP tests
+		}
+		if err := addTestPoint(p, Bound{FPRUpper: f.FPRCorner, FNRUpper: f.FNRCorner}, draw.CircleGlyph{}, name); err != nil {
 			return nil, err
 		}
 	}
@@ -134,7 +151,9 @@ func addTestPoint(p *plot.Plot, b Bound, shape draw.GlyphDrawer, name string) er
 	}
 	sc.Shape, sc.Radius, sc.Color = shape, vg.Points(5), color.Black
 	p.Add(sc)
-	p.Legend.Add(name, sc)
+	if name != "" {
+		p.Legend.Add(name, sc)
+	}
 	return nil
 }
 

@@ -27,6 +27,8 @@ func TestTradeoffLabelsBothMu(t *testing.T) {
 		fmt.Sprintf("mu-GDP of the claim, mu = %.4g", r.MuClaimed),
 		fmt.Sprintf("mu-GDP fitted to the trials (lower bound), mu = %.4g", r.MuGDP),
 		"test giving the CP bound", "test giving the GDP bound",
+		fmt.Sprintf("mu-GDP the f-DP statistic rejects (lower bound), mu = %.4g", r.MuFDP),
+		"f-DP test: corner of its joint region", "empirical (4000+4000 trials)",
 	} {
 		if !strings.Contains(string(svg), want) {
 			t.Errorf("the figure does not say %q", want)

@@ -11,7 +11,7 @@ import (
 
 // verdictSentence matches the words of one verdict comparison: "eps_lb_cp = 0.55 <= eps = 1:
 // consistent". Every report (report.md and the printed table) states each comparison so.
-var verdictSentence = regexp.MustCompile(`(eps_lb_cp|eps_lb_gdp) = (\S+) (<=|>) eps = (\S+): (consistent|violation)`)
+var verdictSentence = regexp.MustCompile(`(eps_lb_cp|eps_lb_gdp|eps_lb_fdp) = (\S+) (<=|>) eps = (\S+): (consistent|violation)`)
 
 // wordsCase is a hand-made report: its numbers, and the verdict they must give.
 type wordsCase struct {
@@ -41,11 +41,12 @@ func handReport(c wordsCase) *GameReport {
 		r := &Result{EpsilonClaimed: c.eps, Delta: 0.01, Mechanism: c.mechanism, EpsilonLBCP: cp, Confidence: 0.975}
 		if c.mechanism == "gaussian" {
 			r.EpsilonLBGDP, r.MuGDP, r.MuClaimed = gdp, mu, 0.533
+			r.EpsilonLBFDP, r.MuFDP = gdp, mu
 			r.GDP = &Bound{Mu: mu}
 		} else {
 			r.Delta = 0
 		}
-		r.Verdict = verdictOf(boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.EpsilonClaimed, r.Confidence, c.mechanism == "gaussian"))
+		r.Verdict = verdictOf(boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.EpsilonLBFDP, r.EpsilonClaimed, r.Confidence, c.mechanism == "gaussian"))
 		return r
 	}
 	r := &GameReport{Scenario: c.name, Kind: "cloud-control", Engine: EngineFast, Seed: 1, Trials: 5000, Steps: 100,
@@ -57,7 +58,7 @@ func handReport(c wordsCase) *GameReport {
 			{Name: ScoreProjection, Result: res(c.cp/2, c.gdp/2, 0.2)},
 			{Name: ScoreLLR, Result: res(c.cp, c.gdp, 0.4754)},
 		},
-		EpsilonLBCP: c.cp, EpsilonLBGDP: c.gdp, Score: ScoreLLR,
+		EpsilonLBCP: c.cp, EpsilonLBGDP: c.gdp, EpsilonLBFDP: c.gdp, Score: ScoreLLR,
 	}
 	if c.mechanism == "gaussian" {
 		r.MuGDP, r.MuClaimed = 0.4754, 0.533
@@ -76,7 +77,7 @@ func checkVerdictWords(t *testing.T, text string, r *GameReport, want string) in
 	t.Helper()
 	m := verdictSentence.FindAllStringSubmatch(text, -1)
 	require.NotEmpty(t, m, "no verdict comparison stated in:\n%s", text)
-	bounds := map[string]float64{"eps_lb_cp": r.EpsilonLBCP, "eps_lb_gdp": r.EpsilonLBGDP}
+	bounds := map[string]float64{"eps_lb_cp": r.EpsilonLBCP, "eps_lb_gdp": r.EpsilonLBGDP, "eps_lb_fdp": r.EpsilonLBFDP}
 	seen := map[string]bool{}
 	anyViolation := false
 	for _, s := range m {
@@ -107,8 +108,10 @@ func checkVerdictWords(t *testing.T, text string, r *GameReport, want string) in
 	require.True(t, seen["eps_lb_cp"], "the Clopper-Pearson comparison is stated")
 	if r.Mechanism == "gaussian" {
 		require.True(t, seen["eps_lb_gdp"], "the Gaussian-DP comparison is stated")
+		require.True(t, seen["eps_lb_fdp"], "the f-DP comparison is stated")
 	} else {
 		require.False(t, seen["eps_lb_gdp"], "a pure-eps audit has no Gaussian-DP bound to compare")
+		require.False(t, seen["eps_lb_fdp"], "a pure-eps audit has no f-DP bound to compare")
 	}
 	require.Equal(t, want == Violation, anyViolation, "the verdict follows from the comparisons")
 	return len(m)
@@ -139,7 +142,7 @@ func TestMarkdownVerdictWords(t *testing.T) {
 				require.Contains(t, md, "| n/a |")
 			}
 			if c.wantVerdict == Violation && c.cp <= c.eps {
-				require.Contains(t, md, "rests on eps_lb_gdp alone")
+				require.Contains(t, md, "rests on the Gaussian-DP bounds alone (eps_lb_gdp and eps_lb_fdp)")
 			}
 			// Each score's verdict word is its own numbers' comparison, at its stated level.
 			require.Contains(t, md, "verdict (this score alone, at confidence 0.975)")
@@ -173,7 +176,7 @@ func TestBoundChecksDecide(t *testing.T) {
 		v, eps float64
 		want   bool
 	}{{0.5, 1, false}, {1, 1, false}, {1.0000001, 1, true}, {3, 1, true}, {0, 0.5, false}} {
-		ch := boundChecks(c.v, 0, c.eps, 0.95, false)
+		ch := boundChecks(c.v, 0, 0, c.eps, 0.95, false)
 		require.Len(t, ch, 1)
 		require.Equal(t, c.want, ch[0].Violated, "%v vs %v", c.v, c.eps)
 		cmp := ch[0].Comparison()

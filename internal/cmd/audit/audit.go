@@ -57,8 +57,10 @@ structured noise). From the scores the auditor bounds the error rates of thresho
 Clopper-Pearson intervals and derives eps_lb_cp = the larger of ln((1 - delta - FNR_up)/FPR_up)
 and ln((1 - delta - FPR_up)/FNR_up) (a lower bound on eps for any mechanism) and, for Gaussian noise,
 eps_lb_gdp from the Gaussian-DP fit mu_gdp (kappa(eps_lb_gdp, mu_gdp) = delta; a lower bound only if
-the trade-off curve is Gaussian). All bounds of all scores hold jointly at the confidence level.
-Verdict: violation when eps_lb_cp > eps or eps_lb_gdp > eps (the claimed eps), else consistent (no
+the trade-off curve is Gaussian), and eps_lb_fdp from the f-DP statistic (a joint confidence region
+of both error rates of a test instead of two separate bounds; the same assumption, tighter; docs/math.md
+section 6.1). All bounds of all scores hold jointly at the confidence level.
+Verdict: violation when eps_lb_cp, eps_lb_gdp or eps_lb_fdp > eps (the claimed eps), else consistent (no
 evidence against the claim - not a proof); the output states each comparison.
 
 Composition (docs/math.md section 9): with --episodes-per-trial K each trial plays K episodes of
@@ -155,7 +157,7 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.Float64Var(&o.Confidence, "confidence", 0, "joint confidence level of every reported bound, in (0, 1); default the scenario's audit.confidence, else 0.95")
 	fs.StringVar(&seed, "seed", "", "run seed (uint64): the noise of episode e and the challenger's bits; default the scenario's seed, else drawn from crypto/rand (reported)")
 	fs.StringVar(&o.Out, "out", "", "output directory for audit.json, report.md and the trade-off plot (PNG and SVG); nothing is written without it")
-	fs.BoolVar(&o.JSON, "json", false, "print one JSON object on stdout (epsilon_claimed, delta, epsilon_lb_cp, epsilon_lb_gdp, mu_gdp, trials, engine, verdict, pair, adjacencies, scores, seed, ...) instead of the table")
+	fs.BoolVar(&o.JSON, "json", false, "print one JSON object on stdout (epsilon_claimed, delta, epsilon_lb_cp, epsilon_lb_gdp, mu_gdp, epsilon_lb_fdp, mu_fdp, trials, engine, verdict, pair, adjacencies, scores, seed, ...) instead of the table")
 	fs.IntVar(&o.Workers, "workers", 0, "fast engine: goroutines playing trials (0 = every core); the result does not depend on it")
 	fs.StringVar(&o.NATSURL, "nats-url", "", "wire engine and --dispatch: NATS server URL (default $NATS_URL; if both are empty an embedded server is started on a random loopback port)")
 	fs.BoolVar(&o.FailOnViolation, "fail-on-violation", false, "exit with status 3 when the verdict is violation (default: exit 0 whatever the verdict)")
@@ -298,6 +300,8 @@ type Output struct {
 	EpsilonLBCP    float64             `json:"epsilon_lb_cp"`
 	EpsilonLBGDP   float64             `json:"epsilon_lb_gdp"`
 	MuGDP          float64             `json:"mu_gdp"`
+	EpsilonLBFDP   float64             `json:"epsilon_lb_fdp"`
+	MuFDP          float64             `json:"mu_fdp"`
 	Points         []*audit.GameReport `json:"points"`
 }
 
@@ -595,11 +599,12 @@ func sweepOutput(name, verdict string, conf float64, reports []*audit.GameReport
 		Confidence: conf, ConfidencePerPoint: reports[0].Confidence, Points: reports}
 	best := -1.0
 	for _, r := range reports {
-		ratio := math.Max(r.EpsilonLBCP, r.EpsilonLBGDP) / r.Claimed()
+		ratio := math.Max(r.EpsilonLBCP, math.Max(r.EpsilonLBGDP, r.EpsilonLBFDP)) / r.Claimed()
 		if ratio > best {
 			best = ratio
 			o.WorstPoint, o.EpsilonClaimed, o.Delta = r.Scenario, r.EpsilonClaimed, r.Delta
 			o.EpsilonLBCP, o.EpsilonLBGDP, o.MuGDP = r.EpsilonLBCP, r.EpsilonLBGDP, r.MuGDP
+			o.EpsilonLBFDP, o.MuFDP = r.EpsilonLBFDP, r.MuFDP
 		}
 	}
 	return o
@@ -662,7 +667,8 @@ func printTable(w io.Writer, reports []*audit.GameReport, out string) {
 		for _, s := range r.Scores {
 			line := fmt.Sprintf("eps_lb_cp %s", g(s.Result.EpsilonLBCP))
 			if r.Mechanism == string(privacy.Gaussian) {
-				line += fmt.Sprintf(", eps_lb_gdp %s (mu_gdp %s, fitted to the trials)", g(s.Result.EpsilonLBGDP), g(s.Result.MuGDP))
+				line += fmt.Sprintf(", eps_lb_gdp %s (mu_gdp %s, fitted to the trials), eps_lb_fdp %s (mu_fdp %s)",
+					g(s.Result.EpsilonLBGDP), g(s.Result.MuGDP), g(s.Result.EpsilonLBFDP), g(s.Result.MuFDP))
 			}
 			mark := ""
 			if s.Name == r.Score {

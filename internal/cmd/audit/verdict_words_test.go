@@ -14,7 +14,7 @@ import (
 )
 
 // verdictComparison matches one comparison of a verdict as the reports state it.
-var verdictComparison = regexp.MustCompile(`(eps_lb_cp|eps_lb_gdp) = (\S+) (<=|>) eps = (\S+): (consistent|violation)`)
+var verdictComparison = regexp.MustCompile(`(eps_lb_cp|eps_lb_gdp|eps_lb_fdp) = (\S+) (<=|>) eps = (\S+): (consistent|violation)`)
 
 // requireVerdictWords holds the comparisons stated in text to the report r of audit.json: the
 // numbers are r's, the operator holds between them and gives the result word, and the
@@ -24,10 +24,10 @@ func requireVerdictWords(t *testing.T, where, text string, r *audit.GameReport) 
 	m := verdictComparison.FindAllStringSubmatch(text, -1)
 	want := 1
 	if r.Mechanism == "gaussian" {
-		want = 2
+		want = 3
 	}
 	require.Len(t, m, want, "%s: one comparison per bound:\n%s", where, text)
-	bounds := map[string]float64{"eps_lb_cp": r.EpsilonLBCP, "eps_lb_gdp": r.EpsilonLBGDP}
+	bounds := map[string]float64{"eps_lb_cp": r.EpsilonLBCP, "eps_lb_gdp": r.EpsilonLBGDP, "eps_lb_fdp": r.EpsilonLBFDP}
 	violation := false
 	for _, s := range m {
 		v, err := strconv.ParseFloat(s[2], 64)
@@ -83,8 +83,8 @@ func TestPrintedVerdictWords(t *testing.T) {
 			requireVerdictWords(t, "printed verdict", line, r)
 			verdictPart := string(md)[:strings.Index(string(md), "| | |")]
 			requireVerdictWords(t, "report.md", verdictPart, r)
-			require.Equal(t, c.wantGDPOnly, strings.Contains(line, "rests on eps_lb_gdp alone"), line)
-			require.Equal(t, c.wantGDPOnly, strings.Contains(string(md), "rests on eps_lb_gdp alone"))
+			require.Equal(t, c.wantGDPOnly, strings.Contains(line, "rests on the Gaussian-DP bounds alone"), line)
+			require.Equal(t, c.wantGDPOnly, strings.Contains(string(md), "rests on the Gaussian-DP bounds alone"))
 			if r.Mechanism == "gaussian" {
 				require.Contains(t, stdout, "mu_claimed")
 				require.Contains(t, string(md), "mu_claimed = ")
