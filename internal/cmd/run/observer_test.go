@@ -34,7 +34,10 @@ func TestObserverWatchesTheRun(t *testing.T) {
 	st, err := os.Stat(ctxFile)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "it holds a password")
-	require.Contains(t, l.stderr.String(), "watch: nats --context "+ctxFile+" sub 'dpsim.>'", "the exact command, printed at start")
+	// printed right after the server started (the file is written a moment before)
+	watch := "watch: nats --context " + ctxFile + " sub 'dpsim.>'"
+	require.Eventually(t, func() bool { return strings.Contains(l.stderr.String(), watch) }, 10*time.Second, 10*time.Millisecond,
+		"the exact command, printed at start: %s", l.stderr.String())
 	require.Contains(t, l.stderr.String(), c.URL)
 
 	errs := make(chan error, 16)
