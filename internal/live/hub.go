@@ -152,6 +152,7 @@ type Hub struct {
 	timeline func() []report.TimelineEvent
 	status   string
 	err      string
+	endAt    time.Time // when the run ended (Finish)
 	ended    chan struct{}
 	cache    jsonCache
 }
@@ -275,7 +276,7 @@ func (h *Hub) Finish(status, err string) {
 	if h.status != "running" {
 		return
 	}
-	h.status, h.err = status, err
+	h.status, h.err, h.endAt = status, err, time.Now()
 	h.seq++
 	close(h.ended)
 }

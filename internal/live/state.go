@@ -9,13 +9,21 @@ import (
 // it before the lock is released).
 func (h *Hub) snapshot() *State {
 	st := &State{Info: h.info, Status: h.status, Error: h.err, Point: h.point, Done: append([]int(nil), h.done...),
-		Episodes: h.series, Processes: h.procs, Links: []LinkRow{}}
+		Episodes: h.series, Processes: make([]*Proc, 0, len(h.procs)), Links: []LinkRow{}}
+	for _, p := range h.procs { // copies: ProcessDone rewrites them
+		c := *p
+		st.Processes = append(st.Processes, &c)
+	}
 	for k, n := range h.done {
 		st.EpisodesDone += n
 		st.StepsDone += n * h.info.Points[k].Steps
 	}
 	st.EpisodesTotal = h.info.Runs * len(h.info.Points)
-	st.ElapsedSec = time.Since(h.start).Seconds()
+	if h.endAt.IsZero() {
+		st.ElapsedSec = time.Since(h.start).Seconds()
+	} else {
+		st.ElapsedSec = h.endAt.Sub(h.start).Seconds()
+	}
 	if h.played > 0 && h.status == "running" {
 		rate := float64(h.played) / time.Since(h.first).Seconds() // episodes per second
 		left := float64(st.EpisodesTotal-st.EpisodesDone) / rate
