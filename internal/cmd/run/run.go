@@ -534,6 +534,7 @@ func (l *launcher) runNATS(ctx context.Context) error {
 		sc.Host, sc.Port, _ = splitListen(l.o.Listen) // checked by parseOptions
 	}
 	sc.ObserverFile = filepath.Join(l.o.Out, ObserverFile)
+	sc.Monitor = l.o.NATSMonitor
 	srv, err := launch.StartServer(sc)
 	if err != nil {
 		return err
@@ -570,6 +571,9 @@ func (l *launcher) announceServer(srv *launch.Server) {
 	}
 	fmt.Fprintf(l.stderr, "dpsim run: NATS server %s (embedded, until the run ends); watch: nats --context %s sub 'dpsim.>'\n",
 		srv.URL, srv.ObserverFile)
+	if srv.MonitorURL != "" {
+		fmt.Fprintf(l.stderr, "dpsim run: NATS monitoring %s/varz (also /connz, /healthz; until the run ends)\n", srv.MonitorURL)
+	}
 }
 
 // runNATSPoints runs the points not done yet, one after the other, each with its own processes
