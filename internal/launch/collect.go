@@ -49,6 +49,21 @@ type CollectOptions struct {
 	// Keep also returns every merged record in Collected: memory then grows with the
 	// episodes (tests and short hand-driven runs).
 	Keep bool
+	// Watch, if set, sees each merged record of the traced episodes as it is written to
+	// Trace (nothing when Trace is nil): the live view of a run (internal/live). It changes
+	// nothing that is written.
+	Watch RecordWatcher
+	// Point is the point's index handed to Watch.
+	Point int
+}
+
+// RecordWatcher sees the merged records of a point's traced episodes as the collector writes
+// them, in episode and step order, from the goroutine that merges (one at a time). A record
+// and its slices are views valid during the call only: a watcher copies what it keeps, and
+// must be cheap (it runs inside the merge).
+type RecordWatcher interface {
+	Control(point int, r *trace.ControlRecord)
+	Consensus(point int, r *trace.ConsensusRecord)
 }
 
 // TracePath is the trace file, in a point's process directory dir, of the process of role r
@@ -266,13 +281,17 @@ func (c *Collector) mergeControl(open func(*Proc) io.Reader) error {
 	if c.o.Keep {
 		keep = &f.out.Control
 	}
+	var watch func(*trace.ControlRecord)
+	if w, pt := c.o.Watch, c.o.Point; w != nil {
+		watch = func(r *trace.ControlRecord) { w.Control(pt, r) }
+	}
 	mergeErr := trace.MergeControlStreams(p.Steps, p.Reference, plant, cloud, eve, func(recs []trace.ControlRecord, missing []trace.Missing) error {
 		for i := range recs {
 			var ms []trace.Missing
 			if i == 0 {
 				ms = missing
 			}
-			if err := foldRecord(f, &recs[i], ms, tw, keep, func(r *trace.ControlRecord) (*int, int, []float64) { return &r.Episode, r.Step, r.X },
+			if err := foldRecord(f, &recs[i], ms, tw, keep, watch, func(r *trace.ControlRecord) (*int, int, []float64) { return &r.Episode, r.Step, r.X },
 				(*trace.ControlRecord).Clone, c.acc.AddControl, c.acc.Discard); err != nil {
 				return err
 			}
@@ -310,8 +329,12 @@ func (c *Collector) mergeConsensus(open func(*Proc) io.Reader) error {
 	if c.o.Keep {
 		keep = &f.out.Consensus
 	}
+	var watch func(*trace.ConsensusRecord)
+	if w, pt := c.o.Watch, c.o.Point; w != nil {
+		watch = func(r *trace.ConsensusRecord) { w.Consensus(pt, r) }
+	}
 	mergeErr := trace.MergeConsensusStreams(p.Graph.N, p.Steps, agents, names, eve, func(r *trace.ConsensusRecord, missing []trace.Missing) error {
-		return foldRecord(f, r, missing, tw, keep, func(r *trace.ConsensusRecord) (*int, int, []float64) { return &r.Episode, r.Step, r.X },
+		return foldRecord(f, r, missing, tw, keep, watch, func(r *trace.ConsensusRecord) (*int, int, []float64) { return &r.Episode, r.Step, r.X },
 			(*trace.ConsensusRecord).Clone, c.acc.AddConsensus, c.acc.Discard)
 	})
 	if tw != nil {
@@ -391,14 +414,15 @@ type folder struct {
 }
 
 // foldRecord handles one merged record of either kind; the records of an episode come in step
-// order 0..T. It writes a kept episode's records to the trace, keeps a copy in memory when asked
+// order 0..T. It writes a kept episode's records to the trace (and hands them to watch, if
+// set), keeps a copy in memory when asked
 // (keep non-nil), and hands the records of an episode to the accumulator (add) under the next
 // consecutive number - the fast engine's order - as they come: an episode found incomplete
 // (a record without X) is discarded there (drop) and listed instead. meta gives a record's
 // episode and step fields and its state X (nil when a piece is missing); the record's slices
 // may be views valid during the call only.
 func foldRecord[R trace.ControlRecord | trace.ConsensusRecord](f *folder, rec *R, missing []trace.Missing, tw *trace.Writer[R],
-	keep *[]R, meta func(*R) (ep *int, step int, x []float64), clone func(*R) R, add func(*R) error, drop func(ep int)) error {
+	keep *[]R, watch func(*R), meta func(*R) (ep *int, step int, x []float64), clone func(*R) R, add func(*R) error, drop func(ep int)) error {
 	epp, step, x := meta(rec)
 	ep := *epp
 	if step == 0 {
@@ -429,6 +453,9 @@ func foldRecord[R trace.ControlRecord | trace.ConsensusRecord](f *folder, rec *R
 			return err
 		}
 		f.out.TraceRecords++
+		if watch != nil {
+			watch(rec)
+		}
 		if unfinished {
 			f.unfinishedRecords++
 		}

@@ -32,6 +32,11 @@ type PlayOptions struct {
 	Started time.Time
 	// Progress, if set, is called with the episodes of each group played.
 	Progress func(episodes int)
+	// Watch, if set, sees the merged records of the traced episodes as they are written to
+	// Trace (CollectOptions.Watch); Ready, if set, is called with the names of the point's
+	// processes once every one of them is ready (the live view: internal/live).
+	Watch RecordWatcher
+	Ready func(procs []string)
 	// Checkpoint, if set, is called when episodes 0..episodes-1 are folded by col (and written
 	// to Trace): after each group of episodes in flight collected (final false; a group is
 	// complete or not done at all, so a resumed point starts after the last complete group)
@@ -103,6 +108,7 @@ func PlayPoint(ctx context.Context, cfg SessionConfig, o PlayOptions) (*PointOut
 	copts := CollectOptions{}
 	if o.Trace != nil {
 		copts.Trace, copts.TraceEpisodes = o.Trace.f, o.TraceEpisodes
+		copts.Watch, copts.Point = o.Watch, cfg.PointIndex
 	}
 	cfg.Timeline.AddStatic(cfg.PointIndex, &cfg.Plan.Scenario.Faults)
 	sess, col, runErr := playEpisodes(ctx, cfg, copts, o)
@@ -156,6 +162,13 @@ func playEpisodes(ctx context.Context, cfg SessionConfig, copts CollectOptions, 
 	sess, runErr = StartSession(ctx, cfg)
 	if runErr != nil {
 		return sess, nil, runErr
+	}
+	if o.Ready != nil {
+		names := make([]string, 0, len(sess.procs))
+		for _, pr := range sess.Procs() {
+			names = append(names, pr.Name)
+		}
+		o.Ready(names)
 	}
 	if col, runErr = sess.NewCollector(copts); runErr != nil {
 		return sess, col, runErr

@@ -36,6 +36,9 @@ type ServerConfig struct {
 	// ConnectRetry is how long an external server that cannot be reached is retried (the
 	// embedded one is up: never).
 	ConnectRetry time.Duration
+	// Monitor, when set, is the address host:port of the embedded server's HTTP monitoring
+	// endpoint (a cluster's first member; bus.EmbeddedOptions.Monitor).
+	Monitor string
 	// ObserverFile, when set, is where the embedded server's read-only observer account is
 	// written as a NATS CLI context (bus.ObserverUser, bus.WriteObserverContext); Close
 	// removes it with the server. An external server's accounts are its own: none is written.
@@ -54,6 +57,8 @@ type Server struct {
 	TLSMode string
 	// ObserverFile is the observer's NATS CLI context (ServerConfig.ObserverFile; "": none).
 	ObserverFile string
+	// MonitorURL is the embedded server's monitoring endpoint (ServerConfig.Monitor; "": none).
+	MonitorURL string
 
 	users        []map[string]bus.User // users[k]: the accounts of point k's processes (nil: none)
 	launchers    []*bus.User           // launchers[k]: point k's launcher account (nil: none)
@@ -112,7 +117,7 @@ func (s *Server) startEmbedded(c ServerConfig) error {
 		}
 		all = append(all, observer)
 	}
-	opts := bus.EmbeddedOptions{Users: all, Host: c.Host, Port: c.Port}
+	opts := bus.EmbeddedOptions{Users: all, Host: c.Host, Port: c.Port, Monitor: c.Monitor}
 	removeTLS := func() {}
 	if c.AutoTLS {
 		var err error
@@ -129,7 +134,7 @@ func (s *Server) startEmbedded(c ServerConfig) error {
 			removeTLS()
 			return err
 		}
-		s.Cluster, s.Embedded, s.URL = cl, cl.Members[0], cl.URLs()
+		s.Cluster, s.Embedded, s.URL, s.MonitorURL = cl, cl.Members[0], cl.URLs(), cl.Members[0].MonitorURL()
 		s.stop = func() { cl.Shutdown(); removeTLS() }
 		return nil
 	}
@@ -138,7 +143,7 @@ func (s *Server) startEmbedded(c ServerConfig) error {
 		removeTLS()
 		return err
 	}
-	s.Embedded, s.URL = srv, srv.URL()
+	s.Embedded, s.URL, s.MonitorURL = srv, srv.URL(), srv.MonitorURL()
 	s.stop = func() { srv.Shutdown(); removeTLS() }
 	return nil
 }

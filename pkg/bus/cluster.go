@@ -44,6 +44,9 @@ func StartCluster(n int, base EmbeddedOptions) (*Cluster, error) {
 		o.ServerName = fmt.Sprintf("%s-%d", name, i)
 		o.Cluster = &ClusterOptions{Name: name + "-cluster"}
 		if i > 0 {
+			o.Monitor = "" // the first member's monitoring only: one address
+		}
+		if i > 0 {
 			o.Cluster.Routes = []string{c.Members[0].RouteURL()}
 		}
 		m, err := StartEmbedded(o)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,9 @@ type EmbeddedOptions struct {
 	TLS TLSFiles
 	// Cluster, when set, makes the server a cluster member (see StartCluster).
 	Cluster *ClusterOptions
+	// Monitor, when set, is the address host:port (port 0: a free one) of the server's own
+	// HTTP monitoring endpoint (/varz, /connz, /healthz, ...: nats-server's monitoring).
+	Monitor string
 
 	violations *violationLog // kept across Restart
 }
@@ -51,7 +55,8 @@ type Embedded struct {
 	opts      EmbeddedOptions
 	url       string
 	port      int
-	routePort int // 0: not clustered
+	routePort int    // 0: not clustered
+	monitor   string // the monitoring endpoint's host:port ("": none)
 }
 
 // StartEmbedded starts a nats-server in this process and waits until it accepts clients.
@@ -87,6 +92,13 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	for _, u := range opts.Users {
 		sopts.Users = append(sopts.Users, u.serverUser())
 	}
+	if opts.Monitor != "" {
+		host, port, err := monitorAddr(opts.Monitor)
+		if err != nil {
+			return nil, err
+		}
+		sopts.HTTPHost, sopts.HTTPPort = host, port
+	}
 	if opts.TLS.Cert != "" {
 		tc, err := serverTLS(opts.TLS)
 		if err != nil {
@@ -117,10 +129,20 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	if !srv.ReadyForConnections(opts.ReadyTimeout) {
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		return nil, fmt.Errorf("bus: embedded NATS server on %s:%d not ready within %v (port in use?)",
-			opts.Host, opts.Port, opts.ReadyTimeout)
+		what := "port in use?"
+		if opts.Monitor != "" {
+			what = "port or monitoring port " + opts.Monitor + " in use?"
+		}
+		return nil, fmt.Errorf("bus: embedded NATS server on %s:%d not ready within %v (%s)",
+			opts.Host, opts.Port, opts.ReadyTimeout, what)
 	}
 	e := &Embedded{srv: srv, opts: opts, url: srv.ClientURL()}
+	if opts.Monitor != "" {
+		if a := srv.MonitorAddr(); a != nil {
+			e.monitor = a.String()
+			e.opts.Monitor = e.monitor // a restart serves it where it was
+		}
+	}
 	if addr, ok := srv.Addr().(*net.TCPAddr); ok {
 		e.port = addr.Port
 	}
@@ -145,6 +167,35 @@ func (e *Embedded) URL() string { return e.url }
 
 // Port is the TCP port the server listens on.
 func (e *Embedded) Port() int { return e.port }
+
+// MonitorURL is the base URL of the server's HTTP monitoring endpoint, e.g.
+// "http://127.0.0.1:8222" ("" without EmbeddedOptions.Monitor): /varz, /connz, /healthz.
+func (e *Embedded) MonitorURL() string {
+	if e.monitor == "" {
+		return ""
+	}
+	return "http://" + e.monitor
+}
+
+// monitorAddr parses EmbeddedOptions.Monitor into nats-server's HTTPHost and HTTPPort (a free
+// port for 0, which nats-server would read as "off").
+func monitorAddr(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("bus: monitoring address %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bus: monitoring address %q: port %q: want 0..65535", addr, p)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	return host, port, nil
+}
 
 // server returns the underlying server (this package's cluster checks and tests; the NATS
 // types stay inside pkg/bus).

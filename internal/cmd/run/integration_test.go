@@ -227,6 +227,7 @@ type procSummary struct {
 	ID                  int                  `json:"id"`
 	PID                 int                  `json:"pid"`
 	Name                string               `json:"name"`
+	Point               int                  `json:"point"`
 	Agents              []int                `json:"agents"`
 	ExitCode            int                  `json:"exit_code"`
 	Status              string               `json:"status"`

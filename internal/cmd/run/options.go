@@ -20,7 +20,7 @@ import (
 )
 
 const synopsis = `dpsim run SCENARIO [--out DIR] [--seed N] [--nats-url URL] [--mode lockstep|realtime] [--period D]
-                 [--engine nats|fast] [--runs N] [--inflight K] [--trace-episodes N] [--timeout D] [--agents-per-process K] [--json]
+                 [--ui[=ADDR] [--ui-hold D]] [--engine nats|fast] [--runs N] [--inflight K] [--trace-episodes N] [--timeout D] [--agents-per-process K] [--json]
                  [--engine fast --dispatch [--spawn-workers N] [--worker-listen ADDR]]
        dpsim run --resume OUT [--nats-url URL]`
 
@@ -137,7 +137,13 @@ type Options struct {
 	Farm farm.Flags
 	// Roles are --role: the users' programs that play roles in place of dpsim's.
 	Roles launch.Programs
-	flags *flag.FlagSet // the parsed flags (what was given: the resume state records it)
+	// UI is --ui: the live view's address ("": none; DefaultUIAddr for --ui alone), and UIHold
+	// how long it stays up after the run.
+	UI     string
+	UIHold time.Duration
+	// NATSMonitor is --nats-monitor: the embedded server's HTTP monitoring address ("": none).
+	NATSMonitor string
+	flags       *flag.FlagSet // the parsed flags (what was given: the resume state records it)
 }
 
 // parseOptions parses the flags and the SCENARIO argument of `dpsim run` and checks them: each on
@@ -182,6 +188,9 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	if err := o.Farm.Check(o.Engine == "fast", "--engine fast"); err != nil {
 		return nil, err
 	}
+	if err := o.checkUI(); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -224,6 +233,9 @@ func defineFlags(fs *flag.FlagSet, o *Options, seed, mode, budget *string) {
 	o.Roles = launch.Programs{}
 	fs.Func("role", "ENDPOINT=COMMAND: start COMMAND (through sh) in place of dpsim's own process ENDPOINT (cloud.0, plant.0, eavesdropper.0, agent.<first agent of a host>), with the arguments after the role name and the environment dpsim's own would get; it must follow docs/protocol.md, and every problem it causes is named with it (repeatable; NATS engine, not with --attach)", o.Roles.ParseProgram)
 	o.Farm.Define(fs)
+	fs.Var(uiFlag{&o.UI}, "ui", uiHelp)
+	fs.StringVar(&o.NATSMonitor, "nats-monitor", "", "serve the embedded NATS server's own HTTP monitoring (/varz, /connz, /healthz, /subsz, ...) on host:port (port 0: a free one; an empty host is 127.0.0.1), printed at the start, until the run ends; with --cluster, its first server's; not with an external server (--nats-url)")
+	fs.DurationVar(&o.UIHold, "ui-hold", 0, "with --ui: keep the live view up this long after the run ended (its final state and /metrics; Ctrl-C ends it sooner)")
 	fs.StringVar(&o.Resume, "resume", "", "continue the run whose outputs are in this directory (its "+ResumeFile+": a run killed, failed or interrupted before every episode completed) from its last completed episode and sweep point, with the results of an uninterrupted run; SCENARIO and the flags that decide the results may be left out (given, they must be the run's); the NATS connection and TLS flags are not recorded and are given again. --engine fast resumes at the last completed point")
 }
 
@@ -273,8 +285,15 @@ func (o *Options) checkProcesses() error {
 		return cli.UsageError("--attach waits for role processes; the fast engine has none (drop --engine fast)")
 	case o.AttachTimeout <= 0:
 		return cli.UsageError("--attach-timeout %v: must be > 0", o.AttachTimeout)
+	case o.NATSMonitor != "" && (bus.ResolveURL(o.NATSURL) != "" || o.Engine == "fast"):
+		return cli.UsageError("--nats-monitor serves the embedded NATS server's monitoring: not with an external server (--nats-url or $%s: use its own monitoring) nor --engine fast", bus.EnvURL)
 	case o.Listen != "" && (bus.ResolveURL(o.NATSURL) != "" || o.Cluster > 1):
 		return cli.UsageError("--listen is the address of the one embedded server: not with --nats-url or --cluster")
+	}
+	if o.NATSMonitor != "" {
+		if _, _, err := splitListen(o.NATSMonitor); err != nil {
+			return cli.UsageError("--nats-monitor %q: %v", o.NATSMonitor, err)
+		}
 	}
 	if o.Listen != "" {
 		if _, _, err := splitListen(o.Listen); err != nil {

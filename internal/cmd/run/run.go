@@ -22,6 +22,7 @@ import (
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/farm"
 	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/internal/live"
 	"github.com/dpsim/dpsim/internal/rss"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
@@ -82,6 +83,8 @@ type launcher struct {
 	tl      *launch.Timeline
 	resume  resumer
 	farm    *farm.Coordinator // --dispatch: the workers' coordinator (nil: in-process)
+	hub     *live.Hub         // --ui: the live view's state (nil: none)
+	ui      *live.Server
 }
 
 // Execute runs the scenario with parsed options until done or ctx ends (then it stops the
@@ -92,6 +95,10 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	if err := l.prepare(); err != nil {
 		return err
 	}
+	if err := l.startUI(); err != nil {
+		return err
+	}
+	defer l.stopUI(ctx) // after the outputs: the live view's end agrees with summary.json
 	runErr := l.runAll(ctx)
 	l.sum.ElapsedSec = time.Since(l.started).Seconds()
 	l.sum.LauncherMaxRSSBytes, _ = rss.Peak()
@@ -392,6 +399,7 @@ func (l *launcher) runAll(ctx context.Context) error {
 }
 
 func (l *launcher) tick(n int) {
+	l.hub.Progress(n)
 	if l.bar != nil {
 		_ = l.bar.Add(n)
 	}
@@ -436,6 +444,7 @@ func (l *launcher) addPoint(ps PointSummary, res *metrics.Results) {
 		ps.Point = res.Point
 	}
 	l.sum.Points = append(l.sum.Points, ps)
+	l.hubPoint(ps.Index, ps, res)
 	if len(l.points) == 1 {
 		l.sum.Metrics = res
 		return
@@ -463,6 +472,7 @@ func (l *launcher) runFast(ctx context.Context) error {
 		}
 		start := time.Now()
 		done := 0
+		l.hub.BeginPoint(k)
 		opts := engine.Options{Runs: l.runs, AgentsPerHost: l.o.AgentsPerProcess, Progress: func(d, _ int) { l.tick(d - done); done = d }}
 		ps := PointSummary{Index: k, Name: l.points[k].Name, Requested: l.runs}
 		ps.setGuarantee(p)
@@ -473,6 +483,9 @@ func (l *launcher) runFast(ctx context.Context) error {
 				return err
 			}
 			opts.TraceEpisodes, opts.TraceSink = t, out.Write
+			if l.hub != nil {
+				opts.TraceSink = func(tr *trace.Traces) error { l.hub.Traces(k, tr); return out.Write(tr) }
+			}
 		}
 		res, _, err := l.fastPoint(ctx, k, p, opts)
 		el := time.Since(start)
@@ -522,6 +535,7 @@ func (l *launcher) runNATS(ctx context.Context) error {
 		sc.Host, sc.Port, _ = splitListen(l.o.Listen) // checked by parseOptions
 	}
 	sc.ObserverFile = filepath.Join(l.o.Out, ObserverFile)
+	sc.Monitor = l.o.NATSMonitor
 	srv, err := launch.StartServer(sc)
 	if err != nil {
 		return err
@@ -558,6 +572,9 @@ func (l *launcher) announceServer(srv *launch.Server) {
 	}
 	fmt.Fprintf(l.stderr, "dpsim run: NATS server %s (embedded, until the run ends); watch: nats --context %s sub 'dpsim.>'\n",
 		srv.URL, srv.ObserverFile)
+	if srv.MonitorURL != "" {
+		fmt.Fprintf(l.stderr, "dpsim run: NATS monitoring %s/varz (also /connz, /healthz; until the run ends)\n", srv.MonitorURL)
+	}
 }
 
 // runNATSPoints runs the points not done yet, one after the other, each with its own processes
@@ -582,6 +599,7 @@ func (l *launcher) runNATSPoints(ctx context.Context, exe string, srv *launch.Se
 			StartTimeout: l.startTimeout(), Inflight: l.o.Inflight, Programs: l.o.Roles, KeepSecrets: l.o.KeepSecrets,
 		}
 		srv.Configure(&cfg, k)
+		l.hub.BeginPoint(k)
 		n, el, err := l.runPoint(ctx, k, p, cfg)
 		steps += n * p.Steps
 		busy += el
@@ -651,7 +669,7 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg launch
 	}
 	po, runErr := launch.PlayPoint(ctx, cfg, launch.PlayOptions{
 		Runs: l.runs, Start: first, Folded: acc, FoldedLinks: l.resume.replayed[k],
-		TraceEpisodes: l.traced(), Trace: out, Started: start, Progress: l.tick,
+		TraceEpisodes: l.traced(), Trace: out, Started: start, Progress: l.tick, Watch: l.watcher(), Ready: l.hubReady(k),
 		Checkpoint: func(episodes int, col *launch.Collector, final bool) { l.checkpoint(k, episodes, col, out, final) },
 	})
 	if po == nil { // the processes did not start
@@ -793,6 +811,7 @@ func (l *launcher) addProcess(pr launch.ProcOutcome, point int, rel string, atta
 		l.sum.Stale[key] = r.Stale
 	}
 	l.sum.Timing.add(ps)
+	l.hubProcess(ps)
 }
 
 // processKey is the key of a process in summary.json's invalid map.

@@ -1,0 +1,147 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/internal/live"
+	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/metrics"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// DefaultUIAddr is where --ui alone serves the live view: loopback, a free port.
+const DefaultUIAddr = "127.0.0.1:0"
+
+// uiFlag is --ui: given alone (a boolean flag) it is DefaultUIAddr, --ui=ADDR serves on ADDR
+// and --ui=false (the default) serves nothing.
+type uiFlag struct{ addr *string }
+
+func (f uiFlag) String() string {
+	if f.addr == nil {
+		return ""
+	}
+	return *f.addr
+}
+
+func (f uiFlag) IsBoolFlag() bool { return true }
+
+func (f uiFlag) Set(s string) error {
+	switch s {
+	case "true":
+		*f.addr = DefaultUIAddr
+	case "false", "":
+		*f.addr = ""
+	default:
+		host, port, err := net.SplitHostPort(s)
+		if err != nil {
+			return fmt.Errorf("want --ui or --ui=HOST:PORT: %v", err)
+		}
+		if host == "" { // the page shows the plant's true state: loopback unless asked
+			host = "127.0.0.1"
+		}
+		*f.addr = net.JoinHostPort(host, port)
+	}
+	return nil
+}
+
+const uiHelp = "serve a live view of the run while it goes: --ui alone serves on 127.0.0.1 at a free port, --ui=HOST:PORT there (an empty host is 127.0.0.1; 0.0.0.0 shows the plant's true state to the network). The URL is printed on stderr at the start. The page (/) plots the latest traced episodes (see --trace-episodes), links, processes and the timeline; /api/state is its JSON, /events its Server-Sent Events, /metrics Prometheus metrics. It stops when the run ends (see --ui-hold)"
+
+// checkUI checks the live view's flags.
+func (o *Options) checkUI() error {
+	switch {
+	case o.UIHold < 0:
+		return cli.UsageError("--ui-hold %v: must be >= 0", o.UIHold)
+	case o.UIHold > 0 && o.UI == "":
+		return cli.UsageError("--ui-hold keeps the live view up after the run: give --ui")
+	}
+	return nil
+}
+
+// startUI starts the live view of --ui (nothing without it) and says its URL on stderr.
+func (l *launcher) startUI() error {
+	if l.o.UI == "" {
+		return nil
+	}
+	info := live.Info{Scenario: l.scn.Name, Kind: string(l.scn.Kind), Engine: l.o.Engine, Mode: l.sum.Mode, Runs: l.runs}
+	for k, p := range l.plans {
+		pi := live.PointInfo{Name: l.points[k].Name, Steps: p.Steps}
+		if l.points[k].Kind == scenario.Consensus && p.Graph != nil {
+			pi.Bound = float64(p.Graph.N) * p.NoiseVariance() // Proposition 1 (metrics.ConsensusMetrics.Prop1Bound)
+		}
+		info.Points = append(info.Points, pi)
+	}
+	l.hub = live.NewHub(info, l.started)
+	l.hub.SetTimeline(l.tl.Sorted)
+	srv, err := live.Serve(l.o.UI, l.hub)
+	if err != nil {
+		return cli.UsageError("--ui %s: %v", l.o.UI, err)
+	}
+	l.ui = srv
+	fmt.Fprintf(l.stderr, "dpsim run: live view %s (until the run ends; metrics %smetrics)\n", srv.URL(), srv.URL())
+	return nil
+}
+
+// stopUI ends the live view when the run ended with status: after --ui-hold (or Ctrl-C).
+func (l *launcher) stopUI(ctx context.Context) {
+	if l.hub == nil {
+		return
+	}
+	l.hub.Finish(l.sum.Status, l.sum.Error)
+	if l.o.UIHold > 0 && ctx.Err() == nil {
+		fmt.Fprintf(l.stderr, "dpsim run: live view %s stays up for %v (--ui-hold; Ctrl-C ends it)\n", l.ui.URL(), l.o.UIHold)
+		select {
+		case <-ctx.Done():
+		case <-time.After(l.o.UIHold):
+		}
+	}
+	_ = l.ui.Close()
+}
+
+// watcher is the hub as the collector's record watcher (nil without --ui).
+func (l *launcher) watcher() launch.RecordWatcher {
+	if l.hub == nil {
+		return nil
+	}
+	return l.hub
+}
+
+// hubReady marks point k's processes ready on the live view (nil without --ui).
+func (l *launcher) hubReady(k int) func([]string) {
+	if l.hub == nil {
+		return nil
+	}
+	return func(names []string) { l.hub.Ready(k, names) }
+}
+
+// hubPoint gives the live view point k's final counts.
+func (l *launcher) hubPoint(k int, ps PointSummary, res *metrics.Results) {
+	if l.hub == nil {
+		return
+	}
+	if res != nil {
+		l.hub.PointDone(k, ps.Episodes, res.Links)
+	} else {
+		l.hub.PointDone(k, ps.Episodes, nil)
+	}
+}
+
+// hubProcess gives the live view what a process of a finished point reported.
+func (l *launcher) hubProcess(ps ProcessSummary) {
+	if l.hub == nil {
+		return
+	}
+	state := ps.Status
+	if state == "" {
+		state = contract.StatusOK
+	}
+	l.hub.ProcessDone(live.Proc{Point: ps.Point, Name: ps.Name, State: state, Error: ps.Error, ExitCode: ps.ExitCode,
+		PeakRSSBytes: ps.MaxRSSBytes, Episodes: ps.Episodes, Steps: ps.Steps, Disconnects: ps.Conn.Disconnects,
+		Reconnects: ps.Conn.Reconnects, AsyncErrors: ps.Conn.AsyncErrors, SlowConsumers: uint64(ps.SlowConsumerDropped),
+		Invalid: ps.Invalid.ByReason, Missed: ps.Timing.Missed, Overruns: ps.Timing.Overruns,
+		JitterMaxSec: ps.Timing.Jitter.Max.Seconds()})
+}

@@ -1,0 +1,303 @@
+package run_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/pkg/fault"
+)
+
+// syncBuffer is a command's output read while it runs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// liveRun is a dpsim run started with its stderr readable while it runs.
+type liveRun struct {
+	cmd    *exec.Cmd
+	stderr syncBuffer
+	done   chan struct{} // closed when the process ended
+}
+
+func startLive(t *testing.T, args ...string) *liveRun {
+	t.Helper()
+	l := &liveRun{cmd: exec.Command(dpsimBin, args...), done: make(chan struct{})}
+	l.cmd.Stdout, l.cmd.Stderr = io.Discard, &l.stderr
+	l.cmd.Env = append(os.Environ(), "NATS_URL=")
+	require.NoError(t, l.cmd.Start())
+	go func() { _ = l.cmd.Wait(); close(l.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-l.done:
+		default:
+			_ = l.cmd.Process.Kill()
+			<-l.done
+		}
+	})
+	return l
+}
+
+// await returns the first submatch of re in stderr, waiting up to limit for it.
+func (l *liveRun) await(t *testing.T, re *regexp.Regexp, limit time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(l.stderr.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case <-l.done:
+			t.Fatalf("dpsim ended (%v) before %v on stderr:\n%s", l.cmd.ProcessState, re, l.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no %v on stderr within %v:\n%s", re, limit, l.stderr.String())
+	return ""
+}
+
+// exit waits for the run's end and returns its exit code.
+func (l *liveRun) exit(t *testing.T, limit time.Duration) int {
+	t.Helper()
+	select {
+	case <-l.done:
+	case <-time.After(limit):
+		t.Fatalf("dpsim did not finish within %v:\n%s", limit, l.stderr.String())
+	}
+	return l.cmd.ProcessState.ExitCode()
+}
+
+var uiURL = regexp.MustCompile(`live view (http://127\.0\.0\.1:\d+/) `)
+
+// liveState is the part of the live view's state the test reads.
+type liveState struct {
+	Status        string `json:"status"`
+	EpisodesDone  int    `json:"episodes_done"`
+	EpisodesTotal int    `json:"episodes_total"`
+	Episodes      []struct {
+		T []int `json:"t"`
+	} `json:"episodes"`
+	Processes []struct {
+		Key   string `json:"key"`
+		State string `json:"state"`
+	} `json:"processes"`
+}
+
+// readEvents reads the /events stream until its "end" event and returns every state in order.
+func readEvents(t *testing.T, url string) []liveState {
+	t.Helper()
+	resp, err := http.Get(url + "events")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	var states []liveState
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	event := ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			var st liveState
+			require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &st))
+			states = append(states, st)
+			if event == "end" {
+				return states
+			}
+		}
+	}
+	t.Fatalf("the event stream closed without an end event (%v) after %d states", sc.Err(), len(states))
+	return nil
+}
+
+// scrape reads /metrics.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url + "metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var p expfmt.TextParser
+	mf, err := p.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	return mf
+}
+
+// metricValue is the value of family name at the labels (name=value pairs); ok false when absent.
+func metricValue(mf map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
+	f := mf[name]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.Metric {
+		have := map[string]string{}
+		for _, lp := range m.Label {
+			have[lp.GetName()] = lp.GetValue()
+		}
+		for i := 0; i+1 < len(labels); i += 2 {
+			if have[labels[i]] != labels[i+1] {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+func metricSum(mf map[string]*dto.MetricFamily, name string) float64 {
+	var s float64
+	if f := mf[name]; f != nil {
+		for _, m := range f.Metric {
+			s += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return s
+}
+
+// TestLiveUI runs a lossy consensus sweep (8 points) with --ui: the event stream shows the
+// episodes growing while it runs and the traced episodes' series, and /metrics scraped after
+// the end (--ui-hold) agrees with summary.json: episodes, steps, every link's counters summed
+// over the points, the invalid messages by process and reason, deadline misses, peak RSS.
+func TestLiveUI(t *testing.T) {
+	out := t.TempDir()
+	l := startLive(t, "run", scenarioPath("faults-consensus-loss"), "--runs", "12", "--seed", "5", "--out", out,
+		"--ui", "--ui-hold", "2m", "--progress=false")
+	url := l.await(t, uiURL, 30*time.Second)
+	states := readEvents(t, url)
+	end := states[len(states)-1]
+	require.Equal(t, "ok", end.Status, l.stderr.String())
+	require.Equal(t, 8*12, end.EpisodesTotal)
+	require.Equal(t, end.EpisodesTotal, end.EpisodesDone)
+	var running, progress int
+	seen := map[int]bool{}
+	for _, st := range states[:len(states)-1] {
+		if st.Status == "running" {
+			running++
+		}
+		if st.EpisodesDone > 0 && st.EpisodesDone < st.EpisodesTotal {
+			progress++
+		}
+		seen[st.EpisodesDone] = true
+	}
+	require.Greater(t, running, 0, "no state while running")
+	require.Greater(t, progress, 0, "no state between the first and the last episode")
+	require.GreaterOrEqual(t, len(seen), 3, "the episodes did not grow in the stream: %v", seen)
+	require.NotEmpty(t, end.Episodes, "no traced episode")
+	require.Len(t, end.Episodes[len(end.Episodes)-1].T, 31, "steps 0..30 of the latest traced episode")
+	require.Len(t, end.Processes, 8*11)
+
+	// The run's outputs are written before the end event.
+	s := readSummary(t, out)
+	require.Equal(t, "ok", s.Status)
+	mf := scrape(t, url)
+	ep, _ := metricValue(mf, "dpsim_episodes_completed_total")
+	steps, _ := metricValue(mf, "dpsim_steps_total")
+	var episodes int
+	links := map[string]fault.LinkStats{}
+	for _, p := range s.Points {
+		episodes += p.Metrics.Runs
+		for _, lk := range p.Metrics.Links {
+			sum := links[lk.Link]
+			sum.Add(&lk)
+			links[lk.Link] = sum
+		}
+	}
+	require.Equal(t, float64(episodes), ep)
+	require.Equal(t, float64(episodes*s.Steps), steps)
+	require.NotEmpty(t, links)
+	var dropped uint64
+	for name, lk := range links {
+		for fate, want := range map[string]uint64{"sent": lk.Sent, "dropped": lk.Dropped, "delivered": lk.Delivered, "late": lk.Late, "duplicated": lk.Duplicated} {
+			got, ok := metricValue(mf, "dpsim_link_messages_total", "link", name, "fate", fate)
+			require.True(t, ok, "%s %s", name, fate)
+			require.Equal(t, float64(want), got, "%s %s", name, fate)
+		}
+		dropped += lk.Dropped
+	}
+	require.Positive(t, dropped, "a lossy scenario without a dropped message")
+	var invalid uint64
+	for key, c := range s.Invalid {
+		for reason, n := range c.ByReason {
+			got, ok := metricValue(mf, "dpsim_invalid_messages_total", "process", key, "reason", reason)
+			require.True(t, ok, "%s %s", key, reason)
+			require.Equal(t, float64(n), got, "%s %s", key, reason)
+			invalid += n
+		}
+	}
+	require.Equal(t, float64(invalid), metricSum(mf, "dpsim_invalid_messages_total"))
+	require.Equal(t, s.Timing["missed"], metricSum(mf, "dpsim_deadline_misses_total"))
+	for _, p := range s.Processes {
+		key := fmt.Sprintf("p%02d/%s", p.Point, p.Name)
+		got, ok := metricValue(mf, "dpsim_process_peak_rss_bytes", "process", key)
+		require.True(t, ok, key)
+		require.Equal(t, float64(p.MaxRSSBytes), got, key)
+	}
+	_, ok := metricValue(mf, "dpsim_run_info", "status", "ok")
+	require.True(t, ok)
+
+	require.NoError(t, l.cmd.Process.Signal(syscall.SIGINT)) // ends --ui-hold
+	require.Equal(t, 0, l.exit(t, 30*time.Second), l.stderr.String())
+}
+
+// TestNATSMonitor: --nats-monitor serves the embedded server's /healthz and /varz during the
+// run, and is refused with an external server.
+func TestNATSMonitor(t *testing.T) {
+	out := t.TempDir()
+	l := startLive(t, "run", scenarioPath("cloud-vehicle"), "--runs", "100000", "--trace-episodes", "0", "--out", out,
+		"--nats-monitor", "127.0.0.1:0", "--progress=false")
+	base := l.await(t, regexp.MustCompile(`NATS monitoring (http://127\.0\.0\.1:\d+)/varz`), 30*time.Second)
+	get := func(path string) string {
+		resp, err := http.Get(base + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(b)
+	}
+	require.Contains(t, get("/healthz"), `"ok"`)
+	require.Contains(t, get("/varz"), `"server_name": "dpsim-embedded"`)
+	require.Contains(t, get("/connz"), `"connections"`)
+	require.NoError(t, l.cmd.Process.Signal(syscall.SIGINT))
+	l.exit(t, 60*time.Second)
+
+	code, _, stderr := runDpsim(t, 30*time.Second, "run", scenarioPath("cloud-vehicle"), "--out", t.TempDir(),
+		"--nats-url", "nats://127.0.0.1:1", "--nats-monitor", "127.0.0.1:0")
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "--nats-monitor")
+}

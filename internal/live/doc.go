@@ -1,0 +1,11 @@
+// Package live is the live view of a run (dpsim run --ui): a Hub the launcher feeds as the run
+// goes - progress, the merged records of the traced episodes (thinned), per-link counters as
+// points finish, process health, the timeline of faults and exits - and the HTTP server that
+// shows it: the page (embedded, with its vendored charting library: it works offline), a JSON
+// snapshot (/api/state), Server-Sent Events (/events) and Prometheus metrics (/metrics).
+//
+// The hub is cheap when nobody looks: feeding it takes a mutex and copies a few numbers of a
+// traced record (the records of the traced episodes only, thinned to MaxPoints per episode,
+// the last MaxEpisodes episodes kept); snapshots, JSON and metrics are made when a client asks
+// for them. Its memory is bounded whatever the run's length.
+package live

@@ -1,0 +1,122 @@
+package live
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+//go:embed web
+var webFS embed.FS
+
+// The event stream's pace: a state event at most every EventInterval when the state changed,
+// and at least every HeartbeatInterval (the elapsed time and time left move on).
+const (
+	EventInterval     = 250 * time.Millisecond
+	HeartbeatInterval = 2 * time.Second
+)
+
+// Server serves a hub over HTTP:
+//
+//	/            the page (embedded: web/index.html, app.js, the vendored uPlot)
+//	/api/state   the hub's State as JSON
+//	/events      Server-Sent Events: "state" events (the State as JSON), then one "end" event
+//	             with the final state when the run ended, after which the stream closes
+//	/metrics     Prometheus text format (see metrics.go)
+type Server struct {
+	hub *Hub
+	ln  net.Listener
+	srv *http.Server
+}
+
+// Serve starts serving h on addr (host:port; port 0: a free one) in the background.
+func Serve(addr string, h *Hub) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("live view: %w", err)
+	}
+	s := &Server{hub: h, ln: ln}
+	mux := http.NewServeMux()
+	web, _ := fs.Sub(webFS, "web")
+	mux.Handle("/", http.FileServer(http.FS(web)))
+	mux.HandleFunc("/api/state", s.state)
+	mux.HandleFunc("/events", s.events)
+	mux.Handle("/metrics", promhttp.HandlerFor(h.registry(), promhttp.HandlerOpts{}))
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// URL is the page's address, e.g. http://127.0.0.1:41234/.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/" }
+
+// Close stops the server: the event streams, which end at the run's end, get a second to
+// send their last event, then every connection is closed.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		return s.srv.Close()
+	}
+	return nil
+}
+
+func (s *Server) state(w http.ResponseWriter, r *http.Request) {
+	_, b := s.hub.JSON(0)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(b)
+}
+
+// events streams the state: one event at once, then one whenever it changed (at most every
+// EventInterval), and the final state as an "end" event.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	var last uint64
+	send := func(event string) bool {
+		v, b := s.hub.JSON(HeartbeatInterval)
+		if v == last && event == "state" {
+			return true
+		}
+		last = v
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+			return false
+		}
+		fl.Flush()
+		return true
+	}
+	tick := time.NewTicker(EventInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.hub.Ended():
+			last = 0
+			send("end")
+			return
+		default:
+		}
+		if !send("state") {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.hub.Ended():
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,181 @@
+// The live view of a dpsim run: reads /events (Server-Sent Events of the launcher's state) and
+// draws the progress, the latest traced episode (uPlot), the links, the processes and the
+// timeline. window.dpsimLive holds what was drawn (the browser test reads it).
+"use strict";
+
+// The project's palette (pkg/figure: Tableau 10, colour-blind friendly).
+const PALETTE = ["rgb(31,119,180)", "rgb(214,39,40)", "rgb(44,160,44)", "rgb(255,127,14)", "rgb(148,103,189)",
+  "rgb(140,86,75)", "rgb(227,119,194)", "rgb(127,127,127)", "rgb(188,189,34)", "rgb(23,190,207)"];
+const GREY = "rgb(90,90,90)";
+
+const live = window.dpsimLive = { state: null, points: 0, plots: {}, events: 0, ended: false };
+
+function $(id) { return document.getElementById(id); }
+
+function fmtSec(s) {
+  if (s === null || s === undefined) return "?";
+  if (s < 60) return s.toFixed(1) + " s";
+  const m = Math.floor(s / 60);
+  if (m < 60) return m + " min " + Math.round(s - 60 * m) + " s";
+  return Math.floor(m / 60) + " h " + (m % 60) + " min";
+}
+
+function fmtBytes(b) { return b > 0 ? (b / (1 << 20)).toFixed(1) + " MiB" : "-"; }
+
+function renderProgress(st) {
+  $("title").textContent = "dpsim run " + st.scenario + " (" + st.kind + ", " + st.engine + ", " + st.mode + ")";
+  const s = $("status");
+  s.textContent = st.status;
+  s.className = "status " + st.status;
+  const frac = st.episodes_total > 0 ? st.episodes_done / st.episodes_total : 0;
+  $("bar").style.width = (100 * frac).toFixed(1) + "%";
+  let text = st.episodes_done + " / " + st.episodes_total + " episodes (" + (100 * frac).toFixed(0) + "%), " +
+    st.steps_done + " steps, elapsed " + fmtSec(st.elapsed_sec);
+  if (st.status === "running") text += ", time left " + fmtSec(st.remaining_sec);
+  if (st.points.length > 1) text += " - point " + (st.point + 1) + " of " + st.points.length + " (" + st.points[st.point].name + ")";
+  if (st.error) text += " - " + st.error;
+  $("progress").textContent = text;
+}
+
+// plotSpecs returns the plots of series ep: {id, title, ylabel, lines: [{label, color, dash, values}]}.
+function plotSpecs(st, ep) {
+  const comp = (i) => "[" + i + "]";
+  const specs = [];
+  if (st.kind === "consensus") {
+    const bound = st.points[ep.point] ? st.points[ep.point].bound : 0;
+    const lines = [{ label: "||x(t) - 1x*||²", color: PALETTE[0], values: ep.sq_deviation }];
+    if (bound > 0) lines.push({ label: "Prop. 1 bound", color: GREY, dash: [6, 4], values: ep.t.map(() => bound) });
+    specs.push({ id: "dev", title: "Squared deviation from consensus, against the paper's bound", lines });
+    specs.push({ id: "maxdev", title: "Largest deviation max_i |x_i(t) - x*|", lines: [{ label: "max |x_i - x*|", color: PALETTE[0], values: ep.max_abs_deviation }] });
+    specs.push({ id: "eve", title: "Eavesdropper's error ||x̂(0) - x(0)|| (gaps: not identifiable yet)", lines: [{ label: "error", color: PALETTE[1], values: ep.eve_error }] });
+    return specs;
+  }
+  const x = [];
+  (ep.x || []).forEach((v, i) => x.push({ label: "x" + comp(i), color: PALETTE[i], values: v }));
+  (ep.ref || []).forEach((v, i) => x.push({ label: "x_r" + comp(i), color: PALETTE[i], dash: [6, 4], values: v }));
+  specs.push({ id: "x", title: "True state x(t) (solid) and reference x_r(t) (dashed)", lines: x });
+  const e = [];
+  (ep.eve_x0 || []).forEach((v, i) => e.push({ label: "x̂(0)" + comp(i), color: PALETTE[i], values: v }));
+  (ep.x0 || []).forEach((v, i) => e.push({ label: "x(0)" + comp(i), color: PALETTE[i], dash: [6, 4], values: ep.t.map(() => v) }));
+  specs.push({ id: "eve", title: "Eavesdropper's estimate of x(0) (solid) against the true x(0) (dashed)", lines: e });
+  specs.push({ id: "err", title: "Tracking error ||x(t) - x_r(t)|| and eavesdropper's error ||x̂(0) - x(0)||", lines: [
+    { label: "tracking error", color: PALETTE[0], values: ep.tracking_error },
+    { label: "eavesdropper's error", color: PALETTE[1], values: ep.eve_error }] });
+  return specs;
+}
+
+function plotWidth() { return Math.max(320, Math.min(540, window.innerWidth - 80)); }
+
+function drawPlot(spec, t) {
+  const key = spec.lines.map((l) => l.label).join("|");
+  let p = live.plots[spec.id];
+  if (p && p.key !== key) {
+    p.u.destroy();
+    p.div.remove();
+    p = null;
+  }
+  const data = [t].concat(spec.lines.map((l) => l.values || t.map(() => null)));
+  if (!p) {
+    const div = document.createElement("div");
+    div.className = "plot";
+    const h = document.createElement("h3");
+    h.textContent = spec.title;
+    div.appendChild(h);
+    $("plots").appendChild(div);
+    const opts = {
+      width: plotWidth(), height: 240,
+      scales: { x: { time: false } },
+      axes: [{ label: "step t" }, {}],
+      series: [{ label: "t" }].concat(spec.lines.map((l) => ({ label: l.label, stroke: l.color, width: 1.5, dash: l.dash, spanGaps: false }))),
+    };
+    p = live.plots[spec.id] = { key, div, u: new uPlot(opts, data, div) };
+  } else {
+    p.u.setData(data);
+  }
+}
+
+function renderEpisode(st) {
+  const eps = st.episodes || [];
+  if (eps.length === 0) return;
+  const ep = eps[eps.length - 1];
+  let title = "Episode " + ep.episode + (st.points.length > 1 ? " of point " + st.points[ep.point].name : "");
+  title += ep.complete ? "" : " (in progress)";
+  $("episode-title").textContent = "Latest traced episode: " + title;
+  $("episode-note").textContent = "Merged records, " + ep.t.length + " steps shown" + (eps.length > 1 ? "; episodes kept: " + eps.map((e) => e.episode).join(", ") : "") + ".";
+  for (const spec of plotSpecs(st, ep)) drawPlot(spec, ep.t);
+  live.points = ep.t.length;
+}
+
+function fillTable(id, head, rows, bad) {
+  const t = $(id);
+  t.textContent = "";
+  const tr = t.insertRow();
+  head.forEach((h, i) => {
+    const th = document.createElement("th");
+    th.textContent = h;
+    if (i === 0 || h === "process" || h === "state" || h === "event" || h === "detail" || h === "link") th.className = "l";
+    tr.appendChild(th);
+  });
+  rows.forEach((r, k) => {
+    const row = t.insertRow();
+    if (bad && bad[k]) row.className = "bad";
+    r.forEach((v, i) => {
+      const td = row.insertCell();
+      td.textContent = v === undefined || v === null ? "" : String(v);
+      if (typeof v === "string") td.className = "l";
+    });
+  });
+  if (rows.length === 0) t.insertRow().insertCell().textContent = "none yet";
+}
+
+function renderLinks(st) {
+  const multi = st.points.length > 1;
+  const head = (multi ? ["point"] : []).concat(["link", "sent", "dropped", "delivered", "late", "duplicated", "delayed", "expired", "lost", "gaps", "conflicts"]);
+  const rows = st.links.map((l) => (multi ? [l.point] : []).concat([l.link, l.sent, l.dropped, l.delivered, l.late, l.duplicated, l.delayed, l.expired, l.lost || 0, l.gaps, l.conflicts || 0]));
+  fillTable("links", head, rows, st.links.map((l) => (l.conflicts || 0) > 0));
+}
+
+function renderProcs(st) {
+  const head = ["process", "state", "exit", "peak RSS", "episodes", "steps", "invalid", "missed", "disconnects", "reconnects"];
+  const rows = st.processes.map((p) => {
+    const inv = Object.entries(p.invalid || {}).map(([k, v]) => k + " " + v).join(", ");
+    return [p.key, p.state, p.finished ? p.exit_code : "", fmtBytes(p.peak_rss_bytes), p.finished ? p.episodes : "",
+      p.finished ? p.steps : "", inv || (p.finished ? "0" : ""), p.finished ? p.missed : "", p.finished ? p.disconnects : "", p.finished ? p.reconnects : ""];
+  });
+  fillTable("procs", head, rows, st.processes.map((p) => p.state !== "ready" && p.state !== "ok"));
+}
+
+function renderTimeline(st) {
+  const tl = st.timeline || [];
+  const rows = tl.map((e) => [e.sec.toFixed(2) + " s", e.point, e.episode >= 0 ? e.episode : "", e.step >= 0 ? e.step : "", e.proc || "", e.event, e.detail || ""]);
+  fillTable("timeline", ["time", "point", "episode", "step", "process", "event", "detail"], rows, null);
+}
+
+function render(st) {
+  live.state = st;
+  live.events++;
+  renderProgress(st);
+  renderEpisode(st);
+  renderLinks(st);
+  renderProcs(st);
+  renderTimeline(st);
+}
+
+function connect() {
+  const es = new EventSource("events");
+  es.addEventListener("state", (e) => render(JSON.parse(e.data)));
+  es.addEventListener("end", (e) => {
+    live.ended = true;
+    render(JSON.parse(e.data));
+    es.close(); // the run ended: the stream does not come back
+  });
+  es.onerror = () => {
+    if (!live.ended) {
+      const s = $("status");
+      s.textContent = "disconnected (retrying)";
+      s.className = "status disconnected";
+    }
+  };
+}
+
+connect();
