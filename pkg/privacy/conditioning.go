@@ -135,7 +135,10 @@ func ModelConditioning(A, C *mat.Dense, base Sensitivity, costPerEval float64, e
 	default:
 		out.Note = fmt.Sprintf("perturbation figure not computed: one recomputation costs %.3g flops, the budget is %.3g flops", costPerEval, float64(PerturbationBudget))
 	}
-	if len(dirs) > 0 && base.Value > 0 {
+	if !(base.Value > 0) {
+		dirs, out.Note = nil, "perturbation figure not computed: no sensitivity value to compare with"
+	}
+	if len(dirs) > 0 {
 		out.Perturbation = 0
 		for _, p := range dirs {
 			out.Directions++
