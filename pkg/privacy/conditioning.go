@@ -195,6 +195,9 @@ func percent(x float64) string {
 	if math.IsInf(x, 1) {
 		return "an unbounded amount (a perturbed model is refused)"
 	}
+	if 100*x >= 1000 {
+		return fmt.Sprintf("%.0f%%", 100*x)
+	}
 	return fmt.Sprintf("%.3g%%", 100*x)
 }
 
