@@ -49,20 +49,28 @@ func (p *Plan) Conditioning() privacy.Conditioning {
 	return privacy.ModelConditioning(p.ModelA, p.ModelC, p.Sensitivity, cost, eval)
 }
 
-// NoiseFreeFinalSqError is (x_i(T) - x_r,i(T))^2 for each state component i of the plan's closed
-// loop run with zero noise: the same plant, x(0), controller, observer, xhat(0) and reference, the
-// plant publishing y(t) = C x(t) exactly. It is deterministic, the error the control would have
-// without privacy, against which the run's tracking error measures what the noise costs.
-// Cloud control only.
-func (p *Plan) NoiseFreeFinalSqError() ([]float64, error) {
+// NoiseFree is the tracking error of the plan's closed loop run with zero noise.
+type NoiseFree struct {
+	// Final[i] is (x_i(T) - x_r,i(T))^2.
+	Final []float64
+	// Avg[i] is the time-averaged (1/(T+1)) sum_{t=0..T} (x_i(t) - x_r,i(t))^2: the transient the
+	// controller is designed to achieve (metrics.ControlMetrics.AvgSqError without noise).
+	Avg []float64
+}
+
+// NoiseFreeTracking runs the plan's closed loop with zero noise: the same plant, x(0), controller,
+// observer, xhat(0) and reference, the plant publishing y(t) = C x(t) exactly. It is deterministic,
+// the error the control would have without privacy, against which the run's tracking error measures
+// what the noise costs. Cloud control only.
+func (p *Plan) NoiseFreeTracking() (NoiseFree, error) {
 	if p.Scenario == nil || p.Scenario.Kind != scenario.CloudControl || p.System == nil {
-		return nil, fmt.Errorf("plan: the noise-free tracking error needs a cloud-control plan")
+		return NoiseFree{}, fmt.Errorf("plan: the noise-free tracking error needs a cloud-control plan")
 	}
 	var x0, xhat0 []float64
 	if pl := p.Scenario.Plant; pl != nil && pl.X0 != nil {
 		x0 = append([]float64(nil), pl.X0...)
 		if err := p.System.CheckState(x0); err != nil {
-			return nil, fmt.Errorf("plan: x0: %w", err)
+			return NoiseFree{}, fmt.Errorf("plan: x0: %w", err)
 		}
 	}
 	if c := p.Scenario.Controller; c != nil && c.Xhat0 != nil {
@@ -70,28 +78,32 @@ func (p *Plan) NoiseFreeFinalSqError() ([]float64, error) {
 	}
 	ctl, err := dynamics.NewObserverController(p.System, p.K, p.L, p.Reference, xhat0)
 	if err != nil {
-		return nil, fmt.Errorf("plan: noise-free run: %w", err)
+		return NoiseFree{}, fmt.Errorf("plan: noise-free run: %w", err)
 	}
 	plant := dynamics.NewPlant(p.System, x0)
+	nx := p.System.Nx()
 	y := make([]float64, p.System.Ny())
 	u := make([]float64, p.System.Nu())
-	for t := 0; t < p.Steps; t++ {
+	xr := make([]float64, nx)
+	out := NoiseFree{Final: make([]float64, nx), Avg: make([]float64, nx)}
+	for t := 0; ; t++ {
+		if p.Reference != nil {
+			p.Reference.At(t, xr)
+		}
+		for i, x := range plant.State() {
+			d := x - xr[i]
+			if math.IsNaN(d) || math.IsInf(d, 0) {
+				return NoiseFree{}, fmt.Errorf("plan: the noise-free closed loop diverges (x_%d(%d) = %v)", i, t, x)
+			}
+			out.Avg[i] += d * d / float64(p.Steps+1)
+			out.Final[i] = d * d
+		}
+		if t == p.Steps {
+			break
+		}
 		plant.Output(y)
 		ctl.Step(t, y, u)
 		plant.Step(u)
-	}
-	nx := p.System.Nx()
-	xr := make([]float64, nx)
-	if p.Reference != nil {
-		p.Reference.At(p.Steps, xr)
-	}
-	out := make([]float64, nx)
-	for i, x := range plant.State() {
-		d := x - xr[i]
-		out[i] = d * d
-		if math.IsNaN(d) || math.IsInf(d, 0) {
-			return nil, fmt.Errorf("plan: the noise-free closed loop diverges (x_%d(T) = %v)", i, x)
-		}
 	}
 	return out, nil
 }
