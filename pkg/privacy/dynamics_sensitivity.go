@@ -179,7 +179,7 @@ func (m *dynamicsModel) sensitivity(adj Adjacency, norm int, budget int64, value
 			return Sensitivity{}, fmt.Errorf("manifold sensitivity of the dynamics: no valid index set")
 		}
 		s := Sensitivity{Adjacency: Manifold, Norm: norm, Value: res.best, Worst: sp.worstFromCircuit(res),
-			Evaluated: res.evaluated, Circuits: res.circuits}
+			Evaluated: res.evaluated, Circuits: res.circuits, MinDet: res.minDet}
 		if collect {
 			s.Constraints = res.constraint.vecs
 		}
@@ -271,7 +271,10 @@ func (m *dynamicsModel) block(norm int, value func([]float64) float64, param fun
 	wp.Diff[wp.Coordinate] = 1
 	wp.Param = make([]float64, r)
 	param(wp.Param, bestZ)
-	s := Sensitivity{Adjacency: Block, Norm: norm, Value: best, Worst: wp, Evaluated: int64(T), Circuits: int64(T)}
+	// Free set x(t): |det D_{d_j}| = |det A^t| = |det A|^t, smallest at t = 0 or t = T-1.
+	detA := math.Abs(mat.Det(m.A))
+	s := Sensitivity{Adjacency: Block, Norm: norm, Value: best, Worst: wp, Evaluated: int64(T), Circuits: int64(T),
+		MinDet: math.Min(1, math.Pow(detA, float64(T-1)))}
 	if collect {
 		s.Constraints = cons.vecs
 	}

@@ -41,6 +41,14 @@ type Sensitivity struct {
 	Constraints [][]float64
 	Evaluated   int64 // index sets / subsets examined (the cost)
 	Circuits    int64 // distinct circuits (manifold) or nonsingular index sets (brute force, block) that gave a value
+	// MinDet is the smallest |det D_{d_j}| over the index sets the sensitivity kept (those it judged
+	// nonsingular), a measure of how close the calibration comes to a singular free set: a tiny one
+	// makes Psi_j (eq. 5), hence the sensitivity, large and sensitive to rounding of the model. For the
+	// dynamics D is eq. (20) as written, [A -I 0 ...; 0 A -I ...], whose complementary minors give
+	// |det D_{d_j}| = |det (D_perp)_S| (S the free set, D_perp = [I; A; ...; A^{T-1}]); for
+	// ManifoldSensitivity it is D with orthonormal rows (|det D_{d_j}| = |det N_S| for an orthonormal
+	// kernel basis N); for BruteForceSensitivity it is D as given. 0 when not computed.
+	MinDet float64
 }
 
 func checkNorm(norm int) error {
@@ -171,12 +179,14 @@ type circuitResult struct {
 	bestNiz    float64
 	evaluated  int64
 	circuits   int64
+	minDet     float64 // smallest |det N_S| over the kept free sets S = R ∪ {i} (+Inf when none)
 	constraint *constraintSet
 }
 
 // nullWork is scratch space for the Householder null vector of k-1 rows of length k.
 type nullWork struct {
 	a, v, beta []float64
+	vol        float64 // after nullVec: the (k-1)-volume of the row-normalised N_R, prod |R_jj|
 }
 
 func newNullWork(k int) *nullWork {
@@ -190,6 +200,7 @@ func (w *nullWork) nullVec(sp *circuitSpec, idx []int, z []float64) bool {
 	k := sp.k
 	km := len(idx)
 	a := w.a
+	w.vol = 1
 	for j, ri := range idx {
 		nr := sp.rowNorm[ri]
 		if nr == 0 {
@@ -211,6 +222,7 @@ func (w *nullWork) nullVec(sp *circuitSpec, idx []int, z []float64) bool {
 		if alpha <= pivotTol {
 			return false
 		}
+		w.vol *= alpha
 		if col[j] > 0 {
 			alpha = -alpha
 		}
@@ -313,14 +325,17 @@ func enumerateCircuits(sp *circuitSpec) circuitResult {
 	for i, nr := range sp.rowNorm {
 		sp.thresh[i] = zeroTol * nr
 	}
-	res := circuitResult{best: -1, bestI: -1}
+	res := circuitResult{best: -1, bestI: -1, minDet: math.Inf(1)}
 	if sp.collect {
 		res.constraint = newConstraintSet()
 	}
 	w := newNullWork(k)
 	z := make([]float64, k)
 	gz := make([]float64, sp.r)
-	seen := map[string]struct{}{}
+	// seen maps a circuit to its smallest nonzero |N_i z| (0: no kept coordinate): every R reaching
+	// it gives free sets R ∪ {i} with |det N_{R ∪ {i}}| = vol(N_R) |N_i z| (z a unit normal of N_R),
+	// smallest at that i, so the smallest kept |det| needs only the volume of each R.
+	seen := map[string]float64{}
 	var keyBuf []byte
 	idx := make([]int, k-1)
 	for j := range idx {
@@ -336,9 +351,12 @@ func enumerateCircuits(sp *circuitSpec) circuitResult {
 			if k > 1 {
 				key, _ = directionKey(z, 1<<40, keyBuf)
 			}
-			if _, dup := seen[key]; !dup {
-				seen[key] = struct{}{}
+			minNiz, dup := seen[key]
+			if !dup {
+				seen[key] = 0
 				if i, niz, ok := sp.minSupport(z); ok {
+					seen[key] = math.Abs(niz)
+					minNiz = math.Abs(niz)
 					res.circuits++
 					val := sp.value(z) / math.Abs(niz)
 					if sp.collect {
@@ -355,6 +373,15 @@ func enumerateCircuits(sp *circuitSpec) circuitResult {
 						res.bestZ = append(res.bestZ[:0], z...)
 						res.bestNiz = niz
 					}
+				}
+			}
+			if minNiz > 0 {
+				vol := w.vol
+				for _, ri := range idx {
+					vol *= sp.rowNorm[ri]
+				}
+				if d := vol * minNiz; d < res.minDet {
+					res.minDet = d
 				}
 			}
 		}
@@ -459,6 +486,7 @@ func ManifoldSensitivity(p Problem, norm int, budget int64) (Sensitivity, error)
 		Constraints: res.constraint.vecs,
 		Evaluated:   res.evaluated,
 		Circuits:    res.circuits,
+		MinDet:      res.minDet,
 	}, nil
 }
 
@@ -556,6 +584,9 @@ func sensitivityOverFreeSets(p Problem, norm int, freeSets [][]int) (Sensitivity
 			lu.Factorize(Dd)
 			if c := lu.Cond(); !(c < condLimit) {
 				continue
+			}
+			if d := math.Abs(lu.Det()); out.MinDet == 0 || d < out.MinDet {
+				out.MinDet = d
 			}
 		}
 		out.Circuits++

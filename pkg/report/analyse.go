@@ -10,6 +10,7 @@ import (
 
 	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/privacy"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
@@ -24,9 +25,10 @@ type pointInfo struct {
 	axis   int // index into run.axisLabels
 	series int // index into run.seriesLabels
 
-	calInfo  string   // calibration statement that is not a check (baselines without guarantee)
-	naiveEps float64  // iid-naive: the eps actually achieved over the T releases
-	resInfo  []string // result lines that are not checks
+	cond     *privacy.Conditioning // how fragile the sensitivity is (nil: no plan)
+	calInfo  string                // calibration statement that is not a check (baselines without guarantee)
+	naiveEps float64               // iid-naive: the eps actually achieved over the T releases
+	resInfo  []string              // result lines that are not checks
 }
 
 // run is the analysed Input.
@@ -188,6 +190,7 @@ func (r *run) evaluate() {
 	r.sweepComparisons()
 	r.faultChecks()
 	r.findNoiseDominance()
+	r.findConditioning()
 }
 
 // numericParam reports whether a sweep parameter takes numbers.

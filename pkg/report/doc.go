@@ -88,8 +88,13 @@
 // # Warnings and notes
 //
 // A control point whose root-mean-square tracking error at T exceeds NoiseDominance (10) times
-// the scale of the task (max |x_r(t)| and |x(0)|) is warned about, with the criterion, and the
-// verdict says so: its checks may pass while the state mostly follows the noise. A scenario
+// the scale of the task (max |x_r(t)| and |x(0)|), or whose time-averaged root-mean-square
+// tracking error exceeds 10 times that of the same loop without noise (plan.NoiseFreeTracking), is
+// warned about, with both numbers, the criterion and what to change (privacy.model,
+// privacy.adjacency, steps, the budget), and the verdict says so: its checks may pass while the
+// state mostly follows the noise. Privacy shows, per point, how fragile the sensitivity is
+// (plan.Conditioning: smallest kept |det D_dj|, change under 1e-4 relative changes of the private
+// model), and a fragile one is warned about with what to change. A scenario
 // with link faults, crashes, partitions or server restarts says at its top that FAIL lines are
 // expected (the theory assumes a lossless network). Agents, nodes and state components are
 // numbered from 0, as x0 and agent.N.

@@ -171,6 +171,9 @@ func (r *run) verdict(b *strings.Builder) {
 	if len(r.dominated) > 0 {
 		dev += "; **warning: " + r.swampWords() + "** (see Warnings)"
 	}
+	if r.anyFragile() {
+		dev += "; **warning: the sensitivity is fragile** (see Warnings)"
+	}
 	switch {
 	case len(r.checks) == 0:
 		fmt.Fprintf(b, "%s no computed checks apply to this run%s.\n\n", head, dev)
@@ -336,6 +339,9 @@ func (r *run) warnings() []string {
 		if len(p.res.IncompleteEpisodes) > 0 {
 			warn = append(warn, fmt.Sprintf("%s%d incomplete episodes were not aggregated: %s", r.prefix(p), len(p.res.IncompleteEpisodes), intList(p.res.IncompleteEpisodes, 10)))
 		}
+	}
+	if w := r.fragileWarning(); w != "" {
+		warn = append(warn, w)
 	}
 	if w := r.dominanceWarning(); w != "" {
 		warn = append(warn, w)

@@ -103,6 +103,8 @@ func (r *run) privacySection(b *strings.Builder) {
 		b.WriteString("\n")
 	}
 
+	r.conditioningLines(b)
+
 	// Calibration checks and honest statements about unsound baselines.
 	var info []string
 	for _, p := range r.points {

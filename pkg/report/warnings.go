@@ -8,12 +8,21 @@ import (
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
-// NoiseDominance is the factor of the noise-dominance warning: the noise dominates the
-// control when the root-mean-square tracking error at T exceeds NoiseDominance times the
-// scale of what the controller is asked to do (the largest |x_r(t)| over the horizon and
-// |x(0)|). The deterministic part of the error decays with the closed loop, so what is left
-// at T is the noise's doing; an error ten times the reference's size means the state mostly
-// follows the noise, whatever the checks say.
+// NoiseDominance is the factor of the noise-dominance warning. The noise dominates the control
+// when either
+//
+//   - the root-mean-square tracking error at T exceeds NoiseDominance times the scale of what the
+//     controller is asked to do (the largest |x_r(t)| over the horizon and |x(0)|): the
+//     deterministic part of the error decays with the closed loop, so what is left at T is the
+//     noise's doing, and an error ten times the reference's size means the state mostly follows
+//     the noise; or
+//   - for some state component, the run's time-averaged root-mean-square tracking error (over
+//     t = 0..T) exceeds NoiseDominance times that of the same closed loop without noise
+//     (plan.NoiseFreeTracking, computed deterministically): the noise then makes more than 99% of
+//     the mean-square error (1 - 1/10^2). The transient is the yardstick, not the noise-free error
+//     at T, which a converging loop drives to ~0. The shipped vehicle runs sit below it (about 5.6x
+//     for cloud-vehicle and 7.9x for cloud-vehicle-lqr at eps = 1: the normal price of privacy);
+//     the 3-state plants of issue 25 are at 10^5 - 10^7 x.
 const NoiseDominance = 10
 
 // noiseDominance is one point at which the noise dominates the control.
@@ -23,6 +32,22 @@ type noiseDominance struct {
 	rms   float64 // sqrt of its final mean-square error
 	scale float64 // the reference's scale
 	unit  bool    // the reference and x(0) are zero: the scale is taken as 1
+
+	// The time-averaged comparison with the noise-free loop (avgComp == "": not computed).
+	avgComp     string  // the component with the largest ratio
+	avgRMS      float64 // the run's time-averaged RMS tracking error of avgComp
+	noiseFree   float64 // the noise-free loop's
+	byScale     bool    // rms > NoiseDominance * scale
+	byNoiseFree bool    // avgRMS > NoiseDominance * noiseFree
+}
+
+// ratio is the larger of the two criteria's ratios.
+func (d noiseDominance) ratio() float64 {
+	x := d.rms / d.scale
+	if d.avgComp != "" && d.noiseFree > 0 {
+		x = math.Max(x, d.avgRMS/d.noiseFree)
+	}
+	return x
 }
 
 // findNoiseDominance records the control points whose noise dominates the control.
@@ -49,7 +74,24 @@ func (r *run) findNoiseDominance() {
 		if scale == 0 {
 			d.scale, d.unit = 1, true
 		}
-		if d.rms > NoiseDominance*d.scale {
+		d.byScale = d.rms > NoiseDominance*d.scale
+		if p.plan != nil && p.plan.System != nil {
+			if nf, err := p.plan.NoiseFreeTracking(); err == nil {
+				best := -1.0
+				for i, a := range c.AvgSqError {
+					if i >= len(nf.Avg) || a.N == 0 || !(nf.Avg[i] > 0) {
+						continue
+					}
+					if q := math.Sqrt(a.Mean / nf.Avg[i]); q > best {
+						best = q
+						d.avgComp = r.comps[min(i, len(r.comps)-1)]
+						d.avgRMS, d.noiseFree = math.Sqrt(a.Mean), math.Sqrt(nf.Avg[i])
+					}
+				}
+				d.byNoiseFree = d.avgComp != "" && d.avgRMS > NoiseDominance*d.noiseFree
+			}
+		}
+		if d.byScale || d.byNoiseFree {
 			r.dominated = append(r.dominated, d)
 		}
 	}
@@ -80,7 +122,9 @@ func referenceScale(p *pointInfo) float64 {
 // dominanceCriterion states the noise-dominance criterion in words.
 func dominanceCriterion() string {
 	return fmt.Sprintf("the noise dominates the control when the root-mean-square tracking error at T, sqrt(max_i E[(x_i(T) - x_r,i(T))^2]), "+
-		"exceeds %d x the scale of the task, max(max_t |x_r(t)|, |x(0)|) (1 when both are zero)", NoiseDominance)
+		"exceeds %d x the scale of the task, max(max_t |x_r(t)|, |x(0)|) (1 when both are zero), or when for some component i the time-averaged "+
+		"root-mean-square tracking error over t = 0..T exceeds %d x that of the same closed loop without noise (computed deterministically from the plan; "+
+		"the noise then makes more than 99%% of the mean-square error)", NoiseDominance, NoiseDominance)
 }
 
 // dominanceWarning is the Warnings entry of the noise-dominance points ("" when none).
@@ -90,7 +134,7 @@ func (r *run) dominanceWarning() string {
 	}
 	worst := r.dominated[0]
 	for _, d := range r.dominated[1:] {
-		if d.rms/d.scale > worst.rms/worst.scale {
+		if d.ratio() > worst.ratio() {
 			worst = d
 		}
 	}
@@ -111,6 +155,11 @@ func (r *run) dominanceWarning() string {
 	if worst.unit {
 		s += " (the reference and x(0) are zero: scale taken as 1)"
 	}
+	s += fmt.Sprintf(" (%s x)", num(worst.rms/worst.scale))
+	if worst.avgComp != "" {
+		s += fmt.Sprintf("; averaged over t = 0..T the root-mean-square tracking error of %s is %s against %s for the same loop without noise (%s x)",
+			worst.avgComp, num(worst.avgRMS), num(worst.noiseFree), num(worst.avgRMS/worst.noiseFree))
+	}
 	if r.sweep {
 		s += " at " + worst.point
 	}
@@ -118,8 +167,11 @@ func (r *run) dominanceWarning() string {
 	if len(r.faultsInjected()) > 0 {
 		cause = "the privacy noise and the injected faults"
 	}
-	return s + fmt.Sprintf(" (%s x). The state mostly follows %s, so passing checks say the theory holds, not that the control is useful. Criterion: %s.",
-		num(worst.rms/worst.scale), cause, dominanceCriterion())
+	return s + fmt.Sprintf(". The state mostly follows %s, so passing checks say the theory holds, not that the control is useful. "+
+		"To trade privacy for control, change `privacy.model` (protect a smaller subsystem, as the vehicle's position model A = 1, C = 1), "+
+		"`privacy.adjacency` (block: Theorem 3's index sets, a weaker guarantee), `steps` (a shorter horizon T) or the budget "+
+		"(`privacy.epsilon`, `privacy.delta`, `privacy.mu`). Criterion: %s.",
+		cause, dominanceCriterion())
 }
 
 // swampWords names the noise-dominance warning: under faults the tracking error is the noise's

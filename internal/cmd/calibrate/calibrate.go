@@ -48,7 +48,10 @@ Scenario mode: for the scenario's private model and horizon T it computes the se
 the adjacency (manifold = Definition 4 over all index sets, block = Theorem 3's T block sets),
 checks the rank condition (8), designs the noise of the scenario's kind (structured: Algorithm 1
 scalar sigma and optimal Sigma; iid-calibrated, iid-naive: per-step sigma) and prints the worst
-adjacent pair. A scenario with a sweep prints one result per point.`
+adjacent pair. It also prints how fragile the sensitivity is: the smallest |det D_dj| of the free
+sets it kept and how much it moves under 1e-4 relative changes of the private model (A, C), and
+flags FRAGILE (below 1e-6, or above 10%) with what to change: privacy.model, privacy.adjacency,
+steps. A scenario with a sweep prints one result per point.`
 
 // Run executes `dpsim calibrate` with args (without the command name).
 func Run(args []string, stdout, stderr io.Writer) error {
@@ -384,36 +387,48 @@ type WorstPairJSON struct {
 
 // ScenarioResult is the JSON of scenario mode (one per sweep point).
 type ScenarioResult struct {
-	Mode           string            `json:"mode"`
-	Scenario       string            `json:"scenario"`
-	Kind           scenario.Kind     `json:"kind"`
-	Steps          int               `json:"steps"`
-	Mechanism      privacy.Mechanism `json:"mechanism"`
-	Epsilon        float64           `json:"epsilon"`
-	Delta          float64           `json:"delta"`
-	Mu             float64           `json:"mu"`
-	Adjacency      privacy.Adjacency `json:"adjacency"`
-	Calibration    string            `json:"calibration"`
-	Noise          noise.Kind        `json:"noise"`
-	PrivateModel   map[string]any    `json:"private_model"`
-	Sensitivity    float64           `json:"sensitivity"`
-	Sigma          *float64          `json:"sigma,omitempty"` // gaussian; see scaleKeys
-	B              *float64          `json:"b,omitempty"`     // laplace
-	SigmaMatrix    [][]float64       `json:"sigma_matrix,omitempty"`
-	KappaInverse   float64           `json:"kappa_inverse,omitempty"`
-	TraceScalar    float64           `json:"trace_scalar,omitempty"`
-	TraceOptimal   float64           `json:"trace_optimal,omitempty"`
-	TraceSavedPct  float64           `json:"trace_saved_percent,omitempty"`
-	LMIViolation   float64           `json:"max_lmi_violation"`
-	RankOK         bool              `json:"rank_ok"`
-	RankError      string            `json:"rank_error,omitempty"`
-	WorstPair      *WorstPairJSON    `json:"worst_pair"`
-	Evaluated      int64             `json:"evaluated"`
-	OtherAdjacency *OtherAdjacency   `json:"other_adjacency,omitempty"`
-	GraphAlpha     float64           `json:"graph_alpha,omitempty"`
-	Point          map[string]string `json:"sweep_point,omitempty"`
-	Warnings       []string          `json:"warnings,omitempty"`
-	ComparisonNote string            `json:"comparison_note,omitempty"`
+	Mode          string            `json:"mode"`
+	Scenario      string            `json:"scenario"`
+	Kind          scenario.Kind     `json:"kind"`
+	Steps         int               `json:"steps"`
+	Mechanism     privacy.Mechanism `json:"mechanism"`
+	Epsilon       float64           `json:"epsilon"`
+	Delta         float64           `json:"delta"`
+	Mu            float64           `json:"mu"`
+	Adjacency     privacy.Adjacency `json:"adjacency"`
+	Calibration   string            `json:"calibration"`
+	Noise         noise.Kind        `json:"noise"`
+	PrivateModel  map[string]any    `json:"private_model"`
+	Sensitivity   float64           `json:"sensitivity"`
+	Sigma         *float64          `json:"sigma,omitempty"` // gaussian; see scaleKeys
+	B             *float64          `json:"b,omitempty"`     // laplace
+	SigmaMatrix   [][]float64       `json:"sigma_matrix,omitempty"`
+	KappaInverse  float64           `json:"kappa_inverse,omitempty"`
+	TraceScalar   float64           `json:"trace_scalar,omitempty"`
+	TraceOptimal  float64           `json:"trace_optimal,omitempty"`
+	TraceSavedPct float64           `json:"trace_saved_percent,omitempty"`
+	LMIViolation  float64           `json:"max_lmi_violation"`
+	RankOK        bool              `json:"rank_ok"`
+	RankError     string            `json:"rank_error,omitempty"`
+	WorstPair     *WorstPairJSON    `json:"worst_pair"`
+	Evaluated     int64             `json:"evaluated"`
+	// How fragile the sensitivity is (privacy.Conditioning): the smallest |det D_dj| it kept, its
+	// largest relative change (a fraction; null when not computed or unbounded, see
+	// sensitivity_perturbation_note) under 1e-4 relative changes of the private model (A, C), the
+	// perturbation that attains it and how many were evaluated; fragile with its reasons and what to change.
+	SensitivityMinDet        float64           `json:"sensitivity_min_det"`
+	SensitivityPerturbation  *float64          `json:"sensitivity_perturbation"`
+	SensitivityPerturbedBy   string            `json:"sensitivity_perturbed_by,omitempty"`
+	SensitivityPerturbations int               `json:"sensitivity_perturbations"`
+	PerturbationNote         string            `json:"sensitivity_perturbation_note,omitempty"`
+	Conditioning             string            `json:"conditioning"`
+	Fragile                  bool              `json:"fragile"`
+	FragileReason            string            `json:"fragile_reason,omitempty"`
+	OtherAdjacency           *OtherAdjacency   `json:"other_adjacency,omitempty"`
+	GraphAlpha               float64           `json:"graph_alpha,omitempty"`
+	Point                    map[string]string `json:"sweep_point,omitempty"`
+	Warnings                 []string          `json:"warnings,omitempty"`
+	ComparisonNote           string            `json:"comparison_note,omitempty"`
 	// Unsound: for iid-naive noise, what it is worth over all T releases.
 	NaiveSensitivityT float64            `json:"naive_sensitivity_over_T,omitempty"`
 	NaiveEpsilonT     float64            `json:"naive_epsilon_over_T,omitempty"`
@@ -518,6 +533,7 @@ func calibrateScenario(s *scenario.Scenario, opt plan.Options, episodes int) (*S
 		SeedFromFile: s.Seed, GraphAlpha: p.Alpha, Warnings: s.Warnings,
 	}
 	r.Sigma, r.B = scaleKeys(p.Mechanism, p.Scale)
+	r.setConditioning(p.Conditioning())
 	r.Calibration = string(pr.Calibration)
 	if p.Mechanism == privacy.Laplace {
 		r.Calibration = "exact"
@@ -591,6 +607,24 @@ func calibrateScenario(s *scenario.Scenario, opt plan.Options, episodes int) (*S
 	return r, nil
 }
 
+// setConditioning fills the conditioning keys.
+func (r *ScenarioResult) setConditioning(c privacy.Conditioning) {
+	r.SensitivityMinDet, r.SensitivityPerturbations = c.MinDet, c.Directions
+	if !math.IsNaN(c.Perturbation) && !math.IsInf(c.Perturbation, 0) {
+		v := c.Perturbation
+		r.SensitivityPerturbation = &v
+		r.SensitivityPerturbedBy = c.PerturbedBy
+	}
+	r.PerturbationNote = c.Note
+	if c.Err != "" {
+		r.PerturbationNote = "a perturbed model is refused: " + c.Err
+	}
+	r.Conditioning = c.Summary()
+	if c.Fragile {
+		r.Fragile, r.FragileReason = true, c.Advice()
+	}
+}
+
 // comparisonBudget caps the flops spent on the other adjacency's sensitivity (about a second).
 const comparisonBudget = 1e9
 
@@ -641,6 +675,10 @@ func printScenario(w io.Writer, r *ScenarioResult) error {
 	fmt.Fprintf(tw, "adjacency\t%s\n", r.Adjacency)
 	fmt.Fprintf(tw, "noise\t%s\n", r.Noise)
 	fmt.Fprintf(tw, "sensitivity\t%.6g\t(%s examined)\n", r.Sensitivity, plural(r.Evaluated, "index set"))
+	fmt.Fprintf(tw, "conditioning\t%s\n", r.Conditioning)
+	if r.Fragile {
+		fmt.Fprintf(tw, "FRAGILE\t%s\n", r.FragileReason)
+	}
 	if r.RankOK {
 		fmt.Fprintf(tw, "rank condition (8)\tholds\n")
 	} else {
@@ -699,11 +737,15 @@ func printSweep(w io.Writer, s *scenario.Scenario, rs []*ScenarioResult) error {
 			rank = "FAILS"
 		}
 		note := ""
-		if r.NaiveEpsilonT > 0 {
-			note = fmt.Sprintf("unsound: eps = %.4g over T", r.NaiveEpsilonT)
-		} else if r.TraceSavedPct > 0 {
-			note = fmt.Sprintf("optimal Sigma saves %.1f%% trace", r.TraceSavedPct)
+		if r.Fragile {
+			note = "FRAGILE sensitivity (see --json fragile_reason); "
 		}
+		if r.NaiveEpsilonT > 0 {
+			note += fmt.Sprintf("unsound: eps = %.4g over T", r.NaiveEpsilonT)
+		} else if r.TraceSavedPct > 0 {
+			note += fmt.Sprintf("optimal Sigma saves %.1f%% trace", r.TraceSavedPct)
+		}
+		note = strings.TrimSuffix(note, "; ")
 		fmt.Fprintf(tw, "%s\t%s\t%g\t%g\t%s\t%s\t%.6g\t%.6g\t%s\t%s\n",
 			pointLabel(r), r.Mechanism, r.Epsilon, r.Delta, r.Adjacency, r.Noise, r.Sensitivity, scaleOf(r.Sigma, r.B), rank, note)
 	}

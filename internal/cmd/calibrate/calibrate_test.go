@@ -253,3 +253,34 @@ func TestScenarioLaplaceScaleKey(t *testing.T) {
 	require.Contains(t, g, "sigma")
 	require.NotContains(t, g, "b")
 }
+
+// TestScenarioFragile: the generic ill-conditioned 3-state plant of testdata is flagged fragile with
+// its numbers, in the text and in --json; the shipped vehicle scenarios are not.
+func TestScenarioFragile(t *testing.T) {
+	path := filepath.Join("testdata", "fragile-3state.yaml")
+	m := runJSON(t, "--scenario", path)
+	require.Equal(t, true, m["fragile"])
+	require.InDelta(t, 6.11e-8, m["sensitivity_min_det"].(float64), 0.01e-8)
+	require.Greater(t, m["sensitivity_perturbation"].(float64), 10.0)
+	require.EqualValues(t, 28, m["sensitivity_perturbations"])
+	for _, w := range []string{"privacy.model", "privacy.adjacency", "steps", "< 1e-06", "> 10%"} {
+		require.Contains(t, m["fragile_reason"], w)
+	}
+	out, err := run(t, "--scenario", path)
+	require.NoError(t, err)
+	require.Contains(t, out, "smallest kept |det D_dj| = 6.11e-08; sensitivity moves by up to 18")
+	require.Contains(t, out, "% under 0.0001 relative changes of A, C (28 perturbed models)")
+	require.Contains(t, out, "FRAGILE")
+
+	for _, name := range []string{"cloud-vehicle.yaml", "cloud-vehicle-fullstate.yaml", "cloud-vehicle-lqr.yaml", "audit-vehicle-structured.yaml"} {
+		m := runJSON(t, "--scenario", scenarioPath(name))
+		require.Equal(t, false, m["fragile"], name)
+		require.NotContains(t, m, "fragile_reason", name)
+		require.Less(t, m["sensitivity_perturbation"].(float64), 0.02, name)
+		require.GreaterOrEqual(t, m["sensitivity_min_det"].(float64), 0.099, name)
+		out, err := run(t, "--scenario", scenarioPath(name))
+		require.NoError(t, err)
+		require.Contains(t, out, "conditioning")
+		require.NotContains(t, out, "FRAGILE", name)
+	}
+}
