@@ -12,7 +12,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
-// Conditioning is how fragile the plan's sensitivity is (issue 25): its smallest kept |det D_dj| and
+// Conditioning is how fragile the plan's sensitivity is: its smallest kept |det D_dj| and
 // its largest relative change when the entries of the private model (A_m, C_m) move by 1e-4
 // relative (privacy.ModelConditioning), recomputing the sensitivity the noise is calibrated with
 // (structured and none: DynamicsSensitivity; iid-calibrated: IIDSensitivity; iid-naive: one

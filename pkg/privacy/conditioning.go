@@ -9,7 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// How fragile a sensitivity is (issue 25). Definition 4's sensitivity is exact, but on a generic plant
+// How fragile a sensitivity is. Definition 4's sensitivity is exact, but on a generic plant
 // it can be set by a nearly singular free set D_{d_j}: it is then far above the block value and moves
 // a lot when the model is rounded. Conditioning measures both and says when the calibration should not
 // be trusted as written.

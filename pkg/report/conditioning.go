@@ -9,7 +9,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/privacy"
 )
 
-// findConditioning computes how fragile each point's sensitivity is (plan.Conditioning, issue 25).
+// findConditioning computes how fragile each point's sensitivity is (plan.Conditioning).
 // Points with the same private model, horizon, adjacency, noise and mechanism share one
 // computation (a sweep over the budget recomputes nothing). Plans without a sensitivity (read
 // from a plan file) have none.

@@ -22,7 +22,7 @@ import (
 //     the mean-square error (1 - 1/10^2). The transient is the yardstick, not the noise-free error
 //     at T, which a converging loop drives to ~0. The shipped vehicle runs sit below it (about 5.6x
 //     for cloud-vehicle and 7.9x for cloud-vehicle-lqr at eps = 1: the normal price of privacy);
-//     the 3-state plants of issue 25 are at 10^5 - 10^7 x.
+//     generic ill-conditioned 3-state plants are at 10^5 - 10^7 x.
 const NoiseDominance = 10
 
 // noiseDominance is one point at which the noise dominates the control.
