@@ -64,8 +64,9 @@ var OneRunAssumptions = []string{
 	"Steinke, Nasr & Jagielski 2023 (Thm 3.1, Cor. 5.4) need the transcript to be (eps, delta)-DP in each agent's canary with " +
 		"every other agent's x_j(0) held fixed at any value: that is the consensus claim (one agent's x_i(0) changes by mu), so the bound is valid " +
 		"however the canaries interact",
-	"the canaries interfere through the dynamics: every message mixes the neighbours' states, so the per-agent guesses are not independent " +
-		"trials; the theorem does not need them to be, but the number of correct guesses then fluctuates more from run to run than independent guesses would",
+	"the canaries interfere through the dynamics: every message mixes the neighbours' states, and the guesses are made on a joint ranking, " +
+		"so the per-agent guesses are not independent trials; the theorem does not need them to be (its proof conditions on the other canaries), " +
+		"but the run-to-run spread of the bound is not that of independent guesses",
 	"the per-agent score reads the eavesdropper's estimate of x_i(0) alone; with structured noise its error sigma_i eta_i is independent across " +
 		"agents (the estimate separates the agents exactly), with i.i.d. noise it is the mean of T draws per agent; the other agents' estimates " +
 		"carry no information about agent i's canary in either case",
