@@ -7,7 +7,7 @@ import (
 )
 
 // One-run auditing bound of Steinke, Nasr & Jagielski (2023), "Privacy auditing with one (1)
-// training run", NeurIPS 2023 (arXiv:2305.08846), docs/math.md section 6.3.
+// training run", NeurIPS 2023 (arXiv:2305.08846), docs/math.md section 6.2.
 //
 // m canaries carry independent fair secret bits S_i; the auditor, from ONE output of the mechanism,
 // makes r guesses (abstaining on the other m - r) of which v are correct. If the mechanism is
