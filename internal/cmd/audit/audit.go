@@ -44,7 +44,8 @@ const DefaultTrials = 100_000
 const synopsis = `dpsim audit SCENARIO [--engine fast|wire] [--trials N] [--audit-adjacency manifold|block]
                    [--episodes-per-trial K | --episodes-per-trial-sweep K1,K2,...]
                    [--confidence C] [--seed S] [--out DIR] [--json] [--workers W] [--nats-url URL]
-                   [--fail-on-violation] [--dispatch] [--spawn-workers N] [--worker-listen ADDR]`
+                   [--fail-on-violation] [--dispatch] [--spawn-workers N] [--worker-listen ADDR]
+       dpsim audit --one-run SCENARIO [--guesses K] [--confidence C] [--seed S] [--json] [--fail-on-violation]`
 
 const description = `Audits the scenario's privacy claim empirically: plays the distinguishing game and reports lower
 bounds on epsilon with a verdict (docs/math.md section 6).
@@ -85,6 +86,13 @@ Engines: fast runs the same role cores in-process on every core (deterministic f
 lockstep; an embedded server unless --nats-url or $NATS_URL) with the launcher as the challenger,
 --inflight trials at once; for the same seed both engines play bit-identical episodes. The seed is
 --seed, else the scenario's, else drawn from crypto/rand (reported). A sweep audits every point.
+
+One-run audit (--one-run, consensus; docs/math.md section 6.2): ONE episode in which every agent's
+x_i(0) is an independent canary (x_i or x_i + mu by a fair coin); the eavesdropper's estimate of each
+x_i(0) is scored, the auditor guesses the canaries of the K highest and K lowest scores (K fixed from
+the number of agents and the claim before the run, or --guesses) and Steinke, Nasr & Jagielski 2023's
+bound (Thm 3.1, Cor. 5.4) turns the correct guesses into epsilon_lb_one_run; the output states the
+bound's assumptions (the canaries interfere through the dynamics).
 
 With --out DIR: DIR/audit.json (the --json object), DIR/report.md and the trade-off plot
 DIR/tradeoff.png and .svg (one set per sweep point: -pNN suffix). Exit status 0 whatever the
@@ -145,6 +153,10 @@ type Options struct {
 	// --episodes-per-trial-sweep, one audit per value (nil: none).
 	EpisodesPerTrial int
 	EpisodesSweep    []int
+	// OneRun is --one-run (issue 25): one episode whose agents are the canaries; Guesses is
+	// --guesses, the guesses per side (0: audit.OneRunGuesses' rule).
+	OneRun  bool
+	Guesses int
 }
 
 func parseOptions(args []string, stderr io.Writer) (*Options, error) {
@@ -168,6 +180,8 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.BoolVar(&o.Progress, "progress", true, "show a progress bar while trials run (only when stderr is a terminal)")
 	fs.IntVar(&o.EpisodesPerTrial, "episodes-per-trial", 1, fmt.Sprintf("episodes of the same secret each trial plays with fresh noise (1..%d), averaged by the eavesdropper; the verdict is judged against the claim composed over them (fast engine)", audit.MaxEpisodesPerTrial))
 	fs.StringVar(&ksweep, "episodes-per-trial-sweep", "", "comma-separated episodes per trial, e.g. 1,2,4,8,16: one audit of each (a sweep's points), and with --out the figure composition.png/.svg (fast engine, a scenario without a sweep)")
+	fs.BoolVar(&o.OneRun, "one-run", false, "consensus: audit from ONE episode: every agent's x_i(0) is an independent canary of the adjacent pair, the eavesdropper guesses the canaries from the transcript, and Steinke et al. 2023's bound gives epsilon_lb_one_run (docs/math.md section 6.2)")
+	fs.IntVar(&o.Guesses, "guesses", 0, "with --one-run: guesses on each side (0: the rule fixed from the number of agents and the claim)")
 	o.Farm.Define(fs)
 	fs.IntVar(&o.Inflight, "inflight", launch.DefaultInflight, "wire engine: trials kept in flight at once over the same role processes (1..1024; each trial's x(0) still travels alone on the private line); the outcome does not depend on it, only the speed (see dpsim run --help)")
 	fs.BoolVar(&o.KeepSecrets, "keep-secrets", false, "wire engine with --out: keep the files holding secrets in OUT/procs when the audit ends (the plant's or agents' plan files: x(0) and the run seed); by default they are removed, however the audit ends")
@@ -224,6 +238,9 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 		return nil, err
 	}
 	if err := o.parseEpisodes(set, ksweep); err != nil {
+		return nil, err
+	}
+	if err := o.checkOneRun(set); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -318,6 +335,9 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	seed, seedSource := cli.ResolveSeed(o.Seed, o.SeedSet, s.Seed)
 	if seedSource == cli.SeedFromCrypto {
 		log.Info().Uint64("seed", seed).Msg("no seed given: drew one (reported in the output)")
+	}
+	if o.OneRun {
+		return executeOneRun(o, s, seed, stdout)
 	}
 	a, err := newAuditRun(o, s, seed, log)
 	if err != nil {

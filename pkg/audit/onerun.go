@@ -1,0 +1,251 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/dpsim/dpsim/pkg/engine"
+	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/privacy"
+	"github.com/dpsim/dpsim/pkg/rng"
+	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/sim"
+)
+
+// OneRunOptions configure PlayOneRun.
+type OneRunOptions struct {
+	// Seed of the run: the canaries' bits (stream rng(seed, "one-run-canary")) and the noise of the
+	// one episode played (episode 0 of the seed's contract streams).
+	Seed uint64
+	// Confidence of the bound (0: 0.95).
+	Confidence float64
+	// Guesses is k, the guesses on each side (k "x'" on the highest scores, k "x" on the lowest);
+	// 0 applies OneRunGuesses, a rule fixed before the run.
+	Guesses int
+	// Adjacency audited ("" = the plan's) and the sensitivity's budget (<= 0: the default).
+	Adjacency privacy.Adjacency
+	Budget    int64
+}
+
+// OneRunReport is the outcome of a one-run audit (the --json object of dpsim audit --one-run).
+type OneRunReport struct {
+	Scenario       string  `json:"scenario"`
+	Mode           string  `json:"mode"` // "one-run"
+	Canaries       int     `json:"canaries"`
+	GuessesPerSide int     `json:"guesses_per_side"`
+	Guesses        int     `json:"guesses"` // r = 2k
+	Correct        int     `json:"correct"` // v
+	EpsilonClaimed float64 `json:"epsilon_claimed"`
+	Delta          float64 `json:"delta"`
+	Confidence     float64 `json:"confidence"`
+	// EpsilonLBOneRun is Steinke et al.'s one-run lower bound from (m, r, v) at Delta.
+	EpsilonLBOneRun float64 `json:"epsilon_lb_one_run"`
+	// EpsilonLBExpected is what the guess rule expects under the claim (the rule's figure of merit).
+	EpsilonLBExpected float64 `json:"epsilon_lb_expected_at_claim"`
+	Verdict           string  `json:"verdict"`
+	// Score is how the agents are ranked; Difference the canaries' gap x'_i(0) - x_i(0).
+	Score      string  `json:"score"`
+	Difference float64 `json:"difference"`
+	// EpsilonPair is the eps each agent's estimate leaks at Delta under the noise actually run
+	// (Gaussian: EpsilonForGDP of the per-agent mu; 0 where unknown).
+	EpsilonPair    float64  `json:"epsilon_pair"`
+	Engine         string   `json:"engine"`
+	Seed           uint64   `json:"seed"`
+	ElapsedSeconds float64  `json:"elapsed_seconds"`
+	Assumptions    []string `json:"assumptions"`
+}
+
+// OneRunAssumptions are stated with every one-run result.
+var OneRunAssumptions = []string{
+	"Steinke, Nasr & Jagielski 2023 (Thm 3.1, Cor. 5.4) need the transcript to be (eps, delta)-DP in each agent's canary with " +
+		"every other agent's x_j(0) held fixed at any value: that is the consensus claim (one agent's x_i(0) changes by mu), so the bound is valid " +
+		"however the canaries interact",
+	"the canaries interfere through the dynamics: every message mixes the neighbours' states, and the guesses are made on a joint ranking, " +
+		"so the per-agent guesses are not independent trials; the theorem does not need them to be (its proof conditions on the other canaries), " +
+		"but the run-to-run spread of the bound is not that of independent guesses",
+	"the per-agent score reads the eavesdropper's estimate of x_i(0) alone; with structured noise its error sigma_i eta_i is independent across " +
+		"agents (the estimate separates the agents exactly), with i.i.d. noise it is the mean of T draws per agent; the other agents' estimates " +
+		"carry no information about agent i's canary in either case",
+	"the number of guesses is fixed before the run (OneRunGuesses: from m and the claim only), never tuned on the run's scores",
+}
+
+// PlayOneRun audits plan p (consensus) from ONE episode: agent i starts at x_i(0) = base_i or
+// base_i + d by an independent fair coin S_i (d = mu z of the adjacency's worst pair, the same for
+// every agent), the fast engine plays one episode, and the eavesdropper's estimate of every x_i(0)
+// is scored by the likelihood ratio of the two candidates (a Gaussian's; for Laplace the same
+// ranking, the projection). The auditor guesses S_i = 1 on the k highest scores and S_i = 0 on the k
+// lowest, abstains on the rest, and Steinke et al.'s bound turns (m, r = 2k, v correct) into eps_lb.
+func PlayOneRun(p *plan.Plan, o OneRunOptions) (*OneRunReport, error) {
+	if p == nil || p.Scenario == nil {
+		return nil, errors.New("audit: one-run: plan is nil")
+	}
+	if p.Scenario.Kind != scenario.Consensus {
+		return nil, fmt.Errorf("audit: one-run: kind %s: the one-run audit needs kind consensus (one canary per agent)", p.Scenario.Kind)
+	}
+	conf := o.Confidence
+	if conf == 0 {
+		conf = 0.95
+	}
+	if !(conf > 0 && conf < 1) {
+		return nil, fmt.Errorf("audit: one-run: confidence %v: want (0, 1)", conf)
+	}
+	adj := o.Adjacency
+	if adj == "" {
+		adj = p.Adjacency
+	}
+	em, err := estimateNoise(p)
+	if err != nil {
+		return nil, err
+	}
+	base := baseState(p)
+	pair, err := worstPair(p, adj, o.Budget, base, em)
+	if err != nil {
+		return nil, err
+	}
+	m := len(base)
+	d := pair.X0Prime[pair.Agent] - pair.X0[pair.Agent]
+	if !(d != 0) {
+		return nil, errors.New("audit: one-run: the adjacent pair does not differ")
+	}
+	pr := p.Scenario.Privacy
+	k := o.Guesses
+	expected := 0.0
+	if k == 0 {
+		k, expected = OneRunGuesses(m, p.Mechanism, pr.Epsilon, pr.Delta, conf)
+	}
+	if k < 1 || 2*k > m {
+		return nil, fmt.Errorf("audit: one-run: %d guesses per side with %d canaries: want 1..%d", k, m, m/2)
+	}
+	// the canaries
+	bits := make([]int, m)
+	x0 := slices.Clone(base)
+	cr := rng.New(o.Seed, rng.Label("one-run-canary"))
+	for i := range bits {
+		bits[i] = int(cr.Uint64() >> 63)
+		x0[i] += float64(bits[i]) * d
+	}
+	// per-agent variance of the estimate (diagonal: estimateNoise's consensus M)
+	vari := make([]float64, m)
+	for i := range vari {
+		vari[i] = 1
+		if em.M != nil {
+			if s := em.M.At(i, i); s > 0 {
+				vari[i] = s * s
+			}
+		}
+	}
+	start := time.Now()
+	player, err := newPlayerFor(p, o.Seed, m)
+	if err != nil {
+		return nil, err
+	}
+	est := make([]float64, m)
+	if err := playEpisode(player, 0, x0, est); err != nil {
+		return nil, fmt.Errorf("audit: one-run: %w", err)
+	}
+	elapsed := time.Since(start)
+	// the scores: the Gaussian log-likelihood ratio of x_i(0) = base_i + d against base_i
+	scores := make([]float64, m)
+	for i := range scores {
+		scores[i] = d * (est[i] - base[i] - d/2) / vari[i]
+	}
+	order := make([]int, m)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return scores[order[a]] < scores[order[b]] })
+	v := 0
+	for j := 0; j < k; j++ {
+		if bits[order[j]] == 0 {
+			v++
+		}
+		if bits[order[m-1-j]] == 1 {
+			v++
+		}
+	}
+	rep := &OneRunReport{
+		Scenario: p.Scenario.Name, Mode: "one-run", Canaries: m, GuessesPerSide: k, Guesses: 2 * k, Correct: v,
+		EpsilonClaimed: pr.Epsilon, Delta: pr.Delta, Confidence: conf,
+		EpsilonLBOneRun:   OneRunEpsilonLB(m, 2*k, v, pr.Delta, conf),
+		EpsilonLBExpected: expected,
+		Score:             "llr", Difference: d, Engine: EngineFast, Seed: o.Seed,
+		ElapsedSeconds: elapsed.Seconds(), Assumptions: slices.Clone(OneRunAssumptions),
+	}
+	if p.Mechanism == privacy.Laplace {
+		rep.Score = ScoreProjection
+	}
+	if p.Mechanism == privacy.Gaussian && em.M != nil {
+		if e, err := privacy.EpsilonForGDP(math.Abs(d)/math.Sqrt(vari[0]), pr.Delta); err == nil {
+			rep.EpsilonPair = e
+		}
+	}
+	if p.Mechanism == privacy.Laplace && em.laplaceExact && em.M != nil {
+		rep.EpsilonPair = math.Abs(d) / math.Sqrt(vari[0])
+	}
+	rep.Verdict = Consistent
+	if rep.EpsilonLBOneRun > pr.Epsilon {
+		rep.Verdict = Violation
+	}
+	return rep, nil
+}
+
+// newPlayerFor builds the fast engine's player of p and checks it estimates every agent.
+func newPlayerFor(p *plan.Plan, seed uint64, m int) (*engine.Player, error) {
+	g := &Game{Plan: p, dim: m}
+	return newFastPlayer(g, sim.NewSeeds(seed))
+}
+
+// OneRunGuesses is the rule fixing k, the guesses per side, BEFORE the run, from the number of
+// canaries m and the claim alone: the k on a grid (multiples of max(1, m/200), up to m/2) whose
+// EXPECTED bound is largest when the mechanism is exactly at the claim - scores N(+-mu/2, 1) with
+// mu = KappaInverse(eps, delta) for Gaussian, Laplace(+-eps/2, 1) for Laplace - taking the expected
+// number of correct guesses 2k acc(k) (acc: the top-k precision of that model) rounded down. It
+// returns k and that expected eps_lb. Since it reads neither the run's scores nor its canaries the
+// bound stays valid; since it assumes the claim, an under-calibrated mechanism is audited with the k
+// a sound one would want (not the best k for it).
+func OneRunGuesses(m int, mech privacy.Mechanism, eps, delta, conf float64) (int, float64) {
+	var tail func(t float64) float64 // P[score > t] for the bit-1 score; bit 0 is tail(t + shift)
+	shift := eps
+	switch mech {
+	case privacy.Laplace:
+		tail = func(t float64) float64 {
+			if t < 0 {
+				return 1 - 0.5*math.Exp(t)
+			}
+			return 0.5 * math.Exp(-t)
+		}
+	default:
+		mu, err := privacy.KappaInverse(eps, delta)
+		if err != nil || !(mu > 0) {
+			return max(1, m/20), 0
+		}
+		shift = mu
+		tail = func(t float64) float64 { return 0.5 * math.Erfc(t/math.Sqrt2) }
+	}
+	step := max(1, m/200)
+	bestK, best := max(1, min(step, m/2)), -1.0
+	for k := step; 2*k <= m; k += step {
+		frac := float64(k) / float64(m)
+		// threshold t: the mixture's upper tail is frac
+		lo, hi := -60.0, 60.0
+		for it := 0; it < 200; it++ {
+			mid := (lo + hi) / 2
+			if (tail(mid-shift/2)+tail(mid+shift/2))/2 > frac {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		a, b := tail(lo-shift/2), tail(lo+shift/2)
+		acc := a / (a + b)
+		v := int(math.Floor(2 * float64(k) * acc))
+		if e := OneRunEpsilonLB(m, 2*k, v, delta, conf); e > best {
+			bestK, best = k, e
+		}
+	}
+	return bestK, math.Max(best, 0)
+}
