@@ -153,7 +153,7 @@ type Options struct {
 	// --episodes-per-trial-sweep, one audit per value (nil: none).
 	EpisodesPerTrial int
 	EpisodesSweep    []int
-	// OneRun is --one-run (issue 25): one episode whose agents are the canaries; Guesses is
+	// OneRun is --one-run: one episode whose agents are the canaries; Guesses is
 	// --guesses, the guesses per side (0: audit.OneRunGuesses' rule).
 	OneRun  bool
 	Guesses int
