@@ -90,9 +90,11 @@ lockstep; an embedded server unless --nats-url or $NATS_URL) with the launcher a
 One-run audit (--one-run, consensus; docs/math.md section 6.2): ONE episode in which every agent's
 x_i(0) is an independent canary (x_i or x_i + mu by a fair coin); the eavesdropper's estimate of each
 x_i(0) is scored, the auditor guesses the canaries of the K highest and K lowest scores (K fixed from
-the number of agents and the claim before the run, or --guesses) and Steinke, Nasr & Jagielski 2023's
-bound (Thm 3.1, Cor. 5.4) turns the correct guesses into epsilon_lb_one_run; the output states the
-bound's assumptions (the canaries interfere through the dynamics).
+the number of agents and the claim before the run, or --guesses) and a one-run bound turns the
+correct guesses into epsilon_lb_one_run: Steinke, Nasr & Jagielski 2023 (Thm 3.1, Cor. 5.4) for
+Laplace (pure eps), Mahloujifar, Melis & Chaudhuri 2024's f-DP bound against the mu-GDP curve for
+Gaussian (one_run_bound names it; both are reported); the output states the bounds' assumptions (the
+canaries interfere through the dynamics).
 
 With --out DIR: DIR/audit.json (the --json object), DIR/report.md and the trade-off plot
 DIR/tradeoff.png and .svg (one set per sweep point: -pNN suffix). Exit status 0 whatever the
@@ -180,7 +182,7 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.BoolVar(&o.Progress, "progress", true, "show a progress bar while trials run (only when stderr is a terminal)")
 	fs.IntVar(&o.EpisodesPerTrial, "episodes-per-trial", 1, fmt.Sprintf("episodes of the same secret each trial plays with fresh noise (1..%d), averaged by the eavesdropper; the verdict is judged against the claim composed over them (fast engine)", audit.MaxEpisodesPerTrial))
 	fs.StringVar(&ksweep, "episodes-per-trial-sweep", "", "comma-separated episodes per trial, e.g. 1,2,4,8,16: one audit of each (a sweep's points), and with --out the figure composition.png/.svg (fast engine, a scenario without a sweep)")
-	fs.BoolVar(&o.OneRun, "one-run", false, "consensus: audit from ONE episode: every agent's x_i(0) is an independent canary of the adjacent pair, the eavesdropper guesses the canaries from the transcript, and Steinke et al. 2023's bound gives epsilon_lb_one_run (docs/math.md section 6.2)")
+	fs.BoolVar(&o.OneRun, "one-run", false, "consensus: audit from ONE episode: every agent's x_i(0) is an independent canary of the adjacent pair, the eavesdropper guesses the canaries from the transcript, and Steinke et al. 2023's bound (Laplace) or Mahloujifar et al. 2024's f-DP bound (Gaussian) gives epsilon_lb_one_run (docs/math.md section 6.2)")
 	fs.IntVar(&o.Guesses, "guesses", 0, "with --one-run: guesses on each side (0: the rule fixed from the number of agents and the claim)")
 	o.Farm.Define(fs)
 	fs.IntVar(&o.Inflight, "inflight", launch.DefaultInflight, "wire engine: trials kept in flight at once over the same role processes (1..1024; each trial's x(0) still travels alone on the private line); the outcome does not depend on it, only the speed (see dpsim run --help)")
