@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/sim"
 )
 
@@ -17,7 +16,7 @@ import (
 const ChunkTrials = fastChunk
 
 // PlayChunk plays trials lo..hi-1 of game g with seed as PlayFast plays them (trial e: the secret
-// bit Bit(seed, e), one episode e of engine.Player from g.X0(bit) - or its Game.EpisodesPerTrial
+// bit Bit(seed, e), one episode e (engine.Player, or engine.BatchPlayer: the same estimates) from g.X0(bit) - or its Game.EpisodesPerTrial
 // episodes - the scorer on the eavesdropper's estimate), on workers goroutines (<= 0: GOMAXPROCS), and returns their scores in
 // trial order: scores[(e-lo)*len(g.ScoreNames()) + k] is score k of trial e. Trial e depends only
 // on (plan, pair, seed, e), so a chunk is the same on any host; AddChunk records it.
@@ -41,26 +40,22 @@ func PlayChunk(ctx context.Context, g *Game, seed uint64, lo, hi, workers int) (
 	var next atomic.Int64
 	next.Store(int64(lo))
 	var wg sync.WaitGroup
+	bit := func(e int) int { return Bit(seed, uint64(e)) }
 	for range workers {
-		loop, err := engine.NewPlayer(g.Plan, seeds)
+		tp, err := newTrialPlayer(g, seeds)
 		if err != nil {
 			return nil, fmt.Errorf("audit: chunk: %w", err)
 		}
-		if loop.EstimateDim() != g.EstimateDim() {
-			return nil, fmt.Errorf("audit: chunk: the eavesdropper estimates %d values, the game scores %d", loop.EstimateDim(), g.EstimateDim())
-		}
 		wg.Go(func() {
-			sc, est, avg := g.Scorer(), make([]float64, g.EstimateDim()), make([]float64, g.EstimateDim())
+			add := func(e, _ int, s []float64) { copy(scores[(e-lo)*k:(e-lo+1)*k], s) }
 			for {
 				from := int(next.Add(slice)) - slice
 				if from >= hi || ctx.Err() != nil {
 					return
 				}
-				for e := from; e < min(from+slice, hi); e++ {
-					if err := g.playTrial(loop, sc, e, Bit(seed, uint64(e)), est, avg, scores[(e-lo)*k:(e-lo+1)*k]); err != nil {
-						cancel(fmt.Errorf("audit: chunk: %w", err))
-						return
-					}
+				if err := tp.play(from, min(from+slice, hi), bit, add); err != nil {
+					cancel(fmt.Errorf("audit: chunk: %w", err))
+					return
 				}
 			}
 		})
