@@ -190,10 +190,11 @@ func (c *batchCloudCore) complete() bool {
 	nu, ny := c.nu, c.ny
 	v := c.in.value(0)
 	for j, ctl := range c.ctls[:c.w] {
-		yhat := c.yhat[j*ny : (j+1)*ny]
+		var yhat []float64
 		if v != nil {
-			copyVals(yhat, v[j*ny:(j+1)*ny])
+			yhat = v[j*ny : (j+1)*ny : (j+1)*ny] // read in place: Step keeps nothing of it
 		} else { // predict: yhat = C xhat(t), zero innovation (CloudCore's rule)
+			yhat = c.yhat[j*ny : (j+1)*ny]
 			xh := ctl.Next()
 			for i := range yhat {
 				var s float64
@@ -203,7 +204,7 @@ func (c *batchCloudCore) complete() bool {
 				yhat[i] = s
 			}
 		}
-		ctl.Step(t, yhat, c.u[j*nu:(j+1)*nu])
+		ctl.ctl.Step(t, yhat, c.u[j*nu:(j+1)*nu]) // Controller.Step without the copy of xhat(t) its records read
 	}
 	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Step: t, Values: c.u[:c.w*nu]})
 	return t+1 == c.T
