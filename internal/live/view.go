@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -299,17 +300,21 @@ func readEpisodes[R trace.Record](rd *trace.Reader[R], episode func(*R) int, cur
 	}
 }
 
-// hubSeries is the JSON of the one series of hub (point k).
+// hubSeries is the JSON of the one series of hub, of point k (taken from the hub's JSON as
+// it is: its nulls stay null).
 func hubSeries(h *Hub, k int) ([]byte, error) {
-	st, err := h.State()
-	if err != nil {
+	_, b := h.JSON(0)
+	var st struct {
+		Episodes []map[string]json.RawMessage `json:"episodes"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
 		return nil, err
 	}
 	if len(st.Episodes) == 0 {
 		return nil, errors.New("no record")
 	}
 	s := st.Episodes[len(st.Episodes)-1]
-	s.Point = k
+	s["point"] = json.RawMessage(strconv.Itoa(k))
 	return json.Marshal(s)
 }
 

@@ -18,7 +18,7 @@
     if (text !== undefined) e.textContent = text;
     return e;
   };
-  const width = (n) => Math.max(320, Math.min(n > 1 ? 540 : 1000, window.innerWidth - 80));
+  const width = (n) => Math.max(320, Math.min(n > 1 ? 480 : 1000, window.innerWidth - 80));
   const fmt = (v) => (v === null || v === undefined || Number.isNaN(v) ? "-" : typeof v === "number" ? Number(v.toPrecision(6)).toString() : String(v));
 
   function table(id, head, rows, bad) {
@@ -59,6 +59,13 @@
     parent.appendChild(div);
     const ax = (a) => {
       const o = { label: a.label || "" };
+      if (a.log) { // label the powers of ten only
+        o.values = (u, splits) => splits.map((v) => {
+          const e = Math.round(Math.log10(v));
+          if (Math.abs(Math.log10(v) - e) > 1e-9) return "";
+          return Math.abs(e) >= 4 ? "1e" + e : String(Number(Math.pow(10, e).toPrecision(1)));
+        });
+      }
       if (a.ticks && a.ticks.length) {
         o.splits = () => a.ticks.map((t) => t.value);
         o.values = (u, splits) => splits.map((v) => (a.ticks.find((t) => t.value === v) || { label: "" }).label);
@@ -68,7 +75,6 @@
     const scale = (a, isX) => {
       const s = isX ? { time: false } : {};
       if (a.log) { s.distr = 3; s.log = 10; }
-      if (a.ticks && a.ticks.length && a.min < a.max) s.range = () => [a.min, a.max];
       return s;
     };
     const opts = {
@@ -82,6 +88,10 @@
     };
     Object.assign(opts, extra || {});
     const u = new uPlot(opts, [x].concat(lines.map((l) => l.values)), div);
+    // the figure's own ranges first (zoom moves from there; a double-click fits the data)
+    for (const [key, a] of [["x", axes.x], ["y", axes.y]]) {
+      if (a.min !== undefined && a.min < a.max) u.setScale(key, { min: a.min, max: a.max });
+    }
     lines.forEach((l, i) => {
       if (l.hidden) { // a band's edge: not a series of its own in the legend
         const row = u.root.querySelectorAll(".u-legend .u-series")[i + 1];
@@ -148,7 +158,7 @@
     view.specs = specs;
     for (const spec of specs) {
       const lines = spec.lines.map((l) => ({ label: l.label, color: l.color, dash: l.dash, values: l.values || ep.t.map(() => null) }));
-      view.episodePlots.push(plot(plots, spec.title, ep.t, lines, { x: { label: "step t" }, y: {} }, 2, { cursor: { sync: { key: "episode" } } }));
+      view.episodePlots.push(plot(plots, spec.title, ep.t, lines, { x: { label: "step t" }, y: {} }, 2, { cursor: { sync: { key: "episode" }, y: false, drag: { x: true, y: false } } }));
     }
     const p = st.points[ep.point];
     byId("episode-title").textContent = "Traced episode " + ep.episode + (st.points.length > 1 ? " of point " + p.name : "");
