@@ -127,6 +127,7 @@ type pageState struct {
 	Values      map[string]*float64 `json:"values"`
 	Figures     []pageFigure        `json:"figures"`
 	FigureNames []string            `json:"figureNames"`
+	BadLabels   []string            `json:"badLabels"` // tick labels drawn wrong (uPlot\'s axis values)
 	Timeline    int                 `json:"timeline"`
 	Canvases    int                 `json:"canvases"`
 }
@@ -138,6 +139,7 @@ const pageJS = `(() => { const v = window.dpsimView;
 		cursors: v.episodePlots.map((u) => u.cursor.idx), step: v.step, stepLabel: document.getElementById("view-step-label").textContent,
 		values: v.values, figures: v.figures.map((f) => ({name: f.name, panels: f.panels.map((p) => ({title: p.title, x: p.x, y: p.y, points: p.points}))})),
 		figureNames: [...document.querySelectorAll(".figure-name")].map((e) => e.textContent),
+		badLabels: v.figures.flatMap((f) => f.panels).flatMap((p) => p.u.axes.flatMap((a) => a._values || [])).filter((s) => /Infinity|NaN|undefined/.test(String(s))),
 		timeline: document.querySelectorAll("#timeline tr").length - 1,
 		canvases: document.querySelectorAll(".uplot canvas").length}; })()`
 
@@ -232,6 +234,7 @@ func TestViewBrowser(t *testing.T) {
 				require.NotEmpty(t, p.Y, "%s: figure %s panel %q: y label", name, f.Name, p.Title)
 			}
 		}
+		require.Empty(t, st.BadLabels, "%s: tick labels", name)
 		if name == "faults" {
 			require.Greater(t, st.Timeline, 0, "the crash's timeline")
 		}

@@ -61,6 +61,7 @@
       const o = { label: a.label || "" };
       if (a.log) { // label the powers of ten only
         o.values = (u, splits) => splits.map((v) => {
+          if (v === null || !(v > 0)) return null; // a split uPlot leaves unlabelled
           const e = Math.round(Math.log10(v));
           if (Math.abs(Math.log10(v) - e) > 1e-9) return "";
           return Math.abs(e) >= 4 ? "1e" + e : String(Number(Math.pow(10, e).toPrecision(1)));
@@ -268,6 +269,7 @@
     if (st.figures.length === 0) s.appendChild(el("p", "note", "report.md has no figures."));
     for (const f of st.figures) {
       const box = el("div", "figure");
+      box.id = "figure-" + f.name;
       box.appendChild(el("h3", "figure-name", f.name));
       s.appendChild(box);
       const rec = { name: f.name, panels: [] };
@@ -332,7 +334,7 @@
       ["elapsed", fmt(sum.elapsed_seconds) + " s"], ["directory", st.dir]];
     if (st.error) facts.push(["error", st.error]);
     (sum.degraded || []).forEach((d) => facts.push(["degraded", d]));
-    table(s.appendChild(el("table")), ["", ""], facts);
+    table(s.appendChild(el("table")), ["run", ""], facts);
     const problems = (sum.problems || []).map((p) => [p.point, p.process, p.kind, p.count || "", p.fatal ? "fatal" : "degraded", p.detail]);
     s.appendChild(el("h3", "", "Problems"));
     table(s.appendChild(el("table")), ["point", "process", "kind", "messages", "effect", "detail"], problems, problems.map((p) => p[4] === "fatal")).id = "view-problems";
@@ -402,6 +404,7 @@
       renderTimeline(st);
       document.querySelector("footer").textContent = "Data: api/state (the run in " + st.dir + ").";
       view.ready = true;
+      if (location.hash && byId(location.hash.slice(1))) byId(location.hash.slice(1)).scrollIntoView(); // a link to a figure: #figure-NAME
     } catch (err) {
       view.error = String(err);
       byId("status").textContent = "error: " + view.error;
