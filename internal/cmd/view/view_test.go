@@ -197,15 +197,21 @@ func TestViewErrors(t *testing.T) {
 			}
 		})
 	}
-	t.Run("no directory", func(t *testing.T) {
+	t.Run("no directory", func(t *testing.T) { // a mistake on the command line: usage
 		err := view.Run([]string{filepath.Join(t.TempDir(), "nothing")}, io.Discard, io.Discard)
+		require.ErrorIs(t, err, cli.ErrUsage)
 		require.ErrorContains(t, err, "nothing: no such directory")
 	})
 	t.Run("a file", func(t *testing.T) {
 		err := view.Run([]string{filepath.Join(src, "summary.json")}, io.Discard, io.Discard)
+		require.ErrorIs(t, err, cli.ErrUsage)
 		require.ErrorContains(t, err, "summary.json is not a directory")
 	})
-	for _, args := range [][]string{{}, {src, src}, {"--for", "-1s", src}, {"--addr", "nonsense", src}, {"--bogus", src}} {
+	t.Run("library", func(t *testing.T) { // LoadView says the same
+		_, err := live.LoadView(filepath.Join(t.TempDir(), "nothing"))
+		require.ErrorContains(t, err, "nothing: no such directory")
+	})
+	for _, args := range [][]string{{}, {src, src}, {"--for", "-1s", src}, {src, "--for", "-1s"}, {"--addr", "nonsense", src}, {"--bogus", src}} {
 		err := view.Run(args, io.Discard, io.Discard)
 		require.ErrorIs(t, err, cli.ErrUsage, "%v", args)
 	}
@@ -213,7 +219,7 @@ func TestViewErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		code int
-	}{{[]string{"view"}, 2}, {[]string{"view", filepath.Join(t.TempDir(), "nothing")}, 1}, {[]string{"view", "--for", "100ms", src}, 0}} {
+	}{{[]string{"view"}, 2}, {[]string{"view", filepath.Join(t.TempDir(), "nothing")}, 2}, {[]string{"view", t.TempDir()}, 1}, {[]string{"view", src, "--for", "100ms"}, 0}} {
 		cmd := exec.Command(dpsimBin, tc.args...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
