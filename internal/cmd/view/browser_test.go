@@ -3,6 +3,7 @@ package view_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/pkg/figure"
 )
 
 // chromium finds Debian's chromium (or another Chrome): the browser test skips without one,
@@ -120,6 +123,7 @@ type pageState struct {
 	Ready       bool                `json:"ready"`
 	Error       string              `json:"error"`
 	Episode     int                 `json:"episode"`
+	EpisodeNote string              `json:"episodeNote"`
 	PlotPoints  []int               `json:"plotPoints"`
 	Cursors     []int               `json:"cursors"`
 	Step        int                 `json:"step"`
@@ -133,20 +137,25 @@ type pageState struct {
 }
 
 const pageJS = `(() => { const v = window.dpsimView;
-	if (!v || !v.ready || !v.episode || v.episodePlots.length === 0) return {ready: false, error: v ? v.error : ""};
-	return {ready: true, error: v.error, episode: v.episode.episode,
+	const untraced = v && v.state && v.state.points.every((p) => p.episodes.length === 0);
+	if (!v || !v.ready || (!untraced && (!v.episode || v.episodePlots.length === 0))) return {ready: false, error: v ? v.error : ""};
+	return {ready: true, error: v.error, episode: v.episode ? v.episode.episode : -1,
+		episodeNote: document.getElementById("episode-note").textContent,
 		plotPoints: v.episodePlots.map((u) => u.data.slice(1).reduce((n, s) => n + s.filter((x) => x !== null && x !== undefined).length, 0)),
 		cursors: v.episodePlots.map((u) => u.cursor.idx), step: v.step, stepLabel: document.getElementById("view-step-label").textContent,
-		values: v.values, figures: v.figures.map((f) => ({name: f.name, panels: f.panels.map((p) => ({title: p.title, x: p.x, y: p.y, points: p.points}))})),
+		values: v.values, figures: v.figures.map((f) => ({name: f.name, panels: f.panels.map((p) => ({
+			title: p.u.root.parentNode.querySelector("h3").textContent, // as shown
+			x: p.u.axes[0].label, y: p.u.axes[1].label, // as uPlot draws them
+			points: p.points}))})),
 		figureNames: [...document.querySelectorAll(".figure-name")].map((e) => e.textContent),
 		badLabels: v.figures.flatMap((f) => f.panels).flatMap((p) => p.u.axes.flatMap((a) => a._values || [])).filter((s) => /Infinity|NaN|undefined/.test(String(s))),
 		timeline: document.querySelectorAll("#timeline tr").length - 1,
 		canvases: document.querySelectorAll(".uplot canvas").length}; })()`
 
-// TestViewBrowser loads dpsim view of finished runs (a run with a process crash, a sweep) in
-// headless chromium: the page logs no error, the traced episode's plots have points, the
-// slider moves the cursor and the values shown, and every figure of report.md is a plot with
-// points, with the figure's titles and axes.
+// TestViewBrowser loads dpsim view of finished runs (a run with a process crash, a sweep, a
+// run without traced episodes) in headless chromium: the page logs no error, the traced
+// episode's plots have points, the slider moves the cursor and the values shown, and every
+// figure of report.md is a plot with points, with the figure's titles and axes.
 func TestViewBrowser(t *testing.T) {
 	exe := chromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU)
@@ -185,7 +194,7 @@ func TestViewBrowser(t *testing.T) {
 	defer cancel()
 	require.NoError(t, chromedp.Run(ctx, log.Enable(), runtime.Enable()))
 
-	for _, name := range []string{"faults", "sweep"} {
+	for _, name := range []string{"faults", "sweep", "untraced"} {
 		dir := finishedRun(t, name)
 		proc, url := startView(t, dir)
 		require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(url)))
@@ -202,6 +211,12 @@ func TestViewBrowser(t *testing.T) {
 			}
 		}
 		require.Empty(t, st.Error, name)
+		checkFigures(t, name, dir, st)
+		if name == "untraced" {
+			require.Equal(t, -1, st.Episode)
+			require.Contains(t, st.EpisodeNote, "No traced episode")
+			continue
+		}
 		require.Equal(t, 0, st.Episode, name)
 		require.Len(t, st.PlotPoints, 3, "%s: the traced episode's plots", name)
 		for i, n := range st.PlotPoints {
@@ -221,26 +236,39 @@ func TestViewBrowser(t *testing.T) {
 			require.Equal(t, 17, c, "%s: episode plot %d's cursor", name, i)
 		}
 		require.NotEqual(t, before, st.Values, "%s: the values shown did not change with the step", name)
-
-		// every figure of report.md, in its order, as plots with points
-		want := reportFigures(t, dir)
-		require.Equal(t, want, st.FigureNames, name)
-		require.Len(t, st.Figures, len(want))
-		for _, f := range st.Figures {
-			require.NotEmpty(t, f.Panels, "%s: figure %s", name, f.Name)
-			for _, p := range f.Panels {
-				require.Greater(t, p.Points, 1, "%s: figure %s panel %q has no points", name, f.Name, p.Title)
-				require.NotEmpty(t, p.X, "%s: figure %s panel %q: x label", name, f.Name, p.Title)
-				require.NotEmpty(t, p.Y, "%s: figure %s panel %q: y label", name, f.Name, p.Title)
-			}
-		}
-		require.Empty(t, st.BadLabels, "%s: tick labels", name)
 		if name == "faults" {
 			require.Greater(t, st.Timeline, 0, "the crash's timeline")
 		}
-		require.GreaterOrEqual(t, st.Canvases, 3+len(want))
+		require.GreaterOrEqual(t, st.Canvases, 3+len(st.Figures))
 		mu.Lock()
 		require.Empty(t, problems, "%s: the page logged errors", name)
 		mu.Unlock()
 	}
+}
+
+// checkFigures checks that the page shows every figure of report.md, in its order, as plots
+// with points under the titles and axis labels of the figure's data.
+func checkFigures(t *testing.T, name, dir string, st pageState) {
+	t.Helper()
+	want := reportFigures(t, dir)
+	require.Equal(t, want, st.FigureNames, name)
+	require.Len(t, st.Figures, len(want))
+	for _, f := range st.Figures {
+		b, err := os.ReadFile(filepath.Join(dir, "figures", f.Name+".json"))
+		require.NoError(t, err)
+		var d figure.Data
+		require.NoError(t, json.Unmarshal(b, &d))
+		var panels []figure.PanelData
+		for _, row := range d.Panels {
+			panels = append(panels, row...)
+		}
+		require.Len(t, f.Panels, len(panels), "%s: figure %s", name, f.Name)
+		for i, p := range f.Panels {
+			require.Equal(t, panels[i].Title, p.Title, "%s: figure %s panel %d", name, f.Name, i)
+			require.Equal(t, panels[i].X.Label, p.X, "%s: figure %s panel %q: x label", name, f.Name, p.Title)
+			require.Equal(t, panels[i].Y.Label, p.Y, "%s: figure %s panel %q: y label", name, f.Name, p.Title)
+			require.Greater(t, p.Points, 1, "%s: figure %s panel %q has no points", name, f.Name, p.Title)
+		}
+	}
+	require.Empty(t, st.BadLabels, "%s: tick labels", name)
 }

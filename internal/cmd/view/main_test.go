@@ -23,6 +23,7 @@ var runs = map[string][]string{
 	"consensus": {"consensus-laplace", "--engine", "fast", "--runs", "20"},
 	"sweep":     {"cloud-vehicle-sweep", "--engine", "fast", "--runs", "8"},
 	"faults":    {"faults-agent-crash", "--runs", "6"}, // over NATS: a process killed and restarted (the timeline)
+	"untraced":  {"cloud-vehicle", "--engine", "fast", "--runs", "5", "--trace-episodes", "0"},
 }
 
 var (
