@@ -64,7 +64,7 @@ type ViewPoint struct {
 	Name      string            `json:"name"`
 	Params    map[string]string `json:"params,omitempty"` // the swept parameters' values
 	Steps     int               `json:"steps"`
-	Bound     float64           `json:"bound,omitempty"` // consensus: Proposition 1's bound
+	Bound     float64           `json:"bound,omitempty"` // the live view's PointInfo.Bound: consensus, Proposition 1's bound; cloud control, Var(gamma)
 	Requested int               `json:"requested"`
 	Completed int               `json:"completed"`
 	TraceFile string            `json:"trace_file,omitempty"`
@@ -111,8 +111,9 @@ type runSummary struct {
 		TraceFile     string            `json:"trace_file"`
 		TraceEpisodes int               `json:"trace_episodes"`
 		Metrics       *struct {
-			Steps     int `json:"steps"`
-			Consensus *struct {
+			Steps         int     `json:"steps"`
+			NoiseVariance float64 `json:"noise_variance"`
+			Consensus     *struct {
 				Prop1Bound float64 `json:"prop1_bound"`
 			} `json:"consensus"`
 		} `json:"metrics"`
@@ -201,6 +202,8 @@ func (v *View) loadPoints(sum *runSummary) error {
 			}
 			if p.Metrics.Consensus != nil {
 				vp.Bound = p.Metrics.Consensus.Prop1Bound
+			} else {
+				vp.Bound = p.Metrics.NoiseVariance // cloud control: E||x(t) - x_r(t)||^2 -> Var(gamma), as the live view
 			}
 		}
 		if vp.Steps <= 0 {
