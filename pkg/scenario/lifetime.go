@@ -149,19 +149,19 @@ type (
 		Agent string `yaml:"agent,omitempty"`
 	}
 	yamlLink struct {
-		Name        string       `yaml:"name"`
-		From        string       `yaml:"from,omitempty"`
-		To          string       `yaml:"to,omitempty"`
-		Subject     string       `yaml:"subject,omitempty"`
-		Unit        string       `yaml:"unit,omitempty"`
-		Delay       float64      `yaml:"delay,omitempty"`
+		Name        string         `yaml:"name"`
+		From        string         `yaml:"from,omitempty"`
+		To          string         `yaml:"to,omitempty"`
+		Subject     string         `yaml:"subject,omitempty"`
+		Unit        string         `yaml:"unit,omitempty"`
+		Delay       float64        `yaml:"delay,omitempty"`
 		RandomDelay map[string]any `yaml:"random_delay,omitempty"`
-		Jitter      float64      `yaml:"jitter,omitempty"`
-		Drop        float64      `yaml:"drop,omitempty"`
-		Duplicate   float64      `yaml:"duplicate,omitempty"`
-		Reorder     float64      `yaml:"reorder,omitempty"`
-		Window      []int        `yaml:"window,omitempty,flow"`
-		Active      *yamlLife    `yaml:"active,omitempty"`
+		Jitter      float64        `yaml:"jitter,omitempty"`
+		Drop        float64        `yaml:"drop,omitempty"`
+		Duplicate   float64        `yaml:"duplicate,omitempty"`
+		Reorder     float64        `yaml:"reorder,omitempty"`
+		Window      []int          `yaml:"window,omitempty,flow"`
+		Active      *yamlLife      `yaml:"active,omitempty"`
 	}
 	yamlLife struct {
 		From  *yamlPoint `yaml:"from,omitempty"`
