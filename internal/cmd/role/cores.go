@@ -47,6 +47,9 @@ type coreRunner struct {
 	epStart time.Time  // when the episode in progress began (busy time of a checkpoint)
 	syncing chan error // the background fsync of the last finished episode (nil: none)
 
+	// live is the generation of live faults in force (ctl.faults; zero: the scenario's)
+	live liveFaults
+
 	// the injector's record of this process's messages (<name>.faults.jsonl)
 	ffile *os.File
 	fw    *bufio.Writer
