@@ -33,6 +33,7 @@ type Server struct {
 	hub *Hub
 	ln  net.Listener
 	srv *http.Server
+	mux *http.ServeMux // HandleInterventions adds to it (interventions.go)
 }
 
 // Serve starts serving h on addr (host:port; port 0: a free one) in the background.
@@ -41,8 +42,8 @@ func Serve(addr string, h *Hub) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("live view: %w", err)
 	}
-	s := &Server{hub: h, ln: ln}
 	mux := http.NewServeMux()
+	s := &Server{hub: h, ln: ln, mux: mux}
 	web, _ := fs.Sub(webFS, "web")
 	mux.Handle("/", http.FileServer(http.FS(web)))
 	mux.HandleFunc("/api/state", s.state)
