@@ -660,10 +660,8 @@ func describe(c *Intervention) string {
 }
 
 // setFaults puts the point's link rules, partitions and crashes as live changes left them in
-// the session's plan: the crashes it restarts come from it.
+// force in the session: the crashes it restarts come from them.
 func (s *Session) setFaults(f scenario.FaultsSpec) {
-	p := *s.cfg.Plan
-	p.Scenario = s.cfg.Plan.Scenario.Clone()
-	p.Scenario.Faults.Links, p.Scenario.Faults.Partitions, p.Scenario.Faults.Crashes = f.Links, f.Partitions, f.Crashes
-	s.cfg.Plan = &p
+	c := f.Clone()
+	s.faults.live = &c
 }
