@@ -38,8 +38,6 @@ func (l *launcher) interventionsRefused() string {
 		return "--role: users' programs do not implement ctl.faults (docs/protocol.md)"
 	case o.AgentsPerProcess > 1:
 		return fmt.Sprintf("--agents-per-process %d: a change acts per agent; run one agent per process", o.AgentsPerProcess)
-	case o.Inflight > 1:
-		return fmt.Sprintf("--inflight %d: a change takes effect between episodes; run one episode at a time (--inflight 1)", o.Inflight)
 	}
 	return ""
 }
@@ -47,7 +45,7 @@ func (l *launcher) interventionsRefused() string {
 // uiInflight is the lockstep default of --inflight under --ui: one episode at a time, so that
 // every episode boundary can take an intervention (--inflight K still gives K, without them).
 func (l *launcher) uiInflight() {
-	if l.o.UI != "" && !l.o.InflightSet && l.o.Mode != bus.Realtime {
+	if l.o.UI != "" && !l.o.InflightSet && l.o.Mode != bus.Realtime && l.interventionsRefused() == "" {
 		l.o.Inflight = 1
 	}
 }
@@ -56,6 +54,9 @@ func (l *launcher) uiInflight() {
 // faults file as it starts (the scenario's own faults).
 func (l *launcher) startInterventions() error {
 	refuse := l.interventionsRefused()
+	if refuse == "" && l.o.Inflight > 1 {
+		refuse = fmt.Sprintf("--inflight %d: a change takes effect between episodes; run one episode at a time (--inflight 1)", l.o.Inflight)
+	}
 	l.iv = launch.NewInterventions(launch.InterventionsConfig{Scenario: l.points[0], Runs: l.runs, Refuse: refuse,
 		Timeline: l.tl, OnApply: func([]launch.Intervention, scenario.FaultsSpec) { l.writeAppliedFaults() }})
 	l.ui.HandleInterventions(intervener{l.iv})
