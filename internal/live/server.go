@@ -29,6 +29,7 @@ const (
 //	/events      Server-Sent Events: "state" events (the State as JSON), then one "end" event
 //	             with the final state when the run ended, after which the stream closes
 //	/metrics     Prometheus text format (see metrics.go)
+//	/api/faults  the interventions API, once HandleInterventions was called (interventions.go)
 type Server struct {
 	hub *Hub
 	ln  net.Listener
