@@ -36,6 +36,10 @@ type Interventions struct {
 	next    int // the next episode the launcher starts: where a pending change takes effect
 	gen     int // live faults generations sent (ctl.faults)
 	ended   bool
+	// the session and the episode in progress, its grid's origin (realtime mid-episode changes)
+	sess   *Session
+	epNow  int
+	origin time.Time
 }
 
 // InterventionsConfig says what a point's interventions change and who hears of them.
@@ -54,7 +58,16 @@ type InterventionsConfig struct {
 	// Timeline, if set, gets an event per applied change; PointIndex is the point's index.
 	Timeline   *Timeline
 	PointIndex int
+	// Period, in a realtime run, is the step period: a link rule or partition asked for while
+	// an episode goes takes effect at a step of it (MidMargin ahead of the wall clock's), not
+	// at the next episode. Zero: lockstep, changes wait for the next episode.
+	Period time.Duration
 }
+
+// MidMargin is how far ahead of the step the wall clock says a realtime episode is at a change
+// takes effect in it: at least 3 steps and 150 ms, for the file and the ctl.faults to reach
+// every process before it releases that step (one that has is a failure, not a wrong replay).
+const MidMargin = 150 * time.Millisecond
 
 // The operations and targets of an intervention.
 const (
@@ -307,10 +320,11 @@ func cloneMap(m map[string]any) map[string]any {
 func (iv *Interventions) ask(op, target, name string, fields map[string]any) (Intervention, error) {
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
+	midStep := iv.midStep(target)
 	switch {
 	case iv.cfg.Refuse != "":
 		return Intervention{}, &Refusal{Status: http.StatusConflict, Reason: iv.cfg.Refuse}
-	case iv.ended || iv.next >= iv.cfg.Runs:
+	case midStep < 0 && (iv.ended || iv.next >= iv.cfg.Runs):
 		return Intervention{}, &Refusal{Status: http.StatusConflict, Reason: "no episode of the run is left to start: a change takes effect at the start of the next episode"}
 	}
 	prov, err := iv.provisional()
@@ -321,15 +335,79 @@ func (iv *Interventions) ask(op, target, name string, fields map[string]any) (In
 	if err := iv.decode(c, prov, fields); err != nil {
 		return Intervention{}, err
 	}
-	if err := applyChange(&prov, c, scenario.StepPoint{Episode: iv.next}); err != nil {
+	at := scenario.StepPoint{Episode: iv.next}
+	if midStep >= 0 {
+		at = scenario.StepPoint{Episode: iv.epNow, Step: midStep}
+	}
+	if err := applyChange(&prov, c, at); err != nil {
 		return Intervention{}, err
 	}
 	if _, err := checkFaults(iv.cfg.Scenario, prov.faults); err != nil {
 		return Intervention{}, err
 	}
 	iv.all = append(iv.all, c)
-	iv.pending = append(iv.pending, c)
-	return *c, nil
+	if midStep < 0 {
+		iv.pending = append(iv.pending, c)
+		return *c, nil
+	}
+	if err := iv.publish(iv.sess, prov, at); err != nil {
+		return Intervention{}, &Refusal{Status: http.StatusInternalServerError, Reason: err.Error()}
+	}
+	iv.commit([]*Intervention{c}, prov, at)
+	out := *c
+	if iv.cfg.OnApply != nil {
+		all, faults := iv.list(), iv.cur.faults.Clone()
+		go iv.cfg.OnApply(all, faults) // outside the lock; it reads the state again
+	}
+	return out, nil
+}
+
+// midStep is the step of the realtime episode in progress at which a change of target takes
+// effect now, or -1 when it waits for the next episode: lockstep, a crash (the processes
+// learn their crashes between episodes), changes already waiting (they come first), or too
+// late in the episode.
+func (iv *Interventions) midStep(target string) int {
+	if iv.cfg.Period <= 0 || iv.sess == nil || iv.ended || target == TargetProc || len(iv.pending) > 0 {
+		return -1
+	}
+	now := int(time.Since(iv.origin) / iv.cfg.Period)
+	margin := max(3, int((MidMargin+iv.cfg.Period-1)/iv.cfg.Period))
+	step := max(now, 0) + margin
+	if step >= iv.cfg.Scenario.Steps {
+		return -1
+	}
+	return step
+}
+
+// publish writes the faults st in force from at as the next generation beside the plan files
+// and sends its ctl.faults (flushed when at is in the middle of an episode).
+func (iv *Interventions) publish(s *Session, st faultState, at scenario.StepPoint) error {
+	iv.gen++
+	b, digest, err := contract.EncodeLiveFaults(contract.LiveFaults{Run: s.cfg.Run, Generation: iv.gen, Episode: at.Episode, Step: at.Step, Faults: st.faults})
+	if err == nil {
+		err = atomicfile.WriteFile(filepath.Join(s.cfg.Dir, contract.LiveFaultsFile(iv.gen)), b, 0o644)
+	}
+	if err == nil {
+		err = s.conn.Publish(s.subj.CtlEpisode(), contract.FaultsMessage(s.cfg.Run, at.Episode, at.Step, iv.gen, digest))
+	}
+	if err == nil && at.Step > 0 {
+		err = s.conn.Flush(s.cfg.Timeout)
+	}
+	if err != nil {
+		return fmt.Errorf("interventions at episode %d step %d: %w", at.Episode, at.Step, err)
+	}
+	return nil
+}
+
+// commit records changes cs as in force from at, with the faults st.
+func (iv *Interventions) commit(cs []*Intervention, st faultState, at scenario.StepPoint) {
+	now := time.Now()
+	for _, c := range cs {
+		c.Applied, c.Episode, c.Step = true, at.Episode, at.Step
+		iv.cfg.Timeline.Add(now, TimelineEvent{Point: iv.cfg.PointIndex, Episode: at.Episode, Step: at.Step, Proc: procOf(c), Event: EvIntervention,
+			Detail: describe(c)})
+	}
+	iv.cur = st
 }
 
 // decode decodes the fields of a change into c, with the scenario validator: they are put in
@@ -579,6 +657,9 @@ func (iv *Interventions) apply(s *Session, ep int) error {
 		return nil
 	}
 	iv.mu.Lock()
+	// the episode's grid begins GridLead after its ctl.episode, sent after this: an earlier
+	// origin makes a mid-episode change's step later, never earlier
+	iv.sess, iv.epNow, iv.origin = s, ep, time.Now().Add(contract.GridLead)
 	iv.next = ep
 	if len(iv.pending) == 0 {
 		iv.next = ep + 1
@@ -597,27 +678,13 @@ func (iv *Interventions) apply(s *Session, ep int) error {
 		iv.mu.Unlock()
 		return fmt.Errorf("interventions at episode %d: %w", ep, err)
 	}
-	iv.gen++
-	gen := iv.gen
-	b, digest, err := contract.EncodeLiveFaults(contract.LiveFaults{Run: s.cfg.Run, Generation: gen, Episode: ep, Faults: st.faults})
-	if err == nil {
-		err = atomicfile.WriteFile(filepath.Join(s.cfg.Dir, contract.LiveFaultsFile(gen)), b, 0o644)
-	}
-	if err == nil {
-		err = s.conn.Publish(s.subj.CtlEpisode(), contract.FaultsMessage(s.cfg.Run, ep, gen, digest))
-	}
-	if err != nil {
+	if err := iv.publish(s, st, at); err != nil {
 		iv.mu.Unlock()
-		return fmt.Errorf("interventions at episode %d: %w", ep, err)
+		return err
 	}
 	s.setFaults(st.faults)
-	now := time.Now()
-	for _, c := range iv.pending {
-		c.Applied, c.Episode, c.Step = true, ep, 0
-		iv.cfg.Timeline.Add(now, TimelineEvent{Point: iv.cfg.PointIndex, Episode: ep, Step: 0, Proc: procOf(c), Event: EvIntervention,
-			Detail: describe(c)})
-	}
-	iv.cur, iv.pending, iv.next = st, nil, ep+1
+	iv.commit(iv.pending, st, at)
+	iv.pending, iv.next = nil, ep+1
 	all, faults := iv.list(), iv.cur.faults.Clone()
 	iv.mu.Unlock()
 	if iv.cfg.OnApply != nil {
@@ -633,7 +700,7 @@ func (iv *Interventions) end() {
 	}
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
-	iv.ended = true
+	iv.ended, iv.sess = true, nil
 	for _, c := range iv.pending {
 		c.Detail = strings.TrimSpace(c.Detail + " (not applied: the run ended first)")
 	}

@@ -22,11 +22,15 @@ const LiveFaultsVersion = 1
 // scenario's links, partitions and crashes with these before the episode begins; the other
 // fields of Faults (missing-input rules, server restarts, proxies) are the scenario's.
 type LiveFaults struct {
-	V          int                 `json:"v"`
-	Run        string              `json:"run"`
-	Generation int                 `json:"generation"` // 1, 2, ...: one per change sent
-	Episode    int                 `json:"episode"`    // the first episode the faults apply to
-	Faults     scenario.FaultsSpec `json:"faults"`
+	V          int    `json:"v"`
+	Run        string `json:"run"`
+	Generation int    `json:"generation"` // 1, 2, ...: one per change sent
+	Episode    int    `json:"episode"`    // the first episode the faults apply to
+	// Step is the step of Episode they apply from: 0 between episodes; later in a realtime
+	// episode in progress, where only the link rules and partitions change (their lifetimes
+	// begin there).
+	Step   int                 `json:"step,omitempty"`
+	Faults scenario.FaultsSpec `json:"faults"`
 }
 
 // LiveFaultsFile is the file of generation gen of a run's live faults in the processes'
@@ -63,9 +67,12 @@ func DecodeLiveFaults(b []byte, run string, gen int, digest uint64) (LiveFaults,
 }
 
 // FaultsMessage is the launcher's ctl.faults: the faults of LiveFaultsFile(gen) (whose digest
-// is digest) apply from episode ep on. Values [generation, digest].
-func FaultsMessage(run string, ep, gen int, digest uint64) *bus.Message {
-	return ctlMessage(run, bus.LauncherSender, bus.CtlFaults, ep, []float64{float64(gen), float64(digest)})
+// is digest) apply from step "step" of episode ep on (Message.Step; 0: from the episode's
+// start, sent before its ctl.episode). Values [generation, digest].
+func FaultsMessage(run string, ep, step, gen int, digest uint64) *bus.Message {
+	m := ctlMessage(run, bus.LauncherSender, bus.CtlFaults, ep, []float64{float64(gen), float64(digest)})
+	m.Step = step
+	return m
 }
 
 // ParseFaults reads a ctl.faults: its generation (>= 1) and digest (1..2^48-1), else an error

@@ -84,3 +84,37 @@ func TestPartitionLifetime(t *testing.T) {
 	assert.Equal(t, uint64(5), ob.Stats()[0].Dropped)
 	assert.Equal(t, uint64(20), ob.Stats()[0].Sent)
 }
+
+// An outbox whose links get rules in the middle of an episode (SetLinks) keeps what it holds
+// and its counters, and gives the fates of an outbox that had the rules from the start.
+func TestSetLinksMidEpisode(t *testing.T) {
+	late := scenario.LinkFault{Name: "late", From: "cloud.0", To: "plant.0", Unit: scenario.UnitSteps, Drop: 0.5, Delay: 1,
+		Active: &scenario.Lifetime{From: &scenario.StepPoint{Episode: 1, Step: 7}}}
+	held := scenario.LinkFault{Name: "held", From: "cloud.0", To: "plant.0", Unit: scenario.UnitSteps, Delay: 2}
+	type got struct {
+		to, step, at int
+		gap          bool
+	}
+	play := func(ob *Outbox, swap func(ep, t int)) ([]got, LinkStats) {
+		var out []got
+		for ep := 0; ep < 3; ep++ {
+			ob.Begin(ep)
+			for step := 0; step < 15; step++ {
+				swap(ep, step)
+				ob.Release(step, []float64{float64(step)}, func(d *Delivery) { out = append(out, got{d.To, d.Step, d.At, d.Gap}) })
+			}
+		}
+		ob.End()
+		return out, ob.Stats()[0]
+	}
+	want, wantStats := play(NewOutbox([]*Link{inj(t, held, late).Link("cloud.0", "plant.0", "cloud.0.u")}), func(int, int) {})
+	ob := NewOutbox([]*Link{inj(t, held).Link("cloud.0", "plant.0", "cloud.0.u")})
+	gotOut, gotStats := play(ob, func(ep, step int) {
+		if ep == 1 && step == 4 { // before the rule's first step
+			require.NoError(t, ob.SetLinks([]*Link{inj(t, held, late).Link("cloud.0", "plant.0", "cloud.0.u")}))
+		}
+	})
+	assert.Equal(t, want, gotOut)
+	assert.Equal(t, wantStats, gotStats)
+	assert.Error(t, ob.SetLinks([]*Link{inj(t).Link("cloud.0", "eavesdropper.0", "cloud.0.u")}), "another subscriber")
+}

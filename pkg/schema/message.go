@@ -161,7 +161,7 @@ func (g *gen) ctlKinds() []kindSpec {
 		vals: positional(1, "[count]", count),
 	}, {
 		kind: bus.CtlFaults, subject: "dpsim.<run>.ctl.episode", title: "ctl.episode, kind faults (launcher -> all)",
-		desc: g.comment(contract.LiveFaults{}, "") + " (contract.FaultsMessage)", from: launcher, ep: "the first episode the live faults apply to (its step 0): the next episode to start",
+		desc: g.comment(contract.LiveFaults{}, "") + " (contract.FaultsMessage). step is 0 for a change from the start of episode ep (sent before its ctl.episode), or in a realtime episode in progress the step from which its link rules and partitions act.", from: launcher, ep: "the first episode the live faults apply to: the next episode to start, or (step > 0) the realtime episode in progress",
 		vals: positional(2, "[generation, digest]",
 			integer(1, 1<<31-1, "generation: "+g.comment(contract.LiveFaults{}, "Generation")+"; the file is faults.live.<generation>.json beside the plan files"),
 			integer(1, 1<<48-1, "digest: the first 48 bits of the file's SHA-256 (plan.FileDigest), checked before the file is used")),

@@ -164,6 +164,7 @@ func (r *coreRunner) setup(proc *process) error {
 	if r.tr, err = newNATSTransport(proc, in, cores, inj); err != nil {
 		return err
 	}
+	r.tr.mid, r.tr.onMid = &proc.mid, func(c *midChange) error { return r.applyMid(proc, c) }
 	if inj.Active() && len(r.tr.pubs) > 0 {
 		if err := r.openFaultLog(proc); err != nil {
 			return err

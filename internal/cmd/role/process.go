@@ -110,6 +110,8 @@ type process struct {
 	reannounce atomic.Bool
 	busy       time.Duration
 	ctlSubs    []*bus.Subscription
+	// mid is a live change of the faults for a step of the episode in progress (live.go)
+	mid midFaults
 }
 
 // stop ends the process (idempotent): byCtl marks a ctl.stop (a normal end).
@@ -651,6 +653,10 @@ func (proc *process) subscribeCtl(r runner) error {
 		st, err := parseEpisodeStart(m, r, proc.takesX0())
 		if err != nil {
 			proc.invalid(&proc.ctl, subject, err)
+			return
+		}
+		if st.faults != nil && m.Step > 0 { // for a step of the episode in progress
+			proc.noteMid(m, *st.faults)
 			return
 		}
 		if int64(m.Episode) <= proc.lastEp.Load() {

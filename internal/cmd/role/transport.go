@@ -50,6 +50,10 @@ type natsTransport struct {
 	split batchSplit
 	// made is what sibling needs to build the transport of another episode in flight.
 	made transportMade
+	// mid is the process's mid-episode change of the faults, put in force by onMid before
+	// the next release (live.go; nil: none can come)
+	mid   *midFaults
+	onMid func(c *midChange) error
 }
 
 // transportMade is what a transport was built from.
@@ -220,6 +224,11 @@ func (t *natsTransport) Send(o *sim.Out) error {
 	ps := t.pubs[o.From]
 	if ps == nil {
 		return fmt.Errorf("no publisher for %s", o.From)
+	}
+	if t.mid != nil {
+		if err := t.checkMid(o.Step); err != nil {
+			return err
+		}
 	}
 	var err error
 	ps.ob.Release(o.Step, o.Values, func(d *fault.Delivery) {

@@ -3,6 +3,7 @@ package run
 import (
 	"fmt"
 	"path/filepath"
+	"sync"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/launch"
@@ -57,8 +58,16 @@ func (l *launcher) startInterventions() error {
 	if refuse == "" && l.o.Inflight > 1 {
 		refuse = fmt.Sprintf("--inflight %d: a change takes effect between episodes; run one episode at a time (--inflight 1)", l.o.Inflight)
 	}
-	l.iv = launch.NewInterventions(launch.InterventionsConfig{Scenario: l.points[0], Runs: l.runs, Refuse: refuse,
-		Timeline: l.tl, OnApply: func([]launch.Intervention, scenario.FaultsSpec) { l.writeAppliedFaults() }})
+	cfg := launch.InterventionsConfig{Scenario: l.points[0], Runs: l.runs, Refuse: refuse,
+		Timeline: l.tl, OnApply: func([]launch.Intervention, scenario.FaultsSpec) {
+			if err := l.writeAppliedFaults(); err != nil {
+				l.log.Warn().Err(err).Msg("interventions")
+			}
+		}}
+	if l.o.Mode == bus.Realtime {
+		cfg.Period = l.o.Period // link rules and partitions change in the episode in progress
+	}
+	l.iv = launch.NewInterventions(cfg)
 	l.ui.HandleInterventions(intervener{l.iv})
 	if refuse != "" {
 		return nil
@@ -67,8 +76,14 @@ func (l *launcher) startInterventions() error {
 	return l.writeAppliedFaults()
 }
 
-// writeAppliedFaults writes faults.applied.yaml (atomically) and the summary's count.
+// appliedMu orders the writes of faults.applied.yaml (a realtime change writes it from the
+// API's goroutine).
+var appliedMu sync.Mutex
+
+// writeAppliedFaults writes faults.applied.yaml (atomically) with the faults as they are now.
 func (l *launcher) writeAppliedFaults() error {
+	appliedMu.Lock()
+	defer appliedMu.Unlock()
 	b, err := scenario.MarshalFaults(l.iv.Faults())
 	if err != nil {
 		return err

@@ -203,3 +203,44 @@ func TestInterventionsRefused(t *testing.T) {
 	require.Equal(t, http.StatusConflict, code)
 	require.Contains(t, body["error"], "--engine fast")
 }
+
+// In a realtime run a link rule added while an episode goes takes effect at a step of it, a
+// margin ahead of the wall clock: the link's drops start exactly there, faults.applied.yaml
+// records the step, and the fast engine run with it injects the same fates on every link.
+func TestInterventionsRealtimeMidEpisode(t *testing.T) {
+	const runs, steps = 6, 60
+	out := t.TempDir()
+	text := strings.Replace(fmt.Sprintf(interventionScenario, runs), "steps: 20", fmt.Sprintf("steps: %d", steps), 1)
+	scn := writeScenario(t, text+interventionBaseFaults)
+	l := startLive(t, "run", scn, "--mode", "realtime", "--period", "10ms", "--out", out, "--ui", "--trace-episodes", "-1",
+		"--log-level", "warn", "--progress=false")
+	base := l.await(t, uiURL, 30*time.Second)
+	awaitEpisode(t, l, base, 2) // episode 1 is starting
+	code, body := apiCall(t, "POST", base+"api/faults/links", `{"name": "cut", "from": "agent.1", "to": "agent.2", "drop": 1}`)
+	require.Equal(t, http.StatusAccepted, code, body)
+	require.Equal(t, true, body["applied"], "in force at once, in the episode in progress: %v", body)
+	ep, step := int(body["episode"].(float64)), int(body["step"].(float64))
+	require.GreaterOrEqual(t, ep, 1)
+	require.Positive(t, step)
+	require.Less(t, step, steps)
+
+	require.Equal(t, 0, l.exit(t, 60*time.Second), l.stderr.String())
+	sum := readSummary(t, out)
+	require.Contains(t, []string{"ok", "degraded"}, sum.Status, sum.Error)
+	dropped := map[string]uint64{}
+	for _, ls := range sum.links(t) {
+		dropped[ls.Link] = ls.Dropped
+	}
+	require.Equal(t, uint64(steps-step+steps*(runs-1-ep)), dropped["agent.1->agent.2"], "dropped from episode %d step %d on", ep, step)
+	applied, err := os.ReadFile(filepath.Join(out, "faults.applied.yaml"))
+	require.NoError(t, err)
+	require.Contains(t, string(applied), fmt.Sprintf("episode: %d\n          step: %d", ep, step))
+
+	replay := writeScenario(t, text+string(applied))
+	dir := t.TempDir()
+	code, _, stderr := runDpsim(t, 30*time.Second, "run", replay, "--engine", "fast", "--out", dir, "--log-level", "warn", "--progress=false")
+	require.Equal(t, 0, code, stderr)
+	for _, ls := range readSummary(t, dir).links(t) {
+		require.Equal(t, dropped[ls.Link], ls.Dropped, "the fates of %s", ls.Link)
+	}
+}
