@@ -154,6 +154,9 @@ func NewInterventions(cfg InterventionsConfig) *Interventions {
 type InterventionsState struct {
 	Enabled bool   `json:"enabled"`
 	Refused string `json:"refused,omitempty"` // why interventions cannot be made in this run
+	// Realtime: a link rule or partition change takes effect in the episode in progress, a
+	// margin ahead of the wall clock (crashes still wait for the next episode).
+	Realtime bool `json:"realtime"`
 	// NextEpisode is where a change asked for now takes effect (step 0); -1 when no episode
 	// is left to start.
 	NextEpisode   int                 `json:"next_episode"`
@@ -172,7 +175,7 @@ type InterventionsState struct {
 func (iv *Interventions) State() InterventionsState {
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
-	st := InterventionsState{Enabled: iv.cfg.Refuse == "", Refused: iv.cfg.Refuse, NextEpisode: iv.next, Faults: iv.cur.faults.Clone()}
+	st := InterventionsState{Enabled: iv.cfg.Refuse == "", Refused: iv.cfg.Refuse, Realtime: iv.cfg.Period > 0, NextEpisode: iv.next, Faults: iv.cur.faults.Clone()}
 	if iv.ended || iv.next >= iv.cfg.Runs {
 		st.NextEpisode = -1
 	}

@@ -37,6 +37,8 @@ func (l *launcher) interventionsRefused() string {
 		return "--attach: the processes were started elsewhere and may not read the launcher's files"
 	case len(o.Roles) > 0:
 		return "--role: users' programs do not implement ctl.faults (docs/protocol.md)"
+	case o.Resume != "":
+		return "--resume: a resumed run starts again from the scenario's faults; live changes are not carried across a resume"
 	case o.AgentsPerProcess > 1:
 		return fmt.Sprintf("--agents-per-process %d: a change acts per agent; run one agent per process", o.AgentsPerProcess)
 	}

@@ -55,7 +55,8 @@
       }
       iv.error = "";
       iv.sent++;
-      msg.textContent = out.op + " " + out.target + " " + out.name + ": takes effect at the start of the next episode.";
+      msg.textContent = out.op + " " + out.target + " " + out.name + (out.applied ?
+        ": in force from episode " + out.episode + " step " + out.step + "." : ": takes effect at the start of the next episode.");
       msg.className = "note";
       editing = null;
       el("iv-link-submit").textContent = "Add rule";
@@ -134,9 +135,10 @@
     iv.applied = st.interventions.filter((c) => c.applied).length;
     const note = el("iv-note");
     if (!st.enabled) note.textContent = "Interventions are not possible in this run: " + st.refused;
-    else if (st.next_episode < 0) note.textContent = "No episode is left to start: the faults are final.";
+    else if (st.next_episode < 0 && !st.realtime) note.textContent = "No episode is left to start: the faults are final.";
+    else if (st.realtime) note.textContent = "A link rule or partition change takes effect in the episode in progress, a few steps ahead; a crash at the next episode.";
     else note.textContent = "A change takes effect at step 0 of the next episode the launcher starts (now episode " + st.next_episode + ").";
-    el("iv-forms").style.display = st.enabled && st.next_episode >= 0 ? "" : "none";
+    el("iv-forms").style.display = st.enabled && (st.next_episode >= 0 || st.realtime) ? "" : "none";
     currentTable("iv-links", st.current.links || [], "links", describeLink, editLink);
     currentTable("iv-parts", st.current.partitions || [], "partitions", describePartition, editPartition);
     const t = el("iv-applied");
