@@ -367,10 +367,10 @@ func (iv *Interventions) ask(op, target, name string, fields map[string]any) (In
 
 // midStep is the step of the realtime episode in progress at which a change of target takes
 // effect now, or -1 when it waits for the next episode: lockstep, a crash (the processes
-// learn their crashes between episodes), changes already waiting (they come first), or too
-// late in the episode.
+// learn their crashes between episodes), changes already waiting (they come first), an
+// outage in the episode, or too late in it.
 func (iv *Interventions) midStep(target string) int {
-	if iv.cfg.Period <= 0 || iv.sess == nil || iv.ended || target == TargetProc || len(iv.pending) > 0 {
+	if iv.cfg.Period <= 0 || iv.sess == nil || iv.ended || target == TargetProc || len(iv.pending) > 0 || iv.outage(iv.epNow) {
 		return -1
 	}
 	now := int(time.Since(iv.origin) / iv.cfg.Period)
@@ -380,6 +380,19 @@ func (iv *Interventions) midStep(target string) int {
 		return -1
 	}
 	return step
+}
+
+// outage reports whether a process may be off the bus in episode ep (a crash, a server
+// restart, a proxy reset): a ctl.faults sent then could miss it, so changes wait for the
+// next episode, when every process is back.
+func (iv *Interventions) outage(ep int) bool {
+	f := &iv.cur.faults
+	for i := range f.Crashes {
+		if f.Crashes[i].In(ep) {
+			return true
+		}
+	}
+	return aloneReason(f, ep) != ""
 }
 
 // publish writes the faults st in force from at as the next generation beside the plan files
