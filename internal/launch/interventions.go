@@ -386,13 +386,7 @@ func (iv *Interventions) midStep(target string) int {
 // restart, a proxy reset): a ctl.faults sent then could miss it, so changes wait for the
 // next episode, when every process is back.
 func (iv *Interventions) outage(ep int) bool {
-	f := &iv.cur.faults
-	for i := range f.Crashes {
-		if f.Crashes[i].In(ep) {
-			return true
-		}
-	}
-	return aloneReason(f, ep) != ""
+	return aloneReason(&iv.cur.faults, ep) != ""
 }
 
 // publish writes the faults st in force from at as the next generation beside the plan files
