@@ -43,6 +43,9 @@ type PlayOptions struct {
 	// and, when the point stops early, once more before the unfinished episodes' records reach
 	// the trace (final true).
 	Checkpoint func(episodes int, col *Collector, final bool)
+	// Interventions, if set, are the live changes of the point's faults (dpsim run --ui):
+	// the pending ones take effect at the start of the next episode (interventions.go).
+	Interventions *Interventions
 }
 
 // PointOutcome is what PlayPoint did: the session's counts, its processes and the point's
@@ -179,6 +182,9 @@ func playEpisodes(ctx context.Context, cfg SessionConfig, copts CollectOptions, 
 	gc := &groupCollector{col: col, cfg: cfg, o: o}
 	for ep := o.Start; ep < o.Runs; {
 		g := NextGroup(&cfg.Plan.Scenario.Faults, ep, o.Runs, sess.maxGroup())
+		if runErr = o.Interventions.apply(sess, g.First); runErr != nil {
+			break
+		}
 		runErr = sess.Group(ctx, g, nil)
 		gc.wait() // the previous group was merged while g played
 		if runErr != nil {
@@ -188,6 +194,7 @@ func playEpisodes(ctx context.Context, cfg SessionConfig, copts CollectOptions, 
 		gc.collect(g)
 	}
 	gc.wait()
+	o.Interventions.end()
 	return sess, col, runErr
 }
 

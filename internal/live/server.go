@@ -29,10 +29,12 @@ const (
 //	/events      Server-Sent Events: "state" events (the State as JSON), then one "end" event
 //	             with the final state when the run ended, after which the stream closes
 //	/metrics     Prometheus text format (see metrics.go)
+//	/api/faults  the interventions API, once HandleInterventions was called (interventions.go)
 type Server struct {
 	hub *Hub
 	ln  net.Listener
 	srv *http.Server
+	mux *http.ServeMux // HandleInterventions adds to it (interventions.go)
 }
 
 // Serve starts serving h on addr (host:port; port 0: a free one) in the background.
@@ -41,8 +43,8 @@ func Serve(addr string, h *Hub) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("live view: %w", err)
 	}
-	s := &Server{hub: h, ln: ln}
 	mux := http.NewServeMux()
+	s := &Server{hub: h, ln: ln, mux: mux}
 	web, _ := fs.Sub(webFS, "web")
 	mux.Handle("/", http.FileServer(http.FS(web)))
 	mux.HandleFunc("/api/state", s.state)

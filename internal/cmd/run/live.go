@@ -82,6 +82,9 @@ func (l *launcher) startUI() error {
 		return cli.UsageError("--ui %s: %v", l.o.UI, err)
 	}
 	l.ui = srv
+	if err := l.startInterventions(); err != nil {
+		return err
+	}
 	fmt.Fprintf(l.stderr, "dpsim run: live view %s (until the run ends; metrics %smetrics)\n", srv.URL(), srv.URL())
 	return nil
 }

@@ -147,7 +147,7 @@ function renderProcs(st) {
 
 function renderTimeline(st) {
   const tl = st.timeline || [];
-  const rows = tl.map((e) => [e.sec.toFixed(2) + " s", e.point, e.episode >= 0 ? e.episode : "", e.step >= 0 ? e.step : "", e.proc || "", e.event, e.detail || ""]);
+  const rows = tl.map((e) => [e.t_sec.toFixed(2) + " s", e.point, e.episode >= 0 ? e.episode : "", e.step >= 0 ? e.step : "", e.proc || "", e.event, e.detail || ""]);
   fillTable("timeline", ["time", "point", "episode", "step", "process", "event", "detail"], rows, null);
 }
 
