@@ -6,6 +6,11 @@
 "use strict";
 
 (() => {
+  if (document.body.dataset.mode === "view") { // dpsim view: a finished run takes no changes
+    const sec = document.getElementById("interventions");
+    if (sec) sec.hidden = true;
+    return;
+  }
   const iv = window.dpsimInterventions = { state: null, error: "", sent: 0, applied: 0 };
   const el = (id) => document.getElementById(id);
   let editing = null; // {target, name}: the form changes this rule instead of adding one
