@@ -85,6 +85,18 @@ func awaitEpisode(t *testing.T, l *liveRun, base string, ep int) {
 	}
 }
 
+// awaitApplied waits until the run's n-th change took effect.
+func awaitApplied(t *testing.T, l *liveRun, base string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for st := ivStateOf(t, base); len(st.Interventions) < n || !st.Interventions[n-1].Applied; st = ivStateOf(t, base) {
+		if time.Now().After(deadline) {
+			t.Fatalf("change %d did not take effect:\n%s", n, l.stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // replayScenario is the scenario with the faults section of the live run's faults.applied.yaml.
 func replayScenario(t *testing.T, runs int, out string) string {
 	t.Helper()
@@ -148,8 +160,8 @@ func groupStarts(runs, k int, alone map[int]bool) map[int]bool {
 }
 
 // Through the HTTP API, while a lockstep run goes with episodes in flight (the default, 32,
-// and 3): a drop rule is added, the scenario's rule changed, a bad rule refused naming its
-// field, a process crashed and restarted. Each change takes effect at step 0 of the first
+// and 3): a drop rule is added, a bad rule refused naming its field; once the rule took effect
+// a process is crashed and restarted and the scenario's rule changed. Each change takes effect at step 0 of the first
 // episode of a group, the crash's episode runs alone and the groups after it are whole again,
 // the link counters show the drops, faults.applied.yaml is a faults section, and the scenario
 // run with it replays the live run bit for bit over NATS with 1 and 32 episodes in flight and
@@ -196,6 +208,9 @@ func playInterventions(t *testing.T, runs int, extra []string) string {
 	code, body = apiCall(t, "POST", base+"api/procs/agent.42/crash", `{}`)
 	require.Equal(t, http.StatusBadRequest, code, body)
 	require.Equal(t, "faults.crashes[0].proc", body["field"], body)
+	// the crash waits for a group after the cut's: a group under a new link rule alone (its
+	// publisher sends one message per episode, the others still coalesce), then a crash's
+	awaitApplied(t, l, base, 1)
 	code, body = apiCall(t, "POST", base+"api/procs/agent-3/crash", `{"step": 5, "down": 4}`)
 	require.Equal(t, http.StatusAccepted, code, body)
 	code, body = apiCall(t, "PUT", base+"api/faults/links/base", `{"from": "agent.5", "to": "agent.*", "drop": 0.6}`)
@@ -240,6 +255,7 @@ func checkInterventions(t *testing.T, out string, runs, k int) {
 		}
 	}
 	t.Logf("K = %d: cut from episode %d, the crash in episode %d", k, cutAt, crashAt)
+	require.Less(t, cutAt, crashAt, "the crash was asked once the cut took effect")
 	starts := groupStarts(runs, k, map[int]bool{crashAt: true})
 	for _, c := range full.Interventions.List {
 		require.True(t, starts[c.Episode], "%s %s took effect at episode %d, the first of a group (K = %d)", c.Op, c.Name, c.Episode, k)
