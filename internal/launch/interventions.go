@@ -21,20 +21,20 @@ import (
 // Interventions are the changes a user makes to a point's faults while it plays (dpsim run
 // --ui): add, change or remove a link rule or a partition, crash and restart a process. A
 // change is asked for at any time and takes effect at step 0 of the first episode of the next
-// group the launcher starts (one episode at a time: the next episode; K in flight: the next
-// ctl.episodes; PlayPoint applies the pending changes before it sends that group's start,
-// with a ctl.faults the processes queue before it, startGroup): the same step in every
-// process, so the faults in force are known exactly. Each applied change is recorded in the faults - a
-// changed or removed rule lives until (E, 0) and its successor from (E, 0) (scenario.Lifetime),
-// a crash is an ordinary faults.crashes entry of episode E - so that running the scenario with
-// Faults() as its faults section replays the live run bit for bit.
+// group the launcher starts (K = 1: the next episode; K in flight: the next ctl.episodes).
+// PlayPoint applies the pending changes before it sends that group's start, with a ctl.faults
+// the processes queue before it (startGroup): the same step in every process, so the faults in
+// force are known exactly. Each applied change is recorded in the faults - a changed or removed
+// rule lives until (E, 0) and its successor from (E, 0) (scenario.Lifetime), a crash is an
+// ordinary faults.crashes entry of episode E - so that running the scenario with Faults() as
+// its faults section replays the live run bit for bit, with any number of episodes in flight.
 type Interventions struct {
 	mu      sync.Mutex
 	cfg     InterventionsConfig
 	cur     faultState      // the faults in force (the scenario's plus every applied change)
 	all     []*Intervention // every change asked for, in order
 	pending []*Intervention
-	next    int // the first episode of the next group the launcher starts: where a pending change takes effect
+	next    int // the first episode of the next group: where a pending change takes effect
 	gen     int // live faults generations sent (ctl.faults)
 	ended   bool
 	// the session and the episode in progress, its grid's origin (realtime mid-episode changes)
