@@ -20,20 +20,21 @@ import (
 
 // Interventions are the changes a user makes to a point's faults while it plays (dpsim run
 // --ui): add, change or remove a link rule or a partition, crash and restart a process. A
-// change is asked for at any time and takes effect at step 0 of the next episode the launcher
-// starts (PlayPoint applies the pending changes before it sends that episode's ctl.episode,
-// with a ctl.faults the processes queue before it): the same step in every process, so the
-// faults in force are known exactly. Each applied change is recorded in the faults - a
-// changed or removed rule lives until (E, 0) and its successor from (E, 0) (scenario.Lifetime),
-// a crash is an ordinary faults.crashes entry of episode E - so that running the scenario with
-// Faults() as its faults section replays the live run bit for bit.
+// change is asked for at any time and takes effect at step 0 of the first episode of the next
+// group the launcher starts (K = 1: the next episode; K in flight: the next ctl.episodes).
+// PlayPoint applies the pending changes before it sends that group's start, with a ctl.faults
+// the processes queue before it (startGroup): the same step in every process, so the faults in
+// force are known exactly. Each applied change is recorded in the faults - a changed or removed
+// rule lives until (E, 0) and its successor from (E, 0) (scenario.Lifetime), a crash is an
+// ordinary faults.crashes entry of episode E - so that running the scenario with Faults() as
+// its faults section replays the live run bit for bit, with any number of episodes in flight.
 type Interventions struct {
 	mu      sync.Mutex
 	cfg     InterventionsConfig
 	cur     faultState      // the faults in force (the scenario's plus every applied change)
 	all     []*Intervention // every change asked for, in order
 	pending []*Intervention
-	next    int // the next episode the launcher starts: where a pending change takes effect
+	next    int // the first episode of the next group: where a pending change takes effect
 	gen     int // live faults generations sent (ctl.faults)
 	ended   bool
 	// the session and the episode in progress, its grid's origin (realtime mid-episode changes)
@@ -50,7 +51,7 @@ type InterventionsConfig struct {
 	Scenario    *scenario.Scenario
 	Runs, Start int
 	// Refuse, when set, is why this run cannot take interventions (a sweep, the fast engine,
-	// episodes in flight...): every change is refused with it.
+	// a resumed run...): every change is refused with it.
 	Refuse string
 	// OnApply, if set, is called after each episode boundary at which changes took effect,
 	// with every change so far and the faults now in force (outside the lock).
@@ -658,49 +659,64 @@ func checkFaults(s *scenario.Scenario, f scenario.FaultsSpec) (scenario.FaultsSp
 	return checkDoc(s, doc)
 }
 
-// apply puts the pending changes in force at step 0 of episode ep, which the session is about
-// to start: the faults file of a new generation beside the plan files, ctl.faults on
-// ctl.episode (before the episode's ctl.episode), the session's own plan (its crashes), the
-// timeline. Without pending changes it does nothing.
-func (iv *Interventions) apply(s *Session, ep int) error {
+// startGroup puts the pending changes in force at step 0 of episode ep, the first episode of
+// the next group the session starts, and returns that group: NextGroup among ep..end-1 with at
+// most k in flight, on the faults as the changes left them (a crash added for ep makes it run
+// alone, as a scenario's crash would). In force means: the faults file of a new generation
+// beside the plan files, ctl.faults on ctl.episode (before the group's ctl.episode or
+// ctl.episodes), the session's own plan (its crashes), the timeline. Without pending changes
+// it only groups. A nil iv groups on the scenario's faults.
+//
+// A change never reaches a process after it began an episode the change covers (ep and later):
+//   - PlayPoint starts one group at a time: it calls this only once Session.Group of the
+//     previous group returned, i.e. once every process reported each of its episodes done
+//     (awaitDone) or the point failed (and no group follows). No process is in an episode then.
+//   - No process begins ep before it hears the group's ctl.episode(s), which Session.Group
+//     publishes after this returns, on the same connection and subject as the ctl.faults: NATS
+//     delivers one publisher's messages on a subject in order, and the process queues both in
+//     arrival order in one channel (role subscribeCtl), so it applies the faults before it
+//     takes the group, between groups (a process runs a group to its end before it reads the
+//     next entry of that channel).
+func (iv *Interventions) startGroup(s *Session, ep, end, k int) (Group, error) {
 	if iv == nil {
-		return nil
+		return NextGroup(&s.cfg.Plan.Scenario.Faults, ep, end, k), nil
 	}
 	iv.mu.Lock()
 	// the episode's grid begins GridLead after its ctl.episode, sent after this: an earlier
 	// origin makes a mid-episode change's step later, never earlier
 	iv.sess, iv.epNow, iv.origin = s, ep, time.Now().Add(contract.GridLead)
-	iv.next = ep
 	if len(iv.pending) == 0 {
-		iv.next = ep + 1
+		g := NextGroup(&iv.cur.faults, ep, end, k)
+		iv.next = g.Last() + 1
 		iv.mu.Unlock()
-		return nil
+		return g, nil
 	}
 	st := iv.cur.clone()
 	at := scenario.StepPoint{Episode: ep}
 	for _, c := range iv.pending {
 		if err := applyChange(&st, c, at); err != nil {
 			iv.mu.Unlock()
-			return fmt.Errorf("intervention %d (%s %s %s): %w", c.ID, c.Op, c.Target, c.Name, err)
+			return Group{}, fmt.Errorf("intervention %d (%s %s %s): %w", c.ID, c.Op, c.Target, c.Name, err)
 		}
 	}
 	if _, err := checkFaults(iv.cfg.Scenario, st.faults); err != nil {
 		iv.mu.Unlock()
-		return fmt.Errorf("interventions at episode %d: %w", ep, err)
+		return Group{}, fmt.Errorf("interventions at episode %d: %w", ep, err)
 	}
 	if err := iv.publish(s, st, at); err != nil {
 		iv.mu.Unlock()
-		return err
+		return Group{}, err
 	}
 	s.setFaults(st.faults)
 	iv.commit(iv.pending, st, at)
-	iv.pending, iv.next = nil, ep+1
+	g := NextGroup(&iv.cur.faults, ep, end, k)
+	iv.pending, iv.next = nil, g.Last()+1
 	all, faults := iv.list(), iv.cur.faults.Clone()
 	iv.mu.Unlock()
 	if iv.cfg.OnApply != nil {
 		iv.cfg.OnApply(all, faults)
 	}
-	return nil
+	return g, nil
 }
 
 // end marks the point over: no change is taken any more, and those still pending never apply.

@@ -22,7 +22,7 @@ faults:
     - {name: base, from: agent.5, drop: 0.2}
 `
 
-// commitAt applies the pending changes at episode ep as apply does, without a session.
+// commitAt applies the pending changes at episode ep as startGroup does, without a session.
 func commitAt(t *testing.T, iv *Interventions, ep int) {
 	t.Helper()
 	iv.mu.Lock()

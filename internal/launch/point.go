@@ -44,7 +44,7 @@ type PlayOptions struct {
 	// the trace (final true).
 	Checkpoint func(episodes int, col *Collector, final bool)
 	// Interventions, if set, are the live changes of the point's faults (dpsim run --ui):
-	// the pending ones take effect at the start of the next episode (interventions.go).
+	// the pending ones take effect at the first episode of the next group (interventions.go).
 	Interventions *Interventions
 }
 
@@ -181,8 +181,10 @@ func playEpisodes(ctx context.Context, cfg SessionConfig, copts CollectOptions, 
 	}
 	gc := &groupCollector{col: col, cfg: cfg, o: o}
 	for ep := o.Start; ep < o.Runs; {
-		g := NextGroup(&cfg.Plan.Scenario.Faults, ep, o.Runs, sess.maxGroup())
-		if runErr = o.Interventions.apply(sess, g.First); runErr != nil {
+		// the pending interventions take effect at ep, and the group is made on the faults as
+		// they left them (startGroup says why no process has begun ep when they reach it)
+		var g Group
+		if g, runErr = o.Interventions.startGroup(sess, ep, o.Runs, sess.maxGroup()); runErr != nil {
 			break
 		}
 		runErr = sess.Group(ctx, g, nil)

@@ -24,11 +24,12 @@ type Intervener interface {
 //	POST   /api/faults/partitions         add a partition (a faults.partitions entry)   -> 202
 //	PUT    /api/faults/partitions/{name}  replace partition name                        -> 202
 //	DELETE /api/faults/partitions/{name}  stop partition name                           -> 202
-//	POST   /api/procs/{name}/crash        kill process name at {step} of the next episode,
+//	POST   /api/procs/{name}/crash        kill process name at {step} of next_episode,
 //	                                      back at {restart} (or after {down} steps)     -> 202
 //
-// Bodies and answers are JSON. A change takes effect at step 0 of the next episode; the answer
-// is the change, pending. A refused change is {"error": why, "field": the field at fault} with
+// Bodies and answers are JSON. A change takes effect at step 0 of the state's next_episode (the
+// next episode the run starts; with episodes in flight, the first of the next group); the
+// answer is the change, pending. A refused change is {"error": why, "field": the field at fault} with
 // a 4xx status: 400 an invalid field, 404 no such rule, 409 not possible in this run.
 
 // maxBody bounds a request body.

@@ -15,11 +15,12 @@ import (
 )
 
 // Live faults (ctl.faults): the launcher of dpsim run --ui changes the run's link rules,
-// partitions and crashes between episodes. The change travels as a file beside the plan
-// files (contract.LiveFaults) named by a ctl.faults on ctl.episode, sent before the
-// ctl.episode of the first episode it applies to: it comes through the same queue as the
-// episodes, so it is applied when the episode before it is done and the next one has not
-// begun - at step 0 of its episode, in every process alike.
+// partitions and crashes between episodes, or between groups of episodes in flight. The
+// change travels as a file beside the plan files (contract.LiveFaults) named by a ctl.faults
+// on ctl.episode, sent before the ctl.episode (or ctl.episodes) of the first episode it
+// applies to: it comes through the same queue as the episodes, so it is applied when the
+// episode (group) before it is done and the next one has not begun - at step 0 of its
+// episode, in every process alike.
 
 // liveFaults is a ctl.faults heard: generation gen of the live faults, with its digest.
 type liveFaults struct {
@@ -58,10 +59,11 @@ func (proc *process) applyLiveFaults(r runner, lf liveFaults, ep int) error {
 // updateFaults implements runner: the injector of the scenario's faults as they now are, the
 // cores told of its crashes, this process's own crash armed, the fault log opened when a
 // rule appears. The outboxes keep their counters; copies they held expired with the episode.
+// The slots of episodes in flight (inflight.go), idle between groups, are rebuilt alike: the
+// next group's coalescing is decided on the new faults (a publisher with a rule, or any crash
+// in the run, sends one message per episode from now on) and a crash makes its episode run
+// alone (checkGroup reads the faults as changed).
 func (r *coreRunner) updateFaults(proc *process, lf liveFaults) error {
-	if r.inflight != nil {
-		return fmt.Errorf("this process runs episodes in flight; live faults need one episode at a time")
-	}
 	f := &proc.scn.Faults
 	inj, err := fault.New(f, proc.cfg.FaultSeed)
 	if err != nil {
@@ -83,30 +85,30 @@ func (r *coreRunner) updateFaults(proc *process, lf liveFaults) error {
 			return err
 		}
 	}
+	if r.inflight != nil {
+		for _, s := range r.inflight.slots {
+			for _, c := range s.cores {
+				if !sim.SetCrashes(c, f.Crashes) {
+					return fmt.Errorf("%s cannot be told of crashes", c.Endpoint())
+				}
+			}
+			if err := s.tr.setOutboxes(inj, f.Crashes); err != nil {
+				return err
+			}
+			s.tr.crashes, s.tr.rejoins = r.tr.crashes, r.tr.rejoins
+			r.logSlot(s)
+		}
+	}
 	r.live = lf
 	return nil
 }
 
-// setInjector rebuilds the publishers' outboxes on inj (their links are the same: the
-// subscribers do not change; the counters carry over) and takes the run's crashes, hearing
-// the rejoins of restarted peers from now on.
+// setInjector rebuilds the publishers' outboxes on inj (setOutboxes) and takes the run's
+// crashes, hearing the rejoins of restarted peers from now on.
 func (t *natsTransport) setInjector(proc *process, inj *fault.Injector, crashes []scenario.Crash) error {
-	for from, ps := range t.pubs {
-		old := ps.ob
-		old.End()
-		ob := sim.NewPublisherOutbox(inj, from, t.made.topo.Subscribers(from))
-		if err := ob.SetStats(old.Stats()); err != nil {
-			return fmt.Errorf("%s: %w", from, err)
-		}
-		ob.Log = old.Log
-		ps.ob, ps.wall, ps.coalesce = ob, false, false
-		for _, l := range ob.Links() {
-			if l.WallDelay() {
-				ps.wall = true
-			}
-		}
+	if err := t.setOutboxes(inj, crashes); err != nil {
+		return err
 	}
-	t.made.inj = inj
 	if len(t.pubs) == 0 || len(crashes) == 0 {
 		return nil
 	}
@@ -119,6 +121,30 @@ func (t *natsTransport) setInjector(proc *process, inj *fault.Injector, crashes 
 		return err
 	}
 	return proc.flush()
+}
+
+// setOutboxes rebuilds the publishers' outboxes on inj (their links are the same: the
+// subscribers do not change; the counters and the fault log carry over), with whether each
+// may coalesce decided as newTransport does on the run's crashes.
+func (t *natsTransport) setOutboxes(inj *fault.Injector, crashes []scenario.Crash) error {
+	for from, ps := range t.pubs {
+		old := ps.ob
+		old.End()
+		ob := sim.NewPublisherOutbox(inj, from, t.made.topo.Subscribers(from))
+		if err := ob.SetStats(old.Stats()); err != nil {
+			return fmt.Errorf("%s: %w", from, err)
+		}
+		ob.Log = old.Log
+		ps.ob, ps.wall = ob, false
+		for _, l := range ob.Links() {
+			if l.WallDelay() {
+				ps.wall = true
+			}
+		}
+		ps.coalesce = ob.Clear() && !ps.wall && !t.realtime && len(crashes) == 0
+	}
+	t.made.inj = inj
+	return nil
 }
 
 // A change in the middle of a realtime episode (ctl.faults with a step S > 0): only the link

@@ -45,21 +45,12 @@ func (l *launcher) interventionsRefused() string {
 	return ""
 }
 
-// uiInflight is the lockstep default of --inflight under --ui: one episode at a time, so that
-// every episode boundary can take an intervention (--inflight K still gives K, without them).
-func (l *launcher) uiInflight() {
-	if l.o.UI != "" && !l.o.InflightSet && l.o.Mode != bus.Realtime && l.interventionsRefused() == "" {
-		l.o.Inflight = 1
-	}
-}
-
 // startInterventions serves the interventions API on the live view and writes the applied
 // faults file as it starts (the scenario's own faults).
 func (l *launcher) startInterventions() error {
+	// Episodes in flight take changes too: a change waits for the next group (launch
+	// Interventions.startGroup), so --ui leaves --inflight as it is and the run plays as without it.
 	refuse := l.interventionsRefused()
-	if refuse == "" && l.o.Inflight > 1 {
-		refuse = fmt.Sprintf("--inflight %d: a change takes effect between episodes; run one episode at a time (--inflight 1)", l.o.Inflight)
-	}
 	cfg := launch.InterventionsConfig{Scenario: l.points[0], Runs: l.runs, Refuse: refuse,
 		Timeline: l.tl, OnApply: func([]launch.Intervention, scenario.FaultsSpec) {
 			if err := l.writeAppliedFaults(); err != nil {

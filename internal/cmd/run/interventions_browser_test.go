@@ -15,16 +15,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The interventions panel in headless chromium during a realtime run: a drop rule filled in
-// and added from the page takes effect at the start of an episode, the page lists it with that
-// episode, the run's link counters on the page show its drops, and faults.applied.yaml has it.
+// The interventions panel in headless chromium during a lockstep run with episodes in flight
+// (the default): a drop rule filled in and added from the page takes effect at the start of a
+// group, the page lists it with that episode, the run's link counters on the page show its
+// drops, and faults.applied.yaml has it.
 func TestInterventionsBrowser(t *testing.T) {
 	exe := chromium(t)
-	const runs = 25
+	const runs = 2000 // long enough for the page to load and send the change (a few seconds)
 	out := t.TempDir()
 	scn := writeScenario(t, fmt.Sprintf(interventionScenario, runs)+interventionBaseFaults)
-	l := startLive(t, "run", scn, "--mode", "realtime", "--period", "5ms", "--out", out, "--ui", "--ui-hold", "2m",
-		"--progress=false", "--log-level", "warn")
+	start := time.Now()
+	l := startLive(t, "run", scn, "--out", out, "--ui", "--ui-hold", "2m", "--progress=false", "--log-level", "warn")
 	url := l.await(t, uiURL, 30*time.Second)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU)
@@ -80,8 +81,12 @@ func TestInterventionsBrowser(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	t.Logf("the change took effect at episode %d; the run ended after %v", v.Episode, time.Since(start).Round(time.Millisecond))
 	require.Equal(t, 1, v.Sent)
 	require.Positive(t, v.Episode)
+	require.Zero(t, v.Episode%32, "the first episode of a group of 32")
+	in := readInflight(t, out)
+	require.Equal(t, 32, in.Used, "--ui leaves --inflight as it is")
 	require.Equal(t, 20*(runs-v.Episode), v.Dropped, "every message of agent.1->agent.2 from episode %d on", v.Episode)
 	require.Contains(t, v.Table, "add link")
 	require.Empty(t, problems, "the page threw")

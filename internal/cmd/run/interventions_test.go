@@ -85,6 +85,18 @@ func awaitEpisode(t *testing.T, l *liveRun, base string, ep int) {
 	}
 }
 
+// awaitApplied waits until the run's n-th change took effect.
+func awaitApplied(t *testing.T, l *liveRun, base string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for st := ivStateOf(t, base); len(st.Interventions) < n || !st.Interventions[n-1].Applied; st = ivStateOf(t, base) {
+		if time.Now().After(deadline) {
+			t.Fatalf("change %d did not take effect:\n%s", n, l.stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // replayScenario is the scenario with the faults section of the live run's faults.applied.yaml.
 func replayScenario(t *testing.T, runs int, out string) string {
 	t.Helper()
@@ -98,41 +110,89 @@ func replayScenario(t *testing.T, runs int, out string) string {
 	return writeScenario(t, text+string(applied))
 }
 
-// requireReplays runs the replay scenario over NATS (lockstep) and with the fast engine and
-// requires summary metrics (link counters included) and trace equal to the live run's.
-func requireReplays(t *testing.T, live string, replay string, fast bool) {
+// requireReplays runs the replay scenario over NATS (lockstep) with each of inflights episodes
+// in flight ("": the default) and, when fast, with the fast engine, and requires summary
+// metrics (link counters included) and trace equal to the live run's.
+func requireReplays(t *testing.T, live string, replay string, fast bool, inflights ...string) {
 	t.Helper()
 	lsum := readSummary(t, live)
 	ltrace, err := os.ReadFile(filepath.Join(live, "trace.jsonl"))
 	require.NoError(t, err)
-	engines := []string{"nats"}
-	if fast {
-		engines = append(engines, "fast")
+	type engine struct{ name, inflight string }
+	var engines []engine
+	for _, k := range inflights {
+		engines = append(engines, engine{"nats", k})
 	}
-	for _, engine := range engines {
+	if fast {
+		engines = append(engines, engine{"fast", ""})
+	}
+	for _, e := range engines {
 		dir := t.TempDir()
-		code, _, stderr := runDpsim(t, 60*time.Second, "run", replay, "--engine", engine, "--out", dir, "--trace-episodes", "-1", "--log-level", "warn", "--progress=false")
+		args := []string{"run", replay, "--engine", e.name, "--out", dir, "--trace-episodes", "-1", "--log-level", "warn", "--progress=false"}
+		if e.inflight != "" {
+			args = append(args, "--inflight", e.inflight)
+		}
+		start := time.Now()
+		code, _, stderr := runDpsim(t, 60*time.Second, args...)
 		require.Equal(t, 0, code, stderr)
+		t.Logf("replay --engine %s --inflight %q: %v", e.name, e.inflight, time.Since(start).Round(time.Millisecond))
 		sum := readSummary(t, dir)
-		require.JSONEq(t, string(lsum.Metrics), string(sum.Metrics), "%s replay: metrics and link counters", engine)
+		require.JSONEq(t, string(lsum.Metrics), string(sum.Metrics), "%s replay (inflight %q): metrics and link counters", e.name, e.inflight)
 		tr, err := os.ReadFile(filepath.Join(dir, "trace.jsonl"))
 		require.NoError(t, err)
-		require.True(t, bytes.Equal(ltrace, tr), "%s replay: the trace differs", engine)
+		require.True(t, bytes.Equal(ltrace, tr), "%s replay (inflight %q): the trace differs", e.name, e.inflight)
 	}
 }
 
-// Through the HTTP API, while a lockstep run goes: a drop rule is added, the scenario's rule
-// changed, a bad rule refused naming its field, a process crashed and restarted. Each change
-// takes effect at step 0 of an episode, the link counters show the drops, faults.applied.yaml
-// is a faults section, and the scenario run with it replays the live run bit for bit over NATS
-// and with the fast engine.
+// groupStarts are the first episodes of the groups a lockstep point of runs episodes plays
+// with k in flight when the episodes alone (crashes) are those given (launch.NextGroup).
+func groupStarts(runs, k int, alone map[int]bool) map[int]bool {
+	starts := map[int]bool{}
+	for ep := 0; ep < runs; {
+		starts[ep] = true
+		n := 1
+		for !alone[ep] && n < k && ep+n < runs && !alone[ep+n] {
+			n++
+		}
+		ep += n
+	}
+	return starts
+}
+
+// Through the HTTP API, while a lockstep run goes with episodes in flight (the default, 32,
+// and 3): a drop rule is added, a bad rule refused naming its field; once the rule took effect
+// a process is crashed and restarted and the scenario's rule changed. Each change takes effect at step 0 of the first
+// episode of a group, the crash's episode runs alone and the groups after it are whole again,
+// the link counters show the drops, faults.applied.yaml is a faults section, and the scenario
+// run with it replays the live run bit for bit over NATS with 1 and 32 episodes in flight and
+// with the fast engine.
 func TestInterventionsAPI(t *testing.T) {
-	const runs = 60
+	for _, tc := range []struct {
+		name     string
+		inflight []string // the live run's --inflight (none: the default)
+		k, runs  int
+	}{{"default inflight", nil, 32, 160}, {"inflight 3", []string{"--inflight", "3"}, 3, 60}} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := playInterventions(t, tc.runs, tc.inflight)
+			checkInterventions(t, out, tc.runs, tc.k)
+			requireReplays(t, out, replayScenario(t, tc.runs, out), true, "1", "32")
+		})
+	}
+}
+
+// playInterventions runs the intervention scenario with --ui and makes the changes of
+// TestInterventionsAPI through the API once its first group started; it returns OUT.
+func playInterventions(t *testing.T, runs int, extra []string) string {
+	t.Helper()
 	out := t.TempDir()
 	scn := writeScenario(t, fmt.Sprintf(interventionScenario, runs)+interventionBaseFaults)
-	l := startLive(t, "run", scn, "--out", out, "--ui", "--trace-episodes", "-1", "--log-level", "warn", "--progress=false")
+	args := append([]string{"run", scn, "--out", out, "--ui", "--trace-episodes", "-1", "--log-level", "warn", "--progress=false"}, extra...)
+	start := time.Now()
+	l := startLive(t, args...)
 	base := l.await(t, uiURL, 30*time.Second)
-	awaitEpisode(t, l, base, 3)
+	awaitEpisode(t, l, base, 1)
+	st := ivStateOf(t, base)
+	require.True(t, st.Enabled, "episodes in flight take interventions: %s", st.Refused)
 
 	code, body := apiCall(t, "POST", base+"api/faults/links", `{"name": "cut", "from": "agent.1", "to": "agent.2", "drop": 1}`)
 	require.Equal(t, http.StatusAccepted, code, body)
@@ -148,6 +208,9 @@ func TestInterventionsAPI(t *testing.T) {
 	code, body = apiCall(t, "POST", base+"api/procs/agent.42/crash", `{}`)
 	require.Equal(t, http.StatusBadRequest, code, body)
 	require.Equal(t, "faults.crashes[0].proc", body["field"], body)
+	// the crash waits for a group after the cut's: a group under a new link rule alone (its
+	// publisher sends one message per episode, the others still coalesce), then a crash's
+	awaitApplied(t, l, base, 1)
 	code, body = apiCall(t, "POST", base+"api/procs/agent-3/crash", `{"step": 5, "down": 4}`)
 	require.Equal(t, http.StatusAccepted, code, body)
 	code, body = apiCall(t, "PUT", base+"api/faults/links/base", `{"from": "agent.5", "to": "agent.*", "drop": 0.6}`)
@@ -155,6 +218,14 @@ func TestInterventionsAPI(t *testing.T) {
 	require.Equal(t, "base.v2", body["rule"])
 
 	require.Equal(t, 0, l.exit(t, 60*time.Second), l.stderr.String())
+	t.Logf("live run %v: %v", extra, time.Since(start).Round(time.Millisecond))
+	return out
+}
+
+// checkInterventions checks the live run in out of TestInterventionsAPI, played with k
+// episodes in flight: where its changes took effect, its groups, its counters and events.
+func checkInterventions(t *testing.T, out string, runs, k int) {
+	t.Helper()
 	sum := readSummary(t, out)
 	require.Equal(t, "ok", sum.Status, sum.Error)
 	var full struct {
@@ -171,15 +242,29 @@ func TestInterventionsAPI(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &full))
 	require.Equal(t, 3, full.Interventions.Applied)
-	cutAt := -1
+	cutAt, crashAt := -1, -1
 	for _, c := range full.Interventions.List {
 		require.True(t, c.Applied, c)
-		require.GreaterOrEqual(t, c.Episode, 3, c)
+		require.GreaterOrEqual(t, c.Episode, 1, c)
 		require.Equal(t, 0, c.Step)
-		if c.Name == "cut" {
+		switch c.Name {
+		case "cut":
 			cutAt = c.Episode
+		case "agent.3":
+			crashAt = c.Episode
 		}
 	}
+	t.Logf("K = %d: cut from episode %d, the crash in episode %d", k, cutAt, crashAt)
+	require.Less(t, cutAt, crashAt, "the crash was asked once the cut took effect")
+	starts := groupStarts(runs, k, map[int]bool{crashAt: true})
+	for _, c := range full.Interventions.List {
+		require.True(t, starts[c.Episode], "%s %s took effect at episode %d, the first of a group (K = %d)", c.Op, c.Name, c.Episode, k)
+	}
+	in := readInflight(t, out)
+	require.Equal(t, k, in.Used, "--ui leaves --inflight as it is")
+	require.Equal(t, len(starts), in.Groups, "the groups: whole but for the crash's episode, alone, and the one before it")
+	require.Equal(t, 1, in.Alone.Crash)
+	require.Equal(t, k, in.Largest)
 	require.Equal(t, 3, sum.events("intervention"))
 	require.Equal(t, 1, sum.events("killed"))
 	for _, ls := range sum.links(t) {
@@ -187,7 +272,6 @@ func TestInterventionsAPI(t *testing.T) {
 			require.Equal(t, uint64(20*(runs-cutAt)), ls.Dropped, "every message of the cut link from episode %d on", cutAt)
 		}
 	}
-	requireReplays(t, out, replayScenario(t, runs, out), true)
 }
 
 // A run that cannot take interventions says why, with a 409 naming the reason.

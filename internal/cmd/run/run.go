@@ -332,7 +332,6 @@ func (l *launcher) applyScenarioSettings(s *scenario.Scenario) error {
 	if o.Mode == bus.Realtime && o.Period <= 0 {
 		return cli.UsageError("realtime mode needs a period: pass --period or set transport.period in the scenario")
 	}
-	l.uiInflight()
 	if err := l.resolveInflight(); err != nil {
 		return err
 	}
