@@ -64,6 +64,16 @@ func (o *Outcome) Merge(w *Outcome) {
 	o.mu.Unlock()
 }
 
+// Reset empties the outcome, keeping its capacity (a chunk's buffer reused after Merge).
+func (o *Outcome) Reset() {
+	for _, t := range o.Trials {
+		t.Reset()
+	}
+	o.mu.Lock()
+	o.Episodes = 0
+	o.mu.Unlock()
+}
+
 // FastOptions configure PlayFast.
 type FastOptions struct {
 	// Trials per value of the secret bit: 2*Trials episodes are played.
@@ -76,6 +86,12 @@ type FastOptions struct {
 	// Progress, when set, is called with the episodes done and the total, from one goroutine at a
 	// time, about every chunk of episodes.
 	Progress func(done, total int)
+	// Chunk, when set, is called after each chunk of trials a worker finished, with an outcome
+	// holding those trials only: a view valid during the call (Merge it to keep it), from the
+	// worker's goroutine - several workers may call it at once. The live view of dpsim audit
+	// --ui recomputes the bounds from them as they come. It changes nothing recorded; without
+	// it the engine does no extra work (one nil check per chunk).
+	Chunk func(part *Outcome)
 }
 
 // fastChunk is the number of consecutive trials a worker takes at a time.
@@ -195,10 +211,21 @@ type fastRun struct {
 func (f *fastRun) work(ctx context.Context, player *trialPlayer) {
 	g, o := f.g, f.o
 	local := g.NewOutcome(EngineFast, o.Seed, o.Trials/f.workers+fastChunk)
-	defer f.out.Merge(local)
+	rec := local // where the trials are recorded: with a Chunk hook, the chunk's own outcome
+	var part *Outcome
+	if o.Chunk != nil {
+		part = g.NewOutcome(EngineFast, o.Seed, fastChunk)
+		rec = part
+	}
+	defer func() {
+		if part != nil { // a chunk cut short by an error: its trials are kept as without the hook
+			local.Merge(part)
+		}
+		f.out.Merge(local)
+	}()
 	ch := &challenger{seed: o.Seed}
 	bit := func(e int) int { return ch.bit(uint64(e)) }
-	add := func(e, bit int, scores []float64) { local.Add(uint64(e), bit, scores) }
+	add := func(e, bit int, scores []float64) { rec.Add(uint64(e), bit, scores) }
 	for {
 		lo := int(f.next.Add(fastChunk)) - fastChunk
 		if lo >= f.total || ctx.Err() != nil {
@@ -208,6 +235,11 @@ func (f *fastRun) work(ctx context.Context, player *trialPlayer) {
 		if err := player.play(lo, hi, bit, add); err != nil {
 			f.cancel(fmt.Errorf("audit: fast engine: %w", err))
 			return
+		}
+		if part != nil {
+			o.Chunk(part)
+			local.Merge(part)
+			part.Reset()
 		}
 		d := f.done.Add(int64(hi - lo))
 		if o.Progress != nil {
