@@ -283,7 +283,7 @@ func (h *AuditHub) analyse(p *AuditPoint) {
 				p.Note = err.Error()
 			} else {
 				p.Note = ""
-				p.record(rep)
+				p.record(rep, false)
 			}
 			h.seq++
 		}
@@ -292,13 +292,17 @@ func (h *AuditHub) analyse(p *AuditPoint) {
 }
 
 // record appends the bounds of rep (an analysis of the trials so far, or the final one) and
-// takes its strongest score's empirical trade-off curve.
-func (p *AuditPoint) record(rep *audit.GameReport) {
+// takes its strongest score's empirical trade-off curve. The final one replaces a last point
+// of as many trials (the same analysis of the same trials).
+func (p *AuditPoint) record(rep *audit.GameReport, final bool) {
 	n := 0
 	if len(rep.Scores) > 0 {
 		n = rep.Scores[0].Result.Trials.X + rep.Scores[0].Result.Trials.XPrime
 	}
 	b := &p.Bounds
+	if k := len(b.Trials) - 1; final && k >= 0 && b.Trials[k] == n {
+		b.Trials, b.CP, b.GDP, b.FDP = b.Trials[:k], b.CP[:k], b.GDP[:k], b.FDP[:k]
+	}
 	if len(b.Trials) >= MaxBoundPoints { // keep every other point, and the newest
 		thin := func(v ExactFloats) ExactFloats {
 			k := 0
@@ -351,7 +355,7 @@ func (h *AuditHub) PointDone(k int, rep *audit.GameReport) {
 	if len(rep.Scores) > 0 {
 		p.Scored = rep.Scores[0].Result.Trials
 	}
-	p.record(rep)
+	p.record(rep, true)
 	p.Verdict, p.VerdictLine = rep.Verdict, rep.VerdictLine()
 	h.played += p.Played
 	h.seq++
@@ -409,12 +413,14 @@ func (h *AuditHub) snapshot() *AuditState {
 		end = h.endAt
 	}
 	st.ElapsedSec = end.Sub(h.start).Seconds()
+	if played > 0 {
+		st.RatePerSec = float64(played) / end.Sub(h.first).Seconds()
+	}
 	switch {
 	case h.status != "running":
 		zero := 0.0
 		st.RemainingSec = &zero
 	case played > 0:
-		st.RatePerSec = float64(played) / time.Since(h.first).Seconds()
 		left := float64(st.TrialsTotal-played) / st.RatePerSec
 		st.RemainingSec = &left
 	}

@@ -128,14 +128,15 @@ function union(curves) {
 }
 
 function renderTradeoff(st, p) {
-  const curves = [{ fpr: p.claim.fpr, fnr: p.claim.fnr }];
-  const lines = [{ label: "claim (eps, delta) boundary", color: PALETTE[1], dash: [6, 4] }];
+  // the empirical curve first: the claim's dashed curves are drawn over it (a tight audit's
+  // curve lies on the claim's mu-GDP curve)
+  const curves = [{ fpr: p.curve.fpr || [], fnr: p.curve.fnr || [] }, { fpr: p.claim.fpr, fnr: p.claim.fnr }];
+  const lines = [{ label: "empirical" + (p.score ? " (" + p.score + ")" : ""), color: PALETTE[0] },
+    { label: "claim (eps, delta) boundary", color: PALETTE[1], dash: [6, 4] }];
   if (p.claim.fnr_gdp && p.claim.fnr_gdp.length) {
     curves.push({ fpr: p.claim.fpr, fnr: p.claim.fnr_gdp });
     lines.push({ label: "claim mu-GDP (mu " + g4(p.mu_claimed) + ")", color: PALETTE[3], dash: [2, 3] });
   }
-  curves.push({ fpr: p.curve.fpr || [], fnr: p.curve.fnr || [] });
-  lines.push({ label: "empirical" + (p.score ? " (" + p.score + ")" : ""), color: PALETTE[0] });
   const u = union(curves);
   lines.forEach((l, i) => { l.values = u.ys[i]; });
   drawPlot("tradeoff", "Empirical trade-off (FNR against FPR) against the claim's: below the claim's boundary is forbidden",
