@@ -215,7 +215,7 @@ func (h *AuditHub) BeginPoint(k int) {
 	g := p.game
 	p.pending, p.spare = g.NewOutcome(h.info.Engine, 0, p.Trials), g.NewOutcome(h.info.Engine, 0, p.Trials)
 	p.stop, p.stopped = make(chan struct{}), make(chan struct{})
-	go h.analyse(p)
+	go h.analyse(p, p.stop, p.stopped)
 	h.seq++
 }
 
@@ -250,14 +250,14 @@ func (h *AuditHub) Chunk(part *audit.Outcome) {
 }
 
 // analyse recomputes point p's bounds from the trials received so far, paced (AuditInterval,
-// AuditCost), until PointDone stops it.
-func (h *AuditHub) analyse(p *AuditPoint) {
-	defer close(p.stopped)
+// AuditCost), until stop is closed (PointDone, Finish); it closes stopped when it returns.
+func (h *AuditHub) analyse(p *AuditPoint, stop <-chan struct{}, stopped chan<- struct{}) {
+	defer close(stopped)
 	acc := p.game.NewOutcome(h.info.Engine, 0, p.Trials) // every trial received, owned here
 	wait := AuditInterval
 	for {
 		select {
-		case <-p.stop:
+		case <-stop:
 			return
 		case <-time.After(wait):
 		}
