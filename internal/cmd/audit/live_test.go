@@ -193,7 +193,7 @@ func TestLiveUI(t *testing.T) {
 // TestLiveUIWire: the same with the wire engine, whose scores are read from the eavesdropper
 // process's trace as it grows.
 func TestLiveUIWire(t *testing.T) {
-	l := startAudit(t, scenarioPath("audit-vehicle-structured"), "--engine", "wire", "--trials", "800", "--seed", "4", "--json",
+	l := startAudit(t, scenarioPath("audit-vehicle-structured"), "--engine", "wire", "--trials", "1200", "--seed", "4", "--json",
 		"--ui", "--ui-hold", "2m", "--progress=false")
 	url := l.url(t)
 	states := readAuditEvents(t, url)
