@@ -50,12 +50,12 @@ func (a *auditRun) startUI(stderr io.Writer, start time.Time) error {
 		}
 		info.Points = append(info.Points, pi)
 	}
-	a.hub = live.NewAuditHub(info, start)
-	srv, err := live.ServeAudit(a.o.UI, a.hub)
+	hub := live.NewAuditHub(info, start)
+	srv, err := live.ServeAudit(a.o.UI, hub)
 	if err != nil {
 		return cli.UsageError("--ui %s: %v", a.o.UI, err)
 	}
-	a.ui = srv
+	a.hub, a.ui = hub, srv
 	fmt.Fprintf(stderr, "dpsim audit: live view %s (until the audit ends; metrics %smetrics)\n", srv.URL(), srv.URL())
 	return nil
 }
