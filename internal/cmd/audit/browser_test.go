@@ -52,7 +52,9 @@ type auditPage struct {
 // the claim's curves, and the page shows the verdict at the end.
 func TestLiveUIBrowser(t *testing.T) {
 	exe := chromium(t)
-	l := startAudit(t, scenarioPath("audit-vehicle-structured"), "--trials", "80000", "--seed", "8", "--json", "--workers", "1",
+	// the wire engine: about 1,000 trials a second whatever the machine, so the page sees the
+	// bounds recomputed several times
+	l := startAudit(t, scenarioPath("audit-vehicle-structured"), "--engine", "wire", "--trials", "1200", "--seed", "8", "--json",
 		"--ui", "--ui-hold", "2m", "--progress=false")
 	url := l.url(t)
 
