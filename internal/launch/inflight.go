@@ -9,12 +9,13 @@ import (
 
 // DefaultInflight is the default group size of a lockstep run (dpsim run --inflight, dpsim
 // audit --engine wire --inflight): the episodes kept in flight at once over the same processes.
-// Measured on 2 loaded cores (the vehicle over NATS, 500 episodes, K alternating in each round:
-// internal/cmd/run BenchmarkInflight, two runs), plant steps per second inside episodes against
-// K = 1: K = 16 10.5-12.7x, K = 32 17.7-23.2x, K = 64 14.9-26.1x; over the whole run (start-up
-// and stop included) K = 32 was best (16.9x, K = 64 8.8x). The per-step messaging cost is
-// shared by the K episodes until the step's arithmetic and the larger messages dominate.
-const DefaultInflight = 32
+// A lockstep step of a group costs a round trip over the server whatever K is, so the per-step
+// messaging is shared by the K episodes until the step's arithmetic and the larger messages
+// dominate. Measured on 2 cores (load 3, alternated): the vehicle's whole dpsim run (500
+// episodes) 0.50-0.53 s at K = 128 against 0.62-0.66 s at K = 32; the 21-point sweep
+// (cloud-vehicle-sweep.yaml) 8.0 s against 10.5 s, K = 256 8.1 s. (On 2 loaded cores two sessions
+// before, inside episodes against K = 1: K = 16 10.5-12.7x, K = 32 17.7-23.2x, K = 64 14.9-26.1x.)
+const DefaultInflight = 128
 
 // DefaultInflightFor is the default group size of plan p's processes when each hosts up to
 // agentsPerProcess consensus agents: DefaultInflight / the cores a process hosts, at least 1.

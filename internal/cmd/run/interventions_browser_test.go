@@ -3,6 +3,7 @@ package run_test
 import (
 	"context"
 	"fmt"
+	"github.com/dpsim/dpsim/internal/launch"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,9 +85,9 @@ func TestInterventionsBrowser(t *testing.T) {
 	t.Logf("the change took effect at episode %d; the run ended after %v", v.Episode, time.Since(start).Round(time.Millisecond))
 	require.Equal(t, 1, v.Sent)
 	require.Positive(t, v.Episode)
-	require.Zero(t, v.Episode%32, "the first episode of a group of 32")
+	require.Zero(t, v.Episode%launch.DefaultInflight, "the first episode of a group of the default size")
 	in := readInflight(t, out)
-	require.Equal(t, 32, in.Used, "--ui leaves --inflight as it is")
+	require.Equal(t, launch.DefaultInflight, in.Used, "--ui leaves --inflight as it is")
 	require.Equal(t, 20*(runs-v.Episode), v.Dropped, "every message of agent.1->agent.2 from episode %d on", v.Episode)
 	require.Contains(t, v.Table, "add link")
 	require.Empty(t, problems, "the page threw")

@@ -159,7 +159,7 @@ func groupStarts(runs, k int, alone map[int]bool) map[int]bool {
 	return starts
 }
 
-// Through the HTTP API, while a lockstep run goes with episodes in flight (the default, 32,
+// Through the HTTP API, while a lockstep run goes with episodes in flight (32,
 // and 3): a drop rule is added, a bad rule refused naming its field; once the rule took effect
 // a process is crashed and restarted and the scenario's rule changed. Each change takes effect at step 0 of the first
 // episode of a group, the crash's episode runs alone and the groups after it are whole again,
@@ -171,7 +171,7 @@ func TestInterventionsAPI(t *testing.T) {
 		name     string
 		inflight []string // the live run's --inflight (none: the default)
 		k, runs  int
-	}{{"default inflight", nil, 32, 160}, {"inflight 3", []string{"--inflight", "3"}, 3, 60}} {
+	}{{"inflight 32", []string{"--inflight", "32"}, 32, 160}, {"inflight 3", []string{"--inflight", "3"}, 3, 60}} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := playInterventions(t, tc.runs, tc.inflight)
 			checkInterventions(t, out, tc.runs, tc.k)

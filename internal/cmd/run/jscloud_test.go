@@ -32,7 +32,7 @@ func TestJSCloudBitForBit(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"inflight-32", []string{"--runs", "40"}}, // the default K: a group of 32, then one of 8
+		{"inflight-32", []string{"--runs", "40", "--inflight", "32"}}, // a group of 32, then one of 8
 		{"inflight-1", []string{"--runs", "12", "--inflight", "1"}},
 		// binary messages, and traces bounded to 10 episodes: the cloud cuts its trace back
 		{"binary", []string{"--runs", "40", "--inflight", "16", "--encoding", "binary", "--trace-episodes", "10"}},
