@@ -9,7 +9,7 @@ import (
 // it before the lock is released).
 func (h *Hub) snapshot() *State {
 	st := &State{Info: h.info, Status: h.status, Error: h.err, Point: h.point, Done: append([]int(nil), h.done...),
-		Episodes: h.series, Processes: make([]*Proc, 0, len(h.procs)), Links: []LinkRow{}}
+		Episodes: h.series, Processes: make([]*Proc, 0, len(h.procs)), Links: []LinkRow{}, LiveLinks: append([]LinkRow{}, h.live...)}
 	for _, p := range h.procs { // copies: ProcessDone rewrites them
 		c := *p
 		st.Processes = append(st.Processes, &c)
@@ -37,6 +37,7 @@ func (h *Hub) snapshot() *State {
 			st.Links = append(st.Links, LinkRow{Point: k, LinkStats: l})
 		}
 	}
+	st.Lateness = h.lateness.summary()
 	if h.timeline != nil {
 		tl := h.timeline()
 		st.Timeline = tl[max(0, len(tl)-MaxTimeline):]

@@ -11,6 +11,8 @@ import (
 	"github.com/dpsim/dpsim/internal/live"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/metrics"
+	"github.com/dpsim/dpsim/pkg/noise"
+	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
@@ -70,8 +72,11 @@ func (l *launcher) startUI() error {
 	info := live.Info{Scenario: l.scn.Name, Kind: string(l.scn.Kind), Engine: l.o.Engine, Mode: l.sum.Mode, Runs: l.runs}
 	for k, p := range l.plans {
 		pi := live.PointInfo{Name: l.points[k].Name, Steps: p.Steps}
-		if l.points[k].Kind == scenario.Consensus && p.Graph != nil {
+		switch {
+		case l.points[k].Kind == scenario.Consensus && p.Graph != nil:
 			pi.Bound = float64(p.Graph.N) * p.NoiseVariance() // Proposition 1 (metrics.ConsensusMetrics.Prop1Bound)
+		case constantOffsetVehicle(p):
+			pi.Bound = p.NoiseVariance() // E||x(t) - x_r(t)||^2 -> Var(gamma): the report's position-offset check
 		}
 		info.Points = append(info.Points, pi)
 	}
@@ -82,6 +87,7 @@ func (l *launcher) startUI() error {
 		return cli.UsageError("--ui %s: %v", l.o.UI, err)
 	}
 	l.ui = srv
+	l.hub.SampleRSSEvery(live.RSSInterval)
 	fmt.Fprintf(l.stderr, "dpsim run: live view %s (until the run ends; metrics %smetrics)\n", srv.URL(), srv.URL())
 	return nil
 }
@@ -110,12 +116,67 @@ func (l *launcher) watcher() launch.RecordWatcher {
 	return l.hub
 }
 
-// hubReady marks point k's processes ready on the live view (nil without --ui).
-func (l *launcher) hubReady(k int) func([]string) {
+// hubReady marks point k's processes ready on the live view, their resident sets sampled
+// from then on (nil without --ui).
+func (l *launcher) hubReady(k int) func([]string, []int) {
 	if l.hub == nil {
 		return nil
 	}
-	return func(names []string) { l.hub.Ready(k, names) }
+	return func(names []string, pids []int) { l.hub.Started(k, names, pids) }
+}
+
+// hubLateness is the live view's lateness histogram's feed (nil without --ui).
+func (l *launcher) hubLateness() func(float64) {
+	if l.hub == nil {
+		return nil
+	}
+	return l.hub.Lateness
+}
+
+// hubBegin says point k starts playing, its links replayed while it runs (live.LinkReplay).
+func (l *launcher) hubBegin(k int) {
+	if l.hub == nil {
+		return
+	}
+	l.hub.BeginPoint(k)
+	r, err := live.NewLinkReplay(l.plans[k], l.seeds.Fault, l.o.AgentsPerProcess)
+	if err != nil {
+		l.log.Warn().Err(err).Msg("live view: links not replayed")
+	}
+	l.hub.SetLinks(k, r)
+}
+
+// constantOffsetVehicle reports whether p is the paper's vehicle (x = (p, v), A = [1 a; 0 1]
+// with a > 0, C = [1 0]) with structured noise whose private model is A_m = I: a constant
+// offset gamma on the position, under which E||x(t) - x_r(t)||^2 -> Var(gamma) (pkg/report's
+// position-offset check; docs/math.md section 5).
+func constantOffsetVehicle(p *plan.Plan) bool {
+	if p == nil || p.System == nil || p.ModelA == nil || p.Noise != noise.Structured {
+		return false
+	}
+	A, C := p.System.A, p.System.C
+	ar, ac := A.Dims()
+	cr, cc := C.Dims()
+	if ar != 2 || ac != 2 || cr != 1 || cc != 2 || A.At(0, 0) != 1 || A.At(1, 0) != 0 || A.At(1, 1) != 1 || A.At(0, 1) <= 0 ||
+		C.At(0, 0) != 1 || C.At(0, 1) != 0 {
+		return false
+	}
+	n, m := p.ModelA.Dims()
+	if n != m {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			want := 0.0
+			if i == j {
+				want = 1
+			}
+			if p.ModelA.At(i, j) != want {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // hubPoint gives the live view point k's final counts.

@@ -1,6 +1,7 @@
 // The live view of a dpsim run: reads /events (Server-Sent Events of the launcher's state) and
-// draws the progress, the latest traced episode (uPlot), the links, the processes and the
-// timeline. window.dpsimLive holds what was drawn (the browser test reads it).
+// draws the progress, the latest traced episode (uPlot), the links (replayed live, final at a
+// point's end), the processes with their live memory, and the timeline (a chart and a table).
+// window.dpsimLive holds what was drawn (the browser test reads it).
 "use strict";
 
 // The project's palette (pkg/figure: Tableau 10, colour-blind friendly).
@@ -8,7 +9,7 @@ const PALETTE = ["rgb(31,119,180)", "rgb(214,39,40)", "rgb(44,160,44)", "rgb(255
   "rgb(140,86,75)", "rgb(227,119,194)", "rgb(127,127,127)", "rgb(188,189,34)", "rgb(23,190,207)"];
 const GREY = "rgb(90,90,90)";
 
-const live = window.dpsimLive = { state: null, points: 0, plots: {}, events: 0, ended: false };
+const live = window.dpsimLive = { state: null, points: 0, plots: {}, events: 0, ended: false, timeline: null, liveLinks: [] };
 
 function $(id) { return document.getElementById(id); }
 
@@ -58,6 +59,10 @@ function plotSpecs(st, ep) {
   (ep.eve_x0 || []).forEach((v, i) => e.push({ label: "x̂(0)" + comp(i), color: PALETTE[i], values: v }));
   (ep.x0 || []).forEach((v, i) => e.push({ label: "x(0)" + comp(i), color: PALETTE[i], dash: [6, 4], values: ep.t.map(() => v) }));
   specs.push({ id: "eve", title: "Eavesdropper's estimate of x(0) (solid) against the true x(0) (dashed)", lines: e });
+  const bound = st.points[ep.point] ? st.points[ep.point].bound : 0;
+  const track = [{ label: "||x(t) - x_r(t)||²", color: PALETTE[0], values: ep.sq_tracking_error }];
+  if (bound > 0) track.push({ label: "Var(γ) limit", color: GREY, dash: [6, 4], values: ep.t.map(() => bound) });
+  specs.push({ id: "track", title: "Squared tracking error, against the paper's limit Var(γ) of its mean (constant offset: p - p_r → -γ, v - v_r → 0)", lines: track });
   specs.push({ id: "err", title: "Tracking error ||x(t) - x_r(t)|| and eavesdropper's error ||x̂(0) - x(0)||", lines: [
     { label: "tracking error", color: PALETTE[0], values: ep.tracking_error },
     { label: "eavesdropper's error", color: PALETTE[1], values: ep.eve_error }] });
@@ -133,16 +138,62 @@ function renderLinks(st) {
   const head = (multi ? ["point"] : []).concat(["link", "sent", "dropped", "delivered", "late", "duplicated", "delayed", "expired", "lost", "gaps", "conflicts"]);
   const rows = st.links.map((l) => (multi ? [l.point] : []).concat([l.link, l.sent, l.dropped, l.delivered, l.late, l.duplicated, l.delayed, l.expired, l.lost || 0, l.gaps, l.conflicts || 0]));
   fillTable("links", head, rows, st.links.map((l) => (l.conflicts || 0) > 0));
+  const ll = st.live_links || [];
+  live.liveLinks = ll.map((l) => ({ link: l.link, sent: l.sent, dropped: l.dropped }));
+  const lhead = (multi ? ["point"] : []).concat(["link", "episodes", "sent", "dropped", "duplicated", "delayed", "reordered", "expired"]);
+  const lrows = ll.map((l) => (multi ? [l.point] : []).concat([l.link, l.episodes || 0, l.sent, l.dropped, l.duplicated, l.delayed, l.reordered, l.expired]));
+  fillTable("live-links", lhead, lrows, null);
 }
 
 function renderProcs(st) {
-  const head = ["process", "state", "exit", "peak RSS", "episodes", "steps", "invalid", "missed", "disconnects", "reconnects"];
+  const head = ["process", "state", "exit", "RSS now", "peak RSS", "episodes", "steps", "invalid", "missed", "disconnects", "reconnects"];
   const rows = st.processes.map((p) => {
     const inv = Object.entries(p.invalid || {}).map(([k, v]) => k + " " + v).join(", ");
-    return [p.key, p.state, p.finished ? p.exit_code : "", fmtBytes(p.peak_rss_bytes), p.finished ? p.episodes : "",
+    return [p.key, p.state, p.finished ? p.exit_code : "", p.finished ? "-" : fmtBytes(p.rss_bytes),
+      fmtBytes(p.finished ? p.peak_rss_bytes : p.rss_max_bytes), p.finished ? p.episodes : "",
       p.finished ? p.steps : "", inv || (p.finished ? "0" : ""), p.finished ? p.missed : "", p.finished ? p.disconnects : "", p.finished ? p.reconnects : ""];
   });
   fillTable("procs", head, rows, st.processes.map((p) => p.state !== "ready" && p.state !== "ok"));
+  const l = st.lateness;
+  $("lateness").textContent = l ? "Realtime lateness of the steps' messages after their tick: " + l.n + " messages, mean " +
+    (1000 * l.mean_sec).toFixed(2) + " ms, worst " + (1000 * l.max_sec).toFixed(2) + " ms (histogram: /metrics dpsim_step_lateness_seconds)." : "";
+}
+
+// The timeline chart's lanes: each event of the timeline goes to one.
+const LANES = [
+  { name: "crashes", events: ["killed"] },
+  { name: "restarts", events: ["restarted"] },
+  { name: "server", events: ["nats-server-stopped", "nats-server-started", "nats-server-restart-failed"] },
+  { name: "connections", events: ["disconnected", "reconnected", "connection-closed", "connection-reset"] },
+  { name: "link faults", events: ["partition", "proxy"] },
+  { name: "exits", events: ["exited"] },
+];
+
+function laneOf(ev) {
+  const i = LANES.findIndex((l) => l.events.includes(ev));
+  return i >= 0 ? i : LANES.length;
+}
+
+// renderTimelineChart draws the timeline's events on a time axis (seconds since the start), a
+// lane per kind of event, up to the elapsed time.
+function renderTimelineChart(st) {
+  const tl = st.timeline || [];
+  const lanes = LANES.concat([{ name: "other" }]);
+  const xs = [0].concat(tl.map((e) => e.sec), [Math.max(st.elapsed_sec, tl.length ? tl[tl.length - 1].sec : 0)]);
+  const data = [xs].concat(lanes.map((_, k) => xs.map((_, i) => (i > 0 && i <= tl.length && laneOf(tl[i - 1].event) === k ? k : null))));
+  live.timeline = { events: tl.length, lanes: lanes.length };
+  if (!live.timelinePlot) {
+    const opts = {
+      width: Math.min(1040, window.innerWidth - 80), height: 200,
+      scales: { x: { time: false }, y: { range: [-0.5, lanes.length - 0.5] } },
+      axes: [{ label: "seconds since the start" }, { values: (u, ticks) => ticks.map((t) => (Number.isInteger(t) && lanes[t] ? lanes[t].name : "")), size: 90, splits: () => lanes.map((_, k) => k) }],
+      series: [{ label: "s" }].concat(lanes.map((l, k) => ({ label: l.name, stroke: PALETTE[k % PALETTE.length], fill: PALETTE[k % PALETTE.length],
+        paths: () => null, points: { show: true, size: 9, width: 1 } }))),
+    };
+    live.timelinePlot = new uPlot(opts, data, $("timeline-chart"));
+  } else {
+    live.timelinePlot.setData(data);
+  }
 }
 
 function renderTimeline(st) {
@@ -159,6 +210,7 @@ function render(st) {
   renderLinks(st);
   renderProcs(st);
   renderTimeline(st);
+  renderTimelineChart(st);
 }
 
 function connect() {
