@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -16,13 +17,13 @@ import (
 // the live view asks for it (PlayOptions.Lateness): the launcher otherwise never reads data.
 type latenessTap struct {
 	period time.Duration
-	report func(sec float64)
+	report func(role string, sec float64)
 	mu     sync.Mutex
 	grids  map[int]time.Time // episode -> its grid origin (the last few)
 }
 
 // startLatenessTap subscribes s's data subjects when fn is set and the session is realtime.
-func (s *Session) startLatenessTap(fn func(sec float64)) error {
+func (s *Session) startLatenessTap(fn func(role string, sec float64)) error {
 	if fn == nil || s.cfg.Mode != bus.Realtime || s.cfg.Period <= 0 {
 		return nil
 	}
@@ -62,5 +63,6 @@ func (t *latenessTap) message(_ string, data []byte) {
 		return
 	}
 	tick := origin.Add(time.Duration(m.Step) * t.period)
-	t.report(time.Unix(0, m.SentUnixNano).Sub(tick).Seconds())
+	role, _, _ := strings.Cut(m.Sender, ".")
+	t.report(role, time.Unix(0, m.SentUnixNano).Sub(tick).Seconds())
 }

@@ -36,10 +36,11 @@ type PlayOptions struct {
 	// Trace (CollectOptions.Watch); Ready, if set, is called with the names of the point's
 	// processes and their pids (0: not known) once every one of them is ready; Lateness, if
 	// set, in realtime mode hears how late (seconds) each data message was published after
-	// its step's tick (latenessTap). They feed the live view (internal/live).
+	// its step's tick, with its publisher's role (latenessTap). They feed the live view
+	// (internal/live).
 	Watch    RecordWatcher
 	Ready    func(procs []string, pids []int)
-	Lateness func(sec float64)
+	Lateness func(role string, sec float64)
 	// Checkpoint, if set, is called when episodes 0..episodes-1 are folded by col (and written
 	// to Trace): after each group of episodes in flight collected (final false; a group is
 	// complete or not done at all, so a resumed point starts after the last complete group)

@@ -146,9 +146,9 @@ type State struct {
 	LiveLinks     []LinkRow              `json:"live_links"` // the point in progress: injector side, replayed
 	Processes     []*Proc                `json:"processes"`
 	Timeline      []report.TimelineEvent `json:"timeline"`
-	// Lateness is realtime mode's histogram of how late the steps were released after their
-	// tick (null: none observed).
-	Lateness *LatenessSummary `json:"lateness,omitempty"`
+	// Lateness is realtime mode's histogram of how late the steps' messages were published
+	// after their tick, by publisher role (absent: none observed).
+	Lateness map[string]*LatenessSummary `json:"lateness,omitempty"`
 }
 
 // Hub is the live state of one run. Every method may be called from any goroutine, and on a
@@ -166,9 +166,9 @@ type Hub struct {
 	links    [][]fault.LinkStats // per point, when it finished
 	replay   *LinkReplay         // the point in progress (nil: none)
 	replayK  int
-	live     []LinkRow // its replayed counters
-	rssProcs []*Proc   // the processes sampled (SampleRSS)
-	lateness *latenessHist
+	live     []LinkRow                // its replayed counters
+	rssProcs []*Proc                  // the processes sampled (SampleRSS)
+	lateness map[string]*latenessHist // by publisher role
 	procs    []*Proc
 	procIdx  map[string]*Proc
 	timeline func() []report.TimelineEvent
@@ -190,7 +190,7 @@ type jsonCache struct {
 // NewHub returns the hub of a run described by info, started at start.
 func NewHub(info Info, start time.Time) *Hub {
 	return &Hub{info: info, start: start, done: make([]int, len(info.Points)), links: make([][]fault.LinkStats, len(info.Points)),
-		procIdx: map[string]*Proc{}, status: "running", ended: make(chan struct{}), lateness: newLatenessHist()}
+		procIdx: map[string]*Proc{}, status: "running", ended: make(chan struct{}), lateness: map[string]*latenessHist{}}
 }
 
 // SetTimeline sets where the hub reads the run's timeline of faults and exits (called when a

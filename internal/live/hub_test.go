@@ -3,9 +3,13 @@ package live
 import (
 	"encoding/json"
 	"math"
+	"net/http/httptest"
+	"os"
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/pkg/fault"
@@ -40,6 +44,7 @@ func TestHubSeriesBounded(t *testing.T) {
 	require.Equal(t, steps, s.T[len(s.T)-1])
 	require.Len(t, s.X, MaxComponents)
 	require.InDelta(t, math.Sqrt(55), s.TrackingError[0], 1e-4) // 6 significant digits in JSON
+	require.InDelta(t, 55, s.SqTrackingError[0], 1e-4)
 	_, b := h.JSON(0)
 	var raw struct {
 		Episodes []struct {
@@ -78,4 +83,60 @@ func TestHubProgressAndEnd(t *testing.T) {
 	var nilHub *Hub // the launcher without --ui
 	nilHub.Progress(1)
 	nilHub.Control(0, &trace.ControlRecord{})
+}
+
+// A started process's resident set is sampled while it runs (this test process stands in for
+// a child), kept at its last sample once gone, and shown on /metrics while running.
+func TestHubSamplesRSS(t *testing.T) {
+	h := controlHub(10)
+	h.BeginPoint(0)
+	h.Started(0, []string{"plant.0", "cloud.0"}, []int{os.Getpid(), 1 << 30})
+	h.SampleRSS()
+	st, err := h.State()
+	require.NoError(t, err)
+	require.Equal(t, os.Getpid(), st.Processes[0].PID)
+	if runtime.GOOS == "linux" {
+		require.Greater(t, st.Processes[0].RSSBytes, int64(1<<20))
+		require.Equal(t, st.Processes[0].RSSBytes, st.Processes[0].RSSMaxBytes)
+		body := scrapeHub(t, h)
+		require.Contains(t, body, `dpsim_process_rss_bytes{process="plant.0"}`)
+		require.NotContains(t, body, `dpsim_process_rss_bytes{process="cloud.0"}`, "no such process: nothing sampled")
+	}
+	require.Zero(t, st.Processes[1].RSSBytes)
+}
+
+// The lateness histogram: counts per bucket (a release before its tick is on time), its
+// summary in the state and a Prometheus histogram on /metrics.
+func TestHubLatenessHistogram(t *testing.T) {
+	h := controlHub(10)
+	st, err := h.State()
+	require.NoError(t, err)
+	require.Nil(t, st.Lateness, "none observed")
+	for _, s := range []float64{-0.001, 0.00005, 0.0015, 0.0015, 0.3, 7} {
+		h.Lateness("plant", s)
+	}
+	h.Lateness("cloud", 0.001)
+	st, err = h.State()
+	require.NoError(t, err)
+	require.Len(t, st.Lateness, 2)
+	l := st.Lateness["plant"]
+	require.Equal(t, uint64(6), l.N)
+	require.Equal(t, 7.0, l.MaxSec)
+	require.Len(t, l.Counts, len(LatenessBuckets)+1)
+	require.Equal(t, uint64(2), l.Counts[0], "<= 100 us")
+	require.Equal(t, uint64(2), l.Counts[4], "(1 ms, 2 ms]")
+	require.Equal(t, uint64(1), l.Counts[len(l.Counts)-1], "+Inf")
+	body := scrapeHub(t, h)
+	require.Contains(t, body, `dpsim_step_lateness_seconds_bucket{role="plant",le="0.002"} 4`)
+	require.Contains(t, body, `dpsim_step_lateness_seconds_bucket{role="plant",le="+Inf"} 6`)
+	require.Contains(t, body, `dpsim_step_lateness_seconds_count{role="plant"} 6`)
+	require.Contains(t, body, `dpsim_step_lateness_seconds_count{role="cloud"} 1`)
+}
+
+func scrapeHub(t *testing.T, h *Hub) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(h.registry(), promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	require.Equal(t, 200, rec.Code)
+	return rec.Body.String()
 }

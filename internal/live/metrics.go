@@ -32,7 +32,7 @@ var (
 	descProcs     = prometheus.NewDesc("dpsim_processes", "Role processes by state (ready: running; else the status of their result).", []string{"state"}, nil)
 	descRSSNow    = prometheus.NewDesc("dpsim_process_rss_bytes", "Resident set size of a running process of the point in progress, sampled every second (/proc/<pid>/status VmRSS; absent where not readable).", []string{"process"}, nil)
 	descLive      = prometheus.NewDesc("dpsim_link_replayed_messages_total", "The point in progress: messages per link by injector fate (sent, dropped, duplicated, delayed, reordered, expired), replayed by the launcher from the fault seed for each completed episode (live.LinkReplay); reset when the next point begins.", []string{"link", "fate"}, nil)
-	descLateness  = prometheus.NewDesc("dpsim_step_lateness_seconds", "Realtime: how late each step's message was published after its tick (t_k = ctl.episode sent + contract.GridLead + k Ts), from the messages' send times as the launcher receives them on the data subjects.", nil, nil)
+	descLateness  = prometheus.NewDesc("dpsim_step_lateness_seconds", "Realtime: how late each step's message was published after its tick (t_k = ctl.episode sent + contract.GridLead + k Ts), from the messages' send times as the launcher receives them on the data subjects (a delay the scenario injects on a link counts), by the publisher's role.", []string{"role"}, nil)
 	descTimeline  = prometheus.NewDesc("dpsim_timeline_events_total", "Events on the run's timeline (crashes, restarts, server outages, connection events, exits), by event.", []string{"event"}, nil)
 )
 
@@ -58,10 +58,15 @@ func (c hubCollector) Collect(ch chan<- prometheus.Metric) {
 	h.mu.Lock()
 	st := h.snapshot() // its series are not read here: the rest is copied
 	timeline := h.timeline
-	var lateBuckets map[float64]uint64
-	lateSum := h.lateness.sum
-	if h.lateness.n > 0 {
-		lateBuckets = h.lateness.cumulative()
+	type hist struct {
+		role    string
+		n       uint64
+		sum     float64
+		buckets map[float64]uint64
+	}
+	var hists []hist
+	for role, l := range h.lateness {
+		hists = append(hists, hist{role, l.n, l.sum, l.cumulative()})
 	}
 	h.mu.Unlock()
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
@@ -87,8 +92,8 @@ func (c hubCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(descLive, float64(f.n), l.Link, f.fate)
 		}
 	}
-	if ls := st.Lateness; ls != nil {
-		ch <- prometheus.MustNewConstHistogram(descLateness, ls.N, lateSum, lateBuckets)
+	for _, l := range hists {
+		ch <- prometheus.MustNewConstHistogram(descLateness, l.n, l.sum, l.buckets, l.role)
 	}
 	if peak, _ := rss.Peak(); peak > 0 {
 		gauge(descRSS, float64(peak), "launcher")

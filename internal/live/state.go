@@ -37,7 +37,12 @@ func (h *Hub) snapshot() *State {
 			st.Links = append(st.Links, LinkRow{Point: k, LinkStats: l})
 		}
 	}
-	st.Lateness = h.lateness.summary()
+	for role, l := range h.lateness {
+		if st.Lateness == nil {
+			st.Lateness = map[string]*LatenessSummary{}
+		}
+		st.Lateness[role] = l.summary()
+	}
 	if h.timeline != nil {
 		tl := h.timeline()
 		st.Timeline = tl[max(0, len(tl)-MaxTimeline):]

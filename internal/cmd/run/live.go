@@ -126,7 +126,7 @@ func (l *launcher) hubReady(k int) func([]string, []int) {
 }
 
 // hubLateness is the live view's lateness histogram's feed (nil without --ui).
-func (l *launcher) hubLateness() func(float64) {
+func (l *launcher) hubLateness() func(string, float64) {
 	if l.hub == nil {
 		return nil
 	}

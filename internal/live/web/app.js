@@ -154,9 +154,10 @@ function renderProcs(st) {
       p.finished ? p.steps : "", inv || (p.finished ? "0" : ""), p.finished ? p.missed : "", p.finished ? p.disconnects : "", p.finished ? p.reconnects : ""];
   });
   fillTable("procs", head, rows, st.processes.map((p) => p.state !== "ready" && p.state !== "ok"));
-  const l = st.lateness;
-  $("lateness").textContent = l ? "Realtime lateness of the steps' messages after their tick: " + l.n + " messages, mean " +
-    (1000 * l.mean_sec).toFixed(2) + " ms, worst " + (1000 * l.max_sec).toFixed(2) + " ms (histogram: /metrics dpsim_step_lateness_seconds)." : "";
+  const late = Object.entries(st.lateness || {}).sort().map(([role, l]) => role + ": " + l.n + " messages, mean " +
+    (1000 * l.mean_sec).toFixed(2) + " ms, worst " + (1000 * l.max_sec).toFixed(2) + " ms");
+  $("lateness").textContent = late.length ? "Realtime: how late the steps' messages were published after their tick - " + late.join("; ") +
+    " (histograms: /metrics dpsim_step_lateness_seconds)." : "";
 }
 
 // The timeline chart's lanes: each event of the timeline goes to one.
