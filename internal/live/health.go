@@ -11,11 +11,16 @@ import (
 const RSSInterval = time.Second
 
 // Started records the processes of point k as started, with their process ids (0: not known,
-// e.g. attached): their resident set is sampled while they run (SampleRSS).
+// e.g. attached): their resident set is sampled at once and while they run (SampleRSS).
 func (h *Hub) Started(k int, names []string, pids []int) {
 	if h == nil {
 		return
 	}
+	h.started(k, names, pids)
+	h.SampleRSS()
+}
+
+func (h *Hub) started(k int, names []string, pids []int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.rssProcs = h.rssProcs[:0]

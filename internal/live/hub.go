@@ -283,6 +283,7 @@ func (h *Hub) ProcessDone(p Proc) {
 	defer h.mu.Unlock()
 	q := h.proc(p.Point, p.Name)
 	p.Key, p.Finished = q.Key, true
+	p.PID, p.RSSBytes, p.RSSMaxBytes = q.PID, q.RSSBytes, q.RSSMaxBytes // the samples taken while it ran
 	*q = p
 	h.seq++
 }

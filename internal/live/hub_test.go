@@ -103,6 +103,11 @@ func TestHubSamplesRSS(t *testing.T) {
 		require.NotContains(t, body, `dpsim_process_rss_bytes{process="cloud.0"}`, "no such process: nothing sampled")
 	}
 	require.Zero(t, st.Processes[1].RSSBytes)
+	h.ProcessDone(Proc{Point: 0, Name: "plant.0", State: "ok", PeakRSSBytes: 1 << 20})
+	st, err = h.State()
+	require.NoError(t, err)
+	require.True(t, st.Processes[0].Finished)
+	require.Equal(t, os.Getpid(), st.Processes[0].PID, "the samples outlive the process")
 }
 
 // The lateness histogram: counts per bucket (a release before its tick is on time), its

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -86,9 +87,17 @@ type liveState struct {
 		T []int `json:"t"`
 	} `json:"episodes"`
 	Processes []struct {
-		Key   string `json:"key"`
-		State string `json:"state"`
+		Key      string `json:"key"`
+		State    string `json:"state"`
+		PID      int    `json:"pid"`
+		RSSBytes int64  `json:"rss_bytes"`
 	} `json:"processes"`
+	LiveLinks []struct {
+		Link     string `json:"link"`
+		Episodes int    `json:"episodes"`
+		Sent     uint64 `json:"sent"`
+		Dropped  uint64 `json:"dropped"`
+	} `json:"live_links"`
 }
 
 // readEvents reads the /events stream until its "end" event and returns every state in order.
@@ -170,9 +179,11 @@ func metricSum(mf map[string]*dto.MetricFamily, name string) float64 {
 }
 
 // TestLiveUI runs a lossy consensus sweep (8 points) with --ui: the event stream shows the
-// episodes growing while it runs and the traced episodes' series, and /metrics scraped after
-// the end (--ui-hold) agrees with summary.json: episodes, steps, every link's counters summed
-// over the points, the invalid messages by process and reason, deadline misses, peak RSS.
+// episodes growing while it runs, the traced episodes' series, the links' replayed counters
+// growing during a point (dropped messages among them) and the processes' sampled memory; and
+// /metrics scraped after the end (--ui-hold) agrees with summary.json: episodes, steps, every
+// link's counters summed over the points, the invalid messages by process and reason, deadline
+// misses, peak RSS; a lockstep run has no lateness histogram.
 func TestLiveUI(t *testing.T) {
 	out := t.TempDir()
 	l := startLive(t, "run", scenarioPath("faults-consensus-loss"), "--runs", "12", "--seed", "5", "--out", out,
@@ -185,9 +196,21 @@ func TestLiveUI(t *testing.T) {
 	require.Equal(t, end.EpisodesTotal, end.EpisodesDone)
 	var running, progress int
 	seen := map[int]bool{}
+	linkEpisodes := map[int]bool{} // episodes of the point in progress its replayed links count
+	var liveDropped uint64
+	var rssSampled bool
 	for _, st := range states[:len(states)-1] {
 		if st.Status == "running" {
 			running++
+		}
+		for _, lk := range st.LiveLinks {
+			require.Positive(t, lk.Sent, lk.Link)
+			linkEpisodes[lk.Episodes] = true
+			liveDropped += lk.Dropped
+		}
+		for _, p := range st.Processes {
+			require.True(t, p.PID > 0 || p.State != "ready", "a started process without its pid: %+v", p)
+			rssSampled = rssSampled || p.RSSBytes > 1<<20
 		}
 		if st.EpisodesDone > 0 && st.EpisodesDone < st.EpisodesTotal {
 			progress++
@@ -200,6 +223,12 @@ func TestLiveUI(t *testing.T) {
 	require.NotEmpty(t, end.Episodes, "no traced episode")
 	require.Len(t, end.Episodes[len(end.Episodes)-1].T, 31, "steps 0..30 of the latest traced episode")
 	require.Len(t, end.Processes, 8*11)
+	require.Empty(t, end.LiveLinks, "the final counters replaced the replayed ones")
+	require.NotEmpty(t, linkEpisodes, "no replayed link counters while the run went on") // groups of 12: see TestLiveUIBrowser for their growth
+	require.Positive(t, liveDropped, "no replayed drop on lossy links")
+	if runtime.GOOS == "linux" {
+		require.True(t, rssSampled, "no process's memory sampled while the run went on")
+	}
 
 	// The run's outputs are written before the end event.
 	s := readSummary(t, out)
@@ -249,6 +278,8 @@ func TestLiveUI(t *testing.T) {
 	}
 	_, ok := metricValue(mf, "dpsim_run_info", "status", "ok")
 	require.True(t, ok)
+	require.Nil(t, mf["dpsim_step_lateness_seconds"], "lockstep: no tick to be late for")
+	require.Nil(t, mf["dpsim_process_rss_bytes"], "every process finished: their peaks are in dpsim_process_peak_rss_bytes")
 
 	require.NoError(t, l.cmd.Process.Signal(syscall.SIGINT)) // ends --ui-hold
 	require.Equal(t, 0, l.exit(t, 30*time.Second), l.stderr.String())
