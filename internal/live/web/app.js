@@ -180,7 +180,7 @@ function laneOf(ev) {
 function renderTimelineChart(st) {
   const tl = st.timeline || [];
   const lanes = LANES.concat([{ name: "other" }]);
-  const xs = [0].concat(tl.map((e) => e.sec), [Math.max(st.elapsed_sec, tl.length ? tl[tl.length - 1].sec : 0)]);
+  const xs = [0].concat(tl.map((e) => e.t_sec), [Math.max(st.elapsed_sec, tl.length ? tl[tl.length - 1].t_sec : 0)]);
   const data = [xs].concat(lanes.map((_, k) => xs.map((_, i) => (i > 0 && i <= tl.length && laneOf(tl[i - 1].event) === k ? k : null))));
   live.timeline = { events: tl.length, lanes: lanes.length };
   if (!live.timelinePlot) {
@@ -199,7 +199,7 @@ function renderTimelineChart(st) {
 
 function renderTimeline(st) {
   const tl = st.timeline || [];
-  const rows = tl.map((e) => [e.sec.toFixed(2) + " s", e.point, e.episode >= 0 ? e.episode : "", e.step >= 0 ? e.step : "", e.proc || "", e.event, e.detail || ""]);
+  const rows = tl.map((e) => [e.t_sec.toFixed(2) + " s", e.point, e.episode >= 0 ? e.episode : "", e.step >= 0 ? e.step : "", e.proc || "", e.event, e.detail || ""]);
   fillTable("timeline", ["time", "point", "episode", "step", "process", "event", "detail"], rows, null);
 }
 
