@@ -25,7 +25,7 @@ import (
 
 // chromium finds Debian's chromium (or another Chrome): the browser test skips without one,
 // except in CI (CI=true), where .ci/run installs it and its absence is a failure.
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {

@@ -29,7 +29,7 @@ type liveRun struct {
 	done   chan struct{} // closed when the process ended
 }
 
-func startLive(t *testing.T, args ...string) *liveRun {
+func startLive(t testing.TB, args ...string) *liveRun {
 	t.Helper()
 	l := &liveRun{cmd: exec.Command(dpsimBin, args...), done: make(chan struct{})}
 	l.cmd.Stdout, l.cmd.Stderr = io.Discard, &l.stderr
@@ -48,7 +48,7 @@ func startLive(t *testing.T, args ...string) *liveRun {
 }
 
 // await returns the first submatch of re in stderr, waiting up to limit for it.
-func (l *liveRun) await(t *testing.T, re *regexp.Regexp, limit time.Duration) string {
+func (l *liveRun) await(t testing.TB, re *regexp.Regexp, limit time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
@@ -66,7 +66,7 @@ func (l *liveRun) await(t *testing.T, re *regexp.Regexp, limit time.Duration) st
 }
 
 // exit waits for the run's end and returns its exit code.
-func (l *liveRun) exit(t *testing.T, limit time.Duration) int {
+func (l *liveRun) exit(t testing.TB, limit time.Duration) int {
 	t.Helper()
 	select {
 	case <-l.done:

@@ -13,6 +13,20 @@ const live = window.dpsimLive = { state: null, points: 0, plots: {}, events: 0, 
 
 function $(id) { return document.getElementById(id); }
 
+// The page redraws only what changed: a fast run sends a state event every 250 ms, and the
+// page shares the run's cores (setText, fillTable and the plots skip an unchanged value).
+const drawn = {};
+
+function changed(id, key) {
+  if (drawn[id] === key) return false;
+  drawn[id] = key;
+  return true;
+}
+
+function setText(id, text) {
+  if (changed("text:" + id, text)) $(id).textContent = text;
+}
+
 function fmtSec(s) {
   if (s === null || s === undefined) return "?";
   if (s < 60) return s.toFixed(1) + " s";
@@ -24,18 +38,21 @@ function fmtSec(s) {
 function fmtBytes(b) { return b > 0 ? (b / (1 << 20)).toFixed(1) + " MiB" : "-"; }
 
 function renderProgress(st) {
-  $("title").textContent = "dpsim run " + st.scenario + " (" + st.kind + ", " + st.engine + ", " + st.mode + ")";
-  const s = $("status");
-  s.textContent = st.status;
-  s.className = "status " + st.status;
+  setText("title", "dpsim run " + st.scenario + " (" + st.kind + ", " + st.engine + ", " + st.mode + ")");
+  if (changed("status", st.status)) {
+    const s = $("status");
+    s.textContent = st.status;
+    s.className = "status " + st.status;
+  }
   const frac = st.episodes_total > 0 ? st.episodes_done / st.episodes_total : 0;
-  $("bar").style.width = (100 * frac).toFixed(1) + "%";
+  const width = (100 * frac).toFixed(1) + "%";
+  if (changed("bar", width)) $("bar").style.width = width;
   let text = st.episodes_done + " / " + st.episodes_total + " episodes (" + (100 * frac).toFixed(0) + "%), " +
     st.steps_done + " steps, elapsed " + fmtSec(st.elapsed_sec);
   if (st.status === "running") text += ", time left " + fmtSec(st.remaining_sec);
   if (st.points.length > 1) text += " - point " + (st.point + 1) + " of " + st.points.length + " (" + st.points[st.point].name + ")";
   if (st.error) text += " - " + st.error;
-  $("progress").textContent = text;
+  setText("progress", text);
 }
 
 // plotSpecs returns the plots of series ep: {id, title, ylabel, lines: [{label, color, dash, values}]}.
@@ -103,6 +120,7 @@ function renderEpisode(st) {
   const eps = st.episodes || [];
   if (eps.length === 0) return;
   const ep = eps[eps.length - 1];
+  if (!changed("episode", [ep.point, ep.episode, ep.t.length, ep.complete].join("/"))) return;
   let title = "Episode " + ep.episode + (st.points.length > 1 ? " of point " + st.points[ep.point].name : "");
   title += ep.complete ? "" : " (in progress)";
   $("episode-title").textContent = "Latest traced episode: " + title;
@@ -112,6 +130,7 @@ function renderEpisode(st) {
 }
 
 function fillTable(id, head, rows, bad) {
+  if (!changed("table:" + id, JSON.stringify([head, rows, bad]))) return;
   const t = $(id);
   t.textContent = "";
   const tr = t.insertRow();
@@ -156,8 +175,8 @@ function renderProcs(st) {
   fillTable("procs", head, rows, st.processes.map((p) => p.state !== "ready" && p.state !== "ok"));
   const late = Object.entries(st.lateness || {}).sort().map(([role, l]) => role + ": " + l.n + " messages, mean " +
     (1000 * l.mean_sec).toFixed(2) + " ms, worst " + (1000 * l.max_sec).toFixed(2) + " ms");
-  $("lateness").textContent = late.length ? "Realtime: how late the steps' messages were published after their tick - " + late.join("; ") +
-    " (histograms: /metrics dpsim_step_lateness_seconds)." : "";
+  setText("lateness", late.length ? "Realtime: how late the steps' messages were published after their tick - " + late.join("; ") +
+    " (histograms: /metrics dpsim_step_lateness_seconds)." : "");
 }
 
 // The timeline chart's lanes: each event of the timeline goes to one.
@@ -179,6 +198,8 @@ function laneOf(ev) {
 // lane per kind of event, up to the elapsed time.
 function renderTimelineChart(st) {
   const tl = st.timeline || [];
+  // the time axis runs to the elapsed time: redrawn when an event comes, else every 2 s
+  if (!changed("timeline-chart", tl.length + "/" + Math.floor(st.elapsed_sec / 2) + "/" + st.status)) return;
   const lanes = LANES.concat([{ name: "other" }]);
   const xs = [0].concat(tl.map((e) => e.t_sec), [Math.max(st.elapsed_sec, tl.length ? tl[tl.length - 1].t_sec : 0)]);
   const data = [xs].concat(lanes.map((_, k) => xs.map((_, i) => (i > 0 && i <= tl.length && laneOf(tl[i - 1].event) === k ? k : null))));
@@ -225,6 +246,7 @@ function connect() {
   es.onerror = () => {
     if (!live.ended) {
       const s = $("status");
+      drawn.status = null; // the next state redraws it
       s.textContent = "disconnected (retrying)";
       s.className = "status disconnected";
     }
