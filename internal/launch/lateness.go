@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"strings"
 	"sync"
 	"time"
 
@@ -9,21 +8,31 @@ import (
 	"github.com/dpsim/dpsim/pkg/contract"
 )
 
-// latenessTap measures, in realtime mode, how late each step's data message was published
-// after its tick: the launcher subscribes to the publishers' data subjects and, for the
+// latenessTap hands on, in realtime mode, each data message as it is published, with how late
+// it was after its tick: the launcher subscribes to the publishers' data subjects and, for the
 // message of step k of episode e, reports its send time (bus.Message.SentUnixNano, the
 // sender's wall clock at publish; the processes share the launcher's host and clock) minus
 // t_k = sent(ctl.episode e) + contract.GridLead + k*Ts, the grid every process paces by. Only
-// the live view asks for it (PlayOptions.Lateness): the launcher otherwise never reads data.
+// the live view asks for it (PlayOptions.Data): the launcher otherwise never reads data.
 type latenessTap struct {
 	period time.Duration
-	report func(role string, sec float64)
+	report func(DataMessage)
 	mu     sync.Mutex
 	grids  map[int]time.Time // episode -> its grid origin (the last few)
 }
 
+// DataMessage is a data message the launcher saw published in realtime mode (PlayOptions.Data):
+// its sender ("plant.0"), episode, step and values (valid during the call only), and how late
+// it was published after its step's tick, in seconds.
+type DataMessage struct {
+	Sender        string
+	Episode, Step int
+	Values        []float64
+	LateSec       float64
+}
+
 // startLatenessTap subscribes s's data subjects when fn is set and the session is realtime.
-func (s *Session) startLatenessTap(fn func(role string, sec float64)) error {
+func (s *Session) startLatenessTap(fn func(DataMessage)) error {
 	if fn == nil || s.cfg.Mode != bus.Realtime || s.cfg.Period <= 0 {
 		return nil
 	}
@@ -63,6 +72,6 @@ func (t *latenessTap) message(_ string, data []byte) {
 		return
 	}
 	tick := origin.Add(time.Duration(m.Step) * t.period)
-	role, _, _ := strings.Cut(m.Sender, ".")
-	t.report(role, time.Unix(0, m.SentUnixNano).Sub(tick).Seconds())
+	t.report(DataMessage{Sender: m.Sender, Episode: m.Episode, Step: m.Step, Values: m.Values,
+		LateSec: time.Unix(0, m.SentUnixNano).Sub(tick).Seconds()})
 }

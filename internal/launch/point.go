@@ -34,13 +34,12 @@ type PlayOptions struct {
 	Progress func(episodes int)
 	// Watch, if set, sees the merged records of the traced episodes as they are written to
 	// Trace (CollectOptions.Watch); Ready, if set, is called with the names of the point's
-	// processes and their pids (0: not known) once every one of them is ready; Lateness, if
-	// set, in realtime mode hears how late (seconds) each data message was published after
-	// its step's tick, with its publisher's role (latenessTap). They feed the live view
-	// (internal/live).
-	Watch    RecordWatcher
-	Ready    func(procs []string, pids []int)
-	Lateness func(role string, sec float64)
+	// processes and their pids (0: not known) once every one of them is ready; Data, if set,
+	// in realtime mode sees every data message as it is published, with how late it was after
+	// its step's tick (latenessTap). They feed the live view (internal/live).
+	Watch RecordWatcher
+	Ready func(procs []string, pids []int)
+	Data  func(DataMessage)
 	// Checkpoint, if set, is called when episodes 0..episodes-1 are folded by col (and written
 	// to Trace): after each group of episodes in flight collected (final false; a group is
 	// complete or not done at all, so a resumed point starts after the last complete group)
@@ -174,7 +173,7 @@ func playEpisodes(ctx context.Context, cfg SessionConfig, copts CollectOptions, 
 		}
 		o.Ready(names, pids)
 	}
-	if runErr = sess.startLatenessTap(o.Lateness); runErr != nil {
+	if runErr = sess.startLatenessTap(o.Data); runErr != nil {
 		return sess, nil, runErr
 	}
 	if col, runErr = sess.NewCollector(copts); runErr != nil {

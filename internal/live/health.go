@@ -132,23 +132,6 @@ func (l *latenessHist) cumulative() map[float64]uint64 {
 	return out
 }
 
-// Lateness records how late a step's message of a publisher of role (plant, cloud, agent,
-// host) was published after its realtime tick, in seconds (the launcher's tap of the data
-// streams: see launch.PlayOptions.Lateness).
-func (h *Hub) Lateness(role string, sec float64) {
-	if h == nil {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	l := h.lateness[role]
-	if l == nil {
-		l = newLatenessHist()
-		h.lateness[role] = l
-	}
-	l.add(sec)
-}
-
 // LatenessSummary is a lateness histogram in the State: messages observed, their mean and worst
 // lateness, and the count per bucket (upper bounds LatenessBuckets, then +Inf).
 type LatenessSummary struct {

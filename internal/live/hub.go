@@ -149,6 +149,7 @@ type State struct {
 	// Lateness is realtime mode's histogram of how late the steps' messages were published
 	// after their tick, by publisher role (absent: none observed).
 	Lateness map[string]*LatenessSummary `json:"lateness,omitempty"`
+	Stream   *Stream                     `json:"stream,omitempty"`
 }
 
 // Hub is the live state of one run. Every method may be called from any goroutine, and on a
@@ -169,6 +170,7 @@ type Hub struct {
 	live     []LinkRow                // its replayed counters
 	rssProcs []*Proc                  // the processes sampled (SampleRSS)
 	lateness map[string]*latenessHist // by publisher role
+	stream   *Stream                  // realtime: the episode in progress as released
 	procs    []*Proc
 	procIdx  map[string]*Proc
 	timeline func() []report.TimelineEvent

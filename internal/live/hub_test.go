@@ -118,9 +118,9 @@ func TestHubLatenessHistogram(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, st.Lateness, "none observed")
 	for _, s := range []float64{-0.001, 0.00005, 0.0015, 0.0015, 0.3, 7} {
-		h.Lateness("plant", s)
+		h.Released("plant.0", 0, 0, []float64{1}, s)
 	}
-	h.Lateness("cloud", 0.001)
+	h.Released("cloud.0", 0, 0, []float64{1}, 0.001)
 	st, err = h.State()
 	require.NoError(t, err)
 	require.Len(t, st.Lateness, 2)
@@ -144,4 +144,31 @@ func scrapeHub(t *testing.T, h *Hub) string {
 	promhttp.HandlerFor(h.registry(), promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	require.Equal(t, 200, rec.Code)
 	return rec.Body.String()
+}
+
+// The stream of a realtime run: the episode in progress, step by step as its messages are
+// published, one line per publisher (its first value), thinned, reset by the next episode.
+func TestHubStream(t *testing.T) {
+	h := controlHub(1000) // stride 3
+	for step := 0; step < 10; step++ {
+		h.Released("plant.0", 4, step, []float64{float64(step)}, 0)
+		if step < 9 {
+			h.Released("cloud.0", 4, step, []float64{-float64(step), 7}, 0)
+		}
+	}
+	h.Released("plant.0", 3, 12, []float64{1}, 0) // a late copy of the previous episode
+	st, err := h.State()
+	require.NoError(t, err)
+	s := st.Stream
+	require.Equal(t, 4, s.Episode)
+	require.Equal(t, []int{0, 3, 6, 9}, s.T)
+	require.Equal(t, []string{"plant.0", "cloud.0"}, s.Senders)
+	require.Equal(t, 9.0, s.Values[0][3])
+	require.Equal(t, -6.0, s.Values[1][2])
+	require.True(t, math.IsNaN(h.stream.Values[1][3]), "step 9 of the cloud not yet (null in JSON)")
+	h.Released("plant.0", 5, 0, []float64{2}, 0)
+	st, err = h.State()
+	require.NoError(t, err)
+	require.Equal(t, 5, st.Stream.Episode)
+	require.Equal(t, []int{0}, st.Stream.T)
 }

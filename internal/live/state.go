@@ -37,6 +37,7 @@ func (h *Hub) snapshot() *State {
 			st.Links = append(st.Links, LinkRow{Point: k, LinkStats: l})
 		}
 	}
+	st.Stream = h.stream
 	for role, l := range h.lateness {
 		if st.Lateness == nil {
 			st.Lateness = map[string]*LatenessSummary{}

@@ -56,12 +56,14 @@ type pageView struct {
 	// LinkSent is what the live links table showed: the messages sent on plant.0->cloud.0.
 	LinkSent int  `json:"link_sent"`
 	RSS      bool `json:"rss"` // a process's memory is shown while it runs
+	// Stream is how many steps of the episode in progress the page plotted as published.
+	Stream int `json:"stream"`
 }
 
 // TestLiveUIBrowser loads the live view in headless chromium during a realtime run: the page
 // logs no error, its plots gain the traced episodes' points while the episodes grow, the
-// tracking-error plot has the paper's limit as a line, the live links table grows episode by
-// episode, the processes' memory shows while they run, the timeline chart is drawn, and it
+// tracking-error plot has the paper's limit as a line, the episode in progress is plotted step
+// by step as published, the live links table grows episode by episode, the processes' memory shows while they run, the timeline chart is drawn, and it
 // shows the run's end. /metrics then holds the lateness histogram of the plant's steps, one
 // observation per step the plant's clock paced (summary.json), none earlier than its tick.
 func TestLiveUIBrowser(t *testing.T) {
@@ -113,7 +115,7 @@ func TestLiveUIBrowser(t *testing.T) {
 			plots: Object.keys(l.plots).length, canvases: document.querySelectorAll(".uplot canvas").length,
 			track: l.plots.track ? l.plots.track.u.series.slice(1).map((x) => x.label) : [],
 			timeline: l.timeline, timeline_canvas: !!document.querySelector("#timeline-chart .uplot canvas"),
-			link_sent: link ? link.sent : 0, rss: (s.processes || []).some((p) => !p.finished && p.rss_bytes > 0)}; })()`
+			stream: l.stream, link_sent: link ? link.sent : 0, rss: (s.processes || []).some((p) => !p.finished && p.rss_bytes > 0)}; })()`
 	var views []pageView
 	for {
 		var v pageView
@@ -131,14 +133,14 @@ func TestLiveUIBrowser(t *testing.T) {
 	end := views[len(views)-1]
 	require.Equal(t, 6, end.Done)
 	require.Equal(t, 101, end.Points, "steps 0..100 of the last traced episode")
-	require.Equal(t, 4, end.Plots)
+	require.Equal(t, 5, end.Plots, "4 of the latest merged episode, 1 of the episode in progress")
 	require.GreaterOrEqual(t, end.Canvass, 5, "the plots and the timeline chart")
 	require.Equal(t, []string{"||x(t) - x_r(t)||²", "Var(γ) limit"}, end.Track, "the tracking error against the paper's limit")
 	require.NotNil(t, end.Timeline, "no timeline chart")
 	require.True(t, end.TimelineCanvas)
 	require.Equal(t, 7, end.Timeline.Lanes, "crashes, restarts, server, connections, link faults, exits, other")
 	require.Zero(t, end.Timeline.Events, "a clean run: nothing on the timeline")
-	grew, plotted, sent, rssShown := map[int]bool{}, false, map[int]bool{}, false
+	grew, plotted, sent, rssShown, midway := map[int]bool{}, false, map[int]bool{}, false, 0
 	for _, v := range views[:len(views)-1] {
 		if v.Status == "running" {
 			grew[v.Done] = true
@@ -148,8 +150,12 @@ func TestLiveUIBrowser(t *testing.T) {
 				sent[v.LinkSent] = true
 			}
 			rssShown = rssShown || v.RSS
+			if v.Stream > 1 && v.Stream < 101 {
+				midway++
+			}
 		}
 	}
+	require.Positive(t, midway, "the page never showed an episode in progress step by step")
 	require.GreaterOrEqual(t, len(grew), 2, "the page saw no episode complete while the run went on: %v", views)
 	require.True(t, plotted, "nothing plotted while the run went on")
 	require.GreaterOrEqual(t, len(sent), 2, "the live links did not grow during the point: %v", sent)

@@ -125,12 +125,13 @@ func (l *launcher) hubReady(k int) func([]string, []int) {
 	return func(names []string, pids []int) { l.hub.Started(k, names, pids) }
 }
 
-// hubLateness is the live view's lateness histogram's feed (nil without --ui).
-func (l *launcher) hubLateness() func(string, float64) {
+// hubData feeds the live view the data messages of a realtime run as they are published: its
+// per-step stream and the lateness histogram (nil without --ui).
+func (l *launcher) hubData() func(launch.DataMessage) {
 	if l.hub == nil {
 		return nil
 	}
-	return l.hub.Lateness
+	return func(m launch.DataMessage) { l.hub.Released(m.Sender, m.Episode, m.Step, m.Values, m.LateSec) }
 }
 
 // hubBegin says point k starts playing, its links replayed while it runs (live.LinkReplay).

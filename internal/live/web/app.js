@@ -9,7 +9,7 @@ const PALETTE = ["rgb(31,119,180)", "rgb(214,39,40)", "rgb(44,160,44)", "rgb(255
   "rgb(140,86,75)", "rgb(227,119,194)", "rgb(127,127,127)", "rgb(188,189,34)", "rgb(23,190,207)"];
 const GREY = "rgb(90,90,90)";
 
-const live = window.dpsimLive = { state: null, points: 0, plots: {}, events: 0, ended: false, timeline: null, liveLinks: [] };
+const live = window.dpsimLive = { state: null, points: 0, plots: {}, events: 0, ended: false, timeline: null, liveLinks: [], stream: 0 };
 
 function $(id) { return document.getElementById(id); }
 
@@ -103,7 +103,7 @@ function drawPlot(spec, t) {
     const h = document.createElement("h3");
     h.textContent = spec.title;
     div.appendChild(h);
-    $("plots").appendChild(div);
+    $(spec.parent || "plots").appendChild(div);
     const opts = {
       width: plotWidth(), height: 240,
       scales: { x: { time: false } },
@@ -127,6 +127,20 @@ function renderEpisode(st) {
   $("episode-note").textContent = "Merged records, " + ep.t.length + " steps shown" + (eps.length > 1 ? "; episodes kept: " + eps.map((e) => e.episode).join(", ") : "") + ".";
   for (const spec of plotSpecs(st, ep)) drawPlot(spec, ep.t);
   live.points = ep.t.length;
+}
+
+// renderStream draws the episode in progress as it is published (realtime): a line per
+// publisher, step by step.
+function renderStream(st) {
+  const s = st.stream;
+  if (!s || s.t.length === 0) return;
+  if (!changed("stream", [s.point, s.episode, s.t.length, JSON.stringify(s.values.map((v) => v[v.length - 1]))].join("/"))) return;
+  $("stream-box").hidden = false;
+  setText("stream-title", "Episode " + s.episode + " as it is published (realtime, step " + s.t[s.t.length - 1] + ")");
+  const names = { plant: "ŷ(t) released by ", cloud: "u(t) sent by ", agent: "y(t) released by ", host: "y(t) released by " };
+  const lines = s.senders.map((n, i) => ({ label: (names[n.split(".")[0]] || "") + n, color: PALETTE[i], values: s.values[i] }));
+  drawPlot({ id: "stream", title: "First value of each publisher's message, per step", lines, parent: "stream-plot" }, s.t);
+  live.stream = s.t.length;
 }
 
 function fillTable(id, head, rows, bad) {
@@ -229,6 +243,7 @@ function render(st) {
   live.events++;
   renderProgress(st);
   renderEpisode(st);
+  renderStream(st);
   renderLinks(st);
   renderProcs(st);
   renderTimeline(st);
