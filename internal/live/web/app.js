@@ -9,7 +9,7 @@ const PALETTE = ["rgb(31,119,180)", "rgb(214,39,40)", "rgb(44,160,44)", "rgb(255
   "rgb(140,86,75)", "rgb(227,119,194)", "rgb(127,127,127)", "rgb(188,189,34)", "rgb(23,190,207)"];
 const GREY = "rgb(90,90,90)";
 
-const live = window.dpsimLive = { state: null, points: 0, plots: {}, events: 0, ended: false, timeline: null, liveLinks: [], stream: 0 };
+const live = window.dpsimLive = { state: null, points: 0, plots: {}, events: 0, ended: false, timeline: null, liveLinks: [], stream: 0, tablesAt: 0 };
 
 function $(id) { return document.getElementById(id); }
 
@@ -244,11 +244,19 @@ function render(st) {
   renderProgress(st);
   renderEpisode(st);
   renderStream(st);
-  renderLinks(st);
-  renderProcs(st);
-  renderTimeline(st);
-  renderTimelineChart(st);
+  // the tables and the timeline chart at most every TABLE_MS while the run goes (their
+  // counters move with every group; the page shares the run's cores)
+  const now = Date.now();
+  if (st.status !== "running" || !(now - live.tablesAt < TABLE_MS)) {
+    live.tablesAt = now;
+    renderLinks(st);
+    renderProcs(st);
+    renderTimeline(st);
+    renderTimelineChart(st);
+  }
 }
+
+const TABLE_MS = 1000;
 
 function connect() {
   const es = new EventSource("events");
