@@ -151,10 +151,10 @@ func scrapeHub(t *testing.T, h *Hub) string {
 func TestHubStream(t *testing.T) {
 	h := controlHub(1000) // stride 3
 	for step := 0; step < 10; step++ {
-		h.Released("plant.0", 4, step, []float64{float64(step)}, 0)
-		if step < 9 {
+		if step < 9 { // the cloud's first message comes first: the plant's line is still first
 			h.Released("cloud.0", 4, step, []float64{-float64(step), 7}, 0)
 		}
+		h.Released("plant.0", 4, step, []float64{float64(step)}, 0)
 	}
 	h.Released("plant.0", 3, 12, []float64{1}, 0) // a late copy of the previous episode
 	st, err := h.State()
@@ -166,6 +166,11 @@ func TestHubStream(t *testing.T) {
 	require.Equal(t, 9.0, s.Values[0][3])
 	require.Equal(t, -6.0, s.Values[1][2])
 	require.True(t, math.IsNaN(h.stream.Values[1][3]), "step 9 of the cloud not yet (null in JSON)")
+	for _, n := range []string{"agent.10", "agent.2", "host.0"} {
+		h.Released(n, 4, 0, []float64{1}, 0)
+	}
+	require.Equal(t, []string{"plant.0", "cloud.0", "agent.2", "agent.10"}, h.stream.Senders, "MaxComponents, in order")
+	require.Equal(t, 1.0, h.stream.Values[3][0])
 	h.Released("plant.0", 5, 0, []float64{2}, 0)
 	st, err = h.State()
 	require.NoError(t, err)

@@ -2,6 +2,9 @@ package live
 
 import (
 	"math"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -59,9 +62,10 @@ func (h *Hub) Released(sender string, ep, step int, vals []float64, lateSec floa
 		if len(s.Senders) == MaxComponents {
 			return
 		}
-		s.Senders = append(s.Senders, sender)
-		s.Values = append(s.Values, nanFloats(len(s.T)))
-		line = len(s.Senders) - 1
+		// in a fixed order whichever message comes first: plant, cloud, then by id
+		line = sort.Search(len(s.Senders), func(i int) bool { return senderLess(sender, s.Senders[i]) })
+		s.Senders = slices.Insert(s.Senders, line, sender)
+		s.Values = slices.Insert(s.Values, line, nanFloats(len(s.T)))
 	}
 	i, ok := s.index[step]
 	if !ok {
@@ -74,4 +78,29 @@ func (h *Hub) Released(sender string, ep, step int, vals []float64, lateSec floa
 	}
 	s.Values[line][i] = vals[0]
 	h.seq++
+}
+
+// senderLess orders publishers "<role>.<id>": the plant, the cloud, then the others by role and
+// numeric id.
+func senderLess(a, b string) bool {
+	rank := func(s string) (int, string, int) {
+		role, id, _ := strings.Cut(s, ".")
+		n, _ := strconv.Atoi(id)
+		switch role {
+		case "plant":
+			return 0, role, n
+		case "cloud":
+			return 1, role, n
+		}
+		return 2, role, n
+	}
+	ra, sa, na := rank(a)
+	rb, sb, nb := rank(b)
+	if ra != rb {
+		return ra < rb
+	}
+	if sa != sb {
+		return sa < sb
+	}
+	return na < nb
 }

@@ -51,7 +51,7 @@ func (f uiFlag) Set(s string) error {
 	return nil
 }
 
-const uiHelp = "serve a live view of the run while it goes: --ui alone serves on 127.0.0.1 at a free port, --ui=HOST:PORT there (an empty host is 127.0.0.1; 0.0.0.0 shows the plant's true state to the network). The URL is printed on stderr at the start. The page (/) plots the latest traced episodes (see --trace-episodes), links, processes and the timeline; /api/state is its JSON, /events its Server-Sent Events, /metrics Prometheus metrics. It stops when the run ends (see --ui-hold)"
+const uiHelp = "serve a live view of the run while it goes: --ui alone serves on 127.0.0.1 at a free port, --ui=HOST:PORT there (an empty host is 127.0.0.1; 0.0.0.0 shows the plant's true state to the network). The URL is printed on stderr at the start. The page (/) plots the latest traced episodes (see --trace-episodes; in realtime also the episode in progress, step by step), the links (the injector side replayed live, the rest when a point finishes), the processes (memory sampled every second) and the timeline; /api/state is its JSON, /events its Server-Sent Events, /metrics Prometheus metrics. It stops when the run ends (see --ui-hold)"
 
 // checkUI checks the live view's flags.
 func (o *Options) checkUI() error {
