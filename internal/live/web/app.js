@@ -244,10 +244,11 @@ function render(st) {
   renderProgress(st);
   renderEpisode(st);
   renderStream(st);
-  // the tables and the timeline chart at most every TABLE_MS while the run goes (their
-  // counters move with every group; the page shares the run's cores)
+  // the tables and the timeline chart at most every TABLE_MS while a point goes (their
+  // counters move with every group; the page shares the run's cores), at once when the point
+  // or the status changes
   const now = Date.now();
-  if (st.status !== "running" || !(now - live.tablesAt < TABLE_MS)) {
+  if (changed("tables-point", st.point + "/" + st.status) || st.status !== "running" || !(now - live.tablesAt < TABLE_MS)) {
     live.tablesAt = now;
     renderLinks(st);
     renderProcs(st);
