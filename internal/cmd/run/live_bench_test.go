@@ -145,6 +145,7 @@ func BenchmarkLiveUIRealtime(b *testing.B) {
 		common := []string{"--runs", fmt.Sprint(b.N), "--seed", fmt.Sprint(r + 1), "--mode", "realtime", "--period", "10ms"}
 		for k, pg := range []*livePage{nil, page} {
 			res := runLiveBench(b, pg, common...)
+			b.Logf("round %d, page %v: missed %v, overruns %v, jitter p99 %.2f ms", r, pg != nil, res.missed, res.overruns, 1e3*res.jitterP99)
 			missed[k] += res.missed
 			overruns[k] += res.overruns
 			jitter[k] = max(jitter[k], res.jitterP99)
