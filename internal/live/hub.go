@@ -143,7 +143,7 @@ type State struct {
 	RemainingSec  *float64               `json:"remaining_sec"` // null: not known yet
 	Episodes      []*Series              `json:"episodes"`      // the last traced episodes, oldest first
 	Links         []LinkRow              `json:"links"`
-	LiveLinks     []LinkRow              `json:"live_links"` // the point in progress: injector side, replayed
+	LiveLinks     []LinkRow              `json:"live_links"` // the point in progress (or the last one played): injector side, replayed
 	Processes     []*Proc                `json:"processes"`
 	Timeline      []report.TimelineEvent `json:"timeline"`
 	// Lateness is realtime mode's histogram of how late the steps' messages were published
@@ -315,7 +315,7 @@ func (h *Hub) PointDone(k, episodes int, links []fault.LinkStats) {
 	h.done[k] = episodes
 	h.links[k] = append([]fault.LinkStats(nil), links...)
 	if h.replayK == k {
-		h.replay, h.live = nil, nil // the final counters replace the replayed ones
+		h.replay = nil // its replayed counters stay until the next point begins (SetLinks)
 	}
 	h.seq++
 }

@@ -16,7 +16,7 @@ import (
 // The replayed link counters of a lossy consensus point are, episode by episode, the injector
 // side of what the engine counted (the fast engine, bit-identical with the NATS processes):
 // sent, dropped, duplicated, delayed, reordered and expired per link. The hub shows them while
-// the point runs and drops them for the final counters at its end.
+// the point runs, and beside the final counters until the next point begins.
 func TestLinkReplayAgreesWithTheEngine(t *testing.T) {
 	s, err := scenario.Load("../../scenarios/faults-consensus-loss.yaml")
 	require.NoError(t, err)
@@ -55,8 +55,14 @@ func TestLinkReplayAgreesWithTheEngine(t *testing.T) {
 	}
 	require.Positive(t, dropped)
 	h.PointDone(0, runs, res.Links)
+	h.Progress(1) // nothing more is replayed once the point is done
 	st, err = h.State()
 	require.NoError(t, err)
-	require.Empty(t, st.LiveLinks, "the final counters replace the replayed ones")
 	require.Len(t, st.Links, len(res.Links))
+	require.Len(t, st.LiveLinks, len(res.Links), "kept beside the final ones until the next point")
+	require.Equal(t, runs, st.LiveLinks[0].Episodes)
+	h.SetLinks(1, nil)
+	st, err = h.State()
+	require.NoError(t, err)
+	require.Empty(t, st.LiveLinks)
 }

@@ -15,15 +15,13 @@ import (
 //go:embed web
 var webFS embed.FS
 
-// The event stream's pace: a state event at most every EventInterval when the state changed
-// (LockstepEventInterval in lockstep, where only counters and merged groups move: a page that
-// shares the run's cores wakes half as often), and at least every HeartbeatInterval (the
-// elapsed time and time left move on). Realtime keeps the shorter interval for the episode in
-// progress (Stream).
+// The event stream's pace: a state event at most every EventInterval when the state changed,
+// and at least every HeartbeatInterval (the elapsed time and time left move on). A page often
+// shares the run's cores: twice a second keeps up with a realtime episode (Stream) without
+// waking the browser more.
 const (
-	EventInterval         = 250 * time.Millisecond
-	LockstepEventInterval = 500 * time.Millisecond
-	HeartbeatInterval     = 2 * time.Second
+	EventInterval     = 500 * time.Millisecond
+	HeartbeatInterval = 2 * time.Second
 )
 
 // Server serves a hub over HTTP:
@@ -103,11 +101,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		fl.Flush()
 		return true
 	}
-	every := EventInterval
-	if s.hub.info.Mode != "realtime" {
-		every = LockstepEventInterval
-	}
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(EventInterval)
 	defer tick.Stop()
 	for {
 		select {

@@ -164,9 +164,10 @@ func TestLiveUIBrowser(t *testing.T) {
 	}
 	// The timeline chart puts each event in its lane (a clean run has none: these are drawn
 	// from the final state with a crash, a restart and a server outage added).
-	const tljs = `(() => { const l = window.dpsimLive;
+	const tljs = `(async () => { const l = window.dpsimLive;
 		const ev = (t, e) => ({t_sec: t, point: 0, episode: 1, step: 5, event: e});
 		render(Object.assign({}, l.state, {timeline: [ev(0.5, "killed"), ev(0.6, "restarted"), ev(0.7, "nats-server-stopped"), ev(0.9, "reconnected")]}));
+		await l.drained();
 		const d = l.timelinePlot.data;
 		return {events: l.timeline.events, rows: document.querySelectorAll("#timeline tr").length,
 			lanes: d.slice(1).map((ys) => ys.filter((y) => y !== null))}; })()`
@@ -175,7 +176,7 @@ func TestLiveUIBrowser(t *testing.T) {
 		Rows   int
 		Lanes  [][]float64
 	}
-	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(tljs, &tl)))
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(tljs, &tl, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })))
 	require.Equal(t, 4, tl.Events)
 	require.Equal(t, 5, tl.Rows, "the table: its head and the events")
 	require.Equal(t, [][]float64{{0}, {1}, {2}, {3}, {}, {}, {}}, tl.Lanes, "crash, restart, server, connections; nothing else")

@@ -9,7 +9,7 @@ const PALETTE = ["rgb(31,119,180)", "rgb(214,39,40)", "rgb(44,160,44)", "rgb(255
   "rgb(140,86,75)", "rgb(227,119,194)", "rgb(127,127,127)", "rgb(188,189,34)", "rgb(23,190,207)"];
 const GREY = "rgb(90,90,90)";
 
-const live = window.dpsimLive = { state: null, points: 0, plots: {}, events: 0, ended: false, timeline: null, liveLinks: [], stream: 0, tablesAt: 0 };
+const live = window.dpsimLive = { drained: () => new Promise((done) => schedule("drained", done)), state: null, points: 0, plots: {}, events: 0, ended: false, timeline: null, liveLinks: [], stream: 0, tablesAt: 0 };
 
 function $(id) { return document.getElementById(id); }
 
@@ -21,6 +21,35 @@ function changed(id, key) {
   if (drawn[id] === key) return false;
   drawn[id] = key;
   return true;
+}
+
+// The drawing of plots and tables is queued, one task per animation frame (a newer task of the
+// same key replaces a pending one): the page's work comes in short slices rather than one
+// burst per event, so a realtime run sharing the cores is not held up by it.
+const queue = new Map();
+let queued = false;
+
+function schedule(key, fn) {
+  queue.delete(key);
+  queue.set(key, fn);
+  if (!queued) {
+    queued = true;
+    requestAnimationFrame(runQueue);
+  }
+}
+
+function runQueue() {
+  const first = queue.keys().next();
+  if (!first.done) {
+    const fn = queue.get(first.value);
+    queue.delete(first.value);
+    fn();
+  }
+  if (queue.size > 0) {
+    requestAnimationFrame(runQueue);
+  } else {
+    queued = false;
+  }
 }
 
 function setText(id, text) {
@@ -125,8 +154,8 @@ function renderEpisode(st) {
   title += ep.complete ? "" : " (in progress)";
   $("episode-title").textContent = "Latest traced episode: " + title;
   $("episode-note").textContent = "Merged records, " + ep.t.length + " steps shown" + (eps.length > 1 ? "; episodes kept: " + eps.map((e) => e.episode).join(", ") : "") + ".";
-  for (const spec of plotSpecs(st, ep)) drawPlot(spec, ep.t);
-  live.points = ep.t.length;
+  for (const spec of plotSpecs(st, ep)) schedule("plot:" + spec.id, () => drawPlot(spec, ep.t));
+  schedule("points", () => { live.points = ep.t.length; });
 }
 
 // renderStream draws the episode in progress as it is published (realtime): a line per
@@ -139,8 +168,10 @@ function renderStream(st) {
   setText("stream-title", "Episode " + s.episode + " as it is published (realtime, step " + s.t[s.t.length - 1] + ")");
   const names = { plant: "ŷ(t) released by ", cloud: "u(t) sent by ", agent: "y(t) released by ", host: "y(t) released by " };
   const lines = s.senders.map((n, i) => ({ label: (names[n.split(".")[0]] || "") + n, color: PALETTE[i], values: s.values[i] }));
-  drawPlot({ id: "stream", title: "First value of each publisher's message, per step", lines, parent: "stream-plot" }, s.t);
-  live.stream = s.t.length;
+  schedule("plot:stream", () => {
+    drawPlot({ id: "stream", title: "First value of each publisher's message, per step", lines, parent: "stream-plot" }, s.t);
+    live.stream = s.t.length;
+  });
 }
 
 function fillTable(id, head, rows, bad) {
@@ -250,10 +281,10 @@ function render(st) {
   const now = Date.now();
   if (changed("tables-point", st.point + "/" + st.status) || st.status !== "running" || !(now - live.tablesAt < TABLE_MS)) {
     live.tablesAt = now;
-    renderLinks(st);
-    renderProcs(st);
-    renderTimeline(st);
-    renderTimelineChart(st);
+    schedule("links", () => renderLinks(st));
+    schedule("procs", () => renderProcs(st));
+    schedule("timeline", () => renderTimeline(st));
+    schedule("timeline-chart", () => renderTimelineChart(st));
   }
 }
 
@@ -263,8 +294,8 @@ function connect() {
   const es = new EventSource("events");
   es.addEventListener("state", (e) => render(JSON.parse(e.data)));
   es.addEventListener("end", (e) => {
-    live.ended = true;
     render(JSON.parse(e.data));
+    schedule("ended", () => { live.ended = true; }); // once the end state is drawn
     es.close(); // the run ended: the stream does not come back
   });
   es.onerror = () => {
