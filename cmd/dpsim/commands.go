@@ -8,6 +8,7 @@ import (
 	"github.com/dpsim/dpsim/internal/cmd/role"
 	runcmd "github.com/dpsim/dpsim/internal/cmd/run"
 	vecsumcmd "github.com/dpsim/dpsim/internal/cmd/vecsum"
+	viewcmd "github.com/dpsim/dpsim/internal/cmd/view"
 	workercmd "github.com/dpsim/dpsim/internal/cmd/worker"
 )
 
@@ -19,6 +20,7 @@ func commands() map[string]cli.Command {
 		johncmd.Command,
 		vecsumcmd.Command,
 		runcmd.Command,
+		viewcmd.Command,
 		role.PlantCommand,
 		role.CloudCommand,
 		role.AgentCommand,

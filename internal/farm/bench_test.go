@@ -21,7 +21,7 @@ import (
 //	go test -run '^$' -bench DispatchScaling -benchtime 3x ./internal/farm
 func BenchmarkDispatchScaling(b *testing.B) {
 	f := load(b, "audit-vehicle-structured", true)
-	const trials = 50000 // per value of the secret bit: 1e5 episodes, 98 chunks
+	const trials = 250000 // per value of the secret bit: 5e5 episodes, 489 chunks (about 3 s for one worker)
 	var coords [2]*Coordinator
 	for i := range coords {
 		cfg := Config{Spawn: i + 1, SpawnThreads: 1, SpawnEnv: []string{"GOMAXPROCS=1"}}

@@ -52,6 +52,7 @@
 //	| dpsim.<run>.ctl.episode               | launcher  | episode-x0 | e | []                         | start e; its x(0) is on the private line  |
 //	| dpsim.<run>.ctl.episode               | launcher  | episodes | e | [count]                      | start e..e+count-1 at once (in flight)    |
 //	| dpsim.<run>.ctl.episode               | launcher  | episodes-x0 | e | [count]                   | the same; each x(0) on the private line   |
+//	| dpsim.<run>.ctl.episode               | launcher  | faults  | e  | [generation, digest]          | live faults from e on (interventions.go)  |
 //	| dpsim-challenger.<run>.x0             | launcher  | x0      | e  | x(0) sealed, one box per owner | the challenger's secret (plant, agents)   |
 //	| dpsim.<run>.ctl.done.<role>.<id>      | process   | done    | e  | [steps, missed, pid, trace next] | finished episode e                     |
 //	| dpsim.<run>.ctl.stop                  | launcher  | stop    | 0  | []                            | abandon any episode, flush, exit 0        |

@@ -28,6 +28,9 @@ type processFaults struct {
 	restartDone  chan struct{}
 	restartErr   error
 	pendingReady map[string]bool
+	// live are the faults as live interventions left them (nil: the scenario's); read and
+	// written by the goroutine that plays the episodes only (interventions.go).
+	live *scenario.FaultsSpec
 }
 
 // FaultCounts count the process faults done in a session: ServerRestarts the restarts of the
@@ -195,7 +198,11 @@ func (s *Session) restartServer(r scenario.ServerRestart, step int) {
 // scheduledCrash returns the scenario's crash of p in episode ep when p's exit is that crash
 // (killed by SIGKILL, the first time), else nil.
 func (s *Session) scheduledCrash(p *Proc, ep int) *scenario.Crash {
-	c := s.cfg.Plan.Scenario.Faults.CrashOf(endpoint.Endpoint{Role: p.Role, ID: p.ID}.String(), ep)
+	f := &s.cfg.Plan.Scenario.Faults
+	if s.faults.live != nil {
+		f = s.faults.live
+	}
+	c := f.CrashOf(endpoint.Endpoint{Role: p.Role, ID: p.ID}.String(), ep)
 	if c == nil || p.state == nil || !killed(p.state) {
 		return nil
 	}

@@ -46,6 +46,9 @@ type PlayOptions struct {
 	// and, when the point stops early, once more before the unfinished episodes' records reach
 	// the trace (final true).
 	Checkpoint func(episodes int, col *Collector, final bool)
+	// Interventions, if set, are the live changes of the point's faults (dpsim run --ui):
+	// the pending ones take effect at the first episode of the next group (interventions.go).
+	Interventions *Interventions
 }
 
 // PointOutcome is what PlayPoint did: the session's counts, its processes and the point's
@@ -184,7 +187,12 @@ func playEpisodes(ctx context.Context, cfg SessionConfig, copts CollectOptions, 
 	}
 	gc := &groupCollector{col: col, cfg: cfg, o: o}
 	for ep := o.Start; ep < o.Runs; {
-		g := NextGroup(&cfg.Plan.Scenario.Faults, ep, o.Runs, sess.maxGroup())
+		// the pending interventions take effect at ep, and the group is made on the faults as
+		// they left them (startGroup says why no process has begun ep when they reach it)
+		var g Group
+		if g, runErr = o.Interventions.startGroup(sess, ep, o.Runs, sess.maxGroup()); runErr != nil {
+			break
+		}
 		runErr = sess.Group(ctx, g, nil)
 		gc.wait() // the previous group was merged while g played
 		if runErr != nil {
@@ -194,6 +202,7 @@ func playEpisodes(ctx context.Context, cfg SessionConfig, copts CollectOptions, 
 		gc.collect(g)
 	}
 	gc.wait()
+	o.Interventions.end()
 	return sess, col, runErr
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -26,27 +27,43 @@ const (
 
 // Server serves a hub over HTTP:
 //
-//	/            the page (embedded: web/index.html, app.js, the vendored uPlot)
+//	/            the page (embedded: web/index.html and app.js for a run, web/audit.html and
+//	             audit.js for an audit (ServeAudit), with style.css and the vendored uPlot)
 //	/api/state   the hub's State as JSON
 //	/events      Server-Sent Events: "state" events (the State as JSON), then one "end" event
 //	             with the final state when the run ended, after which the stream closes
 //	/metrics     Prometheus text format (see metrics.go)
+//	/api/faults  the interventions API, once HandleInterventions was called (interventions.go)
 type Server struct {
-	hub *Hub
+	hub source
 	ln  net.Listener
 	srv *http.Server
+	mux *http.ServeMux // HandleInterventions adds to it (interventions.go)
+}
+
+// source is what a Server serves: a run's Hub, or an audit's AuditHub.
+type source interface {
+	JSON(maxAge time.Duration) (version uint64, data []byte)
+	Ended() <-chan struct{}
+	registry() *prometheus.Registry
 }
 
 // Serve starts serving h on addr (host:port; port 0: a free one) in the background.
-func Serve(addr string, h *Hub) (*Server, error) {
+func Serve(addr string, h *Hub) (*Server, error) { return serve(addr, h, "") }
+
+// serve serves src on addr with page (a file of web/; "": index.html) at /.
+func serve(addr string, h source, page string) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("live view: %w", err)
 	}
-	s := &Server{hub: h, ln: ln}
 	mux := http.NewServeMux()
+	s := &Server{hub: h, ln: ln, mux: mux}
 	web, _ := fs.Sub(webFS, "web")
 	mux.Handle("/", http.FileServer(http.FS(web)))
+	if page != "" {
+		mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) { http.ServeFileFS(w, r, web, page) })
+	}
 	mux.HandleFunc("/api/state", s.state)
 	mux.HandleFunc("/events", s.events)
 	mux.Handle("/metrics", promhttp.HandlerFor(h.registry(), promhttp.HandlerOpts{}))

@@ -63,6 +63,7 @@ func TestReadmeCommands(t *testing.T) {
 		}
 		return append(args, flag, value)
 	}
+	prevOut := "" // the output directory of the command before: what a `dpsim view OUT` shows
 	for _, c := range cmds {
 		if strings.Contains(c, "--nats-url") {
 			t.Logf("skipped (needs an external NATS server): %s", c)
@@ -86,11 +87,16 @@ func TestReadmeCommands(t *testing.T) {
 				args = append(args, "--out", filepath.Join(tmp, "out"))
 			}
 		case "audit":
-			args = small(args, "--trials", "300")
+			if !slices.Contains(args, "--one-run") { // one episode: nothing to make small
+				args = small(args, "--trials", "300")
+			}
 			if !strings.Contains(c, "--out") {
 				args = append(args, "--out", filepath.Join(tmp, "out"))
 			}
+		case "view": // the run of the command before, for a second
+			args = append([]string{"view", "--for", "1s"}, append(args[1:len(args)-1], prevOut)...)
 		}
+		prevOut = filepath.Join(tmp, "out")
 		attach := slices.Contains(args, "--attach")
 		if attach {
 			args = small(args, "--listen", "127.0.0.1:0") // the README's port may be taken here

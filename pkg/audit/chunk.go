@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/sim"
 )
 
@@ -17,7 +16,7 @@ import (
 const ChunkTrials = fastChunk
 
 // PlayChunk plays trials lo..hi-1 of game g with seed as PlayFast plays them (trial e: the secret
-// bit Bit(seed, e), one episode e of engine.Player from g.X0(bit) - or its Game.EpisodesPerTrial
+// bit Bit(seed, e), one episode e (engine.Player, or engine.BatchPlayer: the same estimates) from g.X0(bit) - or its Game.EpisodesPerTrial
 // episodes - the scorer on the eavesdropper's estimate), on workers goroutines (<= 0: GOMAXPROCS), and returns their scores in
 // trial order: scores[(e-lo)*len(g.ScoreNames()) + k] is score k of trial e. Trial e depends only
 // on (plan, pair, seed, e), so a chunk is the same on any host; AddChunk records it.
@@ -33,7 +32,6 @@ func PlayChunk(ctx context.Context, g *Game, seed uint64, lo, hi, workers int) (
 	}
 	const slice = 64 // trials a goroutine takes at a time: small, as a chunk is one PlayFast chunk
 	workers = max(1, min(workers, (hi-lo+slice-1)/slice))
-	seeds := sim.NewSeeds(seed)
 	k := len(g.ScoreNames())
 	scores := make([]float64, (hi-lo)*k)
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -41,26 +39,23 @@ func PlayChunk(ctx context.Context, g *Game, seed uint64, lo, hi, workers int) (
 	var next atomic.Int64
 	next.Store(int64(lo))
 	var wg sync.WaitGroup
+	bit := func(e int) int { return Bit(seed, uint64(e)) }
 	for range workers {
-		loop, err := engine.NewPlayer(g.Plan, seeds)
+		tp, err := chunkPlayers.take(g, seed)
 		if err != nil {
 			return nil, fmt.Errorf("audit: chunk: %w", err)
 		}
-		if loop.EstimateDim() != g.EstimateDim() {
-			return nil, fmt.Errorf("audit: chunk: the eavesdropper estimates %d values, the game scores %d", loop.EstimateDim(), g.EstimateDim())
-		}
 		wg.Go(func() {
-			sc, est, avg := g.Scorer(), make([]float64, g.EstimateDim()), make([]float64, g.EstimateDim())
+			defer chunkPlayers.put(g, seed, tp)
+			add := func(e, _ int, s []float64) { copy(scores[(e-lo)*k:(e-lo+1)*k], s) }
 			for {
 				from := int(next.Add(slice)) - slice
 				if from >= hi || ctx.Err() != nil {
 					return
 				}
-				for e := from; e < min(from+slice, hi); e++ {
-					if err := g.playTrial(loop, sc, e, Bit(seed, uint64(e)), est, avg, scores[(e-lo)*k:(e-lo+1)*k]); err != nil {
-						cancel(fmt.Errorf("audit: chunk: %w", err))
-						return
-					}
+				if err := tp.play(from, min(from+slice, hi), bit, add); err != nil {
+					cancel(fmt.Errorf("audit: chunk: %w", err))
+					return
 				}
 			}
 		})
@@ -85,4 +80,42 @@ func (o *Outcome) AddChunk(lo, hi int, scores []float64) error {
 		o.Add(uint64(e), Bit(o.Seed, uint64(e)), scores[(e-lo)*k:(e-lo+1)*k])
 	}
 	return nil
+}
+
+// chunkPlayers keeps the trial players of the last game and seed PlayChunk played, for its next
+// chunk: a worker plays chunk after chunk of one game, and building a player (a batch of 64 episodes'
+// cores) costs as much as playing a few hundred episodes.
+var chunkPlayers playerCache
+
+// playerCache holds idle trial players of one (game, seed); another game or seed empties it.
+type playerCache struct {
+	mu   sync.Mutex
+	g    *Game
+	seed uint64
+	free []*trialPlayer
+}
+
+// take returns an idle player of (g, seed), or a new one.
+func (c *playerCache) take(g *Game, seed uint64) (*trialPlayer, error) {
+	c.mu.Lock()
+	if c.g == g && c.seed == seed && len(c.free) > 0 {
+		tp := c.free[len(c.free)-1]
+		c.free = c.free[:len(c.free)-1]
+		c.mu.Unlock()
+		return tp, nil
+	}
+	c.mu.Unlock()
+	return newTrialPlayer(g, sim.NewSeeds(seed))
+}
+
+// put keeps tp, a player of (g, seed), for the next chunk (dropping those of another game).
+func (c *playerCache) put(g *Game, seed uint64, tp *trialPlayer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.g != g || c.seed != seed {
+		c.g, c.seed, c.free = g, seed, c.free[:0]
+	}
+	if len(c.free) < 8 {
+		c.free = append(c.free, tp)
+	}
 }

@@ -64,6 +64,16 @@ func (o *Outcome) Merge(w *Outcome) {
 	o.mu.Unlock()
 }
 
+// Reset empties the outcome, keeping its capacity (a chunk's buffer reused after Merge).
+func (o *Outcome) Reset() {
+	for _, t := range o.Trials {
+		t.Reset()
+	}
+	o.mu.Lock()
+	o.Episodes = 0
+	o.mu.Unlock()
+}
+
 // FastOptions configure PlayFast.
 type FastOptions struct {
 	// Trials per value of the secret bit: 2*Trials episodes are played.
@@ -76,10 +86,21 @@ type FastOptions struct {
 	// Progress, when set, is called with the episodes done and the total, from one goroutine at a
 	// time, about every chunk of episodes.
 	Progress func(done, total int)
+	// Chunk, when set, is called after each chunk of trials a worker finished, with an outcome
+	// holding those trials only: a view valid during the call (Merge it to keep it), from the
+	// worker's goroutine - several workers may call it at once. The live view of dpsim audit
+	// --ui recomputes the bounds from them as they come. It changes nothing recorded; without
+	// it the engine does no extra work (one nil check per chunk).
+	Chunk func(part *Outcome)
 }
 
 // fastChunk is the number of consecutive trials a worker takes at a time.
 const fastChunk = 1024
+
+// AuditBatch is the number of episodes the fast engine plays at a time through the episode-batch
+// cores (engine.BatchPlayer) when the plan allows it (sim.EpisodeBatchable): the bookkeeping of a
+// step is paid once per batch, and a batch's state (64 episodes of a small plant) stays in cache.
+var AuditBatch = 64
 
 // challengerLabel is rng.Label("challenger") (Bit's stream), hashed once.
 var challengerLabel = rng.Label("challenger")
@@ -133,9 +154,9 @@ func PlayFast(ctx context.Context, g *Game, o FastOptions) (*Outcome, error) {
 	// the other's in the same allocator spans, and two workers then write the same cache lines
 	// at every delivery (measured: 2.7-3.4x the CPU of one worker, slower than one worker in wall
 	// time; built here: 1.6-1.7x). A plan the engine cannot play fails here, before any worker.
-	players := make([]*engine.Player, workers)
+	players := make([]*trialPlayer, workers)
 	for w := range players {
-		p, err := newFastPlayer(g, sim.NewSeeds(o.Seed))
+		p, err := newTrialPlayer(g, sim.NewSeeds(o.Seed))
 		if err != nil {
 			return nil, err
 		}
@@ -187,27 +208,38 @@ type fastRun struct {
 
 // work plays chunks of trials on player until none is left or ctx ends, recording into its own
 // outcome, merged at the end.
-func (f *fastRun) work(ctx context.Context, player *engine.Player) {
+func (f *fastRun) work(ctx context.Context, player *trialPlayer) {
 	g, o := f.g, f.o
 	local := g.NewOutcome(EngineFast, o.Seed, o.Trials/f.workers+fastChunk)
-	defer f.out.Merge(local)
-	sc := g.Scorer()
+	rec := local // where the trials are recorded: with a Chunk hook, the chunk's own outcome
+	var part *Outcome
+	if o.Chunk != nil {
+		part = g.NewOutcome(EngineFast, o.Seed, fastChunk)
+		rec = part
+	}
+	defer func() {
+		if part != nil { // a chunk cut short by an error: its trials are kept as without the hook
+			local.Merge(part)
+		}
+		f.out.Merge(local)
+	}()
 	ch := &challenger{seed: o.Seed}
-	est, avg := make([]float64, g.EstimateDim()), make([]float64, g.EstimateDim())
-	scores := make([]float64, len(g.names))
+	bit := func(e int) int { return ch.bit(uint64(e)) }
+	add := func(e, bit int, scores []float64) { rec.Add(uint64(e), bit, scores) }
 	for {
 		lo := int(f.next.Add(fastChunk)) - fastChunk
 		if lo >= f.total || ctx.Err() != nil {
 			return
 		}
 		hi := min(lo+fastChunk, f.total)
-		for e := lo; e < hi; e++ {
-			bit := ch.bit(uint64(e))
-			if err := g.playTrial(player, sc, e, bit, est, avg, scores); err != nil {
-				f.cancel(fmt.Errorf("audit: fast engine: %w", err))
-				return
-			}
-			local.Add(uint64(e), bit, scores)
+		if err := player.play(lo, hi, bit, add); err != nil {
+			f.cancel(fmt.Errorf("audit: fast engine: %w", err))
+			return
+		}
+		if part != nil {
+			o.Chunk(part)
+			local.Merge(part)
+			part.Reset()
 		}
 		d := f.done.Add(int64(hi - lo))
 		if o.Progress != nil {
@@ -216,6 +248,84 @@ func (f *fastRun) work(ctx context.Context, player *engine.Player) {
 			f.progMu.Unlock()
 		}
 	}
+}
+
+// trialPlayer is a worker's player of the game's trials: the batch player (engine.BatchPlayer,
+// AuditBatch episodes at a time) when the plan allows it and a trial is one episode, else the
+// one-episode player. Both give every episode the same estimate, bit for bit, so the outcome does
+// not depend on which plays. Not safe for concurrent use.
+type trialPlayer struct {
+	g      *Game
+	one    *engine.Player
+	batch  *engine.BatchPlayer
+	sc     *Scorer
+	est    []float64 // one episode's estimate (the one-episode player)
+	avg    []float64
+	scores []float64
+	// the batch's scratch: initial states, estimates (views of ests) and flags
+	x0s  [][]float64
+	ests [][]float64
+	oks  []bool
+}
+
+// newTrialPlayer builds a worker's trial player of g with the run's seeds.
+func newTrialPlayer(g *Game, seeds sim.Seeds) (*trialPlayer, error) {
+	one, err := newFastPlayer(g, seeds)
+	if err != nil {
+		return nil, err
+	}
+	dim := g.EstimateDim()
+	tp := &trialPlayer{g: g, one: one, sc: g.Scorer(), est: make([]float64, dim), avg: make([]float64, dim),
+		scores: make([]float64, len(g.names))}
+	if g.k == 1 && AuditBatch > 1 && sim.EpisodeBatchable(g.Plan) {
+		bp, err := engine.NewBatchPlayer(g.Plan, seeds, AuditBatch)
+		if err != nil {
+			return nil, fmt.Errorf("audit: fast engine: %w", err)
+		}
+		if bp.EstimateDim() != dim {
+			return nil, fmt.Errorf("audit: fast engine: the batch's eavesdropper estimates %d values, the game scores %d", bp.EstimateDim(), dim)
+		}
+		tp.batch, tp.x0s, tp.oks = bp, make([][]float64, AuditBatch), make([]bool, AuditBatch)
+		tp.ests = make([][]float64, AuditBatch)
+		buf := make([]float64, AuditBatch*dim)
+		for j := range tp.ests {
+			tp.ests[j] = buf[j*dim : (j+1)*dim : (j+1)*dim]
+		}
+	}
+	return tp, nil
+}
+
+// play plays trials lo..hi-1 (trial e's secret bit(e)) and hands each trial's scores to add, in
+// trial order (add must not keep the slice). No allocation.
+func (tp *trialPlayer) play(lo, hi int, bit func(e int) int, add func(e, bit int, scores []float64)) error {
+	g := tp.g
+	if tp.batch == nil {
+		for e := lo; e < hi; e++ {
+			b := bit(e)
+			if err := g.playTrial(tp.one, tp.sc, e, b, tp.est, tp.avg, tp.scores); err != nil {
+				return err
+			}
+			add(e, b, tp.scores)
+		}
+		return nil
+	}
+	for from := lo; from < hi; from += AuditBatch {
+		n := min(AuditBatch, hi-from)
+		for j := 0; j < n; j++ {
+			tp.x0s[j] = g.X0(bit(from + j))
+		}
+		if err := tp.batch.Play(from, tp.x0s[:n], tp.ests[:n], tp.oks[:n]); err != nil {
+			return fmt.Errorf("episodes %d..%d: %w", from, from+n-1, err)
+		}
+		for j := 0; j < n; j++ {
+			if !tp.oks[j] {
+				return fmt.Errorf("episode %d: the transcript does not determine the initial state (no estimate)", from+j)
+			}
+			tp.sc.Scores(tp.ests[j], tp.scores)
+			add(from+j, bit(from+j), tp.scores)
+		}
+	}
+	return nil
 }
 
 // playTrial plays trial e with secret bit on player and writes its scores: one episode e (k = 1),

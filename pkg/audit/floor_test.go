@@ -172,8 +172,11 @@ func roundMedian(v []float64) float64 {
 // episode) against the floor (the same arithmetic and random streams as a plain loop), timed on
 // one goroutine: one worker, so each figure is the CPU time of an episode on an otherwise idle
 // core. Rounds alternate engine and floor back to back, so machine noise hits both; the figures
-// are the medians of the rounds, and ratio = engine-ns/ep / floor-ns/ep (target: <= 3). The challenger's bits and the game's initial states
-// are drawn before the clock starts; every round checks that both loops' estimates are identical.
+// are the medians of the rounds, and ratio = engine-ns/ep / floor-ns/ep (target: <= 3). The
+// batch player (engine.BatchPlayer, AuditBatch episodes at a time: what PlayFast runs on a
+// fault-free plan) is timed in the same rounds: batch-ratio = batch-ns/ep / floor-ns/ep. The
+// challenger's bits and the game's initial states are drawn before the clock starts; every round
+// checks that the three loops' estimates are identical.
 func BenchmarkFastEngineFloor(b *testing.B) {
 	p := loadPlan(b, "audit-vehicle-structured")
 	g := newGame(b, p, GameOptions{})
@@ -188,22 +191,91 @@ func BenchmarkFastEngineFloor(b *testing.B) {
 	}
 	dim := g.EstimateDim()
 	engineEst, floorEst := make([]float64, episodes*dim), make([]float64, episodes*dim)
+	bp, err := engine.NewBatchPlayer(g.Plan, sim.NewSeeds(seed), AuditBatch)
+	require.NoError(b, err)
+	batchEst := make([]float64, episodes*dim)
 	timeEpisodes(b, player.Play, x0s[:episodes/10], engineEst[:episodes/10*dim]) // warm-up
 	timeEpisodes(b, floor.play, x0s[:episodes/10], floorEst[:episodes/10*dim])
-	var engineNs, floorNs []float64
+	timeBatches(b, bp, x0s[:episodes/10], batchEst[:episodes/10*dim])
+	var engineNs, floorNs, batchNs []float64
 	for b.Loop() {
 		for range rounds {
 			engineNs = append(engineNs, timeEpisodes(b, player.Play, x0s, engineEst))
 			floorNs = append(floorNs, timeEpisodes(b, floor.play, x0s, floorEst))
+			batchNs = append(batchNs, timeBatches(b, bp, x0s, batchEst))
 			for i := range engineEst {
-				if math.Float64bits(engineEst[i]) != math.Float64bits(floorEst[i]) {
-					b.Fatalf("episode %d: the engine estimates %v, the floor %v", i/dim, engineEst[i], floorEst[i])
+				if math.Float64bits(engineEst[i]) != math.Float64bits(floorEst[i]) || math.Float64bits(batchEst[i]) != math.Float64bits(floorEst[i]) {
+					b.Fatalf("episode %d: the engine estimates %v, the batch %v, the floor %v", i/dim, engineEst[i], batchEst[i], floorEst[i])
 				}
 			}
 		}
 	}
-	e, f := roundMedian(engineNs), roundMedian(floorNs)
+	e, f, bt := roundMedian(engineNs), roundMedian(floorNs), roundMedian(batchNs)
 	b.ReportMetric(e, "engine-ns/ep")
+	b.ReportMetric(bt, "batch-ns/ep")
 	b.ReportMetric(f, "floor-ns/ep")
 	b.ReportMetric(e/f, "ratio")
+	b.ReportMetric(bt/f, "batch-ratio")
+}
+
+// timeBatches is timeEpisodes for the batch player: batches of its width, in episode order.
+func timeBatches(b *testing.B, bp *engine.BatchPlayer, x0s [][]float64, out []float64) float64 {
+	runtime.GC()
+	dim := len(out) / len(x0s)
+	w := bp.Width()
+	est, oks := make([][]float64, w), make([]bool, w)
+	start := time.Now()
+	for lo := 0; lo < len(x0s); lo += w {
+		n := min(w, len(x0s)-lo)
+		for j := 0; j < n; j++ {
+			est[j] = out[(lo+j)*dim : (lo+j+1)*dim]
+		}
+		if err := bp.Play(lo, x0s[lo:lo+n], est[:n], oks[:n]); err != nil {
+			b.Fatalf("batch at %d: %v", lo, err)
+		}
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(len(x0s))
+}
+
+// The batch player (engine.BatchPlayer: the cores hosting a batch of episodes each) gives every
+// episode the estimate the one-episode player gives, bit for bit, for batches of 1, 7 and 64
+// episodes and a last batch cut short.
+func TestBatchPlayerMatchesPlayer(t *testing.T) {
+	for name, p := range floorPlans(t) {
+		t.Run(name, func(t *testing.T) {
+			g := newGame(t, p, GameOptions{})
+			seed := p.Scenario.Seed
+			player, err := engine.NewPlayer(g.Plan, sim.NewSeeds(seed))
+			require.NoError(t, err)
+			const episodes = 150
+			dim := g.EstimateDim()
+			want := make([]float64, episodes*dim)
+			x0s := make([][]float64, episodes)
+			for e := range x0s {
+				x0s[e] = g.X0(Bit(seed, uint64(e)))
+				ok, err := player.Play(e, x0s[e], want[e*dim:(e+1)*dim])
+				require.NoError(t, err)
+				require.True(t, ok)
+			}
+			for _, width := range []int{1, 7, 64} {
+				bp, err := engine.NewBatchPlayer(g.Plan, sim.NewSeeds(seed), width)
+				require.NoError(t, err)
+				est, oks := make([][]float64, width), make([]bool, width)
+				for j := range est {
+					est[j] = make([]float64, dim)
+				}
+				for lo := 0; lo < episodes; lo += width {
+					w := min(width, episodes-lo)
+					require.NoError(t, bp.Play(lo, x0s[lo:lo+w], est[:w], oks[:w]))
+					for j := 0; j < w; j++ {
+						require.True(t, oks[j], "width %d, episode %d", width, lo+j)
+						for i := 0; i < dim; i++ {
+							require.Equal(t, math.Float64bits(want[(lo+j)*dim+i]), math.Float64bits(est[j][i]),
+								"width %d, episode %d: estimate[%d]: batch %v, player %v", width, lo+j, i, est[j][i], want[(lo+j)*dim+i])
+						}
+					}
+				}
+			}
+		})
+	}
 }

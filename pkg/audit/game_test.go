@@ -256,12 +256,15 @@ func TestEstimateLawMatchesTheCores(t *testing.T) {
 }
 
 // The outcome and the report do not depend on the number of workers (deterministic for a
-// seed regardless of workers).
+// seed regardless of workers), nor on the batch player's width (AuditBatch 1: the one-episode
+// player; 7 and 64: batches ending mid-chunk and at its end).
 func TestFastDeterministicAcrossWorkers(t *testing.T) {
 	g := newGame(t, loadPlan(t, "audit-vehicle-structured"), GameOptions{})
 	var reports []string
-	for _, w := range []int{1, 2, 5} {
-		out, err := PlayFast(context.Background(), g, FastOptions{Trials: 3000, Seed: 21, Workers: w})
+	defer func(w int) { AuditBatch = w }(AuditBatch)
+	for _, c := range []struct{ workers, batch int }{{1, 64}, {2, 64}, {5, 64}, {2, 1}, {1, 7}} {
+		AuditBatch = c.batch
+		out, err := PlayFast(context.Background(), g, FastOptions{Trials: 3000, Seed: 21, Workers: c.workers})
 		require.NoError(t, err)
 		require.Equal(t, 6000, out.Episodes)
 		r, err := g.Analyze(out, ReportOptions{})
@@ -271,8 +274,9 @@ func TestFastDeterministicAcrossWorkers(t *testing.T) {
 		require.NoError(t, err)
 		reports = append(reports, string(b))
 	}
-	require.Equal(t, reports[0], reports[1])
-	require.Equal(t, reports[0], reports[2])
+	for i := 1; i < len(reports); i++ {
+		require.Equal(t, reports[0], reports[i], "configuration %d", i)
+	}
 }
 
 func TestFastCancelAndErrors(t *testing.T) {

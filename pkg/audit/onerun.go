@@ -42,8 +42,16 @@ type OneRunReport struct {
 	EpsilonClaimed float64 `json:"epsilon_claimed"`
 	Delta          float64 `json:"delta"`
 	Confidence     float64 `json:"confidence"`
-	// EpsilonLBOneRun is Steinke et al.'s one-run lower bound from (m, r, v) at Delta.
+	// EpsilonLBOneRun is the one-run lower bound from (m, r, v) at Delta that the verdict reads:
+	// the bound Bound names, chosen by the mechanism before the run (OneRunBoundFor).
 	EpsilonLBOneRun float64 `json:"epsilon_lb_one_run"`
+	// Bound names it: "steinke" (Steinke, Nasr & Jagielski 2023, exact for pure eps-DP) or "fdp"
+	// (Mahloujifar, Melis & Chaudhuri 2024, against the Gaussian mechanism's trade-off curve).
+	Bound string `json:"one_run_bound"`
+	// Both bounds from the same guesses, for comparison (only Bound's is the audit's result: taking
+	// the larger of the two would need a multiplicity correction).
+	EpsilonLBSteinke float64 `json:"epsilon_lb_one_run_steinke"`
+	EpsilonLBFDP     float64 `json:"epsilon_lb_one_run_fdp"`
 	// EpsilonLBExpected is what the guess rule expects under the claim (the rule's figure of merit).
 	EpsilonLBExpected float64 `json:"epsilon_lb_expected_at_claim"`
 	Verdict           string  `json:"verdict"`
@@ -59,9 +67,37 @@ type OneRunReport struct {
 	Assumptions    []string `json:"assumptions"`
 }
 
+// The one-run bounds (OneRunReport.Bound).
+const (
+	OneRunBoundSteinke = "steinke"
+	OneRunBoundFDP     = "fdp"
+)
+
+// OneRunBoundFor is the bound the verdict of a one-run audit of mech reads, fixed before the run by
+// the mechanism alone: for pure eps-DP (Laplace) Steinke et al.'s, whose binomial tail is exactly
+// randomized response's, the extreme pure eps-DP mechanism (the f-DP bound against the same curve is
+// slightly looser: its recursion bounds expectations); for the Gaussian mechanism Mahloujifar et
+// al.'s against the mu-GDP curve, which an (eps, delta) bound cannot see (its 2 m delta alpha term
+// swamps it unless m delta << 1).
+func OneRunBoundFor(mech privacy.Mechanism) string {
+	if mech == privacy.Gaussian {
+		return OneRunBoundFDP
+	}
+	return OneRunBoundSteinke
+}
+
+// oneRunBound is the bound OneRunBoundFor names, as a function of (m, r, v).
+func oneRunBound(mech privacy.Mechanism, m, r, v int, delta, conf float64) float64 {
+	if OneRunBoundFor(mech) == OneRunBoundFDP {
+		return OneRunFDPEpsilonLB(mech, m, r, v, delta, conf)
+	}
+	return OneRunEpsilonLB(m, r, v, delta, conf)
+}
+
 // OneRunAssumptions are stated with every one-run result.
 var OneRunAssumptions = []string{
-	"Steinke, Nasr & Jagielski 2023 (Thm 3.1, Cor. 5.4) need the transcript to be (eps, delta)-DP in each agent's canary with " +
+	"Steinke, Nasr & Jagielski 2023 (Thm 3.1, Cor. 5.4) need the transcript to be (eps, delta)-DP, and Mahloujifar, Melis & Chaudhuri 2024 " +
+		"need it to be f-DP (the Gaussian mechanism's mu-GDP curve), in each agent's canary with " +
 		"every other agent's x_j(0) held fixed at any value: that is the consensus claim (one agent's x_i(0) changes by mu), so the bound is valid " +
 		"however the canaries interact",
 	"the canaries interfere through the dynamics: every message mixes the neighbours' states, and the guesses are made on a joint ranking, " +
@@ -78,7 +114,8 @@ var OneRunAssumptions = []string{
 // every agent), the fast engine plays one episode, and the eavesdropper's estimate of every x_i(0)
 // is scored by the likelihood ratio of the two candidates (a Gaussian's; for Laplace the same
 // ranking, the projection). The auditor guesses S_i = 1 on the k highest scores and S_i = 0 on the k
-// lowest, abstains on the rest, and Steinke et al.'s bound turns (m, r = 2k, v correct) into eps_lb.
+// lowest, abstains on the rest, and the bound OneRunBoundFor names (Steinke et al.'s, or Mahloujifar et
+// al.'s f-DP bound for Gaussian) turns (m, r = 2k, v correct) into eps_lb.
 func PlayOneRun(p *plan.Plan, o OneRunOptions) (*OneRunReport, error) {
 	if p == nil || p.Scenario == nil {
 		return nil, errors.New("audit: one-run: plan is nil")
@@ -170,10 +207,16 @@ func PlayOneRun(p *plan.Plan, o OneRunOptions) (*OneRunReport, error) {
 	rep := &OneRunReport{
 		Scenario: p.Scenario.Name, Mode: "one-run", Canaries: m, GuessesPerSide: k, Guesses: 2 * k, Correct: v,
 		EpsilonClaimed: pr.Epsilon, Delta: pr.Delta, Confidence: conf,
-		EpsilonLBOneRun:   OneRunEpsilonLB(m, 2*k, v, pr.Delta, conf),
+		EpsilonLBSteinke:  OneRunEpsilonLB(m, 2*k, v, pr.Delta, conf),
+		EpsilonLBFDP:      OneRunFDPEpsilonLB(p.Mechanism, m, 2*k, v, pr.Delta, conf),
+		Bound:             OneRunBoundFor(p.Mechanism),
 		EpsilonLBExpected: expected,
 		Score:             "llr", Difference: d, Engine: EngineFast, Seed: o.Seed,
 		ElapsedSeconds: elapsed.Seconds(), Assumptions: slices.Clone(OneRunAssumptions),
+	}
+	rep.EpsilonLBOneRun = rep.EpsilonLBSteinke
+	if rep.Bound == OneRunBoundFDP {
+		rep.EpsilonLBOneRun = rep.EpsilonLBFDP
 	}
 	if p.Mechanism == privacy.Laplace {
 		rep.Score = ScoreProjection
@@ -201,7 +244,7 @@ func newPlayerFor(p *plan.Plan, seed uint64, m int) (*engine.Player, error) {
 
 // OneRunGuesses is the rule fixing k, the guesses per side, BEFORE the run, from the number of
 // canaries m and the claim alone: the k on a grid (multiples of max(1, m/200), up to m/2) whose
-// EXPECTED bound is largest when the mechanism is exactly at the claim - scores N(+-mu/2, 1) with
+// EXPECTED bound (the one OneRunBoundFor names) is largest when the mechanism is exactly at the claim - scores N(+-mu/2, 1) with
 // mu = KappaInverse(eps, delta) for Gaussian, Laplace(+-eps/2, 1) for Laplace - taking the expected
 // number of correct guesses 2k acc(k) (acc: the top-k precision of that model) rounded down. It
 // returns k and that expected eps_lb. Since it reads neither the run's scores nor its canaries the
@@ -243,7 +286,7 @@ func OneRunGuesses(m int, mech privacy.Mechanism, eps, delta, conf float64) (int
 		a, b := tail(lo-shift/2), tail(lo+shift/2)
 		acc := a / (a + b)
 		v := int(math.Floor(2 * float64(k) * acc))
-		if e := OneRunEpsilonLB(m, 2*k, v, delta, conf); e > best {
+		if e := oneRunBound(mech, m, 2*k, v, delta, conf); e > best {
 			bestK, best = k, e
 		}
 	}

@@ -20,6 +20,11 @@ const (
 	// whose explicit x(0)s travel on the private challenger subject, one CtlX0 per episode.
 	CtlEpisodes   = "episodes"
 	CtlEpisodesX0 = "episodes-x0"
+	// CtlFaults changes the run's link faults, partitions and crashes from episode
+	// Message.Episode on (a live intervention, dpsim run --ui): Values [generation, digest]
+	// name the file the launcher wrote beside the plan files (pkg/contract LiveFaults). It
+	// travels on ctl.episode before the ctl.episode of that episode, so it is heard first.
+	CtlFaults = "faults"
 	// CtlX0 is the private challenger message carrying an episode's x(0).
 	CtlX0 = "x0"
 	// LauncherSender is the "from" of every coordination message the launcher sends.

@@ -8,7 +8,9 @@
 // link is a pure function of (run seed, rule, link, e, t) (Link.Decide, counter-based draws
 // rng.At): the in-memory network of the fast engine and the publish side of every NATS
 // process compute the same fates without coordinating, which is what makes a faulty run
-// reproducible and the two engines bit-identical in lockstep mode.
+// reproducible and the two engines bit-identical in lockstep mode. A rule's draws are labelled
+// by its name and the link only: adding a rule (a live intervention, recorded with a
+// lifetime, scenario.Lifetime) leaves every other rule's fates as they were.
 //
 // # Logical time (lockstep)
 //

@@ -138,7 +138,7 @@ func New(spec *scenario.FaultsSpec, seed uint64) (*Injector, error) {
 	// and logged like any other.
 	for _, p := range spec.Partitions {
 		w := p.Window
-		r := rule{name: p.Name, spec: scenario.LinkFault{Name: p.Name, Unit: scenario.UnitSteps, Drop: 1, Window: &w},
+		r := rule{name: p.Name, spec: scenario.LinkFault{Name: p.Name, Unit: scenario.UnitSteps, Drop: 1, Window: &w, Active: p.Active},
 			cut: map[string]bool{}}
 		for _, a := range p.Side {
 			r.cut["agent."+strconv.Itoa(a)] = true
@@ -242,7 +242,7 @@ func (in *Injector) Link(from, to, subject string) *Link {
 	if len(l.rules) == 1 {
 		lr := &l.rules[0]
 		sp := &lr.r.spec
-		l.dropOnly = sp.Drop > 0 && sp.Duplicate == 0 && sp.Reorder == 0 && !lr.delays && sp.Window == nil
+		l.dropOnly = sp.Drop > 0 && sp.Duplicate == 0 && sp.Reorder == 0 && !lr.delays && sp.Window == nil && sp.Active == nil
 		l.drop = sp.Drop
 	}
 	return l
@@ -291,7 +291,8 @@ const (
 )
 
 // Decide returns the fate of the message of step t of episode ep on the link. It is a pure
-// function of (seed, rule, link, ep, t): every rule whose window contains t takes its drop,
+// function of (seed, rule, link, ep, t): every rule whose window contains t and whose
+// lifetime (scenario.Lifetime) contains (ep, t) takes its drop,
 // duplicate, reorder, random-delay and jitter draws from the episode's counter stream keyed
 // by rng.Derive(seed, label(rule, link), ep), draw d of step t at index 8t + d (rng.At). Delays of the
 // matching rules add (steps are rounded to the nearest integer per rule); a message is
@@ -310,7 +311,7 @@ func (l *Link) decide(ep, t int, f *Fate) {
 	for i := range l.rules {
 		lr := &l.rules[i]
 		s := &lr.r.spec
-		if !s.Window.Contains(t) {
+		if !s.Window.Contains(t) || !s.Active.Contains(ep, t) {
 			continue
 		}
 		key, base := l.keys[i], uint64(t)<<3 // draw d of step t is index 8t + d of the episode's stream

@@ -124,6 +124,24 @@ func NewOutbox(links []*Link) *Outbox {
 	return o
 }
 
+// SetLinks replaces the outbox's links by links to the same subscribers in the same order
+// whose rules changed (a live intervention in the middle of an episode, whose rules act from a
+// later step): the copies held and the counters stay.
+func (o *Outbox) SetLinks(links []*Link) error {
+	if len(links) != len(o.links) {
+		return fmt.Errorf("fault: outbox has %d links, the new ones %d", len(o.links), len(links))
+	}
+	clear := true
+	for k, l := range links {
+		if l.Name() != o.links[k].Name() {
+			return fmt.Errorf("fault: link %s replaced by link %s", o.links[k].Name(), l.Name())
+		}
+		clear = clear && l.Clear()
+	}
+	o.links, o.clear = links, clear
+	return nil
+}
+
 // Clear reports whether no link of the outbox has a rule: every release is one broadcast.
 func (o *Outbox) Clear() bool { return o.clear }
 

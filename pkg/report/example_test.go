@@ -52,6 +52,7 @@ func Example() {
 	// Output:
 	// eavesdropper-error.png
 	// eavesdropper-error.svg
+	// figures
 	// report.md
 	// tracking-error.png
 	// tracking-error.svg

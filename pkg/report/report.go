@@ -196,7 +196,8 @@ func Build(in Input) (rep *Report, err error) {
 }
 
 // Write builds the report and writes, into dir (created if needed), every figure as
-// NAME.png and NAME.svg and then report.md.
+// NAME.png and NAME.svg, its data as FigureDataDir/NAME.json (FigureDataFile) and then
+// report.md.
 func Write(dir string, in Input) error {
 	if dir == "" {
 		return errors.New("report: no output directory")
@@ -212,6 +213,9 @@ func Write(dir string, in Input) error {
 		if _, err := f.WriteFiles(dir); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
+	}
+	if err := writeFigureData(dir, rep.Figures); err != nil {
+		return err
 	}
 	return writeMarkdownFile(dir, rep.Markdown)
 }

@@ -11,7 +11,7 @@ import (
 // crashes, a partition and a server restart - and a newcomer's 3-state plant whose noise
 // swamps the control, and checks each figure against the house style (figure.Check: fonts,
 // sizes, no clipped data, every series distinguishable, no line drawn twice, readable axes,
-// both formats render). The fast engine with 20 runs keeps it to a few seconds.
+// both formats render), and that its data can be written (figure.Data, for dpsim view). The fast engine with 20 runs keeps it to a few seconds.
 func TestFiguresInHouseStyle(t *testing.T) {
 	seen := map[string]bool{}
 	for _, path := range []string{
@@ -28,6 +28,9 @@ func TestFiguresInHouseStyle(t *testing.T) {
 			for _, f := range fastReport(t, path, 20).Figures {
 				seen[f.Name] = true
 				if err := f.Check(); err != nil {
+					t.Error(err)
+				}
+				if _, err := f.Data(); err != nil { // what dpsim view draws again
 					t.Error(err)
 				}
 			}

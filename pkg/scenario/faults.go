@@ -25,6 +25,7 @@ import "slices"
 //	      duplicate: 0.05    # probability it is delivered twice
 //	      reorder: 0.05      # probability it is held back and delivered after the link's next message
 //	      window: [20, 40]   # apply only to messages of steps 20..39 (default: every step)
+//	      active: {from: {episode: 2, step: 0}, until: {episode: 5, step: 0}}  # lifetime in the run (lifetime.go; default: always)
 //
 // Every rule that matches a link applies, each with its own random draws: delays add, and a
 // message is dropped (duplicated, reordered) if any rule drops (duplicates, reorders) it.
@@ -57,6 +58,7 @@ func (f FaultsSpec) Clone() FaultsSpec {
 			w := *l.Window
 			c.Links[i].Window = &w
 		}
+		c.Links[i].Active = l.Active.clone()
 	}
 	if f.Links == nil {
 		c.Links = nil
@@ -71,6 +73,7 @@ func (f FaultsSpec) Clone() FaultsSpec {
 	c.Partitions = nil
 	for _, p := range f.Partitions {
 		p.Side = append([]int(nil), p.Side...)
+		p.Active = p.Active.clone()
 		c.Partitions = append(c.Partitions, p)
 	}
 	return c
@@ -172,6 +175,8 @@ type LinkFault struct {
 	Reorder   float64 `json:"reorder,omitempty"`   // probabilities in [0, 1]
 
 	Window *StepWindow `json:"window,omitempty"` // nil: every step
+	// Active is the part of the run the rule acts in (lifetime.go; nil: the whole run).
+	Active *Lifetime `json:"active,omitempty"`
 }
 
 // The swept fault parameters: a sweep sets the field on every rule of faults.links (the

@@ -11,7 +11,7 @@ import (
 var (
 	faultsFields  = []string{"missing", "links", "crashes", "partitions", "server_restarts", "proxies"}
 	missingFields = []string{"plant", "agent"}
-	linkFields    = []string{"name", "from", "to", "subject", "unit", "delay", "random_delay", "jitter", "drop", "duplicate", "reorder", "window"}
+	linkFields    = []string{"name", "from", "to", "subject", "unit", "delay", "random_delay", "jitter", "drop", "duplicate", "reorder", "window", "active"}
 	distParams    = map[DelayDist][]string{
 		DistUniform: {"min", "max"}, DistExponential: {"mean"}, DistNormal: {"mean", "sd"}, DistLognormal: {"mu", "sigma"},
 	}
@@ -272,6 +272,13 @@ func (d *decoder) linkFault(n *yaml.Node, path string, k int, kind Kind, steps, 
 	if wn := f.get("window"); wn != nil {
 		if w, ok := d.window(wn, f.sub("window"), steps); ok {
 			l.Window = w
+		} else {
+			good = false
+		}
+	}
+	if an := f.get("active"); an != nil {
+		if lt, ok := d.lifetime(an, f.sub("active"), steps); ok {
+			l.Active = lt
 		} else {
 			good = false
 		}

@@ -22,6 +22,7 @@ import (
 //	    - name: halves         # optional label (default partition<k>)
 //	      agents: [0, 1, 2]    # one side; the other is every other agent
 //	      window: [20, 30]     # steps 20..29 of every episode
+//	      active: {from: {episode: 2, step: 0}}  # optional lifetime (lifetime.go)
 //	  server_restarts:         # stop the embedded NATS server and start it on the same port
 //	    - episode: 1           # when the launcher sees step `step` of this episode on the bus
 //	      step: 50
@@ -87,6 +88,8 @@ type Partition struct {
 	Name   string     `json:"name"`
 	Side   []int      `json:"side"`
 	Window StepWindow `json:"window"`
+	// Active is the part of the run the partition acts in (lifetime.go; nil: the whole run).
+	Active *Lifetime `json:"active,omitempty"`
 }
 
 // ServerRestart stops the embedded NATS server for Down when step Step of episode Episode is
@@ -130,7 +133,7 @@ func (f *FaultsSpec) CrashOf(proc string, ep int) *Crash {
 
 var (
 	crashFields     = []string{"proc", "episode", "step", "restart", "noise"}
-	partitionFields = []string{"name", "agents", "window"}
+	partitionFields = []string{"name", "agents", "window", "active"}
 	restartFields   = []string{"episode", "step", "down", "server"}
 	proxyFields     = []string{"proc", "latency", "jitter", "bandwidth", "resets"}
 	pointFields     = []string{"episode", "step"}
@@ -362,6 +365,13 @@ func (d *decoder) processFaults(f *fields, out *FaultsSpec, kind Kind, steps, gr
 			p.Window = *w
 		} else {
 			good = false
+		}
+		if an := pf.get("active"); an != nil {
+			if l, ok := d.lifetime(an, pf.sub("active"), steps); ok {
+				p.Active = l
+			} else {
+				good = false
+			}
 		}
 		if !good {
 			return

@@ -17,8 +17,8 @@
 //	| data-yhat.json, data-u.json,   | a data message of each stream (plant yhat, cloud u, agent   |
 //	| data-y.json                    | or agent-host y)                                            |
 //	| ctl-<word>.json                | a coordination message of each ctl word (ready, done,       |
-//	|                                | rejoin, episode, episode-x0, episodes, episodes-x0, x0,     |
-//	|                                | stop): kind, sender and the meaning of each value           |
+//	|                                | rejoin, episode, episode-x0, episodes, episodes-x0, faults, |
+//	|                                | x0, stop): kind, sender and the meaning of each value       |
 //	| headers.json                   | the NATS headers a message may carry (Dpsim-*)              |
 //	| result.json                    | a process's result (contract.ProcessResult): ctl.result     |
 //	|                                | payload and <name>.result.json                              |

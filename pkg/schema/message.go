@@ -160,6 +160,12 @@ func (g *gen) ctlKinds() []kindSpec {
 		desc: "As episodes, for episodes whose explicit x(0)s travel on the private challenger subject, one x0 message per episode, sent before this message.", from: launcher, ep: "the group's first episode",
 		vals: positional(1, "[count]", count),
 	}, {
+		kind: bus.CtlFaults, subject: "dpsim.<run>.ctl.episode", title: "ctl.episode, kind faults (launcher -> all)",
+		desc: g.comment(contract.LiveFaults{}, "") + " (contract.FaultsMessage). step is 0 for a change from the start of episode ep (sent before its ctl.episode), or in a realtime episode in progress the step from which its link rules and partitions act.", from: launcher, ep: "the first episode the live faults apply to: the next episode to start, or (step > 0) the realtime episode in progress",
+		vals: positional(2, "[generation, digest]",
+			integer(1, 1<<31-1, "generation: "+g.comment(contract.LiveFaults{}, "Generation")+"; the file is faults.live.<generation>.json beside the plan files"),
+			integer(1, 1<<48-1, "digest: the first 48 bits of the file's SHA-256 (plan.FileDigest), checked before the file is used")),
+	}, {
 		kind: bus.CtlX0, subject: bus.ChallengerPrefix + "<run>.x0", title: "x0 (launcher -> plant, agents; private)",
 		desc: "The challenger's secret initial state of episode ep (contract.X0Message), sealed (nkeys curve keys) to each process that owns a part of it, on a subject outside dpsim.>: a subscriber reads ciphertext only, and each receiver opens its own box. vals are the boxes one after the other, each [id, n, w_1..w_k]: the receiver's id (the plant's; an agent host's first agent), the box's length n in bytes, and its bytes six per value as integers in [0, 2^48), big-endian, the last padded with zeros (k = ceil(n/6)). A box opens to {run, ep, to, x0}: the run, episode and receiver it was sealed for (which must be the message's and the receiver's own) and the receiver's values.", from: launcher, ep: "the episode whose x(0) this is",
 		vals: numbers(3, nil, "the sealed boxes: [id, n, w_1..w_k] per receiver (integers)"),

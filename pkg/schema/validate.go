@@ -65,7 +65,7 @@ var ctlKinds = map[string][]string{
 	bus.CtlDone:    {bus.CtlDone},
 	bus.CtlRejoin:  {bus.CtlRejoin},
 	bus.CtlStop:    {bus.CtlStop},
-	bus.CtlEpisode: {bus.CtlEpisode, bus.CtlEpisodeX0, bus.CtlEpisodes, bus.CtlEpisodesX0},
+	bus.CtlEpisode: {bus.CtlEpisode, bus.CtlEpisodeX0, bus.CtlEpisodes, bus.CtlEpisodesX0, bus.CtlFaults},
 }
 
 // ValidateMessage checks a message as it travels: subject, payload and NATS headers (name ->

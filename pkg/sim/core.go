@@ -702,6 +702,18 @@ type base struct {
 // setCrashes gives the core the run's crashes (its own, and its senders').
 func (b *base) setCrashes(cs []scenario.Crash) { b.in.crashes = cs }
 
+// SetCrashes replaces the run's crashes a core knows (its own, and its senders') between
+// episodes: the next episode's down windows come from cs. It is how a process hears a crash
+// added while the run goes (a live intervention); it reports false for a core of another
+// package, which cannot be told.
+func SetCrashes(c Core, cs []scenario.Crash) bool {
+	s, ok := c.(interface{ setCrashes([]scenario.Crash) })
+	if ok {
+		s.setCrashes(cs)
+	}
+	return ok
+}
+
 // downNext reports whether the core is down at step t: it releases nothing then.
 func (b *base) downAt(t int) bool { return b.in.selfDown(t) }
 

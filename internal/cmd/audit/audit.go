@@ -23,6 +23,7 @@ import (
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/farm"
 	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/internal/live"
 	"github.com/dpsim/dpsim/pkg/audit"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
@@ -45,6 +46,7 @@ const synopsis = `dpsim audit SCENARIO [--engine fast|wire] [--trials N] [--audi
                    [--episodes-per-trial K | --episodes-per-trial-sweep K1,K2,...]
                    [--confidence C] [--seed S] [--out DIR] [--json] [--workers W] [--nats-url URL]
                    [--fail-on-violation] [--dispatch] [--spawn-workers N] [--worker-listen ADDR]
+                   [--ui[=ADDR] [--ui-hold D]]
        dpsim audit --one-run SCENARIO [--guesses K] [--confidence C] [--seed S] [--json] [--fail-on-violation]`
 
 const description = `Audits the scenario's privacy claim empirically: plays the distinguishing game and reports lower
@@ -90,9 +92,17 @@ lockstep; an embedded server unless --nats-url or $NATS_URL) with the launcher a
 One-run audit (--one-run, consensus; docs/math.md section 6.2): ONE episode in which every agent's
 x_i(0) is an independent canary (x_i or x_i + mu by a fair coin); the eavesdropper's estimate of each
 x_i(0) is scored, the auditor guesses the canaries of the K highest and K lowest scores (K fixed from
-the number of agents and the claim before the run, or --guesses) and Steinke, Nasr & Jagielski 2023's
-bound (Thm 3.1, Cor. 5.4) turns the correct guesses into epsilon_lb_one_run; the output states the
-bound's assumptions (the canaries interfere through the dynamics).
+the number of agents and the claim before the run, or --guesses) and a one-run bound turns the
+correct guesses into epsilon_lb_one_run: Steinke, Nasr & Jagielski 2023 (Thm 3.1, Cor. 5.4) for
+Laplace (pure eps), Mahloujifar, Melis & Chaudhuri 2024's f-DP bound against the mu-GDP curve for
+Gaussian (one_run_bound names it; both are reported); the output states the bounds' assumptions (the
+canaries interfere through the dynamics).
+
+With --ui the audit serves a live view while it plays (the URL on stderr): the progress, the lower
+bounds recomputed from the trials so far by the same analysis as the result (threshold selection
+included: the same function of the trials), the claim, the empirical trade-off curve against the
+claim's, and the verdict at the end. Intermediate bounds are not a verdict: stopping when they
+look good (optional stopping) voids the confidence level; only the planned trials' result counts.
 
 With --out DIR: DIR/audit.json (the --json object), DIR/report.md and the trade-off plot
 DIR/tradeoff.png and .svg (one set per sweep point: -pNN suffix). Exit status 0 whatever the
@@ -157,6 +167,10 @@ type Options struct {
 	// --guesses, the guesses per side (0: audit.OneRunGuesses' rule).
 	OneRun  bool
 	Guesses int
+	// UI is --ui: the live view's address ("": none; live.DefaultAddr for --ui alone), and
+	// UIHold --ui-hold: how long it stays up after the audit.
+	UI     string
+	UIHold time.Duration
 }
 
 func parseOptions(args []string, stderr io.Writer) (*Options, error) {
@@ -180,9 +194,11 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.BoolVar(&o.Progress, "progress", true, "show a progress bar while trials run (only when stderr is a terminal)")
 	fs.IntVar(&o.EpisodesPerTrial, "episodes-per-trial", 1, fmt.Sprintf("episodes of the same secret each trial plays with fresh noise (1..%d), averaged by the eavesdropper; the verdict is judged against the claim composed over them (fast engine)", audit.MaxEpisodesPerTrial))
 	fs.StringVar(&ksweep, "episodes-per-trial-sweep", "", "comma-separated episodes per trial, e.g. 1,2,4,8,16: one audit of each (a sweep's points), and with --out the figure composition.png/.svg (fast engine, a scenario without a sweep)")
-	fs.BoolVar(&o.OneRun, "one-run", false, "consensus: audit from ONE episode: every agent's x_i(0) is an independent canary of the adjacent pair, the eavesdropper guesses the canaries from the transcript, and Steinke et al. 2023's bound gives epsilon_lb_one_run (docs/math.md section 6.2)")
+	fs.BoolVar(&o.OneRun, "one-run", false, "consensus: audit from ONE episode: every agent's x_i(0) is an independent canary of the adjacent pair, the eavesdropper guesses the canaries from the transcript, and Steinke et al. 2023's bound (Laplace) or Mahloujifar et al. 2024's f-DP bound (Gaussian) gives epsilon_lb_one_run (docs/math.md section 6.2)")
 	fs.IntVar(&o.Guesses, "guesses", 0, "with --one-run: guesses on each side (0: the rule fixed from the number of agents and the claim)")
 	o.Farm.Define(fs)
+	fs.Var(live.AddrFlag{Addr: &o.UI}, "ui", uiHelp)
+	fs.DurationVar(&o.UIHold, "ui-hold", 0, "with --ui: keep the live view up this long after the audit ended (its final state and /metrics; Ctrl-C ends it sooner)")
 	fs.IntVar(&o.Inflight, "inflight", launch.DefaultInflight, "wire engine: trials kept in flight at once over the same role processes (1..1024; each trial's x(0) still travels alone on the private line); the outcome does not depend on it, only the speed (see dpsim run --help)")
 	fs.BoolVar(&o.KeepSecrets, "keep-secrets", false, "wire engine with --out: keep the files holding secrets in OUT/procs when the audit ends (the plant's or agents' plan files: x(0) and the run seed); by default they are removed, however the audit ends")
 	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/audit-vehicle-structured.yaml")
@@ -241,6 +257,9 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 		return nil, err
 	}
 	if err := o.checkOneRun(set); err != nil {
+		return nil, err
+	}
+	if err := o.checkUI(); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -324,7 +343,8 @@ type Output struct {
 
 // Execute runs the audit with parsed options: it loads the scenario and resolves the seed, builds
 // the game of every point (newAuditRun), plays them in turn (playAll) and prints the result (report).
-func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zerolog.Logger) error {
+func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zerolog.Logger) (err error) {
+	start := time.Now()
 	if err := cli.CheckScenarioFile(o.ScenarioPath); err != nil {
 		return err
 	}
@@ -347,6 +367,12 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 		return err
 	}
 	defer a.stopDispatch()
+	if err := a.startUI(stderr, start); err != nil {
+		return err
+	}
+	var reports []*audit.GameReport
+	var violations []string
+	defer func() { a.stopUI(ctx, stderr, err, len(reports) == len(a.points), violations) }()
 	if o.Out != "" {
 		if err := os.MkdirAll(o.Out, 0o755); err != nil {
 			return fmt.Errorf("--out: %w", err)
@@ -355,7 +381,7 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	if a.bar = newProgressBar(stderr, o, s.Name, 2*a.trials*len(a.points)); a.bar != nil {
 		defer func() { _ = a.bar.Finish() }()
 	}
-	reports, violations, err := a.playAll(ctx, stdout)
+	reports, violations, err = a.playAll(ctx, stdout)
 	if err != nil {
 		return err
 	}
@@ -385,6 +411,8 @@ type auditRun struct {
 	gameOpts  audit.GameOptions        // what every point's game was built with (a worker builds the same)
 	farm      *farm.Coordinator        // --dispatch: the workers' coordinator (nil: in-process)
 	notes     []string                 // the engine's notes on the point being played (wire: the trials in flight)
+	hub       *live.AuditHub           // --ui: the live view's state (nil: none)
+	ui        *live.Server
 }
 
 // newAuditRun resolves the trials, adjacency and confidence (flags first, then the scenario's audit
@@ -508,7 +536,7 @@ func (a *auditRun) playPoint(ctx context.Context, k int, g *audit.Game, stdout i
 	if err != nil && !interrupted {
 		return nil, pointErr(n, k, pt, err)
 	}
-	rep, aerr := g.Analyze(out, audit.ReportOptions{Confidence: a.pointConf, Selection: a.o.Selection})
+	rep, aerr := g.Analyze(out, a.reportOptions())
 	if interrupted {
 		return nil, a.interrupted(ctx, k, out, rep, aerr, stdout, done)
 	}
@@ -516,6 +544,7 @@ func (a *auditRun) playPoint(ctx context.Context, k int, g *audit.Game, stdout i
 		return nil, pointErr(n, k, pt, aerr)
 	}
 	rep.Scenario = pt.Name
+	a.hub.PointDone(k, rep)
 	a.noteDispatch(rep)
 	rep.Notes, a.notes = append(rep.Notes, a.notes...), nil // the engine's, on this point
 	if n > 1 {
@@ -537,7 +566,9 @@ func (a *auditRun) play(ctx context.Context, k int, g *audit.Game) (*audit.Outco
 		if a.bar != nil {
 			_ = a.bar.Set64(base + int64(done))
 		}
+		a.hub.Progress(done)
 	}
+	a.hub.BeginPoint(k)
 	a.log.Info().Str("point", a.points[k].Name).Str("engine", a.o.Engine).Int("trials", a.trials).
 		Str("audited", string(g.Audited)).Str("calibrated", string(g.Calibrated)).Msg("playing the game")
 	switch a.o.Engine {
@@ -545,10 +576,10 @@ func (a *auditRun) play(ctx context.Context, k int, g *audit.Game) (*audit.Outco
 		if a.farm != nil {
 			return a.farm.Audit(ctx, k, g, a.gameOpts, a.seed, a.trials, progress)
 		}
-		return audit.PlayFast(ctx, g, audit.FastOptions{Trials: a.trials, Seed: a.seed, Workers: a.o.Workers, Progress: progress})
+		return audit.PlayFast(ctx, g, audit.FastOptions{Trials: a.trials, Seed: a.seed, Workers: a.o.Workers, Progress: progress, Chunk: a.chunkHook()})
 	default:
 		return runWire(ctx, a.o, wireConfig{point: k, points: len(a.points), game: g, seed: a.seed, trials: a.trials, log: a.log, progress: progress,
-			inflight: a.o.Inflight, note: func(s string) { a.notes = append(a.notes, s) }})
+			inflight: a.o.Inflight, note: func(s string) { a.notes = append(a.notes, s) }, chunk: a.chunkHook()})
 	}
 }
 

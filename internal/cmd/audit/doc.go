@@ -16,6 +16,11 @@
 // its estimates to its trace file; the launcher joins them with its secret bits). For the same seed
 // both engines run bit-identical episodes.
 //
+// With --ui the audit serves a live view (internal/live.AuditHub on the live view's server):
+// the engines hand their trials over as they are scored (audit.FastOptions.Chunk; the wire
+// engine's eavesdropper trace read as it grows) and the bounds are recomputed from them by the
+// same Game.Analyze, with the same options, as the result.
+//
 // Exit status: 0 whatever the verdict (the verdict is a finding, not a failure; read it from the
 // output), 1 when the audit could not be carried out, 2 for a usage error. With
 // --fail-on-violation a violation returns ErrViolation, whose ExitCode is 3 (cmd/dpsim maps it

@@ -71,12 +71,22 @@ func executeOneRun(o *Options, s *scenario.Scenario, seed uint64, stdout io.Writ
 	return nil
 }
 
+// oneRunBoundName names a one-run bound with its paper.
+func oneRunBoundName(b string) string {
+	if b == audit.OneRunBoundFDP {
+		return "f-DP (Mahloujifar, Melis & Chaudhuri 2024)"
+	}
+	return "Steinke, Nasr & Jagielski 2023"
+}
+
 func writeOneRun(w io.Writer, r *audit.OneRunReport) {
-	fmt.Fprintf(w, "one-run audit of %s (Steinke, Nasr & Jagielski 2023): one episode, %d agents, each x_i(0) an independent canary (gap %g)\n",
+	fmt.Fprintf(w, "one-run audit of %s: one episode, %d agents, each x_i(0) an independent canary (gap %g)\n",
 		r.Scenario, r.Canaries, r.Difference)
 	fmt.Fprintf(w, "guesses: %d per side (%d in all, fixed before the run), %d correct (score: %s)\n", r.GuessesPerSide, r.Guesses, r.Correct, r.Score)
-	fmt.Fprintf(w, "epsilon_lb_one_run = %.4f at confidence %g (delta %g); claimed eps %g; expected at the claim %.4f\n",
-		r.EpsilonLBOneRun, r.Confidence, r.Delta, r.EpsilonClaimed, r.EpsilonLBExpected)
+	fmt.Fprintf(w, "epsilon_lb_one_run = %.4f at confidence %g (delta %g), the %s bound; claimed eps %g; expected at the claim %.4f\n",
+		r.EpsilonLBOneRun, r.Confidence, r.Delta, oneRunBoundName(r.Bound), r.EpsilonClaimed, r.EpsilonLBExpected)
+	fmt.Fprintf(w, "  from the same guesses: Steinke et al. %.4f, f-DP %.4f (only the %s bound, fixed by the mechanism before the run, gives the verdict)\n",
+		r.EpsilonLBSteinke, r.EpsilonLBFDP, oneRunBoundName(r.Bound))
 	cmp := "<="
 	if r.Verdict == audit.Violation {
 		cmp = ">"

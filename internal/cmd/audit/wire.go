@@ -34,6 +34,10 @@ type wireConfig struct {
 	inflight int
 	// note, if set, receives the line the outputs carry on the episodes in flight.
 	note func(string)
+	// chunk, if set, receives the trials scored as the eavesdropper's trace grows (--ui).
+	chunk func(*audit.Outcome)
+	// trace is the eavesdropper's trace file (set by runWire).
+	trace string
 }
 
 // runWire plays the game with the real processes over NATS (the wire engine).
@@ -88,6 +92,7 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 		}
 		return nil, fmt.Errorf("wire engine: %w", err)
 	}
+	c.trace = launch.TracePath(dir, endpoint.Eavesdropper, 0, 0)
 	bits, runErr := playWireEpisodes(ctx, sess, c)
 	if err := sess.Stop(); err != nil && runErr == nil {
 		runErr = err
@@ -136,6 +141,10 @@ func playWireEpisodes(ctx context.Context, sess *launch.Session, c wireConfig) (
 	total := 2 * c.trials
 	bits := make([]int8, total)
 	x0s := make([][]float64, 0, max(c.inflight, 1))
+	var tail *estimateTail
+	if c.chunk != nil {
+		tail = newEstimateTail(c.trace, c.game, total)
+	}
 	for e := 0; e < total; {
 		g := launch.NextGroup(&c.game.Plan.Scenario.Faults, e, total, c.inflight)
 		x0s = x0s[:0]
@@ -150,6 +159,11 @@ func playWireEpisodes(ctx context.Context, sess *launch.Session, c wireConfig) (
 		e += g.Count
 		if c.progress != nil && ((e-g.Count)/64 != e/64 || e == total) {
 			c.progress(e, total)
+		}
+		if tail != nil {
+			if err := tail.poll(bits, c.chunk, e == total); err != nil { // the live view only: the result reads the whole trace
+				c.log.Debug().Err(err).Msg("live view: reading the eavesdropper's estimates")
+			}
 		}
 	}
 	return bits, nil

@@ -47,6 +47,9 @@ type coreRunner struct {
 	epStart time.Time  // when the episode in progress began (busy time of a checkpoint)
 	syncing chan error // the background fsync of the last finished episode (nil: none)
 
+	// live is the generation of live faults in force (ctl.faults; zero: the scenario's)
+	live liveFaults
+
 	// the injector's record of this process's messages (<name>.faults.jsonl)
 	ffile *os.File
 	fw    *bufio.Writer
@@ -161,6 +164,7 @@ func (r *coreRunner) setup(proc *process) error {
 	if r.tr, err = newNATSTransport(proc, in, cores, inj); err != nil {
 		return err
 	}
+	r.tr.mid, r.tr.onMid = &proc.mid, func(c *midChange) error { return r.applyMid(proc, c) }
 	if inj.Active() && len(r.tr.pubs) > 0 {
 		if err := r.openFaultLog(proc); err != nil {
 			return err

@@ -64,6 +64,10 @@ type Checkpoint struct {
 	// Inflight carries the counters of the episodes the process ran in flight (groups) before:
 	// their cores and outboxes are not the checkpointed ones.
 	Inflight *inflightCounts `json:"inflight,omitempty"`
+	// LiveGeneration and LiveDigest name the live faults in force (ctl.faults; 0: the
+	// scenario's): the successor puts them in force again before it restores.
+	LiveGeneration int    `json:"live_generation,omitempty"`
+	LiveDigest     uint64 `json:"live_digest,omitempty"`
 }
 
 // inflightCounts are the counters of episodes run in flight.
@@ -90,7 +94,8 @@ func crashesOf(proc *process, cores []sim.Core) []scenario.Crash {
 func (r *coreRunner) crash(proc *process, c sim.Core) error {
 	ck := &Checkpoint{V: CheckpointVersion, Run: proc.cfg.Run, Name: proc.cfg.Name(), Episode: r.tr.ep, Step: c.Cur(),
 		Outboxes: map[string][]fault.LinkStats{}, KeepEnd: r.bound.keepEnd, Finished: r.bound.finished,
-		Episodes: proc.res.Episodes, Steps: proc.res.Steps, Busy: (proc.busy + time.Since(r.epStart)).Seconds(), Invalid: proc.data.Snapshot()}
+		Episodes: proc.res.Episodes, Steps: proc.res.Steps, Busy: (proc.busy + time.Since(r.epStart)).Seconds(), Invalid: proc.data.Snapshot(),
+		LiveGeneration: r.live.gen, LiveDigest: r.live.digest}
 	if cr := proc.scn.Faults.CrashOf(c.Endpoint().String(), r.tr.ep); cr != nil {
 		ck.Restart = cr.Restart
 	}
@@ -216,6 +221,11 @@ func (r *coreRunner) resume(proc *process) (int, error) {
 	ck, err := readCheckpoint(proc)
 	if err != nil {
 		return 0, err
+	}
+	if ck.LiveGeneration > 0 {
+		if err := proc.applyLiveFaults(r, liveFaults{gen: ck.LiveGeneration, digest: ck.LiveDigest}, -1); err != nil {
+			return 0, fmt.Errorf("--resume: %w", err)
+		}
 	}
 	if err := r.restoreFrom(proc, ck); err != nil {
 		return 0, err

@@ -75,20 +75,29 @@ func (r *coreRunner) newSlot(proc *process, batch *coalescer) (*slot, error) {
 	s.tr.batch = batch
 	s.records = newRecords(proc, &s.buf)
 	s.drv = sim.NewDriver(cores, s.tr, r.pace, s.holdSink)
-	if r.fw != nil {
+	r.logSlot(s)
+	return s, nil
+}
+
+// logSlot records what the injector does to the slot's messages in its own fault-log lines,
+// when the process has a fault log (opened at the start, or by a live change adding a rule).
+func (r *coreRunner) logSlot(s *slot) {
+	if r.fw == nil {
+		return
+	}
+	if s.fenc == nil {
 		s.fenc = json.NewEncoder(&s.flog)
-		for _, ps := range s.tr.pubs {
-			ps.ob.Log = func(ev *fault.Event) {
-				if !s.keeping {
-					return
-				}
-				if err := s.fenc.Encode(ev); err != nil && s.ferr == nil {
-					s.ferr = err
-				}
+	}
+	for _, ps := range s.tr.pubs {
+		ps.ob.Log = func(ev *fault.Event) {
+			if !s.keeping {
+				return
+			}
+			if err := s.fenc.Encode(ev); err != nil && s.ferr == nil {
+				s.ferr = err
 			}
 		}
 	}
-	return s, nil
 }
 
 // checkGroup refuses what a group of more than one episode cannot run: realtime (one tick grid

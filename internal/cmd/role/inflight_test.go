@@ -213,3 +213,46 @@ func TestInflightCountsCarried(t *testing.T) {
 	restarted := &coreRunner{tr: trs[0], cores: r.cores, carried: *ck.Inflight}
 	require.Equal(t, want, sent(restarted.linkStats()), "carried over the restart")
 }
+
+// A live change between groups rebuilds the outboxes of the slots of episodes in flight: a
+// rule on the publisher's link (even one acting from a later episode) or a crash in the run
+// makes the next group send one message per episode at once, and the counters carry over.
+func TestCoalescingAfterLiveChange(t *testing.T) {
+	from := scenario.StepPoint{Episode: 8}
+	lossy := scenario.FaultsSpec{Links: []scenario.LinkFault{{Name: "l", From: "plant.0", To: "cloud.0", Drop: 0.5,
+		Active: &scenario.Lifetime{From: &from}}}}
+	crash := scenario.FaultsSpec{Crashes: []scenario.Crash{{Proc: "cloud.0", Episode: 20, Step: 3, Restart: 6}}}
+	for _, tc := range []struct {
+		name   string
+		faults scenario.FaultsSpec
+	}{{"a rule added", lossy}, {"a crash added", crash}} {
+		t.Run(tc.name, func(t *testing.T) {
+			trs, in, w := inflightTransports(t, scenario.FaultsSpec{}, 5, 3)
+			for _, tr := range trs {
+				require.True(t, tr.pubs[sim.PlantEndpoint].coalesce, "no rule yet: coalesced")
+				require.NoError(t, tr.Send(&sim.Out{From: sim.PlantEndpoint, Step: 0, Values: []float64{1}}))
+				require.NoError(t, tr.end())
+			}
+			_, err := trs[0].Recv(time.Now().Add(10 * time.Millisecond))
+			require.ErrorIs(t, err, sim.ErrIdle)
+			require.Len(t, w.take(), 1, "the group's step 0 as one message")
+			sentBefore := trs[1].pubs[sim.PlantEndpoint].ob.Stats()[0].Sent
+
+			inj, err := fault.New(&tc.faults, 7)
+			require.NoError(t, err)
+			in.SetEpisodes(8, 3)
+			for k, tr := range trs {
+				require.NoError(t, tr.setOutboxes(inj, tc.faults.Crashes))
+				require.False(t, tr.pubs[sim.PlantEndpoint].coalesce, "slot %d: one message per episode from the change on", k)
+				tr.beginOutboxes(8 + k)
+				require.NoError(t, tr.Send(&sim.Out{From: sim.PlantEndpoint, Step: 0, Values: []float64{2}}))
+			}
+			out := w.take()
+			require.NotEmpty(t, out, "sent at once")
+			for _, s := range out {
+				require.Zero(t, s.Route.Episodes, "one message per episode")
+			}
+			require.Equal(t, sentBefore+1, trs[1].pubs[sim.PlantEndpoint].ob.Stats()[0].Sent, "the counters carry over")
+		})
+	}
+}

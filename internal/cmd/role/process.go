@@ -39,6 +39,8 @@ type episodeStart struct {
 	x0      []float64 // nil: the scenario's
 	private bool      // x0 comes on the private challenger subject (await it)
 	sent    time.Time
+	// faults, when set, is a ctl.faults: no episode, the live faults in force from ep (live.go)
+	faults *liveFaults
 }
 
 // runner is one role's episode logic over a process.
@@ -60,6 +62,9 @@ type runner interface {
 	resume(proc *process) (int, error)
 	// traceNext is where the next episode's records begin in the trace file (ctl.done).
 	traceNext() int64
+	// updateFaults rebuilds the runner on proc's scenario faults as a ctl.faults changed
+	// them, between episodes (live.go).
+	updateFaults(proc *process, lf liveFaults) error
 }
 
 // process is what every role process shares: configuration, plan, connection, the ctl
@@ -105,6 +110,8 @@ type process struct {
 	reannounce atomic.Bool
 	busy       time.Duration
 	ctlSubs    []*bus.Subscription
+	// mid is a live change of the faults for a step of the episode in progress (live.go)
+	mid midFaults
 }
 
 // stop ends the process (idempotent): byCtl marks a ctl.stop (a normal end).
@@ -434,6 +441,12 @@ func (proc *process) serveEpisodes(r runner, ready *bus.Message) error {
 		case <-idle.C:
 			return fmt.Errorf("no ctl.episode or ctl.stop for %v (--idle-timeout): is the launcher gone?", proc.cfg.IdleTimeout)
 		case st := <-proc.episodes:
+			if st.faults != nil {
+				if err := proc.applyLiveFaults(r, *st.faults, st.ep); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := proc.playEpisode(r, st); errors.Is(err, errStopped) {
 				return nil
 			} else if err != nil {
@@ -642,9 +655,21 @@ func (proc *process) subscribeCtl(r runner) error {
 			proc.invalid(&proc.ctl, subject, err)
 			return
 		}
+		if st.faults != nil && m.Step > 0 { // for a step of the episode in progress
+			proc.noteMid(m, *st.faults)
+			return
+		}
 		if int64(m.Episode) <= proc.lastEp.Load() {
 			proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonEpisode,
-				Detail: fmt.Sprintf("episode %d after episode %d: episodes must increase", m.Episode, proc.lastEp.Load())})
+				Detail: fmt.Sprintf("%s for episode %d after episode %d: episodes must increase", m.Kind, m.Episode, proc.lastEp.Load())})
+			return
+		}
+		if st.faults != nil { // in the queue before its episode, which it does not start
+			select {
+			case proc.episodes <- st:
+			default:
+				proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonAhead, Detail: "too many episodes queued"})
+			}
 			return
 		}
 		select {
@@ -682,6 +707,12 @@ func parseEpisodeStart(m *bus.Message, r runner, takesX0 bool) (episodeStart, er
 				return st, &bus.InvalidError{Reason: bus.ReasonDim, Detail: err.Error()}
 			}
 		}
+	case bus.CtlFaults:
+		gen, digest, err := contract.ParseFaults(m)
+		if err != nil {
+			return st, err
+		}
+		st.faults = &liveFaults{gen: gen, digest: digest}
 	case bus.CtlEpisodes, bus.CtlEpisodesX0:
 		first, count, err := contract.ParseEpisodes(m)
 		if err != nil {

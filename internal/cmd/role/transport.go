@@ -50,6 +50,10 @@ type natsTransport struct {
 	split batchSplit
 	// made is what sibling needs to build the transport of another episode in flight.
 	made transportMade
+	// mid is the process's mid-episode change of the faults, put in force by onMid before
+	// the next release (live.go; nil: none can come)
+	mid   *midFaults
+	onMid func(c *midChange) error
 }
 
 // transportMade is what a transport was built from.
@@ -93,16 +97,24 @@ func newNATSTransport(proc *process, in *bus.Inbox, cores []sim.Core, inj *fault
 	topo := sim.NewTopology(proc.plan, sim.NewHosts(proc.plan, proc.cfg.Batch))
 	t := newTransport(tio, proc.subj, topo, cores, inj, proc.scn.Faults.Crashes)
 	if t.rejoins != nil {
-		o := bus.CtlOptions{Expect: bus.Expect{Run: proc.cfg.Run, Episode: bus.AnyEpisode, Kind: bus.CtlRejoin}, Counters: &proc.ctl, OnInvalid: proc.logInvalid}
-		sub, err := proc.conn.SubscribeCtl(proc.subj.AllCtlWord(bus.CtlRejoin), o, func(_ string, m *bus.Message) {
-			t.rejoins.note(m.Sender, m.Episode)
-		})
-		if err != nil {
+		if err := t.subscribeRejoins(proc); err != nil {
 			return nil, err
 		}
-		proc.ctlSubs = append(proc.ctlSubs, sub)
 	}
 	return t, nil
+}
+
+// subscribeRejoins hears the ctl.rejoin of restarted peers into t.rejoins.
+func (t *natsTransport) subscribeRejoins(proc *process) error {
+	o := bus.CtlOptions{Expect: bus.Expect{Run: proc.cfg.Run, Episode: bus.AnyEpisode, Kind: bus.CtlRejoin}, Counters: &proc.ctl, OnInvalid: proc.logInvalid}
+	sub, err := proc.conn.SubscribeCtl(proc.subj.AllCtlWord(bus.CtlRejoin), o, func(_ string, m *bus.Message) {
+		t.rejoins.note(m.Sender, m.Episode)
+	})
+	if err != nil {
+		return err
+	}
+	proc.ctlSubs = append(proc.ctlSubs, sub)
+	return nil
 }
 
 // newTransport returns the transport of cores over tio: a publisher stream per hosted
@@ -212,6 +224,11 @@ func (t *natsTransport) Send(o *sim.Out) error {
 	ps := t.pubs[o.From]
 	if ps == nil {
 		return fmt.Errorf("no publisher for %s", o.From)
+	}
+	if t.mid != nil {
+		if err := t.checkMid(o.Step); err != nil {
+			return err
+		}
 	}
 	var err error
 	ps.ob.Release(o.Step, o.Values, func(d *fault.Delivery) {

@@ -87,6 +87,9 @@ func (l *launcher) startUI() error {
 		return cli.UsageError("--ui %s: %v", l.o.UI, err)
 	}
 	l.ui = srv
+	if err := l.startInterventions(); err != nil {
+		return err
+	}
 	l.hub.SampleRSSEvery(live.RSSInterval)
 	fmt.Fprintf(l.stderr, "dpsim run: live view %s (until the run ends; metrics %smetrics)\n", srv.URL(), srv.URL())
 	return nil

@@ -23,9 +23,9 @@ var procFileSuffixes = []string{contract.LogFile(""), contract.TraceFile(""), co
 
 // cleanOutputs removes from dir what an earlier dpsim run wrote there, so that a reused --out
 // holds only this run's outputs: summary.json, report.md, resume.json, trace.jsonl and trace-pNN.jsonl (and
-// faults.jsonl, faults-pNN.jsonl beside them), the
+// faults.jsonl, faults-pNN.jsonl beside them), faults.applied.yaml (--ui), the
 // report's figures (report.FigureNames as .png and .svg), and procs/ with the processes'
-// files (procs/ and procs/pNN/: *.log, *.trace.jsonl, *.result.json, *.transcript.jsonl, *.faults.jsonl, *.checkpoint.json, *.plan.json; the
+// files (procs/ and procs/pNN/: *.log, *.trace.jsonl, *.result.json, *.transcript.jsonl, *.faults.jsonl, *.checkpoint.json, *.plan.json, faults.live.*.json; the
 // directories go when that leaves them empty). Nothing else is touched.
 func cleanOutputs(dir string) error {
 	var errs []error
@@ -48,7 +48,7 @@ func cleanOutputs(dir string) error {
 			continue
 		}
 		if name == "summary.json" || name == report.FileName || name == ResumeFile || name == "trace.jsonl" || isPointTrace(name) ||
-			name == "faults.jsonl" || isPointTrace(strings.Replace(name, "faults-p", "trace-p", 1)) || figs[name] {
+			name == "faults.jsonl" || name == AppliedFaultsFile || isPointTrace(strings.Replace(name, "faults-p", "trace-p", 1)) || figs[name] {
 			remove(filepath.Join(dir, name))
 		}
 	}
@@ -71,7 +71,7 @@ func cleanOutputs(dir string) error {
 				if err := launch.RemoveAttach(d, false); err != nil {
 					errs = append(errs, err)
 				}
-			case !e.IsDir() && hasAnySuffix(name, procFileSuffixes):
+			case !e.IsDir() && (hasAnySuffix(name, procFileSuffixes) || strings.HasPrefix(name, "faults.live.")):
 				remove(filepath.Join(d, name))
 			}
 		}

@@ -85,6 +85,7 @@ type launcher struct {
 	farm    *farm.Coordinator // --dispatch: the workers' coordinator (nil: in-process)
 	hub     *live.Hub         // --ui: the live view's state (nil: none)
 	ui      *live.Server
+	iv      *launch.Interventions // --ui: the live changes of the faults (interventions.go)
 }
 
 // Execute runs the scenario with parsed options until done or ctx ends (then it stops the
@@ -100,6 +101,7 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	}
 	defer l.stopUI(ctx) // after the outputs: the live view's end agrees with summary.json
 	runErr := l.runAll(ctx)
+	l.finishInterventions()
 	l.sum.ElapsedSec = time.Since(l.started).Seconds()
 	l.sum.LauncherMaxRSSBytes, _ = rss.Peak()
 	l.sum.Timeline = l.tl.Sorted()
@@ -670,7 +672,8 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg launch
 	po, runErr := launch.PlayPoint(ctx, cfg, launch.PlayOptions{
 		Runs: l.runs, Start: first, Folded: acc, FoldedLinks: l.resume.replayed[k],
 		TraceEpisodes: l.traced(), Trace: out, Started: start, Progress: l.tick, Watch: l.watcher(), Ready: l.hubReady(k), Data: l.hubData(),
-		Checkpoint: func(episodes int, col *launch.Collector, final bool) { l.checkpoint(k, episodes, col, out, final) },
+		Checkpoint:    func(episodes int, col *launch.Collector, final bool) { l.checkpoint(k, episodes, col, out, final) },
+		Interventions: l.iv,
 	})
 	if po == nil { // the processes did not start
 		return 0, 0, runErr

@@ -82,6 +82,8 @@ type Summary struct {
 	// Inflight says how many episodes were kept in flight at once over the processes (NATS
 	// engine; --inflight).
 	Inflight *InflightSummary `json:"inflight,omitempty"`
+	// Interventions are the live changes of the faults made through --ui (interventions.go).
+	Interventions *InterventionsSummary `json:"interventions,omitempty"`
 	// Dispatch is what --dispatch did: the workers that played the fast engine's episodes, the
 	// chunks re-issued and the answers refused, each naming its worker (internal/farm.Report).
 	Dispatch *farm.Report `json:"dispatch,omitempty"`

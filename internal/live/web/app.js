@@ -308,4 +308,4 @@ function connect() {
   };
 }
 
-connect();
+if (document.body.dataset.mode !== "view") connect(); // view mode (dpsim view): view.js draws a finished run

@@ -1,0 +1,138 @@
+package auditcmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// chromium finds Debian's chromium (or another Chrome): the browser test skips without one,
+// except in CI (CI=true), where .ci/run installs it and its absence is a failure.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no chromium on PATH: .ci/run installs Debian's chromium for the browser test")
+	}
+	t.Skip("no chromium on PATH (apt-get install chromium): the live view's browser test needs it")
+	return ""
+}
+
+// auditPage is what the audit page drew (window.dpsimAudit) at one moment.
+type auditPage struct {
+	Events    int    `json:"events"`
+	Ended     bool   `json:"ended"`
+	Status    string `json:"status"`
+	Bounds    int    `json:"bounds"`    // points of the bounds plot
+	Empirical int    `json:"empirical"` // points of the empirical trade-off curve
+	Claim     int    `json:"claim"`     // points of the claim's (eps, delta) curve
+	GDP       int    `json:"gdp"`       // points of the claim's mu-GDP curve
+	Plots     int    `json:"plots"`
+	Canvases  int    `json:"canvases"`
+	Series    string `json:"series"` // the trade-off plot's series labels
+	Verdict   string `json:"verdict"`
+}
+
+// TestLiveUIBrowser loads the audit's live view in headless chromium: the page logs no error,
+// the bounds plot gains points while the audit plays, the trade-off plot has the empirical and
+// the claim's curves, and the page shows the verdict at the end.
+func TestLiveUIBrowser(t *testing.T) {
+	exe := chromium(t)
+	// the wire engine: about 1,000 trials a second whatever the machine, so the page sees the
+	// bounds recomputed several times
+	l := startAudit(t, scenarioPath("audit-vehicle-structured"), "--engine", "wire", "--trials", "1200", "--seed", "8", "--json",
+		"--ui", "--ui-hold", "2m", "--progress=false")
+	url := l.url(t)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	var mu sync.Mutex
+	var problems []string
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(func(string, ...any) {})) // quiet: events of newer Chromium this cdproto cannot decode
+	defer cancel()
+	chromedp.ListenTarget(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			d := e.ExceptionDetails
+			msg := d.Text
+			if d.Exception != nil {
+				msg += " " + d.Exception.Description
+			}
+			problems = append(problems, fmt.Sprintf("exception at %s:%d: %s", d.URL, d.LineNumber+1, msg))
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.APITypeError {
+				var args []string
+				for _, a := range e.Args {
+					args = append(args, string(a.Value))
+				}
+				problems = append(problems, "console.error: "+strings.Join(args, " "))
+			}
+		case *log.EventEntryAdded:
+			if e.Entry.Level == log.LevelError {
+				problems = append(problems, "log: "+e.Entry.Text+" "+e.Entry.URL)
+			}
+		}
+	})
+	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	require.NoError(t, chromedp.Run(ctx, log.Enable(), runtime.Enable(), chromedp.Navigate(url)))
+
+	const js = `(() => { const v = window.dpsimAudit; const s = v.state || {}; const t = v.plots.tradeoff;
+		return {events: v.events, ended: v.ended, status: s.status || "", bounds: v.bounds, empirical: v.empirical, claim: v.claim,
+			gdp: v.gdp, plots: Object.keys(v.plots).length, canvases: document.querySelectorAll(".uplot canvas").length,
+			series: t ? t.u.series.slice(1).map((x) => x.label).join("|") : "", verdict: document.getElementById("verdict-title").textContent}; })()`
+	var views []auditPage
+	for {
+		var v auditPage
+		require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(js, &v)))
+		views = append(views, v)
+		if v.Ended {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the page did not show the audit's end: %+v\n%s", views[len(views)-1], l.stderr.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	code, rep := l.stop(t)
+	require.Equal(t, 0, code, l.stderr.String())
+	end := views[len(views)-1]
+	require.Equal(t, "ok", end.Status)
+	require.Equal(t, 2, end.Plots)
+	require.GreaterOrEqual(t, end.Canvases, 2)
+	require.Equal(t, "Verdict: "+strings.ToUpper(rep.Verdict), end.Verdict)
+	require.Positive(t, end.Empirical, "no empirical trade-off curve")
+	require.Equal(t, 201, end.Claim, "the claim's (eps, delta) curve")
+	require.Equal(t, 201, end.GDP, "the claim's mu-GDP curve")
+	require.Contains(t, end.Series, "claim (eps, delta) boundary")
+	require.Contains(t, end.Series, "empirical")
+	gained := map[int]bool{}
+	for _, v := range views[:len(views)-1] {
+		if v.Status == "running" && v.Bounds > 0 {
+			gained[v.Bounds] = true
+			require.Positive(t, v.Empirical, "bounds without the empirical curve: %+v", v)
+		}
+	}
+	require.GreaterOrEqual(t, len(gained), 2, "the bounds plot gained no point while the audit ran: %+v", views)
+	mu.Lock()
+	require.Empty(t, problems, "the page logged errors")
+	mu.Unlock()
+}

@@ -1,0 +1,135 @@
+package run
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/dpsim/dpsim/internal/atomicfile"
+	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// AppliedFaultsFile is the faults section of a run with its live interventions (--ui): the
+// scenario's faults plus every change applied, with the (episode, step) it took effect at.
+// Running the scenario with it as its faults section replays the run.
+const AppliedFaultsFile = "faults.applied.yaml"
+
+// InterventionsSummary is summary.json "interventions": the live changes of the run's faults
+// made through the live view (--ui), applied and not.
+type InterventionsSummary struct {
+	Applied int                   `json:"applied"`
+	Pending int                   `json:"not_applied,omitempty"` // asked for, but the run ended first
+	File    string                `json:"file"`                  // faults.applied.yaml
+	List    []launch.Intervention `json:"list"`
+}
+
+// interventionsRefused says why this run cannot take live interventions ("": it can).
+func (l *launcher) interventionsRefused() string {
+	o := l.o
+	switch {
+	case len(l.points) > 1:
+		return "this run is a sweep of several points: interventions change the faults of a single point's run"
+	case o.Engine != "nats":
+		return "--engine " + o.Engine + ": interventions need the NATS engine, where the launcher starts each episode"
+	case o.Attach:
+		return "--attach: the processes were started elsewhere and may not read the launcher's files"
+	case len(o.Roles) > 0:
+		return "--role: users' programs do not implement ctl.faults (docs/protocol.md)"
+	case o.Resume != "":
+		return "--resume: a resumed run starts again from the scenario's faults; live changes are not carried across a resume"
+	case o.AgentsPerProcess > 1:
+		return fmt.Sprintf("--agents-per-process %d: a change acts per agent; run one agent per process", o.AgentsPerProcess)
+	}
+	return ""
+}
+
+// startInterventions serves the interventions API on the live view and writes the applied
+// faults file as it starts (the scenario's own faults).
+func (l *launcher) startInterventions() error {
+	// Episodes in flight take changes too: a change waits for the next group (launch
+	// Interventions.startGroup), so --ui leaves --inflight as it is and the run plays as without it.
+	refuse := l.interventionsRefused()
+	cfg := launch.InterventionsConfig{Scenario: l.points[0], Runs: l.runs, Refuse: refuse,
+		Timeline: l.tl, OnApply: func([]launch.Intervention, scenario.FaultsSpec) {
+			if err := l.writeAppliedFaults(); err != nil {
+				l.log.Warn().Err(err).Msg("interventions")
+			}
+		}}
+	if l.o.Mode == bus.Realtime {
+		cfg.Period = l.o.Period // link rules and partitions change in the episode in progress
+	}
+	l.iv = launch.NewInterventions(cfg)
+	l.ui.HandleInterventions(intervener{l.iv})
+	if refuse != "" {
+		return nil
+	}
+	l.sum.Interventions = &InterventionsSummary{File: AppliedFaultsFile, List: []launch.Intervention{}}
+	return l.writeAppliedFaults()
+}
+
+// appliedMu orders the writes of faults.applied.yaml (a realtime change writes it from the
+// API's goroutine).
+var appliedMu sync.Mutex
+
+// writeAppliedFaults writes faults.applied.yaml (atomically) with the faults as they are now.
+func (l *launcher) writeAppliedFaults() error {
+	appliedMu.Lock()
+	defer appliedMu.Unlock()
+	b, err := scenario.MarshalFaults(l.iv.Faults())
+	if err != nil {
+		return err
+	}
+	head := "# The faults of this run with its live interventions (dpsim run --ui): the scenario's own and every\n" +
+		"# change applied, with its lifetime. Run the scenario with this faults section to replay the run.\n"
+	if err := atomicfile.WriteFile(filepath.Join(l.o.Out, AppliedFaultsFile), append([]byte(head), b...), 0o644); err != nil {
+		return fmt.Errorf("%s: %w", AppliedFaultsFile, err)
+	}
+	return nil
+}
+
+// finishInterventions puts the final list in summary.json and writes the file once more.
+func (l *launcher) finishInterventions() {
+	if l.iv == nil || l.sum.Interventions == nil {
+		return
+	}
+	s := l.sum.Interventions
+	s.List = l.iv.List()
+	s.Applied, s.Pending = 0, 0
+	for _, c := range s.List {
+		if c.Applied {
+			s.Applied++
+		} else {
+			s.Pending++
+		}
+	}
+	if err := l.writeAppliedFaults(); err != nil {
+		l.sum.Warnings = append(l.sum.Warnings, err.Error())
+	}
+}
+
+// intervener is launch.Interventions as the live view's API drives it.
+type intervener struct{ iv *launch.Interventions }
+
+func (v intervener) State() any { return v.iv.State() }
+
+func (v intervener) Do(op, target, name string, body map[string]any) (any, error) {
+	switch {
+	case op == launch.OpCrash:
+		return v.iv.Crash(name, body)
+	case target == launch.TargetLink && op == launch.OpAdd:
+		return v.iv.AddLink(body)
+	case target == launch.TargetLink && op == launch.OpChange:
+		return v.iv.ChangeLink(name, body)
+	case target == launch.TargetLink && op == launch.OpRemove:
+		return v.iv.RemoveLink(name)
+	case target == launch.TargetPartition && op == launch.OpAdd:
+		return v.iv.AddPartition(body)
+	case target == launch.TargetPartition && op == launch.OpChange:
+		return v.iv.ChangePartition(name, body)
+	case target == launch.TargetPartition && op == launch.OpRemove:
+		return v.iv.RemovePartition(name)
+	}
+	return nil, &launch.Refusal{Status: 404, Reason: "unknown change " + op + " " + target}
+}

@@ -1,0 +1,214 @@
+// The live view of a dpsim audit: reads /events (Server-Sent Events of the audit's state) and
+// draws the progress, the lower bounds on eps against the trials so far beside the claim, the
+// empirical trade-off curve against the claim's, and the verdict at the end.
+// window.dpsimAudit holds what was drawn (the browser test reads it).
+"use strict";
+
+// The project's palette (pkg/figure: Tableau 10, colour-blind friendly).
+const PALETTE = ["rgb(31,119,180)", "rgb(214,39,40)", "rgb(44,160,44)", "rgb(255,127,14)", "rgb(148,103,189)",
+  "rgb(140,86,75)", "rgb(227,119,194)", "rgb(127,127,127)", "rgb(188,189,34)", "rgb(23,190,207)"];
+const GREY = "rgb(90,90,90)";
+
+const view = window.dpsimAudit = { state: null, events: 0, ended: false, point: -1, bounds: 0, empirical: 0, claim: 0, gdp: 0, plots: {} };
+
+function $(id) { return document.getElementById(id); }
+
+function fmtSec(s) {
+  if (s === null || s === undefined) return "?";
+  if (s < 60) return s.toFixed(1) + " s";
+  const m = Math.floor(s / 60);
+  if (m < 60) return m + " min " + Math.round(s - 60 * m) + " s";
+  return Math.floor(m / 60) + " h " + (m % 60) + " min";
+}
+
+function g4(v) { return v === null || v === undefined ? "-" : Number(v).toPrecision(4); }
+
+function last(a) { return a && a.length ? a[a.length - 1] : null; }
+
+// current is the point shown: the one in progress, or the last one once every point ended.
+function current(st) { return st.points[Math.min(st.point, st.points.length - 1)]; }
+
+function renderProgress(st) {
+  $("title").textContent = "dpsim audit " + st.scenario + " (" + st.kind + ", " + st.engine + " engine" + (st.dispatch ? " on workers" : "") + ")";
+  const s = $("status");
+  s.textContent = st.status;
+  s.className = "status " + st.status;
+  const frac = st.trials_total > 0 ? st.trials_done / st.trials_total : 0;
+  $("bar").style.width = (100 * frac).toFixed(1) + "%";
+  let text = st.trials_done + " / " + st.trials_total + " trials (" + (100 * frac).toFixed(0) + "%), " +
+    Math.round(st.rate_per_sec) + " trials/s, elapsed " + fmtSec(st.elapsed_sec);
+  if (st.status === "running") text += ", time left " + fmtSec(st.remaining_sec);
+  if (st.points.length > 1) text += " - point " + (st.point + 1) + " of " + st.points.length + " (" + current(st).name + ")";
+  if (st.error) text += " - " + st.error;
+  $("progress").textContent = text;
+  const p = current(st);
+  let claim = "Claim: eps = " + g4(p.epsilon_claimed) + ", delta = " + g4(p.delta) + ", " + p.mechanism;
+  if (p.episodes_per_trial > 1) claim += "; " + p.episodes_per_trial + " episodes per trial: composed eps_run = " + g4(p.epsilon_claimed_run) + " (the verdict's)";
+  claim += ". Joint confidence " + st.confidence + ", " + st.selection + " threshold selection.";
+  if (!st.live) claim += " The trials are played by workers: the bounds come at the end of each point.";
+  $("claim").textContent = claim;
+}
+
+function renderVerdict(st) {
+  const done = st.points.filter((p) => p.final);
+  if (done.length === 0) return;
+  const v = $("verdict");
+  v.textContent = done.map((p) => (st.points.length > 1 ? p.name + ": " : "") + p.verdict_line).join(" ");
+  v.className = "";
+  if (st.verdict) {
+    $("verdict-title").textContent = "Verdict: " + st.verdict.toUpperCase();
+    $("verdict-title").style.color = st.verdict === "violation" ? PALETTE[1] : PALETTE[2];
+  }
+}
+
+function plotWidth() { return Math.max(320, Math.min(540, window.innerWidth - 80)); }
+
+// drawPlot draws (or updates) plot id: x values and lines [{label, color, dash, values, points}].
+function drawPlot(id, title, xlabel, ylabel, x, lines, scales) {
+  const key = lines.map((l) => l.label).join("|");
+  let p = view.plots[id];
+  if (p && p.key !== key) {
+    p.u.destroy();
+    p.div.remove();
+    p = null;
+  }
+  const data = [x].concat(lines.map((l) => l.values));
+  if (!p) {
+    const div = document.createElement("div");
+    div.className = "plot";
+    div.id = "plot-" + id;
+    const h = document.createElement("h3");
+    div.appendChild(h);
+    $("plots").appendChild(div);
+    const opts = {
+      width: plotWidth(), height: 280,
+      scales: Object.assign({ x: { time: false } }, scales || {}),
+      axes: [{ label: xlabel }, { label: ylabel }],
+      series: [{ label: xlabel }].concat(lines.map((l) => ({ label: l.label, stroke: l.color, width: 1.5, dash: l.dash, spanGaps: true,
+        points: { show: !!l.points, size: 5 } }))),
+    };
+    p = view.plots[id] = { key, div, u: new uPlot(opts, data, div) };
+  } else {
+    p.u.setData(data);
+  }
+  p.div.querySelector("h3").textContent = title;
+}
+
+function renderBounds(st, p) {
+  const b = p.bounds;
+  const x = b.trials;
+  const claim = x.map(() => p.epsilon_claimed_run);
+  const lines = [{ label: "eps_lb_cp", color: PALETTE[0], values: b.eps_lb_cp, points: true }];
+  if (p.mechanism !== "laplace") {
+    lines.push({ label: "eps_lb_gdp", color: PALETTE[3], values: b.eps_lb_gdp, points: true });
+    lines.push({ label: "eps_lb_fdp", color: PALETTE[4], values: b.eps_lb_fdp, points: true });
+  }
+  lines.push({ label: "claimed eps" + (p.episodes_per_trial > 1 ? "_run" : ""), color: PALETTE[1], dash: [6, 4], values: claim });
+  const title = "Lower bounds on eps against the trials so far (" + (p.final ? "last point: the result" : "intermediate: not a verdict") + ")";
+  drawPlot("bounds", title, "trials (both bits)", "eps", x, lines, { y: { range: (u, lo, hi) => [0, Math.max(hi, p.epsilon_claimed_run) * 1.1] } });
+  view.bounds = x.length;
+}
+
+// union merges the x values of several curves (each {fpr, fnr}, in any order) into one sorted
+// axis and returns it with each curve's values on it (null where a curve has no point): the
+// lowest FNR where a curve has several at the same FPR.
+function union(curves) {
+  const xs = Array.from(new Set(curves.flatMap((c) => c.fpr))).sort((a, b) => a - b);
+  const at = new Map(xs.map((v, i) => [v, i]));
+  const ys = curves.map((c) => {
+    const y = xs.map(() => null);
+    c.fpr.forEach((f, i) => {
+      const k = at.get(f);
+      const v = c.fnr[i];
+      if (v !== null && (y[k] === null || v < y[k])) y[k] = v;
+    });
+    return y;
+  });
+  return { xs, ys };
+}
+
+function renderTradeoff(st, p) {
+  // the empirical curve first: the claim's dashed curves are drawn over it (a tight audit's
+  // curve lies on the claim's mu-GDP curve)
+  const curves = [{ fpr: p.curve.fpr || [], fnr: p.curve.fnr || [] }, { fpr: p.claim.fpr, fnr: p.claim.fnr }];
+  const lines = [{ label: "empirical" + (p.score ? " (" + p.score + ")" : ""), color: PALETTE[0] },
+    { label: "claim (eps, delta) boundary", color: PALETTE[1], dash: [6, 4] }];
+  if (p.claim.fnr_gdp && p.claim.fnr_gdp.length) {
+    curves.push({ fpr: p.claim.fpr, fnr: p.claim.fnr_gdp });
+    lines.push({ label: "claim mu-GDP (mu " + g4(p.mu_claimed) + ")", color: PALETTE[3], dash: [2, 3] });
+  }
+  const u = union(curves);
+  lines.forEach((l, i) => { l.values = u.ys[i]; });
+  drawPlot("tradeoff", "Empirical trade-off (FNR against FPR) against the claim's: below the claim's boundary is forbidden",
+    "FPR = P(guess x' | x)", "FNR", u.xs, lines, { x: { time: false, range: [0, 1] }, y: { range: [0, 1] } });
+  view.claim = p.claim.fpr.length;
+  view.gdp = (p.claim.fnr_gdp || []).length;
+  view.empirical = (p.curve.fpr || []).length;
+}
+
+function renderPlots(st) {
+  const p = current(st);
+  view.point = st.points.indexOf(p);
+  const n = p.bounds.trials.length;
+  let note = n === 0 ? (p.note || "No bounds yet.") : n + " updates shown, the latest from " + last(p.bounds.trials) + " trials: eps_lb_cp " +
+    g4(last(p.bounds.eps_lb_cp)) + (p.mechanism !== "laplace" ? ", eps_lb_gdp " + g4(last(p.bounds.eps_lb_gdp)) + ", eps_lb_fdp " + g4(last(p.bounds.eps_lb_fdp)) : "") +
+    " (claimed " + g4(p.epsilon_claimed_run) + ")" + (p.final ? ", the result." : ", not a verdict.");
+  if (p.analysis_sec > 0) note += " Last recomputation " + (1000 * p.analysis_sec).toFixed(0) + " ms.";
+  $("plots-note").textContent = note;
+  if (st.points.length > 1) $("plots-title").textContent = "Lower bounds and trade-off: " + p.name;
+  if (n > 0) {
+    renderBounds(st, p);
+    renderTradeoff(st, p);
+  }
+}
+
+function renderPoints(st) {
+  const t = $("points");
+  t.textContent = "";
+  const head = t.insertRow();
+  ["point", "trials played", "x", "x'", "eps claimed", "eps_lb_cp", "eps_lb_gdp", "eps_lb_fdp", "verdict"].forEach((h, i) => {
+    const th = document.createElement("th");
+    th.textContent = h;
+    if (i === 0 || i === 8) th.className = "l";
+    head.appendChild(th);
+  });
+  st.points.forEach((p) => {
+    const r = t.insertRow();
+    if (p.verdict === "violation") r.className = "bad";
+    const lap = p.mechanism === "laplace";
+    [p.name, p.played + " / " + 2 * p.trials, p.scored.x, p.scored.x_prime, g4(p.epsilon_claimed_run), g4(last(p.bounds.eps_lb_cp)),
+      lap ? "n/a" : g4(last(p.bounds.eps_lb_gdp)), lap ? "n/a" : g4(last(p.bounds.eps_lb_fdp)), p.final ? p.verdict : (p.played > 0 ? "running" : "")].forEach((v, i) => {
+      const td = r.insertCell();
+      td.textContent = String(v);
+      if (i === 0 || i === 8) td.className = "l";
+    });
+  });
+}
+
+function render(st) {
+  view.state = st;
+  view.events++;
+  renderProgress(st);
+  renderPlots(st);
+  renderPoints(st);
+  renderVerdict(st);
+}
+
+function connect() {
+  const es = new EventSource("events");
+  es.addEventListener("state", (e) => render(JSON.parse(e.data)));
+  es.addEventListener("end", (e) => {
+    view.ended = true;
+    render(JSON.parse(e.data));
+    es.close(); // the audit ended: the stream does not come back
+  });
+  es.onerror = () => {
+    if (!view.ended) {
+      const s = $("status");
+      s.textContent = "disconnected (retrying)";
+      s.className = "status disconnected";
+    }
+  };
+}
+
+connect();

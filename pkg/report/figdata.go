@@ -1,0 +1,49 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/dpsim/dpsim/pkg/figure"
+)
+
+// FigureDataDir is the directory, in the output directory, where Write puts the data of each
+// figure as NAME.json (figure.Data: the panels' titles, axes and series in data units), so
+// that a page can draw the figures of report.md again as interactive plots (dpsim view).
+const FigureDataDir = "figures"
+
+// FigureDataFile is the path, relative to the output directory, of the data of figure name.
+func FigureDataFile(name string) string {
+	return filepath.Join(FigureDataDir, figure.DataFile(name))
+}
+
+// writeFigureData writes the data of every figure into dir/FigureDataDir, atomically each,
+// after removing the data of the figures this report does not draw (an earlier run's in a
+// reused directory), so that the directory holds exactly the figures of report.md.
+func writeFigureData(dir string, figs []*figure.Figure) error {
+	data := filepath.Join(dir, FigureDataDir)
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	drawn := map[string]bool{}
+	for _, f := range figs {
+		drawn[f.Name] = true
+	}
+	for _, name := range FigureNames() {
+		if drawn[name] {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, FigureDataFile(name))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("report: %w", err)
+		}
+	}
+	for _, f := range figs {
+		if _, err := f.WriteData(data); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+	}
+	return nil
+}
