@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/report"
+	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/trace"
 )
 
@@ -250,6 +251,25 @@ func (h *Hub) SetLinks(k int, r *LinkReplay) {
 		r.Skip(h.done[k])
 	}
 	h.seq++
+}
+
+// LinkFaults says point k's faults changed (interventions): its links are replayed with them
+// from the next episode (LinkReplay.SetFaults); on an error they are no longer replayed.
+func (h *Hub) LinkFaults(k int, f scenario.FaultsSpec) error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.replay == nil || h.replayK != k {
+		return nil
+	}
+	if err := h.replay.SetFaults(&f); err != nil {
+		h.replay, h.live = nil, nil
+		h.seq++
+		return err
+	}
+	return nil
 }
 
 func liveRows(k int, r *LinkReplay) []LinkRow {

@@ -25,6 +25,9 @@ const MaxReplaySteps = 1 << 20
 // down steps: with faults.crashes the replayed counts are those of a run without the crash.
 type LinkReplay struct {
 	steps int
+	seed  uint64
+	topo  sim.Topology
+	pubs  []endpoint.Endpoint
 	obs   []*fault.Outbox
 	next  int // the next episode to replay
 	done  int // episodes replayed
@@ -54,7 +57,7 @@ func NewLinkReplay(p *plan.Plan, faultSeed uint64, perProcess int) (*LinkReplay,
 			pubs = append(pubs, sim.AgentEndpoint(i))
 		}
 	}
-	r := &LinkReplay{steps: p.Steps}
+	r := &LinkReplay{steps: p.Steps, seed: faultSeed, topo: topo, pubs: pubs}
 	links := 0
 	for _, from := range pubs {
 		subs := topo.Subscribers(from)
@@ -65,6 +68,28 @@ func NewLinkReplay(p *plan.Plan, faultSeed uint64, perProcess int) (*LinkReplay,
 		return nil, nil
 	}
 	return r, nil
+}
+
+// SetFaults replaces the faults the links follow from the next episode replayed: a point's
+// faults as changed live (launch.Interventions.Faults, where a changed rule keeps its old form
+// until the change's episode and step, so the episodes already replayed keep their fates).
+// The counters go on.
+func (r *LinkReplay) SetFaults(f *scenario.FaultsSpec) error {
+	inj, err := fault.New(f, r.seed)
+	if err != nil {
+		return fmt.Errorf("live view: the links' faults: %w", err)
+	}
+	for i, from := range r.pubs {
+		subs := r.topo.Subscribers(from)
+		links := make([]*fault.Link, len(subs))
+		for k, to := range subs {
+			links[k] = inj.Link(from.String(), to.String(), sim.DataSubject(from))
+		}
+		if err := r.obs[i].SetLinks(links); err != nil {
+			return fmt.Errorf("live view: %w", err)
+		}
+	}
+	return nil
 }
 
 // Replay counts the episodes from the next one not replayed up to episode last (inclusive).

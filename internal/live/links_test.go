@@ -66,3 +66,35 @@ func TestLinkReplayAgreesWithTheEngine(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, st.LiveLinks)
 }
+
+// Faults changed live (interventions) apply from the next episode replayed: with the loss rule
+// removed after 3 episodes, the drops stop and the messages are still counted.
+func TestLinkReplayFollowsChangedFaults(t *testing.T) {
+	s, err := scenario.Load("../../scenarios/faults-consensus-loss.yaml")
+	require.NoError(t, err)
+	points := s.Expand()
+	point := points[len(points)-1]
+	p, err := plan.New(point, plan.Options{})
+	require.NoError(t, err)
+	h := NewHub(Info{Kind: "consensus", Runs: 10, Points: []PointInfo{{Name: point.Name, Steps: p.Steps}}}, time.Now())
+	r, err := NewLinkReplay(p, sim.NewSeeds(point.Seed).Fault, 0)
+	require.NoError(t, err)
+	h.BeginPoint(0)
+	h.SetLinks(0, r)
+	h.Progress(3)
+	before, err := h.State()
+	require.NoError(t, err)
+	require.NoError(t, h.LinkFaults(0, scenario.FaultsSpec{}))
+	require.NoError(t, h.LinkFaults(1, scenario.FaultsSpec{}), "another point's: ignored")
+	h.Progress(2)
+	after, err := h.State()
+	require.NoError(t, err)
+	var dropped uint64
+	for i, b := range before.LiveLinks {
+		a := after.LiveLinks[i]
+		require.Equal(t, b.Dropped, a.Dropped, a.Link)
+		require.Equal(t, b.Sent*5/3, a.Sent, a.Link)
+		dropped += a.Dropped
+	}
+	require.Positive(t, dropped)
+}
