@@ -188,7 +188,9 @@ func metricSum(mf map[string]*dto.MetricFamily, name string) float64 {
 // misses, peak RSS; a lockstep run has no lateness histogram.
 func TestLiveUI(t *testing.T) {
 	out := t.TempDir()
-	l := startLive(t, "run", scenarioPath("faults-consensus-loss"), "--runs", "12", "--seed", "5", "--out", out,
+	// one episode per group: a lockstep run's stream has a state a second (LockstepEventInterval),
+	// and the run lasts long enough for a few
+	l := startLive(t, "run", scenarioPath("faults-consensus-loss"), "--runs", "12", "--seed", "5", "--out", out, "--inflight", "1",
 		"--ui", "--ui-hold", "2m", "--progress=false")
 	url := l.await(t, uiURL, 30*time.Second)
 	states := readEvents(t, url)
