@@ -34,9 +34,12 @@ type PlayOptions struct {
 	Progress func(episodes int)
 	// Watch, if set, sees the merged records of the traced episodes as they are written to
 	// Trace (CollectOptions.Watch); Ready, if set, is called with the names of the point's
-	// processes once every one of them is ready (the live view: internal/live).
+	// processes and their pids (0: not known) once every one of them is ready; Data, if set,
+	// in realtime mode sees every data message as it is published, with how late it was after
+	// its step's tick (latenessTap). They feed the live view (internal/live).
 	Watch RecordWatcher
-	Ready func(procs []string)
+	Ready func(procs []string, pids []int)
+	Data  func(DataMessage)
 	// Checkpoint, if set, is called when episodes 0..episodes-1 are folded by col (and written
 	// to Trace): after each group of episodes in flight collected (final false; a group is
 	// complete or not done at all, so a resumed point starts after the last complete group)
@@ -167,11 +170,14 @@ func playEpisodes(ctx context.Context, cfg SessionConfig, copts CollectOptions, 
 		return sess, nil, runErr
 	}
 	if o.Ready != nil {
-		names := make([]string, 0, len(sess.procs))
+		names, pids := make([]string, 0, len(sess.procs)), make([]int, 0, len(sess.procs))
 		for _, pr := range sess.Procs() {
-			names = append(names, pr.Name)
+			names, pids = append(names, pr.Name), append(pids, pr.PID())
 		}
-		o.Ready(names)
+		o.Ready(names, pids)
+	}
+	if runErr = sess.startLatenessTap(o.Data); runErr != nil {
+		return sess, nil, runErr
 	}
 	if col, runErr = sess.NewCollector(copts); runErr != nil {
 		return sess, col, runErr

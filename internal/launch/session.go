@@ -133,6 +133,7 @@ type Session struct {
 	EpisodeNS time.Duration // wall time inside episodes (from ctl.episode to the last done)
 	Inflight  InflightCounts
 	stopped   bool
+	lateness  *latenessTap // realtime steps' lateness for the live view (nil: not measured)
 }
 
 // Procs returns the children.
@@ -375,6 +376,9 @@ func (s *Session) publishGroup(g Group, x0s [][]float64) error {
 	}
 	if err := s.conn.Publish(s.subj.CtlEpisode(), m); err != nil {
 		return err
+	}
+	if g.Count == 1 {
+		s.lateness.episode(g.First, m.SentUnixNano)
 	}
 	return s.conn.Flush(s.cfg.Timeout)
 }

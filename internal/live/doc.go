@@ -1,6 +1,8 @@
 // Package live is the live view of a run (dpsim run --ui): a Hub the launcher feeds as the run
-// goes - progress, the merged records of the traced episodes (thinned), per-link counters as
-// points finish, process health, the timeline of faults and exits - and the HTTP server that
+// goes - progress, the merged records of the traced episodes (thinned), in realtime the messages
+// as they are published (Stream), per-link counters (the injector side replayed live:
+// LinkReplay; the rest as points finish), process health with memory sampled while they run,
+// the timeline of faults and exits - and the HTTP server that
 // shows it: the page (embedded, with its vendored charting library: it works offline), a JSON
 // snapshot (/api/state), Server-Sent Events (/events) and Prometheus metrics (/metrics).
 //

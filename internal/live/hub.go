@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/report"
+	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/trace"
 )
 
@@ -36,8 +37,10 @@ type Info struct {
 type PointInfo struct {
 	Name  string `json:"name"`
 	Steps int    `json:"steps"` // T: an episode has the steps 0..T
-	// Bound is the paper's bound of the point's plotted deviation: consensus, Proposition 1's
-	// limit of E||x(t) - 1 x*||^2 (0: none).
+	// Bound is the paper's bound of the point's plotted deviation (0: none): consensus,
+	// Proposition 1's limit of E||x(t) - 1 x*||^2; cloud control, the limit Var(gamma) of
+	// E||x(t) - x_r(t)||^2 for a constant offset on the paper's vehicle (the report's
+	// position-offset check: p(t) - p_r(t) -> -gamma, v(t) - v_r(t) -> 0).
 	Bound float64 `json:"bound,omitempty"`
 }
 
@@ -75,7 +78,9 @@ type Series struct {
 	X0            []float64 `json:"x0,omitempty"`
 	EveX0         []Floats  `json:"eve_x0,omitempty"`
 	TrackingError Floats    `json:"tracking_error,omitempty"`
-	EveError      Floats    `json:"eve_error"`
+	// SqTrackingError is ||x(t) - x_r(t)||^2 (against the point's Bound).
+	SqTrackingError Floats `json:"sq_tracking_error,omitempty"`
+	EveError        Floats `json:"eve_error"`
 	// Consensus: ||x(t) - 1 x*||^2 (against the point's Bound) and max_i |x_i(t) - x*|,
 	// x* = mean_i x_i(0).
 	SqDeviation     Floats `json:"sq_deviation,omitempty"`
@@ -87,9 +92,12 @@ type Series struct {
 	xstar  float64
 }
 
-// LinkRow is one link's counters at a finished point (fault.LinkStats).
+// LinkRow is one link's counters (fault.LinkStats): at a finished point, from the processes'
+// results; in LiveLinks, the injector's side replayed while the point runs (LinkReplay), over
+// Episodes episodes.
 type LinkRow struct {
-	Point int `json:"point"`
+	Point    int `json:"point"`
+	Episodes int `json:"episodes,omitempty"`
 	fault.LinkStats
 }
 
@@ -114,6 +122,12 @@ type Proc struct {
 	Overruns      int               `json:"overruns"`          // realtime: steps begun after their tick
 	JitterMaxSec  float64           `json:"jitter_max_sec"`
 	Finished      bool              `json:"finished"`
+	// PID is the process id the launcher started; RSSBytes its resident set size when last
+	// sampled while it ran (every RSSInterval, /proc/<pid>/status VmRSS; 0: not sampled), and
+	// RSSMaxBytes the largest sample.
+	PID         int   `json:"pid,omitempty"`
+	RSSBytes    int64 `json:"rss_bytes"`
+	RSSMaxBytes int64 `json:"rss_max_bytes"`
 }
 
 // State is the JSON snapshot of the hub (/api/state, the /events "state" events).
@@ -130,8 +144,13 @@ type State struct {
 	RemainingSec  *float64               `json:"remaining_sec"` // null: not known yet
 	Episodes      []*Series              `json:"episodes"`      // the last traced episodes, oldest first
 	Links         []LinkRow              `json:"links"`
+	LiveLinks     []LinkRow              `json:"live_links"` // the point in progress (or the last one played): injector side, replayed
 	Processes     []*Proc                `json:"processes"`
 	Timeline      []report.TimelineEvent `json:"timeline"`
+	// Lateness is realtime mode's histogram of how late the steps' messages were published
+	// after their tick, by publisher role (absent: none observed).
+	Lateness map[string]*LatenessSummary `json:"lateness,omitempty"`
+	Stream   *Stream                     `json:"stream,omitempty"`
 }
 
 // Hub is the live state of one run. Every method may be called from any goroutine, and on a
@@ -147,6 +166,12 @@ type Hub struct {
 	first    time.Time // when the first point began playing
 	series   []*Series
 	links    [][]fault.LinkStats // per point, when it finished
+	replay   *LinkReplay         // the point in progress (nil: none)
+	replayK  int
+	live     []LinkRow                // its replayed counters
+	rssProcs []*Proc                  // the processes sampled (SampleRSS)
+	lateness map[string]*latenessHist // by publisher role
+	stream   *Stream                  // realtime: the episode in progress as released
 	procs    []*Proc
 	procIdx  map[string]*Proc
 	timeline func() []report.TimelineEvent
@@ -168,7 +193,7 @@ type jsonCache struct {
 // NewHub returns the hub of a run described by info, started at start.
 func NewHub(info Info, start time.Time) *Hub {
 	return &Hub{info: info, start: start, done: make([]int, len(info.Points)), links: make([][]fault.LinkStats, len(info.Points)),
-		procIdx: map[string]*Proc{}, status: "running", ended: make(chan struct{})}
+		procIdx: map[string]*Proc{}, status: "running", ended: make(chan struct{}), lateness: map[string]*latenessHist{}}
 }
 
 // SetTimeline sets where the hub reads the run's timeline of faults and exits (called when a
@@ -205,9 +230,55 @@ func (h *Hub) Progress(n int) {
 	defer h.mu.Unlock()
 	if h.point < len(h.done) {
 		h.done[h.point] += n
+		if r := h.replay; r != nil && h.replayK == h.point {
+			r.Replay(h.done[h.point] - 1)
+			h.live = liveRows(h.point, r)
+		}
 	}
 	h.played += n
 	h.seq++
+}
+
+// SetLinks sets the replay of point k's links (nil: none), from the episodes it has done.
+func (h *Hub) SetLinks(k int, r *LinkReplay) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.replay, h.replayK, h.live = r, k, nil
+	if r != nil && k < len(h.done) {
+		r.Skip(h.done[k])
+	}
+	h.seq++
+}
+
+// LinkFaults says point k's faults changed (interventions): its links are replayed with them
+// from the next episode (LinkReplay.SetFaults); on an error they are no longer replayed.
+func (h *Hub) LinkFaults(k int, f scenario.FaultsSpec) error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.replay == nil || h.replayK != k {
+		return nil
+	}
+	if err := h.replay.SetFaults(&f); err != nil {
+		h.replay, h.live = nil, nil
+		h.seq++
+		return err
+	}
+	return nil
+}
+
+func liveRows(k int, r *LinkReplay) []LinkRow {
+	st := r.Stats()
+	rows := make([]LinkRow, len(st))
+	for i := range st {
+		rows[i] = LinkRow{Point: k, Episodes: r.Episodes(), LinkStats: st[i]}
+	}
+	return rows
 }
 
 // Ready records the processes of point k as ready.
@@ -234,6 +305,7 @@ func (h *Hub) ProcessDone(p Proc) {
 	defer h.mu.Unlock()
 	q := h.proc(p.Point, p.Name)
 	p.Key, p.Finished = q.Key, true
+	p.PID, p.RSSBytes, p.RSSMaxBytes = q.PID, q.RSSBytes, q.RSSMaxBytes // the samples taken while it ran
 	*q = p
 	h.seq++
 }
@@ -262,6 +334,9 @@ func (h *Hub) PointDone(k, episodes int, links []fault.LinkStats) {
 	defer h.mu.Unlock()
 	h.done[k] = episodes
 	h.links[k] = append([]fault.LinkStats(nil), links...)
+	if h.replayK == k {
+		h.replay = nil // its replayed counters stay until the next point begins (SetLinks)
+	}
 	h.seq++
 }
 

@@ -30,6 +30,9 @@ var (
 	descOverruns  = prometheus.NewDesc("dpsim_step_overruns_total", "Realtime: steps of a process that began after their tick.", []string{"process"}, nil)
 	descJitter    = prometheus.NewDesc("dpsim_step_jitter_max_seconds", "Realtime: the worst lateness of a process's step start after its tick.", []string{"process"}, nil)
 	descProcs     = prometheus.NewDesc("dpsim_processes", "Role processes by state (ready: running; else the status of their result).", []string{"state"}, nil)
+	descRSSNow    = prometheus.NewDesc("dpsim_process_rss_bytes", "Resident set size of a running process of the point in progress, sampled every second (/proc/<pid>/status VmRSS; absent where not readable).", []string{"process"}, nil)
+	descLive      = prometheus.NewDesc("dpsim_link_replayed_messages_total", "The point in progress: messages per link by injector fate (sent, dropped, duplicated, delayed, reordered, expired), replayed by the launcher from the fault seed for each completed episode (live.LinkReplay); reset when the next point begins.", []string{"link", "fate"}, nil)
+	descLateness  = prometheus.NewDesc("dpsim_step_lateness_seconds", "Realtime: how late each step's message was published after its tick (t_k = ctl.episode sent + contract.GridLead + k Ts), from the messages' send times as the launcher receives them on the data subjects (a delay the scenario injects on a link counts), by the publisher's role.", []string{"role"}, nil)
 	descTimeline  = prometheus.NewDesc("dpsim_timeline_events_total", "Events on the run's timeline (crashes, restarts, server outages, connection events, exits), by event.", []string{"event"}, nil)
 )
 
@@ -45,7 +48,7 @@ type hubCollector struct{ h *Hub }
 
 func (c hubCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descEpisodes, descPlanned, descSteps, descElapsed, descRemaining, descRun, descLink, descGaps,
-		descInvalid, descRSS, descConn, descSlow, descMissed, descOverruns, descJitter, descProcs, descTimeline} {
+		descInvalid, descRSS, descConn, descSlow, descMissed, descOverruns, descJitter, descProcs, descTimeline, descRSSNow, descLive, descLateness} {
 		ch <- d
 	}
 }
@@ -55,6 +58,16 @@ func (c hubCollector) Collect(ch chan<- prometheus.Metric) {
 	h.mu.Lock()
 	st := h.snapshot() // its series are not read here: the rest is copied
 	timeline := h.timeline
+	type hist struct {
+		role    string
+		n       uint64
+		sum     float64
+		buckets map[float64]uint64
+	}
+	var hists []hist
+	for role, l := range h.lateness {
+		hists = append(hists, hist{role, l.n, l.sum, l.cumulative()})
+	}
 	h.mu.Unlock()
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
@@ -71,6 +84,17 @@ func (c hubCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descRun, 1, st.Scenario, st.Engine, st.Mode, st.Status)
 	collectLinks(st.Links, counter)
+	for _, l := range st.LiveLinks {
+		for _, f := range []struct {
+			fate string
+			n    uint64
+		}{{"sent", l.Sent}, {"dropped", l.Dropped}, {"duplicated", l.Duplicated}, {"delayed", l.Delayed}, {"reordered", l.Reordered}, {"expired", l.Expired}} {
+			counter(descLive, float64(f.n), l.Link, f.fate)
+		}
+	}
+	for _, l := range hists {
+		ch <- prometheus.MustNewConstHistogram(descLateness, l.n, l.sum, l.buckets, l.role)
+	}
 	if peak, _ := rss.Peak(); peak > 0 {
 		gauge(descRSS, float64(peak), "launcher")
 	}
@@ -78,6 +102,9 @@ func (c hubCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range st.Processes {
 		states[p.State]++
 		if !p.Finished {
+			if p.RSSBytes > 0 {
+				gauge(descRSSNow, float64(p.RSSBytes), p.Key)
+			}
 			continue
 		}
 		for reason, n := range p.Invalid {

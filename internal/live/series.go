@@ -16,7 +16,9 @@ func (s *Series) addControl(r *trace.ControlRecord) {
 	s.X = appendComponents(s.X, r.X, len(s.T))
 	s.Ref = appendComponents(s.Ref, r.Ref, len(s.T))
 	s.EveX0 = appendComponents(s.EveX0, r.EveX0, len(s.T))
-	s.TrackingError = append(s.TrackingError, distance(r.X, r.Ref))
+	d := distance(r.X, r.Ref)
+	s.TrackingError = append(s.TrackingError, d)
+	s.SqTrackingError = append(s.SqTrackingError, d*d)
 	s.EveError = append(s.EveError, distance(r.EveX0, s.x0))
 }
 

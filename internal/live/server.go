@@ -17,10 +17,15 @@ import (
 var webFS embed.FS
 
 // The event stream's pace: a state event at most every EventInterval when the state changed,
-// and at least every HeartbeatInterval (the elapsed time and time left move on).
+// and at least every HeartbeatInterval (the elapsed time and time left move on). A run's page
+// often shares the run's cores, and each event costs it a redraw: a run's stream goes at most
+// every RealtimeEventInterval in realtime (it keeps up with the episode in progress, Stream)
+// and every LockstepEventInterval in lockstep (progress and counters).
 const (
-	EventInterval     = 250 * time.Millisecond
-	HeartbeatInterval = 2 * time.Second
+	EventInterval         = 250 * time.Millisecond
+	RealtimeEventInterval = 500 * time.Millisecond
+	LockstepEventInterval = time.Second
+	HeartbeatInterval     = 2 * time.Second
 )
 
 // Server serves a hub over HTTP:
@@ -116,7 +121,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		fl.Flush()
 		return true
 	}
-	tick := time.NewTicker(EventInterval)
+	tick := time.NewTicker(eventInterval(s.hub))
 	defer tick.Stop()
 	for {
 		select {
@@ -136,4 +141,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-tick.C:
 		}
 	}
+}
+
+// eventInterval is the least time between two state events of src.
+func eventInterval(src source) time.Duration {
+	h, ok := src.(*Hub)
+	switch {
+	case !ok:
+		return EventInterval
+	case h.info.Mode == "realtime":
+		return RealtimeEventInterval
+	}
+	return LockstepEventInterval
 }

@@ -9,7 +9,7 @@ import (
 // it before the lock is released).
 func (h *Hub) snapshot() *State {
 	st := &State{Info: h.info, Status: h.status, Error: h.err, Point: h.point, Done: append([]int(nil), h.done...),
-		Episodes: h.series, Processes: make([]*Proc, 0, len(h.procs)), Links: []LinkRow{}}
+		Episodes: h.series, Processes: make([]*Proc, 0, len(h.procs)), Links: []LinkRow{}, LiveLinks: append([]LinkRow{}, h.live...)}
 	for _, p := range h.procs { // copies: ProcessDone rewrites them
 		c := *p
 		st.Processes = append(st.Processes, &c)
@@ -36,6 +36,13 @@ func (h *Hub) snapshot() *State {
 		for _, l := range ls {
 			st.Links = append(st.Links, LinkRow{Point: k, LinkStats: l})
 		}
+	}
+	st.Stream = h.stream
+	for role, l := range h.lateness {
+		if st.Lateness == nil {
+			st.Lateness = map[string]*LatenessSummary{}
+		}
+		st.Lateness[role] = l.summary()
 	}
 	if h.timeline != nil {
 		tl := h.timeline()

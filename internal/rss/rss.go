@@ -32,11 +32,28 @@ func Peak() (int64, string) {
 	return 0, ""
 }
 
+// Current returns the current resident set size in bytes of process pid (the VmRSS line of
+// /proc/<pid>/status: Linux); false when it cannot be read (another platform, the process
+// gone).
+func Current(pid int) (int64, bool) {
+	if pid <= 0 {
+		return 0, false
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	return parseKB(data, "VmRSS:")
+}
+
 // parseVmHWM reads "VmHWM:   23456 kB" from the contents of /proc/<pid>/status.
-func parseVmHWM(status []byte) (int64, bool) {
+func parseVmHWM(status []byte) (int64, bool) { return parseKB(status, "VmHWM:") }
+
+// parseKB reads the line "<field>   23456 kB" of /proc/<pid>/status, in bytes.
+func parseKB(status []byte, field string) (int64, bool) {
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
-		rest, found := bytes.CutPrefix(sc.Bytes(), []byte("VmHWM:"))
+		rest, found := bytes.CutPrefix(sc.Bytes(), []byte(field))
 		if !found {
 			continue
 		}

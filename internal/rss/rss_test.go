@@ -1,6 +1,7 @@
 package rss
 
 import (
+	"os"
 	"runtime"
 	"testing"
 
@@ -31,4 +32,22 @@ func TestPeakRSS(t *testing.T) {
 	runtime.ReadMemStats(&m)
 	require.Greater(t, v, int64(1<<20), "at least a MiB")
 	require.Less(t, v, int64(m.Sys)+int64(256<<20), "not more than the runtime mapped plus binary and stacks")
+}
+
+// Current reads a running process's resident set (this test process's, on Linux): between a
+// MiB and its peak; a process that does not exist has none.
+func TestCurrentRSS(t *testing.T) {
+	v, ok := Current(os.Getpid())
+	if runtime.GOOS != "linux" {
+		require.False(t, ok)
+		return
+	}
+	require.True(t, ok)
+	peak, _ := Peak()
+	require.Greater(t, v, int64(1<<20))
+	require.LessOrEqual(t, v, peak)
+	_, ok = Current(0)
+	require.False(t, ok)
+	_, ok = Current(1 << 30) // above any pid_max
+	require.False(t, ok)
 }

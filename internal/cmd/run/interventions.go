@@ -52,7 +52,10 @@ func (l *launcher) startInterventions() error {
 	// Interventions.startGroup), so --ui leaves --inflight as it is and the run plays as without it.
 	refuse := l.interventionsRefused()
 	cfg := launch.InterventionsConfig{Scenario: l.points[0], Runs: l.runs, Refuse: refuse,
-		Timeline: l.tl, OnApply: func([]launch.Intervention, scenario.FaultsSpec) {
+		Timeline: l.tl, OnApply: func(_ []launch.Intervention, faults scenario.FaultsSpec) {
+			if err := l.hub.LinkFaults(0, faults); err != nil { // the live links follow the changes
+				l.log.Warn().Err(err).Msg("live view: links no longer replayed")
+			}
 			if err := l.writeAppliedFaults(); err != nil {
 				l.log.Warn().Err(err).Msg("interventions")
 			}

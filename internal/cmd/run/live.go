@@ -11,6 +11,8 @@ import (
 	"github.com/dpsim/dpsim/internal/live"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/metrics"
+	"github.com/dpsim/dpsim/pkg/noise"
+	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
@@ -49,7 +51,7 @@ func (f uiFlag) Set(s string) error {
 	return nil
 }
 
-const uiHelp = "serve a live view of the run while it goes: --ui alone serves on 127.0.0.1 at a free port, --ui=HOST:PORT there (an empty host is 127.0.0.1; 0.0.0.0 shows the plant's true state to the network). The URL is printed on stderr at the start. The page (/) plots the latest traced episodes (see --trace-episodes), links, processes and the timeline; /api/state is its JSON, /events its Server-Sent Events, /metrics Prometheus metrics. It stops when the run ends (see --ui-hold)"
+const uiHelp = "serve a live view of the run while it goes: --ui alone serves on 127.0.0.1 at a free port, --ui=HOST:PORT there (an empty host is 127.0.0.1; 0.0.0.0 shows the plant's true state to the network). The URL is printed on stderr at the start. The page (/) plots the latest traced episodes (see --trace-episodes; in realtime also the episode in progress, step by step), the links (the injector side replayed live, the rest when a point finishes), the processes (memory sampled every second) and the timeline; /api/state is its JSON, /events its Server-Sent Events, /metrics Prometheus metrics. It stops when the run ends (see --ui-hold)"
 
 // checkUI checks the live view's flags.
 func (o *Options) checkUI() error {
@@ -70,8 +72,11 @@ func (l *launcher) startUI() error {
 	info := live.Info{Scenario: l.scn.Name, Kind: string(l.scn.Kind), Engine: l.o.Engine, Mode: l.sum.Mode, Runs: l.runs}
 	for k, p := range l.plans {
 		pi := live.PointInfo{Name: l.points[k].Name, Steps: p.Steps}
-		if l.points[k].Kind == scenario.Consensus && p.Graph != nil {
+		switch {
+		case l.points[k].Kind == scenario.Consensus && p.Graph != nil:
 			pi.Bound = float64(p.Graph.N) * p.NoiseVariance() // Proposition 1 (metrics.ConsensusMetrics.Prop1Bound)
+		case constantOffsetVehicle(p):
+			pi.Bound = p.NoiseVariance() // E||x(t) - x_r(t)||^2 -> Var(gamma): the report's position-offset check
 		}
 		info.Points = append(info.Points, pi)
 	}
@@ -85,6 +90,7 @@ func (l *launcher) startUI() error {
 	if err := l.startInterventions(); err != nil {
 		return err
 	}
+	l.hub.SampleRSSEvery(live.RSSInterval)
 	fmt.Fprintf(l.stderr, "dpsim run: live view %s (until the run ends; metrics %smetrics)\n", srv.URL(), srv.URL())
 	return nil
 }
@@ -113,12 +119,68 @@ func (l *launcher) watcher() launch.RecordWatcher {
 	return l.hub
 }
 
-// hubReady marks point k's processes ready on the live view (nil without --ui).
-func (l *launcher) hubReady(k int) func([]string) {
+// hubReady marks point k's processes ready on the live view, their resident sets sampled
+// from then on (nil without --ui).
+func (l *launcher) hubReady(k int) func([]string, []int) {
 	if l.hub == nil {
 		return nil
 	}
-	return func(names []string) { l.hub.Ready(k, names) }
+	return func(names []string, pids []int) { l.hub.Started(k, names, pids) }
+}
+
+// hubData feeds the live view the data messages of a realtime run as they are published: its
+// per-step stream and the lateness histogram (nil without --ui).
+func (l *launcher) hubData() func(launch.DataMessage) {
+	if l.hub == nil {
+		return nil
+	}
+	return func(m launch.DataMessage) { l.hub.Released(m.Sender, m.Episode, m.Step, m.Values, m.LateSec) }
+}
+
+// hubBegin says point k starts playing, its links replayed while it runs (live.LinkReplay).
+func (l *launcher) hubBegin(k int) {
+	if l.hub == nil {
+		return
+	}
+	l.hub.BeginPoint(k)
+	r, err := live.NewLinkReplay(l.plans[k], l.seeds.Fault, l.o.AgentsPerProcess)
+	if err != nil {
+		l.log.Warn().Err(err).Msg("live view: links not replayed")
+	}
+	l.hub.SetLinks(k, r)
+}
+
+// constantOffsetVehicle reports whether p is the paper's vehicle (x = (p, v), A = [1 a; 0 1]
+// with a > 0, C = [1 0]) with structured noise whose private model is A_m = I: a constant
+// offset gamma on the position, under which E||x(t) - x_r(t)||^2 -> Var(gamma) (pkg/report's
+// position-offset check; docs/math.md section 5).
+func constantOffsetVehicle(p *plan.Plan) bool {
+	if p == nil || p.System == nil || p.ModelA == nil || p.Noise != noise.Structured {
+		return false
+	}
+	A, C := p.System.A, p.System.C
+	ar, ac := A.Dims()
+	cr, cc := C.Dims()
+	if ar != 2 || ac != 2 || cr != 1 || cc != 2 || A.At(0, 0) != 1 || A.At(1, 0) != 0 || A.At(1, 1) != 1 || A.At(0, 1) <= 0 ||
+		C.At(0, 0) != 1 || C.At(0, 1) != 0 {
+		return false
+	}
+	n, m := p.ModelA.Dims()
+	if n != m {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			want := 0.0
+			if i == j {
+				want = 1
+			}
+			if p.ModelA.At(i, j) != want {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // hubPoint gives the live view point k's final counts.

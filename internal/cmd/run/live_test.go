@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,7 +29,7 @@ type liveRun struct {
 	done   chan struct{} // closed when the process ended
 }
 
-func startLive(t *testing.T, args ...string) *liveRun {
+func startLive(t testing.TB, args ...string) *liveRun {
 	t.Helper()
 	l := &liveRun{cmd: exec.Command(dpsimBin, args...), done: make(chan struct{})}
 	l.cmd.Stdout, l.cmd.Stderr = io.Discard, &l.stderr
@@ -47,7 +48,7 @@ func startLive(t *testing.T, args ...string) *liveRun {
 }
 
 // await returns the first submatch of re in stderr, waiting up to limit for it.
-func (l *liveRun) await(t *testing.T, re *regexp.Regexp, limit time.Duration) string {
+func (l *liveRun) await(t testing.TB, re *regexp.Regexp, limit time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
@@ -65,7 +66,7 @@ func (l *liveRun) await(t *testing.T, re *regexp.Regexp, limit time.Duration) st
 }
 
 // exit waits for the run's end and returns its exit code.
-func (l *liveRun) exit(t *testing.T, limit time.Duration) int {
+func (l *liveRun) exit(t testing.TB, limit time.Duration) int {
 	t.Helper()
 	select {
 	case <-l.done:
@@ -86,9 +87,18 @@ type liveState struct {
 		T []int `json:"t"`
 	} `json:"episodes"`
 	Processes []struct {
-		Key   string `json:"key"`
-		State string `json:"state"`
+		Key      string `json:"key"`
+		State    string `json:"state"`
+		PID      int    `json:"pid"`
+		RSSBytes int64  `json:"rss_bytes"`
 	} `json:"processes"`
+	LiveLinks []struct {
+		Point    int    `json:"point"`
+		Link     string `json:"link"`
+		Episodes int    `json:"episodes"`
+		Sent     uint64 `json:"sent"`
+		Dropped  uint64 `json:"dropped"`
+	} `json:"live_links"`
 }
 
 // readEvents reads the /events stream until its "end" event and returns every state in order.
@@ -170,12 +180,17 @@ func metricSum(mf map[string]*dto.MetricFamily, name string) float64 {
 }
 
 // TestLiveUI runs a lossy consensus sweep (8 points) with --ui: the event stream shows the
-// episodes growing while it runs and the traced episodes' series, and /metrics scraped after
-// the end (--ui-hold) agrees with summary.json: episodes, steps, every link's counters summed
-// over the points, the invalid messages by process and reason, deadline misses, peak RSS.
+// episodes growing while it runs, the traced episodes' series and the processes' sampled
+// memory; the last point's links replayed by the launcher equal its processes' injector side
+// (sent, dropped); and
+// /metrics scraped after the end (--ui-hold) agrees with summary.json: episodes, steps, every
+// link's counters summed over the points, the invalid messages by process and reason, deadline
+// misses, peak RSS; a lockstep run has no lateness histogram.
 func TestLiveUI(t *testing.T) {
 	out := t.TempDir()
-	l := startLive(t, "run", scenarioPath("faults-consensus-loss"), "--runs", "12", "--seed", "5", "--out", out,
+	// one episode per group: a lockstep run's stream has a state a second (LockstepEventInterval),
+	// and the run lasts long enough for a few
+	l := startLive(t, "run", scenarioPath("faults-consensus-loss"), "--runs", "12", "--seed", "5", "--out", out, "--inflight", "1",
 		"--ui", "--ui-hold", "2m", "--progress=false")
 	url := l.await(t, uiURL, 30*time.Second)
 	states := readEvents(t, url)
@@ -185,9 +200,17 @@ func TestLiveUI(t *testing.T) {
 	require.Equal(t, end.EpisodesTotal, end.EpisodesDone)
 	var running, progress int
 	seen := map[int]bool{}
+	var rssSampled bool
 	for _, st := range states[:len(states)-1] {
 		if st.Status == "running" {
 			running++
+		}
+		for _, lk := range st.LiveLinks {
+			require.Positive(t, lk.Sent, lk.Link)
+		}
+		for _, p := range st.Processes {
+			require.True(t, p.PID > 0 || p.State != "ready", "a started process without its pid: %+v", p)
+			rssSampled = rssSampled || p.RSSBytes > 1<<20
 		}
 		if st.EpisodesDone > 0 && st.EpisodesDone < st.EpisodesTotal {
 			progress++
@@ -200,6 +223,9 @@ func TestLiveUI(t *testing.T) {
 	require.NotEmpty(t, end.Episodes, "no traced episode")
 	require.Len(t, end.Episodes[len(end.Episodes)-1].T, 31, "steps 0..30 of the latest traced episode")
 	require.Len(t, end.Processes, 8*11)
+	if runtime.GOOS == "linux" {
+		require.True(t, rssSampled, "no process's memory sampled while the run went on")
+	}
 
 	// The run's outputs are written before the end event.
 	s := readSummary(t, out)
@@ -230,6 +256,17 @@ func TestLiveUI(t *testing.T) {
 		dropped += lk.Dropped
 	}
 	require.Positive(t, dropped, "a lossy scenario without a dropped message")
+	// The last point's links, replayed by the launcher from the fault seed episode by episode,
+	// are the injector side of what its processes counted.
+	last := s.Points[len(s.Points)-1].Metrics.Links
+	require.Len(t, end.LiveLinks, len(last))
+	var lastDropped uint64
+	for i, lk := range last {
+		got := end.LiveLinks[i]
+		require.Equal(t, []any{7, lk.Link, 12, lk.Sent, lk.Dropped}, []any{got.Point, got.Link, got.Episodes, got.Sent, got.Dropped})
+		lastDropped += got.Dropped
+	}
+	require.Positive(t, lastDropped, "30 % loss without a replayed drop")
 	var invalid uint64
 	for key, c := range s.Invalid {
 		for reason, n := range c.ByReason {
@@ -249,6 +286,8 @@ func TestLiveUI(t *testing.T) {
 	}
 	_, ok := metricValue(mf, "dpsim_run_info", "status", "ok")
 	require.True(t, ok)
+	require.Nil(t, mf["dpsim_step_lateness_seconds"], "lockstep: no tick to be late for")
+	require.Nil(t, mf["dpsim_process_rss_bytes"], "every process finished: their peaks are in dpsim_process_peak_rss_bytes")
 
 	require.NoError(t, l.cmd.Process.Signal(syscall.SIGINT)) // ends --ui-hold
 	require.Equal(t, 0, l.exit(t, 30*time.Second), l.stderr.String())

@@ -474,7 +474,7 @@ func (l *launcher) runFast(ctx context.Context) error {
 		}
 		start := time.Now()
 		done := 0
-		l.hub.BeginPoint(k)
+		l.hubBegin(k)
 		opts := engine.Options{Runs: l.runs, AgentsPerHost: l.o.AgentsPerProcess, Progress: func(d, _ int) { l.tick(d - done); done = d }}
 		ps := PointSummary{Index: k, Name: l.points[k].Name, Requested: l.runs}
 		ps.setGuarantee(p)
@@ -601,7 +601,7 @@ func (l *launcher) runNATSPoints(ctx context.Context, exe string, srv *launch.Se
 			StartTimeout: l.startTimeout(), Inflight: l.o.Inflight, Programs: l.o.Roles, KeepSecrets: l.o.KeepSecrets,
 		}
 		srv.Configure(&cfg, k)
-		l.hub.BeginPoint(k)
+		l.hubBegin(k)
 		n, el, err := l.runPoint(ctx, k, p, cfg)
 		steps += n * p.Steps
 		busy += el
@@ -671,7 +671,7 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg launch
 	}
 	po, runErr := launch.PlayPoint(ctx, cfg, launch.PlayOptions{
 		Runs: l.runs, Start: first, Folded: acc, FoldedLinks: l.resume.replayed[k],
-		TraceEpisodes: l.traced(), Trace: out, Started: start, Progress: l.tick, Watch: l.watcher(), Ready: l.hubReady(k),
+		TraceEpisodes: l.traced(), Trace: out, Started: start, Progress: l.tick, Watch: l.watcher(), Ready: l.hubReady(k), Data: l.hubData(),
 		Checkpoint:    func(episodes int, col *launch.Collector, final bool) { l.checkpoint(k, episodes, col, out, final) },
 		Interventions: l.iv,
 	})

@@ -1,6 +1,7 @@
 // The live view of a dpsim run: reads /events (Server-Sent Events of the launcher's state) and
-// draws the progress, the latest traced episode (uPlot), the links, the processes and the
-// timeline. window.dpsimLive holds what was drawn (the browser test reads it).
+// draws the progress, the latest traced episode (uPlot), the links (replayed live, final at a
+// point's end), the processes with their live memory, and the timeline (a chart and a table).
+// window.dpsimLive holds what was drawn (the browser test reads it).
 "use strict";
 
 // The project's palette (pkg/figure: Tableau 10, colour-blind friendly).
@@ -8,9 +9,52 @@ const PALETTE = ["rgb(31,119,180)", "rgb(214,39,40)", "rgb(44,160,44)", "rgb(255
   "rgb(140,86,75)", "rgb(227,119,194)", "rgb(127,127,127)", "rgb(188,189,34)", "rgb(23,190,207)"];
 const GREY = "rgb(90,90,90)";
 
-const live = window.dpsimLive = { state: null, points: 0, plots: {}, events: 0, ended: false };
+const live = window.dpsimLive = { drained: () => new Promise((done) => schedule("drained", done)), state: null, points: 0, plots: {}, events: 0, ended: false, timeline: null, liveLinks: [], stream: 0, tablesAt: 0 };
 
 function $(id) { return document.getElementById(id); }
+
+// The page redraws only what changed: a fast run sends a state event every 250 ms, and the
+// page shares the run's cores (setText, fillTable and the plots skip an unchanged value).
+const drawn = {};
+
+function changed(id, key) {
+  if (drawn[id] === key) return false;
+  drawn[id] = key;
+  return true;
+}
+
+// The drawing of plots and tables is queued, one task per animation frame (a newer task of the
+// same key replaces a pending one): the page's work comes in short slices rather than one
+// burst per event, so a realtime run sharing the cores is not held up by it.
+const queue = new Map();
+let queued = false;
+
+function schedule(key, fn) {
+  queue.delete(key);
+  queue.set(key, fn);
+  if (!queued) {
+    queued = true;
+    requestAnimationFrame(runQueue);
+  }
+}
+
+function runQueue() {
+  const first = queue.keys().next();
+  if (!first.done) {
+    const fn = queue.get(first.value);
+    queue.delete(first.value);
+    fn();
+  }
+  if (queue.size > 0) {
+    requestAnimationFrame(runQueue);
+  } else {
+    queued = false;
+  }
+}
+
+function setText(id, text) {
+  if (changed("text:" + id, text)) $(id).textContent = text;
+}
 
 function fmtSec(s) {
   if (s === null || s === undefined) return "?";
@@ -23,18 +67,21 @@ function fmtSec(s) {
 function fmtBytes(b) { return b > 0 ? (b / (1 << 20)).toFixed(1) + " MiB" : "-"; }
 
 function renderProgress(st) {
-  $("title").textContent = "dpsim run " + st.scenario + " (" + st.kind + ", " + st.engine + ", " + st.mode + ")";
-  const s = $("status");
-  s.textContent = st.status;
-  s.className = "status " + st.status;
+  setText("title", "dpsim run " + st.scenario + " (" + st.kind + ", " + st.engine + ", " + st.mode + ")");
+  if (changed("status", st.status)) {
+    const s = $("status");
+    s.textContent = st.status;
+    s.className = "status " + st.status;
+  }
   const frac = st.episodes_total > 0 ? st.episodes_done / st.episodes_total : 0;
-  $("bar").style.width = (100 * frac).toFixed(1) + "%";
+  const width = (100 * frac).toFixed(1) + "%";
+  if (changed("bar", width)) $("bar").style.width = width;
   let text = st.episodes_done + " / " + st.episodes_total + " episodes (" + (100 * frac).toFixed(0) + "%), " +
     st.steps_done + " steps, elapsed " + fmtSec(st.elapsed_sec);
   if (st.status === "running") text += ", time left " + fmtSec(st.remaining_sec);
   if (st.points.length > 1) text += " - point " + (st.point + 1) + " of " + st.points.length + " (" + st.points[st.point].name + ")";
   if (st.error) text += " - " + st.error;
-  $("progress").textContent = text;
+  setText("progress", text);
 }
 
 // plotSpecs returns the plots of series ep: {id, title, ylabel, lines: [{label, color, dash, values}]}.
@@ -58,6 +105,10 @@ function plotSpecs(st, ep) {
   (ep.eve_x0 || []).forEach((v, i) => e.push({ label: "x̂(0)" + comp(i), color: PALETTE[i], values: v }));
   (ep.x0 || []).forEach((v, i) => e.push({ label: "x(0)" + comp(i), color: PALETTE[i], dash: [6, 4], values: ep.t.map(() => v) }));
   specs.push({ id: "eve", title: "Eavesdropper's estimate of x(0) (solid) against the true x(0) (dashed)", lines: e });
+  const bound = st.points[ep.point] ? st.points[ep.point].bound : 0;
+  const track = [{ label: "||x(t) - x_r(t)||²", color: PALETTE[0], values: ep.sq_tracking_error }];
+  if (bound > 0) track.push({ label: "Var(γ) limit", color: GREY, dash: [6, 4], values: ep.t.map(() => bound) });
+  specs.push({ id: "track", title: "Squared tracking error, against the paper's limit Var(γ) of its mean (constant offset: p - p_r → -γ, v - v_r → 0)", lines: track });
   specs.push({ id: "err", title: "Tracking error ||x(t) - x_r(t)|| and eavesdropper's error ||x̂(0) - x(0)||", lines: [
     { label: "tracking error", color: PALETTE[0], values: ep.tracking_error },
     { label: "eavesdropper's error", color: PALETTE[1], values: ep.eve_error }] });
@@ -81,7 +132,7 @@ function drawPlot(spec, t) {
     const h = document.createElement("h3");
     h.textContent = spec.title;
     div.appendChild(h);
-    $("plots").appendChild(div);
+    $(spec.parent || "plots").appendChild(div);
     const opts = {
       width: plotWidth(), height: 240,
       scales: { x: { time: false } },
@@ -98,15 +149,33 @@ function renderEpisode(st) {
   const eps = st.episodes || [];
   if (eps.length === 0) return;
   const ep = eps[eps.length - 1];
+  if (!changed("episode", [ep.point, ep.episode, ep.t.length, ep.complete].join("/"))) return;
   let title = "Episode " + ep.episode + (st.points.length > 1 ? " of point " + st.points[ep.point].name : "");
   title += ep.complete ? "" : " (in progress)";
   $("episode-title").textContent = "Latest traced episode: " + title;
   $("episode-note").textContent = "Merged records, " + ep.t.length + " steps shown" + (eps.length > 1 ? "; episodes kept: " + eps.map((e) => e.episode).join(", ") : "") + ".";
-  for (const spec of plotSpecs(st, ep)) drawPlot(spec, ep.t);
-  live.points = ep.t.length;
+  for (const spec of plotSpecs(st, ep)) schedule("plot:" + spec.id, () => drawPlot(spec, ep.t));
+  schedule("points", () => { live.points = ep.t.length; });
+}
+
+// renderStream draws the episode in progress as it is published (realtime): a line per
+// publisher, step by step.
+function renderStream(st) {
+  const s = st.stream;
+  if (!s || s.t.length === 0) return;
+  if (!changed("stream", [s.point, s.episode, s.t.length, JSON.stringify(s.values.map((v) => v[v.length - 1]))].join("/"))) return;
+  $("stream-box").hidden = false;
+  setText("stream-title", "Episode " + s.episode + " as it is published (realtime, step " + s.t[s.t.length - 1] + ")");
+  const names = { plant: "ŷ(t) released by ", cloud: "u(t) sent by ", agent: "y(t) released by ", host: "y(t) released by " };
+  const lines = s.senders.map((n, i) => ({ label: (names[n.split(".")[0]] || "") + n, color: PALETTE[i], values: s.values[i] }));
+  schedule("plot:stream", () => {
+    drawPlot({ id: "stream", title: "First value of each publisher's message, per step", lines, parent: "stream-plot" }, s.t);
+    live.stream = s.t.length;
+  });
 }
 
 function fillTable(id, head, rows, bad) {
+  if (!changed("table:" + id, JSON.stringify([head, rows, bad]))) return;
   const t = $(id);
   t.textContent = "";
   const tr = t.insertRow();
@@ -133,16 +202,65 @@ function renderLinks(st) {
   const head = (multi ? ["point"] : []).concat(["link", "sent", "dropped", "delivered", "late", "duplicated", "delayed", "expired", "lost", "gaps", "conflicts"]);
   const rows = st.links.map((l) => (multi ? [l.point] : []).concat([l.link, l.sent, l.dropped, l.delivered, l.late, l.duplicated, l.delayed, l.expired, l.lost || 0, l.gaps, l.conflicts || 0]));
   fillTable("links", head, rows, st.links.map((l) => (l.conflicts || 0) > 0));
+  const ll = st.live_links || [];
+  live.liveLinks = ll.map((l) => ({ link: l.link, sent: l.sent, dropped: l.dropped }));
+  const lhead = (multi ? ["point"] : []).concat(["link", "episodes", "sent", "dropped", "duplicated", "delayed", "reordered", "expired"]);
+  const lrows = ll.map((l) => (multi ? [l.point] : []).concat([l.link, l.episodes || 0, l.sent, l.dropped, l.duplicated, l.delayed, l.reordered, l.expired]));
+  fillTable("live-links", lhead, lrows, null);
 }
 
 function renderProcs(st) {
-  const head = ["process", "state", "exit", "peak RSS", "episodes", "steps", "invalid", "missed", "disconnects", "reconnects"];
+  const head = ["process", "state", "exit", "RSS now", "peak RSS", "episodes", "steps", "invalid", "missed", "disconnects", "reconnects"];
   const rows = st.processes.map((p) => {
     const inv = Object.entries(p.invalid || {}).map(([k, v]) => k + " " + v).join(", ");
-    return [p.key, p.state, p.finished ? p.exit_code : "", fmtBytes(p.peak_rss_bytes), p.finished ? p.episodes : "",
+    return [p.key, p.state, p.finished ? p.exit_code : "", p.finished ? "-" : fmtBytes(p.rss_bytes),
+      fmtBytes(p.finished ? p.peak_rss_bytes : p.rss_max_bytes), p.finished ? p.episodes : "",
       p.finished ? p.steps : "", inv || (p.finished ? "0" : ""), p.finished ? p.missed : "", p.finished ? p.disconnects : "", p.finished ? p.reconnects : ""];
   });
   fillTable("procs", head, rows, st.processes.map((p) => p.state !== "ready" && p.state !== "ok"));
+  const late = Object.entries(st.lateness || {}).sort().map(([role, l]) => role + ": " + l.n + " messages, mean " +
+    (1000 * l.mean_sec).toFixed(2) + " ms, worst " + (1000 * l.max_sec).toFixed(2) + " ms");
+  setText("lateness", late.length ? "Realtime: how late the steps' messages were published after their tick - " + late.join("; ") +
+    " (histograms: /metrics dpsim_step_lateness_seconds)." : "");
+}
+
+// The timeline chart's lanes: each event of the timeline goes to one.
+const LANES = [
+  { name: "crashes", events: ["killed"] },
+  { name: "restarts", events: ["restarted"] },
+  { name: "server", events: ["nats-server-stopped", "nats-server-started", "nats-server-restart-failed"] },
+  { name: "connections", events: ["disconnected", "reconnected", "connection-closed", "connection-reset"] },
+  { name: "link faults", events: ["partition", "proxy"] },
+  { name: "exits", events: ["exited"] },
+];
+
+function laneOf(ev) {
+  const i = LANES.findIndex((l) => l.events.includes(ev));
+  return i >= 0 ? i : LANES.length;
+}
+
+// renderTimelineChart draws the timeline's events on a time axis (seconds since the start), a
+// lane per kind of event, up to the elapsed time.
+function renderTimelineChart(st) {
+  const tl = st.timeline || [];
+  // the time axis runs to the elapsed time: redrawn when an event comes, else every 2 s
+  if (!changed("timeline-chart", tl.length + "/" + Math.floor(st.elapsed_sec / 2) + "/" + st.status)) return;
+  const lanes = LANES.concat([{ name: "other" }]);
+  const xs = [0].concat(tl.map((e) => e.t_sec), [Math.max(st.elapsed_sec, tl.length ? tl[tl.length - 1].t_sec : 0)]);
+  const data = [xs].concat(lanes.map((_, k) => xs.map((_, i) => (i > 0 && i <= tl.length && laneOf(tl[i - 1].event) === k ? k : null))));
+  live.timeline = { events: tl.length, lanes: lanes.length };
+  if (!live.timelinePlot) {
+    const opts = {
+      width: Math.min(1040, window.innerWidth - 80), height: 200,
+      scales: { x: { time: false }, y: { range: [-0.5, lanes.length - 0.5] } },
+      axes: [{ label: "seconds since the start" }, { values: (u, ticks) => ticks.map((t) => (Number.isInteger(t) && lanes[t] ? lanes[t].name : "")), size: 90, splits: () => lanes.map((_, k) => k) }],
+      series: [{ label: "s" }].concat(lanes.map((l, k) => ({ label: l.name, stroke: PALETTE[k % PALETTE.length], fill: PALETTE[k % PALETTE.length],
+        paths: () => null, points: { show: true, size: 9, width: 1 } }))),
+    };
+    live.timelinePlot = new uPlot(opts, data, $("timeline-chart"));
+  } else {
+    live.timelinePlot.setData(data);
+  }
 }
 
 function renderTimeline(st) {
@@ -156,22 +274,34 @@ function render(st) {
   live.events++;
   renderProgress(st);
   renderEpisode(st);
-  renderLinks(st);
-  renderProcs(st);
-  renderTimeline(st);
+  renderStream(st);
+  // the tables and the timeline chart at most every TABLE_MS while a point goes (their
+  // counters move with every group; the page shares the run's cores), at once when the point
+  // or the status changes
+  const now = Date.now();
+  if (changed("tables-point", st.point + "/" + st.status) || st.status !== "running" || !(now - live.tablesAt < TABLE_MS)) {
+    live.tablesAt = now;
+    schedule("links", () => renderLinks(st));
+    schedule("procs", () => renderProcs(st));
+    schedule("timeline", () => renderTimeline(st));
+    schedule("timeline-chart", () => renderTimelineChart(st));
+  }
 }
+
+const TABLE_MS = 1000;
 
 function connect() {
   const es = new EventSource("events");
   es.addEventListener("state", (e) => render(JSON.parse(e.data)));
   es.addEventListener("end", (e) => {
-    live.ended = true;
     render(JSON.parse(e.data));
+    schedule("ended", () => { live.ended = true; }); // once the end state is drawn
     es.close(); // the run ended: the stream does not come back
   });
   es.onerror = () => {
     if (!live.ended) {
       const s = $("status");
+      drawn.status = null; // the next state redraws it
       s.textContent = "disconnected (retrying)";
       s.className = "status disconnected";
     }
