@@ -8,7 +8,7 @@ import (
 // DefaultAddr is where --ui alone serves a live view: loopback, a free port.
 const DefaultAddr = "127.0.0.1:0"
 
-// AddrFlag is a --ui flag (dpsim audit's): given alone (a boolean flag) it is DefaultAddr,
+// AddrFlag is a --ui flag (dpsim run's and dpsim audit's): given alone (a boolean flag) it is DefaultAddr,
 // --ui=HOST:PORT serves there (an empty host is 127.0.0.1) and --ui=false (the default)
 // serves nothing. Addr points at the address ("": none).
 type AddrFlag struct{ Addr *string }

@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/dpsim/dpsim/internal/cli"
@@ -15,41 +14,6 @@ import (
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
-
-// DefaultUIAddr is where --ui alone serves the live view: loopback, a free port.
-const DefaultUIAddr = "127.0.0.1:0"
-
-// uiFlag is --ui: given alone (a boolean flag) it is DefaultUIAddr, --ui=ADDR serves on ADDR
-// and --ui=false (the default) serves nothing.
-type uiFlag struct{ addr *string }
-
-func (f uiFlag) String() string {
-	if f.addr == nil {
-		return ""
-	}
-	return *f.addr
-}
-
-func (f uiFlag) IsBoolFlag() bool { return true }
-
-func (f uiFlag) Set(s string) error {
-	switch s {
-	case "true":
-		*f.addr = DefaultUIAddr
-	case "false", "":
-		*f.addr = ""
-	default:
-		host, port, err := net.SplitHostPort(s)
-		if err != nil {
-			return fmt.Errorf("want --ui or --ui=HOST:PORT: %v", err)
-		}
-		if host == "" { // the page shows the plant's true state: loopback unless asked
-			host = "127.0.0.1"
-		}
-		*f.addr = net.JoinHostPort(host, port)
-	}
-	return nil
-}
 
 const uiHelp = "serve a live view of the run while it goes: --ui alone serves on 127.0.0.1 at a free port, --ui=HOST:PORT there (an empty host is 127.0.0.1; 0.0.0.0 shows the plant's true state to the network). The URL is printed on stderr at the start. The page (/) plots the latest traced episodes (see --trace-episodes; in realtime also the episode in progress, step by step), the links (the injector side replayed live, the rest when a point finishes), the processes (memory sampled every second) and the timeline; /api/state is its JSON, /events its Server-Sent Events, /metrics Prometheus metrics. It stops when the run ends (see --ui-hold)"
 

@@ -3,6 +3,7 @@ package run
 import (
 	"flag"
 	"fmt"
+	"github.com/dpsim/dpsim/internal/live"
 	"io"
 	"net"
 	"os"
@@ -137,7 +138,7 @@ type Options struct {
 	Farm farm.Flags
 	// Roles are --role: the users' programs that play roles in place of dpsim's.
 	Roles launch.Programs
-	// UI is --ui: the live view's address ("": none; DefaultUIAddr for --ui alone), and UIHold
+	// UI is --ui: the live view's address ("": none; live.DefaultAddr for --ui alone), and UIHold
 	// how long it stays up after the run.
 	UI     string
 	UIHold time.Duration
@@ -233,7 +234,7 @@ func defineFlags(fs *flag.FlagSet, o *Options, seed, mode, budget *string) {
 	o.Roles = launch.Programs{}
 	fs.Func("role", "ENDPOINT=COMMAND: start COMMAND (through sh) in place of dpsim's own process ENDPOINT (cloud.0, plant.0, eavesdropper.0, agent.<first agent of a host>), with the arguments after the role name and the environment dpsim's own would get; it must follow docs/protocol.md, and every problem it causes is named with it (repeatable; NATS engine, not with --attach)", o.Roles.ParseProgram)
 	o.Farm.Define(fs)
-	fs.Var(uiFlag{&o.UI}, "ui", uiHelp)
+	fs.Var(live.AddrFlag{Addr: &o.UI}, "ui", uiHelp)
 	fs.StringVar(&o.NATSMonitor, "nats-monitor", "", "serve the embedded NATS server's own HTTP monitoring (/varz, /connz, /healthz, /subsz, ...) on host:port (port 0: a free one; an empty host is 127.0.0.1), printed at the start, until the run ends; with --cluster, its first server's; not with an external server (--nats-url)")
 	fs.DurationVar(&o.UIHold, "ui-hold", 0, "with --ui: keep the live view up this long after the run ended (its final state and /metrics; Ctrl-C ends it sooner)")
 	fs.StringVar(&o.Resume, "resume", "", "continue the run whose outputs are in this directory (its "+ResumeFile+": a run killed, failed or interrupted before every episode completed) from its last completed episode and sweep point, with the results of an uninterrupted run; SCENARIO and the flags that decide the results may be left out (given, they must be the run's); the NATS connection and TLS flags are not recorded and are given again. --engine fast resumes at the last completed point")
