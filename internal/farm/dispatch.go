@@ -41,9 +41,16 @@ func runSpans(runs, size int, traces bool, traced trace.Episodes) []span {
 	return out
 }
 
+// AuditChunk is the number of consecutive trials of an audit a worker plays at a time: four of
+// PlayFast's chunks (audit.ChunkTrials), about 20 ms of a core for the vehicle. A chunk costs the
+// coordinator a request, an answer to decode and fold and a lease whatever its size, and with
+// chunks of 1,024 trials that cost was a tenth of a core (two workers then reached 1.68-1.72x
+// one; 1.94x with 4,096).
+const AuditChunk = 4 * audit.ChunkTrials
+
 // Audit plays the game g of point (its index in the scenario's Expand()) with the workers, as
 // audit.PlayFast plays it in-process: trials per value of the secret bit, the game built from
-// opts (the worker builds the same), chunks of audit.ChunkTrials. The outcome is PlayFast's, bit
+// opts (the worker builds the same), chunks of AuditChunk trials. The outcome is PlayFast's, bit
 // for bit, for any number of workers; progress (if set) hears the trials folded.
 func (c *Coordinator) Audit(ctx context.Context, point int, g *audit.Game, opts audit.GameOptions, seed uint64, trials int, progress func(done, total int)) (*audit.Outcome, error) {
 	if trials < 1 {
@@ -54,7 +61,7 @@ func (c *Coordinator) Audit(ctx context.Context, point int, g *audit.Game, opts 
 	start := time.Now()
 	out := g.NewOutcome(audit.EngineFast, seed, trials)
 	total, done := 2*trials, 0
-	err := c.play(ctx, j, spans(total, audit.ChunkTrials), func(_ int, a *answer) error {
+	err := c.play(ctx, j, spans(total, AuditChunk), func(_ int, a *answer) error {
 		if err := out.AddChunk(a.Lo, a.Hi, a.Scores); err != nil {
 			return err
 		}

@@ -73,7 +73,7 @@ func report(t *testing.T, g *audit.Game, o *audit.Outcome) *audit.GameReport {
 // verdict, bounds, counts.
 func TestAuditWorkersEqualFastEngine(t *testing.T) {
 	f := load(t, "audit-vehicle-structured", true)
-	const trials, seed = 2600, 9
+	const trials, seed = 4 * 2600, 9 // 6 chunks of AuditChunk
 	want, err := audit.PlayFast(context.Background(), f.game, audit.FastOptions{Trials: trials, Seed: seed})
 	require.NoError(t, err)
 	wantRep := report(t, f.game, want)
@@ -129,7 +129,7 @@ func TestRunWorkersEqualFastEngine(t *testing.T) {
 func TestKilledWorkerChunkReissued(t *testing.T) {
 	t.Run("audit", func(t *testing.T) {
 		f := load(t, "audit-vehicle-structured", true)
-		const trials, seed = 4000, 3
+		const trials, seed = 4 * 4000, 3
 		want, err := audit.PlayFast(context.Background(), f.game, audit.FastOptions{Trials: trials, Seed: seed})
 		require.NoError(t, err)
 		c := start(t, f, Config{Spawn: 2, SpawnThreads: 1, Silence: 1500 * time.Millisecond})
@@ -192,7 +192,7 @@ func requireBlamed(t *testing.T, rep *Report) {
 // counted duplicate.
 func TestForgedAnswersRefused(t *testing.T) {
 	f := load(t, "audit-vehicle-structured", true)
-	const trials, seed = 1500, 4
+	const trials, seed = 4 * 1500, 4 // 3 chunks of AuditChunk
 	want, err := audit.PlayFast(context.Background(), f.game, audit.FastOptions{Trials: trials, Seed: seed})
 	require.NoError(t, err)
 	c := start(t, f, Config{})
@@ -211,10 +211,10 @@ func TestForgedAnswersRefused(t *testing.T) {
 	conn := workerConn(t, c)
 	k := len(f.game.ScoreNames())
 	forged := []answer{
-		{Worker: "forger", Lease: lease{Job: job, Chunk: 0}, Lo: 0, Hi: 10, Scores: make([]float64, 10*k)},          // not the chunk's range
-		{Worker: "forger", Lease: lease{Job: job, Chunk: 1}, Lo: 1024, Hi: 2048, Scores: make([]float64, 5)},        // too few scores
-		{Worker: "forger", Lease: lease{Job: "no-such-job", Chunk: 0}, Lo: 0, Hi: 1024, Scores: make([]float64, 3)}, // unknown job
-		{Worker: "forger", Lease: lease{Job: job, Chunk: 9}, Lo: 0, Hi: 1024},                                       // no such chunk
+		{Worker: "forger", Lease: lease{Job: job, Chunk: 0}, Lo: 0, Hi: 10, Scores: make([]float64, 10*k)},                   // not the chunk's range
+		{Worker: "forger", Lease: lease{Job: job, Chunk: 1}, Lo: AuditChunk, Hi: 2 * AuditChunk, Scores: make([]float64, 5)}, // too few scores
+		{Worker: "forger", Lease: lease{Job: "no-such-job", Chunk: 0}, Lo: 0, Hi: AuditChunk, Scores: make([]float64, 3)},    // unknown job
+		{Worker: "forger", Lease: lease{Job: job, Chunk: 9}, Lo: 0, Hi: AuditChunk},                                          // no such chunk
 	}
 	for _, a := range forged {
 		require.Contains(t, ask(t, conn, encodeT(t, &a)), "invalid")
@@ -229,7 +229,7 @@ func TestForgedAnswersRefused(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Equal(t, report(t, f.game, want), report(t, f.game, r.o))
 
-	late := answer{Worker: "forger", Lease: lease{Job: job, Chunk: 0}, Lo: 0, Hi: 1024, Scores: make([]float64, 1024*k)}
+	late := answer{Worker: "forger", Lease: lease{Job: job, Chunk: 0}, Lo: 0, Hi: AuditChunk, Scores: make([]float64, AuditChunk*k)}
 	require.Equal(t, "duplicate", ask(t, conn, encodeT(t, &late)))
 	rep := c.Report()
 	require.Equal(t, 5, rep.Invalid)

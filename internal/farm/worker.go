@@ -38,7 +38,11 @@ type worker struct {
 	mu   sync.Mutex
 	held []lease // fetched, not answered yet: named in every heartbeat
 	jobs map[string]*player
-	st   WorkerStats
+	st   WorkerStats // under mu
+	// answering holds a token while an answer is in flight (capacity 1); answers counts them,
+	// so that Serve returns only once each was acknowledged or given up.
+	answering chan struct{}
+	answers   sync.WaitGroup
 	// logged is when progress was last logged (every ProgressEvery).
 	logged time.Time
 }
@@ -57,7 +61,7 @@ func Serve(ctx context.Context, c *bus.Conn, o WorkerOptions) (WorkerStats, erro
 	if o.Beat <= 0 {
 		o.Beat = DefaultBeat
 	}
-	w := &worker{c: c, o: o, jobs: map[string]*player{}, logged: time.Now()}
+	w := &worker{c: c, o: o, jobs: map[string]*player{}, logged: time.Now(), answering: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go w.beats(ctx)
@@ -66,6 +70,9 @@ func Serve(ctx context.Context, c *bus.Conn, o WorkerOptions) (WorkerStats, erro
 	for {
 		select {
 		case <-ctx.Done():
+			w.answers.Wait()
+			w.mu.Lock()
+			defer w.mu.Unlock()
 			return w.st, w.ended(context.Cause(ctx))
 		case a := <-next:
 			if err := w.playOne(ctx, a); err != nil {
@@ -129,13 +136,14 @@ func (w *worker) fetch(ctx context.Context, next chan<- assignment) error {
 
 // playOne plays assignment a and answers it. Only a failure to reach the coordinator is an error.
 func (w *worker) playOne(ctx context.Context, a assignment) error {
-	defer w.hold(a.Lease, false)
 	pl, err := w.job(ctx, a.Lease.Job)
 	if errors.Is(err, errJobOver) { // it ended (failed, interrupted) since the chunk was issued
+		w.hold(a.Lease, false)
 		w.o.Log.Debug().Str("job", a.Lease.Job).Msg("the job is over: chunk skipped")
 		return nil
 	}
 	if err != nil {
+		w.hold(a.Lease, false)
 		return err
 	}
 	ans := answer{Worker: w.o.Name, Lease: a.Lease, Lo: a.Lo, Hi: a.Hi}
@@ -157,6 +165,21 @@ func (w *worker) playOne(ctx context.Context, a assignment) error {
 			return err
 		}
 	}
+	// The answer travels while the next chunk plays: waiting for the coordinator's
+	// acknowledgement idled a worker for a round trip per chunk (a sixth of its time once a
+	// chunk took a few milliseconds). One answer at a time is in flight; the lease is held
+	// (named in the heartbeats) until it is acknowledged.
+	w.answering <- struct{}{}
+	w.answers.Add(1)
+	go func() {
+		defer func() { w.hold(a.Lease, false); <-w.answering; w.answers.Done() }()
+		w.answer(ctx, a, data, start)
+	}()
+	return nil
+}
+
+// answer sends chunk a's encoded answer and counts what the coordinator made of it.
+func (w *worker) answer(ctx context.Context, a assignment, data []byte, start time.Time) {
 	resp, err := w.c.Request(ctx, SubjectAnswer, data, 30*time.Second)
 	var r reply
 	if err == nil {
@@ -164,8 +187,10 @@ func (w *worker) playOne(ctx context.Context, a assignment) error {
 	}
 	if err != nil {
 		w.o.Log.Warn().Err(err).Int("chunk", a.Lease.Chunk).Msg("answer not acknowledged (the chunk will be re-issued)")
-		return nil
+		return
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.st.Chunks++
 	w.st.Episodes += a.Hi - a.Lo
 	if r.Status != "ok" {
@@ -177,7 +202,6 @@ func (w *worker) playOne(ctx context.Context, a assignment) error {
 		w.logged = now
 		w.o.Log.Info().Int("chunks", w.st.Chunks).Int("episodes", w.st.Episodes).Int("refused", w.st.Refused).Msg("progress")
 	}
-	return nil
 }
 
 // job returns the resolved job id, fetching it from the coordinator the first time.

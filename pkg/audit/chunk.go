@@ -39,7 +39,6 @@ func PlayChunk(ctx context.Context, g *Game, seed uint64, lo, hi, workers int) (
 	var next atomic.Int64
 	next.Store(int64(lo))
 	var wg sync.WaitGroup
-	bit := func(e int) int { return Bit(seed, uint64(e)) }
 	for range workers {
 		tp, err := chunkPlayers.take(g, seed)
 		if err != nil {
@@ -47,6 +46,8 @@ func PlayChunk(ctx context.Context, g *Game, seed uint64, lo, hi, workers int) (
 		}
 		wg.Go(func() {
 			defer chunkPlayers.put(g, seed, tp)
+			ch := &challenger{seed: seed} // Bit, without its allocation per trial
+			bit := func(e int) int { return ch.bit(uint64(e)) }
 			add := func(e, _ int, s []float64) { copy(scores[(e-lo)*k:(e-lo+1)*k], s) }
 			for {
 				from := int(next.Add(slice)) - slice
@@ -76,8 +77,9 @@ func (o *Outcome) AddChunk(lo, hi int, scores []float64) error {
 	if lo < 0 || hi <= lo || hi > 2*o.N || len(scores) != (hi-lo)*k {
 		return fmt.Errorf("audit: chunk %d..%d with %d scores does not fit %d trials of %d scores", lo, hi, len(scores), 2*o.N, k)
 	}
+	ch := &challenger{seed: o.Seed} // Bit without its allocation per trial
 	for e := lo; e < hi; e++ {
-		o.Add(uint64(e), Bit(o.Seed, uint64(e)), scores[(e-lo)*k:(e-lo+1)*k])
+		o.Add(uint64(e), ch.bit(uint64(e)), scores[(e-lo)*k:(e-lo+1)*k])
 	}
 	return nil
 }
