@@ -1,6 +1,7 @@
 package run_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"github.com/dpsim/dpsim/internal/launch"
@@ -19,7 +20,7 @@ import (
 // The interventions panel in headless chromium during a lockstep run with episodes in flight
 // (the default): a drop rule filled in and added from the page takes effect at the start of a
 // group, the page lists it with that episode, the run's link counters on the page show its
-// drops, and faults.applied.yaml has it.
+// drops, faults.applied.yaml has it, and its replay (NATS and the fast engine) equals the live run.
 func TestInterventionsBrowser(t *testing.T) {
 	exe := chromium(t)
 	const runs = 2000 // long enough for the page to load and send the change (a few seconds)
@@ -99,4 +100,20 @@ func TestInterventionsBrowser(t *testing.T) {
 
 	require.NoError(t, l.cmd.Process.Signal(syscall.SIGINT))
 	require.Equal(t, 0, l.exit(t, 30*time.Second), l.stderr.String())
+
+	// The replay of faults.applied.yaml equals the live run the page changed: metrics, link
+	// counters and the traced episodes, over NATS and with the fast engine.
+	replay := replayScenario(t, runs, out)
+	live := readSummary(t, out)
+	ltrace, err := os.ReadFile(filepath.Join(out, "trace.jsonl"))
+	require.NoError(t, err)
+	for _, engine := range []string{"nats", "fast"} {
+		dir := t.TempDir()
+		code, _, stderr := runDpsim(t, 60*time.Second, "run", replay, "--engine", engine, "--out", dir, "--log-level", "warn", "--progress=false")
+		require.Equal(t, 0, code, stderr)
+		require.JSONEq(t, string(live.Metrics), string(readSummary(t, dir).Metrics), "%s replay: metrics and link counters", engine)
+		tr, err := os.ReadFile(filepath.Join(dir, "trace.jsonl"))
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(ltrace, tr), "%s replay: the trace differs", engine)
+	}
 }

@@ -44,7 +44,7 @@ func decoded(t *testing.T, data []byte, drop ...string) map[string]any {
 // its account of the dispatch.
 func TestAuditDispatchEqualsInProcess(t *testing.T) {
 	sc := dpsimtest.Scenario("audit-vehicle-structured")
-	args := []string{"audit", sc, "--trials", "3000", "--seed", "12", "--json", "--progress=false", "--log-level", "error"}
+	args := []string{"audit", sc, "--trials", "12000", "--seed", "12", "--json", "--progress=false", "--log-level", "error"} // 6 chunks of farm.AuditChunk
 	want := decoded(t, dpsim(t, args...), "elapsed_sec", "episodes_per_sec")
 	out := t.TempDir()
 	got := decoded(t, dpsim(t, append(args, "--spawn-workers", "2", "--out", out)...), "elapsed_sec", "episodes_per_sec")
