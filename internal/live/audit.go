@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/audit"
+	"github.com/dpsim/dpsim/pkg/figure"
 	"github.com/dpsim/dpsim/pkg/privacy"
 )
 
@@ -104,25 +104,8 @@ type AuditBounds struct {
 }
 
 // ExactFloats is a series written with every digit (the final bounds equal --json's numbers
-// to the bit), NaN and the infinities as null.
-type ExactFloats []float64
-
-// MarshalJSON writes the shortest decimal that reads back as the same float64.
-func (f ExactFloats) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 2+len(f)*20)
-	b = append(b, '[')
-	for i, v := range f {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			b = append(b, "null"...)
-			continue
-		}
-		b = strconv.AppendFloat(b, v, 'g', -1, 64)
-	}
-	return append(b, ']'), nil
-}
+// to the bit), NaN and the infinities as null: figure.Values, the figures' data series.
+type ExactFloats = figure.Values
 
 // AuditPoint is the state of one point of the audit.
 type AuditPoint struct {

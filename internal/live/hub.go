@@ -2,12 +2,11 @@ package live
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/fault"
+	"github.com/dpsim/dpsim/pkg/figure"
 	"github.com/dpsim/dpsim/pkg/report"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/trace"
@@ -49,19 +48,7 @@ type Floats []float64
 
 // MarshalJSON writes NaN and the infinities as null.
 func (f Floats) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 2+len(f)*12)
-	b = append(b, '[')
-	for i, v := range f {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			b = append(b, "null"...)
-			continue
-		}
-		b = strconv.AppendFloat(b, v, 'g', 6, 64)
-	}
-	return append(b, ']'), nil
+	return figure.AppendJSONArray(make([]byte, 0, 2+len(f)*12), f, 6), nil
 }
 
 // Series is one traced episode's per-step values, thinned (T: the steps kept).

@@ -79,7 +79,12 @@ type Values []float64
 
 // MarshalJSON writes NaN and the infinities as null, every other value exactly.
 func (v Values) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 2+len(v)*12)
+	return AppendJSONArray(make([]byte, 0, 2+len(v)*12), v, -1), nil
+}
+
+// AppendJSONArray appends v as a JSON array to b: NaN and the infinities as null (a gap), the
+// other values with prec significant digits (-1: the fewest that read back as the same float64).
+func AppendJSONArray(b []byte, v []float64, prec int) []byte {
 	b = append(b, '[')
 	for i, x := range v {
 		if i > 0 {
@@ -89,9 +94,9 @@ func (v Values) MarshalJSON() ([]byte, error) {
 			b = append(b, "null"...)
 			continue
 		}
-		b = strconv.AppendFloat(b, x, 'g', -1, 64)
+		b = strconv.AppendFloat(b, x, 'g', prec, 64)
 	}
-	return append(b, ']'), nil
+	return append(b, ']')
 }
 
 // UnmarshalJSON reads null as NaN.
