@@ -1,36 +1,15 @@
 package auditcmd
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
-)
 
-// chromium finds Debian's chromium (or another Chrome): the browser test skips without one,
-// except in CI (CI=true), where .ci/run installs it and its absence is a failure.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("no chromium on PATH: .ci/run installs Debian's chromium for the browser test")
-	}
-	t.Skip("no chromium on PATH (apt-get install chromium): the live view's browser test needs it")
-	return ""
-}
+	"github.com/dpsim/dpsim/internal/dpsimtest"
+)
 
 // auditPage is what the audit page drew (window.dpsimAudit) at one moment.
 type auditPage struct {
@@ -51,48 +30,15 @@ type auditPage struct {
 // the bounds plot gains points while the audit plays, the trade-off plot has the empirical and
 // the claim's curves, and the page shows the verdict at the end.
 func TestLiveUIBrowser(t *testing.T) {
-	exe := chromium(t)
+	exe := dpsimtest.Chromium(t)
 	// the wire engine: about 1,000 trials a second whatever the machine, so the page sees the
 	// bounds recomputed several times
 	l := startAudit(t, scenarioPath("audit-vehicle-structured"), "--engine", "wire", "--trials", "1200", "--seed", "8", "--json",
 		"--ui", "--ui-hold", "2m", "--progress=false")
 	url := l.url(t)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	var mu sync.Mutex
-	var problems []string
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(func(string, ...any) {})) // quiet: events of newer Chromium this cdproto cannot decode
-	defer cancel()
-	chromedp.ListenTarget(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			d := e.ExceptionDetails
-			msg := d.Text
-			if d.Exception != nil {
-				msg += " " + d.Exception.Description
-			}
-			problems = append(problems, fmt.Sprintf("exception at %s:%d: %s", d.URL, d.LineNumber+1, msg))
-		case *runtime.EventConsoleAPICalled:
-			if e.Type == runtime.APITypeError {
-				var args []string
-				for _, a := range e.Args {
-					args = append(args, string(a.Value))
-				}
-				problems = append(problems, "console.error: "+strings.Join(args, " "))
-			}
-		case *log.EventEntryAdded:
-			if e.Entry.Level == log.LevelError {
-				problems = append(problems, "log: "+e.Entry.Text+" "+e.Entry.URL)
-			}
-		}
-	})
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	require.NoError(t, chromedp.Run(ctx, log.Enable(), runtime.Enable(), chromedp.Navigate(url)))
+	ctx, problems := dpsimtest.Browser(t, exe)
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(url)))
 
 	const js = `(() => { const v = window.dpsimAudit; const s = v.state || {}; const t = v.plots.tradeoff;
 		return {events: v.events, ended: v.ended, status: s.status || "", bounds: v.bounds, empirical: v.empirical, claim: v.claim,
@@ -132,7 +78,5 @@ func TestLiveUIBrowser(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, len(gained), 2, "the bounds plot gained no point while the audit ran: %+v", views)
-	mu.Lock()
-	require.Empty(t, problems, "the page logged errors")
-	mu.Unlock()
+	require.Empty(t, problems(), "the page logged errors")
 }

@@ -1,43 +1,23 @@
 package run_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/pkg/bus"
 )
-
-// chromium finds Debian's chromium (or another Chrome): the browser test skips without one,
-// except in CI (CI=true), where .ci/run installs it and its absence is a failure.
-func chromium(t testing.TB) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("no chromium on PATH: .ci/run installs Debian's chromium for the browser test")
-	}
-	t.Skip("no chromium on PATH (apt-get install chromium): the live view's browser test needs it")
-	return ""
-}
 
 // pageView is what the page drew (window.dpsimLive) at one moment.
 type pageView struct {
@@ -67,47 +47,14 @@ type pageView struct {
 // shows the run's end. /metrics then holds the lateness histogram of the plant's steps, one
 // observation per step the plant's clock paced (summary.json), none earlier than its tick.
 func TestLiveUIBrowser(t *testing.T) {
-	exe := chromium(t)
+	exe := dpsimtest.Chromium(t)
 	out := t.TempDir()
 	l := startLive(t, "run", scenarioPath("cloud-vehicle"), "--mode", "realtime", "--period", "10ms", "--runs", "6", "--seed", "3",
 		"--out", out, "--ui", "--ui-hold", "2m", "--progress=false")
 	url := l.await(t, uiURL, 30*time.Second)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	var mu sync.Mutex
-	var problems []string
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(func(string, ...any) {})) // quiet: events of newer Chromium this cdproto cannot decode
-	defer cancel()
-	chromedp.ListenTarget(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			d := e.ExceptionDetails
-			msg := d.Text
-			if d.Exception != nil {
-				msg += " " + d.Exception.Description
-			}
-			problems = append(problems, fmt.Sprintf("exception at %s:%d: %s", d.URL, d.LineNumber+1, msg))
-		case *runtime.EventConsoleAPICalled:
-			if e.Type == runtime.APITypeError {
-				var args []string
-				for _, a := range e.Args {
-					args = append(args, string(a.Value))
-				}
-				problems = append(problems, "console.error: "+strings.Join(args, " "))
-			}
-		case *log.EventEntryAdded:
-			if e.Entry.Level == log.LevelError {
-				problems = append(problems, "log: "+e.Entry.Text+" "+e.Entry.URL)
-			}
-		}
-	})
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	require.NoError(t, chromedp.Run(ctx, log.Enable(), runtime.Enable(), chromedp.Navigate(url)))
+	ctx, problems := dpsimtest.Browser(t, exe)
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(url)))
 
 	const js = `(() => { const l = window.dpsimLive; const s = l.state || {};
 		const link = (l.liveLinks || []).find((k) => k.link === "plant.0->cloud.0");
@@ -180,9 +127,7 @@ func TestLiveUIBrowser(t *testing.T) {
 	require.Equal(t, 4, tl.Events)
 	require.Equal(t, 5, tl.Rows, "the table: its head and the events")
 	require.Equal(t, [][]float64{{0}, {1}, {2}, {3}, {}, {}, {}}, tl.Lanes, "crash, restart, server, connections; nothing else")
-	mu.Lock()
-	require.Empty(t, problems, "the page logged errors")
-	mu.Unlock()
+	require.Empty(t, problems(), "the page logged errors")
 
 	var sum struct {
 		Processes []struct {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/dpsim/dpsim/internal/launch"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,9 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/internal/dpsimtest"
+	"github.com/dpsim/dpsim/internal/launch"
 )
 
 // The interventions panel in headless chromium during a lockstep run with episodes in flight
@@ -22,7 +24,7 @@ import (
 // group, the page lists it with that episode, the run's link counters on the page show its
 // drops, faults.applied.yaml has it, and its replay (NATS and the fast engine) equals the live run.
 func TestInterventionsBrowser(t *testing.T) {
-	exe := chromium(t)
+	exe := dpsimtest.Chromium(t)
 	const runs = 2000 // long enough for the page to load and send the change (a few seconds)
 	out := t.TempDir()
 	scn := writeScenario(t, fmt.Sprintf(interventionScenario, runs)+interventionBaseFaults)

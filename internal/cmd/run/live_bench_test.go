@@ -9,6 +9,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 )
 
 // livePage is one headless chromium tab the live-view benchmarks point at each --ui run.
@@ -19,7 +21,7 @@ type livePage struct {
 
 // openLivePage starts headless chromium with a blank tab (the benchmarks skip without it).
 func openLivePage(b *testing.B) *livePage {
-	exe := chromium(b)
+	exe := dpsimtest.Chromium(b)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithErrorf(func(string, ...any) {}))

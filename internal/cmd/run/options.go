@@ -3,7 +3,6 @@ package run
 import (
 	"flag"
 	"fmt"
-	"github.com/dpsim/dpsim/internal/live"
 	"io"
 	"net"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/farm"
 	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/internal/live"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/engine"

@@ -2,41 +2,21 @@ package view_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/pkg/figure"
 )
-
-// chromium finds Debian's chromium (or another Chrome): the browser test skips without one,
-// except in CI (CI=true), where .ci/run installs it and its absence is a failure.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("no chromium on PATH: .ci/run installs Debian's chromium for the browser test")
-	}
-	t.Skip("no chromium on PATH (apt-get install chromium): the view's browser test needs it")
-	return ""
-}
 
 // viewProcess is a running `dpsim view`.
 type viewProcess struct {
@@ -158,42 +138,8 @@ const pageJS = `(() => { const v = window.dpsimView;
 // episode's plots have points, the slider moves the cursor and the values shown, and every
 // figure of report.md is a plot with points, with the figure's titles and axes.
 func TestViewBrowser(t *testing.T) {
-	exe := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	var mu sync.Mutex
-	var problems []string
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(func(string, ...any) {})) // quiet: events of newer Chromium this cdproto cannot decode
-	defer cancel()
-	chromedp.ListenTarget(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			d := e.ExceptionDetails
-			msg := d.Text
-			if d.Exception != nil {
-				msg += " " + d.Exception.Description
-			}
-			problems = append(problems, fmt.Sprintf("exception at %s:%d: %s", d.URL, d.LineNumber+1, msg))
-		case *runtime.EventConsoleAPICalled:
-			if e.Type == runtime.APITypeError {
-				var args []string
-				for _, a := range e.Args {
-					args = append(args, string(a.Value))
-				}
-				problems = append(problems, "console.error: "+strings.Join(args, " "))
-			}
-		case *log.EventEntryAdded:
-			if e.Entry.Level == log.LevelError {
-				problems = append(problems, "log: "+e.Entry.Text+" "+e.Entry.URL)
-			}
-		}
-	})
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	require.NoError(t, chromedp.Run(ctx, log.Enable(), runtime.Enable()))
+	exe := dpsimtest.Chromium(t)
+	ctx, problems := dpsimtest.Browser(t, exe)
 
 	for _, name := range []string{"faults", "sweep", "untraced"} {
 		dir := finishedRun(t, name)
@@ -242,9 +188,7 @@ func TestViewBrowser(t *testing.T) {
 			require.Greater(t, st.Timeline, 0, "the crash's timeline")
 		}
 		require.GreaterOrEqual(t, st.Canvases, 3+len(st.Figures))
-		mu.Lock()
-		require.Empty(t, problems, "%s: the page logged errors", name)
-		mu.Unlock()
+		require.Empty(t, problems(), "%s: the page logged errors", name)
 	}
 }
 
