@@ -14,11 +14,10 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/internal/live"
 	"github.com/dpsim/dpsim/pkg/audit"
 )
@@ -204,40 +203,6 @@ func TestLiveUIWire(t *testing.T) {
 	checkFinal(t, states[len(states)-1], rep)
 }
 
-// scrape reads /metrics.
-func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
-	t.Helper()
-	resp, err := http.Get(url + "metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var p expfmt.TextParser
-	mf, err := p.TextToMetricFamilies(resp.Body)
-	require.NoError(t, err)
-	return mf
-}
-
-// metric is the value of family name at the labels (name=value pairs); ok false when absent.
-func metric(mf map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
-	f := mf[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.Metric {
-		have := map[string]string{}
-		for _, lp := range m.Label {
-			have[lp.GetName()] = lp.GetValue()
-		}
-		for i := 0; i+1 < len(labels); i += 2 {
-			if have[labels[i]] != labels[i+1] {
-				continue next
-			}
-		}
-		return m.GetCounter().GetValue() + m.GetGauge().GetValue(), true
-	}
-	return 0, false
-}
-
 // TestLiveMetrics scrapes /metrics while the audit plays (the trials by bit grow, a bound is
 // there) and after its end: the trials, the bounds and the verdict of --json.
 func TestLiveMetrics(t *testing.T) {
@@ -247,14 +212,14 @@ func TestLiveMetrics(t *testing.T) {
 	const pt = "audit-consensus-gaussian"
 	var during []float64
 	for {
-		mf := scrape(t, url)
-		info, _ := metric(mf, "dpsim_audit_info", "status", "running")
+		mf := dpsimtest.ScrapeMetrics(t, url)
+		info, _ := dpsimtest.MetricValue(mf, "dpsim_audit_info", "status", "running")
 		if info == 0 {
 			break
 		}
-		x, ok := metric(mf, "dpsim_audit_trials_total", "point", pt, "bit", "x")
+		x, ok := dpsimtest.MetricValue(mf, "dpsim_audit_trials_total", "point", pt, "bit", "x")
 		require.True(t, ok)
-		if _, ok := metric(mf, "dpsim_audit_epsilon_lower_bound", "point", pt, "bound", "cp"); ok && x < 40000 {
+		if _, ok := dpsimtest.MetricValue(mf, "dpsim_audit_epsilon_lower_bound", "point", pt, "bound", "cp"); ok && x < 40000 {
 			during = append(during, x)
 		}
 		time.Sleep(150 * time.Millisecond)
@@ -262,29 +227,29 @@ func TestLiveMetrics(t *testing.T) {
 	require.GreaterOrEqual(t, len(during), 2, "no bound scraped while the audit ran")
 	require.Greater(t, during[len(during)-1], during[0], "the trials by bit did not grow")
 	<-time.After(50 * time.Millisecond)
-	mf := scrape(t, url)
+	mf := dpsimtest.ScrapeMetrics(t, url)
 	code, rep := l.stop(t)
 	require.Equal(t, 0, code, l.stderr.String())
 	for bit, want := range map[string]float64{"x": 40000, "x_prime": 40000} {
-		got, ok := metric(mf, "dpsim_audit_trials_total", "point", pt, "bit", bit)
+		got, ok := dpsimtest.MetricValue(mf, "dpsim_audit_trials_total", "point", pt, "bit", bit)
 		require.True(t, ok)
 		require.Equal(t, want, got, bit)
 	}
-	played, _ := metric(mf, "dpsim_audit_trials_played_total", "point", pt)
+	played, _ := dpsimtest.MetricValue(mf, "dpsim_audit_trials_played_total", "point", pt)
 	require.Equal(t, 80000.0, played)
 	for bound, want := range map[string]float64{"cp": rep.EpsilonLBCP, "gdp": rep.EpsilonLBGDP, "fdp": rep.EpsilonLBFDP} {
-		got, ok := metric(mf, "dpsim_audit_epsilon_lower_bound", "point", pt, "bound", bound)
+		got, ok := dpsimtest.MetricValue(mf, "dpsim_audit_epsilon_lower_bound", "point", pt, "bound", bound)
 		require.True(t, ok, bound)
 		require.Equal(t, want, got, bound)
 	}
-	v, ok := metric(mf, "dpsim_audit_verdict", "point", pt, "verdict", rep.Verdict)
+	v, ok := dpsimtest.MetricValue(mf, "dpsim_audit_verdict", "point", pt, "verdict", rep.Verdict)
 	require.True(t, ok)
 	require.Equal(t, 1.0, v)
-	claimed, _ := metric(mf, "dpsim_audit_epsilon_claimed", "point", pt)
+	claimed, _ := dpsimtest.MetricValue(mf, "dpsim_audit_epsilon_claimed", "point", pt)
 	require.Equal(t, rep.Claimed(), claimed)
-	_, ok = metric(mf, "dpsim_audit_info", "status", "ok", "engine", "fast")
+	_, ok = dpsimtest.MetricValue(mf, "dpsim_audit_info", "status", "ok", "engine", "fast")
 	require.True(t, ok)
-	_, ok = metric(mf, "go_goroutines")
+	_, ok = dpsimtest.MetricValue(mf, "go_goroutines")
 	require.True(t, ok, "the Go collector")
 }
 

@@ -146,7 +146,7 @@ func TestLiveUIBrowser(t *testing.T) {
 		}
 	}
 	require.Equal(t, 6*100, plantSteps)
-	f := scrape(t, url)["dpsim_step_lateness_seconds"]
+	f := dpsimtest.ScrapeMetrics(t, url)["dpsim_step_lateness_seconds"]
 	require.NotNil(t, f, "no lateness histogram in realtime")
 	var plant *dto.Histogram
 	for _, m := range f.Metric {

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/pkg/fault"
 )
 
@@ -130,45 +130,6 @@ func readEvents(t *testing.T, url string) []liveState {
 	return nil
 }
 
-// scrape reads /metrics.
-func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
-	t.Helper()
-	resp, err := http.Get(url + "metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var p expfmt.TextParser
-	mf, err := p.TextToMetricFamilies(resp.Body)
-	require.NoError(t, err)
-	return mf
-}
-
-// metricValue is the value of family name at the labels (name=value pairs); ok false when absent.
-func metricValue(mf map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
-	f := mf[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.Metric {
-		have := map[string]string{}
-		for _, lp := range m.Label {
-			have[lp.GetName()] = lp.GetValue()
-		}
-		for i := 0; i+1 < len(labels); i += 2 {
-			if have[labels[i]] != labels[i+1] {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		}
-	}
-	return 0, false
-}
-
 func metricSum(mf map[string]*dto.MetricFamily, name string) float64 {
 	var s float64
 	if f := mf[name]; f != nil {
@@ -230,9 +191,9 @@ func TestLiveUI(t *testing.T) {
 	// The run's outputs are written before the end event.
 	s := readSummary(t, out)
 	require.Equal(t, "ok", s.Status)
-	mf := scrape(t, url)
-	ep, _ := metricValue(mf, "dpsim_episodes_completed_total")
-	steps, _ := metricValue(mf, "dpsim_steps_total")
+	mf := dpsimtest.ScrapeMetrics(t, url)
+	ep, _ := dpsimtest.MetricValue(mf, "dpsim_episodes_completed_total")
+	steps, _ := dpsimtest.MetricValue(mf, "dpsim_steps_total")
 	var episodes int
 	links := map[string]fault.LinkStats{}
 	for _, p := range s.Points {
@@ -249,7 +210,7 @@ func TestLiveUI(t *testing.T) {
 	var dropped uint64
 	for name, lk := range links {
 		for fate, want := range map[string]uint64{"sent": lk.Sent, "dropped": lk.Dropped, "delivered": lk.Delivered, "late": lk.Late, "duplicated": lk.Duplicated} {
-			got, ok := metricValue(mf, "dpsim_link_messages_total", "link", name, "fate", fate)
+			got, ok := dpsimtest.MetricValue(mf, "dpsim_link_messages_total", "link", name, "fate", fate)
 			require.True(t, ok, "%s %s", name, fate)
 			require.Equal(t, float64(want), got, "%s %s", name, fate)
 		}
@@ -270,7 +231,7 @@ func TestLiveUI(t *testing.T) {
 	var invalid uint64
 	for key, c := range s.Invalid {
 		for reason, n := range c.ByReason {
-			got, ok := metricValue(mf, "dpsim_invalid_messages_total", "process", key, "reason", reason)
+			got, ok := dpsimtest.MetricValue(mf, "dpsim_invalid_messages_total", "process", key, "reason", reason)
 			require.True(t, ok, "%s %s", key, reason)
 			require.Equal(t, float64(n), got, "%s %s", key, reason)
 			invalid += n
@@ -280,11 +241,11 @@ func TestLiveUI(t *testing.T) {
 	require.Equal(t, s.Timing["missed"], metricSum(mf, "dpsim_deadline_misses_total"))
 	for _, p := range s.Processes {
 		key := fmt.Sprintf("p%02d/%s", p.Point, p.Name)
-		got, ok := metricValue(mf, "dpsim_process_peak_rss_bytes", "process", key)
+		got, ok := dpsimtest.MetricValue(mf, "dpsim_process_peak_rss_bytes", "process", key)
 		require.True(t, ok, key)
 		require.Equal(t, float64(p.MaxRSSBytes), got, key)
 	}
-	_, ok := metricValue(mf, "dpsim_run_info", "status", "ok")
+	_, ok := dpsimtest.MetricValue(mf, "dpsim_run_info", "status", "ok")
 	require.True(t, ok)
 	require.Nil(t, mf["dpsim_step_lateness_seconds"], "lockstep: no tick to be late for")
 	require.Nil(t, mf["dpsim_process_rss_bytes"], "every process finished: their peaks are in dpsim_process_peak_rss_bytes")
