@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
@@ -168,7 +170,7 @@ func (c *batchPlantCore) Restart() error    { return c.restart() }
 type batchCloudCore struct {
 	base
 	ctls    []*Controller
-	c       interface{ At(i, j int) float64 }
+	c       *mat.Dense
 	w       int
 	nu, ny  int
 	yhat, u []float64
@@ -193,16 +195,9 @@ func (c *batchCloudCore) complete() bool {
 		var yhat []float64
 		if v != nil {
 			yhat = v[j*ny : (j+1)*ny : (j+1)*ny] // read in place: Step keeps nothing of it
-		} else { // predict: yhat = C xhat(t), zero innovation (CloudCore's rule)
+		} else { // CloudCore's rule
 			yhat = c.yhat[j*ny : (j+1)*ny]
-			xh := ctl.Next()
-			for i := range yhat {
-				var s float64
-				for k := range xh {
-					s += c.c.At(i, k) * xh[k]
-				}
-				yhat[i] = s
-			}
+			predictOutput(c.c, ctl.Next(), yhat)
 		}
 		ctl.ctl.Step(t, yhat, c.u[j*nu:(j+1)*nu]) // Controller.Step without the copy of xhat(t) its records read
 	}

@@ -182,16 +182,8 @@ func (c *CloudCore) complete() bool {
 	}
 	if v := c.in.value(0); v != nil {
 		copyVals(c.yhat, v)
-	} else { // predict: yhat = C xhat(t), zero innovation
-		xh := c.ctl.Next()
-		r, k := c.c.Dims()
-		for i := 0; i < r; i++ {
-			var s float64
-			for j := 0; j < k; j++ {
-				s += c.c.At(i, j) * xh[j]
-			}
-			c.yhat[i] = s
-		}
+	} else {
+		predictOutput(c.c, c.ctl.Next(), c.yhat)
 	}
 	c.ctl.Step(t, c.yhat, c.u)
 	u := c.u // a view: the cloud releases at most one u per call (it needs yhat(t) first)
@@ -201,6 +193,19 @@ func (c *CloudCore) complete() bool {
 	}
 	c.ob.rd.Out = append(c.ob.rd.Out, Out{From: c.self, Step: t, Values: u})
 	return t+1 == c.T
+}
+
+// predictOutput is the cloud's stand-in for a missing yhat(t): C xhat(t), so that the
+// observer's innovation is zero and it runs open loop for the step.
+func predictOutput(c *mat.Dense, xhat, yhat []float64) {
+	r, k := c.Dims()
+	for i := 0; i < r; i++ {
+		var s float64
+		for j := 0; j < k; j++ {
+			s += c.At(i, j) * xhat[j]
+		}
+		yhat[i] = s
+	}
 }
 
 // Step implements Core.
