@@ -129,22 +129,25 @@ type Result struct {
 	EpsilonLBFDP float64 `json:"epsilon_lb_fdp"`
 	MuFDP        float64 `json:"mu_fdp"`
 	// MuClaimed is the GDP parameter the claim allows for a Gaussian mechanism: KappaInverse(eps, delta).
-	MuClaimed    float64      `json:"mu_claimed,omitempty"`
-	Trials       Sides        `json:"trials"`        // all accepted trials
-	BoundTrials  Sides        `json:"bound_trials"`  // trials the bounds are computed on
-	SelectTrials Sides        `json:"select_trials"` // trials used to choose the thresholds
-	Confidence   float64      `json:"confidence"`    // joint level of all statements
-	RateLevel    float64      `json:"rate_level"`    // one-sided level of each Clopper-Pearson bound
-	Statements   int          `json:"statements"`    // rate bounds in the union (Bonferroni) bound
-	Selection    string       `json:"selection"`     // split | bonferroni
-	Orientation  string       `json:"orientation"`   // allowed orientations
-	Candidates   int          `json:"candidates"`    // thresholds evaluated during selection
-	CP           Bound        `json:"cp"`            // the test giving EpsilonLBCP
-	GDP          *Bound       `json:"gdp,omitempty"` // the test giving MuGDP (Gaussian only)
-	FDP          []FDPBound   `json:"fdp,omitempty"` // the tests of the f-DP statistic (Gaussian only)
-	Verdict      string       `json:"verdict"`       // consistent | violation
-	Notes        []string     `json:"notes"`
-	Curve        []CurvePoint `json:"tradeoff,omitempty"`
+	MuClaimed    float64    `json:"mu_claimed,omitempty"`
+	Trials       Sides      `json:"trials"`        // all accepted trials
+	BoundTrials  Sides      `json:"bound_trials"`  // trials the bounds are computed on
+	SelectTrials Sides      `json:"select_trials"` // trials used to choose the thresholds
+	Confidence   float64    `json:"confidence"`    // joint level of all of this result's bounds
+	RateLevel    float64    `json:"rate_level"`    // one-sided level of each Clopper-Pearson bound
+	Statements   int        `json:"statements"`    // rate bounds in the union (Bonferroni) bound
+	Selection    string     `json:"selection"`     // split | bonferroni
+	Orientation  string     `json:"orientation"`   // allowed orientations
+	Candidates   int        `json:"candidates"`    // thresholds evaluated during selection
+	CP           Bound      `json:"cp"`            // the test giving EpsilonLBCP
+	GDP          *Bound     `json:"gdp,omitempty"` // the test giving MuGDP (Gaussian only)
+	FDP          []FDPBound `json:"fdp,omitempty"` // the tests of the f-DP statistic (Gaussian only)
+	// FDPConfidence is the level at which the f-DP statistic's regions hold together (its share of
+	// the joint level, fdpLevelShare); 0 when this result has no f-DP statistic.
+	FDPConfidence float64      `json:"fdp_confidence,omitempty"`
+	Verdict       string       `json:"verdict"` // consistent | violation
+	Notes         []string     `json:"notes"`
+	Curve         []CurvePoint `json:"tradeoff,omitempty"`
 }
 
 // CurvePoint is one empirical (FPR, FNR) pair over all trials.
@@ -308,6 +311,7 @@ type criterion int
 const (
 	critCP criterion = iota
 	critGDP
+	critFDP // the f-DP statistic's criterion, fdpSelectValue (no Clopper-Pearson bound)
 )
 
 func (c criterion) value(e testEval) float64 {
@@ -346,7 +350,12 @@ func (q *searcher) best(tau float64, c criterion) (test, float64) {
 	bt, bv := test{tau, q.orient[0]}, math.Inf(-1)
 	for _, o := range q.orient {
 		fp, fn := q.s.errorsAt(tau, o)
-		v := c.value(evalTest(fp, q.s.n(0), fn, q.s.n(1), q.alpha, q.delta))
+		var v float64
+		if c == critFDP {
+			v = fdpSelectValue(fp, q.s.n(0), fn, q.s.n(1))
+		} else {
+			v = c.value(evalTest(fp, q.s.n(0), fn, q.s.n(1), q.alpha, q.delta))
+		}
 		if v > bv {
 			bt, bv = test{tau, o}, v
 		}
@@ -447,6 +456,14 @@ func merge(a, b []float64) []float64 {
 	return append(z, b[j:]...)
 }
 
+// fdpLevelShare is the share of the joint level 1 - Confidence that the f-DP statistic takes when
+// it is computed (a Gaussian mechanism with selection trials): its regions hold together at level
+// fdpLevelShare (1 - Confidence), and the single-threshold bounds of every score share the rest.
+// Half, because for a Gaussian mechanism the f-DP statistic is the tightest of the three bounds
+// (docs/math.md section 6.1): its margin shrinks with z of its own level, while the single-threshold
+// bounds, which already split their share over 2 rates x 2 bounds x the scores, lose little more.
+const fdpLevelShare = 0.5
+
 // Analyze plays the statistics of the game on the recorded trials: it chooses tests, bounds their error
 // rates with Clopper-Pearson intervals, derives the lower bounds on eps and the verdict (see doc.go for
 // the procedure). Cost O(n log n) for the sorts plus O(G log n) Clopper-Pearson evaluations.
@@ -455,25 +472,45 @@ func (t *Trials) Analyze(opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Snapshot the trials into the two parts (selection/bounding) by split tag.
+	sp, err := t.split(o)
+	if err != nil {
+		return nil, err
+	}
+	an, err := analyzeSplits(o, []*split{sp})
+	if err != nil {
+		return nil, err
+	}
+	return an.results[0], nil
+}
+
+// split is one score's trials, sorted, in the part that chooses the tests (sel: the split's
+// selection half or the Bonferroni pilot) and the part that bounds them (bnd).
+type split struct {
+	sel, bnd sample
+	useSel   bool // sel chooses the tests (false: fixed thresholds, every trial bounds)
+	total    Sides
+}
+
+// split snapshots the trials into the selection and bounding parts by split tag and sorts them.
+func (t *Trials) split(o Options) (*split, error) {
 	t.mu.Lock()
 	if t.bad > 0 {
 		bad := t.bad
 		t.mu.Unlock()
 		return nil, fmt.Errorf("audit: %d trials rejected (bit not 0/1 or non-finite score)", bad)
 	}
-	var sel, bnd sample
+	sp := &split{}
+	sel, bnd := &sp.sel, &sp.bnd
 	// Trials whose tag is below cut choose the tests (split half or Bonferroni pilot).
 	frac := o.SplitFraction
 	if o.Selection == SelectBonferroni {
 		frac = o.PilotFraction
 	}
 	cut := uint8(math.Min(255, math.Max(1, math.Round(frac*256))))
-	useSel := o.Selection == SelectSplit || len(o.Thresholds) == 0
-	var total Sides
+	sp.useSel = o.Selection == SelectSplit || len(o.Thresholds) == 0
 	for b := 0; b < 2; b++ {
 		sc, tg := t.score[b], t.tag[b]
-		if !useSel {
+		if !sp.useSel {
 			bnd.s[b] = append([]float64(nil), sc...)
 			continue
 		}
@@ -500,15 +537,112 @@ func (t *Trials) Analyze(opts Options) (*Result, error) {
 		go func(a []float64) { defer wg.Done(); slices.Sort(a) }(a)
 	}
 	wg.Wait()
-	total = Sides{sel.n(0) + bnd.n(0), sel.n(1) + bnd.n(1)}
+	total := Sides{sel.n(0) + bnd.n(0), sel.n(1) + bnd.n(1)}
+	sp.total = total
 	if total.X == 0 || total.XPrime == 0 {
 		return nil, fmt.Errorf("audit: need trials with both values of the secret bit (have %d with x, %d with x')", total.X, total.XPrime)
 	}
-	if bnd.n(0) == 0 || bnd.n(1) == 0 || (useSel && (sel.n(0) == 0 || sel.n(1) == 0)) {
+	if bnd.n(0) == 0 || bnd.n(1) == 0 || (sp.useSel && (sel.n(0) == 0 || sel.n(1) == 0)) {
 		return nil, fmt.Errorf("audit: too few trials to split (%d with x, %d with x')", total.X, total.XPrime)
 	}
+	return sp, nil
+}
 
+// analysis is the analysis of one or several scores of the same trials, all of its bounds holding
+// jointly at Options.Confidence.
+type analysis struct {
+	results  []*Result
+	fdpScore int // index of the score the f-DP statistic was computed for; -1: none
+}
+
+// analyzeSplits analyses the scores' splits at the joint level o.Confidence: the single-threshold
+// bounds of each score at (1 - fdpLevelShare)/len(sps) of the level when the f-DP statistic is
+// computed (all of it when not), the f-DP statistic, for the one score chosen on the selection
+// trials, at fdpLevelShare of it (Bonferroni).
+func analyzeSplits(o Options, sps []*split) (analysis, error) {
 	alpha := 1 - o.Confidence
+	an := analysis{fdpScore: -1}
+	fdp := o.Mechanism == privacy.Gaussian && o.FDPTests > 0 && sps[0].useSel
+	alphaST := alpha
+	if fdp {
+		alphaST = alpha * (1 - fdpLevelShare)
+	}
+	for _, sp := range sps {
+		res, err := sp.singleThreshold(o, alphaST/float64(len(sps)))
+		if err != nil {
+			return an, err
+		}
+		an.results = append(an.results, res)
+	}
+	if fdp {
+		if err := an.addFDP(sps, o, alpha*fdpLevelShare); err != nil {
+			return an, err
+		}
+	}
+	for i, r := range an.results {
+		// violation when a bound exceeds the claim (boundChecks: the rule the reports' words use)
+		r.Verdict = verdictOf(r.Checks())
+		r.Notes = notes(o, r, len(sps))
+		if o.CurvePoints > 0 {
+			r.Curve = sps[i].curve(r, o.CurvePoints)
+		}
+	}
+	return an, nil
+}
+
+// addFDP computes the f-DP statistic at level alpha (fdpAcross) and files each fold's tests with
+// the result of the score they belong to; fdpScore is the score of the largest bound.
+func (an *analysis) addFDP(sps []*split, o Options, alpha float64) error {
+	parts, evals, err := fdpAcross(sps, o, alpha)
+	if err != nil {
+		return fmt.Errorf("audit: f-DP bound: %w", err)
+	}
+	for i, e := range evals {
+		an.results[i].Candidates += e
+	}
+	best := math.Inf(-1)
+	for _, pt := range parts {
+		r := an.results[pt.score]
+		if r.FDP == nil {
+			r.FDPConfidence = 1 - alpha
+			r.Confidence -= alpha
+		}
+		r.FDP = append(r.FDP, pt.tests...)
+		r.MuFDP = math.Max(r.MuFDP, pt.mu)
+		if pt.mu > best {
+			best, an.fdpScore = pt.mu, pt.score
+		}
+	}
+	for _, r := range an.results {
+		if r.FDP == nil {
+			continue
+		}
+		eps, err := privacy.EpsilonForGDP(r.MuFDP, o.Delta)
+		if err != nil {
+			return fmt.Errorf("audit: f-DP bound: %w", err)
+		}
+		r.EpsilonLBFDP = eps
+	}
+	return nil
+}
+
+// curve is the empirical trade-off curve over all trials of the split, in the orientation of the
+// result's Gaussian-DP test (else its CP test).
+func (sp *split) curve(res *Result, points int) []CurvePoint {
+	full := sample{s: [2][]float64{merge(sp.sel.s[0], sp.bnd.s[0]), merge(sp.sel.s[1], sp.bnd.s[1])}}
+	or := OrientGreater
+	if res.GDP != nil {
+		or = Orientation(res.GDP.Orientation)
+	} else if res.CP.Orientation != "" {
+		or = Orientation(res.CP.Orientation)
+	}
+	return empiricalCurve(&full, points, or)
+}
+
+// singleThreshold chooses the tests of the single-threshold bounds (CP; GDP for a Gaussian
+// mechanism) and bounds them, all rate statements holding jointly at level 1 - alpha.
+func (sp *split) singleThreshold(o Options, alpha float64) (*Result, error) {
+	sel, bnd := &sp.sel, &sp.bnd
 	gauss := o.Mechanism == privacy.Gaussian
 	crits := []criterion{critCP}
 	if gauss {
@@ -519,10 +653,10 @@ func (t *Trials) Analyze(opts Options) (*Result, error) {
 		EpsilonClaimed: o.EpsilonClaimed,
 		Delta:          o.Delta,
 		Mechanism:      string(o.Mechanism),
-		Trials:         total,
+		Trials:         sp.total,
 		BoundTrials:    Sides{bnd.n(0), bnd.n(1)},
 		SelectTrials:   Sides{sel.n(0), sel.n(1)},
-		Confidence:     o.Confidence,
+		Confidence:     1 - alpha,
 		Selection:      string(o.Selection),
 		Orientation:    string(o.Orientation),
 	}
@@ -531,61 +665,11 @@ func (t *Trials) Analyze(opts Options) (*Result, error) {
 			res.MuClaimed = mu
 		}
 	}
+	tests := sp.chooseTests(o, crits, orient, alpha, res)
+	res.RateLevel = 1 - alpha/float64(res.Statements)
+	rateAlpha := alpha / float64(res.Statements)
 
-	// The f-DP statistic (Gaussian, with selection trials) takes 2 shares of the level per test.
-	fdpShares := 0
-	if gauss && useSel && o.FDPTests > 0 {
-		fdpShares = 2 * o.FDPTests
-	}
-	// Choose the tests and the per-rate level.
-	var tests []test
-	var rateAlpha float64
-	if o.Selection == SelectSplit {
-		// 2 rates per chosen test (one test per bound), union bound over them.
-		res.Statements = 2*len(crits) + fdpShares
-		rateAlpha = alpha / float64(res.Statements)
-		z := merge(sel.s[0], sel.s[1])
-		q := &searcher{s: &sel, alpha: rateAlpha * selectionPenalty, delta: o.Delta, orient: orient}
-		cands := grid(&sel, o.GridSize)
-		for _, c := range crits {
-			tt, _ := q.refine(z, cands, c)
-			tests = append(tests, tt)
-		}
-		res.Candidates = q.evals
-	} else {
-		var taus []float64
-		if len(o.Thresholds) > 0 {
-			taus = append(taus, o.Thresholds...)
-			slices.Sort(taus)
-			taus = slices.Compact(taus)
-		} else {
-			taus = grid(&sel, o.GridSize)
-			// The pilot also proposes one refined threshold per bound; the grid size is fixed first.
-			g := len(taus) + len(crits)
-			q := &searcher{s: &sel, alpha: selectionPenalty * alpha / float64(2*g*len(orient)), delta: o.Delta, orient: orient}
-			z := merge(sel.s[0], sel.s[1])
-			extra := make([]float64, 0, len(crits))
-			for _, c := range crits {
-				tt, _ := q.refine(z, taus, c)
-				extra = append(extra, tt.tau)
-			}
-			res.Candidates = q.evals
-			taus = append(taus, extra...) // duplicates allowed: they only make the level conservative
-		}
-		res.Statements = 2*len(taus)*len(orient) + fdpShares
-		rateAlpha = alpha / float64(res.Statements)
-		for _, tau := range taus {
-			for _, or := range orient {
-				tests = append(tests, test{tau, or})
-			}
-		}
-		if res.Candidates == 0 {
-			res.Candidates = len(taus)
-		}
-	}
-	res.RateLevel = 1 - rateAlpha
-
-	// Bound every chosen test on the bounding trials; all its statements hold jointly at Confidence.
+	// Bound every chosen test on the bounding trials; all its statements hold jointly at 1 - alpha.
 	bestCP, bestMu := math.Inf(-1), math.Inf(-1)
 	for _, tt := range tests {
 		fp, fn := bnd.errorsAt(tt.tau, tt.o)
@@ -620,32 +704,61 @@ func (t *Trials) Analyze(opts Options) (*Result, error) {
 		}
 		res.EpsilonLBGDP = eps
 	}
-	if fdpShares > 0 {
-		f, err := fdpStat(&sel, &bnd, o.FDPTests, float64(fdpShares)*rateAlpha, o.Delta, orient, o.GridSize)
-		if err != nil {
-			return nil, fmt.Errorf("audit: f-DP bound: %w", err)
-		}
-		res.MuFDP, res.EpsilonLBFDP, res.FDP = f.mu, f.eps, f.tests
-		res.Candidates += f.evals
-	}
-	// violation when a bound exceeds the claim (boundChecks: the rule the reports' words use)
-	res.Verdict = verdictOf(res.Checks())
-	res.Notes = notes(o, res)
-
-	if o.CurvePoints > 0 {
-		full := sample{s: [2][]float64{merge(sel.s[0], bnd.s[0]), merge(sel.s[1], bnd.s[1])}}
-		or := OrientGreater
-		if res.GDP != nil {
-			or = Orientation(res.GDP.Orientation)
-		} else if res.CP.Orientation != "" {
-			or = Orientation(res.CP.Orientation)
-		}
-		res.Curve = empiricalCurve(&full, o.CurvePoints, or)
-	}
 	return res, nil
 }
 
-func notes(o Options, r *Result) []string {
+// chooseTests chooses the tests of the single-threshold bounds on the selection trials (split: one
+// per bound; Bonferroni: every threshold of the grid in every orientation) and sets res.Statements
+// (the rate bounds of the union bound at level alpha) and res.Candidates.
+func (sp *split) chooseTests(o Options, crits []criterion, orient []Orientation, alpha float64, res *Result) []test {
+	sel := &sp.sel
+	var tests []test
+	if o.Selection == SelectSplit {
+		// 2 rates per chosen test (one test per bound), union bound over them.
+		res.Statements = 2 * len(crits)
+		z := merge(sel.s[0], sel.s[1])
+		q := &searcher{s: sel, alpha: alpha / float64(res.Statements) * selectionPenalty, delta: o.Delta, orient: orient}
+		cands := grid(sel, o.GridSize)
+		for _, c := range crits {
+			tt, _ := q.refine(z, cands, c)
+			tests = append(tests, tt)
+		}
+		res.Candidates = q.evals
+		return tests
+	}
+	var taus []float64
+	if len(o.Thresholds) > 0 {
+		taus = append(taus, o.Thresholds...)
+		slices.Sort(taus)
+		taus = slices.Compact(taus)
+	} else {
+		taus = grid(sel, o.GridSize)
+		// The pilot also proposes one refined threshold per bound; the grid size is fixed first.
+		g := len(taus) + len(crits)
+		q := &searcher{s: sel, alpha: selectionPenalty * alpha / float64(2*g*len(orient)), delta: o.Delta, orient: orient}
+		z := merge(sel.s[0], sel.s[1])
+		extra := make([]float64, 0, len(crits))
+		for _, c := range crits {
+			tt, _ := q.refine(z, taus, c)
+			extra = append(extra, tt.tau)
+		}
+		res.Candidates = q.evals
+		taus = append(taus, extra...) // duplicates allowed: they only make the level conservative
+	}
+	res.Statements = 2 * len(taus) * len(orient)
+	for _, tau := range taus {
+		for _, or := range orient {
+			tests = append(tests, test{tau, or})
+		}
+	}
+	if res.Candidates == 0 {
+		res.Candidates = len(taus)
+	}
+	return tests
+}
+
+// notes are the result's explanations; scores is the number of scores analysed together.
+func notes(o Options, r *Result, scores int) []string {
 	var n []string
 	switch o.Selection {
 	case SelectSplit:
@@ -659,15 +772,16 @@ func notes(o Options, r *Result) []string {
 				r.SelectTrials.X, r.SelectTrials.XPrime, r.Statements))
 		}
 	}
-	n = append(n, fmt.Sprintf("FPR_up and FNR_up are one-sided Clopper-Pearson upper bounds on the error rates, at level %.6g each; all %d of them hold jointly with probability >= %g",
-		r.RateLevel, r.Statements, r.Confidence))
-	n = append(n, fmt.Sprintf("eps_lb_cp (epsilon_lb_cp in audit.json) = max ln((1-delta-FNR_up)/FPR_up), ln((1-delta-FPR_up)/FNR_up), clamped at 0: a lower bound on eps with probability >= %g, %s",
-		r.Confidence, ruleCP.validity))
+	st := r.singleThresholdLevel()
+	n = append(n, fmt.Sprintf("FPR_up and FNR_up are one-sided Clopper-Pearson upper bounds on the error rates, at level %.6g each; all %d of them hold jointly with probability >= %.6g",
+		r.RateLevel, r.Statements, st))
+	n = append(n, fmt.Sprintf("eps_lb_cp (epsilon_lb_cp in audit.json) = max ln((1-delta-FNR_up)/FPR_up), ln((1-delta-FPR_up)/FNR_up), clamped at 0: a lower bound on eps with probability >= %.6g, %s",
+		st, ruleCP.validity))
 	if r.GDP != nil {
-		n = append(n, fmt.Sprintf("eps_lb_gdp (epsilon_lb_gdp) solves kappa(eps, mu_gdp) = delta with mu_gdp = PhiInv(1-FPR_up) - PhiInv(FNR_up) fitted to the trials: a lower bound on eps with probability >= %g %s",
-			r.Confidence, ruleGDP.validity))
+		n = append(n, fmt.Sprintf("eps_lb_gdp (epsilon_lb_gdp) solves kappa(eps, mu_gdp) = delta with mu_gdp = PhiInv(1-FPR_up) - PhiInv(FNR_up) fitted to the trials: a lower bound on eps with probability >= %.6g %s",
+			st, ruleGDP.validity))
 		if r.FDP != nil {
-			n = append(n, fdpNote(r))
+			n = append(n, fdpNote(r, scores))
 		}
 	} else {
 		n = append(n, "pure-eps (Laplace) audit: the Clopper-Pearson bound only (no Gaussian-DP bound is computed)")
@@ -675,4 +789,9 @@ func notes(o Options, r *Result) []string {
 	n = append(n, fmt.Sprintf("violation when a lower bound on eps > the claimed eps = %g, else consistent; consistent means no evidence of a violation at this confidence with this adversary, it does not prove the claim",
 		r.EpsilonClaimed))
 	return n
+}
+
+// singleThresholdLevel is the joint level of the single-threshold bounds' rate statements.
+func (r *Result) singleThresholdLevel() float64 {
+	return 1 - float64(r.Statements)*(1-r.RateLevel)
 }

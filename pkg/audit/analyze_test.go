@@ -337,9 +337,13 @@ func TestResultConsistency(t *testing.T) {
 	if eps, _ := privacy.EpsilonForGDP(r.MuGDP, r.Delta); eps != r.EpsilonLBGDP {
 		t.Errorf("lb_gdp %v, recomputed %v", r.EpsilonLBGDP, eps)
 	}
-	// 2 rates for each of the two tests, 2 shares for the f-DP statistic's one joint region.
-	if math.Abs(r.RateLevel-(1-0.05/6)) > 1e-15 || r.Statements != 6 {
-		t.Errorf("split with two bounds and the f-DP region: rate level %v statements %d", r.RateLevel, r.Statements)
+	// Half the level for the f-DP statistic's one joint region, the other half for 2 rates of each
+	// of the two tests; together the joint level.
+	if math.Abs(r.RateLevel-(1-0.05/2/4)) > 1e-15 || r.Statements != 4 || math.Abs(r.FDPConfidence-(1-0.05/2)) > 1e-15 {
+		t.Errorf("split with two bounds and the f-DP region: rate level %v statements %d, f-DP level %v", r.RateLevel, r.Statements, r.FDPConfidence)
+	}
+	if math.Abs(r.Confidence-0.95) > 1e-15 {
+		t.Errorf("joint level %v, want 0.95", r.Confidence)
 	}
 	js, err := json.Marshal(r)
 	if err != nil {

@@ -54,7 +54,8 @@
 //     for each bound (CP; GDP for Gaussian) and orientation; the criterion is the bound itself computed on
 //     the selection part at a 100x stricter level (against the winner's curse). The chosen tests (one per
 //     bound) are bounded on the other part, and each bound takes the best of them: S = 2 x bounds (4 for Gaussian, 2 for Laplace), so each rate
-//     is at 1 - alpha/4 or 1 - alpha/2. Cheap in confidence, costs the selection trials.
+//     is at 1 - alpha/8 for Gaussian (the f-DP statistic takes the other half of alpha) or 1 - alpha/2
+//     for Laplace. Cheap in confidence, costs the selection trials.
 //   - bonferroni: the grid is fixed before the bounding data is seen: either Options.Thresholds, or the
 //     same quantile grid (plus the refined best threshold of each bound) placed on a pilot share of the
 //     trials (PilotFraction, default 0.1), which is then left out. Every grid threshold, in every allowed
@@ -64,15 +65,25 @@
 //
 // Both give similar bounds (within a few percent at 10^5-10^6 trials per side; see the tests).
 //
+// # The f-DP statistic
+//
+// For a Gaussian mechanism with selection trials, eps_lb_fdp (fdp.go; docs/math.md section 6.1)
+// bounds both error rates of a test by one joint region. It takes half of the error level
+// (fdpLevelShare): the single-threshold bounds above share the other half, so the S statements
+// hold at 1 - (1 - Confidence)/2. With split selection it is cross-fitted: one fold chooses its
+// test on the selection half and bounds it on the other, the other fold the reverse, each region at
+// a quarter of the error level, and the larger bound is reported. With several scores each fold
+// chooses its score on its choosing half (Game.Analyze).
+//
 // The split tag depends only on the trial number, so the result depends only on the multiset of
 // (trial, bit, score): engines may add trials in any order from any number of workers (per-worker Trials
 // buffers merged with Merge) and get bit-identical reports for a seed.
 //
 // # The verdict
 //
-// "violation" when eps_lb_cp or eps_lb_gdp exceeds the claimed eps: with probability >= Confidence the
-// mechanism, as run, does not satisfy the claim (for the GDP bound: or its trade-off curve is not
-// Gaussian). "consistent" means only that this adversary, with these trials, found no evidence against
+// "violation" when eps_lb_cp, eps_lb_gdp or eps_lb_fdp exceeds the claimed eps: with probability >=
+// Confidence the mechanism, as run, does not satisfy the claim (for the GDP and f-DP bounds: or its
+// trade-off curve is not Gaussian). "consistent" means only that this adversary, with these trials, found no evidence against
 // the claim at this confidence: it is not a proof of privacy (a weaker score, a non-worst pair or too few
 // trials all give low bounds), and eps_lb says how much of the claim was actually exercised: a tight
 // audit shows eps_lb close to eps. For a mechanism exactly at its claim a false "violation" happens with

@@ -38,7 +38,7 @@ func Example() {
 	// verdict: consistent
 	// Gaussian-DP bound within [0.9 eps, eps]: true
 	// Clopper-Pearson bound below the claim: true
-	// confidence 0.95, 6 rate statements
+	// confidence 0.95, 4 rate statements
 }
 
 // Audit an under-calibrated Laplace mechanism: noise scale b = 1 for a shift of 3 (true eps = 3) while

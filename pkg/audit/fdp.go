@@ -57,6 +57,9 @@ type FDPBound struct {
 	FNRCorner float64 `json:"fnr_corner"`
 	// Mu is the lower bound on mu this test gives (clamped at 0).
 	Mu float64 `json:"mu"`
+	// BoundedOn is the part of the trials the test was bounded on: "bounding" (chosen on the
+	// selection trials) or "selection" (chosen on the bounding trials: the swapped fold).
+	BoundedOn string `json:"bounded_on"`
 }
 
 // fdpRegion is the joint confidence region of one test's two rates.
@@ -137,54 +140,115 @@ func fdpWeights(fp, s0, fn, s1, n0, n1 int) (w0, w1 float64) {
 	return w(fp, s0, n0), w(fn, s1, n1)
 }
 
-// fdpResult is the f-DP statistic of one analysis.
-type fdpResult struct {
-	mu    float64 // lower bound on mu (max over the bounded tests), clamped at 0
-	eps   float64 // eps at the claim's delta of a mu-GDP mechanism with mu
+// fdpPart is the f-DP statistic of one fold: tests chosen on one part of the trials, for one
+// score, and bounded on the other part.
+type fdpPart struct {
+	score int // index of the score the tests belong to
+	mu    float64
 	tests []FDPBound
-	evals int
 }
 
-// fdpStat chooses the f-DP statistic's tests on sel (the m best thresholds of the mu criterion at
-// the region's symmetric per-rate level, penalised like the single-threshold selection) and bounds
-// them on bnd, each region at level alpha/m.
-func fdpStat(sel, bnd *sample, m int, alpha, delta float64, orient []Orientation, gridSize int) (fdpResult, error) {
-	var res fdpResult
-	ra := alpha / float64(m)
-	// The symmetric point of the region: both Z at z/sqrt(2).
-	zr := newFDPRegion(0, 1, 0, 1, 1, 1, ra).z
-	q := &searcher{s: sel, alpha: privacy.Phi(-zr/math.Sqrt2) * selectionPenalty, delta: delta, orient: orient}
-	z := merge(sel.s[0], sel.s[1])
-	cands := grid(sel, gridSize)
-	tests := fdpChoose(q, z, cands, m)
-	res.evals = q.evals
-	res.mu = math.Inf(-1)
-	for _, tt := range tests {
-		sfp, sfn := sel.errorsAt(tt.tau, tt.o)
-		fp, fn := bnd.errorsAt(tt.tau, tt.o)
-		w0, w1 := fdpWeights(sfp, sel.n(0), sfn, sel.n(1), bnd.n(0), bnd.n(1))
-		reg := newFDPRegion(fp, bnd.n(0), fn, bnd.n(1), w0, w1, ra)
-		v, p, qq := reg.infimum(gdpMu)
-		res.tests = append(res.tests, FDPBound{Threshold: tt.tau, Orientation: string(tt.o),
-			FPR: float64(fp) / float64(bnd.n(0)), FNR: float64(fn) / float64(bnd.n(1)),
-			WeightFPR: w0, WeightFNR: w1, FPRCorner: p, FNRCorner: qq, Mu: math.Max(0, v)})
-		res.mu = math.Max(res.mu, v)
-	}
-	res.mu = math.Max(0, res.mu)
-	eps, err := privacy.EpsilonForGDP(res.mu, delta)
-	if err != nil {
-		return res, err
-	}
-	res.eps = eps
-	return res, nil
+// fdpSelectPenalty is the multiple of its own standard deviation that the selection criterion of
+// the f-DP statistic subtracts from a test's mu estimate on the selection trials. Under a Gaussian
+// trade-off curve every test has the same mu, so the choice among hundreds of candidates would
+// otherwise follow the noise, towards tail tests whose estimates are the noisiest (the winner's
+// curse) and whose bounds on fresh trials are the widest. On 40 seeds of exact mu-GDP scores at the
+// vehicle's claim (one fold at half the level), 12 against the 4.7 of a rectangle criterion moved
+// the mean eps_lb_fdp from 0.9866 to 0.9884 of eps at 10^6 trials per side (tests chosen nearer the
+// symmetric point, where the estimate's variance is smallest) and left 10^5 unchanged; 8 to 24
+// gave the same within 0.001.
+const fdpSelectPenalty = 12.0
+
+// fdpSelectValue is the f-DP selection criterion of a test with fp of n0 and fn of n1 errors on the
+// selection trials: the mu estimate minus fdpSelectPenalty of its standard deviation.
+func fdpSelectValue(fp, n0, fn, n1 int) float64 {
+	w0, w1 := fdpWeights(fp, n0, fn, n1, n0, n1)
+	p := (float64(fp) + 0.5) / (float64(n0) + 1)
+	q := (float64(fn) + 0.5) / (float64(n1) + 1)
+	return gdpMu(p, q) - fdpSelectPenalty*math.Hypot(w0, w1)
 }
 
-// fdpChoose returns m tests: the refined best one, then the best remaining grid candidates.
-func fdpChoose(q *searcher, z, cands []float64, m int) []test {
-	best, _ := q.refine(z, cands, critGDP)
+// Which part of the trials an f-DP test was bounded on (FDPBound.BoundedOn).
+const (
+	boundedOnBounding  = "bounding"  // chosen on the selection trials
+	boundedOnSelection = "selection" // chosen on the bounding trials (split selection only)
+)
+
+// fdpAcross computes the f-DP statistic at level alpha over the scores' splits, cross-fitted: with
+// split selection there are two folds, one choosing on the selection half and bounding on the
+// other half, one with the halves swapped (with a Bonferroni pilot, only the first). In each fold
+// every score chooses its m tests on the fold's choosing part (fdpChoose), the score whose best
+// test has the largest criterion is kept (a choice on the choosing part, so it costs no level), and
+// its tests are bounded on the fold's other part, each region at level alpha/(folds m). Every test
+// is bounded on trials that did not choose it, and the union bound covers all regions together, so
+// the largest of the folds' bounds is a lower bound at level alpha; for a mechanism at its claim the
+// two folds' bounds are nearly independent, and their maximum sits about half a standard deviation
+// above either one, more than the level it costs to have two.
+// It also returns the thresholds each score evaluated while choosing.
+func fdpAcross(sps []*split, o Options, alpha float64) ([]fdpPart, []int, error) {
+	orient := orientations(o.Orientation)
+	folds := 1
+	if o.Selection == SelectSplit {
+		folds = 2
+	}
+	var parts []fdpPart
+	evals := make([]int, len(sps))
+	for f := 0; f < folds; f++ {
+		part := func(sp *split) (choose, bound *sample) {
+			if f == 0 {
+				return &sp.sel, &sp.bnd
+			}
+			return &sp.bnd, &sp.sel
+		}
+		best, bestV := -1, math.Inf(-1)
+		var chosen []test
+		for i, sp := range sps {
+			ch, _ := part(sp)
+			q := &searcher{s: ch, delta: o.Delta, orient: orient}
+			tests, v := fdpChoose(q, merge(ch.s[0], ch.s[1]), grid(ch, o.GridSize), o.FDPTests)
+			evals[i] += q.evals
+			// >=: on a tie the later score (the likelihood ratio, optimal where it exists) is
+			// kept, as for the headline score.
+			if best < 0 || v >= bestV {
+				best, bestV, chosen = i, v, tests
+			}
+		}
+		ch, bd := part(sps[best])
+		pt := fdpPart{score: best, mu: math.Inf(-1)}
+		on := boundedOnBounding
+		if f == 1 {
+			on = boundedOnSelection
+		}
+		for _, tt := range chosen {
+			b := fdpBound(ch, bd, tt, alpha/float64(folds*len(chosen)))
+			b.BoundedOn = on
+			pt.tests = append(pt.tests, b)
+			pt.mu = math.Max(pt.mu, b.Mu)
+		}
+		parts = append(parts, pt)
+	}
+	return parts, evals, nil
+}
+
+// fdpBound bounds test tt, chosen on ch, by its joint region on bd at level alpha.
+func fdpBound(ch, bd *sample, tt test, alpha float64) FDPBound {
+	sfp, sfn := ch.errorsAt(tt.tau, tt.o)
+	fp, fn := bd.errorsAt(tt.tau, tt.o)
+	w0, w1 := fdpWeights(sfp, ch.n(0), sfn, ch.n(1), bd.n(0), bd.n(1))
+	reg := newFDPRegion(fp, bd.n(0), fn, bd.n(1), w0, w1, alpha)
+	v, p, q := reg.infimum(gdpMu)
+	return FDPBound{Threshold: tt.tau, Orientation: string(tt.o),
+		FPR: float64(fp) / float64(bd.n(0)), FNR: float64(fn) / float64(bd.n(1)),
+		WeightFPR: w0, WeightFNR: w1, FPRCorner: p, FNRCorner: q, Mu: math.Max(0, v)}
+}
+
+// fdpChoose returns m tests by the f-DP selection criterion (critFDP), the refined best one, then
+// the best remaining grid candidates, and the best one's criterion value.
+func fdpChoose(q *searcher, z, cands []float64, m int) ([]test, float64) {
+	best, bv := q.refine(z, cands, critFDP)
 	out := []test{best}
 	if m == 1 {
-		return out
+		return out, bv
 	}
 	type cv struct {
 		t test
@@ -192,7 +256,7 @@ func fdpChoose(q *searcher, z, cands []float64, m int) []test {
 	}
 	var all []cv
 	for _, tau := range cands {
-		t, v := q.best(tau, critGDP)
+		t, v := q.best(tau, critFDP)
 		if tau != best.tau {
 			all = append(all, cv{t, v})
 		}
@@ -207,12 +271,17 @@ func fdpChoose(q *searcher, z, cands []float64, m int) []test {
 		out = append(out, all[bi].t)
 		all = append(all[:bi], all[bi+1:]...)
 	}
-	return out
+	return out, bv
 }
 
-// fdpNote says what the f-DP statistic is and at which level it holds.
-func fdpNote(r *Result) string {
-	return fmt.Sprintf("eps_lb_fdp (epsilon_lb_fdp) solves kappa(eps, mu_fdp) = delta with mu_fdp = the largest mu whose mu-GDP trade-off curve lies above every point of a joint confidence region of (FPR, FNR) of %d test(s) chosen on the selection trials "+
-		"(per test: the two exact binomial p-values combined by a weighted Stouffer sum, %d of the %d shares of the level): a lower bound on eps with probability >= %g %s",
-		len(r.FDP), 2*len(r.FDP), r.Statements, r.Confidence, ruleFDP.validity)
+// fdpNote says what the f-DP statistic is and at which level it holds; scores is the number of
+// scores it was chosen among.
+func fdpNote(r *Result, scores int) string {
+	among := ""
+	if scores > 1 {
+		among = fmt.Sprintf(", this score chosen among %d on the selection trials", scores)
+	}
+	return fmt.Sprintf("eps_lb_fdp (epsilon_lb_fdp) solves kappa(eps, mu_fdp) = delta with mu_fdp = the largest mu whose mu-GDP trade-off curve lies above every point of a joint confidence region of (FPR, FNR) of %d test(s) chosen on the selection trials%s "+
+		"(per test: the two exact binomial p-values combined by a weighted Stouffer sum; the regions take %g of the joint error level): a lower bound on eps with probability >= %.6g %s",
+		len(r.FDP), among, fdpLevelShare, r.FDPConfidence, ruleFDP.validity)
 }

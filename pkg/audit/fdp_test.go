@@ -70,41 +70,54 @@ func bruteMuFDP(fp, n0, fn, n1 int, w0, w1, alpha, tol float64) float64 {
 	return lo
 }
 
-// TestFDPRecomputed: mu_fdp and eps_lb_fdp recomputed from the raw counts of the reported test
-// by the dual route (bisection over mu, the region's membership from the binomial CDF along the
-// whole mu-GDP curve), agreeing to 1e-4; the reported mu is never above it (the scan along the
-// region's boundary rounds down).
+// TestFDPRecomputed: mu_fdp and eps_lb_fdp recomputed from the raw counts of the reported tests
+// (one per fold: chosen on one half, bounded on the other) by the dual route (bisection over mu, the
+// region's membership from the binomial CDF along the whole mu-GDP curve), agreeing to 1e-4; the
+// reported mu is never above it (the scan along the region's boundary rounds down).
 func TestFDPRecomputed(t *testing.T) {
 	for _, c := range []struct {
 		n       int
 		mu, eps float64
 	}{{20000, 0.5, 1}, {50000, 1.2, 2}, {5000, 0.2, 0.5}} {
 		r := analyze(t, gaussTrials(17, c.n, c.mu), Options{EpsilonClaimed: c.eps, Delta: 1e-2})
-		if len(r.FDP) != DefaultFDPTests {
-			t.Fatalf("%d f-DP tests, want %d", len(r.FDP), DefaultFDPTests)
+		if len(r.FDP) != 2*DefaultFDPTests {
+			t.Fatalf("%d f-DP tests, want %d per fold", len(r.FDP), DefaultFDPTests)
 		}
-		f := r.FDP[0]
-		n0, n1 := r.BoundTrials.X, r.BoundTrials.XPrime
-		fp, fn := int(math.Round(f.FPR*float64(n0))), int(math.Round(f.FNR*float64(n1)))
-		alpha := 2 * (1 - r.RateLevel) // the region's share of the level
-		mu := bruteMuFDP(fp, n0, fn, n1, f.WeightFPR, f.WeightFNR, alpha, 1e-6)
+		alpha := (1 - r.FDPConfidence) / float64(len(r.FDP)) // each region's share of the level
+		best := math.Inf(-1)
+		for i, f := range r.FDP {
+			n0, n1 := r.BoundTrials.X, r.BoundTrials.XPrime
+			if want := []string{boundedOnBounding, boundedOnSelection}[i]; f.BoundedOn != want {
+				t.Errorf("test %d bounded on %q, want %q", i, f.BoundedOn, want)
+			}
+			if f.BoundedOn == boundedOnSelection {
+				n0, n1 = r.SelectTrials.X, r.SelectTrials.XPrime
+			}
+			fp, fn := int(math.Round(f.FPR*float64(n0))), int(math.Round(f.FNR*float64(n1)))
+			mu := bruteMuFDP(fp, n0, fn, n1, f.WeightFPR, f.WeightFNR, alpha, 1e-6)
+			t.Logf("n=%d mu=%g, bounded on %s: mu %.5f, brute force %.5f", c.n, c.mu, f.BoundedOn, f.Mu, mu)
+			if f.Mu > mu+1e-5 {
+				t.Errorf("mu %.5f above the largest rejected mu %.5f", f.Mu, mu)
+			}
+			if f.Mu < mu-1e-4 {
+				t.Errorf("mu %.5f well below the brute force %.5f", f.Mu, mu)
+			}
+			// The corner lies in the region and on the reported mu's curve (up to the scan's step).
+			if got := gdpMu(f.FPRCorner, f.FNRCorner); math.Abs(got-f.Mu) > 1e-12 && f.Mu > 0 {
+				t.Errorf("corner gives mu %v, reported %v", got, f.Mu)
+			}
+			best = math.Max(best, mu)
+		}
 		t.Logf("n=%d mu=%g: mu_fdp %.5f, brute force %.5f (mu_gdp %.5f); eps_lb_fdp %.4f eps_lb_gdp %.4f",
-			c.n, c.mu, r.MuFDP, mu, r.MuGDP, r.EpsilonLBFDP, r.EpsilonLBGDP)
-		if r.MuFDP > mu+1e-5 {
-			t.Errorf("mu_fdp %.5f above the largest rejected mu %.5f", r.MuFDP, mu)
-		}
-		if r.MuFDP < mu-1e-4 {
-			t.Errorf("mu_fdp %.5f well below the brute force %.5f", r.MuFDP, mu)
+			c.n, c.mu, r.MuFDP, best, r.MuGDP, r.EpsilonLBFDP, r.EpsilonLBGDP)
+		if r.MuFDP > best+1e-5 || r.MuFDP < best-1e-4 {
+			t.Errorf("mu_fdp %.5f, the largest recomputed %.5f", r.MuFDP, best)
 		}
 		if eps, _ := privacy.EpsilonForGDP(r.MuFDP, r.Delta); eps != r.EpsilonLBFDP {
 			t.Errorf("eps_lb_fdp %v, recomputed %v", r.EpsilonLBFDP, eps)
 		}
 		if r.MuFDP > c.mu {
 			t.Errorf("mu_fdp %.4f above the truth %.4f", r.MuFDP, c.mu)
-		}
-		// The corner lies in the region and on the reported mu's curve (up to the scan's step).
-		if got := gdpMu(f.FPRCorner, f.FNRCorner); math.Abs(got-f.Mu) > 1e-12 {
-			t.Errorf("corner gives mu %v, reported %v", got, f.Mu)
 		}
 	}
 }
@@ -163,5 +176,53 @@ func TestFDPFalseAlarmRate(t *testing.T) {
 	t.Logf("mean eps_lb_fdp / eps: %.4f", sum/float64(seeds)/eps)
 	if lo > 0.05 {
 		t.Errorf("the false-violation rate is above 5%% with 95%% confidence")
+	}
+}
+
+// TestFDPAcrossScores: with several scores each fold of the f-DP statistic is computed once, for
+// the score whose choosing trials give the best criterion (here the informative one, against a
+// score that ignores the secret, in both folds), at half the joint level; the single-threshold bounds of the scores share the
+// other half, so that the levels of all the results' bounds add up to the joint level.
+func TestFDPAcrossScores(t *testing.T) {
+	o, err := Options{EpsilonClaimed: 1, Delta: 1e-2}.normalise()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sps []*split
+	for _, tr := range []*Trials{gaussTrials(5, 20000, 0), gaussTrials(6, 20000, 0.5)} {
+		sp, err := tr.split(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sps = append(sps, sp)
+	}
+	an, err := analyzeSplits(o, sps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if an.fdpScore != 1 {
+		t.Fatalf("f-DP statistic for score %d, want the informative score 1", an.fdpScore)
+	}
+	noise, info := an.results[0], an.results[1]
+	if noise.FDP != nil || noise.MuFDP != 0 || noise.FDPConfidence != 0 {
+		t.Errorf("the uninformative score has an f-DP statistic: %+v", noise.FDP)
+	}
+	if len(info.FDP) != 2 || info.MuFDP <= 0 || info.FDPConfidence != 1-0.05/2 {
+		t.Errorf("informative score: %d tests, mu_fdp %v, level %v", len(info.FDP), info.MuFDP, info.FDPConfidence)
+	}
+	// error levels: each score's single-threshold statements 0.025/2, the f-DP regions 0.025
+	miss := 1 - info.FDPConfidence
+	for _, r := range an.results {
+		st := float64(r.Statements) * (1 - r.RateLevel)
+		if math.Abs(st-0.05/2/2) > 1e-15 {
+			t.Errorf("single-threshold error level %v, want %v", st, 0.05/2/2)
+		}
+		miss += st
+	}
+	if math.Abs(miss-0.05) > 1e-15 {
+		t.Errorf("the error levels add up to %v, want 0.05", miss)
+	}
+	if info.Confidence != 1-0.05/4-0.05/2 || noise.Confidence != 1-0.05/4 {
+		t.Errorf("per-score levels %v and %v", noise.Confidence, info.Confidence)
 	}
 }

@@ -69,6 +69,9 @@ type GameReport struct {
 	Verdict      string  `json:"verdict"`
 	// Score is the score with the strongest bound (max of its CP, GDP and f-DP bounds).
 	Score string `json:"score"`
+	// FDPScore is the score the f-DP statistic was computed for, chosen on the selection trials
+	// (Gaussian mechanisms); the other scores have no f-DP statistic.
+	FDPScore string `json:"fdp_score,omitempty"`
 
 	Pair   Pair          `json:"pair"`
 	Theory *Theory       `json:"theory,omitempty"`
@@ -122,7 +125,7 @@ func (g *Game) Analyze(out *Outcome, o ReportOptions) (*GameReport, error) {
 		EpsilonClaimed: claimRun,
 		Delta:          pr.Delta,
 		Mechanism:      p.Mechanism,
-		Confidence:     1 - (1-o.Confidence)/float64(k),
+		Confidence:     o.Confidence, // the joint level of every score's bounds (analyzeSplits)
 		Selection:      o.Selection,
 		CurvePoints:    curve,
 	}
@@ -143,12 +146,16 @@ func (g *Game) Analyze(out *Outcome, o ReportOptions) (*GameReport, error) {
 	if out.Elapsed > 0 {
 		r.EpisodesPerSec = float64(r.Episodes) / out.Elapsed.Seconds()
 	}
+	an, err := g.analyzeScores(out, opts)
+	if err != nil {
+		return nil, err
+	}
+	if an.fdpScore >= 0 {
+		r.FDPScore = g.names[an.fdpScore]
+	}
 	best := math.Inf(-1)
 	for i, name := range g.names {
-		res, err := out.Trials[i].Analyze(opts)
-		if err != nil {
-			return nil, fmt.Errorf("audit: score %s: %w", name, err)
-		}
+		res := an.results[i]
 		r.Scores = append(r.Scores, ScoreResult{Name: name, Result: res})
 		r.EpsilonLBCP = math.Max(r.EpsilonLBCP, res.EpsilonLBCP)
 		r.EpsilonLBGDP = math.Max(r.EpsilonLBGDP, res.EpsilonLBGDP)
@@ -169,10 +176,35 @@ func (g *Game) Analyze(out *Outcome, o ReportOptions) (*GameReport, error) {
 	}
 	r.Notes = append(r.Notes, g.Notes...)
 	r.Notes = append(r.Notes,
-		fmt.Sprintf("%d scores, each analysed at confidence %.6g so that all bounds hold jointly at %g (Bonferroni)", k, opts.Confidence, o.Confidence),
+		levelNote(r, an, k),
 		fmt.Sprintf("challenger: balanced secret bits (trials 2k, 2k+1 opposite, coin from rng(seed, challenger, 2k)); episode e = trial e uses the noise stream of episode e"),
 		"the adversary sees only the transcript (yhat and u, or every y_i); its score is a public function of its final least-squares estimate of the initial state and of the public pair")
 	return r, nil
+}
+
+// analyzeScores splits every score's trials and analyses them together (analyzeSplits).
+func (g *Game) analyzeScores(out *Outcome, opts Options) (analysis, error) {
+	o, err := opts.normalise()
+	if err != nil {
+		return analysis{}, err
+	}
+	sps := make([]*split, len(g.names))
+	for i, name := range g.names {
+		if sps[i], err = out.Trials[i].split(o); err != nil {
+			return analysis{}, fmt.Errorf("audit: score %s: %w", name, err)
+		}
+	}
+	return analyzeSplits(o, sps)
+}
+
+// levelNote says how the report's joint level is shared among the scores' bounds.
+func levelNote(r *GameReport, an analysis, k int) string {
+	st := an.results[0].singleThresholdLevel()
+	if an.fdpScore < 0 {
+		return fmt.Sprintf("%d scores, the bounds of each at confidence %.6g, so that all bounds hold jointly at %g (Bonferroni)", k, st, r.Confidence)
+	}
+	return fmt.Sprintf("%d scores: the single-threshold bounds (eps_lb_cp, eps_lb_gdp) of each at confidence %.6g, the f-DP statistic at %.6g for the one score (%s) whose selection trials gave it the best criterion, so that all bounds hold jointly at %g (Bonferroni)",
+		k, st, an.results[an.fdpScore].FDPConfidence, r.FDPScore, r.Confidence)
 }
 
 // BoundCheck is one comparison the verdict is decided on: a lower bound on eps against the

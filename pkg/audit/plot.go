@@ -104,10 +104,16 @@ func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 		p.Legend.Add(fmt.Sprintf("empirical (%d+%d trials)", r.Trials.X, r.Trials.XPrime), el)
 	}
 
-	if err := addTestPoint(p, r.CP, draw.CrossGlyph{}, "test giving the CP bound (FPR_up, FNR_up)"); err != nil {
+	// One test may give both bounds (the same threshold chosen for each): drawn once, named so.
+	same := r.GDP != nil && r.GDP.Threshold == r.CP.Threshold && r.GDP.Orientation == r.CP.Orientation
+	cpName := "test giving the CP bound (FPR_up, FNR_up)"
+	if same {
+		cpName = "test giving the CP and GDP bounds (FPR_up, FNR_up)"
+	}
+	if err := addTestPoint(p, r.CP, draw.CrossGlyph{}, cpName); err != nil {
 		return nil, err
 	}
-	if r.GDP != nil {
+	if r.GDP != nil && !same {
 		if err := addTestPoint(p, *r.GDP, draw.PlusGlyph{}, "test giving the GDP bound (FPR_up, FNR_up)"); err != nil {
 			return nil, err
 		}

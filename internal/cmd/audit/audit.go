@@ -61,8 +61,10 @@ Clopper-Pearson intervals and derives eps_lb_cp = the larger of ln((1 - delta - 
 and ln((1 - delta - FPR_up)/FNR_up) (a lower bound on eps for any mechanism) and, for Gaussian noise,
 eps_lb_gdp from the Gaussian-DP fit mu_gdp (kappa(eps_lb_gdp, mu_gdp) = delta; a lower bound only if
 the trade-off curve is Gaussian), and eps_lb_fdp from the f-DP statistic (a joint confidence region
-of both error rates of a test instead of two separate bounds; the same assumption, tighter; docs/math.md
-section 6.1). All bounds of all scores hold jointly at the confidence level.
+of both error rates of a test instead of two separate bounds, cross-fitted over the two halves of the
+trials; the same assumption, tighter; docs/math.md section 6.1). All bounds of all scores hold
+jointly at the confidence level: the f-DP statistic takes half of its error level, the single-threshold
+bounds of the scores share the other half.
 Verdict: violation when eps_lb_cp, eps_lb_gdp or eps_lb_fdp > eps (the claimed eps), else consistent (no
 evidence against the claim - not a proof); the output states each comparison.
 
