@@ -275,13 +275,13 @@ func fdpChoose(q *searcher, z, cands []float64, m int) ([]test, float64) {
 }
 
 // fdpNote says what the f-DP statistic is and at which level it holds; scores is the number of
-// scores it was chosen among.
+// scores its folds chose among.
 func fdpNote(r *Result, scores int) string {
 	among := ""
 	if scores > 1 {
-		among = fmt.Sprintf(", this score chosen among %d on the selection trials", scores)
+		among = fmt.Sprintf(", for the score (of %d) the choosing part preferred", scores)
 	}
-	return fmt.Sprintf("eps_lb_fdp (epsilon_lb_fdp) solves kappa(eps, mu_fdp) = delta with mu_fdp = the largest mu whose mu-GDP trade-off curve lies above every point of a joint confidence region of (FPR, FNR) of %d test(s) chosen on the selection trials%s "+
-		"(per test: the two exact binomial p-values combined by a weighted Stouffer sum; the regions take %g of the joint error level): a lower bound on eps with probability >= %.6g %s",
+	return fmt.Sprintf("eps_lb_fdp (epsilon_lb_fdp) solves kappa(eps, mu_fdp) = delta with mu_fdp = the largest mu whose mu-GDP trade-off curve lies above every point of the joint confidence region of (FPR, FNR) of one of %d test(s), "+
+		"each chosen on one part of the trials%s and bounded on the other (cross-fitted; per test: the two exact binomial p-values combined by a weighted Stouffer sum; the regions take %g of the joint error level): a lower bound on eps with probability >= %.6g %s",
 		len(r.FDP), among, fdpLevelShare, r.FDPConfidence, ruleFDP.validity)
 }

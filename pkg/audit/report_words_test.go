@@ -37,11 +37,15 @@ var wordsCases = []wordsCase{
 // handReport builds a two-score report from a case, the way Game.Analyze assembles one: the
 // headline bounds are the maxima over the scores; the verdict comes from the numbers.
 func handReport(c wordsCase) *GameReport {
-	res := func(cp, gdp, mu float64) *Result {
+	// fdp: the score the f-DP statistic was computed for (one of the two, as Game.Analyze does)
+	res := func(cp, gdp, mu float64, fdp bool) *Result {
 		r := &Result{EpsilonClaimed: c.eps, Delta: 0.01, Mechanism: c.mechanism, EpsilonLBCP: cp, Confidence: 0.975}
 		if c.mechanism == "gaussian" {
 			r.EpsilonLBGDP, r.MuGDP, r.MuClaimed = gdp, mu, 0.533
-			r.EpsilonLBFDP, r.MuFDP = gdp, mu
+			if fdp {
+				r.EpsilonLBFDP, r.MuFDP, r.FDPConfidence = gdp, mu, 0.975
+				r.FDP = []FDPBound{{Mu: mu, BoundedOn: boundedOnBounding}}
+			}
 			r.GDP = &Bound{Mu: mu}
 		} else {
 			r.Delta = 0
@@ -55,8 +59,8 @@ func handReport(c wordsCase) *GameReport {
 		Pair:   Pair{Source: PairWorst, X0: []float64{0, 0}, X0Prime: []float64{1, 0}},
 		Theory: &Theory{MuPair: 0.533, EpsilonPair: 1},
 		Scores: []ScoreResult{
-			{Name: ScoreProjection, Result: res(c.cp/2, c.gdp/2, 0.2)},
-			{Name: ScoreLLR, Result: res(c.cp, c.gdp, 0.4754)},
+			{Name: ScoreProjection, Result: res(c.cp/2, c.gdp/2, 0.2, false)},
+			{Name: ScoreLLR, Result: res(c.cp, c.gdp, 0.4754, true)},
 		},
 		EpsilonLBCP: c.cp, EpsilonLBGDP: c.gdp, EpsilonLBFDP: c.gdp, Score: ScoreLLR,
 	}
@@ -145,13 +149,17 @@ func TestMarkdownVerdictWords(t *testing.T) {
 				require.Contains(t, md, "rests on the Gaussian-DP bounds alone (eps_lb_gdp and eps_lb_fdp)")
 			}
 			// Each score's verdict word is its own numbers' comparison, at its stated level.
-			require.Contains(t, md, "verdict (this score alone, at confidence 0.975)")
+			require.Contains(t, md, "verdict (this score alone, at the joint level of its own bounds)")
 			for _, s := range r.Scores {
 				want := Consistent
-				if s.Result.EpsilonLBCP > c.eps || s.Result.EpsilonLBGDP > c.eps {
+				if s.Result.EpsilonLBCP > c.eps || s.Result.EpsilonLBGDP > c.eps || s.Result.EpsilonLBFDP > c.eps {
 					want = Violation
 				}
-				require.Regexp(t, `\n\| `+s.Name+` \|[^\n]*\| `+want+` \|\n`, md)
+				require.Regexp(t, `\n\| `+s.Name+` \|[^\n]*\| `+want+` at 0.975 \|\n`, md)
+				if c.mechanism == "gaussian" && s.Result.FDP == nil {
+					// the f-DP statistic chose the other score: not a 0
+					require.Regexp(t, `\n\| `+s.Name+` \|[^\n]*\| n/a \(another score chosen\) \|`, md)
+				}
 			}
 		})
 	}

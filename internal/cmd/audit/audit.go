@@ -720,8 +720,12 @@ func printTable(w io.Writer, reports []*audit.GameReport, out string) {
 		for _, s := range r.Scores {
 			line := fmt.Sprintf("eps_lb_cp %s", g(s.Result.EpsilonLBCP))
 			if r.Mechanism == string(privacy.Gaussian) {
-				line += fmt.Sprintf(", eps_lb_gdp %s (mu_gdp %s, fitted to the trials), eps_lb_fdp %s (mu_fdp %s)",
-					g(s.Result.EpsilonLBGDP), g(s.Result.MuGDP), g(s.Result.EpsilonLBFDP), g(s.Result.MuFDP))
+				line += fmt.Sprintf(", eps_lb_gdp %s (mu_gdp %s, fitted to the trials), ", g(s.Result.EpsilonLBGDP), g(s.Result.MuGDP))
+				if s.Result.FDP == nil {
+					line += "eps_lb_fdp n/a (the f-DP statistic chose another score on the selection trials)"
+				} else {
+					line += fmt.Sprintf("eps_lb_fdp %s (mu_fdp %s)", g(s.Result.EpsilonLBFDP), g(s.Result.MuFDP))
+				}
 			}
 			mark := ""
 			if s.Name == r.Score {
