@@ -1,0 +1,132 @@
+package fault
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/pkg/scenario"
+)
+
+// lossyPlay releases steps 0..T-1 of a few episodes through ob and returns every delivery and
+// fault event, in order, and the counters. swap, if set, runs before each release.
+func lossyPlay(ob *Outbox, swap func(ep, t int)) ([]string, []LinkStats) {
+	var out []string
+	ob.Log = func(e *Event) { out = append(out, fmt.Sprintf("event %+v", *e)) }
+	for _, ep := range []int{0, 1, 3, 1} {
+		ob.Begin(ep)
+		for step := 0; step < 40; step++ {
+			if swap != nil {
+				swap(ep, step)
+			}
+			ob.Release(step, []float64{float64(step)}, func(d *Delivery) {
+				out = append(out, fmt.Sprintf("%d %v %d %d %v %v %v %v", d.To, d.Except, d.Step, d.At, d.Gap, d.More, d.Delay, d.Values))
+			})
+		}
+	}
+	ob.End()
+	return out, append([]LinkStats(nil), ob.Stats()...)
+}
+
+// An outbox whose links are clear or drop-only takes the lossy path (releaseLossy), and it
+// yields the general path's deliveries, fault events and counters exactly: the same draws,
+// the same order, episode after episode. Links that do more, or a subscriber that crashes,
+// keep the general path.
+func TestOutboxLossyPathAsGeneral(t *testing.T) {
+	subs := []string{"agent.1", "agent.2", "agent.3", "eavesdropper.0"}
+	links := func(in *Injector) []*Link {
+		var ls []*Link
+		for _, s := range subs {
+			ls = append(ls, in.Link("agent.0", s, "agent.0.y"))
+		}
+		return ls
+	}
+	cases := []struct {
+		name  string
+		spec  scenario.FaultsSpec
+		lossy bool
+	}{
+		{"drop on every link", scenario.FaultsSpec{Links: []scenario.LinkFault{{Drop: 0.3}}}, true},
+		{"drops on some links", scenario.FaultsSpec{Links: []scenario.LinkFault{{To: "agent.2", Drop: 0.5}, {To: "eavesdropper.0", Drop: 0.2}}}, true},
+		{"certain drop", scenario.FaultsSpec{Links: []scenario.LinkFault{{To: "agent.*", Drop: 1}}}, true},
+		{"a delay on one link", scenario.FaultsSpec{Links: []scenario.LinkFault{{To: "agent.2", Drop: 0.5}, {To: "agent.3", Delay: 1}}}, false},
+		{"a crashing subscriber", scenario.FaultsSpec{Links: []scenario.LinkFault{{Drop: 0.3}},
+			Crashes: []scenario.Crash{{Proc: "agent.1", Episode: 1, Step: 3, Restart: 5}}}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in, err := New(&c.spec, 7)
+			require.NoError(t, err)
+			fast, ref := NewOutbox(links(in)), NewOutbox(links(in))
+			require.Equal(t, c.lossy, fast.lossy != nil)
+			ref.lossy = nil // the general path
+			want, wantStats := lossyPlay(ref, nil)
+			got, gotStats := lossyPlay(fast, nil)
+			assert.Equal(t, want, got)
+			assert.Equal(t, wantStats, gotStats)
+		})
+	}
+}
+
+// Copies held under a link's earlier rule (a delay) are delivered by the general path after
+// SetLinks makes the link drop-only; the lossy path takes over once none is held, with the
+// fates of an outbox that went the general path throughout.
+func TestOutboxLossyAfterHeldCopies(t *testing.T) {
+	delay := scenario.LinkFault{Name: "delay", To: "agent.1", Delay: 3, Active: &scenario.Lifetime{Until: &scenario.StepPoint{Episode: 1, Step: 10}}}
+	drop := scenario.LinkFault{Name: "drop", Drop: 0.4}
+	mk := func(rules ...scenario.LinkFault) []*Link {
+		in := inj(t, rules...)
+		return []*Link{in.Link("agent.0", "agent.1", "agent.0.y"), in.Link("agent.0", "agent.2", "agent.0.y")}
+	}
+	swapped := map[*Outbox]bool{} // at step 10 of the first episode 1 (lossyPlay plays it twice)
+	at := func(ob *Outbox, ep, step int) bool {
+		if ep != 1 || step != 10 || swapped[ob] {
+			return false
+		}
+		swapped[ob] = true
+		return true
+	}
+	ref := NewOutbox(mk(delay, drop))
+	ref.lossy = nil
+	want, wantStats := lossyPlay(ref, func(ep, step int) {
+		if at(ref, ep, step) {
+			require.NoError(t, ref.SetLinks(mk(drop)))
+			ref.lossy = nil
+		}
+	})
+	ob := NewOutbox(mk(delay, drop))
+	require.Nil(t, ob.lossy)
+	usedLossy, checked := false, false
+	got, gotStats := lossyPlay(ob, func(ep, step int) {
+		if at(ob, ep, step) {
+			require.NoError(t, ob.SetLinks(mk(drop)))
+			require.NotNil(t, ob.lossy)
+			require.Positive(t, ob.nheld, "copies of the delay rule are still held")
+		}
+		if ep == 1 && step == 39 && swapped[ob] && !checked { // the end of the episode of the swap
+			usedLossy, checked = ob.lossy != nil && ob.nheld == 0, true
+		}
+	})
+	assert.True(t, usedLossy, "the lossy path takes over in the episode of the swap, once the held copies are delivered")
+	assert.Equal(t, want, got)
+	assert.Equal(t, wantStats, gotStats)
+}
+
+// The lossy path allocates nothing in the steady state.
+func TestOutboxLossyNoAlloc(t *testing.T) {
+	in := inj(t, scenario.LinkFault{Drop: 0.3})
+	ob := NewOutbox([]*Link{in.Link("agent.0", "agent.1", "agent.0.y"), in.Link("agent.0", "agent.2", "agent.0.y")})
+	v := []float64{1}
+	emit := func(*Delivery) {}
+	ob.Begin(0)
+	ob.Release(0, v, emit)
+	allocs := testing.AllocsPerRun(100, func() {
+		ob.Begin(1)
+		for s := 0; s < 100; s++ {
+			ob.Release(s, v, emit)
+		}
+	})
+	assert.Zero(t, allocs)
+}
