@@ -10,9 +10,37 @@ import (
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
-// lossyPlay releases steps 0..T-1 of a few episodes through ob and returns every delivery and
+// lossyPlay releases steps 0..39 of a few episodes through ob and returns every delivery and
 // fault event, in order, and the counters. swap, if set, runs before each release.
 func lossyPlay(ob *Outbox, swap func(ep, t int)) ([]string, []LinkStats) {
+	return playWith(ob, swap, func(step int, vals []float64, emit func(*Delivery)) { ob.Release(step, vals, emit) })
+}
+
+// dropsPlay is lossyPlay through Drops: the deliveries Release would make of its answer (the
+// broadcast excepting the links lost, then their gaps).
+func dropsPlay(t *testing.T, ob *Outbox) ([]string, []LinkStats) {
+	return playWith(ob, nil, func(step int, vals []float64, emit func(*Delivery)) {
+		var events []*Event
+		log := ob.Log
+		ob.Log = func(e *Event) { c := *e; events = append(events, &c) }
+		lost, ok := ob.Drops(step)
+		ob.Log = log
+		require.True(t, ok)
+		if len(lost) < len(ob.Links()) {
+			d := Delivery{To: Broadcast, Step: step, At: step, Values: vals}
+			if len(lost) > 0 {
+				d.Except = lost
+			}
+			emit(&d)
+		}
+		for i, k := range lost {
+			log(events[i]) // Release tells of each loss before its gap
+			emit(&Delivery{To: k, Step: step, At: step, Gap: true})
+		}
+	})
+}
+
+func playWith(ob *Outbox, swap func(ep, t int), release func(step int, vals []float64, emit func(*Delivery))) ([]string, []LinkStats) {
 	var out []string
 	ob.Log = func(e *Event) { out = append(out, fmt.Sprintf("event %+v", *e)) }
 	for _, ep := range []int{0, 1, 3, 1} {
@@ -21,7 +49,7 @@ func lossyPlay(ob *Outbox, swap func(ep, t int)) ([]string, []LinkStats) {
 			if swap != nil {
 				swap(ep, step)
 			}
-			ob.Release(step, []float64{float64(step)}, func(d *Delivery) {
+			release(step, []float64{float64(step)}, func(d *Delivery) {
 				out = append(out, fmt.Sprintf("%d %v %d %d %v %v %v %v", d.To, d.Except, d.Step, d.At, d.Gap, d.More, d.Delay, d.Values))
 			})
 		}
@@ -32,8 +60,9 @@ func lossyPlay(ob *Outbox, swap func(ep, t int)) ([]string, []LinkStats) {
 
 // An outbox whose links are clear or drop-only takes the lossy path (releaseLossy), and it
 // yields the general path's deliveries, fault events and counters exactly: the same draws,
-// the same order, episode after episode. Links that do more, or a subscriber that crashes,
-// keep the general path.
+// the same order, episode after episode - and so does Drops, for a caller that delivers
+// itself. Links that do more, or a subscriber that crashes, keep the general path (Drops
+// declines).
 func TestOutboxLossyPathAsGeneral(t *testing.T) {
 	subs := []string{"agent.1", "agent.2", "agent.3", "eavesdropper.0"}
 	links := func(in *Injector) []*Link {
@@ -66,6 +95,15 @@ func TestOutboxLossyPathAsGeneral(t *testing.T) {
 			got, gotStats := lossyPlay(fast, nil)
 			assert.Equal(t, want, got)
 			assert.Equal(t, wantStats, gotStats)
+			drops := NewOutbox(links(in))
+			if _, ok := drops.Drops(0); !c.lossy {
+				assert.False(t, ok, "Drops answers on the lossy path only")
+				return
+			}
+			drops = NewOutbox(links(in))
+			got, gotStats = dropsPlay(t, drops)
+			assert.Equal(t, want, got, "Drops")
+			assert.Equal(t, wantStats, gotStats, "Drops")
 		})
 	}
 }

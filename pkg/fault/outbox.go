@@ -163,6 +163,9 @@ func (o *Outbox) classify() {
 		}
 	}
 	o.lossy = lossy
+	if cap(o.except) < len(lossy) {
+		o.except = make([]int, 0, len(o.links))
+	}
 }
 
 // SetLinks replaces the outbox's links by links to the same subscribers in the same order
@@ -300,9 +303,49 @@ func (o *Outbox) Release(t int, vals []float64, emit func(*Delivery)) {
 // releaseLossy is Release when every link is clear or drop-only, no subscriber crashes and
 // nothing is held (Outbox.lossy): the same deliveries, from the same draws, as the general
 // path - one broadcast for the links that deliver, then a gap for each link that dropped, in
-// link order - without its per-link fates and held copies. Sent is counted once per release
-// (Count) rather than per link.
+// link order - without its per-link fates and held copies.
 func (o *Outbox) releaseLossy(t int, vals []float64, emit func(*Delivery)) {
+	except := o.drops(t)
+	if len(except) < len(o.links) {
+		// field by field: a composite literal is built on the stack and copied, whose wide
+		// loads of the narrow stores just made stall the store forwarding
+		b := &o.bcast
+		b.To, b.Except, b.Step, b.At, b.Gap, b.More, b.Delay, b.Values = Broadcast, nil, t, t, false, false, 0, vals
+		if len(except) > 0 {
+			b.Except = except
+		}
+		emit(b)
+	}
+	for _, k := range except {
+		o.logDrop(k, t)
+		g := &o.gap
+		g.To, g.Except, g.Step, g.At, g.Gap, g.More, g.Delay, g.Values = k, nil, t, t, true, false, 0, nil
+		emit(g)
+	}
+}
+
+// Drops is Release for a caller that delivers the message itself, on an outbox on its lossy
+// path (every link clear or drop-only, no crashing subscriber, nothing held): it decides the
+// fates of the message of step t and returns the links that lose it, in link order (a view
+// valid until the next call), and true. Every other subscriber gets the message on time,
+// once; each link returned gets a gap. The counters and Log are Release's. It returns false,
+// doing nothing, for an outbox off that path: the caller then calls Release.
+func (o *Outbox) Drops(t int) ([]int, bool) {
+	if o.lossy == nil || o.nheld != 0 {
+		return nil, false
+	}
+	except := o.drops(t)
+	if o.Log != nil {
+		for _, k := range except {
+			o.logDrop(k, t)
+		}
+	}
+	return except, true
+}
+
+// drops draws the fates of the message of step t on the lossy path (Sent counted once per
+// release, Count, rather than per link) and returns the links that lose it (Dropped counted).
+func (o *Outbox) drops(t int) []int {
 	if o.lossyEp != o.ep {
 		for i := range o.lossy {
 			o.lossy[i].key = o.lossy[i].l.dropKey(o.ep)
@@ -310,28 +353,31 @@ func (o *Outbox) releaseLossy(t int, vals []float64, emit func(*Delivery)) {
 		o.lossyEp = o.ep
 	}
 	o.counted++
-	except, idx := o.except[:0], uint64(t)<<3+drawDrop
-	for i := range o.lossy {
-		if ll := &o.lossy[i]; rng.At(ll.key, idx) < ll.drop { // Link.dropAt's draw
-			except = append(except, ll.k)
+	// Every link is written at the next free place and kept only if dropped: no branch on
+	// the draw (a 10 % loss would mispredict one in ten).
+	lossy, idx := o.lossy, uint64(t)<<3+drawDrop
+	except := o.except[:len(lossy)] // capacity: classify's
+	n := 0
+	for i := range lossy {
+		ll := &lossy[i]
+		except[n] = ll.k
+		if rng.At(ll.key, idx) < ll.drop { // Link.dropAt's draw
+			n++
 		}
 	}
-	o.except = except
-	if len(except) < len(o.links) {
-		o.bcast = Delivery{To: Broadcast, Step: t, At: t, Values: vals}
-		if len(except) > 0 {
-			o.bcast.Except = except
-		}
-		emit(&o.bcast)
-	}
+	except = except[:n]
 	for _, k := range except {
 		o.stats[k].Dropped++
-		if o.Log != nil {
-			o.ev = Event{Link: o.stats[k].Link, Episode: o.ep, Step: t, Drop: true}
-			o.Log(&o.ev)
-		}
-		o.gap = Delivery{To: k, Step: t, At: t, Gap: true}
-		emit(&o.gap)
+	}
+	o.except = except
+	return except
+}
+
+// logDrop tells Log, if set, of the loss of the message of step t on link k.
+func (o *Outbox) logDrop(k, t int) {
+	if o.Log != nil {
+		o.ev = Event{Link: o.stats[k].Link, Episode: o.ep, Step: t, Drop: true}
+		o.Log(&o.ev)
 	}
 }
 

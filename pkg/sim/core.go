@@ -26,10 +26,18 @@ type Msg struct {
 	Gap     bool
 	More    bool
 	Values  []float64
-	// clear marks the in-memory network's broadcast of a publisher none of whose links has a
-	// fault rule (fault.Outbox.Clear): such a message is on time and sent once, so a receiver
-	// takes it in its clear lane (inputs.applyClear). Nothing else sets it.
+	// clear marks the in-memory network's broadcast that every subscriber gets on time and
+	// once: of a publisher none of whose links has a fault rule (fault.Outbox.Clear), or a
+	// release no link lost on the lossy path (fault.Outbox.Drops). A receiver takes it in its
+	// clear lane (base.stepClear). Nothing else sets it.
 	clear bool
+	// bits: the in-memory network's broadcast of a publisher of at most 64 subscribers, whose
+	// Except is also skip, as bits of the subscribers' positions in the publisher's list; gaps
+	// are those of them whose delivery is a gap (the message lost): the network files a
+	// release's gaps with its broadcast rather than as messages of their own, and the driver
+	// hands each its gap in the broadcast's place (Driver.gapFor). Nothing else sets them.
+	bits       bool
+	skip, gaps uint64
 }
 
 // Out is a message a core releases: its stream's value of step Step (the stream is the
