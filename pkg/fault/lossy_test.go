@@ -64,30 +64,31 @@ func playWith(ob *Outbox, swap func(ep, t int), release func(step int, vals []fl
 // itself. Links that do more, or a subscriber that crashes, keep the general path (Drops
 // declines).
 func TestOutboxLossyPathAsGeneral(t *testing.T) {
-	subs := []string{"agent.1", "agent.2", "agent.3", "eavesdropper.0"}
-	links := func(in *Injector) []*Link {
-		var ls []*Link
-		for _, s := range subs {
-			ls = append(ls, in.Link("agent.0", s, "agent.0.y"))
-		}
-		return ls
-	}
 	cases := []struct {
-		name  string
-		spec  scenario.FaultsSpec
-		lossy bool
+		name   string
+		agents int // subscribers agent.1..agent.<agents>, then eavesdropper.0
+		spec   scenario.FaultsSpec
+		lossy  bool
 	}{
-		{"drop on every link", scenario.FaultsSpec{Links: []scenario.LinkFault{{Drop: 0.3}}}, true},
-		{"drops on some links", scenario.FaultsSpec{Links: []scenario.LinkFault{{To: "agent.2", Drop: 0.5}, {To: "eavesdropper.0", Drop: 0.2}}}, true},
-		{"certain drop", scenario.FaultsSpec{Links: []scenario.LinkFault{{To: "agent.*", Drop: 1}}}, true},
-		{"a delay on one link", scenario.FaultsSpec{Links: []scenario.LinkFault{{To: "agent.2", Drop: 0.5}, {To: "agent.3", Delay: 1}}}, false},
-		{"a crashing subscriber", scenario.FaultsSpec{Links: []scenario.LinkFault{{Drop: 0.3}},
+		{"drop on every link", 3, scenario.FaultsSpec{Links: []scenario.LinkFault{{Drop: 0.3}}}, true},
+		{"drops on some links", 3, scenario.FaultsSpec{Links: []scenario.LinkFault{{To: "agent.2", Drop: 0.5}, {To: "eavesdropper.0", Drop: 0.2}}}, true},
+		{"certain drop", 3, scenario.FaultsSpec{Links: []scenario.LinkFault{{To: "agent.*", Drop: 1}}}, true},
+		{"70 dropping links", 69, scenario.FaultsSpec{Links: []scenario.LinkFault{{Drop: 0.1}}}, true},
+		{"a delay on one link", 3, scenario.FaultsSpec{Links: []scenario.LinkFault{{To: "agent.2", Drop: 0.5}, {To: "agent.3", Delay: 1}}}, false},
+		{"a crashing subscriber", 3, scenario.FaultsSpec{Links: []scenario.LinkFault{{Drop: 0.3}},
 			Crashes: []scenario.Crash{{Proc: "agent.1", Episode: 1, Step: 3, Restart: 5}}}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			in, err := New(&c.spec, 7)
 			require.NoError(t, err)
+			links := func(in *Injector) []*Link {
+				var ls []*Link
+				for a := 1; a <= c.agents; a++ {
+					ls = append(ls, in.Link("agent.0", fmt.Sprintf("agent.%d", a), "agent.0.y"))
+				}
+				return append(ls, in.Link("agent.0", "eavesdropper.0", "agent.0.y"))
+			}
 			fast, ref := NewOutbox(links(in)), NewOutbox(links(in))
 			require.Equal(t, c.lossy, fast.lossy != nil)
 			ref.lossy = nil // the general path
