@@ -140,10 +140,8 @@ func NewDriver(cores []Core, tr Transport, pace Pacer, sink func(c Core, rd *Rea
 			}
 			to := routeTo{k: int32(k), pos: -1, link: -1}
 			if d.net != nil {
-				if np := d.net.pub(s); np != nil {
-					if i := slices.Index(np.subs, eps[k]); i >= 0 && i < 64 {
-						to.link = int32(i)
-					}
+				if np := d.net.pub(s); np != nil && len(np.subs) <= 64 { // more: no bits
+					to.link = int32(slices.Index(np.subs, eps[k]))
 				}
 			}
 			if b := d.bases[k]; b != nil {
@@ -500,8 +498,13 @@ func (d *Driver) deliver(m *Msg) error {
 				}
 				dm = d.gapFor(m, d.eps[k])
 			}
-		case len(m.Except) > 0 && slices.Contains(m.Except, d.eps[k]):
-			continue // it has a delivery of its own
+		case len(m.Except) > 0:
+			if j := slices.Index(m.Except, d.eps[k]); j >= 0 {
+				if !m.bits || !m.gapAt(j) {
+					continue // it has a delivery of its own
+				}
+				dm = d.gapFor(m, d.eps[k]) // a driver over a wrapped network: no route bits
+			}
 		}
 		if to.pos >= 0 {
 			b := d.bases[k]

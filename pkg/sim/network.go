@@ -197,6 +197,17 @@ func (n *Network) deliver(d *fault.Delivery) {
 	m.Values = append(m.Values[:0], d.Values...) // a gap: none
 }
 
+// gapAt reports whether the j-th of a broadcast's Except is one of its gaps (bits only):
+// Except lists the excepted subscribers in the publisher's order, so the j-th set bit of skip
+// is its position.
+func (m *Msg) gapAt(j int) bool {
+	s := m.skip
+	for ; j > 0; j-- {
+		s &= s - 1
+	}
+	return m.gaps&(s&-s) != 0
+}
+
 // Recv implements Transport: the oldest queued delivery, or ErrIdle (logical time: the queue is
 // empty, so every step a core still waits on has reached its deadline).
 func (n *Network) Recv(time.Time) (*Msg, error) {
