@@ -391,8 +391,8 @@ func (in *inputs) complete() bool { return in.ndone == len(in.from) }
 
 // missing returns how many senders' step-cur messages are absent.
 func (in *inputs) missing() int {
-	if in.nhave == len(in.from) {
-		return 0
+	if in.weight == nil || in.nhave == len(in.from) {
+		return len(in.from) - in.nhave // nhave counts the senders whose message is there
 	}
 	n := 0
 	for k := range in.from {
