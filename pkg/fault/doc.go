@@ -26,7 +26,9 @@
 // step's logical deadline, never by a wall-clock timeout, and never hangs the run. The
 // subscribers whose link delivers just the step's message, on time and once, share one
 // Broadcast delivery (Except naming the others), so a faulty release costs little more than a
-// clean one.
+// clean one. When every link only drops (or is clear), nothing is ever held: a release is
+// one draw per dropping link, and a caller that delivers the message itself (the in-memory
+// network) may ask Outbox.Drops for the links that lose it instead of taking the deliveries.
 //
 // In realtime mode the same deliveries are sent, gaps excepted (a real network gives no
 // notice of a loss): the receiver's step deadline is the wall clock's. Millisecond delays

@@ -256,6 +256,14 @@ func (l *Link) rekey(ep int) {
 	l.keyEp = ep
 }
 
+// dropKey is the key of a dropOnly link's drop draws in episode ep (dropAt's).
+func (l *Link) dropKey(ep int) uint64 {
+	if ep != l.keyEp {
+		l.rekey(ep)
+	}
+	return l.keys[0]
+}
+
 // dropAt is decide for a dropOnly link: whether the message of step t of episode ep is
 // dropped (its only possible fate), from the same draw.
 func (l *Link) dropAt(ep, t int) bool {

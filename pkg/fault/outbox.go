@@ -3,6 +3,8 @@ package fault
 import (
 	"fmt"
 	"time"
+
+	"github.com/dpsim/dpsim/pkg/rng"
 )
 
 // Broadcast is the To of a delivery that goes to every subscriber alike: on time, once.
@@ -103,11 +105,30 @@ type Outbox struct {
 	counted uint64
 	scratch []Delivery
 	bcast   Delivery
+	gap     Delivery
 	plain   []bool // per link at this release: the step's message on time, once, nothing else due
 	except  []int
 	// Log, when set, hears of every message whose fate on a link was not clear.
 	Log func(*Event)
 	ev  Event
+	// lossy lists the dropping links when every link is clear or drop-only (Link.dropOnly)
+	// and no subscriber ever crashes: a release is then one draw per dropping link and
+	// nothing is ever held (releaseLossy). nil: the general path. lossyEp is the episode
+	// whose keys lossy holds (-1: none).
+	lossy   []lossyLink
+	lossyEp int
+	// nheld counts the copies held on all links (the lossy path requires none: copies held
+	// under the links' earlier rules, SetLinks, take the general path until delivered).
+	nheld int
+}
+
+// lossyLink is a drop-only link of an outbox on its lossy path: its position and the key of
+// its drop draws in the current episode (Link.dropKey).
+type lossyLink struct {
+	k    int
+	key  uint64
+	drop float64
+	l    *Link
 }
 
 // NewOutbox returns the outbox of a publisher whose subscribers are reached through links
@@ -121,7 +142,30 @@ func NewOutbox(links []*Link) *Outbox {
 			o.clear = false
 		}
 	}
+	o.classify()
 	return o
+}
+
+// classify sets up the lossy path when the links allow it (see Outbox.lossy).
+func (o *Outbox) classify() {
+	o.lossy, o.lossyEp = nil, -1
+	if o.clear {
+		return
+	}
+	var lossy []lossyLink
+	for k, l := range o.links {
+		switch {
+		case l.Clear():
+		case l.dropOnly && len(l.downs) == 0:
+			lossy = append(lossy, lossyLink{k: k, drop: l.drop, l: l})
+		default:
+			return
+		}
+	}
+	o.lossy = lossy
+	if cap(o.except) < len(lossy) {
+		o.except = make([]int, 0, len(o.links))
+	}
 }
 
 // SetLinks replaces the outbox's links by links to the same subscribers in the same order
@@ -139,6 +183,7 @@ func (o *Outbox) SetLinks(links []*Link) error {
 		clear = clear && l.Clear()
 	}
 	o.links, o.clear = links, clear
+	o.classify()
 	return nil
 }
 
@@ -163,6 +208,7 @@ func (o *Outbox) End() {
 		}
 		o.pending[k] = o.pending[k][:0]
 	}
+	o.nheld = 0
 }
 
 // SetStats restores the counters (a checkpoint's Stats after a restart).
@@ -205,6 +251,10 @@ func (o *Outbox) Release(t int, vals []float64, emit func(*Delivery)) {
 	if o.clear {
 		o.Count()
 		o.broadcast(t, vals, emit)
+		return
+	}
+	if o.lossy != nil && o.nheld == 0 {
+		o.releaseLossy(t, vals, emit)
 		return
 	}
 	nplain := 0
@@ -250,6 +300,87 @@ func (o *Outbox) Release(t int, vals []float64, emit func(*Delivery)) {
 	}
 }
 
+// releaseLossy is Release when every link is clear or drop-only, no subscriber crashes and
+// nothing is held (Outbox.lossy): the same deliveries, from the same draws, as the general
+// path - one broadcast for the links that deliver, then a gap for each link that dropped, in
+// link order - without its per-link fates and held copies.
+func (o *Outbox) releaseLossy(t int, vals []float64, emit func(*Delivery)) {
+	except := o.drops(t)
+	if len(except) < len(o.links) {
+		// field by field: a composite literal is built on the stack and copied, whose wide
+		// loads of the narrow stores just made stall the store forwarding
+		b := &o.bcast
+		b.To, b.Except, b.Step, b.At, b.Gap, b.More, b.Delay, b.Values = Broadcast, nil, t, t, false, false, 0, vals
+		if len(except) > 0 {
+			b.Except = except
+		}
+		emit(b)
+	}
+	for _, k := range except {
+		o.logDrop(k, t)
+		g := &o.gap
+		g.To, g.Except, g.Step, g.At, g.Gap, g.More, g.Delay, g.Values = k, nil, t, t, true, false, 0, nil
+		emit(g)
+	}
+}
+
+// Drops is Release for a caller that delivers the message itself, on an outbox on its lossy
+// path (every link clear or drop-only, no crashing subscriber, nothing held): it decides the
+// fates of the message of step t and returns the links that lose it, in link order (a view
+// valid until the next call), and true. Every other subscriber gets the message on time,
+// once; each link returned gets a gap. The counters and Log are Release's. It returns false,
+// doing nothing, for an outbox off that path: the caller then calls Release.
+func (o *Outbox) Drops(t int) ([]int, bool) {
+	if o.lossy == nil || o.nheld != 0 {
+		return nil, false
+	}
+	except := o.drops(t)
+	if o.Log != nil {
+		for _, k := range except {
+			o.logDrop(k, t)
+		}
+	}
+	return except, true
+}
+
+// drops draws the fates of the message of step t on the lossy path (Sent counted once per
+// release, Count, rather than per link) and returns the links that lose it (Dropped counted).
+func (o *Outbox) drops(t int) []int {
+	if o.lossyEp != o.ep {
+		for i := range o.lossy {
+			o.lossy[i].key = o.lossy[i].l.dropKey(o.ep)
+		}
+		o.lossyEp = o.ep
+	}
+	o.counted++
+	// Every link is written at the next free place and kept only if dropped: no branch on
+	// the draw (a 10 % loss would mispredict one in ten).
+	lossy, idx := o.lossy, uint64(t)<<3+drawDrop
+	except := o.except[:len(lossy)] // capacity: classify's
+	n := 0
+	for i := range lossy {
+		ll := &lossy[i]
+		except[n] = ll.k
+		if rng.At(ll.key, idx) < ll.drop { // Link.dropAt's draw
+			n++
+		}
+	}
+	except = except[:n]
+	for _, k := range except {
+		o.stats[k].Dropped++
+	}
+	o.except = except
+	return except
+}
+
+// logDrop tells Log, if set, of the loss of the message of step t on link k.
+func (o *Outbox) logDrop(k, t int) {
+	if o.Log != nil {
+		o.ev = Event{Link: o.stats[k].Link, Episode: o.ep, Step: t, Drop: true}
+		o.Log(&o.ev)
+	}
+}
+
 // due reports whether a held copy is due on link k at step t.
 func (o *Outbox) due(k, t int) bool {
 	for _, h := range o.pending[k] {
@@ -272,6 +403,7 @@ func (o *Outbox) hold(k int, h held, vals []float64) {
 	}
 	h.vals = append(buf, vals...)
 	o.pending[k] = append(o.pending[k], h)
+	o.nheld++
 }
 
 func (o *Outbox) release(k, t int, vals []float64, emit func(*Delivery)) {
@@ -336,6 +468,7 @@ func (o *Outbox) release(k, t int, vals []float64, emit func(*Delivery)) {
 	for _, h := range o.pending[k] {
 		if h.at == t {
 			o.free = append(o.free, h.vals)
+			o.nheld--
 			continue
 		}
 		keep = append(keep, h)

@@ -26,10 +26,18 @@ type Msg struct {
 	Gap     bool
 	More    bool
 	Values  []float64
-	// clear marks the in-memory network's broadcast of a publisher none of whose links has a
-	// fault rule (fault.Outbox.Clear): such a message is on time and sent once, so a receiver
-	// takes it in its clear lane (inputs.applyClear). Nothing else sets it.
+	// clear marks the in-memory network's broadcast that every subscriber gets on time and
+	// once: of a publisher none of whose links has a fault rule (fault.Outbox.Clear), or a
+	// release no link lost on the lossy path (fault.Outbox.Drops). A receiver takes it in its
+	// clear lane (base.stepClear). Nothing else sets it.
 	clear bool
+	// bits: the in-memory network's broadcast of a publisher of at most 64 subscribers, whose
+	// Except is also skip, as bits of the subscribers' positions in the publisher's list; gaps
+	// are those of them whose delivery is a gap (the message lost): the network files a
+	// release's gaps with its broadcast rather than as messages of their own, and the driver
+	// hands each its gap in the broadcast's place (Driver.gapFor). Nothing else sets them.
+	bits       bool
+	skip, gaps uint64
 }
 
 // Out is a message a core releases: its stream's value of step Step (the stream is the
@@ -383,8 +391,8 @@ func (in *inputs) complete() bool { return in.ndone == len(in.from) }
 
 // missing returns how many senders' step-cur messages are absent.
 func (in *inputs) missing() int {
-	if in.nhave == len(in.from) {
-		return 0
+	if in.weight == nil || in.nhave == len(in.from) {
+		return len(in.from) - in.nhave // nhave counts the senders whose message is there
 	}
 	n := 0
 	for k := range in.from {

@@ -82,6 +82,7 @@ type Driver struct {
 	// done[k]: core k finished the episode (noted in flush); ndone of them.
 	done  []bool
 	ndone int
+	gap   Msg // gapFor's
 	// OnCrash, if set, is called when a core reaches its crash point (Ready.Crash), after its
 	// transport heard of it: a process checkpoints and kills itself there (it does not
 	// return). Unset - in memory - the core restarts at once, the same as a process restored
@@ -95,7 +96,10 @@ func (d *Driver) Forced() int { return d.forced }
 // routeTo is a hosted core that expects a sender: its index k, and the sender's position
 // among the core's senders (pos, -1 unless the core is one of this package's): a broadcast
 // is filed at that position without looking the sender up again.
-type routeTo struct{ k, pos int32 }
+//
+// link is the core's position among the sender's subscribers on the in-memory network, for
+// the bits of Msg.skip and Msg.gaps (-1: not on one, or past 64).
+type routeTo struct{ k, pos, link int32 }
 
 type heldOut struct {
 	at time.Time
@@ -134,7 +138,12 @@ func NewDriver(cores []Core, tr Transport, pace Pacer, sink func(c Core, rd *Rea
 			for len(r) <= s.ID {
 				r = append(r, nil)
 			}
-			to := routeTo{k: int32(k), pos: -1}
+			to := routeTo{k: int32(k), pos: -1, link: -1}
+			if d.net != nil {
+				if np := d.net.pub(s); np != nil && len(np.subs) <= 64 { // more: no bits
+					to.link = int32(slices.Index(np.subs, eps[k]))
+				}
+			}
 			if b := d.bases[k]; b != nil {
 				if i, ok := b.in.index.of(s); ok {
 					to.pos = int32(i)
@@ -480,23 +489,44 @@ func (d *Driver) deliver(m *Msg) error {
 		return nil // nobody here expects the sender (the transport counts such traffic)
 	}
 	for _, to := range targets {
-		k := int(to.k)
-		if len(m.Except) > 0 && slices.Contains(m.Except, d.eps[k]) {
-			continue // it has a delivery of its own
+		k, dm := int(to.k), m
+		switch {
+		case m.bits && to.link >= 0:
+			if bit := uint64(1) << uint(to.link); m.skip&bit != 0 {
+				if m.gaps&bit == 0 {
+					continue // it has a delivery of its own
+				}
+				dm = d.gapFor(m, d.eps[k])
+			}
+		case len(m.Except) > 0:
+			if j := slices.Index(m.Except, d.eps[k]); j >= 0 {
+				if !m.bits || !m.gapAt(j) {
+					continue // it has a delivery of its own
+				}
+				dm = d.gapFor(m, d.eps[k]) // a driver over a wrapped network: no route bits
+			}
 		}
 		if to.pos >= 0 {
 			b := d.bases[k]
-			b.stepFrom(int(to.pos), m)
+			b.stepFrom(int(to.pos), dm)
 			if err := d.flushBase(k, b); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := d.step(k, m); err != nil {
+		if err := d.step(k, dm); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// gapFor returns the gap of broadcast m's sender to core e (one of Msg.gaps): the delivery
+// the network filed with m rather than queued. It is valid until the next call.
+func (d *Driver) gapFor(m *Msg, e endpoint.Endpoint) *Msg {
+	g := &d.gap
+	g.From, g.To, g.ToAll, g.Except, g.Episode, g.Step, g.At, g.Gap, g.More, g.Values = m.From, e, false, nil, m.Episode, m.Step, m.At, true, false, nil
+	return g
 }
 
 // step hands m to core k and flushes what it produced. A core of this package is stepped

@@ -25,6 +25,10 @@ type Network struct {
 	from endpoint.Endpoint
 	to   []endpoint.Endpoint
 	emit func(*fault.Delivery)
+	// bc is the queue position (ring.at) of the release's broadcast, -1 while there is none
+	// (or its publisher has more than 64 subscribers): the release's gaps are filed with it
+	// (Msg.gaps).
+	bc int
 }
 
 // netPub is one publisher of the network: its outbox and subscribers (in outbox order).
@@ -134,27 +138,74 @@ func (n *Network) send(np *netPub, o *Out) {
 		np.ob.Count()
 		m := n.q.push()
 		m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More, m.clear = o.From, endpoint.Endpoint{}, true, n.ep, o.Step, o.Step, false, false, true
-		m.Values, m.Except = setVals(m.Values, o.Values), m.Except[:0] // short: no memmove call
+		m.Values, m.Except, m.bits = setVals(m.Values, o.Values), m.Except[:0], false // short: no memmove call
 		return
 	}
-	n.from, n.to = o.From, np.subs
+	if len(np.subs) <= 64 { // the subscribers as bits of Msg.skip and Msg.gaps
+		if lost, ok := np.ob.Drops(o.Step); ok {
+			n.sendLossy(np, o, lost)
+			return
+		}
+	}
+	n.from, n.to, n.bc = o.From, np.subs, -1
 	np.ob.Release(o.Step, o.Values, n.emit)
 }
 
-// deliver queues one delivery of the release in progress.
+// sendLossy queues the release of o by a publisher of at most 64 subscribers whose outbox
+// decided it on its lossy path (fault.Outbox.Drops): the subscribers of the links in lost
+// get a gap, the others the message - one queued message, the broadcast with those gaps
+// filed with it (Msg.gaps), as deliver files a Release's. Without a loss it is a clear
+// broadcast.
+func (n *Network) sendLossy(np *netPub, o *Out, lost []int) {
+	m := n.q.push()
+	m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More, m.clear = o.From, endpoint.Endpoint{}, true, n.ep, o.Step, o.Step, false, false, len(lost) == 0
+	m.Values, m.Except = setVals(m.Values, o.Values), m.Except[:0]
+	var bits uint64
+	for _, k := range lost {
+		m.Except = append(m.Except, np.subs[k])
+		bits |= 1 << uint(k)
+	}
+	m.bits, m.skip, m.gaps = true, bits, bits
+}
+
+// deliver queues one delivery of the release in progress. A gap (the message lost: nothing
+// else comes from the publisher to that subscriber for the step) is filed with the release's
+// broadcast, if there is one and the publisher has at most 64 subscribers, rather than queued
+// on its own: it is then delivered in the broadcast's place, ahead of the release's other
+// deliveries to other subscribers - an order among subscribers, which lockstep cores do not
+// depend on.
 func (n *Network) deliver(d *fault.Delivery) {
+	if d.Gap && d.To != fault.Broadcast && n.bc >= 0 {
+		n.q.at(n.bc).gaps |= 1 << uint(d.To)
+		return
+	}
 	m := n.q.push()
 	m.From, m.To, m.ToAll, m.Episode, m.Step, m.At, m.Gap, m.More, m.clear = n.from, endpoint.Endpoint{}, false, n.ep, d.Step, d.At, d.Gap, d.More, false
-	m.Except = m.Except[:0]
+	m.Except, m.bits, m.skip, m.gaps = m.Except[:0], false, 0, 0
 	if d.To == fault.Broadcast {
 		m.ToAll = true
 		for _, k := range d.Except {
 			m.Except = append(m.Except, n.to[k])
+			m.skip |= 1 << uint(k&63)
+		}
+		if len(n.to) <= 64 {
+			m.bits, n.bc = true, n.q.tail-1-n.q.head
 		}
 	} else {
 		m.To = n.to[d.To]
 	}
 	m.Values = append(m.Values[:0], d.Values...) // a gap: none
+}
+
+// gapAt reports whether the j-th of a broadcast's Except is one of its gaps (bits only):
+// Except lists the excepted subscribers in the publisher's order, so the j-th set bit of skip
+// is its position.
+func (m *Msg) gapAt(j int) bool {
+	s := m.skip
+	for ; j > 0; j-- {
+		s &= s - 1
+	}
+	return m.gaps&(s&-s) != 0
 }
 
 // Recv implements Transport: the oldest queued delivery, or ErrIdle (logical time: the queue is
@@ -187,6 +238,9 @@ func (r *ring) push() *Msg {
 	r.tail++
 	return m
 }
+
+// at returns the slot i places behind the head (pushed, not popped).
+func (r *ring) at(i int) *Msg { return &r.buf[(r.head+i)&(len(r.buf)-1)] }
 
 func (r *ring) pop() *Msg {
 	if r.head == r.tail {
