@@ -107,6 +107,59 @@ func TestFaultsBitIdenticalOverNATS(t *testing.T) {
 	}
 }
 
+// dropOnlyConsensus loses messages and nothing else: every agent's outbox takes the lossy path
+// (one draw per dropping link), in the fast engine's in-memory network and in the processes.
+const dropOnlyConsensus = `name: drop-only-consensus
+kind: consensus
+steps: 25
+runs: %d
+seed: 93
+graph: {name: paper10, weight: 0.25}
+x0: [10, 100, 20, -30, -20, -60, 70, 0, 80, -20]
+privacy: {mechanism: gaussian, epsilon: 1, delta: 0.01, noise: structured}
+faults:
+  missing: {agent: reuse-last}
+  links:
+    - {name: loss, from: "agent.*", drop: 0.15}
+    - {name: eve-loss, subject: agent.2.y, to: "eavesdropper.*", drop: 0.3}
+`
+
+// With loss as the only fault, the fast engine (which files a release's gaps with its broadcast)
+// and lockstep NATS runs of the same seed agree bit for bit: metrics, per-link counters and every
+// injector's record of what it dropped.
+func TestDropOnlyBitIdenticalOverNATS(t *testing.T) {
+	srv := server(t)
+	const runs = 4
+	path := writeScenario(t, fmt.Sprintf(dropOnlyConsensus, runs))
+	fdir := t.TempDir()
+	code, _, stderr := runDpsim(t, 30*time.Second, "run", path, "--engine", "fast", "--out", fdir, "--log-level", "warn")
+	require.Equal(t, 0, code, stderr)
+	fast := readSummary(t, fdir)
+	for _, per := range []int{1, 5} {
+		dir := t.TempDir()
+		code, _, stderr := runDpsim(t, 90*time.Second, "run", path, "--nats-url", srv.URL(), "--out", dir,
+			"--agents-per-process", fmt.Sprint(per), "--log-level", "warn")
+		require.Equal(t, 0, code, stderr)
+		sum := readSummary(t, dir)
+		require.Equal(t, "ok", sum.Status)
+		require.JSONEq(t, string(fast.Metrics), string(sum.Metrics), "agents per process %d: NATS = fast, bit for bit", per)
+		var dropped, eve uint64
+		for _, l := range sum.Points[0].Metrics.Links {
+			require.Equal(t, l.Sent-l.Dropped, l.Delivered, l.Link)
+			require.Zero(t, l.Duplicated+l.Reordered+l.Delayed, l.Link)
+			dropped += l.Dropped
+			if strings.HasPrefix(l.Link, "agent.2->eavesdropper") {
+				eve = l.Dropped
+			}
+		}
+		require.Positive(t, dropped)
+		require.Greater(t, eve, uint64(runs*25)/10, "the eavesdropper's lossier link (30 %%) drops more than 10 %%")
+		checkFaultLogs(t, dir, sum, sum.Points[0].Metrics.Links)
+		require.Equal(t, sortedCopy(readFaultEvents(t, filepath.Join(fdir, "faults.jsonl"))), processFaultEvents(t, dir, sum),
+			"the fast engine's injector and the processes' injectors dropped the same messages")
+	}
+}
+
 // checkFaultLogs reads every process's record of what its injector did (one line per message
 // whose fate was not "on time, once") and checks that the per-link statistics say the same.
 func checkFaultLogs(t *testing.T, dir string, sum *summary, links []fault.LinkStats) {
