@@ -489,6 +489,21 @@ type split struct {
 	sel, bnd sample
 	useSel   bool // sel chooses the tests (false: fixed thresholds, every trial bounds)
 	total    Sides
+	pooled   map[*sample][]float64 // both sides of a part merged, once (pool)
+}
+
+// pool returns the sorted scores of both sides of part (sp.sel or sp.bnd) merged, the order
+// statistics a selection refines over; computed once per part.
+func (sp *split) pool(part *sample) []float64 {
+	if z, ok := sp.pooled[part]; ok {
+		return z
+	}
+	if sp.pooled == nil {
+		sp.pooled = map[*sample][]float64{}
+	}
+	z := merge(part.s[0], part.s[1])
+	sp.pooled[part] = z
+	return z
 }
 
 // split snapshots the trials into the selection and bounding parts by split tag and sorts them.
@@ -716,7 +731,7 @@ func (sp *split) chooseTests(o Options, crits []criterion, orient []Orientation,
 	if o.Selection == SelectSplit {
 		// 2 rates per chosen test (one test per bound), union bound over them.
 		res.Statements = 2 * len(crits)
-		z := merge(sel.s[0], sel.s[1])
+		z := sp.pool(sel)
 		q := &searcher{s: sel, alpha: alpha / float64(res.Statements) * selectionPenalty, delta: o.Delta, orient: orient}
 		cands := grid(sel, o.GridSize)
 		for _, c := range crits {
@@ -736,7 +751,7 @@ func (sp *split) chooseTests(o Options, crits []criterion, orient []Orientation,
 		// The pilot also proposes one refined threshold per bound; the grid size is fixed first.
 		g := len(taus) + len(crits)
 		q := &searcher{s: sel, alpha: selectionPenalty * alpha / float64(2*g*len(orient)), delta: o.Delta, orient: orient}
-		z := merge(sel.s[0], sel.s[1])
+		z := sp.pool(sel)
 		extra := make([]float64, 0, len(crits))
 		for _, c := range crits {
 			tt, _ := q.refine(z, taus, c)

@@ -205,7 +205,7 @@ func fdpAcross(sps []*split, o Options, alpha float64) ([]fdpPart, []int, error)
 		for i, sp := range sps {
 			ch, _ := part(sp)
 			q := &searcher{s: ch, delta: o.Delta, orient: orient}
-			tests, v := fdpChoose(q, merge(ch.s[0], ch.s[1]), grid(ch, o.GridSize), o.FDPTests)
+			tests, v := fdpChoose(q, sp.pool(ch), grid(ch, o.GridSize), o.FDPTests)
 			evals[i] += q.evals
 			// >=: on a tie the later score (the likelihood ratio, optimal where it exists) is
 			// kept, as for the headline score.
