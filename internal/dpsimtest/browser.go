@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
 )
 
 // Chromium returns the path of a Chromium (or Chrome) on PATH. Without one the test fails in CI
@@ -79,5 +80,25 @@ func Browser(t testing.TB, exe string) (context.Context, func() []string) {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(problems)
+	}
+}
+
+// PollPage evaluates the expression js in the page every 100 ms and collects its values (each
+// decoded into a fresh T) until until holds for one of them (ok, that one last) or ctx ends
+// (not ok, with what was seen so far). until runs on the test's goroutine and may fail it.
+func PollPage[T any](t testing.TB, ctx context.Context, js string, until func(T) bool) (views []T, ok bool) {
+	t.Helper()
+	for {
+		var v T
+		require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(js, &v)))
+		views = append(views, v)
+		if until(v) {
+			return views, true
+		}
+		select {
+		case <-ctx.Done():
+			return views, false
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }

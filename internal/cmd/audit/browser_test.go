@@ -3,7 +3,6 @@ package auditcmd
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -44,19 +43,9 @@ func TestLiveUIBrowser(t *testing.T) {
 		return {events: v.events, ended: v.ended, status: s.status || "", bounds: v.bounds, empirical: v.empirical, claim: v.claim,
 			gdp: v.gdp, plots: Object.keys(v.plots).length, canvases: document.querySelectorAll(".uplot canvas").length,
 			series: t ? t.u.series.slice(1).map((x) => x.label).join("|") : "", verdict: document.getElementById("verdict-title").textContent}; })()`
-	var views []auditPage
-	for {
-		var v auditPage
-		require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(js, &v)))
-		views = append(views, v)
-		if v.Ended {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the page did not show the audit's end: %+v\n%s", views[len(views)-1], l.stderr.String())
-		case <-time.After(100 * time.Millisecond):
-		}
+	views, ok := dpsimtest.PollPage(t, ctx, js, func(v auditPage) bool { return v.Ended })
+	if !ok {
+		t.Fatalf("the page did not show the audit's end: %+v\n%s", views[len(views)-1], l.stderr.String())
 	}
 	code, rep := l.stop(t)
 	require.Equal(t, 0, code, l.stderr.String())

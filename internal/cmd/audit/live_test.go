@@ -2,14 +2,12 @@ package auditcmd
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,46 +20,18 @@ import (
 	"github.com/dpsim/dpsim/pkg/audit"
 )
 
-// syncBuffer is a bytes.Buffer a test may read while a process's output is copied into it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// liveAudit is a dpsim audit process whose output is readable while it runs.
 type liveAudit struct {
 	cmd            *exec.Cmd
-	stdout, stderr syncBuffer
-	done           chan struct{}
+	stdout, stderr dpsimtest.SyncBuffer
+	done           <-chan struct{}
 }
 
 func startAudit(t *testing.T, args ...string) *liveAudit {
 	t.Helper()
-	l := &liveAudit{cmd: exec.Command(dpsimBin, append([]string{"audit"}, args...)...), done: make(chan struct{})}
+	l := &liveAudit{cmd: exec.Command(dpsimBin, append([]string{"audit"}, args...)...)}
 	l.cmd.Stdout, l.cmd.Stderr = &l.stdout, &l.stderr
 	l.cmd.Env = append(os.Environ(), "NATS_URL=")
-	require.NoError(t, l.cmd.Start())
-	go func() { _ = l.cmd.Wait(); close(l.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-l.done:
-		default:
-			_ = l.cmd.Process.Kill()
-			<-l.done
-		}
-	})
+	l.done = dpsimtest.Background(t, l.cmd)
 	return l
 }
 

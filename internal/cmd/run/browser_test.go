@@ -63,19 +63,9 @@ func TestLiveUIBrowser(t *testing.T) {
 			track: l.plots.track ? l.plots.track.u.series.slice(1).map((x) => x.label) : [],
 			timeline: l.timeline, timeline_canvas: !!document.querySelector("#timeline-chart .uplot canvas"),
 			stream: l.stream, link_sent: link ? link.sent : 0, rss: (s.processes || []).some((p) => !p.finished && p.rss_bytes > 0)}; })()`
-	var views []pageView
-	for {
-		var v pageView
-		require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(js, &v)))
-		views = append(views, v)
-		if v.Ended {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the page did not show the run's end: %+v\n%s", views[len(views)-1], l.stderr.String())
-		case <-time.After(100 * time.Millisecond):
-		}
+	views, ok := dpsimtest.PollPage(t, ctx, js, func(v pageView) bool { return v.Ended })
+	if !ok {
+		t.Fatalf("the page did not show the run's end: %+v\n%s", views[len(views)-1], l.stderr.String())
 	}
 	end := views[len(views)-1]
 	require.Equal(t, 6, end.Done)

@@ -98,32 +98,8 @@ func (s *sniffer) all() []sniffed {
 // started is a dpsim command the test started, with its output (readable while it runs).
 type started struct {
 	cmd    *exec.Cmd
-	stderr syncBuffer
-	stdout syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer a test may read while the command's output is copied into it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	stderr dpsimtest.SyncBuffer
+	stdout dpsimtest.SyncBuffer
 }
 
 func start(t testing.TB, args ...string) *started {

@@ -72,18 +72,13 @@ func TestInterventionsBrowser(t *testing.T) {
 		const link = (s.links || []).find((x) => x.link === "agent.1->agent.2") || {};
 		return {sent: iv.sent, applied: iv.applied, error: iv.error, episode: c.applied ? c.episode : -1, ended: l.ended,
 			dropped: link.dropped || 0, table: document.getElementById("iv-applied").textContent}; })()`
-	var v view
-	for {
-		require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(js, &v)))
+	views, ok := dpsimtest.PollPage(t, ctx, js, func(v view) bool {
 		require.Empty(t, v.Error, "the page's change was refused")
-		if v.Ended && v.Applied == 1 && v.Dropped > 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the page did not show the applied change and its drops: %+v\n%s", v, l.stderr.String())
-		case <-time.After(100 * time.Millisecond):
-		}
+		return v.Ended && v.Applied == 1 && v.Dropped > 0
+	})
+	v := views[len(views)-1]
+	if !ok {
+		t.Fatalf("the page did not show the applied change and its drops: %+v\n%s", v, l.stderr.String())
 	}
 	t.Logf("the change took effect at episode %d; the run ended after %v", v.Episode, time.Since(start).Round(time.Millisecond))
 	require.Equal(t, 1, v.Sent)

@@ -25,25 +25,16 @@ import (
 // liveRun is a dpsim run started with its stderr readable while it runs.
 type liveRun struct {
 	cmd    *exec.Cmd
-	stderr syncBuffer
-	done   chan struct{} // closed when the process ended
+	stderr dpsimtest.SyncBuffer
+	done   <-chan struct{} // closed when the process ended
 }
 
 func startLive(t testing.TB, args ...string) *liveRun {
 	t.Helper()
-	l := &liveRun{cmd: exec.Command(dpsimBin, args...), done: make(chan struct{})}
+	l := &liveRun{cmd: exec.Command(dpsimBin, args...)}
 	l.cmd.Stdout, l.cmd.Stderr = io.Discard, &l.stderr
 	l.cmd.Env = append(os.Environ(), "NATS_URL=")
-	require.NoError(t, l.cmd.Start())
-	go func() { _ = l.cmd.Wait(); close(l.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-l.done:
-		default:
-			_ = l.cmd.Process.Kill()
-			<-l.done
-		}
-	})
+	l.done = dpsimtest.Background(t, l.cmd)
 	return l
 }
 

@@ -1,13 +1,11 @@
 package view_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,25 +19,8 @@ import (
 // viewProcess is a running `dpsim view`.
 type viewProcess struct {
 	cmd    *exec.Cmd
-	stderr lockedBuffer
-	done   chan struct{}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	stderr dpsimtest.SyncBuffer
+	done   <-chan struct{}
 }
 
 var viewURL = regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/)\n`)
@@ -47,18 +28,9 @@ var viewURL = regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/)\n`)
 // startView starts `dpsim view args...` and returns its URL once printed.
 func startView(t *testing.T, args ...string) (*viewProcess, string) {
 	t.Helper()
-	v := &viewProcess{cmd: exec.Command(dpsimBin, append([]string{"view"}, args...)...), done: make(chan struct{})}
+	v := &viewProcess{cmd: exec.Command(dpsimBin, append([]string{"view"}, args...)...)}
 	v.cmd.Stderr = &v.stderr
-	require.NoError(t, v.cmd.Start())
-	go func() { _ = v.cmd.Wait(); close(v.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-v.done:
-		default:
-			_ = v.cmd.Process.Kill()
-			<-v.done
-		}
-	})
+	v.done = dpsimtest.Background(t, v.cmd)
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if m := viewURL.FindStringSubmatch(v.stderr.String()); m != nil {
