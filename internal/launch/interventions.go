@@ -468,30 +468,34 @@ func (iv *Interventions) decode(c *Intervention, prov faultState, fields map[str
 	switch c.Target {
 	case TargetLink:
 		l := got.Links[len(got.Links)-1]
-		if c.Op == OpChange {
-			l.Name = c.Name
-		} else {
-			c.Name = l.Name
-		}
-		if _, used := prov.base[l.Name]; used && c.Op == OpAdd {
-			return &Refusal{Status: http.StatusConflict, Field: "name", Reason: fmt.Sprintf("%q is already the name of a rule or partition of this run (names are never reused: the faults keep every version)", l.Name)}
+		if err := c.settleName(&l.Name, prov); err != nil {
+			return err
 		}
 		c.link = &l
 	case TargetPartition:
 		p := got.Partitions[len(got.Partitions)-1]
-		if c.Op == OpChange {
-			p.Name = c.Name
-		} else {
-			c.Name = p.Name
-		}
-		if _, used := prov.base[p.Name]; used && c.Op == OpAdd {
-			return &Refusal{Status: http.StatusConflict, Field: "name", Reason: fmt.Sprintf("%q is already the name of a rule or partition of this run (names are never reused: the faults keep every version)", p.Name)}
+		if err := c.settleName(&p.Name, prov); err != nil {
+			return err
 		}
 		c.part = &p
 	case TargetProc:
 		cr := got.Crashes[len(got.Crashes)-1]
 		c.crash = &cr
 		c.Detail = fmt.Sprintf("killed at step %d, back at step %d (noise: %s)", cr.Step, cr.Restart, cr.Noise)
+	}
+	return nil
+}
+
+// settleName gives a changed rule or partition (name: its decoded name) the name it changes,
+// takes a new one's name as the intervention's, and refuses a new one whose name was ever used.
+func (c *Intervention) settleName(name *string, prov faultState) error {
+	if c.Op == OpChange {
+		*name = c.Name
+		return nil
+	}
+	c.Name = *name
+	if _, used := prov.base[*name]; used && c.Op == OpAdd {
+		return &Refusal{Status: http.StatusConflict, Field: "name", Reason: fmt.Sprintf("%q is already the name of a rule or partition of this run (names are never reused: the faults keep every version)", *name)}
 	}
 	return nil
 }
