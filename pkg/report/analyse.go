@@ -337,17 +337,11 @@ func (r *run) components() {
 		return
 	}
 	n := len(r.rep.res.Control.TrackingError)
-	if p := r.rep.plan; p != nil && p.System != nil && n == 2 {
-		A, C := p.System.A, p.System.C
-		ar, ac := A.Dims()
-		cr, cc := C.Dims()
-		if ar == 2 && ac == 2 && cr == 1 && cc == 2 && A.At(0, 0) == 1 && A.At(1, 0) == 0 && A.At(1, 1) == 1 &&
-			A.At(0, 1) > 0 && C.At(0, 0) == 1 && C.At(0, 1) == 0 {
-			r.vehicle = true
-			r.comps = []string{"p", "v"}
-			r.compLong = []string{"position p", "velocity v"}
-			return
-		}
+	if n == 2 && r.rep.plan.PaperVehicle() {
+		r.vehicle = true
+		r.comps = []string{"p", "v"}
+		r.compLong = []string{"position p", "velocity v"}
+		return
 	}
 	// 0-based, as every index dpsim prints (x(0)'s entries, agent.0, the CLI's x0 x1 ...).
 	for i := 0; i < n; i++ {
@@ -386,30 +380,6 @@ func (r *run) axisText(p *pointInfo) string {
 		return p.values["point"]
 	}
 	return r.axisParam + " = " + p.values[r.axisParam]
-}
-
-// constantOffset reports whether the point's noise is a constant offset gamma(t) = gamma(0):
-// structured noise with A_m = I (the paper's position-private vehicle, every consensus agent).
-func constantOffset(p *pointInfo) bool {
-	if p.plan == nil || string(p.plan.Noise) != "structured" || p.plan.ModelA == nil {
-		return false
-	}
-	n, m := p.plan.ModelA.Dims()
-	if n != m {
-		return false
-	}
-	for i := 0; i < n; i++ {
-		for j := 0; j < n; j++ {
-			want := 0.0
-			if i == j {
-				want = 1
-			}
-			if p.plan.ModelA.At(i, j) != want {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // eveTrend returns the eavesdropper's mean error at the first step with an estimate and at the

@@ -28,7 +28,7 @@ func (r *run) controlChecks(p *pointInfo) []string {
 	c := p.res.Control
 	T := p.res.Steps
 	kind := noiseOf(p)
-	offset := constantOffset(p)
+	offset := p.plan.ConstantOffset()
 	info := r.componentLines(p)
 	if r.vehicle && len(c.FinalAbsErrorMax) > 1 && len(c.TrackingSqError) > 1 {
 		v := c.FinalAbsErrorMax[1]
@@ -121,7 +121,7 @@ func (r *run) componentLines(p *pointInfo) []string {
 // with a constant offset of known variance and a final position error measured.
 func (r *run) offsetChecked(p *pointInfo) bool {
 	c := p.res.Control
-	return r.vehicle && constantOffset(p) && p.res.NoiseVariance > 0 && c != nil && len(c.FinalSqError) > 1 &&
+	return r.vehicle && p.plan.ConstantOffset() && p.res.NoiseVariance > 0 && c != nil && len(c.FinalSqError) > 1 &&
 		len(c.FinalAbsErrorMax) > 1 && len(c.TrackingSqError) > 1 && c.FinalSqError[0].N > 0
 }
 

@@ -10,8 +10,6 @@ import (
 	"github.com/dpsim/dpsim/internal/live"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/metrics"
-	"github.com/dpsim/dpsim/pkg/noise"
-	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
@@ -39,7 +37,7 @@ func (l *launcher) startUI() error {
 		switch {
 		case l.points[k].Kind == scenario.Consensus && p.Graph != nil:
 			pi.Bound = float64(p.Graph.N) * p.NoiseVariance() // Proposition 1 (metrics.ConsensusMetrics.Prop1Bound)
-		case constantOffsetVehicle(p):
+		case p.PaperVehicle() && p.ConstantOffset():
 			pi.Bound = p.NoiseVariance() // E||x(t) - x_r(t)||^2 -> Var(gamma): the report's position-offset check
 		}
 		info.Points = append(info.Points, pi)
@@ -112,39 +110,6 @@ func (l *launcher) hubBegin(k int) {
 		l.log.Warn().Err(err).Msg("live view: links not replayed")
 	}
 	l.hub.SetLinks(k, r)
-}
-
-// constantOffsetVehicle reports whether p is the paper's vehicle (x = (p, v), A = [1 a; 0 1]
-// with a > 0, C = [1 0]) with structured noise whose private model is A_m = I: a constant
-// offset gamma on the position, under which E||x(t) - x_r(t)||^2 -> Var(gamma) (pkg/report's
-// position-offset check; docs/math.md section 5).
-func constantOffsetVehicle(p *plan.Plan) bool {
-	if p == nil || p.System == nil || p.ModelA == nil || p.Noise != noise.Structured {
-		return false
-	}
-	A, C := p.System.A, p.System.C
-	ar, ac := A.Dims()
-	cr, cc := C.Dims()
-	if ar != 2 || ac != 2 || cr != 1 || cc != 2 || A.At(0, 0) != 1 || A.At(1, 0) != 0 || A.At(1, 1) != 1 || A.At(0, 1) <= 0 ||
-		C.At(0, 0) != 1 || C.At(0, 1) != 0 {
-		return false
-	}
-	n, m := p.ModelA.Dims()
-	if n != m {
-		return false
-	}
-	for i := 0; i < n; i++ {
-		for j := 0; j < n; j++ {
-			want := 0.0
-			if i == j {
-				want = 1
-			}
-			if p.ModelA.At(i, j) != want {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // hubPoint gives the live view point k's final counts.
