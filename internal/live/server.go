@@ -31,7 +31,7 @@ const (
 // Server serves a hub over HTTP:
 //
 //	/            the page (embedded: web/index.html and app.js for a run, web/audit.html and
-//	             audit.js for an audit (ServeAudit), with style.css and the vendored uPlot)
+//	             audit.js for an audit (ServeAudit), with common.js, style.css and the vendored uPlot)
 //	/api/state   the hub's State as JSON
 //	/events      Server-Sent Events: "state" events (the State as JSON), then one "end" event
 //	             with the final state when the run ended, after which the stream closes

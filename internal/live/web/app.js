@@ -4,14 +4,7 @@
 // window.dpsimLive holds what was drawn (the browser test reads it).
 "use strict";
 
-// The project's palette (pkg/figure: Tableau 10, colour-blind friendly).
-const PALETTE = ["rgb(31,119,180)", "rgb(214,39,40)", "rgb(44,160,44)", "rgb(255,127,14)", "rgb(148,103,189)",
-  "rgb(140,86,75)", "rgb(227,119,194)", "rgb(127,127,127)", "rgb(188,189,34)", "rgb(23,190,207)"];
-const GREY = "rgb(90,90,90)";
-
 const live = window.dpsimLive = { drained: () => new Promise((done) => schedule("drained", done)), state: null, points: 0, plots: {}, events: 0, ended: false, timeline: null, liveLinks: [], stream: 0, tablesAt: 0 };
-
-function $(id) { return document.getElementById(id); }
 
 // The page redraws only what changed: a fast run sends a state event every 250 ms, and the
 // page shares the run's cores (setText, fillTable and the plots skip an unchanged value).
@@ -54,14 +47,6 @@ function runQueue() {
 
 function setText(id, text) {
   if (changed("text:" + id, text)) $(id).textContent = text;
-}
-
-function fmtSec(s) {
-  if (s === null || s === undefined) return "?";
-  if (s < 60) return s.toFixed(1) + " s";
-  const m = Math.floor(s / 60);
-  if (m < 60) return m + " min " + Math.round(s - 60 * m) + " s";
-  return Math.floor(m / 60) + " h " + (m % 60) + " min";
 }
 
 function fmtBytes(b) { return b > 0 ? (b / (1 << 20)).toFixed(1) + " MiB" : "-"; }
@@ -114,8 +99,6 @@ function plotSpecs(st, ep) {
     { label: "eavesdropper's error", color: PALETTE[1], values: ep.eve_error }] });
   return specs;
 }
-
-function plotWidth() { return Math.max(320, Math.min(540, window.innerWidth - 80)); }
 
 function drawPlot(spec, t) {
   const key = spec.lines.map((l) => l.label).join("|");

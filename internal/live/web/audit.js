@@ -4,22 +4,7 @@
 // window.dpsimAudit holds what was drawn (the browser test reads it).
 "use strict";
 
-// The project's palette (pkg/figure: Tableau 10, colour-blind friendly).
-const PALETTE = ["rgb(31,119,180)", "rgb(214,39,40)", "rgb(44,160,44)", "rgb(255,127,14)", "rgb(148,103,189)",
-  "rgb(140,86,75)", "rgb(227,119,194)", "rgb(127,127,127)", "rgb(188,189,34)", "rgb(23,190,207)"];
-const GREY = "rgb(90,90,90)";
-
 const view = window.dpsimAudit = { state: null, events: 0, ended: false, point: -1, bounds: 0, empirical: 0, claim: 0, gdp: 0, plots: {} };
-
-function $(id) { return document.getElementById(id); }
-
-function fmtSec(s) {
-  if (s === null || s === undefined) return "?";
-  if (s < 60) return s.toFixed(1) + " s";
-  const m = Math.floor(s / 60);
-  if (m < 60) return m + " min " + Math.round(s - 60 * m) + " s";
-  return Math.floor(m / 60) + " h " + (m % 60) + " min";
-}
 
 function g4(v) { return v === null || v === undefined ? "-" : Number(v).toPrecision(4); }
 
@@ -60,8 +45,6 @@ function renderVerdict(st) {
     $("verdict-title").style.color = st.verdict === "violation" ? PALETTE[1] : PALETTE[2];
   }
 }
-
-function plotWidth() { return Math.max(320, Math.min(540, window.innerWidth - 80)); }
 
 // drawPlot draws (or updates) plot id: x values and lines [{label, color, dash, values, points}].
 function drawPlot(id, title, xlabel, ylabel, x, lines, scales) {
