@@ -404,6 +404,11 @@ type ScenarioResult struct {
 	B             *float64          `json:"b,omitempty"`     // laplace
 	SigmaMatrix   [][]float64       `json:"sigma_matrix,omitempty"`
 	KappaInverse  float64           `json:"kappa_inverse,omitempty"`
+	// Sampler and Granularity: how the noise becomes float64 values (docs/math.md section 10);
+	// SamplerInfo states its cost (none for secure) and, for float, that the guarantee is void.
+	Sampler     noise.Sampler    `json:"sampler"`
+	Granularity float64          `json:"granularity"`
+	SamplerInfo plan.SamplerInfo `json:"sampler_info"`
 	TraceScalar   float64           `json:"trace_scalar,omitempty"`
 	TraceOptimal  float64           `json:"trace_optimal,omitempty"`
 	TraceSavedPct float64           `json:"trace_saved_percent,omitempty"`
@@ -533,6 +538,8 @@ func calibrateScenario(s *scenario.Scenario, opt plan.Options, episodes int) (*S
 		SeedFromFile: s.Seed, GraphAlpha: p.Alpha, Warnings: s.Warnings,
 	}
 	r.Sigma, r.B = scaleKeys(p.Mechanism, p.Scale)
+	r.SamplerInfo = p.SamplerInfo()
+	r.Sampler, r.Granularity = r.SamplerInfo.Sampler, r.SamplerInfo.Granularity
 	r.setConditioning(p.Conditioning())
 	r.Calibration = string(pr.Calibration)
 	if p.Mechanism == privacy.Laplace {
@@ -687,6 +694,7 @@ func printScenario(w io.Writer, r *ScenarioResult) error {
 	if r.Noise != noise.None {
 		fmt.Fprintf(tw, "%s\t%.6g\t(calibration %s)\n", scaleName(r.Mechanism), scaleOf(r.Sigma, r.B), r.Calibration)
 	}
+	fmt.Fprintf(tw, "sampler\t%s\n", r.SamplerInfo.Note)
 	if r.SigmaMatrix != nil && len(r.SigmaMatrix) > 1 {
 		fmt.Fprintf(tw, "optimal Sigma\t%s\n", formatMatrix(r.SigmaMatrix))
 		fmt.Fprintf(tw, "trace(O_T Sigma O_T')\t%.6g optimal vs %.6g scalar (%.1f%% saved); max LMI violation %.2g\n",
