@@ -123,8 +123,8 @@ type Game struct {
 	gauss *GaussianScorer
 	prec  *precisionModel // the precision tests (nil: no precision score)
 	lapG  *mat.Dense      // Laplace: the estimate error is M w with w iid Laplace(0,1); lapG = M^+
-	dim   int        // estimate length
-	k     int        // episodes per trial (>= 1)
+	dim   int             // estimate length
+	k     int             // episodes per trial (>= 1)
 }
 
 // NewGame builds the game of plan p (one scenario point, calibrated as the scenario says).
