@@ -627,3 +627,20 @@ func (s *Scorer) setPrecision(ev PrecisionEvidence, dst []float64) {
 	tie = math.Min(tie, clamp)
 	dst[len(dst)-1] = float64(ev[1]-ev[0])*precisionUnit + tie
 }
+
+// PrecisionAgents lists, for a consensus game with a precision score, the agents whose
+// broadcast y_i(t) the precision tests read (the agents whose x_i(0) differs between the pair,
+// and their neighbours), ascending; nil otherwise (cloud control reads yhat and u).
+func (g *Game) PrecisionAgents() []int {
+	m := g.prec
+	if m == nil || m.control {
+		return nil
+	}
+	var a []int
+	for k, i := range m.agents {
+		a = append(a, i)
+		a = append(a, m.nbr[k]...)
+	}
+	slices.Sort(a)
+	return slices.Compact(a)
+}
