@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/dpsim/dpsim/pkg/dynamics"
 	"github.com/dpsim/dpsim/pkg/noise"
@@ -643,4 +644,34 @@ func (g *Game) PrecisionAgents() []int {
 	}
 	slices.Sort(a)
 	return slices.Compact(a)
+}
+
+// PrecisionPapers are the papers the precision score's attack comes from, as report.md cites them.
+const PrecisionPapers = "I. Mironov, \"On significance of the least significant bits for differential privacy\", ACM CCS 2012; " +
+	"J. Jin, E. McMurtry, B. I. P. Rubinstein and O. Ohrimenko, \"Are we there yet? Timing and floating-point attacks on differential privacy systems\", IEEE S&P 2022"
+
+// mdPrecision explains the precision score in report.md, when the report has one.
+func (r *GameReport) mdPrecision(b *strings.Builder) {
+	var res *Result
+	for _, s := range r.Scores {
+		if s.Name == ScorePrecision {
+			res = s.Result
+		}
+	}
+	if res == nil {
+		return
+	}
+	fmt.Fprintf(b, "\nThe precision score reads the bits of the published float64 values: under each hypothesis the eavesdropper replays the plant's or agents' own "+
+		"float64 arithmetic from the transcript and asks whether one noise value reproduces every published value bit for bit and whether that value is one "+
+		"the float sampler can return (Go's ziggurat returns float64(j) * wn[i] in over 99%% of calls; the inverse-CDF Laplace lies on a 2^-53 grid). "+
+		"A noise sampler that rounds an exactly sampled real mechanism (docs/protocol.md section 12.3) leaves it nothing to read, so it then equals the likelihood-ratio score "+
+		"(%s; docs/math.md section 6.3). Here it gives eps_lb_cp = %s.\n", PrecisionPapers, fmtG(res.EpsilonLBCP))
+}
+
+// precisionWords completes the report's note on what the scores read.
+func (g *Game) precisionWords() string {
+	if g.prec == nil {
+		return ""
+	}
+	return " (the precision score: of the transcript's float64 bits and the public pair)"
 }
