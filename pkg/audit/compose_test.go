@@ -16,8 +16,8 @@ import (
 
 // playK plays n trials per side of the vehicle's game with k episodes per trial and returns the
 // report and the outcome.
-// The composition tests audit the real-valued mechanism (NoPrecision): the float sampler's bits
-// are the precision score's (precision_test.go).
+// The composition tests compare the real-valued scores across k (NoPrecision): the precision
+// score is tested on its own (precision_test.go).
 
 func playK(t *testing.T, k, n int, seed uint64) (*Game, *Outcome, *GameReport) {
 	t.Helper()

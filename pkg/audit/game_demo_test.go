@@ -17,12 +17,11 @@ import (
 // Demonstration 1: the paper's vehicle, structured noise, tight calibration: consistent, and the
 // Gaussian-DP bound already exercises most of eps at 2 x 10^4 trials per side (at the file's 10^6
 // it reaches >= 0.9 eps: BenchmarkAuditVehicleStructuredFull).
-// The demonstrations audit the real-valued mechanism the calibration is about (NoPrecision): the
-// float sampler of today's code publishes bits that give the secret away, which the precision
-// score shows (precision_test.go) and which would read violation here.
-
+// The demonstrations run the shipped scenarios with the secure sampler (the default) and every
+// score, the precision score included: against the secure sampler's bits it finds nothing, so the
+// verdicts are the real-valued mechanism's.
 func TestDemoVehicleStructured(t *testing.T) {
-	g := newGame(t, loadPlan(t, "audit-vehicle-structured"), GameOptions{NoPrecision: true})
+	g := newGame(t, loadPlan(t, "audit-vehicle-structured"), GameOptions{})
 	r := play(t, g, 20000, 401)
 	require.Equal(t, Consistent, r.Verdict)
 	require.LessOrEqual(t, r.EpsilonLBGDP, 1.0)
@@ -39,7 +38,7 @@ func TestDemoVehicleStructured(t *testing.T) {
 // Demonstration 2: i.i.d. per-step noise calibrated for one release over T = 100 steps: the
 // violation is found with a few thousand trials and eps_lb is far above eps.
 func TestDemoVehicleIIDNaive(t *testing.T) {
-	g := newGame(t, loadPlan(t, "audit-vehicle-iid-naive"), GameOptions{NoPrecision: true})
+	g := newGame(t, loadPlan(t, "audit-vehicle-iid-naive"), GameOptions{})
 	r := play(t, g, 5000, 402)
 	require.Equal(t, Violation, r.Verdict)
 	require.Greater(t, r.EpsilonLBGDP, 5.0, "eps_lb_gdp far above eps = 1")
@@ -62,19 +61,19 @@ func TestDemoBlockVsManifold(t *testing.T) {
 	adj := pts[0].Scenario.Audit.Adjacency
 	require.Equal(t, privacy.Manifold, adj)
 
-	rb := play(t, newGame(t, pts[0], GameOptions{NoPrecision: true, Adjacency: adj}), 5000, 403)
+	rb := play(t, newGame(t, pts[0], GameOptions{Adjacency: adj}), 5000, 403)
 	require.Equal(t, Violation, rb.Verdict)
 	require.Equal(t, "block", rb.AdjacencyCalibrated)
 	require.Equal(t, "manifold", rb.AdjacencyAudited)
 	require.Greater(t, rb.EpsilonLBGDP, 5.0)
 	require.Greater(t, rb.EpsilonLBFDP, 5.0, "the f-DP statistic flags it with the same trials")
 
-	rm := play(t, newGame(t, pts[1], GameOptions{NoPrecision: true, Adjacency: adj}), 20000, 403)
+	rm := play(t, newGame(t, pts[1], GameOptions{Adjacency: adj}), 20000, 403)
 	require.Equal(t, Consistent, rm.Verdict)
 	require.GreaterOrEqual(t, rm.EpsilonLBGDP, 0.7, "power: the manifold-calibrated audit is tight")
 
 	// block-calibrated noise audited under the block adjacency it was designed for: consistent
-	rbb := play(t, newGame(t, pts[0], GameOptions{NoPrecision: true, Adjacency: privacy.Block}), 20000, 403)
+	rbb := play(t, newGame(t, pts[0], GameOptions{Adjacency: privacy.Block}), 20000, 403)
 	require.Equal(t, Consistent, rbb.Verdict)
 	t.Logf("block->manifold: gdp %.3f fdp %.3f cp %.3f; manifold->manifold: gdp %.3f fdp %.3f; block->block: gdp %.3f fdp %.3f",
 		rb.EpsilonLBGDP, rb.EpsilonLBFDP, rb.EpsilonLBCP, rm.EpsilonLBGDP, rm.EpsilonLBFDP, rbb.EpsilonLBGDP, rbb.EpsilonLBFDP)
@@ -83,11 +82,11 @@ func TestDemoBlockVsManifold(t *testing.T) {
 // Demonstration 4: private consensus, Gaussian and Laplace offsets: consistent; the Laplace claim
 // (pure eps) is audited with the Clopper-Pearson bound only.
 func TestDemoConsensus(t *testing.T) {
-	rg := play(t, newGame(t, loadPlan(t, "audit-consensus-gaussian"), GameOptions{NoPrecision: true}), 20000, 404)
+	rg := play(t, newGame(t, loadPlan(t, "audit-consensus-gaussian"), GameOptions{}), 20000, 404)
 	require.Equal(t, Consistent, rg.Verdict)
 	require.GreaterOrEqual(t, rg.EpsilonLBGDP, 0.75)
 
-	gl := newGame(t, loadPlan(t, "audit-consensus-laplace"), GameOptions{NoPrecision: true})
+	gl := newGame(t, loadPlan(t, "audit-consensus-laplace"), GameOptions{})
 	rl := play(t, gl, 20000, 405)
 	require.Equal(t, Consistent, rl.Verdict)
 	require.Equal(t, "laplace", rl.Mechanism)
@@ -115,8 +114,8 @@ func TestDemoConsensus(t *testing.T) {
 // Both with the shipped null scenario as well (its pair x0 = x0prime).
 func TestDemoSoundness(t *testing.T) {
 	p := loadPlan(t, "audit-vehicle-structured")
-	null := newGame(t, p, GameOptions{NoPrecision: true, Null: true})
-	tight := newGame(t, p, GameOptions{NoPrecision: true})
+	null := newGame(t, p, GameOptions{Null: true})
+	tight := newGame(t, p, GameOptions{})
 	const seeds, n = 20, 1000
 	positive, flagged := 0, 0
 	for s := uint64(1); s <= seeds; s++ {
@@ -135,7 +134,7 @@ func TestDemoSoundness(t *testing.T) {
 	require.LessOrEqual(t, flagged, 3)
 
 	pn := loadPlan(t, "audit-vehicle-null")
-	g := newGame(t, pn, GameOptions{NoPrecision: true, Pair: pn.Scenario.Audit.Pair})
+	g := newGame(t, pn, GameOptions{Pair: pn.Scenario.Audit.Pair})
 	require.True(t, g.Pair.Null)
 	r := play(t, g, 20000, 406)
 	require.Zero(t, r.EpsilonLBCP)
@@ -149,7 +148,7 @@ func TestDemoBonferroniSelection(t *testing.T) {
 		name string
 		want string
 	}{{"audit-vehicle-structured", Consistent}, {"audit-vehicle-iid-naive", Violation}} {
-		g := newGame(t, loadPlan(t, c.name), GameOptions{NoPrecision: true})
+		g := newGame(t, loadPlan(t, c.name), GameOptions{})
 		out, err := PlayFast(context.Background(), g, FastOptions{Trials: 5000, Seed: 7})
 		require.NoError(t, err)
 		r, err := g.Analyze(out, ReportOptions{Selection: SelectBonferroni})
