@@ -387,36 +387,36 @@ type WorstPairJSON struct {
 
 // ScenarioResult is the JSON of scenario mode (one per sweep point).
 type ScenarioResult struct {
-	Mode          string            `json:"mode"`
-	Scenario      string            `json:"scenario"`
-	Kind          scenario.Kind     `json:"kind"`
-	Steps         int               `json:"steps"`
-	Mechanism     privacy.Mechanism `json:"mechanism"`
-	Epsilon       float64           `json:"epsilon"`
-	Delta         float64           `json:"delta"`
-	Mu            float64           `json:"mu"`
-	Adjacency     privacy.Adjacency `json:"adjacency"`
-	Calibration   string            `json:"calibration"`
-	Noise         noise.Kind        `json:"noise"`
-	PrivateModel  map[string]any    `json:"private_model"`
-	Sensitivity   float64           `json:"sensitivity"`
-	Sigma         *float64          `json:"sigma,omitempty"` // gaussian; see scaleKeys
-	B             *float64          `json:"b,omitempty"`     // laplace
-	SigmaMatrix   [][]float64       `json:"sigma_matrix,omitempty"`
-	KappaInverse  float64           `json:"kappa_inverse,omitempty"`
+	Mode         string            `json:"mode"`
+	Scenario     string            `json:"scenario"`
+	Kind         scenario.Kind     `json:"kind"`
+	Steps        int               `json:"steps"`
+	Mechanism    privacy.Mechanism `json:"mechanism"`
+	Epsilon      float64           `json:"epsilon"`
+	Delta        float64           `json:"delta"`
+	Mu           float64           `json:"mu"`
+	Adjacency    privacy.Adjacency `json:"adjacency"`
+	Calibration  string            `json:"calibration"`
+	Noise        noise.Kind        `json:"noise"`
+	PrivateModel map[string]any    `json:"private_model"`
+	Sensitivity  float64           `json:"sensitivity"`
+	Sigma        *float64          `json:"sigma,omitempty"` // gaussian; see scaleKeys
+	B            *float64          `json:"b,omitempty"`     // laplace
+	SigmaMatrix  [][]float64       `json:"sigma_matrix,omitempty"`
+	KappaInverse float64           `json:"kappa_inverse,omitempty"`
 	// Sampler and Granularity: how the noise becomes float64 values (docs/math.md section 10);
 	// SamplerInfo states its cost (none for secure) and, for float, that the guarantee is void.
-	Sampler     noise.Sampler    `json:"sampler"`
-	Granularity float64          `json:"granularity"`
-	SamplerInfo plan.SamplerInfo `json:"sampler_info"`
-	TraceScalar   float64           `json:"trace_scalar,omitempty"`
-	TraceOptimal  float64           `json:"trace_optimal,omitempty"`
-	TraceSavedPct float64           `json:"trace_saved_percent,omitempty"`
-	LMIViolation  float64           `json:"max_lmi_violation"`
-	RankOK        bool              `json:"rank_ok"`
-	RankError     string            `json:"rank_error,omitempty"`
-	WorstPair     *WorstPairJSON    `json:"worst_pair"`
-	Evaluated     int64             `json:"evaluated"`
+	Sampler       noise.Sampler    `json:"sampler"`
+	Granularity   float64          `json:"granularity"`
+	SamplerInfo   plan.SamplerInfo `json:"sampler_info"`
+	TraceScalar   float64          `json:"trace_scalar,omitempty"`
+	TraceOptimal  float64          `json:"trace_optimal,omitempty"`
+	TraceSavedPct float64          `json:"trace_saved_percent,omitempty"`
+	LMIViolation  float64          `json:"max_lmi_violation"`
+	RankOK        bool             `json:"rank_ok"`
+	RankError     string           `json:"rank_error,omitempty"`
+	WorstPair     *WorstPairJSON   `json:"worst_pair"`
+	Evaluated     int64            `json:"evaluated"`
 	// How fragile the sensitivity is (privacy.Conditioning): the smallest |det D_dj| it kept, its
 	// largest relative change (a fraction; null when not computed or unbounded, see
 	// sensitivity_perturbation_note) under 1e-4 relative changes of the private model (A, C), the
