@@ -195,8 +195,8 @@ func FuzzParse(f *testing.F) {
 		go func() { s, err = Parse(data, "fuzz.yaml"); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(2 * time.Second):
-			t.Fatalf("Parse takes more than 2 s on %q", data)
+		case <-time.After(2 * time.Minute): // a hang detector for fuzzing, not a speed check: a parse takes milliseconds
+			t.Fatalf("Parse hangs on %q", data)
 		}
 		if (s == nil) == (err == nil) {
 			t.Fatalf("Parse returned scenario %v and error %v", s != nil, err)
