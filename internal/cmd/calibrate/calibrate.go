@@ -240,6 +240,10 @@ type ScalarResult struct {
 	RankOK       bool               `json:"rank_ok"`
 	WorstPair    *WorstPairJSON     `json:"worst_pair"`
 	Alternatives map[string]float64 `json:"alternatives,omitempty"`
+	// Sampler and Granularity: dpsim's secure sampler releases the value rounded exactly to
+	// g = 2^(floor(log2 scale) - 20), at no cost in (eps, delta) (docs/math.md section 10).
+	Sampler     noise.Sampler `json:"sampler"`
+	Granularity float64       `json:"granularity"`
 	RunFields
 }
 
@@ -309,6 +313,7 @@ func scalar(mech privacy.Mechanism, cal privacy.Calibration, eps, delta, mu, sen
 		}
 		r.Calibration, r.Variance = "exact", 2*b*b
 		r.Sigma, r.B = scaleKeys(mech, b)
+		r.Sampler, r.Granularity = noise.SamplerSecure, noise.Granularity(b)
 		return r, nil
 	}
 	sigma, err := privacy.GaussianSigma(cal, eps, delta, mu, sens)
@@ -322,6 +327,7 @@ func scalar(mech privacy.Mechanism, cal privacy.Calibration, eps, delta, mu, sen
 	k := privacy.Kappa(eps, mu*sens/sigma)
 	r.Calibration, r.Variance, r.KappaInverse, r.KappaAtSigma = string(cal), sigma*sigma, &kinv, &k
 	r.Sigma, r.B = scaleKeys(mech, sigma)
+	r.Sampler, r.Granularity = noise.SamplerSecure, noise.Granularity(sigma)
 	r.Alternatives = map[string]float64{}
 	for _, c := range privacy.Calibrations {
 		if s, err := privacy.GaussianSigma(c, eps, delta, mu, sens); err == nil {
@@ -337,6 +343,7 @@ func printScalar(w io.Writer, r *ScalarResult) error {
 	fmt.Fprintf(tw, "budget\teps = %g, delta = %g, mu = %g\n", r.Epsilon, r.Delta, r.Mu)
 	fmt.Fprintf(tw, "sensitivity\t%g\n", r.Sensitivity)
 	fmt.Fprintf(tw, "calibration\t%s\n", r.Calibration)
+	fmt.Fprintf(tw, "sampler\tsecure: exact samples, released rounded exactly to g = %g (no cost in eps, delta)\n", r.Granularity)
 	if r.Mechanism == privacy.Laplace {
 		fmt.Fprintf(tw, "scale b\t%.6g\t(variance 2 b^2 = %.6g)\n", *r.B, r.Variance)
 		printRun(tw, r.Mechanism, r.Epsilon, r.Delta, &r.RunFields)

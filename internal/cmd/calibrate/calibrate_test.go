@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/pkg/privacy"
 )
 
@@ -283,4 +285,36 @@ func TestScenarioFragile(t *testing.T) {
 		require.Contains(t, out, "conditioning")
 		require.NotContains(t, out, "FRAGILE", name)
 	}
+}
+
+// The JSON names the sampler and its grid (docs/math.md section 10): secure by default, with g
+// the power of two 2^20 below the noise scale and no cost in (eps, delta); the float sampler is
+// named as such and its guarantee void for the bits; a model the secure sampler cannot embed in
+// the plant is refused with the reason and the way out.
+func TestSamplerKeys(t *testing.T) {
+	m := runJSON(t, "--epsilon", "1", "--delta", "0.01")
+	require.Equal(t, "secure", m["sampler"])
+	require.Equal(t, math.Ldexp(1, -20), m["granularity"]) // sigma = 1.8779
+	s := runJSON(t, "--scenario", dpsimtest.Scenario("audit-vehicle-structured"))
+	require.Equal(t, "secure", s["sampler"])
+	require.Equal(t, math.Ldexp(1, -20), s["granularity"])
+	info := s["sampler_info"].(map[string]any)
+	require.Equal(t, 0.0, info["epsilon_cost"])
+	require.Equal(t, 0.0, info["delta_cost"])
+	require.Equal(t, []any{0.0}, info["embedding"])
+	f := runJSON(t, "--scenario", dpsimtest.Scenario("audit-vehicle-float"))
+	require.Equal(t, "float", f["sampler"])
+	require.Equal(t, 0.0, f["granularity"])
+	require.Equal(t, true, f["sampler_info"].(map[string]any)["guarantee_void"])
+
+	dir := t.TempDir()
+	doc, err := os.ReadFile(dpsimtest.Scenario("audit-vehicle-structured"))
+	require.NoError(t, err)
+	bad := strings.Replace(string(doc), "model: {A: 1, C: 1}", "model: {A: 0.5, C: 1}", 1)
+	path := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(bad), 0o600))
+	_, err = run(t, "--scenario", path)
+	require.ErrorContains(t, err, "privacy.sampler secure")
+	require.ErrorContains(t, err, "not a set of the plant's state coordinates")
+	require.ErrorContains(t, err, "privacy.sampler: float")
 }
