@@ -138,6 +138,8 @@ type summary struct {
 	Scenario            string   `json:"scenario"`
 	Seed                uint64   `json:"seed"`
 	SeedString          string   `json:"seed_string"`
+	Sampler             string   `json:"sampler"`
+	Granularity         float64  `json:"granularity"`
 	Runs                int      `json:"runs"`
 	Steps               int      `json:"steps"`
 	NATSURL             string   `json:"nats_url"`
@@ -264,6 +266,8 @@ func TestCloudVehicleOverNATS(t *testing.T) {
 	require.Equal(t, runs, sum.Runs)
 	require.Equal(t, uint64(53), sum.Seed, "the scenario's seed")
 	require.Equal(t, "53", sum.SeedString)
+	require.Equal(t, "secure", sum.Sampler, "the default sampler, named")
+	require.Equal(t, math.Ldexp(1, -20), sum.Granularity, "the grid 2^20 below sigma = 1.8779")
 	T := sum.Steps
 	require.Equal(t, 100, T)
 	require.Len(t, sum.Processes, 3)
