@@ -520,62 +520,94 @@ class Model {
     this.sampler = samplerFlag || n.sampler;
     if (this.sampler !== 'secure' && this.sampler !== 'float') throw new Error(`--sampler ${JSON.stringify(this.sampler)}: want secure or float`);
     if (this.mechanism !== 'gaussian' && this.mechanism !== 'laplace') throw new Error(`plan file: privacy.mechanism ${JSON.stringify(this.mechanism)}: want gaussian or laplace`);
+    if (this.kind !== 'none') {
+      if (!n.Am || !n.Cm) throw new Error('plan file: no private model');
+      this.nz = n.Am.length;
+      this.am = checkMatrix('the private model A_m', n.Am, this.nz, this.nz);
+      this.cm = checkMatrix('the private model C_m', n.Cm, ny, this.nz);
+    }
     switch (this.kind) {
-      case 'structured': {
-        if (!n.Am || !n.Cm || !n.S) throw new Error('plan file: structured noise needs the private model and noise_matrix');
-        this.nz = n.Am.length;
-        this.am = checkMatrix('privacy.model.a', n.Am, this.nz, this.nz);
-        this.cm = checkMatrix('privacy.model.c', n.Cm, ny, this.nz);
-        this.r = n.S[0] ? n.S[0].length : 0;
+      case 'structured':
+        if (!n.S || !n.S[0]) throw new Error('plan file: structured noise needs noise_matrix');
+        this.r = n.S[0].length;
         this.s = checkMatrix('noise_matrix', n.S, this.nz, this.r);
-        if (this.r === 0) throw new Error('plan file: noise_matrix is empty');
         break;
-      }
       case 'iid-calibrated':
       case 'iid-naive':
         if (!(n.scale >= 0) || !Number.isFinite(n.scale)) throw new Error(`plan file: scale ${n.scale}`);
         this.scale = n.scale;
-        if (this.sampler === 'secure') {
-          if (!n.Am || !n.Cm) throw new Error('plan file: i.i.d. noise needs the private model');
-          this.nz = n.Am.length;
-          this.am = checkMatrix('privacy.model.a', n.Am, this.nz, this.nz);
-          this.cm = checkMatrix('privacy.model.c', n.Cm, ny, this.nz);
-        }
         break;
       case 'none':
         break;
       default:
         throw new Error(`plan file: privacy.noise ${JSON.stringify(this.kind)}: want structured, iid-calibrated, iid-naive or none`);
     }
-    if (this.sampler === 'secure' && this.kind !== 'none') {
-      // the private model's coordinates in x (12.4): q_1 < ... < q_nz
-      const q = n.embedding;
-      if (!Array.isArray(q) || q.length !== this.nz) throw new Error(`plan file: the secure sampler needs the embedding of the private model's ${this.nz} coordinates in x (key "embedding")`);
-      for (let k = 0; k < q.length; k++) {
-        if (!Number.isInteger(q[k]) || q[k] < 0 || q[k] >= nx || (k > 0 && q[k] <= q[k - 1])) throw new Error(`plan file: embedding ${JSON.stringify(q)}`);
-      }
-      this.q = q;
-      // g = 2^G (12.3): from the plan's granularity, else from the smallest noise scale
-      if (n.granularity > 0) {
-        this.G = noise.granularityExp(n.granularity) + 20;
-        if (2 ** this.G !== n.granularity) throw new Error(`plan file: granularity ${n.granularity} is not a power of two`);
-      } else {
-        this.G = noise.granularityExp(this.smallestScale());
-      }
+    // The secure sampler applies when there is noise to draw (12.3: g from a scale > 0);
+    // otherwise the plant publishes C x(t) + gamma(t) as the float sampler does (gamma = 0 for
+    // none, scale 0 times the draws for a zero scale).
+    this.secure = this.sampler === 'secure' && this.kind !== 'none' && this.smallestScale() > 0;
+    if (this.secure) {
+      // g = 2^G, G = floor(log2 s_min) - 20 (12.3)
+      this.G = n.granularity > 0 ? noise.granularityExp(n.granularity) + 20 : noise.granularityExp(this.smallestScale());
+      // the private model's coordinates q_1 < ... < q_nz in x (12.4)
+      this.q = n.embedding || embedding(this);
+      if (!Array.isArray(this.q) || this.q.length !== this.nz) throw new Error(`plan file: embedding ${JSON.stringify(this.q)}: want ${this.nz} coordinates`);
     }
   }
 
-  // smallestScale is s_min of 12.3: the smallest row norm of S (structured) or scale (i.i.d.).
+  // smallestScale is s_min of 12.3: the smallest row norm of S (structured; a row's norm is
+  // hypot folded over its entries, as pkg/plan computes it) or scale (i.i.d.).
   smallestScale() {
+    if (this.kind === 'none') return 0;
     if (this.kind !== 'structured') return this.scale;
     let min = Infinity;
     for (let k = 0; k < this.nz; k++) {
-      let ss = 0;
-      for (let j = 0; j < this.r; j++) ss += this.s[k * this.r + j] * this.s[k * this.r + j];
-      min = Math.min(min, Math.sqrt(ss));
+      let norm = 0;
+      for (let j = 0; j < this.r; j++) norm = Math.hypot(norm, this.s[k * this.r + j]);
+      min = Math.min(min, norm);
     }
-    return min;
+    return min === Infinity ? 0 : min;
   }
+}
+
+// embedding finds the plant's state coordinates q_1 < ... < q_nz that hold the private model's
+// state: with Q the selection (Q e_k = e_{q_k}), A Q = Q A_m and C Q = C_m exactly, so that
+// C A^t x(0) = C_m A_m^t x(0)[q] + C A^t x_np(0), x_np(0) being x(0) with those coordinates
+// set to 0. The first selection in lexicographic order is taken (pkg/plan does the same).
+function embedding(m) {
+  const { nx, ny, nz, a, c, am, cm } = m;
+  if (nz > nx) throw new Error(`the private model has ${nz} states, the plant ${nx}`);
+  const embeds = (q) => {
+    const row = new Array(nx).fill(-1); // plant row -> model row
+    q.forEach((col, k) => { row[col] = k; });
+    for (let k = 0; k < nz; k++) {
+      const col = q[k];
+      for (let i = 0; i < nx; i++) {
+        const want = row[i] >= 0 ? am[row[i] * nz + k] : 0;
+        if (a[i * nx + col] !== want) return false;
+      }
+      for (let i = 0; i < ny; i++) if (c[i * nx + col] !== cm[i * nz + k]) return false;
+    }
+    return true;
+  };
+  const MAX_TRIES = 1 << 16;
+  const q = new Array(nz);
+  let tries = 0;
+  const search = (k, from) => {
+    if (k === nz) {
+      tries++;
+      return embeds(q);
+    }
+    for (let col = from; col <= nx - (nz - k) && tries < MAX_TRIES; col++) {
+      q[k] = col;
+      if (search(k + 1, col + 1)) return true;
+    }
+    return false;
+  };
+  if (!search(0, 0)) {
+    throw new Error('privacy.sampler secure: the private model (privacy.model A_m, C_m) is not a set of the plant\'s state coordinates (no selection Q with A Q = Q A_m and C Q = C_m); use --sampler float');
+  }
+  return q.slice();
 }
 
 // stepState is dynamics.Plant.Step: x <- A x + B u, each row summed from 0, A's terms then B's,
@@ -658,17 +690,16 @@ class SecureNoise {
     this.m = m;
     this.xnp = new Float64Array(m.nx);
     this.xn = new Float64Array(m.nx);
-    if (m.kind === 'none') return;
     this.z = new Float64Array(m.nz);
     this.w = new Float64Array(m.nz);
     this.x0q = new Float64Array(m.nz);
     if (m.kind !== 'structured') this.o = new Float64Array(m.ny * m.nz); // O_t
+    this.identity = m.am.every((v, k) => v === (Math.floor(k / m.nz) === k % m.nz ? 1 : 0));
   }
 
   begin(ep, x0) {
     const m = this.m;
     this.xnp.set(x0);
-    if (m.kind === 'none') return;
     for (let k = 0; k < m.nz; k++) {
       this.x0q[k] = x0[m.q[k]];
       this.xnp[m.q[k]] = 0;
@@ -692,10 +723,6 @@ class SecureNoise {
   // step's rounded i.i.d. value; b = C x_np.
   output(x, yhat) {
     const m = this.m;
-    if (m.kind === 'none') {
-      for (let i = 0; i < m.ny; i++) yhat[i] = dot(m.c, i * m.nx, this.xnp, m.nx) + 0;
-      return;
-    }
     if (m.kind === 'structured') {
       for (let i = 0; i < m.ny; i++) {
         const a = dot(m.cm, i * m.nz, this.z, m.nz);
@@ -719,10 +746,11 @@ class SecureNoise {
   apply(u) {
     const m = this.m;
     stepState(m, this.xnp, u, this.xn);
+    if (this.identity) return; // A_m = I: z and O stay (as dpsim skips them: a -0 stays -0)
     if (m.kind === 'structured') {
       for (let i = 0; i < m.nz; i++) this.w[i] = dot(m.am, i * m.nz, this.z, m.nz);
       [this.z, this.w] = [this.w, this.z];
-    } else if (m.kind !== 'none') {
+    } else {
       const o = this.o, next = new Float64Array(o.length), nz = m.nz;
       for (let i = 0; i < m.ny; i++) {
         for (let k = 0; k < nz; k++) {
@@ -750,7 +778,7 @@ class Core {
     this.xn = new Float64Array(nx);
     this.yhat = new Float64Array(ny);
     this.u = new Float64Array(nu);
-    this.noise = model.sampler === 'secure' ? new SecureNoise(model) : new FloatNoise(model);
+    this.noise = model.secure ? new SecureNoise(model) : new FloatNoise(model);
     this.ep = -1;
     this.prevEp = -1;
     this.cur = 0;
