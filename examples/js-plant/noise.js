@@ -125,8 +125,9 @@ const fr = Math.fround;
 
 // normFloat64 is rand.New(c).NormFloat64(). float32 arithmetic is float64 arithmetic rounded
 // to float32 after every operation (exact: a float32 product or sum rounded once from float64
-// is the float32 operation's result). math.Log and math.Exp are Math.log and Math.exp here: the
-// rare paths that call them (about 1 draw in 100) may differ from Go in the last bit.
+// is the float32 operation's result). math.Log is goLog; math.Exp is Math.exp, which may differ
+// from Go's in the last bit - read only through a float32 rounding, in the wedges (about 1 draw
+// in 100), where one such bit changes the float32 once in about 2^29.
 function normFloat64(c) {
   for (;;) {
     c.next();
@@ -137,8 +138,8 @@ function normFloat64(c) {
     if (i === 0) {
       let t;
       for (;;) {
-        t = -Math.log(c.float64()) * INV_RN;
-        const y = -Math.log(c.float64());
+        t = -goLog(c.float64()) * INV_RN;
+        const y = -goLog(c.float64());
         if (y + y >= t * t) break;
       }
       return j > 0 ? RN + t : -RN - t;
@@ -147,13 +148,50 @@ function normFloat64(c) {
   }
 }
 
+// goLog is Go's math.Log on amd64 (math/log_amd64.s; the algorithm of FreeBSD's e_log.c that
+// math/log.go holds too), operation for operation: V8's Math.log, another fdlibm port, differs
+// from it in the last bit for about one argument in eight, which the float sampler's Laplace
+// would publish. Arguments here are normal positive float64s (2U, 2(1-U), U of Float64()).
+const LN2_HI = 6.93147180369123816490e-01;
+const LN2_LO = 1.90821492927058770002e-10;
+const L1 = 6.666666666666735130e-01;
+const L2 = 3.999999999940941908e-01;
+const L3 = 2.857142874366239149e-01;
+const L4 = 2.222219843214978396e-01;
+const L5 = 1.818357216161805012e-01;
+const L6 = 1.531383769920937332e-01;
+const L7 = 1.479819860511658591e-01;
+const HSQRT2 = 7.07106781186547524401e-01;
+const ldv = new DataView(new ArrayBuffer(8));
+function goLog(x) {
+  if (!(x > 0) || x === Infinity || x < 2.2250738585072014e-308) return Math.log(x); // not reached here
+  ldv.setFloat64(0, x);
+  const hi = ldv.getUint32(0);
+  let k = ((hi >>> 20) & 0x7ff) - 0x3fe;
+  ldv.setUint32(0, (hi & 0x800fffff) | 0x3fe00000); // f1 in [1/2, 1): Frexp's fraction
+  let f1 = ldv.getFloat64(0);
+  if (!(HSQRT2 < f1)) { // the assembly's test: f1 <= sqrt(2)/2
+    k -= 1;
+    f1 *= 2;
+  }
+  const f = f1 - 1;
+  const s = f / (2 + f);
+  const s2 = s * s;
+  const s4 = s2 * s2;
+  const t1 = s2 * (L1 + s4 * (L3 + s4 * (L5 + s4 * L7)));
+  const t2 = s4 * (L2 + s4 * (L4 + s4 * L6));
+  const R = t1 + t2;
+  const hfsq = 0.5 * f * f;
+  return k * LN2_HI - ((hfsq - (s * (hfsq + R) + k * LN2_LO)) - f);
+}
+
 // laplaceFloat is noise.SampleLaplace(r, 1): ln(2U) for U < 1/2, -ln(2(1-U)) otherwise, U =
 // Float64() redrawn while 0.
 function laplaceFloat(c) {
   let u = c.float64();
   while (u === 0) u = c.float64();
-  if (u < 0.5) return 1 * Math.log(2 * u);
-  return -1 * Math.log(2 * (1 - u));
+  if (u < 0.5) return 1 * goLog(2 * u);
+  return -1 * goLog(2 * (1 - u));
 }
 
 // ---------------------------------------------------------------- 12.3 the secure samplers
@@ -401,5 +439,5 @@ function value(s) {
 
 module.exports = {
   label, noiseKey, newStream, plantPath, agentPath, LABEL_PLANT, LABEL_AGENT,
-  normFloat64, laplaceFloat, ExactSampler, decide, dyadic, granularityExp, value,
+  normFloat64, laplaceFloat, goLog, ExactSampler, decide, dyadic, granularityExp, value,
 };

@@ -668,7 +668,7 @@ class FloatNoise {
           if (m.mechanism === 'laplace') {
             let u = this.stream.float64();
             while (u === 0) u = this.stream.float64();
-            g = u < 0.5 ? m.scale * Math.log(2 * u) : -m.scale * Math.log(2 * (1 - u));
+            g = u < 0.5 ? m.scale * noise.goLog(2 * u) : -m.scale * noise.goLog(2 * (1 - u));
           } else {
             g = m.scale * noise.normFloat64(this.stream);
           }

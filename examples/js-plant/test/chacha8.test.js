@@ -37,12 +37,14 @@ test('ChaCha8 reseeding restarts the stream', () => {
   for (let i = 0; i < 300; i++) assert.strictEqual(c.uint64().toString(), s.uint64[i]);
 });
 
-test('Float64 and NormFloat64 (the float sampler) equal Go bit for bit', () => {
+test('Float64, NormFloat64 and the unit Laplace (the float sampler) equal Go bit for bit', () => {
   for (const s of V.seeds) {
     let c = new ChaCha8(Buffer.from(s.seed, 'hex'));
     s.float64.forEach((want, i) => assert.strictEqual(bits(c.float64()), want, `seed ${s.name} Float64 ${i}`));
     c = new ChaCha8(Buffer.from(s.seed, 'hex'));
     s.norm.forEach((want, i) => assert.strictEqual(bits(noise.normFloat64(c)), want, `seed ${s.name} NormFloat64 ${i}`));
+    c = new ChaCha8(Buffer.from(s.seed, 'hex'));
+    s.laplace.forEach((want, i) => assert.strictEqual(bits(noise.laplaceFloat(c)), want, `seed ${s.name} Laplace ${i}`));
   }
 });
 

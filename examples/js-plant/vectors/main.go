@@ -30,6 +30,9 @@ type Seed struct {
 	// generators: the float sampler's draws (bit patterns, hex, to compare exactly).
 	Float64 []string `json:"float64"`
 	Norm    []string `json:"norm"`
+	// Laplace is the float sampler's unit Laplace from a fresh generator: ln(2U) for U < 1/2,
+	// -ln(2(1-U)) otherwise, U = Float64() redrawn while 0 (pkg/noise SampleLaplace with b = 1).
+	Laplace []string `json:"laplace"`
 }
 
 // Key is one noise stream key (docs/protocol.md section 12.1).
@@ -74,8 +77,12 @@ func main() {
 			v.Float64 = append(v.Float64, fmt.Sprintf("%016x", math.Float64bits(r.Float64())))
 		}
 		r = rand.New(rand.NewChaCha8(s.seed))
-		for range 2000 { // the ziggurat's rare paths (its tail, its wedges) come about 1% of the time
+		for range 1000 { // the ziggurat's rare paths (its tail, its wedges) come about 1% of the time
 			v.Norm = append(v.Norm, fmt.Sprintf("%016x", math.Float64bits(r.NormFloat64())))
+		}
+		r = rand.New(rand.NewChaCha8(s.seed))
+		for range 1000 {
+			v.Laplace = append(v.Laplace, fmt.Sprintf("%016x", math.Float64bits(laplace(r))))
 		}
 		out.Seeds = append(out.Seeds, v)
 	}
@@ -108,6 +115,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "vectors:", err)
 		os.Exit(1)
 	}
+}
+
+// laplace is pkg/noise SampleLaplace(r, 1), restated with the standard library only.
+func laplace(r *rand.Rand) float64 {
+	u := r.Float64()
+	for u == 0 {
+		u = r.Float64()
+	}
+	if u < 0.5 {
+		return 1 * math.Log(2*u)
+	}
+	return -1 * math.Log(2*(1-u))
 }
 
 func label(name string) uint64 {
