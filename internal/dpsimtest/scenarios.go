@@ -71,3 +71,11 @@ func LargeConsensus(t testing.TB, n, steps int) *scenario.Scenario {
 	s.Steps = steps
 	return s
 }
+
+// LoadPlanSampler is LoadPlan with privacy.sampler set to sampler (secure or float).
+func LoadPlanSampler(t testing.TB, name string, sampler noise.Sampler) (*scenario.Scenario, *plan.Plan) {
+	t.Helper()
+	s := LoadScenario(t, name).Expand()[0]
+	s.Privacy.Sampler = sampler
+	return s, PlanOf(t, s)
+}

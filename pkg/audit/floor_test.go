@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpsim/dpsim/internal/dpsimtest"
+
 	"github.com/dpsim/dpsim/pkg/dynamics"
 	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/estimate"
@@ -29,18 +31,24 @@ var floorLabelPlant = rng.Label(sim.LabelPlant)
 // the floor the engine's cost per episode is held to. Plans without faults only: nothing is ever
 // missing, so the plant applies, and the eavesdropper assumes, the u(t) the cloud computed.
 type floorEpisode struct {
-	seed  uint64
-	steps int
-	plant *dynamics.Plant
-	noise noise.Stream
-	pcg   rand.PCG   // the episode's noise source, reseeded per episode
-	rnd   *rand.Rand // over pcg
-	ctl   *dynamics.ObserverController
-	xhat0 []float64
-	eve   *estimate.ControlEstimator
-	yhat  []float64
-	gamma []float64
-	u     []float64
+	seed   uint64
+	steps  int
+	plant  *dynamics.Plant
+	noise  noise.Stream
+	chacha rand.ChaCha8 // the episode's noise generator, reseeded per episode
+	rnd    *rand.Rand   // over chacha (the float sampler)
+	// the secure sampler: the release of x(0)'s private coordinates emb, and the plant run
+	// from x(0) less them (np)
+	secure  *noise.SecureStream
+	np      *dynamics.Plant
+	emb     []int
+	xp, rel []float64
+	ctl     *dynamics.ObserverController
+	xhat0   []float64
+	eve     *estimate.ControlEstimator
+	yhat    []float64
+	gamma   []float64
+	u       []float64
 }
 
 // newFloor returns the floor of plan p (cloud control, no faults) with run seed seed.
@@ -50,7 +58,14 @@ func newFloor(tb testing.TB, p *plan.Plan, seed uint64) *floorEpisode {
 	f := &p.Scenario.Faults
 	require.False(tb, f.Active() || len(f.Crashes) > 0 || len(f.ServerRestarts) > 0 || len(f.Proxies) > 0,
 		"the floor has no network: it plays plans without faults only")
-	ns, err := p.NewNoise()
+	var ns noise.Stream
+	var sec *noise.SecureStream
+	var err error
+	if p.Secure() {
+		sec, err = p.NewSecureNoise()
+	} else {
+		ns, err = p.NewNoise()
+	}
 	require.NoError(tb, err)
 	var xhat0 []float64
 	if c := p.Scenario.Controller; c != nil {
@@ -65,7 +80,11 @@ func newFloor(tb testing.TB, p *plan.Plan, seed uint64) *floorEpisode {
 		seed: seed, steps: p.Steps, plant: dynamics.NewPlant(sys, nil), noise: ns, ctl: ctl, xhat0: xhat0, eve: eve,
 		yhat: make([]float64, sys.Ny()), gamma: make([]float64, sys.Ny()), u: make([]float64, sys.Nu()),
 	}
-	fl.rnd = rand.New(&fl.pcg)
+	fl.rnd = rand.New(&fl.chacha)
+	if sec != nil {
+		fl.secure, fl.np, fl.emb = sec, dynamics.NewPlant(sys, nil), p.Embedding
+		fl.xp, fl.rel = make([]float64, len(p.Embedding)), make([]float64, sys.Ny())
+	}
 	return fl
 }
 
@@ -78,11 +97,15 @@ func newFloor(tb testing.TB, p *plan.Plan, seed uint64) *floorEpisode {
 //	eavesdropper: the normal equations of x0 gain the rows of yhat(t), and xu(t+1) the input u(t) (eqs. (19)-(20))
 //	plant:        x(t+1) = A x(t) + B u(t) (eq. (23))
 //
-// The noise is reseeded to the stream rng.New(seed, rng.Label("plant"), 0, ep) starts (rng.Reseed:
-// the same stream without allocating), and the structured noise draws its eta once, in Reset.
+// The noise is reseeded to the stream rng.NewNoise(seed, rng.Label("plant"), 0, ep) starts
+// (rng.ReseedNoise: the same stream without allocating), and the structured noise draws its eta
+// once, in Reset.
 func (f *floorEpisode) play(ep int, x0, est []float64) (bool, error) {
 	f.plant.Reset(x0)
-	rng.Reseed(&f.pcg, f.seed, floorLabelPlant, 0, uint64(ep))
+	rng.ReseedNoise(&f.chacha, f.seed, floorLabelPlant, 0, uint64(ep))
+	if f.secure != nil {
+		return f.playSecure(x0, est)
+	}
 	f.noise.Reset(f.rnd)
 	f.ctl.Reset(f.xhat0)
 	f.eve.Reset()
@@ -101,12 +124,42 @@ func (f *floorEpisode) play(ep int, x0, est []float64) (bool, error) {
 	return f.eve.Estimate(est), nil
 }
 
+// playSecure is play with the secure sampler: yhat(t) = C x_np(t) + the release's private part
+// (docs/protocol.md section 12.4), x_np run on the same inputs as x.
+func (f *floorEpisode) playSecure(x0, est []float64) (bool, error) {
+	xnp := f.np.State()
+	copy(xnp, x0)
+	for k, q := range f.emb {
+		f.xp[k], xnp[q] = x0[q], 0
+	}
+	if err := f.secure.Reset(&f.chacha, f.xp); err != nil {
+		return false, err
+	}
+	f.ctl.Reset(f.xhat0)
+	f.eve.Reset()
+	for t := 0; t < f.steps; t++ {
+		f.np.Output(f.yhat)
+		f.secure.Next(f.rel)
+		for i, g := range f.rel {
+			f.yhat[i] = f.yhat[i] + g
+		}
+		f.ctl.Step(t, f.yhat, f.u)
+		if err := f.eve.Observe(t, f.yhat, f.u); err != nil {
+			return false, err
+		}
+		f.plant.Step(f.u)
+		f.np.Step(f.u)
+	}
+	return f.eve.Estimate(est), nil
+}
+
 // floorPlans are the plans the floor is checked on: the vehicle audit (structured noise, drawn
 // once per episode) and the inline vehicle (i.i.d. noise, drawn every step, x0 off the origin).
 func floorPlans(tb testing.TB) map[string]*plan.Plan {
 	return map[string]*plan.Plan{
-		"audit-vehicle-structured": loadPlan(tb, "audit-vehicle-structured"),
-		"inline vehicle, iid":      parsePlan(tb, vehicleDoc),
+		"audit-vehicle-structured":        loadPlan(tb, "audit-vehicle-structured"),
+		"audit-vehicle-structured, float": floatPlan(tb, "audit-vehicle-structured"),
+		"inline vehicle, iid":             parsePlan(tb, vehicleDoc),
 	}
 }
 
@@ -278,4 +331,10 @@ func TestBatchPlayerMatchesPlayer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// floatPlan is a shipped scenario's plan with the float sampler.
+func floatPlan(tb testing.TB, name string) *plan.Plan {
+	_, p := dpsimtest.LoadPlanSampler(tb, name, noise.SamplerFloat)
+	return p
 }

@@ -23,7 +23,9 @@ func TestDemoVehicleStructured(t *testing.T) {
 	require.Equal(t, Consistent, r.Verdict)
 	require.LessOrEqual(t, r.EpsilonLBGDP, 1.0)
 	require.LessOrEqual(t, r.EpsilonLBCP, 1.0)
-	require.GreaterOrEqual(t, r.EpsilonLBGDP, 0.75, "power: the GDP bound should reach 0.75 eps at 2 x 10^4 trials per side")
+	// over seeds 401-420 eps_lb_gdp at 2 x 10^4 trials per side is 0.72-0.92 (mean 0.81, sd 0.05):
+	// the check is three standard deviations below the mean, so it fails one seed in a thousand
+	require.GreaterOrEqual(t, r.EpsilonLBGDP, 0.65, "power: the GDP bound should reach 0.65 eps at 2 x 10^4 trials per side")
 	require.Equal(t, ScoreLLR, r.Score)
 	require.Equal(t, 20000, r.Trials)
 	require.Equal(t, 40000, r.Episodes)

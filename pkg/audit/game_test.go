@@ -161,8 +161,14 @@ func TestWorstPairMapping(t *testing.T) {
 		require.Equal(t, []float64{1, 0}, g.Pair.X0Prime)
 	})
 	t.Run("a private model outside the plant's signal space is refused", func(t *testing.T) {
-		p := parsePlan(t, vehicleDoc+"  model: {A: 0.5, C: 1}\n")
-		_, err := NewGame(p, GameOptions{})
+		// the secure sampler refuses it already (its private part is not a set of the plant's
+		// coordinates); with the float sampler the audit refuses the pair
+		s, err := scenario.Parse([]byte(vehicleDoc+"  model: {A: 0.5, C: 1}\n"), "inline.yaml")
+		require.NoError(t, err)
+		_, err = plan.New(s, plan.Options{})
+		require.ErrorContains(t, err, "not a set of the plant's state coordinates")
+		p := parsePlan(t, vehicleDoc+"  model: {A: 0.5, C: 1}\n  sampler: float\n")
+		_, err = NewGame(p, GameOptions{})
 		require.ErrorContains(t, err, "no exact solution")
 	})
 	t.Run("laplace: the likelihood ratio in the noise coordinates, i.i.d. without it", func(t *testing.T) {

@@ -41,14 +41,28 @@ func (a *ConsensusAgent) Step(yself float64, yneigh []float64) {
 	a.x = consensusUpdate(a.x, yself, a.w, yneigh)
 }
 
+// StepBy applies eq. (25) and returns the increment it added, sum_j w_ij (y_j - y_i): the
+// public part of the update, which a secure agent adds to its published value as well.
+func (a *ConsensusAgent) StepBy(yself float64, yneigh []float64) float64 {
+	u := ConsensusIncrement(yself, a.w, yneigh)
+	a.x = a.x + u
+	return u
+}
+
 // consensusUpdate is the single implementation of eq. (25) used by agents and the network.
 func consensusUpdate(x, yself float64, w, yneigh []float64) float64 {
+	return x + ConsensusIncrement(yself, w, yneigh)
+}
+
+// ConsensusIncrement is sum_k w[k] (yneigh[k] - yself) of eq. (25), summed from 0 in the order of
+// w, every product rounded (docs/protocol.md section 12.4).
+func ConsensusIncrement(yself float64, w, yneigh []float64) float64 {
 	yneigh = yneigh[:len(w)]
 	var u float64
 	for k, wk := range w {
-		u += wk * (yneigh[k] - yself)
+		u = u + float64(wk*(yneigh[k]-yself))
 	}
-	return x + u
+	return u
 }
 
 // ConsensusNetwork steps every agent of a graph at once from the vector of messages y(t): the

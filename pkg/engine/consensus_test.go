@@ -65,8 +65,11 @@ func TestConsensusProposition1(t *testing.T) {
 			c.mech, c.eps, f.Mean, f.SE, f.Lo, f.Hi, want, m.OffsetLimit, m.Prop1Bound)
 		require.InDelta(t, xstar, m.XStar.Mean, 1e-12)
 		require.InDelta(t, float64(n)*v, m.Prop1Bound, 1e-9*m.Prop1Bound)
-		require.Less(t, f.Hi, m.Prop1Bound, "final MSE below the Proposition 1 bound with 95%% confidence")
-		require.True(t, m.FinalBelowBound)
+		// The exact expectation is below the bound (the theory); the report's check is the 95 %
+		// upper confidence limit against it, which at Laplace eps = 1 (exact 18 against 20) fails on
+		// about 8 % of seeds: the check must say what its numbers say, not pass.
+		require.Less(t, want, m.Prop1Bound, "the exact finite-T MSE is below Proposition 1's bound")
+		require.Equal(t, f.Hi < m.Prop1Bound, m.FinalBelowBound, "the report's verdict is its confidence limit against the bound")
 		require.InDelta(t, want, f.Mean, zMSE*f.SE, "final MSE matches the exact expectation")
 
 		// E[x_i(T) - x*] is the vanishing transient d_i(T) (|d| <= alpha^T ||x(0) - 1x*||), and 0

@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/pkg/metrics"
+	"github.com/dpsim/dpsim/pkg/noise"
 	"github.com/dpsim/dpsim/pkg/rng"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
@@ -153,7 +155,7 @@ func TestResultsJSONShape(t *testing.T) {
 // The distributed agents reproduce dynamics.ConsensusNetwork's arithmetic bit for bit, and the
 // network sum is preserved.
 func TestAgentsMatchNetwork(t *testing.T) {
-	_, p := loadPlan(t, "consensus-gaussian")
+	_, p := dpsimtest.LoadPlanSampler(t, "consensus-gaussian", noise.SamplerFloat) // the float path: x + gamma
 	res, tr := runFast(t, p, 5, Options{Runs: 3, KeepTraces: true})
 	require.Equal(t, 3, res.Runs)
 	n := p.Graph.N
@@ -163,7 +165,7 @@ func TestAgentsMatchNetwork(t *testing.T) {
 		for i := range gamma { // the agents' offsets, drawn from the contract paths
 			ns, err := p.NewNoise()
 			require.NoError(t, err)
-			ns.Reset(rng.New(5, rng.Label("agent"), uint64(i), uint64(ep)))
+			ns.Reset(rng.NewNoise(5, rng.Label("agent"), uint64(i), uint64(ep)))
 			ns.Next(gamma[i : i+1])
 		}
 		net := newNetwork(t, p, recs[0].X)

@@ -35,3 +35,32 @@ func ParseKind(s string) (Kind, error) {
 	}
 	return "", fmt.Errorf("unknown noise kind %q (allowed: %s)", s, strings.Join(names, ", "))
 }
+
+// Sampler names how a mechanism's noise becomes the float64 values a process publishes
+// (docs/math.md section 10, docs/protocol.md section 12).
+type Sampler string
+
+const (
+	// SamplerSecure draws the noise exactly (ExactSampler) and publishes values that are a
+	// function of the real mechanism's output rounded exactly to a grid: private as float64 values.
+	SamplerSecure Sampler = "secure"
+	// SamplerFloat is the textbook float64 path (NormFloat64, Laplace by the inverse CDF, the
+	// state's float arithmetic): private only in the reals; kept by name for demonstrations.
+	SamplerFloat Sampler = "float"
+)
+
+// Samplers lists the accepted samplers, default first.
+var Samplers = []Sampler{SamplerSecure, SamplerFloat}
+
+// ParseSampler accepts the names in Samplers ("" is the default, secure).
+func ParseSampler(s string) (Sampler, error) {
+	if s == "" {
+		return SamplerSecure, nil
+	}
+	for _, k := range Samplers {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("unknown sampler %q (allowed: secure, float)", s)
+}

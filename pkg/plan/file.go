@@ -294,6 +294,9 @@ func (f *planFile) plan() (*Plan, error) {
 	default:
 		return nil, fmt.Errorf("scenario: unknown kind %q", s.Kind)
 	}
+	if err := p.resolveSampler(); err != nil { // cheap: the sampler's grid and embedding
+		return nil, err
+	}
 	return p, nil
 }
 

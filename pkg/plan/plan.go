@@ -50,6 +50,14 @@ type Plan struct {
 	// RankErr is nil when the rank condition (8) holds for the noise actually injected.
 	RankErr error
 
+	// Sampler is how the noise becomes float64 values (secure or float, docs/math.md section 10).
+	Sampler noise.Sampler
+	// Granularity is the secure sampler's grid g (a power of two; 0: float, or no noise).
+	Granularity float64
+	// Embedding is the plant's state coordinates holding the private model's state (cloud
+	// control with the secure sampler; see embedding).
+	Embedding []int
+
 	// Cloud control.
 	System    *dynamics.LTI
 	K, L      *mat.Dense
@@ -94,6 +102,9 @@ func New(s *scenario.Scenario, opt Options) (*Plan, error) {
 	}
 	if err := p.design(opt.Budget); err != nil {
 		return nil, fmt.Errorf("scenario %s: privacy: %w", s.Name, err)
+	}
+	if err := p.resolveSampler(); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
 	}
 	return p, nil
 }
@@ -337,6 +348,23 @@ func (p *Plan) NewNoise() (noise.Stream, error) {
 		return noise.NewNone(m)
 	}
 	return nil, fmt.Errorf("unknown noise kind %q", p.Noise)
+}
+
+// Secure reports whether the plan's emitters publish through the secure sampler (it has noise
+// to draw and privacy.sampler is secure).
+func (p *Plan) Secure() bool { return p.Sampler == noise.SamplerSecure && p.Granularity > 0 }
+
+// NewSecureNoise returns a fresh secure stream of the plan's kind for one emitter (Secure plans
+// only): structured w = round_g(x_p(0) + S eta) released as C_m A_m^t w, or i.i.d.
+// round_g(C_m A_m^t x_p(0) + scale xi(t)) (docs/math.md section 10).
+func (p *Plan) NewSecureNoise() (*noise.SecureStream, error) {
+	switch p.Noise {
+	case noise.Structured:
+		return noise.NewSecureStructured(p.ModelA, p.ModelC, p.NoiseMatrix, p.Mechanism, p.Granularity)
+	case noise.IIDCalibrated, noise.IIDNaive:
+		return noise.NewSecureIID(p.ModelA, p.ModelC, p.Scale, p.Mechanism, p.Granularity)
+	}
+	return nil, fmt.Errorf("noise %s: nothing to draw", p.Noise)
 }
 
 // NoiseVariance is the per-component variance of the injected noise at step 0 (for bounds):

@@ -24,7 +24,7 @@ var (
 	lqrFields        = []string{"Q", "R"}
 	stepRefFields    = []string{"before", "after", "at"}
 	graphFields      = []string{"name", "n", "degree", "rows", "cols", "weight", "seed", "edges"}
-	privacyFields    = []string{"mechanism", "epsilon", "delta", "mu", "adjacency", "noise", "calibration", "model", "episodes", "run_epsilon"}
+	privacyFields    = []string{"mechanism", "epsilon", "delta", "mu", "adjacency", "noise", "calibration", "sampler", "model", "episodes", "run_epsilon"}
 	modelFields      = []string{"A", "C"}
 	sweepFields      = []string{"param", "values"}
 	transportFields  = []string{"mode", "period", "timeout"}
@@ -843,7 +843,7 @@ func (d *decoder) privacy(n *yaml.Node, p *PlantSpec) *rawPrivacy {
 		return nil
 	}
 	r := &rawPrivacy{f: f, set: map[string]bool{}, bad: map[string]bool{}}
-	r.spec = PrivacySpec{Mechanism: privacy.Gaussian, Mu: 1, Adjacency: privacy.Manifold, Noise: noise.Structured, Calibration: privacy.Tight}
+	r.spec = PrivacySpec{Mechanism: privacy.Gaussian, Mu: 1, Adjacency: privacy.Manifold, Noise: noise.Structured, Calibration: privacy.Tight, Sampler: noise.SamplerSecure}
 	mark := func(key string, ok bool) {
 		if ok {
 			r.set[key] = true
@@ -886,7 +886,7 @@ func (d *decoder) privacy(n *yaml.Node, p *PlantSpec) *rawPrivacy {
 		r.spec.Episodes = v
 		mark("episodes", ok)
 	}
-	for _, key := range []string{"adjacency", "noise", "calibration"} {
+	for _, key := range []string{"adjacency", "noise", "calibration", "sampler"} {
 		kn := f.get(key)
 		if kn == nil {
 			continue
@@ -907,7 +907,7 @@ func (d *decoder) privacy(n *yaml.Node, p *PlantSpec) *rawPrivacy {
 	return r
 }
 
-// setName parses and sets a named privacy parameter (adjacency, noise, calibration).
+// setName parses and sets a named privacy parameter (adjacency, noise, calibration, sampler).
 func setName(p *PrivacySpec, key, v string) error {
 	switch key {
 	case "adjacency":
@@ -921,6 +921,10 @@ func setName(p *PrivacySpec, key, v string) error {
 	case "calibration":
 		c, err := privacy.ParseCalibration(v)
 		p.Calibration = c
+		return err
+	case "sampler":
+		s, err := noise.ParseSampler(v)
+		p.Sampler = s
 		return err
 	}
 	return fmt.Errorf("unknown parameter %q", key)

@@ -212,7 +212,11 @@ type PrivacySpec struct {
 	Adjacency   privacy.Adjacency   `json:"adjacency"`             // default manifold
 	Noise       noise.Kind          `json:"noise"`                 // default structured
 	Calibration privacy.Calibration `json:"calibration,omitempty"` // default tight (gaussian only)
-	Model       *ModelSpec          `json:"model,omitempty"`       // private subsystem (cloud-control); nil = the plant itself
+	// Sampler is how the noise becomes float64 values (docs/math.md section 10): secure (the
+	// default: exact samplers, the published values rounded exactly to a grid) or float (the
+	// textbook float64 samplers, for demonstrations: their bits give the secret away).
+	Sampler noise.Sampler `json:"sampler,omitempty"`
+	Model   *ModelSpec    `json:"model,omitempty"` // private subsystem (cloud-control); nil = the plant itself
 
 	// Episodes > 0 means the file gives the budget of a whole run (docs/math.md section 9): k = Episodes
 	// episodes of one secret are together (RunEpsilon, RunDelta)-DP (privacy.episodes, privacy.run_epsilon

@@ -63,18 +63,25 @@ type Plant struct {
 	nx, ny  int
 	episode int
 	t       int
-	pcg     rand.PCG   // the episode's noise source, reseeded by Begin
-	rnd     *rand.Rand // over pcg
+	chacha  rand.ChaCha8 // the episode's noise generator, reseeded by Begin (docs/protocol.md 12.1)
+	rnd     *rand.Rand   // over chacha (the float sampler)
+	redrawn rand.ChaCha8 // the redraw stream's generator (faults.crashes noise: redraw)
+	src     *rand.ChaCha8
+
+	// The secure sampler (docs/math.md section 10): the private part of every release comes from
+	// secure, the rest from np, a copy of the plant run from x_np(0) (x(0) with the private
+	// model's coordinates emb set to 0) on the same inputs: public arithmetic.
+	secure  *noise.SecureStream
+	np      *dynamics.Plant
+	emb     []int
+	xp      []float64 // x(0)[emb]
+	release []float64 // the release's private part of the step
 }
 
 // NewPlant returns the plant of a cloud-control plan with run seed seed.
 func NewPlant(p *plan.Plan, seed uint64) (*Plant, error) {
 	if err := needControl(p, "plant"); err != nil {
 		return nil, err
-	}
-	ns, err := p.NewNoise()
-	if err != nil {
-		return nil, fmt.Errorf("sim: plant: noise: %w", err)
 	}
 	ny := p.System.Ny()
 	if m := p.OutputDim(); m != ny {
@@ -87,10 +94,23 @@ func NewPlant(p *plan.Plan, seed uint64) (*Plant, error) {
 			return nil, fmt.Errorf("sim: plant: scenario x0: %w", err)
 		}
 	}
-	return &Plant{
-		plant: dynamics.NewPlant(p.System, x0), noise: ns, seed: seed, x0: x0,
+	n := &Plant{
+		plant: dynamics.NewPlant(p.System, x0), seed: seed, x0: x0,
 		gamma: make([]float64, ny), nx: p.System.Nx(), ny: ny,
-	}, nil
+	}
+	var err error
+	if p.Secure() {
+		if n.secure, err = p.NewSecureNoise(); err != nil {
+			return nil, fmt.Errorf("sim: plant: noise: %w", err)
+		}
+		n.np, n.emb, n.xp = dynamics.NewPlant(p.System, nil), p.Embedding, make([]float64, len(p.Embedding))
+		n.release = make([]float64, ny)
+		return n, nil
+	}
+	if n.noise, err = p.NewNoise(); err != nil {
+		return nil, fmt.Errorf("sim: plant: noise: %w", err)
+	}
+	return n, nil
 }
 
 // Nx is the state dimension, Ny the output dimension, Nu the input dimension.
@@ -117,19 +137,53 @@ func (n *Plant) Begin(episode int, x0 []float64) error {
 		return fmt.Errorf("sim: plant: episode %d: x0[%d] = %v is not finite", episode, k, x0[k])
 	}
 	n.plant.Reset(x0)
-	if n.rnd == nil {
-		n.rnd = rand.New(&n.pcg)
-	}
-	rng.Reseed(&n.pcg, n.seed, labelPlant, 0, uint64(episode)) // rng.New's stream, no allocation
-	n.noise.Reset(n.rnd)
 	n.episode, n.t = episode, 0
+	rng.ReseedNoise(&n.chacha, n.seed, labelPlant, 0, uint64(episode)) // rng.NewNoise's stream, no allocation
+	return n.startNoise(&n.chacha)
+}
+
+// startNoise starts the episode's noise from src: the float stream, or the secure release of
+// x(0)'s private coordinates with x_np(0) = x(0) less them.
+func (n *Plant) startNoise(src *rand.ChaCha8) error {
+	n.src = src
+	if n.secure == nil {
+		if n.rnd == nil {
+			n.rnd = rand.New(src)
+		}
+		n.noise.Reset(n.rnd)
+		return nil
+	}
+	x := n.plant.State()
+	xnp := n.np.State() // a view, reset below from x with the private coordinates cleared
+	copy(xnp, x)
+	for k, q := range n.emb {
+		n.xp[k] = x[q]
+		xnp[q] = 0
+	}
+	n.np.Reset(xnp)
+	if err := n.secure.Reset(src, n.xp); err != nil {
+		return fmt.Errorf("sim: plant: episode %d: %w", n.episode, err)
+	}
 	return nil
 }
 
 // Emit writes the published output yhat(t) = C x(t) + gamma(t) (len Ny) and draws gamma(t) from
 // the episode's noise stream: the noise is injected here, at the plant's edge (Theorem 3: the
 // true output never leaves the plant). Call once per step, before Apply. No allocation.
+//
+// With the secure sampler yhat(t) = C x_np(t) + (the release's private part), both computed
+// without the secret except through the exactly rounded release (docs/math.md section 10).
 func (n *Plant) Emit(yhat []float64) {
+	if n.secure != nil {
+		n.np.Output(yhat)
+		n.secure.Next(n.release)
+		n.plant.Output(n.gamma)
+		for i, g := range n.release {
+			yhat[i] = yhat[i] + g
+			n.gamma[i] = yhat[i] - n.gamma[i] // the noise in effect: yhat(t) - C x(t), for scoring
+		}
+		return
+	}
 	n.plant.Output(yhat)
 	n.noise.Next(n.gamma)
 	for i, g := range n.gamma {
@@ -140,6 +194,9 @@ func (n *Plant) Emit(yhat []float64) {
 // Apply advances x(t+1) = A x(t) + B u(t) (eq. 23) with the received u(t) (len Nu). No allocation.
 func (n *Plant) Apply(u []float64) {
 	n.plant.Step(u)
+	if n.np != nil {
+		n.np.Step(u)
+	}
 	n.t++
 }
 
@@ -147,18 +204,37 @@ func (n *Plant) Apply(u []float64) {
 // released, and the noise stream moves on to gamma(t+1), so the plant is back with the
 // episode's draw at the right step. No allocation.
 func (n *Plant) Idle() {
-	n.noise.Next(n.gamma)
+	n.skipNoise()
 	n.t++
 }
 
+// skipNoise passes one step of the noise without a release.
+func (n *Plant) skipNoise() {
+	if n.secure != nil {
+		n.secure.Skip()
+		return
+	}
+	n.noise.Next(n.gamma)
+}
+
 // Redraw replaces the episode's noise draw by a fresh one from the stream
-// rng.New(seed, rng.Label("plant-redraw"), 0, episode), advanced to the current step: what a
+// rng.NewNoise(seed, rng.Label("plant-redraw"), 0, episode), advanced to the current step: what a
 // restarted process that does not restore its draw would do (a second independent release;
 // faults.crashes noise: redraw demonstrates the leak).
 func (n *Plant) Redraw() {
-	n.noise.Reset(rng.New(n.seed, rng.Label(LabelPlant+"-redraw"), 0, uint64(n.episode)))
+	n.redrawn.Seed(rng.NoiseKey(n.seed, rng.Label(LabelPlant+"-redraw"), 0, uint64(n.episode)))
+	src := &n.redrawn
+	n.src = src
+	if n.secure != nil {
+		// the release of x(0)'s private coordinates again, with fresh noise; x_np runs on
+		if err := n.secure.Reset(src, n.xp); err != nil {
+			panic(err) // the same inputs were rounded at Begin
+		}
+	} else {
+		n.noise.Reset(rand.New(src))
+	}
 	for k := 0; k < n.t; k++ {
-		n.noise.Next(n.gamma)
+		n.skipNoise()
 	}
 }
 
@@ -254,13 +330,21 @@ type Agent struct {
 	nbr     []int
 	noise   noise.Stream
 	seed    uint64
-	x0      float64    // the scenario's x_i(0)
-	pcg     rand.PCG   // the episode's noise source, reseeded by Begin
-	rnd     *rand.Rand // over pcg
+	x0      float64      // the scenario's x_i(0)
+	chacha  rand.ChaCha8 // the episode's noise generator, reseeded by Begin
+	rnd     *rand.Rand   // over chacha (the float sampler)
+	redrawn rand.ChaCha8 // the redraw stream's generator (faults.crashes noise: redraw)
+	src     *rand.ChaCha8
 	gamma   [1]float64
 	y       float64
 	episode int
 	t       int
+
+	// The secure sampler (docs/math.md section 10): y_i(t) = w(t) + pub(t), w the exactly
+	// rounded release of x_i(0), pub the sum of the updates so far (public arithmetic).
+	secure *noise.SecureStream
+	pub    float64
+	xp     [1]float64
 }
 
 // NewAgent returns agent i (0-based) of a consensus plan with run seed seed.
@@ -277,10 +361,6 @@ func NewAgent(p *plan.Plan, seed uint64, i int) (*Agent, error) {
 	if m := p.OutputDim(); m != 1 {
 		return nil, fmt.Errorf("sim: agent %d: noise dimension %d, want 1", i, m)
 	}
-	ns, err := p.NewNoise()
-	if err != nil {
-		return nil, fmt.Errorf("sim: agent %d: noise: %w", i, err)
-	}
 	nb := p.Graph.Neighbors(i)
 	w := make([]float64, len(nb))
 	idx := make([]int, len(nb))
@@ -288,7 +368,17 @@ func NewAgent(p *plan.Plan, seed uint64, i int) (*Agent, error) {
 		w[k], idx[k] = e.W, e.J
 	}
 	x0 := p.Scenario.X0[i]
-	return &Agent{i: i, agent: dynamics.NewConsensusAgent(x0, w), nbr: idx, noise: ns, seed: seed, x0: x0}, nil
+	a := &Agent{i: i, agent: dynamics.NewConsensusAgent(x0, w), nbr: idx, seed: seed, x0: x0}
+	var err error
+	if p.Secure() {
+		a.secure, err = p.NewSecureNoise()
+	} else {
+		a.noise, err = p.NewNoise()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sim: agent %d: noise: %w", i, err)
+	}
+	return a, nil
 }
 
 // Index returns i.
@@ -310,12 +400,26 @@ func (a *Agent) Begin(episode int, x0i float64) error {
 		return fmt.Errorf("sim: agent %d: episode %d: x0 = %v is not finite", a.i, episode, x0i)
 	}
 	a.agent.Reset(x0i)
-	if a.rnd == nil {
-		a.rnd = rand.New(&a.pcg)
-	}
-	rng.Reseed(&a.pcg, a.seed, labelAgent, uint64(a.i), uint64(episode)) // rng.New's stream, no allocation
-	a.noise.Reset(a.rnd)
 	a.episode, a.t = episode, 0
+	rng.ReseedNoise(&a.chacha, a.seed, labelAgent, uint64(a.i), uint64(episode)) // rng.NewNoise's stream, no allocation
+	return a.startNoise(&a.chacha, x0i)
+}
+
+// startNoise starts the episode's noise from src: the float stream, or the secure release of
+// x_i(0) (pub = 0).
+func (a *Agent) startNoise(src *rand.ChaCha8, x0i float64) error {
+	a.src = src
+	if a.secure == nil {
+		if a.rnd == nil {
+			a.rnd = rand.New(src)
+		}
+		a.noise.Reset(a.rnd)
+		return nil
+	}
+	a.pub, a.xp[0] = 0, x0i
+	if err := a.secure.Reset(src, a.xp[:]); err != nil {
+		return fmt.Errorf("sim: agent %d: episode %d: %w", a.i, a.episode, err)
+	}
 	return nil
 }
 
@@ -324,7 +428,15 @@ func (a *Agent) X0() float64 { return a.x0 }
 
 // Emit draws gamma_i(t) and returns the published message y_i(t) = x_i(t) + gamma_i(t), eq. (25).
 // Call once per step, before Update. No allocation.
+//
+// With the secure sampler y_i(t) = w(t) + pub(t) (docs/protocol.md section 12.4).
 func (a *Agent) Emit() float64 {
+	if a.secure != nil {
+		a.secure.Next(a.gamma[:])
+		a.y = a.gamma[0] + a.pub
+		a.gamma[0] = a.y - a.agent.State() // the noise in effect, for scoring
+		return a.y
+	}
 	a.noise.Next(a.gamma[:])
 	a.y = a.agent.Output(a.gamma[0])
 	return a.y
@@ -337,7 +449,10 @@ func (a *Agent) Update(yself float64, yneigh []float64) error {
 	if len(yneigh) != len(a.nbr) {
 		return fmt.Errorf("sim: agent %d: step %d: %d neighbour messages, want %d", a.i, a.t, len(yneigh), len(a.nbr))
 	}
-	a.agent.Step(yself, yneigh)
+	u := a.agent.StepBy(yself, yneigh)
+	if a.secure != nil {
+		a.pub = a.pub + u
+	}
 	a.t++
 	return nil
 }
@@ -345,17 +460,35 @@ func (a *Agent) Update(yself float64, yneigh []float64) error {
 // Idle passes step t while the agent's process is down (faults.crashes): x_i stays, nothing is
 // released, the noise stream moves on. No allocation.
 func (a *Agent) Idle() {
-	a.noise.Next(a.gamma[:])
+	a.skipNoise()
 	a.t++
 }
 
+// skipNoise passes one step of the noise without a release.
+func (a *Agent) skipNoise() {
+	if a.secure != nil {
+		a.secure.Skip()
+		return
+	}
+	a.noise.Next(a.gamma[:])
+}
+
 // Redraw replaces the episode's noise draw by a fresh one from the stream
-// rng.New(seed, rng.Label("agent-redraw"), i, episode), advanced to the current step (see
+// rng.NewNoise(seed, rng.Label("agent-redraw"), i, episode), advanced to the current step (see
 // Plant.Redraw: only to demonstrate the leak of a restart that redraws).
 func (a *Agent) Redraw() {
-	a.noise.Reset(rng.New(a.seed, rng.Label(LabelAgent+"-redraw"), uint64(a.i), uint64(a.episode)))
+	a.redrawn.Seed(rng.NoiseKey(a.seed, rng.Label(LabelAgent+"-redraw"), uint64(a.i), uint64(a.episode)))
+	src := &a.redrawn
+	a.src = src
+	if a.secure != nil {
+		if err := a.secure.Reset(src, a.xp[:]); err != nil {
+			panic(err) // the same input was rounded at Begin
+		}
+	} else {
+		a.noise.Reset(rand.New(src))
+	}
 	for k := 0; k < a.t; k++ {
-		a.noise.Next(a.gamma[:])
+		a.skipNoise()
 	}
 }
 
@@ -492,3 +625,9 @@ func nonFinite(v []float64) int {
 	}
 	return -1
 }
+
+// secureSource is the generator the plant's secure stream reads now.
+func (n *Plant) secureSource() *rand.ChaCha8 { return n.src }
+
+// secureSource is the generator the agent's secure stream reads now.
+func (a *Agent) secureSource() *rand.ChaCha8 { return a.src }

@@ -32,6 +32,12 @@ type CoreState struct {
 	ArithmeticStep int       `json:"node_step"`
 	Eta            []float64 `json:"eta,omitempty"`
 	NoiseStep      int       `json:"noise_step"`
+	// The secure sampler's position (docs/math.md section 10): its generator's state (ChaCha8,
+	// binary), the stream's state, and the public part of the release (the plant's x_np(t), an
+	// agent's [pub(t)]). Absent for the float sampler, whose stream is replayed from its path.
+	Generator []byte             `json:"generator,omitempty"`
+	Secure    *noise.SecureState `json:"secure,omitempty"`
+	Public    []float64          `json:"public,omitempty"`
 
 	Senders    []SenderState     `json:"senders"`
 	Ahead      []Msg             `json:"ahead,omitempty"`
@@ -169,6 +175,10 @@ func (c *PlantCore) Checkpoint() *CoreState {
 	st := c.checkpoint()
 	n := c.plant
 	st.X, st.Held, st.ArithmeticStep = clone(n.State()), clone(c.u), n.t
+	if n.secure != nil {
+		st.Generator, st.Secure, st.Public = generatorState(n.secureSource()), n.secure.State(), clone(n.np.State())
+		return st
+	}
 	st.Eta, st.NoiseStep = etaOf(n.noise), noiseStep(n.noise)
 	return st
 }
@@ -185,7 +195,15 @@ func (c *PlantCore) Restore(st *CoreState) error {
 	n.plant.Reset(st.X)
 	copy(c.u, st.Held)
 	n.episode, n.t = st.Episode, st.ArithmeticStep
-	return resumeNoise(n.noise, func() *rand.Rand { return rng.New(n.seed, rng.Label(LabelPlant), 0, uint64(st.Episode)) },
+	if n.secure != nil {
+		if len(st.Public) != n.nx {
+			return fmt.Errorf("sim: plant: checkpoint has %d public state values, want %d", len(st.Public), n.nx)
+		}
+		n.np.Reset(st.Public)
+		n.src = &n.chacha
+		return resumeSecure(n.secure, &n.chacha, st)
+	}
+	return resumeNoise(n.noise, func() *rand.Rand { return rng.NewNoise(n.seed, rng.Label(LabelPlant), 0, uint64(st.Episode)) },
 		st.Eta, st.NoiseStep, n.gamma)
 }
 
@@ -215,6 +233,10 @@ func (c *AgentCore) Checkpoint() *CoreState {
 	st := c.checkpoint()
 	n := c.agent
 	st.X, st.Held, st.ArithmeticStep = []float64{n.State()}, []float64{c.y}, n.t
+	if n.secure != nil {
+		st.Generator, st.Secure, st.Public = generatorState(n.secureSource()), n.secure.State(), []float64{n.pub}
+		return st
+	}
 	st.Eta, st.NoiseStep = etaOf(n.noise), noiseStep(n.noise)
 	return st
 }
@@ -231,6 +253,38 @@ func (c *AgentCore) Restore(st *CoreState) error {
 	n.agent.Reset(st.X[0])
 	c.y = st.Held[0]
 	n.episode, n.t = st.Episode, st.ArithmeticStep
-	return resumeNoise(n.noise, func() *rand.Rand { return rng.New(n.seed, rng.Label(LabelAgent), uint64(n.i), uint64(st.Episode)) },
+	if n.secure != nil {
+		if len(st.Public) != 1 {
+			return fmt.Errorf("sim: agent %d: checkpoint has %d public values, want 1", n.i, len(st.Public))
+		}
+		n.pub = st.Public[0]
+		n.src = &n.chacha
+		return resumeSecure(n.secure, &n.chacha, st)
+	}
+	return resumeNoise(n.noise, func() *rand.Rand { return rng.NewNoise(n.seed, rng.Label(LabelAgent), uint64(n.i), uint64(st.Episode)) },
 		st.Eta, st.NoiseStep, n.gamma[:])
+}
+
+// generatorState is the binary state of the secure stream's generator (nil if it has none).
+func generatorState(c *rand.ChaCha8) []byte {
+	if c == nil {
+		return nil
+	}
+	b, err := c.MarshalBinary()
+	if err != nil {
+		return nil // ChaCha8 always marshals
+	}
+	return b
+}
+
+// resumeSecure puts a secure stream where the checkpoint left it: the generator's state into
+// chacha (which the stream then reads), and the stream's own state.
+func resumeSecure(s *noise.SecureStream, chacha *rand.ChaCha8, st *CoreState) error {
+	if st.Secure == nil || st.Generator == nil {
+		return fmt.Errorf("sim: the checkpoint has no secure noise state (written by a float-sampler process?)")
+	}
+	if err := chacha.UnmarshalBinary(st.Generator); err != nil {
+		return fmt.Errorf("sim: checkpoint generator: %w", err)
+	}
+	return s.Restore(chacha, st.Secure)
 }

@@ -39,6 +39,6 @@ func ExampleDriver() {
 	fmt.Printf("x(T) = (%.3f, %.3f), offset gamma = %.3f\n", x[0], x[1], plant.Gamma()[0])
 	fmt.Printf("eavesdropper's x0 estimate = (%.3f, %.3f): x0 + (gamma, 0)\n", x0hat[0], x0hat[1])
 	// Output:
-	// x(T) = (0.863, 0.000), offset gamma = 0.137
-	// eavesdropper's x0 estimate = (0.137, 0.000): x0 + (gamma, 0)
+	// x(T) = (1.762, -0.000), offset gamma = -0.761
+	// eavesdropper's x0 estimate = (-0.761, 0.000): x0 + (gamma, 0)
 }

@@ -9,6 +9,7 @@ var (
 	load             = dpsimtest.LoadScenario
 	planOf           = dpsimtest.PlanOf
 	loadPlan         = dpsimtest.LoadPlan
+	loadPlanSampler  = dpsimtest.LoadPlanSampler
 	consensusVariant = dpsimtest.ConsensusVariant
 	largeConsensus   = dpsimtest.LargeConsensus
 )
