@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -49,6 +50,14 @@ type Label struct {
 }
 
 func main() {
+	if err := write(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "vectors:", err)
+		os.Exit(1)
+	}
+}
+
+// write writes the vectors as one line of JSON.
+func write(w io.Writer) error {
 	seeds := []struct {
 		name string
 		seed [32]byte
@@ -110,11 +119,7 @@ func main() {
 		sum := sha256.Sum256(b)
 		out.Keys = append(out.Keys, Key{fmt.Sprint(k.seed), path, hex.EncodeToString(sum[:])})
 	}
-	enc := json.NewEncoder(os.Stdout)
-	if err := enc.Encode(&out); err != nil {
-		fmt.Fprintln(os.Stderr, "vectors:", err)
-		os.Exit(1)
-	}
+	return json.NewEncoder(w).Encode(&out)
 }
 
 // laplace is pkg/noise SampleLaplace(r, 1), restated with the standard library only.
