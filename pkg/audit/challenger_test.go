@@ -38,6 +38,8 @@ func TestFastTrialAllocatesNothing(t *testing.T) {
 	}
 	out := g.NewOutcome(EngineFast, 5, 1000)
 	sc, ch := g.Scorer(), &challenger{seed: 5}
+	trk := g.PrecisionTracker() // the precision tests read the transcript as it comes
+	player.SetTap(trk)
 	est, scores := make([]float64, g.EstimateDim()), make([]float64, len(g.names))
 	e := 0
 	allocs := testing.AllocsPerRun(200, func() {
@@ -45,7 +47,7 @@ func TestFastTrialAllocatesNothing(t *testing.T) {
 		if ok, err := player.Play(e, g.X0(bit), est); err != nil || !ok {
 			t.Fatalf("episode %d: estimate %v, error %v", e, ok, err)
 		}
-		sc.Scores(est, scores)
+		sc.ScoresEvidence(est, trk.Evidence(), scores)
 		out.Add(uint64(e), bit, scores)
 		e++
 	})

@@ -16,9 +16,12 @@ import (
 
 // playK plays n trials per side of the vehicle's game with k episodes per trial and returns the
 // report and the outcome.
+// The composition tests compare the real-valued scores across k (NoPrecision): the precision
+// score is tested on its own (precision_test.go).
+
 func playK(t *testing.T, k, n int, seed uint64) (*Game, *Outcome, *GameReport) {
 	t.Helper()
-	g := newGame(t, loadPlan(t, "audit-vehicle-structured"), GameOptions{EpisodesPerTrial: k})
+	g := newGame(t, loadPlan(t, "audit-vehicle-structured"), GameOptions{NoPrecision: true, EpisodesPerTrial: k})
 	out, err := PlayFast(context.Background(), g, FastOptions{Trials: n, Seed: seed})
 	require.NoError(t, err)
 	r, err := g.Analyze(out, ReportOptions{CurvePoints: -1})
@@ -118,8 +121,8 @@ func TestCompositionVehicle(t *testing.T) {
 func TestCompositionOneEpisodeIsToday(t *testing.T) {
 	const n, seed = 1500, 77
 	p := loadPlan(t, "audit-vehicle-structured")
-	g0 := newGame(t, p, GameOptions{})
-	g1 := newGame(t, p, GameOptions{EpisodesPerTrial: 1})
+	g0 := newGame(t, p, GameOptions{NoPrecision: true})
+	g1 := newGame(t, p, GameOptions{NoPrecision: true, EpisodesPerTrial: 1})
 	o0, err := PlayFast(context.Background(), g0, FastOptions{Trials: n, Seed: seed, Workers: 1})
 	require.NoError(t, err)
 	o1, err := PlayFast(context.Background(), g1, FastOptions{Trials: n, Seed: seed, Workers: 2})
@@ -166,7 +169,7 @@ func TestCompositionOneEpisodeIsToday(t *testing.T) {
 func TestCompositionDeterministic(t *testing.T) {
 	const n, k, seed = 300, 3, 11
 	p := loadPlan(t, "audit-vehicle-structured")
-	g := newGame(t, p, GameOptions{EpisodesPerTrial: k})
+	g := newGame(t, p, GameOptions{NoPrecision: true, EpisodesPerTrial: k})
 	a, err := PlayFast(context.Background(), g, FastOptions{Trials: n, Seed: seed, Workers: 1})
 	require.NoError(t, err)
 	b := g.NewOutcome(EngineFast, seed, n)
@@ -210,7 +213,7 @@ func TestCompositionDeterministic(t *testing.T) {
 			}
 		}
 	}
-	_, err = NewGame(p, GameOptions{EpisodesPerTrial: MaxEpisodesPerTrial + 1})
+	_, err = NewGame(p, GameOptions{NoPrecision: true, EpisodesPerTrial: MaxEpisodesPerTrial + 1})
 	require.ErrorContains(t, err, "episodes per trial")
 }
 

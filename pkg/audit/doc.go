@@ -17,7 +17,10 @@
 //
 // Scores: GaussianLLR / GaussianScorer (known Gaussian noise, possibly singular covariance) and LaplaceLLR
 // are the Neyman-Pearson optimal likelihood-ratio scores; ProjectionScore is the eavesdropper's own
-// estimate projected on the pair's difference (pkg/estimate.ProjectScore). All point to x' when large.
+// estimate projected on the pair's difference (pkg/estimate.ProjectScore); ScorePrecision (precision.go,
+// docs/math.md section 6.3) reads the bits of the published float64 values - under each hypothesis a
+// replay of the system's float arithmetic from the transcript and a test of the fitted noise against
+// the float sampler's image - on top of the likelihood ratio. All point to x' when large.
 //
 // # The two bounds
 //

@@ -259,7 +259,9 @@ type trialPlayer struct {
 	one    *engine.Player
 	batch  *engine.BatchPlayer
 	sc     *Scorer
-	est    []float64 // one episode's estimate (the one-episode player)
+	trk    *PrecisionTracker   // the one-episode player's precision tests (nil: none)
+	trks   []*PrecisionTracker // the batch's, per slot
+	est    []float64           // one episode's estimate (the one-episode player)
 	avg    []float64
 	scores []float64
 	// the batch's scratch: initial states, estimates (views of ests) and flags
@@ -276,7 +278,10 @@ func newTrialPlayer(g *Game, seeds sim.Seeds) (*trialPlayer, error) {
 	}
 	dim := g.EstimateDim()
 	tp := &trialPlayer{g: g, one: one, sc: g.Scorer(), est: make([]float64, dim), avg: make([]float64, dim),
-		scores: make([]float64, len(g.names))}
+		scores: make([]float64, len(g.names)), trk: g.PrecisionTracker()}
+	if tp.trk != nil {
+		one.SetTap(tp.trk)
+	}
 	if g.k == 1 && AuditBatch > 1 && sim.EpisodeBatchable(g.Plan) {
 		bp, err := engine.NewBatchPlayer(g.Plan, seeds, AuditBatch)
 		if err != nil {
@@ -287,6 +292,13 @@ func newTrialPlayer(g *Game, seeds sim.Seeds) (*trialPlayer, error) {
 		}
 		tp.batch, tp.x0s, tp.oks = bp, make([][]float64, AuditBatch), make([]bool, AuditBatch)
 		tp.ests = make([][]float64, AuditBatch)
+		if g.prec != nil {
+			tp.trks = make([]*PrecisionTracker, AuditBatch)
+			for j := range tp.trks {
+				tp.trks[j] = g.PrecisionTracker()
+				bp.SetTap(j, tp.trks[j])
+			}
+		}
 		buf := make([]float64, AuditBatch*dim)
 		for j := range tp.ests {
 			tp.ests[j] = buf[j*dim : (j+1)*dim : (j+1)*dim]
@@ -302,7 +314,7 @@ func (tp *trialPlayer) play(lo, hi int, bit func(e int) int, add func(e, bit int
 	if tp.batch == nil {
 		for e := lo; e < hi; e++ {
 			b := bit(e)
-			if err := g.playTrial(tp.one, tp.sc, e, b, tp.est, tp.avg, tp.scores); err != nil {
+			if err := g.playTrial(tp.one, tp.sc, tp.trk, e, b, tp.est, tp.avg, tp.scores); err != nil {
 				return err
 			}
 			add(e, b, tp.scores)
@@ -321,7 +333,11 @@ func (tp *trialPlayer) play(lo, hi int, bit func(e int) int, add func(e, bit int
 			if !tp.oks[j] {
 				return fmt.Errorf("episode %d: the transcript does not determine the initial state (no estimate)", from+j)
 			}
-			tp.sc.Scores(tp.ests[j], tp.scores)
+			var ev PrecisionEvidence
+			if tp.trks != nil {
+				ev = tp.trks[j].Evidence()
+			}
+			tp.sc.ScoresEvidence(tp.ests[j], ev, tp.scores)
 			add(from+j, bit(from+j), tp.scores)
 		}
 	}
@@ -330,14 +346,15 @@ func (tp *trialPlayer) play(lo, hi int, bit func(e int) int, add func(e, bit int
 
 // playTrial plays trial e with secret bit on player and writes its scores: one episode e (k = 1),
 // or the k episodes e*k .. e*k+k-1 from the same initial state, whose estimates the scorer
-// combines (Game.EpisodesPerTrial). est and avg are scratch of len EstimateDim. No allocation.
-func (g *Game) playTrial(player *engine.Player, sc *Scorer, e, bit int, est, avg, scores []float64) error {
+// combines (Game.EpisodesPerTrial); trk (nil: none) is the player's precision tracker (its tap).
+// est and avg are scratch of len EstimateDim. No allocation.
+func (g *Game) playTrial(player *engine.Player, sc *Scorer, trk *PrecisionTracker, e, bit int, est, avg, scores []float64) error {
 	x0 := g.X0(bit)
 	if g.k == 1 {
 		if err := playEpisode(player, e, x0, est); err != nil {
 			return fmt.Errorf("episode %d: %w", e, err)
 		}
-		sc.Scores(est, scores)
+		sc.ScoresEvidence(est, trk.Evidence(), scores)
 		return nil
 	}
 	for j := 0; j < g.k; j++ {
@@ -345,7 +362,7 @@ func (g *Game) playTrial(player *engine.Player, sc *Scorer, e, bit int, est, avg
 			sc.n = 0
 			return fmt.Errorf("trial %d, episode %d: %w", e, e*g.k+j, err)
 		}
-		sc.Add(est)
+		sc.AddEvidence(est, trk.Evidence())
 	}
 	sc.Trial(avg, scores)
 	return nil

@@ -80,6 +80,9 @@ type GameOptions struct {
 	// noise, which the eavesdropper combines into one score (composition, docs/math.md section 9);
 	// 0 means 1, today's one-episode game. See Game.EpisodesPerTrial.
 	EpisodesPerTrial int
+	// NoPrecision leaves out the precision score (ScorePrecision, docs/math.md section 6.3),
+	// which is computed by default wherever it applies.
+	NoPrecision bool
 }
 
 // MaxEpisodesPerTrial bounds GameOptions.EpisodesPerTrial: a trial plays its k episodes in a row.
@@ -118,9 +121,10 @@ type Game struct {
 	score [2][]float64 // the pair the scores test (= run unless Null)
 	names []string
 	gauss *GaussianScorer
-	lapG  *mat.Dense // Laplace: the estimate error is M w with w iid Laplace(0,1); lapG = M^+
-	dim   int        // estimate length
-	k     int        // episodes per trial (>= 1)
+	prec  *precisionModel // the precision tests (nil: no precision score)
+	lapG  *mat.Dense      // Laplace: the estimate error is M w with w iid Laplace(0,1); lapG = M^+
+	dim   int             // estimate length
+	k     int             // episodes per trial (>= 1)
 }
 
 // NewGame builds the game of plan p (one scenario point, calibrated as the scenario says).
@@ -194,6 +198,7 @@ func NewGame(p *plan.Plan, o GameOptions) (*Game, error) {
 	} else {
 		g.names = append(g.names, ScoreLLR)
 	}
+	g.precision(o)
 	if g.Pair.Null {
 		// the system runs the same input for both bits: the mechanism of the game is 0-DP
 		g.Theory = &Theory{Exact: true}
@@ -328,6 +333,7 @@ type Scorer struct {
 	// per-episode likelihood ratios, the episodes added
 	sum    []float64
 	lapSum float64
+	ev     PrecisionEvidence
 	n      int
 }
 
@@ -344,15 +350,21 @@ func (g *Game) Scorer() *Scorer {
 
 // Add records one episode's estimate (len EstimateDim) of the trial being scored; Trial scores
 // the trial once its EpisodesPerTrial estimates are in. No allocation.
-func (s *Scorer) Add(est []float64) {
+func (s *Scorer) Add(est []float64) { s.AddEvidence(est, PrecisionEvidence{}) }
+
+// AddEvidence is Add with the episode's precision evidence (PrecisionTracker.Evidence), which
+// the trial's precision score sums over its episodes. No allocation.
+func (s *Scorer) AddEvidence(est []float64, ev PrecisionEvidence) {
 	if s.n == 0 {
 		clear(s.sum)
 		s.lapSum = 0
+		s.ev = PrecisionEvidence{}
 	}
+	s.ev.Add(ev)
 	for i, v := range est {
 		s.sum[i] += v
 	}
-	if s.g.lapG != nil && len(s.g.names) > 1 {
+	if s.g.lapG != nil && s.g.hasLLR() {
 		s.lapSum += s.laplace(est)
 	}
 	s.n++
@@ -369,26 +381,31 @@ func (s *Scorer) Trial(avg, dst []float64) {
 		avg[i] = v / n
 	}
 	s.n = 0
-	s.Scores(avg, dst)
-	if s.g.lapG != nil && len(s.g.names) > 1 {
+	s.ScoresEvidence(avg, s.ev, dst)
+	if s.g.lapG != nil && s.g.hasLLR() {
 		dst[1] = s.lapSum
+		s.setPrecision(s.ev, dst)
 	}
 }
 
 // Scores writes the scores of one estimate (len EstimateDim) into dst (len of ScoreNames), larger
 // pointing to x'. No allocation.
-func (s *Scorer) Scores(est, dst []float64) {
+func (s *Scorer) Scores(est, dst []float64) { s.ScoresEvidence(est, PrecisionEvidence{}, dst) }
+
+// ScoresEvidence is Scores with the transcript's precision evidence (PrecisionTracker.Evidence),
+// from which the precision score is computed (zero evidence: the bits said nothing). No allocation.
+func (s *Scorer) ScoresEvidence(est []float64, ev PrecisionEvidence, dst []float64) {
 	g := s.g
 	dst[0] = ProjectionScore(est, g.score[0], g.score[1])
-	if len(g.names) < 2 {
-		return
+	if g.hasLLR() {
+		switch {
+		case g.gauss != nil:
+			dst[1] = g.gauss.Score(est)
+		case g.lapG != nil:
+			dst[1] = s.laplace(est)
+		}
 	}
-	switch {
-	case g.gauss != nil:
-		dst[1] = g.gauss.Score(est)
-	case g.lapG != nil:
-		dst[1] = s.laplace(est)
-	}
+	s.setPrecision(ev, dst)
 }
 
 // laplace is the Laplace likelihood-ratio score of one estimate, in the noise coordinates G e.

@@ -17,6 +17,9 @@ import (
 // Demonstration 1: the paper's vehicle, structured noise, tight calibration: consistent, and the
 // Gaussian-DP bound already exercises most of eps at 2 x 10^4 trials per side (at the file's 10^6
 // it reaches >= 0.9 eps: BenchmarkAuditVehicleStructuredFull).
+// The demonstrations run the shipped scenarios with the secure sampler (the default) and every
+// score, the precision score included: against the secure sampler's bits it finds nothing, so the
+// verdicts are the real-valued mechanism's.
 func TestDemoVehicleStructured(t *testing.T) {
 	g := newGame(t, loadPlan(t, "audit-vehicle-structured"), GameOptions{})
 	r := play(t, g, 20000, 401)

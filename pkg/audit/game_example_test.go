@@ -44,7 +44,7 @@ func ExamplePlayFast() {
 	fmt.Printf("verdict %s, eps_lb_gdp > 5: %v\n", r.Verdict, r.EpsilonLBGDP > 5)
 	// Output:
 	// pair: x0 = [0 0], x0' = [1 0] (worst-pair)
-	// scores: [projection llr], strongest llr
+	// scores: [projection llr precision], strongest precision
 	// claim eps = 1; the pair's mechanism is mu = 5.33 GDP (claim allows 0.53)
 	// verdict violation, eps_lb_gdp > 5: true
 }

@@ -178,7 +178,7 @@ func (g *Game) Analyze(out *Outcome, o ReportOptions) (*GameReport, error) {
 	r.Notes = append(r.Notes,
 		levelNote(r, an, k),
 		fmt.Sprintf("challenger: balanced secret bits (trials 2k, 2k+1 opposite, coin from rng(seed, challenger, 2k)); episode e = trial e uses the noise stream of episode e"),
-		"the adversary sees only the transcript (yhat and u, or every y_i); its score is a public function of its final least-squares estimate of the initial state and of the public pair")
+		"the adversary sees only the transcript (yhat and u, or every y_i); its score is a public function of its final least-squares estimate of the initial state and of the public pair"+g.precisionWords())
 	return r, nil
 }
 
@@ -420,6 +420,7 @@ func (r *GameReport) Markdown(plot string) string {
 	r.mdVerdict(&b)
 	r.mdSetup(&b)
 	r.mdScores(&b)
+	r.mdPrecision(&b)
 	if plot != "" {
 		r.mdPlot(&b, plot)
 	}

@@ -96,7 +96,7 @@ func TestWorstPairMapping(t *testing.T) {
 		// tight calibration: the pair sits exactly at the claim
 		require.InDelta(t, p.KappaInv, g.Theory.MuPair, 1e-9*p.KappaInv)
 		require.InDelta(t, 1, g.Theory.EpsilonPair, 1e-6)
-		require.Equal(t, []string{ScoreProjection, ScoreLLR}, g.ScoreNames())
+		require.Equal(t, []string{ScoreProjection, ScoreLLR, ScorePrecision}, g.ScoreNames())
 	})
 	t.Run("x' = x + mu dx from the scenario's x0 and mu", func(t *testing.T) {
 		p := parsePlan(t, vehicleDoc+"  mu: 2.5\n  model: {A: 1, C: 1}\n")
@@ -174,13 +174,15 @@ func TestWorstPairMapping(t *testing.T) {
 	t.Run("laplace: the likelihood ratio in the noise coordinates, i.i.d. without it", func(t *testing.T) {
 		lap := "  mechanism: laplace\n  model: {A: 1, C: 1}\n"
 		doc := strings.Replace(vehicleDoc, "  delta: 0.01\n", "", 1)
-		g := newGame(t, parsePlan(t, doc+lap), GameOptions{})
+		require.Equal(t, []string{ScoreProjection, ScoreLLR, ScorePrecision}, newGame(t, parsePlan(t, doc+lap), GameOptions{}).ScoreNames())
+		// the real-valued mechanism (the float sampler's bits are the precision score's)
+		g := newGame(t, parsePlan(t, doc+lap), GameOptions{NoPrecision: true})
 		require.Equal(t, []string{ScoreProjection, ScoreLLR}, g.ScoreNames())
 		require.InDelta(t, 1, g.Theory.EpsilonPair, 1e-9) // ||G d||_1 = mu / b
 		r := play(t, g, 20000, 8)
 		require.Equal(t, Consistent, r.Verdict)
 		require.GreaterOrEqual(t, r.EpsilonLBCP, 0.8)
-		gi := newGame(t, parsePlan(t, doc+lap+"  noise: iid-naive\n"), GameOptions{})
+		gi := newGame(t, parsePlan(t, doc+lap+"  noise: iid-naive\n"), GameOptions{NoPrecision: true})
 		require.Equal(t, []string{ScoreProjection}, gi.ScoreNames())
 		require.Contains(t, gi.Notes[0], "whose law is not Laplace")
 		ri := play(t, gi, 3000, 8)
@@ -317,14 +319,16 @@ func TestFastNoAllocationPerStep(t *testing.T) {
 		require.NoError(t, err)
 		out := g.NewOutcome(EngineFast, 3, 1000)
 		sc := g.Scorer()
-		est, scores := make([]float64, 2), make([]float64, 2)
+		trk := g.PrecisionTracker() // the precision tests, as the fast engine runs them
+		loop.SetTap(trk)
+		est, scores := make([]float64, 2), make([]float64, len(g.ScoreNames()))
 		e := 0
 		return testing.AllocsPerRun(200, func() {
 			bit := Bit(3, uint64(e))
 			if _, err := loop.Play(e, g.X0(bit), est); err != nil {
 				t.Fatal(err)
 			}
-			sc.Scores(est, scores)
+			sc.ScoresEvidence(est, trk.Evidence(), scores)
 			out.Add(uint64(e), bit, scores)
 			e++
 		})

@@ -1,10 +1,16 @@
 // Package noise generates the privacy noise a plant or a consensus agent adds to what it publishes.
 //
 // A Stream yields one noise vector gamma(t) per step of an episode (one Monte Carlo run). Reset starts
-// an episode from a caller-supplied random source - in dpsim always a stream of pkg/rng, e.g.
-// rng.New(seed, rng.Label("plant"), rng.Label("noise"), episode) - so every episode is reproducible
-// from the run seed and different paths give independent streams. Next writes gamma(t) and advances t.
-// Neither allocates, so a stream can run 10^8 steps inside an audit.
+// an episode from a caller-supplied random source - in dpsim always a noise stream of pkg/rng, e.g.
+// rng.NewNoise(seed, rng.Label("plant"), 0, episode) (ChaCha8 keyed by SHA-256 of the seed and the
+// path) - so every episode is reproducible from the run seed and different paths give independent
+// streams. Next writes gamma(t) and advances t. Neither allocates, so a stream can run 10^8 steps
+// inside an audit.
+//
+// Streams are the float sampler (privacy.sampler: float): textbook float64 noise, private in the
+// reals only. The default secure sampler is SecureStream (secure.go) over ExactSampler (exact.go):
+// exact normal and Laplace samples and the release rounded exactly to a grid, so the published
+// float64 values are as private as the real mechanism (docs/math.md section 10).
 //
 // The designs (docs/math.md sections 3-5, Kind in kind.go names them):
 //

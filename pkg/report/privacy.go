@@ -38,6 +38,7 @@ func (r *run) privacySection(b *strings.Builder) {
 		"for `iid-calibrated` noise it is the output difference over the whole released trajectory (Theorem 1 with Lambda = sigma I); " +
 		"for `iid-naive` noise the output difference of one single release. " +
 		"Gaussian: (eps, delta)-DP iff mu Delta / sigma <= kappa_eps^-1(delta) (eq. 7); Laplace: eps-DP iff mu Delta_L / b <= eps (eq. 14).\n\n")
+	r.samplerLines(b)
 	r.wholeRun(b)
 
 	// Optimal Sigma (Algorithm 1) where it is a matrix.
@@ -531,4 +532,31 @@ func underCalibration(man, blk *plan.Plan) string {
 	}
 	return s + fmt.Sprintf(": the block noise gives only (eps' = %s, delta = %s)-DP under manifold adjacency, against the claimed eps = %s.",
 		numP(eff, 3), numP(pr.Delta, 3), numP(pr.Epsilon, 4))
+}
+
+// samplerLines states how the noise became float64 values (docs/math.md section 10): with the
+// secure sampler the grid and that the guarantee holds for the bits at no cost; with the float
+// sampler that it holds in the reals only. Points with the same statement share a line.
+func (r *run) samplerLines(b *strings.Builder) {
+	var notes []string
+	points := map[string][]string{}
+	for _, p := range r.points {
+		if p.plan == nil {
+			continue
+		}
+		n := p.plan.SamplerInfo().Note
+		if _, ok := points[n]; !ok {
+			notes = append(notes, n)
+		}
+		points[n] = append(points[n], p.label)
+	}
+	if len(notes) == 1 {
+		b.WriteString("Sampler: " + notes[0] + ".\n\n")
+		return
+	}
+	b.WriteString("Sampler:\n\n")
+	for _, n := range notes {
+		fmt.Fprintf(b, "- %s: %s\n", pointList(points[n], len(r.points)), n)
+	}
+	b.WriteString("\n")
 }

@@ -15,8 +15,8 @@ import (
 )
 
 // The labels of the random stream paths (contract, see the package doc): the plant's noise of
-// episode e is rng.New(seed, rng.Label(LabelPlant), 0, e), agent i's is
-// rng.New(seed, rng.Label(LabelAgent), i, e).
+// episode e is rng.NewNoise(seed, rng.Label(LabelPlant), 0, e), agent i's is
+// rng.NewNoise(seed, rng.Label(LabelAgent), i, e).
 const (
 	LabelPlant = "plant"
 	LabelAgent = "agent"
@@ -48,8 +48,9 @@ func needConsensus(p *plan.Plan, role string) error {
 // Plant is the plant's arithmetic in cloud control (Section 5, eq. (23)), which PlantCore
 // wraps as a Core: it holds the true state x(t), and injects the privacy noise at its edge,
 // publishing only yhat(t) = C x(t) + gamma(t).
-// The noise stream is the plan's (plan.NewNoise: structured gamma(t) = C_m A_m^t S eta, or i.i.d.,
-// or none), reseeded per episode from the contract path rng.New(seed, Label("plant"), 0, episode).
+// The noise is the plan's (plan.NewSecureNoise with the secure sampler, plan.NewNoise with the
+// float sampler: structured gamma(t) = C_m A_m^t S eta, or i.i.d., or none), reseeded per episode
+// from the contract path rng.NewNoise(seed, Label("plant"), 0, episode).
 //
 // Per episode: Begin, then for t = 0..T-1: Emit (yhat(t)), Apply (u(t)); State is x(t) between
 // Begin/Apply and the next Apply, x(T) at the end. Emit and Apply do not allocate.
@@ -124,7 +125,7 @@ func (n *Plant) Nu() int { return n.plant.Nu() }
 
 // Begin starts episode episode from x0 (nil: the scenario's plant x0; an explicit x0 is how the
 // auditor's challenger chooses between x and x') and reseeds the noise from the contract path
-// rng.New(seed, rng.Label("plant"), 0, episode). It allocates its random source once, at the first episode.
+// rng.NewNoise(seed, rng.Label("plant"), 0, episode). It allocates nothing once warm.
 func (n *Plant) Begin(episode int, x0 []float64) error {
 	if episode < 0 {
 		return fmt.Errorf("sim: plant: episode %d is negative", episode)
@@ -319,7 +320,7 @@ func (c *Controller) Next() []float64 { return c.ctl.Estimate() }
 //
 // with gamma_i from the plan's noise stream (structured: the constant offset sigma_i eta_i, eta_i
 // drawn once per episode, eqs. (29)-(31)), reseeded per episode from the contract path
-// rng.New(seed, rng.Label("agent"), i, episode).
+// rng.NewNoise(seed, rng.Label("agent"), i, episode).
 //
 // Neighbour order: Update takes the neighbours' messages in the order of Neighbors(), which is
 // dynamics.Graph.Neighbors(i): ascending neighbour index. A distributed agent must collect the
@@ -391,7 +392,7 @@ func (a *Agent) Neighbors() []int { return a.nbr }
 func (a *Agent) Weights() []float64 { return a.agent.Weights() }
 
 // Begin starts an episode at x_i(0) = x0i and reseeds the noise from the contract path
-// rng.New(seed, rng.Label("agent"), i, episode). Pass the scenario's value (X0()) for a normal run.
+// rng.NewNoise(seed, rng.Label("agent"), i, episode). Pass the scenario's value (X0()) for a normal run.
 func (a *Agent) Begin(episode int, x0i float64) error {
 	if episode < 0 {
 		return fmt.Errorf("sim: agent %d: episode %d is negative", a.i, episode)

@@ -217,6 +217,7 @@ type batchEveCore struct {
 	w      int
 	nu, ny int
 	u      []float64
+	taps   []Tap // per slot, or nil (precision.go)
 }
 
 func (c *batchEveCore) Begin(ep int, _ []float64) error {
@@ -226,6 +227,9 @@ func (c *batchEveCore) Begin(ep int, _ []float64) error {
 	c.beginBase(ep)
 	for j, e := range c.ests[:c.w] {
 		e.Begin(ep + j)
+		if c.taps != nil && c.taps[j] != nil {
+			c.taps[j].TapBegin(ep + j)
+		}
 	}
 	clear(c.u)
 	return nil
@@ -245,6 +249,9 @@ func (c *batchEveCore) complete() bool {
 		// records ignores it too: the estimate says what came of the step)
 		if e.control.Observe(t, y, c.u[j*nu:(j+1)*nu]) == nil {
 			e.next++
+		}
+		if c.taps != nil && c.taps[j] != nil {
+			c.taps[j].TapControl(t, y, c.u[j*nu:(j+1)*nu])
 		}
 	}
 	return t+1 == c.T

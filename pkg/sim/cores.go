@@ -350,6 +350,7 @@ type EavesdropperCore struct {
 	have      []bool
 	src       []nbrSrc // consensus: where y_i(t) is, per agent (its sender and offset)
 	est       []float64
+	tap       Tap // what the estimator takes in, for the auditor's precision scores (precision.go)
 }
 
 // NewEavesdropperCore returns the eavesdropper core of a plan (every agent publishing its own
@@ -419,6 +420,9 @@ func (c *EavesdropperCore) Begin(ep int, _ []float64) error {
 	c.beginBase(ep)
 	c.estimator.Begin(ep)
 	clear(c.u)
+	if c.tap != nil {
+		c.tap.TapBegin(ep)
+	}
 	return nil
 }
 
@@ -429,6 +433,9 @@ func (c *EavesdropperCore) complete() bool {
 		yhat := c.in.value(0)
 		plantInput(c.in, 1, c.plantRule, c.u) // what the plant's rule applies
 		err = c.estimator.observeControl(t, yhat, c.u)
+		if c.tap != nil {
+			c.tap.TapControl(t, yhat, c.u)
+		}
 	} else {
 		for i, s := range c.src {
 			v := c.in.value(int(s.k))
@@ -443,6 +450,9 @@ func (c *EavesdropperCore) complete() bool {
 			}
 		}
 		err = c.estimator.observeConsensus(t, c.y, c.have)
+		if c.tap != nil {
+			c.tap.TapConsensus(t, c.y, c.have)
+		}
 	}
 	if c.norec {
 		return t+1 == c.T

@@ -30,12 +30,12 @@
 //
 // # Random streams (contract)
 //
-// The noise of episode e is drawn from
+// The noise of episode e is drawn from the ChaCha8 streams (docs/protocol.md section 12)
 //
-//	plant:    rng.New(seed, rng.Label("plant"), 0, uint64(e))
-//	agent i:  rng.New(seed, rng.Label("agent"), uint64(i), uint64(e))
+//	plant:    rng.NewNoise(seed, rng.Label("plant"), 0, uint64(e))
+//	agent i:  rng.NewNoise(seed, rng.Label("agent"), uint64(i), uint64(e))
 //
-// reseeded by Begin, and the fate of every message on a faulty link from the counter stream of
+// reseeded by Begin (the secure sampler reads their digits; the float sampler a rand.Rand over them), and the fate of every message on a faulty link from the counter stream of
 // (seed, rule, link, e, t) (pkg/fault). Nothing else draws random numbers. A NATS process and
 // engine.Run given the same (plan, seed, episode) therefore produce bit-identical values.
 //

@@ -85,6 +85,14 @@ for consensus agent 0's x_0(0) + mu. The scenario's audit section may give the p
 the adjacency and the confidence; flags override it. A pair with x0 = x0prime runs a null game:
 the system ignores the secret, the bounds must stay at 0.
 
+Scores: projection (the eavesdropper's estimate on the pair's difference), llr (the likelihood
+ratio of the estimate, where the noise law is known) and, by default, precision (docs/math.md
+section 6.3): the published values are float64, and the eavesdropper reads their bits - under each
+hypothesis it replays the plant's or agents' own float64 arithmetic from the transcript, asks
+whether one noise value reproduces every published value bit for bit, and whether that value is
+one the float sampler can return (Go's ziggurat, the inverse-CDF Laplace); precision = (yeses
+under x0' - yeses under x0) 2^20 + llr. --precision=false leaves it out.
+
 Engines: fast runs the same role cores in-process on every core (deterministic for a seed whatever
 --workers); wire spawns the real role processes over NATS (dpsim run's launcher and roles, in
 lockstep; an embedded server unless --nats-url or $NATS_URL) with the launcher as the challenger,
@@ -173,6 +181,9 @@ type Options struct {
 	// UIHold --ui-hold: how long it stays up after the audit.
 	UI     string
 	UIHold time.Duration
+	// Precision is --precision (default true): the precision score, which reads the bits of the
+	// published float64 values (docs/math.md section 6.3).
+	Precision bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (*Options, error) {
@@ -202,6 +213,7 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.Var(live.AddrFlag{Addr: &o.UI}, "ui", uiHelp)
 	fs.DurationVar(&o.UIHold, "ui-hold", 0, "with --ui: keep the live view up this long after the audit ended (its final state and /metrics; Ctrl-C ends it sooner)")
 	fs.IntVar(&o.Inflight, "inflight", launch.DefaultInflight, "wire engine: trials kept in flight at once over the same role processes (1..1024; each trial's x(0) still travels alone on the private line); the outcome does not depend on it, only the speed (see dpsim run --help)")
+	fs.BoolVar(&o.Precision, "precision", true, "add the precision score: under each hypothesis the eavesdropper replays the system's float64 arithmetic from the transcript and tests whether one noise value reproduces the published bits and lies in the float sampler's image (docs/math.md section 6.3); --precision=false leaves it out")
 	fs.BoolVar(&o.KeepSecrets, "keep-secrets", false, "wire engine with --out: keep the files holding secrets in OUT/procs when the audit ends (the plant's or agents' plan files: x(0) and the run seed); by default they are removed, however the audit ends")
 	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/audit-vehicle-structured.yaml")
 	if err != nil {
@@ -442,7 +454,7 @@ func newAuditRun(o *Options, s *scenario.Scenario, seed uint64, log zerolog.Logg
 		conf = 0.95
 	}
 	points := s.Expand()
-	gameOpts := audit.GameOptions{Adjacency: adj, Pair: spec.Pair, EpisodesPerTrial: o.EpisodesPerTrial}
+	gameOpts := audit.GameOptions{Adjacency: adj, Pair: spec.Pair, EpisodesPerTrial: o.EpisodesPerTrial, NoPrecision: !o.Precision}
 	var games []*audit.Game
 	var err error
 	if len(o.EpisodesSweep) > 0 {

@@ -16,8 +16,11 @@ import (
 // the composed claim epsilon_claimed_run, and the verdict, judged against the latter, says so and
 // says what the per-episode claim would (a violation at K = 4: 2000 trials per side put
 // eps_lb_gdp near 1.6, above eps = 1 and below eps_run = 2.52).
+//
+// The real-valued mechanism's composition (--precision=false): the float sampler's bits, which
+// the precision score reads, would read violation whatever K.
 func TestEpisodesPerTrialJSON(t *testing.T) {
-	stdout, _, err := runIn(t, scenarioPath("audit-vehicle-composition"), "--episodes-per-trial", "4", "--trials", "2000", "--json", "--seed", "3")
+	stdout, _, err := runIn(t, scenarioPath("audit-vehicle-composition"), "--episodes-per-trial", "4", "--trials", "2000", "--json", "--seed", "3", "--precision=false")
 	require.NoError(t, err)
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal([]byte(stdout), &raw))
@@ -34,7 +37,7 @@ func TestEpisodesPerTrialJSON(t *testing.T) {
 	require.Greater(t, r.EpsilonLBGDP, 1.0)
 	require.Less(t, r.EpsilonLBGDP, r.EpsilonClaimedRun)
 
-	table, _, err := runIn(t, scenarioPath("audit-vehicle-composition"), "--episodes-per-trial", "4", "--trials", "2000", "--seed", "3")
+	table, _, err := runIn(t, scenarioPath("audit-vehicle-composition"), "--episodes-per-trial", "4", "--trials", "2000", "--seed", "3", "--precision=false")
 	require.NoError(t, err)
 	require.Contains(t, table, "judged against the composed claim eps_run = 2.523 for the 4 episodes of a trial")
 	require.Contains(t, table, "against the per-episode claim eps = 1 the same bounds say VIOLATION")

@@ -59,8 +59,8 @@ func TestPrintedVerdictWords(t *testing.T) {
 	}{
 		{"audit-vehicle-structured", "401", "5000", false},
 		{"audit-consensus-laplace", "405", "3000", false},
-		// seed 98, 5000 trials: eps_lb_cp 0.90 <= 1 < eps_lb_gdp 1.08
-		{"faults-agent-crash-redraw", "98", "5000", true},
+		// seed 97, 5000 trials: eps_lb_cp 0.93 <= 1 < eps_lb_gdp 1.08
+		{"faults-agent-crash-redraw", "97", "5000", true},
 	} {
 		t.Run(c.scenario, func(t *testing.T) {
 			dir := t.TempDir()

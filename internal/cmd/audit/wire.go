@@ -17,6 +17,7 @@ import (
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/audit"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/sim"
@@ -81,7 +82,8 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 	start := time.Now()
 	cfg := launch.SessionConfig{
 		Exe: exe, ScenarioPath: o.ScenarioPath, Point: c.point, Plan: p, Seeds: sim.NewSeeds(c.seed), Runs: 2 * c.trials, Run: runID,
-		Dir: dir, Mode: bus.Lockstep, Timeout: o.Timeout, LogLevel: o.LogLevel, Transcript: false, Log: c.log, Encoding: o.Encoding,
+		// the eavesdropper's transcript: what the precision score reads (precision.go)
+		Dir: dir, Mode: bus.Lockstep, Timeout: o.Timeout, LogLevel: o.LogLevel, Transcript: g.HasPrecision(), Log: c.log, Encoding: o.Encoding,
 		Inflight: c.inflight, KeepSecrets: o.KeepSecrets,
 	}
 	srv.Configure(&cfg, 0)
@@ -179,11 +181,16 @@ func inflightNote(k int, c launch.InflightCounts) string {
 	return s
 }
 
-// scoreWire reads the eavesdropper's final estimate of every episode from its trace in dir,
-// scores it with the public pair and joins it with the episode's secret bit.
+// scoreWire reads the eavesdropper's final estimate of every episode from its trace in dir (and,
+// for the precision score, the evidence of its transcript: readPrecision), scores it with the
+// public pair and joins it with the episode's secret bit.
 func scoreWire(g *audit.Game, c wireConfig, dir string, bits []int8) (*audit.Outcome, error) {
 	total := len(bits)
 	est, err := readEstimates(dir, g.Plan.Steps, total, g.EstimateDim())
+	if err != nil {
+		return nil, fmt.Errorf("wire engine: %w", err)
+	}
+	ev, err := readPrecision(g, filepath.Join(dir, contract.TranscriptFile(contract.ProcName(endpoint.Eavesdropper, 0, 0))), total)
 	if err != nil {
 		return nil, fmt.Errorf("wire engine: %w", err)
 	}
@@ -191,7 +198,11 @@ func scoreWire(g *audit.Game, c wireConfig, dir string, bits []int8) (*audit.Out
 	sc := g.Scorer()
 	scores := make([]float64, len(g.ScoreNames()))
 	for e := 0; e < total; e++ {
-		sc.Scores(est[e], scores)
+		var pe audit.PrecisionEvidence
+		if ev != nil {
+			pe = ev[e]
+		}
+		sc.ScoresEvidence(est[e], pe, scores)
 		out.Add(uint64(e), int(bits[e]), scores)
 	}
 	return out, nil

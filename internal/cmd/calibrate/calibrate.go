@@ -387,31 +387,36 @@ type WorstPairJSON struct {
 
 // ScenarioResult is the JSON of scenario mode (one per sweep point).
 type ScenarioResult struct {
-	Mode          string            `json:"mode"`
-	Scenario      string            `json:"scenario"`
-	Kind          scenario.Kind     `json:"kind"`
-	Steps         int               `json:"steps"`
-	Mechanism     privacy.Mechanism `json:"mechanism"`
-	Epsilon       float64           `json:"epsilon"`
-	Delta         float64           `json:"delta"`
-	Mu            float64           `json:"mu"`
-	Adjacency     privacy.Adjacency `json:"adjacency"`
-	Calibration   string            `json:"calibration"`
-	Noise         noise.Kind        `json:"noise"`
-	PrivateModel  map[string]any    `json:"private_model"`
-	Sensitivity   float64           `json:"sensitivity"`
-	Sigma         *float64          `json:"sigma,omitempty"` // gaussian; see scaleKeys
-	B             *float64          `json:"b,omitempty"`     // laplace
-	SigmaMatrix   [][]float64       `json:"sigma_matrix,omitempty"`
-	KappaInverse  float64           `json:"kappa_inverse,omitempty"`
-	TraceScalar   float64           `json:"trace_scalar,omitempty"`
-	TraceOptimal  float64           `json:"trace_optimal,omitempty"`
-	TraceSavedPct float64           `json:"trace_saved_percent,omitempty"`
-	LMIViolation  float64           `json:"max_lmi_violation"`
-	RankOK        bool              `json:"rank_ok"`
-	RankError     string            `json:"rank_error,omitempty"`
-	WorstPair     *WorstPairJSON    `json:"worst_pair"`
-	Evaluated     int64             `json:"evaluated"`
+	Mode         string            `json:"mode"`
+	Scenario     string            `json:"scenario"`
+	Kind         scenario.Kind     `json:"kind"`
+	Steps        int               `json:"steps"`
+	Mechanism    privacy.Mechanism `json:"mechanism"`
+	Epsilon      float64           `json:"epsilon"`
+	Delta        float64           `json:"delta"`
+	Mu           float64           `json:"mu"`
+	Adjacency    privacy.Adjacency `json:"adjacency"`
+	Calibration  string            `json:"calibration"`
+	Noise        noise.Kind        `json:"noise"`
+	PrivateModel map[string]any    `json:"private_model"`
+	Sensitivity  float64           `json:"sensitivity"`
+	Sigma        *float64          `json:"sigma,omitempty"` // gaussian; see scaleKeys
+	B            *float64          `json:"b,omitempty"`     // laplace
+	SigmaMatrix  [][]float64       `json:"sigma_matrix,omitempty"`
+	KappaInverse float64           `json:"kappa_inverse,omitempty"`
+	// Sampler and Granularity: how the noise becomes float64 values (docs/math.md section 10);
+	// SamplerInfo states its cost (none for secure) and, for float, that the guarantee is void.
+	Sampler       noise.Sampler    `json:"sampler"`
+	Granularity   float64          `json:"granularity"`
+	SamplerInfo   plan.SamplerInfo `json:"sampler_info"`
+	TraceScalar   float64          `json:"trace_scalar,omitempty"`
+	TraceOptimal  float64          `json:"trace_optimal,omitempty"`
+	TraceSavedPct float64          `json:"trace_saved_percent,omitempty"`
+	LMIViolation  float64          `json:"max_lmi_violation"`
+	RankOK        bool             `json:"rank_ok"`
+	RankError     string           `json:"rank_error,omitempty"`
+	WorstPair     *WorstPairJSON   `json:"worst_pair"`
+	Evaluated     int64            `json:"evaluated"`
 	// How fragile the sensitivity is (privacy.Conditioning): the smallest |det D_dj| it kept, its
 	// largest relative change (a fraction; null when not computed or unbounded, see
 	// sensitivity_perturbation_note) under 1e-4 relative changes of the private model (A, C), the
@@ -533,6 +538,8 @@ func calibrateScenario(s *scenario.Scenario, opt plan.Options, episodes int) (*S
 		SeedFromFile: s.Seed, GraphAlpha: p.Alpha, Warnings: s.Warnings,
 	}
 	r.Sigma, r.B = scaleKeys(p.Mechanism, p.Scale)
+	r.SamplerInfo = p.SamplerInfo()
+	r.Sampler, r.Granularity = r.SamplerInfo.Sampler, r.SamplerInfo.Granularity
 	r.setConditioning(p.Conditioning())
 	r.Calibration = string(pr.Calibration)
 	if p.Mechanism == privacy.Laplace {
@@ -687,6 +694,7 @@ func printScenario(w io.Writer, r *ScenarioResult) error {
 	if r.Noise != noise.None {
 		fmt.Fprintf(tw, "%s\t%.6g\t(calibration %s)\n", scaleName(r.Mechanism), scaleOf(r.Sigma, r.B), r.Calibration)
 	}
+	fmt.Fprintf(tw, "sampler\t%s\n", r.SamplerInfo.Note)
 	if r.SigmaMatrix != nil && len(r.SigmaMatrix) > 1 {
 		fmt.Fprintf(tw, "optimal Sigma\t%s\n", formatMatrix(r.SigmaMatrix))
 		fmt.Fprintf(tw, "trace(O_T Sigma O_T')\t%.6g optimal vs %.6g scalar (%.1f%% saved); max LMI violation %.2g\n",

@@ -84,7 +84,7 @@ controller:
   K: [[1.5, 2.0, 0.1], [0.2, 0.3, 1.1]]
   L: [[0.5, 0.0], [0.3, 0.1], [0.0, 0.4]]
   reference: REF
-privacy: {epsilon: 1, delta: 0.01, noise: iid-calibrated, sampler: float}
+privacy: {epsilon: 1, delta: 0.01, noise: iid-calibrated, sampler: float} # a 3-state model the secure i.i.d. sampler refuses; the cloud is the same
 `
 	plans := map[string]*plan.Plan{}
 	for _, name := range []string{"cloud-vehicle", "cloud-vehicle-lqr"} {

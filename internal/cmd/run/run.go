@@ -378,6 +378,9 @@ func (l *launcher) newSummary(s *scenario.Scenario, seed uint64, seedSource stri
 	for _, p := range l.plans {
 		sum.Warnings = report.MergeGraphWarnings(sum.Warnings, p.GraphWarnings)
 	}
+	if len(l.plans) > 0 { // the sampler is the scenario's, the grid the first point's (each point has its own)
+		sum.Sampler, sum.Granularity = l.plans[0].Sampler, l.plans[0].Granularity
+	}
 	return sum
 }
 

@@ -27,17 +27,21 @@ type Summary struct {
 	Seed         uint64 `json:"seed"`
 	// SeedString is Seed in decimal: JSON readers that parse numbers as doubles (JavaScript,
 	// jq) round a seed above 2^53, and a drawn seed usually is.
-	SeedString   string `json:"seed_string"`
-	SeedSource   string `json:"seed_source"` // flag, scenario or crypto (drawn: recorded here)
-	Runs         int    `json:"runs"`        // episodes asked for, per point
-	Steps        int    `json:"steps"`
-	Engine       string `json:"engine"` // nats or fast
-	Mode         string `json:"mode"`   // lockstep or realtime (fast: the engine does not pace)
-	PeriodNS     int64  `json:"period_ns,omitempty"`
-	Encoding     string `json:"encoding,omitempty"`
-	NATSURL      string `json:"nats_url"`
-	NATSEmbedded bool   `json:"nats_embedded"`
-	NATSCluster  int    `json:"nats_cluster,omitempty"` // embedded servers joined by routes (--cluster)
+	SeedString string `json:"seed_string"`
+	SeedSource string `json:"seed_source"` // flag, scenario or crypto (drawn: recorded here)
+	// Sampler is how the noise became float64 values (secure or float, docs/math.md section 10),
+	// Granularity the secure sampler's grid g (the first point's; each point states its own).
+	Sampler      noise.Sampler `json:"sampler"`
+	Granularity  float64       `json:"granularity"`
+	Runs         int           `json:"runs"` // episodes asked for, per point
+	Steps        int           `json:"steps"`
+	Engine       string        `json:"engine"` // nats or fast
+	Mode         string        `json:"mode"`   // lockstep or realtime (fast: the engine does not pace)
+	PeriodNS     int64         `json:"period_ns,omitempty"`
+	Encoding     string        `json:"encoding,omitempty"`
+	NATSURL      string        `json:"nats_url"`
+	NATSEmbedded bool          `json:"nats_embedded"`
+	NATSCluster  int           `json:"nats_cluster,omitempty"` // embedded servers joined by routes (--cluster)
 	// Attached: the role processes were started by someone else (--attach), not spawned.
 	Attached   bool    `json:"attached,omitempty"`
 	TLS        string  `json:"tls,omitempty"` // auto (the embedded server's throwaway CA) or external
@@ -175,11 +179,18 @@ type PointSummary struct {
 	Guarantee *privacy.RunGuarantee `json:"guarantee,omitempty"`
 	// GuaranteeError says why Guarantee could not be computed.
 	GuaranteeError string `json:"guarantee_error,omitempty"`
+	// Sampler states how the point's noise became float64 values and what that cost.
+	Sampler *plan.SamplerInfo `json:"sampler,omitempty"`
 }
 
 // setGuarantee composes the point's per-episode guarantee over its requested episodes.
 func (ps *PointSummary) setGuarantee(p *plan.Plan) {
-	if p == nil || p.Noise == noise.None || ps.Requested < 1 {
+	if p == nil {
+		return
+	}
+	si := p.SamplerInfo()
+	ps.Sampler = &si
+	if p.Noise == noise.None || ps.Requested < 1 {
 		return
 	}
 	g, err := p.RunGuarantee(max(ps.Requested, ps.Episodes))
