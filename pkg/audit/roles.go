@@ -70,7 +70,7 @@ func (r *GameReport) ProgramsLine() string {
 		parts = append(parts, fmt.Sprintf("the verdict is about the system as your program(s) %s played it, not dpsim's own processes (a plant's or agent's release and noise are the mechanism audited)", strings.Join(mech, ", ")))
 	}
 	if len(eve) > 0 {
-		parts = append(parts, fmt.Sprintf("the scored estimates are those of your eavesdropper %s: the bounds are what that attack achieved (a weaker attack gives lower ones)", strings.Join(eve, ", ")))
+		parts = append(parts, fmt.Sprintf("the verdict is about the attack of your eavesdropper %s: its final estimates were scored, so the bounds are what that attack achieved (a weaker attack gives lower ones; consistent means it found no evidence against the claim)", strings.Join(eve, ", ")))
 	}
 	return strings.Join(parts, "; ")
 }
