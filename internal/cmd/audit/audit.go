@@ -239,9 +239,6 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	if o.Engine != audit.EngineFast && o.Engine != audit.EngineWire {
 		return nil, cli.UsageError("--engine %q: want fast or wire", o.Engine)
 	}
-	if len(o.Roles) > 0 && o.Engine != audit.EngineWire {
-		return nil, cli.UsageError("--role starts a program in place of a role process: it needs --engine wire (the fast engine plays in-process, with no role processes)")
-	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["trials"] && o.Trials == 0 {
@@ -274,20 +271,8 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 		return nil, cli.UsageError("--selection: %v", err)
 	}
 	o.Selection = s
-	if o.Timeout <= 0 {
-		return nil, cli.UsageError("--timeout must be > 0")
-	}
-	if o.Encoding == "" {
-		o.Encoding = "binary"
-		if len(o.Roles) > 0 {
-			o.Encoding = "json" // what dpsim run gives a program: one may decode json only (docs/protocol.md 2.1)
-		}
-	}
-	if _, err := bus.ParseEncoding(o.Encoding); err != nil {
-		return nil, cli.UsageError("--encoding: %v", err)
-	}
-	if o.Inflight < 1 || o.Inflight > contract.MaxInflight {
-		return nil, cli.UsageError("--inflight %d: want 1..%d trials in flight", o.Inflight, contract.MaxInflight)
+	if err := o.checkWire(); err != nil {
+		return nil, err
 	}
 	if err := o.Farm.Check(o.Engine == audit.EngineFast, "--engine fast"); err != nil {
 		return nil, err
@@ -302,6 +287,30 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// checkWire checks the wire engine's flags: --role (which needs it), --timeout, --encoding (by
+// default binary, json with --role) and --inflight.
+func (o *Options) checkWire() error {
+	if len(o.Roles) > 0 && o.Engine != audit.EngineWire {
+		return cli.UsageError("--role starts a program in place of a role process: it needs --engine wire (the fast engine plays in-process, with no role processes)")
+	}
+	if o.Timeout <= 0 {
+		return cli.UsageError("--timeout must be > 0")
+	}
+	if o.Encoding == "" {
+		o.Encoding = "binary"
+		if len(o.Roles) > 0 {
+			o.Encoding = "json" // what dpsim run gives a program: one may decode json only (docs/protocol.md 2.1)
+		}
+	}
+	if _, err := bus.ParseEncoding(o.Encoding); err != nil {
+		return cli.UsageError("--encoding: %v", err)
+	}
+	if o.Inflight < 1 || o.Inflight > contract.MaxInflight {
+		return cli.UsageError("--inflight %d: want 1..%d trials in flight", o.Inflight, contract.MaxInflight)
+	}
+	return nil
 }
 
 // parseEpisodes checks --episodes-per-trial and parses --episodes-per-trial-sweep.
