@@ -105,7 +105,7 @@ agent.<i> or eavesdropper.0 - in place of dpsim's own process, with the argument
 environment dpsim's own would get. A plant or agent program receives each trial's secret x(0)
 sealed on the challenger's private line (docs/protocol.md section 7) and the verdict is about
 its mechanism; an eavesdropper program's final estimates (eve_x0 at step T-1 in its trace file)
-are what the audit scores. The outputs name the programs; what a process did wrong (invalid
+are what the audit scores (the precision score also reads its transcript: --transcript=true). The outputs name the programs; what a process did wrong (invalid
 messages, missing files, steps that timed out) is counted and attributed to it in the table,
 --json (processes, problems, degraded) and report.md, and a process that dies, or a fatal
 problem, fails the audit (exit 1) naming it.

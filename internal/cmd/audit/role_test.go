@@ -172,12 +172,14 @@ func outsideCloudBin(t *testing.T) string {
 // the audit fails, exit 1, naming the cloud and its program.
 func TestRoleOutsideCloudProblemsAttributed(t *testing.T) {
 	bin := outsideCloudBin(t)
+	// T = 2: a broken u costs a --timeout per step, and the launcher bounds an episode by
+	// 2 --timeout + 50 ms + T x 100 ms, whatever the --timeout
 	scn := filepath.Join(t.TempDir(), "audit-vehicle-short.yaml")
 	data, err := os.ReadFile(scenarioPath("audit-vehicle-structured"))
 	require.NoError(t, err)
-	data = bytes.Replace(data, []byte("\nsteps: 100"), []byte("\nsteps: 10"), 1) // broken u costs a --timeout per step
+	data = bytes.Replace(data, []byte("\nsteps: 100"), []byte("\nsteps: 2"), 1)
 	require.NoError(t, os.WriteFile(scn, data, 0o644))
-	base := []string{scn, "--engine", "wire", "--trials", "10", "--seed", "5", "--inflight", "1", "--timeout", "50ms"}
+	base := []string{scn, "--engine", "wire", "--trials", "10", "--seed", "5", "--inflight", "1"}
 
 	code, out, stderr := dpsimAudit(t, 2*time.Minute, append(base, "--json")...)
 	require.Equal(t, 0, code, stderr)
@@ -196,9 +198,12 @@ func TestRoleOutsideCloudProblemsAttributed(t *testing.T) {
 	t.Run("wrongstep", func(t *testing.T) {
 		prog := bin + " -break wrongstep"
 		dir := t.TempDir()
-		code, out, stderr := dpsimAudit(t, 2*time.Minute, append(base, "--json", "--out", dir, "--role", "cloud.0="+prog)...)
+		// the table on stdout, the --json report in audit.json
+		code, table, stderr := dpsimAudit(t, 2*time.Minute, append(slices.Clone(base), "--timeout", "300ms", "--out", dir, "--role", "cloud.0="+prog)...)
 		require.Equal(t, 0, code, "invalid messages are not fatal: the audit ends with its verdict\n%s", stderr)
-		got := decodeReport(t, out)
+		raw, err := os.ReadFile(filepath.Join(dir, "audit.json"))
+		require.NoError(t, err)
+		got := decodeReport(t, string(raw))
 		require.Contains(t, []string{audit.Consistent, audit.Violation}, got.Verdict)
 		require.NotEmpty(t, got.Problems)
 		for _, p := range got.Problems {
@@ -209,6 +214,7 @@ func TestRoleOutsideCloudProblemsAttributed(t *testing.T) {
 			require.Positive(t, p.Count)
 			require.False(t, p.Fatal)
 			require.Contains(t, stderr, "dpsim audit: problem: "+p.String(), "stderr names it, whatever the log level")
+			require.Contains(t, table, "problem  ")
 		}
 		require.NotEmpty(t, got.Degraded, "the plant's steps timed out waiting for u")
 		require.Contains(t, strings.Join(got.Degraded, "\n"), "timed out (--timeout)")
@@ -218,12 +224,9 @@ func TestRoleOutsideCloudProblemsAttributed(t *testing.T) {
 		require.Contains(t, string(md), "**The game did not run clean.**")
 		require.Contains(t, string(md), "- problem: cloud-0")
 		require.Contains(t, string(md), "- degraded: ")
-
-		code, table, stderr := dpsimAudit(t, 2*time.Minute, append(base, "--role", "cloud.0="+prog)...)
-		require.Equal(t, 0, code, stderr)
-		require.Contains(t, table, "problem ")
 		require.Contains(t, table, "invalid-messages")
-		require.Contains(t, table, "degraded ")
+		require.Contains(t, table, "degraded  ")
+		require.Contains(t, table, "role cloud.0")
 	})
 
 	t.Run("noresult", func(t *testing.T) {
@@ -234,6 +237,30 @@ func TestRoleOutsideCloudProblemsAttributed(t *testing.T) {
 		require.Contains(t, stderr, "no-result")
 		require.Contains(t, stderr, prog)
 	})
+}
+
+// A third-party eavesdropper is held to what the audit reads of dpsim's own: its trace's final
+// estimates and, for the precision score (on by default), its transcript. One that writes no
+// transcript (dpsim's own told --transcript=false after the launcher's flags) fails the audit
+// naming the program and the way out; with --precision=false its estimates alone are scored,
+// the bounds of dpsim's own eavesdropper without the precision score, bit for bit.
+func TestRoleEavesdropperWithoutTranscript(t *testing.T) {
+	prog := `sh -c '"$0" eavesdropper "$@" --transcript=false' ` + dpsimBin
+	args := []string{scenarioPath("audit-vehicle-structured"), "--engine", "wire", "--trials", "30", "--seed", "47", "--json"}
+	code, _, stderr := dpsimAudit(t, 2*time.Minute, append(slices.Clone(args), "--role", "eavesdropper.0="+prog)...)
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "transcript")
+	require.Contains(t, stderr, "--role eavesdropper.0=")
+	require.Contains(t, stderr, "--precision=false")
+
+	code, out, stderr := dpsimAudit(t, 2*time.Minute, append(slices.Clone(args), "--precision=false")...)
+	require.Equal(t, 0, code, stderr)
+	own := decodeReport(t, out)
+	code, out, stderr = dpsimAudit(t, 2*time.Minute, append(slices.Clone(args), "--precision=false", "--role", "eavesdropper.0="+prog)...)
+	require.Equal(t, 0, code, stderr)
+	got := decodeReport(t, out)
+	sameBounds(t, own, got)
+	require.Equal(t, prog, processOf(t, got, "eavesdropper.0").Program)
 }
 
 // A program that dies fails the audit with exit 1, naming the process and the program: one that

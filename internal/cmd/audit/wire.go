@@ -127,7 +127,11 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 	out, err := scoreWire(g, c, dir, bits)
 	if err != nil {
 		if prog := o.Roles[eavesdropperKey]; prog != "" {
-			return nil, fmt.Errorf("%w (the eavesdropper is your program: --role %s=%q)", err, eavesdropperKey, prog)
+			hint := "its trace's eve_x0 of step T-1 is what the audit scores"
+			if g.HasPrecision() {
+				hint += ", and its transcript (--transcript=true) what the precision score reads (--precision=false: its estimates alone)"
+			}
+			return nil, fmt.Errorf("%w (the eavesdropper is your program, --role %s=%q: %s)", err, eavesdropperKey, prog, hint)
 		}
 		return nil, err
 	}
