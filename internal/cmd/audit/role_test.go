@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/pkg/audit"
 )
 
@@ -29,7 +30,14 @@ import (
 // stderr.
 func dpsimAudit(t testing.TB, timeout time.Duration, args ...string) (int, string, string) {
 	t.Helper()
+	return dpsimAuditIn(t, "", timeout, args...)
+}
+
+// dpsimAuditIn is dpsimAudit run in the directory dir ("": this one).
+func dpsimAuditIn(t testing.TB, dir string, timeout time.Duration, args ...string) (int, string, string) {
+	t.Helper()
 	cmd := exec.Command(dpsimBin, append([]string{"audit", "--log-level", "warn"}, args...)...)
+	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Env = append(os.Environ(), "NATS_URL=")
@@ -261,6 +269,35 @@ func TestRoleEavesdropperWithoutTranscript(t *testing.T) {
 	got := decodeReport(t, out)
 	sameBounds(t, own, got)
 	require.Equal(t, prog, processOf(t, got, "eavesdropper.0").Program)
+}
+
+// The JavaScript plant of examples/js-plant plays the game as dpsim run --role plays it, started
+// by the same command from the repository root: bit-identical bounds once it opens the sealed
+// x(0) of docs/protocol.md section 7. A plant that refuses it (as the protocol allows) fails the
+// audit at once, naming the program and quoting its reason; the test then says so and skips.
+func TestRoleJavaScriptPlant(t *testing.T) {
+	root := dpsimtest.Root()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not on PATH: examples/js-plant needs Node.js")
+	}
+	if _, err := os.Stat(filepath.Join(root, "examples", "js-plant", "node_modules", "nats")); err != nil {
+		t.Skip("examples/js-plant is not installed: (cd examples/js-plant && npm ci)")
+	}
+	args := []string{"scenarios/audit-vehicle-structured.yaml", "--engine", "wire", "--trials", "100", "--seed", "53", "--json"}
+	const prog = "node examples/js-plant/plant.js"
+	code, out, stderr := dpsimAuditIn(t, root, 2*time.Minute, append(slices.Clone(args), "--role", "plant.0="+prog)...)
+	if code == 1 && strings.Contains(stderr, "not supported by this plant") {
+		require.Contains(t, stderr, `--role plant.0="`+prog+`"`, "the failure names the program")
+		t.Skipf("examples/js-plant refuses the challenger's sealed x(0); the audit failed naming it:\n%s", stderr)
+	}
+	require.Equal(t, 0, code, stderr)
+	got := decodeReport(t, out)
+	code, out, stderr = dpsimAuditIn(t, root, 2*time.Minute, args...)
+	require.Equal(t, 0, code, stderr)
+	sameBounds(t, decodeReport(t, out), got)
+	require.Equal(t, prog, processOf(t, got, "plant.0").Program)
+	require.Empty(t, got.Problems)
+	require.Empty(t, got.Degraded)
 }
 
 // A program that dies fails the audit with exit 1, naming the process and the program: one that
