@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -175,24 +176,29 @@ func (s *Session) waitReady(ctx context.Context) error {
 			}
 		case p := <-s.exits:
 			_ = s.shutdown()
-			return fmt.Errorf("%s (pid %d) exited before it was ready: %s", p.Name, p.PID(), p.Failure())
+			return fmt.Errorf("%s exited before it was ready: %s", p.who(), p.Failure())
 		case <-ctx.Done():
 			_ = s.shutdown()
 			return fmt.Errorf("interrupted while starting the processes: %w", context.Cause(ctx))
 		case <-timer.C:
 			_ = s.shutdown()
-			return fmt.Errorf("processes not ready within %v: %s", s.cfg.StartTimeout, joinKeys(waiting))
+			return fmt.Errorf("processes not ready within %v: %s", s.cfg.StartTimeout, s.joinSenders(waiting))
 		}
 	}
 	return nil
 }
 
-// joinKeys lists the keys of m, comma-separated (the processes an error names).
-func joinKeys(m map[string]bool) string {
+// joinSenders lists the senders of m, sorted and comma-separated, each played by a user's
+// program with its command (--role): the processes an error names.
+func (s *Session) joinSenders(m map[string]bool) string {
 	var out []string
 	for k := range m {
+		if p := s.byKey[k]; p != nil && p.Program != "" {
+			k += fmt.Sprintf(" (--role %s=%q)", k, p.Program)
+		}
 		out = append(out, k)
 	}
+	sort.Strings(out)
 	return strings.Join(out, ", ")
 }
 

@@ -284,7 +284,7 @@ func (s *Session) awaitRejoin(ctx context.Context, ep int) error {
 			s.noteEvent(ev)
 		case p := <-s.exits:
 			s.exits <- p
-			return fmt.Errorf("episode %d: process %s (pid %d) exited after the NATS server restart: %s", ep, p.Name, p.PID(), p.Failure())
+			return fmt.Errorf("episode %d: process %s exited after the NATS server restart: %s", ep, p.who(), p.Failure())
 		case <-ctx.Done():
 			return fmt.Errorf("episode %d: %w (%v)", ep, ErrInterrupted, context.Cause(ctx))
 		case <-timer.C:

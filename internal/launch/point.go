@@ -291,6 +291,24 @@ func newOutcome(sess *Session, cfg SessionConfig, o PlayOptions) *PointOutcome {
 	return out
 }
 
+// Outcome is what the stopped session did, for a launcher that starts its episodes itself and
+// merges no records (the audit's wire engine, which reads the eavesdropper's estimates from its
+// trace): its processes, the link counters of their results merged (Results holds only Links),
+// and the problems attributed to each process as PlayPoint attributes them. Call it after Stop;
+// started is when the session started (PointOutcome.Elapsed counts from it).
+func (s *Session) Outcome(started time.Time) *PointOutcome {
+	out := newOutcome(s, s.cfg, PlayOptions{Started: started})
+	var links [][]fault.LinkStats
+	for _, pr := range s.Procs() {
+		if r := s.Result(pr); r != nil {
+			links = append(links, r.Links)
+		}
+	}
+	out.Results = &metrics.Results{Links: sim.MergeLinkStats(links...)}
+	out.Problems = out.attribute(s, s.cfg)
+	return out
+}
+
 // procOutcome is what the launcher knows of the process pr once its session stopped.
 func procOutcome(sess *Session, pr *Proc) ProcOutcome {
 	po := ProcOutcome{Role: pr.Role, ID: pr.ID, LastAgent: pr.LastAgent, PID: pr.PID(), Name: pr.Name, Program: pr.Program,

@@ -101,6 +101,15 @@ func (p *Proc) Failure() string {
 	return msg
 }
 
+// who names p in an error: its name and pid, and the user's program that plays it (--role),
+// which is what a user reading the error must fix.
+func (p *Proc) who() string {
+	if p.Program == "" {
+		return fmt.Sprintf("%s (pid %d)", p.Name, p.PID())
+	}
+	return fmt.Sprintf("%s (pid %d; --role %s=%q)", p.Name, p.PID(), endpoint.Endpoint{Role: p.Role, ID: p.ID}, p.Program)
+}
+
 // plannedProcs lists the processes a plan needs.
 func plannedProcs(p *plan.Plan, perProc int) []*Proc {
 	var out []*Proc

@@ -442,7 +442,7 @@ func (s *Session) awaitDone(ctx context.Context, g Group) error {
 		case <-ctx.Done():
 			return fmt.Errorf("%v: %w (%v)", g, ErrInterrupted, context.Cause(ctx))
 		case <-timer.C:
-			return fmt.Errorf("%v: no ctl.done from %s within %v", g, joinKeys(waiting), bound)
+			return fmt.Errorf("%v: no ctl.done from %s within %v", g, s.joinSenders(waiting), bound)
 		}
 	}
 	return nil
@@ -463,9 +463,9 @@ func (s *Session) exitedIn(p *Proc, g Group) error {
 	s.cfg.Timeline.Add(time.Now(), TimelineEvent{Point: s.cfg.PointIndex, Episode: g.First, Step: -1, Proc: p.Name, Event: EvExited,
 		Detail: fmt.Sprintf("pid %d: %s; the episodes finished before are kept", p.PID(), p.Failure())})
 	if f := p.Failure(); f != "" {
-		return fmt.Errorf("%v: process %s (pid %d) failed: %s", g, p.Name, p.PID(), f)
+		return fmt.Errorf("%v: process %s failed: %s", g, p.who(), f)
 	}
-	return fmt.Errorf("%v: process %s (pid %d) exited early", g, p.Name, p.PID())
+	return fmt.Errorf("%v: process %s exited early", g, p.who())
 }
 
 // Stop sends ctl.stop, waits for every child to flush and exit (SIGTERM, then SIGKILL, for
@@ -568,10 +568,10 @@ func (s *Session) firstFailure() error {
 		select {
 		case <-p.exited:
 			if f := p.Failure(); f != "" {
-				return fmt.Errorf("process %s (pid %d) failed: %s", p.Name, p.PID(), f)
+				return fmt.Errorf("process %s failed: %s", p.who(), f)
 			}
 		default:
-			return fmt.Errorf("process %s (pid %d) did not exit", p.Name, p.PID())
+			return fmt.Errorf("process %s did not exit", p.who())
 		}
 	}
 	return nil

@@ -83,6 +83,12 @@ type GameReport struct {
 	// Dispatch, when the trials were played by workers (dpsim audit --dispatch), is what the
 	// dispatch did (internal/farm.Report: the workers, re-issued chunks, refused answers).
 	Dispatch any `json:"dispatch,omitempty"`
+	// Processes, Problems and Degraded are the wire engine's (roles.go): who played each role
+	// (a user's program with --role), what a process did wrong, and what went wrong without
+	// failing the game (steps that timed out, ...).
+	Processes []RoleProcess `json:"processes,omitempty"`
+	Problems  []RoleProblem `json:"problems,omitempty"`
+	Degraded  []string      `json:"degraded,omitempty"`
 }
 
 // Best returns the analysis of the headline score.
@@ -418,6 +424,7 @@ func (r *GameReport) Markdown(plot string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Privacy audit: %s\n\n", r.Scenario)
 	r.mdVerdict(&b)
+	r.mdRoles(&b)
 	r.mdSetup(&b)
 	r.mdScores(&b)
 	r.mdPrecision(&b)

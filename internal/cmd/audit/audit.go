@@ -46,7 +46,7 @@ const synopsis = `dpsim audit SCENARIO [--engine fast|wire] [--trials N] [--audi
                    [--episodes-per-trial K | --episodes-per-trial-sweep K1,K2,...]
                    [--confidence C] [--seed S] [--out DIR] [--json] [--workers W] [--nats-url URL]
                    [--fail-on-violation] [--dispatch] [--spawn-workers N] [--worker-listen ADDR]
-                   [--ui[=ADDR] [--ui-hold D]]
+                   [--ui[=ADDR] [--ui-hold D]] [--engine wire --role ENDPOINT=COMMAND ...]
        dpsim audit --one-run SCENARIO [--guesses K] [--confidence C] [--seed S] [--json] [--fail-on-violation]`
 
 const description = `Audits the scenario's privacy claim empirically: plays the distinguishing game and reports lower
@@ -98,6 +98,17 @@ Engines: fast runs the same role cores in-process on every core (deterministic f
 lockstep; an embedded server unless --nats-url or $NATS_URL) with the launcher as the challenger,
 --inflight trials at once; for the same seed both engines play bit-identical episodes. The seed is
 --seed, else the scenario's, else drawn from crypto/rand (reported). A sweep audits every point.
+
+Your own mechanism or attack (--engine wire --role ENDPOINT=COMMAND, repeatable; as dpsim run
+--role, docs/protocol.md section 2.3): COMMAND plays the role ENDPOINT - plant.0, cloud.0,
+agent.<i> or eavesdropper.0 - in place of dpsim's own process, with the arguments and the
+environment dpsim's own would get. A plant or agent program receives each trial's secret x(0)
+sealed on the challenger's private line (docs/protocol.md section 7) and the verdict is about
+its mechanism; an eavesdropper program's final estimates (eve_x0 at step T-1 in its trace file)
+are what the audit scores (the precision score also reads its transcript: --transcript=true). The outputs name the programs; what a process did wrong (invalid
+messages, missing files, steps that timed out) is counted and attributed to it in the table,
+--json (processes, problems, degraded) and report.md, and a process that dies, or a fatal
+problem, fails the audit (exit 1) naming it.
 
 One-run audit (--one-run, consensus; docs/math.md section 6.2): ONE episode in which every agent's
 x_i(0) is an independent canary (x_i or x_i + mu by a fair coin); the eavesdropper's estimate of each
@@ -161,6 +172,9 @@ type Options struct {
 	Progress        bool
 	// Exe is the dpsim binary the wire engine spawns (default os.Executable()).
 	Exe string
+	// Roles are --role: the users' programs that play roles in place of dpsim's own in the
+	// wire engine (launch.Programs, as dpsim run --role).
+	Roles launch.Programs
 	// Inflight is --inflight: the wire engine's trials kept in flight at once.
 	Inflight int
 	// KeepSecrets is --keep-secrets: the wire engine keeps the files holding secrets in
@@ -202,7 +216,7 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.BoolVar(&o.FailOnViolation, "fail-on-violation", false, "exit with status 3 when the verdict is violation (default: exit 0 whatever the verdict)")
 	fs.StringVar(&sel, "selection", string(audit.SelectSplit), "how test thresholds are chosen: split (choose on half the trials, bound on the other half) or bonferroni (a fixed grid, corrected)")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "wire engine: longest wait for one step's messages in every role process")
-	fs.StringVar(&o.Encoding, "encoding", "binary", "wire engine: encoding of the data messages, binary (faster; float64 bits exact) or json (readable with nats sub; also exact)")
+	fs.StringVar(&o.Encoding, "encoding", "", "wire engine: encoding of the data messages, binary (faster; float64 bits exact) or json (readable with nats sub; also exact); default binary, json with --role (dpsim run's default: a program may refuse binary)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "zerolog level of the log on stderr (and of the role processes' logs): trace, debug, info, warn, error")
 	fs.BoolVar(&o.Progress, "progress", true, "show a progress bar while trials run (only when stderr is a terminal)")
 	fs.IntVar(&o.EpisodesPerTrial, "episodes-per-trial", 1, fmt.Sprintf("episodes of the same secret each trial plays with fresh noise (1..%d), averaged by the eavesdropper; the verdict is judged against the claim composed over them (fast engine)", audit.MaxEpisodesPerTrial))
@@ -214,6 +228,8 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.DurationVar(&o.UIHold, "ui-hold", 0, "with --ui: keep the live view up this long after the audit ended (its final state and /metrics; Ctrl-C ends it sooner)")
 	fs.IntVar(&o.Inflight, "inflight", launch.DefaultInflight, "wire engine: trials kept in flight at once over the same role processes (1..1024; each trial's x(0) still travels alone on the private line); the outcome does not depend on it, only the speed (see dpsim run --help)")
 	fs.BoolVar(&o.Precision, "precision", true, "add the precision score: under each hypothesis the eavesdropper replays the system's float64 arithmetic from the transcript and tests whether one noise value reproduces the published bits and lies in the float sampler's image (docs/math.md section 6.3); --precision=false leaves it out")
+	o.Roles = launch.Programs{}
+	fs.Func("role", "wire engine: ENDPOINT=COMMAND: start COMMAND (through sh) in place of dpsim's own process ENDPOINT (plant.0, cloud.0, eavesdropper.0, agent.<i>), with the arguments after the role name and the environment dpsim's own would get (docs/protocol.md); a plant or agent program gets each trial's secret x(0) sealed on the challenger's private line, an eavesdropper program's final estimates are scored; the outputs name the program and every problem it causes (repeatable)", o.Roles.ParseProgram)
 	fs.BoolVar(&o.KeepSecrets, "keep-secrets", false, "wire engine with --out: keep the files holding secrets in OUT/procs when the audit ends (the plant's or agents' plan files: x(0) and the run seed); by default they are removed, however the audit ends")
 	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/audit-vehicle-structured.yaml")
 	if err != nil {
@@ -255,14 +271,8 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 		return nil, cli.UsageError("--selection: %v", err)
 	}
 	o.Selection = s
-	if o.Timeout <= 0 {
-		return nil, cli.UsageError("--timeout must be > 0")
-	}
-	if _, err := bus.ParseEncoding(o.Encoding); err != nil {
-		return nil, cli.UsageError("--encoding: %v", err)
-	}
-	if o.Inflight < 1 || o.Inflight > contract.MaxInflight {
-		return nil, cli.UsageError("--inflight %d: want 1..%d trials in flight", o.Inflight, contract.MaxInflight)
+	if err := o.checkWire(); err != nil {
+		return nil, err
 	}
 	if err := o.Farm.Check(o.Engine == audit.EngineFast, "--engine fast"); err != nil {
 		return nil, err
@@ -277,6 +287,30 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// checkWire checks the wire engine's flags: --role (which needs it), --timeout, --encoding (by
+// default binary, json with --role) and --inflight.
+func (o *Options) checkWire() error {
+	if len(o.Roles) > 0 && o.Engine != audit.EngineWire {
+		return cli.UsageError("--role starts a program in place of a role process: it needs --engine wire (the fast engine plays in-process, with no role processes)")
+	}
+	if o.Timeout <= 0 {
+		return cli.UsageError("--timeout must be > 0")
+	}
+	if o.Encoding == "" {
+		o.Encoding = "binary"
+		if len(o.Roles) > 0 {
+			o.Encoding = "json" // what dpsim run gives a program: one may decode json only (docs/protocol.md 2.1)
+		}
+	}
+	if _, err := bus.ParseEncoding(o.Encoding); err != nil {
+		return cli.UsageError("--encoding: %v", err)
+	}
+	if o.Inflight < 1 || o.Inflight > contract.MaxInflight {
+		return cli.UsageError("--inflight %d: want 1..%d trials in flight", o.Inflight, contract.MaxInflight)
+	}
+	return nil
 }
 
 // parseEpisodes checks --episodes-per-trial and parses --episodes-per-trial-sweep.
@@ -377,6 +411,7 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	if err != nil {
 		return err
 	}
+	a.stderr = stderr
 	if err := a.startDispatch(ctx, stderr); err != nil {
 		return err
 	}
@@ -425,6 +460,8 @@ type auditRun struct {
 	gameOpts  audit.GameOptions        // what every point's game was built with (a worker builds the same)
 	farm      *farm.Coordinator        // --dispatch: the workers' coordinator (nil: in-process)
 	notes     []string                 // the engine's notes on the point being played (wire: the trials in flight)
+	roles     *wireRoles               // the wire engine's processes, problems and degradation on the point being played
+	stderr    io.Writer                // where the problems the wire engine attributes are printed
 	hub       *live.AuditHub           // --ui: the live view's state (nil: none)
 	ui        *live.Server
 }
@@ -437,11 +474,6 @@ func newAuditRun(o *Options, s *scenario.Scenario, seed uint64, log zerolog.Logg
 		spec = &scenario.AuditSpec{}
 	}
 	trials, capped := effectiveTrials(o, spec)
-	if capped {
-		// The wire engine plays every episode through real processes (~50 episodes/s here): a
-		// scenario's fast-engine count would take hours. Only an explicit --trials goes higher.
-		log.Warn().Int("trials", trials).Msg("wire engine: default trial count capped; pass --trials to play more")
-	}
 	adj := o.Adjacency
 	if adj == "" {
 		adj = spec.Adjacency
@@ -464,6 +496,16 @@ func newAuditRun(o *Options, s *scenario.Scenario, seed uint64, log zerolog.Logg
 	}
 	if err != nil {
 		return nil, err
+	}
+	for k, g := range games {
+		if err := o.Roles.Check(g.Plan, 1); err != nil { // the wire engine runs one agent per process
+			return nil, cli.UsageError("%v", pointErr(len(points), k, points[k], err))
+		}
+	}
+	if capped {
+		// The wire engine plays every episode through real processes (~50 episodes/s here): a
+		// scenario's fast-engine count would take hours. Only an explicit --trials goes higher.
+		log.Warn().Int("trials", trials).Msg("wire engine: default trial count capped; pass --trials to play more")
 	}
 	return &auditRun{
 		o: o, name: s.Name, points: points, games: games, gameOpts: gameOpts, seed: seed, trials: trials, conf: conf,
@@ -561,6 +603,8 @@ func (a *auditRun) playPoint(ctx context.Context, k int, g *audit.Game, stdout i
 	a.hub.PointDone(k, rep)
 	a.noteDispatch(rep)
 	rep.Notes, a.notes = append(rep.Notes, a.notes...), nil // the engine's, on this point
+	a.roles.apply(rep)
+	a.roles = nil
 	if n > 1 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("sweep point %d of %d: its bounds hold jointly at %g, so that those of all %d points hold jointly at %g (Bonferroni)",
 			k, n, a.pointConf, n, a.conf))
@@ -593,7 +637,8 @@ func (a *auditRun) play(ctx context.Context, k int, g *audit.Game) (*audit.Outco
 		return audit.PlayFast(ctx, g, audit.FastOptions{Trials: a.trials, Seed: a.seed, Workers: a.o.Workers, Progress: progress, Chunk: a.chunkHook()})
 	default:
 		return runWire(ctx, a.o, wireConfig{point: k, points: len(a.points), game: g, seed: a.seed, trials: a.trials, log: a.log, progress: progress,
-			inflight: a.o.Inflight, note: func(s string) { a.notes = append(a.notes, s) }, chunk: a.chunkHook()})
+			inflight: a.o.Inflight, note: func(s string) { a.notes = append(a.notes, s) }, chunk: a.chunkHook(),
+			outcome: func(r *wireRoles) { a.roles = r; r.print(a.stderr) }})
 	}
 }
 
@@ -606,6 +651,8 @@ func (a *auditRun) interrupted(ctx context.Context, k int, out *audit.Outcome, r
 		return pointErr(n, k, pt, fmt.Errorf("interrupted after %d of %d episodes, too few to analyse: %w", out.Episodes, 2*a.trials, aerr))
 	}
 	rep.Scenario = pt.Name
+	a.roles.apply(rep)
+	a.roles = nil
 	rep.Notes = append(rep.Notes, fmt.Sprintf("INTERRUPTED: %d of %d episodes were played; the bounds use those only", out.Episodes, 2*a.trials))
 	if a.o.Out != "" {
 		if werr := writeFiles(a.o.Out, suffix(n, k), rep); werr != nil {
@@ -753,6 +800,7 @@ func printTable(w io.Writer, reports []*audit.GameReport, out string) {
 			fmt.Fprintf(tw, "theory\t%s\n", th)
 		}
 		fmt.Fprintf(tw, "verdict\t%s\n", r.VerdictLine())
+		printRoles(tw, r)
 	}
 	if len(reports) > 1 {
 		fmt.Fprintf(tw, "\nsweep\t%s\n", sweepVerdictLine(reports))
@@ -767,6 +815,25 @@ func printTable(w io.Writer, reports []*audit.GameReport, out string) {
 		fmt.Fprintf(tw, "\nout\t%s\n", out)
 	}
 	_ = tw.Flush()
+}
+
+// printRoles prints who played the roles of a wire game when a user's program played one
+// (--role), whose program the verdict is about, and what went wrong in the game: each problem,
+// attributed, and each degradation.
+func printRoles(tw io.Writer, r *audit.GameReport) {
+	for _, p := range r.Programs() {
+		fmt.Fprintf(tw, "role %s\tplayed by your program %q (process %s, pid %d: %d steps, %d missed, %d invalid received)\n",
+			p.Sender, p.Program, p.Process, p.PID, p.Steps, p.Missed, p.Invalid)
+	}
+	if line := r.ProgramsLine(); line != "" {
+		fmt.Fprintf(tw, "programs\t%s\n", line)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(tw, "problem\t%s\n", p)
+	}
+	for _, d := range r.Degraded {
+		fmt.Fprintf(tw, "degraded\t%s (the bounds are those of the game as played)\n", d)
+	}
 }
 
 // sweepVerdictLine is the verdict over the points printed: violation when any point's is, at the

@@ -16,6 +16,14 @@
 // its estimates to its trace file; the launcher joins them with its secret bits). For the same seed
 // both engines run bit-identical episodes.
 //
+// With --engine wire --role ENDPOINT=COMMAND a user's program plays a role in place of dpsim's
+// own process, started by the same launcher machinery as dpsim run --role (launch.Programs): a
+// plant or agent program opens its sealed x(0) on the private line, an eavesdropper program's
+// trace supplies the estimates scored. After the game the launcher attributes what each process
+// did wrong (Session.Outcome: launch.Problem, launch.Degradation); the report names the
+// programs, the problems and the degradation beside the verdict, and a fatal problem or a process
+// that dies fails the audit.
+//
 // With --ui the audit serves a live view (internal/live.AuditHub on the live view's server):
 // the engines hand their trials over as they are scored (audit.FastOptions.Chunk; the wire
 // engine's eavesdropper trace read as it grows) and the bounds are recomputed from them by the

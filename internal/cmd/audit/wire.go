@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -39,6 +40,9 @@ type wireConfig struct {
 	chunk func(*audit.Outcome)
 	// trace is the eavesdropper's trace file (set by runWire).
 	trace string
+	// outcome, if set, receives what the processes were and did once they stopped: who played
+	// each role (--role), the problems attributed to them, the degradation.
+	outcome func(*wireRoles)
 }
 
 // runWire plays the game with the real processes over NATS (the wire engine).
@@ -84,7 +88,7 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 		Exe: exe, ScenarioPath: o.ScenarioPath, Point: c.point, Plan: p, Seeds: sim.NewSeeds(c.seed), Runs: 2 * c.trials, Run: runID,
 		// the eavesdropper's transcript: what the precision score reads (precision.go)
 		Dir: dir, Mode: bus.Lockstep, Timeout: o.Timeout, LogLevel: o.LogLevel, Transcript: g.HasPrecision(), Log: c.log, Encoding: o.Encoding,
-		Inflight: c.inflight, KeepSecrets: o.KeepSecrets,
+		Inflight: c.inflight, KeepSecrets: o.KeepSecrets, Programs: o.Roles,
 	}
 	srv.Configure(&cfg, 0)
 	sess, err := launch.StartSession(ctx, cfg)
@@ -99,6 +103,20 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 	if err := sess.Stop(); err != nil && runErr == nil {
 		runErr = err
 	}
+	// What a process did wrong is attributed to it (and to the program that played it) as
+	// dpsim run does: a fatal problem fails the audit, the others and the degradation are
+	// named in its outputs beside the verdict.
+	po := sess.Outcome(start)
+	if c.outcome != nil {
+		c.outcome(newWireRoles(po))
+	}
+	if perr := launch.ProblemsError(po.Problems); perr != nil {
+		if runErr != nil {
+			runErr = fmt.Errorf("%w; %v", runErr, perr)
+		} else {
+			runErr = perr
+		}
+	}
 	if c.note != nil {
 		c.note(inflightNote(c.inflight, sess.Inflight))
 	}
@@ -108,10 +126,65 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 	}
 	out, err := scoreWire(g, c, dir, bits)
 	if err != nil {
+		if prog := o.Roles[eavesdropperKey]; prog != "" {
+			hint := "its trace's eve_x0 of step T-1 is what the audit scores"
+			if g.HasPrecision() {
+				hint += ", and its transcript (--transcript=true) what the precision score reads (--precision=false: its estimates alone)"
+			}
+			return nil, fmt.Errorf("%w (the eavesdropper is your program, --role %s=%q: %s)", err, eavesdropperKey, prog, hint)
+		}
 		return nil, err
 	}
 	out.Elapsed = elapsed
 	return out, nil
+}
+
+// eavesdropperKey is the sender of the eavesdropper whose estimates the wire engine scores.
+var eavesdropperKey = endpoint.Endpoint{Role: endpoint.Eavesdropper, ID: 0}.String()
+
+// wireRoles is what the wire engine's processes were and did at a point: who played each role
+// (dpsim's own process or a user's program, --role), the problems the launcher attributed to
+// them (launch.Problem) and what went wrong without failing the game (launch.Degradation).
+type wireRoles struct {
+	procs    []audit.RoleProcess
+	problems []audit.RoleProblem
+	degraded []string
+}
+
+// newWireRoles gathers the wire roles of a stopped session's outcome.
+func newWireRoles(po *launch.PointOutcome) *wireRoles {
+	r := &wireRoles{}
+	for _, pr := range po.Procs {
+		rp := audit.RoleProcess{Process: pr.Name, Sender: endpoint.Endpoint{Role: pr.Role, ID: pr.ID}.String(), Program: pr.Program, PID: pr.PID}
+		if res := pr.Result; res != nil {
+			rp.Steps, rp.Missed, rp.Invalid = res.Steps, res.Timing.Missed, res.Invalid.Dropped
+		}
+		r.procs = append(r.procs, rp)
+	}
+	for _, p := range po.Problems {
+		r.problems = append(r.problems, audit.RoleProblem(p))
+	}
+	d := po.Degradation(false) // the audit plays in lockstep
+	r.degraded = d.Reasons()
+	return r
+}
+
+// apply records r in the point's report (nothing when r is nil: the fast engine).
+func (r *wireRoles) apply(rep *audit.GameReport) {
+	if r == nil {
+		return
+	}
+	rep.Processes, rep.Problems, rep.Degraded = r.procs, r.problems, r.degraded
+}
+
+// print writes every problem on w, whatever the log level: a role broke the contract.
+func (r *wireRoles) print(w io.Writer) {
+	if w == nil {
+		return
+	}
+	for _, p := range r.problems {
+		fmt.Fprintf(w, "dpsim audit: problem: %s\n", p)
+	}
 }
 
 // wireDir returns the directory of the processes' files: OUT/procs[-pK] with --out, else a

@@ -149,78 +149,49 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 }
 
 // degradation names what went wrong without failing the run - steps the processes completed
-// without all their messages at the deadline (realtime: missed ticks; lockstep: timeouts) -
-// in summary.json "degraded", and fails the run when they exceed --max-missed-fraction.
-// Faults the scenario injects on purpose (faults.links) are the experiment, not a
-// degradation: they are counted per link in the metrics.
+// without all their messages at the deadline (realtime: missed ticks; lockstep: timeouts),
+// conflicts, slow consumers, disconnects (launch.Degradation, summed over the points) - in
+// summary.json "degraded", and fails the run when the missed steps exceed
+// --max-missed-fraction, or on a conflict with --strict. Faults the scenario injects on
+// purpose (faults.links) are the experiment, not a degradation: they are counted per link in
+// the metrics.
 func (l *launcher) degradation() error {
-	var coreSteps int
+	d := launch.Degradation{Realtime: l.sum.Mode == bus.Realtime.String(), Missed: l.sum.Timing.Missed,
+		Disconnects: l.sum.Connections.Disconnects, Reconnects: l.sum.Connections.Reconnects, ServerRestarts: l.sum.Connections.ServerRestarts}
 	for _, p := range l.sum.Processes {
 		cores := 1
 		if len(p.Agents) == 2 {
 			cores = p.Agents[1] - p.Agents[0] + 1
 		}
-		coreSteps += cores * p.Steps
+		d.CoreSteps += cores * p.Steps
+		if p.SlowConsumerDropped > 0 {
+			d.SlowDropped += uint64(p.SlowConsumerDropped)
+			d.SlowProcs = append(d.SlowProcs, fmt.Sprintf("%s %d", p.Name, p.SlowConsumerDropped))
+		}
 	}
-	var conflicts, slow uint64
-	var slowProcs []string
 	for _, ps := range l.sum.Points {
 		if ps.Metrics != nil {
 			for _, lk := range ps.Metrics.Links {
-				conflicts += lk.Conflicts
+				d.Conflicts += lk.Conflicts
 			}
+			d.LostInTransport += report.LostInTransport(ps.Metrics.Links)
 		}
 	}
-	for _, p := range l.sum.Processes {
-		if p.SlowConsumerDropped > 0 {
-			slow += uint64(p.SlowConsumerDropped)
-			slowProcs = append(slowProcs, fmt.Sprintf("%s %d", p.Name, p.SlowConsumerDropped))
+	for _, ev := range l.sum.Timeline {
+		if ev.Event == launch.EvServerStopped {
+			d.ServerDown = append(d.ServerDown, fmt.Sprintf("episode %d step %d (%s)", ev.Episode, ev.Step, ev.Detail))
 		}
 	}
-	if slow > 0 {
-		l.sum.Degraded = append(l.sum.Degraded, fmt.Sprintf("%d message(s) dropped by NATS clients that fell behind (slow consumers: %s)", slow, strings.Join(slowProcs, ", ")))
+	l.sum.Degraded = append(l.sum.Degraded, d.Reasons()...)
+	if d.Conflicts > 0 && l.o.Strict {
+		return fmt.Errorf("%s: --strict", d.ConflictReason())
 	}
-	if conflicts > 0 {
-		msg := fmt.Sprintf("%d conflicting message(s): a receiver got two different messages for the same sender, episode and step (forged or corrupted traffic; the first was used; metrics.links[].conflicts)", conflicts)
-		l.sum.Degraded = append(l.sum.Degraded, msg)
-		if l.o.Strict {
-			return fmt.Errorf("%s: --strict", msg)
-		}
-	}
-	if c := l.sum.Connections; c.Disconnects > 0 || c.ServerRestarts > 0 {
-		msg := fmt.Sprintf("%d NATS disconnect(s) and %d reconnect(s) across the processes", c.Disconnects, c.Reconnects)
-		if c.ServerRestarts > 0 {
-			msg = fmt.Sprintf("the NATS server was restarted %d time(s) (faults.server_restarts): %s", c.ServerRestarts, msg)
-		}
-		for _, ev := range l.sum.Timeline {
-			if ev.Event == launch.EvServerStopped {
-				msg += fmt.Sprintf("; server down from episode %d step %d (%s)", ev.Episode, ev.Step, ev.Detail)
-			}
-		}
-		var lost uint64
-		for _, ps := range l.sum.Points {
-			if ps.Metrics != nil {
-				lost += report.LostInTransport(ps.Metrics.Links)
-			}
-		}
-		msg += fmt.Sprintf("; %d data message(s) lost in transport", lost)
-		l.sum.Degraded = append(l.sum.Degraded, msg)
-	}
-	missed := l.sum.Timing.Missed
-	if missed == 0 {
+	if d.Missed == 0 {
 		return nil
 	}
-	frac := float64(missed) / float64(max(coreSteps, 1))
-	what := "missed their realtime deadline"
-	if l.sum.Mode != bus.Realtime.String() {
-		what = "timed out (--timeout)"
-	}
-	msg := fmt.Sprintf("%d of %d process steps (%.3g%%) %s and went on without all their messages (the missing-input rules applied)",
-		missed, coreSteps, 100*frac, what)
-	l.sum.Degraded = append(l.sum.Degraded, msg)
-	l.sum.MissedFraction = frac
-	if frac > l.o.MaxMissedFraction {
-		return fmt.Errorf("%s: more than --max-missed-fraction %v", msg, l.o.MaxMissedFraction)
+	l.sum.MissedFraction = d.MissedFraction()
+	if l.sum.MissedFraction > l.o.MaxMissedFraction {
+		return fmt.Errorf("%s: more than --max-missed-fraction %v", d.MissedReason(), l.o.MaxMissedFraction)
 	}
 	return nil
 }
