@@ -205,3 +205,44 @@ func TestRunGuarantee(t *testing.T) {
 	require.InDelta(t, 10*s.Privacy.Epsilon, gl.EpsilonRun, 1e-9)
 	require.Equal(t, privacy.ComposeKOV, gl.Composition)
 }
+
+// The secure sampler's embedding: the vehicle's position model is the plant's coordinate 0, the
+// plant itself all of them; a model that is not a set of the plant's coordinates, i.i.d. noise
+// whose output map is not exact in float64, and a plant crash with a moving private model are
+// refused, each naming the way out (privacy.sampler: float); the float sampler takes them all.
+func TestSecureSamplerPlans(t *testing.T) {
+	plan := func(s *scenario.Scenario) (*Plan, error) { return New(s, Options{}) }
+	p, err := plan(load(t, "cloud-vehicle.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, noise.SamplerSecure, p.Sampler)
+	require.Equal(t, []int{0}, p.Embedding)
+	require.Equal(t, math.Ldexp(1, -20), p.Granularity)
+	pf, err := plan(load(t, "cloud-vehicle-fullstate.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, []int{0, 1}, pf.Embedding)
+	pc, err := plan(load(t, "consensus-laplace.yaml"))
+	require.NoError(t, err)
+	require.Nil(t, pc.Embedding)
+	require.Positive(t, pc.Granularity)
+
+	refused := func(name string, edit func(*scenario.Scenario), want string) {
+		s := load(t, "cloud-vehicle.yaml").Clone()
+		edit(s)
+		_, err := plan(s)
+		require.ErrorContains(t, err, want, name)
+		require.ErrorContains(t, err, "privacy.sampler: float", name)
+		s.Privacy.Sampler = noise.SamplerFloat
+		_, err = plan(s)
+		require.NoError(t, err, name)
+	}
+	refused("a model outside the plant", func(s *scenario.Scenario) {
+		s.Privacy.Model.A = scenario.Matrix{{0.5}}
+	}, "not a set of the plant's state coordinates")
+	refused("i.i.d. noise with an output map inexact in float64", func(s *scenario.Scenario) {
+		s.Privacy.Noise, s.Privacy.Model = noise.IIDNaive, nil // the full-state model: C A^t = [1, t 0.1]
+	}, "exact in float64")
+	refused("a plant crash with a moving private model", func(s *scenario.Scenario) {
+		s.Privacy.Model = nil
+		s.Faults.Crashes = []scenario.Crash{{Proc: "plant.0", Step: 10, Restart: 20, Noise: scenario.NoiseResume}}
+	}, "faults.crashes")
+}

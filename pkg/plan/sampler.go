@@ -34,7 +34,7 @@ type SamplerInfo struct {
 	Note string `json:"note"`
 }
 
-// Sampler returns the plan's sampler statement.
+// SamplerInfo returns the plan's sampler statement.
 func (p *Plan) SamplerInfo() SamplerInfo {
 	s := SamplerInfo{Sampler: p.Sampler, Granularity: p.Granularity, Embedding: p.Embedding}
 	switch {
@@ -129,8 +129,7 @@ func (p *Plan) resolveSampler() error {
 // x(0) with those coordinates set to 0: the plant's output splits into the private model's
 // response and a part adjacent initial states share (docs/math.md section 10).
 func embedding(p *Plan) ([]int, error) {
-	A, C := p.System.A, p.System.C
-	nx, _ := A.Dims()
+	nx, _ := p.System.A.Dims()
 	nz, _ := p.ModelA.Dims()
 	if nz > nx {
 		return nil, fmt.Errorf("the private model has %d states, the plant %d", nz, nx)
@@ -155,7 +154,6 @@ func embedding(p *Plan) ([]int, error) {
 	if !search(0, 0) {
 		return nil, fmt.Errorf("the private model (privacy.model A_m, C_m) is not a set of the plant's state coordinates (no selection Q with A Q = Q A_m and C Q = C_m): the secure sampler rounds the private part of the plant's state exactly and needs it separate from the rest")
 	}
-	_ = C
 	return q, nil
 }
 
