@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/pkg/fault"
+	"github.com/dpsim/dpsim/pkg/noise"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/trace"
@@ -55,12 +56,23 @@ func crashRun(t *testing.T, p *plan.Plan, seed uint64, ep int, onCrash func(Core
 // wiped by starting another episode - continues exactly as the core that never stopped: the
 // checkpoint holds everything (state, inputs held, counters, the noise draw).
 func TestCheckpointRestoresEverything(t *testing.T) {
+	iid := func(s *scenario.Scenario) { s.Privacy.Noise = noise.IIDNaive }
+	float := func(s *scenario.Scenario) { s.Privacy.Sampler = noise.SamplerFloat }
 	for _, tc := range []struct {
-		name string
-		proc string
-	}{{"faults-agent-crash", "agent.3"}, {"faults-agent-crash", "agent.0"}, {"cloud-vehicle", "plant.0"}, {"cloud-vehicle", "cloud.0"}} {
-		t.Run(tc.name+"/"+tc.proc, func(t *testing.T) {
+		name, proc, variant string
+		edit                func(*scenario.Scenario)
+	}{
+		{"faults-agent-crash", "agent.3", "", nil}, {"faults-agent-crash", "agent.0", "", nil},
+		{"cloud-vehicle", "plant.0", "", nil}, {"cloud-vehicle", "cloud.0", "", nil},
+		// the secure i.i.d. streams (the generator's state is in the checkpoint) and the float sampler
+		{"cloud-vehicle", "plant.0", "iid", iid}, {"faults-agent-crash", "agent.3", "iid", iid},
+		{"cloud-vehicle", "plant.0", "float", float}, {"faults-agent-crash", "agent.3", "float iid", func(s *scenario.Scenario) { iid(s); float(s) }},
+	} {
+		t.Run(tc.name+"/"+tc.proc+"/"+tc.variant, func(t *testing.T) {
 			s := load(t, tc.name).Expand()[0].Clone()
+			if tc.edit != nil {
+				tc.edit(s)
+			}
 			s.Steps = 30
 			s.Faults.Crashes = []scenario.Crash{{Proc: tc.proc, Episode: 1, Step: 10, Restart: 15, Noise: scenario.NoiseResume}}
 			p := planOf(t, s)
