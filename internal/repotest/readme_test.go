@@ -69,8 +69,8 @@ func TestReadmeCommands(t *testing.T) {
 			t.Logf("skipped (needs an external NATS server): %s", c)
 			continue
 		}
-		if strings.Contains(c, "examples/js-cloud") && !jsCloudInstalled(t, root) {
-			t.Logf("skipped (needs Node.js and (cd examples/js-cloud && npm ci)): %s", c)
+		if ex := jsExample(c); ex != "" && !jsInstalled(t, root, ex) {
+			t.Logf("skipped (needs Node.js and (cd examples/%s && npm ci)): %s", ex, c)
 			continue
 		}
 		args := shellFields(t, c)[1:]
@@ -154,14 +154,24 @@ func shellFields(t *testing.T, line string) []string {
 	return out
 }
 
-// jsCloudInstalled reports whether the README's JavaScript cloud can run here: Node.js is on
+// jsExample is the JavaScript example a README command runs (js-cloud, js-plant), or "".
+func jsExample(c string) string {
+	for _, ex := range []string{"js-cloud", "js-plant"} {
+		if strings.Contains(c, "examples/"+ex) {
+			return ex
+		}
+	}
+	return ""
+}
+
+// jsInstalled reports whether the README's JavaScript example ex can run here: Node.js is on
 // PATH and its nats client is installed (the README's npm ci; .ci/run does it first). It does
 // not install it itself: internal/cmd/run's test may be running npm ci in the same directory.
-func jsCloudInstalled(t *testing.T, root string) bool {
+func jsInstalled(t *testing.T, root, ex string) bool {
 	if _, err := exec.LookPath("node"); err != nil {
 		return false
 	}
-	_, err := os.Stat(filepath.Join(root, "examples", "js-cloud", "node_modules", "nats"))
+	_, err := os.Stat(filepath.Join(root, "examples", ex, "node_modules", "nats"))
 	return err == nil
 }
 
