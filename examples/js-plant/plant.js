@@ -1809,5 +1809,5 @@ function watchParent(proc, pid) {
 if (require.main === module) {
   main();
 } else {
-  module.exports = { Core, Model, readPlan, parseJSON, goFormatG, goJSONNumber }; // for checks of the arithmetic
+  module.exports = { Core, Model, readPlan, parseJSON, goFormatG, goJSONNumber, decodeMessage, openX0, X0Opener }; // for checks of the arithmetic and the sealed x(0)
 }
