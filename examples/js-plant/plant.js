@@ -12,16 +12,19 @@
 //
 // Supported: lockstep runs without link faults or crashes, structured and i.i.d. noise (and
 // none), Gaussian and Laplace, the secure and the float sampler, episodes in flight
-// (ctl.episodes, the Dpsim-Episodes header), an explicit x(0) in ctl.episode's vals, json and
-// binary encodings, --keep-episodes, TLS, credentials from the environment, the URL or
-// --credentials. Refused with an error: realtime mode, link faults, partitions, crashes,
-// --sign-keys, --resume, --scenario, sealed x(0) (episode-x0: dpsim audit --engine wire).
+// (ctl.episodes, the Dpsim-Episodes header), an explicit x(0) in ctl.episode's vals, the
+// challenger's sealed x(0) on its private line (episode-x0, episodes-x0: dpsim audit --engine
+// wire; section 7), json and binary encodings, --keep-episodes, TLS, credentials from the
+// environment, the URL or --credentials. Refused with an error: realtime mode, link faults,
+// partitions, crashes, --sign-keys, --resume, --scenario.
 'use strict';
 
 const fs = require('fs');
 const path = require('path');
 const crypto = require('crypto');
 const { connect, headers: natsHeaders } = require('nats');
+const nkeys = require('nkeys.js');
+const nacl = require('tweetnacl');
 const noise = require('./noise');
 
 const VERSION = 1; // bus schema version
@@ -32,6 +35,8 @@ const READY_REPEAT_MS = 500; // ctl.ready is repeated this often until the first
 const SELF = 'plant.0';
 const CLOUD = 'cloud.0';
 const SUBSCRIBERS = [CLOUD, 'eavesdropper.0']; // who hears plant.0.yhat: its outgoing links
+const LAUNCHER = 'launcher.0'; // the sender of the challenger's x0 messages
+const MAX_QUEUED_X0 = MAX_INFLIGHT + 16; // private x(0)s that may wait: a whole group's, and more
 
 class Stopped extends Error {}
 class UsageError extends Error {}
@@ -132,13 +137,14 @@ function intFlag(name, v) {
 const USAGE = `Usage: node plant.js --run ID --plan FILE [--nats-url URL] [--out DIR] [--timeout D] [--encoding json|binary] [--sampler secure|float] ...
 
 The plant of a dpsim cloud-control run in JavaScript: the same flags, environment
-($DPSIM_NATS_USER, $DPSIM_NATS_PASSWORD, $NATS_URL), protocol and files as 'dpsim plant'. It holds
+($DPSIM_NATS_USER, $DPSIM_NATS_PASSWORD, $DPSIM_X0_SEED, $DPSIM_X0_SENDER, $NATS_URL), protocol and
+files as 'dpsim plant'. It holds
 the true state x(t), writes it only to its trace file, and publishes yhat(t) with dpsim's noise
 drawn from the plan's seed as docs/protocol.md section 12 specifies: the same numbers bit for bit.
 --sampler chooses the noise's sampler (default: the plan's privacy.sampler, secure when absent):
 secure (exact samples, values rounded exactly to the grid g) or float (the textbook float64
-samplers). Lockstep runs without link faults or crashes only; episodes in flight supported.
-See README.md.
+samplers). Lockstep runs without link faults or crashes only; episodes in flight and the
+challenger's sealed x(0) (dpsim audit --engine wire --role plant.0=...) supported. See README.md.
 `;
 
 // ---------------------------------------------------------------- log (zerolog-like JSON lines)
@@ -323,7 +329,7 @@ class Counters {
     this.dropped[reason] = (this.dropped[reason] || 0) + 1;
   }
   snapshot() {
-    const order = ['decode', 'version', 'run', 'episode', 'step', 'dim', 'nonfinite', 'sender', 'kind', 'late', 'duplicate', 'ahead', 'signature'];
+    const order = ['decode', 'version', 'run', 'episode', 'step', 'dim', 'nonfinite', 'sender', 'kind', 'late', 'duplicate', 'ahead', 'signature', 'sealed'];
     const s = { received: this.received, accepted: 0, dropped: 0 };
     const by = {};
     for (const r of order) {
@@ -337,6 +343,120 @@ class Counters {
     return s;
   }
 }
+// ---------------------------------------------------------------- the challenger's sealed x(0)
+
+// Section 7 (pkg/contract x0.go, pkg/bus seal.go). The launcher publishes each private episode's
+// x(0) on dpsim-challenger.<run>.x0 - outside dpsim.>, so the eavesdropper never hears it - as a
+// message of kind "x0" from launcher.0 whose vals are one record per receiver,
+// [id, n, w_1..w_k]: the receiver's id, the box's length n in bytes, and its bytes six per value
+// (big-endian integers in [0, 2^48), the last padded with zeros). A box is nkeys's sealed box
+// ("xkv1", a 24-byte nonce, a NaCl box: X25519, XSalsa20-Poly1305) from the launcher's curve key
+// ($DPSIM_X0_SENDER) to this process's ($DPSIM_X0_SEED); it opens to the JSON
+// {"run", "ep", "to", "x0"}. The keys are decoded by nkeys.js, the box opened by tweetnacl (the
+// NaCl box nkeys.js calls, split as nacl.box.before + nacl.box.open.after so the X25519 shared
+// key is computed once per process rather than once per episode).
+
+const X0_WORD_BYTES = 6; // bytes of a box per value (48 bits: exact in a float64)
+const MAX_X0_BOX = 1 << 16; // a box's longest length in bytes
+const XKEY_VERSION = Buffer.from('xkv1'); // nkeys's sealed-box version prefix
+const X0_NONCE_BYTES = 24;
+
+// findX0Box returns the bytes of the box of receiver id in an x0 message's vals (contract
+// findBox): an InvalidError (dim) for a malformed record or no box for id.
+function findX0Box(vals, id) {
+  for (let i = 0; i < vals.length;) {
+    if (i + 2 > vals.length) throw new InvalidError('dim', 'x0: a truncated box record');
+    const n = vals[i + 1];
+    if (!(n >= 1 && n <= MAX_X0_BOX && Number.isInteger(n))) throw new InvalidError('dim', `x0: box length ${goFormatG(n)}`);
+    const words = Math.ceil(n / X0_WORD_BYTES);
+    if (i + 2 + words > vals.length) throw new InvalidError('dim', 'x0: a truncated box');
+    if (vals[i] === id) {
+      const box = Buffer.alloc(words * X0_WORD_BYTES);
+      for (let k = 0; k < words; k++) {
+        const w = vals[i + 2 + k];
+        if (!(w >= 0 && w < 2 ** 48 && Number.isInteger(w))) throw new InvalidError('dim', `x0: box word ${goFormatG(w)}`);
+        box.writeUIntBE(w, k * X0_WORD_BYTES, X0_WORD_BYTES);
+      }
+      return box.subarray(0, n);
+    }
+    i += 2 + words;
+  }
+  throw new InvalidError('dim', `x0: no box for id ${id}`);
+}
+
+// X0Opener opens this process's sealed boxes: the curve seed (an nkeys curve seed, "SX...") and
+// the launcher's public curve key ("X..."), their X25519 shared key computed at the first box.
+class X0Opener {
+  constructor(seed, sender) {
+    this.seed = seed;
+    this.sender = sender;
+    this.shared = null;
+  }
+
+  // key is the NaCl box's precomputed key (nacl.box.before): an unusable seed is an
+  // InvalidError (decode), as dpsim's roles count it; a sender that is not a curve key, sealed.
+  key() {
+    if (this.shared) return this.shared;
+    let kp;
+    try {
+      kp = nkeys.fromCurveSeed(Buffer.from(this.seed));
+    } catch (e) {
+      throw new InvalidError('decode', `curve seed: ${e.message}`);
+    }
+    let pub;
+    try {
+      pub = kp.decodePubCurveKey(this.sender);
+    } catch (e) {
+      throw new InvalidError('sealed', `sealed box does not open: not sealed to this process by the launcher, or altered (nkeys: not a valid sender public curve key: ${e.message})`);
+    }
+    this.shared = nacl.box.before(pub, kp.seed);
+    return this.shared;
+  }
+
+  // open returns the plaintext of box (nkeys Open): an InvalidError (sealed) when it was not
+  // sealed to this key by the sender, or was altered.
+  open(box) {
+    const shared = this.key();
+    const fail = (why) => new InvalidError('sealed', `sealed box does not open: not sealed to this process by the launcher, or altered (${why})`);
+    if (box.length <= XKEY_VERSION.length + X0_NONCE_BYTES) throw fail('nkeys: invalid encrypted data');
+    if (!box.subarray(0, XKEY_VERSION.length).equals(XKEY_VERSION)) throw fail('nkeys: encrypted input is not from the expected version');
+    const nonce = box.subarray(XKEY_VERSION.length, XKEY_VERSION.length + X0_NONCE_BYTES);
+    const data = nacl.box.open.after(box.subarray(XKEY_VERSION.length + X0_NONCE_BYTES), nonce, shared);
+    if (!data) throw fail('nkeys: could not decrypt input');
+    return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  }
+}
+
+// openX0 opens the box of this plant (self, id) in the x0 message m (contract.OpenX0 and the
+// plant's check of its values): the plant's x(0), nx finite values. An InvalidError: sealed when
+// there is no curve key, the box does not open, or it was sealed for another run, episode or
+// process; dim when the message is malformed, holds no box for id, or the values are not nx
+// finite numbers.
+function openX0(m, opener, self, id, nx) {
+  if (!opener) throw new InvalidError('sealed', 'sealed x0: no curve key ($DPSIM_X0_SEED, $DPSIM_X0_SENDER or --credentials) to open it with');
+  const data = opener.open(findX0Box(m.vals, id));
+  let s;
+  try {
+    s = JSON.parse(data.toString('utf8'));
+  } catch (e) {
+    throw new InvalidError('sealed', `sealed x0: ${e.message}`);
+  }
+  if (s === null || typeof s !== 'object' || Array.isArray(s)) throw new InvalidError('sealed', 'sealed x0: not a JSON object');
+  const run = s.run === undefined ? '' : s.run;
+  const ep = s.ep === undefined ? 0 : s.ep;
+  const to = s.to === undefined ? '' : s.to;
+  if (typeof run !== 'string' || !Number.isInteger(ep) || typeof to !== 'string') throw new InvalidError('sealed', 'sealed x0: run, ep or to of the wrong type');
+  if (run !== m.run || ep !== m.ep || to !== self) {
+    throw new InvalidError('sealed', `sealed x0 of run ${JSON.stringify(run)} episode ${ep} for ${to}, in a message of run ${JSON.stringify(m.run)} episode ${m.ep} to ${self}`);
+  }
+  const x0 = s.x0 === undefined || s.x0 === null ? [] : s.x0;
+  if (!Array.isArray(x0) || !x0.every((v) => typeof v === 'number')) throw new InvalidError('sealed', 'sealed x0: x0 is not a list of numbers');
+  if (x0.length === 0 || x0.length !== nx || !x0.every(Number.isFinite)) {
+    throw new InvalidError('dim', `explicit x0: plant x0 needs ${nx} finite values, got ${x0.length}`);
+  }
+  return Float64Array.from(x0);
+}
+
 // ---------------------------------------------------------------- the plan file
 
 // planDigest is the plan digest of 3.1: the first 48 bits of the SHA-256 of the file's bytes,
@@ -995,6 +1115,8 @@ class PlantProcess {
     this.queue = []; // data messages received, not yet handled
     this.qhead = 0;
     this.episodes = []; // validated episode starts
+    this.x0q = []; // the challenger's opened x(0)s, {ep, x0}, in arrival order
+    this.opener = null; // opens the sealed x(0): null without a curve key
     this.lastEp = -1;
     this.wakeFn = null;
     this.stopWhy = '';
@@ -1072,6 +1194,7 @@ class PlantProcess {
     let url = cfg.natsURL || process.env.NATS_URL || '';
     if (!url) throw new UsageError('no NATS server: pass --nats-url or set $NATS_URL');
     let user = process.env.DPSIM_NATS_USER || '', pass = process.env.DPSIM_NATS_PASSWORD || '';
+    let x0Seed = process.env.DPSIM_X0_SEED || '', x0Sender = process.env.DPSIM_X0_SENDER || '';
     const servers = [];
     for (const u of url.split(',')) {
       const s = u.trim();
@@ -1097,7 +1220,12 @@ class PlantProcess {
         pass = c.DPSIM_NATS_PASSWORD || '';
       }
       if (c.DPSIM_SIGN_SEED) throw new UsageError('--credentials carries a signing seed: signed runs (--sign) are not supported by this plant');
+      if (c.DPSIM_X0_SEED) { // the file's curve key replaces the environment's, sender and all
+        x0Seed = c.DPSIM_X0_SEED;
+        x0Sender = c.DPSIM_X0_SENDER || '';
+      }
     }
+    if (x0Seed && x0Sender) this.opener = new X0Opener(x0Seed, x0Sender);
     const opts = { servers, name: `dpsim-${this.name}`, maxReconnectAttempts: 40, reconnectTimeWait: 250, waitOnFirstConnect: false };
     if (user) {
       opts.user = user;
@@ -1138,7 +1266,8 @@ class PlantProcess {
     this.publishMsg(this.subject('ctl', 'ready', SELF), 'ready', 0, [process.pid, this.digest]);
   }
 
-  // setup subscribes the cloud's u (the data inbox), ctl.episode and ctl.stop.
+  // setup subscribes the cloud's u (the data inbox), ctl.episode, ctl.stop and the challenger's
+  // private line (section 7: the plant takes explicit x(0)s).
   setup() {
     this.dataSubject = this.subject('cloud', '0', 'u');
     this.nc.subscribe(this.dataSubject, {
@@ -1156,6 +1285,44 @@ class PlantProcess {
         if (m) this.stop('ctl.stop from ' + m.from, true);
       },
     });
+    this.nc.subscribe(`dpsim-challenger.${this.cfg.run}.x0`, { callback: (err, msg) => { if (!err) this.onX0(msg); } });
+  }
+
+  // onX0 opens this plant's box of a challenger's x0 message and queues its x(0) for the
+  // episode that announces it; what does not open or fit is counted and dropped (section 7).
+  onX0(msg) {
+    this.ctl.received++;
+    let m, x0;
+    try {
+      m = decodeMessage(msg.data);
+      validate(m, { run: this.cfg.run, episode: -1, kind: 'x0', sender: LAUNCHER }, 1);
+      x0 = openX0(m, this.opener, SELF, this.cfg.id, this.model.nx);
+    } catch (e) {
+      this.ctlInvalid(msg.subject, e);
+      return;
+    }
+    if (this.x0q.length >= MAX_QUEUED_X0) {
+      this.ctlInvalid(msg.subject, new InvalidError('ahead', 'too many x0 messages queued'));
+      return;
+    }
+    this.x0q.push({ ep: m.ep, x0 });
+    this.wake();
+  }
+
+  // awaitX0 returns the private x(0) of episode ep, waiting at most --timeout: one of another
+  // episode met meanwhile is stale and dropped, and a private episode without its x(0) is an
+  // error, never a silent default.
+  async awaitX0(ep) {
+    const deadline = Date.now() + this.cfg.timeout;
+    for (;;) {
+      while (this.x0q.length > 0) {
+        const q = this.x0q.shift();
+        if (q.ep === ep) return q.x0;
+      }
+      if (this.stopped) throw new Stopped();
+      if (Date.now() >= deadline) throw new Error(`episode ${ep} announced a private x0 that did not arrive within ${this.cfg.timeout}ms`);
+      await this.waitUntil(deadline);
+    }
   }
 
   // ctlMessage decodes and validates a ctl message (any episode, kind if given), counting it.
@@ -1182,25 +1349,23 @@ class PlantProcess {
     let st;
     switch (m.kind) {
       case 'episode': // vals: empty, or an explicit x(0) (a hand-driven run)
+      case 'episode-x0': // its x(0) comes sealed on the challenger's private line (section 7)
         if (m.vals.length !== 0 && m.vals.length !== this.model.nx) {
           this.ctlInvalid(msg.subject, new InvalidError('dim', `ctl.episode carries ${m.vals.length} values: an explicit x(0) has nx = ${this.model.nx}`));
           return;
         }
-        st = { ep: m.ep, count: 1, x0: m.vals.length > 0 ? Float64Array.from(m.vals) : null };
+        st = { ep: m.ep, count: 1, x0: m.vals.length > 0 ? Float64Array.from(m.vals) : null, private: m.kind === 'episode-x0' };
         break;
-      case 'episodes': {
+      case 'episodes':
+      case 'episodes-x0': { // the same, a group: one sealed x(0) per episode, in order
         const v = m.vals.length === 1 ? m.vals[0] : NaN;
         if (!(Number.isInteger(v) && v >= 1 && v <= MAX_INFLIGHT)) {
           this.ctlInvalid(msg.subject, new InvalidError('dim', `ctl.${m.kind} carries [count] in 1..${MAX_INFLIGHT}`));
           return;
         }
-        st = { ep: m.ep, count: v, x0: null };
+        st = { ep: m.ep, count: v, x0: null, private: m.kind === 'episodes-x0' };
         break;
       }
-      case 'episode-x0':
-      case 'episodes-x0': // the challenger's sealed x(0) (section 7): refused, the run fails
-        st = { ep: m.ep, count: 1, sealed: m.kind };
-        break;
       default:
         this.ctlInvalid(msg.subject, new InvalidError('kind', `kind ${JSON.stringify(m.kind)} on ctl.episode`));
         return;
@@ -1254,10 +1419,15 @@ class PlantProcess {
     return this.slots[0];
   }
 
-  // playGroup runs episodes st.ep..st.ep+count-1 at once (one core each), writes their records
-  // episode by episode and answers one ctl.done per episode, in order.
+  // playGroup runs episodes st.ep..st.ep+count-1 at once (one core each; a private group from
+  // the challenger's x(0)s, awaited first, in episode order), writes their records episode by
+  // episode and answers one ctl.done per episode, in order.
   async playGroup(st) {
-    if (st.sealed) throw new Error(`ctl.episode ${st.sealed} (episode ${st.ep}): a sealed x(0) from the challenger's private line (dpsim audit --engine wire) is not supported by this plant`);
+    let x0s = null;
+    if (st.private) {
+      x0s = [];
+      for (let k = 0; k < st.count; k++) x0s.push(await this.awaitX0(st.ep + k));
+    }
     const start = Date.now();
     const g = this.group;
     while (this.slots.length < st.count) {
@@ -1273,7 +1443,7 @@ class PlantProcess {
     g.first = st.ep;
     g.count = st.count;
     const slots = this.slots.slice(0, st.count);
-    slots.forEach((s, k) => s.begin(st.ep + k, st.x0));
+    slots.forEach((s, k) => s.begin(st.ep + k, x0s ? x0s[k] : st.x0));
     const forced0 = this.forcedTotal();
     try {
       let live = slots.filter((s) => !s.done).length;
@@ -1639,5 +1809,5 @@ function watchParent(proc, pid) {
 if (require.main === module) {
   main();
 } else {
-  module.exports = { Core, Model, readPlan, parseJSON, goFormatG, goJSONNumber }; // for checks of the arithmetic
+  module.exports = { Core, Model, readPlan, parseJSON, goFormatG, goJSONNumber, decodeMessage, openX0, X0Opener }; // for checks of the arithmetic and the sealed x(0)
 }

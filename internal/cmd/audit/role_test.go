@@ -2,6 +2,7 @@ package auditcmd
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -271,33 +272,126 @@ func TestRoleEavesdropperWithoutTranscript(t *testing.T) {
 	require.Equal(t, prog, processOf(t, got, "eavesdropper.0").Program)
 }
 
+// jsPlant is the JavaScript plant of examples/js-plant as a user starts it from the repository
+// root (its README); jsPlantRoot returns that root once node can run it (its dependencies
+// installed from the lockfile; the test is skipped, saying so, when node is absent - in CI it
+// fails).
+const jsPlant = "node examples/js-plant/plant.js"
+
+func jsPlantRoot(t *testing.T) string {
+	t.Helper()
+	dpsimtest.NodeExample(t, "js-plant")
+	return dpsimtest.Root()
+}
+
 // The JavaScript plant of examples/js-plant plays the game as dpsim run --role plays it, started
-// by the same command from the repository root: bit-identical bounds once it opens the sealed
-// x(0) of docs/protocol.md section 7. A plant that refuses it (as the protocol allows) fails the
-// audit at once, naming the program and quoting its reason; the test then says so and skips.
+// by the same command from the repository root: it opens each trial's sealed x(0) on the
+// challenger's private line (docs/protocol.md section 7) and the bounds are bit-identical to
+// those of dpsim's own plant for the same seed - with episodes in flight (episodes-x0) and one at
+// a time (episode-x0). Without its curve key it cannot open the boxes: the audit fails, naming
+// the program and why, and never plays from the plan's x(0) instead.
 func TestRoleJavaScriptPlant(t *testing.T) {
-	root := dpsimtest.Root()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not on PATH: examples/js-plant needs Node.js")
+	root := jsPlantRoot(t)
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"inflight", []string{"--trials", "100", "--seed", "53"}},
+		{"one at a time", []string{"--trials", "30", "--seed", "61", "--inflight", "1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"scenarios/audit-vehicle-structured.yaml", "--engine", "wire", "--json"}, c.args...)
+			dir := t.TempDir()
+			code, out, stderr := dpsimAuditIn(t, root, 2*time.Minute, append(slices.Clone(args), "--role", "plant.0="+jsPlant, "--out", dir)...)
+			require.Equal(t, 0, code, stderr)
+			got := decodeReport(t, out)
+			code, out, stderr = dpsimAuditIn(t, root, 2*time.Minute, args...)
+			require.Equal(t, 0, code, stderr)
+			sameBounds(t, decodeReport(t, out), got)
+			p := processOf(t, got, "plant.0")
+			require.Equal(t, jsPlant, p.Program)
+			require.Equal(t, got.Episodes*got.Steps, p.Steps)
+			require.Zero(t, p.Invalid)
+			require.Empty(t, got.Problems)
+			require.Empty(t, got.Degraded)
+
+			// its result: every episode played, every x0 message (one per episode) opened
+			raw, err := os.ReadFile(filepath.Join(dir, "procs", "plant-0.result.json"))
+			require.NoError(t, err)
+			var res struct {
+				Status     string `json:"status"`
+				Episodes   int    `json:"episodes"`
+				CtlInvalid struct {
+					Received, Dropped int
+				} `json:"ctl_invalid"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &res))
+			require.Equal(t, "ok", res.Status)
+			require.Equal(t, got.Episodes, res.Episodes)
+			require.Greater(t, res.CtlInvalid.Received, got.Episodes, "the x0 messages and the ctl.episode(s)")
+			require.Zero(t, res.CtlInvalid.Dropped, "every sealed x(0) opened")
+		})
 	}
-	if _, err := os.Stat(filepath.Join(root, "examples", "js-plant", "node_modules", "nats")); err != nil {
-		t.Skip("examples/js-plant is not installed: (cd examples/js-plant && npm ci)")
-	}
-	args := []string{"scenarios/audit-vehicle-structured.yaml", "--engine", "wire", "--trials", "100", "--seed", "53", "--json"}
-	const prog = "node examples/js-plant/plant.js"
-	code, out, stderr := dpsimAuditIn(t, root, 2*time.Minute, append(slices.Clone(args), "--role", "plant.0="+prog)...)
-	if code == 1 && strings.Contains(stderr, "not supported by this plant") {
+	t.Run("no curve key", func(t *testing.T) {
+		prog := "env -u DPSIM_X0_SEED " + jsPlant
+		code, _, stderr := dpsimAuditIn(t, root, 2*time.Minute, "scenarios/audit-vehicle-structured.yaml", "--engine", "wire",
+			"--trials", "20", "--seed", "61", "--timeout", "1s", "--role", "plant.0="+prog)
+		require.Equal(t, 1, code, stderr)
 		require.Contains(t, stderr, `--role plant.0="`+prog+`"`, "the failure names the program")
-		t.Skipf("examples/js-plant refuses the challenger's sealed x(0); the audit failed naming it:\n%s", stderr)
+		require.Contains(t, stderr, "episode 0 announced a private x0 that did not arrive")
+	})
+}
+
+// The audit tells the JavaScript plant's two samplers apart as it tells dpsim's own apart
+// (scenarios/audit-vehicle-float.yaml): with --sampler float (the textbook float64 noise of
+// docs/protocol.md 12.2) the precision score reads the secret in the published bits and the
+// verdict is violation, with an eps lower bound far above the claimed eps = 1, while the
+// likelihood-ratio score (the real-valued view) stays within the claim; with --sampler secure
+// (12.3, the default) it is consistent. Each equals, bit for bit, the audit of dpsim's own plant
+// drawing the same sampler for the same seed.
+func TestRoleJavaScriptPlantSamplers(t *testing.T) {
+	root := jsPlantRoot(t)
+	game := []string{"--engine", "wire", "--trials", "1000", "--seed", "59", "--json"}
+	for _, c := range []struct {
+		sampler, own, verdict string
+	}{
+		{"float", "scenarios/audit-vehicle-float.yaml", audit.Violation},
+		{"secure", "scenarios/audit-vehicle-structured.yaml", audit.Consistent},
+	} {
+		t.Run(c.sampler, func(t *testing.T) {
+			prog := jsPlant + " --sampler " + c.sampler
+			args := append([]string{"scenarios/audit-vehicle-structured.yaml", "--role", "plant.0=" + prog}, game...)
+			code, out, stderr := dpsimAuditIn(t, root, 3*time.Minute, args...)
+			require.Equal(t, 0, code, stderr)
+			got := decodeReport(t, out)
+			require.Equal(t, c.verdict, got.Verdict)
+			require.Equal(t, prog, processOf(t, got, "plant.0").Program)
+			require.Empty(t, got.Problems)
+			require.Empty(t, got.Degraded)
+			scores := map[string]*audit.Result{}
+			for _, s := range got.Scores {
+				scores[s.Name] = s.Result
+			}
+			require.Contains(t, scores, "precision")
+			require.Contains(t, scores, "llr")
+			require.LessOrEqual(t, scores["llr"].EpsilonLBCP, got.EpsilonClaimed, "the real-valued mechanism is at its claim")
+			require.LessOrEqual(t, scores["llr"].EpsilonLBGDP, got.EpsilonClaimed)
+			if c.verdict == audit.Violation {
+				require.Equal(t, "precision", got.Score, "the bits give it away")
+				require.Greater(t, scores["precision"].EpsilonLBCP, 3*got.EpsilonClaimed, "a large eps lower bound")
+				require.Greater(t, scores["precision"].EpsilonLBGDP, 10*got.EpsilonClaimed)
+			} else {
+				require.LessOrEqual(t, got.EpsilonLBCP, got.EpsilonClaimed)
+				require.LessOrEqual(t, got.EpsilonLBGDP, got.EpsilonClaimed)
+				require.LessOrEqual(t, got.EpsilonLBFDP, got.EpsilonClaimed)
+			}
+			t.Logf("--sampler %s: %s, eps_lb_cp %.4g, eps_lb_gdp %.4g, eps_lb_fdp %.4g (score %s)", c.sampler, got.Verdict, got.EpsilonLBCP, got.EpsilonLBGDP, got.EpsilonLBFDP, got.Score)
+
+			code, out, stderr = dpsimAuditIn(t, root, 3*time.Minute, append([]string{c.own}, game...)...)
+			require.Equal(t, 0, code, stderr)
+			sameBounds(t, decodeReport(t, out), got)
+		})
 	}
-	require.Equal(t, 0, code, stderr)
-	got := decodeReport(t, out)
-	code, out, stderr = dpsimAuditIn(t, root, 2*time.Minute, args...)
-	require.Equal(t, 0, code, stderr)
-	sameBounds(t, decodeReport(t, out), got)
-	require.Equal(t, prog, processOf(t, got, "plant.0").Program)
-	require.Empty(t, got.Problems)
-	require.Empty(t, got.Degraded)
 }
 
 // A program that dies fails the audit with exit 1, naming the process and the program: one that

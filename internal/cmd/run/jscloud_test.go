@@ -162,31 +162,16 @@ for (let ep = 0; ep < 2; ep++) {
 process.stdout.write(out);
 `
 
-// jsCloudReady returns the example's directory once node can run it: the nats client is
-// installed from the lockfile (npm ci) when node_modules is missing. Without node the test is
-// skipped, saying how to install it - but in CI (CI=true), where .ci/run installs it, it fails.
+// jsCloudReady returns the example's directory once node can run it: its dependencies are
+// installed from the lockfile (npm ci) when missing (dpsimtest.NodeExample). Without node the
+// test is skipped, saying how to install it - but in CI (CI=true), where .ci/run installs it, it
+// fails.
 func jsCloudReady(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the JavaScript cloud runs real processes")
 	}
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			msg := tool + " is not on PATH: the JavaScript cloud of examples/js-cloud needs Node.js (Debian: apt-get install nodejs npm)"
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg + "; CI must have it (.ci/run installs it)")
-			}
-			t.Skip(msg)
-		}
-	}
-	dir := filepath.Join(dpsimtest.Root(), "examples", "js-cloud")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "nats")); err != nil {
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		outp, err := cmd.CombinedOutput()
-		require.NoError(t, err, "npm ci in %s:\n%s", dir, outp)
-	}
-	return dir
+	return dpsimtest.NodeExample(t, "js-cloud")
 }
 
 func countLeaves(v any) int {

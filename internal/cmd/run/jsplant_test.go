@@ -261,32 +261,14 @@ func TestJSPlantVectors(t *testing.T) {
 	require.Contains(t, string(out), "# skipped 0", "a vector file is missing:\n%s", out)
 }
 
-// jsRoleReady returns examples/<name> once node can run it: its nats client is installed from
-// the lockfile (npm ci) when node_modules is missing. Without node the test is skipped, saying
-// how to install it - but in CI (CI=true) it fails.
+// jsRoleReady returns examples/<name> once node can run it: its dependencies are installed from
+// the lockfile (npm ci) when missing, under a lock the audit's test of the same example shares
+// (dpsimtest.NodeExample). Without node the test is skipped, saying how to install it - but in
+// CI (CI=true) it fails.
 func jsRoleReady(t *testing.T, name string) string {
 	t.Helper()
-	if name == "js-cloud" {
-		return jsCloudReady(t)
-	}
 	if testing.Short() {
 		t.Skip("-short: the JavaScript " + name + " runs real processes")
 	}
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			msg := tool + " is not on PATH: examples/" + name + " needs Node.js (Debian: apt-get install nodejs npm)"
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg + "; CI must have it (.ci/run installs it)")
-			}
-			t.Skip(msg)
-		}
-	}
-	dir := filepath.Join(dpsimtest.Root(), "examples", name)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "nats")); err != nil {
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		outp, err := cmd.CombinedOutput()
-		require.NoError(t, err, "npm ci in %s:\n%s", dir, outp)
-	}
-	return dir
+	return dpsimtest.NodeExample(t, name)
 }
