@@ -147,8 +147,7 @@ func (f *floorEpisode) playSecure(x0, est []float64) (bool, error) {
 		if err := f.eve.Observe(t, f.yhat, f.u); err != nil {
 			return false, err
 		}
-		f.plant.Step(f.u)
-		f.np.Step(f.u)
+		f.np.Step(f.u) // the true state is not read: the engine's batch does not simulate it either
 	}
 	return f.eve.Estimate(est), nil
 }

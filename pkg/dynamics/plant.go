@@ -71,6 +71,14 @@ func (p *Plant) Reset(x0 []float64) {
 // Output writes y(t) = C x(t) into dst (len >= Ny). Eq. (16).
 func (p *Plant) Output(dst []float64) {
 	nx := p.nx
+	if nx == 2 && p.ny == 1 { // written out: the loop's operations in its order, bit for bit
+		c, x := p.c[:2], p.x[:2]
+		var acc float64
+		acc += c[0] * x[0]
+		acc += c[1] * x[1]
+		dst[0] = acc
+		return
+	}
 	x := p.x[:nx]
 	for i := 0; i < p.ny; i++ {
 		row := p.c[i*nx : (i+1)*nx]

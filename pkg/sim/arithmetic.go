@@ -77,6 +77,10 @@ type Plant struct {
 	emb     []int
 	xp      []float64 // x(0)[emb]
 	release []float64 // the release's private part of the step
+	// the last release and the state it was made from, and a plant to output it (Gamma)
+	lastYhat, lastX []float64
+	outAt           *dynamics.Plant
+	untracked       bool // SetTrackState(false): x(t) is not simulated
 }
 
 // NewPlant returns the plant of a cloud-control plan with run seed seed.
@@ -105,7 +109,8 @@ func NewPlant(p *plan.Plan, seed uint64) (*Plant, error) {
 			return nil, fmt.Errorf("sim: plant: noise: %w", err)
 		}
 		n.np, n.emb, n.xp = dynamics.NewPlant(p.System, nil), p.Embedding, make([]float64, len(p.Embedding))
-		n.release = make([]float64, ny)
+		n.release, n.lastYhat, n.lastX = make([]float64, ny), make([]float64, ny), make([]float64, n.nx)
+		n.outAt = dynamics.NewPlant(p.System, nil)
 		return n, nil
 	}
 	if n.noise, err = p.NewNoise(); err != nil {
@@ -178,10 +183,12 @@ func (n *Plant) Emit(yhat []float64) {
 	if n.secure != nil {
 		n.np.Output(yhat)
 		n.secure.Next(n.release)
-		n.plant.Output(n.gamma)
 		for i, g := range n.release {
 			yhat[i] = yhat[i] + g
-			n.gamma[i] = yhat[i] - n.gamma[i] // the noise in effect: yhat(t) - C x(t), for scoring
+		}
+		if !n.untracked { // for Gamma, computed only when asked: the release and the state it was made from
+			copy(n.lastYhat, yhat)
+			copy(n.lastX, n.plant.State())
 		}
 		return
 	}
@@ -194,11 +201,22 @@ func (n *Plant) Emit(yhat []float64) {
 
 // Apply advances x(t+1) = A x(t) + B u(t) (eq. 23) with the received u(t) (len Nu). No allocation.
 func (n *Plant) Apply(u []float64) {
-	n.plant.Step(u)
+	if !n.untracked {
+		n.plant.Step(u)
+	}
 	if n.np != nil {
 		n.np.Step(u)
 	}
 	n.t++
+}
+
+// SetTrackState turns off (or on again) the simulation of the true state x(t) when nothing
+// reads it: with the secure sampler the published values come from x_np and the release alone,
+// so a caller that keeps no records and no checkpoints (the audit's episode batch) saves a
+// plant step per step. It has no effect with the float sampler, whose yhat(t) is C x(t) + gamma(t).
+// State, Gamma and checkpoints are meaningless while it is off.
+func (n *Plant) SetTrackState(on bool) {
+	n.untracked = !on && n.secure != nil
 }
 
 // Idle passes step t while the plant's process is down (faults.crashes): x stays, nothing is
@@ -243,8 +261,18 @@ func (n *Plant) Redraw() {
 func (n *Plant) State() []float64 { return n.plant.State() }
 
 // Gamma returns the noise gamma(t) of the last Emit (a view). It is the plant's secret, for
-// scoring only.
-func (n *Plant) Gamma() []float64 { return n.gamma }
+// scoring only. With the secure sampler it is the noise in effect, yhat(t) - C x(t), computed
+// here from the last release and the state it was made from.
+func (n *Plant) Gamma() []float64 {
+	if n.secure != nil {
+		n.outAt.Reset(n.lastX)
+		n.outAt.Output(n.gamma)
+		for i := range n.gamma {
+			n.gamma[i] = n.lastYhat[i] - n.gamma[i]
+		}
+	}
+	return n.gamma
+}
 
 // Step returns t: the number of Apply calls since Begin.
 func (n *Plant) Step() int { return n.t }

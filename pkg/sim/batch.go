@@ -62,6 +62,7 @@ func NewBatch(p *plan.Plan, seed uint64, width int) (*Batch, error) {
 		if err != nil {
 			return nil, err
 		}
+		pl.SetTrackState(false) // the batch keeps no records: x(t) is never read
 		ctl, err := NewController(p)
 		if err != nil {
 			return nil, err
