@@ -162,7 +162,9 @@ func axisData(a *plot.Axis) AxisData {
 	ad := AxisData{Label: a.Label.Text, Min: a.Min, Max: a.Max}
 	switch t := a.Tick.Marker.(type) {
 	case LogTicker:
-		ad.Log, ad.Min, ad.Max = true, math.Pow(10, a.Min), math.Pow(10, a.Max)
+		// a decade's end a rounding away from it (log10 of a floor computed in float64) is
+		// that decade: 0.009999999999999988 would make the page's log axis split forever
+		ad.Log, ad.Min, ad.Max = true, math.Pow(10, snapDecade(a.Min)), math.Pow(10, snapDecade(a.Max))
 	case plot.ConstantTicks:
 		for _, k := range t {
 			if k.Label != "" {
@@ -346,4 +348,12 @@ func points[L ~float64](ds []L) []float64 {
 		out[i] = float64(d)
 	}
 	return out
+}
+
+// snapDecade returns the integer nearest e when e is within 1e-9 of it, else e.
+func snapDecade(e float64) float64 {
+	if r := math.Round(e); math.Abs(e-r) < 1e-9 {
+		return r
+	}
+	return e
 }

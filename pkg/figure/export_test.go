@@ -96,3 +96,19 @@ func TestData(t *testing.T) {
 		t.Fatal("a function plotter passed")
 	}
 }
+
+// A log axis whose end lies a rounding away from a decade is exported at the decade: the page's
+// log axis (uPlot) splits forever from 0.009999999999999988 (seen in a sweep's final-MSE panel).
+func TestAxisDataSnapsDecades(t *testing.T) {
+	p := New("t", "x", "y")
+	SetLogY(p, 0.01, 1e5)
+	p.Y.Min = math.Nextafter(-2, -3)
+	ad := axisData(&p.Y)
+	if !ad.Log || ad.Min != 0.01 || ad.Max != math.Pow(10, p.Y.Max) {
+		t.Fatalf("log axis exported as [%v, %v] (log %v), want [0.01, %v]", ad.Min, ad.Max, ad.Log, math.Pow(10, p.Y.Max))
+	}
+	p.Y.Min = -2.5 // not near a decade: kept
+	if ad := axisData(&p.Y); math.Abs(ad.Min-math.Pow(10, -2.5)) > 1e-15 {
+		t.Fatalf("log axis min %v, want 10^-2.5", ad.Min)
+	}
+}
