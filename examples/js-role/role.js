@@ -1206,11 +1206,13 @@ function watchParent(proc, pid) {
   t.unref();
 }
 
+// What the roles use: their cores extend Core, the plant's process RoleProcess; the rest is
+// for what each reads and checks itself (the plan, the plant's sealed x(0)).
 module.exports = {
-  VERSION, MAX_EPISODES, MAX_INFLIGHT,
+  MAX_INFLIGHT,
   Stopped, UsageError, InvalidError,
   log, goJSONNumber, goFormatG,
-  decodeMessage, validate, Counters,
-  planDigest, checkMatrix,
+  decodeMessage, validate,
+  checkMatrix,
   Core, RoleProcess, main,
 };
