@@ -130,6 +130,8 @@
 //	  adjacency: manifold     # manifold (Definition 4, default) | block (Theorem 3)
 //	  noise: structured       # structured (Algorithm 1, default) | iid-calibrated | iid-naive | none
 //	  calibration: tight      # tight (default) | paper-bound | classic (epsilon < 1 only); gaussian only
+//	  sampler: secure         # secure (default: exact samplers, the release rounded exactly to a grid;
+//	                          # docs/math.md section 10) | float (textbook float64 noise: demonstrations)
 //	  model: {A: 1, C: 1}     # cloud-control only: the private subsystem (default: the plant)
 //
 // model is the subsystem whose trajectory is protected, z(t+1) = A z, y = C z; its C has
