@@ -25,6 +25,9 @@ func FigureDataFile(name string) string {
 // reused directory), so that the directory holds exactly the figures of report.md.
 func writeFigureData(dir string, figs []*figure.Figure) error {
 	data := filepath.Join(dir, FigureDataDir)
+	if fi, err := os.Lstat(data); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("report: %s is a symbolic link: dpsim does not write its figures' data through it (remove it)", data)
+	}
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}

@@ -52,6 +52,13 @@ func cleanOutputs(dir string) error {
 			remove(filepath.Join(dir, name))
 		}
 	}
+	// A link where dpsim keeps a folder of its own (procs/, figures/) is removed itself, never
+	// followed: cleaning through it would delete, and writing through it would write, outside OUT.
+	for _, sub := range []string{"procs", report.FigureDataDir} {
+		if fi, err := os.Lstat(filepath.Join(dir, sub)); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			remove(filepath.Join(dir, sub))
+		}
+	}
 	procs := filepath.Join(dir, "procs")
 	var cleanProcs func(d string, depth int)
 	cleanProcs = func(d string, depth int) {
@@ -65,6 +72,7 @@ func cleanOutputs(dir string) error {
 		for _, e := range entries {
 			name := e.Name()
 			switch {
+			case e.Type()&fs.ModeSymlink != 0: // never followed (see above); not dpsim's to remove
 			case e.IsDir() && depth == 0 && isPointDir(name):
 				cleanProcs(filepath.Join(d, name), 1)
 			case e.IsDir() && name == launch.AttachDir:
