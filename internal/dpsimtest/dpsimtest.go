@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 )
 
@@ -38,4 +39,29 @@ func Scenario(name string) string {
 func Root() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// outsideCloud is the stand-in cloud built once per test binary.
+var outsideCloud struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// OutsideCloud builds internal/cmd/run/testdata/outsidecloud - a cloud written from the
+// protocol with nats.go only, breakable on purpose (its -break modes) - once per test binary
+// into dir (the dpsim binary's directory, which Main removes at the end) and returns its path.
+func OutsideCloud(t testing.TB, dir string) string {
+	t.Helper()
+	outsideCloud.once.Do(func() {
+		outsideCloud.path = filepath.Join(dir, "outsidecloud")
+		build := exec.Command("go", "build", "-o", outsideCloud.path, "./internal/cmd/run/testdata/outsidecloud")
+		build.Dir = Root()
+		outsideCloud.out, outsideCloud.err = build.CombinedOutput()
+	})
+	if outsideCloud.err != nil {
+		t.Fatalf("building internal/cmd/run/testdata/outsidecloud: %v\n%s", outsideCloud.err, outsideCloud.out)
+	}
+	return outsideCloud.path
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -152,26 +151,9 @@ func TestRoleOwnProgramsGiveTheSameBounds(t *testing.T) {
 	}
 }
 
-var outsideCloud struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
-// outsideCloudBin builds the run command's stand-in cloud (../run/testdata/outsidecloud: a
-// cloud written from the protocol with nats.go only, breakable on purpose) next to the dpsim
-// binary, once per test binary.
-func outsideCloudBin(t *testing.T) string {
-	t.Helper()
-	outsideCloud.once.Do(func() {
-		outsideCloud.path = filepath.Join(filepath.Dir(dpsimBin), "outsidecloud")
-		build := exec.Command("go", "build", "-o", outsideCloud.path, "../run/testdata/outsidecloud")
-		outsideCloud.out, outsideCloud.err = build.CombinedOutput()
-	})
-	require.NoError(t, outsideCloud.err, "building ../run/testdata/outsidecloud:\n%s", outsideCloud.out)
-	return outsideCloud.path
-}
+// outsideCloudBin is the stand-in cloud (internal/cmd/run/testdata/outsidecloud), built once
+// next to the dpsim binary.
+func outsideCloudBin(t *testing.T) string { return dpsimtest.OutsideCloud(t, filepath.Dir(dpsimBin)) }
 
 // A cloud of someone else's (one episode at a time, json only: it relies on --role's json
 // default) plays the game: unbroken, the Go cloud's bounds bit for bit; sending every u one step

@@ -2,14 +2,14 @@ package run_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 )
 
 // A user replaces a role with a program of their own (--role). testdata/outsidecloud is such a
@@ -18,25 +18,9 @@ import (
 // naming the role and the reason in stderr and summary.json, and never end ok with numbers
 // computed from messages that were dropped; unbroken, it gives the Go cloud's numbers.
 
-var outsideCloud struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
-// outsideCloudBin builds testdata/outsidecloud once per test binary, next to the dpsim binary
-// (whose directory dpsimtest.Main removes at the end).
-func outsideCloudBin(t *testing.T) string {
-	t.Helper()
-	outsideCloud.once.Do(func() {
-		outsideCloud.path = filepath.Join(filepath.Dir(dpsimBin), "outsidecloud")
-		build := exec.Command("go", "build", "-o", outsideCloud.path, "./testdata/outsidecloud")
-		outsideCloud.out, outsideCloud.err = build.CombinedOutput()
-	})
-	require.NoError(t, outsideCloud.err, "building testdata/outsidecloud:\n%s", outsideCloud.out)
-	return outsideCloud.path
-}
+// outsideCloudBin is the stand-in cloud (internal/cmd/run/testdata/outsidecloud), built once
+// next to the dpsim binary.
+func outsideCloudBin(t *testing.T) string { return dpsimtest.OutsideCloud(t, filepath.Dir(dpsimBin)) }
 
 // outsideRun is one run with the outside cloud.
 type outsideRun struct {
