@@ -220,17 +220,40 @@ func (g *Graph) LaplacianEigenvalues() ([]float64, error) {
 	}
 	L := g.Laplacian()
 	n, _ := L.Dims()
+	scale := spectrumScale(L)
 	S := mat.NewSymDense(n, nil)
 	for i := 0; i < n; i++ {
 		for j := i; j < n; j++ {
-			S.SetSym(i, j, L.At(i, j))
+			S.SetSym(i, j, L.At(i, j)/scale)
 		}
 	}
 	var es mat.EigenSym
 	if !es.Factorize(S, false) {
 		return nil, errors.New("dynamics: eigen-decomposition of the Laplacian did not converge")
 	}
-	return es.Values(nil), nil
+	vals := es.Values(nil)
+	for i := range vals {
+		vals[i] *= scale
+	}
+	return vals, nil
+}
+
+// spectrumScale is the power of two that brings the Laplacian's largest diagonal entry (the
+// largest weighted degree) near 1 when it lies far outside [2^-100, 2^100], and 1 otherwise.
+// gonum's tridiagonal eigenvalue routine panics on entries near the bottom of the float64
+// range (weights of 1e-150: "lapack: insufficient length of a"); a power of two divides and
+// multiplies exactly, and ordinary graphs keep their bit-exact spectrum.
+func spectrumScale(L *mat.Dense) float64 {
+	n, _ := L.Dims()
+	top := 0.0
+	for i := 0; i < n; i++ {
+		top = math.Max(top, math.Abs(L.At(i, i)))
+	}
+	if top == 0 || (top >= 0x1p-100 && top <= 0x1p100) {
+		return 1
+	}
+	_, exp := math.Frexp(top)
+	return math.Ldexp(1, exp)
 }
 
 // Rate returns alpha = max(|1 - lambda_2|, |1 - lambda_n|) with lambda_1 <= ... <= lambda_n the

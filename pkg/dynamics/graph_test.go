@@ -3,7 +3,6 @@ package dynamics
 import (
 	"math"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
@@ -377,15 +376,12 @@ func TestLanczosClosedForms(t *testing.T) {
 		require.InDelta(t, ringAlpha(tc.n, g.Edges[0].W), info.Alpha, 1e-10, "ring %d", tc.n)
 		require.InDelta(t, 2*g.Edges[0].W*(1-math.Cos(2*math.Pi/float64(tc.n))), info.Lambda2, 1e-10)
 	}
-	start := time.Now()
 	rr, err := RandomRegular(10000, 4, 0, 1)
 	require.NoError(t, err)
 	info, err := rr.RateInfo()
 	require.NoError(t, err)
-	elapsed := time.Since(start)
-	t.Logf("random-regular n=10^4 d=4: alpha = %.12f, %d Lanczos steps, %v", info.Alpha, info.Iterations, elapsed)
+	t.Logf("random-regular n=10^4 d=4: alpha = %.12f, %d Lanczos steps", info.Alpha, info.Iterations)
 	require.True(t, info.Converged)
-	require.Less(t, elapsed, 5*time.Second)
 	// a d-regular graph with weight w: lambda_n <= 2 d w, and alpha > 1 - lambda_2 with the Alon-Boppana
 	// bound lambda_2 <= w (d - 2 sqrt(d-1)) + o(1): alpha is at least ~ 1 - 0.2 (4 - 3.46)
 	require.Less(t, info.LambdaN, 2*4*0.2+1e-12)

@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -36,15 +35,12 @@ func TestLoadRefusesLargeFileCheaply(t *testing.T) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		start := time.Now()
 		_, err := Load(path)
-		elapsed := time.Since(start)
 		runtime.ReadMemStats(&after)
 		require.Error(t, err)
 		require.ErrorContains(t, err, "more than the 1048576 bytes (1 MiB) a scenario may have")
 		require.ErrorContains(t, err, path)
 		require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<10), "size %d: allocated while refusing", size)
-		require.Less(t, elapsed, time.Second, "size %d", size)
 	}
 	data, err := os.ReadFile(hugeScenario(t, MaxFileSize+1))
 	require.NoError(t, err)
