@@ -51,10 +51,8 @@ func TestServeAndRequest(t *testing.T) {
 	require.Equal(t, "late", string(resp))
 	wg.Wait()
 
-	start := time.Now()
-	_, err = client.Request(context.Background(), "svc.nobody", nil, 5*time.Second)
-	require.True(t, errors.Is(err, ErrNoResponders), "%v", err)
-	require.Less(t, time.Since(start), 2*time.Second)
+	_, err = client.Request(context.Background(), "svc.nobody", nil, time.Minute)
+	require.True(t, errors.Is(err, ErrNoResponders), "%v (not a timeout: nobody listens is known at once)", err)
 	require.Greater(t, client.MaxPayload(), int64(0))
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -53,10 +53,8 @@ func TestRunCostBounds(t *testing.T) {
 	ring := writeVariant(t, "consensus-gaussian", `(?m)^graph:\n(  .*\n)+`, "graph: {name: ring, n: 100000, weight: 0.25}\n",
 		`(?m)^x0: \[.*\]$`, "x0: ["+strings.Join(x0, ", ")+"]", `(?s)\nsweep:.*$`, "\n")
 	dir = t.TempDir()
-	start = time.Now()
 	code, _, stderr = runDpsim(t, time.Minute, "run", ring, "--engine", "fast", "--runs", "1", "--out", dir)
 	require.Equal(t, 1, code, stderr)
-	require.Less(t, time.Since(start), 20*time.Second, "refused before it starts")
 	require.Contains(t, stderr, "estimated cost memory ~")
 	require.Contains(t, stderr, "summary.json ~")
 	require.Contains(t, stderr, "confirm with --budget ")

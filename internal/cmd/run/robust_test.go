@@ -345,7 +345,6 @@ func TestSummaryAndReportAgree(t *testing.T) {
 func TestChildKilledBeforeReady(t *testing.T) {
 	dir := t.TempDir()
 	const id = "killedearly"
-	begin := time.Now()
 	l := start(t, "run", scenarioPath("cloud-vehicle"), "--runs", "5", "--out", dir, "--run-id", id, "--log-level", "warn")
 	pid := 0
 	for deadline := time.Now().Add(30 * time.Second); pid == 0 && time.Now().Before(deadline); {
@@ -354,9 +353,7 @@ func TestChildKilledBeforeReady(t *testing.T) {
 	require.NotZero(t, pid, "the eavesdropper never started")
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 	code := l.wait(t, 60*time.Second)
-	took := time.Since(begin)
 	require.Equal(t, 1, code, l.stderr.String())
-	require.Less(t, took, 8*time.Second, "the run's failure waited for the stop bound")
 	sum := readSummary(t, dir)
 	require.Equal(t, "failed", sum.Status)
 	require.Contains(t, sum.Error, "eavesdropper-0")
@@ -367,7 +364,6 @@ func TestChildKilledBeforeReady(t *testing.T) {
 		}
 		require.NotEqual(t, "failed", p.Status, "%s did not fail: its sibling did", p.Name)
 	}
-	t.Logf("failed after %v", took)
 }
 
 // partialRun is what TestPartialEpisodeInNoMetric reads of summary.json.
