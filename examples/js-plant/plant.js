@@ -678,18 +678,19 @@ class PlantProcess extends role.RoleProcess {
     this.wake();
   }
 
-  // awaitX0 returns the private x(0) of episode ep, waiting at most --timeout: one of another
-  // episode met meanwhile is stale and dropped, and a private episode without its x(0) is an
-  // error, never a silent default.
+  // awaitX0 returns the private x(0) of episode ep, waiting at most max(--timeout, 10 s): one
+  // of another episode met meanwhile is stale and dropped, and a private episode without its
+  // x(0) is an error, never a silent default.
   async awaitX0(ep) {
-    const deadline = Date.now() + this.cfg.timeout;
+    const wait = Math.max(this.cfg.timeout, 10000);
+    const deadline = Date.now() + wait;
     for (;;) {
       while (this.x0q.length > 0) {
         const q = this.x0q.shift();
         if (q.ep === ep) return q.x0;
       }
       if (this.stopped) throw new Stopped();
-      if (Date.now() >= deadline) throw new Error(`episode ${ep} announced a private x0 that did not arrive within ${this.cfg.timeout}ms`);
+      if (Date.now() >= deadline) throw new Error(`episode ${ep} announced a private x0 that did not arrive within ${wait}ms`);
       await this.waitUntil(deadline);
     }
   }

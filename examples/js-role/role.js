@@ -636,9 +636,12 @@ class RoleProcess {
     this.nc.publish(subject, encodeMessage(m, this.cfg.encoding), hdrs ? { headers: hdrs } : undefined);
   }
 
+  // flush waits for the server's confirmation at most max(--timeout, 10 s) (docs/protocol.md,
+  // section 2.1): only a gone server ends it, never a busy machine under a short step timeout.
   async flush() {
     let timer;
-    const t = new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`NATS flush within --timeout ${this.cfg.timeout}ms: timeout`)), this.cfg.timeout); });
+    const wait = Math.max(this.cfg.timeout, 10000);
+    const t = new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`NATS flush within ${wait}ms: timeout`)), wait); });
     try {
       await Promise.race([this.nc.flush(), t]);
     } finally {

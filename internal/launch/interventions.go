@@ -402,7 +402,7 @@ func (iv *Interventions) publish(s *Session, st faultState, at scenario.StepPoin
 		err = s.conn.Publish(s.subj.CtlEpisode(), contract.FaultsMessage(s.cfg.Run, at.Episode, at.Step, iv.gen, digest))
 	}
 	if err == nil && at.Step > 0 {
-		err = s.conn.Flush(s.cfg.Timeout)
+		err = s.conn.Flush(contract.FlushWait(s.cfg.Timeout))
 	}
 	if err != nil {
 		return fmt.Errorf("interventions at episode %d step %d: %w", at.Episode, at.Step, err)

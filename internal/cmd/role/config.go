@@ -233,7 +233,7 @@ func defineProcessFlags(fs *flag.FlagSet, cfg *Config, d roleDoc, agents *string
 	}
 	fs.StringVar(&cfg.Out, "out", ".", "directory for this process's trace and result files (created if missing)")
 	fs.DurationVar(&cfg.Period, "period", 0, "realtime step period Ts, e.g. 100ms; default the scenario's transport.period")
-	fs.DurationVar(&cfg.Timeout, "timeout", contract.DefaultTimeout, "longest wait for one step's messages in lockstep and for each NATS flush (at least 1ms); a step that times out goes on with the missing-input rules and is counted as missed")
+	fs.DurationVar(&cfg.Timeout, "timeout", contract.DefaultTimeout, "longest wait for one step's messages in lockstep (at least 1ms; NATS flushes and a private x(0) wait max(--timeout, 10s)); a step that times out goes on with the missing-input rules and is counted as missed")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "longest wait for the next ctl.episode (or ctl.stop) before giving up")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "zerolog level of the log on stderr: trace, debug, info, warn, error")
 	fs.IntVar(&cfg.ParentPID, "parent-pid", 0, "exit (flushing results) when this process's parent is no longer this pid; the launcher sets it so no child outlives it")
@@ -330,7 +330,7 @@ func checkDurations(cfg *Config) error {
 		return cli.UsageError("--period %v: must be > 0", cfg.Period)
 	}
 	if cfg.Timeout < contract.MinTimeout {
-		return cli.UsageError("--timeout %v: must be at least %v (it bounds every wait for a step's messages and every NATS flush)", cfg.Timeout, contract.MinTimeout)
+		return cli.UsageError("--timeout %v: must be at least %v (it bounds every wait for a step's messages)", cfg.Timeout, contract.MinTimeout)
 	}
 	if cfg.ConnectRetry < 0 {
 		return cli.UsageError("--connect-retry %v: must be >= 0", cfg.ConnectRetry)

@@ -539,10 +539,12 @@ func (proc *process) publishDone(ep int, traceNext int64) (*bus.Message, error) 
 	return done, proc.conn.Publish(proc.subj.CtlDone(proc.cfg.Role, proc.cfg.ID), done)
 }
 
-// flush waits (at most --timeout) until the server has processed what this process published.
+// flush waits (at most contract.FlushWait(--timeout)) until the server has processed what this
+// process published.
 func (proc *process) flush() error {
-	if err := proc.conn.Flush(proc.cfg.Timeout); err != nil {
-		return fmt.Errorf("NATS flush within --timeout %v: %w", proc.cfg.Timeout, err)
+	wait := contract.FlushWait(proc.cfg.Timeout)
+	if err := proc.conn.Flush(wait); err != nil {
+		return fmt.Errorf("NATS flush within %v: %w", wait, err)
 	}
 	return nil
 }
@@ -627,9 +629,11 @@ func (proc *process) logInvalid(subject string, err error) {
 }
 
 // awaitX0 returns the private x(0) of episode ep (older ones are stale and dropped), waiting
-// at most --timeout: a private episode without its x(0) is an error, never a silent default.
+// at most contract.FlushWait(--timeout): a private episode without its x(0) is an error, never a
+// silent default.
 func (proc *process) awaitX0(ep int) ([]float64, error) {
-	deadline := time.NewTimer(proc.cfg.Timeout)
+	wait := contract.FlushWait(proc.cfg.Timeout)
+	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
 		select {
@@ -640,7 +644,7 @@ func (proc *process) awaitX0(ep int) ([]float64, error) {
 		case <-proc.stopCh:
 			return nil, errStopped
 		case <-deadline.C:
-			return nil, fmt.Errorf("episode %d announced a private x0 that did not arrive within %v", ep, proc.cfg.Timeout)
+			return nil, fmt.Errorf("episode %d announced a private x0 that did not arrive within %v", ep, wait)
 		}
 	}
 }
