@@ -2,8 +2,11 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+
+	"github.com/dpsim/dpsim/pkg/metrics"
 )
 
 // Thresholds of the computed checks. Each is printed where it is used (rules below): a reader
@@ -163,6 +166,10 @@ type measured struct {
 	value     float64
 	threshold float64
 	detail    string
+	// interval, when value is the upper limit of this confidence interval of an estimate: a
+	// value that misses the threshold fails only when the other limit misses it too; an
+	// interval that straddles it leaves the check inconclusive at this number of runs.
+	interval *metrics.Stat
 }
 
 // check decides and words one check from its rule: the decision is "value op threshold" and
@@ -172,8 +179,28 @@ func (ru rule) check(m measured) Check {
 	if m.detail != "" {
 		text += "; " + m.detail
 	}
-	return Check{Name: ru.name, Pass: ru.op.holds(m.value, m.threshold), Text: text, subject: m.subject,
+	c := Check{Name: ru.name, Pass: ru.op.holds(m.value, m.threshold), Text: text, subject: m.subject,
 		Quantity: fill(ru.quantity, m.subject), Value: m.value, Op: string(ru.op), Threshold: m.threshold, Level: ru.level}
+	if iv := m.interval; !c.Pass && iv != nil && ru.op.holds(iv.Lo, m.threshold) {
+		c.Inconclusive, c.NeedsRuns = true, runsToDecide(*iv, m.threshold)
+	}
+	return c
+}
+
+// runsToDecide estimates the runs that would put a confidence interval of the estimate iv
+// wholly on one side of threshold: its half-width shrinks as 1/sqrt(runs), and it must fall
+// below the distance of the mean from the threshold (0 when the mean is on the threshold, or
+// the estimate exceeds 10^9 runs).
+func runsToDecide(iv metrics.Stat, threshold float64) int {
+	gap, half := math.Abs(iv.Mean-threshold), (iv.Hi-iv.Lo)/2
+	if gap == 0 || half <= 0 || iv.N <= 0 {
+		return 0
+	}
+	n := float64(iv.N) * (half / gap) * (half / gap)
+	if n > 1e9 {
+		return 0
+	}
+	return int(math.Ceil(n))
 }
 
 // numPair prints two numbers with 3 significant digits, or with more (up to 17) when the

@@ -73,7 +73,10 @@
 //     (last quarter / third quarter <= GrowthRatio), eavesdropper's error not shrinking
 //     (structured: late/early >= FlatRatio) or shrinking (iid-naive: late/early < FlatRatio);
 //     structured beats iid-calibrated at every swept value (largest ratio < 1);
-//   - consensus (Proposition 1): the upper 95% limit of the final E||x(T) - 1x*||^2 < the bound,
+//   - consensus (Proposition 1): the upper 95% limit of the final E||x(T) - 1x*||^2 < the bound
+//     (fails only when the lower limit is above it too; an interval that straddles the bound is
+//     INCONCLUSIVE at this number of runs, with an estimate of the runs that would decide it -
+//     the bound is only N/(N-1) above the exact limit, so a few hundred runs often cannot),
 //     the largest lower simultaneous 95% limit of |E[x_i(T) - x*]| <= alpha^T ||x(0) - 1x*||,
 //     network sum preserved to SumTol; not checked on points whose links saw faults;
 //   - links: every link's counters add up (links that do not = 0).

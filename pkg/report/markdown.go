@@ -146,7 +146,7 @@ func oneLine(s string) string {
 
 func (r *run) verdict(b *strings.Builder) {
 	pass := 0
-	var failing []string
+	var failing, undecided []string
 	for _, c := range r.checks {
 		if c.Pass {
 			pass++
@@ -155,6 +155,13 @@ func (r *run) verdict(b *strings.Builder) {
 		f := c.Name
 		if c.Point != "" {
 			f += " (" + c.Point + ")"
+		}
+		if c.Inconclusive {
+			if c.NeedsRuns > 0 {
+				f += fmt.Sprintf(", needs about %d runs", c.NeedsRuns)
+			}
+			undecided = append(undecided, f)
+			continue
 		}
 		failing = append(failing, f)
 	}
@@ -174,17 +181,27 @@ func (r *run) verdict(b *strings.Builder) {
 	if r.anyFragile() {
 		dev += "; **warning: the sensitivity is fragile** (see Warnings)"
 	}
+	if len(undecided) > 0 {
+		dev = "; inconclusive at this number of runs: " + strings.Join(shortList(undecided), "; ") + dev
+	}
 	switch {
 	case len(r.checks) == 0:
 		fmt.Fprintf(b, "%s no computed checks apply to this run%s.\n\n", head, dev)
-	case len(failing) == 0:
+	case len(failing) == 0 && len(undecided) == 0:
 		fmt.Fprintf(b, "%s all %d computed checks pass%s%s.\n\n", head, len(r.checks), scope, dev)
+	case len(failing) == 0:
+		fmt.Fprintf(b, "%s %d of %d computed checks pass%s, none fails%s.\n\n", head, pass, len(r.checks), scope, dev)
 	default:
-		if len(failing) > 6 {
-			failing = append(failing[:6], fmt.Sprintf("... %d more", len(failing)-6))
-		}
-		fmt.Fprintf(b, "%s %d of %d computed checks pass%s; failing: %s%s.\n\n", head, pass, len(r.checks), scope, strings.Join(failing, ", "), dev)
+		fmt.Fprintf(b, "%s %d of %d computed checks pass%s; failing: %s%s.\n\n", head, pass, len(r.checks), scope, strings.Join(shortList(failing), ", "), dev)
 	}
+}
+
+// shortList keeps the first six of a verdict's list and says how many more there are.
+func shortList(l []string) []string {
+	if len(l) > 6 {
+		return append(l[:6:6], fmt.Sprintf("... %d more", len(l)-6))
+	}
+	return l
 }
 
 // deviationText lists, for the verdict, what misses a tolerance dpsim states though the
@@ -508,6 +525,7 @@ func (r *run) resultsSection(b *strings.Builder) {
 		subject       string
 		total, passed int
 		failedAt      []string
+		undecidedAt   []string
 	}
 	var aggs []*agg
 	for _, p := range r.points {
@@ -527,9 +545,12 @@ func (r *run) resultsSection(b *strings.Builder) {
 				aggs = append(aggs, a)
 			}
 			a.total++
-			if c.Pass {
+			switch {
+			case c.Pass:
 				a.passed++
-			} else {
+			case c.Inconclusive:
+				a.undecidedAt = append(a.undecidedAt, p.values[r.axisParam])
+			default:
 				a.failedAt = append(a.failedAt, p.values[r.axisParam])
 			}
 		}
@@ -547,7 +568,10 @@ func (r *run) resultsSection(b *strings.Builder) {
 		if len(a.failedAt) > 0 {
 			text += "; fails at " + r.axisParam + " = " + strings.Join(a.failedAt, ", ")
 		}
-		lines = append(lines, checkLine(Check{Pass: a.passed == a.total, Text: text}))
+		if len(a.undecidedAt) > 0 {
+			text += "; inconclusive at this number of runs at " + r.axisParam + " = " + strings.Join(a.undecidedAt, ", ")
+		}
+		lines = append(lines, checkLine(Check{Pass: a.passed == a.total, Inconclusive: len(a.failedAt) == 0, Text: text}))
 	}
 	if len(lines) > 0 {
 		b.WriteString("Across the sweep:\n\n")
@@ -604,7 +628,7 @@ func (r *run) sweepTable(b *strings.Builder) {
 		for _, p := range r.points {
 			c := p.res.Consensus
 			rows = append(rows, []string{p.label, numP(p.res.NoiseScale, 4), ci(c.FinalSqDeviation), num(c.Prop1Bound),
-				yesNo(c.FinalSqDeviation.N > 0 && c.FinalSqDeviation.Hi < c.Prop1Bound), num(c.SumRelDevMax), eveRatioText(p)})
+				prop1Text(c.FinalSqDeviation, c.Prop1Bound), num(c.SumRelDevMax), eveRatioText(p)})
 		}
 	}
 	table(b, header, rows)
@@ -810,4 +834,18 @@ func (r *run) figuresSection(b *strings.Builder, figs []*figure.Figure) {
 		fmt.Fprintf(b, "![%s](%s.png)\n\n", f.Name, f.Name)
 		fmt.Fprintf(b, "Vector version: [%s.svg](%s.svg)\n\n", f.Name, f.Name)
 	}
+}
+
+// prop1Text answers the sweep table's "upper 95% limit < bound": yes, no (the whole interval
+// is above the bound) or inconclusive (the interval straddles it).
+func prop1Text(fs metrics.Stat, bound float64) string {
+	switch {
+	case fs.N == 0:
+		return "no"
+	case fs.Hi < bound:
+		return "yes"
+	case fs.Lo < bound:
+		return "inconclusive"
+	}
+	return "no"
 }

@@ -147,7 +147,12 @@ type Check struct {
 	Point string `json:"point,omitempty"` // the point label ("" for statements about the whole run)
 	Name  string `json:"name"`            // short stable identifier, e.g. "prop1-bound"
 	Pass  bool   `json:"pass"`
-	Text  string `json:"text"`
+	// Inconclusive: the check neither passes nor fails at this number of runs (the interval
+	// straddles the threshold; Pass is false); NeedsRuns estimates how many runs would decide
+	// it (0: no estimate).
+	Inconclusive bool   `json:"inconclusive,omitempty"`
+	NeedsRuns    int    `json:"needs_runs,omitempty"`
+	Text         string `json:"text"`
 	// Quantity names the number compared; Op is "<=", "<", ">=" or "="; Level is the
 	// confidence level of the interval Value is a limit of (0: not an interval limit).
 	Quantity  string  `json:"quantity"`
@@ -161,10 +166,21 @@ type Check struct {
 
 // String prints the check as report.md does: "PASS: text: yes".
 func (c Check) String() string {
-	if c.Pass {
+	switch {
+	case c.Pass:
 		return "PASS: " + c.Text + ": yes"
+	case c.Inconclusive:
+		return "INCONCLUSIVE: " + c.Text + ": " + c.undecided()
 	}
 	return "FAIL: " + c.Text + ": no"
+}
+
+// undecided words an inconclusive check's outcome.
+func (c Check) undecided() string {
+	if c.NeedsRuns > 0 {
+		return fmt.Sprintf("inconclusive at this number of runs (needs about %d)", c.NeedsRuns)
+	}
+	return "inconclusive at this number of runs"
 }
 
 // Report is the built report: the Markdown text, the figures and the checks it states.

@@ -130,12 +130,15 @@ func TestShippedScenarios(t *testing.T) {
 // must say so, in the check, the verdict and the sweep summary.
 func TestBoundExceeded(t *testing.T) {
 	cases := []struct {
-		name   string
-		factor float64
-		pass   bool
+		name         string
+		factor       float64
+		pass         bool
+		inconclusive bool
 	}{
-		{"below", 0.9, true},
-		{"above", 1.3, false},
+		{"below", 0.9, true, false},
+		{"above", 1.3, false, false},
+		// the 95% interval (half-width ~4% of the bound) straddles it: too few runs to decide
+		{"straddles", 0.99, false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,8 +153,15 @@ func TestBoundExceeded(t *testing.T) {
 					continue
 				}
 				n++
-				if c.Pass != tc.pass {
-					t.Errorf("%s: pass = %v, want %v", c.Text, c.Pass, tc.pass)
+				if c.Pass != tc.pass || c.Inconclusive != tc.inconclusive {
+					t.Errorf("%s: pass = %v, inconclusive = %v, want %v, %v", c.Text, c.Pass, c.Inconclusive, tc.pass, tc.inconclusive)
+				}
+				if tc.inconclusive {
+					// the estimate of the runs that decide it: the half-width shrinks as 1/sqrt(runs)
+					// and must fall below |mean - bound|
+					if c.NeedsRuns <= 100 || !strings.Contains(checkLine(c), "inconclusive at this number of runs (needs about "+itoa(c.NeedsRuns)+")") {
+						t.Errorf("needs_runs = %d; line %q", c.NeedsRuns, checkLine(c))
+					}
 				}
 				if !strings.Contains(md, checkLine(c)) {
 					t.Errorf("report.md lacks the statement %q", checkLine(c))
@@ -162,11 +172,15 @@ func TestBoundExceeded(t *testing.T) {
 			}
 			failLine := "**FAIL**: the final E||x(T) - 1x*||^2 is below the Proposition 1 bound (the sum of the agents' noise variances) " +
 				"[upper 95% limit of the final E||x(T) - 1x*||^2 < the Proposition 1 bound] at every epsilon (0 of 2 points); fails at epsilon = 1, 0.1: no"
-			if got := strings.Contains(md, failLine); got == tc.pass {
+			fails := !tc.pass && !tc.inconclusive
+			if got := strings.Contains(md, failLine); got != fails {
 				t.Errorf("sweep summary line %q present = %v", failLine, got)
 			}
-			if got := strings.Contains(md, "failing: prop1-bound (epsilon=1)"); got == tc.pass {
+			if got := strings.Contains(md, "failing: prop1-bound (epsilon=1)"); got != fails {
 				t.Errorf("verdict names the failing bound = %v\n%s", got, md[:400])
+			}
+			if got := strings.Contains(md, "inconclusive at this number of runs: prop1-bound (epsilon=1), needs about"); got != tc.inconclusive {
+				t.Errorf("verdict names the inconclusive check = %v\n%s", got, md[:600])
 			}
 		})
 	}

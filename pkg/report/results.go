@@ -212,7 +212,7 @@ func (r *run) consensusChecks(p *pointInfo) []string {
 	if c.Prop1Bound > 0 {
 		fs := c.FinalSqDeviation
 		if fs.N > 0 {
-			r.addRule(p, "prop1-bound", measured{value: fs.Hi, threshold: c.Prop1Bound,
+			r.addRule(p, "prop1-bound", measured{value: fs.Hi, threshold: c.Prop1Bound, interval: &fs,
 				detail: fmt.Sprintf("final E||x(T) - 1x*||^2 = %s (95%% interval)", ci(fs))})
 		}
 		info = append(info, fmt.Sprintf("exact limit for constant offsets: (N - 1) Var(gamma_i) = %s; the bound is loose by N/(N-1) = %s",
@@ -335,8 +335,11 @@ func (r *run) sweepComparisons() {
 
 // checkLine prints a check for report.md.
 func checkLine(c Check) string {
-	if c.Pass {
+	switch {
+	case c.Pass:
 		return "**PASS**: " + c.Text + ": yes"
+	case c.Inconclusive:
+		return "**INCONCLUSIVE**: " + c.Text + ": " + c.undecided()
 	}
 	return "**FAIL**: " + c.Text + ": no"
 }
