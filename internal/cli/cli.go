@@ -101,12 +101,60 @@ func Parse(fs *flag.FlagSet, args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
+		msg := explainParseError(fs, err)
 		if m, ok := fs.Output().(*errMark); ok {
-			return fmt.Errorf("%w: %v (see '%s --help')", ErrUsage, err, m.cmd)
+			return fmt.Errorf("%w: %s (see '%s --help')", ErrUsage, msg, m.cmd)
 		}
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+		return fmt.Errorf("%w: %s", ErrUsage, msg)
 	}
 	return nil
+}
+
+// explainParseError replaces the flag package's bare "parse error" with what the flag takes:
+// `invalid value "20" for flag -period: parse error` becomes `... for flag --period: a duration
+// such as 20ms, 1.5s or 2m (a unit is required)`.
+func explainParseError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	const prefix = "invalid value "
+	if v, ok := strings.CutPrefix(msg, "invalid boolean value "); ok {
+		if i := strings.Index(v, " for -"); i >= 0 {
+			name := strings.TrimSuffix(v[i+len(" for -"):], ": parse error")
+			return prefix + v[:i] + " for flag --" + name + ": true or false"
+		}
+	}
+	rest, ok := strings.CutPrefix(msg, prefix)
+	if !ok {
+		return msg
+	}
+	i := strings.Index(rest, " for flag -")
+	j := strings.LastIndex(rest, ": ")
+	if i < 0 || j < i {
+		return msg
+	}
+	name := rest[i+len(" for flag -") : j]
+	f := fs.Lookup(name)
+	if f == nil {
+		return msg
+	}
+	want := ""
+	if g, ok := f.Value.(flag.Getter); ok && rest[j+2:] == "parse error" {
+		switch g.Get().(type) {
+		case time.Duration:
+			want = "a duration such as 20ms, 1.5s or 2m (a unit is required)"
+		case int, int64:
+			want = "a whole number"
+		case uint, uint64:
+			want = "a whole number >= 0"
+		case float64:
+			want = "a number"
+		case bool:
+			want = "true or false"
+		}
+	}
+	if want == "" {
+		return prefix + rest[:i] + " for flag --" + rest[i+len(" for flag -"):]
+	}
+	return prefix + rest[:i] + " for flag --" + name + ": " + want
 }
 
 // ParseScenarioArgs parses args where flags may come before or after the one SCENARIO

@@ -38,7 +38,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 	}
 	// A parse error is one line - the error and where the help is - not 60 lines of help that
 	// scroll it away: nothing is printed, the error says it all.
-	if out.Len() != 0 || errb.Len() != 0 || !strings.Contains(err.Error(), `invalid value "z" for flag -n`) || !strings.Contains(err.Error(), "see 'x --help'") {
+	if out.Len() != 0 || errb.Len() != 0 || !strings.Contains(err.Error(), `invalid value "z" for flag --n: a whole number`) || !strings.Contains(err.Error(), "see 'x --help'") {
 		t.Errorf("err %v, stdout %q, stderr %q", err, out.String(), errb.String())
 	}
 	// A second parse after an error still sends an asked-for help to stdout.
@@ -46,6 +46,29 @@ func TestHelpGoesToStdout(t *testing.T) {
 	errb.Reset()
 	if err := Parse(fs, []string{"-h"}); !errors.Is(err, flag.ErrHelp) || out.Len() == 0 || errb.Len() != 0 {
 		t.Errorf("err %v, stdout %q, stderr %q", err, out.String(), errb.String())
+	}
+}
+
+// A value the flag package cannot parse names what the flag takes, not "parse error"; other
+// messages (out of range, a custom flag's own) are kept.
+func TestParseErrorSaysWhatFlagTakes(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"--period 20", `invalid value "20" for flag --period: a duration such as 20ms, 1.5s or 2m (a unit is required)`},
+		{"--runs x", `invalid value "x" for flag --runs: a whole number`},
+		{"--runs 99999999999999999999", `invalid value "99999999999999999999" for flag --runs: value out of range`},
+		{"--scale y", `invalid value "y" for flag --scale: a number`},
+		{"--fast=maybe", `invalid value "maybe" for flag --fast: true or false`},
+		{"--mode z", `invalid value "z" for flag --mode: lockstep or realtime`},
+	} {
+		fs := NewCommandFlagSet("x", "x", "Does x.", &bytes.Buffer{}, &bytes.Buffer{})
+		fs.Duration("period", 0, "")
+		fs.Int("runs", 0, "")
+		fs.Float64("scale", 0, "")
+		fs.Bool("fast", false, "")
+		fs.Func("mode", "", func(string) error { return errors.New("lockstep or realtime") })
+		err := Parse(fs, strings.Fields(tc.args))
+		require.ErrorIs(t, err, ErrUsage)
+		require.Contains(t, err.Error(), tc.want, tc.args)
 	}
 }
 

@@ -33,7 +33,8 @@ agent, eavesdropper), runs the episodes reusing the same processes (fresh noise 
 lockstep --inflight episodes at once, with the same numbers as one at a time),
 collects the processes' result files, merges them with the same aggregation as the fast engine and
 stops the children. Ctrl-C stops the children cleanly, writes what was recorded and exits non-zero.
-Watch a run with: nats sub 'dpsim.>'. Subjects, the coordination protocol and the files:
+Watch a run with the read-only observer the run writes: nats --context OUT/observer.context.json
+sub 'dpsim.>' (the embedded server admits no one else). Subjects, the protocol and the files:
 go doc github.com/dpsim/dpsim/internal/launch
 
 --engine fast runs the same role cores in-process without NATS (for large Monte Carlo counts); for
@@ -210,7 +211,7 @@ func defineFlags(fs *flag.FlagSet, o *Options, seed, mode, budget *string) {
 	fs.StringVar(mode, "mode", "", "time mode: lockstep (each step when its messages arrived, as fast as possible) or realtime (period Ts on the wall clock); default the scenario's transport.mode")
 	fs.DurationVar(&o.Period, "period", 0, "realtime step period Ts, e.g. 100ms (default the scenario's transport.period)")
 	fs.StringVar(&o.Engine, "engine", "nats", "nats (every role its own process over NATS) or fast (in-process, no NATS; same numbers for the same seed)")
-	fs.IntVar(&o.Runs, "runs", 0, "number of Monte Carlo episodes per point (default the scenario's runs)")
+	fs.IntVar(&o.Runs, "runs", 0, "number of Monte Carlo episodes per point (0, the default: the scenario's runs)")
 	fs.DurationVar(&o.Timeout, "timeout", contract.DefaultTimeout, "longest wait for one step's messages (lockstep) in every process (at least 1ms; NATS flushes and a private x(0) wait max(--timeout, 10s)); a step that times out goes on with the missing-input rules, is counted, and makes the run degraded (see --max-missed-fraction)")
 	fs.IntVar(&o.AgentsPerProcess, "agents-per-process", 1, "consensus: agents hosted per agent process (1 = one process per agent; e.g. 25 runs 100 agents in 4 processes). Unless the scenario has link faults or crashes (which act per agent), each process publishes one message per step carrying all its agents' outputs (dpsim.<run>.host.<i>.y), so a step costs O(processes) messages; --engine fast groups its agents the same way, so both engines report the same links")
 	fs.IntVar(&o.TraceEpisodes, "trace-episodes", DefaultTraceEpisodes, "write the merged per-step records of the first N episodes to trace.jsonl (0 = no trace file, -1 = every episode: about 25 KB per cloud-control episode of 100 steps, 2.5 GB for 100000 runs); it also bounds the disk of the NATS engine: each process keeps its trace, transcript and fault log for these N episodes only (plus the episode in progress), and the metrics still cover every episode")
