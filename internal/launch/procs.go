@@ -226,6 +226,12 @@ func (s *Session) spawnWith(p *Proc, resume bool) error {
 		p.cmd.Env = append(p.cmd.Env, bus.EnvSignSeed+"="+seed) // the signing seed: never in argv
 	}
 	p.cmd.Env = append(p.cmd.Env, s.x0Env(p)...) // the curve seed that opens its x(0): never in argv
+	s.ctl.mu.Lock()
+	if s.launchTag == "" {
+		s.launchTag, s.groups = newLaunchTag(), map[int]string{}
+	}
+	s.ctl.mu.Unlock()
+	p.cmd.Env = append(p.cmd.Env, EnvLaunch+"="+s.launchTag+"/"+p.Name) // finds what it leaves behind (sweep)
 	setProcAttr(p.cmd)
 	p.exited = make(chan struct{})
 	// Hold the lock over the start: a ready of this child is checked against its pid only
@@ -234,6 +240,7 @@ func (s *Session) spawnWith(p *Proc, resume bool) error {
 	err = p.cmd.Start()
 	if err == nil {
 		s.ctl.pids[endpoint.Endpoint{Role: p.Role, ID: p.ID}.String()] = p.cmd.Process.Pid
+		s.groups[p.cmd.Process.Pid] = p.Name // setProcAttr: the child leads its own group
 	}
 	s.ctl.mu.Unlock()
 	if err != nil {

@@ -134,6 +134,12 @@ type Session struct {
 	Inflight  InflightCounts
 	stopped   bool
 	lateness  *latenessTap // realtime steps' lateness for the live view (nil: not measured)
+
+	// launchTag marks this session's children (EnvLaunch); groups names the child of every
+	// process group it started, restarted ones included; leftovers is what the sweep ended.
+	launchTag string
+	groups    map[int]string
+	leftovers []Leftover
 }
 
 // Procs returns the children.
@@ -498,6 +504,13 @@ func (s *Session) shutdown() error {
 			s.signalRunning("no exit after SIGTERM: SIGKILL", kill)
 			s.awaitExits(killGrace)
 		}
+	}
+	// What the children left behind (their own children, a setsid daemon, a program that
+	// ignores SIGTERM behind a shell that exited) ends with them, and is named.
+	s.leftovers = append(s.leftovers, s.sweep()...)
+	for _, l := range s.leftovers {
+		s.cfg.Log.Warn().Int("pid", l.PID).Str("command", l.Command).Str("of", l.Of).Str("signal", l.Signal).
+			Msg("a process the run started outlived its role: killed")
 	}
 	for _, px := range s.faults.proxies {
 		px.Close()
