@@ -1,7 +1,6 @@
 package figure
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"image/color"
@@ -14,6 +13,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
+	"github.com/dpsim/dpsim/internal/finitejson"
 )
 
 // Data is what a figure draws, as numbers: for each panel its title, its axes (label, range,
@@ -145,13 +145,14 @@ func (f *Figure) WriteData(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	if err := enc.Encode(d); err != nil {
+	// an axis limit or a bound line that overflowed float64 is written as null, not the reason
+	// the figure is lost (the series' own gaps are null already)
+	data, _, err := finitejson.Marshal(d)
+	if err != nil {
 		return "", fmt.Errorf("figure %s: %w", f.Name, err)
 	}
 	path := filepath.Join(dir, DataFile(f.Name))
-	if err := atomicfile.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, append(data, '\n'), 0o644); err != nil {
 		return "", fmt.Errorf("figure %s: writing %s: %w", f.Name, path, err)
 	}
 	return path, nil

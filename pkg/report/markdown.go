@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dpsim/dpsim/internal/finitejson"
 	"github.com/dpsim/dpsim/pkg/figure"
 	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/scenario"
@@ -355,6 +356,12 @@ func (r *run) warnings() []string {
 	for _, p := range r.points {
 		if len(p.res.IncompleteEpisodes) > 0 {
 			warn = append(warn, fmt.Sprintf("%s%d incomplete episodes were not aggregated: %s", r.prefix(p), len(p.res.IncompleteEpisodes), intList(p.res.IncompleteEpisodes, 10)))
+		}
+	}
+	for _, p := range r.points {
+		if nf := finitejson.Find(p.res); nf != nil {
+			warn = append(warn, fmt.Sprintf("%sthe metrics overflowed float64 (an unstable loop, or a horizon too long for its growth): %s; "+
+				"they are left out of the figures, and the checks that use them fail", r.prefix(p), nf.Brief(3)))
 		}
 	}
 	if w := r.fragileWarning(); w != "" {

@@ -63,8 +63,8 @@ func addSeries(p *plot.Plot, s *metrics.Series, x func(t int) float64, st series
 			continue
 		}
 		l, h := s.Lo[t], s.Hi[t]
-		if t >= len(s.Lo) || s.N[t] < 2 {
-			l, h = m, m
+		if t >= len(s.Lo) || s.N[t] < 2 || math.IsInf(l, 0) || math.IsInf(h, 0) || math.IsNaN(l) || math.IsNaN(h) {
+			l, h = m, m // no band where there is none, or where it overflowed float64
 		}
 		if logY {
 			m = math.Max(m, floor) // below the panel's floor: drawn on its lower edge
