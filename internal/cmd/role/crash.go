@@ -236,6 +236,7 @@ func (r *coreRunner) resume(proc *process) (int, error) {
 	}
 	proc.log.Warn().Int("episode", ck.Episode).Int("step", ck.Step).Int("restart", ck.Restart).Msg("faults: restarted from the checkpoint")
 	rejoin := contract.Rejoin{Step: ck.Restart, PID: os.Getpid()}.Message(proc.cfg.Run, proc.sender, ck.Episode)
+	proc.rejoin.Store(rejoin)
 	if err := proc.conn.Publish(proc.subj.CtlRejoin(proc.cfg.Role, proc.cfg.ID), rejoin); err != nil {
 		return 0, err
 	}
@@ -293,5 +294,30 @@ func (j *rejoins) await(sender string, ep int, deadline time.Time, stop <-chan s
 			return errStopped
 		case <-time.After(wait):
 		}
+	}
+}
+
+// echoRejoin repeats this process's own ctl.rejoin, once, to a peer restarted in the same
+// episode: two processes that crash in one episode restart one after the other, and the one
+// that announced first did so before the other had subscribed - without the echo each would
+// hold what is due to the other until the rejoin timeout, and the episode stalled.
+func (proc *process) echoRejoin(heard *bus.Message) {
+	own := proc.rejoin.Load()
+	if own == nil || heard.Sender == proc.sender || heard.Episode != own.Episode {
+		return
+	}
+	proc.echoMu.Lock()
+	key := fmt.Sprintf("%s/%d", heard.Sender, heard.Episode)
+	if proc.echoedTo[key] {
+		proc.echoMu.Unlock()
+		return
+	}
+	if proc.echoedTo == nil {
+		proc.echoedTo = map[string]bool{}
+	}
+	proc.echoedTo[key] = true
+	proc.echoMu.Unlock()
+	if err := proc.conn.Publish(proc.subj.CtlRejoin(proc.cfg.Role, proc.cfg.ID), own); err != nil {
+		proc.log.Warn().Err(err).Str("peer", heard.Sender).Msg("faults: repeating the rejoin")
 	}
 }

@@ -110,6 +110,11 @@ type process struct {
 	reannounce atomic.Bool
 	busy       time.Duration
 	ctlSubs    []*bus.Subscription
+	// rejoin is this process's own ctl.rejoin after a restart (nil: not restarted); echoed
+	// once to every restarted peer of the same episode it hears (crash.go, echoRejoin).
+	rejoin   atomic.Pointer[bus.Message]
+	echoMu   sync.Mutex
+	echoedTo map[string]bool
 	// mid is a live change of the faults for a step of the episode in progress (live.go)
 	mid midFaults
 }

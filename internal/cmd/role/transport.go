@@ -109,6 +109,7 @@ func (t *natsTransport) subscribeRejoins(proc *process) error {
 	o := bus.CtlOptions{Expect: bus.Expect{Run: proc.cfg.Run, Episode: bus.AnyEpisode, Kind: bus.CtlRejoin}, Counters: &proc.ctl, OnInvalid: proc.logInvalid}
 	sub, err := proc.conn.SubscribeCtl(proc.subj.AllCtlWord(bus.CtlRejoin), o, func(_ string, m *bus.Message) {
 		t.rejoins.note(m.Sender, m.Episode)
+		proc.echoRejoin(m)
 	})
 	if err != nil {
 		return err

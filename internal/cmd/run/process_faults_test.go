@@ -105,14 +105,23 @@ func TestAgentCrashRestart(t *testing.T) {
 	require.NotContains(t, string(rep), "**FAIL**")
 }
 
-// Crash and restart of the plant and of the cloud (cloud control): state and noise restored,
-// the results equal the fast engine's replay.
+// Crash and restart of the plant and of the cloud (cloud control), alone and two in one
+// episode: state and noise restored, the results equal the fast engine's replay. Two
+// processes restarted in one episode stalled it: the first announced its rejoin before the
+// second had subscribed, and each held what was due to the other.
 func TestPlantAndCloudCrashRestart(t *testing.T) {
-	for _, proc := range []string{"plant.0", "cloud.0"} {
-		t.Run(proc, func(t *testing.T) {
-			text := strings.Replace(vehicleWith(3), "faults: {}", `faults:
-  crashes:
-    - {proc: `+proc+`, episode: 1, step: 40, restart: 46}`, 1)
+	for _, tc := range []struct {
+		name, crashes string
+		restarts      int
+		down          string
+	}{
+		{"plant.0", "    - {proc: plant.0, episode: 1, step: 40, restart: 46}", 1, `"down":["plant.0"]`},
+		{"cloud.0", "    - {proc: cloud.0, episode: 1, step: 40, restart: 46}", 1, `"down":["cloud.0"]`},
+		{"plant.0 then cloud.0", "    - {proc: plant.0, episode: all, step: 10, restart: 15}\n    - {proc: cloud.0, episode: all, step: 20, restart: 25}", 6, `"down":["cloud.0"]`},
+		{"plant.0 and cloud.0 at once", "    - {proc: plant.0, episode: all, step: 10, restart: 15}\n    - {proc: cloud.0, episode: all, step: 10, restart: 15}", 6, `"down":["`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := strings.Replace(vehicleWith(3), "faults: {}", "faults:\n  crashes:\n"+tc.crashes, 1)
 			path := writeScenario(t, text)
 			dir, fdir := t.TempDir(), t.TempDir()
 			code, _, stderr := runDpsim(t, 90*time.Second, "run", path, "--out", dir, "--log-level", "warn")
@@ -121,14 +130,14 @@ func TestPlantAndCloudCrashRestart(t *testing.T) {
 			require.Equal(t, 0, code, stderr)
 			sum, fsum := readSummary(t, dir), readSummary(t, fdir)
 			require.Equal(t, "ok", sum.Status, sum.Error)
-			require.Equal(t, 1, sum.Connections.Restarts)
+			require.Equal(t, tc.restarts, sum.Connections.Restarts)
 			require.JSONEq(t, string(fsum.Metrics), string(sum.Metrics))
 			a, err := os.ReadFile(filepath.Join(dir, "trace.jsonl"))
 			require.NoError(t, err)
 			b, err := os.ReadFile(filepath.Join(fdir, "trace.jsonl"))
 			require.NoError(t, err)
 			require.Equal(t, string(b), string(a))
-			require.Contains(t, string(a), `"down":["`+proc+`"]`)
+			require.Contains(t, string(a), tc.down)
 		})
 	}
 }
@@ -276,4 +285,23 @@ func TestProcessFaultsRefused(t *testing.T) {
 		require.NotEqual(t, 0, code, c.args)
 		require.Contains(t, stderr, c.want, c.args)
 	}
+}
+
+// Two agents killed at the same step of every episode and restarted together: the run
+// completes and equals the fast engine's replay (it stalled until the launcher's bound).
+func TestTwoAgentsCrashInOneEpisode(t *testing.T) {
+	src, err := os.ReadFile(scenarioPath("faults-agent-crash"))
+	require.NoError(t, err)
+	text := strings.Replace(string(src), "      noise: resume\n", "      noise: resume\n    - {proc: agent.1, episode: all, step: 10, restart: 15, noise: resume}\n", 1)
+	require.Contains(t, text, "proc: agent.1")
+	path := writeScenario(t, text)
+	dir, fdir := t.TempDir(), t.TempDir()
+	code, _, stderr := runDpsim(t, 120*time.Second, "run", path, "--runs", "3", "--out", dir, "--log-level", "warn")
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runDpsim(t, 30*time.Second, "run", path, "--runs", "3", "--engine", "fast", "--out", fdir, "--log-level", "warn")
+	require.Equal(t, 0, code, stderr)
+	sum, fsum := readSummary(t, dir), readSummary(t, fdir)
+	require.Equal(t, "ok", sum.Status, sum.Error)
+	require.Equal(t, 6, sum.Connections.Restarts)
+	require.JSONEq(t, string(fsum.Metrics), string(sum.Metrics))
 }
