@@ -23,7 +23,7 @@ import (
 const synopsis = `dpsim run SCENARIO [--out DIR] [--seed N] [--nats-url URL] [--mode lockstep|realtime] [--period D]
                  [--ui[=ADDR] [--ui-hold D]] [--engine nats|fast] [--runs N] [--inflight K] [--trace-episodes N] [--timeout D] [--agents-per-process K] [--json]
                  [--engine fast --dispatch [--spawn-workers N] [--worker-listen ADDR]]
-       dpsim run --resume OUT [--nats-url URL]`
+       dpsim run SCENARIO --resume OUT [--nats-url URL] [the run's --role and --attach, given again]`
 
 const description = `Runs the scenario's Monte Carlo episodes and writes DIR/summary.json, the per-step traces and the report.
 
@@ -67,7 +67,17 @@ are not of a completed episode. dpsim run --resume OUT continues such a run from
 episode and sweep point (the episodes folded before are rebuilt by the fast engine from the same
 per-episode random streams and checked against the recorded digest) and its final results equal an
 uninterrupted run's; options that decide the results are the run's own (others given are refused).
-A completed run removes resume.json.`
+A completed run removes resume.json.
+
+resume.json is read as input from whoever can write OUT: it holds no command and no path. SCENARIO is
+given again (its sha256 must be the run's), as are --role and --attach (resume.json keeps their
+sha256 only; given otherwise, the resumption is refused); only plain result-deciding values (seed,
+--engine, --runs, --mode, --period, --timeout, --agents-per-process, --trace-episodes, --encoding,
+--transcript, --sign, --strict, --max-missed-fraction) are taken from it. The trace it continues
+is a bare name in OUT, opened without following a link and checked against its recorded sha256.
+Its last member is an HMAC-SHA256 keyed by OUT/resume.key (mode 0600, the user's own): an edited
+file is refused; someone able to read that key could sign an edit, but still not make dpsim run a
+command or write outside OUT.`
 
 // DefaultTraceEpisodes is the default of --trace-episodes: the episodes whose merged
 // per-step records go to trace.jsonl.
@@ -145,6 +155,7 @@ type Options struct {
 	// NATSMonitor is --nats-monitor: the embedded server's HTTP monitoring address ("": none).
 	NATSMonitor string
 	flags       *flag.FlagSet // the parsed flags (what was given: the resume state records it)
+	args        []string      // the command line they were parsed from (--resume parses it again)
 }
 
 // parseOptions parses the flags and the SCENARIO argument of `dpsim run` and checks them: each on
@@ -158,7 +169,7 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.ScenarioPath, o.flags = path, fs
+	o.ScenarioPath, o.flags, o.args = path, fs, args
 	if o.Seed, o.SeedSet, err = cli.ParseSeed(seed); err != nil {
 		return nil, err
 	}
@@ -237,7 +248,7 @@ func defineFlags(fs *flag.FlagSet, o *Options, seed, mode, budget *string) {
 	fs.Var(live.AddrFlag{Addr: &o.UI}, "ui", uiHelp)
 	fs.StringVar(&o.NATSMonitor, "nats-monitor", "", "serve the embedded NATS server's own HTTP monitoring (/varz, /connz, /healthz, /subsz, ...) on host:port (port 0: a free one; an empty host is 127.0.0.1), printed at the start, until the run ends; with --cluster, its first server's; not with an external server (--nats-url)")
 	fs.DurationVar(&o.UIHold, "ui-hold", 0, "with --ui: keep the live view up this long after the run ended (its final state and /metrics; Ctrl-C ends it sooner)")
-	fs.StringVar(&o.Resume, "resume", "", "continue the run whose outputs are in this directory (its "+ResumeFile+": a run killed, failed or interrupted before every episode completed) from its last completed episode and sweep point, with the results of an uninterrupted run; SCENARIO and the flags that decide the results may be left out (given, they must be the run's); the NATS connection and TLS flags are not recorded and are given again. --engine fast resumes at the last completed point")
+	fs.StringVar(&o.Resume, "resume", "", "continue the run whose outputs are in this directory (its "+ResumeFile+": a run killed, failed or interrupted before every episode completed) from its last completed episode and sweep point, with the results of an uninterrupted run; give SCENARIO again (the file holds only its sha256) and --role and --attach as the run had them; the flags that decide the results may be left out (given, they must be the run's); the NATS connection and TLS flags are not recorded and are given again. --engine fast resumes at the last completed point")
 }
 
 // checkServer checks the NATS server flags against each other: --cluster, --tls auto (the embedded

@@ -455,7 +455,7 @@ func (l *launcher) runFast(ctx context.Context) error {
 		var out *launch.TraceOut
 		if t := l.traced(); !t.None() {
 			var err error
-			if out, err = launch.CreateTrace(l.o.Out, l.traceName(k)); err != nil {
+			if out, err = launch.CreateTrace(l.o.Out, l.traceName(k), l.secretMode()); err != nil {
 				return err
 			}
 			opts.TraceEpisodes, opts.TraceSink = t, out.Write
@@ -675,9 +675,9 @@ func (l *launcher) pointTrace(k, first int) (*launch.TraceOut, error) {
 		return nil, nil
 	}
 	if first == 0 {
-		return launch.CreateTrace(l.o.Out, l.traceName(k))
+		return launch.CreateTrace(l.o.Out, l.traceName(k), l.secretMode())
 	}
-	return launch.AppendTrace(l.o.Out, l.traceName(k))
+	return launch.AppendTrace(l.o.Out, l.traceName(k), l.secretMode())
 }
 
 // recordSession adds the stopped session's connection counters, processes and ctl counters to
