@@ -139,6 +139,9 @@ type Options struct {
 	// KeepSecrets keeps the files holding secrets when the run ends (--keep-secrets; see
 	// launch.SecretFiles): else they are removed.
 	KeepSecrets bool
+	// ShareOutputs (--share-outputs) writes the outputs holding secrets (launch.SecretOutputs)
+	// 0644 and their folders 0755, instead of 0600 and 0700.
+	ShareOutputs bool
 	// Inflight is --inflight: the episodes kept in flight at once over the same processes
 	// (launch.NextGroup); InflightSet says it was given (else the mode's default: resolveInflight).
 	Inflight    int
@@ -215,6 +218,7 @@ func defineFlags(fs *flag.FlagSet, o *Options, seed, mode, budget *string) {
 	fs.StringVar(&o.NATSURL, "nats-url", "", "external NATS server URL, or a comma-separated list of a cluster's servers (process i connects to the i-th first, the others on failure) (default $"+bus.EnvURL+"; if both are empty an embedded server is started on a random loopback port)")
 	fs.BoolVar(&o.Attach, "attach", false, "start no role process: write each process's command (OUT/procs/attach/commands.sh, with a credentials file per process, mode 0600, that --credentials reads) and print them on stderr, then wait up to --attach-timeout for the processes to be started elsewhere (by hand, docker-compose, a job scheduler) and run the episodes with them; they must see OUT at the same path (a shared directory or volume)")
 	fs.BoolVar(&o.KeepSecrets, "keep-secrets", false, "keep the files holding secrets when the run ends: the plant's and the agents' plan files in OUT/procs (their x(0) and the run seed), crashed processes' checkpoints (their noise draw) and the attach credentials files; by default they are removed when the run ends, however it ends (summary.json secrets says which)")
+	fs.BoolVar(&o.ShareOutputs, "share-outputs", false, "write the outputs that hold the run's secrets (summary.json, the traces, the figures and their data, report.md, the processes' traces: x(0), the seed, the true states) readable by all (0644, folders procs/ and figures/ 0755) instead of by you alone (0600, 0700); plan files, checkpoints, credentials and the resume state stay 0600")
 	fs.DurationVar(&o.AttachTimeout, "attach-timeout", 10*time.Minute, "with --attach: how long to wait for every role process of a point to announce itself")
 	fs.StringVar(&o.Listen, "listen", "", "the embedded NATS server's client address host:port, e.g. 0.0.0.0:4222 for processes on other hosts (--attach); default 127.0.0.1 on a random free port")
 	fs.IntVar(&o.Cluster, "cluster", 0, "start N embedded NATS servers joined by routes on loopback (a cluster; 0 or 1: one server) and spread the processes over them: process i connects to server i mod N first and to the others when it fails")

@@ -135,5 +135,6 @@ func hasAnySuffix(s string, suffixes []string) bool {
 	return false
 }
 
-// secretMode is the mode of the outputs that hold the run's secrets.
-func (l *launcher) secretMode() os.FileMode { return 0o644 }
+// outMode is the mode of the output name (a path in OUT): 0600 when it holds the run's secrets
+// (launch.SecretOutputs) unless --share-outputs, else 0644.
+func (l *launcher) outMode(name string) os.FileMode { return launch.OutputMode(name, l.o.ShareOutputs) }
