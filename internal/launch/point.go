@@ -113,7 +113,7 @@ func PlayPoint(ctx context.Context, cfg SessionConfig, o PlayOptions) (*PointOut
 	cfg.KeepEpisodes = o.TraceEpisodes.From(o.Start)
 	copts := CollectOptions{}
 	if o.Trace != nil {
-		copts.Trace, copts.TraceEpisodes = o.Trace.f, o.TraceEpisodes
+		copts.Trace, copts.TraceEpisodes = o.Trace.Writer(), o.TraceEpisodes
 		copts.Watch, copts.Point = o.Watch, cfg.PointIndex
 	}
 	cfg.Timeline.AddStatic(cfg.PointIndex, &cfg.Plan.Scenario.Faults)

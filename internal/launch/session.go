@@ -94,6 +94,9 @@ type SessionConfig struct {
 	// KeepSecrets keeps the attach credentials files when the session ends (--keep-secrets;
 	// RemoveSecrets removes the other secret files when the run ends).
 	KeepSecrets bool
+	// ShareOutputs makes Dir (and procs/ above a pNN) 0755 instead of 0700: the processes
+	// write their files holding secrets (SecretOutputs) with the privacy of their folder.
+	ShareOutputs bool
 	// Inflight is the most episodes a group keeps in flight at once (Session.Group, PlayPoint
 	// groups by NextGroup; 0: 1, one episode at a time). The processes learn it from each
 	// ctl.episodes: they need no flag.
@@ -197,7 +200,7 @@ func connectSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	if err := mkdirProcs(cfg.Dir, cfg.ShareOutputs); err != nil {
 		return nil, err
 	}
 	s := &Session{cfg: cfg, subj: subj, byKey: map[string]*Proc{}, ctl: ctlState{results: map[string]*contract.ProcessResult{}, pids: map[string]int{}}}

@@ -2,12 +2,17 @@ package launch
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/dpsim/dpsim/internal/atomicfile"
 
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/trace"
@@ -22,6 +27,8 @@ type TraceOut struct {
 	name     string
 	dir      string
 	f        *os.File
+	w        hashWriter // every byte written to f goes through it: Digest
+	perm     os.FileMode
 	faults   *os.File // FaultsName(name) beside it, created at the first fault event
 	fenc     *json.Encoder
 	fbuf     *bufio.Writer
@@ -30,23 +37,49 @@ type TraceOut struct {
 	episodes int
 }
 
-// CreateTrace creates (or empties) the trace file dir/name.
-func CreateTrace(dir, name string) (*TraceOut, error) {
-	f, err := os.Create(filepath.Join(dir, name))
+// hashWriter writes to f and hashes what it wrote.
+type hashWriter struct {
+	f *os.File
+	h hash.Hash
+}
+
+func (w hashWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.h.Write(p[:n])
+	return n, err
+}
+
+// CreateTrace creates (or empties) the trace file dir/name with permissions perm, never through
+// a symbolic link.
+func CreateTrace(dir, name string, perm os.FileMode) (*TraceOut, error) {
+	f, err := atomicfile.OpenNoFollow(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err == nil {
+		err = f.Chmod(perm) // an existing file keeps its mode through O_TRUNC
+	}
 	if err != nil {
 		return nil, fmt.Errorf("trace %s: %w", name, err)
 	}
-	return &TraceOut{name: name, dir: dir, f: f}, nil
+	return &TraceOut{name: name, dir: dir, f: f, w: hashWriter{f, sha256.New()}, perm: perm}, nil
 }
 
 // AppendTrace opens the trace file dir/name to append after what it holds (a resumed point's
-// file, cut back to its last folded episode).
-func AppendTrace(dir, name string) (*TraceOut, error) {
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_APPEND, 0o644)
+// file, cut back to its last folded episode and checked against its recorded digest), never
+// through a symbolic link; what it holds is read once, for Digest.
+func AppendTrace(dir, name string, perm os.FileMode) (*TraceOut, error) {
+	f, err := atomicfile.OpenNoFollow(filepath.Join(dir, name), os.O_RDWR|os.O_APPEND, perm)
 	if err != nil {
 		return nil, fmt.Errorf("trace %s: %w", name, err)
 	}
-	return &TraceOut{name: name, dir: dir, f: f}, nil
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("trace %s: %w", name, err)
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("trace %s: %w", name, err)
+	}
+	return &TraceOut{name: name, dir: dir, f: f, w: hashWriter{f, h}, perm: perm}, nil
 }
 
 // FaultsName is the file beside a trace file (trace.jsonl, trace-pNN.jsonl) that records what
@@ -63,11 +96,18 @@ func (t *TraceOut) Episodes() int { return t.episodes }
 // there (the records of the episodes folded up to now).
 func (t *TraceOut) Offset() (int64, error) { return t.f.Seek(0, io.SeekCurrent) }
 
+// Digest is the hex sha256 of the trace file's bytes up to Offset: a resumed run checks the
+// file it continues against it.
+func (t *TraceOut) Digest() string { return hex.EncodeToString(t.w.h.Sum(nil)) }
+
+// Writer is where the merged records go (the file, through the digest).
+func (t *TraceOut) Writer() io.Writer { return t.w }
+
 // Write appends one episode's records (the sink of engine.Run).
 func (t *TraceOut) Write(tr *trace.Traces) error {
 	if len(tr.Control) > 0 {
 		if t.ctl == nil {
-			t.ctl = trace.NewWriter[trace.ControlRecord](t.f)
+			t.ctl = trace.NewWriter[trace.ControlRecord](t.w)
 		}
 		for i := range tr.Control {
 			if err := t.ctl.Write(&tr.Control[i]); err != nil {
@@ -77,7 +117,7 @@ func (t *TraceOut) Write(tr *trace.Traces) error {
 	}
 	if len(tr.Consensus) > 0 {
 		if t.cns == nil {
-			t.cns = trace.NewWriter[trace.ConsensusRecord](t.f)
+			t.cns = trace.NewWriter[trace.ConsensusRecord](t.w)
 		}
 		for i := range tr.Consensus {
 			if err := t.cns.Write(&tr.Consensus[i]); err != nil {
@@ -98,7 +138,7 @@ func (t *TraceOut) writeFaults(events []fault.Event) error {
 		return nil
 	}
 	if t.faults == nil {
-		f, err := os.Create(filepath.Join(t.dir, FaultsName(t.name)))
+		f, err := atomicfile.OpenNoFollow(filepath.Join(t.dir, FaultsName(t.name)), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, t.perm)
 		if err != nil {
 			return fmt.Errorf("fault record: %w", err)
 		}

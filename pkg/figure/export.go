@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -140,7 +141,10 @@ func (f *Figure) Data() (*Data, error) {
 }
 
 // WriteData writes Data as dir/Name.json, atomically, and returns its path.
-func (f *Figure) WriteData(dir string) (string, error) {
+func (f *Figure) WriteData(dir string) (string, error) { return f.WriteDataMode(dir, 0o644) }
+
+// WriteDataMode is WriteData with the file's mode perm.
+func (f *Figure) WriteDataMode(dir string, perm os.FileMode) (string, error) {
 	d, err := f.Data()
 	if err != nil {
 		return "", err
@@ -152,7 +156,7 @@ func (f *Figure) WriteData(dir string) (string, error) {
 		return "", fmt.Errorf("figure %s: %w", f.Name, err)
 	}
 	path := filepath.Join(dir, DataFile(f.Name))
-	if err := atomicfile.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, append(data, '\n'), perm); err != nil {
 		return "", fmt.Errorf("figure %s: writing %s: %w", f.Name, path, err)
 	}
 	return path, nil

@@ -3,6 +3,7 @@ package figure
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -193,6 +194,11 @@ func (f *Figure) Render(format string) (data []byte, err error) {
 // WriteFiles renders the figure in every format and writes dir/Name.png and dir/Name.svg,
 // each atomically (a reader never sees half a file). It returns the paths written.
 func (f *Figure) WriteFiles(dir string) ([]string, error) {
+	return f.WriteFilesMode(dir, func(string) os.FileMode { return 0o644 })
+}
+
+// WriteFilesMode is WriteFiles with each file's mode given by mode(its name in dir).
+func (f *Figure) WriteFilesMode(dir string, mode func(name string) os.FileMode) ([]string, error) {
 	var paths []string
 	for _, format := range Formats {
 		data, err := f.Render(format)
@@ -200,7 +206,7 @@ func (f *Figure) WriteFiles(dir string) ([]string, error) {
 			return paths, err
 		}
 		path := filepath.Join(dir, f.Name+"."+format)
-		if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
+		if err := atomicfile.WriteFile(path, data, mode(f.Name+"."+format)); err != nil {
 			return paths, fmt.Errorf("figure %s: writing %s: %w", f.Name, path, err)
 		}
 		paths = append(paths, path)

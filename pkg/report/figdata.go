@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/pkg/figure"
 )
 
@@ -23,12 +24,12 @@ func FigureDataFile(name string) string {
 // writeFigureData writes the data of every figure into dir/FigureDataDir, atomically each,
 // after removing the data of the figures this report does not draw (an earlier run's in a
 // reused directory), so that the directory holds exactly the figures of report.md.
-func writeFigureData(dir string, figs []*figure.Figure) error {
+func writeFigureData(dir string, figs []*figure.Figure, in Input) error {
 	data := filepath.Join(dir, FigureDataDir)
 	if fi, err := os.Lstat(data); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		return fmt.Errorf("report: %s is a symbolic link: dpsim does not write its figures' data through it (remove it)", data)
 	}
-	if err := os.MkdirAll(data, 0o755); err != nil {
+	if err := atomicfile.MkdirOutputs(data, in.ShareOutputs || in.Secret == nil); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	drawn := map[string]bool{}
@@ -44,7 +45,7 @@ func writeFigureData(dir string, figs []*figure.Figure) error {
 		}
 	}
 	for _, f := range figs {
-		if _, err := f.WriteData(data); err != nil {
+		if _, err := f.WriteDataMode(data, in.mode(FigureDataFile(f.Name))); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 	}

@@ -14,7 +14,7 @@ func TestFigureDataRefusesLink(t *testing.T) {
 	dir, elsewhere := t.TempDir(), t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(elsewhere, "tracking-error.json"), []byte("theirs"), 0o644))
 	require.NoError(t, os.Symlink(elsewhere, filepath.Join(dir, FigureDataDir)))
-	err := writeFigureData(dir, nil)
+	err := writeFigureData(dir, nil, Input{})
 	require.ErrorContains(t, err, "is a symbolic link")
 	got, err := os.ReadFile(filepath.Join(elsewhere, "tracking-error.json"))
 	require.NoError(t, err)

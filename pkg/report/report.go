@@ -22,6 +22,10 @@ const FileName = "report.md"
 // Input is everything a finished run hands to the report. Only Points (with Results) is
 // required; every other field is printed when set.
 type Input struct {
+	// Secret says which outputs (paths in the output directory) hold the run's secrets: Write
+	// writes them 0600 (the figures' data folder 0700) unless ShareOutputs; nil: none.
+	Secret       func(rel string) bool
+	ShareOutputs bool
 	// Scenario is the scenario file as loaded, possibly with a sweep (nil: Points[0].Scenario).
 	Scenario *scenario.Scenario
 	// Points are the resolved points in scenario.Expand order (one for a scenario without a sweep).
@@ -226,20 +230,25 @@ func Write(dir string, in Input) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	for _, f := range rep.Figures {
-		if _, err := f.WriteFiles(dir); err != nil {
+		if _, err := f.WriteFilesMode(dir, func(name string) os.FileMode { return in.mode(name) }); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 	}
-	if err := writeFigureData(dir, rep.Figures); err != nil {
+	if err := writeFigureData(dir, rep.Figures, in); err != nil {
 		return err
 	}
-	return writeMarkdownFile(dir, rep.Markdown)
+	return writeMarkdownFile(dir, rep.Markdown, in)
+}
+
+// mode is the mode of output rel (a path in the output directory): see Input.Secret.
+func (in Input) mode(rel string) os.FileMode {
+	return atomicfile.Mode(in.Secret != nil && in.Secret(rel), in.ShareOutputs)
 }
 
 // writeMarkdownFile writes md as dir/report.md, atomically.
-func writeMarkdownFile(dir string, md []byte) error {
+func writeMarkdownFile(dir string, md []byte, in Input) error {
 	path := filepath.Join(dir, FileName)
-	if err := atomicfile.WriteFile(path, md, 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, md, in.mode(FileName)); err != nil {
 		return fmt.Errorf("report: writing %s: %w", path, err)
 	}
 	return nil
@@ -256,5 +265,5 @@ func WriteMarkdown(dir string, in Input) error {
 	if err != nil {
 		return err
 	}
-	return writeMarkdownFile(dir, rep.Markdown)
+	return writeMarkdownFile(dir, rep.Markdown, in)
 }

@@ -180,6 +180,9 @@ type Options struct {
 	// KeepSecrets is --keep-secrets: the wire engine keeps the files holding secrets in
 	// OUT/procs (else removed when the audit ends).
 	KeepSecrets bool
+	// ShareOutputs is --share-outputs: audit.json, report.md and the processes' traces 0644
+	// (else 0600, OUT/procs 0700; launch.SecretOutputs).
+	ShareOutputs bool
 	// Farm is --dispatch, --spawn-workers, --worker-listen: the fast engine's trials played by
 	// `dpsim worker` processes (internal/farm).
 	Farm farm.Flags
@@ -230,6 +233,7 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.BoolVar(&o.Precision, "precision", true, "add the precision score: under each hypothesis the eavesdropper replays the system's float64 arithmetic from the transcript and tests whether one noise value reproduces the published bits and lies in the float sampler's image (docs/math.md section 6.3); --precision=false leaves it out")
 	o.Roles = launch.Programs{}
 	fs.Func("role", "wire engine: ENDPOINT=COMMAND: start COMMAND (through sh) in place of dpsim's own process ENDPOINT (plant.0, cloud.0, eavesdropper.0, agent.<i>), with the arguments after the role name and the environment dpsim's own would get (docs/protocol.md); a plant or agent program gets each trial's secret x(0) sealed on the challenger's private line, an eavesdropper program's final estimates are scored; the outputs name the program and every problem it causes (repeatable)", o.Roles.ParseProgram)
+	fs.BoolVar(&o.ShareOutputs, "share-outputs", false, "with --out: write audit.json and report.md (they hold the seed and the audited pair x(0), x'(0)) and the wire engine's process traces readable by all (0644, OUT/procs 0755) instead of by you alone (0600, 0700)")
 	fs.BoolVar(&o.KeepSecrets, "keep-secrets", false, "wire engine with --out: keep the files holding secrets in OUT/procs when the audit ends (the plant's or agents' plan files: x(0) and the run seed); by default they are removed, however the audit ends")
 	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/audit-vehicle-structured.yaml")
 	if err != nil {
@@ -610,7 +614,7 @@ func (a *auditRun) playPoint(ctx context.Context, k int, g *audit.Game, stdout i
 			k, n, a.pointConf, n, a.conf))
 	}
 	if a.o.Out != "" {
-		if err := writeFiles(a.o.Out, suffix(n, k), rep); err != nil {
+		if err := writeFiles(a.o.Out, suffix(n, k), rep, a.o.ShareOutputs); err != nil {
 			return nil, err
 		}
 	}
@@ -655,7 +659,7 @@ func (a *auditRun) interrupted(ctx context.Context, k int, out *audit.Outcome, r
 	a.roles = nil
 	rep.Notes = append(rep.Notes, fmt.Sprintf("INTERRUPTED: %d of %d episodes were played; the bounds use those only", out.Episodes, 2*a.trials))
 	if a.o.Out != "" {
-		if werr := writeFiles(a.o.Out, suffix(n, k), rep); werr != nil {
+		if werr := writeFiles(a.o.Out, suffix(n, k), rep, a.o.ShareOutputs); werr != nil {
 			return werr
 		}
 	}
@@ -737,8 +741,9 @@ func suffix(n, k int) string {
 }
 
 // writeFiles writes DIR/audit<sfx>.json, DIR/report<sfx>.md and DIR/tradeoff<sfx>.png/.svg.
-func writeFiles(dir, sfx string, r *audit.GameReport) error {
-	if err := atomicfile.Write(filepath.Join(dir, "audit"+sfx+".json"), 0o644, func(w io.Writer) error { return cli.WriteJSON(w, r) }); err != nil {
+// audit.json and report.md hold the seed and the audited pair: 0600 unless share (--share-outputs).
+func writeFiles(dir, sfx string, r *audit.GameReport, share bool) error {
+	if err := atomicfile.Write(filepath.Join(dir, "audit"+sfx+".json"), launch.OutputMode("audit"+sfx+".json", share), func(w io.Writer) error { return cli.WriteJSON(w, r) }); err != nil {
 		return err
 	}
 	plotName := ""
@@ -748,7 +753,7 @@ func writeFiles(dir, sfx string, r *audit.GameReport) error {
 		}
 		plotName = "tradeoff" + sfx + ".png"
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, "report"+sfx+".md"), []byte(r.Markdown(plotName)), 0o644)
+	return atomicfile.WriteFile(filepath.Join(dir, "report"+sfx+".md"), []byte(r.Markdown(plotName)), launch.OutputMode("report"+sfx+".md", share))
 }
 
 func printTable(w io.Writer, reports []*audit.GameReport, out string) {

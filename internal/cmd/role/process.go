@@ -21,6 +21,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/internal/rss"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
@@ -811,7 +812,17 @@ func (proc *process) createFile(name string) (*os.File, error) {
 	if proc.cfg.Resume {
 		flags = os.O_RDWR | os.O_CREATE
 	}
-	return os.OpenFile(filepath.Join(proc.cfg.Out, name), flags, 0o644)
+	// A file holding secrets (launch.SecretOutputs: the trace) takes the privacy of the folder
+	// the launcher made for the processes (0700 unless --share-outputs): 0600 there, else 0644.
+	mode := launch.OutputMode(filepath.Join("procs", name), atomicfile.Shared(proc.cfg.Out))
+	f, err := os.OpenFile(filepath.Join(proc.cfg.Out, name), flags, mode)
+	if err == nil && proc.cfg.Resume {
+		if err = f.Chmod(mode); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, err
 }
 
 // openTrace creates the process's trace file.

@@ -183,7 +183,7 @@ func TestInflightResumeAfterChildKilled(t *testing.T) {
 	dir, done := killedRun(t, path, "--inflight", "8")
 	require.Less(t, done, 60)
 	require.Zero(t, done%8, "the completed episodes are whole groups: %d", done)
-	resumedEqualsRef(t, dir, ref, 60, done, "--inflight", "5")
+	resumedEqualsRef(t, path, dir, ref, 60, done, "--inflight", "5")
 	require.Equal(t, 5, readInflight(t, dir).Used, "the resumed run's own --inflight")
 }
 

@@ -23,7 +23,7 @@ import (
 const synopsis = `dpsim run SCENARIO [--out DIR] [--seed N] [--nats-url URL] [--mode lockstep|realtime] [--period D]
                  [--ui[=ADDR] [--ui-hold D]] [--engine nats|fast] [--runs N] [--inflight K] [--trace-episodes N] [--timeout D] [--agents-per-process K] [--json]
                  [--engine fast --dispatch [--spawn-workers N] [--worker-listen ADDR]]
-       dpsim run --resume OUT [--nats-url URL]`
+       dpsim run SCENARIO --resume OUT [--nats-url URL] [the run's --role and --attach, given again]`
 
 const description = `Runs the scenario's Monte Carlo episodes and writes DIR/summary.json, the per-step traces and the report.
 
@@ -68,7 +68,17 @@ are not of a completed episode. dpsim run --resume OUT continues such a run from
 episode and sweep point (the episodes folded before are rebuilt by the fast engine from the same
 per-episode random streams and checked against the recorded digest) and its final results equal an
 uninterrupted run's; options that decide the results are the run's own (others given are refused).
-A completed run removes resume.json.`
+A completed run removes resume.json.
+
+resume.json is read as input from whoever can write OUT: it holds no command and no path. SCENARIO is
+given again (its sha256 must be the run's), as are --role and --attach (resume.json keeps their
+sha256 only; given otherwise, the resumption is refused); only plain result-deciding values (seed,
+--engine, --runs, --mode, --period, --timeout, --agents-per-process, --trace-episodes, --encoding,
+--transcript, --sign, --strict, --max-missed-fraction) are taken from it. The trace it continues
+is a bare name in OUT, opened without following a link and checked against its recorded sha256.
+Its last member is an HMAC-SHA256 keyed by OUT/resume.key (mode 0600, the user's own): an edited
+file is refused; someone able to read that key could sign an edit, but still not make dpsim run a
+command or write outside OUT.`
 
 // DefaultTraceEpisodes is the default of --trace-episodes: the episodes whose merged
 // per-step records go to trace.jsonl.
@@ -130,6 +140,9 @@ type Options struct {
 	// KeepSecrets keeps the files holding secrets when the run ends (--keep-secrets; see
 	// launch.SecretFiles): else they are removed.
 	KeepSecrets bool
+	// ShareOutputs (--share-outputs) writes the outputs holding secrets (launch.SecretOutputs)
+	// 0644 and their folders 0755, instead of 0600 and 0700.
+	ShareOutputs bool
 	// Inflight is --inflight: the episodes kept in flight at once over the same processes
 	// (launch.NextGroup); InflightSet says it was given (else the mode's default: resolveInflight).
 	Inflight    int
@@ -146,6 +159,7 @@ type Options struct {
 	// NATSMonitor is --nats-monitor: the embedded server's HTTP monitoring address ("": none).
 	NATSMonitor string
 	flags       *flag.FlagSet // the parsed flags (what was given: the resume state records it)
+	args        []string      // the command line they were parsed from (--resume parses it again)
 }
 
 // parseOptions parses the flags and the SCENARIO argument of `dpsim run` and checks them: each on
@@ -159,7 +173,7 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.ScenarioPath, o.flags = path, fs
+	o.ScenarioPath, o.flags, o.args = path, fs, args
 	if o.Seed, o.SeedSet, err = cli.ParseSeed(seed); err != nil {
 		return nil, err
 	}
@@ -205,6 +219,7 @@ func defineFlags(fs *flag.FlagSet, o *Options, seed, mode, budget *string) {
 	fs.StringVar(&o.NATSURL, "nats-url", "", "external NATS server URL, or a comma-separated list of a cluster's servers (process i connects to the i-th first, the others on failure) (default $"+bus.EnvURL+"; if both are empty an embedded server is started on a random loopback port)")
 	fs.BoolVar(&o.Attach, "attach", false, "start no role process: write each process's command (OUT/procs/attach/commands.sh, with a credentials file per process, mode 0600, that --credentials reads) and print them on stderr, then wait up to --attach-timeout for the processes to be started elsewhere (by hand, docker-compose, a job scheduler) and run the episodes with them; they must see OUT at the same path (a shared directory or volume)")
 	fs.BoolVar(&o.KeepSecrets, "keep-secrets", false, "keep the files holding secrets when the run ends: the plant's and the agents' plan files in OUT/procs (their x(0) and the run seed), crashed processes' checkpoints (their noise draw) and the attach credentials files; by default they are removed when the run ends, however it ends (summary.json secrets says which)")
+	fs.BoolVar(&o.ShareOutputs, "share-outputs", false, "write the outputs that hold the run's secrets (summary.json, the traces, the figures and their data, report.md, the processes' traces: x(0), the seed, the true states) readable by all (0644, folders procs/ and figures/ 0755) instead of by you alone (0600, 0700); plan files, checkpoints, credentials and the resume state stay 0600")
 	fs.DurationVar(&o.AttachTimeout, "attach-timeout", 10*time.Minute, "with --attach: how long to wait for every role process of a point to announce itself")
 	fs.StringVar(&o.Listen, "listen", "", "the embedded NATS server's client address host:port, e.g. 0.0.0.0:4222 for processes on other hosts (--attach); default 127.0.0.1 on a random free port")
 	fs.IntVar(&o.Cluster, "cluster", 0, "start N embedded NATS servers joined by routes on loopback (a cluster; 0 or 1: one server) and spread the processes over them: process i connects to server i mod N first and to the others when it fails")
@@ -238,7 +253,7 @@ func defineFlags(fs *flag.FlagSet, o *Options, seed, mode, budget *string) {
 	fs.Var(live.AddrFlag{Addr: &o.UI}, "ui", uiHelp)
 	fs.StringVar(&o.NATSMonitor, "nats-monitor", "", "serve the embedded NATS server's own HTTP monitoring (/varz, /connz, /healthz, /subsz, ...) on host:port (port 0: a free one; an empty host is 127.0.0.1), printed at the start, until the run ends; with --cluster, its first server's; not with an external server (--nats-url)")
 	fs.DurationVar(&o.UIHold, "ui-hold", 0, "with --ui: keep the live view up this long after the run ended (its final state and /metrics; Ctrl-C ends it sooner)")
-	fs.StringVar(&o.Resume, "resume", "", "continue the run whose outputs are in this directory (its "+ResumeFile+": a run killed, failed or interrupted before every episode completed) from its last completed episode and sweep point, with the results of an uninterrupted run; SCENARIO and the flags that decide the results may be left out (given, they must be the run's); the NATS connection and TLS flags are not recorded and are given again. --engine fast resumes at the last completed point")
+	fs.StringVar(&o.Resume, "resume", "", "continue the run whose outputs are in this directory (its "+ResumeFile+": a run killed, failed or interrupted before every episode completed) from its last completed episode and sweep point, with the results of an uninterrupted run; give SCENARIO again (the file holds only its sha256) and --role and --attach as the run had them; the flags that decide the results may be left out (given, they must be the run's); the NATS connection and TLS flags are not recorded and are given again. --engine fast resumes at the last completed point")
 }
 
 // checkServer checks the NATS server flags against each other: --cluster, --tls auto (the embedded

@@ -22,7 +22,7 @@ var procFileSuffixes = []string{contract.LogFile(""), contract.TraceFile(""), co
 	contract.FaultsFile(""), contract.CheckpointFile(""), contract.PlanFile(""), "public-keys.json"}
 
 // cleanOutputs removes from dir what an earlier dpsim run wrote there, so that a reused --out
-// holds only this run's outputs: summary.json, report.md, resume.json, trace.jsonl and trace-pNN.jsonl (and
+// holds only this run's outputs: summary.json, report.md, resume.json and resume.key, trace.jsonl and trace-pNN.jsonl (and
 // faults.jsonl, faults-pNN.jsonl beside them), faults.applied.yaml (--ui), the
 // report's figures (report.FigureNames as .png and .svg), and procs/ with the processes'
 // files (procs/ and procs/pNN/: *.log, *.trace.jsonl, *.result.json, *.transcript.jsonl, *.faults.jsonl, *.checkpoint.json, *.plan.json, faults.live.*.json; the
@@ -38,17 +38,12 @@ func cleanOutputs(dir string) error {
 	if err != nil {
 		return err
 	}
-	figs := map[string]bool{}
-	for _, f := range report.FigureNames() {
-		figs[f+".png"], figs[f+".svg"] = true, true
-	}
 	for _, e := range entries {
 		name := e.Name()
 		if e.IsDir() {
 			continue
 		}
-		if name == "summary.json" || name == report.FileName || name == ResumeFile || name == "trace.jsonl" || isPointTrace(name) ||
-			name == "faults.jsonl" || name == AppliedFaultsFile || isPointTrace(strings.Replace(name, "faults-p", "trace-p", 1)) || figs[name] {
+		if isRunOutput(name) {
 			remove(filepath.Join(dir, name))
 		}
 	}
@@ -89,6 +84,20 @@ func cleanOutputs(dir string) error {
 	return errors.Join(errs...)
 }
 
+// isRunOutput reports whether name, in OUT, is a file dpsim run writes there (cleanOutputs).
+func isRunOutput(name string) bool {
+	if name == "summary.json" || name == report.FileName || name == ResumeFile || name == ResumeKeyFile || name == "trace.jsonl" || isPointTrace(name) ||
+		name == "faults.jsonl" || name == AppliedFaultsFile || isPointTrace(strings.Replace(name, "faults-p", "trace-p", 1)) {
+		return true
+	}
+	for _, f := range report.FigureNames() {
+		if name == f+".png" || name == f+".svg" {
+			return true
+		}
+	}
+	return false
+}
+
 // isPointTrace matches trace-pNN.jsonl.
 func isPointTrace(name string) bool {
 	digits, ok := strings.CutPrefix(name, "trace-p")
@@ -125,3 +134,7 @@ func hasAnySuffix(s string, suffixes []string) bool {
 	}
 	return false
 }
+
+// outMode is the mode of the output name (a path in OUT): 0600 when it holds the run's secrets
+// (launch.SecretOutputs) unless --share-outputs, else 0644.
+func (l *launcher) outMode(name string) os.FileMode { return launch.OutputMode(name, l.o.ShareOutputs) }

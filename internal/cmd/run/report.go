@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
+	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/report"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
@@ -27,7 +28,8 @@ func (l *launcher) renderReport(write func(dir string, in report.Input) error) e
 	in := report.Input{Scenario: l.scn, Seed: l.sum.Seed, SeedDrawn: l.sum.SeedSource == "crypto",
 		Engine: l.sum.Engine, Mode: l.sum.Mode, NATSURL: l.sum.NATSURL, Timing: l.reportTiming(),
 		Elapsed: time.Since(l.started), Status: l.sum.Status, Error: l.sum.Error, Degraded: l.sum.Degraded, PlannedPoints: len(l.points),
-		Missed: l.sum.Timing.Missed, LateMessages: l.sum.Timing.LateMessages, Timeline: l.sum.Timeline}
+		Missed: l.sum.Timing.Missed, LateMessages: l.sum.Timing.LateMessages, Timeline: l.sum.Timeline,
+		Secret: launch.IsSecretOutput, ShareOutputs: l.o.ShareOutputs}
 	if l.sum.Engine == "fast" {
 		in.Mode = "lockstep" // the fast engine runs the lockstep step order, unpaced
 	}
@@ -51,7 +53,7 @@ func (l *launcher) renderReport(write func(dir string, in report.Input) error) e
 		fmt.Fprintf(&b, "# %s\n\n> **Status: %s** - no episode completed, so there are no results to report.\n>\n> - cause: %s\n\n",
 			l.scn.Name, l.sum.Status, l.sum.Error)
 		fmt.Fprintf(&b, "Scenario %s, engine %s, NATS %s. summary.json has the details.\n", l.o.ScenarioPath, l.sum.Engine, l.sum.NATSURL)
-		return atomicfile.WriteFile(filepath.Join(l.o.Out, report.FileName), []byte(b.String()), 0o644)
+		return atomicfile.WriteFile(filepath.Join(l.o.Out, report.FileName), []byte(b.String()), l.outMode(report.FileName))
 	}
 	if len(in.Points) < len(l.points) {
 		in.Scenario = nil // a partial sweep: report the points that finished
@@ -106,7 +108,7 @@ func (l *launcher) writeSummary() error {
 	if err != nil {
 		return fmt.Errorf("summary.json: %w", err)
 	}
-	if err := atomicfile.WriteFile(filepath.Join(l.o.Out, "summary.json"), append(data, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(l.o.Out, "summary.json"), append(data, '\n'), l.outMode("summary.json")); err != nil {
 		return fmt.Errorf("summary.json: %w", err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,9 +13,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
@@ -34,16 +35,19 @@ import (
 // trace-pNN.jsonl) beyond the offset it records, and the trace files of the points it does
 // not list as done, are partial: --resume cuts them off.
 //
-// It holds the scenario file's digest, the seed, the options that decide the results, the
-// Results of every completed point (with its processes' summaries) and, for the point in
-// progress, the number of episodes folded, the digest of their metrics and the trace offset
-// after them. No credential (the NATS URL, TLS files and run id are not recorded: they are
-// given again, or drawn again, when resuming) and nothing the traces and summary.json do not
-// hold already.
+// It holds the scenario file's digest, the seed, the options that decide the results (the plain
+// values of resumeFlags; the sha256 of a command's), the Results of every completed point
+// (with its processes' summaries) and, for the point in progress, the number of episodes
+// folded, the digest of their metrics, the trace offset after them and the digest of the trace
+// up to there; last, the HMAC of all that (resumecheck.go). No command, no path (SCENARIO,
+// --role and --attach are given again: the file holds their sha256), no credential (the NATS
+// URL, TLS files and run id are given again, or drawn again, when resuming) and nothing the
+// traces and summary.json do not hold already.
 const ResumeFile = "resume.json"
 
-// resumeVersion is the format of ResumeFile.
-const resumeVersion = 1
+// resumeVersion is the format of ResumeFile (2: flags limited to resumeFlags' values, given_sha256,
+// trace_sha256 and the digest; no scenario path).
+const resumeVersion = 2
 
 // resumeCheckpointEvery bounds how often the state is written while a point runs (it is
 // always written when a point completes): at most one atomic write per this interval.
@@ -52,15 +56,16 @@ const resumeCheckpointEvery = 500 * time.Millisecond
 // resumeState is ResumeFile.
 type resumeState struct {
 	Version int `json:"version"`
-	// ScenarioFile is the scenario's absolute path and ScenarioSHA256 the digest of its bytes.
-	ScenarioFile   string `json:"scenario_file"`
+	// ScenarioSHA256 is the digest of the scenario file's bytes (the file is given again).
 	ScenarioSHA256 string `json:"scenario_sha256"`
 	Seed           uint64 `json:"seed"`
 	SeedString     string `json:"seed_string"`
 	SeedSource     string `json:"seed_source"`
-	// Flags are the flags the run was started with that decide its results (name: value);
-	// the transport's (resumeFreeFlags) are not recorded.
+	// Flags are the flags the run was started with that decide its results and are plain
+	// values (resumeFlags: resumeValue; name: value). Given are the sha256 of the resumeGiven
+	// flags' values (givenDigest), given or not: a command is never recorded.
 	Flags  map[string]string `json:"flags"`
+	Given  map[string]string `json:"given_sha256"`
 	Engine string            `json:"engine"`
 	Runs   int               `json:"runs"`
 	Points int               `json:"points"`
@@ -70,6 +75,9 @@ type resumeState struct {
 	// Connections and LauncherCtlInvalid are the summary's totals over the Done points.
 	Connections        ConnectionSummary    `json:"connections"`
 	LauncherCtlInvalid bus.CountersSnapshot `json:"launcher_ctl_invalid"`
+	// Digest is the HMAC-SHA256 of the file's bytes before it ("hmac-sha256:HEX"), keyed by
+	// ResumeKeyFile; written last (signResume), so empty when the state is marshalled.
+	Digest string `json:"digest,omitempty"`
 }
 
 // resumePoint is a completed point: what summary.json has of it.
@@ -86,17 +94,12 @@ type resumeProgress struct {
 	// sha256 of the JSON of the Results without links).
 	Episodes      int    `json:"episodes"`
 	MetricsSHA256 string `json:"metrics_sha256"`
-	// TraceFile holds the merged records of those episodes up to TraceOffset bytes.
+	// TraceFile (a bare name in OUT) holds the merged records of those episodes up to
+	// TraceOffset bytes, whose sha256 is TraceSHA256.
 	TraceFile   string `json:"trace_file,omitempty"`
 	TraceOffset int64  `json:"trace_offset"`
+	TraceSHA256 string `json:"trace_sha256,omitempty"`
 }
-
-// resumeFreeFlags may differ between a run and its resumption: they say how to reach the
-// processes (--no-sign goes with an external server, given again with it), what to print or
-// how much memory to allow or how many episodes to keep in flight, not what is computed.
-var resumeFreeFlags = []string{"resume", "out", "nats-url", "tls", "tls-ca", "tls-cert", "tls-key", "connect-retry", "listen",
-	"cluster", "run-id", "log-level", "progress", "json", "child-gomaxprocs", "attach-timeout", "no-sign", "budget", "inflight", "keep-secrets",
-	"ui", "ui-hold", "nats-monitor"}
 
 // resumer is the launcher's resume bookkeeping.
 type resumer struct {
@@ -106,10 +109,11 @@ type resumer struct {
 	lastSave  time.Time
 	replayed  map[int][]fault.LinkStats // links of the episodes replayed for a point
 	saveFails int
+	key       []byte // of the state's digest (ResumeKeyFile)
 }
 
-// scenarioArg is cli.ParseScenarioArgs, except that with --resume the SCENARIO may be left out:
-// the resume state names it.
+// scenarioArg is cli.ParseScenarioArgs, except that with --resume a missing SCENARIO is left to
+// applyResume, which says why it is needed.
 func scenarioArg(fs *flag.FlagSet, args []string, o *Options) (string, error) {
 	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/cloud-vehicle.yaml")
 	if errors.Is(err, cli.ErrMissingScenario) && o.Resume != "" {
@@ -118,11 +122,13 @@ func scenarioArg(fs *flag.FlagSet, args []string, o *Options) (string, error) {
 	return path, err
 }
 
-// applyResume turns the options of `dpsim run --resume OUT [flags]` into those of the run
-// being resumed: its recorded flags, the flags of resumeFreeFlags given now, and its seed. A
-// flag given now that decides the results must have the recorded value, and a SCENARIO given
-// now must be the recorded file with the same bytes: otherwise a usage error (exit 2) names
-// the difference.
+// applyResume turns the options of `dpsim run SCENARIO --resume OUT [flags]` into those of the
+// run being resumed: the command line parsed again after the recorded values of the flags that
+// decide the results (resumeFlags: resumeValue) it leaves out, and the run's seed. SCENARIO must
+// be given (resume.json names no file) and have the recorded bytes; a result-deciding flag given
+// must have the recorded value; --role and --attach (resumeGiven) must be given again as the
+// run had them: otherwise a usage error (exit 2) names the difference. Nothing else is taken
+// from the file (resumecheck.go).
 func (l *launcher) applyResume() error {
 	o := l.o
 	if o.Resume == "" {
@@ -132,92 +138,106 @@ func (l *launcher) applyResume() error {
 		return cli.UsageError("--out %s and --resume %s: a resumed run writes where it ran (leave --out out)", o.Out, o.Resume)
 	}
 	o.Out = o.Resume // the caller's options name where the outputs are, as a fresh run's do
-	st, err := readResumeState(o.Resume)
+	st, key, err := readResumeState(o.Resume, o.flags)
 	if err != nil {
 		return err
+	}
+	if o.ScenarioPath == "" {
+		return cli.UsageError("--resume %s: give the run's SCENARIO again (%s names no file, only its sha256): dpsim run SCENARIO --resume %s", o.Resume, ResumeFile, o.Resume)
 	}
 	if err := st.checkScenario(o.ScenarioPath); err != nil {
 		return err
 	}
-	args := []string{}
-	for _, name := range sortedKeys(st.Flags) {
-		args = append(args, "--"+name+"="+st.Flags[name])
-	}
-	var diffs []string
-	o.flags.Visit(func(f *flag.Flag) {
-		if slices.Contains(resumeFreeFlags, f.Name) {
-			if f.Name != "resume" && f.Name != "out" {
-				args = append(args, "--"+f.Name+"="+f.Value.String())
+	given := map[string]bool{}
+	o.flags.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var args, diffs []string
+	o.flags.VisitAll(func(f *flag.Flag) {
+		switch resumeClassOf(f.Name) {
+		case resumeValue:
+			want, recorded := st.Flags[f.Name]
+			if f.Name == "seed" {
+				want, recorded = st.SeedString, true // given, drawn or the scenario's: the run's seed
 			}
-			return
-		}
-		want, ok := st.Flags[f.Name]
-		switch {
-		case f.Name == "seed":
-			want = st.SeedString // given, drawn or the scenario's: the run's seed
-		case !ok:
-			want = f.DefValue
-		}
-		if f.Value.String() != want {
-			if want == "" {
-				want = "the default"
+			if !given[f.Name] {
+				if recorded {
+					args = append(args, "--"+f.Name+"="+want)
+				}
+				return
 			}
-			diffs = append(diffs, fmt.Sprintf("--%s %s (the run has %s)", f.Name, f.Value.String(), want))
+			if !recorded {
+				want = f.DefValue
+			}
+			if f.Value.String() != want {
+				if want == "" {
+					want = "the default"
+				}
+				diffs = append(diffs, fmt.Sprintf("--%s %s (the run has %s)", f.Name, f.Value.String(), want))
+			}
+		case resumeGiven:
+			if givenDigest(o, f) != st.Given[f.Name] {
+				diffs = append(diffs, fmt.Sprintf("--%s is not the run's (%s keeps only its sha256: give --%s again exactly as the run was started, or leave it out if the run had none)", f.Name, ResumeFile, f.Name))
+			}
 		}
 	})
 	if len(diffs) > 0 {
-		return cli.UsageError("--resume %s: the run being resumed was started with other options: %v; resume it with its own (or leave them out)", o.Resume, diffs)
+		return cli.UsageError("--resume %s: the run being resumed was started with other options: %s", o.Resume, strings.Join(diffs, "; "))
 	}
-	args = append(args, "--seed="+strconv.FormatUint(st.Seed, 10), "--out="+o.Resume, st.ScenarioFile)
+	args = append(args, o.args...)
+	if !given["out"] { // o.Out is set above, the flag was not given
+		args = append(args, "--out="+o.Resume)
+	}
 	ro, err := parseOptions(args, io.Discard, io.Discard)
 	if err != nil {
 		return fmt.Errorf("--resume %s: the recorded options: %w", o.Resume, err)
 	}
-	ro.Resume, ro.Progress, ro.JSON = o.Resume, o.Progress, o.JSON
+	ro.Resume = o.Resume
 	l.o = ro
-	l.resume.from = st
+	l.resume.from, l.resume.key = st, key
 	return nil
 }
 
-// readResumeState reads OUT/resume.json; a missing or unreadable state is a usage error.
-func readResumeState(dir string) (*resumeState, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ResumeFile))
+// readResumeState reads OUT/resume.json and its key (never through a link), checks what it
+// holds (validate) and its digest. A missing, unreadable, edited or unacceptable state is a
+// usage error naming why.
+func readResumeState(dir string, fset *flag.FlagSet) (*resumeState, []byte, error) {
+	data, err := readPrivate(dir, ResumeFile, false)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, cli.UsageError("--resume %s: no %s there: nothing to resume (the run completed, or it was not started by dpsim run)", dir, ResumeFile)
+		return nil, nil, cli.UsageError("--resume %s: no %s there: nothing to resume (the run completed, or it was not started by dpsim run)", dir, ResumeFile)
 	}
 	if err != nil {
-		return nil, cli.UsageError("--resume %s: %v", dir, err)
+		return nil, nil, cli.UsageError("--resume %s: %v", dir, err)
 	}
 	var st resumeState
-	if err := json.Unmarshal(data, &st); err != nil {
-		return nil, cli.UsageError("--resume %s: %s: %v", dir, ResumeFile, err)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil {
+		return nil, nil, cli.UsageError("--resume %s: %s: %v", dir, ResumeFile, err)
 	}
 	if st.Version != resumeVersion {
-		return nil, cli.UsageError("--resume %s: %s has format version %d, this dpsim reads %d", dir, ResumeFile, st.Version, resumeVersion)
+		return nil, nil, cli.UsageError("--resume %s: %s has format version %d, this dpsim reads %d", dir, ResumeFile, st.Version, resumeVersion)
 	}
-	return &st, nil
+	if err := st.validate(fset); err != nil {
+		return nil, nil, cli.UsageError("--resume %s: %v", dir, err)
+	}
+	key, err := readPrivate(dir, ResumeKeyFile, true)
+	if err != nil {
+		return nil, nil, cli.UsageError("--resume %s: the key of %s's digest: %v", dir, ResumeFile, err)
+	}
+	if err := verifyResume(data, key); err != nil {
+		return nil, nil, cli.UsageError("--resume %s: %v", dir, err)
+	}
+	return &st, key, nil
 }
 
-// checkScenario checks that the recorded scenario file still has the recorded bytes, and that
-// a SCENARIO given with --resume is that file.
+// checkScenario checks that the SCENARIO given with --resume has the recorded bytes.
 func (st *resumeState) checkScenario(given string) error {
-	sum, err := fileSHA256(st.ScenarioFile)
-	if err != nil {
-		return cli.UsageError("--resume: the run's scenario %s: %v", st.ScenarioFile, err)
-	}
-	if sum != st.ScenarioSHA256 {
-		return cli.UsageError("--resume: the run's scenario %s changed since the run started (sha256 %s, was %s): its results would not be those of one run",
-			st.ScenarioFile, sum[:12], st.ScenarioSHA256[:12])
-	}
-	if given == "" {
-		return nil
-	}
 	g, err := fileSHA256(given)
 	if err != nil {
 		return cli.UsageError("--resume: scenario %s: %v", given, err)
 	}
 	if g != st.ScenarioSHA256 {
-		return cli.UsageError("--resume: scenario %s is not the run's (%s): another file or other contents", given, st.ScenarioFile)
+		return cli.UsageError("--resume: scenario %s is not the run's (sha256 %s, the run's %s): another file, or the file changed since the run started; its results would not be those of one run",
+			given, g[:12], st.ScenarioSHA256[:12])
 	}
 	return nil
 }
@@ -252,14 +272,33 @@ func (l *launcher) prepareOutputs() error {
 		}
 		return nil
 	}
-	for _, f := range []string{"summary.json", report.FileName} {
-		if err := os.Remove(filepath.Join(o.Out, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("--resume %s: %w", o.Out, err)
+	if st.Points != len(l.points) || st.Runs != l.runs {
+		return cli.UsageError("--resume %s: %s: %d points of %d runs, the scenario has %d of %d", o.Out, ResumeFile, st.Points, st.Runs, len(l.points), l.runs)
+	}
+	for k, d := range st.Done {
+		for _, tr := range append(d.Traces, d.Summary.TraceFile) {
+			if tr != "" && tr != l.traceName(k) {
+				return cli.UsageError("--resume %s: %s: done[%d] names trace %q, point %d's is %s", o.Out, ResumeFile, k, tr, k, l.traceName(k))
+			}
 		}
 	}
 	if c := st.Current; c != nil && c.TraceFile != "" {
-		if err := os.Truncate(filepath.Join(o.Out, c.TraceFile), c.TraceOffset); err != nil {
-			return fmt.Errorf("--resume %s: cutting the trace back to its last folded episode: %w", o.Out, err)
+		if c.TraceFile != l.traceName(c.Point) {
+			return cli.UsageError("--resume %s: %s: current.trace_file %q: point %d's trace is %s", o.Out, ResumeFile, c.TraceFile, c.Point, l.traceName(c.Point))
+		}
+		if err := checkTrace(o.Out, c.TraceFile, c.TraceOffset, c.TraceSHA256); err != nil {
+			if errors.Is(err, cli.ErrUsage) {
+				return fmt.Errorf("--resume %s: %w", o.Out, err)
+			}
+			return cli.UsageError("--resume %s: %v", o.Out, err)
+		}
+	}
+	if err := removeOutputLinks(o.Out); err != nil {
+		return fmt.Errorf("--resume %s: %w", o.Out, err)
+	}
+	for _, f := range []string{"summary.json", report.FileName} {
+		if err := os.Remove(filepath.Join(o.Out, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("--resume %s: %w", o.Out, err)
 		}
 	}
 	return nil
@@ -274,14 +313,21 @@ func (l *launcher) resumeBegin() {
 	}
 	flags := map[string]string{}
 	l.o.flags.Visit(func(f *flag.Flag) {
-		if !slices.Contains(resumeFreeFlags, f.Name) {
+		if resumeClassOf(f.Name) == resumeValue && f.Name != "seed" {
 			flags[f.Name] = f.Value.String()
 		}
 	})
-	abs, _ := filepath.Abs(l.o.ScenarioPath)
 	sum, _ := fileSHA256(l.o.ScenarioPath)
-	st := &resumeState{Version: resumeVersion, ScenarioFile: abs, ScenarioSHA256: sum, Seed: l.sum.Seed, SeedString: l.sum.SeedString,
-		SeedSource: l.sum.SeedSource, Flags: flags, Engine: l.o.Engine, Runs: l.runs, Points: len(l.points), Done: []resumePoint{}}
+	st := &resumeState{Version: resumeVersion, ScenarioSHA256: sum, Seed: l.sum.Seed, SeedString: l.sum.SeedString,
+		SeedSource: l.sum.SeedSource, Flags: flags, Given: givenDigests(l.o), Engine: l.o.Engine, Runs: l.runs, Points: len(l.points), Done: []resumePoint{}}
+	if l.resume.from == nil {
+		key, err := newResumeKey(l.o.Out)
+		if err != nil {
+			l.log.Warn().Err(err).Msg("resume state not written: this run cannot be resumed with --resume")
+			return
+		}
+		l.resume.key = key
+	}
 	if from := l.resume.from; from != nil {
 		st.Flags, st.SeedSource, st.Done, st.Current = from.Flags, from.SeedSource, from.Done, from.Current
 		st.Connections, st.LauncherCtlInvalid = from.Connections, from.LauncherCtlInvalid
@@ -289,8 +335,9 @@ func (l *launcher) resumeBegin() {
 		l.sum.Connections, l.sum.LauncherCtlInvalid = from.Connections, from.LauncherCtlInvalid
 		for _, d := range st.Done {
 			l.addPoint(d.Summary, d.Summary.Metrics)
-			l.sum.Processes = append(l.sum.Processes, d.Processes...)
 			for _, p := range d.Processes {
+				p.Program = l.o.Roles[p.Role+"."+strconv.Itoa(p.ID)] // given again, the run's (applyResume)
+				l.sum.Processes = append(l.sum.Processes, p)
 				l.sum.Invalid[l.processKey(p)] = p.Invalid
 				l.sum.Timing.add(p)
 			}
@@ -327,6 +374,7 @@ func (l *launcher) completePoint(k int) {
 	d := resumePoint{Summary: ps}
 	for _, p := range l.sum.Processes {
 		if p.Point == k {
+			p.Program = "" // a command: never in the file (given again with --role)
 			d.Processes = append(d.Processes, p)
 		}
 	}
@@ -358,7 +406,7 @@ func (l *launcher) checkpoint(k, episodes int, col *launch.Collector, out *launc
 			l.log.Warn().Err(err).Msg("resume state: trace offset")
 			return
 		}
-		c.TraceFile, c.TraceOffset = out.Name(), off
+		c.TraceFile, c.TraceOffset, c.TraceSHA256 = out.Name(), off, out.Digest()
 	}
 	st.Current = c
 	l.saveResume(force)
@@ -372,7 +420,11 @@ func (l *launcher) saveResume(force bool) {
 		return
 	}
 	l.resume.lastSave = time.Now()
+	st.Digest = ""
 	data, err := json.Marshal(st)
+	if err == nil {
+		data, err = signResume(data, l.resume.key)
+	}
 	if err == nil {
 		err = atomicfile.WriteFile(filepath.Join(l.o.Out, ResumeFile), data, 0o600)
 	}
@@ -389,8 +441,10 @@ func (l *launcher) resumeEnd() {
 	if l.resume.state == nil || (l.sum.Status != "ok" && l.sum.Status != "degraded") {
 		return
 	}
-	if err := os.Remove(filepath.Join(l.o.Out, ResumeFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		l.log.Warn().Err(err).Msg("removing the resume state")
+	for _, f := range []string{ResumeFile, ResumeKeyFile} {
+		if err := os.Remove(filepath.Join(l.o.Out, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			l.log.Warn().Err(err).Msg("removing the resume state")
+		}
 	}
 }
 

@@ -133,9 +133,12 @@ func TestResumeAfterLauncherKilled(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--seed", "7"}, "--seed 7 (the run has 71)"},
-		{[]string{"--runs", "10"}, "--runs 10"},
+		{[]string{path, "--seed", "7"}, "--seed 7 (the run has 71)"},
+		{[]string{path, "--runs", "10"}, "--runs 10"},
 		{[]string{scenarioPath("cloud-vehicle")}, "is not the run's"},
+		{[]string{path, "--role", "cloud.0=true"}, "--role is not the run's"},
+		{[]string{path, "--attach"}, "--attach is not the run's"},
+		{nil, "give the run's SCENARIO again"},
 	} {
 		code, _, stderr := runDpsim(t, 30*time.Second, append([]string{"run", "--resume", dir, "--nats-url", srv.URL(), "--seed", "71"}, tc.args...)...)
 		require.Equal(t, 2, code, stderr)
@@ -144,17 +147,17 @@ func TestResumeAfterLauncherKilled(t *testing.T) {
 			require.NotContains(t, stderr, "--seed 71", "the run's own seed is accepted")
 		}
 	}
-	code, _, stderr = runDpsim(t, 30*time.Second, "run", "--resume", t.TempDir())
+	code, _, stderr = runDpsim(t, 30*time.Second, "run", path, "--resume", t.TempDir())
 	require.Equal(t, 2, code, stderr)
 	require.Contains(t, stderr, "nothing to resume")
 	// The scenario file edited since: refused; back as it was, accepted.
 	require.NoError(t, os.WriteFile(path, []byte(resumeSweep+"# edited\n"), 0o644))
-	code, _, stderr = runDpsim(t, 30*time.Second, "run", "--resume", dir, "--nats-url", srv.URL())
+	code, _, stderr = runDpsim(t, 30*time.Second, "run", path, "--resume", dir, "--nats-url", srv.URL())
 	require.Equal(t, 2, code, stderr)
-	require.Contains(t, stderr, "changed since the run started")
+	require.Contains(t, stderr, "the file changed since the run started")
 	require.NoError(t, os.WriteFile(path, []byte(resumeSweep), 0o644))
 
-	code, _, stderr = runDpsim(t, 180*time.Second, "run", "--resume", dir, "--nats-url", srv.URL(), "--log-level", "warn")
+	code, _, stderr = runDpsim(t, 180*time.Second, "run", path, "--resume", dir, "--nats-url", srv.URL(), "--log-level", "warn")
 	require.Equal(t, 0, code, stderr)
 	require.NotContains(t, stderr, "starts again", "the resumed point continued after its folded episodes")
 	got, want := readSummary(t, dir), readSummary(t, ref)
@@ -207,7 +210,7 @@ func TestResumeFastEngine(t *testing.T) {
 	_, err := os.Stat(filepath.Join(dir, "summary.json"))
 	require.ErrorIs(t, err, os.ErrNotExist, "killed before the end")
 
-	code, _, stderr = runDpsim(t, 180*time.Second, "run", "--resume", dir, "--log-level", "warn")
+	code, _, stderr = runDpsim(t, 180*time.Second, "run", path, "--resume", dir, "--log-level", "warn")
 	require.Equal(t, 0, code, stderr)
 	got := readSummary(t, dir)
 	require.Equal(t, "ok", got.Status, got.Error)
@@ -226,7 +229,7 @@ func TestResumeAfterChildKilled(t *testing.T) {
 	// one episode at a time: the kill lands inside an episode (TestInflightResumeAfterChildKilled kills one of 8)
 	dir, done := killedRun(t, path, "--inflight", "1")
 	require.Less(t, done, 60)
-	resumedEqualsRef(t, dir, ref, 60, done)
+	resumedEqualsRef(t, path, dir, ref, 60, done)
 }
 
 // killedRun runs the scenario at path (with args) over a server of its own and SIGKILLs the
@@ -251,11 +254,11 @@ func killedRun(t *testing.T, path string, args ...string) (dir string, done int)
 	return dir, failed.Points[0].Metrics.Runs
 }
 
-// resumedEqualsRef resumes the run in dir (with args), which completed done of its runs
+// resumedEqualsRef resumes the run of scenario path in dir (with args), which completed done of its runs
 // episodes, and requires the results of the uninterrupted run in ref: the metrics, the trace,
 // and every process having played only the episodes after the done ones.
-func resumedEqualsRef(t *testing.T, dir, ref string, runs, done int, args ...string) {
-	code, _, stderr := runDpsim(t, 180*time.Second, append([]string{"run", "--resume", dir, "--log-level", "warn"}, args...)...)
+func resumedEqualsRef(t *testing.T, path, dir, ref string, runs, done int, args ...string) {
+	code, _, stderr := runDpsim(t, 180*time.Second, append([]string{"run", path, "--resume", dir, "--log-level", "warn"}, args...)...)
 	require.Equal(t, 0, code, stderr)
 	got := readSummary(t, dir)
 	require.Equal(t, "ok", got.Status, got.Error)

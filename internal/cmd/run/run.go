@@ -455,7 +455,7 @@ func (l *launcher) runFast(ctx context.Context) error {
 		var out *launch.TraceOut
 		if t := l.traced(); !t.None() {
 			var err error
-			if out, err = launch.CreateTrace(l.o.Out, l.traceName(k)); err != nil {
+			if out, err = launch.CreateTrace(l.o.Out, l.traceName(k), l.outMode(l.traceName(k))); err != nil {
 				return err
 			}
 			opts.TraceEpisodes, opts.TraceSink = t, out.Write
@@ -572,7 +572,7 @@ func (l *launcher) runNATSPoints(ctx context.Context, exe string, srv *launch.Se
 			Dir: dir, Mode: l.o.Mode, Period: l.o.Period, Timeout: l.o.Timeout, AgentsPerProcess: l.o.AgentsPerProcess,
 			Encoding: l.o.Encoding, LogLevel: l.o.LogLevel, Transcript: l.o.Transcript, GOMAXPROCS: l.o.ChildProcs, Log: l.log,
 			Timeline: l.tl, PointIndex: k, Sign: l.o.Sign, Attach: l.o.Attach, Announce: l.announce(),
-			StartTimeout: l.startTimeout(), Inflight: l.o.Inflight, Programs: l.o.Roles, KeepSecrets: l.o.KeepSecrets,
+			StartTimeout: l.startTimeout(), Inflight: l.o.Inflight, Programs: l.o.Roles, KeepSecrets: l.o.KeepSecrets, ShareOutputs: l.o.ShareOutputs,
 		}
 		srv.Configure(&cfg, k)
 		l.hubBegin(k)
@@ -675,9 +675,9 @@ func (l *launcher) pointTrace(k, first int) (*launch.TraceOut, error) {
 		return nil, nil
 	}
 	if first == 0 {
-		return launch.CreateTrace(l.o.Out, l.traceName(k))
+		return launch.CreateTrace(l.o.Out, l.traceName(k), l.outMode(l.traceName(k)))
 	}
-	return launch.AppendTrace(l.o.Out, l.traceName(k))
+	return launch.AppendTrace(l.o.Out, l.traceName(k), l.outMode(l.traceName(k)))
 }
 
 // recordSession adds the stopped session's connection counters, processes and ctl counters to
