@@ -75,7 +75,9 @@ type PointOutcome struct {
 	// Problems are what the processes did wrong, each attributed to its process (attribute);
 	// the fatal ones are in the point's error.
 	Problems []Problem
-	forgedBy map[string]map[string]uint64 // claimed sender -> receiver -> forged messages dropped
+	// Leftovers are the processes that outlived their role and were killed at the stop.
+	Leftovers []Leftover
+	forgedBy  map[string]map[string]uint64 // claimed sender -> receiver -> forged messages dropped
 }
 
 // ProcOutcome is one process of a played point: who it was, how it exited and what it
@@ -278,7 +280,7 @@ func finishCollection(col *Collector, done int, failed bool, cfg SessionConfig, 
 // connection events go on the timeline).
 func newOutcome(sess *Session, cfg SessionConfig, o PlayOptions) *PointOutcome {
 	out := &PointOutcome{FaultCounts: sess.FaultCounts, Inflight: sess.Inflight, Played: sess.Episodes, Episodes: o.Start + sess.Episodes,
-		EpisodeNS: sess.EpisodeNS, Elapsed: time.Since(o.Started), Attached: sess.Attached()}
+		EpisodeNS: sess.EpisodeNS, Elapsed: time.Since(o.Started), Attached: sess.Attached(), Leftovers: sess.Leftovers()}
 	for _, pr := range sess.Procs() {
 		out.Procs = append(out.Procs, procOutcome(sess, pr))
 		if r := sess.Result(pr); r != nil {

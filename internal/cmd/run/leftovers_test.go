@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -46,6 +47,30 @@ exec `+dpsimBin+` cloud "$@"
 		require.False(t, running(pid), "pid %s outlived the run", f)
 	}
 	require.Contains(t, stderr, "outlived its role")
+	var sum struct {
+		Status    string `json:"status"`
+		Leftovers []struct {
+			PID     int    `json:"pid"`
+			Command string `json:"command"`
+			Of      string `json:"of"`
+			Signal  string `json:"signal"`
+		} `json:"leftover_processes"`
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &sum))
+	require.Len(t, sum.Leftovers, 3, "each is named")
+	signals := map[string]int{}
+	for _, l := range sum.Leftovers {
+		require.Equal(t, "cloud-0", l.Of)
+		require.Equal(t, "sleep", l.Command)
+		require.Contains(t, left, strconv.Itoa(l.PID))
+		signals[l.Signal]++
+	}
+	require.Equal(t, map[string]int{"SIGTERM": 2, "SIGKILL": 1}, signals, "the one ignoring SIGTERM needed SIGKILL")
+	rep, err := os.ReadFile(filepath.Join(out, "report.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(rep), "outlived their role and were killed")
 }
 
 // running reports whether pid exists and has not ended (a zombie waits only for its parent).

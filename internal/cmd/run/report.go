@@ -1,7 +1,6 @@
 package run
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
+	"github.com/dpsim/dpsim/internal/finitejson"
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/report"
 	"github.com/dpsim/dpsim/pkg/scenario"
@@ -103,8 +103,15 @@ func pointLabel(pt *scenario.Scenario) string {
 	return strings.Join(parts, ", ")
 }
 
+// writeSummary writes summary.json: metrics that overflowed float64 are null there, and
+// non_finite says which (a run is never lost to "json: unsupported value: +Inf").
 func (l *launcher) writeSummary() error {
-	data, err := json.MarshalIndent(l.sum, "", "  ")
+	l.sum.NonFinite = nil
+	data, nf, err := finitejson.MarshalIndent(l.sum, "", "  ")
+	if err == nil && nf != nil {
+		l.sum.NonFinite = nf
+		data, _, err = finitejson.MarshalIndent(l.sum, "", "  ")
+	}
 	if err != nil {
 		return fmt.Errorf("summary.json: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/finitejson"
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/fault"
@@ -421,6 +422,14 @@ func (l *launcher) saveResume(force bool) {
 	}
 	l.resume.lastSave = time.Now()
 	st.Digest = ""
+	if nf := finitejson.Find(st); nf != nil {
+		// null would read back as 0: the last state that was finite stays the one to resume
+		if l.resume.saveFails == 0 {
+			l.log.Warn().Str("non_finite", nf.Brief(3)).Msg("resume state not updated: the metrics overflowed float64; --resume continues from the last finite state")
+		}
+		l.resume.saveFails++
+		return
+	}
 	data, err := json.Marshal(st)
 	if err == nil {
 		data, err = signResume(data, l.resume.key)

@@ -701,6 +701,7 @@ func (l *launcher) recordSession(po *launch.PointOutcome, k int, p *plan.Plan, c
 	l.sum.Connections.Reconnects += po.Reconnects
 	l.sum.LauncherCtlInvalid = addCounters(l.sum.LauncherCtlInvalid, po.CtlInvalid)
 	l.recordProblems(k, po.Problems)
+	l.sum.LeftoverProcesses = append(l.sum.LeftoverProcesses, po.Leftovers...)
 	return ps
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dpsim/dpsim/internal/farm"
+	"github.com/dpsim/dpsim/internal/finitejson"
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/metrics"
@@ -62,6 +63,12 @@ type Summary struct {
 	// by the server): the fatal ones failed the run, the others made it degraded.
 	Problems []PointProblem `json:"problems,omitempty"`
 	Warnings []string       `json:"warnings,omitempty"`
+	// NonFinite names the values that overflowed float64 (an unstable loop): they are null in
+	// this file (internal/finitejson).
+	NonFinite *finitejson.Report `json:"non_finite,omitempty"`
+	// LeftoverProcesses are processes the run started (or their descendants) that outlived
+	// their role and were killed when it stopped (internal/launch, sweep).
+	LeftoverProcesses []launch.Leftover `json:"leftover_processes,omitempty"`
 
 	// Processes is every role process of every point: {role, id, pid} and what it reported.
 	Processes []ProcessSummary `json:"processes"`
