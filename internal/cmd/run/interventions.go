@@ -7,6 +7,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/internal/live"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
@@ -117,22 +118,6 @@ type intervener struct{ iv *launch.Interventions }
 
 func (v intervener) State() any { return v.iv.State() }
 
-func (v intervener) Do(op, target, name string, body map[string]any) (any, error) {
-	switch {
-	case op == launch.OpCrash:
-		return v.iv.Crash(name, body)
-	case target == launch.TargetLink && op == launch.OpAdd:
-		return v.iv.AddLink(body)
-	case target == launch.TargetLink && op == launch.OpChange:
-		return v.iv.ChangeLink(name, body)
-	case target == launch.TargetLink && op == launch.OpRemove:
-		return v.iv.RemoveLink(name)
-	case target == launch.TargetPartition && op == launch.OpAdd:
-		return v.iv.AddPartition(body)
-	case target == launch.TargetPartition && op == launch.OpChange:
-		return v.iv.ChangePartition(name, body)
-	case target == launch.TargetPartition && op == launch.OpRemove:
-		return v.iv.RemovePartition(name)
-	}
-	return nil, &launch.Refusal{Status: 404, Reason: "unknown change " + op + " " + target}
+func (v intervener) Do(op, target, name string, body map[string]any, by live.Requester) (any, error) {
+	return v.iv.Do(launch.Requester{RemoteAddr: by.RemoteAddr, UserAgent: by.UserAgent, Origin: by.Origin}, op, target, name, body)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
@@ -52,6 +53,7 @@ func apiCall(t *testing.T, method, url, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -64,7 +66,7 @@ func apiCall(t *testing.T, method, url, body string) (int, map[string]any) {
 
 func ivStateOf(t *testing.T, base string) ivState {
 	t.Helper()
-	resp, err := http.Get(base + "api/faults")
+	resp, err := http.Get(dpsimtest.LivePath(base, "api/faults"))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -194,26 +196,26 @@ func playInterventions(t *testing.T, runs int, extra []string) string {
 	st := ivStateOf(t, base)
 	require.True(t, st.Enabled, "episodes in flight take interventions: %s", st.Refused)
 
-	code, body := apiCall(t, "POST", base+"api/faults/links", `{"name": "cut", "from": "agent.1", "to": "agent.2", "drop": 1}`)
+	code, body := apiCall(t, "POST", dpsimtest.LivePath(base, "api/faults/links"), `{"name": "cut", "from": "agent.1", "to": "agent.2", "drop": 1}`)
 	require.Equal(t, http.StatusAccepted, code, body)
 	require.Equal(t, "cut", body["rule"])
-	code, body = apiCall(t, "POST", base+"api/faults/links", `{"name": "bad", "drop": 1.5}`)
+	code, body = apiCall(t, "POST", dpsimtest.LivePath(base, "api/faults/links"), `{"name": "bad", "drop": 1.5}`)
 	require.Equal(t, http.StatusBadRequest, code)
 	require.Equal(t, "faults.links[2].drop", body["field"], "the field in the faults as they would be (base, cut, this one): %v", body)
-	code, body = apiCall(t, "POST", base+"api/faults/links", `{"name": "base", "drop": 0.5}`)
+	code, body = apiCall(t, "POST", dpsimtest.LivePath(base, "api/faults/links"), `{"name": "base", "drop": 0.5}`)
 	require.Equal(t, http.StatusBadRequest, code, "a name in use: %v", body)
 	require.Equal(t, "faults.links[2].name", body["field"], body)
-	code, body = apiCall(t, "PUT", base+"api/faults/links/nosuch", `{"drop": 0.5}`)
+	code, body = apiCall(t, "PUT", dpsimtest.LivePath(base, "api/faults/links/nosuch"), `{"drop": 0.5}`)
 	require.Equal(t, http.StatusNotFound, code, body)
-	code, body = apiCall(t, "POST", base+"api/procs/agent.42/crash", `{}`)
+	code, body = apiCall(t, "POST", dpsimtest.LivePath(base, "api/procs/agent.42/crash"), `{}`)
 	require.Equal(t, http.StatusBadRequest, code, body)
 	require.Equal(t, "faults.crashes[0].proc", body["field"], body)
 	// the crash waits for a group after the cut's: a group under a new link rule alone (its
 	// publisher sends one message per episode, the others still coalesce), then a crash's
 	awaitApplied(t, l, base, 1)
-	code, body = apiCall(t, "POST", base+"api/procs/agent-3/crash", `{"step": 5, "down": 4}`)
+	code, body = apiCall(t, "POST", dpsimtest.LivePath(base, "api/procs/agent-3/crash"), `{"step": 5, "down": 4}`)
 	require.Equal(t, http.StatusAccepted, code, body)
-	code, body = apiCall(t, "PUT", base+"api/faults/links/base", `{"from": "agent.5", "to": "agent.*", "drop": 0.6}`)
+	code, body = apiCall(t, "PUT", dpsimtest.LivePath(base, "api/faults/links/base"), `{"from": "agent.5", "to": "agent.*", "drop": 0.6}`)
 	require.Equal(t, http.StatusAccepted, code, body)
 	require.Equal(t, "base.v2", body["rule"])
 
@@ -283,7 +285,7 @@ func TestInterventionsRefused(t *testing.T) {
 	st := ivStateOf(t, base)
 	require.False(t, st.Enabled)
 	require.Contains(t, st.Refused, "--engine fast")
-	code, body := apiCall(t, "POST", base+"api/faults/links", `{"drop": 1}`)
+	code, body := apiCall(t, "POST", dpsimtest.LivePath(base, "api/faults/links"), `{"drop": 1}`)
 	require.Equal(t, http.StatusConflict, code)
 	require.Contains(t, body["error"], "--engine fast")
 }
@@ -300,7 +302,7 @@ func TestInterventionsRealtimeMidEpisode(t *testing.T) {
 		"--log-level", "warn", "--progress=false")
 	base := l.await(t, uiURL, 30*time.Second)
 	awaitEpisode(t, l, base, 2) // episode 1 is starting
-	code, body := apiCall(t, "POST", base+"api/faults/links", `{"name": "cut", "from": "agent.1", "to": "agent.2", "drop": 1}`)
+	code, body := apiCall(t, "POST", dpsimtest.LivePath(base, "api/faults/links"), `{"name": "cut", "from": "agent.1", "to": "agent.2", "drop": 1}`)
 	require.Equal(t, http.StatusAccepted, code, body)
 	require.Equal(t, true, body["applied"], "in force at once, in the episode in progress: %v", body)
 	ep, step := int(body["episode"].(float64)), int(body["step"].(float64))

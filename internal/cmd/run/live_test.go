@@ -67,7 +67,7 @@ func (l *liveRun) exit(t testing.TB, limit time.Duration) int {
 	return l.cmd.ProcessState.ExitCode()
 }
 
-var uiURL = regexp.MustCompile(`live view (http://127\.0\.0\.1:\d+/) `)
+var uiURL = regexp.MustCompile(`live view (http://127\.0\.0\.1:\d+/\?token=[0-9a-f]+) `)
 
 // liveState is the part of the live view's state the test reads.
 type liveState struct {
@@ -95,7 +95,7 @@ type liveState struct {
 // readEvents reads the /events stream until its "end" event and returns every state in order.
 func readEvents(t *testing.T, url string) []liveState {
 	t.Helper()
-	resp, err := http.Get(url + "events")
+	resp, err := http.Get(dpsimtest.LivePath(url, "events"))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))

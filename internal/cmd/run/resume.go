@@ -96,7 +96,7 @@ type resumeProgress struct {
 // how much memory to allow or how many episodes to keep in flight, not what is computed.
 var resumeFreeFlags = []string{"resume", "out", "nats-url", "tls", "tls-ca", "tls-cert", "tls-key", "connect-retry", "listen",
 	"cluster", "run-id", "log-level", "progress", "json", "child-gomaxprocs", "attach-timeout", "no-sign", "budget", "inflight", "keep-secrets",
-	"ui", "ui-hold", "nats-monitor"}
+	"ui", "ui-hold", "ui-public", "nats-monitor"}
 
 // resumer is the launcher's resume bookkeeping.
 type resumer struct {
