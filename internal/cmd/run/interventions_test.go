@@ -229,7 +229,7 @@ func playInterventions(t *testing.T, runs int, extra []string) string {
 func checkInterventions(t *testing.T, out string, runs, k int) {
 	t.Helper()
 	sum := readSummary(t, out)
-	require.Equal(t, "ok", sum.Status, sum.Error)
+	require.Equal(t, "intervened", sum.Status, "a run changed through the live view is never plain ok: %s", sum.Error)
 	var full struct {
 		Interventions struct {
 			Applied int `json:"applied"`
@@ -237,6 +237,11 @@ func checkInterventions(t *testing.T, out string, runs, k int) {
 				Op, Name      string
 				Applied       bool
 				Episode, Step int
+				At            time.Time      `json:"at"`
+				Body          map[string]any `json:"body"`
+				RemoteAddr    string         `json:"remote_addr"`
+				UserAgent     string         `json:"user_agent"`
+				Origin        *string        `json:"origin"`
 			} `json:"list"`
 		} `json:"interventions"`
 	}
@@ -249,6 +254,12 @@ func checkInterventions(t *testing.T, out string, runs, k int) {
 		require.True(t, c.Applied, c)
 		require.GreaterOrEqual(t, c.Episode, 1, c)
 		require.Equal(t, 0, c.Step)
+		// who asked, when and with what
+		require.False(t, c.At.IsZero(), c)
+		require.True(t, strings.HasPrefix(c.RemoteAddr, "127.0.0.1:"), c.RemoteAddr)
+		require.Equal(t, "Go-http-client/1.1", c.UserAgent)
+		require.NotNil(t, c.Origin, "origin is always recorded")
+		require.Empty(t, *c.Origin, "not a browser's page")
 		switch c.Name {
 		case "cut":
 			cutAt = c.Episode
@@ -269,6 +280,10 @@ func checkInterventions(t *testing.T, out string, runs, k int) {
 	require.Equal(t, k, in.Largest)
 	require.Equal(t, 3, sum.events("intervention"))
 	require.Equal(t, 1, sum.events("killed"))
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "**Status: intervened** - every requested episode completed, but 3 live intervention(s)")
+	require.Contains(t, string(md), "- intervention: add link cut")
 	for _, ls := range sum.links(t) {
 		if ls.Link == "agent.1->agent.2" {
 			require.Equal(t, uint64(20*(runs-cutAt)), ls.Dropped, "every message of the cut link from episode %d on", cutAt)
@@ -312,7 +327,7 @@ func TestInterventionsRealtimeMidEpisode(t *testing.T) {
 
 	require.Equal(t, 0, l.exit(t, 60*time.Second), l.stderr.String())
 	sum := readSummary(t, out)
-	require.Contains(t, []string{"ok", "degraded"}, sum.Status, sum.Error)
+	require.Equal(t, "intervened", sum.Status, sum.Error)
 	dropped := map[string]uint64{}
 	for _, ls := range sum.links(t) {
 		dropped[ls.Link] = ls.Dropped
