@@ -25,6 +25,7 @@ import (
 // liveRun is a dpsim run started with its stderr readable while it runs.
 type liveRun struct {
 	cmd    *exec.Cmd
+	stdout dpsimtest.SyncBuffer // the final table (or --json)
 	stderr dpsimtest.SyncBuffer
 	done   <-chan struct{} // closed when the process ended
 }
@@ -32,7 +33,7 @@ type liveRun struct {
 func startLive(t testing.TB, args ...string) *liveRun {
 	t.Helper()
 	l := &liveRun{cmd: exec.Command(dpsimBin, args...)}
-	l.cmd.Stdout, l.cmd.Stderr = io.Discard, &l.stderr
+	l.cmd.Stdout, l.cmd.Stderr = &l.stdout, &l.stderr
 	l.cmd.Env = append(os.Environ(), "NATS_URL=")
 	l.done = dpsimtest.Background(t, l.cmd)
 	return l
