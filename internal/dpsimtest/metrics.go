@@ -8,14 +8,18 @@ import (
 	"github.com/prometheus/common/expfmt"
 )
 
-// ScrapeMetrics reads the Prometheus text of url + "metrics" (a live view's /metrics).
+// ScrapeMetrics reads the Prometheus text of a live view's /metrics, url its page's URL as
+// printed (with its token: LivePath).
 func ScrapeMetrics(t testing.TB, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(url + "metrics")
+	resp, err := http.Get(LivePath(url, "metrics"))
 	if err != nil {
 		t.Fatalf("GET %smetrics: %v", url, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %smetrics: %s", url, resp.Status)
+	}
 	var p expfmt.TextParser
 	mf, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {

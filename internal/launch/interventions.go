@@ -100,10 +100,23 @@ type Intervention struct {
 	Episode int    `json:"episode"` // where it took effect (-1 while pending)
 	Step    int    `json:"step"`
 	Detail  string `json:"detail,omitempty"`
+	// At is when it was asked for (UTC), Body the fields it was asked with (the request's
+	// JSON body; none for a remove) and Requester who asked.
+	At   time.Time      `json:"at"`
+	Body map[string]any `json:"body,omitempty"`
+	Requester
 
 	link  *scenario.LinkFault
 	part  *scenario.Partition
 	crash *scenario.Crash
+}
+
+// Requester is who asked for a change (the live view's API, internal/live): the client's
+// address, User-Agent and Origin header (empty: none sent).
+type Requester struct {
+	RemoteAddr string `json:"remote_addr"`
+	UserAgent  string `json:"user_agent"`
+	Origin     string `json:"origin"`
 }
 
 // Refusal is a change that cannot be made: the HTTP status that says so, the field at fault
@@ -235,45 +248,67 @@ func (iv *Interventions) provisional() (faultState, error) {
 	return st, nil
 }
 
+// Do asks for change op (OpAdd, OpChange, OpRemove, OpCrash) of target (TargetLink,
+// TargetPartition, TargetProc) name ("" for an add) with the fields of body, recording by as
+// who asked (AddLink ... Crash with no requester).
+func (iv *Interventions) Do(by Requester, op, target, name string, body map[string]any) (Intervention, error) {
+	switch {
+	case op == OpCrash:
+		return iv.crash(by, name, body)
+	case (target == TargetLink || target == TargetPartition) && (op == OpAdd || op == OpChange):
+		if op == OpAdd {
+			name = ""
+		}
+		return iv.ask(by, op, target, name, body, body)
+	case (target == TargetLink || target == TargetPartition) && op == OpRemove:
+		return iv.ask(by, op, target, name, nil, nil)
+	}
+	return Intervention{}, &Refusal{Status: http.StatusNotFound, Reason: "unknown change " + op + " " + target}
+}
+
 // AddLink asks for a new link rule (the fields of a faults.links entry, as in a scenario file).
 func (iv *Interventions) AddLink(rule map[string]any) (Intervention, error) {
-	return iv.ask(OpAdd, TargetLink, "", rule)
+	return iv.Do(Requester{}, OpAdd, TargetLink, "", rule)
 }
 
 // ChangeLink asks for rule name to be replaced by rule (its name stays).
 func (iv *Interventions) ChangeLink(name string, rule map[string]any) (Intervention, error) {
-	return iv.ask(OpChange, TargetLink, name, rule)
+	return iv.Do(Requester{}, OpChange, TargetLink, name, rule)
 }
 
 // RemoveLink asks for rule name to stop acting.
 func (iv *Interventions) RemoveLink(name string) (Intervention, error) {
-	return iv.ask(OpRemove, TargetLink, name, nil)
+	return iv.Do(Requester{}, OpRemove, TargetLink, name, nil)
 }
 
 // AddPartition asks for a new partition (the fields of a faults.partitions entry; its window
 // defaults to every step).
 func (iv *Interventions) AddPartition(p map[string]any) (Intervention, error) {
-	return iv.ask(OpAdd, TargetPartition, "", p)
+	return iv.Do(Requester{}, OpAdd, TargetPartition, "", p)
 }
 
 // ChangePartition asks for partition name to be replaced by p (its name stays).
 func (iv *Interventions) ChangePartition(name string, p map[string]any) (Intervention, error) {
-	return iv.ask(OpChange, TargetPartition, name, p)
+	return iv.Do(Requester{}, OpChange, TargetPartition, name, p)
 }
 
 // RemovePartition asks for partition name to stop acting.
 func (iv *Interventions) RemovePartition(name string) (Intervention, error) {
-	return iv.ask(OpRemove, TargetPartition, name, nil)
+	return iv.Do(Requester{}, OpRemove, TargetPartition, name, nil)
 }
 
 // Crash asks for process proc (plant.0, cloud.0, agent.3; or its file name agent-3) to be
 // killed at step "step" of the next episode and back at step "restart" (or after "down"
 // steps), with the crash's "noise" rule: the fields of a faults.crashes entry.
 func (iv *Interventions) Crash(proc string, c map[string]any) (Intervention, error) {
-	if c == nil {
-		c = map[string]any{}
+	return iv.Do(Requester{}, OpCrash, TargetProc, proc, c)
+}
+
+func (iv *Interventions) crash(by Requester, proc string, body map[string]any) (Intervention, error) {
+	c := map[string]any{}
+	if body != nil {
+		c = cloneMap(body)
 	}
-	c = cloneMap(c)
 	if r, dash, ok := strings.Cut(proc, "-"); ok && !strings.Contains(proc, ".") {
 		proc = r + "." + dash
 	}
@@ -298,7 +333,7 @@ func (iv *Interventions) Crash(proc string, c map[string]any) (Intervention, err
 		c["restart"] = min(steps-1, int(s)+max(1, steps/4))
 	}
 	c["proc"] = proc
-	return iv.ask(OpCrash, TargetProc, proc, c)
+	return iv.ask(by, OpCrash, TargetProc, proc, c, body)
 }
 
 func toFloat(v any) (float64, bool) {
@@ -320,8 +355,8 @@ func cloneMap(m map[string]any) map[string]any {
 }
 
 // ask checks a change against the faults it will apply to (the scenario validator names the
-// field at fault) and queues it for the next episode.
-func (iv *Interventions) ask(op, target, name string, fields map[string]any) (Intervention, error) {
+// field at fault) and queues it for the next episode; by asked for it with body (recorded).
+func (iv *Interventions) ask(by Requester, op, target, name string, fields, body map[string]any) (Intervention, error) {
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
 	midStep := iv.midStep(target)
@@ -335,7 +370,10 @@ func (iv *Interventions) ask(op, target, name string, fields map[string]any) (In
 	if err != nil {
 		return Intervention{}, err
 	}
-	c := &Intervention{ID: len(iv.all) + 1, Op: op, Target: target, Name: name, Episode: -1}
+	c := &Intervention{ID: len(iv.all) + 1, Op: op, Target: target, Name: name, Episode: -1, At: time.Now().UTC(), Requester: by}
+	if body != nil {
+		c.Body = cloneMap(body)
+	}
 	if err := iv.decode(c, prov, fields); err != nil {
 		return Intervention{}, err
 	}

@@ -6,6 +6,11 @@
 // shows it: the page (embedded, with its vendored charting library: it works offline), a JSON
 // snapshot (/api/state), Server-Sent Events (/events) and Prometheus metrics (/metrics).
 //
+// Every server of the live view (Serve, ServeAudit, ServeView) answers only requests that carry
+// its random token and name it in their Host header, refuses other origins and takes changes
+// only as JSON (guard.go; docs/live-view.md): a web page of another site can neither read the
+// run's true state nor change its faults.
+//
 // The hub is cheap when nobody looks: feeding it takes a mutex and copies a few numbers of a
 // traced record (the records of the traced episodes only, thinned to MaxPoints per episode,
 // the last MaxEpisodes episodes kept); snapshots, JSON and metrics are made when a client asks

@@ -9,10 +9,25 @@ import (
 
 // Intervener changes a run's faults while it goes (launch.Interventions behind an adapter):
 // State is GET /api/faults; Do makes change op (add, change, remove, crash) on target (link,
-// partition, proc) named name ("" for an add) with the fields of body.
+// partition, proc) named name ("" for an add) with the fields of body, asked for by by (to be
+// recorded with the change).
 type Intervener interface {
 	State() any
-	Do(op, target, name string, body map[string]any) (any, error)
+	Do(op, target, name string, body map[string]any, by Requester) (any, error)
+}
+
+// Requester is who asked for a change through the API: the client's address, its User-Agent
+// and its Origin header (empty when it sent none: not a browser's page). The request passed
+// the server's checks (the token, the Host, same origin, JSON).
+type Requester struct {
+	RemoteAddr string
+	UserAgent  string
+	Origin     string
+}
+
+// requester is r's Requester.
+func requester(r *http.Request) Requester {
+	return Requester{RemoteAddr: r.RemoteAddr, UserAgent: r.UserAgent(), Origin: r.Header.Get("Origin")}
 }
 
 // The interventions API on the live view's server (dpsim run --ui):
@@ -27,7 +42,8 @@ type Intervener interface {
 //	POST   /api/procs/{name}/crash        kill process name at {step} of next_episode,
 //	                                      back at {restart} (or after {down} steps)     -> 202
 //
-// Bodies and answers are JSON. A change takes effect at step 0 of the state's next_episode (the
+// Every request needs the server's token, a Host naming the server, no other origin and, for
+// these changes, Content-Type: application/json (guard.go). Bodies and answers are JSON. A change takes effect at step 0 of the state's next_episode (the
 // next episode the run starts; with episodes in flight, the first of the next group); the
 // answer is the change, pending. A refused change is {"error": why, "field": the field at fault} with
 // a 4xx status: 400 an invalid field, 404 no such rule, 409 not possible in this run.
@@ -76,7 +92,7 @@ func doChange(w http.ResponseWriter, r *http.Request, iv Intervener, op, target,
 			}
 		}
 	}
-	out, err := iv.Do(op, target, name, fields)
+	out, err := iv.Do(op, target, name, fields, requester(r))
 	if err != nil {
 		status, field := http.StatusBadRequest, ""
 		var r interface {

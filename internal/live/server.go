@@ -37,11 +37,15 @@ const (
 //	             with the final state when the run ended, after which the stream closes
 //	/metrics     Prometheus text format (see metrics.go)
 //	/api/faults  the interventions API, once HandleInterventions was called (interventions.go)
+//
+// Every path but the page's scripts and style sheets needs the server's token (guard.go):
+// TokenURL is the page's address with it.
 type Server struct {
-	hub source
-	ln  net.Listener
-	srv *http.Server
-	mux *http.ServeMux // HandleInterventions adds to it (interventions.go)
+	hub   source
+	ln    net.Listener
+	srv   *http.Server
+	mux   *http.ServeMux // HandleInterventions adds to it (interventions.go)
+	guard *guard
 }
 
 // source is what a Server serves: a run's Hub, or an audit's AuditHub.
@@ -60,8 +64,13 @@ func serve(addr string, h source, page string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("live view: %w", err)
 	}
+	g, err := newGuard(ln.Addr())
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
 	mux := http.NewServeMux()
-	s := &Server{hub: h, ln: ln, mux: mux}
+	s := &Server{hub: h, ln: ln, mux: mux, guard: g}
 	web, _ := fs.Sub(webFS, "web")
 	mux.Handle("/", http.FileServer(http.FS(web)))
 	if page != "" {
@@ -70,13 +79,21 @@ func serve(addr string, h source, page string) (*Server, error) {
 	mux.HandleFunc("/api/state", s.state)
 	mux.HandleFunc("/events", s.events)
 	mux.Handle("/metrics", promhttp.HandlerFor(h.registry(), promhttp.HandlerOpts{}))
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: g.wrap(mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }
 
-// URL is the page's address, e.g. http://127.0.0.1:41234/.
-func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/" }
+// URL is the page's address without the token, e.g. http://127.0.0.1:41234/: what may be
+// written down (the token opens it).
+func (s *Server) URL() string { return s.guard.baseURL(s.ln.Addr()) }
+
+// TokenURL is the page's address with the token, e.g. http://127.0.0.1:41234/?token=...: for
+// the user's terminal only.
+func (s *Server) TokenURL() string { return s.guard.tokenURL(s.URL()) }
+
+// Token is the server's token (the API's Authorization: Bearer, or ?token=).
+func (s *Server) Token() string { return string(s.guard.token) }
 
 // Close stops the server: the event streams, which end at the run's end, get a second to
 // send their last event, then every connection is closed.

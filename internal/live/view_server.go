@@ -24,11 +24,15 @@ const viewMarker = `<body data-mode="view">`
 //	/api/episode    ?point=K&episode=E: the series of a traced episode (as /api/state's
 //	                episodes in the live view)
 //	/out/NAME.png   the image of a figure of report.md that has no data (an older run)
+//
+// Every path but the page's scripts and style sheets needs the server's token, as the live
+// view's (guard.go): TokenURL is the page's address with it.
 type ViewServer struct {
-	view *View
-	ln   net.Listener
-	srv  *http.Server
-	page []byte
+	view  *View
+	ln    net.Listener
+	srv   *http.Server
+	page  []byte
+	guard *guard
 }
 
 // ServeView starts serving v on addr (host:port; port 0: a free one) in the background.
@@ -48,7 +52,12 @@ func ServeView(addr string, v *View) (*ViewServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("view: %w", err)
 	}
-	s := &ViewServer{view: v, ln: ln, page: bytes.Replace(index, []byte("<body>"), []byte(viewMarker), 1)}
+	g, err := newGuard(ln.Addr())
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	s := &ViewServer{view: v, ln: ln, page: bytes.Replace(index, []byte("<body>"), []byte(viewMarker), 1), guard: g}
 	mux := http.NewServeMux()
 	files := http.FileServer(http.FS(web))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -62,13 +71,19 @@ func ServeView(addr string, v *View) (*ViewServer, error) {
 	mux.HandleFunc("/api/state", s.state)
 	mux.HandleFunc("/api/episode", s.episode)
 	mux.HandleFunc("/out/", s.image)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: g.wrap(mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }
 
-// URL is the page's address, e.g. http://127.0.0.1:41234/.
-func (s *ViewServer) URL() string { return "http://" + s.ln.Addr().String() + "/" }
+// URL is the page's address without the token, e.g. http://127.0.0.1:41234/.
+func (s *ViewServer) URL() string { return s.guard.baseURL(s.ln.Addr()) }
+
+// TokenURL is the page's address with the token: for the user's terminal only.
+func (s *ViewServer) TokenURL() string { return s.guard.tokenURL(s.URL()) }
+
+// Token is the server's token.
+func (s *ViewServer) Token() string { return string(s.guard.token) }
 
 // Close stops the server.
 func (s *ViewServer) Close() error {

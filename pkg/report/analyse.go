@@ -160,7 +160,8 @@ func (r *run) completeness() {
 	if missing > 0 {
 		r.partialWhy = append(r.partialWhy, fmt.Sprintf("%d missing record pieces", missing))
 	}
-	notOK := in.Status != "" && in.Status != "ok" && in.Status != "degraded" // degraded: complete, with misses named
+	// degraded and intervened: complete, with the misses or the interventions named
+	notOK := in.Status != "" && in.Status != "ok" && in.Status != "degraded" && in.Status != "intervened"
 	// A run that failed after every requested episode completed (e.g. writing summary.json):
 	// its numbers are complete, only the failure is to be named.
 	r.failedAfter = notOK && known && len(r.partialWhy) == 0

@@ -72,6 +72,10 @@ func (r *run) statusBanner(b *strings.Builder) {
 		lines = append(lines, "**Status: ok, but incomplete** - the results below cover less than was asked for.")
 	case in.Status == "degraded" && !r.partial:
 		lines = append(lines, "**Status: degraded** - every requested episode completed, but some steps went on without all their messages (the missing-input rules applied):")
+	case in.Status == "intervened" && !r.partial:
+		lines = append(lines, fmt.Sprintf("**Status: intervened** - every requested episode completed, but %d live intervention(s) through the live view changed the run's faults while it went: the numbers below are not the scenario's own (faults.applied.yaml replays this run):", len(in.Interventions)))
+	case in.Status == "intervened":
+		lines = append(lines, fmt.Sprintf("**Status: intervened, and incomplete** - %d live intervention(s) through the live view changed the run's faults while it went, and the results below cover less than was asked for:", len(in.Interventions)))
 	default:
 		lines = append(lines, fmt.Sprintf("**Status: %s** - the run did not finish; every number below covers only the episodes completed before it stopped.", in.Status))
 	}
@@ -81,6 +85,9 @@ func (r *run) statusBanner(b *strings.Builder) {
 	}
 	for _, d := range in.Degraded {
 		items = append(items, oneLine(d))
+	}
+	for _, iv := range in.Interventions {
+		items = append(items, "intervention: "+oneLine(iv))
 	}
 	for _, p := range r.points {
 		pt := in.Points[p.idx]

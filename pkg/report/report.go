@@ -55,7 +55,8 @@ type Input struct {
 	// Extra are optional named numbers printed at the end of the results.
 	Extra map[string]float64
 
-	// Status is how the run ended: "ok", "interrupted" or "failed" ("" = not stated). When it
+	// Status is how the run ended: "ok", "degraded", "intervened" (complete, but its faults
+	// were changed while it went: Interventions), "interrupted" or "failed" ("" = not stated). When it
 	// is set report.md opens with a status banner; a run that did not end "ok" (or with fewer
 	// episodes or points than requested, or missing record pieces) gets a verdict marked
 	// partial. Error says why it did not end ok.
@@ -64,6 +65,10 @@ type Input struct {
 	// Degraded names what made a completed run "degraded" (steps that went on without all
 	// their messages at a deadline), with the counts.
 	Degraded []string
+	// Interventions are the live changes of the run's faults applied while it went (dpsim run
+	// --ui), one sentence each (what, where it took effect, who asked): the banner lists them
+	// whatever the status.
+	Interventions []string
 	// PlannedPoints is the number of points the run was to cover (0: len(Points)); a sweep
 	// stopped early hands over fewer Points.
 	PlannedPoints int

@@ -46,7 +46,7 @@ const synopsis = `dpsim audit SCENARIO [--engine fast|wire] [--trials N] [--audi
                    [--episodes-per-trial K | --episodes-per-trial-sweep K1,K2,...]
                    [--confidence C] [--seed S] [--out DIR] [--json] [--workers W] [--nats-url URL]
                    [--fail-on-violation] [--dispatch] [--spawn-workers N] [--worker-listen ADDR]
-                   [--ui[=ADDR] [--ui-hold D]] [--engine wire --role ENDPOINT=COMMAND ...]
+                   [--ui[=ADDR] [--ui-hold D] [--ui-public]] [--engine wire --role ENDPOINT=COMMAND ...]
        dpsim audit --one-run SCENARIO [--guesses K] [--confidence C] [--seed S] [--json] [--fail-on-violation]`
 
 const description = `Audits the scenario's privacy claim empirically: plays the distinguishing game and reports lower
@@ -198,6 +198,8 @@ type Options struct {
 	// UIHold --ui-hold: how long it stays up after the audit.
 	UI     string
 	UIHold time.Duration
+	// UIPublic is --ui-public: the opt-in to a --ui address other than loopback.
+	UIPublic bool
 	// Precision is --precision (default true): the precision score, which reads the bits of the
 	// published float64 values (docs/math.md section 6.3).
 	Precision bool
@@ -229,6 +231,7 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	o.Farm.Define(fs)
 	fs.Var(live.AddrFlag{Addr: &o.UI}, "ui", uiHelp)
 	fs.DurationVar(&o.UIHold, "ui-hold", 0, "with --ui: keep the live view up this long after the audit ended (its final state and /metrics; Ctrl-C ends it sooner)")
+	fs.BoolVar(&o.UIPublic, "ui-public", false, uiPublicHelp)
 	fs.IntVar(&o.Inflight, "inflight", launch.DefaultInflight, "wire engine: trials kept in flight at once over the same role processes (1..1024; each trial's x(0) still travels alone on the private line); the outcome does not depend on it, only the speed (see dpsim run --help)")
 	fs.BoolVar(&o.Precision, "precision", true, "add the precision score: under each hypothesis the eavesdropper replays the system's float64 arithmetic from the transcript and tests whether one noise value reproduces the published bits and lies in the float sampler's image (docs/math.md section 6.3); --precision=false leaves it out")
 	o.Roles = launch.Programs{}

@@ -15,7 +15,9 @@ import (
 	"github.com/dpsim/dpsim/pkg/audit"
 )
 
-const uiHelp = "serve a live view of the audit while it plays: --ui alone serves on 127.0.0.1 at a free port, --ui=HOST:PORT there (an empty host is 127.0.0.1). The URL is printed on stderr at the start. The page (/) shows the progress, eps_lb_cp, eps_lb_gdp and eps_lb_fdp against the trials so far (recomputed by the audit's own analysis, at most a few times a second; the last point is the result's), the claim's eps, the empirical trade-off curve against the claim's, and the verdict at the end; /api/state is its JSON, /events its Server-Sent Events, /metrics Prometheus metrics. Fast engine (in-process) and wire; with --dispatch only the progress and the final bounds. It stops when the audit ends (see --ui-hold)"
+const uiHelp = "serve a live view of the audit while it plays: --ui alone serves on 127.0.0.1 at a free port, --ui=HOST:PORT there (an empty host is 127.0.0.1; an address other than loopback, e.g. 0.0.0.0, needs --ui-public). The URL is printed on stderr at the start, with a random token (http://HOST:PORT/?token=...) that every request needs: the page keeps it as a cookie, other clients send it as ?token= or Authorization: Bearer (so does a Prometheus scraper of /metrics); a page of another site cannot read the view (its Host and Origin are checked). The page (/) shows the progress, eps_lb_cp, eps_lb_gdp and eps_lb_fdp against the trials so far (recomputed by the audit's own analysis, at most a few times a second; the last point is the result's), the claim's eps, the empirical trade-off curve against the claim's, and the verdict at the end; /api/state is its JSON, /events its Server-Sent Events, /metrics Prometheus metrics. Fast engine (in-process) and wire; with --dispatch only the progress and the final bounds. It stops when the audit ends (see --ui-hold)"
+
+const uiPublicHelp = "with --ui=HOST:PORT: allow an address other than loopback (0.0.0.0, ::, a LAN address or name): the live view then serves the network, over plain HTTP - whoever can reach it and learns the URL with its token sees the audit as it goes (a warning is printed)"
 
 // checkUI checks the live view's flags.
 func (o *Options) checkUI() error {
@@ -26,6 +28,13 @@ func (o *Options) checkUI() error {
 		return cli.UsageError("--ui-hold keeps the live view up after the audit: give --ui")
 	case o.UI != "" && o.OneRun:
 		return cli.UsageError("--ui shows an audit of many trials: --one-run plays one episode")
+	case o.UIPublic && o.UI == "":
+		return cli.UsageError("--ui-public allows a live view on the network: give --ui=HOST:PORT")
+	}
+	if o.UI != "" {
+		if _, err := live.PublicAddr(o.UI, "--ui-public", o.UIPublic); err != nil {
+			return cli.UsageError("--ui %s: %v", o.UI, err)
+		}
 	}
 	return nil
 }
@@ -51,12 +60,20 @@ func (a *auditRun) startUI(stderr io.Writer, start time.Time) error {
 		info.Points = append(info.Points, pi)
 	}
 	hub := live.NewAuditHub(info, start)
+	warn, err := live.PublicAddr(a.o.UI, "--ui-public", a.o.UIPublic)
+	if err != nil {
+		return cli.UsageError("--ui %s: %v", a.o.UI, err)
+	}
 	srv, err := live.ServeAudit(a.o.UI, hub)
 	if err != nil {
 		return cli.UsageError("--ui %s: %v", a.o.UI, err)
 	}
 	a.hub, a.ui = hub, srv
-	fmt.Fprintf(stderr, "dpsim audit: live view %s (until the audit ends; metrics %smetrics)\n", srv.URL(), srv.URL())
+	if warn != "" {
+		fmt.Fprintf(stderr, "dpsim audit: %s\n", warn)
+	}
+	// The token goes to the terminal only (never a file).
+	fmt.Fprintf(stderr, "dpsim audit: live view %s (until the audit ends; metrics %smetrics with the token)\n", srv.TokenURL(), srv.URL())
 	return nil
 }
 
@@ -85,7 +102,7 @@ func (a *auditRun) stopUI(ctx context.Context, stderr io.Writer, err error, play
 	}
 	a.hub.Finish(status, msg, verdict)
 	if a.o.UIHold > 0 && ctx.Err() == nil {
-		fmt.Fprintf(stderr, "dpsim audit: live view %s stays up for %v (--ui-hold; Ctrl-C ends it)\n", a.ui.URL(), a.o.UIHold)
+		fmt.Fprintf(stderr, "dpsim audit: live view %s stays up for %v (--ui-hold; Ctrl-C ends it)\n", a.ui.TokenURL(), a.o.UIHold)
 		select {
 		case <-ctx.Done():
 		case <-time.After(a.o.UIHold):

@@ -35,7 +35,7 @@ func startAudit(t *testing.T, args ...string) *liveAudit {
 	return l
 }
 
-var uiURL = regexp.MustCompile(`live view (http://127\.0\.0\.1:\d+/) `)
+var uiURL = regexp.MustCompile(`live view (http://127\.0\.0\.1:\d+/\?token=[0-9a-f]+) `)
 
 // url waits for the live view's URL on stderr.
 func (l *liveAudit) url(t *testing.T) string {
@@ -70,7 +70,7 @@ func (l *liveAudit) stop(t *testing.T) (int, *audit.GameReport) {
 // readAuditEvents reads /events until its "end" event and returns every state in order.
 func readAuditEvents(t *testing.T, url string) []*live.AuditState {
 	t.Helper()
-	resp, err := http.Get(url + "events")
+	resp, err := http.Get(dpsimtest.LivePath(url, "events"))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
@@ -233,9 +233,21 @@ func TestLiveUIUsage(t *testing.T) {
 		{[]string{"a.yaml", "--ui", "--ui-hold", "-1s"}, "--ui-hold -1s"},
 		{[]string{"a.yaml", "--ui", "--one-run"}, "--one-run"},
 		{[]string{"a.yaml", "--ui=nonsense"}, "HOST:PORT"},
+		{[]string{"a.yaml", "--ui=0.0.0.0:0"}, "--ui-public"},
+		{[]string{"a.yaml", "--ui=192.168.1.2:0"}, "--ui-public"},
+		{[]string{"a.yaml", "--ui-public"}, "give --ui=HOST:PORT"},
 	} {
 		_, _, err := runIn(t, c.args...)
 		require.ErrorIs(t, err, cli.ErrUsage, "%v", c.args)
 		require.ErrorContains(t, err, c.want)
 	}
+}
+
+// TestLiveUIPublic: with --ui-public the audit serves its live view on 0.0.0.0 and warns.
+func TestLiveUIPublic(t *testing.T) {
+	_, stderr, err := runIn(t, scenarioPath("audit-consensus-gaussian"), "--trials", "200", "--seed", "4", "--workers", "1",
+		"--ui=0.0.0.0:0", "--ui-public", "--progress=false")
+	require.NoError(t, err, stderr)
+	require.Contains(t, stderr, "warning: the live view on 0.0.0.0:0 serves the network (--ui-public)")
+	require.Regexp(t, `live view http://[^/ ]+:\d+/\?token=[0-9a-f]{48} `, stderr)
 }

@@ -1,12 +1,17 @@
 package run
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/internal/live"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
@@ -17,7 +22,10 @@ import (
 const AppliedFaultsFile = "faults.applied.yaml"
 
 // InterventionsSummary is summary.json "interventions": the live changes of the run's faults
-// made through the live view (--ui), applied and not.
+// made through the live view (--ui), applied and not, each with when it was asked for (at), its
+// body and who asked (remote_addr, user_agent, origin: launch.Intervention). A run with an
+// applied change that completed has status "intervened", never "ok" (report.md's and the
+// terminal's status say so and list them).
 type InterventionsSummary struct {
 	Applied int                   `json:"applied"`
 	Pending int                   `json:"not_applied,omitempty"` // asked for, but the run ended first
@@ -112,27 +120,66 @@ func (l *launcher) finishInterventions() {
 	}
 }
 
+// StatusIntervened is the status of a run that completed with live changes of its faults
+// applied (summary.json "status"; the banners' word).
+const StatusIntervened = "intervened"
+
+// intervened says whether a live change of the faults was applied.
+func (l *launcher) intervened() bool {
+	return l.sum.Interventions != nil && l.sum.Interventions.Applied > 0
+}
+
+// interventionLines are the applied changes as sentences for the status banners (report.md,
+// the terminal): what, where it took effect, when and by whom it was asked for. The client's
+// words (its User-Agent, Origin, body) are quoted.
+func (l *launcher) interventionLines() []string {
+	if l.sum.Interventions == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range l.sum.Interventions.List {
+		if !c.Applied {
+			continue
+		}
+		what := c.Op + " " + c.Target + " " + quoteWord(c.Name)
+		if c.Rule != "" && c.Rule != c.Name {
+			what += " (" + quoteWord(c.Rule) + ")"
+		}
+		if len(c.Body) > 0 {
+			if b, err := json.Marshal(c.Body); err == nil {
+				what += " " + quoteWord(string(b))
+			}
+		}
+		origin := c.Origin
+		if origin == "" {
+			origin = "none"
+		}
+		out = append(out, fmt.Sprintf("%s from episode %d step %d, asked at %s by %s (Origin %s, User-Agent %s)",
+			what, c.Episode, c.Step, c.At.Format(time.RFC3339), quoteWord(c.RemoteAddr), quoteWord(origin), quoteWord(c.UserAgent)))
+	}
+	return out
+}
+
+// quoteWord makes a client's word safe on a terminal and in Markdown: quoted (control
+// characters escaped) when it has anything but letters, digits and .:/-_ , no backticks.
+func quoteWord(s string) string {
+	s = strings.ReplaceAll(s, "`", "'")
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".:/-_[]", r)) {
+			return strconv.Quote(s)
+		}
+	}
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
 // intervener is launch.Interventions as the live view's API drives it.
 type intervener struct{ iv *launch.Interventions }
 
 func (v intervener) State() any { return v.iv.State() }
 
-func (v intervener) Do(op, target, name string, body map[string]any) (any, error) {
-	switch {
-	case op == launch.OpCrash:
-		return v.iv.Crash(name, body)
-	case target == launch.TargetLink && op == launch.OpAdd:
-		return v.iv.AddLink(body)
-	case target == launch.TargetLink && op == launch.OpChange:
-		return v.iv.ChangeLink(name, body)
-	case target == launch.TargetLink && op == launch.OpRemove:
-		return v.iv.RemoveLink(name)
-	case target == launch.TargetPartition && op == launch.OpAdd:
-		return v.iv.AddPartition(body)
-	case target == launch.TargetPartition && op == launch.OpChange:
-		return v.iv.ChangePartition(name, body)
-	case target == launch.TargetPartition && op == launch.OpRemove:
-		return v.iv.RemovePartition(name)
-	}
-	return nil, &launch.Refusal{Status: 404, Reason: "unknown change " + op + " " + target}
+func (v intervener) Do(op, target, name string, body map[string]any, by live.Requester) (any, error) {
+	return v.iv.Do(launch.Requester{RemoteAddr: by.RemoteAddr, UserAgent: by.UserAgent, Origin: by.Origin}, op, target, name, body)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
@@ -52,6 +53,7 @@ func apiCall(t *testing.T, method, url, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -64,7 +66,7 @@ func apiCall(t *testing.T, method, url, body string) (int, map[string]any) {
 
 func ivStateOf(t *testing.T, base string) ivState {
 	t.Helper()
-	resp, err := http.Get(base + "api/faults")
+	resp, err := http.Get(dpsimtest.LivePath(base, "api/faults"))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -194,26 +196,26 @@ func playInterventions(t *testing.T, runs int, extra []string) string {
 	st := ivStateOf(t, base)
 	require.True(t, st.Enabled, "episodes in flight take interventions: %s", st.Refused)
 
-	code, body := apiCall(t, "POST", base+"api/faults/links", `{"name": "cut", "from": "agent.1", "to": "agent.2", "drop": 1}`)
+	code, body := apiCall(t, "POST", dpsimtest.LivePath(base, "api/faults/links"), `{"name": "cut", "from": "agent.1", "to": "agent.2", "drop": 1}`)
 	require.Equal(t, http.StatusAccepted, code, body)
 	require.Equal(t, "cut", body["rule"])
-	code, body = apiCall(t, "POST", base+"api/faults/links", `{"name": "bad", "drop": 1.5}`)
+	code, body = apiCall(t, "POST", dpsimtest.LivePath(base, "api/faults/links"), `{"name": "bad", "drop": 1.5}`)
 	require.Equal(t, http.StatusBadRequest, code)
 	require.Equal(t, "faults.links[2].drop", body["field"], "the field in the faults as they would be (base, cut, this one): %v", body)
-	code, body = apiCall(t, "POST", base+"api/faults/links", `{"name": "base", "drop": 0.5}`)
+	code, body = apiCall(t, "POST", dpsimtest.LivePath(base, "api/faults/links"), `{"name": "base", "drop": 0.5}`)
 	require.Equal(t, http.StatusBadRequest, code, "a name in use: %v", body)
 	require.Equal(t, "faults.links[2].name", body["field"], body)
-	code, body = apiCall(t, "PUT", base+"api/faults/links/nosuch", `{"drop": 0.5}`)
+	code, body = apiCall(t, "PUT", dpsimtest.LivePath(base, "api/faults/links/nosuch"), `{"drop": 0.5}`)
 	require.Equal(t, http.StatusNotFound, code, body)
-	code, body = apiCall(t, "POST", base+"api/procs/agent.42/crash", `{}`)
+	code, body = apiCall(t, "POST", dpsimtest.LivePath(base, "api/procs/agent.42/crash"), `{}`)
 	require.Equal(t, http.StatusBadRequest, code, body)
 	require.Equal(t, "faults.crashes[0].proc", body["field"], body)
 	// the crash waits for a group after the cut's: a group under a new link rule alone (its
 	// publisher sends one message per episode, the others still coalesce), then a crash's
 	awaitApplied(t, l, base, 1)
-	code, body = apiCall(t, "POST", base+"api/procs/agent-3/crash", `{"step": 5, "down": 4}`)
+	code, body = apiCall(t, "POST", dpsimtest.LivePath(base, "api/procs/agent-3/crash"), `{"step": 5, "down": 4}`)
 	require.Equal(t, http.StatusAccepted, code, body)
-	code, body = apiCall(t, "PUT", base+"api/faults/links/base", `{"from": "agent.5", "to": "agent.*", "drop": 0.6}`)
+	code, body = apiCall(t, "PUT", dpsimtest.LivePath(base, "api/faults/links/base"), `{"from": "agent.5", "to": "agent.*", "drop": 0.6}`)
 	require.Equal(t, http.StatusAccepted, code, body)
 	require.Equal(t, "base.v2", body["rule"])
 
@@ -227,7 +229,7 @@ func playInterventions(t *testing.T, runs int, extra []string) string {
 func checkInterventions(t *testing.T, out string, runs, k int) {
 	t.Helper()
 	sum := readSummary(t, out)
-	require.Equal(t, "ok", sum.Status, sum.Error)
+	require.Equal(t, "intervened", sum.Status, "a run changed through the live view is never plain ok: %s", sum.Error)
 	var full struct {
 		Interventions struct {
 			Applied int `json:"applied"`
@@ -235,6 +237,11 @@ func checkInterventions(t *testing.T, out string, runs, k int) {
 				Op, Name      string
 				Applied       bool
 				Episode, Step int
+				At            time.Time      `json:"at"`
+				Body          map[string]any `json:"body"`
+				RemoteAddr    string         `json:"remote_addr"`
+				UserAgent     string         `json:"user_agent"`
+				Origin        *string        `json:"origin"`
 			} `json:"list"`
 		} `json:"interventions"`
 	}
@@ -247,6 +254,12 @@ func checkInterventions(t *testing.T, out string, runs, k int) {
 		require.True(t, c.Applied, c)
 		require.GreaterOrEqual(t, c.Episode, 1, c)
 		require.Equal(t, 0, c.Step)
+		// who asked, when and with what
+		require.False(t, c.At.IsZero(), c)
+		require.True(t, strings.HasPrefix(c.RemoteAddr, "127.0.0.1:"), c.RemoteAddr)
+		require.Equal(t, "Go-http-client/1.1", c.UserAgent)
+		require.NotNil(t, c.Origin, "origin is always recorded")
+		require.Empty(t, *c.Origin, "not a browser's page")
 		switch c.Name {
 		case "cut":
 			cutAt = c.Episode
@@ -267,6 +280,10 @@ func checkInterventions(t *testing.T, out string, runs, k int) {
 	require.Equal(t, k, in.Largest)
 	require.Equal(t, 3, sum.events("intervention"))
 	require.Equal(t, 1, sum.events("killed"))
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "**Status: intervened** - every requested episode completed, but 3 live intervention(s)")
+	require.Contains(t, string(md), "- intervention: add link cut")
 	for _, ls := range sum.links(t) {
 		if ls.Link == "agent.1->agent.2" {
 			require.Equal(t, uint64(20*(runs-cutAt)), ls.Dropped, "every message of the cut link from episode %d on", cutAt)
@@ -283,7 +300,7 @@ func TestInterventionsRefused(t *testing.T) {
 	st := ivStateOf(t, base)
 	require.False(t, st.Enabled)
 	require.Contains(t, st.Refused, "--engine fast")
-	code, body := apiCall(t, "POST", base+"api/faults/links", `{"drop": 1}`)
+	code, body := apiCall(t, "POST", dpsimtest.LivePath(base, "api/faults/links"), `{"drop": 1}`)
 	require.Equal(t, http.StatusConflict, code)
 	require.Contains(t, body["error"], "--engine fast")
 }
@@ -300,7 +317,7 @@ func TestInterventionsRealtimeMidEpisode(t *testing.T) {
 		"--log-level", "warn", "--progress=false")
 	base := l.await(t, uiURL, 30*time.Second)
 	awaitEpisode(t, l, base, 2) // episode 1 is starting
-	code, body := apiCall(t, "POST", base+"api/faults/links", `{"name": "cut", "from": "agent.1", "to": "agent.2", "drop": 1}`)
+	code, body := apiCall(t, "POST", dpsimtest.LivePath(base, "api/faults/links"), `{"name": "cut", "from": "agent.1", "to": "agent.2", "drop": 1}`)
 	require.Equal(t, http.StatusAccepted, code, body)
 	require.Equal(t, true, body["applied"], "in force at once, in the episode in progress: %v", body)
 	ep, step := int(body["episode"].(float64)), int(body["step"].(float64))
@@ -310,7 +327,7 @@ func TestInterventionsRealtimeMidEpisode(t *testing.T) {
 
 	require.Equal(t, 0, l.exit(t, 60*time.Second), l.stderr.String())
 	sum := readSummary(t, out)
-	require.Contains(t, []string{"ok", "degraded"}, sum.Status, sum.Error)
+	require.Equal(t, "intervened", sum.Status, sum.Error)
 	dropped := map[string]uint64{}
 	for _, ls := range sum.links(t) {
 		dropped[ls.Link] = ls.Dropped

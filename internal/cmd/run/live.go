@@ -13,7 +13,9 @@ import (
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
-const uiHelp = "serve a live view of the run while it goes: --ui alone serves on 127.0.0.1 at a free port, --ui=HOST:PORT there (an empty host is 127.0.0.1; 0.0.0.0 shows the plant's true state to the network). The URL is printed on stderr at the start. The page (/) plots the latest traced episodes (see --trace-episodes; in realtime also the episode in progress, step by step), the links (the injector side replayed live, the rest when a point finishes), the processes (memory sampled every second) and the timeline; /api/state is its JSON, /events its Server-Sent Events, /metrics Prometheus metrics. It stops when the run ends (see --ui-hold)"
+const uiHelp = "serve a live view of the run while it goes: --ui alone serves on 127.0.0.1 at a free port, --ui=HOST:PORT there (an empty host is 127.0.0.1; an address other than loopback, e.g. 0.0.0.0, shows the plant's true state to the network and takes interventions from it: it needs --ui-public). The URL is printed on stderr at the start, with a random token (http://HOST:PORT/?token=...) that every request needs: the page keeps it as a cookie, other clients send it as ?token= or Authorization: Bearer (so does a Prometheus scraper of /metrics); a page of another site can neither read the view nor change the run (its Host, Origin and Content-Type are checked). The page (/) plots the latest traced episodes (see --trace-episodes; in realtime also the episode in progress, step by step), the links (the injector side replayed live, the rest when a point finishes), the processes (memory sampled every second) and the timeline; /api/state is its JSON, /events its Server-Sent Events, /metrics Prometheus metrics. It stops when the run ends (see --ui-hold)"
+
+const uiPublicHelp = "with --ui=HOST:PORT: allow an address other than loopback (0.0.0.0, ::, a LAN address or name): the live view then serves the network, over plain HTTP - whoever can reach it and learns the URL with its token sees the true state and can change the run's faults (a warning is printed)"
 
 // checkUI checks the live view's flags.
 func (o *Options) checkUI() error {
@@ -22,6 +24,13 @@ func (o *Options) checkUI() error {
 		return cli.UsageError("--ui-hold %v: must be >= 0", o.UIHold)
 	case o.UIHold > 0 && o.UI == "":
 		return cli.UsageError("--ui-hold keeps the live view up after the run: give --ui")
+	case o.UIPublic && o.UI == "":
+		return cli.UsageError("--ui-public allows a live view on the network: give --ui=HOST:PORT")
+	}
+	if o.UI != "" {
+		if _, err := live.PublicAddr(o.UI, "--ui-public", o.UIPublic); err != nil {
+			return cli.UsageError("--ui %s: %v", o.UI, err)
+		}
 	}
 	return nil
 }
@@ -44,16 +53,24 @@ func (l *launcher) startUI() error {
 	}
 	l.hub = live.NewHub(info, l.started)
 	l.hub.SetTimeline(l.tl.Sorted)
+	warn, err := live.PublicAddr(l.o.UI, "--ui-public", l.o.UIPublic)
+	if err != nil {
+		return cli.UsageError("--ui %s: %v", l.o.UI, err)
+	}
 	srv, err := live.Serve(l.o.UI, l.hub)
 	if err != nil {
 		return cli.UsageError("--ui %s: %v", l.o.UI, err)
 	}
 	l.ui = srv
+	if warn != "" {
+		fmt.Fprintf(l.stderr, "dpsim run: %s\n", warn)
+	}
 	if err := l.startInterventions(); err != nil {
 		return err
 	}
 	l.hub.SampleRSSEvery(live.RSSInterval)
-	fmt.Fprintf(l.stderr, "dpsim run: live view %s (until the run ends; metrics %smetrics)\n", srv.URL(), srv.URL())
+	// The token goes to the terminal only (never the log file or summary.json).
+	fmt.Fprintf(l.stderr, "dpsim run: live view %s (until the run ends; metrics %smetrics with the token)\n", srv.TokenURL(), srv.URL())
 	return nil
 }
 
@@ -64,7 +81,7 @@ func (l *launcher) stopUI(ctx context.Context) {
 	}
 	l.hub.Finish(l.sum.Status, l.sum.Error)
 	if l.o.UIHold > 0 && ctx.Err() == nil {
-		fmt.Fprintf(l.stderr, "dpsim run: live view %s stays up for %v (--ui-hold; Ctrl-C ends it)\n", l.ui.URL(), l.o.UIHold)
+		fmt.Fprintf(l.stderr, "dpsim run: live view %s stays up for %v (--ui-hold; Ctrl-C ends it)\n", l.ui.TokenURL(), l.o.UIHold)
 		select {
 		case <-ctx.Done():
 		case <-time.After(l.o.UIHold):

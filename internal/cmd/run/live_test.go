@@ -25,6 +25,7 @@ import (
 // liveRun is a dpsim run started with its stderr readable while it runs.
 type liveRun struct {
 	cmd    *exec.Cmd
+	stdout dpsimtest.SyncBuffer // the final table (or --json)
 	stderr dpsimtest.SyncBuffer
 	done   <-chan struct{} // closed when the process ended
 }
@@ -32,7 +33,7 @@ type liveRun struct {
 func startLive(t testing.TB, args ...string) *liveRun {
 	t.Helper()
 	l := &liveRun{cmd: exec.Command(dpsimBin, args...)}
-	l.cmd.Stdout, l.cmd.Stderr = io.Discard, &l.stderr
+	l.cmd.Stdout, l.cmd.Stderr = &l.stdout, &l.stderr
 	l.cmd.Env = append(os.Environ(), "NATS_URL=")
 	l.done = dpsimtest.Background(t, l.cmd)
 	return l
@@ -67,7 +68,7 @@ func (l *liveRun) exit(t testing.TB, limit time.Duration) int {
 	return l.cmd.ProcessState.ExitCode()
 }
 
-var uiURL = regexp.MustCompile(`live view (http://127\.0\.0\.1:\d+/) `)
+var uiURL = regexp.MustCompile(`live view (http://127\.0\.0\.1:\d+/\?token=[0-9a-f]+) `)
 
 // liveState is the part of the live view's state the test reads.
 type liveState struct {
@@ -95,7 +96,7 @@ type liveState struct {
 // readEvents reads the /events stream until its "end" event and returns every state in order.
 func readEvents(t *testing.T, url string) []liveState {
 	t.Helper()
-	resp, err := http.Get(url + "events")
+	resp, err := http.Get(dpsimtest.LivePath(url, "events"))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))

@@ -21,7 +21,7 @@ import (
 )
 
 const synopsis = `dpsim run SCENARIO [--out DIR] [--seed N] [--nats-url URL] [--mode lockstep|realtime] [--period D]
-                 [--ui[=ADDR] [--ui-hold D]] [--engine nats|fast] [--runs N] [--inflight K] [--trace-episodes N] [--timeout D] [--agents-per-process K] [--json]
+                 [--ui[=ADDR] [--ui-hold D] [--ui-public]] [--engine nats|fast] [--runs N] [--inflight K] [--trace-episodes N] [--timeout D] [--agents-per-process K] [--json]
                  [--engine fast --dispatch [--spawn-workers N] [--worker-listen ADDR]]
        dpsim run SCENARIO --resume OUT [--nats-url URL] [the run's --role and --attach, given again]`
 
@@ -156,6 +156,8 @@ type Options struct {
 	// how long it stays up after the run.
 	UI     string
 	UIHold time.Duration
+	// UIPublic is --ui-public: the opt-in to a --ui address other than loopback.
+	UIPublic bool
 	// NATSMonitor is --nats-monitor: the embedded server's HTTP monitoring address ("": none).
 	NATSMonitor string
 	flags       *flag.FlagSet // the parsed flags (what was given: the resume state records it)
@@ -253,6 +255,7 @@ func defineFlags(fs *flag.FlagSet, o *Options, seed, mode, budget *string) {
 	fs.Var(live.AddrFlag{Addr: &o.UI}, "ui", uiHelp)
 	fs.StringVar(&o.NATSMonitor, "nats-monitor", "", "serve the embedded NATS server's own HTTP monitoring (/varz, /connz, /healthz, /subsz, ...) on host:port (port 0: a free one; an empty host is 127.0.0.1), printed at the start, until the run ends; with --cluster, its first server's; not with an external server (--nats-url)")
 	fs.DurationVar(&o.UIHold, "ui-hold", 0, "with --ui: keep the live view up this long after the run ended (its final state and /metrics; Ctrl-C ends it sooner)")
+	fs.BoolVar(&o.UIPublic, "ui-public", false, uiPublicHelp)
 	fs.StringVar(&o.Resume, "resume", "", "continue the run whose outputs are in this directory (its "+ResumeFile+": a run killed, failed or interrupted before every episode completed) from its last completed episode and sweep point, with the results of an uninterrupted run; give SCENARIO again (the file holds only its sha256) and --role and --attach as the run had them; the flags that decide the results may be left out (given, they must be the run's); the NATS connection and TLS flags are not recorded and are given again. --engine fast resumes at the last completed point")
 }
 

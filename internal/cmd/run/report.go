@@ -28,7 +28,7 @@ func (l *launcher) renderReport(write func(dir string, in report.Input) error) e
 	in := report.Input{Scenario: l.scn, Seed: l.sum.Seed, SeedDrawn: l.sum.SeedSource == "crypto",
 		Engine: l.sum.Engine, Mode: l.sum.Mode, NATSURL: l.sum.NATSURL, Timing: l.reportTiming(),
 		Elapsed: time.Since(l.started), Status: l.sum.Status, Error: l.sum.Error, Degraded: l.sum.Degraded, PlannedPoints: len(l.points),
-		Missed: l.sum.Timing.Missed, LateMessages: l.sum.Timing.LateMessages, Timeline: l.sum.Timeline,
+		Missed: l.sum.Timing.Missed, LateMessages: l.sum.Timing.LateMessages, Timeline: l.sum.Timeline, Interventions: l.interventionLines(),
 		Secret: launch.IsSecretOutput, ShareOutputs: l.o.ShareOutputs}
 	if l.sum.Engine == "fast" {
 		in.Mode = "lockstep" // the fast engine runs the lockstep step order, unpaced
@@ -50,8 +50,12 @@ func (l *launcher) renderReport(write func(dir string, in report.Input) error) e
 			return err
 		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "# %s\n\n> **Status: %s** - no episode completed, so there are no results to report.\n>\n> - cause: %s\n\n",
+		fmt.Fprintf(&b, "# %s\n\n> **Status: %s** - no episode completed, so there are no results to report.\n>\n> - cause: %s\n",
 			l.scn.Name, l.sum.Status, l.sum.Error)
+		for _, iv := range l.interventionLines() {
+			fmt.Fprintf(&b, "> - intervention: %s\n", iv)
+		}
+		b.WriteString("\n")
 		fmt.Fprintf(&b, "Scenario %s, engine %s, NATS %s. summary.json has the details.\n", l.o.ScenarioPath, l.sum.Engine, l.sum.NATSURL)
 		return atomicfile.WriteFile(filepath.Join(l.o.Out, report.FileName), []byte(b.String()), l.outMode(report.FileName))
 	}
@@ -182,10 +186,20 @@ func (l *launcher) printTable(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(tw, "out\t%s\n", l.o.Out)
-	if s.Status == "degraded" {
+	ivs := l.interventionLines()
+	switch {
+	case s.Status == StatusIntervened:
+		fmt.Fprintf(tw, "status\tintervened: %d live intervention(s) through the live view changed the faults (summary.json interventions; not the scenario's results)\n", len(ivs))
+		if len(s.Degraded) > 0 {
+			fmt.Fprintf(tw, "degraded\t%s\n", strings.Join(s.Degraded, "; "))
+		}
+	case s.Status == "degraded":
 		fmt.Fprintf(tw, "status\tdegraded: %s\n", strings.Join(s.Degraded, "; "))
-	} else if s.Status != "" && s.Status != "ok" {
+	case s.Status != "" && s.Status != "ok":
 		fmt.Fprintf(tw, "status\t%s (partial results)\n", s.Status)
+	}
+	for _, iv := range ivs {
+		fmt.Fprintf(tw, "intervention\t%s\n", iv)
 	}
 	if s.Error != "" {
 		fmt.Fprintf(tw, "error\t%s\n", s.Error)

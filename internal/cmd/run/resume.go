@@ -447,7 +447,7 @@ func (l *launcher) saveResume(force bool) {
 
 // resumeEnd removes the state of a run whose every episode completed: nothing is partial.
 func (l *launcher) resumeEnd() {
-	if l.resume.state == nil || (l.sum.Status != "ok" && l.sum.Status != "degraded") {
+	if l.resume.state == nil || (l.sum.Status != "ok" && l.sum.Status != "degraded" && l.sum.Status != StatusIntervened) {
 		return
 	}
 	for _, f := range []string{ResumeFile, ResumeKeyFile} {

@@ -75,7 +75,7 @@ var resumeFlags = map[string]resumeClass{
 	"tls-cert": resumeFree, "tls-key": resumeFree, "connect-retry": resumeFree, "listen": resumeFree, "cluster": resumeFree,
 	"run-id": resumeFree, "log-level": resumeFree, "progress": resumeFree, "json": resumeFree, "child-gomaxprocs": resumeFree,
 	"attach-timeout": resumeFree, "no-sign": resumeFree, "budget": resumeFree, "inflight": resumeFree, "keep-secrets": resumeFree, "share-outputs": resumeFree,
-	"ui": resumeFree, "ui-hold": resumeFree, "nats-monitor": resumeFree,
+	"ui": resumeFree, "ui-hold": resumeFree, "ui-public": resumeFree, "nats-monitor": resumeFree,
 	"dispatch": resumeFree, "spawn-workers": resumeFree, "worker-listen": resumeFree,
 }
 

@@ -109,6 +109,8 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 		runErr = l.degradation()
 	}
 	switch {
+	case runErr == nil && l.intervened(): // never "ok": the faults are not the scenario's (degraded named too)
+		l.sum.Status = StatusIntervened
 	case runErr == nil && len(l.sum.Degraded) > 0:
 		l.sum.Status = "degraded"
 	case runErr == nil:

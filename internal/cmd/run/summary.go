@@ -52,7 +52,7 @@ type Summary struct {
 	// LauncherMaxRSSBytes is the launcher's own peak resident set (VmHWM; 0: unknown), the
 	// role processes' is in processes[].max_rss_bytes.
 	LauncherMaxRSSBytes int64  `json:"launcher_max_rss_bytes"`
-	Status              string `json:"status"` // ok, degraded, failed or interrupted
+	Status              string `json:"status"` // ok, degraded, intervened (StatusIntervened), failed or interrupted
 	Error               string `json:"error,omitempty"`
 	// Degraded names what made a completed run "degraded" (with the counts); MissedFraction is
 	// the fraction of the processes' steps that went on without all their messages.

@@ -23,7 +23,7 @@ type viewProcess struct {
 	done   <-chan struct{}
 }
 
-var viewURL = regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/)\n`)
+var viewURL = regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/\?token=[0-9a-f]+)\n`)
 
 // startView starts `dpsim view args...` and returns its URL once printed.
 func startView(t *testing.T, args ...string) (*viewProcess, string) {

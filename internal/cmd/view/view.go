@@ -16,7 +16,7 @@ import (
 // Command is the table entry for `dpsim view`.
 var Command = cli.Command{Name: "view", Summary: "show a finished run (its --out directory) in the browser", Run: Run}
 
-const synopsis = `dpsim view OUT [--addr HOST:PORT] [--for D]`
+const synopsis = `dpsim view OUT [--addr HOST:PORT [--public]] [--for D]`
 
 const description = `Serves the finished run in OUT (the --out directory of dpsim run) in the page of dpsim run --ui
 and prints its URL on stderr: the traced episodes (trace.jsonl, trace-pNN.jsonl) with a slider
@@ -25,6 +25,11 @@ as an interactive plot (zoom by dragging, double-click to reset) drawn from its 
 (figures/NAME.json), the fault timeline (and faults.applied.yaml when the run wrote one) and
 the summary: status, problems, metrics, links and processes. It serves until interrupted
 (Ctrl-C), or for --for D.
+
+The URL carries a random token (http://HOST:PORT/?token=...) that every request needs, as
+dpsim run --ui's: the page keeps it as a cookie, other clients send it as ?token= or
+Authorization: Bearer. A request whose Host is not the server's address, or that comes from
+another site's page, is refused. An address other than loopback needs --public.
 
 Exit status: 0 when it ran until interrupted or for D; 1 when OUT is not a dpsim run or a file
 of it cannot be read (the error names the file and what is wrong); 2 for a usage error (OUT
@@ -37,8 +42,9 @@ const DefaultAddr = "127.0.0.1:0"
 func Run(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("view", synopsis, description, stderr)
 	var (
-		addr = fs.String("addr", DefaultAddr, "serve on HOST:PORT (port 0: a free one; an empty host is 127.0.0.1; 0.0.0.0 shows the plant's true state to the network)")
-		dur  = fs.Duration("for", 0, "stop serving after this long (0: until interrupted), e.g. for scripts and tests")
+		addr   = fs.String("addr", DefaultAddr, "serve on HOST:PORT (port 0: a free one; an empty host is 127.0.0.1; an address other than loopback, e.g. 0.0.0.0, shows the plant's true state to the network: it needs --public)")
+		public = fs.Bool("public", false, "allow an --addr other than loopback (0.0.0.0, ::, a LAN address or name): the run's true state is then served to the network, over plain HTTP, to whoever learns the URL with its token (a warning is printed)")
+		dur    = fs.Duration("for", 0, "stop serving after this long (0: until interrupted), e.g. for scripts and tests")
 	)
 	var pos []string // OUT, with flags before or after it
 	for {
@@ -66,6 +72,10 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	if host == "" {
 		host = "127.0.0.1"
 	}
+	warn, err := live.PublicAddr(net.JoinHostPort(host, port), "--public", *public)
+	if err != nil {
+		return cli.UsageError("--addr %s: %v", *addr, err)
+	}
 	out := pos[0]
 	if st, err := os.Stat(out); err != nil || !st.IsDir() { // a mistake on the command line, as a missing scenario file
 		if err == nil {
@@ -82,8 +92,11 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		return cli.UsageError("--addr %s: %v", *addr, err)
 	}
 	defer srv.Close()
+	if warn != "" {
+		fmt.Fprintf(stderr, "dpsim view: %s\n", warn)
+	}
 	st := v.State()
-	fmt.Fprintf(stderr, "dpsim view: %s (%s, %s, %d point(s), %d figure(s)) at %s\n", out, st.Scenario, st.Status, len(st.Points), len(st.Figures), srv.URL())
+	fmt.Fprintf(stderr, "dpsim view: %s (%s, %s, %d point(s), %d figure(s)) at %s\n", out, st.Scenario, st.Status, len(st.Points), len(st.Figures), srv.TokenURL())
 	for _, n := range st.Notes {
 		fmt.Fprintf(stderr, "dpsim view: note: %s\n", n)
 	}

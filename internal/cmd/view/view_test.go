@@ -18,6 +18,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/cmd/view"
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/internal/live"
 )
 
@@ -87,7 +88,7 @@ func TestViewServes(t *testing.T) {
 	dir := finishedRun(t, "cloud")
 	proc, url := startView(t, dir)
 	get := func(path string, code int) []byte {
-		resp, err := http.Get(url + path)
+		resp, err := http.Get(dpsimtest.LivePath(url, path))
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
@@ -149,7 +150,7 @@ func TestViewOlderRunAndAppliedFaults(t *testing.T) {
 	require.Contains(t, st.Notes[0], "consensus-mse")
 
 	_, url := startView(t, dir)
-	resp, err := http.Get(url + "out/consensus-mse.png")
+	resp, err := http.Get(dpsimtest.LivePath(url, "out/consensus-mse.png"))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
@@ -226,4 +227,19 @@ func TestViewErrors(t *testing.T) {
 		_ = cmd.Run()
 		require.Equal(t, tc.code, cmd.ProcessState.ExitCode(), "dpsim %v:\n%s", tc.args, out.String())
 	}
+}
+
+// TestViewPublic: an --addr other than loopback needs --public (a usage error naming it), and
+// is warned about with it; the URL printed carries the token.
+func TestViewPublic(t *testing.T) {
+	dir := finishedRun(t, "cloud")
+	for _, addr := range []string{"0.0.0.0:0", "[::]:0"} {
+		err := view.Run([]string{dir, "--addr", addr}, io.Discard, io.Discard)
+		require.ErrorIs(t, err, cli.ErrUsage, addr)
+		require.ErrorContains(t, err, "--public")
+	}
+	var stderr bytes.Buffer
+	require.NoError(t, view.Run([]string{dir, "--addr", "0.0.0.0:0", "--public", "--for", "10ms"}, io.Discard, &stderr))
+	require.Contains(t, stderr.String(), "warning: the live view on 0.0.0.0:0 serves the network (--public)")
+	require.Regexp(t, `at http://[^/ ]+:\d+/\?token=[0-9a-f]{48}\n`, stderr.String())
 }

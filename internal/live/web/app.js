@@ -285,7 +285,8 @@ function connect() {
     if (!live.ended) {
       const s = $("status");
       drawn.status = null; // the next state redraws it
-      s.textContent = "disconnected (retrying)";
+      // a stream refused (no token: the server was started again) is not retried
+      s.textContent = es.readyState === EventSource.CLOSED ? "disconnected (reload with the URL dpsim printed)" : "disconnected (retrying)";
       s.className = "status disconnected";
     }
   };

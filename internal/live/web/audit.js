@@ -188,7 +188,8 @@ function connect() {
   es.onerror = () => {
     if (!view.ended) {
       const s = $("status");
-      s.textContent = "disconnected (retrying)";
+      // a stream refused (no token: the server was started again) is not retried
+      s.textContent = es.readyState === EventSource.CLOSED ? "disconnected (reload with the URL dpsim printed)" : "disconnected (retrying)";
       s.className = "status disconnected";
     }
   };

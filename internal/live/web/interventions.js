@@ -45,8 +45,10 @@
     return b;
   }
 
+  // The server takes a change only as JSON from this page's origin, with the token (the cookie
+  // it set when the page was opened with ?token=; fetch sends it to the same origin).
   async function send(method, path, body) {
-    const opts = { method, headers: { "Content-Type": "application/json" } };
+    const opts = { method, credentials: "same-origin", headers: { "Content-Type": "application/json" } };
     if (body !== undefined) opts.body = JSON.stringify(body);
     const msg = el("iv-msg");
     try {
@@ -149,7 +151,7 @@
     const t = el("iv-applied");
     t.textContent = "";
     const head = t.insertRow();
-    for (const h of ["#", "change", "name", "in the faults", "episode", "step", "detail"]) {
+    for (const h of ["#", "change", "name", "in the faults", "episode", "step", "detail", "asked by"]) {
       const th = document.createElement("th");
       th.textContent = h;
       head.appendChild(th);
@@ -157,7 +159,8 @@
     if (st.interventions.length === 0) t.insertRow().insertCell().textContent = "none yet";
     for (const c of st.interventions) {
       const row = t.insertRow();
-      const cells = [c.id, c.op + " " + c.target, c.name, c.rule || "", c.applied ? c.episode : "pending", c.applied ? c.step : "", c.detail || ""];
+      const cells = [c.id, c.op + " " + c.target, c.name, c.rule || "", c.applied ? c.episode : "pending", c.applied ? c.step : "", c.detail || "",
+        (c.remote_addr || "") + (c.origin ? " (" + c.origin + ")" : "")];
       for (const v of cells) {
         const td = row.insertCell();
         td.textContent = String(v);

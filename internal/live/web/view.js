@@ -334,6 +334,10 @@
       ["elapsed", fmt(sum.elapsed_seconds) + " s"], ["directory", st.dir]];
     if (st.error) facts.push(["error", st.error]);
     (sum.degraded || []).forEach((d) => facts.push(["degraded", d]));
+    // live changes of the faults (dpsim run --ui): what, where, and who asked
+    ((sum.interventions || {}).list || []).filter((c) => c.applied).forEach((c) => facts.push(["intervention",
+      c.op + " " + c.target + " " + c.name + " from episode " + c.episode + " step " + c.step + ", asked at " + c.at +
+      " by " + c.remote_addr + " (Origin " + (c.origin || "none") + ", " + c.user_agent + ")"]));
     table(s.appendChild(el("table")), ["run", ""], facts);
     const problems = (sum.problems || []).map((p) => [p.point, p.process, p.kind, p.count || "", p.fatal ? "fatal" : "degraded", p.detail]);
     s.appendChild(el("h3", "", "Problems"));
