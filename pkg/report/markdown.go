@@ -89,6 +89,9 @@ func (r *run) statusBanner(b *strings.Builder) {
 	for _, iv := range in.Interventions {
 		items = append(items, "intervention: "+oneLine(iv))
 	}
+	for _, n := range in.Notes {
+		items = append(items, oneLine(n))
+	}
 	for _, p := range r.points {
 		pt := in.Points[p.idx]
 		where := ""

@@ -69,6 +69,9 @@ type Input struct {
 	// --ui), one sentence each (what, where it took effect, who asked): the banner lists them
 	// whatever the status.
 	Interventions []string
+	// Notes are what happened around the results without changing them (processes the stop
+	// had to kill, metrics that overflowed), one sentence each: the banner lists them.
+	Notes []string
 	// PlannedPoints is the number of points the run was to cover (0: len(Points)); a sweep
 	// stopped early hands over fewer Points.
 	PlannedPoints int

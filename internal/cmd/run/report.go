@@ -28,7 +28,7 @@ func (l *launcher) renderReport(write func(dir string, in report.Input) error) e
 	in := report.Input{Scenario: l.scn, Seed: l.sum.Seed, SeedDrawn: l.sum.SeedSource == "crypto",
 		Engine: l.sum.Engine, Mode: l.sum.Mode, NATSURL: l.sum.NATSURL, Timing: l.reportTiming(),
 		Elapsed: time.Since(l.started), Status: l.sum.Status, Error: l.sum.Error, Degraded: l.sum.Degraded, PlannedPoints: len(l.points),
-		Missed: l.sum.Timing.Missed, LateMessages: l.sum.Timing.LateMessages, Timeline: l.sum.Timeline, Interventions: l.interventionLines(),
+		Missed: l.sum.Timing.Missed, LateMessages: l.sum.Timing.LateMessages, Timeline: l.sum.Timeline, Interventions: l.interventionLines(), Notes: l.reportNotes(),
 		Secret: launch.IsSecretOutput, ShareOutputs: l.o.ShareOutputs}
 	if l.sum.Engine == "fast" {
 		in.Mode = "lockstep" // the fast engine runs the lockstep step order, unpaced
@@ -243,4 +243,13 @@ func invalidLine(s *Summary) string {
 		return fmt.Sprintf("%d message(s) dropped", messages)
 	}
 	return fmt.Sprintf("%d message(s) dropped (%d copies across their receivers)", messages, copies)
+}
+
+// reportNotes are the banner's lines on what happened around the results without changing
+// them: the processes the stop had to kill.
+func (l *launcher) reportNotes() []string {
+	if t := launch.LeftoverText(l.sum.LeftoverProcesses); t != "" {
+		return []string{t}
+	}
+	return nil
 }
