@@ -3,6 +3,7 @@ package bus
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -17,9 +18,18 @@ var ErrClosed = errors.New("bus: source closed")
 // ErrStopped is returned by Inbox.Next when the inbox's stop channel closed.
 var ErrStopped = errors.New("bus: stopped")
 
-// DefaultInboxBuffer is the capacity of an inbox's channel. When it is full the NATS client
-// drops messages and reports a slow consumer (counted in ConnStats and Inbox.Dropped).
+// DefaultInboxBuffer is the capacity of an inbox's channel. When it is full, what arrives
+// waits in the NATS client's pending list of its subscription (a receiver that falls behind
+// its senders - the eavesdropper of 128 episodes in flight on a busy machine - is slower, never
+// drops a message), up to MaxInboxPending bytes.
 const DefaultInboxBuffer = 1 << 14
+
+// MaxInboxPending bounds the bytes waiting for one subscription of an inbox (its pending list)
+// by default. Only beyond it does the client drop messages as a slow consumer (counted in
+// ConnStats and Inbox.Dropped). A lockstep receiver waits behind at most one group of episodes
+// (the launcher starts the next group when every process finished this one), so a run whose
+// group fits stays below it; a flood does not grow a process without bound.
+const MaxInboxPending = 1 << 30
 
 // InboxOptions configures an Inbox.
 type InboxOptions struct {
@@ -44,8 +54,10 @@ type InboxOptions struct {
 	Unknown func(subject string) bool
 	// Stop, when closed, makes Next return ErrStopped.
 	Stop <-chan struct{}
-	// Buffer is the channel capacity (default DefaultInboxBuffer).
-	Buffer int
+	// Buffer is the channel capacity (default DefaultInboxBuffer); MaxPending the bytes that
+	// may wait behind it per subscription (default MaxInboxPending).
+	Buffer     int
+	MaxPending int
 	// Any, if set, is the expectation of every subject without its own (wildcard
 	// subscriptions); with MatchSubject its Sender is the subject's <role>.<id>.
 	Any          *Expect
@@ -67,7 +79,9 @@ type Inbox struct {
 	count  *Counters
 	msg    Message
 	timer  *time.Timer
-	anyExp Expect // scratch: opts.Any for the message at hand
+	anyExp Expect        // scratch: opts.Any for the message at hand
+	done   chan struct{} // closed by Close: a delivery waiting for room gives up
+	once   sync.Once
 }
 
 // NewInbox returns an empty inbox on c.
@@ -75,12 +89,16 @@ func (c *Conn) NewInbox(opts InboxOptions) *Inbox {
 	if opts.Buffer <= 0 {
 		opts.Buffer = DefaultInboxBuffer
 	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = MaxInboxPending
+	}
 	if opts.Counters == nil {
 		opts.Counters = new(Counters)
 	}
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &Inbox{c: c, ch: make(chan *nats.Msg, opts.Buffer), exp: map[string]*Expect{}, opts: opts, count: opts.Counters, timer: t}
+	return &Inbox{c: c, ch: make(chan *nats.Msg, opts.Buffer), exp: map[string]*Expect{}, opts: opts, count: opts.Counters, timer: t,
+		done: make(chan struct{})}
 }
 
 // Expect registers what messages on subject (an exact subject) must carry.
@@ -96,16 +114,32 @@ func (in *Inbox) Subscribe() error {
 	return nil
 }
 
-// SubscribeTo subscribes subject (may be a wildcard) into the inbox.
+// SubscribeTo subscribes subject (may be a wildcard) into the inbox. The subscription's
+// handler waits for room in the channel: what arrives meanwhile queues in the client's pending
+// list (no limit on messages, MaxPending on bytes), in order. A channel subscription would
+// drop every message that finds the channel full - a lockstep receiver would then wait
+// forever for it.
 func (in *Inbox) SubscribeTo(subject string) error {
-	sub, err := in.c.nc.ChanSubscribe(subject, in.ch)
+	sub, err := in.c.nc.Subscribe(subject, in.deliver)
 	if err != nil {
 		return err
 	}
-	// The client's pending limits apply per subscription; keep them above the channel.
-	_ = sub.SetPendingLimits(4*cap(in.ch), 256<<20)
+	if err := sub.SetPendingLimits(-1, in.opts.MaxPending); err != nil {
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("bus: pending limits of %s: %w", subject, err)
+	}
 	in.subs = append(in.subs, sub)
 	return nil
+}
+
+// deliver hands a message to Next, waiting for room (the NATS client calls it for one
+// subscription at a time, in order).
+func (in *Inbox) deliver(m *nats.Msg) {
+	select {
+	case in.ch <- m:
+	case <-in.done:
+	case <-in.opts.Stop:
+	}
 }
 
 // SetEpisode makes only messages of episode ep valid on every expected subject.
@@ -246,6 +280,7 @@ func (in *Inbox) invalid(subject string, err error) {
 
 // Close unsubscribes everything (a closed connection is not an error).
 func (in *Inbox) Close() error {
+	in.once.Do(func() { close(in.done) })
 	var first error
 	for _, s := range in.subs {
 		if err := s.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) && first == nil {
