@@ -54,10 +54,14 @@ func TestAuditDispatchEqualsInProcess(t *testing.T) {
 	require.Equal(t, want, got)
 	require.EqualValues(t, 6, d["chunks"])
 	require.EqualValues(t, 2, d["spawned_workers"])
-	require.Equal(t, filepath.Join(out, "worker.creds"), d["credentials_file"])
-	st, err := os.Stat(filepath.Join(out, "worker.creds"))
-	require.NoError(t, err)
-	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	require.Equal(t, filepath.Join(out, "workers", "w1.creds"), d["credentials_file"])
+	require.Len(t, d["credentials_files"], 4) // --worker-creds's default
+	for _, f := range d["credentials_files"].([]any) {
+		st, err := os.Stat(f.(string))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	}
+	require.Empty(t, d["quarantined"])
 }
 
 // `dpsim run --engine fast --spawn-workers 2` writes the in-process run's metrics, summary numbers
