@@ -231,11 +231,13 @@ func (s *scheduler) settled(js *jobState, i int, claims map[string]*answer, res 
 		a := claims[w]
 		switch {
 		case a.Err != "" || bytes.Equal(a.digest, res.digest):
+			continue
 		case a.invalid != "":
 			s.quarantine(w, fmt.Sprintf("its answer of chunk %d (episodes %d..%d) of job %s was invalid (%s) where the coordinator's is valid", i, cs.lo, cs.hi-1, js.job.ID, a.invalid))
 		default:
 			s.quarantine(w, fmt.Sprintf("its result of chunk %d (episodes %d..%d) of job %s differs from the coordinator's", i, cs.lo, cs.hi-1, js.job.ID))
 		}
+		s.c.rep.recomputed(w, ChunkRef{Job: js.job.ID, Chunk: i}, false, false) // the coordinator's result replaces it
 	}
 	cs.local = false
 	if s.jobs[js.job.ID] != js || cs.final { // a quarantine ended the job
