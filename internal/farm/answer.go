@@ -262,7 +262,7 @@ func (s *scheduler) quarantine(w, why string) {
 	s.quarantined[w] = why
 	s.c.ban(w)
 	s.c.log.Warn().Str("worker", w).Str("reason", why).Msg("worker quarantined: its answers are ignored and its chunks played again")
-	s.c.rep.quarantine(Quarantine{Worker: w, Reason: why, Chunks: []ChunkRef{}})
+	s.c.rep.quarantine(Quarantine{Worker: w, Reason: why, Chunks: []ChunkRef{}, Earlier: s.unchecked[w]})
 	s.c.rep.degrade(Degradation{Kind: KindQuarantined, Worker: w, Chunk: -1, Detail: "quarantined: " + why})
 	delete(s.holding, w)
 	for _, js := range s.jobs {

@@ -52,6 +52,9 @@ type Quarantine struct {
 	Worker string     `json:"worker"`
 	Reason string     `json:"reason"`
 	Chunks []ChunkRef `json:"chunks"`
+	// Earlier is how many unchecked results of the worker were kept in jobs (points) that
+	// ended before it was caught: reported already, they are not played again.
+	Earlier int `json:"earlier_unchecked_chunks"`
 }
 
 // Report is the dispatch of a command's episodes: the "dispatch" object of summary.json and of
@@ -84,8 +87,12 @@ type Report struct {
 func (r *Report) Lines() []string {
 	var out []string
 	for _, q := range r.Quarantined {
-		out = append(out, fmt.Sprintf("dispatch to workers: worker %s QUARANTINED (%s): its answers are ignored and its %d chunk(s) of this session's open points were played again without it",
-			q.Worker, q.Reason, len(q.Chunks)))
+		line := fmt.Sprintf("dispatch to workers: worker %s QUARANTINED (%s): its answers are ignored and its %d chunk(s) of the open point were played again without it",
+			q.Worker, q.Reason, len(q.Chunks))
+		if q.Earlier > 0 {
+			line += fmt.Sprintf("; %d unchecked chunk(s) of it in points finished before were kept (reported before it was caught: rerun those points to be sure)", q.Earlier)
+		}
+		out = append(out, line)
 	}
 	if len(r.Degradations) == 0 {
 		return out

@@ -100,6 +100,7 @@ type scheduler struct {
 	holding     map[string]map[lease]bool      // the leases a worker was issued and did not answer
 	quarantined map[string]string              // worker -> why
 	failures    map[string]int                 // error answers by worker
+	unchecked   map[string]int                 // results of a worker kept unchecked in ended jobs
 	times       []time.Duration                // recent chunk times (issue to answer), for chunkBound
 	draw        func(js *jobState, i int) bool // whether chunk i's first answer is checked
 	over        bool
@@ -108,7 +109,7 @@ type scheduler struct {
 // loop runs the scheduler until the coordinator closes.
 func (c *Coordinator) loop() {
 	s := &scheduler{c: c, jobs: map[string]*jobState{}, seen: map[string]time.Time{}, lost: map[string]bool{}, ended: map[string]bool{},
-		holding: map[string]map[lease]bool{}, quarantined: map[string]string{}, failures: map[string]int{}}
+		holding: map[string]map[lease]bool{}, quarantined: map[string]string{}, failures: map[string]int{}, unchecked: map[string]int{}}
 	s.draw = func(js *jobState, i int) bool {
 		v := c.cfg.VerifyShare > 0 && secretCoin() < c.cfg.VerifyShare
 		if c.drawn != nil {
@@ -149,13 +150,14 @@ func secretCoin() float64 {
 func (s *scheduler) submit(js *jobState) {
 	s.jobs[js.job.ID] = js
 	for i := range js.chunks {
-		s.enqueue(js, i)
+		js.chunks[i].queued, js.chunks[i].since = true, time.Now()
+		s.queue = append(s.queue, queued{js, i})
 	}
 	s.dispatch()
 }
 
-// enqueue queues chunk i (its first computation, or its check when its result is pending)
-// unless it is decided, played by the coordinator or queued already.
+// enqueue queues chunk i ahead of the others (its computation again, or its check when its
+// result is pending) unless it is decided, played by the coordinator or queued already.
 func (s *scheduler) enqueue(js *jobState, i int) {
 	cs := js.chunks[i]
 	if cs.final || cs.local || cs.queued || js.err != nil {
@@ -306,6 +308,9 @@ func (s *scheduler) expire(now time.Time) {
 // lapse ends the issues of chunk i that went silent or overdue.
 func (s *scheduler) lapse(js *jobState, i int, now time.Time) {
 	cs := js.chunks[i]
+	if cs.final { // its other copies' answers will be late; their workers keep the leases till then
+		return
+	}
 	for at, is := range cs.issues {
 		silent, overdue := now.After(is.expires), now.After(is.deadline)
 		if !silent && !overdue {
@@ -368,6 +373,9 @@ func (s *scheduler) end(js *jobState) {
 	for i, cs := range js.chunks {
 		if cs.final {
 			js.results[i] = cs.result
+			if !cs.verified && js.err == nil {
+				s.unchecked[cs.by]++
+			}
 		}
 		cs.queued = false
 	}
