@@ -342,14 +342,20 @@ func (c *Coordinator) do(f func(*scheduler)) {
 	}
 }
 
-// newJob registers a job of kind for point, served to the workers until it is retired.
+// newJob returns a job of kind for point, with its id; play serves it to the workers once it is
+// complete (a worker that fetched it earlier would see it half filled in).
 func (c *Coordinator) newJob(kind string, point int) *Job {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nextJob++
-	j := &Job{ID: fmt.Sprintf("%s-%d", c.session, c.nextJob), Kind: kind, Scenario: c.cfg.Scenario, Source: c.cfg.Source, Point: point}
+	return &Job{ID: fmt.Sprintf("%s-%d", c.session, c.nextJob), Kind: kind, Scenario: c.cfg.Scenario, Source: c.cfg.Source, Point: point}
+}
+
+// serve serves job j to the workers until it is retired.
+func (c *Coordinator) serve(j *Job) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.jobs[j.ID] = j
-	return j
 }
 
 // retire stops serving a finished job's description.
@@ -366,6 +372,7 @@ func (c *Coordinator) retire(id string) {
 // answer (from the scheduler's goroutine); progress hears the episodes decided.
 func (c *Coordinator) play(ctx context.Context, j *Job, spans []span, check func(*answer) error, progress func(int)) ([]*answer, error) {
 	js := newJobState(j, spans, check, progress)
+	c.serve(j)
 	c.do(func(s *scheduler) { s.submit(js) })
 	select {
 	case <-js.finish:
