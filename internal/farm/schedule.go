@@ -25,10 +25,9 @@ const MaxFailures = 3
 
 // issue is one hand-out of a chunk to a worker.
 type issue struct {
-	worker   string
-	start    time.Time
-	expires  time.Time // when it lapses without a heartbeat
-	deadline time.Time // when it lapses whatever the heartbeats (chunkBound)
+	worker  string
+	start   time.Time
+	expires time.Time // when it lapses without a heartbeat (it lapses whatever the heartbeats after chunkBound)
 }
 
 // chunkState is one chunk of a job as the scheduler tracks it. Its result is decided (final)
@@ -227,7 +226,7 @@ func (s *scheduler) issue(js *jobState, i int, h held) {
 	cs, now := js.chunks[i], time.Now()
 	cs.queued = false
 	cs.attempts++
-	cs.issues[cs.attempts] = &issue{worker: h.worker, start: now, expires: now.Add(s.c.cfg.Silence), deadline: now.Add(s.chunkBound())}
+	cs.issues[cs.attempts] = &issue{worker: h.worker, start: now, expires: now.Add(s.c.cfg.Silence)}
 	cs.ever[h.worker] = true
 	l := lease{Job: js.job.ID, Chunk: i, Attempt: cs.attempts}
 	if s.holding[h.worker] == nil {
@@ -240,7 +239,8 @@ func (s *scheduler) issue(js *jobState, i int, h held) {
 
 // chunkBound is how long a worker may hold a chunk: Config.ChunkTimeout, else ten times the
 // median chunk time observed (at least four silences; twenty before any chunk came back, when
-// the first chunks also wait for the job to be resolved).
+// the first chunks also wait for the job to be resolved). It applies to the chunks held already
+// too: a hoarder that took the first chunks loses them once the others' times are known.
 func (s *scheduler) chunkBound() time.Duration {
 	if s.c.cfg.ChunkTimeout > 0 {
 		return s.c.cfg.ChunkTimeout
@@ -284,9 +284,10 @@ func (s *scheduler) release(w string, l lease) { delete(s.holding[w], l) }
 // answers: a hoarder gets nothing more), has the coordinator play the chunks no permitted
 // worker took for a silence, and tells the requests held too long to ask again.
 func (s *scheduler) expire(now time.Time) {
+	bound := s.chunkBound()
 	for _, js := range s.jobs {
 		for i, cs := range js.chunks {
-			s.lapse(js, i, now)
+			s.lapse(js, i, now, bound)
 			if cs.queued && (cs.pending || len(cs.exclude) > 0) && now.Sub(cs.since) > s.c.cfg.Silence {
 				s.settle(js, i, s.claims(cs, "", nil))
 			}
@@ -305,14 +306,14 @@ func (s *scheduler) expire(now time.Time) {
 	s.dispatch()
 }
 
-// lapse ends the issues of chunk i that went silent or overdue.
-func (s *scheduler) lapse(js *jobState, i int, now time.Time) {
+// lapse ends the issues of chunk i that went silent or are held longer than bound.
+func (s *scheduler) lapse(js *jobState, i int, now time.Time, bound time.Duration) {
 	cs := js.chunks[i]
 	if cs.final { // its other copies' answers will be late; their workers keep the leases till then
 		return
 	}
 	for at, is := range cs.issues {
-		silent, overdue := now.After(is.expires), now.After(is.deadline)
+		silent, overdue := now.After(is.expires), now.Sub(is.start) > bound
 		if !silent && !overdue {
 			continue
 		}
@@ -323,7 +324,7 @@ func (s *scheduler) lapse(js *jobState, i int, now time.Time) {
 			d.Kind, d.Detail = KindReissued, fmt.Sprintf("no heartbeat for %v: chunk %d (episodes %d..%d) re-issued", s.c.cfg.Silence, i, cs.lo, cs.hi-1)
 		} else {
 			cs.exclude[is.worker] = true
-			d.Kind, d.Detail = KindOverdue, fmt.Sprintf("held chunk %d (episodes %d..%d) for %v without answering (bound %v): re-issued to another", i, cs.lo, cs.hi-1, now.Sub(is.start).Round(time.Millisecond), is.deadline.Sub(is.start).Round(time.Millisecond))
+			d.Kind, d.Detail = KindOverdue, fmt.Sprintf("held chunk %d (episodes %d..%d) for %v without answering (bound %v): re-issued to another", i, cs.lo, cs.hi-1, now.Sub(is.start).Round(time.Millisecond), bound.Round(time.Millisecond))
 		}
 		s.c.rep.degrade(d)
 		if silent && !s.lost[is.worker] {
