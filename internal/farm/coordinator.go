@@ -251,6 +251,7 @@ func (c *Coordinator) writeCredentials(shared *bus.User) error {
 	}
 	removeStale(dir, c.creds.pool)
 	c.spawnCreds = c.creds.local
+	c.WorkerCommand = "(none: no credential files were written, --worker-creds 0; only the spawned workers play)"
 	if len(c.creds.pool) > 0 {
 		c.credentials = c.creds.pool[0]
 		c.WorkerCommand = fmt.Sprintf("dpsim worker --server %s --creds %s", c.workerURL, c.credentials)
