@@ -124,8 +124,8 @@ func (s *scheduler) take(req *bus.Request, js *jobState, i int, a *answer, is *i
 		cs.verified = true
 		s.decide(js, i, false)
 	default:
-		s.c.rep.degrade(Degradation{Kind: KindMismatch, Worker: a.Worker, Job: js.job.ID, Chunk: i,
-			Detail: fmt.Sprintf("chunk %d: its result differs from %s's: the coordinator plays it to decide", i, cs.by)})
+		s.c.rep.degrade(Degradation{Kind: KindMismatch, Workers: []string{cs.by, a.Worker}, Job: js.job.ID, Chunk: i,
+			Detail: fmt.Sprintf("chunk %d: the results of %s and %s differ: the coordinator plays it to decide", i, cs.by, a.Worker)})
 		s.settle(js, i, s.claims(cs, a.Worker, a))
 	}
 }
@@ -156,9 +156,14 @@ func (s *scheduler) check(js *jobState, i int) {
 	s.enqueue(js, i)
 }
 
-// alive reports whether a worker other than except, not quarantined, was heard of within a
-// silence.
+// alive reports whether a worker other than except, not quarantined, waits for a chunk or was
+// heard of within a silence.
 func (s *scheduler) alive(except string) bool {
+	for _, h := range s.waiting {
+		if h.worker != except && s.quarantined[h.worker] == "" {
+			return true
+		}
+	}
 	for w, t := range s.seen {
 		if w != except && s.quarantined[w] == "" && time.Since(t) < s.c.cfg.Silence {
 			return true

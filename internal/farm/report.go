@@ -28,9 +28,12 @@ const (
 type Degradation struct {
 	Kind   string `json:"kind"`
 	Worker string `json:"worker,omitempty"`
-	Job    string `json:"job,omitempty"`
-	Chunk  int    `json:"chunk"`
-	Detail string `json:"detail"`
+	// Workers are the two workers whose results of a chunk differed (a mismatch: which one lied
+	// is the quarantine's word, not this one's).
+	Workers []string `json:"workers,omitempty"`
+	Job     string   `json:"job,omitempty"`
+	Chunk   int      `json:"chunk"`
+	Detail  string   `json:"detail"`
 }
 
 // WorkerReport is what one worker did.
@@ -102,7 +105,10 @@ func (r *Report) Lines() []string {
 	var by []string
 	for _, d := range r.Degradations {
 		who := d.Worker
-		if who == "" {
+		switch {
+		case who == "" && len(d.Workers) > 0:
+			who = strings.Join(d.Workers, " vs ")
+		case who == "":
 			who = "unknown sender"
 		}
 		by = append(by, who+": "+d.Detail)
@@ -112,9 +118,15 @@ func (r *Report) Lines() []string {
 
 // collector gathers the Report under a lock (the scheduler writes, the commands read).
 type collector struct {
-	mu sync.Mutex
-	r  Report
+	mu      sync.Mutex
+	r       Report
+	details map[[2]string]int // degradations listed by (worker, kind)
 }
+
+// MaxDetails is how many degradations of one kind by one worker are listed; the others are
+// counted only (a worker that floods the coordinator with foreign answers does not flood the
+// outputs).
+const MaxDetails = 20
 
 func (c *collector) worker(name string) *WorkerReport {
 	for i := range c.r.Workers {
@@ -182,7 +194,13 @@ func (c *collector) recomputed(worker string, ref ChunkRef, decided, verified bo
 func (c *collector) degrade(d Degradation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.r.Degradations = append(c.r.Degradations, d)
+	if c.details == nil {
+		c.details = map[[2]string]int{}
+	}
+	key := [2]string{d.Worker + strings.Join(d.Workers, "/"), d.Kind}
+	if c.details[key]++; c.details[key] <= MaxDetails {
+		c.r.Degradations = append(c.r.Degradations, d)
+	}
 	counter := map[string]*int{KindReissued: &c.r.Reissued, KindLost: &c.r.Lost, KindDuplicate: &c.r.Duplicates,
 		KindInvalid: &c.r.Invalid, KindForeign: &c.r.Foreign, KindOverdue: &c.r.Overdue, KindFailed: &c.r.Failed,
 		KindMismatch: &c.r.Mismatches}[d.Kind]
