@@ -100,8 +100,18 @@ func (r *Report) Lines() []string {
 	if len(r.Degradations) == 0 {
 		return out
 	}
-	line := fmt.Sprintf("dispatch to workers: %d mismatch(es), %d foreign, %d failed, %d invalid and %d duplicate answer(s), %d chunk(s) overdue, %d re-issued after silence, %d worker(s) lost (no answer of a caught worker was kept)",
-		r.Mismatches, r.Foreign, r.Failed, r.Invalid, r.Duplicates, r.Overdue, r.Reissued, r.Lost)
+	var counts []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{len(r.Quarantined), "worker(s) quarantined"}, {r.Mismatches, "mismatch(es)"}, {r.Foreign, "foreign answer(s)"},
+		{r.Failed, "failed answer(s)"}, {r.Invalid, "invalid answer(s)"}, {r.Duplicates, "late answer(s)"},
+		{r.Overdue, "chunk(s) overdue"}, {r.Reissued, "chunk(s) re-issued after silence"}, {r.Lost, "worker(s) lost"}} {
+		if c.n > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	line := "dispatch to workers: " + strings.Join(counts, ", ") + " (the result is made of the holders' answers only, none of a quarantined worker's)"
 	var by []string
 	for _, d := range r.Degradations {
 		who := d.Worker
