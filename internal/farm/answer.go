@@ -107,7 +107,6 @@ func (s *scheduler) take(req *bus.Request, js *jobState, i int, a *answer, is *i
 		s.settle(js, i, s.claims(cs, a.Worker, a))
 		return
 	}
-	a.digest = digest(a)
 	s.c.rep.answered(a.Worker, a.Hi-a.Lo)
 	s.ack(req, "ok")
 	switch {
@@ -120,7 +119,7 @@ func (s *scheduler) take(req *bus.Request, js *jobState, i int, a *answer, is *i
 			return
 		}
 		s.decide(js, i, false)
-	case bytes.Equal(a.digest, cs.result.digest):
+	case same(a, cs.result):
 		cs.verified = true
 		s.decide(js, i, false)
 	default:
@@ -231,11 +230,10 @@ func (s *scheduler) settled(js *jobState, i int, claims map[string]*answer, res 
 		s.fail(js, fmt.Errorf("chunk %d (episodes %d..%d) fails at the coordinator too: %w%s", i, cs.lo, cs.hi-1, err, claimText(claims)))
 		return
 	}
-	res.digest = digest(res)
 	for _, w := range sortedKeys(claims) {
 		a := claims[w]
 		switch {
-		case a.Err != "" || bytes.Equal(a.digest, res.digest):
+		case a.Err != "" || (a.invalid == "" && same(a, res)):
 			continue
 		case a.invalid != "":
 			s.quarantine(w, fmt.Sprintf("its answer of chunk %d (episodes %d..%d) of job %s was invalid (%s) where the coordinator's is valid", i, cs.lo, cs.hi-1, js.job.ID, a.invalid))
@@ -328,6 +326,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// same reports whether two valid answers hold the same result (their digests, computed once
+// and only for the answers compared: most are never).
+func same(a, b *answer) bool {
+	for _, x := range []*answer{a, b} {
+		if x.digest == nil {
+			x.digest = digest(x)
+		}
+	}
+	return bytes.Equal(a.digest, b.digest)
 }
 
 // digest is a hash of an answer's result in a canonical form (the scores' bits; a Run chunk's

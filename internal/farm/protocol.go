@@ -105,7 +105,7 @@ type answer struct {
 	Scores []float64
 	Run    *engine.Chunk
 	// checked is what the job's check made of the answer (a Run chunk's decoded episodes), kept
-	// for its fold; digest is its canonical content's hash (sameResult). Not sent.
+	// for its fold; digest is its canonical content's hash (same). Not sent.
 	checked any
 	digest  []byte
 	invalid string // why the answer was refused (take)
