@@ -34,9 +34,20 @@ type Config struct {
 	// external server with TLS (workers: --tls-ca).
 	URL    string
 	Listen string
-	// Dir receives the workers' credentials file; "" a temporary directory, removed
-	// by Close.
-	Dir string
+	// Dir receives the credential files of the workers started elsewhere (Dir/workers/w1.creds
+	// .. wN.creds, N = WorkerCreds: one per worker, each its own account; with an external
+	// server, Dir/worker.creds: its URL's account, everyone's); "" a temporary directory,
+	// removed by Close. The spawned workers' files are in a private directory Close removes.
+	Dir         string
+	WorkerCreds int // <= 0: DefaultWorkerCreds; use NoWorkerCreds for none
+	// VerifyShare is the share of the chunks whose result is played a second time, by another
+	// worker (or the coordinator) and compared bit for bit before it counts; which ones is drawn
+	// by the coordinator with crypto/rand when the first answer arrives, so a worker cannot know
+	// (0: DefaultVerifyShare; < 0: none; 1: all).
+	VerifyShare float64
+	// ChunkTimeout is how long a worker may hold a chunk (heartbeats or not) before it is
+	// re-issued to another (<= 0: derived from the chunk times observed, see chunkBound).
+	ChunkTimeout time.Duration
 	// Spawn local `dpsim worker` processes (Exe: the dpsim binary, default os.Executable()),
 	// each with SpawnThreads goroutines (<= 0: GOMAXPROCS / Spawn) and SpawnEnv added to its
 	// environment; their stderr goes to Stderr.
@@ -59,8 +70,21 @@ const DefaultSilence = 3 * time.Second
 // DefaultChunkEpisodes is Config.ChunkEpisodes's default.
 const DefaultChunkEpisodes = 16
 
-// CredentialsFile is the workers' credentials file under Config.Dir.
+// CredentialsFile is the workers' shared credentials file under Config.Dir with an external
+// server (whose URL's account is everyone's).
 const CredentialsFile = "worker.creds"
+
+// DefaultVerifyShare is Config.VerifyShare's default: one chunk in ten is played twice. It costs
+// a tenth more computation and catches a worker that forges k chunks with probability
+// 1 - 0.9^k (65% for 10, 99.5% for 50); caught, all its chunks are played again.
+const DefaultVerifyShare = 0.1
+
+// NoWorkerCreds is Config.WorkerCreds for no credential files (spawned workers only).
+const NoWorkerCreds = -1
+
+// coordinatorName names the coordinator where a chunk's result is attributed (it plays a chunk
+// itself to break a tie, retry a failed one or check one no other worker can).
+const coordinatorName = "coordinator"
 
 // Coordinator hands a command's episodes to workers (see the package doc). Audit and Run may be
 // called one after the other (a sweep's points); Close ends the session.
@@ -72,9 +96,12 @@ type Coordinator struct {
 	subs []*bus.Subscription
 	// WorkerCommand is the command to run on another host to join (no secret in it).
 	WorkerCommand string
-	credentials   string
+	credentials   string // the first worker's file (the command's)
+	creds         *credentials
+	spawnCreds    []string // the file of each spawned worker
 	workerURL     string
 	tmpDir        string
+	privDir       string // the spawned workers' credentials
 
 	events          chan func(*scheduler)
 	closing, closed chan struct{}
@@ -84,11 +111,15 @@ type Coordinator struct {
 
 	mu      sync.Mutex
 	jobs    map[string]*Job // served on SubjectJob until retired
+	banned  map[string]bool // quarantined workers: served nothing
 	session string
 	nextJob int
 
 	rep   collector
 	procs *spawned
+	local chan struct{} // a token while the coordinator plays a chunk itself (one at a time)
+	// drawn, when set (tests), hears each draw of whether a chunk's first answer is checked.
+	drawn func(job string, chunk int, checked bool)
 }
 
 // Start starts the coordinator's server (or connects to the external one), writes the workers'
@@ -100,8 +131,23 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 	if cfg.ChunkEpisodes <= 0 {
 		cfg.ChunkEpisodes = DefaultChunkEpisodes
 	}
+	switch {
+	case cfg.VerifyShare == 0:
+		cfg.VerifyShare = DefaultVerifyShare
+	case cfg.VerifyShare < 0:
+		cfg.VerifyShare = 0
+	case cfg.VerifyShare > 1:
+		return nil, fmt.Errorf("farm: verify share %g: want 0..1", cfg.VerifyShare)
+	}
+	switch {
+	case cfg.WorkerCreds == 0:
+		cfg.WorkerCreds = DefaultWorkerCreds
+	case cfg.WorkerCreds < 0:
+		cfg.WorkerCreds = 0
+	}
 	c := &Coordinator{cfg: cfg, log: cfg.Log, events: make(chan func(*scheduler), 1024),
-		closing: make(chan struct{}), closed: make(chan struct{}), jobs: map[string]*Job{}}
+		closing: make(chan struct{}), closed: make(chan struct{}), jobs: map[string]*Job{}, banned: map[string]bool{},
+		local: make(chan struct{}, 1)}
 	c.session = randomID()
 	ok := false
 	defer func() {
@@ -109,14 +155,18 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 			c.Close()
 		}
 	}()
-	coord, wk, err := c.startServer()
+	var err error
+	if c.creds, err = newCredentials(cfg.WorkerCreds, cfg.Spawn); err != nil {
+		return nil, err
+	}
+	coord, shared, err := c.startServer()
 	if err != nil {
 		return nil, err
 	}
 	if c.conn, err = bus.Connect(c.srv.URL, "dpsim-farm-coordinator", bus.WithUser(coord.Name, coord.Password), bus.WithTLS(c.srv.TLS)); err != nil {
 		return nil, err
 	}
-	if err := c.writeCredentials(wk); err != nil {
+	if err := c.writeCredentials(shared); err != nil {
 		return nil, err
 	}
 	if err := c.subscribe(); err != nil {
@@ -128,49 +178,49 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 		return nil, err
 	}
 	c.rep.r.Server, c.rep.r.Credentials, c.rep.r.Spawned = c.workerURL, c.credentials, cfg.Spawn
+	c.rep.r.CredentialsFiles, c.rep.r.VerifyShare = c.creds.pool, cfg.VerifyShare
 	ok = true
 	return c, nil
 }
 
-// startServer starts the embedded server with an account for the coordinator and one for the
-// workers, each allowed only its side of the protocol, or prepares the external server's.
-func (c *Coordinator) startServer() (coord, wk bus.User, err error) {
+// startServer starts the embedded server with an account for the coordinator and one for each
+// worker (the pool's and the spawned ones'), each allowed only its side of the protocol, or
+// prepares the external server's: its URL's account is everyone's (shared, not nil).
+func (c *Coordinator) startServer() (coord bus.User, shared *bus.User, err error) {
 	if coord, err = bus.NewUser("dpsim-farm-coordinator", []string{inboxes}, []string{subjectPrefix + ">"}); err != nil {
 		return
 	}
-	if wk, err = bus.NewUser("dpsim-farm-worker", []string{SubjectNext, SubjectJob, SubjectBeat, SubjectAnswer}, []string{inboxes}); err != nil {
-		return
-	}
-	sc := launch.ServerConfig{URL: c.cfg.URL, Users: []bus.User{coord, wk}}
+	sc := launch.ServerConfig{URL: c.cfg.URL, Users: append([]bus.User{coord}, c.creds.users...)}
 	if c.cfg.Listen != "" {
 		host, port, err := net.SplitHostPort(c.cfg.Listen)
 		if err != nil {
-			return coord, wk, fmt.Errorf("farm: listen address %q: %w", c.cfg.Listen, err)
+			return coord, nil, fmt.Errorf("farm: listen address %q: %w", c.cfg.Listen, err)
 		}
 		sc.Host = host
 		if _, err := fmt.Sscan(port, &sc.Port); err != nil {
-			return coord, wk, fmt.Errorf("farm: listen address %q: port: %w", c.cfg.Listen, err)
+			return coord, nil, fmt.Errorf("farm: listen address %q: port: %w", c.cfg.Listen, err)
 		}
 		if !isLoopback(host) {
 			c.log.Warn().Str("listen", c.cfg.Listen).Msg("workers connect over plain TCP: their credentials and jobs (scenario, seed) cross the network in clear; use a trusted network")
 		}
 	}
 	if c.srv, err = launch.StartServer(sc); err != nil {
-		return coord, wk, err
+		return coord, nil, err
 	}
 	c.workerURL = advertised(c.srv.URL, sc.Host)
 	if c.cfg.URL != "" { // an external server: its URL's account is everyone's
 		clean, user, pass := bus.SplitURL(c.cfg.URL)
 		c.srv.URL, c.workerURL = clean, clean
 		coord = bus.User{Name: user, Password: pass}
-		wk = coord
+		return coord, &coord, nil
 	}
-	return coord, wk, nil
+	return coord, nil, nil
 }
 
-// writeCredentials writes the workers' credentials under Dir and
-// composes the command that joins from another host.
-func (c *Coordinator) writeCredentials(wk bus.User) error {
+// writeCredentials writes the workers' credential files (the pool's under Dir/workers, the
+// spawned workers' in a private directory; with an external server, its shared account in
+// Dir/worker.creds) and composes the command that joins from another host.
+func (c *Coordinator) writeCredentials(shared *bus.User) error {
 	dir := c.cfg.Dir
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "dpsim-farm-")
@@ -179,20 +229,46 @@ func (c *Coordinator) writeCredentials(wk bus.User) error {
 		}
 		c.tmpDir, dir = tmp, tmp
 	}
-	c.credentials = filepath.Join(dir, CredentialsFile)
-	if err := bus.WriteCredentials(c.credentials, bus.Credentials{User: wk.Name, Password: wk.Password}); err != nil {
-		return fmt.Errorf("farm: workers' credentials: %w", err)
+	priv, err := os.MkdirTemp("", "dpsim-farm-local-")
+	if err != nil {
+		return err
 	}
-	c.WorkerCommand = fmt.Sprintf("dpsim worker --server %s --creds %s", c.workerURL, c.credentials)
+	c.privDir = priv
+	if shared != nil {
+		c.credentials = filepath.Join(dir, CredentialsFile)
+		if err := bus.WriteCredentials(c.credentials, bus.Credentials{User: shared.Name, Password: shared.Password}); err != nil {
+			return fmt.Errorf("farm: workers' credentials: %w", err)
+		}
+		c.creds.pool = []string{c.credentials}
+		for range c.cfg.Spawn {
+			c.spawnCreds = append(c.spawnCreds, c.credentials)
+		}
+		c.WorkerCommand = fmt.Sprintf("dpsim worker --server %s --creds %s", c.workerURL, c.credentials)
+		return nil
+	}
+	if err := c.creds.write(dir, priv); err != nil {
+		return err
+	}
+	removeStale(dir, c.creds.pool)
+	c.spawnCreds = c.creds.local
+	c.WorkerCommand = "(none: no credential files were written, --worker-creds 0; only the spawned workers play)"
+	if len(c.creds.pool) > 0 {
+		c.credentials = c.creds.pool[0]
+		c.WorkerCommand = fmt.Sprintf("dpsim worker --server %s --creds %s", c.workerURL, c.credentials)
+		if n := len(c.creds.pool); n > 1 {
+			c.WorkerCommand += fmt.Sprintf("   (one file per worker: w2.creds .. w%d.creds beside it for the next ones)", n)
+		}
+	}
 	return nil
 }
 
-// subscribe serves the protocol's subjects: each request becomes an event of the scheduler's
-// loop, except the jobs, answered at once from the table.
+// subscribe serves the protocol's subjects (every worker's: dpsim.farm.<verb>.*): each request
+// becomes an event of the scheduler's loop with its sender taken from the subject, except the
+// jobs, answered at once from the table.
 func (c *Coordinator) subscribe() error {
 	handlers := map[string]func(*bus.Request){
-		SubjectNext: func(r *bus.Request) {
-			if c.over.Load() {
+		verbNext: func(r *bus.Request) {
+			if c.over.Load() || c.isBanned(sender(r.Subject)) {
 				if data, err := encode(&assignment{Over: true}); err == nil {
 					_ = r.Respond(data)
 				}
@@ -200,17 +276,17 @@ func (c *Coordinator) subscribe() error {
 			}
 			c.do(func(s *scheduler) { s.next(r) })
 		},
-		SubjectAnswer: func(r *bus.Request) { c.do(func(s *scheduler) { s.answer(r) }) },
-		SubjectBeat: func(r *bus.Request) {
+		verbAnswer: func(r *bus.Request) { c.do(func(s *scheduler) { s.answer(r) }) },
+		verbBeat: func(r *bus.Request) {
 			var b beat
 			if decode(r.Data, &b) == nil {
-				c.do(func(s *scheduler) { s.beat(&b) })
+				c.do(func(s *scheduler) { s.beat(sender(r.Subject), &b) })
 			}
 		},
-		SubjectJob: c.serveJob,
+		verbJob: c.serveJob,
 	}
-	for subject, h := range handlers {
-		sub, err := c.conn.Serve(subject, "", h)
+	for verb, h := range handlers {
+		sub, err := c.conn.Serve(Subject(verb, "*"), "", h)
 		if err != nil {
 			return err
 		}
@@ -219,10 +295,13 @@ func (c *Coordinator) subscribe() error {
 	return c.conn.Flush(5 * time.Second)
 }
 
-// serveJob answers a worker's request for a job's description.
+// serveJob answers a worker's request for a job's description (a quarantined worker gets none).
 func (c *Coordinator) serveJob(r *bus.Request) {
 	c.mu.Lock()
 	j := c.jobs[string(r.Data)]
+	if c.banned[sender(r.Subject)] {
+		j = nil
+	}
 	c.mu.Unlock()
 	if j == nil {
 		_ = r.Respond(nil) // the job is over: the worker's answer would be a duplicate anyway
@@ -233,6 +312,29 @@ func (c *Coordinator) serveJob(r *bus.Request) {
 	}
 }
 
+// isBanned reports whether worker id was quarantined.
+func (c *Coordinator) isBanned(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.banned[id]
+}
+
+// ban stops serving worker id and revokes its account at the embedded server (its connection is
+// closed, and it cannot come back); with an external server its messages are ignored only.
+func (c *Coordinator) ban(id string) {
+	c.mu.Lock()
+	c.banned[id] = true
+	c.mu.Unlock()
+	if c.srv == nil || c.srv.Embedded == nil || c.cfg.URL != "" {
+		return
+	}
+	go func() {
+		if err := c.srv.Embedded.RemoveUser(WorkerUserPrefix + id); err != nil {
+			c.log.Warn().Err(err).Str("worker", id).Msg("could not revoke a quarantined worker's account (its messages are ignored)")
+		}
+	}()
+}
+
 // do hands f to the scheduler's loop (dropped once the coordinator is closed).
 func (c *Coordinator) do(f func(*scheduler)) {
 	select {
@@ -241,14 +343,20 @@ func (c *Coordinator) do(f func(*scheduler)) {
 	}
 }
 
-// newJob registers a job of kind for point, served to the workers until it is retired.
+// newJob returns a job of kind for point, with its id; play serves it to the workers once it is
+// complete (a worker that fetched it earlier would see it half filled in).
 func (c *Coordinator) newJob(kind string, point int) *Job {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nextJob++
-	j := &Job{ID: fmt.Sprintf("%s-%d", c.session, c.nextJob), Kind: kind, Scenario: c.cfg.Scenario, Source: c.cfg.Source, Point: point}
+	return &Job{ID: fmt.Sprintf("%s-%d", c.session, c.nextJob), Kind: kind, Scenario: c.cfg.Scenario, Source: c.cfg.Source, Point: point}
+}
+
+// serve serves job j to the workers until it is retired.
+func (c *Coordinator) serve(j *Job) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.jobs[j.ID] = j
-	return j
 }
 
 // retire stops serving a finished job's description.
@@ -258,10 +366,14 @@ func (c *Coordinator) retire(id string) {
 	delete(c.jobs, id)
 }
 
-// play runs job j's chunks through the workers until every one is folded (accept), the job
-// fails or ctx ends.
-func (c *Coordinator) play(ctx context.Context, j *Job, spans []span, accept func(int, *answer) error) error {
-	js := newJobState(j, spans, accept)
+// play runs job j's chunks through the workers until every one is decided, the job fails or ctx
+// ends, and returns the decided results in chunk order (nil: undecided) for the caller to fold:
+// nothing is folded before the job is over, so that a worker caught lying late has none of its
+// results in the fold, and the fold's order does not depend on the workers. check validates an
+// answer (from the scheduler's goroutine); progress hears the episodes decided.
+func (c *Coordinator) play(ctx context.Context, j *Job, spans []span, check func(*answer) error, progress func(int)) ([]*answer, error) {
+	js := newJobState(j, spans, check, progress)
+	c.serve(j)
 	c.do(func(s *scheduler) { s.submit(js) })
 	select {
 	case <-js.finish:
@@ -270,11 +382,12 @@ func (c *Coordinator) play(ctx context.Context, j *Job, spans []span, accept fun
 		select {
 		case <-js.finish:
 		case <-c.closed:
+			return nil, fmt.Errorf("farm: the coordinator closed during job %s", j.ID)
 		}
 	case <-c.closed:
-		return fmt.Errorf("farm: the coordinator closed during job %s", j.ID)
+		return nil, fmt.Errorf("farm: the coordinator closed during job %s", j.ID)
 	}
-	return js.err
+	return js.results, js.err
 }
 
 // Report returns what the dispatch did so far.
@@ -300,6 +413,9 @@ func (c *Coordinator) Close() {
 		}
 		if c.tmpDir != "" {
 			_ = os.RemoveAll(c.tmpDir)
+		}
+		if c.privDir != "" {
+			_ = os.RemoveAll(c.privDir)
 		}
 	})
 }

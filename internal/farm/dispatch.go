@@ -60,17 +60,20 @@ func (c *Coordinator) Audit(ctx context.Context, point int, g *audit.Game, opts 
 	j.Seeds, j.Game = sim.NewSeeds(seed), opts
 	start := time.Now()
 	out := g.NewOutcome(audit.EngineFast, seed, trials)
-	total, done := 2*trials, 0
-	err := c.play(ctx, j, spans(total, AuditChunk), func(_ int, a *answer) error {
-		if err := out.AddChunk(a.Lo, a.Hi, a.Scores); err != nil {
-			return err
-		}
-		done += a.Hi - a.Lo
+	total := 2 * trials
+	report := func(done int) {
 		if progress != nil {
 			progress(done, total)
 		}
-		return nil
-	})
+	}
+	results, err := c.play(ctx, j, spans(total, AuditChunk), func(a *answer) error { return out.CheckChunk(a.Lo, a.Hi, a.Scores) }, report)
+	for _, a := range results { // in chunk order; when the job failed, the chunks decided (an interrupted audit reports them)
+		if a != nil {
+			if ferr := out.AddChunk(a.Lo, a.Hi, a.Scores); ferr != nil && err == nil {
+				err = ferr
+			}
+		}
+	}
 	out.Elapsed = time.Since(start)
 	if err != nil {
 		return out, fmt.Errorf("audit: dispatched to workers: %w", err)
@@ -89,18 +92,22 @@ func (c *Coordinator) Run(ctx context.Context, point int, p *plan.Plan, seeds si
 	j := c.newJob(KindRun, point)
 	j.Seeds, j.AgentsPerHost = seeds, opts.AgentsPerHost
 	j.Traces, j.TraceEpisodes = opts.KeepTraces || opts.TraceSink != nil, opts.TraceEpisodes.Int()
-	err = c.play(ctx, j, runSpans(f.Runs(), c.cfg.ChunkEpisodes, j.Traces, opts.TraceEpisodes), func(_ int, a *answer) error {
-		eps, err := f.Decode(a.Run)
-		if err != nil {
-			return err
-		}
-		if a.Run.Lo != a.Lo || a.Run.Hi != a.Hi {
+	results, err := c.play(ctx, j, runSpans(f.Runs(), c.cfg.ChunkEpisodes, j.Traces, opts.TraceEpisodes), func(a *answer) error {
+		if a.Run == nil || a.Run.Lo != a.Lo || a.Run.Hi != a.Hi {
 			return errors.New("the chunk's episodes are not the ones issued")
 		}
-		if err := f.Add(a.Run, eps); err != nil {
-			return fatal{err} // the sink failed: the point stops with it, as engine.Run's does
+		eps, err := f.Decode(a.Run)
+		a.checked = eps
+		return err
+	}, nil)
+	for _, a := range results { // in chunk order (the trace sink's too)
+		if a == nil {
+			continue
 		}
-		return nil
-	})
+		if ferr := f.Add(a.Run, a.checked.([]*metrics.Episode)); ferr != nil {
+			err = ferr // the sink failed: the point stops with it, as engine.Run's does
+			break
+		}
+	}
 	return f.Finish(err)
 }

@@ -1,21 +1,34 @@
 // Package farm hands chunks of Monte Carlo episodes to worker processes on this or other hosts,
 // through NATS, and merges their answers so that the result is the in-process fast engine's, bit
-// for bit, whatever the number of workers or their hosts.
+// for bit, whatever the number of workers or their hosts - and no worker can change it unnoticed.
 //
 //   - Coordinator: starts the embedded server (internal/launch's StartServer, with an account for
-//     itself and one for the workers), writes the workers' credentials file, optionally spawns
-//     local `dpsim worker` processes, and plays a point's episodes: Audit (pkg/audit's game, the
-//     chunks of audit.PlayChunk) or Run (pkg/engine's Run, the chunks of engine.PlayChunk folded
-//     by engine.Fold).
+//     itself and one for each worker), writes the workers' credential files (one per worker: a
+//     pool for hosts elsewhere, private ones for the spawned workers), optionally spawns local
+//     `dpsim worker` processes, and plays a point's episodes: Audit (pkg/audit's game, the chunks
+//     of audit.PlayChunk) or Run (pkg/engine's Run, the chunks of engine.PlayChunk folded by
+//     engine.Fold).
 //   - Serve: a worker's loop (`dpsim worker`): asks for a chunk, fetches the job it belongs to
 //     once (scenario, point, seed, options: never on argv, only to authenticated workers), plays
 //     it with the in-process engine, and answers.
 //
-// The protocol pulls: an idle worker asks for work (dpsim.farm.next, a request held by the
+// The protocol pulls: an idle worker asks for work (dpsim.farm.next.<id>, a request held by the
 // coordinator until a chunk is free), so chunks go to whoever is free and a slow host takes
-// fewer. A worker holds at most two chunks (one playing, one fetched ahead) and publishes a
-// heartbeat naming them; a chunk whose worker stays silent for Config.Silence is re-issued to
-// another worker. The first valid answer of a chunk is folded; a later one (the silent worker
-// came back) is ignored and counted; an answer that does not fit its chunk is counted as invalid
-// and the chunk re-issued. Every such degradation names the worker that caused it (Report).
+// fewer. A worker publishes only under its own identity <id> - its account on the embedded
+// server may publish nothing else - so the subject names the sender. It holds at most MaxHeld
+// chunks and heartbeats them; a chunk whose worker stays silent for Config.Silence, or holds it
+// past the chunk bound (Config.ChunkTimeout, else ten times the median chunk time), is
+// re-issued to another worker.
+//
+// Trust: the results are deterministic functions of (job, chunk), so they can be checked by
+// playing them again. An answer counts only from the worker holding an open issue of its chunk
+// (others are foreign or late). A share of the chunks (Config.VerifyShare), drawn by the
+// coordinator with crypto/rand when the first answer arrives - a worker knows the job's seed, so
+// nothing derived from it may choose - is played again by another worker and compared bit for
+// bit. A mismatch, an answer that does not fit (shape, range, a score not finite) or an error is
+// settled by the coordinator playing the chunk itself; a worker whose result differs from the
+// coordinator's is quarantined (its account revoked, its requests refused) and every result of
+// it in the open jobs is played again. Nothing is folded before a job is over, so a worker caught
+// late leaves nothing behind in it; a chunk that fails at the coordinator too fails the job.
+// Every event names its worker (Report: the "dispatch" object of the outputs).
 package farm

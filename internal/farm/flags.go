@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -15,14 +16,21 @@ import (
 
 // Flags are the dispatch flags `dpsim audit` and `dpsim run` share (one wording, one check).
 type Flags struct {
-	Dispatch bool
-	Spawn    int
-	Listen   string
+	Dispatch     bool
+	Spawn        int
+	Listen       string
+	WorkerCreds  int
+	VerifyShare  float64
+	ChunkTimeout time.Duration
 }
 
-// Define defines --dispatch, --spawn-workers and --worker-listen on fs.
+// Define defines --dispatch, --spawn-workers, --worker-listen, --worker-creds, --verify-share
+// and --chunk-timeout on fs.
 func (f *Flags) Define(fs *flag.FlagSet) {
-	fs.BoolVar(&f.Dispatch, "dispatch", false, "fast engine: hand chunks of episodes to dpsim worker processes on this or other hosts through NATS (the command to start one is printed; its credentials file is written under --out, mode 0600); the results are the in-process engine's, bit for bit, for any number of workers; a worker that dies has its chunks re-issued (counted in the output's \"dispatch\")")
+	fs.BoolVar(&f.Dispatch, "dispatch", false, "fast engine: hand chunks of episodes to dpsim worker processes on this or other hosts through NATS (the command to start one is printed; one credentials file per worker is written under --out/workers, mode 0600: see --worker-creds); the results are the in-process engine's, bit for bit, for any number of workers; a worker that dies or hoards has its chunks re-issued, one caught answering wrongly (--verify-share) is quarantined and its chunks played again (all counted and named in the output's \"dispatch\")")
+	fs.IntVar(&f.WorkerCreds, "worker-creds", DefaultWorkerCreds, "with --dispatch: write N credential files --out/workers/w1.creds .. wN.creds, one per worker started on another host (each its own account, named in the outputs and revoked if caught lying); spawned workers get their own besides (0: none)")
+	fs.Float64Var(&f.VerifyShare, "verify-share", DefaultVerifyShare, "with --dispatch: the share of chunks, drawn secretly by the coordinator, played a second time by another worker (or the coordinator) and compared bit for bit; a worker whose result differs from the coordinator's is quarantined and all its chunks played again. A worker forging k chunks escapes with probability (1-P)^k; 1 checks every chunk (twice the work), 0 none")
+	fs.DurationVar(&f.ChunkTimeout, "chunk-timeout", 0, "with --dispatch: how long a worker may hold a chunk, heartbeats or not, before it is re-issued to another (0: ten times the median chunk time observed, at least 12 s; 60 s before any chunk came back)")
 	fs.IntVar(&f.Spawn, "spawn-workers", 0, "with --dispatch (implied): start N local dpsim worker processes, each with GOMAXPROCS/N threads (0: none, only workers started elsewhere)")
 	fs.StringVar(&f.Listen, "worker-listen", "", "with --dispatch: the embedded NATS server's address host:port that workers on other hosts reach, e.g. 0.0.0.0:4222 (plain TCP: a trusted network); default 127.0.0.1 on a random free port")
 }
@@ -40,6 +48,12 @@ func (f *Flags) Check(fast bool, engineFlag string) error {
 		return cli.UsageError("--worker-listen is the address of the dispatch's server: give --dispatch too")
 	case f.Enabled() && !fast:
 		return cli.UsageError("--dispatch hands the fast engine's episodes to workers: give %s", engineFlag)
+	case f.WorkerCreds < 0 || f.WorkerCreds > 1000:
+		return cli.UsageError("--worker-creds %d: want 0..1000", f.WorkerCreds)
+	case !(f.VerifyShare >= 0 && f.VerifyShare <= 1):
+		return cli.UsageError("--verify-share %g: want 0..1", f.VerifyShare)
+	case f.ChunkTimeout < 0:
+		return cli.UsageError("--chunk-timeout %v: want >= 0", f.ChunkTimeout)
 	}
 	if f.Listen != "" {
 		if _, _, err := net.SplitHostPort(f.Listen); err != nil {
@@ -70,6 +84,13 @@ func (f *Flags) Config(path string, points []*scenario.Scenario, natsURL, dir st
 			return Config{}, fmt.Errorf("--dispatch: scenario %s changed while the command started", path)
 		}
 	}
-	return Config{Scenario: data, Source: path, URL: natsURL, Listen: f.Listen, Dir: dir, Spawn: f.Spawn,
-		Stderr: stderr, Log: log}, nil
+	cfg := Config{Scenario: data, Source: path, URL: natsURL, Listen: f.Listen, Dir: dir, Spawn: f.Spawn,
+		WorkerCreds: f.WorkerCreds, VerifyShare: f.VerifyShare, ChunkTimeout: f.ChunkTimeout, Stderr: stderr, Log: log}
+	if f.WorkerCreds == 0 {
+		cfg.WorkerCreds = NoWorkerCreds
+	}
+	if f.VerifyShare == 0 {
+		cfg.VerifyShare = -1 // none
+	}
+	return cfg, nil
 }

@@ -4,20 +4,68 @@ import (
 	"bytes"
 	"encoding/gob"
 	"fmt"
+	"strings"
 
 	"github.com/dpsim/dpsim/pkg/engine"
 )
 
-// The subjects of the protocol. Only the coordinator's account subscribes them; a worker's
-// account may publish on them and read its own reply inboxes, nothing else.
+// The subjects of the protocol: a worker publishes on dpsim.farm.<verb>.<id>, id its identity.
+// On the embedded server each worker has its own account, allowed to publish on its own four
+// subjects only (workerUser): the subject proves who sent a message, and a worker cannot speak
+// for another. Only the coordinator's account subscribes them; a worker's may read its reply
+// inboxes, nothing else. (The identity fields of the messages are labels only: the coordinator
+// takes the sender from the subject.)
 const (
 	subjectPrefix = "dpsim.farm."
-	SubjectNext   = subjectPrefix + "next"   // worker -> coordinator: give me a chunk (held until one is free)
-	SubjectJob    = subjectPrefix + "job"    // worker -> coordinator: the job a chunk belongs to
-	SubjectBeat   = subjectPrefix + "beat"   // worker -> coordinator: I am alive and hold these chunks
-	SubjectAnswer = subjectPrefix + "answer" // worker -> coordinator: a chunk's result
-	inboxes       = "_INBOX.>"               // where requests are answered
+	verbNext      = "next"   // worker -> coordinator: give me a chunk (held until one is free)
+	verbJob       = "job"    // worker -> coordinator: the job a chunk belongs to
+	verbBeat      = "beat"   // worker -> coordinator: I am alive and hold these chunks
+	verbAnswer    = "answer" // worker -> coordinator: a chunk's result
+	inboxes       = "_INBOX.>"
 )
+
+// verbs are the protocol's subjects' verbs.
+var verbs = []string{verbNext, verbJob, verbBeat, verbAnswer}
+
+// Subject is the subject worker id publishes verb on.
+func Subject(verb, id string) string { return subjectPrefix + verb + "." + id }
+
+// sender is the identity of the worker that published on subject (its last token).
+func sender(subject string) string {
+	i := strings.LastIndexByte(subject, '.')
+	return subject[i+1:]
+}
+
+// ValidID reports whether id can name a worker: one subject token of letters, digits, '-' and
+// '_' (at most 64).
+func ValidID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// SanitizeID makes name a valid identity (other characters become '_').
+func SanitizeID(name string) string {
+	b := []rune(name)
+	for i, r := range b {
+		if !ValidID(string(r)) {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	if len(b) == 0 {
+		return "worker"
+	}
+	return string(b)
+}
 
 // hello is what a worker asks SubjectNext with.
 type hello struct {
@@ -47,8 +95,8 @@ type beat struct {
 }
 
 // answer is a worker's result for one chunk: the scores of an audit chunk (audit.PlayChunk) or
-// an engine chunk (engine.PlayChunk); Err when the chunk cannot be played (an episode fails: the
-// same on every host, so the job fails).
+// an engine chunk (engine.PlayChunk); Err when the chunk cannot be played (the coordinator plays
+// it itself then: an episode that fails there too fails the job).
 type answer struct {
 	Worker string
 	Lease  lease
@@ -56,9 +104,16 @@ type answer struct {
 	Err    string
 	Scores []float64
 	Run    *engine.Chunk
+	// checked is what the job's check made of the answer (a Run chunk's decoded episodes), kept
+	// for its fold; digest is its canonical content's hash (same). Not sent.
+	checked any
+	digest  []byte
+	invalid string // why the answer was refused (take)
 }
 
-// reply is the coordinator's acknowledgement of an answer: "ok", "duplicate" or "invalid: ...".
+// reply is the coordinator's acknowledgement of an answer: "ok", "late" (the chunk was decided
+// or re-issued meanwhile), "foreign" (the sender does not hold the chunk), "invalid: ...",
+// "failed" (an error answer, retried elsewhere) or "quarantined".
 type reply struct{ Status string }
 
 func encode(v any) ([]byte, error) {

@@ -1,8 +1,11 @@
 package farm
 
 import (
-	"errors"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/bus"
@@ -11,35 +14,64 @@ import (
 // span is one chunk of a job: episodes (trials) lo..hi-1.
 type span struct{ lo, hi int }
 
-// fatal is an error of accept that ends the job (not the answer's fault: the trace sink failed).
-type fatal struct{ err error }
+// MaxHeld is how many chunks a worker may hold unanswered (one playing, one fetched ahead, one
+// answer in flight): a worker that asks for more waits, so one that hoards holds this many.
+const MaxHeld = 3
 
-func (f fatal) Error() string { return f.err.Error() }
+// MaxFailures is how many error answers a worker may give (chunks the coordinator then played
+// without error) before it is quarantined: results are deterministic, so a worker that keeps
+// failing where the coordinator does not is broken or lying.
+const MaxFailures = 3
 
-// MaxInvalid is how many invalid answers one chunk may get before its job fails: an answer that
-// never fits is a bug or a foreign worker, not bad luck.
-const MaxInvalid = 5
-
-// jobState is a job being played: its chunks, who holds them and what came back.
-type jobState struct {
-	job     *Job
-	spans   []span
-	accept  func(i int, a *answer) error // folds a valid answer of chunk i; an error: invalid answer
-	done    []bool
-	left    int
-	attempt []int // issues of each chunk so far
-	invalid []int
-	holder  []string    // the worker holding the current issue of each chunk ("" none)
-	expires []time.Time // when that issue lapses without a heartbeat
-	err     error       // the job failed (an episode error, a chunk that never fits)
-	finish  chan struct{}
+// issue is one hand-out of a chunk to a worker.
+type issue struct {
+	worker  string
+	start   time.Time
+	expires time.Time // when it lapses without a heartbeat (it lapses whatever the heartbeats after chunkBound)
 }
 
-func newJobState(j *Job, spans []span, accept func(int, *answer) error) *jobState {
-	n := len(spans)
-	return &jobState{job: j, spans: spans, accept: accept, done: make([]bool, n), left: n,
-		attempt: make([]int, n), invalid: make([]int, n), holder: make([]string, n),
-		expires: make([]time.Time, n), finish: make(chan struct{})}
+// chunkState is one chunk of a job as the scheduler tracks it. Its result is decided (final)
+// when its first valid answer was not drawn for a check, when a second computation by another
+// worker agreed with it bit for bit, or when the coordinator played it itself.
+type chunkState struct {
+	span
+	issues   map[int]*issue  // the open issues by attempt
+	attempts int             // issues so far
+	ever     map[string]bool // workers it was ever issued to (their late answers are not foreign)
+	exclude  map[string]bool // workers that may not take it again (overdue, failed)
+	result   *answer         // the first valid answer, or the coordinator's
+	by       string          // who computed result
+	pending  bool            // result waits for its check
+	final    bool
+	verified bool      // two computations agreed on result
+	local    bool      // the coordinator plays it (settle)
+	queued   bool      // waits in the queue
+	since    time.Time // queued since
+}
+
+// jobState is a job being played: its chunks and what came back.
+type jobState struct {
+	job      *Job
+	chunks   []*chunkState
+	check    func(a *answer) error // an answer that may be folded (shape, finiteness); keeps what the fold needs in a.checked
+	progress func(done int)        // episodes decided so far (may go back when a liar is caught)
+	left     int                   // chunks not decided
+	done     int
+	results  []*answer // the decided results in chunk order, set when the job ends
+	err      error     // the job failed (a chunk failing at the coordinator too, no worker left)
+	finish   chan struct{}
+	// the coordinator's own player of the job (settle), resolved once
+	localOnce sync.Once
+	localPl   *player
+	localErr  error
+}
+
+func newJobState(j *Job, spans []span, check func(*answer) error, progress func(int)) *jobState {
+	js := &jobState{job: j, check: check, progress: progress, left: len(spans), finish: make(chan struct{})}
+	for _, sp := range spans {
+		js.chunks = append(js.chunks, &chunkState{span: sp, issues: map[int]*issue{}, ever: map[string]bool{}, exclude: map[string]bool{}})
+	}
+	return js
 }
 
 // queued is a chunk waiting for a worker.
@@ -50,25 +82,40 @@ type queued struct {
 
 // held is a worker's request for a chunk that waits for one.
 type held struct {
-	req   *bus.Request
-	since time.Time
+	req    *bus.Request
+	worker string
+	since  time.Time
 }
 
 // scheduler is the coordinator's state, owned by its loop goroutine.
 type scheduler struct {
-	c       *Coordinator
-	queue   []queued // chunks to issue, re-issued ones first
-	waiting []held
-	jobs    map[string]*jobState
-	seen    map[string]time.Time // a worker's last heartbeat or request
-	lost    map[string]bool
-	ended   map[string]bool // jobs finished: a late answer of theirs is a duplicate
-	over    bool
+	c           *Coordinator
+	queue       []queued // chunks to issue, re-issued ones first (stale entries are skipped)
+	waiting     []held
+	jobs        map[string]*jobState
+	seen        map[string]time.Time // a worker's last message
+	lost        map[string]bool
+	ended       map[string]bool                // jobs finished: a late answer of theirs is a duplicate
+	holding     map[string]map[lease]bool      // the leases a worker was issued and did not answer
+	quarantined map[string]string              // worker -> why
+	failures    map[string]int                 // error answers by worker
+	unchecked   map[string]int                 // results of a worker kept unchecked in ended jobs
+	times       []time.Duration                // recent chunk times (issue to answer), for chunkBound
+	draw        func(js *jobState, i int) bool // whether chunk i's first answer is checked
+	over        bool
 }
 
 // loop runs the scheduler until the coordinator closes.
 func (c *Coordinator) loop() {
-	s := &scheduler{c: c, jobs: map[string]*jobState{}, seen: map[string]time.Time{}, lost: map[string]bool{}, ended: map[string]bool{}}
+	s := &scheduler{c: c, jobs: map[string]*jobState{}, seen: map[string]time.Time{}, lost: map[string]bool{}, ended: map[string]bool{},
+		holding: map[string]map[lease]bool{}, quarantined: map[string]string{}, failures: map[string]int{}, unchecked: map[string]int{}}
+	s.draw = func(js *jobState, i int) bool {
+		v := c.cfg.VerifyShare > 0 && secretCoin() < c.cfg.VerifyShare
+		if c.drawn != nil {
+			c.drawn(js.job.ID, i, v)
+		}
+		return v
+	}
 	tick := time.NewTicker(max(c.cfg.Silence/4, 10*time.Millisecond))
 	defer tick.Stop()
 	for {
@@ -88,80 +135,161 @@ func (c *Coordinator) loop() {
 	}
 }
 
+// secretCoin is uniform in [0, 1), from crypto/rand: which chunks are checked is known to the
+// coordinator only (never derived from the job's seed, which every worker holds).
+func secretCoin() float64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0 // no randomness: check the chunk
+	}
+	return float64(binary.LittleEndian.Uint64(b[:])>>11) / (1 << 53)
+}
+
 // submit queues the chunks of js.
 func (s *scheduler) submit(js *jobState) {
 	s.jobs[js.job.ID] = js
-	for i := range js.spans {
+	for i := range js.chunks {
+		js.chunks[i].queued, js.chunks[i].since = true, time.Now()
 		s.queue = append(s.queue, queued{js, i})
 	}
 	s.dispatch()
 }
 
-// next takes a worker's request for a chunk: answered at once when one is free, else held.
-func (s *scheduler) next(req *bus.Request) {
-	var h hello
-	if err := decode(req.Data, &h); err != nil {
-		s.c.log.Warn().Err(err).Msg("a malformed request for a chunk (ignored)")
+// enqueue queues chunk i ahead of the others (its computation again, or its check when its
+// result is pending) unless it is decided, played by the coordinator or queued already.
+func (s *scheduler) enqueue(js *jobState, i int) {
+	cs := js.chunks[i]
+	if cs.final || cs.local || cs.queued || js.err != nil {
 		return
 	}
-	s.seen[h.Worker] = time.Now()
-	if s.over {
+	cs.queued, cs.since = true, time.Now()
+	s.queue = append([]queued{{js, i}}, s.queue...)
+}
+
+// requeueIdle queues chunk i when nobody holds an issue of it.
+func (s *scheduler) requeueIdle(js *jobState, i int) {
+	if len(js.chunks[i].issues) == 0 {
+		s.enqueue(js, i)
+	}
+}
+
+// next takes a worker's request for a chunk: answered at once when one is free, else held.
+func (s *scheduler) next(req *bus.Request) {
+	w := sender(req.Subject)
+	s.seen[w] = time.Now()
+	if s.over || s.quarantined[w] != "" {
 		s.respond(req, assignment{Over: true})
 		return
 	}
-	s.waiting = append(s.waiting, held{req, time.Now()})
+	s.waiting = append(s.waiting, held{req, w, time.Now()})
 	s.dispatch()
 }
 
-// dispatch issues queued chunks to held requests, oldest first.
+// dispatch issues queued chunks to held requests, oldest first: a worker gets a chunk it may
+// take (not one it is excluded from, not the check of its own result) while it holds fewer
+// than MaxHeld.
 func (s *scheduler) dispatch() {
-	for len(s.queue) > 0 && len(s.waiting) > 0 {
-		q := s.queue[0]
-		s.queue = s.queue[1:]
-		js := q.js
-		if js.done[q.i] || js.err != nil {
+	s.queue = slices.DeleteFunc(s.queue, func(q queued) bool { return !q.js.chunks[q.i].queued || q.js.err != nil })
+	keep := s.waiting[:0]
+	for _, h := range s.waiting {
+		if !s.assign(h) {
+			keep = append(keep, h)
+		}
+	}
+	s.waiting = keep
+}
+
+// assign issues a chunk to held request h if one fits; false: h keeps waiting.
+func (s *scheduler) assign(h held) bool {
+	w := h.worker
+	if s.quarantined[w] != "" {
+		s.respond(h.req, assignment{Over: true})
+		return true
+	}
+	if len(s.holding[w]) >= MaxHeld {
+		return false
+	}
+	for k, q := range s.queue {
+		cs := q.js.chunks[q.i]
+		if !cs.queued || cs.exclude[w] || (cs.pending && cs.by == w) {
 			continue
 		}
-		h := s.waiting[0]
-		s.waiting = s.waiting[1:]
-		var who hello
-		_ = decode(h.req.Data, &who) // decoded before it was held
-		js.attempt[q.i]++
-		js.holder[q.i], js.expires[q.i] = who.Worker, time.Now().Add(s.c.cfg.Silence)
-		l := lease{Job: js.job.ID, Chunk: q.i, Attempt: js.attempt[q.i]}
-		s.c.rep.issued(who.Worker)
-		s.respond(h.req, assignment{Lease: l, Lo: js.spans[q.i].lo, Hi: js.spans[q.i].hi})
+		s.queue = slices.Delete(s.queue, k, k+1)
+		s.issue(q.js, q.i, h)
+		return true
+	}
+	return false
+}
+
+// issue hands chunk i to the worker of request h.
+func (s *scheduler) issue(js *jobState, i int, h held) {
+	cs, now := js.chunks[i], time.Now()
+	cs.queued = false
+	cs.attempts++
+	cs.issues[cs.attempts] = &issue{worker: h.worker, start: now, expires: now.Add(s.c.cfg.Silence)}
+	cs.ever[h.worker] = true
+	l := lease{Job: js.job.ID, Chunk: i, Attempt: cs.attempts}
+	if s.holding[h.worker] == nil {
+		s.holding[h.worker] = map[lease]bool{}
+	}
+	s.holding[h.worker][l] = true
+	s.c.rep.issued(h.worker)
+	s.respond(h.req, assignment{Lease: l, Lo: cs.lo, Hi: cs.hi})
+}
+
+// chunkBound is how long a worker may hold a chunk: Config.ChunkTimeout, else ten times the
+// median chunk time observed (at least four silences; twenty before any chunk came back, when
+// the first chunks also wait for the job to be resolved). It applies to the chunks held already
+// too: a hoarder that took the first chunks loses them once the others' times are known.
+func (s *scheduler) chunkBound() time.Duration {
+	if s.c.cfg.ChunkTimeout > 0 {
+		return s.c.cfg.ChunkTimeout
+	}
+	if len(s.times) == 0 {
+		return 20 * s.c.cfg.Silence
+	}
+	t := slices.Clone(s.times)
+	slices.Sort(t)
+	return max(4*s.c.cfg.Silence, 10*t[len(t)/2])
+}
+
+// observe records a chunk's time (the last 64 count).
+func (s *scheduler) observe(d time.Duration) {
+	if s.times = append(s.times, d); len(s.times) > 64 {
+		s.times = s.times[1:]
 	}
 }
 
-// beat renews the leases a worker names.
-func (s *scheduler) beat(b *beat) {
+// beat renews the issues a worker names.
+func (s *scheduler) beat(w string, b *beat) {
+	if s.quarantined[w] != "" {
+		return
+	}
 	now := time.Now()
-	s.seen[b.Worker] = now
+	s.seen[w] = now
 	for _, l := range b.Held {
-		if js := s.jobs[l.Job]; js != nil && l.Chunk >= 0 && l.Chunk < len(js.spans) &&
-			js.holder[l.Chunk] == b.Worker && js.attempt[l.Chunk] == l.Attempt {
-			js.expires[l.Chunk] = now.Add(s.c.cfg.Silence)
+		if js := s.jobs[l.Job]; js != nil && l.Chunk >= 0 && l.Chunk < len(js.chunks) {
+			if is := js.chunks[l.Chunk].issues[l.Attempt]; is != nil && is.worker == w {
+				is.expires = now.Add(s.c.cfg.Silence)
+			}
 		}
 	}
 }
 
-// expire re-issues the chunks whose worker went silent, and tells the requests held too long
-// to ask again (a worker's request must not time out while it waits).
+// release forgets that worker w holds lease l.
+func (s *scheduler) release(w string, l lease) { delete(s.holding[w], l) }
+
+// expire takes back the chunks whose worker went silent (their lease released: the worker is
+// gone) or held them past chunkBound (the worker keeps them counted against MaxHeld until it
+// answers: a hoarder gets nothing more), has the coordinator play the chunks no permitted
+// worker took for a silence, and tells the requests held too long to ask again.
 func (s *scheduler) expire(now time.Time) {
+	bound := s.chunkBound()
 	for _, js := range s.jobs {
-		for i, who := range js.holder {
-			if who == "" || js.done[i] || !now.After(js.expires[i]) {
-				continue
-			}
-			js.holder[i] = ""
-			s.queue = append([]queued{{js, i}}, s.queue...)
-			s.c.rep.degrade(Degradation{Kind: KindReissued, Worker: who, Job: js.job.ID, Chunk: i,
-				Detail: fmt.Sprintf("no heartbeat for %v: chunk %d (episodes %d..%d) re-issued", s.c.cfg.Silence, i, js.spans[i].lo, js.spans[i].hi-1)})
-			if !s.lost[who] {
-				s.lost[who] = true
-				s.c.rep.degrade(Degradation{Kind: KindLost, Worker: who, Job: js.job.ID, Chunk: i,
-					Detail: fmt.Sprintf("worker %s went silent while holding chunk %d", who, i)})
+		for i, cs := range js.chunks {
+			s.lapse(js, i, now, bound)
+			if cs.queued && (cs.pending || len(cs.exclude) > 0) && now.Sub(cs.since) > s.c.cfg.Silence {
+				s.settle(js, i, s.claims(cs, "", nil))
 			}
 		}
 	}
@@ -178,94 +306,59 @@ func (s *scheduler) expire(now time.Time) {
 	s.dispatch()
 }
 
-// abandoned fails the jobs when every local worker exited and no other worker was heard of for
-// two silences: nobody is left to play them (a worker that cannot resolve a job exits, and says
-// why in its log).
-func (s *scheduler) abandoned(now time.Time) {
-	if len(s.jobs) == 0 || !s.c.procs.exited() {
+// lapse ends the issues of chunk i that went silent or are held longer than bound.
+func (s *scheduler) lapse(js *jobState, i int, now time.Time, bound time.Duration) {
+	cs := js.chunks[i]
+	if cs.final { // its other copies' answers will be late; their workers keep the leases till then
 		return
 	}
-	for _, t := range s.seen {
-		if now.Sub(t) < 2*s.c.cfg.Silence {
+	for at, is := range cs.issues {
+		silent, overdue := now.After(is.expires), now.Sub(is.start) > bound
+		if !silent && !overdue {
+			continue
+		}
+		delete(cs.issues, at)
+		d := Degradation{Worker: is.worker, Job: js.job.ID, Chunk: i}
+		if silent {
+			s.release(is.worker, lease{Job: js.job.ID, Chunk: i, Attempt: at})
+			d.Kind, d.Detail = KindReissued, fmt.Sprintf("no heartbeat for %v: chunk %d (episodes %d..%d) re-issued", s.c.cfg.Silence, i, cs.lo, cs.hi-1)
+		} else {
+			cs.exclude[is.worker] = true
+			d.Kind, d.Detail = KindOverdue, fmt.Sprintf("held chunk %d (episodes %d..%d) for %v without answering (bound %v): re-issued to another", i, cs.lo, cs.hi-1, now.Sub(is.start).Round(time.Millisecond), bound.Round(time.Millisecond))
+		}
+		s.c.rep.degrade(d)
+		if silent && !s.lost[is.worker] {
+			s.lost[is.worker] = true
+			s.c.rep.degrade(Degradation{Kind: KindLost, Worker: is.worker, Job: js.job.ID, Chunk: i,
+				Detail: fmt.Sprintf("worker %s went silent while holding chunk %d", is.worker, i)})
+		}
+		s.requeueIdle(js, i)
+	}
+}
+
+// abandoned fails the jobs when every local worker exited or was quarantined and no other
+// worker was heard of for two silences: nobody is left to play them (a worker that cannot
+// resolve a job exits, and says why in its log).
+func (s *scheduler) abandoned(now time.Time) {
+	if len(s.jobs) == 0 || !s.c.procs.gone(func(i int) bool { return s.quarantined[localName(i)] != "" }) {
+		return
+	}
+	for w, t := range s.seen {
+		if s.quarantined[w] == "" && now.Sub(t) < 2*s.c.cfg.Silence {
 			return
 		}
 	}
+	why := fmt.Sprintf("no worker left: the %d local worker(s) exited (see their log above)", len(s.c.procs.cmds))
+	if len(s.quarantined) > 0 {
+		why = fmt.Sprintf("no worker left: the %d local worker(s) exited or were quarantined (%s)", len(s.c.procs.cmds), s.quarantineList())
+	}
 	for _, js := range s.jobs {
-		s.fail(js, fmt.Errorf("no worker left: the %d local worker(s) exited (see their log above) and no other worker is connected", len(s.c.procs.cmds)))
+		s.fail(js, fmt.Errorf("%s and no other worker is connected", why))
 	}
 }
 
 // holdFor is how long a worker's request for a chunk is held before it is told to ask again.
 const holdFor = 2 * time.Second
-
-// answer takes a worker's answer: the first valid answer of a chunk is folded, a later one is
-// a duplicate, one that does not fit is invalid (its chunk re-issued when that worker held it).
-func (s *scheduler) answer(req *bus.Request) {
-	var a answer
-	if err := decode(req.Data, &a); err != nil {
-		s.c.rep.degrade(Degradation{Kind: KindInvalid, Detail: "an answer that does not decode: " + err.Error()})
-		s.ack(req, "invalid: "+err.Error())
-		return
-	}
-	s.seen[a.Worker] = time.Now()
-	js := s.jobs[a.Lease.Job]
-	switch {
-	case js == nil && s.ended[a.Lease.Job]:
-		s.duplicate(req, &a)
-	case js == nil || a.Lease.Chunk < 0 || a.Lease.Chunk >= len(js.spans):
-		s.invalid(req, &a, nil, "no such job or chunk")
-	case js.done[a.Lease.Chunk] || js.err != nil:
-		s.duplicate(req, &a)
-	case js.spans[a.Lease.Chunk] != span{a.Lo, a.Hi}:
-		s.invalid(req, &a, js, fmt.Sprintf("episodes %d..%d, the chunk is %d..%d", a.Lo, a.Hi-1, js.spans[a.Lease.Chunk].lo, js.spans[a.Lease.Chunk].hi-1))
-	case a.Err != "":
-		s.fail(js, fmt.Errorf("chunk %d (episodes %d..%d) on worker %s: %s", a.Lease.Chunk, a.Lo, a.Hi-1, a.Worker, a.Err))
-		s.ack(req, "ok")
-	default:
-		if err := js.accept(a.Lease.Chunk, &a); err != nil {
-			var f fatal
-			if errors.As(err, &f) {
-				s.ack(req, "ok")
-				s.fail(js, f.err)
-				return
-			}
-			s.invalid(req, &a, js, err.Error())
-			return
-		}
-		js.done[a.Lease.Chunk], js.holder[a.Lease.Chunk] = true, ""
-		s.c.rep.answered(a.Worker, a.Hi-a.Lo)
-		s.ack(req, "ok")
-		if js.left--; js.left == 0 {
-			s.end(js)
-		}
-	}
-}
-
-// duplicate counts an answer of a chunk already folded (its worker was thought lost, or the
-// job is over).
-func (s *scheduler) duplicate(req *bus.Request, a *answer) {
-	s.c.rep.degrade(Degradation{Kind: KindDuplicate, Worker: a.Worker, Job: a.Lease.Job, Chunk: a.Lease.Chunk,
-		Detail: fmt.Sprintf("a late answer of chunk %d (issue %d) ignored: the chunk was folded already", a.Lease.Chunk, a.Lease.Attempt)})
-	s.ack(req, "duplicate")
-}
-
-// invalid counts an answer that does not fit; its chunk is re-issued when its sender held it
-// (a foreign answer does not disturb the worker playing the chunk).
-func (s *scheduler) invalid(req *bus.Request, a *answer, js *jobState, why string) {
-	s.c.rep.degrade(Degradation{Kind: KindInvalid, Worker: a.Worker, Job: a.Lease.Job, Chunk: a.Lease.Chunk,
-		Detail: fmt.Sprintf("answer of chunk %d refused: %s", a.Lease.Chunk, why)})
-	s.ack(req, "invalid: "+why)
-	if js == nil || js.holder[a.Lease.Chunk] != a.Worker || js.attempt[a.Lease.Chunk] != a.Lease.Attempt {
-		return
-	}
-	js.holder[a.Lease.Chunk] = ""
-	if js.invalid[a.Lease.Chunk]++; js.invalid[a.Lease.Chunk] >= MaxInvalid {
-		s.fail(js, fmt.Errorf("chunk %d: %d invalid answers (the last from %s: %s)", a.Lease.Chunk, js.invalid[a.Lease.Chunk], a.Worker, why))
-		return
-	}
-	s.queue = append([]queued{{js, a.Lease.Chunk}}, s.queue...)
-	s.dispatch()
-}
 
 func (s *scheduler) fail(js *jobState, err error) {
 	if js.err == nil {
@@ -274,11 +367,31 @@ func (s *scheduler) fail(js *jobState, err error) {
 	}
 }
 
+// end finishes js: its decided results are kept in chunk order for the fold, and the leases
+// of its chunks are released (a hoarder's too: the next job starts afresh).
 func (s *scheduler) end(js *jobState) {
+	js.results = make([]*answer, len(js.chunks))
+	for i, cs := range js.chunks {
+		if cs.final {
+			js.results[i] = cs.result
+			if !cs.verified && js.err == nil {
+				s.unchecked[cs.by]++
+			}
+		}
+		cs.queued = false
+	}
+	for _, ls := range s.holding {
+		for l := range ls {
+			if l.Job == js.job.ID {
+				delete(ls, l)
+			}
+		}
+	}
 	delete(s.jobs, js.job.ID)
 	s.ended[js.job.ID] = true
 	s.c.retire(js.job.ID)
 	close(js.finish)
+	s.dispatch()
 }
 
 func (s *scheduler) respond(req *bus.Request, a assignment) {

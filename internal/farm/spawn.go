@@ -17,8 +17,8 @@ type spawned struct {
 	done []chan struct{} // closed when cmds[i] exited
 }
 
-// spawn starts Config.Spawn local `dpsim worker` processes on the coordinator's server: the
-// credentials reach them through the file, never argv.
+// spawn starts Config.Spawn local `dpsim worker` processes on the coordinator's server, each
+// with its own account (local-i): the credentials reach them through a private file, never argv.
 func (c *Coordinator) spawn(ctx context.Context) (*spawned, error) {
 	sp := &spawned{}
 	if c.cfg.Spawn <= 0 {
@@ -36,8 +36,8 @@ func (c *Coordinator) spawn(ctx context.Context) (*spawned, error) {
 		threads = max(1, runtime.GOMAXPROCS(0)/c.cfg.Spawn)
 	}
 	for i := range c.cfg.Spawn {
-		cmd := exec.CommandContext(ctx, exe, "worker", "--server", c.srv.URL, "--creds", c.credentials,
-			"--threads", strconv.Itoa(threads), "--name", fmt.Sprintf("local-%d", i), "--log-level", c.log.GetLevel().String())
+		cmd := exec.CommandContext(ctx, exe, "worker", "--server", c.srv.URL, "--creds", c.spawnCreds[i],
+			"--threads", strconv.Itoa(threads), "--name", localName(i), "--log-level", c.log.GetLevel().String())
 		cmd.Env = append(os.Environ(), c.cfg.SpawnEnv...)
 		cmd.Stdout, cmd.Stderr = c.cfg.Stderr, c.cfg.Stderr
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) } // a worker stops cleanly
@@ -65,16 +65,19 @@ func (c *Coordinator) Spawned() []int {
 	return pids
 }
 
-// exited reports whether local workers were started and every one of them exited.
-func (sp *spawned) exited() bool {
+// gone reports whether local workers were started and every one of them exited or is out
+// (quarantined: out(i)).
+func (sp *spawned) gone(out func(i int) bool) bool {
 	if sp == nil || len(sp.cmds) == 0 {
 		return false
 	}
-	for _, d := range sp.done {
+	for i, d := range sp.done {
 		select {
 		case <-d:
 		default:
-			return false
+			if !out(i) {
+				return false
+			}
 		}
 	}
 	return true

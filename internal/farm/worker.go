@@ -16,7 +16,10 @@ import (
 
 // WorkerOptions configure Serve.
 type WorkerOptions struct {
-	Name    string        // how the coordinator names this worker (default: host.pid, see WorkerName)
+	// ID is the worker's identity, the last token of its subjects (IdentityOf: its account's on
+	// the coordinator's embedded server, which refuses any other); default SanitizeID(Name).
+	ID      string
+	Name    string        // a label for the logs (the coordinator names a worker by its ID)
 	Threads int           // goroutines playing a chunk (<= 0: GOMAXPROCS)
 	Beat    time.Duration // heartbeat period (<= 0: DefaultBeat)
 	Log     zerolog.Logger
@@ -61,6 +64,12 @@ func Serve(ctx context.Context, c *bus.Conn, o WorkerOptions) (WorkerStats, erro
 	if o.Beat <= 0 {
 		o.Beat = DefaultBeat
 	}
+	if o.ID == "" {
+		o.ID = SanitizeID(o.Name)
+	}
+	if !ValidID(o.ID) {
+		return WorkerStats{}, fmt.Errorf("farm: worker identity %q: want letters, digits, '-' and '_'", o.ID)
+	}
 	w := &worker{c: c, o: o, jobs: map[string]*player{}, logged: time.Now(), answering: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -104,7 +113,7 @@ func (w *worker) fetch(ctx context.Context, next chan<- assignment) error {
 		return err
 	}
 	for ctx.Err() == nil {
-		data, err := w.c.Request(ctx, SubjectNext, hi, 10*time.Second)
+		data, err := w.c.Request(ctx, Subject(verbNext, w.o.ID), hi, 10*time.Second)
 		if err != nil {
 			if w.c.IsClosed() {
 				return fmt.Errorf("farm: worker %s: the connection to the coordinator's server closed: %w", w.o.Name, err)
@@ -180,7 +189,7 @@ func (w *worker) playOne(ctx context.Context, a assignment) error {
 
 // answer sends chunk a's encoded answer and counts what the coordinator made of it.
 func (w *worker) answer(ctx context.Context, a assignment, data []byte, start time.Time) {
-	resp, err := w.c.Request(ctx, SubjectAnswer, data, 30*time.Second)
+	resp, err := w.c.Request(ctx, Subject(verbAnswer, w.o.ID), data, 30*time.Second)
 	var r reply
 	if err == nil {
 		err = decode(resp, &r)
@@ -196,6 +205,9 @@ func (w *worker) answer(ctx context.Context, a assignment, data []byte, start ti
 	if r.Status != "ok" {
 		w.st.Refused++
 	}
+	if r.Status == "quarantined" {
+		w.o.Log.Error().Int("chunk", a.Lease.Chunk).Msg("the coordinator quarantined this worker: its answers are ignored")
+	}
 	w.o.Log.Debug().Str("job", a.Lease.Job).Int("chunk", a.Lease.Chunk).Int("episodes", a.Hi-a.Lo).
 		Dur("took", time.Since(start)).Str("status", r.Status).Msg("chunk answered")
 	if now := time.Now(); now.Sub(w.logged) >= ProgressEvery {
@@ -209,7 +221,7 @@ func (w *worker) job(ctx context.Context, id string) (*player, error) {
 	if pl := w.jobs[id]; pl != nil {
 		return pl, nil
 	}
-	data, err := w.c.Request(ctx, SubjectJob, []byte(id), 30*time.Second)
+	data, err := w.c.Request(ctx, Subject(verbJob, w.o.ID), []byte(id), 30*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("farm: job %s: %w", id, err)
 	}
@@ -252,7 +264,7 @@ func (w *worker) beats(ctx context.Context) {
 		b := beat{Worker: w.o.Name, Held: slices.Clone(w.held)}
 		w.mu.Unlock()
 		if data, err := encode(&b); err == nil {
-			_ = w.c.PublishRaw(SubjectBeat, data)
+			_ = w.c.PublishRaw(Subject(verbBeat, w.o.ID), data)
 		}
 		select {
 		case <-ctx.Done():

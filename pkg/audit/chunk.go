@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -70,16 +71,34 @@ func PlayChunk(ctx context.Context, g *Game, seed uint64, lo, hi, workers int) (
 
 // AddChunk records the scores of trials lo..hi-1 (PlayChunk's, from any host) with their secret
 // bits recomputed from the outcome's seed: the trials PlayFast would have recorded, as it records
-// them (a non-finite score counts as a rejected trial there and here). It refuses scores of the
-// wrong length or range without recording any. Not safe for concurrent use.
+// them. It refuses, without recording any, scores that CheckChunk refuses: of the wrong length or
+// range, or not finite (in-process a non-finite score is a rejected trial that makes Analyze
+// fail; from another host it is refused before it can reach a bound or a JSON file). Not safe
+// for concurrent use.
 func (o *Outcome) AddChunk(lo, hi int, scores []float64) error {
+	if err := o.CheckChunk(lo, hi, scores); err != nil {
+		return err
+	}
+	k := len(o.names)
+	ch := &challenger{seed: o.Seed} // Bit without its allocation per trial
+	for e := lo; e < hi; e++ {
+		o.Add(uint64(e), ch.bit(uint64(e)), scores[(e-lo)*k:(e-lo+1)*k])
+	}
+	return nil
+}
+
+// CheckChunk checks the scores of trials lo..hi-1 that came from a host not trusted to compute
+// them: within the outcome's 2N trials, len(ScoreNames) scores a trial, every one finite (the
+// scores have no other range known in advance). It records nothing.
+func (o *Outcome) CheckChunk(lo, hi int, scores []float64) error {
 	k := len(o.names)
 	if lo < 0 || hi <= lo || hi > 2*o.N || len(scores) != (hi-lo)*k {
 		return fmt.Errorf("audit: chunk %d..%d with %d scores does not fit %d trials of %d scores", lo, hi, len(scores), 2*o.N, k)
 	}
-	ch := &challenger{seed: o.Seed} // Bit without its allocation per trial
-	for e := lo; e < hi; e++ {
-		o.Add(uint64(e), ch.bit(uint64(e)), scores[(e-lo)*k:(e-lo+1)*k])
+	for i, v := range scores {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("audit: chunk %d..%d: score %s of trial %d is %v, not finite", lo, hi, o.names[i%k], lo+i/k, v)
+		}
 	}
 	return nil
 }

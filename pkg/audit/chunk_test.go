@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -50,7 +51,8 @@ func TestChunksEqualPlayFast(t *testing.T) {
 	}
 }
 
-// A chunk of the wrong shape is refused without recording a trial.
+// A chunk of the wrong shape, or with a score that is not finite (from a forging worker), is
+// refused without recording a trial.
 func TestAddChunkRefusesMisfits(t *testing.T) {
 	g := newGame(t, loadPlan(t, "audit-vehicle-structured"), GameOptions{})
 	k := len(g.ScoreNames())
@@ -65,6 +67,12 @@ func TestAddChunkRefusesMisfits(t *testing.T) {
 		"empty":    {5, 5, 0},
 	} {
 		require.Error(t, o.AddChunk(c.lo, c.hi, make([]float64, c.n)), name)
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		s := make([]float64, 10*k)
+		s[7] = bad
+		require.ErrorContains(t, o.CheckChunk(190, 200, s), "not finite")
+		require.ErrorContains(t, o.AddChunk(190, 200, s), "not finite")
 	}
 	require.Zero(t, o.Episodes)
 	require.NoError(t, o.AddChunk(190, 200, make([]float64, 10*k)))

@@ -297,3 +297,32 @@ func BenchmarkSignVerify(b *testing.B) {
 		}
 	})
 }
+
+// A removed user's connection is closed and it cannot connect again; the others stay.
+func TestRemoveUser(t *testing.T) {
+	a, err := NewUser("a", []string{">"}, []string{">"})
+	require.NoError(t, err)
+	b, err := NewUser("b", []string{">"}, []string{">"})
+	require.NoError(t, err)
+	srv, err := StartEmbedded(EmbeddedOptions{Users: []User{a, b}})
+	require.NoError(t, err)
+	defer srv.Shutdown()
+	closed := make(chan struct{})
+	na, err := nats.Connect(srv.URL(), nats.UserInfo(a.Name, a.Password), nats.NoReconnect(), nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	require.NoError(t, err)
+	defer na.Close()
+	nb, err := nats.Connect(srv.URL(), nats.UserInfo(b.Name, b.Password))
+	require.NoError(t, err)
+	defer nb.Close()
+	require.NoError(t, srv.RemoveUser("a"))
+	require.NoError(t, srv.RemoveUser("no-such-user"))
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the removed user's connection stayed open")
+	}
+	_, err = nats.Connect(srv.URL(), nats.UserInfo(a.Name, a.Password), nats.NoReconnect())
+	require.Error(t, err)
+	require.NoError(t, nb.Flush())
+	require.True(t, nb.IsConnected())
+}

@@ -69,7 +69,57 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	if opts.Port < 0 || opts.Port > 65535 {
 		return nil, fmt.Errorf("bus: embedded server port %d outside 0..65535", opts.Port)
 	}
-	port := opts.Port
+	sopts, err := opts.serverOptions(opts.Port)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.NewServer(sopts)
+	if err != nil {
+		return nil, fmt.Errorf("bus: configure embedded NATS server on %s:%d: %w", opts.Host, opts.Port, err)
+	}
+	if opts.violations == nil {
+		opts.violations = &violationLog{}
+	}
+	srv.SetLoggerV2(opts.violations, false, false, false) // permission violations only: Violations
+	srv.Start()
+	if !srv.ReadyForConnections(opts.ReadyTimeout) {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		what := "port in use?"
+		if opts.Monitor != "" {
+			what = "port or monitoring port " + opts.Monitor + " in use?"
+		}
+		return nil, fmt.Errorf("bus: embedded NATS server on %s:%d not ready within %v (%s)",
+			opts.Host, opts.Port, opts.ReadyTimeout, what)
+	}
+	e := &Embedded{srv: srv, opts: opts, url: srv.ClientURL()}
+	if opts.Monitor != "" {
+		if a := srv.MonitorAddr(); a != nil {
+			e.monitor = a.String()
+			e.opts.Monitor = e.monitor // a restart serves it where it was
+		}
+	}
+	if addr, ok := srv.Addr().(*net.TCPAddr); ok {
+		e.port = addr.Port
+	}
+	if e.port == 0 {
+		srv.Shutdown()
+		return nil, errors.New("bus: embedded NATS server has no TCP listen address")
+	}
+	if opts.Cluster != nil {
+		if addr := srv.ClusterAddr(); addr != nil {
+			e.routePort = addr.Port
+		}
+		if e.routePort == 0 {
+			srv.Shutdown()
+			return nil, errors.New("bus: embedded NATS cluster member has no route listen address")
+		}
+	}
+	return e, nil
+}
+
+// serverOptions are nats-server's options for opts, listening on port (0: a random free one).
+func (opts *EmbeddedOptions) serverOptions(port int) (*server.Options, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT // nats-server treats 0 as its default port 4222
 	}
@@ -117,49 +167,7 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 			sopts.Routes = server.RoutesFromStr(strings.Join(cl.Routes, ","))
 		}
 	}
-	srv, err := server.NewServer(sopts)
-	if err != nil {
-		return nil, fmt.Errorf("bus: configure embedded NATS server on %s:%d: %w", opts.Host, opts.Port, err)
-	}
-	if opts.violations == nil {
-		opts.violations = &violationLog{}
-	}
-	srv.SetLoggerV2(opts.violations, false, false, false) // permission violations only: Violations
-	srv.Start()
-	if !srv.ReadyForConnections(opts.ReadyTimeout) {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-		what := "port in use?"
-		if opts.Monitor != "" {
-			what = "port or monitoring port " + opts.Monitor + " in use?"
-		}
-		return nil, fmt.Errorf("bus: embedded NATS server on %s:%d not ready within %v (%s)",
-			opts.Host, opts.Port, opts.ReadyTimeout, what)
-	}
-	e := &Embedded{srv: srv, opts: opts, url: srv.ClientURL()}
-	if opts.Monitor != "" {
-		if a := srv.MonitorAddr(); a != nil {
-			e.monitor = a.String()
-			e.opts.Monitor = e.monitor // a restart serves it where it was
-		}
-	}
-	if addr, ok := srv.Addr().(*net.TCPAddr); ok {
-		e.port = addr.Port
-	}
-	if e.port == 0 {
-		srv.Shutdown()
-		return nil, errors.New("bus: embedded NATS server has no TCP listen address")
-	}
-	if opts.Cluster != nil {
-		if addr := srv.ClusterAddr(); addr != nil {
-			e.routePort = addr.Port
-		}
-		if e.routePort == 0 {
-			srv.Shutdown()
-			return nil, errors.New("bus: embedded NATS cluster member has no route listen address")
-		}
-	}
-	return e, nil
+	return sopts, nil
 }
 
 // URL is the client URL, e.g. "nats://127.0.0.1:41234".
@@ -240,4 +248,36 @@ func (e *Embedded) Restart(down time.Duration) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("bus: restart the embedded server on port %d: %w", e.port, last)
+}
+
+// RemoveUser revokes the account name at the running server: the server reloads its
+// configuration without it and closes every connection that used it, and refuses it from then
+// on (a farm's coordinator revokes a worker it caught lying). Removing an unknown name is not an
+// error. Not for a cluster member (its routes would have to be reloaded with it).
+func (e *Embedded) RemoveUser(name string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.opts.Cluster != nil {
+		return fmt.Errorf("bus: remove user %s: the server is a cluster member", name)
+	}
+	keep := e.opts.Users[:0:0]
+	for _, u := range e.opts.Users {
+		if u.Name != name {
+			keep = append(keep, u)
+		}
+	}
+	if len(keep) == len(e.opts.Users) {
+		return nil
+	}
+	opts := e.opts
+	opts.Users = keep
+	sopts, err := opts.serverOptions(e.port)
+	if err != nil {
+		return err
+	}
+	if err := e.srv.ReloadOptions(sopts); err != nil {
+		return fmt.Errorf("bus: remove user %s: reload the server: %w", name, err)
+	}
+	e.opts = opts // a Restart comes back without it too
+	return nil
 }

@@ -2,8 +2,11 @@ package metrics
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/gob"
 	"fmt"
+	"math"
+	"slices"
 )
 
 // episodeWire is an Episode in transit (internal/farm: a worker on another host reduces episodes
@@ -37,6 +40,41 @@ func (a *Accumulator) MarshalEpisode(e *Episode) ([]byte, error) {
 	var b bytes.Buffer
 	if err := gob.NewEncoder(&b).Encode(&w); err != nil {
 		return nil, fmt.Errorf("metrics: encode episode %d: %w", e.episode, err)
+	}
+	return b.Bytes(), nil
+}
+
+// CanonicalEpisode returns a form of an encoded episode (MarshalEpisode's) that any two
+// encodings of the same episode share byte for byte: gob's bytes are not that form - its type
+// numbers depend on what a process encoded first, and a map's order on chance - while the values
+// are (internal/farm compares two hosts' computations of a chunk by it). Every float is written by
+// its bits, the held records by step.
+func CanonicalEpisode(data []byte) ([]byte, error) {
+	var w episodeWire
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&w); err != nil {
+		return nil, fmt.Errorf("metrics: decode episode: %w", err)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%d %d %d %v %v %d %d %d %d|", w.Episode, w.Steps, w.Next, w.Control, w.EveOK, w.KeptX, w.KeptEve, w.Dim, w.Tracked)
+	floats := func(v []float64) {
+		fmt.Fprintf(&b, "%d:", len(v))
+		for _, x := range v {
+			_ = binary.Write(&b, binary.LittleEndian, math.Float64bits(x))
+		}
+	}
+	for _, v := range [][]float64{w.X0, w.Err, w.Sq, w.MaxDev, w.Eve, w.Avg, w.AbsMax, {w.Xstar, w.Sum0, w.Scale, w.SumDev, w.Drift}} {
+		floats(v)
+	}
+	steps := make([]int, 0, len(w.Held))
+	for t := range w.Held {
+		steps = append(steps, t)
+	}
+	slices.Sort(steps)
+	for _, t := range steps {
+		fmt.Fprintf(&b, "held %d:", t)
+		for _, v := range w.Held[t] {
+			floats(v)
+		}
 	}
 	return b.Bytes(), nil
 }

@@ -22,7 +22,7 @@ import (
 
 const synopsis = `dpsim run SCENARIO [--out DIR] [--seed N] [--nats-url URL] [--mode lockstep|realtime] [--period D]
                  [--ui[=ADDR] [--ui-hold D] [--ui-public]] [--engine nats|fast] [--runs N] [--inflight K] [--trace-episodes N] [--timeout D] [--agents-per-process K] [--json]
-                 [--engine fast --dispatch [--spawn-workers N] [--worker-listen ADDR]]
+                 [--engine fast --dispatch [--spawn-workers N] [--worker-listen ADDR] [--worker-creds N] [--verify-share P] [--chunk-timeout D]]
        dpsim run SCENARIO --resume OUT [--nats-url URL] [the run's --role and --attach, given again]`
 
 const description = `Runs the scenario's Monte Carlo episodes and writes DIR/summary.json, the per-step traces and the report.

@@ -76,7 +76,8 @@ var resumeFlags = map[string]resumeClass{
 	"run-id": resumeFree, "log-level": resumeFree, "progress": resumeFree, "json": resumeFree, "child-gomaxprocs": resumeFree,
 	"attach-timeout": resumeFree, "no-sign": resumeFree, "budget": resumeFree, "inflight": resumeFree, "keep-secrets": resumeFree, "share-outputs": resumeFree,
 	"ui": resumeFree, "ui-hold": resumeFree, "ui-public": resumeFree, "nats-monitor": resumeFree,
-	"dispatch": resumeFree, "spawn-workers": resumeFree, "worker-listen": resumeFree,
+	"dispatch": resumeFree, "spawn-workers": resumeFree, "worker-listen": resumeFree, "worker-creds": resumeFree,
+	"verify-share": resumeFree, "chunk-timeout": resumeFree,
 }
 
 // resumeClassOf is the class of flag name: an unlisted flag is resumeGiven (the safe side).

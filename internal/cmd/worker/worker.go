@@ -23,10 +23,18 @@ const synopsis = `dpsim worker --server URL --creds FILE [--threads N] [--tls-ca
 
 const description = `Joins a coordinator - dpsim audit --dispatch or dpsim run --engine fast --dispatch, on this
 or another host - and plays chunks of its episodes with the in-process fast engine. The
-coordinator prints the exact command to run (its server's address and the credentials file it
-wrote; copy the file to this host, mode 0600). The job (scenario, point, seed, options) comes over
-the bus from the coordinator, never on the command line. The results do not depend on which
-worker played what: they equal the coordinator's in-process engine bit for bit.
+coordinator prints the exact command to run (its server's address and the first credentials
+file it wrote, OUT/workers/w1.creds; copy it to this host, mode 0600). Each worker needs its own
+file - w2.creds for the second, and so on (--worker-creds N of the coordinator) - because each
+file is one account that may speak only under its own name: the coordinator's outputs name the
+worker by it (w1, w2, ...; --name only labels the log), and a worker caught answering a chunk
+wrongly has that account revoked. With an external server (--nats-url) the coordinator writes
+one shared file, OUT/worker.creds, and a worker names itself with --name.
+
+The job (scenario, point, seed, options) comes over the bus from the coordinator, never on the
+command line; a worker learns it all, the seed included. The results do not depend on which
+worker played what: they equal the coordinator's in-process engine bit for bit, and the
+coordinator checks a random share of the chunks (--verify-share) by a second computation.
 
 The worker serves every job of one coordinator and exits 0 when the coordinator is done, or on
 SIGTERM / Ctrl-C (a chunk it was playing is re-issued to another worker); 1 when it cannot reach
@@ -47,10 +55,10 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs := cli.NewFlagSet("worker", synopsis, description, stderr)
 	o := &Options{}
 	fs.StringVar(&o.Server, "server", "", "the coordinator's NATS server URL, as it printed it (required)")
-	fs.StringVar(&o.Creds, "creds", "", "the workers' credentials file the coordinator wrote (mode 0600; required)")
+	fs.StringVar(&o.Creds, "creds", "", "this worker's credentials file the coordinator wrote, e.g. OUT/workers/w1.creds - one file per worker (mode 0600; required)")
 	fs.IntVar(&o.Threads, "threads", 0, "goroutines playing a chunk (0 = every core); the results do not depend on it")
 	fs.StringVar(&o.TLSCA, "tls-ca", "", "CA certificate (PEM) to trust when the server requires TLS")
-	fs.StringVar(&o.Name, "name", "", "how the coordinator's outputs name this worker (default HOST.PID)")
+	fs.StringVar(&o.Name, "name", "", "a label of this worker in its log (default HOST.PID); the coordinator names it by its credentials' account, or by this name with an external server's shared account")
 	fs.DurationVar(&o.ConnectRetry, "connect-retry", 30*time.Second, "how long to retry a server that cannot be reached yet")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "zerolog level of the log on stderr: trace, debug, info, warn, error")
 	if err := cli.Parse(fs, args); err != nil {
@@ -85,11 +93,12 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log = log.With().Str("worker", o.Name).Logger()
 	creds, err := bus.ReadCredentials(o.Creds)
 	if err != nil {
 		return fmt.Errorf("--creds: %w", err)
 	}
+	id := farm.IdentityOf(creds.User, o.Name)
+	log = log.With().Str("worker", id).Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	conn, err := bus.ConnectRetry(ctx, o.Server, "dpsim-worker-"+o.Name, o.ConnectRetry, nil,
@@ -101,8 +110,8 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer conn.Close()
-	log.Info().Str("server", o.Server).Int("threads", o.Threads).Msg("waiting for chunks")
-	st, err := farm.Serve(ctx, conn, farm.WorkerOptions{Name: o.Name, Threads: o.Threads, Log: log})
+	log.Info().Str("server", o.Server).Str("name", o.Name).Int("threads", o.Threads).Msg("waiting for chunks")
+	st, err := farm.Serve(ctx, conn, farm.WorkerOptions{ID: id, Name: o.Name, Threads: o.Threads, Log: log})
 	log.Info().Int("chunks", st.Chunks).Int("episodes", st.Episodes).Int("refused", st.Refused).Msg("worker done")
 	return err
 }

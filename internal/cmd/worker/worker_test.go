@@ -41,23 +41,29 @@ func decoded(t *testing.T, data []byte, drop ...string) map[string]any {
 }
 
 // `dpsim audit --spawn-workers N` prints the in-process audit's verdict, bounds and counts, and
-// its account of the dispatch.
+// its account of the dispatch (here with every chunk checked: --verify-share 1).
 func TestAuditDispatchEqualsInProcess(t *testing.T) {
 	sc := dpsimtest.Scenario("audit-vehicle-structured")
 	args := []string{"audit", sc, "--trials", "12000", "--seed", "12", "--json", "--progress=false", "--log-level", "error"} // 6 chunks of farm.AuditChunk
 	want := decoded(t, dpsim(t, args...), "elapsed_sec", "episodes_per_sec")
 	out := t.TempDir()
-	got := decoded(t, dpsim(t, append(args, "--spawn-workers", "2", "--out", out)...), "elapsed_sec", "episodes_per_sec")
+	got := decoded(t, dpsim(t, append(args, "--spawn-workers", "2", "--verify-share", "1", "--out", out)...), "elapsed_sec", "episodes_per_sec")
 	d, ok := got["dispatch"].(map[string]any)
 	require.True(t, ok, "the output has the dispatch")
 	delete(got, "dispatch")
 	require.Equal(t, want, got)
 	require.EqualValues(t, 6, d["chunks"])
 	require.EqualValues(t, 2, d["spawned_workers"])
-	require.Equal(t, filepath.Join(out, "worker.creds"), d["credentials_file"])
-	st, err := os.Stat(filepath.Join(out, "worker.creds"))
-	require.NoError(t, err)
-	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	require.EqualValues(t, 1, d["verify_share"])
+	require.EqualValues(t, 6, d["verified_chunks"], "every chunk played twice and agreed on") // by the other worker, or the coordinator
+	require.Equal(t, filepath.Join(out, "workers", "w1.creds"), d["credentials_file"])
+	require.Len(t, d["credentials_files"], 4) // --worker-creds's default
+	for _, f := range d["credentials_files"].([]any) {
+		st, err := os.Stat(f.(string))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	}
+	require.Empty(t, d["quarantined"])
 }
 
 // `dpsim run --engine fast --spawn-workers 2` writes the in-process run's metrics, summary numbers
@@ -98,6 +104,9 @@ func TestUsageErrors(t *testing.T) {
 		{"audit", sc, "--engine", "wire", "--dispatch"},
 		{"audit", sc, "--worker-listen", "0.0.0.0:4222"},
 		{"audit", sc, "--spawn-workers", "-1"},
+		{"audit", sc, "--spawn-workers", "1", "--verify-share", "1.5"},
+		{"audit", sc, "--spawn-workers", "1", "--worker-creds", "-1"},
+		{"audit", sc, "--spawn-workers", "1", "--chunk-timeout", "-1s"},
 		{"run", sc, "--dispatch"}, // the NATS engine
 		{"worker"},
 		{"worker", "--server", "nats://127.0.0.1:1"},
