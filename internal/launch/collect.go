@@ -388,9 +388,7 @@ func (c *Collector) Finish() (*Collected, error) {
 	out.Results = c.acc.Results()
 	out.Results.IncompleteEpisodes = c.f.incomplete
 	if f := c.f; f.unfinishedRecords > 0 && c.o.Trace != nil {
-		m := map[string]PartialMarker{PartialMarkerKey: {Episode: f.unfinished, Records: f.unfinishedRecords,
-			Note: "the run stopped in this episode: the records above, from its step 0, are what the processes wrote of it; it is in no metric"}}
-		if err := json.NewEncoder(c.o.Trace).Encode(m); err != nil {
+		if err := json.NewEncoder(c.o.Trace).Encode(f.marker()); err != nil {
 			c.errs = append(c.errs, fmt.Errorf("trace: marking the unfinished episode: %w", err))
 		}
 	}
@@ -409,9 +407,17 @@ type folder struct {
 	// The episode being merged: skip (merged before), whole (no piece missing so far).
 	skip, whole bool
 	// Episodes from unfinishedFrom on did not finish (Collector.Unfinished): unfinished is the
-	// first of them found (-1: none) and unfinishedRecords counts their records in the trace.
+	// one being merged (-1: none) and unfinishedRecords counts its records in the trace; each
+	// is followed by its marker line (with episodes in flight several are unfinished at once).
 	unfinishedFrom, unfinished, unfinishedRecords int
 }
+
+// marker is the PartialMarkerKey line of the unfinished episode whose records were just written.
+func (f *folder) marker() map[string]PartialMarker {
+	return map[string]PartialMarker{PartialMarkerKey: {Episode: f.unfinished, Records: f.unfinishedRecords,
+		Note: "the run stopped while this episode was in play: the records above, from its step 0, are what the processes wrote of it; it is in no metric"}}
+}
+
 
 // foldRecord handles one merged record of either kind; the records of an episode come in step
 // order 0..T. It writes a kept episode's records to the trace (and hands them to watch, if
@@ -433,9 +439,12 @@ func foldRecord[R trace.ControlRecord | trace.ConsensusRecord](f *folder, rec *R
 			if ep >= f.unfinishedFrom {
 				f.whole = false // in no metric, whatever pieces it has
 				f.incomplete = append(f.incomplete, ep)
-				if f.unfinished < 0 {
-					f.unfinished = ep
+				if f.unfinishedRecords > 0 && tw != nil { // the previous unfinished episode ends here
+					if err := tw.WriteLine(f.marker()); err != nil {
+						return err
+					}
 				}
+				f.unfinished, f.unfinishedRecords = ep, 0
 			} else if f.traced(ep) {
 				f.out.TracedEpisodes++
 			}

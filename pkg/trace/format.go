@@ -47,6 +47,19 @@ func (tw *Writer[R]) Write(r *R) error {
 	return nil
 }
 
+// WriteLine appends v as a JSON line that is not a record (a marker), in order with the
+// records.
+func (tw *Writer[R]) WriteLine(v any) error {
+	tw.buf.Reset()
+	if err := tw.enc.Encode(v); err != nil {
+		return fmt.Errorf("sim: trace line after record %d: %w", tw.n, err)
+	}
+	if _, err := tw.w.Write(tw.buf.Bytes()); err != nil {
+		return fmt.Errorf("sim: trace line after record %d: %w", tw.n, err)
+	}
+	return nil
+}
+
 // Flush writes buffered lines to the underlying writer.
 func (tw *Writer[R]) Flush() error {
 	if err := tw.w.Flush(); err != nil {

@@ -424,9 +424,10 @@ func TestPartialEpisodeInNoMetric(t *testing.T) {
 	}
 }
 
-// checkPartialTrace checks that a trace holds the complete episodes 0..runs-1 and, when the
-// unfinished episode's records follow, a final line that marks them as such.
-func checkPartialTrace(t *testing.T, path string, runs int) {
+// checkPartialTrace checks that a trace holds the complete episodes 0..runs-1 (61 records
+// each) and that the records of every unfinished episode after them (several with episodes in
+// flight) are followed by a line that marks them as such. It returns the unfinished episodes.
+func checkPartialTrace(t *testing.T, path string, runs int) []int {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -436,15 +437,61 @@ func checkPartialTrace(t *testing.T, path string, runs int) {
 	for _, line := range lines[:complete] {
 		require.NotContains(t, line, launch.PartialMarkerKey)
 	}
-	if len(lines) == complete {
-		return
+	var unfinished []int
+	records, ep := 0, -1
+	for _, line := range lines[complete:] {
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		if raw, ok := m[launch.PartialMarkerKey]; ok {
+			var pm launch.PartialMarker
+			require.NoError(t, json.Unmarshal(raw, &pm))
+			require.Equal(t, ep, pm.Episode, "the marker names the episode above it")
+			require.Equal(t, records, pm.Records, "and counts its records")
+			unfinished = append(unfinished, pm.Episode)
+			records, ep = 0, -1
+			continue
+		}
+		var rec struct {
+			Episode int `json:"episode"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		require.True(t, ep == -1 || rec.Episode == ep, "episode %d's records run into episode %d without a marker", ep, rec.Episode)
+		ep = rec.Episode
+		records++
 	}
-	last := lines[len(lines)-1]
-	var marker map[string]launch.PartialMarker
-	require.NoError(t, json.Unmarshal([]byte(last), &marker), "the trace's last line marks the unfinished episode: %s", last)
-	m := marker[launch.PartialMarkerKey]
-	require.Equal(t, runs, m.Episode)
-	require.Equal(t, len(lines)-complete-1, m.Records)
+	require.Zero(t, records, "the last unfinished episode's records are marked")
+	for i, e := range unfinished {
+		require.Equal(t, runs+i, e, "the unfinished episodes follow the complete ones")
+	}
+	return unfinished
+}
+
+// With episodes in flight a killed process leaves several episodes of its group unfinished:
+// every one of them is marked in trace.jsonl, not only the first (the others looked complete).
+func TestEveryUnfinishedEpisodeMarked(t *testing.T) {
+	path := writeScenario(t, vehicleWith(400))
+	srv := server(t)
+	on, reached, pid := watch(40, "eavesdropper.0")
+	sniff(t, srv.URL(), on)
+	dir := t.TempDir()
+	l := start(t, "run", path, "--nats-url", srv.URL(), "--out", dir, "--log-level", "warn", "--trace-episodes", "-1", "--inflight", "16")
+	select {
+	case <-reached:
+	case <-time.After(60 * time.Second):
+		_ = l.cmd.Process.Kill()
+		t.Fatalf("the run never reached episode 40: %s", l.stderr.String())
+	}
+	require.Positive(t, pid())
+	require.NoError(t, syscall.Kill(pid(), syscall.SIGKILL))
+	require.Equal(t, 1, l.wait(t, 60*time.Second), l.stderr.String())
+	var sum partialRun
+	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &sum))
+	res := sum.Points[0].Metrics
+	unfinished := checkPartialTrace(t, filepath.Join(dir, "trace.jsonl"), res.Runs)
+	t.Logf("%d complete episodes; unfinished and marked: %v", res.Runs, unfinished)
+	require.Greater(t, len(unfinished), 1, "a group of 16 in flight leaves more than one episode unfinished")
 }
 
 // TestMissingScenarioFile: a scenario file that is not there is a usage error (exit 2), not a
