@@ -44,7 +44,7 @@ type hashWriter struct {
 }
 
 func (w hashWriter) Write(p []byte) (int, error) {
-	n, err := w.f.Write(p)
+	n, err := atomicfile.LineFile{File: w.f}.Write(p) // a write cut short leaves no partial line
 	w.h.Write(p[:n])
 	return n, err
 }
@@ -142,7 +142,7 @@ func (t *TraceOut) writeFaults(events []fault.Event) error {
 		if err != nil {
 			return fmt.Errorf("fault record: %w", err)
 		}
-		t.faults, t.fbuf = f, bufio.NewWriterSize(f, 1<<16)
+		t.faults, t.fbuf = f, bufio.NewWriterSize(atomicfile.LineFile{File: f}, 1<<16)
 		t.fenc = json.NewEncoder(t.fbuf)
 	}
 	for i := range events {

@@ -17,11 +17,11 @@ func TestInboxBacklogLosesNothing(t *testing.T) {
 	s, _ := NewSubjects("bl1")
 	tx := connect(t, srv.URL(), "tx")
 	rx := connect(t, srv.URL(), "rx")
-	in := rx.NewInbox(InboxOptions{Buffer: 16})
+	in := rx.NewInbox(InboxOptions{})
 	in.Expect(s.PlantYhat(0), Expect{Run: "bl1", Steps: 1 << 20, Sender: "plant.0", Kind: endpoint.StreamYhat, Dim: 1})
 	require.NoError(t, in.Subscribe())
 	require.NoError(t, rx.Flush(time.Minute))
-	const n = 50_000 // 3000 times the channel
+	const n = 4 * DefaultInboxBuffer // four times the delivery channel, none of it read meanwhile
 	for k := range n {
 		m := &Message{V: Version, Run: "bl1", Step: k, Sender: "plant.0", Kind: endpoint.StreamYhat, Values: []float64{float64(k)}}
 		require.NoError(t, tx.Publish(s.PlantYhat(0), m))
@@ -34,5 +34,34 @@ func TestInboxBacklogLosesNothing(t *testing.T) {
 		require.Equal(t, k, m.Step, "in order")
 	}
 	require.Zero(t, in.Dropped())
+	require.NoError(t, in.Close())
+}
+
+// Messages on several subjects keep the order the server delivered them in, across subjects
+// (one NATS subscription per subject: a handler per subscription would interleave them at
+// random, and a process's results depend on the order).
+func TestInboxKeepsOrderAcrossSubjects(t *testing.T) {
+	srv := startServer(t)
+	s, _ := NewSubjects("or1")
+	tx := connect(t, srv.URL(), "tx")
+	rx := connect(t, srv.URL(), "rx")
+	in := rx.NewInbox(InboxOptions{})
+	for i := range 4 {
+		in.Expect(s.AgentY(i), Expect{Run: "or1", Steps: 1 << 20, Sender: endpoint.Endpoint{Role: endpoint.Agent, ID: i}.String(), Kind: endpoint.StreamY, Dim: 1})
+	}
+	require.NoError(t, in.Subscribe())
+	require.NoError(t, rx.Flush(time.Minute))
+	const n = 20_000
+	for k := range n {
+		i := k % 4
+		m := &Message{V: Version, Run: "or1", Step: k, Sender: endpoint.Endpoint{Role: endpoint.Agent, ID: i}.String(), Kind: endpoint.StreamY, Values: []float64{1}}
+		require.NoError(t, tx.Publish(s.AgentY(i), m))
+	}
+	require.NoError(t, tx.Flush(time.Minute))
+	for k := range n {
+		m, err := in.Next(time.Now().Add(time.Minute))
+		require.NoError(t, err)
+		require.Equal(t, k, m.Step, "the server's order, across the four subjects")
+	}
 	require.NoError(t, in.Close())
 }

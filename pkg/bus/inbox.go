@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -18,17 +19,18 @@ var ErrClosed = errors.New("bus: source closed")
 // ErrStopped is returned by Inbox.Next when the inbox's stop channel closed.
 var ErrStopped = errors.New("bus: stopped")
 
-// DefaultInboxBuffer is the capacity of an inbox's channel. When it is full, what arrives
-// waits in the NATS client's pending list of its subscription (a receiver that falls behind
-// its senders - the eavesdropper of 128 episodes in flight on a busy machine - is slower, never
-// drops a message), up to MaxInboxPending bytes.
-const DefaultInboxBuffer = 1 << 14
+// DefaultInboxBuffer is the capacity of the channel the NATS client delivers an inbox's
+// messages into, in the server's order. While Next is busy elsewhere a guard moves what
+// accumulates there into the inbox's queue, which has no fixed length: a receiver that falls
+// behind its senders (the eavesdropper of 128 episodes in flight on a busy machine) is slower
+// and never drops a message, up to MaxInboxPending bytes.
+const DefaultInboxBuffer = 1 << 16
 
-// MaxInboxPending bounds the bytes waiting for one subscription of an inbox (its pending list)
-// by default. Only beyond it does the client drop messages as a slow consumer (counted in
-// ConnStats and Inbox.Dropped). A lockstep receiver waits behind at most one group of episodes
-// (the launcher starts the next group when every process finished this one), so a run whose
-// group fits stays below it; a flood does not grow a process without bound.
+// MaxInboxPending bounds the bytes an inbox's queue holds by default. Only beyond it are
+// messages dropped (a slow consumer: counted in Inbox.Dropped). A lockstep receiver waits
+// behind at most one group of episodes (the launcher starts the next group when every process
+// finished this one), so a run whose group fits stays below it; a flood does not grow a process
+// without bound.
 const MaxInboxPending = 1 << 30
 
 // InboxOptions configures an Inbox.
@@ -54,8 +56,8 @@ type InboxOptions struct {
 	Unknown func(subject string) bool
 	// Stop, when closed, makes Next return ErrStopped.
 	Stop <-chan struct{}
-	// Buffer is the channel capacity (default DefaultInboxBuffer); MaxPending the bytes that
-	// may wait behind it per subscription (default MaxInboxPending).
+	// Buffer is the delivery channel's capacity (default DefaultInboxBuffer); MaxPending the
+	// bytes the queue behind it may hold (default MaxInboxPending).
 	Buffer     int
 	MaxPending int
 	// Any, if set, is the expectation of every subject without its own (wildcard
@@ -71,17 +73,25 @@ type InboxOptions struct {
 // invalid ones are counted, reported and dropped. It decodes into one reused Message: no
 // allocation in the steady state for a fault-free run. Not safe for concurrent Next calls.
 type Inbox struct {
-	c      *Conn
-	ch     chan *nats.Msg
-	subs   []*nats.Subscription
-	exp    map[string]*Expect
-	opts   InboxOptions
-	count  *Counters
-	msg    Message
-	timer  *time.Timer
-	anyExp Expect        // scratch: opts.Any for the message at hand
-	done   chan struct{} // closed by Close: a delivery waiting for room gives up
-	once   sync.Once
+	c   *Conn
+	raw chan *nats.Msg // the NATS client delivers here, in the server's order
+	// The queue: what the guard moved out of raw while Next was busy, in order; Next takes
+	// from it first. mu guards it and waiting (Next is blocked on raw: the guard keeps off).
+	mu      sync.Mutex
+	q       []*nats.Msg
+	qHead   int
+	qBytes  int
+	waiting bool
+	over    atomic.Int64 // messages dropped beyond MaxPending
+	subs    []*nats.Subscription
+	exp     map[string]*Expect
+	opts    InboxOptions
+	count   *Counters
+	msg     Message
+	timer   *time.Timer
+	anyExp  Expect        // scratch: opts.Any for the message at hand
+	done    chan struct{} // closed by Close: a delivery waiting for room gives up
+	once    sync.Once
 }
 
 // NewInbox returns an empty inbox on c.
@@ -97,8 +107,10 @@ func (c *Conn) NewInbox(opts InboxOptions) *Inbox {
 	}
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &Inbox{c: c, ch: make(chan *nats.Msg, opts.Buffer), exp: map[string]*Expect{}, opts: opts, count: opts.Counters, timer: t,
-		done: make(chan struct{})}
+	in := &Inbox{c: c, raw: make(chan *nats.Msg, opts.Buffer), exp: map[string]*Expect{}, opts: opts,
+		count: opts.Counters, timer: t, done: make(chan struct{})}
+	go in.guard()
+	return in
 }
 
 // Expect registers what messages on subject (an exact subject) must carry.
@@ -114,31 +126,126 @@ func (in *Inbox) Subscribe() error {
 	return nil
 }
 
-// SubscribeTo subscribes subject (may be a wildcard) into the inbox. The subscription's
-// handler waits for room in the channel: what arrives meanwhile queues in the client's pending
-// list (no limit on messages, MaxPending on bytes), in order. A channel subscription would
-// drop every message that finds the channel full - a lockstep receiver would then wait
-// forever for it.
+// SubscribeTo subscribes subject (may be a wildcard) into the inbox. Every subscription
+// delivers into one channel from the client's one reader, so the messages of all of them keep
+// the server's order (a process's results depend on it); the guard empties that channel into
+// the queue while Next is busy, so it does not fill - a channel that filled dropped every
+// message that found it full, and a lockstep receiver then waited forever for it.
 func (in *Inbox) SubscribeTo(subject string) error {
-	sub, err := in.c.nc.Subscribe(subject, in.deliver)
+	sub, err := in.c.nc.ChanSubscribe(subject, in.raw)
 	if err != nil {
 		return err
-	}
-	if err := sub.SetPendingLimits(-1, in.opts.MaxPending); err != nil {
-		_ = sub.Unsubscribe()
-		return fmt.Errorf("bus: pending limits of %s: %w", subject, err)
 	}
 	in.subs = append(in.subs, sub)
 	return nil
 }
 
-// deliver hands a message to Next, waiting for room (the NATS client calls it for one
-// subscription at a time, in order).
-func (in *Inbox) deliver(m *nats.Msg) {
+// guardEvery is how often the guard looks at the delivery channel: it fills in no less than
+// DefaultInboxBuffer / (messages per second), seconds (65,536 messages: far more than a loopback
+// server delivers in 5 ms).
+const guardEvery = 5 * time.Millisecond
+
+// guard moves what accumulates in the delivery channel into the queue while Next is not
+// waiting on it (Next takes from the queue first, so the order stays the server's). It ends
+// when the inbox closes.
+func (in *Inbox) guard() {
+	tick := time.NewTicker(guardEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if len(in.raw) < cap(in.raw)/16 {
+				continue // Next keeps up
+			}
+			in.mu.Lock()
+			if !in.waiting {
+				in.moveRaw()
+			}
+			in.mu.Unlock()
+		case <-in.done:
+			return
+		}
+	}
+}
+
+// moveRaw moves what is in the delivery channel to the queue's tail, dropping (counted) what
+// would take the queue beyond MaxPending bytes. Called with mu held.
+func (in *Inbox) moveRaw() {
+	for {
+		select {
+		case m := <-in.raw:
+			n := len(m.Data) + len(m.Subject)
+			if in.qBytes+n > in.opts.MaxPending {
+				in.over.Add(1)
+				continue
+			}
+			if in.qHead == len(in.q) {
+				in.q, in.qHead = in.q[:0], 0
+			}
+			in.q = append(in.q, m)
+			in.qBytes += n
+		default:
+			return
+		}
+	}
+}
+
+// pop takes the queue's head, or the next delivery when the queue is empty (nil: none yet).
+// Called with mu held.
+func (in *Inbox) pop() *nats.Msg {
+	if in.qHead < len(in.q) {
+		m := in.q[in.qHead]
+		in.q[in.qHead] = nil
+		in.qHead++
+		in.qBytes -= len(m.Data) + len(m.Subject)
+		return m
+	}
 	select {
-	case in.ch <- m:
-	case <-in.done:
+	case m := <-in.raw:
+		return m
+	default:
+		return nil
+	}
+}
+
+// receive returns the next message in the server's order, waiting until deadline (zero: do
+// not wait).
+func (in *Inbox) receive(deadline time.Time) (*nats.Msg, error) {
+	in.mu.Lock()
+	m := in.pop()
+	if m != nil {
+		in.mu.Unlock()
+		return m, nil
+	}
+	// Nothing queued and nothing delivered: wait on the channel. The guard keeps off it
+	// meanwhile, so what arrives first is the next in order.
+	in.waiting = true
+	in.mu.Unlock()
+	defer func() {
+		in.mu.Lock()
+		in.waiting = false
+		in.mu.Unlock()
+	}()
+	select {
 	case <-in.opts.Stop:
+		return nil, ErrStopped
+	default:
+	}
+	d := time.Until(deadline)
+	if deadline.IsZero() || d <= 0 {
+		return nil, ErrTimeout
+	}
+	in.timer.Reset(d)
+	defer in.timer.Stop()
+	select {
+	case m = <-in.raw:
+		return m, nil
+	case <-in.timer.C:
+		return nil, ErrTimeout
+	case <-in.opts.Stop:
+		return nil, ErrStopped
+	case <-in.c.closed:
+		return nil, ErrClosed
 	}
 }
 
@@ -156,9 +263,10 @@ func (in *Inbox) SetEpisodes(first, count int) {
 // Counters returns the inbox's counters.
 func (in *Inbox) Counters() *Counters { return in.count }
 
-// Dropped returns how many messages the client dropped because Next did not keep up.
+// Dropped returns how many messages were dropped because Next did not keep up: by the client
+// (its delivery channel full) or by the guard (beyond MaxPending bytes).
 func (in *Inbox) Dropped() int {
-	n := 0
+	n := int(in.over.Load())
 	for _, s := range in.subs {
 		if d, err := s.Dropped(); err == nil {
 			n += d
@@ -167,16 +275,13 @@ func (in *Inbox) Dropped() int {
 	return n
 }
 
-// DrainTap hands every message still queued to the Tap (at the end of a run).
+// DrainTap hands every message still queued or delivered to the Tap (at the end of a run).
 func (in *Inbox) DrainTap() {
-	for {
-		select {
-		case nm := <-in.ch:
-			if in.opts.Tap != nil {
-				in.opts.Tap(nm.Subject, nm.Data)
-			}
-		default:
-			return
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for m := in.pop(); m != nil; m = in.pop() {
+		if in.opts.Tap != nil {
+			in.opts.Tap(m.Subject, m.Data)
 		}
 	}
 }
@@ -186,32 +291,9 @@ func (in *Inbox) DrainTap() {
 // when the connection closed. The message is reused by the next call.
 func (in *Inbox) Next(deadline time.Time) (*Message, error) {
 	for {
-		var nm *nats.Msg
-		select {
-		case nm = <-in.ch:
-		default:
-			select {
-			case <-in.opts.Stop:
-				return nil, ErrStopped
-			default:
-			}
-			d := time.Until(deadline)
-			if deadline.IsZero() || d <= 0 {
-				return nil, ErrTimeout
-			}
-			in.timer.Reset(d)
-			select {
-			case nm = <-in.ch:
-				in.timer.Stop()
-			case <-in.timer.C:
-				return nil, ErrTimeout
-			case <-in.opts.Stop:
-				in.timer.Stop()
-				return nil, ErrStopped
-			case <-in.c.closed:
-				in.timer.Stop()
-				return nil, ErrClosed
-			}
+		nm, err := in.receive(deadline)
+		if err != nil {
+			return nil, err
 		}
 		if in.opts.Tap != nil {
 			in.opts.Tap(nm.Subject, nm.Data)

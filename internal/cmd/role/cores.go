@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
@@ -229,7 +230,7 @@ func (r *coreRunner) openTraceFile(proc *process) error {
 	if r.file, err = proc.openTrace(); err != nil {
 		return err
 	}
-	r.records = newRecords(proc, r.file)
+	r.records = newRecords(proc, atomicfile.LineFile{File: r.file}) // a write cut short leaves no partial line
 	return nil
 }
 
@@ -461,7 +462,7 @@ func (r *coreRunner) openFaultLog(proc *process) error {
 	if err != nil {
 		return fmt.Errorf("fault log: %w", err)
 	}
-	r.ffile, r.fw = f, bufio.NewWriterSize(f, 1<<16)
+	r.ffile, r.fw = f, bufio.NewWriterSize(atomicfile.LineFile{File: f}, 1<<16)
 	r.fenc = json.NewEncoder(r.fw)
 	proc.res.FaultsFile = name
 	for _, ps := range r.tr.pubs {
@@ -488,7 +489,7 @@ func (r *coreRunner) openTranscript(proc *process) error {
 	}
 	r.tfile = f
 	proc.res.TranscriptFile = name
-	r.tw = bufio.NewWriterSize(f, 1<<16)
+	r.tw = bufio.NewWriterSize(atomicfile.LineFile{File: f}, 1<<16)
 	r.enc = json.NewEncoder(r.tw)
 	return nil
 }

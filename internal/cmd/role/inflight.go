@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/fault"
@@ -308,7 +309,7 @@ func (r *coreRunner) writeGroup(proc *process, g *inflight) ([]int64, error) {
 		if err := s.flushHeld(); err != nil {
 			return nil, err
 		}
-		if _, err := r.file.Write(s.buf.Bytes()); err != nil {
+		if _, err := (atomicfile.LineFile{File: r.file}).Write(s.buf.Bytes()); err != nil {
 			return nil, fmt.Errorf("trace file: %w", err)
 		}
 		s.buf.Reset()
@@ -344,7 +345,7 @@ func (r *coreRunner) writeGroup(proc *process, g *inflight) ([]int64, error) {
 func (r *coreRunner) writePartial(g *inflight) {
 	for _, s := range g.slots[:g.count] {
 		if s.flushHeld() == nil {
-			_, _ = r.file.Write(s.buf.Bytes())
+			_, _ = (atomicfile.LineFile{File: r.file}).Write(s.buf.Bytes())
 		}
 		s.buf.Reset()
 		s.flog.Reset()
