@@ -64,9 +64,17 @@ const (
 	// The audit's game and players (pkg/audit NewGame, newTrialPlayer), cloud control: the
 	// observability matrices O_T of the plant and the private model, the least-squares map P,
 	// the sensitivity and each player's estimator, built transiently while the game is set up:
-	// 96 bytes a step per state and output (measured: 180 bytes a step above the process for
+	// 128 bytes a step per state and output (measured: 187 bytes a step above the process for
 	// the vehicle, nx + ny = 3, at 10^6 steps).
-	costAuditPerStepDim = 96
+	costAuditPerStepDim = 128
+	// Each fast-engine worker of an audit plays AuditBatchWidth episodes at once (audit.AuditBatch,
+	// engine.NewBatchPlayer) beside a one-episode player: each eavesdropper's estimator keeps the
+	// inputs u(t) of its episode (8 nu bytes a step) and each player's cores their inputs' digests
+	// (costPerLinkStep a step per link).
+	AuditBatchWidth = 64
+	// AuditChunk is the consecutive trials a fast-engine worker of an audit takes at a time
+	// (audit's fastChunk): fewer trials keep fewer workers busy.
+	AuditChunk = 1024
 	// Consensus: the estimate's noise map M, its covariance M M', the Gaussian scorer's
 	// eigen-decomposition and the Laplace pseudo-inverse are dense N x N: 4 of them at a time
 	// (measured: 26 bytes x N^2 for rings of 1000 and 2000 agents).
@@ -80,6 +88,7 @@ const (
 	costSecPerLink    = 1.5e-6 // CPU seconds per message (link) and step of a consensus episode
 	costSecPerPoint   = 0.1    // CPU seconds per sweep point: its plan (sensitivity, calibration), its report entry
 	costSecDenseN3    = 2e-9   // CPU seconds per N^3 of an audit's consensus game (its eigen-decomposition)
+	costSecAuditStep  = 5e-7   // CPU seconds per step of an audit's cloud-control episode (the batch player)
 )
 
 // CostOptions say how the points of a run are played (EstimateCost).
@@ -104,7 +113,7 @@ type pointCost struct {
 	json    int64 // its metrics in summary.json
 	seconds float64
 	// the point's shape, for the audit's estimate
-	dim, nodes, links, stepDims int64
+	dim, nodes, links, stepDims, inputs, steps int64
 }
 
 // EstimateCost estimates the memory, summary.json size and CPU time of running the points
@@ -157,6 +166,9 @@ type AuditCostOptions struct {
 	// Wire: the wire engine (its launcher holds the game and the trials; the role processes
 	// one set of an episode's buffers, as dpsim run's NATS engine).
 	Wire bool
+	// OneRun: dpsim audit --one-run (one episode; of the game only the estimate's noise map
+	// is built: one dense N x N matrix for consensus).
+	OneRun bool
 }
 
 // EstimateAuditCost estimates the memory, audit.json size and CPU time of auditing the points
@@ -177,7 +189,7 @@ func EstimateAuditCost(points []*scenario.Scenario, o AuditCostOptions) (Cost, e
 	if o.Wire {
 		workers = 1
 	}
-	workers = max(1, min(workers, trials*k))
+	workers = max(1, min(workers, (trials+AuditChunk-1)/AuditChunk))
 	c := Cost{Points: len(points), Runs: int(min(trials*k, math.MaxInt32)), MemoryBytes: costBase, audit: true}
 	var peak int64 // the points are played in turn; each game is kept for the report
 	graphs := map[string][2]int{}
@@ -191,12 +203,16 @@ func EstimateAuditCost(points []*scenario.Scenario, o AuditCostOptions) (Cost, e
 		if pt.Kind == scenario.Consensus {
 			// the game's dense N x N matrices; a player's cores (records off: no per-step join)
 			game = costAuditDenseN2 * pc.nodes * pc.nodes
-			player = costPerNode*pc.nodes + 32*pc.links
+			if o.OneRun {
+				game = 8 * pc.nodes * pc.nodes
+			}
+			player = costPerNode*pc.nodes + 32*pc.links + costPerLinkStep*pc.links*pc.steps
 			secs = costSecDenseN3 * float64(pc.nodes) * float64(pc.nodes) * float64(pc.nodes)
 		} else {
-			// the game's and every player's setup, a few T x (nx + ny) matrices at a time
+			// the game's setup, a few T x (nx + ny) matrices at a time; a worker's players
+			// (records off): the batch's and the single player's estimators and inputs
 			game = costAuditPerStepDim * pc.stepDims
-			player = 64 * pc.stepDims
+			player = (AuditBatchWidth+1)*8*pc.inputs*pc.steps + 2*4*costPerLinkStep*pc.steps
 		}
 		if o.Wire {
 			player = pc.engine // a role process's buffers of one episode, as dpsim run's NATS engine
@@ -205,7 +221,11 @@ func EstimateAuditCost(points []*scenario.Scenario, o AuditCostOptions) (Cost, e
 		peak = max(peak, game+workers*player+trialMem)
 		c.MemoryBytes += costPerPoint + trials*scores*9 // a played point keeps its trials
 		c.SummaryBytes += costAuditJSONDim*pc.dim + costPerPoint
-		c.Seconds += pc.seconds*float64(trials*k)/float64(workers) + secs + costSecPerPoint
+		perEpisode := pc.seconds
+		if pt.Kind == scenario.CloudControl && k == 1 && !o.Wire {
+			perEpisode = float64(pc.steps) * costSecAuditStep
+		}
+		c.Seconds += perEpisode*float64(trials*k)/float64(workers) + secs + costSecPerPoint
 	}
 	c.MemoryBytes += peak + 2*c.SummaryBytes
 	return c, nil
@@ -233,7 +253,7 @@ func estimatePoint(s *scenario.Scenario, agentsPerHost int, graphs map[string][2
 		elems := (2*nx)*kx + ke
 		pc.results, pc.json = 48*elems, costPerElemJSON*elems+4*costPerLinkJSON
 		pc.seconds = float64(T) * costSecPerStep
-		pc.dim, pc.stepDims = nx, (T+1)*(nx+ny)
+		pc.dim, pc.stepDims, pc.inputs, pc.steps = nx, (T+1)*(nx+ny), nu, T+1
 	case scenario.Consensus:
 		if s.Network == nil {
 			return pc, fmt.Errorf("sim: cost: scenario %s: no graph", s.Name)
@@ -258,7 +278,7 @@ func estimatePoint(s *scenario.Scenario, agentsPerHost int, graphs map[string][2
 		pc.results = 48*elems + 160*links
 		pc.json = costPerElemJSON*elems + costPerLinkJSON*links
 		pc.seconds = float64(T) * float64(links+N) * costSecPerLink
-		pc.dim, pc.nodes, pc.links = N, N, links
+		pc.dim, pc.nodes, pc.links, pc.steps = N, N, links, T+1
 	default:
 		return pc, fmt.Errorf("sim: cost: scenario %s: unknown kind %q", s.Name, s.Kind)
 	}
