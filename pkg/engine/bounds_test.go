@@ -293,3 +293,24 @@ func TestParseFormatBytes(t *testing.T) {
 		require.InDelta(t, float64(tc.in), float64(back), 0.05*float64(tc.in))
 	}
 }
+
+// TestAuditCostAcceptsShippedScenarios: every shipped scenario's audit (its audit.trials, else
+// 10^5 trials, on every core) is within the default budget, so the shared estimate refuses
+// only what is really big.
+func TestAuditCostAcceptsShippedScenarios(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "scenarios", "*.yaml"))
+	require.NoError(t, err)
+	for _, f := range files {
+		s, err := scenario.Load(f)
+		require.NoError(t, err)
+		trials := 100_000
+		if s.Audit != nil && s.Audit.Trials > 0 {
+			trials = s.Audit.Trials
+		}
+		for _, wire := range []bool{false, true} {
+			c, err := EstimateAuditCost(s.Expand(), AuditCostOptions{Trials: trials, Wire: wire})
+			require.NoError(t, err)
+			require.NoError(t, CheckCost(c, 0), "%s (wire %v): %s", f, wire, c)
+		}
+	}
+}
