@@ -95,12 +95,12 @@ type FastOptions struct {
 }
 
 // fastChunk is the number of consecutive trials a worker takes at a time.
-const fastChunk = 1024
+const fastChunk = engine.AuditChunk // the chunk dpsim audit's cost estimate counts
 
 // AuditBatch is the number of episodes the fast engine plays at a time through the episode-batch
 // cores (engine.BatchPlayer) when the plan allows it (sim.EpisodeBatchable): the bookkeeping of a
 // step is paid once per batch, and a batch's state (64 episodes of a small plant) stays in cache.
-var AuditBatch = 64
+var AuditBatch = engine.AuditBatchWidth // the width dpsim audit's cost estimate counts
 
 // challengerLabel is rng.Label("challenger") (Bit's stream), hashed once.
 var challengerLabel = rng.Label("challenger")

@@ -89,7 +89,7 @@ func TestLongHorizonBounded(t *testing.T) {
 	t.Logf("T = 10^6, one run: %v, peak heap %.1f MiB", time.Since(start).Round(time.Millisecond), float64(peak)/(1<<20))
 	const heapBound = 320 << 20 // 88 MiB measured; 807 MiB before the fix
 	require.Less(t, peak, uint64(heapBound), "peak live heap of a 10^6-step run")
-	c, err := EstimateCost([]*scenario.Scenario{s}, 1, 1, 1)
+	c, err := EstimateCost([]*scenario.Scenario{s}, CostOptions{Runs: 1, Workers: 1})
 	require.NoError(t, err)
 	require.Greater(t, c.MemoryBytes, int64(peak), "the estimate is an upper bound of the heap: %s", c)
 
@@ -225,7 +225,7 @@ func TestCostRefusesWhatIsTooBig(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			c, err := EstimateCost(tc.points, 1, 1, 1)
+			c, err := EstimateCost(tc.points, CostOptions{Runs: 1, Workers: 1})
 			runtime.ReadMemStats(&after)
 			require.NoError(t, err)
 			// the estimate builds no plan: a plan of any of these would allocate gigabytes
@@ -242,9 +242,18 @@ func TestCostRefusesWhatIsTooBig(t *testing.T) {
 	}
 	veh := load(t, "cloud-vehicle")
 	veh.Steps = 1_000_000
-	c, err := EstimateCost([]*scenario.Scenario{veh}, 1, 0, 1)
+	c, err := EstimateCost([]*scenario.Scenario{veh}, CostOptions{Runs: 1})
 	require.NoError(t, err)
 	require.NoError(t, CheckCost(c, 0), "10^6 steps of the vehicle: %s", c)
+	traced, err := EstimateCost([]*scenario.Scenario{veh}, CostOptions{Runs: 1, Traced: 100})
+	require.NoError(t, err)
+	require.NoError(t, CheckCost(traced, 0), "10^6 steps of the vehicle, traced: %s", traced)
+	// the traced episode's 10^6 records (measured: 840 MB above the untraced run's peak)
+	require.Greater(t, traced.MemoryBytes-c.MemoryBytes, int64(840e6), "the estimate counts the traced episode's records: %s", traced)
+	veh.Steps = 10_000_000 // once accepted: it passed 3 GB
+	c, err = EstimateCost([]*scenario.Scenario{veh}, CostOptions{Runs: 1, Traced: 100})
+	require.NoError(t, err)
+	require.ErrorContains(t, CheckCost(c, 0), "confirm with --budget ", "10^7 traced steps of the vehicle: %s", c)
 
 	files, err := filepath.Glob(filepath.Join("..", "..", "scenarios", "*.yaml"))
 	require.NoError(t, err)
@@ -252,7 +261,7 @@ func TestCostRefusesWhatIsTooBig(t *testing.T) {
 	for _, f := range files {
 		s, err := scenario.Load(f)
 		require.NoError(t, err)
-		c, err := EstimateCost(s.Expand(), s.Runs, 0, 1)
+		c, err := EstimateCost(s.Expand(), CostOptions{Runs: s.Runs, Traced: 100})
 		require.NoError(t, err)
 		require.NoError(t, CheckCost(c, 0), "%s: %s", f, c)
 	}
@@ -282,5 +291,26 @@ func TestParseFormatBytes(t *testing.T) {
 		back, err := ParseBytes(strings.ReplaceAll(tc.want, " ", ""))
 		require.NoError(t, err)
 		require.InDelta(t, float64(tc.in), float64(back), 0.05*float64(tc.in))
+	}
+}
+
+// TestAuditCostAcceptsShippedScenarios: every shipped scenario's audit (its audit.trials, else
+// 10^5 trials, on every core) is within the default budget, so the shared estimate refuses
+// only what is really big.
+func TestAuditCostAcceptsShippedScenarios(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "scenarios", "*.yaml"))
+	require.NoError(t, err)
+	for _, f := range files {
+		s, err := scenario.Load(f)
+		require.NoError(t, err)
+		trials := 100_000
+		if s.Audit != nil && s.Audit.Trials > 0 {
+			trials = s.Audit.Trials
+		}
+		for _, wire := range []bool{false, true} {
+			c, err := EstimateAuditCost(s.Expand(), AuditCostOptions{Trials: trials, Wire: wire})
+			require.NoError(t, err)
+			require.NoError(t, CheckCost(c, 0), "%s (wire %v): %s", f, wire, c)
+		}
 	}
 }

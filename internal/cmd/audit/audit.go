@@ -27,6 +27,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/audit"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/privacy"
 	"github.com/dpsim/dpsim/pkg/scenario"
@@ -46,7 +47,7 @@ const synopsis = `dpsim audit SCENARIO [--engine fast|wire] [--trials N] [--audi
                    [--episodes-per-trial K | --episodes-per-trial-sweep K1,K2,...]
                    [--confidence C] [--seed S] [--out DIR] [--json] [--workers W] [--nats-url URL]
                    [--fail-on-violation] [--dispatch] [--spawn-workers N] [--worker-listen ADDR]
-                   [--worker-creds N] [--verify-share P] [--chunk-timeout D]
+                   [--worker-creds N] [--verify-share P] [--chunk-timeout D] [--budget B]
                    [--ui[=ADDR] [--ui-hold D] [--ui-public]] [--engine wire --role ENDPOINT=COMMAND ...]
        dpsim audit --one-run SCENARIO [--guesses K] [--confidence C] [--seed S] [--json] [--fail-on-violation]`
 
@@ -204,12 +205,16 @@ type Options struct {
 	// Precision is --precision (default true): the precision score, which reads the bits of the
 	// published float64 values (docs/math.md section 6.3).
 	Precision bool
+	// Budget is --budget: the memory the audit may be estimated to need (bytes; 0:
+	// engine.DefaultMemoryBudget); an audit estimated above it is refused with its estimate
+	// (engine.EstimateAuditCost), before any plan or game is built.
+	Budget int64
 }
 
 func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs := cli.NewFlagSet("audit", synopsis, description, stderr)
 	o := &Options{}
-	var seed, adj, sel, ksweep string
+	var seed, adj, sel, ksweep, budget string
 	fs.StringVar(&o.Engine, "engine", audit.EngineFast, "fast (in-process role cores on every core) or wire (the real role processes over NATS)")
 	fs.IntVar(&o.Trials, "trials", 0, fmt.Sprintf("trials for EACH value of the secret bit (N on x, N on x': 2N episodes); default the scenario's audit.trials, else %d", DefaultTrials))
 	fs.StringVar(&adj, "audit-adjacency", "", "adjacency to audit: manifold or block; default the scenario's audit.adjacency, else the adjacency its noise is calibrated for (privacy.adjacency)")
@@ -235,6 +240,7 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.BoolVar(&o.UIPublic, "ui-public", false, uiPublicHelp)
 	fs.IntVar(&o.Inflight, "inflight", launch.DefaultInflight, "wire engine: trials kept in flight at once over the same role processes (1..1024; each trial's x(0) still travels alone on the private line); the outcome does not depend on it, only the speed (see dpsim run --help)")
 	fs.BoolVar(&o.Precision, "precision", true, "add the precision score: under each hypothesis the eavesdropper replays the system's float64 arithmetic from the transcript and tests whether one noise value reproduces the published bits and lies in the float sampler's image (docs/math.md section 6.3); --precision=false leaves it out")
+	fs.StringVar(&budget, "budget", "", "memory budget (bytes, or with a unit: 512MiB, 4GiB, 2GB; default 2GiB): the audit's memory (the game's matrices, the players, the trials' scores), audit.json size and CPU time are estimated before it starts, as dpsim run's, and an audit estimated above the budget is refused with its estimate")
 	o.Roles = launch.Programs{}
 	fs.Func("role", "wire engine: ENDPOINT=COMMAND: start COMMAND (through sh) in place of dpsim's own process ENDPOINT (plant.0, cloud.0, eavesdropper.0, agent.<i>), with the arguments after the role name and the environment dpsim's own would get (docs/protocol.md); a plant or agent program gets each trial's secret x(0) sealed on the challenger's private line, an eavesdropper program's final estimates are scored; the outputs name the program and every problem it causes (repeatable)", o.Roles.ParseProgram)
 	fs.BoolVar(&o.ShareOutputs, "share-outputs", false, "with --out: write audit.json and report.md (they hold the seed and the audited pair x(0), x'(0)) and the wire engine's process traces readable by all (0644, OUT/procs 0755) instead of by you alone (0600, 0700)")
@@ -273,6 +279,11 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	}
 	if o.Workers < 0 {
 		return nil, cli.UsageError("--workers %d: want >= 0", o.Workers)
+	}
+	if budget != "" {
+		if o.Budget, err = engine.ParseBytes(budget); err != nil {
+			return nil, cli.UsageError("--budget: %v", err)
+		}
 	}
 	s, err := audit.ParseSelection(sel)
 	if err != nil {
@@ -412,6 +423,9 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	if seedSource == cli.SeedFromCrypto {
 		log.Info().Uint64("seed", seed).Msg("no seed given: drew one (reported in the output)")
 	}
+	if err := checkCost(o, s); err != nil {
+		return err
+	}
 	if o.OneRun {
 		return executeOneRun(o, s, seed, stdout)
 	}
@@ -451,6 +465,36 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 		_ = a.bar.Finish()
 	}
 	return a.report(stdout, reports, violations)
+}
+
+// checkCost refuses an audit whose estimated memory exceeds --budget, or its audit.json 1/16
+// of it (engine.EstimateAuditCost, engine.CheckCost: the table dpsim run's estimate uses), before
+// any plan, game or process is made: a game of 10^5 agents would allocate dense N x N matrices
+// (80 GB each) and a cloud-control game of 10^7 steps its T x n observability matrices.
+func checkCost(o *Options, s *scenario.Scenario) error {
+	spec := s.Audit
+	if spec == nil {
+		spec = &scenario.AuditSpec{}
+	}
+	trials, _ := effectiveTrials(o, spec)
+	points, k := s.Expand(), o.EpisodesPerTrial
+	if o.OneRun {
+		trials = 1 // one episode; the estimate counts its game as the trials' game
+	}
+	if len(o.EpisodesSweep) > 0 {
+		k = slices.Max(o.EpisodesSweep)
+		points = slices.Repeat(points, len(o.EpisodesSweep)) // every K is a point of its own
+	}
+	scores := 2 // projection, llr
+	if o.Precision {
+		scores++
+	}
+	c, err := engine.EstimateAuditCost(points, engine.AuditCostOptions{Trials: trials, EpisodesPerTrial: k,
+		Scores: scores, Workers: o.Workers, Wire: o.Engine == audit.EngineWire, OneRun: o.OneRun})
+	if err != nil {
+		return err
+	}
+	return engine.CheckCost(c, o.Budget)
 }
 
 // auditRun is one audit in progress: the games of a scenario's points and the settings they share.

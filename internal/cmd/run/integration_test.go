@@ -146,6 +146,7 @@ type summary struct {
 	NATSCluster         int      `json:"nats_cluster"`
 	Attached            bool     `json:"attached"`
 	LauncherMaxRSSBytes int64    `json:"launcher_max_rss_bytes"`
+	EstimatedMemory     int64    `json:"estimated_memory_bytes"`
 	Engine              string   `json:"engine"`
 	Status              string   `json:"status"`
 	Error               string   `json:"error"`

@@ -77,6 +77,7 @@ type launcher struct {
 	plans   []*plan.Plan
 	runs    int
 	sum     *Summary
+	cost    engine.Cost // the run's estimate (checkCost)
 	bar     *progressbar.ProgressBar
 	plain   *plainProgress
 	started time.Time
@@ -199,19 +200,24 @@ func (l *launcher) degradation() error {
 }
 
 // checkCost refuses a run whose estimated memory exceeds --budget, or its summary.json
-// 1/16 of it (engine.EstimateCost, engine.CheckCost), before any plan is built or process started.
+// 1/16 of it (engine.EstimateCost, engine.CheckCost), before any plan is built or process
+// started. The estimate is recorded in summary.json (estimated_memory_bytes).
 func (l *launcher) checkCost() error {
-	runs, workers := l.scn.Runs, 1 // the NATS launcher aggregates; its processes hold one set of cores
+	o := engine.CostOptions{Runs: l.scn.Runs, Workers: 1, AgentsPerHost: l.o.AgentsPerProcess} // the NATS launcher aggregates; its processes hold one set of cores
 	if l.o.Runs > 0 {
-		runs = l.o.Runs
+		o.Runs = l.o.Runs
 	}
 	if l.o.Engine == "fast" {
-		workers = 0 // GOMAXPROCS, as engine.Run
+		o.Workers = 0 // GOMAXPROCS, as engine.Run
+		// the fast engine holds a traced episode's records whole until it ends (the NATS
+		// launcher streams the processes' traces into the file)
+		o.Traced = l.o.TraceEpisodes
 	}
-	c, err := engine.EstimateCost(l.points, runs, workers, l.o.AgentsPerProcess)
+	c, err := engine.EstimateCost(l.points, o)
 	if err != nil {
 		return err
 	}
+	l.cost = c
 	return engine.CheckCost(c, l.o.Budget)
 }
 
@@ -262,6 +268,7 @@ func (l *launcher) prepare() error {
 		o.RunID = "r" + hex.EncodeToString(b[:])
 	}
 	l.sum = l.newSummary(s, seed, seedSource)
+	l.sum.EstimatedMemoryBytes = l.cost.MemoryBytes
 	if seedSource == cli.SeedFromCrypto {
 		l.log.Info().Msg("no seed given: drew one (recorded in summary.json only: the seed decides the noise)")
 	}

@@ -51,9 +51,13 @@ type Summary struct {
 	ElapsedSec float64 `json:"elapsed_seconds"`
 	// LauncherMaxRSSBytes is the launcher's own peak resident set (VmHWM; 0: unknown), the
 	// role processes' is in processes[].max_rss_bytes.
-	LauncherMaxRSSBytes int64  `json:"launcher_max_rss_bytes"`
-	Status              string `json:"status"` // ok, degraded, intervened (StatusIntervened), failed or interrupted
-	Error               string `json:"error,omitempty"`
+	LauncherMaxRSSBytes int64 `json:"launcher_max_rss_bytes"`
+	// EstimatedMemoryBytes is the estimate of the launcher's peak memory the run was checked
+	// against --budget with before it started (engine.EstimateCost): an upper bound of
+	// launcher_max_rss_bytes within a small factor.
+	EstimatedMemoryBytes int64  `json:"estimated_memory_bytes"`
+	Status               string `json:"status"` // ok, degraded, intervened (StatusIntervened), failed or interrupted
+	Error                string `json:"error,omitempty"`
 	// Degraded names what made a completed run "degraded" (with the counts); MissedFraction is
 	// the fraction of the processes' steps that went on without all their messages.
 	Degraded       []string `json:"degraded,omitempty"`
