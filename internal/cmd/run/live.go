@@ -40,7 +40,7 @@ func (l *launcher) startUI() error {
 	if l.o.UI == "" {
 		return nil
 	}
-	info := live.Info{Scenario: l.scn.Name, Kind: string(l.scn.Kind), Engine: l.o.Engine, Mode: l.sum.Mode, Runs: l.runs}
+	info := live.Info{Scenario: l.scn.Name, Kind: string(l.scn.Kind), Engine: l.o.Engine, Mode: l.sum.Mode, Runs: l.runs, TraceEpisodes: l.o.TraceEpisodes}
 	for k, p := range l.plans {
 		pi := live.PointInfo{Name: l.points[k].Name, Steps: p.Steps}
 		switch {
@@ -135,10 +135,20 @@ func (l *launcher) hubPoint(k int, ps PointSummary, res *metrics.Results) {
 		return
 	}
 	if res != nil {
+		l.hub.Aggregate(k, res.Runs, res.BoundSeries())
 		l.hub.PointDone(k, ps.Episodes, res.Links)
 	} else {
 		l.hub.PointDone(k, ps.Episodes, nil)
 	}
+}
+
+// hubAggregate gives the live view point k's Monte Carlo mean square as its episodes are
+// folded, group by group (nil without --ui).
+func (l *launcher) hubAggregate(k int) func(int, metrics.Series) {
+	if l.hub == nil {
+		return nil
+	}
+	return func(runs int, s metrics.Series) { l.hub.Aggregate(k, runs, &s) }
 }
 
 // hubProcess gives the live view what a process of a finished point reported.
