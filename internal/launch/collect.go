@@ -368,6 +368,10 @@ func (c *Collector) ResumeAt(start int, acc *metrics.Accumulator) {
 	}
 }
 
+// BoundSeries is the accumulator's BoundSeries: the mean square the paper bounds over the
+// episodes folded so far, and their number. Not while a Merge runs.
+func (c *Collector) BoundSeries() (runs int, s metrics.Series) { return c.acc.BoundSeries() }
+
 // MetricsDigest is the digest of the metrics folded so far (the resume state's check).
 func (c *Collector) MetricsDigest() (string, error) { return MetricsDigest(c.acc) }
 

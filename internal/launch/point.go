@@ -40,6 +40,10 @@ type PlayOptions struct {
 	Watch RecordWatcher
 	Ready func(procs []string, pids []int)
 	Data  func(DataMessage)
+	// Aggregate, if set, is called after each group of episodes is merged with the mean
+	// square the paper bounds over the point's episodes folded so far and their number
+	// (Collector.BoundSeries): the live view's Monte Carlo aggregate.
+	Aggregate func(runs int, s metrics.Series)
 	// Checkpoint, if set, is called when episodes 0..episodes-1 are folded by col (and written
 	// to Trace): after each group of episodes in flight collected (final false; a group is
 	// complete or not done at all, so a resumed point starts after the last complete group)
@@ -255,6 +259,9 @@ func (gc *groupCollector) merged(g Group, err error) {
 		gc.cfg.Log.Warn().Err(err).Stringer("episodes", g).Msg("collect")
 	} else if gc.o.Checkpoint != nil {
 		gc.o.Checkpoint(g.Last()+1, gc.col, false)
+	}
+	if gc.o.Aggregate != nil {
+		gc.o.Aggregate(gc.col.BoundSeries())
 	}
 	if gc.o.Progress != nil {
 		gc.o.Progress(g.Count)

@@ -24,12 +24,15 @@ const (
 
 // Info is what the hub knows of a run before it starts.
 type Info struct {
-	Scenario string      `json:"scenario"`
-	Kind     string      `json:"kind"`   // cloud-control or consensus
-	Engine   string      `json:"engine"` // nats or fast
-	Mode     string      `json:"mode"`   // lockstep or realtime
-	Runs     int         `json:"runs"`   // episodes per point
-	Points   []PointInfo `json:"points"`
+	Scenario string `json:"scenario"`
+	Kind     string `json:"kind"`   // cloud-control or consensus
+	Engine   string `json:"engine"` // nats or fast
+	Mode     string `json:"mode"`   // lockstep or realtime
+	Runs     int    `json:"runs"`   // episodes per point
+	// TraceEpisodes is --trace-episodes: episodes 0..TraceEpisodes-1 of each point are traced
+	// (their series come in Episodes), -1 every one.
+	TraceEpisodes int         `json:"trace_episodes"`
+	Points        []PointInfo `json:"points"`
 }
 
 // PointInfo is one point of the run (a sweep has several).
@@ -138,6 +141,9 @@ type State struct {
 	// after their tick, by publisher role (absent: none observed).
 	Lateness map[string]*LatenessSummary `json:"lateness,omitempty"`
 	Stream   *Stream                     `json:"stream,omitempty"`
+	// Aggregate is the Monte Carlo mean square of the point in progress (or the last one
+	// played) over its completed episodes (null: none yet).
+	Aggregate *Aggregate `json:"aggregate"`
 }
 
 // Hub is the live state of one run. Every method may be called from any goroutine, and on a
@@ -166,6 +172,7 @@ type Hub struct {
 	err      string
 	endAt    time.Time // when the run ended (Finish)
 	ended    chan struct{}
+	agg      *Aggregate // the point in progress (or the last one played)
 	cache    jsonCache
 }
 

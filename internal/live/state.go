@@ -38,6 +38,7 @@ func (h *Hub) snapshot() *State {
 		}
 	}
 	st.Stream = h.stream
+	st.Aggregate = h.agg // never changed in place: Aggregate replaces it
 	for role, l := range h.lateness {
 		if st.Lateness == nil {
 			st.Lateness = map[string]*LatenessSummary{}

@@ -847,3 +847,34 @@ func nonFinite(v []float64) int {
 // SeriesPoints is the number of steps a Series of n steps keeps (n, or about MaxSeriesPoints
 // when n is larger): what its memory grows with.
 func SeriesPoints(n int) int { return newThinning(n).count }
+
+// BoundSeries is the per-step mean square that the paper bounds, the one a run's figures and
+// live view hold against its bound: cloud control, (x_0(t) - x_r,0(t))^2 (the paper's vehicle:
+// the position error, whose mean tends to Var(gamma) with a constant offset); consensus,
+// ||x(t) - 1 x*||^2 (Proposition 1). Nil when the Results hold neither.
+func (r *Results) BoundSeries() *Series {
+	switch {
+	case r.Control != nil && len(r.Control.TrackingSqError) > 0:
+		return &r.Control.TrackingSqError[0]
+	case r.Consensus != nil:
+		return &r.Consensus.SqDeviation
+	}
+	return nil
+}
+
+// BoundSeries returns Results().BoundSeries() over the episodes folded so far, and their
+// number, without computing the other metrics: cheap enough to call after every group of
+// episodes (the live view). Complete episodes still waiting for a lower-numbered one are not
+// in it (the launcher's collector folds its episodes in order, so none wait there).
+func (a *Accumulator) BoundSeries() (runs int, s Series) {
+	kx := a.thinX.count
+	if a.control {
+		s = a.sums.sq.series(0, a.dim, kx, a.thinX.steps())
+	} else {
+		s = a.sums.sq.series(0, 1, kx, a.thinX.steps())
+	}
+	for t := range s.Lo {
+		s.Lo[t] = math.Max(0, s.Lo[t]) // as clampNonnegative
+	}
+	return a.sums.runs, s
+}

@@ -124,3 +124,34 @@ func TestResultsClampNonnegative(t *testing.T) {
 	}
 	require.Positive(t, signed, "tracking errors are signed: their intervals are not clamped")
 }
+
+// The accumulator's BoundSeries is its Results' BoundSeries, bit for bit, after every episode:
+// the live view's running mean square is the one the report will hold against the bound.
+func TestBoundSeriesIsTheResults(t *testing.T) {
+	for _, name := range []string{"cloud-vehicle", "consensus-gaussian"} {
+		t.Run(name, func(t *testing.T) {
+			_, p := loadPlan(t, name)
+			a, err := NewAccumulator(p, 1)
+			require.NoError(t, err)
+			runs, s := a.BoundSeries()
+			require.Zero(t, runs)
+			require.Equal(t, SeriesPoints(p.Steps+1), s.Len())
+			for ep := range 3 {
+				for step := 0; step <= p.Steps; step++ {
+					x := make([]float64, a.dim)
+					for i := range x {
+						x[i] = float64((ep+1)*(i+1)) + float64(step%7)
+					}
+					if a.control {
+						require.NoError(t, a.AddControl(&trace.ControlRecord{Episode: ep, Step: step, X: x}))
+					} else {
+						require.NoError(t, a.AddConsensus(&trace.ConsensusRecord{Episode: ep, Step: step, X: x}))
+					}
+				}
+				runs, s := a.BoundSeries()
+				require.Equal(t, ep+1, runs)
+				require.Equal(t, *a.Results().BoundSeries(), s)
+			}
+		})
+	}
+}

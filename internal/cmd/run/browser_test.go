@@ -31,6 +31,7 @@ type pageView struct {
 	// Track lists the series of the tracking-error plot; Timeline is the timeline chart's
 	// (null: not drawn) and TimelineCanvas whether it has its canvas.
 	Track          []string                     `json:"track"`
+	Aggregate      int                          `json:"aggregate"` // the episodes of the aggregate plotted (0: none)
 	Timeline       *struct{ Events, Lanes int } `json:"timeline"`
 	TimelineCanvas bool                         `json:"timeline_canvas"`
 	// LinkSent is what the live links table showed: the messages sent on plant.0->cloud.0.
@@ -61,6 +62,7 @@ func TestLiveUIBrowser(t *testing.T) {
 		return {points: l.points, events: l.events, ended: l.ended, done: s.episodes_done || 0, status: s.status || "",
 			plots: Object.keys(l.plots).length, canvases: document.querySelectorAll(".uplot canvas").length,
 			track: l.plots.track ? l.plots.track.u.series.slice(1).map((x) => x.label) : [],
+			aggregate: l.plots.aggregate && s.aggregate ? s.aggregate.runs : 0,
 			timeline: l.timeline, timeline_canvas: !!document.querySelector("#timeline-chart .uplot canvas"),
 			stream: l.stream, link_sent: link ? link.sent : 0, rss: (s.processes || []).some((p) => !p.finished && p.rss_bytes > 0)}; })()`
 	views, ok := dpsimtest.PollPage(t, ctx, js, func(v pageView) bool { return v.Ended })
@@ -70,7 +72,8 @@ func TestLiveUIBrowser(t *testing.T) {
 	end := views[len(views)-1]
 	require.Equal(t, 6, end.Done)
 	require.Equal(t, 101, end.Points, "steps 0..100 of the last traced episode")
-	require.Equal(t, 5, end.Plots, "4 of the latest merged episode, 1 of the episode in progress")
+	require.Equal(t, 6, end.Plots, "the Monte Carlo aggregate, 4 of the latest merged episode, 1 of the episode in progress")
+	require.Equal(t, 6, end.Aggregate, "the aggregate over every episode of the run, from its metrics")
 	require.GreaterOrEqual(t, end.Canvass, 5, "the plots and the timeline chart")
 	require.Equal(t, []string{"||x(t) - x_r(t)||²", "Var(γ) limit"}, end.Track, "the tracking error against the paper's limit")
 	require.NotNil(t, end.Timeline, "no timeline chart")

@@ -75,7 +75,16 @@ type liveState struct {
 	Status        string `json:"status"`
 	EpisodesDone  int    `json:"episodes_done"`
 	EpisodesTotal int    `json:"episodes_total"`
-	Episodes      []struct {
+	Point         int    `json:"point"`
+	Done          []int  `json:"done"`
+	Aggregate     *struct {
+		Point int        `json:"point"`
+		Runs  int        `json:"runs"`
+		T     []int      `json:"t"`
+		Mean  []*float64 `json:"mean"`
+		Hi    []*float64 `json:"ci_hi"`
+	} `json:"aggregate"`
+	Episodes []struct {
 		T []int `json:"t"`
 	} `json:"episodes"`
 	Processes []struct {
@@ -151,7 +160,7 @@ func TestLiveUI(t *testing.T) {
 	require.Equal(t, "ok", end.Status, l.stderr.String())
 	require.Equal(t, 8*12, end.EpisodesTotal)
 	require.Equal(t, end.EpisodesTotal, end.EpisodesDone)
-	var running, progress int
+	var running, progress, midPoint int
 	seen := map[int]bool{}
 	var rssSampled bool
 	for _, st := range states[:len(states)-1] {
@@ -168,6 +177,13 @@ func TestLiveUI(t *testing.T) {
 		if st.EpisodesDone > 0 && st.EpisodesDone < st.EpisodesTotal {
 			progress++
 		}
+		// the Monte Carlo aggregate of the point in progress covers the episodes it completed
+		if a := st.Aggregate; a != nil && st.Status == "running" {
+			require.LessOrEqual(t, a.Runs, st.Done[a.Point], "%+v", st.Done)
+			if a.Point == st.Point && a.Runs > 0 && a.Runs < 12 {
+				midPoint++
+			}
+		}
 		seen[st.EpisodesDone] = true
 	}
 	require.Greater(t, running, 0, "no state while running")
@@ -176,6 +192,7 @@ func TestLiveUI(t *testing.T) {
 	require.NotEmpty(t, end.Episodes, "no traced episode")
 	require.Len(t, end.Episodes[len(end.Episodes)-1].T, 31, "steps 0..30 of the latest traced episode")
 	require.Len(t, end.Processes, 8*11)
+	require.Positive(t, midPoint, "no aggregate of part of a point's episodes while it ran")
 	if runtime.GOOS == "linux" {
 		require.True(t, rssSampled, "no process's memory sampled while the run went on")
 	}
@@ -197,6 +214,13 @@ func TestLiveUI(t *testing.T) {
 		}
 	}
 	require.Equal(t, float64(episodes), ep)
+	// The aggregate at the end is the last point's mean square of summary.json's metrics.
+	lastRes := s.Points[len(s.Points)-1].Metrics
+	require.NotNil(t, end.Aggregate)
+	require.Equal(t, []int{7, 12, 31}, []int{end.Aggregate.Point, end.Aggregate.Runs, len(end.Aggregate.T)})
+	fin := lastRes.Consensus.FinalSqDeviation
+	require.InEpsilon(t, fin.Mean, *end.Aggregate.Mean[30], 1e-5)
+	require.InEpsilon(t, fin.Hi, *end.Aggregate.Hi[30], 1e-5)
 	require.Equal(t, float64(episodes*s.Steps), steps)
 	require.NotEmpty(t, links)
 	var dropped uint64

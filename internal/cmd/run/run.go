@@ -655,6 +655,7 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg launch
 	po, runErr := launch.PlayPoint(ctx, cfg, launch.PlayOptions{
 		Runs: l.runs, Start: first, Folded: acc, FoldedLinks: l.resume.replayed[k],
 		TraceEpisodes: l.traced(), Trace: out, Started: start, Progress: l.tick, Watch: l.watcher(), Ready: l.hubReady(k), Data: l.hubData(),
+		Aggregate:     l.hubAggregate(k),
 		Checkpoint:    func(episodes int, col *launch.Collector, final bool) { l.checkpoint(k, episodes, col, out, final) },
 		Interventions: l.iv,
 	})

@@ -76,67 +76,140 @@ function plotSpecs(st, ep) {
   if (st.kind === "consensus") {
     const bound = st.points[ep.point] ? st.points[ep.point].bound : 0;
     const lines = [{ label: "||x(t) - 1x*||²", color: PALETTE[0], values: ep.sq_deviation }];
-    if (bound > 0) lines.push({ label: "Prop. 1 bound", color: GREY, dash: [6, 4], values: ep.t.map(() => bound) });
+    if (bound > 0) lines.push({ label: "Prop. 1 bound", color: GREY, dash: [6, 4], ref: true, values: ep.t.map(() => bound) });
     specs.push({ id: "dev", title: "Squared deviation from consensus, against the paper's bound", lines });
     specs.push({ id: "maxdev", title: "Largest deviation max_i |x_i(t) - x*|", lines: [{ label: "max |x_i - x*|", color: PALETTE[0], values: ep.max_abs_deviation }] });
     specs.push({ id: "eve", title: "Eavesdropper's error ||x̂(0) - x(0)|| (gaps: not identifiable yet)", lines: [{ label: "error", color: PALETTE[1], values: ep.eve_error }] });
-    return specs;
+    return sideBySide(specs);
   }
   const x = [];
   (ep.x || []).forEach((v, i) => x.push({ label: "x" + comp(i), color: PALETTE[i], values: v }));
   (ep.ref || []).forEach((v, i) => x.push({ label: "x_r" + comp(i), color: PALETTE[i], dash: [6, 4], values: v }));
-  specs.push({ id: "x", title: "True state x(t) (solid) and reference x_r(t) (dashed)", lines: x });
+  specs.push({ id: "x", title: "True state x(t) (solid) and reference x_r(t) (dashed)", lines: x, signed: true });
   const e = [];
   (ep.eve_x0 || []).forEach((v, i) => e.push({ label: "x̂(0)" + comp(i), color: PALETTE[i], values: v }));
   (ep.x0 || []).forEach((v, i) => e.push({ label: "x(0)" + comp(i), color: PALETTE[i], dash: [6, 4], values: ep.t.map(() => v) }));
-  specs.push({ id: "eve", title: "Eavesdropper's estimate of x(0) (solid) against the true x(0) (dashed)", lines: e });
+  specs.push({ id: "eve", title: "Eavesdropper's estimate of x(0) (solid) against the true x(0) (dashed)", lines: e, signed: true });
   const bound = st.points[ep.point] ? st.points[ep.point].bound : 0;
   const track = [{ label: "||x(t) - x_r(t)||²", color: PALETTE[0], values: ep.sq_tracking_error }];
-  if (bound > 0) track.push({ label: "Var(γ) limit", color: GREY, dash: [6, 4], values: ep.t.map(() => bound) });
+  if (bound > 0) track.push({ label: "Var(γ) limit", color: GREY, dash: [6, 4], ref: true, values: ep.t.map(() => bound) });
   specs.push({ id: "track", title: "Squared tracking error, against the paper's limit Var(γ) of its mean (constant offset: p - p_r → -γ, v - v_r → 0)", lines: track });
   specs.push({ id: "err", title: "Tracking error ||x(t) - x_r(t)|| and eavesdropper's error ||x̂(0) - x(0)||", lines: [
     { label: "tracking error", color: PALETTE[0], values: ep.tracking_error },
     { label: "eavesdropper's error", color: PALETTE[1], values: ep.eve_error }] });
+  return sideBySide(specs);
+}
+
+// sideBySide lays the episode's plots out two a row, an odd last one alone across the width.
+function sideBySide(specs) {
+  specs.forEach((sp, i) => { sp.cols = specs.length % 2 === 1 && i === specs.length - 1 ? 1 : 2; });
   return specs;
 }
 
+// drawPlot draws (or updates) the plot of spec over the steps t: {id, title, lines: [{label,
+// color, dash, values, ref (a constant: a bound), band (hidden: a band's edge)}], bands:
+// [{series: [upper, lower] (indices in lines), fill}], parent, cols (plots side by side in
+// parent), signed (values of either sign: a linear axis)}. Its y axis is log when the data span decades or a bound would vanish on a linear
+// one (yScale); the plot takes its share of the parent's width.
 function drawPlot(spec, t) {
-  const key = spec.lines.map((l) => l.label).join("|");
+  const parent = $(spec.parent || "plots");
+  const ys = yScale(spec.lines.filter((l) => !l.ref).map((l) => l.values), spec.lines.filter((l) => l.ref).map((l) => l.values && l.values[0]), spec.signed);
+  const key = spec.lines.map((l) => l.label).join("|") + (ys.log ? "|log" : "|lin");
   let p = live.plots[spec.id];
   if (p && p.key !== key) {
+    unlay(p.u);
     p.u.destroy();
     p.div.remove();
     p = null;
   }
-  const data = [t].concat(spec.lines.map((l) => l.values || t.map(() => null)));
+  const floor = ys.min;
+  // a log axis has no room for 0: a band's lower edge stops at the axis's floor, a line breaks
+  const vals = (l) => {
+    const v = l.values || t.map(() => null);
+    if (!ys.log) return v;
+    return v.map((x) => (x === null || x === undefined ? null : x > 0 ? Math.max(x, l.band ? floor : 0) : (l.band ? floor : null)));
+  };
+  const data = [t].concat(spec.lines.map(vals));
   if (!p) {
     const div = document.createElement("div");
     div.className = "plot";
     const h = document.createElement("h3");
-    h.textContent = spec.title;
     div.appendChild(h);
-    $(spec.parent || "plots").appendChild(div);
+    parent.appendChild(div);
     const opts = {
-      width: plotWidth(), height: 240,
-      scales: { x: { time: false } },
-      axes: [{ label: "step t" }, {}],
-      series: [{ label: "t" }].concat(spec.lines.map((l) => ({ label: l.label, stroke: l.color, width: 1.5, dash: l.dash, spanGaps: false }))),
+      width: plotWidth(parent, spec.cols), height: spec.height || 260,
+      padding: [xPadding, xPadding, xPadding, xPadding],
+      scales: { x: { time: false }, y: ys.log ? { distr: 3, log: 10, range: () => [live.plots[spec.id].ys.min, live.plots[spec.id].ys.max] }
+        : { range: () => [live.plots[spec.id].ys.min, live.plots[spec.id].ys.max] } },
+      axes: [linearAxis("x", "step t"), ys.log ? logAxis(spec.ylabel || "") : linearAxis("y", spec.ylabel || "")],
+      series: [{ label: "t" }].concat(spec.lines.map((l) => (l.band ? { label: l.label, stroke: "rgba(0,0,0,0)", width: 0, points: { show: false } }
+        : { label: l.label, stroke: l.color, width: 1.5, dash: l.dash, spanGaps: false }))),
+      bands: spec.bands || [],
     };
-    p = live.plots[spec.id] = { key, div, u: new uPlot(opts, data, div) };
+    p = live.plots[spec.id] = { key, div, ys, u: null };
+    p.u = new uPlot(opts, data, div);
+    layOut(p.u, parent, spec.cols);
+    spec.lines.forEach((l, i) => { // a band's edge: not a series of its own in the legend
+      const row = l.band && p.u.root.querySelectorAll(".u-legend .u-series")[i + 1];
+      if (row) row.style.display = "none";
+    });
   } else {
+    p.ys = ys;
     p.u.setData(data);
   }
+  p.div.querySelector("h3").textContent = spec.title;
 }
+
+// renderAggregate draws the Monte Carlo estimate of the mean square the paper bounds, over the
+// completed episodes of the point in progress, with its 95% band, against the bound.
+function renderAggregate(st) {
+  const a = st.aggregate;
+  if (!a || a.runs === 0) return;
+  if (!changed("aggregate", [a.point, a.runs, a.t.length].join("/"))) return;
+  const pt = st.points[a.point] || {};
+  const bound = pt.bound || 0;
+  const consensus = st.kind === "consensus";
+  const what = consensus ? "E||x(t) - 1x*||²" : bound > 0 ? "E[(p(t) - p_r(t))²], the position error" : "E[(x[0](t) - x_r[0](t))²]";
+  const lines = [
+    { label: "95% interval (upper)", band: true, values: a.ci_hi },
+    { label: "95% interval (lower)", band: true, values: a.ci_lo },
+    { label: "mean over the episodes", color: PALETTE[0], values: a.mean },
+  ];
+  if (bound > 0) lines.push({ label: consensus ? "Prop. 1 bound" : "Var(γ) limit", color: GREY, dash: [6, 4], ref: true, values: a.t.map(() => bound) });
+  const of = st.points.length > 1 ? " of point " + pt.name : "";
+  const title = what + " over " + a.runs + " completed episodes" + of + " (mean, 95% band)" +
+    (bound > 0 ? (consensus ? " against Proposition 1's bound " : " against its limit Var(γ) = ") + fmtBound(bound) : "");
+  $("aggregate-note").textContent = "The Monte Carlo estimate the report will hold against the theory, from the launcher's metrics as the episodes are folded" +
+    (consensus ? "" : bound > 0 ? " (constant offset: p - p_r → -γ, so E[(p - p_r)²] → Var(γ))" : "") + ".";
+  schedule("plot:aggregate", () => drawPlot({ id: "aggregate", title, lines, parent: "aggregate-plot", cols: 1, height: 300,
+    bands: [{ series: [1, 2], fill: "rgba(31,119,180,0.18)" }] }, a.t));
+}
+
+function fmtBound(v) { return Number(v.toPrecision(4)).toLocaleString("en-US", { maximumFractionDigits: 6 }); }
 
 function renderEpisode(st) {
   const eps = st.episodes || [];
   if (eps.length === 0) return;
   const ep = eps[eps.length - 1];
-  if (!changed("episode", [ep.point, ep.episode, ep.t.length, ep.complete].join("/"))) return;
-  let title = "Episode " + ep.episode + (st.points.length > 1 ? " of point " + st.points[ep.point].name : "");
-  title += ep.complete ? "" : " (in progress)";
-  $("episode-title").textContent = "Latest traced episode: " + title;
-  $("episode-note").textContent = "Merged records, " + ep.t.length + " steps shown" + (eps.length > 1 ? "; episodes kept: " + eps.map((e) => e.episode).join(", ") : "") + ".";
+  const done = (st.done || [])[ep.point] || 0;
+  if (!changed("episode", [ep.point, ep.episode, ep.t.length, ep.complete, done].join("/"))) return;
+  const of = st.points.length > 1 ? " of point " + st.points[ep.point].name : "";
+  const traced = st.trace_episodes;
+  let title, note;
+  if (!ep.complete) {
+    title = "Traced episode " + ep.episode + of + " (in progress)";
+    note = "Its merged records so far.";
+  } else if (ep.episode >= done - 1 || done === 0) {
+    title = "Latest completed episode: episode " + ep.episode + of;
+    note = "Traced (--trace-episodes " + (traced < 0 ? "-1: every episode" : traced) + ").";
+  } else {
+    title = "Traced episode " + ep.episode + of + ", the last one traced - not the latest completed";
+    note = done + " episodes of this point completed; " + (traced >= 0 && done > traced ? "episodes from " + traced + " on are not traced (--trace-episodes " +
+      traced + "), so none of them is shown here: the aggregate above covers them all." : "the later ones are not traced yet.");
+  }
+  $("episode-title").textContent = title;
+  $("episode-note").textContent = note + " One realisation of the noise: it is not expected to match the bound, which speaks of the mean over episodes. " +
+    ep.t.length + " steps shown" + (eps.length > 1 ? "; traced episodes kept: " + eps.map((e) => e.episode).join(", ") : "") + ".";
   for (const spec of plotSpecs(st, ep)) schedule("plot:" + spec.id, () => drawPlot(spec, ep.t));
   schedule("points", () => { live.points = ep.t.length; });
 }
@@ -234,13 +307,16 @@ function renderTimelineChart(st) {
   live.timeline = { events: tl.length, lanes: lanes.length };
   if (!live.timelinePlot) {
     const opts = {
-      width: Math.min(1040, window.innerWidth - 80), height: 200,
+      width: plotWidth($("timeline-chart"), 1), height: 200,
+      padding: [xPadding, xPadding, xPadding, xPadding],
       scales: { x: { time: false }, y: { range: [-0.5, lanes.length - 0.5] } },
-      axes: [{ label: "seconds since the start" }, { values: (u, ticks) => ticks.map((t) => (Number.isInteger(t) && lanes[t] ? lanes[t].name : "")), size: 90, splits: () => lanes.map((_, k) => k) }],
+      axes: [linearAxis("x", "seconds since the start"), { font: AXIS_FONT, values: (u, ticks) => ticks.map((t) => (Number.isInteger(t) && lanes[t] ? lanes[t].name : "")),
+        size: yAxisSize, splits: () => lanes.map((_, k) => k) }],
       series: [{ label: "s" }].concat(lanes.map((l, k) => ({ label: l.name, stroke: PALETTE[k % PALETTE.length], fill: PALETTE[k % PALETTE.length],
         paths: () => null, points: { show: true, size: 9, width: 1 } }))),
     };
     live.timelinePlot = new uPlot(opts, data, $("timeline-chart"));
+    layOut(live.timelinePlot, $("timeline-chart"), 1);
   } else {
     live.timelinePlot.setData(data);
   }
@@ -256,6 +332,7 @@ function render(st) {
   live.state = st;
   live.events++;
   renderProgress(st);
+  renderAggregate(st);
   renderEpisode(st);
   renderStream(st);
   // the tables and the timeline chart at most every TABLE_MS while a point goes (their
@@ -293,3 +370,4 @@ function connect() {
 }
 
 if (document.body.dataset.mode !== "view") connect(); // view mode (dpsim view): view.js draws a finished run
+else $("aggregate-box").hidden = true; // its figures of report.md hold the aggregates

@@ -46,11 +46,14 @@ function renderVerdict(st) {
   }
 }
 
-// drawPlot draws (or updates) plot id: x values and lines [{label, color, dash, values, points}].
-function drawPlot(id, title, xlabel, ylabel, x, lines, scales) {
+// drawPlot draws (or updates) plot id: x values and lines [{label, color, dash, values, points}],
+// the y range yRange ([min, max]; null: uPlot's), side by side with the page's other plot, axes
+// whose labels fit (common.js).
+function drawPlot(id, title, xlabel, ylabel, x, lines, xRange, yRange) {
   const key = lines.map((l) => l.label).join("|");
   let p = view.plots[id];
   if (p && p.key !== key) {
+    unlay(p.u);
     p.u.destroy();
     p.div.remove();
     p = null;
@@ -63,15 +66,20 @@ function drawPlot(id, title, xlabel, ylabel, x, lines, scales) {
     const h = document.createElement("h3");
     div.appendChild(h);
     $("plots").appendChild(div);
+    const scale = (r) => (r ? { range: () => view.plots[id].ranges[r] } : {});
     const opts = {
-      width: plotWidth(), height: 280,
-      scales: Object.assign({ x: { time: false } }, scales || {}),
-      axes: [{ label: xlabel }, { label: ylabel }],
+      width: plotWidth($("plots"), 2), height: 280,
+      padding: [xPadding, xPadding, xPadding, xPadding],
+      scales: { x: Object.assign({ time: false }, scale(xRange && "x")), y: scale(yRange && "y") },
+      axes: [linearAxis("x", xlabel), linearAxis("y", ylabel)],
       series: [{ label: xlabel }].concat(lines.map((l) => ({ label: l.label, stroke: l.color, width: 1.5, dash: l.dash, spanGaps: true,
         points: { show: !!l.points, size: 5 } }))),
     };
-    p = view.plots[id] = { key, div, u: new uPlot(opts, data, div) };
+    p = view.plots[id] = { key, div, ranges: { x: xRange, y: yRange }, u: null };
+    p.u = new uPlot(opts, data, div);
+    layOut(p.u, $("plots"), 2);
   } else {
+    p.ranges = { x: xRange, y: yRange };
     p.u.setData(data);
   }
   p.div.querySelector("h3").textContent = title;
@@ -88,7 +96,9 @@ function renderBounds(st, p) {
   }
   lines.push({ label: "claimed eps" + (p.episodes_per_trial > 1 ? "_run" : ""), color: PALETTE[1], dash: [6, 4], values: claim });
   const title = "Lower bounds on eps against the trials so far (" + (p.final ? "last point: the result" : "intermediate: not a verdict") + ")";
-  drawPlot("bounds", title, "trials (both bits)", "eps", x, lines, { y: { range: (u, lo, hi) => [0, Math.max(hi, p.epsilon_claimed_run) * 1.1] } });
+  // from 0 to above the bounds and the claim (which must show: the bounds are compared with it)
+  const top = Math.max(p.epsilon_claimed_run, ...lines.flatMap((l) => l.values).filter((v) => v !== null && isFinite(v)));
+  drawPlot("bounds", title, "trials (both bits)", "eps", x, lines, null, [0, top * 1.08 || 1]);
   view.bounds = x.length;
 }
 
@@ -123,7 +133,7 @@ function renderTradeoff(st, p) {
   const u = union(curves);
   lines.forEach((l, i) => { l.values = u.ys[i]; });
   drawPlot("tradeoff", "Empirical trade-off (FNR against FPR) against the claim's: below the claim's boundary is forbidden",
-    "FPR = P(guess x' | x)", "FNR", u.xs, lines, { x: { time: false, range: [0, 1] }, y: { range: [0, 1] } });
+    "FPR = P(guess x' | x)", "FNR", u.xs, lines, [0, 1], [0, 1]);
   view.claim = p.claim.fpr.length;
   view.gdp = (p.claim.fnr_gdp || []).length;
   view.empirical = (p.curve.fpr || []).length;
