@@ -200,6 +200,8 @@ type Report struct {
 	Markdown []byte
 	Figures  []*figure.Figure
 	Checks   []Check
+	// Warnings are report.md's Warnings section, one sentence each (for the terminal).
+	Warnings []string
 }
 
 // Build computes the report without any I/O. It is deterministic: the same Input gives the
@@ -220,32 +222,42 @@ func Build(in Input) (rep *Report, err error) {
 		return nil, err
 	}
 	md := r.markdown(figs)
-	return &Report{Markdown: md, Figures: figs, Checks: r.checks}, nil
+	return &Report{Markdown: md, Figures: figs, Checks: r.checks, Warnings: r.warnings()}, nil
 }
 
 // Write builds the report and writes, into dir (created if needed), every figure as
 // NAME.png and NAME.svg, its data as FigureDataDir/NAME.json (FigureDataFile) and then
 // report.md.
 func Write(dir string, in Input) error {
+	_, err := WriteReport(dir, in, true)
+	return err
+}
+
+// WriteReport builds the report and writes it into dir: report.md, and with figures every
+// figure and its data (Write); it returns what it built (its Warnings for the terminal).
+func WriteReport(dir string, in Input, figures bool) (*Report, error) {
 	if dir == "" {
-		return errors.New("report: no output directory")
+		return nil, errors.New("report: no output directory")
 	}
 	rep, err := Build(in)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if !figures {
+		return rep, writeMarkdownFile(dir, rep.Markdown, in)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("report: %w", err)
+		return nil, fmt.Errorf("report: %w", err)
 	}
 	for _, f := range rep.Figures {
 		if _, err := f.WriteFilesMode(dir, func(name string) os.FileMode { return in.mode(name) }); err != nil {
-			return fmt.Errorf("report: %w", err)
+			return nil, fmt.Errorf("report: %w", err)
 		}
 	}
 	if err := writeFigureData(dir, rep.Figures, in); err != nil {
-		return err
+		return nil, err
 	}
-	return writeMarkdownFile(dir, rep.Markdown, in)
+	return rep, writeMarkdownFile(dir, rep.Markdown, in)
 }
 
 // mode is the mode of output rel (a path in the output directory): see Input.Secret.
@@ -266,12 +278,6 @@ func writeMarkdownFile(dir string, md []byte, in Input) error {
 // figures of an earlier Write in place: for a caller that learns after Write how the run ended
 // (e.g. writing summary.json failed) and must re-render the status and error at the top.
 func WriteMarkdown(dir string, in Input) error {
-	if dir == "" {
-		return errors.New("report: no output directory")
-	}
-	rep, err := Build(in)
-	if err != nil {
-		return err
-	}
-	return writeMarkdownFile(dir, rep.Markdown, in)
+	_, err := WriteReport(dir, in, false)
+	return err
 }

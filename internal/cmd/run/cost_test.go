@@ -105,3 +105,14 @@ func TestRunCostCountsTracedRecords(t *testing.T) {
 	code, _, stderr = runDpsim(t, time.Minute, "run", short, "--engine", "fast", "--runs", "1", "--budget", need, "--out", t.TempDir())
 	require.Equal(t, 0, code, "--budget %s: %s", need, stderr)
 }
+
+// The scenario's warnings reach the terminal before the run (stderr), and report.md's
+// warnings (here the noise swamping an unstable loop's control) are in the final table: they
+// used to be in report.md only.
+func TestWarningsOnTerminal(t *testing.T) {
+	path := writeVariant(t, "cloud-vehicle", `K: \[3\.4240, 4\.3095\]`, "K: [-3.4240, -4.3095]")
+	code, stdout, stderr := runDpsim(t, time.Minute, "run", path, "--engine", "fast", "--runs", "5", "--out", t.TempDir())
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stderr, "dpsim run: warning: controller.K: A - B K has spectral radius")
+	require.Regexp(t, `(?m)^warning +the noise swamps the control`, stdout)
+}

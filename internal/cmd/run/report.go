@@ -19,12 +19,12 @@ import (
 // writeReport writes report.md and the figures (pkg/report) from the points that have
 // Results (all of them after a successful run; those recorded after a failure or Ctrl-C, with
 // the status banner saying so).
-func (l *launcher) writeReport() error { return l.renderReport(report.Write) }
+func (l *launcher) writeReport() error { return l.renderReport(true) }
 
 // renderReport builds the report's input from the summary and hands it to write (report.Write:
 // figures and report.md; report.WriteMarkdown: report.md alone, for a status learnt after the
 // figures were written).
-func (l *launcher) renderReport(write func(dir string, in report.Input) error) error {
+func (l *launcher) renderReport(figures bool) error {
 	in := report.Input{Scenario: l.scn, Seed: l.sum.Seed, SeedDrawn: l.sum.SeedSource == "crypto",
 		Engine: l.sum.Engine, Mode: l.sum.Mode, NATSURL: l.sum.NATSURL, Timing: l.reportTiming(),
 		Elapsed: time.Since(l.started), Status: l.sum.Status, Error: l.sum.Error, Degraded: l.sum.Degraded, PlannedPoints: len(l.points),
@@ -76,9 +76,11 @@ func (l *launcher) renderReport(write func(dir string, in report.Input) error) e
 		}
 		in.Stale, in.Security = l.sum.Stale, l.sum.Security
 	}
-	if err := write(l.o.Out, in); err != nil {
+	rep, err := report.WriteReport(l.o.Out, in, figures)
+	if err != nil {
 		return err
 	}
+	l.reportWarnings = rep.Warnings
 	l.sum.Files.Report = report.FileName
 	return nil
 }
@@ -204,7 +206,15 @@ func (l *launcher) printTable(w io.Writer) {
 	if s.Error != "" {
 		fmt.Fprintf(tw, "error\t%s\n", s.Error)
 	}
+	for _, w := range l.reportWarnings {
+		fmt.Fprintf(tw, "warning\t%s\n", oneLine(w))
+	}
 	_ = tw.Flush()
+}
+
+// oneLine keeps a sentence on one line of the table (and without Markdown emphasis).
+func oneLine(s string) string {
+	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "**", "")
 }
 
 // invalidLine counts the invalid messages of the run once each: every receiver drops its own

@@ -68,25 +68,27 @@ func Run(args []string, stdout, stderr io.Writer) error {
 
 // launcher is one `dpsim run`.
 type launcher struct {
-	o       *Options
-	seeds   sim.Seeds // of the resolved run seed (o.Seed)
-	log     zerolog.Logger
-	stderr  io.Writer
-	scn     *scenario.Scenario
-	points  []*scenario.Scenario
-	plans   []*plan.Plan
-	runs    int
-	sum     *Summary
-	cost    engine.Cost // the run's estimate (checkCost)
-	bar     *progressbar.ProgressBar
-	plain   *plainProgress
-	started time.Time
-	tl      *launch.Timeline
-	resume  resumer
-	farm    *farm.Coordinator // --dispatch: the workers' coordinator (nil: in-process)
-	hub     *live.Hub         // --ui: the live view's state (nil: none)
-	ui      *live.Server
-	iv      *launch.Interventions // --ui: the live changes of the faults (interventions.go)
+	o      *Options
+	seeds  sim.Seeds // of the resolved run seed (o.Seed)
+	log    zerolog.Logger
+	stderr io.Writer
+	scn    *scenario.Scenario
+	points []*scenario.Scenario
+	plans  []*plan.Plan
+	runs   int
+	sum    *Summary
+	cost   engine.Cost // the run's estimate (checkCost)
+	// reportWarnings are report.md's warnings, printed with the final table.
+	reportWarnings []string
+	bar            *progressbar.ProgressBar
+	plain          *plainProgress
+	started        time.Time
+	tl             *launch.Timeline
+	resume         resumer
+	farm           *farm.Coordinator // --dispatch: the workers' coordinator (nil: in-process)
+	hub            *live.Hub         // --ui: the live view's state (nil: none)
+	ui             *live.Server
+	iv             *launch.Interventions // --ui: the live changes of the faults (interventions.go)
 }
 
 // Execute runs the scenario with parsed options until done or ctx ends (then it stops the
@@ -269,6 +271,11 @@ func (l *launcher) prepare() error {
 	}
 	l.sum = l.newSummary(s, seed, seedSource)
 	l.sum.EstimatedMemoryBytes = l.cost.MemoryBytes
+	// the scenario's warnings (fragile sensitivity, an unstable loop, weights that sum to 1 or
+	// more) are on the terminal before the run, not in report.md only
+	for _, w := range l.sum.Warnings {
+		fmt.Fprintf(l.stderr, "dpsim run: warning: %s\n", oneLine(w))
+	}
 	if seedSource == cli.SeedFromCrypto {
 		l.log.Info().Msg("no seed given: drew one (recorded in summary.json only: the seed decides the noise)")
 	}

@@ -258,7 +258,7 @@ func (l *launcher) writeOutputs(runErr error) (error, bool) {
 	// report.md is there and does not know: write it again with the failure (its figures
 	// stand: only the words change).
 	l.recordWriteFailure(err)
-	if rerr := l.renderReport(report.WriteMarkdown); rerr != nil {
+	if rerr := l.renderReport(false); rerr != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("report.md: %w", rerr))
 		if rmErr := os.Remove(filepath.Join(l.o.Out, report.FileName)); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
 			runErr = errors.Join(runErr, fmt.Errorf("report.md says the run went on while summary.json failed; remove it: %w", rmErr))
