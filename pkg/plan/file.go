@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpsim/dpsim/internal/rowmajor"
+	"github.com/dpsim/dpsim/pkg/dynamics"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/noise"
 	"github.com/dpsim/dpsim/pkg/privacy"
@@ -92,8 +93,11 @@ type planFile struct {
 	L             [][]float64        `json:"l,omitempty"`
 	Alpha         float64            `json:"alpha"`
 	GraphWarnings []string           `json:"graph_warnings,omitempty"`
-	PlantX0       []float64          `json:"plant_x0,omitempty"`
-	AgentsX0      *agentsX0          `json:"agents_x0,omitempty"`
+	// Edges is the consensus graph resolved (a named graph's edges, random-regular's drawn
+	// ones): an outside agent need not rebuild it.
+	Edges    []scenario.Edge `json:"edges,omitempty"`
+	PlantX0  []float64       `json:"plant_x0,omitempty"`
+	AgentsX0 *agentsX0       `json:"agents_x0,omitempty"`
 }
 
 type agentsX0 struct {
@@ -129,6 +133,12 @@ func (p *Plan) WriteFile(w io.Writer, keep Keep) error {
 		NoiseMatrix: rowmajor.Rows(p.NoiseMatrix), K: rowmajor.Rows(p.K), L: rowmajor.Rows(p.L), Alpha: p.Alpha, GraphWarnings: p.GraphWarnings}
 	if p.RankErr != nil {
 		f.RankError = p.RankErr.Error()
+	}
+	if p.Graph != nil {
+		f.Edges = make([]scenario.Edge, len(p.Graph.Edges))
+		for i, e := range p.Graph.Edges {
+			f.Edges[i] = scenario.Edge{I: e.I, J: e.J, W: e.W}
+		}
 	}
 	keep.Redact(s) // the seed; the initial states kept are moved to their own fields below
 	if s.Plant != nil {
@@ -283,6 +293,9 @@ func (f *planFile) plan() (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("scenario.Network: %w", err)
 		}
+		if err := sameEdges(f.Edges, g); err != nil {
+			return nil, err
+		}
 		p.Graph = g
 		s.X0 = nans(g.N)
 		if a := f.AgentsX0; a != nil {
@@ -306,4 +319,21 @@ func nans(n int) []float64 {
 		v[i] = math.NaN()
 	}
 	return v
+}
+
+// sameEdges checks a plan file's resolved edges against the graph its scenario builds: both
+// say the same, or the file was edited (an older file without edges is taken as it is).
+func sameEdges(edges []scenario.Edge, g *dynamics.Graph) error {
+	if edges == nil {
+		return nil
+	}
+	if len(edges) != len(g.Edges) {
+		return fmt.Errorf("edges: %d, the scenario's graph has %d", len(edges), len(g.Edges))
+	}
+	for i, e := range edges {
+		if w := g.Edges[i]; e.I != w.I || e.J != w.J || e.W != w.W {
+			return fmt.Errorf("edges[%d] = {%d, %d, %v}, the scenario's graph has {%d, %d, %v}", i, e.I, e.J, e.W, w.I, w.J, w.W)
+		}
+	}
+	return nil
 }

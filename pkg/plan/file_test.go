@@ -3,6 +3,7 @@ package plan_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -191,4 +192,32 @@ func BenchmarkRolePlan1000(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A consensus plan file carries its graph resolved - random-regular's drawn edges included -
+// so an outside agent need not rebuild it; an edited edge is refused.
+func TestPlanFileCarriesEdges(t *testing.T) {
+	s, err := scenario.Parse(consensusYAML(20, 3), "rr.yaml")
+	require.NoError(t, err)
+	p, err := plan.New(s, plan.Options{})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, p.WriteFile(&buf, plan.KeepNothing))
+	var f struct {
+		Edges []scenario.Edge `json:"edges"`
+	}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &f))
+	require.Len(t, f.Edges, len(p.Graph.Edges))
+	require.Len(t, f.Edges, 20*4/2, "a 4-regular graph of 20 nodes")
+	for i, e := range p.Graph.Edges {
+		require.Equal(t, scenario.Edge{I: e.I, J: e.J, W: e.W}, f.Edges[i])
+	}
+	q, err := plan.ReadFile(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	require.Equal(t, p.Graph.Edges, q.Graph.Edges)
+	e0 := fmt.Sprintf(`"edges":[{"i":%d,"j":%d,`, f.Edges[0].I, f.Edges[0].J)
+	require.Contains(t, buf.String(), e0)
+	bad := strings.Replace(buf.String(), e0, fmt.Sprintf(`"edges":[{"i":%d,"j":%d,`, f.Edges[0].I, (f.Edges[0].J+1)%20), 1)
+	_, err = plan.ReadFile(strings.NewReader(bad))
+	require.ErrorContains(t, err, "edges[0]")
 }
