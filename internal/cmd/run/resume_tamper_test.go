@@ -88,7 +88,7 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// TestResumeRefusesTamperedState (issue 33): resume.json is input from whoever can write OUT.
+// TestResumeRefusesTamperedState: resume.json is input from whoever can write OUT.
 // Every way of putting a command or a path in it - a flag that is a command (--role, --attach,
 // a hook-like or unknown flag), a path flag (--out, TLS files, the scenario), a file name with a
 // separator, "..", absolute or a link - is refused with exit 2 and an error naming the field,

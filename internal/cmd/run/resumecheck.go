@@ -24,7 +24,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/report"
 )
 
-// What resume.json may hold, and how it is checked (issue 33). OUT may be writable by others (a
+// What resume.json may hold, and how it is checked. OUT may be writable by others (a
 // shared volume, as --attach and docker-compose need), so the file is input from whoever can
 // write OUT: it carries no command and no path. The flags a resumption takes from it are the
 // result-deciding values of resumeFlags, each a plain value parsed by its flag again; a command

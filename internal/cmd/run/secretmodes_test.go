@@ -71,7 +71,7 @@ func checkOutputModes(t *testing.T, out string, share bool) (files int) {
 	return files
 }
 
-// TestSecretOutputModes (issue 33): a run's (NATS engine, the plan files kept) and an audit's
+// TestSecretOutputModes: a run's (NATS engine, the plan files kept) and an audit's
 // (wire engine) outputs holding x(0), the seed or the true states are 0600 in folders 0700,
 // and 0644 / 0755 with --share-outputs.
 func TestSecretOutputModes(t *testing.T) {
