@@ -167,6 +167,7 @@ func (s *Session) waitReady(ctx context.Context) error {
 	for len(waiting) > 0 {
 		select {
 		case ev := <-s.ctl.events:
+			s.seen(ev)
 			if err := s.conflictErr(); err != nil {
 				_ = s.shutdown()
 				return err

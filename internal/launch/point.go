@@ -46,6 +46,10 @@ type PlayOptions struct {
 	// and, when the point stops early, once more before the unfinished episodes' records reach
 	// the trace (final true).
 	Checkpoint func(episodes int, col *Collector, final bool)
+	// Stall, if set, is called while a group of episodes makes no progress for longer than
+	// StallAfter (or what such a group took before), about every stallCheck, with what the
+	// launcher waits for; with nil once the progress resumed.
+	Stall func(*Stall)
 	// Interventions, if set, are the live changes of the point's faults (dpsim run --ui):
 	// the pending ones take effect at the first episode of the next group (interventions.go).
 	Interventions *Interventions
@@ -171,6 +175,7 @@ func playEpisodes(ctx context.Context, cfg SessionConfig, copts CollectOptions, 
 	if runErr != nil {
 		return sess, nil, runErr
 	}
+	sess.onStall = o.Stall
 	if o.Ready != nil {
 		names, pids := make([]string, 0, len(sess.procs)), make([]int, 0, len(sess.procs))
 		for _, pr := range sess.Procs() {

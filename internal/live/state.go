@@ -38,6 +38,9 @@ func (h *Hub) snapshot() *State {
 		}
 	}
 	st.Stream = h.stream
+	if h.status == "running" {
+		st.Stall = h.stall
+	}
 	for role, l := range h.lateness {
 		if st.Lateness == nil {
 			st.Lateness = map[string]*LatenessSummary{}
