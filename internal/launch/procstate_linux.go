@@ -20,3 +20,16 @@ func osStopped(pid int) bool {
 	}
 	return data[i+2] == 'T' || data[i+2] == 't'
 }
+
+// describePID is " (COMMAND)" of the process pid, from /proc/<pid>/cmdline ("": not known).
+func describePID(pid int) string {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || len(data) == 0 {
+		return ""
+	}
+	cmd := strings.TrimSpace(strings.ReplaceAll(string(data), "\x00", " "))
+	if len(cmd) > 120 {
+		cmd = cmd[:120] + "..."
+	}
+	return " (" + cmd + ")"
+}
