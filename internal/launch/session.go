@@ -463,7 +463,11 @@ func (s *Session) awaitDone(ctx context.Context, g Group) error {
 		case <-ctx.Done():
 			return fmt.Errorf("%v: %w (%v)", g, ErrInterrupted, context.Cause(ctx))
 		case <-timer.C:
-			return fmt.Errorf("%v: no ctl.done from %s within %v", g, s.joinSenders(waiting), bound)
+			err := fmt.Errorf("%v: no ctl.done from %s within %v (last seen: %s)", g, s.joinSenders(waiting), bound, s.lastSeen(waiting))
+			if g.Count > 1 {
+				err = fmt.Errorf("%w; the %d episodes were in flight at once (one ctl.episodes): every process answers each with its ctl.done, in order", err, g.Count)
+			}
+			return err
 		}
 	}
 	return nil

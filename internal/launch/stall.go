@@ -310,3 +310,14 @@ func slowConsumerErrors(path string) int {
 	n, _ := f.Read(buf)
 	return strings.Count(strings.ToLower(string(buf[:n])), "slow consumer")
 }
+
+// lastSeen is what was last seen of each sender of waiting ("plant-0: ctl.done of episode 3
+// 2.1 s ago; ..."), for the error of a wait that timed out.
+func (s *Session) lastSeen(waiting map[string]bool) string {
+	st := s.stall(Group{}, waiting, 0, nil)
+	var out []string
+	for _, p := range st.Awaiting {
+		out = append(out, p+": "+st.Last[p])
+	}
+	return strings.Join(out, "; ")
+}
