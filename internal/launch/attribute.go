@@ -12,17 +12,21 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
 // The kinds of Problem.
 const (
-	ProblemNoResult         = "no-result"            // exited 0 without ctl.result or result file
-	ProblemNoLinks          = "no-links"             // its result has no per-link counters
-	ProblemNoTrace          = "no-trace"             // it wrote no trace file
-	ProblemInvalid          = "invalid-messages"     // its receivers dropped messages of its as invalid
-	ProblemNothingDelivered = "nothing-delivered"    // not one of its messages reached a receiver
-	ProblemPermission       = "permission-violation" // the server refused a publish or subscribe of its
-	ProblemForged           = "forged-messages"      // messages in its name that its signature did not verify
+	ProblemNoResult         = "no-result"               // exited 0 without ctl.result or result file
+	ProblemNoLinks          = "no-links"                // its result has no per-link counters
+	ProblemNoTrace          = "no-trace"                // it wrote no trace file
+	ProblemInvalid          = "invalid-messages"        // its receivers dropped messages of its as invalid
+	ProblemNothingDelivered = "nothing-delivered"       // not one of its messages reached a receiver
+	ProblemPermission       = "permission-violation"    // the server refused a publish or subscribe of its
+	ProblemForged           = "forged-messages"         // messages in its name that its signature did not verify
+	ProblemInvalidResult    = "invalid-result"          // its result (ctl.result and file) was refused
+	ProblemRejectedValid    = "rejected-valid-messages" // it took none of a sender's messages that the others took
+	ProblemLate             = "late-messages"           // most of its messages on a link came after their step
 )
 
 // Problem is something wrong the launcher attributes to the process that caused it: a role
@@ -74,17 +78,19 @@ func (out *PointOutcome) attribute(sess *Session, cfg SessionConfig) []Problem {
 		pr := &out.Procs[i]
 		key := endpoint.Endpoint{Role: pr.Role, ID: pr.ID}.String()
 		byKey[key] = pr
-		ps = append(ps, pr.contractProblems(key, out.Played, cfg.Dir)...)
+		ps = append(ps, pr.contractProblems(key, out.Played, cfg.Dir, sess.resultRefusals(key, pr.Name))...)
 	}
-	ps = append(ps, out.deliveryProblems(byKey, cfg.Sign)...)
+	ps = append(ps, out.deliveryProblems(byKey, cfg.Sign, cfg.Inflight > 1)...)
+	ps = append(ps, out.lateProblems(byKey, &cfg.Plan.Scenario.Faults)...)
 	ps = append(ps, out.forgedProblems()...)
 	ps = append(ps, violationProblems(cfg, byKey)...)
 	return ps
 }
 
 // contractProblems checks what process pr (sender key) must leave: a result with its links
-// and a trace file, once it played episodes (played) and exited 0.
-func (pr *ProcOutcome) contractProblems(key string, played int, dir string) []Problem {
+// and a trace file, once it played episodes (played) and exited 0. refused says why its
+// result was refused, when it sent one ("": it sent none).
+func (pr *ProcOutcome) contractProblems(key string, played int, dir, refused string) []Problem {
 	if pr.Failure != "" {
 		return nil
 	}
@@ -93,6 +99,8 @@ func (pr *ProcOutcome) contractProblems(key string, played int, dir string) []Pr
 	}
 	var ps []Problem
 	switch {
+	case pr.Result == nil && refused != "":
+		ps = append(ps, blame(ProblemInvalidResult, refused+": the run cannot account for its messages"))
 	case pr.Result == nil:
 		ps = append(ps, blame(ProblemNoResult, fmt.Sprintf("no ctl.result and no %s: the run cannot account for its messages", contract.ResultFile(pr.Name))))
 	case played > 0 && len(pr.Result.Links) == 0:
@@ -217,11 +225,18 @@ func processSender(s string) string {
 
 // deliveryProblems blames each sender whose messages its receivers dropped as invalid, and
 // fails a sender none of whose messages reached some receiver on a link the scenario's
-// faults did not cut (the metrics would be computed from the missing-input rules alone).
+// faults did not cut (the metrics would be computed from the missing-input rules alone). When
+// no episode completed (the first group failed), a link that delivered nothing blames its
+// sender only if its receivers dropped its messages as invalid: a group cut short says
+// nothing else about them.
+//
+// A user's program (--role) that took none of the messages of one of dpsim's own processes,
+// which another receiver took, misreads them: it is blamed, not the sender (inflight: several
+// episodes were in flight, and each message carried the values of all of them).
 //
 // Unsigned (signed false), a message is the named sender's only by its subject: on a server
 // without permissions another client may have published it, and the detail says so.
-func (out *PointOutcome) deliveryProblems(byKey map[string]*ProcOutcome, signed bool) []Problem {
+func (out *PointOutcome) deliveryProblems(byKey map[string]*ProcOutcome, signed, inflight bool) []Problem {
 	drops := out.dropsBySender()
 	var ps []Problem
 	blame := func(sender string) Problem {
@@ -232,14 +247,55 @@ func (out *PointOutcome) deliveryProblems(byKey map[string]*ProcOutcome, signed 
 		return p
 	}
 	nothing := map[string][]string{} // sender -> receivers that got none of its messages
-	if out.Results != nil && out.Played > 0 {
+	misread := map[string][]string{} // receiver (a user's program) -> what it did not take
+	misreadNone := map[string]bool{} // of those, the receivers that took none of some sender's
+	if out.Results != nil {
+		took := map[string][]string{} // sender -> "receiver n" of those that took its messages
+		best := map[string]uint64{}   // sender -> the most any receiver took
 		for _, lk := range out.Results.Links {
-			from, to, ok := strings.Cut(lk.Link, "->")
-			cut := lk.Sent > 0 && lk.Dropped+lk.Expired+lk.Lost >= lk.Sent // the scenario's faults took them all
-			if ok && lk.Delivered == 0 && !cut && reported(byKey[processSender(to)]) {
-				nothing[processSender(from)] = append(nothing[processSender(from)], to)
+			if from, to, ok := strings.Cut(lk.Link, "->"); ok && lk.Delivered > 0 {
+				took[from] = append(took[from], fmt.Sprintf("%s %d", to, lk.Delivered))
+				best[from] = max(best[from], lk.Delivered)
 			}
 		}
+		for _, lk := range out.Results.Links {
+			from, to, ok := strings.Cut(lk.Link, "->")
+			if !ok {
+				continue
+			}
+			cut := lk.Sent > 0 && lk.Dropped+lk.Expired+lk.Lost >= lk.Sent // the scenario's faults took them all
+			recv, sender := byKey[processSender(to)], processSender(from)
+			if misreads(recv, byKey[sender], lk.Delivered, best[from]) {
+				misread[processSender(to)] = append(misread[processSender(to)],
+					fmt.Sprintf("%d of the %d message(s) of %s, of which the others took %s", lk.Delivered, lk.Sent, from, strings.Join(took[from], ", ")))
+				misreadNone[processSender(to)] = misreadNone[processSender(to)] || lk.Delivered == 0
+				continue
+			}
+			if lk.Delivered > 0 || cut || !reported(recv) {
+				continue
+			}
+			if out.Played > 0 || (lk.Sent > 0 && drops[sender] != nil) {
+				nothing[sender] = append(nothing[sender], to)
+			}
+		}
+	}
+	receivers := make([]string, 0, len(misread))
+	for r := range misread {
+		receivers = append(receivers, r)
+	}
+	sort.Strings(receivers)
+	for _, r := range receivers {
+		p := blame(r)
+		p.Kind, p.Fatal = ProblemRejectedValid, misreadNone[r]
+		p.Detail = "it took " + strings.Join(misread[r], "; ") + ": it misreads valid messages"
+		if res := byKey[r].Result; res.Invalid.Dropped > 0 {
+			p.Count = res.Invalid.Dropped
+			p.Detail += fmt.Sprintf(" (its result: %d dropped as invalid: %s)", res.Invalid.Dropped, joinCounts(res.Invalid.ByReason))
+		}
+		if inflight {
+			p.Detail += "; with episodes in flight (--inflight) a message carries the values of several episodes, as its header Dpsim-Episodes says (docs/protocol.md)"
+		}
+		ps = append(ps, p)
 	}
 	senders := make([]string, 0, len(drops)+len(nothing))
 	for s := range drops {
@@ -256,7 +312,11 @@ func (out *PointOutcome) deliveryProblems(byKey map[string]*ProcOutcome, signed 
 		if to := nothing[s]; len(to) > 0 {
 			p := blame(s)
 			p.Kind, p.Fatal = ProblemNothingDelivered, true
-			p.Detail = fmt.Sprintf("not one of its messages reached %s in %d episode(s)", strings.Join(to, ", "), out.Played)
+			if out.Played > 0 {
+				p.Detail = fmt.Sprintf("not one of its messages reached %s in %d episode(s)", strings.Join(to, ", "), out.Played)
+			} else {
+				p.Detail = fmt.Sprintf("not one of its messages reached %s before the run stopped (no episode completed)", strings.Join(to, ", "))
+			}
 			if d != nil {
 				p.Count = d.count()
 				p.Detail += fmt.Sprintf("; its receivers dropped them as invalid: %s", d)
@@ -273,6 +333,50 @@ func (out *PointOutcome) deliveryProblems(byKey map[string]*ProcOutcome, signed 
 		ps = append(ps, p)
 	}
 	return ps
+}
+
+// lateProblems names the user's programs (--role) most of whose messages on a link came after
+// their step, on a link the scenario delays no message of: it publishes too late (not fatal:
+// the receivers applied their missing-input rules, and the run is degraded by those steps).
+func (out *PointOutcome) lateProblems(byKey map[string]*ProcOutcome, f *scenario.FaultsSpec) []Problem {
+	if out.Results == nil || f.Active() {
+		return nil
+	}
+	late := map[string][]string{}
+	var most = map[string]uint64{}
+	for _, lk := range out.Results.Links {
+		from, to, ok := strings.Cut(lk.Link, "->")
+		sender := processSender(from)
+		if pr := byKey[sender]; !ok || pr == nil || pr.Program == "" || 2*lk.Late <= lk.Sent {
+			continue
+		}
+		late[sender] = append(late[sender], fmt.Sprintf("%d of %d to %s", lk.Late, lk.Sent, to))
+		most[sender] = max(most[sender], lk.Late)
+	}
+	senders := make([]string, 0, len(late))
+	for s := range late {
+		senders = append(senders, s)
+	}
+	sort.Strings(senders)
+	var ps []Problem
+	for _, s := range senders {
+		pr := byKey[s]
+		ps = append(ps, Problem{Process: pr.Name, Sender: s, Program: pr.Program, Kind: ProblemLate, Count: most[s],
+			Detail: fmt.Sprintf("most of its messages came after their step (%s), on links the scenario delays nothing on: it publishes a step's message late (docs/protocol.md: as soon as the step's input came)",
+				strings.Join(late[s], ", "))})
+	}
+	return ps
+}
+
+// misreads says that recv, a user's program (--role), misread the messages of sender, one of
+// dpsim's own processes: it took (delivered) fewer of them than another receiver took (best),
+// none or dropping some as invalid. A receiver late for its messages takes fewer without
+// dropping any (stale copies): that is not misreading.
+func misreads(recv, sender *ProcOutcome, delivered, best uint64) bool {
+	if !reported(recv) || recv.Program == "" || sender == nil || sender.Program != "" || delivered >= best {
+		return false
+	}
+	return delivered == 0 || recv.Result.Invalid.Dropped > 0
 }
 
 // reported says a receiver reported its receive-side link counters: of one that did not (no

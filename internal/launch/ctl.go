@@ -2,7 +2,9 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -29,6 +31,8 @@ type ctlState struct {
 	// process claiming the sender (a stray on the same run id): conflict, and the run fails.
 	pids     map[string]int
 	conflict error
+	// refused is why a sender's ctl.result was refused (the first reason), by sender.
+	refused map[string]string
 }
 
 type ctlEvent struct {
@@ -44,15 +48,17 @@ const kindConflict = "conflict"
 
 // subscribe handles ready, done and result messages; invalid ones are counted and dropped.
 func (s *Session) subscribe() error {
-	results, err := s.conn.SubscribeDocuments(s.subj.AllCtlWord(bus.CtlResult), &s.ctl.counters, func(_ string, data []byte) {
+	results, err := s.conn.SubscribeDocuments(s.subj.AllCtlWord(bus.CtlResult), &s.ctl.counters, func(subject string, data []byte) {
 		r, err := contract.DecodeResult(data, s.cfg.Run)
 		if err != nil {
 			s.ctl.counters.DropErr(err)
+			s.refuseResult(subject, err.Error())
 			return
 		}
 		key := r.Role + "." + strconv.Itoa(r.ID)
 		if s.byKey[key] == nil || !s.owns(key, r.PID) {
 			s.ctl.counters.Drop(bus.ReasonSender)
+			s.refuseResult(subject, fmt.Sprintf("it names %s, pid %d, which is not the process that announced itself on %s", key, r.PID, subject))
 			return
 		}
 		s.ctl.mu.Lock()
@@ -102,6 +108,48 @@ func (s *Session) subscribe() error {
 	return s.conn.Flush(5 * time.Second)
 }
 
+// refuseResult records why the ctl.result on subject (ctl.result.<role>.<id>) was refused,
+// for the sender the subject names (the first reason is kept).
+func (s *Session) refuseResult(subject, why string) {
+	parts := strings.Split(subject, ".")
+	if len(parts) < 2 {
+		return
+	}
+	sender := parts[len(parts)-2] + "." + parts[len(parts)-1]
+	if s.byKey[sender] == nil {
+		return
+	}
+	s.ctl.mu.Lock()
+	defer s.ctl.mu.Unlock()
+	if s.ctl.refused == nil {
+		s.ctl.refused = map[string]string{}
+	}
+	if _, ok := s.ctl.refused[sender]; !ok {
+		s.ctl.refused[sender] = why
+	}
+}
+
+// resultRefusals says why the result of sender (process name) was refused: its ctl.result,
+// its result file ("": it sent none, and wrote none that was refused).
+func (s *Session) resultRefusals(sender, name string) string {
+	s.ctl.mu.Lock()
+	msg := s.ctl.refused[sender]
+	s.ctl.mu.Unlock()
+	var fileErr error
+	if p := s.byKey[sender]; p != nil {
+		fileErr = p.resultErr
+	}
+	switch {
+	case msg == "" && fileErr == nil:
+		return ""
+	case msg == "":
+		return fmt.Sprintf("no ctl.result, and its result file was refused: %v", fileErr)
+	case fileErr == nil:
+		return fmt.Sprintf("its ctl.result was refused (%s), and there is no %s", msg, contract.ResultFile(name))
+	}
+	return fmt.Sprintf("its ctl.result was refused (%s), and its result file too: %v", msg, fileErr)
+}
+
 // claim checks that a ready or done of sender comes from the process accepted for it: the
 // child spawned for it, or in attach mode the first pid heard. It records the first
 // conflict and returns false for a message of another process.
@@ -126,15 +174,19 @@ func (s *Session) claim(sender string, pid int, word string) bool {
 	}
 	if s.ctl.conflict == nil {
 		switch {
+		case known && !s.cfg.Attach && !processExists(pid):
+			// no process has that pid: not a second process, the sender's own saying a wrong pid
+			s.ctl.conflict = fmt.Errorf("%s: its ctl.%s says pid %d, which is no process on this machine (its own is pid %d): it sends a wrong pid (docs/protocol.md 3: the pid of the process that speaks, getpid())",
+				s.byKey[sender].who(), word, pid, own)
 		case known && s.cfg.Attach:
 			s.ctl.conflict = fmt.Errorf("run %s: two processes claim %s: pid %d and pid %d (ctl.%s): another process uses this run id; stop it, or pick another run id",
 				s.cfg.Run, sender, own, pid, word)
 		case known:
-			s.ctl.conflict = fmt.Errorf("run %s: %s is claimed by pid %d, which this launcher did not start (its own %s is pid %d; ctl.%s): another process uses this run id; stop it, or pick another --run-id",
-				s.cfg.Run, sender, pid, s.byKey[sender].Name, own, word)
+			s.ctl.conflict = fmt.Errorf("run %s: %s is claimed by pid %d%s, which this launcher did not start (its own %s is pid %d; ctl.%s): another process uses this run id; stop it, or pick another --run-id",
+				s.cfg.Run, sender, pid, describePID(pid), s.byKey[sender].Name, own, word)
 		default:
-			s.ctl.conflict = fmt.Errorf("run %s: %s is claimed by pid %d, which this launcher did not start (ctl.%s before its own process started): another process uses this run id; stop it, or pick another --run-id",
-				s.cfg.Run, sender, pid, word)
+			s.ctl.conflict = fmt.Errorf("run %s: %s is claimed by pid %d%s, which this launcher did not start (ctl.%s before its own process started): another process uses this run id; stop it, or pick another --run-id",
+				s.cfg.Run, sender, pid, describePID(pid), word)
 		}
 	}
 	return false
@@ -167,6 +219,7 @@ func (s *Session) waitReady(ctx context.Context) error {
 	for len(waiting) > 0 {
 		select {
 		case ev := <-s.ctl.events:
+			s.seen(ev)
 			if err := s.conflictErr(); err != nil {
 				_ = s.shutdown()
 				return err
@@ -247,7 +300,11 @@ func (s *Session) Result(p *Proc) *contract.ProcessResult {
 	r := s.ctl.results[endpoint.Endpoint{Role: p.Role, ID: p.ID}.String()]
 	s.ctl.mu.Unlock()
 	if r == nil {
-		r, _ = contract.ReadResultFile(filepath.Join(s.cfg.Dir, contract.ResultFile(p.Name)), s.cfg.Run)
+		var err error
+		r, err = contract.ReadResultFile(filepath.Join(s.cfg.Dir, contract.ResultFile(p.Name)), s.cfg.Run)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			p.resultErr = err
+		}
 	}
 	p.result = r
 	return r

@@ -73,9 +73,16 @@ func (s *Session) checkPlan(m *bus.Message) bool {
 	s.ctl.mu.Lock()
 	defer s.ctl.mu.Unlock()
 	if s.ctl.conflict == nil {
-		s.ctl.conflict = fmt.Errorf("run %s: %s runs another plan file than the one this launcher wrote (%s; digest %012x, want %012x): "+
-			"it read a stale file of an earlier run; start it again now that the file is written", s.cfg.Run, m.Sender,
-			s.planPath(s.byKey[m.Sender]), got, want)
+		p := s.byKey[m.Sender]
+		if s.cfg.Attach { // a process started by hand may have read the file of an earlier run
+			s.ctl.conflict = fmt.Errorf("run %s: %s runs another plan file than the one this launcher wrote (%s; digest %012x, want %012x): "+
+				"it read a stale file of an earlier run; start it again now that the file is written", s.cfg.Run, m.Sender,
+				s.planPath(p), got, want)
+		} else { // this launcher wrote the file before it started the process: no stale file
+			s.ctl.conflict = fmt.Errorf("%s: its ctl.ready says plan digest %012x, but the plan file it was given (%s) has digest %012x: "+
+				"it computes the digest wrong or reads another file (docs/protocol.md 3: the first 48 bits of the SHA-256 of the file's bytes as read)",
+				p.who(), got, s.planPath(p), want)
+		}
 	}
 	return false
 }

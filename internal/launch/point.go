@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/bus"
@@ -50,6 +51,10 @@ type PlayOptions struct {
 	// and, when the point stops early, once more before the unfinished episodes' records reach
 	// the trace (final true).
 	Checkpoint func(episodes int, col *Collector, final bool)
+	// Stall, if set, is called while a group of episodes makes no progress for longer than
+	// StallAfter (or what such a group took before), about every stallCheck, with what the
+	// launcher waits for; with nil once the progress resumed.
+	Stall func(*Stall)
 	// Interventions, if set, are the live changes of the point's faults (dpsim run --ui):
 	// the pending ones take effect at the first episode of the next group (interventions.go).
 	Interventions *Interventions
@@ -148,14 +153,22 @@ func PlayPoint(ctx context.Context, cfg SessionConfig, o PlayOptions) (*PointOut
 		out.addResults(sess, collected, o.FoldedLinks)
 	}
 	// What a process did wrong is the cause, and says who: it comes before its consequences
-	// (missing records), and beside a failure it explains.
+	// (missing records, a wait that timed out, a process that failed on what it was sent), as
+	// the headline of the error.
 	out.Problems = out.attribute(sess, cfg)
 	if perr := ProblemsError(out.Problems); perr != nil {
 		if runErr != nil {
-			runErr = fmt.Errorf("%w; %v", runErr, perr)
+			runErr = fmt.Errorf("point %s: %v; what followed: %w", cfg.Plan.Scenario.Name, perr, runErr)
 		} else {
 			runErr = fmt.Errorf("point %s: %w", cfg.Plan.Scenario.Name, perr)
 		}
+	} else if runErr != nil && len(out.Problems) > 0 {
+		// no problem is fatal, but a failure may be their consequence: they say what was seen
+		var seen []string
+		for _, p := range out.Problems {
+			seen = append(seen, p.String())
+		}
+		runErr = fmt.Errorf("%w; problems seen: %s", runErr, strings.Join(seen, "; "))
 	}
 	if collected != nil && runErr == nil && (collected.MissingCount > 0 || len(out.Results.IncompleteEpisodes) > 0) {
 		runErr = fmt.Errorf("point %s: %w", cfg.Plan.Scenario.Name, trace.MissingErrorN(collected.Missing, collected.MissingCount))
@@ -175,6 +188,7 @@ func playEpisodes(ctx context.Context, cfg SessionConfig, copts CollectOptions, 
 	if runErr != nil {
 		return sess, nil, runErr
 	}
+	sess.onStall = o.Stall
 	if o.Ready != nil {
 		names, pids := make([]string, 0, len(sess.procs)), make([]int, 0, len(sess.procs))
 		for _, pr := range sess.Procs() {

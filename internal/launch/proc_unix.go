@@ -52,3 +52,8 @@ func killed(ps *os.ProcessState) bool {
 	ws, ok := ps.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
+
+// processExists reports whether a process pid exists (kill(pid, 0) does not say ESRCH).
+func processExists(pid int) bool {
+	return pid > 0 && syscall.Kill(pid, 0) != syscall.ESRCH
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -36,6 +37,8 @@ type Proc struct {
 	state   *os.ProcessState
 	waitErr error
 	result  *contract.ProcessResult
+	// resultErr is why its result file was refused (nil: none, or none refused)
+	resultErr error
 	// traceNext is where its next episode's records begin in its trace file: the TraceNext of
 	// its last ctl.done (0 before the first).
 	traceNext atomic.Int64
@@ -97,6 +100,9 @@ func (p *Proc) Failure() string {
 	msg := p.state.String() // "exit status 1", "signal: killed"
 	if tail := lastLogError(p.LogPath); tail != "" {
 		msg += ": " + tail
+	}
+	if p.LogPath != "" {
+		msg += " (its log: " + p.LogPath + ")"
 	}
 	return msg
 }
@@ -270,17 +276,32 @@ func lastLogError(path string) string {
 		data = data[len(data)-64<<10:]
 	}
 	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	plain := "" // the last plain line: what the program said last
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := string(bytes.TrimSpace(lines[i]))
 		if l == "" {
 			continue
 		}
-		if strings.Contains(l, `"level":"error"`) || !strings.HasPrefix(l, "{") {
-			if len(l) > 400 {
-				l = l[:400] + "..."
-			}
-			return l
+		json := strings.HasPrefix(l, "{")
+		switch {
+		case json && strings.Contains(l, `"level":"error"`), !json && errorWords.MatchString(l):
+			return clip(l)
+		case !json && plain == "":
+			plain = l
 		}
 	}
-	return ""
+	return clip(plain)
+}
+
+// errorWords finds a plain log line that says what went wrong, in the words programs print
+// ("Error: ...", "panic:", "Traceback", "fatal", "exception"): a program's last line may be
+// something else (Node.js prints its version after the stack trace).
+var errorWords = regexp.MustCompile(`(?i)(error|panic|fatal|exception|traceback|failed)`)
+
+// clip shortens a log line for an error message.
+func clip(l string) string {
+	if len(l) > 400 {
+		l = l[:400] + "..."
+	}
+	return l
 }

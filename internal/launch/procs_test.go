@@ -53,6 +53,11 @@ dpsim plant: episode 3: bus: timeout
 `))
 	require.Equal(t, "dpsim plant: episode 3: bus: timeout", lastLogError(path))
 	require.Equal(t, "", lastLogError(dir+"/missing.log"))
+	// Node.js prints its version after the stack trace: the error line is the one quoted
+	require.NoError(t, writeFile(path, "/opt/cloud.js:12\n    throw new Error(`x`);\n    ^\n\nError: cannot connect to NATS: ECONNREFUSED\n    at connect (/opt/cloud.js:12:11)\n\nNode.js v20.20.2\n"))
+	require.Equal(t, "Error: cannot connect to NATS: ECONNREFUSED", lastLogError(path))
+	require.NoError(t, writeFile(path, "Traceback (most recent call last):\n  File \"cloud.py\", line 3, in <module>\nValueError: bad plan\n"))
+	require.Equal(t, "ValueError: bad plan", lastLogError(path))
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }

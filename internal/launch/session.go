@@ -137,6 +137,10 @@ type Session struct {
 	Inflight  InflightCounts
 	stopped   bool
 	lateness  *latenessTap // realtime steps' lateness for the live view (nil: not measured)
+	// lastCtl is each sender's last ctl event; onStall receives the stalls of the waits
+	// (PlayOptions.Stall; nil: not watched).
+	lastCtl map[string]ctlSeen
+	onStall func(*Stall)
 
 	// launchTag marks this session's children (EnvLaunch); groups names the child of every
 	// process group it started, restarted ones included; leftovers is what the sweep ended.
@@ -430,10 +434,17 @@ func (s *Session) awaitDone(ctx context.Context, g Group) error {
 	bound := s.groupBound(g)
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
+	watch := s.watchStall(g)
+	defer watch.end()
+	check := time.NewTicker(stallCheck)
+	defer check.Stop()
 	for len(waiting) > 0 {
 		select {
+		case <-check.C:
+			watch.check(waiting)
 		case ev := <-s.ctl.events:
 			s.noteEvent(ev)
+			s.seen(ev)
 			if err := s.conflictErr(); err != nil {
 				return fmt.Errorf("%v: %w", g, err)
 			}
@@ -443,6 +454,7 @@ func (s *Session) awaitDone(ctx context.Context, g Group) error {
 				if ev.ep == g.Last() {
 					delete(waiting, ev.sender)
 				}
+				watch.advanced()
 			}
 		case p := <-s.exits:
 			if err := s.exitedIn(p, g); err != nil {
@@ -451,7 +463,11 @@ func (s *Session) awaitDone(ctx context.Context, g Group) error {
 		case <-ctx.Done():
 			return fmt.Errorf("%v: %w (%v)", g, ErrInterrupted, context.Cause(ctx))
 		case <-timer.C:
-			return fmt.Errorf("%v: no ctl.done from %s within %v", g, s.joinSenders(waiting), bound)
+			err := fmt.Errorf("%v: no ctl.done from %s within %v (last seen: %s)", g, s.joinSenders(waiting), bound, s.lastSeen(waiting))
+			if g.Count > 1 {
+				err = fmt.Errorf("%w; the %d episodes were in flight at once (one ctl.episodes): every process answers each with its ctl.done, in order", err, g.Count)
+			}
+			return err
 		}
 	}
 	return nil

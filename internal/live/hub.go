@@ -144,6 +144,21 @@ type State struct {
 	// Aggregate is the Monte Carlo mean square of the point in progress (or the last one
 	// played) over its completed episodes (null: none yet).
 	Aggregate *Aggregate `json:"aggregate"`
+	// Stall says why the run makes no progress (absent: it does, or it ended).
+	Stall *Stall `json:"stall,omitempty"`
+}
+
+// Stall is why a running point makes no progress (launch.Stall, and Line its one-line text).
+type Stall struct {
+	Point               int               `json:"point"`
+	Episodes            string            `json:"episodes"`
+	SinceSec            float64           `json:"since_sec"`
+	Awaiting            []string          `json:"awaiting"`
+	Last                map[string]string `json:"last"`
+	Drops               map[string]int    `json:"drops,omitempty"`
+	Pending             map[string]int    `json:"pending_bytes,omitempty"`
+	ServerSlowConsumers int64             `json:"server_slow_consumers,omitempty"`
+	Line                string            `json:"line"`
 }
 
 // Hub is the live state of one run. Every method may be called from any goroutine, and on a
@@ -171,6 +186,7 @@ type Hub struct {
 	status   string
 	err      string
 	endAt    time.Time // when the run ended (Finish)
+	stall    *Stall    // nil: progressing
 	ended    chan struct{}
 	agg      *Aggregate // the point in progress (or the last one played)
 	cache    jsonCache
@@ -273,6 +289,17 @@ func liveRows(k int, r *LinkReplay) []LinkRow {
 		rows[i] = LinkRow{Point: k, Episodes: r.Episodes(), LinkStats: st[i]}
 	}
 	return rows
+}
+
+// SetStall records why the run makes no progress (nil: it progresses again).
+func (h *Hub) SetStall(st *Stall) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stall = st
+	h.seq++
 }
 
 // Ready records the processes of point k as ready.

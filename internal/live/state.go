@@ -39,6 +39,9 @@ func (h *Hub) snapshot() *State {
 	}
 	st.Stream = h.stream
 	st.Aggregate = h.agg // never changed in place: Aggregate replaces it
+	if h.status == "running" {
+		st.Stall = h.stall
+	}
 	for role, l := range h.lateness {
 		if st.Lateness == nil {
 			st.Lateness = map[string]*LatenessSummary{}

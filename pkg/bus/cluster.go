@@ -125,3 +125,30 @@ func (e *Embedded) ClientNames() map[string]bool {
 	}
 	return out
 }
+
+// ClientPending returns, by client name, the bytes the server holds for each connected client
+// that it has not written to it yet (a client that stopped reading - stalled, stopped, slow -
+// has them pile up until the server drops it as a slow consumer); clients with none are left out.
+func (e *Embedded) ClientPending() map[string]int {
+	out := map[string]int{}
+	cz, err := e.server().Connz(&server.ConnzOptions{Limit: 1 << 16})
+	if err != nil {
+		return out
+	}
+	for _, c := range cz.Conns {
+		if c.Pending > 0 {
+			out[c.Name] += c.Pending
+		}
+	}
+	return out
+}
+
+// SlowConsumers returns how many times the server dropped messages for a client that did not
+// read them fast enough (its slow consumer count since it started).
+func (e *Embedded) SlowConsumers() int64 {
+	v, err := e.server().Varz(nil)
+	if err != nil {
+		return 0
+	}
+	return v.SlowConsumers
+}

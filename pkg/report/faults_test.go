@@ -140,3 +140,34 @@ func TestDegradedBanner(t *testing.T) {
 		}
 	}
 }
+
+// "Every message was delivered once, on time" is said only when the link counters add up:
+// a receiver that took fewer than were sent (a user's program late by a step) gets the table,
+// beside the failing check; and the banner lists the problems attributed to the processes.
+func TestOnTimeOnlyWhenLinksAddUp(t *testing.T) {
+	in := faultSweepInput(t, "cloud-vehicle", 3)
+	in.Status = "degraded"
+	dir := t.TempDir()
+	if err := Write(dir, in); err != nil {
+		t.Fatal(err)
+	}
+	if md := checkFiles(t, dir, nil); !strings.Contains(md, "delivered once, on time") {
+		t.Fatalf("a run whose links add up does not say so:\n%s", md)
+	}
+	in.Points[0].Results.Links[0].Delivered--
+	in.Problems = []string{"cloud-0: late-messages: most of its messages came after their step"}
+	dir = t.TempDir()
+	if err := Write(dir, in); err != nil {
+		t.Fatal(err)
+	}
+	md := checkFiles(t, dir, nil)
+	if strings.Contains(md, "delivered once, on time") {
+		t.Error("report.md says every message was on time while a link does not add up")
+	}
+	if !strings.Contains(md, "links whose counters do not add up = 1") {
+		t.Error("the link check does not fail")
+	}
+	if !strings.Contains(md, "> - problem: cloud-0: late-messages:") {
+		t.Error("the banner does not list the problem")
+	}
+}

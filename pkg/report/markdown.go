@@ -86,6 +86,9 @@ func (r *run) statusBanner(b *strings.Builder) {
 	for _, d := range in.Degraded {
 		items = append(items, oneLine(d))
 	}
+	for _, pb := range in.Problems {
+		items = append(items, "problem: "+oneLine(pb))
+	}
 	for _, iv := range in.Interventions {
 		items = append(items, "intervention: "+oneLine(iv))
 	}

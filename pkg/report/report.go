@@ -69,6 +69,9 @@ type Input struct {
 	// --ui), one sentence each (what, where it took effect, who asked): the banner lists them
 	// whatever the status.
 	Interventions []string
+	// Problems are what the role processes did wrong, each with the process that did it
+	// (dpsim run's summary.json problems: fatal or not), one sentence each: the banner lists them.
+	Problems []string
 	// Notes are what happened around the results without changing them (processes the stop
 	// had to kill, metrics that overflowed), one sentence each: the banner lists them.
 	Notes []string

@@ -29,7 +29,7 @@ func (l *launcher) renderReport(figures bool) error {
 		Engine: l.sum.Engine, Mode: l.sum.Mode, NATSURL: l.sum.NATSURL, Timing: l.reportTiming(),
 		Elapsed: time.Since(l.started), Status: l.sum.Status, Error: l.sum.Error, Degraded: l.sum.Degraded, PlannedPoints: len(l.points),
 		Missed: l.sum.Timing.Missed, LateMessages: l.sum.Timing.LateMessages, Timeline: l.sum.Timeline, Interventions: l.interventionLines(), Notes: l.reportNotes(),
-		Secret: launch.IsSecretOutput, ShareOutputs: l.o.ShareOutputs}
+		Secret: launch.IsSecretOutput, ShareOutputs: l.o.ShareOutputs, Problems: l.problemLines()}
 	if l.sum.Engine == "fast" {
 		in.Mode = "lockstep" // the fast engine runs the lockstep step order, unpaced
 	}
@@ -52,6 +52,9 @@ func (l *launcher) renderReport(figures bool) error {
 		var b strings.Builder
 		fmt.Fprintf(&b, "# %s\n\n> **Status: %s** - no episode completed, so there are no results to report.\n>\n> - cause: %s\n",
 			l.scn.Name, l.sum.Status, l.sum.Error)
+		for _, pb := range l.problemLines() {
+			fmt.Fprintf(&b, "> - problem: %s\n", pb)
+		}
 		for _, iv := range l.interventionLines() {
 			fmt.Fprintf(&b, "> - intervention: %s\n", iv)
 		}
@@ -262,4 +265,22 @@ func (l *launcher) reportNotes() []string {
 		return []string{t}
 	}
 	return nil
+}
+
+// problemLines are the problems attributed to the role processes (summary.json problems), one
+// sentence each, for report.md's banner: the fatal ones and the others (those change the
+// status only through their effects, and would otherwise be in summary.json alone).
+func (l *launcher) problemLines() []string {
+	var lines []string
+	for _, pb := range l.sum.Problems {
+		line := pb.Problem.String()
+		if len(l.points) > 1 {
+			line = pointLabel(l.points[pb.Point]) + ": " + line
+		}
+		if !pb.Fatal {
+			line += " (not fatal)"
+		}
+		lines = append(lines, line)
+	}
+	return lines
 }

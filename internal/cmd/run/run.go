@@ -664,7 +664,7 @@ func (l *launcher) runPoint(ctx context.Context, k int, p *plan.Plan, cfg launch
 		TraceEpisodes: l.traced(), Trace: out, Started: start, Progress: l.tick, Watch: l.watcher(), Ready: l.hubReady(k), Data: l.hubData(),
 		Aggregate:     l.hubAggregate(k),
 		Checkpoint:    func(episodes int, col *launch.Collector, final bool) { l.checkpoint(k, episodes, col, out, final) },
-		Interventions: l.iv,
+		Interventions: l.iv, Stall: (&stallReporter{l: l}).report,
 	})
 	if po == nil { // the processes did not start
 		return 0, 0, runErr

@@ -67,6 +67,12 @@ function renderProgress(st) {
   if (st.points.length > 1) text += " - point " + (st.point + 1) + " of " + st.points.length + " (" + st.points[st.point].name + ")";
   if (st.error) text += " - " + st.error;
   setText("progress", text);
+  // a stalled run says why it waits (issue 34): one line, gone when the progress resumes
+  const stall = st.stall && st.status === "running" ? "Stalled: " + st.stall.line : "";
+  if (changed("stall", stall)) {
+    $("stall").textContent = stall;
+    $("stall").hidden = stall === "";
+  }
 }
 
 // plotSpecs returns the plots of series ep: {id, title, ylabel, lines: [{label, color, dash, values}]}.

@@ -20,6 +20,15 @@
 //	inf        the u values are 1e999, which parses as +Inf (valid JSON, not finite)
 //	digest     ctl.ready carries a wrong plan digest
 //	forbidden  u is published on the plant's yhat subject, which the cloud may not publish on
+//	dropall    every u names another run: its receivers drop all of them (as "run")
+//	noheader   ignores the Dpsim-Episodes header: a ctl.episodes of several episodes is played
+//	           as its first episode alone, and a yhat carrying several episodes' values is
+//	           dropped as of the wrong dimension (dpsim run --inflight K > 1)
+//	wrongpid   ctl.ready and ctl.done carry the pid of no process
+//	badresult  the result (file and ctl.result) says version 2
+//	failstart  exits 1 at once, after a Node.js-like stack trace whose last line is its version
+//	late       every u(t) is published one step late: after yhat(t+1) came (the last at the
+//	           episode's end)
 //
 // The trace always records what the controller computed: a broken wire is the point.
 //
@@ -52,7 +61,8 @@ import (
 
 var breakModes = map[string]bool{
 	"": true, "notrace": true, "noresult": true, "nolinks": true, "nokind": true, "wrongstep": true,
-	"nan": true, "inf": true, "digest": true, "forbidden": true,
+	"nan": true, "inf": true, "digest": true, "forbidden": true, "dropall": true, "noheader": true, "wrongpid": true,
+	"badresult": true, "failstart": true, "late": true,
 }
 
 type config struct {
@@ -94,7 +104,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.tlsKey, "tls-key", "", "client key (mutual TLS)")
 	fs.IntVar(&c.id, "id", 0, "loop id")
 	fs.StringVar(&c.credentials, "credentials", "", "credentials file (DPSIM_NATS_USER=..., DPSIM_NATS_PASSWORD=...)")
-	fs.StringVar(&c.brk, "break", os.Getenv("OUTSIDE_BREAK"), "break the protocol on purpose: notrace, noresult, nolinks, nokind, wrongstep, nan, inf, digest, forbidden")
+	fs.StringVar(&c.brk, "break", os.Getenv("OUTSIDE_BREAK"), "break the protocol on purpose: notrace, noresult, nolinks, nokind, wrongstep, nan, inf, digest, forbidden, dropall, noheader, wrongpid, badresult, failstart, late")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -275,6 +285,7 @@ type cloud struct {
 	tw        *bufio.Writer
 	traceNext int64
 
+	pid     int // the pid its ctl messages carry (its own, but for -break wrongpid)
 	lastEp  int
 	ready   []byte
 	pending map[[2]int][]float64 // yhat of a later step or episode that came early: (ep, step)
@@ -292,6 +303,10 @@ func run(args []string) int {
 	if err != nil {
 		logf("%v", err)
 		return 2
+	}
+	if cfg.brk == "failstart" { // what node prints for an uncaught error: the version comes last
+		fmt.Fprintln(os.Stderr, "/opt/cloud/cloud.js:12\n    throw new Error(`cannot connect to ${url}`);\n    ^\n\nError: cannot connect to NATS: ECONNREFUSED\n    at connect (/opt/cloud/cloud.js:12:11)\n    at Object.<anonymous> (/opt/cloud/cloud.js:40:1)\n\nNode.js v20.20.2")
+		return 1
 	}
 	p, digest, err := readPlan(cfg.planPath)
 	if err != nil {
@@ -324,6 +339,10 @@ func run(args []string) int {
 	c.subj.result = base + "ctl.result." + c.self
 	if c.brk == "forbidden" {
 		c.subj.u = c.subj.yhat // the plant's subject: the server refuses it
+	}
+	c.pid = os.Getpid()
+	if c.brk == "wrongpid" {
+		c.pid = noProcess()
 	}
 	c.res = result{V: 1, Run: cfg.run, Role: "cloud", ID: cfg.id, Name: c.name, PID: os.Getpid(), Point: cfg.point}
 	c.linkY = link{Link: c.plant + "->" + c.self}
@@ -409,7 +428,7 @@ func (c *cloud) serve() error {
 	if c.brk == "digest" {
 		digest ^= 0x5a5a5a // another plan file's
 	}
-	c.ready = c.encode("ready", 0, 0, []float64{float64(os.Getpid()), float64(digest)}, true)
+	c.ready = c.encode("ready", 0, 0, []float64{float64(c.pid), float64(digest)}, true)
 	if err := c.nc.Publish(c.subj.ready, c.ready); err != nil {
 		return err
 	}
@@ -470,6 +489,9 @@ func (c *cloud) handle(m *nats.Msg, curEp, curStep int) (ep int, start bool, err
 		switch v.Kind {
 		case "episode", "episode-x0":
 		case "episodes", "episodes-x0":
+			if c.brk == "noheader" { // the count and the header ignored: one episode
+				break
+			}
 			if len(v.Vals) != 1 || v.Vals[0] != 1 {
 				return 0, false, fmt.Errorf("ctl.%s %d with %v episodes in flight: this cloud runs one episode at a time (dpsim run --inflight 1)", v.Kind, v.Ep, v.Vals)
 			}
@@ -545,6 +567,7 @@ func (c *cloud) episode(ep int) error {
 	T, ny, nu := c.p.Steps, c.p.System.Ny(), c.p.System.Nu()
 	cm := c.p.System.C
 	yhat, u := make([]float64, ny), make([]float64, nu)
+	var held []byte // -break late: the u of the step before
 	c.ctl.Begin(ep)
 	for t := 0; t < T; t++ {
 		got, err := c.await(ep, t)
@@ -584,7 +607,22 @@ func (c *cloud) episode(ep int) error {
 		case "inf":
 			vals = []float64{math.Inf(1)}
 		}
-		if err := c.nc.Publish(c.subj.u, c.encode("u", ep, step, vals, c.brk != "nokind")); err != nil {
+		m := c.encode("u", ep, step, vals, c.brk != "nokind")
+		if c.brk == "dropall" {
+			m = []byte(strings.Replace(string(m), `"run":`+strconv.Quote(c.cfg.run), `"run":"not-this-run"`, 1))
+		}
+		if c.brk == "late" { // held until the next step's yhat came
+			m, held = held, m
+		}
+		if m != nil {
+			if err := c.nc.Publish(c.subj.u, m); err != nil {
+				return err
+			}
+			c.linkU++
+		}
+	}
+	if held != nil {
+		if err := c.nc.Publish(c.subj.u, held); err != nil {
 			return err
 		}
 		c.linkU++
@@ -601,7 +639,7 @@ func (c *cloud) episode(ep int) error {
 	}
 	c.res.Episodes++
 	c.res.Steps += T
-	done := c.encode("done", ep, 0, []float64{float64(T), 0, float64(os.Getpid()), float64(c.traceNext)}, true)
+	done := c.encode("done", ep, 0, []float64{float64(T), 0, float64(c.pid), float64(c.traceNext)}, true)
 	if err := c.nc.Publish(c.subj.done, done); err != nil {
 		return err
 	}
@@ -699,6 +737,9 @@ func (c *cloud) finish(runErr error) int {
 		c.res.Links = []link{{Link: c.self + "->eavesdropper.0", Sent: c.linkU}, {Link: c.self + "->" + c.plant, Sent: c.linkU}, c.linkY}
 		sort.Slice(c.res.Links, func(i, j int) bool { return c.res.Links[i].Link < c.res.Links[j].Link })
 	}
+	if c.brk == "badresult" {
+		c.res.V = 2
+	}
 	data, err := json.MarshalIndent(&c.res, "", "  ")
 	if err != nil {
 		logf("result: %v", err)
@@ -723,6 +764,16 @@ func (c *cloud) finish(runErr error) int {
 	}
 	logf("exit: status %s, %d episodes, %d steps, %d dropped", c.res.Status, c.res.Episodes, c.res.Steps, c.res.Invalid.Dropped)
 	return code
+}
+
+// noProcess returns a pid no process has (for -break wrongpid).
+func noProcess() int {
+	for pid := 4_000_000; pid > 1; pid-- {
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			return pid
+		}
+	}
+	return 1 << 30
 }
 
 // peakRSS reads VmHWM of /proc/self/status (Linux; 0 elsewhere).
