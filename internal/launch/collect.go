@@ -422,7 +422,6 @@ func (f *folder) marker() map[string]PartialMarker {
 		Note: "the run stopped while this episode was in play: the records above, from its step 0, are what the processes wrote of it; it is in no metric"}}
 }
 
-
 // foldRecord handles one merged record of either kind; the records of an episode come in step
 // order 0..T. It writes a kept episode's records to the trace (and hands them to watch, if
 // set), keeps a copy in memory when asked
