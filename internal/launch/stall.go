@@ -14,7 +14,7 @@ import (
 
 // StallAfter is how long a group of episodes may go without progress (no ctl.done of its
 // episodes and no step seen advancing on the bus) before the launcher says why it waits: a
-// stalled run must not look healthy (issue 34). A group whose like took long before waits
+// stalled run must not look healthy. A group whose like took long before waits
 // longer (stallFactor times its observed time).
 const StallAfter = 5 * time.Second
 

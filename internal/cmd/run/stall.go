@@ -12,8 +12,8 @@ import (
 // when it is first said).
 const StallRepeat = 10 * time.Second
 
-// stallReporter says on stderr, and on the live view, why a run makes no progress (issue 34:
-// a stalled run looked healthy: the page said every process ready, the terminal said nothing).
+// stallReporter says on stderr, and on the live view, why a run makes no progress (a stalled
+// run looked healthy: the page said every process ready, the terminal said nothing).
 type stallReporter struct {
 	l       *launcher
 	said    time.Time // when the stall was last said on stderr (zero: not said)
