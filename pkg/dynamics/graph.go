@@ -210,7 +210,14 @@ func (g *Graph) Laplacian() *mat.Dense {
 
 // LaplacianEigenvalues returns the eigenvalues of Laplacian() in ascending order. It refuses
 // graphs with more than MaxDenseRateNodes nodes (dense O(N^3) eigenvalue problem).
-func (g *Graph) LaplacianEigenvalues() ([]float64, error) {
+func (g *Graph) LaplacianEigenvalues() (vals []float64, err error) {
+	defer func() {
+		// gonum's LAPACK panics on some inputs (weights spanning hundreds of decades): a
+		// scenario is user input, and its check must fail with a message, not crash
+		if r := recover(); r != nil {
+			vals, err = nil, fmt.Errorf("dynamics: the Laplacian's spectrum could not be computed (its weights span too many orders of magnitude: %s): %v", g.weightSpan(), r)
+		}
+	}()
 	if err := g.checkStructure(); err != nil {
 		return nil, err
 	}
@@ -231,7 +238,7 @@ func (g *Graph) LaplacianEigenvalues() ([]float64, error) {
 	if !es.Factorize(S, false) {
 		return nil, errors.New("dynamics: eigen-decomposition of the Laplacian did not converge")
 	}
-	vals := es.Values(nil)
+	vals = es.Values(nil)
 	for i := range vals {
 		vals[i] *= scale
 	}
@@ -553,4 +560,16 @@ func NamedGraph(name string, p GraphParams) (*Graph, error) {
 		return RandomRegular(p.N, p.Degree, p.Weight, p.Seed)
 	}
 	return nil, fmt.Errorf("dynamics: unknown graph %q (allowed: %s)", name, strings.Join(GraphNames, ", "))
+}
+
+// weightSpan words the smallest and largest edge weight.
+func (g *Graph) weightSpan() string {
+	if len(g.Edges) == 0 {
+		return "no edges"
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, e := range g.Edges {
+		lo, hi = math.Min(lo, e.W), math.Max(hi, e.W)
+	}
+	return fmt.Sprintf("from %g to %g", lo, hi)
 }
