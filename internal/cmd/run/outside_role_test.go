@@ -64,7 +64,7 @@ func TestOutsideRoleWorks(t *testing.T) {
 // cloud and the reason in stderr and in summary.json's problems (the launcher's attribution),
 // or for a mistake at start in the run's error. The headline of a failure (summary.json's
 // error, up to what followed from it) names the cloud and says what was seen; it never blames
-// the process the cloud misled; report.md lists every problem, fatal or not (issue 34).
+// the process the cloud misled; report.md lists every problem, fatal or not.
 func TestOutsideRoleBroken(t *testing.T) {
 	// A 10-step vehicle: the modes whose u never reaches the plant cost a --timeout per step.
 	scn := writeVariant(t, "cloud-vehicle", `(?m)^steps: 100.*$`, "steps: 10")
