@@ -107,25 +107,9 @@ func (d *decoder) checkPrivacy(r *rawPrivacy, sweeps []rawSweep) PrivacySpec {
 	} else {
 		base.Episodes, base.RunEpsilon = 0, 0
 	}
-	// Fields whose value was unusable were reported already: do not pile rules on them.
-	skip := func(is privacyIssue) bool {
-		if r.bad[is.field] {
-			return true
-		}
-		for _, o := range is.others {
-			if r.bad[o] {
-				return true
-			}
-		}
-		return false
-	}
-	swept := map[string]int{}
-	for k, sw := range sweeps {
-		swept[string(sw.Param)] = k
-	}
 	if len(sweeps) == 0 {
 		for _, is := range privacyRules(&base, r.set) {
-			if !skip(is) {
+			if !r.skip(is) {
 				d.add(r.nodeOf(is.field), "privacy."+is.field, "%s", is.msg)
 			}
 		}
@@ -137,40 +121,7 @@ func (d *decoder) checkPrivacy(r *rawPrivacy, sweeps []rawSweep) PrivacySpec {
 		total *= sw.Len()
 	}
 	for range total {
-		p := base
-		set := map[string]bool{}
-		for k, v := range r.set {
-			set[k] = v
-		}
-		for k, sw := range sweeps {
-			sw.applyPrivacy(&p, idx[k])
-			set[string(sw.Param)] = true
-		}
-		for _, is := range privacyRules(&p, set) {
-			if skip(is) {
-				continue
-			}
-			involved := append([]string{is.field}, is.others...)
-			at := -1
-			for _, fld := range involved {
-				if k, ok := swept[fld]; ok {
-					at = k
-					break
-				}
-			}
-			if at < 0 {
-				d.add(r.nodeOf(is.field), "privacy."+is.field, "%s", is.msg)
-				continue
-			}
-			sw := sweeps[at]
-			vn := sw.values[idx[at]]
-			vp := index(sw.path+".values", idx[at])
-			if string(sw.Param) == is.field {
-				d.add(vn, vp, "%s %s", is.field, is.msg)
-			} else {
-				d.add(vn, vp, "with %s = %s: privacy.%s: %s", sw.Param, sw.Value(idx[at]), is.field, is.msg)
-			}
-		}
+		d.checkPrivacyPoint(r, base, sweeps, idx)
 		for k := len(idx) - 1; k >= 0; k-- {
 			idx[k]++
 			if idx[k] < sweeps[k].Len() {
@@ -181,6 +132,60 @@ func (d *decoder) checkPrivacy(r *rawPrivacy, sweeps []rawSweep) PrivacySpec {
 	}
 	_ = base.resolveRun() // each point is resolved (and its failure reported) above; Expand resolves again
 	return base
+}
+
+// skip says whether a rule involves a field whose value was unusable: that was reported
+// already, so no rule is piled on it.
+func (r *rawPrivacy) skip(is privacyIssue) bool {
+	if r.bad[is.field] {
+		return true
+	}
+	for _, o := range is.others {
+		if r.bad[o] {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPrivacyPoint applies the privacy rules at the sweep point idx; a problem caused by a
+// swept value is reported on that value.
+func (d *decoder) checkPrivacyPoint(r *rawPrivacy, base PrivacySpec, sweeps []rawSweep, idx []int) {
+	p := base
+	set := map[string]bool{}
+	for k, v := range r.set {
+		set[k] = v
+	}
+	swept := map[string]int{}
+	for k, sw := range sweeps {
+		sw.applyPrivacy(&p, idx[k])
+		set[string(sw.Param)] = true
+		swept[string(sw.Param)] = k
+	}
+	for _, is := range privacyRules(&p, set) {
+		if r.skip(is) {
+			continue
+		}
+		at := -1
+		for _, fld := range append([]string{is.field}, is.others...) {
+			if k, ok := swept[fld]; ok {
+				at = k
+				break
+			}
+		}
+		if at < 0 {
+			d.add(r.nodeOf(is.field), "privacy."+is.field, "%s", is.msg)
+			continue
+		}
+		sw := sweeps[at]
+		vn := sw.values[idx[at]]
+		vp := index(sw.path+".values", idx[at])
+		if string(sw.Param) == is.field {
+			d.add(vn, vp, "%s %s", is.field, is.msg)
+		} else {
+			d.add(vn, vp, "with %s = %s: privacy.%s: %s", sw.Param, sw.Value(idx[at]), is.field, is.msg)
+		}
+	}
 }
 
 // nodeOf returns the node of a privacy field for its line, or the section's node.
