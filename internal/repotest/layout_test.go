@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -146,5 +147,82 @@ func TestNoLongFunctionsAtTheEdges(t *testing.T) {
 	}
 	if checked < 100 {
 		t.Fatalf("only %d functions checked: the walk went wrong", checked)
+	}
+}
+
+// layoutTable returns the packages CONTRIBUTING.md's layout table names in its first column:
+// `dir/name` in full, or after one in full a bare `name` of the same directory
+// (`pkg/dynamics`, `privacy` is pkg/privacy).
+func layoutTable(t *testing.T) map[string]bool {
+	data, err := os.ReadFile(filepath.Join("..", "..", "CONTRIBUTING.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n## Layout\n")
+	if !ok {
+		t.Fatal("CONTRIBUTING.md has no \"## Layout\" section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	named := make(map[string]bool)
+	code := regexp.MustCompile("`([^`]+)`")
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		first := strings.SplitN(line, " | ", 2)[0]
+		dir := ""
+		for _, m := range code.FindAllStringSubmatch(first, -1) {
+			name := m[1]
+			if strings.Contains(name, "/") {
+				dir = filepath.Dir(name)
+			} else if dir != "" {
+				name = dir + "/" + name
+			}
+			named[name] = true
+		}
+	}
+	return named
+}
+
+// packageDirs returns the directories directly under pkg/, internal/ and internal/cmd/ that
+// hold Go files, relative to the root.
+func packageDirs(t *testing.T) []string {
+	root := filepath.Join("..", "..")
+	var out []string
+	for _, parent := range []string{"pkg", "internal", "internal/cmd"} {
+		entries, err := os.ReadDir(filepath.Join(root, parent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			goFiles, _ := filepath.Glob(filepath.Join(root, parent, e.Name(), "*.go"))
+			if len(goFiles) > 0 {
+				out = append(out, parent+"/"+e.Name())
+			}
+		}
+	}
+	return out
+}
+
+// CONTRIBUTING.md's layout table is the one map of the packages: every package directory under
+// pkg/, internal/ and internal/cmd/ has its row, and every row names a package that exists.
+func TestLayoutTableComplete(t *testing.T) {
+	named := layoutTable(t)
+	dirs := packageDirs(t)
+	if len(dirs) < 30 {
+		t.Fatalf("only %d package directories found: the walk went wrong", len(dirs))
+	}
+	for _, d := range dirs {
+		if !named[d] {
+			t.Errorf("%s is missing from the layout table of CONTRIBUTING.md: add its row (its one concern)", d)
+		}
+	}
+	for name := range named {
+		if _, err := os.Stat(filepath.Join("..", "..", filepath.FromSlash(name))); err != nil {
+			t.Errorf("CONTRIBUTING.md's layout table names %s, which does not exist", name)
+		}
 	}
 }

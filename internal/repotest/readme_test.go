@@ -18,33 +18,47 @@ var dpsimBin string
 
 func TestMain(m *testing.M) { os.Exit(dpsimtest.Main(m, &dpsimBin)) }
 
-// readmeCommands returns the dpsim commands of the README's sh blocks, as written.
-func readmeCommands(t *testing.T, root string) []string {
+// docPages are the pages whose commands run as written: README.md, then docs/*.md by name.
+func docPages(t *testing.T, root string) []string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	slices.Sort(docs)
+	return append([]string{filepath.Join(root, "README.md")}, docs...)
+}
+
+// readmeCommands returns the dpsim commands of the sh blocks of README.md and docs/*.md, as
+// written, in page order (README.md first) and in their order on each page.
+func readmeCommands(t *testing.T, root string) []string {
+	t.Helper()
 	var out []string
-	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(data), -1) {
-		for _, line := range strings.Split(block[1], "\n") {
-			line = strings.TrimSpace(line)
-			if i := strings.Index(line, "#"); i >= 0 {
-				line = strings.TrimSpace(line[:i])
-			}
-			line = strings.TrimPrefix(line, "go run ./cmd/")
-			if strings.HasPrefix(line, "dpsim ") {
-				out = append(out, line)
+	for _, page := range docPages(t, root) {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(data), -1) {
+			for _, line := range strings.Split(block[1], "\n") {
+				line = strings.TrimSpace(line)
+				if i := strings.Index(line, "#"); i >= 0 {
+					line = strings.TrimSpace(line[:i])
+				}
+				line = strings.TrimPrefix(line, "go run ./cmd/")
+				if strings.HasPrefix(line, "dpsim ") {
+					out = append(out, line)
+				}
 			}
 		}
 	}
 	return out
 }
 
-// Every dpsim command of the README runs as written from the repository root - with small run
-// and trial counts, and its outputs redirected to a temporary directory. Commands that need
-// what a fresh machine does not have (an external NATS server, your own certificates) are
-// listed as skipped.
+// Every dpsim command of the README and of docs/*.md runs as written from the repository root -
+// with small run and trial counts, and its outputs redirected to a temporary directory. A command
+// shown on several pages runs once. Commands that need what a fresh machine does not have (an
+// external NATS server, your own certificates) are listed as skipped.
 func TestReadmeCommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every README command")
@@ -52,7 +66,7 @@ func TestReadmeCommands(t *testing.T) {
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
 	cmds := readmeCommands(t, root)
 	if len(cmds) < 30 {
-		t.Fatalf("only %d commands found in the README", len(cmds))
+		t.Fatalf("only %d commands found in README.md and docs/*.md", len(cmds))
 	}
 	small := func(args []string, flag, value string) []string {
 		for i := 0; i+1 < len(args); i++ {
@@ -63,8 +77,14 @@ func TestReadmeCommands(t *testing.T) {
 		}
 		return append(args, flag, value)
 	}
-	prevOut := "" // the output directory of the command before: what a `dpsim view OUT` shows
+	prevOut := ""                  // the output directory of the command before: what a `dpsim view OUT` shows
+	ran := make(map[string]string) // a command already run -> its output directory
 	for _, c := range cmds {
+		if out, ok := ran[c]; ok && !strings.HasPrefix(c, "dpsim view ") {
+			t.Logf("ran before (shown on another page too): %s", c)
+			prevOut = out
+			continue
+		}
 		if strings.Contains(c, "--nats-url") {
 			t.Logf("skipped (needs an external NATS server): %s", c)
 			continue
@@ -97,6 +117,7 @@ func TestReadmeCommands(t *testing.T) {
 			args = append([]string{"view", "--for", "1s"}, append(args[1:len(args)-1], prevOut)...)
 		}
 		prevOut = filepath.Join(tmp, "out")
+		ran[c] = prevOut
 		attach := slices.Contains(args, "--attach")
 		if attach {
 			args = small(args, "--listen", "127.0.0.1:0") // the README's port may be taken here
