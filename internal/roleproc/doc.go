@@ -52,7 +52,8 @@
 //     the challenger's x(0), signals and the parent watch, the result file.
 //   - cores.go: coreRunner, the role's cores with their trace, transcript and fault-log files.
 //   - transport.go, transport_io.go, batch.go: the transport between the cores and the bus.
-//   - pacer.go: the wall clock of realtime steps (sim.Pacer) and its statistics (the Clock).
+//   - pacer.go, clock.go: the wall clock of the steps (sim.Pacer) and its statistics (Clock;
+//     pkg/bus keeps only the words every side shares: Mode, TimingStats).
 //   - inflight.go, held.go: episodes in flight; crash.go: crashes, checkpoints and rejoins;
 //     live.go: live faults (ctl.faults); bound.go: --keep-episodes.
 //

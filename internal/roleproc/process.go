@@ -81,7 +81,7 @@ type process struct {
 	conn       *bus.Conn
 	sender     string // "<role>.<id>"
 	in         *bus.Inbox
-	clock      *bus.Clock
+	clock      *Clock
 	steps      int // T
 
 	data bus.Counters // data messages (also the collectors' late/duplicate/ahead drops)
@@ -221,13 +221,13 @@ func newProcess(role endpoint.Role, cfg *Config, log zerolog.Logger, scn *scenar
 	if role == endpoint.Agent {
 		proc.res.Agents = []int{cfg.ID, cfg.LastAgent}
 	}
-	timing := bus.Timing{Mode: cfg.Mode, Period: cfg.Period, StepTimeout: cfg.Timeout}
+	timing := Timing{Mode: cfg.Mode, Period: cfg.Period, StepTimeout: cfg.Timeout}
 	if role == endpoint.Eavesdropper {
 		// The eavesdropper only listens: it waits for every message (in realtime for at
 		// most the grid lead, one period and the timeout).
-		timing = bus.Timing{Mode: bus.Lockstep, StepTimeout: cfg.Timeout + contract.GridLead + cfg.Period}
+		timing = Timing{Mode: bus.Lockstep, StepTimeout: cfg.Timeout + contract.GridLead + cfg.Period}
 	}
-	if proc.clock, err = bus.NewClock(timing, nil); err != nil {
+	if proc.clock, err = NewClock(timing, nil); err != nil {
 		return nil, cli.UsageError("%v", err)
 	}
 	return proc, nil
