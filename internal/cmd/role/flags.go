@@ -15,6 +15,8 @@ import (
 	"github.com/dpsim/dpsim/pkg/endpoint"
 )
 
+// roleDoc is a role's usage text (synopsis, description) and which of the optional flags it
+// takes (--seed; --id as an agent index and --agents).
 type roleDoc struct {
 	synopsis, description string
 	seed, agents          bool
