@@ -1,7 +1,7 @@
 // Package bus is the NATS transport between the processes of a dpsim run (plant, cloud
 // controller, consensus agents, eavesdropper, launcher): an embedded nats-server, client
 // connections with reconnect handling and a clean drain, the subject scheme, a versioned
-// message schema with validation, and the lockstep / realtime pacing of the steps.
+// message schema with validation, and the words of the lockstep and realtime time modes.
 //
 // # Server and connections
 //
@@ -91,9 +91,11 @@
 //
 // Lockstep: a step proceeds when its messages arrived, as fast as possible; which messages a
 // step needs, what happens when one is missing and when its deadline is are the role cores'
-// business (pkg/sim), not this package's. Realtime: Clock keeps the statistics of the tick
-// grid t0 + k*Ts (Observe, MissN): overruns, missed deadlines, late messages (ReasonLate) and
-// the jitter (mean, max, p99) are reported in TimingStats, never hidden.
+// business (pkg/sim), not this package's. Realtime: a role process keeps the statistics of
+// the tick grid t0 + k*Ts (internal/roleproc's Clock, the only user of the wall clock):
+// overruns, missed deadlines, late messages (ReasonLate) and the jitter (mean, max, p99) are
+// reported in TimingStats, never hidden. This package holds the time words every side shares
+// (Mode, TimingStats, DurationStats: timing.go).
 //
 // # Performance
 //

@@ -25,7 +25,7 @@ import (
 // faults the transcript also holds copies the eavesdropper's core did not use (late, duplicated);
 // the evidence is still a function of what the eavesdropper received, so the scores stay valid.
 
-// transcriptRecord is one line of the eavesdropper's transcript (internal/cmd/role).
+// transcriptRecord is one line of the eavesdropper's transcript (internal/roleproc).
 type transcriptRecord struct {
 	Subject string          `json:"subject"`
 	Data    json.RawMessage `json:"data"`

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/roleproc"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 )
 
@@ -25,22 +26,32 @@ var Commands = []cli.Command{PlantCommand, CloudCommand, AgentCommand, EveComman
 
 // RunPlant is `dpsim plant`.
 func RunPlant(args []string, stdout, stderr io.Writer) error {
-	return serve(endpoint.Plant, func() runner { return &coreRunner{} }, args, stdout, stderr)
+	return serve(endpoint.Plant, args, stdout, stderr)
 }
 
 // RunCloud is `dpsim cloud`.
 func RunCloud(args []string, stdout, stderr io.Writer) error {
-	return serve(endpoint.Cloud, func() runner { return &coreRunner{} }, args, stdout, stderr)
+	return serve(endpoint.Cloud, args, stdout, stderr)
 }
 
 // RunAgent is `dpsim agent`.
 func RunAgent(args []string, stdout, stderr io.Writer) error {
-	return serve(endpoint.Agent, func() runner { return &coreRunner{} }, args, stdout, stderr)
+	return serve(endpoint.Agent, args, stdout, stderr)
 }
 
 // RunEavesdropper is `dpsim eavesdropper`.
 func RunEavesdropper(args []string, stdout, stderr io.Writer) error {
-	return serve(endpoint.Eavesdropper, func() runner { return &coreRunner{} }, args, stdout, stderr)
+	return serve(endpoint.Eavesdropper, args, stdout, stderr)
+}
+
+// serve is the main of every role command: parse the flags, then run the process
+// (roleproc.Serve).
+func serve(role endpoint.Role, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(role, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	return roleproc.Serve(cfg, stderr)
 }
 
 // program is the name the usage texts give the command: "dpsim plant" etc., or the

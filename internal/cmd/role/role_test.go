@@ -1,15 +1,10 @@
 package role
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/roleproc"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
-	"github.com/dpsim/dpsim/pkg/plan"
 )
 
 func TestParseAgents(t *testing.T) {
@@ -54,24 +49,24 @@ func TestParseConfig(t *testing.T) {
 		role    endpoint.Role
 		args    []string
 		wantErr string // "" ok; "help" flag.ErrHelp
-		check   func(*testing.T, *Config)
+		check   func(*testing.T, *roleproc.Config)
 	}{
-		{role: endpoint.Plant, args: base, check: func(t *testing.T, c *Config) {
+		{role: endpoint.Plant, args: base, check: func(t *testing.T, c *roleproc.Config) {
 			require.Equal(t, "plant-0", c.Name())
 			require.Equal(t, contract.DefaultTimeout, c.Timeout)
 			require.False(t, c.SeedSet)
 		}},
-		{role: endpoint.Plant, args: append(base, "--seed", "42", "--id", "2", "--mode", "realtime", "--period", "10ms"), check: func(t *testing.T, c *Config) {
+		{role: endpoint.Plant, args: append(base, "--seed", "42", "--id", "2", "--mode", "realtime", "--period", "10ms"), check: func(t *testing.T, c *roleproc.Config) {
 			require.Equal(t, uint64(42), c.Seed)
 			require.True(t, c.SeedSet)
 			require.Equal(t, bus.Realtime, c.Mode)
 			require.Equal(t, 10*time.Millisecond, c.Period)
 			require.Equal(t, "plant-2", c.Name())
 		}},
-		{role: endpoint.Agent, args: append(base, "--agents", "4..7"), check: func(t *testing.T, c *Config) {
+		{role: endpoint.Agent, args: append(base, "--agents", "4..7"), check: func(t *testing.T, c *roleproc.Config) {
 			require.Equal(t, "agents-4-7", c.Name())
 		}},
-		{role: endpoint.Eavesdropper, args: append(base, "--transcript=false"), check: func(t *testing.T, c *Config) {
+		{role: endpoint.Eavesdropper, args: append(base, "--transcript=false"), check: func(t *testing.T, c *roleproc.Config) {
 			require.False(t, c.Transcript)
 		}},
 		{role: endpoint.Plant, args: []string{"--help"}, wantErr: "help"},
@@ -80,7 +75,7 @@ func TestParseConfig(t *testing.T) {
 		{role: endpoint.Plant, args: []string{"--nats-url", "nats://x:1", "--run", "a.b", "--scenario", "s.yaml"}, wantErr: "--run"},
 		{role: endpoint.Plant, args: []string{"--nats-url", "nats://x:1", "--run", "r1"}, wantErr: "--scenario or --plan is required"},
 		{role: endpoint.Plant, args: append(base, "--plan", "p.json"), wantErr: "not both"},
-		{role: endpoint.Cloud, args: []string{"--nats-url", "nats://x:1", "--run", "r1", "--plan", "cloud-0.plan.json"}, check: func(t *testing.T, c *Config) {
+		{role: endpoint.Cloud, args: []string{"--nats-url", "nats://x:1", "--run", "r1", "--plan", "cloud-0.plan.json"}, check: func(t *testing.T, c *roleproc.Config) {
 			require.Equal(t, "cloud-0.plan.json", c.PlanPath)
 		}},
 		{role: endpoint.Plant, args: append(base, "--seed", "-3"), wantErr: "--seed"},
@@ -136,23 +131,6 @@ func ExampleParseAgents() {
 	// Output: 25 49 <nil> agents-25-49
 }
 
-// The cloud and the eavesdropper never hold the private initial state.
-func TestRedactPrivateState(t *testing.T) {
-	for _, name := range []string{"cloud-vehicle", "consensus-gaussian"} {
-		s, _, err := LoadPoint("../../../scenarios/"+name+".yaml", 0)
-		require.NoError(t, err)
-		plan.KeepFor(endpoint.Cloud, 0, 0).Redact(s)
-		xs := s.X0
-		if s.Plant != nil {
-			xs = s.Plant.X0
-		}
-		require.NotEmpty(t, xs, name)
-		for _, v := range xs {
-			require.True(t, math.IsNaN(v), name)
-		}
-	}
-}
-
 // Role usage texts: the eavesdropper's --id and --mode say what they mean for it; a role run
 // as its own binary names itself; --help goes to stdout, a bad flag's usage to stderr;
 // --timeout 1ns is refused, naming the flag.
@@ -185,34 +163,4 @@ func TestRoleUsageTexts(t *testing.T) {
 	_, err = parseConfig(endpoint.Plant, []string{"--nats-url", "nats://x:1", "--run", "r", "--scenario", "s.yaml", "--timeout", "1ns"}, io.Discard, io.Discard)
 	require.ErrorIs(t, err, cli.ErrUsage)
 	require.ErrorContains(t, err, "--timeout 1ns: must be at least 1ms")
-}
-
-// A plan file that is not there yet is waited for (a role started before an attached launcher
-// wrote it); its digest is what the process puts in its ctl.ready.
-func TestLoadPlanFileWaits(t *testing.T) {
-	_, p, err := LoadPoint(filepath.Join("..", "..", "..", "scenarios", "cloud-vehicle.yaml"), 0)
-	require.NoError(t, err)
-	var buf bytes.Buffer
-	require.NoError(t, p.WriteFile(&buf, plan.KeepNothing))
-	path := filepath.Join(t.TempDir(), "cloud-0.plan.json")
-
-	_, _, err = LoadPlanFile(path, 0)
-	require.ErrorContains(t, err, "--plan")
-	require.ErrorIs(t, err, fs.ErrNotExist)
-
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		_ = os.WriteFile(path, buf.Bytes(), 0o600)
-	}()
-	start := time.Now()
-	q, digest, err := LoadPlanFile(path, 10*time.Second)
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
-	require.Equal(t, plan.FileDigest(buf.Bytes()), digest)
-	require.Equal(t, p.Scale, q.Scale)
-	require.True(t, math.IsNaN(q.Scenario.Plant.X0[0]), "the cloud's file holds no x(0)")
-
-	require.NoError(t, os.WriteFile(path, []byte(`{"format":"`+plan.FileFormat+`"}`), 0o600))
-	_, _, err = LoadPlanFile(path, 0)
-	require.ErrorContains(t, err, "no scenario")
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/cmd/role"
 	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/internal/roleproc"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/sim"
@@ -116,7 +117,7 @@ func rawInProcess(b *testing.B, url string, n int) float64 {
 // connection, driven by a launch.Session in attach mode; it returns the plant's steps/s.
 func inProcessRoles(b *testing.B, url string, runs int, id string) float64 {
 	path := scenarioPath("cloud-vehicle")
-	_, p, err := role.LoadPoint(path, 0)
+	_, p, err := roleproc.LoadPoint(path, 0)
 	require.NoError(b, err)
 	dir := b.TempDir()
 	common := []string{"--nats-url", url, "--run", id, "--scenario", path, "--out", dir, "--log-level", "warn"}

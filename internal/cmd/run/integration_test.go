@@ -19,10 +19,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dpsim/dpsim/internal/cmd/role"
 	"github.com/dpsim/dpsim/internal/cmd/run"
 	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/internal/roleproc"
 	"github.com/dpsim/dpsim/internal/rss"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/endpoint"
@@ -810,7 +810,7 @@ func TestAttach(t *testing.T) {
 	for _, r := range []string{"cloud", "eavesdropper"} {
 		procs = append(procs, start(t, append([]string{r}, common...)...))
 	}
-	_, p, err := role.LoadPoint(path, 0)
+	_, p, err := roleproc.LoadPoint(path, 0)
 	require.NoError(t, err)
 	sn := sniff(t, srv.URL(), nil)     // everything on dpsim.>, what the eavesdropper could see
 	time.Sleep(200 * time.Millisecond) // the processes are up before the session listens

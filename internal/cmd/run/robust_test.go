@@ -18,9 +18,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dpsim/dpsim/internal/cmd/role"
 	"github.com/dpsim/dpsim/internal/cmd/run"
 	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/internal/roleproc"
 	"github.com/dpsim/dpsim/internal/rss"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/metrics"
@@ -110,7 +110,7 @@ func TestAttachConflict(t *testing.T) {
 		defer mu.Unlock()
 		return len(pids["plant.0"]) == 2 && len(pids["cloud.0"]) == 1 && len(pids["eavesdropper.0"]) == 1
 	}, 20*time.Second, 20*time.Millisecond, "every process announced itself")
-	_, p, err := role.LoadPoint(path, 0)
+	_, p, err := roleproc.LoadPoint(path, 0)
 	require.NoError(t, err)
 	sess, err := launch.StartSession(context.Background(), launch.SessionConfig{Attach: true, Plan: p, Seeds: sim.NewSeeds(53),
 		URL: srv.URL(), Run: id, Dir: t.TempDir(), Timeout: 10 * time.Second})
@@ -136,7 +136,7 @@ func TestAttachStalePlan(t *testing.T) {
 	srv := server(t)
 	const id = "itattachstale"
 	dir := t.TempDir()
-	_, p, err := role.LoadPoint(scenarioPath("cloud-vehicle"), 0)
+	_, p, err := roleproc.LoadPoint(scenarioPath("cloud-vehicle"), 0)
 	require.NoError(t, err)
 	// The earlier run's plant plan: another horizon.
 	old := *p
@@ -268,7 +268,7 @@ func TestChildPeakRSS(t *testing.T) {
 		ballast[i] = 1
 	}
 	srv := server(t)
-	_, p, err := role.LoadPoint(scenarioPath("cloud-vehicle"), 0)
+	_, p, err := roleproc.LoadPoint(scenarioPath("cloud-vehicle"), 0)
 	require.NoError(t, err)
 	sess, err := launch.StartSession(context.Background(), launch.SessionConfig{Exe: dpsimBin, ScenarioPath: scenarioPath("cloud-vehicle"),
 		Plan: p, Seeds: sim.NewSeeds(53), URL: srv.URL(), Run: "itrss", Dir: t.TempDir(), Timeout: 10 * time.Second, LogLevel: "warn"})

@@ -45,7 +45,7 @@ type Vectors struct {
 
 func hexf(x float64) string { return fmt.Sprintf("%016x", math.Float64bits(x)) }
 
-// Open is what dpsim's plant (internal/cmd/role openX0) makes of case c: its x(0), or the reason
+// Open is what dpsim's plant (internal/roleproc openX0) makes of case c: its x(0), or the reason
 // it drops the message.
 func Open(c Case) ([]float64, string, error) {
 	var m bus.Message

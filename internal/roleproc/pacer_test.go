@@ -1,4 +1,4 @@
-package role
+package roleproc
 
 import (
 	"testing"
@@ -38,7 +38,7 @@ func TestPacer(t *testing.T) {
 			t0.Add(4*period + timeout + contract.GridLead + period), 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clock, err := bus.NewClock(bus.Timing{Mode: tc.mode, Period: period, StepTimeout: timeout}, nil)
+			clock, err := NewClock(Timing{Mode: tc.mode, Period: period, StepTimeout: timeout}, nil)
 			require.NoError(t, err)
 			proc := &process{cfg: &Config{Role: tc.role, Mode: tc.mode, Period: period, Timeout: timeout}, clock: clock}
 			p := newPacer(proc, tc.role == endpoint.Eavesdropper)

@@ -1,4 +1,4 @@
-package role
+package roleproc
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package role
+package roleproc
 
 import (
 	"slices"
@@ -100,7 +100,7 @@ func (s memStream) SendRouted(ep, step int, vals []float64, r bus.Route) error {
 // crashes of faults.
 func plantTransport(t *testing.T, faults scenario.FaultsSpec, realtime bool) (*natsTransport, *memInbox, *memWire, chan struct{}) {
 	t.Helper()
-	_, p, err := LoadPoint("../../../scenarios/cloud-vehicle.yaml", 0)
+	_, p, err := LoadPoint("../../scenarios/cloud-vehicle.yaml", 0)
 	require.NoError(t, err)
 	inj, err := fault.New(&faults, 7)
 	require.NoError(t, err)

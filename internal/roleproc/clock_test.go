@@ -1,8 +1,10 @@
-package bus
+package roleproc
 
 import (
 	"testing"
 	"time"
+
+	"github.com/dpsim/dpsim/pkg/bus"
 )
 
 // fakeTime is a deterministic TimeSource: Now advances only by work().
@@ -25,7 +27,7 @@ func pace(c *Clock, ft *fakeTime, k int) {
 func TestRealtimeClock(t *testing.T) {
 	ft := &fakeTime{now: time.Unix(1000, 0)}
 	const ts = 10 * time.Millisecond
-	c, err := NewClock(Timing{Mode: Realtime, Period: ts}, ft)
+	c, err := NewClock(Timing{Mode: bus.Realtime, Period: ts}, ft)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestRealtimeClock(t *testing.T) {
 		t.Errorf("stats %+v: want 2 overruns, max 15 ms, 1 miss, 10 steps", s)
 	}
 	// Jitter samples: 0 x8, 15 ms, 6 ms: mean 2.1 ms, max 15 ms, p99 (rank 10 of 10) 15 ms.
-	want := DurationStats{N: 10, Mean: 2100 * time.Microsecond, Max: 15 * time.Millisecond, P99: 15 * time.Millisecond}
+	want := bus.DurationStats{N: 10, Mean: 2100 * time.Microsecond, Max: 15 * time.Millisecond, P99: 15 * time.Millisecond}
 	if s.Jitter != want {
 		t.Errorf("jitter %+v, want %+v", s.Jitter, want)
 	}
@@ -68,7 +70,7 @@ func TestRealtimeClock(t *testing.T) {
 
 func TestLockstepClock(t *testing.T) {
 	ft := &fakeTime{now: time.Unix(0, 0)}
-	c, err := NewClock(Timing{Mode: Lockstep}, ft)
+	c, err := NewClock(Timing{Mode: bus.Lockstep}, ft)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,45 +89,18 @@ func TestLockstepClock(t *testing.T) {
 }
 
 func TestTimingValidate(t *testing.T) {
-	bad := []Timing{{Mode: Realtime}, {Mode: Realtime, Period: -1}, {Mode: Lockstep, StepTimeout: -1}, {Mode: Mode(7)}}
+	bad := []Timing{{Mode: bus.Realtime}, {Mode: bus.Realtime, Period: -1}, {Mode: bus.Lockstep, StepTimeout: -1}, {Mode: bus.Mode(7)}}
 	for _, tm := range bad {
 		if _, err := NewClock(tm, nil); err == nil {
 			t.Errorf("NewClock(%+v) succeeded", tm)
 		}
-	}
-	for in, want := range map[string]Mode{"lockstep": Lockstep, "": Lockstep, "realtime": Realtime} {
-		if got, err := ParseMode(in); err != nil || got != want {
-			t.Errorf("ParseMode(%q) = %v, %v", in, got, err)
-		}
-	}
-	if _, err := ParseMode("fast"); err == nil {
-		t.Error("ParseMode(fast) succeeded")
-	}
-}
-
-func TestSummarizeDurations(t *testing.T) {
-	xs := make([]time.Duration, 200)
-	for i := range xs {
-		xs[i] = time.Duration(200-i) * time.Microsecond // 200..1 us, unsorted
-	}
-	s := SummarizeDurations(xs)
-	// nearest rank: ceil(0.99*200) = 198th smallest = 198 us
-	want := DurationStats{N: 200, Mean: 100500 * time.Nanosecond, Max: 200 * time.Microsecond, P99: 198 * time.Microsecond}
-	if s != want {
-		t.Errorf("SummarizeDurations = %+v, want %+v", s, want)
-	}
-	if xs[0] != 200*time.Microsecond {
-		t.Error("SummarizeDurations modified its input")
-	}
-	if (SummarizeDurations(nil) != DurationStats{}) {
-		t.Error("empty input")
 	}
 }
 
 // Statistics accumulate over episodes (one StartAt per episode) until Reset.
 func TestClockEpisodesAccumulate(t *testing.T) {
 	ft := &fakeTime{now: time.Unix(0, 0)}
-	c, _ := NewClock(Timing{Mode: Realtime, Period: time.Millisecond}, ft)
+	c, _ := NewClock(Timing{Mode: bus.Realtime, Period: time.Millisecond}, ft)
 	for ep := range 3 {
 		c.StartAt(ft.now.Add(time.Millisecond)) // launcher: episode starts in 1 ms
 		for k := range 4 {

@@ -1,4 +1,4 @@
-package role
+package roleproc
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ import (
 func inflightTransports(t *testing.T, faults scenario.FaultsSpec, first, n int) ([]*natsTransport, *memInbox, *memWire) {
 	t.Helper()
 	tr, in, w, _ := plantTransport(t, faults, false)
-	_, p, err := LoadPoint("../../../scenarios/cloud-vehicle.yaml", 0)
+	_, p, err := LoadPoint("../../scenarios/cloud-vehicle.yaml", 0)
 	require.NoError(t, err)
 	tr.batch = &coalescer{}
 	trs := []*natsTransport{tr}
@@ -145,7 +145,7 @@ func withValues(m *bus.Message, v ...float64) *bus.Message { m.Values = v; retur
 
 func mustPlant(t *testing.T) sim.Core {
 	t.Helper()
-	_, p, err := LoadPoint("../../../scenarios/cloud-vehicle.yaml", 0)
+	_, p, err := LoadPoint("../../scenarios/cloud-vehicle.yaml", 0)
 	require.NoError(t, err)
 	c, err := sim.NewPlantCore(p, 7)
 	require.NoError(t, err)

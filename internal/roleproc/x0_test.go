@@ -1,4 +1,4 @@
-package role
+package roleproc
 
 import (
 	"math"
@@ -30,7 +30,7 @@ func TestOpenX0AgentHost(t *testing.T) {
 	m, err := contract.X0Message("r1", 3, x0, launcher.Seed, to)
 	require.NoError(t, err)
 	proc := func(seed, sender string) *process {
-		return &process{cfg: &Config{Role: endpoint.Agent, ID: 2, LastAgent: 3, x0Seed: seed, x0Sender: sender}, plan: p}
+		return &process{cfg: &Config{Role: endpoint.Agent, ID: 2, LastAgent: 3, Secrets: Secrets{X0Seed: seed, X0Sender: sender}}, plan: p}
 	}
 	got, err := proc(mine.Seed, launcher.Public).openX0(m, nil)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package role
+package roleproc
 
 import (
 	"context"
@@ -81,7 +81,7 @@ type process struct {
 	conn       *bus.Conn
 	sender     string // "<role>.<id>"
 	in         *bus.Inbox
-	clock      *bus.Clock
+	clock      *Clock
 	steps      int // T
 
 	data bus.Counters // data messages (also the collectors' late/duplicate/ahead drops)
@@ -143,13 +143,12 @@ func (proc *process) invalid(c *bus.Counters, subject string, err error) {
 	proc.logInvalid(subject, err)
 }
 
-// serve is the main of every role: parse, set up, run episodes as ctl.episode asks, write
-// the results, exit. The returned error makes the process exit non-zero.
-func serve(role endpoint.Role, newRunner func() runner, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseConfig(role, args, stdout, stderr)
-	if err != nil {
-		return err
-	}
+// Serve is the main of every role process, once the command parsed its flags into cfg: it
+// loads the plan, connects, runs episodes as ctl.episode asks, writes the results and returns
+// when stopped. Its log goes to stderr (zerolog at cfg.LogLevel). The returned error makes the
+// process exit non-zero; a usage error (cli.ErrUsage) is one the scenario reveals in the flags.
+func Serve(cfg *Config, stderr io.Writer) error {
+	role := cfg.Role
 	log, err := cli.Logger(stderr, cfg.LogLevel)
 	if err != nil {
 		return err
@@ -181,7 +180,7 @@ func serve(role endpoint.Role, newRunner func() runner, args []string, stdout, s
 	if err := proc.connect(); err != nil {
 		return err
 	}
-	r := newRunner()
+	r := &coreRunner{}
 	runErr := proc.run(r)
 	return proc.finish(r, runErr)
 }
@@ -222,13 +221,13 @@ func newProcess(role endpoint.Role, cfg *Config, log zerolog.Logger, scn *scenar
 	if role == endpoint.Agent {
 		proc.res.Agents = []int{cfg.ID, cfg.LastAgent}
 	}
-	timing := bus.Timing{Mode: cfg.Mode, Period: cfg.Period, StepTimeout: cfg.Timeout}
+	timing := Timing{Mode: cfg.Mode, Period: cfg.Period, StepTimeout: cfg.Timeout}
 	if role == endpoint.Eavesdropper {
 		// The eavesdropper only listens: it waits for every message (in realtime for at
 		// most the grid lead, one period and the timeout).
-		timing = bus.Timing{Mode: bus.Lockstep, StepTimeout: cfg.Timeout + contract.GridLead + cfg.Period}
+		timing = Timing{Mode: bus.Lockstep, StepTimeout: cfg.Timeout + contract.GridLead + cfg.Period}
 	}
-	if proc.clock, err = bus.NewClock(timing, nil); err != nil {
+	if proc.clock, err = NewClock(timing, nil); err != nil {
 		return nil, cli.UsageError("%v", err)
 	}
 	return proc, nil
@@ -258,10 +257,10 @@ func (proc *process) catchSignals() (release func()) {
 func (proc *process) connect() error {
 	cfg, log := proc.cfg, proc.log
 	opts := []bus.Option{bus.WithEncoding(cfg.Encoding), bus.WithEnvUser(),
-		bus.WithUser(cfg.natsUser, cfg.natsPassword), bus.WithTLS(cfg.TLS), bus.WithEnvSigner(),
+		bus.WithUser(cfg.Secrets.NATSUser, cfg.Secrets.NATSPassword), bus.WithTLS(cfg.TLS), bus.WithEnvSigner(),
 		bus.WithReconnect(40, 250*time.Millisecond), bus.WithEvents(proc.connEvent)}
-	if cfg.signSeed != "" { // the --credentials file's
-		opts = append(opts, bus.WithSigner(cfg.signSeed))
+	if cfg.Secrets.SignSeed != "" { // the --credentials file's
+		opts = append(opts, bus.WithSigner(cfg.Secrets.SignSeed))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -598,11 +597,11 @@ func (proc *process) subscribeX0(r runner) error {
 // curve key, not sealed to it by the launcher, altered, of another episode - is an error
 // (bus.ReasonSealed); so are values the runner r refuses (bus.ReasonDim).
 func (proc *process) openX0(m *bus.Message, r runner) ([]float64, error) {
-	if proc.cfg.x0Seed == "" || proc.cfg.x0Sender == "" {
+	if proc.cfg.Secrets.X0Seed == "" || proc.cfg.Secrets.X0Sender == "" {
 		return nil, &bus.InvalidError{Reason: bus.ReasonSealed, Detail: fmt.Sprintf("sealed x0: no curve key ($%s, $%s or --credentials) to open it with", bus.EnvX0Seed, bus.EnvX0Sender)}
 	}
 	self := endpoint.Endpoint{Role: proc.cfg.Role, ID: proc.cfg.ID}
-	own, err := contract.OpenX0(m, self, proc.cfg.x0Seed, proc.cfg.x0Sender)
+	own, err := contract.OpenX0(m, self, proc.cfg.Secrets.X0Seed, proc.cfg.Secrets.X0Sender)
 	if err != nil {
 		return nil, err
 	}

@@ -1,50 +1,18 @@
-package bus
+package roleproc
 
 import (
 	"fmt"
-	"slices"
 	"time"
+
+	"github.com/dpsim/dpsim/pkg/bus"
 )
-
-// Mode is how a run advances time.
-type Mode uint8
-
-const (
-	// Lockstep: each step proceeds as soon as its messages arrived, as fast as possible;
-	// every wait is bounded by Timing.StepTimeout.
-	Lockstep Mode = iota
-	// Realtime: step k starts at t0 + k*Period on the wall clock; a step's messages must
-	// arrive before the next tick. Overruns, misses, late messages and jitter are reported.
-	Realtime
-)
-
-func (m Mode) String() string {
-	switch m {
-	case Lockstep:
-		return "lockstep"
-	case Realtime:
-		return "realtime"
-	}
-	return fmt.Sprintf("Mode(%d)", uint8(m))
-}
-
-// ParseMode parses "lockstep" or "realtime".
-func ParseMode(s string) (Mode, error) {
-	switch s {
-	case "lockstep", "":
-		return Lockstep, nil
-	case "realtime":
-		return Realtime, nil
-	}
-	return Lockstep, fmt.Errorf("bus: unknown time mode %q (want lockstep or realtime)", s)
-}
 
 // DefaultStepTimeout bounds a lockstep wait when Timing.StepTimeout is zero.
 const DefaultStepTimeout = 10 * time.Second
 
 // Timing configures a Clock.
 type Timing struct {
-	Mode        Mode
+	Mode        bus.Mode
 	Period      time.Duration // realtime sampling period Ts (> 0 in realtime mode)
 	StepTimeout time.Duration // lockstep: longest wait for one step's messages (default DefaultStepTimeout)
 }
@@ -52,16 +20,16 @@ type Timing struct {
 // Validate checks the configuration.
 func (t Timing) Validate() error {
 	switch t.Mode {
-	case Lockstep:
+	case bus.Lockstep:
 		if t.StepTimeout < 0 {
-			return fmt.Errorf("bus: negative step timeout %v", t.StepTimeout)
+			return fmt.Errorf("roleproc: negative step timeout %v", t.StepTimeout)
 		}
-	case Realtime:
+	case bus.Realtime:
 		if t.Period <= 0 {
-			return fmt.Errorf("bus: realtime mode needs a period > 0, got %v", t.Period)
+			return fmt.Errorf("roleproc: realtime mode needs a period > 0, got %v", t.Period)
 		}
 	default:
-		return fmt.Errorf("bus: unknown time mode %v", t.Mode)
+		return fmt.Errorf("roleproc: unknown time mode %v", t.Mode)
 	}
 	return nil
 }
@@ -136,68 +104,24 @@ func (c *Clock) Reset() {
 
 // Tick returns t0 + k*Period (realtime) or t0 (lockstep).
 func (c *Clock) Tick(k int) time.Time {
-	if c.t.Mode != Realtime {
+	if c.t.Mode != bus.Realtime {
 		return c.t0
 	}
 	return c.t0.Add(time.Duration(k) * c.t.Period)
 }
 
-// DurationStats summarises a set of durations.
-type DurationStats struct {
-	N    int           `json:"n"`
-	Mean time.Duration `json:"mean_ns"`
-	Max  time.Duration `json:"max_ns"`
-	P99  time.Duration `json:"p99_ns"` // nearest-rank 99th percentile
-}
-
-// SummarizeDurations computes N, mean, max and the nearest-rank p99 of xs (xs is not
-// modified).
-func SummarizeDurations(xs []time.Duration) DurationStats {
-	if len(xs) == 0 {
-		return DurationStats{}
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	var sum float64
-	for _, x := range s {
-		sum += float64(x)
-	}
-	rank := (99*len(s) + 99) / 100 // ceil(0.99 n)
-	return DurationStats{
-		N:    len(s),
-		Mean: time.Duration(sum / float64(len(s))),
-		Max:  s[len(s)-1],
-		P99:  s[rank-1],
-	}
-}
-
-// TimingStats reports how the run kept time. Nothing is hidden: in realtime mode every
-// overrun and missed deadline is counted (late messages are in Counters, ReasonLate).
-type TimingStats struct {
-	Mode        string        `json:"mode"`
-	Period      time.Duration `json:"period_ns,omitempty"`
-	Steps       int           `json:"steps"`
-	Elapsed     time.Duration `json:"elapsed_ns"` // from the first Start to the start of the last step
-	StepsPerSec float64       `json:"steps_per_sec"`
-	Overruns    int           `json:"overruns"`                  // realtime: steps that began after their tick
-	MaxOverrun  time.Duration `json:"max_overrun_ns"`            // realtime: worst lateness of a step start
-	Missed      int           `json:"missed"`                    // steps whose messages missed the deadline
-	Jitter      DurationStats `json:"jitter"`                    // realtime: actual start - tick
-	StepTimeout time.Duration `json:"step_timeout_ns,omitempty"` // lockstep
-}
-
 // Stats returns the timing statistics so far.
-func (c *Clock) Stats() TimingStats {
-	s := TimingStats{
+func (c *Clock) Stats() bus.TimingStats {
+	s := bus.TimingStats{
 		Mode:     c.t.Mode.String(),
 		Steps:    c.steps,
 		Elapsed:  c.last.Sub(c.first),
 		Overruns: c.over, MaxOverrun: c.maxOver,
 		Missed: c.missed,
 	}
-	if c.t.Mode == Realtime {
+	if c.t.Mode == bus.Realtime {
 		s.Period = c.t.Period
-		s.Jitter = SummarizeDurations(c.jitter)
+		s.Jitter = bus.SummarizeDurations(c.jitter)
 	} else {
 		s.StepTimeout = c.t.StepTimeout
 	}
@@ -216,7 +140,7 @@ func (c *Clock) Observe(k int, at time.Time, late bool) {
 	}
 	c.steps++
 	c.last = at
-	if c.t.Mode != Realtime {
+	if c.t.Mode != bus.Realtime {
 		return
 	}
 	tick := c.Tick(k)

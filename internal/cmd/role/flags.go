@@ -1,90 +1,22 @@
 package role
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"math"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/roleproc"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
-	"github.com/dpsim/dpsim/pkg/plan"
-	"github.com/dpsim/dpsim/pkg/scenario"
-	"github.com/dpsim/dpsim/pkg/sim"
-	"github.com/dpsim/dpsim/pkg/trace"
 )
 
-// DefaultIdleTimeout is the longest wait for the next ctl.episode (--idle-timeout); the
-// step timeout's default and minimum are the contract's (contract.DefaultTimeout, MinTimeout).
-const DefaultIdleTimeout = 2 * time.Minute
-
-// Config is a role process's configuration, all of it from flags.
-type Config struct {
-	Role         endpoint.Role
-	NATSURL      string
-	Run          string
-	ScenarioPath string
-	// PlanPath is the plan file the launcher wrote for this process (--plan): the scenario
-	// point resolved once (plan.WriteFile), with only this process's private values. Without
-	// it the process resolves --scenario itself.
-	PlanPath     string
-	Point        int
-	Seed         uint64
-	SeedSet      bool
-	FaultSeed    uint64 // the seed of the link faults' fates (sim.Seeds.Fault: the launcher passes it)
-	FaultSeedSet bool
-	ID           int
-	LastAgent    int // agent hosts: the last agent hosted (= ID for one agent)
-	// Batch: the run's agents publish in blocks of Batch (--batch; sim.Hosts), when the
-	// scenario allows it (sim.Batchable); <= 1: one message per agent.
-	Batch       int
-	Out         string
-	Mode        bus.Mode
-	ModeSet     bool
-	Period      time.Duration
-	Timeout     time.Duration
-	IdleTimeout time.Duration
-	LogLevel    string
-	Encoding    bus.Encoding
-	ParentPID   int
-	Transcript  bool
-	// KeepEpisodes bounds the disk use of the trace, transcript and fault log: the records of
-	// the traced episodes stay (the first N); a later episode's records replace the previous
-	// one's (the launcher folds each episode into its metrics before the next starts). The
-	// zero value keeps every episode.
-	KeepEpisodes trace.Episodes
-	// Resume continues from the process's checkpoint after a crash (faults.crashes).
-	Resume bool
-	// TLS files (the CA to trust; a client certificate and key for mutual TLS)
-	TLS bus.TLSFiles
-	// SignKeys is the file of every sender's public signing key (--sign-keys): data messages
-	// are signed (with the seed of $DPSIM_SIGN_SEED) and verified.
-	SignKeys string
-	// Credentials is the file of this process's credentials (--credentials; dpsim run
-	// --attach writes one per process), read before connecting; never logged.
-	Credentials string
-	// ConnectRetry is how long an unreachable server is retried at start (--connect-retry).
-	ConnectRetry time.Duration
-	// credentials found in --nats-url / $NATS_URL (taken out of NATSURL, never logged), or
-	// in the --credentials file (which wins), and the signing seed of that file
-	natsUser, natsPassword, signSeed string
-	// x0Seed opens the challenger's sealed x(0) (the plant, the agents), sealed by the holder
-	// of the public curve key x0Sender (the launcher): from $DPSIM_X0_SEED and
-	// $DPSIM_X0_SENDER, or the --credentials file (which wins)
-	x0Seed, x0Sender string
-}
-
-// Name returns the process name (see contract.ProcName).
-func (c *Config) Name() string { return contract.ProcName(c.Role, c.ID, c.LastAgent) }
-
+// roleDoc is a role's usage text (synopsis, description) and which of the optional flags it
+// takes (--seed; --id as an agent index and --agents).
 type roleDoc struct {
 	synopsis, description string
 	seed, agents          bool
@@ -145,14 +77,14 @@ what the plant's rule applies); its records say how many it missed (eve_missing)
 }
 
 // parseConfig parses a role's flags. It returns flag.ErrHelp for -h (the usage went to stdout).
-func parseConfig(role endpoint.Role, args []string, stdout, stderr io.Writer) (*Config, error) {
+func parseConfig(role endpoint.Role, args []string, stdout, stderr io.Writer) (*roleproc.Config, error) {
 	d := docs[role]
 	synopsis := d.synopsis
 	if name := program[role]; name != "" {
 		synopsis = strings.Replace(synopsis, "dpsim "+role.String(), name, 1)
 	}
 	fs := cli.NewCommandFlagSet(role.String(), synopsis, d.description, stdout, stderr)
-	cfg := &Config{Role: role}
+	cfg := &roleproc.Config{Role: role}
 	rf := defineRunFlags(fs, cfg, d)
 	defineProcessFlags(fs, cfg, d, &rf.agents)
 	if err := cli.Parse(fs, args); err != nil {
@@ -192,7 +124,7 @@ type roleFlags struct {
 
 // defineRunFlags defines on fs the flags that say which run this process joins and on what: the
 // server, run id, scenario or plan, point, seeds, time mode and encoding (d: the role's docs).
-func defineRunFlags(fs *flag.FlagSet, cfg *Config, d roleDoc) *roleFlags {
+func defineRunFlags(fs *flag.FlagSet, cfg *roleproc.Config, d roleDoc) *roleFlags {
 	rf := &roleFlags{}
 	role := cfg.Role
 	modeHelp := "time mode: lockstep (each step when its messages arrived) or realtime (one step per --period on the wall clock); default the scenario's transport.mode"
@@ -215,7 +147,7 @@ func defineRunFlags(fs *flag.FlagSet, cfg *Config, d roleDoc) *roleFlags {
 
 // defineProcessFlags defines on fs the flags of this one process: which loop or agents it runs
 // (agents receives --agents), where it writes, its timeouts, log, TLS, signing and credentials.
-func defineProcessFlags(fs *flag.FlagSet, cfg *Config, d roleDoc, agents *string) {
+func defineProcessFlags(fs *flag.FlagSet, cfg *roleproc.Config, d roleDoc, agents *string) {
 	role := cfg.Role
 	if d.agents {
 		fs.IntVar(&cfg.ID, "id", 0, "the agent index i (0-based) this process runs; see --agents")
@@ -234,7 +166,7 @@ func defineProcessFlags(fs *flag.FlagSet, cfg *Config, d roleDoc, agents *string
 	fs.StringVar(&cfg.Out, "out", ".", "directory for this process's trace and result files (created if missing)")
 	fs.DurationVar(&cfg.Period, "period", 0, "realtime step period Ts, e.g. 100ms; default the scenario's transport.period")
 	fs.DurationVar(&cfg.Timeout, "timeout", contract.DefaultTimeout, "longest wait for one step's messages in lockstep (at least 1ms; NATS flushes and a private x(0) wait max(--timeout, 10s)); a step that times out goes on with the missing-input rules and is counted as missed")
-	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "longest wait for the next ctl.episode (or ctl.stop) before giving up")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", roleproc.DefaultIdleTimeout, "longest wait for the next ctl.episode (or ctl.stop) before giving up")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "zerolog level of the log on stderr: trace, debug, info, warn, error")
 	fs.IntVar(&cfg.ParentPID, "parent-pid", 0, "exit (flushing results) when this process's parent is no longer this pid; the launcher sets it so no child outlives it")
 	if role == endpoint.Eavesdropper {
@@ -252,9 +184,9 @@ func defineProcessFlags(fs *flag.FlagSet, cfg *Config, d roleDoc, agents *string
 
 // applyRunFlags checks the flags that identify the run (server, run id, scenario or plan, point,
 // seeds) and stores them in cfg.
-func applyRunFlags(cfg *Config, rf *roleFlags) error {
+func applyRunFlags(cfg *roleproc.Config, rf *roleFlags) error {
 	seed, faultSeed := rf.seed, rf.faultSeed
-	cfg.NATSURL, cfg.natsUser, cfg.natsPassword = bus.SplitURL(bus.ResolveURL(*rf.natsURL))
+	cfg.NATSURL, cfg.Secrets.NATSUser, cfg.Secrets.NATSPassword = bus.SplitURL(bus.ResolveURL(*rf.natsURL))
 	if cfg.NATSURL == "" {
 		return cli.UsageError("no NATS server: pass --nats-url or set $%s", bus.EnvURL)
 	}
@@ -289,7 +221,7 @@ func applyRunFlags(cfg *Config, rf *roleFlags) error {
 
 // applyProcessFlags checks the flags of this one process (its loop or agents, time mode, encoding;
 // set holds the flags given) and stores them in cfg.
-func applyProcessFlags(cfg *Config, rf *roleFlags, set map[string]bool) error {
+func applyProcessFlags(cfg *roleproc.Config, rf *roleFlags, set map[string]bool) error {
 	agents, mode, encoding := rf.agents, rf.mode, rf.encoding
 	if cfg.ID < 0 {
 		return cli.UsageError("--id %d: must be >= 0", cfg.ID)
@@ -325,7 +257,7 @@ func applyProcessFlags(cfg *Config, rf *roleFlags, set map[string]bool) error {
 
 // checkDurations checks the durations and the episode bound: --period >= 0, --timeout at least
 // contract.MinTimeout, --connect-retry >= 0 (--keep-episodes is checked as it is parsed).
-func checkDurations(cfg *Config) error {
+func checkDurations(cfg *roleproc.Config) error {
 	if cfg.Period < 0 {
 		return cli.UsageError("--period %v: must be > 0", cfg.Period)
 	}
@@ -341,125 +273,20 @@ func checkDurations(cfg *Config) error {
 // readCredentials reads the --credentials file, if any: its user and password replace those of the
 // URL and environment, and its signing seed is kept, and its curve seed replaces the
 // environment's. A file it cannot use is a usage error.
-func readCredentials(cfg *Config) error {
-	cfg.x0Seed, cfg.x0Sender = bus.EnvCurveKey()
+func readCredentials(cfg *roleproc.Config) error {
+	cfg.Secrets.X0Seed, cfg.Secrets.X0Sender = bus.EnvCurveKey()
 	if cfg.Credentials != "" {
 		c, err := bus.ReadCredentials(cfg.Credentials)
 		if err != nil {
 			return cli.UsageError("--credentials: %v", err)
 		}
 		if c.User != "" {
-			cfg.natsUser, cfg.natsPassword = c.User, c.Password
+			cfg.Secrets.NATSUser, cfg.Secrets.NATSPassword = c.User, c.Password
 		}
-		cfg.signSeed = c.SignSeed
+		cfg.Secrets.SignSeed = c.SignSeed
 		if c.X0Seed != "" {
-			cfg.x0Seed, cfg.x0Sender = c.X0Seed, c.X0Sender
+			cfg.Secrets.X0Seed, cfg.Secrets.X0Sender = c.X0Seed, c.X0Sender
 		}
-	}
-	return nil
-}
-
-// LoadPoint loads the scenario file, expands its sweep and resolves point k into a plan: the
-// same steps the launcher takes, so every process works on the same design.
-func LoadPoint(path string, k int) (*scenario.Scenario, *plan.Plan, error) {
-	if err := cli.CheckScenarioFile(path); err != nil {
-		return nil, nil, err
-	}
-	s, err := scenario.Load(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	points := s.Expand()
-	if k < 0 || k >= len(points) {
-		return nil, nil, fmt.Errorf("scenario %s: point %d out of range: it has %d point(s)", path, k, len(points))
-	}
-	p, err := plan.New(points[k], plan.Options{})
-	if err != nil {
-		return nil, nil, err
-	}
-	return points[k], p, nil
-}
-
-// LoadPlanFile reads a plan file written by the launcher (plan.ReadFile). A file that does not
-// exist yet is waited for, every 0.5 s for up to wait: a process started before an attached
-// launcher wrote it (docker-compose) goes on once it is there. The launcher writes it
-// atomically, so what exists is whole.
-// The digest (plan.FileDigest) goes into the process's ctl.ready.
-func LoadPlanFile(path string, wait time.Duration) (*plan.Plan, uint64, error) {
-	deadline := time.Now().Add(wait)
-	f, err := os.Open(path)
-	for errors.Is(err, fs.ErrNotExist) && time.Now().Before(deadline) {
-		time.Sleep(min(500*time.Millisecond, time.Until(deadline)))
-		f, err = os.Open(path)
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("--plan: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, plan.MaxFileSize+1))
-	if err != nil {
-		return nil, 0, fmt.Errorf("--plan %s: %w", path, err)
-	}
-	p, err := plan.ParseFile(data)
-	if err != nil {
-		return nil, 0, fmt.Errorf("--plan %s: %w", path, err)
-	}
-	return p, plan.FileDigest(data), nil
-}
-
-// resolveTiming applies the scenario's transport section where the flags left it open.
-func (c *Config) resolveTiming(s *scenario.Scenario) error {
-	if !c.ModeSet {
-		c.Mode = bus.Lockstep
-		if s.Transport.Mode == scenario.Realtime {
-			c.Mode = bus.Realtime
-		}
-	}
-	if c.Period == 0 {
-		c.Period = s.Transport.Period
-	}
-	if c.Mode == bus.Realtime && c.Period <= 0 {
-		return cli.UsageError("realtime mode needs a period: pass --period or set transport.period in the scenario")
-	}
-	return nil
-}
-
-// resolveSeed fills in the run seed of a plant or agents process with the one resolver:
-// --seed, else the scenario's. A role never draws one (every process of a run must share the
-// launcher's seed), so without either it is a usage error.
-func (c *Config) resolveSeed(s *scenario.Scenario) error {
-	if !c.SeedSet && s.Seed == 0 {
-		return cli.UsageError("the scenario has no seed: pass --seed (the launcher passes the run's seed)")
-	}
-	c.Seed, _ = cli.ResolveSeed(c.Seed, c.SeedSet, s.Seed)
-	return nil
-}
-
-// resolveFaultSeed fills in the fault seed: --fault-seed, else (plant, agents) derived from
-// the run seed. A cloud or eavesdropper of a scenario with link faults needs it given.
-func (c *Config) resolveFaultSeed(s *scenario.Scenario) error {
-	switch {
-	case c.FaultSeedSet:
-	case c.Role == endpoint.Plant || c.Role == endpoint.Agent:
-		c.FaultSeed = sim.NewSeeds(c.Seed).Fault // a process started by hand: its run seed is decided here
-	case s.Faults.Active():
-		return cli.UsageError("the scenario has link faults: pass --fault-seed (the launcher passes the run's)")
-	}
-	return nil
-}
-
-func finite(v []float64) bool {
-	for _, x := range v {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return false
-		}
-	}
-	return true
-}
-
-func mkdirOut(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
 	}
 	return nil
 }

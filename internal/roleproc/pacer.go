@@ -1,4 +1,4 @@
-package role
+package roleproc
 
 import (
 	"time"
@@ -16,7 +16,7 @@ import (
 // step's deadline is the next tick t_{k+1} (the eavesdropper, which nobody waits for, gets a
 // grace of --timeout + the grid lead + one period more).
 type pacer struct {
-	clock    *bus.Clock
+	clock    *Clock
 	realtime bool
 	reacts   bool // the cloud: outputs go out as soon as computed
 	period   time.Duration
