@@ -240,7 +240,7 @@ func estimatePoint(s *scenario.Scenario, agentsPerHost int, graphs map[string][2
 	switch s.Kind {
 	case scenario.CloudControl:
 		if s.Plant == nil {
-			return pc, fmt.Errorf("sim: cost: scenario %s: no plant", s.Name)
+			return pc, fmt.Errorf("engine: cost: scenario %s: no plant", s.Name)
 		}
 		nx, nu := int64(s.Plant.B.Rows()), int64(s.Plant.B.Cols())
 		ny := int64(s.Plant.C.Rows())
@@ -256,7 +256,7 @@ func estimatePoint(s *scenario.Scenario, agentsPerHost int, graphs map[string][2
 		pc.dim, pc.stepDims, pc.inputs, pc.steps = nx, (T+1)*(nx+ny), nu, T+1
 	case scenario.Consensus:
 		if s.Network == nil {
-			return pc, fmt.Errorf("sim: cost: scenario %s: no graph", s.Name)
+			return pc, fmt.Errorf("engine: cost: scenario %s: no graph", s.Name)
 		}
 		n, e, err := graphSize(s, graphs)
 		if err != nil {
@@ -280,7 +280,7 @@ func estimatePoint(s *scenario.Scenario, agentsPerHost int, graphs map[string][2
 		pc.seconds = float64(T) * float64(links+N) * costSecPerLink
 		pc.dim, pc.nodes, pc.links, pc.steps = N, N, links, T+1
 	default:
-		return pc, fmt.Errorf("sim: cost: scenario %s: unknown kind %q", s.Name, s.Kind)
+		return pc, fmt.Errorf("engine: cost: scenario %s: unknown kind %q", s.Name, s.Kind)
 	}
 	return pc, nil
 }
@@ -297,7 +297,7 @@ func graphSize(s *scenario.Scenario, graphs map[string][2]int) (int, int, error)
 	}
 	g, err := s.Graph()
 	if err != nil {
-		return 0, 0, fmt.Errorf("sim: cost: %w", err)
+		return 0, 0, fmt.Errorf("engine: cost: %w", err)
 	}
 	edges := 0
 	for i := 0; i < g.N; i++ {

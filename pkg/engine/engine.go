@@ -162,7 +162,7 @@ func newRun(p *plan.Plan, seeds sim.Seeds, opts Options) (*run, error) {
 		runs = p.Scenario.Runs
 	}
 	if runs < 0 {
-		return nil, fmt.Errorf("sim: %s: runs %d < 0", p.Scenario.Name, runs)
+		return nil, fmt.Errorf("engine: %s: runs %d < 0", p.Scenario.Name, runs)
 	}
 	workers := opts.Workers
 	if workers <= 0 {
@@ -171,13 +171,13 @@ func newRun(p *plan.Plan, seeds sim.Seeds, opts Options) (*run, error) {
 	workers = max(1, min(workers, runs))
 	inj, err := fault.New(&p.Scenario.Faults, seeds.Fault)
 	if err != nil {
-		return nil, fmt.Errorf("sim: %s: %w", p.Scenario.Name, err)
+		return nil, fmt.Errorf("engine: %s: %w", p.Scenario.Name, err)
 	}
 	r := &run{p: p, opts: opts, runs: runs, acc: acc, runners: make([]*netSim, workers), errEp: -1,
 		free: make(chan *metrics.Episode, 2*workers+2), held: map[int]*trace.Traces{}}
 	for w := range r.runners {
 		if r.runners[w], err = newNetSim(p, seeds.Run, acc, inj, sim.NewHosts(p, opts.AgentsPerHost)); err != nil {
-			return nil, fmt.Errorf("sim: %s: %w", p.Scenario.Name, err)
+			return nil, fmt.Errorf("engine: %s: %w", p.Scenario.Name, err)
 		}
 	}
 	if opts.KeepTraces {
@@ -310,15 +310,15 @@ func (r *run) finish(ctx context.Context) (*metrics.Results, *trace.Traces, erro
 	tr := flattenTraces(r.traces)
 	switch {
 	case r.sinkErr != nil:
-		return results, tr, fmt.Errorf("sim: %s: trace: %w", name, r.sinkErr)
+		return results, tr, fmt.Errorf("engine: %s: trace: %w", name, r.sinkErr)
 	case r.firstErr != nil:
-		return results, tr, fmt.Errorf("sim: %s: episode %d: %w", name, r.errEp, r.firstErr)
+		return results, tr, fmt.Errorf("engine: %s: episode %d: %w", name, r.errEp, r.firstErr)
 	case r.done < r.runs:
 		cause := context.Cause(ctx)
 		if cause == nil {
 			cause = context.Canceled
 		}
-		return results, tr, fmt.Errorf("sim: %s: stopped after %d of %d episodes: %w", name, r.done, r.runs, cause)
+		return results, tr, fmt.Errorf("engine: %s: stopped after %d of %d episodes: %w", name, r.done, r.runs, cause)
 	}
 	return results, tr, nil
 }
@@ -376,7 +376,7 @@ func Sweep(ctx context.Context, s *scenario.Scenario, seed uint64, popts plan.Op
 	for k, pt := range points {
 		p, err := plan.New(pt, popts)
 		if err != nil {
-			return out, fmt.Errorf("sim: sweep point %d (%s): %w", k, pt.Name, err)
+			return out, fmt.Errorf("engine: sweep point %d (%s): %w", k, pt.Name, err)
 		}
 		o := opts
 		o.Runs = runs
@@ -389,7 +389,7 @@ func Sweep(ctx context.Context, s *scenario.Scenario, seed uint64, popts plan.Op
 			out = append(out, PointResult{Scenario: pt, Plan: p, Results: res, Traces: tr})
 		}
 		if err != nil {
-			return out, fmt.Errorf("sim: sweep point %d of %d: %w", k+1, len(points), err)
+			return out, fmt.Errorf("engine: sweep point %d of %d: %w", k+1, len(points), err)
 		}
 	}
 	return out, nil

@@ -383,12 +383,12 @@ func (s sums) clone() sums {
 // the Results.
 func NewAccumulator(p *plan.Plan, seed uint64) (*Accumulator, error) {
 	if p == nil || p.Scenario == nil {
-		return nil, fmt.Errorf("sim: accumulator: plan is nil")
+		return nil, fmt.Errorf("metrics: accumulator: plan is nil")
 	}
 	s := p.Scenario
 	a := &Accumulator{steps: p.Steps, pending: map[int]*Episode{}}
 	if a.steps < 1 {
-		return nil, fmt.Errorf("sim: accumulator: scenario %s: steps %d < 1", s.Name, a.steps)
+		return nil, fmt.Errorf("metrics: accumulator: scenario %s: steps %d < 1", s.Name, a.steps)
 	}
 	a.res = Results{
 		Kind: string(s.Kind), Scenario: s.Name, Seed: seed, Steps: p.Steps, Confidence: 0.95,
@@ -411,14 +411,14 @@ func NewAccumulator(p *plan.Plan, seed uint64) (*Accumulator, error) {
 	switch s.Kind {
 	case scenario.CloudControl:
 		if p.System == nil {
-			return nil, fmt.Errorf("sim: accumulator: scenario %s: no plant", s.Name)
+			return nil, fmt.Errorf("metrics: accumulator: scenario %s: no plant", s.Name)
 		}
 		a.control, a.dim, a.ref = true, p.System.Nx(), p.Reference
 		a.sums = sums{err: newMoments(kx * a.dim), sq: newMoments(kx * a.dim), eve: newMoments(ke),
 			absMax: make([]float64, a.dim), drift: newMoments(a.dim)}
 	case scenario.Consensus:
 		if p.Graph == nil {
-			return nil, fmt.Errorf("sim: accumulator: scenario %s: no graph", s.Name)
+			return nil, fmt.Errorf("metrics: accumulator: scenario %s: no graph", s.Name)
 		}
 		a.dim, a.alpha = p.Graph.N, p.Alpha
 		// Proposition 1: lim E||x(t) - 1 x*||^2 <= sum_i Var(gamma_i) = sum sigma_i^2 (Gaussian),
@@ -428,17 +428,17 @@ func NewAccumulator(p *plan.Plan, seed uint64) (*Accumulator, error) {
 		a.sums = sums{err: newMoments(kx * len(a.tracked)), sq: newMoments(kx), eve: newMoments(ke), xstar: newMoments(1),
 			maxDev: newMoments(kx), drift: newMoments(2)}
 	default:
-		return nil, fmt.Errorf("sim: accumulator: scenario %s: unknown kind %q", s.Name, s.Kind)
+		return nil, fmt.Errorf("metrics: accumulator: scenario %s: unknown kind %q", s.Name, s.Kind)
 	}
 	return a, nil
 }
 
 func (a *Accumulator) episode(ep int) (*Episode, error) {
 	if ep < 0 {
-		return nil, fmt.Errorf("sim: accumulator: episode %d is negative", ep)
+		return nil, fmt.Errorf("metrics: accumulator: episode %d is negative", ep)
 	}
 	if ep < a.next {
-		return nil, fmt.Errorf("sim: accumulator: episode %d already aggregated (duplicate record)", ep)
+		return nil, fmt.Errorf("metrics: accumulator: episode %d already aggregated (duplicate record)", ep)
 	}
 	e := a.pending[ep]
 	if e == nil {
@@ -455,17 +455,17 @@ func (a *Accumulator) episode(ep int) (*Episode, error) {
 
 func (a *Accumulator) checkStep(kind string, ep, step int) error {
 	if step < 0 || step > a.steps {
-		return fmt.Errorf("sim: accumulator: %s record episode %d: step %d outside 0..%d", kind, ep, step, a.steps)
+		return fmt.Errorf("metrics: accumulator: %s record episode %d: step %d outside 0..%d", kind, ep, step, a.steps)
 	}
 	return nil
 }
 
 func checkVec(name string, v []float64, n, ep, step int) error {
 	if len(v) != n {
-		return fmt.Errorf("sim: accumulator: episode %d step %d: %s has %d values, want %d", ep, step, name, len(v), n)
+		return fmt.Errorf("metrics: accumulator: episode %d step %d: %s has %d values, want %d", ep, step, name, len(v), n)
 	}
 	if k := nonFinite(v); k >= 0 {
-		return fmt.Errorf("sim: accumulator: episode %d step %d: %s[%d] = %v is not finite", ep, step, name, k, v[k])
+		return fmt.Errorf("metrics: accumulator: episode %d step %d: %s[%d] = %v is not finite", ep, step, name, k, v[k])
 	}
 	return nil
 }
@@ -474,7 +474,7 @@ func checkVec(name string, v []float64, n, ep, step int) error {
 // plan's reference when nil) and EveX0; a record without X is ignored.
 func (a *Accumulator) AddControl(r *trace.ControlRecord) error {
 	if !a.control {
-		return fmt.Errorf("sim: accumulator: control record in a %s run", a.res.Kind)
+		return fmt.Errorf("metrics: accumulator: control record in a %s run", a.res.Kind)
 	}
 	return a.add("control", r.Episode, r.Step, r.X, r.Ref, r.EveX0)
 }
@@ -483,7 +483,7 @@ func (a *Accumulator) AddControl(r *trace.ControlRecord) error {
 // without X is ignored.
 func (a *Accumulator) AddConsensus(r *trace.ConsensusRecord) error {
 	if a.control {
-		return fmt.Errorf("sim: accumulator: consensus record in a %s run", a.res.Kind)
+		return fmt.Errorf("metrics: accumulator: consensus record in a %s run", a.res.Kind)
 	}
 	return a.add("consensus", r.Episode, r.Step, r.X, nil, r.EveX0)
 }
@@ -524,7 +524,7 @@ func (a *Accumulator) valid(ep, t int, x, ref, eve []float64) error {
 	}
 	if eve != nil {
 		if t == a.steps {
-			return fmt.Errorf("sim: accumulator: episode %d: eavesdropper estimate at the final step %d", ep, t)
+			return fmt.Errorf("metrics: accumulator: episode %d: eavesdropper estimate at the final step %d", ep, t)
 		}
 		if err := checkVec("eve_x0", eve, d, ep, t); err != nil {
 			return err
@@ -537,7 +537,7 @@ func (a *Accumulator) valid(ep, t int, x, ref, eve []float64) error {
 // records held after it), ahead of its turn it is copied and held.
 func (a *Accumulator) put(e *Episode, ep, t int, x, ref, eve []float64) error {
 	if _, dup := e.held[t]; t < e.next || dup {
-		return fmt.Errorf("sim: accumulator: episode %d step %d added twice", ep, t)
+		return fmt.Errorf("metrics: accumulator: episode %d step %d added twice", ep, t)
 	}
 	if t > e.next {
 		if e.held == nil {
@@ -694,7 +694,7 @@ func (a *Accumulator) maybeFold(e *Episode) {
 // episode order (an incomplete one counts as incomplete, as with AddControl).
 func (a *Accumulator) AddEpisode(e *Episode) error {
 	if e.episode < a.next || a.pending[e.episode] != nil {
-		return fmt.Errorf("sim: accumulator: episode %d added twice", e.episode)
+		return fmt.Errorf("metrics: accumulator: episode %d added twice", e.episode)
 	}
 	a.pending[e.episode] = e
 	a.maybeFold(e)

@@ -31,17 +31,17 @@ func NewWriter[R Record](w io.Writer) *Writer[R] {
 func (tw *Writer[R]) Write(r *R) error {
 	if b, ok := appendRecord(tw.w.AvailableBuffer(), r); ok {
 		if _, err := tw.w.Write(b); err != nil {
-			return fmt.Errorf("sim: trace record %d: %w", tw.n, err)
+			return fmt.Errorf("trace: record %d: %w", tw.n, err)
 		}
 		tw.n++
 		return nil
 	}
 	tw.buf.Reset()
 	if err := tw.enc.Encode(r); err != nil {
-		return fmt.Errorf("sim: trace record %d (%s): %w", tw.n, recordKey(r), err)
+		return fmt.Errorf("trace: record %d (%s): %w", tw.n, recordKey(r), err)
 	}
 	if _, err := tw.w.Write(tw.buf.Bytes()); err != nil {
-		return fmt.Errorf("sim: trace record %d: %w", tw.n, err)
+		return fmt.Errorf("trace: record %d: %w", tw.n, err)
 	}
 	tw.n++
 	return nil
@@ -52,10 +52,10 @@ func (tw *Writer[R]) Write(r *R) error {
 func (tw *Writer[R]) WriteLine(v any) error {
 	tw.buf.Reset()
 	if err := tw.enc.Encode(v); err != nil {
-		return fmt.Errorf("sim: trace line after record %d: %w", tw.n, err)
+		return fmt.Errorf("trace: line after record %d: %w", tw.n, err)
 	}
 	if _, err := tw.w.Write(tw.buf.Bytes()); err != nil {
-		return fmt.Errorf("sim: trace line after record %d: %w", tw.n, err)
+		return fmt.Errorf("trace: line after record %d: %w", tw.n, err)
 	}
 	return nil
 }
@@ -63,7 +63,7 @@ func (tw *Writer[R]) WriteLine(v any) error {
 // Flush writes buffered lines to the underlying writer.
 func (tw *Writer[R]) Flush() error {
 	if err := tw.w.Flush(); err != nil {
-		return fmt.Errorf("sim: trace: %w", err)
+		return fmt.Errorf("trace: %w", err)
 	}
 	return nil
 }
@@ -149,7 +149,7 @@ func (tr *Reader[R]) fill() {
 	for !tr.has && !tr.eof && tr.err == nil {
 		if !tr.sc.Scan() {
 			if err := tr.sc.Err(); err != nil {
-				tr.err = fmt.Errorf("sim: trace line %d: %w", tr.line+1, err)
+				tr.err = fmt.Errorf("trace: line %d: %w", tr.line+1, err)
 			}
 			tr.eof = true
 			return
@@ -167,7 +167,7 @@ func (tr *Reader[R]) fill() {
 		tr.head = zero // what the scanner set before it gave up
 		rec, err := decodeJSON[R](b)
 		if err != nil {
-			tr.err = fmt.Errorf("sim: trace line %d: %w", tr.line, err)
+			tr.err = fmt.Errorf("trace: line %d: %w", tr.line, err)
 			return
 		}
 		tr.head, tr.has = rec, true
@@ -229,7 +229,7 @@ func (tr *Reader[R]) ReadEpisode(ep int, dst []R) ([]R, error) {
 			return dst, tr.err
 		}
 		if e < tr.last {
-			return dst, fmt.Errorf("sim: trace line %d: episode %d after episode %d: records are not ordered by episode", tr.line, e, tr.last)
+			return dst, fmt.Errorf("trace: line %d: episode %d after episode %d: records are not ordered by episode", tr.line, e, tr.last)
 		}
 		if e != ep {
 			return dst, nil

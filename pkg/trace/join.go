@@ -43,7 +43,7 @@ var controlRoles = [3]endpoint.Role{endpoint.Plant, endpoint.Cloud, endpoint.Eav
 // reported missing).
 func NewControlJoin(steps int, ref dynamics.Reference, eve bool) (*ControlJoin, error) {
 	if steps < 1 {
-		return nil, fmt.Errorf("sim: merge: horizon %d < 1", steps)
+		return nil, fmt.Errorf("trace: merge: horizon %d < 1", steps)
 	}
 	j := &ControlJoin{steps: steps, ref: ref, eve: eve, eveMissing: make([]int, steps+1), down: make([][]string, steps+1)}
 	for _, c := range []*column{&j.x, &j.yhat, &j.u, &j.xhat, &j.eveX0} {
@@ -79,17 +79,17 @@ func (j *ControlJoin) Begin(ep int) {
 func (j *ControlJoin) Add(from endpoint.Role, r *ControlRecord) error {
 	k := slices.Index(controlRoles[:], from)
 	if k < 0 {
-		return fmt.Errorf("sim: merge: a %s record in a cloud-control run", from)
+		return fmt.Errorf("trace: merge: a %s record in a cloud-control run", from)
 	}
 	if r.Episode < 0 || r.Step < 0 || r.Step > j.steps {
-		return fmt.Errorf("sim: merge: %s record episode %d step %d outside 0..%d", from, r.Episode, r.Step, j.steps)
+		return fmt.Errorf("trace: merge: %s record episode %d step %d outside 0..%d", from, r.Episode, r.Step, j.steps)
 	}
 	if r.Episode != j.ep {
-		return fmt.Errorf("sim: merge: %s record of episode %d in episode %d", from, r.Episode, j.ep)
+		return fmt.Errorf("trace: merge: %s record of episode %d in episode %d", from, r.Episode, j.ep)
 	}
 	t := r.Step
 	if j.got[k][t] {
-		return fmt.Errorf("sim: merge: %s wrote episode %d step %d twice", from, r.Episode, t)
+		return fmt.Errorf("trace: merge: %s wrote episode %d step %d twice", from, r.Episode, t)
 	}
 	j.got[k][t] = true
 	if t == j.steps && from != endpoint.Plant {
@@ -108,7 +108,7 @@ func (j *ControlJoin) Add(from endpoint.Role, r *ControlRecord) error {
 		j.eveMissing[t] = r.EveMissing
 	}
 	if err != nil {
-		return fmt.Errorf("sim: merge: %s record episode %d step %d: %w", from, r.Episode, t, err)
+		return fmt.Errorf("trace: merge: %s record episode %d step %d: %w", from, r.Episode, t, err)
 	}
 	return nil
 }
@@ -257,7 +257,7 @@ func (s *consensusSlot) reset() {
 // t = 0..T. eve says whether an eavesdropper ran (if not, its pieces are not reported missing).
 func NewConsensusJoin(n, steps int, eve bool) (*ConsensusJoin, error) {
 	if n < 1 || steps < 1 {
-		return nil, fmt.Errorf("sim: merge: %d agents, horizon %d", n, steps)
+		return nil, fmt.Errorf("trace: merge: %d agents, horizon %d", n, steps)
 	}
 	return &ConsensusJoin{n: n, steps: steps, eve: eve, window: make([]*consensusSlot, steps+1), down: make([]int, 0, n)}, nil
 }
@@ -308,14 +308,14 @@ func (j *ConsensusJoin) slot(t int) *consensusSlot {
 // episode's steps and agents, or a second one for an agent and step, is an error.
 func (j *ConsensusJoin) AddAgent(r *AgentRecord) error {
 	if r.Step < 0 || r.Step > j.steps || r.Agent < 0 || r.Agent >= j.n {
-		return fmt.Errorf("sim: merge: agent record episode %d step %d agent %d outside 0..%d / 0..%d", r.Episode, r.Step, r.Agent, j.steps, j.n-1)
+		return fmt.Errorf("trace: merge: agent record episode %d step %d agent %d outside 0..%d / 0..%d", r.Episode, r.Step, r.Agent, j.steps, j.n-1)
 	}
 	if r.Episode != j.ep {
-		return fmt.Errorf("sim: merge: agent record of episode %d in episode %d", r.Episode, j.ep)
+		return fmt.Errorf("trace: merge: agent record of episode %d in episode %d", r.Episode, j.ep)
 	}
 	sl := j.slot(r.Step)
 	if sl == nil || sl.hx[r.Agent] {
-		return fmt.Errorf("sim: merge: agent %d wrote episode %d step %d twice", r.Agent, r.Episode, r.Step)
+		return fmt.Errorf("trace: merge: agent %d wrote episode %d step %d twice", r.Agent, r.Episode, r.Step)
 	}
 	sl.x[r.Agent], sl.hx[r.Agent] = r.X, true
 	sl.nx++
@@ -335,19 +335,19 @@ func (j *ConsensusJoin) AddAgent(r *AgentRecord) error {
 func (j *ConsensusJoin) AddBlock(b *BlockRecord) error {
 	last := b.First + len(b.X) - 1
 	if b.Step < 0 || b.Step > j.steps || b.First < 0 || last >= j.n || (b.Y != nil && len(b.Y) != len(b.X)) {
-		return fmt.Errorf("sim: merge: block record episode %d step %d agents %d..%d outside 0..%d / 0..%d", b.Episode, b.Step, b.First, last, j.steps, j.n-1)
+		return fmt.Errorf("trace: merge: block record episode %d step %d agents %d..%d outside 0..%d / 0..%d", b.Episode, b.Step, b.First, last, j.steps, j.n-1)
 	}
 	if b.Episode != j.ep {
-		return fmt.Errorf("sim: merge: block record of episode %d in episode %d", b.Episode, j.ep)
+		return fmt.Errorf("trace: merge: block record of episode %d in episode %d", b.Episode, j.ep)
 	}
 	sl := j.slot(b.Step)
 	if sl == nil {
-		return fmt.Errorf("sim: merge: agent %d wrote episode %d step %d twice", b.First, b.Episode, b.Step)
+		return fmt.Errorf("trace: merge: agent %d wrote episode %d step %d twice", b.First, b.Episode, b.Step)
 	}
 	hx := sl.hx[b.First : last+1]
 	if slices.Contains(hx, true) { // one pass, vectorised: a block is thousands of agents
 		k := slices.Index(hx, true)
-		return fmt.Errorf("sim: merge: agent %d wrote episode %d step %d twice", b.First+k, b.Episode, b.Step)
+		return fmt.Errorf("trace: merge: agent %d wrote episode %d step %d twice", b.First+k, b.Episode, b.Step)
 	}
 	copy(sl.x[b.First:], b.X)
 	fill(hx)
@@ -372,14 +372,14 @@ func fill(f []bool) {
 // is kept until the step is released).
 func (j *ConsensusJoin) AddEavesdropper(r *ConsensusRecord) error {
 	if r.Step < 0 || r.Step > j.steps {
-		return fmt.Errorf("sim: merge: eavesdropper record episode %d step %d outside 0..%d", r.Episode, r.Step, j.steps)
+		return fmt.Errorf("trace: merge: eavesdropper record episode %d step %d outside 0..%d", r.Episode, r.Step, j.steps)
 	}
 	if r.Episode != j.ep {
-		return fmt.Errorf("sim: merge: eavesdropper record of episode %d in episode %d", r.Episode, j.ep)
+		return fmt.Errorf("trace: merge: eavesdropper record of episode %d in episode %d", r.Episode, j.ep)
 	}
 	sl := j.slot(r.Step)
 	if sl == nil || sl.hasEve {
-		return fmt.Errorf("sim: merge: eavesdropper wrote episode %d step %d twice", r.Episode, r.Step)
+		return fmt.Errorf("trace: merge: eavesdropper wrote episode %d step %d twice", r.Episode, r.Step)
 	}
 	sl.eve, sl.eveMissing, sl.hasEve, sl.eveX0 = append(sl.eve[:0], r.EveX0...), r.EveMissing, true, r.EveX0 != nil
 	return nil

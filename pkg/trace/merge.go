@@ -340,7 +340,7 @@ func (m *consensusMerge) headEpisode(s *mergeStream) (int, bool) {
 		return 0, false
 	}
 	if ep < s.last {
-		m.se.add(s, s.name, fmt.Errorf("sim: episode %d after episode %d: records are not ordered by episode", ep, s.last))
+		m.se.add(s, s.name, fmt.Errorf("trace: episode %d after episode %d: records are not ordered by episode", ep, s.last))
 		return 0, false
 	}
 	return ep, true

@@ -474,7 +474,7 @@ func TestMissingErrorN(t *testing.T) {
 	ms := []trace.Missing{{0, 1, endpoint.Plant.String(), -1}, {0, 2, endpoint.Plant.String(), -1}}
 	require.ErrorContains(t, trace.MissingErrorN(ms, 2000), "and 1998 more")
 	require.NoError(t, trace.MissingErrorN(nil, 0))
-	require.EqualError(t, trace.MissingError(ms), "sim: missing record pieces: [episode 0 step 1: plant episode 0 step 2: plant]")
+	require.EqualError(t, trace.MissingError(ms), "trace: missing record pieces: [episode 0 step 1: plant episode 0 step 2: plant]")
 }
 
 // liveHeap is the bytes of allocated heap objects (call runtime.GC first for the live ones).

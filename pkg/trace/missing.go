@@ -47,5 +47,5 @@ func MissingErrorN(ms []Missing, total int) error {
 	if total > len(parts) {
 		more = fmt.Sprintf(" and %d more", total-len(parts))
 	}
-	return fmt.Errorf("sim: %w: %v%s", errMissing, parts, more)
+	return fmt.Errorf("trace: %w: %v%s", errMissing, parts, more)
 }
