@@ -3,7 +3,6 @@ package launch
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -119,13 +118,25 @@ type Requester struct {
 	Origin     string `json:"origin"`
 }
 
-// Refusal is a change that cannot be made: the HTTP status that says so, the field at fault
-// (a scenario path such as faults.links[2].drop; "" when it is not one field) and why.
+// Refusal is a change that cannot be made: what kind of refusal (the live view's HTTP server
+// turns it into a status), the field at fault (a scenario path such as faults.links[2].drop; ""
+// when it is not one field) and why.
 type Refusal struct {
-	Status int
+	Kind   RefusalKind
 	Field  string
 	Reason string
 }
+
+// RefusalKind says why a change is refused: the request is invalid, names nothing that
+// exists, conflicts with the run's state, or failed inside the launcher.
+type RefusalKind string
+
+const (
+	RefusedInvalid  RefusalKind = "invalid"
+	RefusedNotFound RefusalKind = "not-found"
+	RefusedConflict RefusalKind = "conflict"
+	RefusedInternal RefusalKind = "internal"
+)
 
 func (r *Refusal) Error() string {
 	if r.Field != "" {
@@ -135,7 +146,8 @@ func (r *Refusal) Error() string {
 }
 
 // HTTPStatus is the status of the refusal (a 4xx).
-func (r *Refusal) HTTPStatus() int { return r.Status }
+// RefusalKind returns the refusal's kind (internal/live maps it to an HTTP status).
+func (r *Refusal) RefusalKind() string { return string(r.Kind) }
 
 // FieldName is the field at fault ("" when none).
 func (r *Refusal) FieldName() string { return r.Field }
@@ -263,7 +275,7 @@ func (iv *Interventions) Do(by Requester, op, target, name string, body map[stri
 	case (target == TargetLink || target == TargetPartition) && op == OpRemove:
 		return iv.ask(by, op, target, name, nil, nil)
 	}
-	return Intervention{}, &Refusal{Status: http.StatusNotFound, Reason: "unknown change " + op + " " + target}
+	return Intervention{}, &Refusal{Kind: RefusedNotFound, Reason: "unknown change " + op + " " + target}
 }
 
 // AddLink asks for a new link rule (the fields of a faults.links entry, as in a scenario file).
@@ -319,12 +331,12 @@ func (iv *Interventions) crash(by Requester, proc string, body map[string]any) (
 	if d, ok := c["down"]; ok {
 		delete(c, "down")
 		if _, has := c["restart"]; has {
-			return Intervention{}, &Refusal{Status: http.StatusBadRequest, Field: "down", Reason: "give restart or down, not both"}
+			return Intervention{}, &Refusal{Kind: RefusedInvalid, Field: "down", Reason: "give restart or down, not both"}
 		}
 		df, ok1 := d.(float64)
 		s, ok2 := toFloat(c["step"])
 		if !ok1 || !ok2 || df != float64(int(df)) || df < 1 {
-			return Intervention{}, &Refusal{Status: http.StatusBadRequest, Field: "down", Reason: fmt.Sprintf("%v: want the steps the process stays down (an integer >= 1)", d)}
+			return Intervention{}, &Refusal{Kind: RefusedInvalid, Field: "down", Reason: fmt.Sprintf("%v: want the steps the process stays down (an integer >= 1)", d)}
 		}
 		c["restart"] = int(s) + int(df)
 	}
@@ -362,9 +374,9 @@ func (iv *Interventions) ask(by Requester, op, target, name string, fields, body
 	midStep := iv.midStep(target)
 	switch {
 	case iv.cfg.Refuse != "":
-		return Intervention{}, &Refusal{Status: http.StatusConflict, Reason: iv.cfg.Refuse}
+		return Intervention{}, &Refusal{Kind: RefusedConflict, Reason: iv.cfg.Refuse}
 	case midStep < 0 && (iv.ended || iv.next >= iv.cfg.Runs):
-		return Intervention{}, &Refusal{Status: http.StatusConflict, Reason: "no episode of the run is left to start: a change takes effect at the start of the next episode"}
+		return Intervention{}, &Refusal{Kind: RefusedConflict, Reason: "no episode of the run is left to start: a change takes effect at the start of the next episode"}
 	}
 	prov, err := iv.provisional()
 	if err != nil {
@@ -393,7 +405,7 @@ func (iv *Interventions) ask(by Requester, op, target, name string, fields, body
 		return *c, nil
 	}
 	if err := iv.publish(iv.sess, prov, at); err != nil {
-		return Intervention{}, &Refusal{Status: http.StatusInternalServerError, Reason: err.Error()}
+		return Intervention{}, &Refusal{Kind: RefusedInternal, Reason: err.Error()}
 	}
 	iv.commit([]*Intervention{c}, prov, at)
 	out := *c
@@ -472,12 +484,12 @@ func (iv *Interventions) decode(c *Intervention, prov faultState, fields map[str
 		}
 		fields = cloneMap(fields)
 		if n, ok := fields["name"]; ok && n != c.Name {
-			return &Refusal{Status: http.StatusBadRequest, Field: "name", Reason: fmt.Sprintf("%v: a change keeps the name %s (remove it and add another to rename)", n, c.Name)}
+			return &Refusal{Kind: RefusedInvalid, Field: "name", Reason: fmt.Sprintf("%v: a change keeps the name %s (remove it and add another to rename)", n, c.Name)}
 		}
 		delete(fields, "name")
 	}
 	if _, ok := fields["active"]; ok {
-		return &Refusal{Status: http.StatusBadRequest, Field: "active", Reason: "the lifetime of a live change is where it takes effect: leave active out"}
+		return &Refusal{Kind: RefusedInvalid, Field: "active", Reason: "the lifetime of a live change is where it takes effect: leave active out"}
 	}
 	key := map[string]string{TargetLink: "links", TargetPartition: "partitions", TargetProc: "crashes"}[c.Target]
 	fields = cloneMap(fields)
@@ -533,7 +545,7 @@ func (c *Intervention) settleName(name *string, prov faultState) error {
 	}
 	c.Name = *name
 	if _, used := prov.base[*name]; used && c.Op == OpAdd {
-		return &Refusal{Status: http.StatusConflict, Field: "name", Reason: fmt.Sprintf("%q is already the name of a rule or partition of this run (names are never reused: the faults keep every version)", *name)}
+		return &Refusal{Kind: RefusedConflict, Field: "name", Reason: fmt.Sprintf("%q is already the name of a rule or partition of this run (names are never reused: the faults keep every version)", *name)}
 	}
 	return nil
 }
@@ -541,7 +553,7 @@ func (c *Intervention) settleName(name *string, prov faultState) error {
 // findCurrent checks that c names a rule (or partition) acting from the next episode on.
 func (iv *Interventions) findCurrent(c *Intervention, prov faultState) error {
 	if currentVersion(prov, c.Target, c.Name) == "" {
-		return &Refusal{Status: http.StatusNotFound, Field: "name", Reason: fmt.Sprintf("no %s named %q acts from episode %d on", c.Target, c.Name, iv.next)}
+		return &Refusal{Kind: RefusedNotFound, Field: "name", Reason: fmt.Sprintf("no %s named %q acts from episode %d on", c.Target, c.Name, iv.next)}
 	}
 	return nil
 }
@@ -584,7 +596,7 @@ func applyChange(st *faultState, c *Intervention, at scenario.StepPoint) error {
 	var old string
 	if c.Op != OpAdd {
 		if old = currentVersion(*st, c.Target, c.Name); old == "" {
-			return &Refusal{Status: http.StatusNotFound, Field: "name", Reason: fmt.Sprintf("no %s named %q acts from episode %d on", c.Target, c.Name, at.Episode)}
+			return &Refusal{Kind: RefusedNotFound, Field: "name", Reason: fmt.Sprintf("no %s named %q acts from episode %d on", c.Target, c.Name, at.Episode)}
 		}
 		endAt(st, c.Target, old, at)
 	}
@@ -678,16 +690,16 @@ func faultsDoc(f scenario.FaultsSpec) (map[string]any, error) {
 func checkDoc(s *scenario.Scenario, doc map[string]any) (scenario.FaultsSpec, error) {
 	b, err := yaml.Marshal(map[string]any{"faults": doc})
 	if err != nil {
-		return scenario.FaultsSpec{}, &Refusal{Status: http.StatusBadRequest, Reason: err.Error()}
+		return scenario.FaultsSpec{}, &Refusal{Kind: RefusedInvalid, Reason: err.Error()}
 	}
 	f, err := scenario.DecodeFaults(s, b, "the change")
 	var ve *scenario.ValidationError
 	if errors.As(err, &ve) && len(ve.Problems) > 0 {
 		p := ve.Problems[0]
-		return f, &Refusal{Status: http.StatusBadRequest, Field: p.Path, Reason: p.Message}
+		return f, &Refusal{Kind: RefusedInvalid, Field: p.Path, Reason: p.Message}
 	}
 	if err != nil {
-		return f, &Refusal{Status: http.StatusBadRequest, Reason: err.Error()}
+		return f, &Refusal{Kind: RefusedInvalid, Reason: err.Error()}
 	}
 	return f, nil
 }

@@ -2,7 +2,6 @@ package launch
 
 import (
 	"errors"
-	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -98,7 +97,7 @@ func TestInterventionsRecord(t *testing.T) {
 			_, err = iv.RemoveLink("base")
 			var r *Refusal
 			require.True(t, errors.As(err, &r))
-			require.Equal(t, http.StatusNotFound, r.Status, "a removed rule cannot be removed again")
+			require.Equal(t, RefusedNotFound, r.Kind, "a removed rule cannot be removed again")
 		}, []rule{{"base", 0.2, life(-1, 1)}}},
 	}
 	for _, c := range cases {
@@ -121,33 +120,33 @@ func TestInterventionsRefusals(t *testing.T) {
 	cases := []struct {
 		name   string
 		do     func() error
-		status int
+		kind   RefusalKind // the live view answers invalid 400, not-found 404, conflict 409
 		field  string
 	}{
-		{"bad probability", func() error { _, err := iv.AddLink(map[string]any{"drop": 2.0}); return err }, 400, "faults.links[1].drop"},
-		{"unknown field", func() error { _, err := iv.AddLink(map[string]any{"loss": 0.5}); return err }, 400, "faults.links[1].loss"},
+		{"bad probability", func() error { _, err := iv.AddLink(map[string]any{"drop": 2.0}); return err }, RefusedInvalid, "faults.links[1].drop"},
+		{"unknown field", func() error { _, err := iv.AddLink(map[string]any{"loss": 0.5}); return err }, RefusedInvalid, "faults.links[1].loss"},
 		{"a lifetime given", func() error {
 			_, err := iv.AddLink(map[string]any{"drop": 0.5, "active": map[string]any{}})
 			return err
-		}, 400, "active"},
-		{"renamed by a change", func() error { _, err := iv.ChangeLink("base", map[string]any{"name": "x", "drop": 0.5}); return err }, 400, "name"},
-		{"no such rule", func() error { _, err := iv.ChangeLink("nosuch", map[string]any{"drop": 0.5}); return err }, 404, "name"},
-		{"no such process", func() error { _, err := iv.Crash("agent.10", nil); return err }, 400, "faults.crashes[0].proc"},
-		{"the eavesdropper", func() error { _, err := iv.Crash("eavesdropper-0", nil); return err }, 400, "faults.crashes[0].proc"},
+		}, RefusedInvalid, "active"},
+		{"renamed by a change", func() error { _, err := iv.ChangeLink("base", map[string]any{"name": "x", "drop": 0.5}); return err }, RefusedInvalid, "name"},
+		{"no such rule", func() error { _, err := iv.ChangeLink("nosuch", map[string]any{"drop": 0.5}); return err }, RefusedNotFound, "name"},
+		{"no such process", func() error { _, err := iv.Crash("agent.10", nil); return err }, RefusedInvalid, "faults.crashes[0].proc"},
+		{"the eavesdropper", func() error { _, err := iv.Crash("eavesdropper-0", nil); return err }, RefusedInvalid, "faults.crashes[0].proc"},
 		{"restart before the crash", func() error {
 			_, err := iv.Crash("agent-1", map[string]any{"step": 9.0, "restart": 3.0})
 			return err
-		}, 400, "faults.crashes[0].restart"},
+		}, RefusedInvalid, "faults.crashes[0].restart"},
 		{"partition of every agent", func() error {
 			_, err := iv.AddPartition(map[string]any{"agents": []any{0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0}})
 			return err
-		}, 400, "faults.partitions[0].agents"},
+		}, RefusedInvalid, "faults.partitions[0].agents"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var r *Refusal
 			require.True(t, errors.As(c.do(), &r))
-			require.Equal(t, c.status, r.Status, r.Error())
+			require.Equal(t, c.kind, r.Kind, r.Error())
 			require.Equal(t, c.field, r.Field, r.Error())
 		})
 	}
@@ -156,5 +155,5 @@ func TestInterventionsRefusals(t *testing.T) {
 	_, err = off.AddLink(map[string]any{"drop": 0.5})
 	var r *Refusal
 	require.True(t, errors.As(err, &r))
-	require.Equal(t, http.StatusConflict, r.Status)
+	require.Equal(t, RefusedConflict, r.Kind)
 }

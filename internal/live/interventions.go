@@ -96,17 +96,25 @@ func doChange(w http.ResponseWriter, r *http.Request, iv Intervener, op, target,
 	if err != nil {
 		status, field := http.StatusBadRequest, ""
 		var r interface {
-			HTTPStatus() int
+			RefusalKind() string
 			FieldName() string
 		}
 		if errors.As(err, &r) {
-			status, field = r.HTTPStatus(), r.FieldName()
+			status, field = refusalStatus[r.RefusalKind()], r.FieldName()
+			if status == 0 {
+				status = http.StatusBadRequest
+			}
 		}
 		writeError(w, status, field, err.Error())
 		return
 	}
 	writeJSON(w, http.StatusAccepted, out)
 }
+
+// refusalStatus is the HTTP status of each kind of refused change (launch.RefusalKind): the
+// launcher knows why it refuses, the HTTP server how to say it.
+var refusalStatus = map[string]int{"invalid": http.StatusBadRequest, "not-found": http.StatusNotFound,
+	"conflict": http.StatusConflict, "internal": http.StatusInternalServerError}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
