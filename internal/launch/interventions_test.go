@@ -118,10 +118,10 @@ func TestInterventionsRefusals(t *testing.T) {
 	require.NoError(t, err)
 	iv := NewInterventions(InterventionsConfig{Scenario: s, Runs: 10})
 	cases := []struct {
-		name   string
-		do     func() error
-		kind   RefusalKind // the live view answers invalid 400, not-found 404, conflict 409
-		field  string
+		name  string
+		do    func() error
+		kind  RefusalKind // the live view answers invalid 400, not-found 404, conflict 409
+		field string
 	}{
 		{"bad probability", func() error { _, err := iv.AddLink(map[string]any{"drop": 2.0}); return err }, RefusedInvalid, "faults.links[1].drop"},
 		{"unknown field", func() error { _, err := iv.AddLink(map[string]any{"loss": 0.5}); return err }, RefusedInvalid, "faults.links[1].loss"},
