@@ -24,7 +24,7 @@ var ErrStopped = errors.New("bus: stopped")
 // accumulates there into the inbox's queue, which has no fixed length: a receiver that falls
 // behind its senders (the eavesdropper of 128 episodes in flight on a busy machine) is slower
 // and never drops a message, up to MaxInboxPending bytes.
-const DefaultInboxBuffer = 1 << 16
+const DefaultInboxBuffer = 1 << 18
 
 // MaxInboxPending bounds the bytes an inbox's queue holds by default. Only beyond it are
 // messages dropped (a slow consumer: counted in Inbox.Dropped). A lockstep receiver waits
@@ -140,10 +140,11 @@ func (in *Inbox) SubscribeTo(subject string) error {
 	return nil
 }
 
-// guardEvery is how often the guard looks at the delivery channel: it fills in no less than
-// DefaultInboxBuffer / (messages per second), seconds (65,536 messages: far more than a loopback
-// server delivers in 5 ms).
-const guardEvery = 5 * time.Millisecond
+// guardEvery is how often the guard looks at the delivery channel. The channel fills in no
+// less than DefaultInboxBuffer / (messages per second) seconds: 262,144 messages, against the
+// tens of thousands the client's reader can parse in the 10 ms the Go scheduler gives it before
+// the guard runs (a busy machine deschedules both alike).
+const guardEvery = 2 * time.Millisecond
 
 // guard moves what accumulates in the delivery channel into the queue while Next is not
 // waiting on it (Next takes from the queue first, so the order stays the server's). It ends
