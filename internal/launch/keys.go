@@ -50,7 +50,7 @@ func (s *Session) makeKeys() error {
 	return atomicfile.WriteFile(s.keys.file, data, 0o644)
 }
 
-// x0Keys are the curve keys that seal the challenger's x(0) (bus.Seal): the launcher's, and
+// x0Keys are the curve keys that seal the challenger's x(0) (bus.CurveKey.Seal): the launcher's, and
 // one per process that owns a part of x(0) (the plant; each agent host), whose seed reaches it
 // through its environment (or its attach credentials file), never argv.
 type x0Keys struct {

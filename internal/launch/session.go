@@ -375,7 +375,7 @@ func (s *Session) publishGroup(g Group, x0s [][]float64) error {
 		// The secret goes on the challenger's private line, never on dpsim.<run>.>, and sealed
 		// to the processes that own it (each its own part): the line is private by convention
 		// only, and a server without permissions lets anyone subscribe to it.
-		m, err := contract.X0Message(s.cfg.Run, g.First+i, x0, s.x0.launcher.Seed, s.x0.to)
+		m, err := contract.X0Message(s.cfg.Run, g.First+i, x0, s.x0.launcher, s.x0.to)
 		if err != nil {
 			return err
 		}

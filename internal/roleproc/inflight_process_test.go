@@ -126,7 +126,7 @@ func playGroups(t *testing.T, srv *bus.Embedded, run, dir string, pl play, group
 		}
 		require.NoError(t, c.Publish(subj.CtlEpisode(), m))
 		for ep := g[0]; private && ep < g[0]+g[1]; ep++ {
-			x0, err := contract.X0Message(run, ep, pl.x0(ep), sealer.Seed, to)
+			x0, err := contract.X0Message(run, ep, pl.x0(ep), sealer, to)
 			require.NoError(t, err)
 			require.NoError(t, c.Publish(subj.ChallengerX0(), x0))
 		}

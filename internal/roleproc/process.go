@@ -601,7 +601,7 @@ func (proc *process) openX0(m *bus.Message, r runner) ([]float64, error) {
 		return nil, &bus.InvalidError{Reason: bus.ReasonSealed, Detail: fmt.Sprintf("sealed x0: no curve key ($%s, $%s or --credentials) to open it with", bus.EnvX0Seed, bus.EnvX0Sender)}
 	}
 	self := endpoint.Endpoint{Role: proc.cfg.Role, ID: proc.cfg.ID}
-	own, err := contract.OpenX0(m, self, proc.cfg.Secrets.X0Seed, proc.cfg.Secrets.X0Sender)
+	own, err := contract.OpenX0(m, self, bus.CurveKey{Seed: proc.cfg.Secrets.X0Seed}, proc.cfg.Secrets.X0Sender)
 	if err != nil {
 		return nil, err
 	}

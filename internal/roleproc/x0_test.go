@@ -27,7 +27,7 @@ func TestOpenX0AgentHost(t *testing.T) {
 	host := endpoint.Endpoint{Role: endpoint.Agent, ID: 2}
 	to := []contract.X0Recipient{{Endpoint: endpoint.Endpoint{Role: endpoint.Agent}, First: 0, Last: 1, Public: other.Public},
 		{Endpoint: host, First: 2, Last: 3, Public: mine.Public}}
-	m, err := contract.X0Message("r1", 3, x0, launcher.Seed, to)
+	m, err := contract.X0Message("r1", 3, x0, launcher, to)
 	require.NoError(t, err)
 	proc := func(seed, sender string) *process {
 		return &process{cfg: &Config{Role: endpoint.Agent, ID: 2, LastAgent: 3, Secrets: Secrets{X0Seed: seed, X0Sender: sender}}, plan: p}

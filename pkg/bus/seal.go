@@ -57,9 +57,10 @@ func (k CurveKey) Env(sender string) []string {
 // unset).
 func EnvCurveKey() (seed, sender string) { return os.Getenv(EnvX0Seed), os.Getenv(EnvX0Sender) }
 
-// Seal seals data with the key of seed to the holder of the public curve key recipient.
-func Seal(seed string, data []byte, recipient string) ([]byte, error) {
-	kp, err := curvePair(seed)
+// Seal seals data with k to the holder of the public curve key recipient (only k.Seed is
+// needed). It is pkg/contract's Sealer.
+func (k CurveKey) Seal(data []byte, recipient string) ([]byte, error) {
+	kp, err := curvePair(k.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -70,11 +71,11 @@ func Seal(seed string, data []byte, recipient string) ([]byte, error) {
 	return box, nil
 }
 
-// Open opens a box sealed to the key of seed by the holder of the public curve key sender:
-// an *InvalidError (ReasonSealed) when it was not sealed to this key by that sender, or was
-// altered.
-func Open(seed string, box []byte, sender string) ([]byte, error) {
-	kp, err := curvePair(seed)
+// Open opens a box sealed to k by the holder of the public curve key sender (only k.Seed is
+// needed): an *InvalidError (ReasonSealed) when it was not sealed to this key by that sender,
+// or was altered. It is pkg/contract's Opener.
+func (k CurveKey) Open(box []byte, sender string) ([]byte, error) {
+	kp, err := curvePair(k.Seed)
 	if err != nil {
 		return nil, err
 	}

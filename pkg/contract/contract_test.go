@@ -110,13 +110,13 @@ func ExampleEpisodeMessage() {
 	launcher, _ := bus.NewCurveKey()
 	plant, _ := bus.NewCurveKey()
 	pub := EpisodeMessage("r1", 7, true)
-	priv, _ := X0Message("r1", 7, []float64{0.5, 0}, launcher.Seed, []X0Recipient{{Endpoint: endpoint.Endpoint{Role: endpoint.Plant}, Last: 1, Public: plant.Public}})
+	priv, _ := X0Message("r1", 7, []float64{0.5, 0}, launcher, []X0Recipient{{Endpoint: endpoint.Endpoint{Role: endpoint.Plant}, Last: 1, Public: plant.Public}})
 	pub.SentUnixNano, priv.SentUnixNano = 1700000000000000000, 1700000000000000000 // fixed for the example
 	subj, _ := bus.NewSubjects("r1")
 	b, _ := bus.EncodeJSON(nil, pub)
 	fmt.Println(subj.CtlEpisode(), string(b))
 	fmt.Println(subj.ChallengerX0(), priv.Kind, priv.Values[:2], len(priv.Values))
-	x0, _ := OpenX0(priv, endpoint.Endpoint{Role: endpoint.Plant}, plant.Seed, launcher.Public)
+	x0, _ := OpenX0(priv, endpoint.Endpoint{Role: endpoint.Plant}, plant, launcher.Public)
 	fmt.Println("the plant opens", x0)
 	// Output:
 	// dpsim.r1.ctl.episode {"v":1,"run":"r1","ep":7,"step":0,"from":"launcher.0","sent":1700000000000000000,"kind":"episode-x0","vals":[]}

@@ -11,18 +11,18 @@ import (
 
 // The challenger's x(0), sealed. The x0 message of an episode (X0Message) carries one sealed
 // box per process that owns a part of x(0) - the plant all of it, each agent host its own
-// agents' x_i(0) - sealed by the launcher's curve key to that process's (bus.Seal): a
-// subscriber to dpsim-challenger.<run>.x0 reads ciphertext only, and a process opens only its
-// own box. Its Values are the boxes one after the other, each
+// agents' x_i(0) - sealed by the launcher's curve key (a Sealer: bus.CurveKey) to that
+// process's: a subscriber to dpsim-challenger.<run>.x0 reads ciphertext only, and a process
+// opens only its own box. Its Values are the boxes one after the other, each
 //
 //	[id, n, w_1, ..., w_k]
 //
 // id the receiver's id (the plant's; a host's first agent), n the box's length in bytes, and
 // w_1..w_k (k = ceil(n/6)) its bytes, six per value as an integer in [0, 2^48) (big-endian; the
 // last one padded with zeros): exact in a float64, so both encodings carry them and --sign
-// signs them. A box opens (bus.Open) to the JSON of x0Sealed: the run, the episode and the
-// receiver it was sealed for, which must be the message's and the process's own (a box moved
-// to another episode or run is refused), and the receiver's values.
+// signs them. A box opens (an Opener: bus.CurveKey) to the JSON of x0Sealed: the run, the
+// episode and the receiver it was sealed for, which must be the message's and the process's
+// own (a box moved to another episode or run is refused), and the receiver's values.
 
 // x0WordBytes is how many bytes of a box one value carries (48 bits: exact in a float64).
 const x0WordBytes = 6
@@ -39,6 +39,20 @@ type X0Recipient struct {
 	Public      string
 }
 
+// Sealer seals data to the holder of the public curve key recipient: the launcher's curve key
+// (bus.CurveKey). The cryptography is the transport's (nkeys), so this package, and what
+// imports it, does not depend on it.
+type Sealer interface {
+	Seal(data []byte, recipient string) ([]byte, error)
+}
+
+// Opener opens a box sealed to it by the holder of the public curve key sender: a process's
+// curve key (bus.CurveKey). It fails with an *bus.InvalidError (ReasonSealed) when the box was
+// not sealed to it by sender, or was altered.
+type Opener interface {
+	Open(box []byte, sender string) ([]byte, error)
+}
+
 // x0Sealed is what a box holds.
 type x0Sealed struct {
 	Run     string    `json:"run"`
@@ -48,8 +62,8 @@ type x0Sealed struct {
 }
 
 // X0Message is the private challenger message with episode ep's explicit initial state x0,
-// sealed with the launcher's curve seed to each recipient (its own values only).
-func X0Message(run string, ep int, x0 []float64, seed string, to []X0Recipient) (*bus.Message, error) {
+// sealed with the launcher's curve key to each recipient (its own values only).
+func X0Message(run string, ep int, x0 []float64, launcher Sealer, to []X0Recipient) (*bus.Message, error) {
 	var vals []float64
 	for _, r := range to {
 		if r.First < 0 || r.Last < r.First || r.Last >= len(x0) {
@@ -59,7 +73,7 @@ func X0Message(run string, ep int, x0 []float64, seed string, to []X0Recipient) 
 		if err != nil {
 			return nil, fmt.Errorf("contract: x0 for %s: %w", r.Endpoint, err)
 		}
-		box, err := bus.Seal(seed, data, r.Public)
+		box, err := launcher.Seal(data, r.Public)
 		if err != nil {
 			return nil, fmt.Errorf("contract: x0 for %s: %w", r.Endpoint, err)
 		}
@@ -84,16 +98,16 @@ func appendBox(vals []float64, id int, box []byte) []float64 {
 	return vals
 }
 
-// OpenX0 opens the box of process self in the x0 message m with its curve seed, sealed by the
+// OpenX0 opens the box of process self in the x0 message m with its curve key, sealed by the
 // launcher's public curve key sender, and returns its values of x(0): an *bus.InvalidError -
 // ReasonDim when the message is malformed or holds no box for self, ReasonSealed when the box
 // does not open with the key or was sealed for another run, episode or process.
-func OpenX0(m *bus.Message, self endpoint.Endpoint, seed, sender string) ([]float64, error) {
+func OpenX0(m *bus.Message, self endpoint.Endpoint, key Opener, sender string) ([]float64, error) {
 	box, err := findBox(m.Values, self.ID)
 	if err != nil {
 		return nil, err
 	}
-	data, err := bus.Open(seed, box, sender)
+	data, err := key.Open(box, sender)
 	if err != nil {
 		return nil, err
 	}

@@ -196,7 +196,7 @@ func sealedX0(t *testing.T) *bus.Message {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := contract.X0Message("r1", 34, []float64{0.5, -2}, launcher.Seed,
+	m, err := contract.X0Message("r1", 34, []float64{0.5, -2}, launcher,
 		[]contract.X0Recipient{{Endpoint: endpoint.Endpoint{Role: endpoint.Plant, ID: 0}, First: 0, Last: 1, Public: plant.Public}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 // Command sealed prints the cross-check vectors of examples/js-plant's opening of the
 // challenger's sealed x(0) (docs/protocol.md section 7): x0 messages made by dpsim's own
-// launcher code (pkg/contract X0Message, sealed by pkg/bus Seal with nkeys curve keys made for
+// launcher code (pkg/contract X0Message, sealed by pkg/bus CurveKey.Seal with nkeys curve keys made for
 // these vectors only), some altered on purpose, each with the receiver's keys and what dpsim's
 // plant makes of it - the x(0) it opens (contract.OpenX0 and the plant's check of nx finite
 // values) or the reason it drops the message. The boxes' nonces and keys are random, so the file
@@ -66,7 +66,7 @@ func Open(c Case) ([]float64, string, error) {
 	if c.Seed == "" || c.Sender == "" {
 		return nil, bus.ReasonSealed.String(), nil // no curve key to open it with
 	}
-	x0, err := contract.OpenX0(&m, self, c.Seed, c.Sender)
+	x0, err := contract.OpenX0(&m, self, bus.CurveKey{Seed: c.Seed}, c.Sender)
 	if err != nil {
 		return nil, bus.ReasonOf(err).String(), nil
 	}
@@ -90,7 +90,7 @@ func key() bus.CurveKey {
 }
 
 func x0Message(run string, ep int, x0 []float64, seed string, to ...contract.X0Recipient) *bus.Message {
-	m, err := contract.X0Message(run, ep, x0, seed, to)
+	m, err := contract.X0Message(run, ep, x0, bus.CurveKey{Seed: seed}, to)
 	if err != nil {
 		panic(err)
 	}
