@@ -8,6 +8,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // signingKeys are the keys of a session with --sign.
@@ -41,7 +42,7 @@ func (s *Session) makeKeys() error {
 	if err != nil {
 		return err
 	}
-	s.keys.launcher, pub[bus.LauncherSender] = l.Seed, l.Public
+	s.keys.launcher, pub[wire.LauncherSender] = l.Seed, l.Public
 	data, err := json.MarshalIndent(pub, "", "  ")
 	if err != nil {
 		return err

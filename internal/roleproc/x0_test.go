@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/dpsimtest"
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // An agent host opens its own box of the challenger's x0 message: its agents' x_i(0) in place,
@@ -49,6 +49,6 @@ func TestOpenX0AgentHost(t *testing.T) {
 	} {
 		_, err := pr.openX0(m, nil)
 		require.Error(t, err, name)
-		require.Equal(t, bus.ReasonSealed, bus.ReasonOf(err), "%s: %v", name, err)
+		require.Equal(t, wire.ReasonSealed, wire.ReasonOf(err), "%s: %v", name, err)
 	}
 }

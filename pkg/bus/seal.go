@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"github.com/nats-io/nkeys"
+
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // Sealed boxes (the challenger's x(0)). The launcher holds a curve (X25519) key pair, and so
@@ -81,7 +83,7 @@ func (k CurveKey) Open(box []byte, sender string) ([]byte, error) {
 	}
 	data, err := kp.Open(box, sender)
 	if err != nil {
-		return nil, &InvalidError{Reason: ReasonSealed, Detail: "sealed box does not open: not sealed to this process by the launcher, or altered (" + err.Error() + ")"}
+		return nil, &wire.InvalidError{Reason: wire.ReasonSealed, Detail: "sealed box does not open: not sealed to this process by the launcher, or altered (" + err.Error() + ")"}
 	}
 	return data, nil
 }

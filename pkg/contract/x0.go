@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // The challenger's x(0), sealed. The x0 message of an episode (X0Message) carries one sealed
@@ -47,7 +47,7 @@ type Sealer interface {
 }
 
 // Opener opens a box sealed to it by the holder of the public curve key sender: a process's
-// curve key (bus.CurveKey). It fails with an *bus.InvalidError (ReasonSealed) when the box was
+// curve key (bus.CurveKey). It fails with a *wire.InvalidError (ReasonSealed) when the box was
 // not sealed to it by sender, or was altered.
 type Opener interface {
 	Open(box []byte, sender string) ([]byte, error)
@@ -63,7 +63,7 @@ type x0Sealed struct {
 
 // X0Message is the private challenger message with episode ep's explicit initial state x0,
 // sealed with the launcher's curve key to each recipient (its own values only).
-func X0Message(run string, ep int, x0 []float64, launcher Sealer, to []X0Recipient) (*bus.Message, error) {
+func X0Message(run string, ep int, x0 []float64, launcher Sealer, to []X0Recipient) (*wire.Message, error) {
 	var vals []float64
 	for _, r := range to {
 		if r.First < 0 || r.Last < r.First || r.Last >= len(x0) {
@@ -79,7 +79,7 @@ func X0Message(run string, ep int, x0 []float64, launcher Sealer, to []X0Recipie
 		}
 		vals = appendBox(vals, r.Endpoint.ID, box)
 	}
-	return ctlMessage(run, bus.LauncherSender, bus.CtlX0, ep, vals), nil
+	return ctlMessage(run, wire.LauncherSender, wire.CtlX0, ep, vals), nil
 }
 
 // appendBox appends the record [id, n, words...] of box to vals.
@@ -99,10 +99,10 @@ func appendBox(vals []float64, id int, box []byte) []float64 {
 }
 
 // OpenX0 opens the box of process self in the x0 message m with its curve key, sealed by the
-// launcher's public curve key sender, and returns its values of x(0): an *bus.InvalidError -
+// launcher's public curve key sender, and returns its values of x(0): a *wire.InvalidError -
 // ReasonDim when the message is malformed or holds no box for self, ReasonSealed when the box
 // does not open with the key or was sealed for another run, episode or process.
-func OpenX0(m *bus.Message, self endpoint.Endpoint, key Opener, sender string) ([]float64, error) {
+func OpenX0(m *wire.Message, self endpoint.Endpoint, key Opener, sender string) ([]float64, error) {
 	box, err := findBox(m.Values, self.ID)
 	if err != nil {
 		return nil, err
@@ -113,10 +113,10 @@ func OpenX0(m *bus.Message, self endpoint.Endpoint, key Opener, sender string) (
 	}
 	var s x0Sealed
 	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, &bus.InvalidError{Reason: bus.ReasonSealed, Detail: "sealed x0: " + err.Error()}
+		return nil, &wire.InvalidError{Reason: wire.ReasonSealed, Detail: "sealed x0: " + err.Error()}
 	}
 	if s.Run != m.Run || s.Episode != m.Episode || s.To != self.String() {
-		return nil, &bus.InvalidError{Reason: bus.ReasonSealed, Detail: fmt.Sprintf("sealed x0 of run %q episode %d for %s, in a message of run %q episode %d to %s",
+		return nil, &wire.InvalidError{Reason: wire.ReasonSealed, Detail: fmt.Sprintf("sealed x0 of run %q episode %d for %s, in a message of run %q episode %d to %s",
 			s.Run, s.Episode, s.To, m.Run, m.Episode, self)}
 	}
 	return s.X0, nil
@@ -126,21 +126,21 @@ func OpenX0(m *bus.Message, self endpoint.Endpoint, key Opener, sender string) (
 func findBox(vals []float64, id int) ([]byte, error) {
 	for i := 0; i < len(vals); {
 		if i+2 > len(vals) {
-			return nil, &bus.InvalidError{Reason: bus.ReasonDim, Detail: "x0: a truncated box record"}
+			return nil, &wire.InvalidError{Reason: wire.ReasonDim, Detail: "x0: a truncated box record"}
 		}
 		n := vals[i+1]
 		if n < 1 || n > MaxX0Box || n != math.Trunc(n) {
-			return nil, &bus.InvalidError{Reason: bus.ReasonDim, Detail: fmt.Sprintf("x0: box length %v", n)}
+			return nil, &wire.InvalidError{Reason: wire.ReasonDim, Detail: fmt.Sprintf("x0: box length %v", n)}
 		}
 		words := (int(n) + x0WordBytes - 1) / x0WordBytes
 		if i+2+words > len(vals) {
-			return nil, &bus.InvalidError{Reason: bus.ReasonDim, Detail: "x0: a truncated box"}
+			return nil, &wire.InvalidError{Reason: wire.ReasonDim, Detail: "x0: a truncated box"}
 		}
 		if vals[i] == float64(id) {
 			box := make([]byte, 0, words*x0WordBytes)
 			for _, v := range vals[i+2 : i+2+words] {
 				if v < 0 || v >= 1<<48 || v != math.Trunc(v) {
-					return nil, &bus.InvalidError{Reason: bus.ReasonDim, Detail: fmt.Sprintf("x0: box word %v", v)}
+					return nil, &wire.InvalidError{Reason: wire.ReasonDim, Detail: fmt.Sprintf("x0: box word %v", v)}
 				}
 				w := uint64(v)
 				for k := x0WordBytes - 1; k >= 0; k-- {
@@ -151,5 +151,5 @@ func findBox(vals []float64, id int) ([]byte, error) {
 		}
 		i += 2 + words
 	}
-	return nil, &bus.InvalidError{Reason: bus.ReasonDim, Detail: fmt.Sprintf("x0: no box for id %d", id)}
+	return nil, &wire.InvalidError{Reason: wire.ReasonDim, Detail: fmt.Sprintf("x0: no box for id %d", id)}
 }
