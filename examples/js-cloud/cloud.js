@@ -2,7 +2,7 @@
 // The cloud controller of a dpsim cloud-control run, in JavaScript: a drop-in for
 // `dpsim cloud`. It takes the launcher's arguments and environment, speaks the role-process
 // protocol over NATS (internal/launch: ctl.ready, ctl.episode(s), ctl.done, ctl.stop,
-// ctl.result; pkg/bus: the message encodings and checks) and writes the files the launcher
+// ctl.result; pkg/wire: the message encodings and checks) and writes the files the launcher
 // merges (procs/cloud-0.trace.jsonl, cloud-0.result.json). Its arithmetic is the Go cloud's
 // (pkg/sim CloudCore, pkg/dynamics ObserverController) with the same float64 operations in the
 // same order, so a run with it has the Go cloud's metrics and traces bit for bit.

@@ -1,6 +1,6 @@
 // The role-process plumbing the JavaScript roles of examples/js-cloud and examples/js-plant
 // share, written against docs/protocol.md: the launcher's flags, the log, the message encodings
-// and checks (pkg/bus), the plan digest, the receive side of an episode's core (sim's inputs of
+// and checks (pkg/wire), the plan digest, the receive side of an episode's core (sim's inputs of
 // its one sender), and the process around the cores: NATS connection (TLS, credentials,
 // reconnects), ctl.ready, ctl.episode(s), episodes in flight, the trace file, ctl.done, ctl.stop
 // and the result file. What a role computes stays in its own file (cloud.js: the controller;
@@ -167,7 +167,7 @@ function goFormatG(x) {
   return neg ? '-' + s : s;
 }
 
-// ---------------------------------------------------------------- messages (pkg/bus)
+// ---------------------------------------------------------------- messages (pkg/wire)
 
 function nowNanos() {
   return BigInt(Date.now()) * 1000000n;

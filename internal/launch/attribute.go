@@ -13,6 +13,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // The kinds of Problem.
@@ -160,9 +161,9 @@ func (out *PointOutcome) dropsBySender() map[string]*senderDrops {
 		receiver := endpoint.Endpoint{Role: pr.Role, ID: pr.ID}.String()
 		for sender, reasons := range pr.Result.Invalid.BySender {
 			sender = processSender(sender)
-			if n := reasons[bus.ReasonSignature.String()]; n > 0 { // not the sender's doing
+			if n := reasons[wire.ReasonSignature.String()]; n > 0 { // not the sender's doing
 				reasons = maps.Clone(reasons)
-				delete(reasons, bus.ReasonSignature.String())
+				delete(reasons, wire.ReasonSignature.String())
 				out.forged(sender, receiver, n)
 			}
 			if len(reasons) == 0 {

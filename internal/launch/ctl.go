@@ -15,6 +15,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // ctlState is the launcher's side of the ctl protocol: its subscriptions, the events they
@@ -22,7 +23,7 @@ import (
 type ctlState struct {
 	subs     []*bus.Subscription
 	events   chan ctlEvent
-	counters bus.Counters // the coordination messages received, accepted and dropped
+	counters wire.Counters // the coordination messages received, accepted and dropped
 
 	mu      sync.Mutex
 	results map[string]*contract.ProcessResult
@@ -48,7 +49,7 @@ const kindConflict = "conflict"
 
 // subscribe handles ready, done and result messages; invalid ones are counted and dropped.
 func (s *Session) subscribe() error {
-	results, err := s.conn.SubscribeDocuments(s.subj.AllCtlWord(bus.CtlResult), &s.ctl.counters, func(subject string, data []byte) {
+	results, err := s.conn.SubscribeDocuments(s.subj.AllCtlWord(wire.CtlResult), &s.ctl.counters, func(subject string, data []byte) {
 		r, err := contract.DecodeResult(data, s.cfg.Run)
 		if err != nil {
 			s.ctl.counters.DropErr(err)
@@ -57,7 +58,7 @@ func (s *Session) subscribe() error {
 		}
 		key := r.Role + "." + strconv.Itoa(r.ID)
 		if s.byKey[key] == nil || !s.owns(key, r.PID) {
-			s.ctl.counters.Drop(bus.ReasonSender)
+			s.ctl.counters.Drop(wire.ReasonSender)
 			s.refuseResult(subject, fmt.Sprintf("it names %s, pid %d, which is not the process that announced itself on %s", key, r.PID, subject))
 			return
 		}
@@ -69,17 +70,17 @@ func (s *Session) subscribe() error {
 		return err
 	}
 	s.ctl.subs = append(s.ctl.subs, results)
-	for _, w := range []string{bus.CtlReady, bus.CtlDone} {
+	for _, w := range []string{wire.CtlReady, wire.CtlDone} {
 		word := w
-		o := bus.CtlOptions{Expect: bus.Expect{Run: s.cfg.Run, Episode: bus.AnyEpisode, Kind: word}, Counters: &s.ctl.counters}
-		sub, err := s.conn.SubscribeCtl(s.subj.AllCtlWord(word), o, func(subject string, m *bus.Message) {
+		o := bus.CtlOptions{Expect: wire.Expect{Run: s.cfg.Run, Episode: wire.AnyEpisode, Kind: word}, Counters: &s.ctl.counters}
+		sub, err := s.conn.SubscribeCtl(s.subj.AllCtlWord(word), o, func(subject string, m *wire.Message) {
 			if s.byKey[m.Sender] == nil || !strings.HasSuffix(subject, "."+m.Sender) {
-				s.ctl.counters.Drop(bus.ReasonSender)
+				s.ctl.counters.Drop(wire.ReasonSender)
 				return
 			}
 			pid, err := contract.PID(m)
 			var done contract.Done
-			if err == nil && word == bus.CtlDone {
+			if err == nil && word == wire.CtlDone {
 				done, err = contract.ParseDone(m)
 			}
 			if err != nil {
@@ -87,17 +88,17 @@ func (s *Session) subscribe() error {
 				return
 			}
 			ev := word
-			if word == bus.CtlReady && !s.checkPlan(m) {
-				s.ctl.counters.Drop(bus.ReasonSender)
+			if word == wire.CtlReady && !s.checkPlan(m) {
+				s.ctl.counters.Drop(wire.ReasonSender)
 				ev = kindConflict
 			} else if !s.claim(m.Sender, pid, word) {
-				s.ctl.counters.Drop(bus.ReasonSender)
+				s.ctl.counters.Drop(wire.ReasonSender)
 				ev = kindConflict // wake the waits: they return the conflict
 			}
 			select {
 			case s.ctl.events <- ctlEvent{word: ev, sender: m.Sender, ep: m.Episode, done: done}:
 			default:
-				s.ctl.counters.Drop(bus.ReasonAhead)
+				s.ctl.counters.Drop(wire.ReasonAhead)
 			}
 		})
 		if err != nil {
@@ -224,7 +225,7 @@ func (s *Session) waitReady(ctx context.Context) error {
 				_ = s.shutdown()
 				return err
 			}
-			if ev.word == bus.CtlReady {
+			if ev.word == wire.CtlReady {
 				delete(waiting, ev.sender)
 			}
 		case p := <-s.exits:
@@ -311,4 +312,4 @@ func (s *Session) Result(p *Proc) *contract.ProcessResult {
 }
 
 // CtlInvalid returns the launcher's counts of coordination messages.
-func (s *Session) CtlInvalid() bus.CountersSnapshot { return s.ctl.counters.Snapshot() }
+func (s *Session) CtlInvalid() wire.CountersSnapshot { return s.ctl.counters.Snapshot() }

@@ -42,7 +42,7 @@
 //
 // # Coordination protocol (dpsim.<run>.ctl.*)
 //
-// Coordination messages use the bus message schema (JSON, version 1; see pkg/bus) with Kind
+// Coordination messages use the bus message schema (JSON, version 1; see pkg/wire) with Kind
 // set to the ctl word, except ctl.result whose payload is the process's result JSON:
 //
 //	| Subject                               | From      | Kind    | ep | vals                          | Meaning                                   |
@@ -121,7 +121,7 @@
 //
 // A scenario's faults: section (scenario.FaultsSpec) injects per-link faults on the publish
 // side (pkg/fault): every process applies the same pure fates to its own messages. A fault-free
-// message is a plain publish. Otherwise a message carries NATS headers (bus.Route): Dpsim-To
+// message is a plain publish. Otherwise a message carries NATS headers (wire.Route): Dpsim-To
 // (the one subscriber "<role>.<id>" it is for; others ignore it), Dpsim-Except (on a message
 // for every subscriber: those it is not for, which get deliveries of their own), Dpsim-At (the
 // logical step it
@@ -134,7 +134,7 @@
 // # Security
 //
 // The launcher's embedded server knows one NATS user per process and one for the launcher,
-// each with a random password and its role's subject permissions (bus.Subjects.RolePermissions:
+// each with a random password and its role's subject permissions (wire.Subjects.RolePermissions:
 // a process publishes only its own data subject and ctl words; the eavesdropper reads
 // dpsim.<run>.> and publishes nothing else; only the plant and agents read the challenger's
 // line; only the launcher publishes ctl.episode and ctl.stop); a client without credentials is

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/dpsim/dpsim/internal/proxy"
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // processFaults is the state of the scenario's process faults in a session: the proxies in
@@ -120,8 +120,8 @@ func (s *Session) watchServer() error {
 		subject = s.subj.PlantYhat(0)
 	}
 	sub, err := s.conn.SubscribeDocuments(subject, nil, func(_ string, data []byte) {
-		var m bus.Message
-		if bus.Decode(data, &m) != nil || m.Run != s.cfg.Run {
+		var m wire.Message
+		if wire.Decode(data, &m) != nil || m.Run != s.cfg.Run {
 			return
 		}
 		for _, t := range ts {
@@ -236,7 +236,7 @@ func (s *Session) restartCrashed(p *Proc, c *scenario.Crash, ep int) error {
 
 // noteEvent keeps track of the processes heard from since a server restart.
 func (s *Session) noteEvent(ev ctlEvent) {
-	if ev.word != bus.CtlReady {
+	if ev.word != wire.CtlReady {
 		return
 	}
 	s.faults.restartMu.Lock()

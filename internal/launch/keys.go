@@ -8,6 +8,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // signingKeys are the keys of a session with --sign.
@@ -41,7 +42,7 @@ func (s *Session) makeKeys() error {
 	if err != nil {
 		return err
 	}
-	s.keys.launcher, pub[bus.LauncherSender] = l.Seed, l.Public
+	s.keys.launcher, pub[wire.LauncherSender] = l.Seed, l.Public
 	data, err := json.MarshalIndent(pub, "", "  ")
 	if err != nil {
 		return err
@@ -50,7 +51,7 @@ func (s *Session) makeKeys() error {
 	return atomicfile.WriteFile(s.keys.file, data, 0o644)
 }
 
-// x0Keys are the curve keys that seal the challenger's x(0) (bus.Seal): the launcher's, and
+// x0Keys are the curve keys that seal the challenger's x(0) (bus.CurveKey.Seal): the launcher's, and
 // one per process that owns a part of x(0) (the plant; each agent host), whose seed reaches it
 // through its environment (or its attach credentials file), never argv.
 type x0Keys struct {

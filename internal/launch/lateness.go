@@ -4,13 +4,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // latenessTap hands on, in realtime mode, each data message as it is published, with how late
 // it was after its tick: the launcher subscribes to the publishers' data subjects and, for the
-// message of step k of episode e, reports its send time (bus.Message.SentUnixNano, the
+// message of step k of episode e, reports its send time (wire.Message.SentUnixNano, the
 // sender's wall clock at publish; the processes share the launcher's host and clock) minus
 // t_k = sent(ctl.episode e) + contract.GridLead + k*Ts, the grid every process paces by. Only
 // the live view asks for it (PlayOptions.Data): the launcher otherwise never reads data.
@@ -33,7 +33,7 @@ type DataMessage struct {
 
 // startLatenessTap subscribes s's data subjects when fn is set and the session is realtime.
 func (s *Session) startLatenessTap(fn func(DataMessage)) error {
-	if fn == nil || s.cfg.Mode != bus.Realtime || s.cfg.Period <= 0 {
+	if fn == nil || s.cfg.Mode != wire.Realtime || s.cfg.Period <= 0 {
 		return nil
 	}
 	tap := &latenessTap{period: s.cfg.Period, report: fn, grids: map[int]time.Time{}}
@@ -61,8 +61,8 @@ func (t *latenessTap) episode(ep int, sentUnixNano int64) {
 
 // message measures one data message (on the client's goroutine: quick).
 func (t *latenessTap) message(_ string, data []byte) {
-	var m bus.Message
-	if bus.Decode(data, &m) != nil || m.Step < 0 {
+	var m wire.Message
+	if wire.Decode(data, &m) != nil || m.Step < 0 {
 		return
 	}
 	t.mu.Lock()

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // planFiles are the plan files a session wrote for its processes.
@@ -64,7 +64,7 @@ func (s *Session) runPlan() *plan.Plan {
 // written for it (a stale file of an earlier run, read by a process started before this
 // launcher wrote its own) and returns false; a process that resolved the scenario itself
 // (digest 0) is accepted.
-func (s *Session) checkPlan(m *bus.Message) bool {
+func (s *Session) checkPlan(m *wire.Message) bool {
 	ready, _ := contract.ParseReady(m) // its pid was checked on arrival
 	got, want := ready.Plan, s.plans.digests[m.Sender]
 	if got == 0 || got == want {

@@ -6,13 +6,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // PlayOptions say which episodes of a point PlayPoint plays and where their records go.
@@ -63,17 +63,17 @@ type PlayOptions struct {
 // PointOutcome is what PlayPoint did: the session's counts, its processes and the point's
 // results.
 type PointOutcome struct {
-	FaultCounts                      // the process faults executed
-	Inflight    InflightCounts       // how the played episodes were grouped (NextGroup)
-	Played      int                  // episodes played by every process, from PlayOptions.Start
-	Episodes    int                  // Start + Played: the point's completed episodes
-	EpisodeNS   time.Duration        // wall time inside the played episodes (Session.EpisodeNS)
-	Elapsed     time.Duration        // from PlayOptions.Started to the stop of the processes
-	Attached    bool                 // the processes were started by someone else (SessionConfig.Attach)
-	Procs       []ProcOutcome        // every process, in the session's order
-	Disconnects uint64               // the processes' NATS disconnects, summed
-	Reconnects  uint64               // and reconnects
-	CtlInvalid  bus.CountersSnapshot // the launcher's dropped ctl messages
+	FaultCounts                       // the process faults executed
+	Inflight    InflightCounts        // how the played episodes were grouped (NextGroup)
+	Played      int                   // episodes played by every process, from PlayOptions.Start
+	Episodes    int                   // Start + Played: the point's completed episodes
+	EpisodeNS   time.Duration         // wall time inside the played episodes (Session.EpisodeNS)
+	Elapsed     time.Duration         // from PlayOptions.Started to the stop of the processes
+	Attached    bool                  // the processes were started by someone else (SessionConfig.Attach)
+	Procs       []ProcOutcome         // every process, in the session's order
+	Disconnects uint64                // the processes' NATS disconnects, summed
+	Reconnects  uint64                // and reconnects
+	CtlInvalid  wire.CountersSnapshot // the launcher's dropped ctl messages
 	// Results are the point's metrics with the link counters of every process (and of the
 	// folded episodes) merged in; nil when nothing was collected. Missing (the first
 	// MaxMissingListed), MissingCount and TracedEpisodes are the collection's (Collected).

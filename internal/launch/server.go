@@ -7,6 +7,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // ServerConfig says which NATS server the processes of a run connect to: the embedded server
@@ -205,9 +206,9 @@ func (s *Server) useExternal(c ServerConfig) {
 }
 
 // RunUsers returns the users of a run's processes (by sender name) and of its launcher, each
-// with its role's subject permissions (bus.Subjects.RolePermissions).
+// with its role's subject permissions (wire.Subjects.RolePermissions).
 func RunUsers(p *plan.Plan, run string, perProc int) (map[string]bus.User, bus.User, error) {
-	subj, err := bus.NewSubjects(run)
+	subj, err := wire.NewSubjects(run)
 	if err != nil {
 		return nil, bus.User{}, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // Timeouts of the launcher's own waits (the children bound every step with --timeout).
@@ -43,7 +44,7 @@ type SessionConfig struct {
 	URL          string // NATS server
 	Run          string // run id (a subject token)
 	Dir          string // the processes' --out directory (created)
-	Mode         bus.Mode
+	Mode         wire.Mode
 	Period       time.Duration
 	Timeout      time.Duration // per-step wait of the children
 	StartTimeout time.Duration // default DefaultStartTimeout
@@ -120,7 +121,7 @@ func connectRetry(ctx context.Context, cfg SessionConfig, auth []bus.Option) (*b
 type Session struct {
 	cfg   SessionConfig
 	conn  *bus.Conn
-	subj  bus.Subjects
+	subj  wire.Subjects
 	procs []*Proc
 	byKey map[string]*Proc // "<role>.<id>"
 	exits chan *Proc       // every child that exited (procs.go)
@@ -153,7 +154,7 @@ type Session struct {
 func (s *Session) Procs() []*Proc { return s.procs }
 
 // Subjects returns the run's subjects.
-func (s *Session) Subjects() bus.Subjects { return s.subj }
+func (s *Session) Subjects() wire.Subjects { return s.subj }
 
 // StartSession connects to the server, spawns every role of the point as its own OS process
 // and waits until all of them are ready. On error the processes started are stopped.
@@ -200,7 +201,7 @@ func setSessionDefaults(cfg *SessionConfig) {
 // subjects: the processes planned (with their signing keys under --sign) and their plan files
 // written, none started yet.
 func connectSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
-	subj, err := bus.NewSubjects(cfg.Run)
+	subj, err := wire.NewSubjects(cfg.Run)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +376,7 @@ func (s *Session) publishGroup(g Group, x0s [][]float64) error {
 		// The secret goes on the challenger's private line, never on dpsim.<run>.>, and sealed
 		// to the processes that own it (each its own part): the line is private by convention
 		// only, and a server without permissions lets anyone subscribe to it.
-		m, err := contract.X0Message(s.cfg.Run, g.First+i, x0, s.x0.launcher.Seed, s.x0.to)
+		m, err := contract.X0Message(s.cfg.Run, g.First+i, x0, s.x0.launcher, s.x0.to)
 		if err != nil {
 			return err
 		}
@@ -448,7 +449,7 @@ func (s *Session) awaitDone(ctx context.Context, g Group) error {
 			if err := s.conflictErr(); err != nil {
 				return fmt.Errorf("%v: %w", g, err)
 			}
-			if ev.word == bus.CtlDone && ev.ep > last[ev.sender] && ev.ep <= g.Last() {
+			if ev.word == wire.CtlDone && ev.ep > last[ev.sender] && ev.ep <= g.Last() {
 				last[ev.sender] = ev.ep
 				s.byKey[ev.sender].traceNext.Store(ev.done.TraceNext)
 				if ev.ep == g.Last() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // StallAfter is how long a group of episodes may go without progress (no ctl.done of its
@@ -96,9 +97,9 @@ type ctlSeen struct {
 func (s *Session) seen(ev ctlEvent) {
 	what := ev.word
 	switch ev.word {
-	case bus.CtlDone:
+	case wire.CtlDone:
 		what = fmt.Sprintf("ctl.done of episode %d", ev.ep)
-	case bus.CtlReady:
+	case wire.CtlReady:
 		what = "ctl.ready"
 	case kindConflict:
 		return
@@ -209,8 +210,8 @@ type stepTap struct {
 }
 
 func (t *stepTap) message(_ string, data []byte) {
-	var m bus.Message
-	if bus.Decode(data, &m) != nil || m.Step < 0 {
+	var m wire.Message
+	if wire.Decode(data, &m) != nil || m.Step < 0 {
 		return
 	}
 	sender := processSender(m.Sender)

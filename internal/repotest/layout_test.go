@@ -62,8 +62,9 @@ func listPackages(t *testing.T) []goPackage {
 func rel(path string) string { return strings.TrimPrefix(path, module) }
 
 // The layout (CONTRIBUTING.md): command packages are thin and independent, pkg/bus is the only
-// door to NATS, the report reads metrics without the machine, the launcher is a library under
-// the commands, not one of them, the vocabulary is a leaf and the machine needs no transport.
+// door to NATS, the wire format (pkg/wire) and its readers (pkg/contract, pkg/schema) need no
+// NATS, the report reads metrics without the machine, the launcher is a library under the
+// commands, not one of them, the vocabulary is a leaf and the machine needs no transport.
 func TestImportRules(t *testing.T) {
 	for _, p := range listPackages(t) {
 		me := rel(p.ImportPath)
@@ -83,6 +84,9 @@ func TestImportRules(t *testing.T) {
 			}
 			if (me == "pkg/sim" || me == "pkg/trace" || me == "pkg/metrics" || me == "pkg/engine") && d == "pkg/bus" {
 				t.Errorf("%s depends on pkg/bus: the machine and the engines run without a transport", me)
+			}
+			if (me == "pkg/wire" || me == "pkg/contract" || me == "pkg/schema") && (d == "pkg/bus" || strings.HasPrefix(dep, "github.com/nats-io/")) {
+				t.Errorf("%s depends on %s: the wire format, and what only reads or writes messages, need no NATS", me, d)
 			}
 		}
 		if me == "pkg/bus" {

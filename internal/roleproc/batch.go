@@ -4,12 +4,12 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // coalescer gathers what the publishers of a process release for its episodes in flight and
-// sends the same step of consecutive episodes as one message (bus.Route.Episodes): in
+// sends the same step of consecutive episodes as one message (wire.Route.Episodes): in
 // lockstep, one message per step and direction for all of them. Only plain broadcasts of
 // publishers whose links have no rule are gathered (pubStream.coalesce); the others go out
 // one message per episode, as their faults need.
@@ -73,14 +73,14 @@ func (c *coalescer) flush() error {
 		for i := 0; i < len(s.entries); {
 			first := s.entries[i]
 			j := i + 1
-			for j < len(s.entries) && j-i < bus.MaxEpisodes && s.entries[j].step == first.step && s.entries[j].ep == first.ep+(j-i) {
+			for j < len(s.entries) && j-i < wire.MaxEpisodes && s.entries[j].step == first.step && s.entries[j].ep == first.ep+(j-i) {
 				j++
 			}
 			c.vals = c.vals[:0]
 			for _, e := range s.entries[i:j] {
 				c.vals = append(c.vals, s.arena[e.off:e.off+e.n]...)
 			}
-			var r bus.Route // one episode: the plain message of one episode
+			var r wire.Route // one episode: the plain message of one episode
 			if j-i > 1 {
 				r.Episodes = j - i
 			}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // DefaultStepTimeout bounds a lockstep wait when Timing.StepTimeout is zero.
@@ -12,7 +12,7 @@ const DefaultStepTimeout = 10 * time.Second
 
 // Timing configures a Clock.
 type Timing struct {
-	Mode        bus.Mode
+	Mode        wire.Mode
 	Period      time.Duration // realtime sampling period Ts (> 0 in realtime mode)
 	StepTimeout time.Duration // lockstep: longest wait for one step's messages (default DefaultStepTimeout)
 }
@@ -20,11 +20,11 @@ type Timing struct {
 // Validate checks the configuration.
 func (t Timing) Validate() error {
 	switch t.Mode {
-	case bus.Lockstep:
+	case wire.Lockstep:
 		if t.StepTimeout < 0 {
 			return fmt.Errorf("roleproc: negative step timeout %v", t.StepTimeout)
 		}
-	case bus.Realtime:
+	case wire.Realtime:
 		if t.Period <= 0 {
 			return fmt.Errorf("roleproc: realtime mode needs a period > 0, got %v", t.Period)
 		}
@@ -104,24 +104,24 @@ func (c *Clock) Reset() {
 
 // Tick returns t0 + k*Period (realtime) or t0 (lockstep).
 func (c *Clock) Tick(k int) time.Time {
-	if c.t.Mode != bus.Realtime {
+	if c.t.Mode != wire.Realtime {
 		return c.t0
 	}
 	return c.t0.Add(time.Duration(k) * c.t.Period)
 }
 
 // Stats returns the timing statistics so far.
-func (c *Clock) Stats() bus.TimingStats {
-	s := bus.TimingStats{
+func (c *Clock) Stats() wire.TimingStats {
+	s := wire.TimingStats{
 		Mode:     c.t.Mode.String(),
 		Steps:    c.steps,
 		Elapsed:  c.last.Sub(c.first),
 		Overruns: c.over, MaxOverrun: c.maxOver,
 		Missed: c.missed,
 	}
-	if c.t.Mode == bus.Realtime {
+	if c.t.Mode == wire.Realtime {
 		s.Period = c.t.Period
-		s.Jitter = bus.SummarizeDurations(c.jitter)
+		s.Jitter = wire.SummarizeDurations(c.jitter)
 	} else {
 		s.StepTimeout = c.t.StepTimeout
 	}
@@ -140,7 +140,7 @@ func (c *Clock) Observe(k int, at time.Time, late bool) {
 	}
 	c.steps++
 	c.last = at
-	if c.t.Mode != bus.Realtime {
+	if c.t.Mode != wire.Realtime {
 		return
 	}
 	tick := c.Tick(k)

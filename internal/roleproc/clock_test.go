@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // fakeTime is a deterministic TimeSource: Now advances only by work().
@@ -27,7 +27,7 @@ func pace(c *Clock, ft *fakeTime, k int) {
 func TestRealtimeClock(t *testing.T) {
 	ft := &fakeTime{now: time.Unix(1000, 0)}
 	const ts = 10 * time.Millisecond
-	c, err := NewClock(Timing{Mode: bus.Realtime, Period: ts}, ft)
+	c, err := NewClock(Timing{Mode: wire.Realtime, Period: ts}, ft)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestRealtimeClock(t *testing.T) {
 		t.Errorf("stats %+v: want 2 overruns, max 15 ms, 1 miss, 10 steps", s)
 	}
 	// Jitter samples: 0 x8, 15 ms, 6 ms: mean 2.1 ms, max 15 ms, p99 (rank 10 of 10) 15 ms.
-	want := bus.DurationStats{N: 10, Mean: 2100 * time.Microsecond, Max: 15 * time.Millisecond, P99: 15 * time.Millisecond}
+	want := wire.DurationStats{N: 10, Mean: 2100 * time.Microsecond, Max: 15 * time.Millisecond, P99: 15 * time.Millisecond}
 	if s.Jitter != want {
 		t.Errorf("jitter %+v, want %+v", s.Jitter, want)
 	}
@@ -70,7 +70,7 @@ func TestRealtimeClock(t *testing.T) {
 
 func TestLockstepClock(t *testing.T) {
 	ft := &fakeTime{now: time.Unix(0, 0)}
-	c, err := NewClock(Timing{Mode: bus.Lockstep}, ft)
+	c, err := NewClock(Timing{Mode: wire.Lockstep}, ft)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestLockstepClock(t *testing.T) {
 }
 
 func TestTimingValidate(t *testing.T) {
-	bad := []Timing{{Mode: bus.Realtime}, {Mode: bus.Realtime, Period: -1}, {Mode: bus.Lockstep, StepTimeout: -1}, {Mode: bus.Mode(7)}}
+	bad := []Timing{{Mode: wire.Realtime}, {Mode: wire.Realtime, Period: -1}, {Mode: wire.Lockstep, StepTimeout: -1}, {Mode: wire.Mode(7)}}
 	for _, tm := range bad {
 		if _, err := NewClock(tm, nil); err == nil {
 			t.Errorf("NewClock(%+v) succeeded", tm)
@@ -100,7 +100,7 @@ func TestTimingValidate(t *testing.T) {
 // Statistics accumulate over episodes (one StartAt per episode) until Reset.
 func TestClockEpisodesAccumulate(t *testing.T) {
 	ft := &fakeTime{now: time.Unix(0, 0)}
-	c, _ := NewClock(Timing{Mode: bus.Realtime, Period: time.Millisecond}, ft)
+	c, _ := NewClock(Timing{Mode: wire.Realtime, Period: time.Millisecond}, ft)
 	for ep := range 3 {
 		c.StartAt(ft.now.Add(time.Millisecond)) // launcher: episode starts in 1 ms
 		for k := range 4 {

@@ -17,6 +17,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // DefaultIdleTimeout is the longest wait for the next ctl.episode (--idle-timeout); the
@@ -45,13 +46,13 @@ type Config struct {
 	// scenario allows it (sim.Batchable); <= 1: one message per agent.
 	Batch       int
 	Out         string
-	Mode        bus.Mode
+	Mode        wire.Mode
 	ModeSet     bool
 	Period      time.Duration
 	Timeout     time.Duration
 	IdleTimeout time.Duration
 	LogLevel    string
-	Encoding    bus.Encoding
+	Encoding    wire.Encoding
 	ParentPID   int
 	Transcript  bool
 	// KeepEpisodes bounds the disk use of the trace, transcript and fault log: the records of
@@ -152,15 +153,15 @@ func LoadPlanFile(path string, wait time.Duration) (*plan.Plan, uint64, error) {
 // resolveTiming applies the scenario's transport section where the flags left it open.
 func (c *Config) resolveTiming(s *scenario.Scenario) error {
 	if !c.ModeSet {
-		c.Mode = bus.Lockstep
+		c.Mode = wire.Lockstep
 		if s.Transport.Mode == scenario.Realtime {
-			c.Mode = bus.Realtime
+			c.Mode = wire.Realtime
 		}
 	}
 	if c.Period == 0 {
 		c.Period = s.Transport.Period
 	}
-	if c.Mode == bus.Realtime && c.Period <= 0 {
+	if c.Mode == wire.Realtime && c.Period <= 0 {
 		return cli.UsageError("realtime mode needs a period: pass --period or set transport.period in the scenario")
 	}
 	return nil

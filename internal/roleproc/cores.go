@@ -19,6 +19,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // coreRunner is every role process: the cores it hosts (plant; cloud; agents ID..LastAgent;
@@ -123,8 +124,8 @@ func buildCores(proc *process) ([]sim.Core, error) {
 }
 
 // expectOf is what a sender's data messages must carry.
-func expectOf(proc *process, s endpoint.Endpoint) (subject string, e bus.Expect) {
-	e = bus.Expect{Run: proc.cfg.Run, Steps: proc.steps, Sender: s.String(), Kind: s.Role.Stream()}
+func expectOf(proc *process, s endpoint.Endpoint) (subject string, e wire.Expect) {
+	e = wire.Expect{Run: proc.cfg.Run, Steps: proc.steps, Sender: s.String(), Kind: s.Role.Stream()}
 	switch s.Role {
 	case endpoint.Plant:
 		e.Dim = proc.plan.System.Ny()
@@ -192,7 +193,7 @@ func (r *coreRunner) openInbox(proc *process, eve bool) (*bus.Inbox, error) {
 	if eve {
 		// Coordination messages are legitimate traffic: skipped here, not counted as invalid.
 		opts.Unknown = func(subject string) bool {
-			s, err := bus.ParseSubject(subject)
+			s, err := wire.ParseSubject(subject)
 			return err == nil && s.IsCtl()
 		}
 		if err := r.openTranscript(proc); err != nil {

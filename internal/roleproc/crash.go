@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // Crashes (faults.crashes). A process hosting a core the scenario kills writes its checkpoint
@@ -57,10 +57,10 @@ type Checkpoint struct {
 	KeepEnd      int64 `json:"keep_end"`
 	Finished     int   `json:"finished"`
 	// The process's counters so far.
-	Episodes int                  `json:"episodes"`
-	Steps    int                  `json:"steps"`
-	Busy     float64              `json:"busy_seconds"`
-	Invalid  bus.CountersSnapshot `json:"invalid"`
+	Episodes int                   `json:"episodes"`
+	Steps    int                   `json:"steps"`
+	Busy     float64               `json:"busy_seconds"`
+	Invalid  wire.CountersSnapshot `json:"invalid"`
 	// Inflight carries the counters of the episodes the process ran in flight (groups) before:
 	// their cores and outboxes are not the checkpointed ones.
 	Inflight *inflightCounts `json:"inflight,omitempty"`
@@ -301,7 +301,7 @@ func (j *rejoins) await(sender string, ep int, deadline time.Time, stop <-chan s
 // episode: two processes that crash in one episode restart one after the other, and the one
 // that announced first did so before the other had subscribed - without the echo each would
 // hold what is due to the other until the rejoin timeout, and the episode stalled.
-func (proc *process) echoRejoin(heard *bus.Message) {
+func (proc *process) echoRejoin(heard *wire.Message) {
 	own := proc.rejoin.Load()
 	if own == nil || heard.Sender == proc.sender || heard.Episode != own.Episode {
 		return

@@ -40,7 +40,7 @@
 // fault-log lines, writes them episode by episode when the whole group is done - the files
 // read as if the episodes ran one by one - and answers one ctl.done per episode, in episode
 // order. A publisher whose links have no rule sends the same step of consecutive episodes as
-// one message (bus.Route.Episodes, batch.go), flushed whenever the process is about to wait;
+// one message (wire.Route.Episodes, batch.go), flushed whenever the process is about to wait;
 // with link faults it sends one message per episode. Realtime runs and episodes with a process
 // crash refuse groups of more than one episode.
 //
@@ -53,7 +53,7 @@
 //   - cores.go: coreRunner, the role's cores with their trace, transcript and fault-log files.
 //   - transport.go, transport_io.go, batch.go: the transport between the cores and the bus.
 //   - pacer.go, clock.go: the wall clock of the steps (sim.Pacer) and its statistics (Clock;
-//     pkg/bus keeps only the words every side shares: Mode, TimingStats).
+//     pkg/wire keeps only the words every side shares: Mode, TimingStats).
 //   - inflight.go, held.go: episodes in flight; crash.go: crashes, checkpoints and rejoins;
 //     live.go: live faults (ctl.faults); bound.go: --keep-episodes.
 //

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // Episodes in flight (ctl.episodes). A process runs the count episodes of a group together:
@@ -107,7 +107,7 @@ func checkGroup(proc *process, first, count int) error {
 	if count < 2 {
 		return nil
 	}
-	if proc.cfg.Mode == bus.Realtime {
+	if proc.cfg.Mode == wire.Realtime {
 		return fmt.Errorf("episodes %d..%d in flight: realtime runs one episode at a time (send them one by one)", first, first+count-1)
 	}
 	for _, c := range proc.scn.Faults.Crashes {

@@ -21,6 +21,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/trace"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 var dpsimBin string
@@ -52,7 +53,7 @@ type play struct {
 func playGroups(t *testing.T, srv *bus.Embedded, run, dir string, pl play, groups [][2]int) map[string][]doneSeen {
 	procs := pl.procs
 	t.Helper()
-	subj, err := bus.NewSubjects(run)
+	subj, err := wire.NewSubjects(run)
 	require.NoError(t, err)
 	var opts []bus.Option
 	if pl.sign != "" {
@@ -63,14 +64,14 @@ func playGroups(t *testing.T, srv *bus.Embedded, run, dir string, pl play, group
 	defer c.Close()
 	var mu sync.Mutex
 	ready, dones := map[string]bool{}, map[string][]doneSeen{}
-	o := bus.CtlOptions{Expect: bus.Expect{Run: run, Episode: bus.AnyEpisode}}
-	_, err = c.SubscribeCtl(subj.AllCtlWord(bus.CtlReady), o, func(_ string, m *bus.Message) {
+	o := bus.CtlOptions{Expect: wire.Expect{Run: run, Episode: wire.AnyEpisode}}
+	_, err = c.SubscribeCtl(subj.AllCtlWord(wire.CtlReady), o, func(_ string, m *wire.Message) {
 		mu.Lock()
 		ready[m.Sender] = true
 		mu.Unlock()
 	})
 	require.NoError(t, err)
-	_, err = c.SubscribeCtl(subj.AllCtlWord(bus.CtlDone), o, func(_ string, m *bus.Message) {
+	_, err = c.SubscribeCtl(subj.AllCtlWord(wire.CtlDone), o, func(_ string, m *wire.Message) {
 		d, err := contract.ParseDone(m)
 		if err == nil {
 			mu.Lock()
@@ -126,7 +127,7 @@ func playGroups(t *testing.T, srv *bus.Embedded, run, dir string, pl play, group
 		}
 		require.NoError(t, c.Publish(subj.CtlEpisode(), m))
 		for ep := g[0]; private && ep < g[0]+g[1]; ep++ {
-			x0, err := contract.X0Message(run, ep, pl.x0(ep), sealer.Seed, to)
+			x0, err := contract.X0Message(run, ep, pl.x0(ep), sealer, to)
 			require.NoError(t, err)
 			require.NoError(t, c.Publish(subj.ChallengerX0(), x0))
 		}
@@ -271,7 +272,7 @@ func streamMessages(t *testing.T, path string) map[string]int {
 	for dec.More() {
 		var line transcriptLine
 		require.NoError(t, dec.Decode(&line))
-		if s, err := bus.ParseSubject(line.Subject); err == nil && !s.IsCtl() {
+		if s, err := wire.ParseSubject(line.Subject); err == nil && !s.IsCtl() {
 			out[line.Subject[strings.LastIndexByte(line.Subject, '.')+1:]]++
 		}
 	}
@@ -288,7 +289,7 @@ func counts(t *testing.T, path string) contract.ProcessResult {
 	require.NoError(t, json.Unmarshal(b, &r))
 	require.Equal(t, contract.StatusOK, r.Status)
 	return contract.ProcessResult{Episodes: r.Episodes, Steps: r.Steps, Records: r.Records, Unexpected: r.Unexpected, Links: r.Links,
-		Invalid: bus.CountersSnapshot{Dropped: r.Invalid.Dropped}}
+		Invalid: wire.CountersSnapshot{Dropped: r.Invalid.Dropped}}
 }
 
 func curveKey(t *testing.T) bus.CurveKey {

@@ -7,11 +7,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // inflightTransports is a plant process's transports for n episodes in flight from first
@@ -48,7 +48,7 @@ func TestCoalescingByFault(t *testing.T) {
 		flushed []sent // nil: every output went out at once
 	}{
 		{"clear links", scenario.FaultsSpec{}, []sent{
-			{Subject: yhat, Ep: 5, Step: 0, Values: []float64{5, 6, 7}, Route: bus.Route{Episodes: 3}},
+			{Subject: yhat, Ep: 5, Step: 0, Values: []float64{5, 6, 7}, Route: wire.Route{Episodes: 3}},
 			{Subject: yhat, Ep: 5, Step: 1, Values: []float64{15}},
 			{Subject: yhat, Ep: 7, Step: 1, Values: []float64{17}},
 		}},
@@ -89,9 +89,9 @@ func TestRecvSplitsBatch(t *testing.T) {
 	trs, in, w := inflightTransports(t, scenario.FaultsSpec{}, 5, 3)
 	require.Equal(t, [2]int{5, 3}, [2]int{in.ep, in.count}, "the inbox takes the group's episodes")
 	require.NoError(t, trs[1].Send(&sim.Out{From: sim.PlantEndpoint, Step: 0, Values: []float64{1}}))
-	u := &bus.Message{V: bus.Version, Run: "r1", Episode: 5, Step: 0, Sender: "cloud.0", Kind: "u", Values: []float64{0.5, 0.6, 0.7},
-		Route: bus.Route{Episodes: 3}}
-	in.msgs = []*bus.Message{u}
+	u := &wire.Message{V: wire.Version, Run: "r1", Episode: 5, Step: 0, Sender: "cloud.0", Kind: "u", Values: []float64{0.5, 0.6, 0.7},
+		Route: wire.Route{Episodes: 3}}
+	in.msgs = []*wire.Message{u}
 	for k := range 3 {
 		m, err := trs[0].Recv(time.Now().Add(time.Second))
 		require.NoError(t, err)
@@ -109,27 +109,27 @@ func TestParseEpisodeStart(t *testing.T) {
 	r := &coreRunner{cores: []sim.Core{mustPlant(t)}, nx: 2}
 	for _, tc := range []struct {
 		name    string
-		m       *bus.Message
+		m       *wire.Message
 		takesX0 bool
 		want    episodeStart
-		reason  bus.Reason // numReasons: valid
+		reason  wire.Reason // numReasons: valid
 	}{
 		{"one episode", contract.EpisodeMessage("r1", 4, false), true, episodeStart{ep: 4}, numReasonsValid},
 		{"one, private", contract.EpisodeMessage("r1", 4, true), true, episodeStart{ep: 4, private: true}, numReasonsValid},
 		{"one, private, not for the cloud", contract.EpisodeMessage("r1", 4, true), false, episodeStart{ep: 4}, numReasonsValid},
 		{"one with x0", withValues(contract.EpisodeMessage("r1", 4, false), 1, 2), true, episodeStart{ep: 4, x0: []float64{1, 2}}, numReasonsValid},
-		{"one with a bad x0", withValues(contract.EpisodeMessage("r1", 4, false), 1), true, episodeStart{}, bus.ReasonDim},
+		{"one with a bad x0", withValues(contract.EpisodeMessage("r1", 4, false), 1), true, episodeStart{}, wire.ReasonDim},
 		{"a group", contract.EpisodesMessage("r1", 8, 16, false), true, episodeStart{ep: 8, count: 16}, numReasonsValid},
 		{"a private group", contract.EpisodesMessage("r1", 8, 16, true), true, episodeStart{ep: 8, count: 16, private: true}, numReasonsValid},
-		{"a group of none", withValues(contract.EpisodesMessage("r1", 8, 1, false), 0), true, episodeStart{}, bus.ReasonDim},
-		{"a group too large", contract.EpisodesMessage("r1", 8, contract.MaxInflight+1, false), true, episodeStart{}, bus.ReasonDim},
-		{"another word", &bus.Message{V: bus.Version, Run: "r1", Kind: bus.CtlStop}, true, episodeStart{}, bus.ReasonKind},
+		{"a group of none", withValues(contract.EpisodesMessage("r1", 8, 1, false), 0), true, episodeStart{}, wire.ReasonDim},
+		{"a group too large", contract.EpisodesMessage("r1", 8, contract.MaxInflight+1, false), true, episodeStart{}, wire.ReasonDim},
+		{"another word", &wire.Message{V: wire.Version, Run: "r1", Kind: wire.CtlStop}, true, episodeStart{}, wire.ReasonKind},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, err := parseEpisodeStart(tc.m, r, tc.takesX0)
 			if tc.reason != numReasonsValid {
 				require.Error(t, err)
-				require.Equal(t, tc.reason, bus.ReasonOf(err), "%v", err)
+				require.Equal(t, tc.reason, wire.ReasonOf(err), "%v", err)
 				return
 			}
 			require.NoError(t, err)
@@ -139,9 +139,9 @@ func TestParseEpisodeStart(t *testing.T) {
 	}
 }
 
-const numReasonsValid = bus.Reason(255)
+const numReasonsValid = wire.Reason(255)
 
-func withValues(m *bus.Message, v ...float64) *bus.Message { m.Values = v; return m }
+func withValues(m *wire.Message, v ...float64) *wire.Message { m.Values = v; return m }
 
 func mustPlant(t *testing.T) sim.Core {
 	t.Helper()
@@ -160,18 +160,18 @@ func TestCheckGroup(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name         string
-		mode         bus.Mode
+		mode         wire.Mode
 		crashes      []scenario.Crash
 		first, count int
 		err          string // "": runs
 	}{
-		{"lockstep group", bus.Lockstep, nil, 0, 16, ""},
-		{"realtime group", bus.Realtime, nil, 0, 16, "realtime runs one episode at a time"},
-		{"realtime alone", bus.Realtime, nil, 3, 1, ""},
-		{"a crash in the group", bus.Lockstep, crash(5), 4, 3, "cloud.0 crashes in episode 5"},
-		{"a crash in every episode", bus.Lockstep, crash(scenario.EveryEpisode), 4, 2, "cloud.0 crashes in episode 4"},
-		{"a crash after the group", bus.Lockstep, crash(7), 4, 3, ""},
-		{"a crash alone", bus.Lockstep, crash(5), 5, 1, ""},
+		{"lockstep group", wire.Lockstep, nil, 0, 16, ""},
+		{"realtime group", wire.Realtime, nil, 0, 16, "realtime runs one episode at a time"},
+		{"realtime alone", wire.Realtime, nil, 3, 1, ""},
+		{"a crash in the group", wire.Lockstep, crash(5), 4, 3, "cloud.0 crashes in episode 5"},
+		{"a crash in every episode", wire.Lockstep, crash(scenario.EveryEpisode), 4, 2, "cloud.0 crashes in episode 4"},
+		{"a crash after the group", wire.Lockstep, crash(7), 4, 3, ""},
+		{"a crash alone", wire.Lockstep, crash(5), 5, 1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			proc := &process{cfg: &Config{Mode: tc.mode}, scn: &scenario.Scenario{Faults: scenario.FaultsSpec{Crashes: tc.crashes}}}

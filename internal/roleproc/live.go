@@ -7,11 +7,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // Live faults (ctl.faults): the launcher of dpsim run --ui changes the run's link rules,
@@ -170,7 +170,7 @@ type midFaults struct {
 // noteMid reads the live faults of a mid-episode ctl.faults and keeps them for the next
 // release (on the client's goroutine). Two before a release: the later faults (they hold the
 // earlier's rules), due at the earlier step.
-func (proc *process) noteMid(m *bus.Message, lf liveFaults) {
+func (proc *process) noteMid(m *wire.Message, lf liveFaults) {
 	c := &midChange{lf: lf, ep: m.Episode, step: m.Step}
 	b, err := os.ReadFile(filepath.Join(proc.cfg.Out, contract.LiveFaultsFile(lf.gen)))
 	if err == nil {

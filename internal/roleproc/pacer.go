@@ -3,10 +3,10 @@ package roleproc
 import (
 	"time"
 
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // pacer is the wall clock of a process's driver (sim.Pacer). Lockstep: outputs go out at
@@ -26,7 +26,7 @@ type pacer struct {
 }
 
 func newPacer(proc *process, eve bool) *pacer {
-	p := &pacer{clock: proc.clock, realtime: proc.cfg.Mode == bus.Realtime, reacts: proc.cfg.Role == endpoint.Cloud,
+	p := &pacer{clock: proc.clock, realtime: proc.cfg.Mode == wire.Realtime, reacts: proc.cfg.Role == endpoint.Cloud,
 		period: proc.cfg.Period, timeout: proc.cfg.Timeout}
 	if eve {
 		p.grace = proc.cfg.Timeout + contract.GridLead + proc.cfg.Period

@@ -6,10 +6,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // The pacer's release times and deadlines: lockstep releases at once and waits --timeout after
@@ -22,19 +22,19 @@ func TestPacer(t *testing.T) {
 	since := t0.Add(123 * time.Millisecond)
 	for _, tc := range []struct {
 		name     string
-		mode     bus.Mode
+		mode     wire.Mode
 		role     endpoint.Role
 		release  time.Time // of step 3 (zero: at once)
 		deadline time.Time // of step 3, the core having last progressed at since
 		observed int       // clock steps observed after one late release
 		overruns int
 	}{
-		{"lockstep plant", bus.Lockstep, endpoint.Plant, time.Time{}, since.Add(timeout), 1, 0},
-		{"lockstep cloud", bus.Lockstep, endpoint.Cloud, time.Time{}, since.Add(timeout), 1, 0},
-		{"realtime plant", bus.Realtime, endpoint.Plant, t0.Add(3 * period), t0.Add(4 * period), 1, 1},
-		{"realtime agent", bus.Realtime, endpoint.Agent, t0.Add(3 * period), t0.Add(4 * period), 1, 1},
-		{"realtime cloud", bus.Realtime, endpoint.Cloud, time.Time{}, t0.Add(4 * period), 0, 0},
-		{"realtime eavesdropper", bus.Realtime, endpoint.Eavesdropper, t0.Add(3 * period),
+		{"lockstep plant", wire.Lockstep, endpoint.Plant, time.Time{}, since.Add(timeout), 1, 0},
+		{"lockstep cloud", wire.Lockstep, endpoint.Cloud, time.Time{}, since.Add(timeout), 1, 0},
+		{"realtime plant", wire.Realtime, endpoint.Plant, t0.Add(3 * period), t0.Add(4 * period), 1, 1},
+		{"realtime agent", wire.Realtime, endpoint.Agent, t0.Add(3 * period), t0.Add(4 * period), 1, 1},
+		{"realtime cloud", wire.Realtime, endpoint.Cloud, time.Time{}, t0.Add(4 * period), 0, 0},
+		{"realtime eavesdropper", wire.Realtime, endpoint.Eavesdropper, t0.Add(3 * period),
 			t0.Add(4*period + timeout + contract.GridLead + period), 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,6 +28,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // errStopped is returned by waits interrupted by ctl.stop, a signal or the launcher going away.
@@ -77,15 +78,15 @@ type process struct {
 	plan *plan.Plan
 	// planDigest identifies the --plan file (0: resolved from --scenario); sent in ctl.ready
 	planDigest uint64
-	subj       bus.Subjects
+	subj       wire.Subjects
 	conn       *bus.Conn
 	sender     string // "<role>.<id>"
 	in         *bus.Inbox
 	clock      *Clock
 	steps      int // T
 
-	data bus.Counters // data messages (also the collectors' late/duplicate/ahead drops)
-	ctl  bus.Counters // coordination messages
+	data wire.Counters // data messages (also the collectors' late/duplicate/ahead drops)
+	ctl  wire.Counters // coordination messages
 
 	episodes  chan episodeStart
 	x0s       chan x0Msg   // explicit x(0) from the challenger's private line (plant, agents)
@@ -105,7 +106,7 @@ type process struct {
 	// lastDone is the ctl.done of the newest episode finished, or of every episode of the
 	// newest group: repeated after a reconnect, for a launcher that may have missed them
 	// while the server was down.
-	lastDone atomic.Pointer[[]*bus.Message]
+	lastDone atomic.Pointer[[]*wire.Message]
 	// reannounce: reconnected since the last episode began; ready is repeated until the
 	// launcher (which may itself have reconnected after this process) starts the next one.
 	reannounce atomic.Bool
@@ -113,7 +114,7 @@ type process struct {
 	ctlSubs    []*bus.Subscription
 	// rejoin is this process's own ctl.rejoin after a restart (nil: not restarted); echoed
 	// once to every restarted peer of the same episode it hears (crash.go, echoRejoin).
-	rejoin   atomic.Pointer[bus.Message]
+	rejoin   atomic.Pointer[wire.Message]
 	echoMu   sync.Mutex
 	echoedTo map[string]bool
 	// mid is a live change of the faults for a step of the episode in progress (live.go)
@@ -138,7 +139,7 @@ func (proc *process) stopped() (why string, byCtl bool) {
 
 // invalid counts, logs and drops a message a handler refused after the bus accepted it (the
 // bus counted it received, not dropped).
-func (proc *process) invalid(c *bus.Counters, subject string, err error) {
+func (proc *process) invalid(c *wire.Counters, subject string, err error) {
 	c.DropFrom(subject, err)
 	proc.logInvalid(subject, err)
 }
@@ -207,7 +208,7 @@ func loadPlan(role endpoint.Role, cfg *Config) (scn *scenario.Scenario, p *plan.
 // newProcess returns the process before it connects: its subjects, its result header and
 // its step clock (the eavesdropper's waits for every message).
 func newProcess(role endpoint.Role, cfg *Config, log zerolog.Logger, scn *scenario.Scenario, p *plan.Plan, digest uint64) (*process, error) {
-	subj, err := bus.NewSubjects(cfg.Run)
+	subj, err := wire.NewSubjects(cfg.Run)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +226,7 @@ func newProcess(role endpoint.Role, cfg *Config, log zerolog.Logger, scn *scenar
 	if role == endpoint.Eavesdropper {
 		// The eavesdropper only listens: it waits for every message (in realtime for at
 		// most the grid lead, one period and the timeout).
-		timing = Timing{Mode: bus.Lockstep, StepTimeout: cfg.Timeout + contract.GridLead + cfg.Period}
+		timing = Timing{Mode: wire.Lockstep, StepTimeout: cfg.Timeout + contract.GridLead + cfg.Period}
 	}
 	if proc.clock, err = NewClock(timing, nil); err != nil {
 		return nil, cli.UsageError("%v", err)
@@ -381,7 +382,7 @@ func (proc *process) run(r runner) error {
 
 // announce sets the role up, subscribes the coordination subjects and announces ctl.ready,
 // which it returns (repeated until the first episode).
-func (proc *process) announce(r runner) (*bus.Message, error) {
+func (proc *process) announce(r runner) (*wire.Message, error) {
 	if err := r.setup(proc); err != nil {
 		return nil, err
 	}
@@ -424,7 +425,7 @@ func (proc *process) resume(r runner) error {
 
 // serveEpisodes runs the episodes ctl.episode starts until stopped (ctl.stop, a signal) or
 // idle for --idle-timeout, repeating ready until the first episode.
-func (proc *process) serveEpisodes(r runner, ready *bus.Message) error {
+func (proc *process) serveEpisodes(r runner, ready *wire.Message) error {
 	idle := time.NewTimer(proc.cfg.IdleTimeout)
 	defer idle.Stop()
 	// Until the first episode, ready is repeated: a launcher that subscribes after this
@@ -499,7 +500,7 @@ func (proc *process) playGroup(r runner, st episodeStart) error {
 		}
 	}
 	start := time.Now()
-	var dones []*bus.Message
+	var dones []*wire.Message
 	err := r.group(proc, st, x0s, func(ep int, traceNext int64) error {
 		d, err := proc.publishDone(ep, traceNext)
 		dones = append(dones, d)
@@ -525,7 +526,7 @@ func (proc *process) playGroup(r runner, st episodeStart) error {
 // episode's records begin in the trace file (traceNext).
 func (proc *process) episodeDone(ep int, start time.Time, traceNext int64) error {
 	d, err := proc.publishDone(ep, traceNext)
-	proc.lastDone.Store(&[]*bus.Message{d})
+	proc.lastDone.Store(&[]*wire.Message{d})
 	if err != nil {
 		return err
 	}
@@ -538,7 +539,7 @@ func (proc *process) episodeDone(ep int, start time.Time, traceNext int64) error
 
 // publishDone counts a finished episode and publishes its ctl.done (not flushed), which it
 // returns.
-func (proc *process) publishDone(ep int, traceNext int64) (*bus.Message, error) {
+func (proc *process) publishDone(ep int, traceNext int64) (*wire.Message, error) {
 	proc.res.Episodes++
 	done := contract.Done{Steps: proc.steps, Missed: proc.clock.Stats().Missed, PID: os.Getpid(), TraceNext: traceNext}.Message(proc.cfg.Run, proc.sender, ep)
 	return done, proc.conn.Publish(proc.subj.CtlDone(proc.cfg.Role, proc.cfg.ID), done)
@@ -569,9 +570,9 @@ func (proc *process) takesX0() bool {
 // subscribeX0 listens on the challenger's private subject (outside dpsim.>) for explicit
 // initial states; they are validated and queued for the episode that announces them.
 func (proc *process) subscribeX0(r runner) error {
-	o := bus.CtlOptions{Expect: bus.Expect{Run: proc.cfg.Run, Episode: bus.AnyEpisode, Kind: bus.CtlX0, Sender: bus.LauncherSender},
+	o := bus.CtlOptions{Expect: wire.Expect{Run: proc.cfg.Run, Episode: wire.AnyEpisode, Kind: wire.CtlX0, Sender: wire.LauncherSender},
 		Counters: &proc.ctl, OnInvalid: proc.logInvalid, Verify: proc.verify}
-	sub, err := proc.conn.SubscribeCtl(proc.subj.ChallengerX0(), o, func(subject string, m *bus.Message) {
+	sub, err := proc.conn.SubscribeCtl(proc.subj.ChallengerX0(), o, func(subject string, m *wire.Message) {
 		x0, err := proc.openX0(m, r)
 		if err != nil {
 			proc.invalid(&proc.ctl, subject, err)
@@ -580,7 +581,7 @@ func (proc *process) subscribeX0(r runner) error {
 		select {
 		case proc.x0s <- x0Msg{ep: m.Episode, x0: x0}:
 		default:
-			proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonAhead, Detail: "too many x0 messages queued"})
+			proc.invalid(&proc.ctl, subject, &wire.InvalidError{Reason: wire.ReasonAhead, Detail: "too many x0 messages queued"})
 		}
 	})
 	if err != nil {
@@ -595,24 +596,24 @@ func (proc *process) subscribeX0(r runner) error {
 // vector of every agent's, its own x_i(0) in place and NaN for the others (it never learns
 // them, and a core that read one would refuse it as not finite). A box it cannot open - no
 // curve key, not sealed to it by the launcher, altered, of another episode - is an error
-// (bus.ReasonSealed); so are values the runner r refuses (bus.ReasonDim).
-func (proc *process) openX0(m *bus.Message, r runner) ([]float64, error) {
+// (wire.ReasonSealed); so are values the runner r refuses (wire.ReasonDim).
+func (proc *process) openX0(m *wire.Message, r runner) ([]float64, error) {
 	if proc.cfg.Secrets.X0Seed == "" || proc.cfg.Secrets.X0Sender == "" {
-		return nil, &bus.InvalidError{Reason: bus.ReasonSealed, Detail: fmt.Sprintf("sealed x0: no curve key ($%s, $%s or --credentials) to open it with", bus.EnvX0Seed, bus.EnvX0Sender)}
+		return nil, &wire.InvalidError{Reason: wire.ReasonSealed, Detail: fmt.Sprintf("sealed x0: no curve key ($%s, $%s or --credentials) to open it with", bus.EnvX0Seed, bus.EnvX0Sender)}
 	}
 	self := endpoint.Endpoint{Role: proc.cfg.Role, ID: proc.cfg.ID}
-	own, err := contract.OpenX0(m, self, proc.cfg.Secrets.X0Seed, proc.cfg.Secrets.X0Sender)
+	own, err := contract.OpenX0(m, self, bus.CurveKey{Seed: proc.cfg.Secrets.X0Seed}, proc.cfg.Secrets.X0Sender)
 	if err != nil {
 		return nil, err
 	}
 	if proc.cfg.Role != endpoint.Agent {
 		if err := r.checkX0(own); err != nil || len(own) == 0 {
-			return nil, &bus.InvalidError{Reason: bus.ReasonDim, Detail: fmt.Sprintf("explicit x0: %v", err)}
+			return nil, &wire.InvalidError{Reason: wire.ReasonDim, Detail: fmt.Sprintf("explicit x0: %v", err)}
 		}
 		return own, nil
 	}
 	if want := proc.cfg.LastAgent - proc.cfg.ID + 1; len(own) != want || !finite(own) {
-		return nil, &bus.InvalidError{Reason: bus.ReasonDim, Detail: fmt.Sprintf("sealed x0 of agents %d..%d: %d values, want %d finite ones", proc.cfg.ID, proc.cfg.LastAgent, len(own), want)}
+		return nil, &wire.InvalidError{Reason: wire.ReasonDim, Detail: fmt.Sprintf("sealed x0 of agents %d..%d: %d values, want %d finite ones", proc.cfg.ID, proc.cfg.LastAgent, len(own), want)}
 	}
 	x0 := make([]float64, proc.plan.Graph.N)
 	for i := range x0 {
@@ -628,7 +629,7 @@ func (proc *process) openX0(m *bus.Message, r runner) ([]float64, error) {
 func (proc *process) logInvalid(subject string, err error) {
 	k := proc.invalidLogged.Add(1)
 	if k <= 20 || k%1000 == 0 {
-		proc.log.Warn().Str("subject", subject).Str("reason", bus.ReasonOf(err).String()).Int64("invalid_total", k).
+		proc.log.Warn().Str("subject", subject).Str("reason", wire.ReasonOf(err).String()).Int64("invalid_total", k).
 			Err(err).Msg("dropped invalid message")
 	}
 }
@@ -657,8 +658,8 @@ func (proc *process) awaitX0(ep int) ([]float64, error) {
 // subscribeCtl handles ctl.episode and ctl.stop: they are validated (bad ones counted and
 // dropped) and turned into the episodes channel and the stop signal.
 func (proc *process) subscribeCtl(r runner) error {
-	o := bus.CtlOptions{Expect: bus.Expect{Run: proc.cfg.Run, Episode: bus.AnyEpisode}, Counters: &proc.ctl, OnInvalid: proc.logInvalid, Verify: proc.verify}
-	ep, err := proc.conn.SubscribeCtl(proc.subj.CtlEpisode(), o, func(subject string, m *bus.Message) {
+	o := bus.CtlOptions{Expect: wire.Expect{Run: proc.cfg.Run, Episode: wire.AnyEpisode}, Counters: &proc.ctl, OnInvalid: proc.logInvalid, Verify: proc.verify}
+	ep, err := proc.conn.SubscribeCtl(proc.subj.CtlEpisode(), o, func(subject string, m *wire.Message) {
 		st, err := parseEpisodeStart(m, r, proc.takesX0())
 		if err != nil {
 			proc.invalid(&proc.ctl, subject, err)
@@ -669,7 +670,7 @@ func (proc *process) subscribeCtl(r runner) error {
 			return
 		}
 		if int64(m.Episode) <= proc.lastEp.Load() {
-			proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonEpisode,
+			proc.invalid(&proc.ctl, subject, &wire.InvalidError{Reason: wire.ReasonEpisode,
 				Detail: fmt.Sprintf("%s for episode %d after episode %d: episodes must increase", m.Kind, m.Episode, proc.lastEp.Load())})
 			return
 		}
@@ -677,7 +678,7 @@ func (proc *process) subscribeCtl(r runner) error {
 			select {
 			case proc.episodes <- st:
 			default:
-				proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonAhead, Detail: "too many episodes queued"})
+				proc.invalid(&proc.ctl, subject, &wire.InvalidError{Reason: wire.ReasonAhead, Detail: "too many episodes queued"})
 			}
 			return
 		}
@@ -685,14 +686,14 @@ func (proc *process) subscribeCtl(r runner) error {
 		case proc.episodes <- st:
 			proc.lastEp.Store(int64(st.ep + max(st.count, 1) - 1))
 		default:
-			proc.invalid(&proc.ctl, subject, &bus.InvalidError{Reason: bus.ReasonAhead, Detail: "too many episodes queued"})
+			proc.invalid(&proc.ctl, subject, &wire.InvalidError{Reason: wire.ReasonAhead, Detail: "too many episodes queued"})
 		}
 	})
 	if err != nil {
 		return err
 	}
-	o.Expect.Kind = bus.CtlStop
-	st, err := proc.conn.SubscribeCtl(proc.subj.CtlStop(), o, func(_ string, m *bus.Message) {
+	o.Expect.Kind = wire.CtlStop
+	st, err := proc.conn.SubscribeCtl(proc.subj.CtlStop(), o, func(_ string, m *wire.Message) {
 		proc.stop("ctl.stop from "+m.Sender, true)
 	})
 	if err != nil {
@@ -705,32 +706,32 @@ func (proc *process) subscribeCtl(r runner) error {
 // parseEpisodeStart reads a ctl.episode (one episode, its x(0) on the message in hand-driven
 // runs) or a ctl.episodes (a group: first and count); private says the x(0)s come on the
 // challenger's private subject (for a process that takes them).
-func parseEpisodeStart(m *bus.Message, r runner, takesX0 bool) (episodeStart, error) {
+func parseEpisodeStart(m *wire.Message, r runner, takesX0 bool) (episodeStart, error) {
 	st := episodeStart{ep: m.Episode, sent: time.Unix(0, m.SentUnixNano)}
 	switch m.Kind {
-	case bus.CtlEpisode, bus.CtlEpisodeX0:
-		st.private = m.Kind == bus.CtlEpisodeX0 && takesX0
+	case wire.CtlEpisode, wire.CtlEpisodeX0:
+		st.private = m.Kind == wire.CtlEpisodeX0 && takesX0
 		st.x0 = contract.X0(m) // hand-driven runs may still put x(0) on ctl.episode
 		if st.x0 != nil {
 			if err := r.checkX0(st.x0); err != nil {
-				return st, &bus.InvalidError{Reason: bus.ReasonDim, Detail: err.Error()}
+				return st, &wire.InvalidError{Reason: wire.ReasonDim, Detail: err.Error()}
 			}
 		}
-	case bus.CtlFaults:
+	case wire.CtlFaults:
 		gen, digest, err := contract.ParseFaults(m)
 		if err != nil {
 			return st, err
 		}
 		st.faults = &liveFaults{gen: gen, digest: digest}
-	case bus.CtlEpisodes, bus.CtlEpisodesX0:
+	case wire.CtlEpisodes, wire.CtlEpisodesX0:
 		first, count, err := contract.ParseEpisodes(m)
 		if err != nil {
 			return st, err
 		}
 		st.ep, st.count = first, count
-		st.private = m.Kind == bus.CtlEpisodesX0 && takesX0
+		st.private = m.Kind == wire.CtlEpisodesX0 && takesX0
 	default:
-		return st, &bus.InvalidError{Reason: bus.ReasonKind, Detail: fmt.Sprintf("kind %q on ctl.episode", m.Kind)}
+		return st, &wire.InvalidError{Reason: wire.ReasonKind, Detail: fmt.Sprintf("kind %q on ctl.episode", m.Kind)}
 	}
 	return st, nil
 }

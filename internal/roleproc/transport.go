@@ -13,11 +13,12 @@ import (
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // natsTransport is sim.Transport over NATS for the cores one process hosts: a thin adapter.
 // Outputs go through each publisher's fault.Outbox (the injector on the publish side, the
-// same as the in-memory network's) and out as bus messages whose bus.Route headers carry the
+// same as the in-memory network's) and out as bus messages whose wire.Route headers carry the
 // delivery metadata; deliveries come in through the process's one bus.Inbox.
 type natsTransport struct {
 	run      string
@@ -59,7 +60,7 @@ type natsTransport struct {
 // transportMade is what a transport was built from.
 type transportMade struct {
 	tio  transportIO
-	subj bus.Subjects
+	subj wire.Subjects
 	topo sim.Topology
 	inj  *fault.Injector
 }
@@ -90,7 +91,7 @@ type pubStream struct {
 // outputs go out through proc's connection, and with crashes in the scenario it hears the
 // ctl.rejoin of restarted peers.
 func newNATSTransport(proc *process, in *bus.Inbox, cores []sim.Core, inj *fault.Injector) (*natsTransport, error) {
-	tio := transportIO{run: proc.cfg.Run, realtime: proc.cfg.Mode == bus.Realtime, in: in, conn: proc.conn, stop: proc.stopCh,
+	tio := transportIO{run: proc.cfg.Run, realtime: proc.cfg.Mode == wire.Realtime, in: in, conn: proc.conn, stop: proc.stopCh,
 		publisher: func(subject, sender, kind string) streamSender {
 			return proc.conn.Publisher(subject, proc.cfg.Run, sender, kind)
 		}}
@@ -106,8 +107,8 @@ func newNATSTransport(proc *process, in *bus.Inbox, cores []sim.Core, inj *fault
 
 // subscribeRejoins hears the ctl.rejoin of restarted peers into t.rejoins.
 func (t *natsTransport) subscribeRejoins(proc *process) error {
-	o := bus.CtlOptions{Expect: bus.Expect{Run: proc.cfg.Run, Episode: bus.AnyEpisode, Kind: bus.CtlRejoin}, Counters: &proc.ctl, OnInvalid: proc.logInvalid}
-	sub, err := proc.conn.SubscribeCtl(proc.subj.AllCtlWord(bus.CtlRejoin), o, func(_ string, m *bus.Message) {
+	o := bus.CtlOptions{Expect: wire.Expect{Run: proc.cfg.Run, Episode: wire.AnyEpisode, Kind: wire.CtlRejoin}, Counters: &proc.ctl, OnInvalid: proc.logInvalid}
+	sub, err := proc.conn.SubscribeCtl(proc.subj.AllCtlWord(wire.CtlRejoin), o, func(_ string, m *wire.Message) {
 		t.rejoins.note(m.Sender, m.Episode)
 		proc.echoRejoin(m)
 	})
@@ -121,7 +122,7 @@ func (t *natsTransport) subscribeRejoins(proc *process) error {
 // newTransport returns the transport of cores over tio: a publisher stream per hosted
 // publisher (its outbox built from inj towards its subscribers in topo), and, when the
 // scenario crashes processes, the rejoins its deliveries wait for.
-func newTransport(tio transportIO, subj bus.Subjects, topo sim.Topology, cores []sim.Core, inj *fault.Injector, crashes []scenario.Crash) *natsTransport {
+func newTransport(tio transportIO, subj wire.Subjects, topo sim.Topology, cores []sim.Core, inj *fault.Injector, crashes []scenario.Crash) *natsTransport {
 	t := &natsTransport{run: tio.run, in: tio.in, conn: tio.conn, stop: tio.stop, pubs: map[endpoint.Endpoint]*pubStream{}, hosted: map[endpoint.Endpoint]bool{},
 		senders: map[endpoint.Endpoint]bool{}, realtime: tio.realtime, lines: &delayLines{lines: map[string]*delayLine{}},
 		made: transportMade{tio: tio, subj: subj, topo: topo, inj: inj}}
@@ -236,7 +237,7 @@ func (t *natsTransport) Send(o *sim.Out) error {
 		if err != nil || (d.Gap && t.realtime) { // realtime: a loss gives no notice
 			return
 		}
-		r := bus.Route{More: d.More, Gap: d.Gap}
+		r := wire.Route{More: d.More, Gap: d.Gap}
 		if d.At != d.Step {
 			r.At = d.At // > d.Step >= 0
 		}
@@ -281,7 +282,7 @@ func (t *natsTransport) Send(o *sim.Out) error {
 }
 
 // Recv implements sim.Transport: the next delivery addressed to a hosted core. A batched
-// message (bus.Route.Episodes) is handed out as one delivery per episode, in episode order.
+// message (wire.Route.Episodes) is handed out as one delivery per episode, in episode order.
 func (t *natsTransport) Recv(deadline time.Time) (*sim.Msg, error) {
 	if t.split.next < t.split.n {
 		return t.split.part(&t.msg), nil
@@ -335,7 +336,7 @@ func (t *natsTransport) Recv(deadline time.Time) (*sim.Msg, error) {
 // process sends what its cores released for every episode in flight once it has nothing left
 // to deliver (it is what its peers wait for). Then, before it blocks, it does its idle work
 // (idle: the group's held trace records), which its peers' turn hides.
-func (t *natsTransport) next(deadline time.Time) (*bus.Message, error) {
+func (t *natsTransport) next(deadline time.Time) (*wire.Message, error) {
 	if t.batch != nil && t.batch.pending() {
 		m, err := t.in.Next(time.Time{})
 		if !errors.Is(err, bus.ErrTimeout) {
@@ -371,10 +372,10 @@ type delayed struct {
 	ep    int
 	step  int
 	vals  []float64
-	route bus.Route
+	route wire.Route
 }
 
-func (t *natsTransport) queue(ps *pubStream, r bus.Route, d *fault.Delivery) {
+func (t *natsTransport) queue(ps *pubStream, r wire.Route, d *fault.Delivery) {
 	l := t.lines.lines[r.To]
 	if l == nil {
 		l = &delayLine{ch: make(chan delayed, 1<<12)}
@@ -390,7 +391,7 @@ func (t *natsTransport) runLine(l *delayLine) {
 		if w := time.Until(d.due); w > 0 {
 			time.Sleep(w)
 		}
-		m := bus.Message{V: bus.Version, Run: t.run, Episode: d.ep, Step: d.step, Sender: d.ps.sender,
+		m := wire.Message{V: wire.Version, Run: t.run, Episode: d.ep, Step: d.step, Sender: d.ps.sender,
 			SentUnixNano: time.Now().UnixNano(), Kind: d.ps.kind, Values: d.vals}
 		if err := t.conn.PublishRouted(d.ps.subject, &m, d.route); err != nil {
 			t.lines.mu.Lock()

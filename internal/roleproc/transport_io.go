@@ -3,7 +3,7 @@ package roleproc
 import (
 	"time"
 
-	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // What a natsTransport needs of its process, as the smallest interfaces pkg/bus implements
@@ -14,7 +14,7 @@ import (
 type deliveries interface {
 	// Next returns the next valid message of the current episode, bus.ErrTimeout at the
 	// deadline, bus.ErrStopped once stopped.
-	Next(deadline time.Time) (*bus.Message, error)
+	Next(deadline time.Time) (*wire.Message, error)
 	// SetEpisode makes episode ep the current one.
 	SetEpisode(ep int)
 	// SetEpisodes makes the count episodes from first the current ones (episodes in flight).
@@ -23,12 +23,12 @@ type deliveries interface {
 
 // streamSender publishes one hosted publisher's messages with their routes: a bus.Publisher.
 type streamSender interface {
-	SendRouted(episode, step int, values []float64, r bus.Route) error
+	SendRouted(episode, step int, values []float64, r wire.Route) error
 }
 
 // routedPublisher publishes a message with its route on a subject: the process's bus.Conn.
 type routedPublisher interface {
-	PublishRouted(subject string, m *bus.Message, r bus.Route) error
+	PublishRouted(subject string, m *wire.Message, r wire.Route) error
 }
 
 // transportIO is a transport's connection to the world.

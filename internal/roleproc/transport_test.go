@@ -13,6 +13,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // The transport's unit tests drive it through an in-memory inbox and wire (the interfaces of
@@ -20,13 +21,13 @@ import (
 
 // memInbox is deliveries from a list: each Next hands out the next message, then times out.
 type memInbox struct {
-	msgs    []*bus.Message
+	msgs    []*wire.Message
 	stopped bool
 	ep      int
 	count   int // episodes in flight from ep
 }
 
-func (in *memInbox) Next(time.Time) (*bus.Message, error) {
+func (in *memInbox) Next(time.Time) (*wire.Message, error) {
 	if in.stopped {
 		return nil, bus.ErrStopped
 	}
@@ -48,7 +49,7 @@ type sent struct {
 	Ep      int
 	Step    int
 	Values  []float64
-	Route   bus.Route
+	Route   wire.Route
 }
 
 // memWire records what the transport publishes: its streams' routed sends and the delayed
@@ -80,7 +81,7 @@ func (w *memWire) takeTimed() ([]sent, []time.Time) {
 	return out, at
 }
 
-func (w *memWire) PublishRouted(subject string, m *bus.Message, r bus.Route) error {
+func (w *memWire) PublishRouted(subject string, m *wire.Message, r wire.Route) error {
 	w.add(sent{Subject: subject, Ep: m.Episode, Step: m.Step, Values: m.Values, Route: r})
 	return nil
 }
@@ -90,7 +91,7 @@ type memStream struct {
 	subject string
 }
 
-func (s memStream) SendRouted(ep, step int, vals []float64, r bus.Route) error {
+func (s memStream) SendRouted(ep, step int, vals []float64, r wire.Route) error {
 	s.w.add(sent{Subject: s.subject, Ep: ep, Step: step, Values: vals, Route: r})
 	return nil
 }
@@ -106,7 +107,7 @@ func plantTransport(t *testing.T, faults scenario.FaultsSpec, realtime bool) (*n
 	require.NoError(t, err)
 	plant, err := sim.NewPlantCore(p, 7)
 	require.NoError(t, err)
-	subj, err := bus.NewSubjects("r1")
+	subj, err := wire.NewSubjects("r1")
 	require.NoError(t, err)
 	in, w, stop := &memInbox{}, &memWire{}, make(chan struct{})
 	tio := transportIO{run: "r1", realtime: realtime, in: in, conn: w, stop: stop,
@@ -133,15 +134,15 @@ func TestTransportSend(t *testing.T) {
 		{"clear links", nil, false, []sent{{Subject: yhat, Ep: 4, Step: 3, Values: []float64{1.5}}}},
 		{"clear links realtime", nil, true, []sent{{Subject: yhat, Ep: 4, Step: 3, Values: []float64{1.5}}}},
 		{"lost to the eavesdropper", []scenario.LinkFault{dropEve}, false, []sent{
-			{Subject: yhat, Ep: 4, Step: 3, Values: []float64{1.5}, Route: bus.Route{Except: []string{"eavesdropper.0"}}},
-			{Subject: yhat, Ep: 4, Step: 3, Route: bus.Route{To: "eavesdropper.0", Gap: true}},
+			{Subject: yhat, Ep: 4, Step: 3, Values: []float64{1.5}, Route: wire.Route{Except: []string{"eavesdropper.0"}}},
+			{Subject: yhat, Ep: 4, Step: 3, Route: wire.Route{To: "eavesdropper.0", Gap: true}},
 		}},
 		{"lost to the eavesdropper realtime", []scenario.LinkFault{dropEve}, true, []sent{
-			{Subject: yhat, Ep: 4, Step: 3, Values: []float64{1.5}, Route: bus.Route{Except: []string{"eavesdropper.0"}}},
+			{Subject: yhat, Ep: 4, Step: 3, Values: []float64{1.5}, Route: wire.Route{Except: []string{"eavesdropper.0"}}},
 		}},
 		{"late to the cloud", []scenario.LinkFault{delayCloud}, false, []sent{
-			{Subject: yhat, Ep: 4, Step: 3, Values: []float64{1.5}, Route: bus.Route{Except: []string{"cloud.0"}}},
-			{Subject: yhat, Ep: 4, Step: 3, Route: bus.Route{To: "cloud.0", Gap: true}},
+			{Subject: yhat, Ep: 4, Step: 3, Values: []float64{1.5}, Route: wire.Route{Except: []string{"cloud.0"}}},
+			{Subject: yhat, Ep: 4, Step: 3, Route: wire.Route{To: "cloud.0", Gap: true}},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,7 +170,7 @@ func TestTransportSendLate(t *testing.T) {
 			late = append(late, s)
 		}
 	}
-	require.Equal(t, []sent{{Subject: yhat, Ep: 0, Step: 0, Values: []float64{0}, Route: bus.Route{To: "cloud.0", At: 2}}}, late)
+	require.Equal(t, []sent{{Subject: yhat, Ep: 0, Step: 0, Values: []float64{0}, Route: wire.Route{To: "cloud.0", At: 2}}}, late)
 	require.NoError(t, tr.end())
 }
 
@@ -204,31 +205,31 @@ func TestTransportDelayLines(t *testing.T) {
 // At), a gap notice, a broadcast but to some - and skips copies for another subscriber of
 // the subject (stale when of an episode already finished) and senders no core hears.
 func TestTransportRecv(t *testing.T) {
-	msg := func(sender string, ep, step int, r bus.Route, vals ...float64) *bus.Message {
-		return &bus.Message{V: bus.Version, Run: "r1", Episode: ep, Step: step, Sender: sender, Kind: "u", Values: vals, Route: r}
+	msg := func(sender string, ep, step int, r wire.Route, vals ...float64) *wire.Message {
+		return &wire.Message{V: wire.Version, Run: "r1", Episode: ep, Step: step, Sender: sender, Kind: "u", Values: vals, Route: r}
 	}
 	for _, tc := range []struct {
 		name  string
-		in    *bus.Message
+		in    *wire.Message
 		want  *sim.Msg // nil: skipped
 		stale uint64
 	}{
-		{"broadcast", msg("cloud.0", 5, 3, bus.Route{}, 0.25),
+		{"broadcast", msg("cloud.0", 5, 3, wire.Route{}, 0.25),
 			&sim.Msg{From: sim.CloudEndpoint, ToAll: true, Episode: 5, Step: 3, At: 3, Values: []float64{0.25}}, 0},
-		{"late copy for the plant", msg("cloud.0", 5, 3, bus.Route{To: "plant.0", At: 6, More: true}, 0.25),
+		{"late copy for the plant", msg("cloud.0", 5, 3, wire.Route{To: "plant.0", At: 6, More: true}, 0.25),
 			&sim.Msg{From: sim.CloudEndpoint, To: sim.PlantEndpoint, Episode: 5, Step: 3, At: 6, More: true, Values: []float64{0.25}}, 0},
-		{"gap notice", msg("cloud.0", 5, 3, bus.Route{To: "plant.0", Gap: true}),
+		{"gap notice", msg("cloud.0", 5, 3, wire.Route{To: "plant.0", Gap: true}),
 			&sim.Msg{From: sim.CloudEndpoint, To: sim.PlantEndpoint, Episode: 5, Step: 3, At: 3, Gap: true}, 0},
-		{"broadcast but to the eavesdropper", msg("cloud.0", 5, 3, bus.Route{Except: []string{"eavesdropper.0"}}, 0.25),
+		{"broadcast but to the eavesdropper", msg("cloud.0", 5, 3, wire.Route{Except: []string{"eavesdropper.0"}}, 0.25),
 			&sim.Msg{From: sim.CloudEndpoint, ToAll: true, Except: []endpoint.Endpoint{sim.EavesdropperEndpoint}, Episode: 5, Step: 3, At: 3, Values: []float64{0.25}}, 0},
-		{"for another subscriber", msg("cloud.0", 5, 3, bus.Route{To: "eavesdropper.0"}, 0.25), nil, 0},
-		{"for another subscriber, stale", msg("cloud.0", 4, 3, bus.Route{To: "eavesdropper.0"}, 0.25), nil, 1},
-		{"a sender no core hears", msg("agent.3", 5, 3, bus.Route{}, 0.25), nil, 0},
+		{"for another subscriber", msg("cloud.0", 5, 3, wire.Route{To: "eavesdropper.0"}, 0.25), nil, 0},
+		{"for another subscriber, stale", msg("cloud.0", 4, 3, wire.Route{To: "eavesdropper.0"}, 0.25), nil, 1},
+		{"a sender no core hears", msg("agent.3", 5, 3, wire.Route{}, 0.25), nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, in, _, _ := plantTransport(t, scenario.FaultsSpec{}, false)
 			tr.begin(5)
-			in.msgs = []*bus.Message{tc.in}
+			in.msgs = []*wire.Message{tc.in}
 			got, err := tr.Recv(time.Now().Add(time.Second))
 			if tc.want == nil {
 				require.ErrorIs(t, err, sim.ErrIdle, "skipped, then idle")

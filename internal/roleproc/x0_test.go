@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/dpsimtest"
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // An agent host opens its own box of the challenger's x0 message: its agents' x_i(0) in place,
@@ -27,7 +27,7 @@ func TestOpenX0AgentHost(t *testing.T) {
 	host := endpoint.Endpoint{Role: endpoint.Agent, ID: 2}
 	to := []contract.X0Recipient{{Endpoint: endpoint.Endpoint{Role: endpoint.Agent}, First: 0, Last: 1, Public: other.Public},
 		{Endpoint: host, First: 2, Last: 3, Public: mine.Public}}
-	m, err := contract.X0Message("r1", 3, x0, launcher.Seed, to)
+	m, err := contract.X0Message("r1", 3, x0, launcher, to)
 	require.NoError(t, err)
 	proc := func(seed, sender string) *process {
 		return &process{cfg: &Config{Role: endpoint.Agent, ID: 2, LastAgent: 3, Secrets: Secrets{X0Seed: seed, X0Sender: sender}}, plan: p}
@@ -49,6 +49,6 @@ func TestOpenX0AgentHost(t *testing.T) {
 	} {
 		_, err := pr.openX0(m, nil)
 		require.Error(t, err, name)
-		require.Equal(t, bus.ReasonSealed, bus.ReasonOf(err), "%s: %v", name, err)
+		require.Equal(t, wire.ReasonSealed, wire.ReasonOf(err), "%s: %v", name, err)
 	}
 }

@@ -10,13 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // authServer starts an embedded server with the users of a cloud-control and a consensus
 // run's roles, and an all-seeing observer (the test's own eyes, not a dpsim role).
 func authServer(t *testing.T, run string) (*Embedded, map[string]User) {
 	t.Helper()
-	s, err := NewSubjects(run)
+	s, err := wire.NewSubjects(run)
 	require.NoError(t, err)
 	users := map[string]User{}
 	add := func(key string, role endpoint.Role, id, last int) {
@@ -112,7 +113,7 @@ func TestUnauthenticatedRefused(t *testing.T) {
 func TestRolePermissions(t *testing.T) {
 	const run = "sec2"
 	srv, users := authServer(t, run)
-	s, _ := NewSubjects(run)
+	s, _ := wire.NewSubjects(run)
 	obs := connectAs(t, srv.URL(), users["observer"])
 	cases := []struct {
 		user           string
@@ -132,10 +133,10 @@ func TestRolePermissions(t *testing.T) {
 			[]string{s.All(), s.CloudU(0)}, s.AllAgentY()},
 		{"eve", []string{s.CtlReady(endpoint.Eavesdropper, 0)},
 			[]string{s.PlantYhat(0), s.AgentY(0), s.CtlStop(), s.CtlEpisode(), s.CtlRejoin(endpoint.Eavesdropper, 0)},
-			[]string{s.ChallengerX0(), ChallengerPrefix + ">", ">"}, s.All()},
+			[]string{s.ChallengerX0(), wire.ChallengerPrefix + ">", ">"}, s.All()},
 		{"launcher", []string{s.CtlEpisode(), s.CtlStop(), s.ChallengerX0()},
 			[]string{s.PlantYhat(0), s.CtlDone(endpoint.Plant, 0)},
-			[]string{ChallengerPrefix + ">"}, s.All()},
+			[]string{wire.ChallengerPrefix + ">"}, s.All()},
 	}
 	for _, c := range cases {
 		t.Run(c.user, func(t *testing.T) {
@@ -173,13 +174,13 @@ func TestRolePermissions(t *testing.T) {
 func TestChallengerSecretNotForEavesdropper(t *testing.T) {
 	const run = "sec3"
 	srv, users := authServer(t, run)
-	s, _ := NewSubjects(run)
+	s, _ := wire.NewSubjects(run)
 	eve := connectAs(t, srv.URL(), users["eve"])
 	plant := connectAs(t, srv.URL(), users["plant"])
 	launcher := connectAs(t, srv.URL(), users["launcher"])
 	var mu sync.Mutex
 	var seen []string
-	for _, f := range []string{">", s.All(), ChallengerPrefix + ">"} {
+	for _, f := range []string{">", s.All(), wire.ChallengerPrefix + ">"} {
 		_, _ = eve.nc.Subscribe(f, func(m *nats.Msg) { mu.Lock(); seen = append(seen, m.Subject); mu.Unlock() })
 	}
 	_ = eve.nc.Flush()
@@ -191,7 +192,7 @@ func TestChallengerSecretNotForEavesdropper(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, subj := range seen {
-		require.False(t, strings.HasPrefix(subj, ChallengerPrefix), "the eavesdropper saw %s", subj)
+		require.False(t, strings.HasPrefix(subj, wire.ChallengerPrefix), "the eavesdropper saw %s", subj)
 	}
 }
 
@@ -227,13 +228,13 @@ func TestSignedMessages(t *testing.T) {
 	require.NoError(t, err)
 	v, err := NewVerifier(map[string]string{"plant.0": plant.Public})
 	require.NoError(t, err)
-	s, _ := NewSubjects("sig1")
+	s, _ := wire.NewSubjects("sig1")
 	rx, err := Connect(srv.URL(), "rx")
 	require.NoError(t, err)
 	defer rx.Close()
-	var counters Counters
+	var counters wire.Counters
 	in := rx.NewInbox(InboxOptions{Counters: &counters, Verify: v})
-	in.Expect(s.PlantYhat(0), Expect{Run: "sig1", Steps: 10, Sender: "plant.0", Kind: endpoint.StreamYhat, Dim: 1})
+	in.Expect(s.PlantYhat(0), wire.Expect{Run: "sig1", Steps: 10, Sender: "plant.0", Kind: endpoint.StreamYhat, Dim: 1})
 	require.NoError(t, in.Subscribe())
 	require.NoError(t, rx.Flush(time.Second))
 	in.SetEpisode(0)
@@ -247,18 +248,18 @@ func TestSignedMessages(t *testing.T) {
 	plain, err := Connect(srv.URL(), "plain")
 	require.NoError(t, err)
 	defer plain.Close()
-	msg := func(step int, v float64) *Message {
-		return &Message{V: Version, Run: "sig1", Episode: 0, Step: step, Sender: "plant.0", Kind: endpoint.StreamYhat, Values: []float64{v}}
+	msg := func(step int, v float64) *wire.Message {
+		return &wire.Message{V: wire.Version, Run: "sig1", Episode: 0, Step: step, Sender: "plant.0", Kind: endpoint.StreamYhat, Values: []float64{v}}
 	}
 	require.NoError(t, forger.Publish(s.PlantYhat(0), msg(1, 666)))
 	require.NoError(t, forger.Flush(time.Second)) // one after the other: they come on different connections
 	require.NoError(t, plain.Publish(s.PlantYhat(0), msg(2, 666)))
 	// altered: a valid signature over other bytes
-	data, _ := Encode(nil, msg(3, 3), JSON)
+	data, _ := wire.Encode(nil, msg(3, 3), wire.JSON)
 	sig, err := sign(good.signer, data)
 	require.NoError(t, err)
-	altered, _ := Encode(nil, msg(3, 666), JSON)
-	require.NoError(t, plain.nc.PublishMsg(&nats.Msg{Subject: s.PlantYhat(0), Data: altered, Header: nats.Header{HeaderSig: []string{sig}}}))
+	altered, _ := wire.Encode(nil, msg(3, 666), wire.JSON)
+	require.NoError(t, plain.nc.PublishMsg(&nats.Msg{Subject: s.PlantYhat(0), Data: altered, Header: nats.Header{wire.HeaderSig: []string{sig}}}))
 	require.NoError(t, plain.Flush(time.Second))
 	require.NoError(t, good.Publish(s.PlantYhat(0), msg(4, 4)))
 	for _, c := range []*Conn{forger, plain, good} {
@@ -280,7 +281,7 @@ func BenchmarkSignVerify(b *testing.B) {
 	require.NoError(b, err)
 	v, err := NewVerifier(map[string]string{"plant.0": k.Public})
 	require.NoError(b, err)
-	data, _ := Encode(nil, &Message{V: Version, Run: "r", Episode: 1, Step: 42, Sender: "plant.0", Kind: endpoint.StreamYhat, Values: []float64{0.5}}, JSON)
+	data, _ := wire.Encode(nil, &wire.Message{V: wire.Version, Run: "r", Episode: 1, Step: 42, Sender: "plant.0", Kind: endpoint.StreamYhat, Values: []float64{0.5}}, wire.JSON)
 	b.Run("sign", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			if _, err := sign(kp, data); err != nil {

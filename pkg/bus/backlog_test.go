@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // A receiver that falls far behind its sender loses nothing: what finds the inbox's channel
@@ -14,16 +15,16 @@ import (
 // slow consumer, and a lockstep receiver then waited forever for the message).
 func TestInboxBacklogLosesNothing(t *testing.T) {
 	srv := startServer(t)
-	s, _ := NewSubjects("bl1")
+	s, _ := wire.NewSubjects("bl1")
 	tx := connect(t, srv.URL(), "tx")
 	rx := connect(t, srv.URL(), "rx")
 	in := rx.NewInbox(InboxOptions{})
-	in.Expect(s.PlantYhat(0), Expect{Run: "bl1", Steps: 1 << 20, Sender: "plant.0", Kind: endpoint.StreamYhat, Dim: 1})
+	in.Expect(s.PlantYhat(0), wire.Expect{Run: "bl1", Steps: 1 << 20, Sender: "plant.0", Kind: endpoint.StreamYhat, Dim: 1})
 	require.NoError(t, in.Subscribe())
 	require.NoError(t, rx.Flush(time.Minute))
 	const n = 2 * DefaultInboxBuffer // twice the delivery channel, none of it read meanwhile
 	for k := range n {
-		m := &Message{V: Version, Run: "bl1", Step: k, Sender: "plant.0", Kind: endpoint.StreamYhat, Values: []float64{float64(k)}}
+		m := &wire.Message{V: wire.Version, Run: "bl1", Step: k, Sender: "plant.0", Kind: endpoint.StreamYhat, Values: []float64{float64(k)}}
 		require.NoError(t, tx.Publish(s.PlantYhat(0), m))
 	}
 	require.NoError(t, tx.Flush(time.Minute))
@@ -42,19 +43,19 @@ func TestInboxBacklogLosesNothing(t *testing.T) {
 // random, and a process's results depend on the order).
 func TestInboxKeepsOrderAcrossSubjects(t *testing.T) {
 	srv := startServer(t)
-	s, _ := NewSubjects("or1")
+	s, _ := wire.NewSubjects("or1")
 	tx := connect(t, srv.URL(), "tx")
 	rx := connect(t, srv.URL(), "rx")
 	in := rx.NewInbox(InboxOptions{})
 	for i := range 4 {
-		in.Expect(s.AgentY(i), Expect{Run: "or1", Steps: 1 << 20, Sender: endpoint.Endpoint{Role: endpoint.Agent, ID: i}.String(), Kind: endpoint.StreamY, Dim: 1})
+		in.Expect(s.AgentY(i), wire.Expect{Run: "or1", Steps: 1 << 20, Sender: endpoint.Endpoint{Role: endpoint.Agent, ID: i}.String(), Kind: endpoint.StreamY, Dim: 1})
 	}
 	require.NoError(t, in.Subscribe())
 	require.NoError(t, rx.Flush(time.Minute))
 	const n = 20_000
 	for k := range n {
 		i := k % 4
-		m := &Message{V: Version, Run: "or1", Step: k, Sender: endpoint.Endpoint{Role: endpoint.Agent, ID: i}.String(), Kind: endpoint.StreamY, Values: []float64{1}}
+		m := &wire.Message{V: wire.Version, Run: "or1", Step: k, Sender: endpoint.Endpoint{Role: endpoint.Agent, ID: i}.String(), Kind: endpoint.StreamY, Values: []float64{1}}
 		require.NoError(t, tx.Publish(s.AgentY(i), m))
 	}
 	require.NoError(t, tx.Flush(time.Minute))

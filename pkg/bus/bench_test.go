@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // rawStepsPerSec is the rate of the last raw request-reply run, for the ratio.
@@ -41,7 +42,7 @@ func BenchmarkLockstepVsRequestReply(b *testing.B) {
 		b.ReportMetric(rate, "steps/s")
 		rawStepsPerSec = rate
 	})
-	for _, enc := range []Encoding{JSON, Binary} {
+	for _, enc := range []wire.Encoding{wire.JSON, wire.Binary} {
 		b.Run("lockstep-"+enc.String(), func(b *testing.B) {
 			ls := newLockstepLoop(b, srv.URL(), enc, b.N)
 			b.ReportAllocs()
@@ -58,7 +59,7 @@ func BenchmarkLockstepVsRequestReply(b *testing.B) {
 			}
 		})
 	}
-	for _, enc := range []Encoding{JSON, Binary} {
+	for _, enc := range []wire.Encoding{wire.JSON, wire.Binary} {
 		b.Run("paired-"+enc.String(), func(b *testing.B) {
 			raw := newRawLoop(b, srv.URL())
 			ls := newLockstepLoop(b, srv.URL(), enc, b.N)
@@ -133,11 +134,11 @@ type lockstepLoop struct {
 
 const benchSteps = 1000 // steps per episode; n steps run as consecutive episodes
 
-func newLockstepLoop(b testing.TB, url string, enc Encoding, n int) *lockstepLoop {
-	subj, _ := NewSubjects(fmt.Sprintf("bench-%s-%d", enc, n))
+func newLockstepLoop(b testing.TB, url string, enc wire.Encoding, n int) *lockstepLoop {
+	subj, _ := wire.NewSubjects(fmt.Sprintf("bench-%s-%d", enc, n))
 	plant := connect(b, url, "bench-plant", WithEncoding(enc))
 	cloud := connect(b, url, "bench-cloud", WithEncoding(enc))
-	exp := Expect{Run: subj.Run(), Dim: 1, Steps: benchSteps, Episode: AnyEpisode}
+	exp := wire.Expect{Run: subj.Run(), Dim: 1, Steps: benchSteps, Episode: wire.AnyEpisode}
 	yIn, err := cloud.Receive(subj.PlantYhat(0), ReceiverOptions{Expect: exp, MatchSubject: true})
 	if err != nil {
 		b.Fatal(err)
@@ -189,7 +190,7 @@ func (l *lockstepLoop) step(i int) {
 
 // await reads the next valid message of a one-sender lockstep exchange and checks it is the
 // one of episode ep, step k (the messages of one sender arrive in order).
-func await(in *Receiver, ep, k int) (*Message, error) {
+func await(in *Receiver, ep, k int) (*wire.Message, error) {
 	m, err := in.Next(time.Now().Add(5 * time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("episode %d step %d: %w", ep, k, err)
@@ -206,35 +207,5 @@ func (l *lockstepLoop) finish() {
 	}
 	if s := l.uIn.Counters().Snapshot(); s.Dropped != 0 || s.Received != uint64(l.n) {
 		l.b.Fatalf("plant counters %+v", s)
-	}
-}
-
-// BenchmarkCodec: encode + decode of one message (into reused buffers), JSON vs binary,
-// for the 1-value control messages and a 16-value vector; bytes/msg is the wire size.
-func BenchmarkCodec(b *testing.B) {
-	for _, dim := range []int{1, 16} {
-		m := &Message{V: Version, Run: "cloud-vehicle-20260101-3f9a", Episode: 12, Step: 345, Sender: "plant.0",
-			SentUnixNano: time.Now().UnixNano(), Kind: endpoint.StreamYhat, Values: make([]float64, dim)}
-		for i := range m.Values {
-			m.Values[i] = 0.1234567890123*float64(i+1) - 3.3
-		}
-		for _, enc := range []Encoding{JSON, Binary} {
-			b.Run(fmt.Sprintf("%s/dim=%d", enc, dim), func(b *testing.B) {
-				buf := make([]byte, 0, 1024)
-				var out Message
-				b.ReportAllocs()
-				for b.Loop() {
-					var err error
-					buf, err = Encode(buf[:0], m, enc)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := Decode(buf, &out); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(len(buf)), "bytes/msg")
-			})
-		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // EventKind classifies connection events.
@@ -50,7 +52,7 @@ type connConfig struct {
 	reconnectWait  time.Duration
 	connectTimeout time.Duration
 	drainTimeout   time.Duration
-	encoding       Encoding
+	encoding       wire.Encoding
 	onEvent        func(Event)
 	natsOpts       []nats.Option
 	signSeed       string // sign data messages (WithSigner)
@@ -76,7 +78,7 @@ func WithDrainTimeout(d time.Duration) Option {
 }
 
 // WithEncoding selects the encoding Publish writes (default JSON). Receivers detect it.
-func WithEncoding(e Encoding) Option {
+func WithEncoding(e wire.Encoding) Option {
 	return func(c *connConfig) { c.encoding = e }
 }
 
@@ -90,7 +92,7 @@ func WithEvents(h func(Event)) Option {
 type Conn struct {
 	nc     *nats.Conn
 	name   string
-	enc    Encoding
+	enc    wire.Encoding
 	cfg    connConfig
 	closed chan struct{}
 
@@ -122,7 +124,7 @@ func Connect(url, name string, opts ...Option) (*Conn, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.encoding != JSON && cfg.encoding != Binary {
+	if cfg.encoding != wire.JSON && cfg.encoding != wire.Binary {
 		return nil, fmt.Errorf("bus: unknown encoding %v", cfg.encoding)
 	}
 	c := &Conn{name: name, enc: cfg.encoding, cfg: cfg, closed: make(chan struct{}), buf: make([]byte, 0, 512)}
@@ -190,14 +192,16 @@ func Connect(url, name string, opts ...Option) (*Conn, error) {
 func (c *Conn) Name() string { return c.name }
 
 // Encoding returns the encoding Publish uses.
-func (c *Conn) Encoding() Encoding { return c.enc }
+func (c *Conn) Encoding() wire.Encoding { return c.enc }
 
 // Closed is closed when the connection is closed for good.
 func (c *Conn) Closed() <-chan struct{} { return c.closed }
 
 // Publish encodes m (with the connection's encoding) and publishes it on subject. Safe for
 // concurrent use; it does not allocate (the client copies the bytes into its write buffer).
-func (c *Conn) Publish(subject string, m *Message) error { return c.PublishRouted(subject, m, Route{}) }
+func (c *Conn) Publish(subject string, m *wire.Message) error {
+	return c.PublishRouted(subject, m, wire.Route{})
+}
 
 // PublishRaw publishes data unchanged (fault injection, coordination payloads).
 func (c *Conn) PublishRaw(subject string, data []byte) error {
@@ -215,24 +219,10 @@ func (c *Conn) Flush(timeout time.Duration) error {
 	return nil
 }
 
-// ConnStats reports a connection's health and traffic.
-type ConnStats struct {
-	Name          string `json:"name"`
-	URL           string `json:"url,omitempty"` // currently connected server, "" if none
-	Disconnects   uint64 `json:"disconnects"`
-	Reconnects    uint64 `json:"reconnects"`
-	AsyncErrors   uint64 `json:"async_errors"`
-	SlowConsumers uint64 `json:"slow_consumers"` // messages dropped by the client: a receiver fell behind
-	InMsgs        uint64 `json:"in_msgs"`
-	OutMsgs       uint64 `json:"out_msgs"`
-	InBytes       uint64 `json:"in_bytes"`
-	OutBytes      uint64 `json:"out_bytes"`
-}
-
 // Stats returns the connection statistics.
-func (c *Conn) Stats() ConnStats {
+func (c *Conn) Stats() wire.ConnStats {
 	s := c.nc.Stats()
-	return ConnStats{
+	return wire.ConnStats{
 		Name:          c.name,
 		URL:           c.nc.ConnectedUrl(),
 		Disconnects:   c.disconnects.Load(),
@@ -278,12 +268,12 @@ func (c *Conn) Close() { c.nc.Close() }
 type Publisher struct {
 	c       *Conn
 	subject string
-	msg     Message
+	msg     wire.Message
 }
 
 // Publisher returns a publisher of messages {run, from: sender, kind} on subject.
 func (c *Conn) Publisher(subject, run, sender, kind string) *Publisher {
-	return &Publisher{c: c, subject: subject, msg: Message{V: Version, Run: run, Sender: sender, Kind: kind}}
+	return &Publisher{c: c, subject: subject, msg: wire.Message{V: wire.Version, Run: run, Sender: sender, Kind: kind}}
 }
 
 // Subject returns the subject published on.
@@ -292,15 +282,15 @@ func (p *Publisher) Subject() string { return p.subject }
 // Send publishes values for (episode, step), stamped with the current wall time. It does
 // not allocate.
 func (p *Publisher) Send(episode, step int, values []float64) error {
-	return p.SendRouted(episode, step, values, Route{})
+	return p.SendRouted(episode, step, values, wire.Route{})
 }
 
 // ReceiverOptions configures a Receiver.
 type ReceiverOptions struct {
-	Expect Expect
+	Expect wire.Expect
 	// Counters counts received and dropped messages; nil gives the receiver its own.
 	// Several receivers may share one.
-	Counters *Counters
+	Counters *wire.Counters
 	// OnInvalid, if set, is called for each dropped message (from the goroutine calling
 	// Next), e.g. to log it. It must not retain m.
 	OnInvalid func(subject string, err error)
@@ -339,16 +329,16 @@ func (c *Conn) Receive(subject string, opts ReceiverOptions) (*Receiver, error) 
 func (r *Receiver) Subject() string { return r.subject }
 
 // Counters returns the receiver's counters.
-func (r *Receiver) Counters() *Counters { return r.in.Counters() }
+func (r *Receiver) Counters() *wire.Counters { return r.in.Counters() }
 
 // SetExpect replaces the expectation (e.g. at the start of an episode). Not safe to call
 // concurrently with Next.
-func (r *Receiver) SetExpect(e Expect) { *r.in.opts.Any = e }
+func (r *Receiver) SetExpect(e wire.Expect) { *r.in.opts.Any = e }
 
 // Next returns the next valid message, waiting until deadline. The message is reused by
 // the next call. It returns an error wrapping ErrTimeout at the deadline and ErrClosed
 // when the connection is closed.
-func (r *Receiver) Next(deadline time.Time) (*Message, error) { return r.in.Next(deadline) }
+func (r *Receiver) Next(deadline time.Time) (*wire.Message, error) { return r.in.Next(deadline) }
 
 // SlowConsumerDropped returns how many messages the client dropped for this subscription
 // because Next did not keep up.

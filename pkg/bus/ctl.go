@@ -5,31 +5,13 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
-// The coordination (ctl) protocol's transport: the words (Message.Kind on ctl subjects) beyond
-// those of subject.go, the launcher's sender name, and typed, validated subscriptions. The
-// payloads of the ctl messages and their constructors are pkg/contract's (the protocol between
-// the launcher and a role process, written once).
-const (
-	// CtlEpisodeX0 starts an episode whose explicit x(0) travels on the private challenger
-	// subject (Subjects.ChallengerX0), not on the sniffable ctl.episode.
-	CtlEpisodeX0 = "episode-x0"
-	// CtlEpisodes starts a group of consecutive episodes at once (episodes in flight):
-	// Message.Episode is the first, Values [count]. CtlEpisodesX0 is the same for episodes
-	// whose explicit x(0)s travel on the private challenger subject, one CtlX0 per episode.
-	CtlEpisodes   = "episodes"
-	CtlEpisodesX0 = "episodes-x0"
-	// CtlFaults changes the run's link faults, partitions and crashes from episode
-	// Message.Episode on (a live intervention, dpsim run --ui): Values [generation, digest]
-	// name the file the launcher wrote beside the plan files (pkg/contract LiveFaults). It
-	// travels on ctl.episode before the ctl.episode of that episode, so it is heard first.
-	CtlFaults = "faults"
-	// CtlX0 is the private challenger message carrying an episode's x(0).
-	CtlX0 = "x0"
-	// LauncherSender is the "from" of every coordination message the launcher sends.
-	LauncherSender = "launcher.0"
-)
+// The coordination (ctl) protocol's transport: typed, validated subscriptions. Its words and
+// the launcher's sender name are pkg/wire's (wire.CtlEpisode, wire.LauncherSender, ...), the
+// payloads of the ctl messages and their constructors pkg/contract's.
 
 // Subscription is a subscription made through this package.
 type Subscription struct{ s *nats.Subscription }
@@ -45,8 +27,8 @@ func (s *Subscription) Unsubscribe() error {
 // CtlOptions configures a ctl subscription: what every message must carry (Run, Kind; Episode
 // AnyEpisode unless set), where dropped messages are counted and who hears of them.
 type CtlOptions struct {
-	Expect    Expect
-	Counters  *Counters
+	Expect    wire.Expect
+	Counters  *wire.Counters
 	OnInvalid func(subject string, err error)
 	// Verify, if set, drops (ReasonSignature) a message whose Dpsim-Sig header is not its
 	// sender's signature (dpsim run --sign: the launcher signs ctl.episode and ctl.stop too).
@@ -65,22 +47,22 @@ func (o CtlOptions) drop(subject string, err error) {
 // SubscribeCtl subscribes subject (wildcards allowed) and hands fn every message that decodes
 // and validates against o.Expect, with the subject it came on; the others are counted and
 // reported, never handed on. fn runs on the client's goroutine: it must not block.
-func (c *Conn) SubscribeCtl(subject string, o CtlOptions, fn func(subject string, m *Message)) (*Subscription, error) {
+func (c *Conn) SubscribeCtl(subject string, o CtlOptions, fn func(subject string, m *wire.Message)) (*Subscription, error) {
 	sub, err := c.nc.Subscribe(subject, func(nm *nats.Msg) {
 		if o.Counters != nil {
 			o.Counters.Receive()
 		}
-		var m Message
-		if err := Decode(nm.Data, &m); err != nil {
+		var m wire.Message
+		if err := wire.Decode(nm.Data, &m); err != nil {
 			o.drop(nm.Subject, err)
 			return
 		}
-		if err := Validate(&m, o.Expect); err != nil {
+		if err := wire.Validate(&m, o.Expect); err != nil {
 			o.drop(nm.Subject, err)
 			return
 		}
 		if o.Verify != nil {
-			if err := o.Verify.Verify(m.Sender, nm.Data, nm.Header.Get(HeaderSig)); err != nil {
+			if err := o.Verify.Verify(m.Sender, nm.Data, nm.Header.Get(wire.HeaderSig)); err != nil {
 				o.drop(nm.Subject, err)
 				return
 			}
@@ -95,7 +77,7 @@ func (c *Conn) SubscribeCtl(subject string, o CtlOptions, fn func(subject string
 
 // SubscribeDocuments subscribes subject and hands fn the raw payload of every message (ctl
 // documents such as a process's result JSON, which its receiver decodes and checks).
-func (c *Conn) SubscribeDocuments(subject string, counters *Counters, fn func(subject string, data []byte)) (*Subscription, error) {
+func (c *Conn) SubscribeDocuments(subject string, counters *wire.Counters, fn func(subject string, data []byte)) (*Subscription, error) {
 	sub, err := c.nc.Subscribe(subject, func(nm *nats.Msg) {
 		if counters != nil {
 			counters.Receive()

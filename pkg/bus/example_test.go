@@ -6,6 +6,7 @@ import (
 
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // A plant publishes its noisy output for step 0 on an embedded server; the cloud receives
@@ -18,14 +19,14 @@ func Example() {
 	}
 	defer srv.Shutdown()
 
-	subj, _ := bus.NewSubjects("demo")
+	subj, _ := wire.NewSubjects("demo")
 	plant, _ := bus.Connect(srv.URL(), "dpsim-plant-0")
 	cloud, _ := bus.Connect(srv.URL(), "dpsim-cloud-0")
 	defer plant.Close()
 	defer cloud.Close()
 
 	yhat, _ := cloud.Receive(subj.PlantYhat(0), bus.ReceiverOptions{
-		Expect:       bus.Expect{Run: "demo", Dim: 2, Steps: 100, Episode: 0},
+		Expect:       wire.Expect{Run: "demo", Dim: 2, Steps: 100, Episode: 0},
 		MatchSubject: true,
 	})
 	_ = cloud.Flush(time.Second) // the subscription is active on the server
@@ -46,14 +47,4 @@ func Example() {
 	// Output:
 	// dpsim.demo.plant.0.yhat [0.5 -1.25]
 	// {Received:2 Accepted:1 Dropped:1 ByReason:map[decode:1] BySender:map[plant.0:map[decode:1]]}
-}
-
-// The JSON wire form of a message.
-func ExampleEncodeJSON() {
-	m := &bus.Message{V: bus.Version, Run: "r1", Episode: 0, Step: 3, Sender: "plant.0",
-		SentUnixNano: 1700000000123456789, Kind: "yhat", Values: []float64{0.5, -1.25}}
-	b, _ := bus.EncodeJSON(nil, m)
-	fmt.Println(string(b))
-	// Output:
-	// {"v":1,"run":"r1","ep":0,"step":3,"from":"plant.0","sent":1700000000123456789,"kind":"yhat","vals":[0.5,-1.25]}
 }

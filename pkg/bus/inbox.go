@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // ErrTimeout is returned (wrapped) when a wait reaches its deadline.
@@ -36,7 +38,7 @@ const MaxInboxPending = 1 << 30
 // InboxOptions configures an Inbox.
 type InboxOptions struct {
 	// Counters counts received and dropped messages (nil: the inbox's own).
-	Counters *Counters
+	Counters *wire.Counters
 	// OnInvalid, if set, is called for each dropped message (from the goroutine calling
 	// Next), e.g. to log it. The inbox has counted the drop already: OnInvalid must not count
 	// it again.
@@ -62,7 +64,7 @@ type InboxOptions struct {
 	MaxPending int
 	// Any, if set, is the expectation of every subject without its own (wildcard
 	// subscriptions); with MatchSubject its Sender is the subject's <role>.<id>.
-	Any          *Expect
+	Any          *wire.Expect
 	MatchSubject bool
 }
 
@@ -84,12 +86,12 @@ type Inbox struct {
 	waiting bool
 	over    atomic.Int64 // messages dropped beyond MaxPending
 	subs    []*nats.Subscription
-	exp     map[string]*Expect
+	exp     map[string]*wire.Expect
 	opts    InboxOptions
-	count   *Counters
-	msg     Message
+	count   *wire.Counters
+	msg     wire.Message
 	timer   *time.Timer
-	anyExp  Expect        // scratch: opts.Any for the message at hand
+	anyExp  wire.Expect   // scratch: opts.Any for the message at hand
 	done    chan struct{} // closed by Close: a delivery waiting for room gives up
 	once    sync.Once
 }
@@ -103,18 +105,18 @@ func (c *Conn) NewInbox(opts InboxOptions) *Inbox {
 		opts.MaxPending = MaxInboxPending
 	}
 	if opts.Counters == nil {
-		opts.Counters = new(Counters)
+		opts.Counters = new(wire.Counters)
 	}
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	in := &Inbox{c: c, raw: make(chan *nats.Msg, opts.Buffer), exp: map[string]*Expect{}, opts: opts,
+	in := &Inbox{c: c, raw: make(chan *nats.Msg, opts.Buffer), exp: map[string]*wire.Expect{}, opts: opts,
 		count: opts.Counters, timer: t, done: make(chan struct{})}
 	go in.guard()
 	return in
 }
 
 // Expect registers what messages on subject (an exact subject) must carry.
-func (in *Inbox) Expect(subject string, e Expect) { in.exp[subject] = &e }
+func (in *Inbox) Expect(subject string, e wire.Expect) { in.exp[subject] = &e }
 
 // Subscribe subscribes to every subject registered with Expect.
 func (in *Inbox) Subscribe() error {
@@ -262,7 +264,7 @@ func (in *Inbox) SetEpisodes(first, count int) {
 }
 
 // Counters returns the inbox's counters.
-func (in *Inbox) Counters() *Counters { return in.count }
+func (in *Inbox) Counters() *wire.Counters { return in.count }
 
 // Dropped returns how many messages were dropped because Next did not keep up: by the client
 // (its delivery channel full) or by the guard (beyond MaxPending bytes).
@@ -290,7 +292,7 @@ func (in *Inbox) DrainTap() {
 // Next returns the next valid message (its Route filled in), waiting until deadline (zero:
 // do not wait). It returns ErrTimeout at the deadline, ErrStopped when stopped and ErrClosed
 // when the connection closed. The message is reused by the next call.
-func (in *Inbox) Next(deadline time.Time) (*Message, error) {
+func (in *Inbox) Next(deadline time.Time) (*wire.Message, error) {
 	for {
 		nm, err := in.receive(deadline)
 		if err != nil {
@@ -303,7 +305,7 @@ func (in *Inbox) Next(deadline time.Time) (*Message, error) {
 		if e == nil && in.opts.Any != nil {
 			in.anyExp = *in.opts.Any
 			if in.opts.MatchSubject {
-				in.anyExp.Sender = senderOfSubject(nm.Subject)
+				in.anyExp.Sender = wire.SenderOfSubject(nm.Subject)
 			}
 			e = &in.anyExp
 		}
@@ -312,7 +314,7 @@ func (in *Inbox) Next(deadline time.Time) (*Message, error) {
 				continue
 			}
 			in.count.Receive()
-			in.invalid(nm.Subject, &InvalidError{Reason: ReasonSender, Detail: "no sender of this run publishes on this subject"})
+			in.invalid(nm.Subject, &wire.InvalidError{Reason: wire.ReasonSender, Detail: "no sender of this run publishes on this subject"})
 			continue
 		}
 		in.count.Receive()
@@ -324,12 +326,12 @@ func (in *Inbox) Next(deadline time.Time) (*Message, error) {
 	}
 }
 
-func (in *Inbox) accept(nm *nats.Msg, e *Expect) error {
-	if err := Decode(nm.Data, &in.msg); err != nil {
+func (in *Inbox) accept(nm *nats.Msg, e *wire.Expect) error {
+	if err := wire.Decode(nm.Data, &in.msg); err != nil {
 		return err
 	}
 	if in.opts.Verify != nil {
-		if err := in.opts.Verify.Verify(in.msg.Sender, nm.Data, nm.Header.Get(HeaderSig)); err != nil {
+		if err := in.opts.Verify.Verify(in.msg.Sender, nm.Data, nm.Header.Get(wire.HeaderSig)); err != nil {
 			return err
 		}
 	}
@@ -344,14 +346,14 @@ func (in *Inbox) accept(nm *nats.Msg, e *Expect) error {
 	}
 	if r.Gap {
 		if len(in.msg.Values) != 0 {
-			return &InvalidError{Reason: ReasonDim, Detail: "a gap carries no values"}
+			return &wire.InvalidError{Reason: wire.ReasonDim, Detail: "a gap carries no values"}
 		}
 		exp.Dim = 0
 	}
 	if r.At > 0 && r.At < in.msg.Step {
-		return &InvalidError{Reason: ReasonStep, Detail: "delivered before its own step"}
+		return &wire.InvalidError{Reason: wire.ReasonStep, Detail: "delivered before its own step"}
 	}
-	return Validate(&in.msg, exp)
+	return wire.Validate(&in.msg, exp)
 }
 
 func (in *Inbox) invalid(subject string, err error) {

@@ -15,9 +15,14 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // startServer starts a real embedded server on a random loopback port.
+
+// numReasons is no reason (wire.Reasons holds them all): a test case that validates.
+var numReasons = wire.Reason(len(wire.Reasons()))
+
 func startServer(t testing.TB) *Embedded {
 	t.Helper()
 	e, err := StartEmbedded(EmbeddedOptions{})
@@ -55,7 +60,7 @@ func watch(t *testing.T, url string) *watcher {
 	}
 	t.Cleanup(nc.Close)
 	w := &watcher{}
-	if _, err := nc.Subscribe(AllRuns(), func(m *nats.Msg) {
+	if _, err := nc.Subscribe(wire.AllRuns(), func(m *nats.Msg) {
 		w.mu.Lock()
 		w.msgs = append(w.msgs, m)
 		w.mu.Unlock()
@@ -83,15 +88,15 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // A lockstep plant <-> cloud exchange and an agent over the documented subjects; a
 // separate client subscribed to "dpsim.>" sees every subject.
 func TestClosedLoopOnDocumentedSubjects(t *testing.T) {
-	for _, enc := range []Encoding{JSON, Binary} {
+	for _, enc := range []wire.Encoding{wire.JSON, wire.Binary} {
 		t.Run(enc.String(), func(t *testing.T) {
 			srv := startServer(t)
 			w := watch(t, srv.URL())
-			subj, _ := NewSubjects("loop-" + enc.String())
+			subj, _ := wire.NewSubjects("loop-" + enc.String())
 			const steps = 5
 			plant := connect(t, srv.URL(), "dpsim-plant-0", WithEncoding(enc))
 			cloud := connect(t, srv.URL(), "dpsim-cloud-0", WithEncoding(enc))
-			exp := Expect{Run: subj.Run(), Dim: 1, Steps: steps, Episode: AnyEpisode}
+			exp := wire.Expect{Run: subj.Run(), Dim: 1, Steps: steps, Episode: wire.AnyEpisode}
 
 			yIn, err := cloud.Receive(subj.PlantYhat(0), ReceiverOptions{Expect: exp, MatchSubject: true})
 			if err != nil {
@@ -145,7 +150,7 @@ func TestClosedLoopOnDocumentedSubjects(t *testing.T) {
 			if err := agent.Publisher(subj.AgentY(3), subj.Run(), endpoint.Endpoint{Role: endpoint.Agent, ID: 3}.String(), endpoint.StreamY).Send(0, 0, []float64{7}); err != nil {
 				t.Fatal(err)
 			}
-			ready := &Message{V: Version, Run: subj.Run(), Sender: endpoint.Endpoint{Role: endpoint.Agent, ID: 3}.String(), Kind: CtlReady}
+			ready := &wire.Message{V: wire.Version, Run: subj.Run(), Sender: endpoint.Endpoint{Role: endpoint.Agent, ID: 3}.String(), Kind: wire.CtlReady}
 			if err := agent.Publish(subj.CtlReady(endpoint.Agent, 3), ready); err != nil {
 				t.Fatal(err)
 			}
@@ -165,14 +170,14 @@ func TestClosedLoopOnDocumentedSubjects(t *testing.T) {
 			seen := map[string]int{}
 			for _, m := range w.msgs {
 				seen[m.Subject]++
-				var dm Message
-				if err := Decode(m.Data, &dm); err != nil {
+				var dm wire.Message
+				if err := wire.Decode(m.Data, &dm); err != nil {
 					t.Errorf("watcher cannot decode %s: %v", m.Subject, err)
 				}
-				if enc == JSON && !strings.HasPrefix(string(m.Data), `{"v":1,"run":"loop-json",`) {
+				if enc == wire.JSON && !strings.HasPrefix(string(m.Data), `{"v":1,"run":"loop-json",`) {
 					t.Errorf("JSON payload is not readable: %q", m.Data)
 				}
-				if p, err := ParseSubject(m.Subject); err != nil || (!p.IsCtl() && p.Sender() != dm.Sender) {
+				if p, err := wire.ParseSubject(m.Subject); err != nil || (!p.IsCtl() && p.Sender() != dm.Sender) {
 					t.Errorf("subject %s: parse %v, sender %q vs from %q", m.Subject, err, p.Sender(), dm.Sender)
 				}
 			}
@@ -193,13 +198,13 @@ func TestClosedLoopOnDocumentedSubjects(t *testing.T) {
 
 func TestInvalidMessagesCountedAndDropped(t *testing.T) {
 	srv := startServer(t)
-	subj, _ := NewSubjects("r1")
+	subj, _ := wire.NewSubjects("r1")
 	rx := connect(t, srv.URL(), "dpsim-cloud-0")
 	tx := connect(t, srv.URL(), "dpsim-plant-0")
 	var logged atomic.Int64
 	var logLines []string
 	in, err := rx.Receive(subj.PlantYhat(0), ReceiverOptions{
-		Expect:       Expect{Run: "r1", Dim: 1, Steps: 10, Episode: AnyEpisode},
+		Expect:       wire.Expect{Run: "r1", Dim: 1, Steps: 10, Episode: wire.AnyEpisode},
 		MatchSubject: true,
 		OnInvalid: func(subject string, err error) {
 			logged.Add(1)
@@ -212,29 +217,29 @@ func TestInvalidMessagesCountedAndDropped(t *testing.T) {
 	if err := rx.Flush(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	valid := func(step int) *Message {
-		return &Message{V: 1, Run: "r1", Step: step, Sender: "plant.0", Values: []float64{float64(step)}}
+	valid := func(step int) *wire.Message {
+		return &wire.Message{V: 1, Run: "r1", Step: step, Sender: "plant.0", Values: []float64{float64(step)}}
 	}
-	bin := func(m *Message) []byte { b, _ := EncodeBinary(nil, m); return b }
-	js := func(m *Message) []byte { b, _ := EncodeJSON(nil, m); return b }
-	mod := func(f func(*Message)) *Message { m := valid(1); f(m); return m }
+	bin := func(m *wire.Message) []byte { b, _ := wire.EncodeBinary(nil, m); return b }
+	js := func(m *wire.Message) []byte { b, _ := wire.EncodeJSON(nil, m); return b }
+	mod := func(f func(*wire.Message)) *wire.Message { m := valid(1); f(m); return m }
 	sends := []struct {
 		data   []byte
-		reason Reason // numReasons: valid
+		reason wire.Reason // numReasons: valid
 	}{
 		{js(valid(0)), numReasons},
-		{[]byte("\x00\xffgarbage"), ReasonDecode},
-		{[]byte(`{"v":1,"run":"r1"`), ReasonDecode},
-		{js(mod(func(m *Message) { m.V = 2 })), ReasonVersion},
-		{[]byte{BinaryMagic, 9, 0, 0, 0}, ReasonDecode}, // too short to carry a version we trust
-		{js(mod(func(m *Message) { m.Run = "r2" })), ReasonRun},
-		{bin(mod(func(m *Message) { m.Values[0] = math.NaN() })), ReasonNonFinite},
-		{[]byte(`{"v":1,"run":"r1","ep":0,"step":1,"from":"plant.0","sent":0,"vals":[1e999]}`), ReasonNonFinite},
-		{js(mod(func(m *Message) { m.Values = []float64{1, 2} })), ReasonDim},
-		{js(mod(func(m *Message) { m.Step = 10 })), ReasonStep},
-		{js(mod(func(m *Message) { m.Step = -3 })), ReasonStep},
-		{js(mod(func(m *Message) { m.Episode = -1 })), ReasonEpisode},
-		{js(mod(func(m *Message) { m.Sender = "plant.1" })), ReasonSender}, // speaks for another plant
+		{[]byte("\x00\xffgarbage"), wire.ReasonDecode},
+		{[]byte(`{"v":1,"run":"r1"`), wire.ReasonDecode},
+		{js(mod(func(m *wire.Message) { m.V = 2 })), wire.ReasonVersion},
+		{[]byte{wire.BinaryMagic, 9, 0, 0, 0}, wire.ReasonDecode}, // too short to carry a version we trust
+		{js(mod(func(m *wire.Message) { m.Run = "r2" })), wire.ReasonRun},
+		{bin(mod(func(m *wire.Message) { m.Values[0] = math.NaN() })), wire.ReasonNonFinite},
+		{[]byte(`{"v":1,"run":"r1","ep":0,"step":1,"from":"plant.0","sent":0,"vals":[1e999]}`), wire.ReasonNonFinite},
+		{js(mod(func(m *wire.Message) { m.Values = []float64{1, 2} })), wire.ReasonDim},
+		{js(mod(func(m *wire.Message) { m.Step = 10 })), wire.ReasonStep},
+		{js(mod(func(m *wire.Message) { m.Step = -3 })), wire.ReasonStep},
+		{js(mod(func(m *wire.Message) { m.Episode = -1 })), wire.ReasonEpisode},
+		{js(mod(func(m *wire.Message) { m.Sender = "plant.1" })), wire.ReasonSender}, // speaks for another plant
 		{bin(valid(1)), numReasons},
 		{js(valid(2)), numReasons},
 	}
@@ -273,7 +278,7 @@ func TestInvalidMessagesCountedAndDropped(t *testing.T) {
 		t.Errorf("OnInvalid called %d times, want %d", logged.Load(), len(sends)-nValid)
 	}
 	for _, l := range logLines {
-		if !strings.HasPrefix(l, subj.PlantYhat(0)+": bus: ") {
+		if !strings.HasPrefix(l, subj.PlantYhat(0)+": wire: ") {
 			t.Errorf("log line %q lacks subject or context", l)
 		}
 	}
@@ -290,8 +295,8 @@ func TestReconnectAfterServerRestart(t *testing.T) {
 		n, _ := events.LoadOrStore(e.Kind, new(atomic.Int64))
 		n.(*atomic.Int64).Add(1)
 	}))
-	subj, _ := NewSubjects("restart")
-	in, err := client.Receive(subj.AgentY(1), ReceiverOptions{Expect: Expect{Run: "restart", Episode: AnyEpisode}})
+	subj, _ := wire.NewSubjects("restart")
+	in, err := client.Receive(subj.AgentY(1), ReceiverOptions{Expect: wire.Expect{Run: "restart", Episode: wire.AnyEpisode}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,16 +339,16 @@ func TestReconnectAfterServerRestart(t *testing.T) {
 
 func TestDrain(t *testing.T) {
 	srv := startServer(t)
-	subj, _ := NewSubjects("drain")
+	subj, _ := wire.NewSubjects("drain")
 	rx := connect(t, srv.URL(), "rx")
-	in, err := rx.Receive(subj.AgentY(0), ReceiverOptions{Expect: Expect{Run: "drain", Episode: AnyEpisode, Dim: 1}})
+	in, err := rx.Receive(subj.AgentY(0), ReceiverOptions{Expect: wire.Expect{Run: "drain", Episode: wire.AnyEpisode, Dim: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := rx.Flush(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	tx := connect(t, srv.URL(), "tx", WithEncoding(Binary))
+	tx := connect(t, srv.URL(), "tx", WithEncoding(wire.Binary))
 	pub := tx.Publisher(subj.AgentY(0), "drain", "agent.0", endpoint.StreamY)
 	const n = 500
 	for k := range n {

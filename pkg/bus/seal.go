@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"github.com/nats-io/nkeys"
+
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // Sealed boxes (the challenger's x(0)). The launcher holds a curve (X25519) key pair, and so
@@ -57,9 +59,10 @@ func (k CurveKey) Env(sender string) []string {
 // unset).
 func EnvCurveKey() (seed, sender string) { return os.Getenv(EnvX0Seed), os.Getenv(EnvX0Sender) }
 
-// Seal seals data with the key of seed to the holder of the public curve key recipient.
-func Seal(seed string, data []byte, recipient string) ([]byte, error) {
-	kp, err := curvePair(seed)
+// Seal seals data with k to the holder of the public curve key recipient (only k.Seed is
+// needed). It is pkg/contract's Sealer.
+func (k CurveKey) Seal(data []byte, recipient string) ([]byte, error) {
+	kp, err := curvePair(k.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -70,17 +73,17 @@ func Seal(seed string, data []byte, recipient string) ([]byte, error) {
 	return box, nil
 }
 
-// Open opens a box sealed to the key of seed by the holder of the public curve key sender:
-// an *InvalidError (ReasonSealed) when it was not sealed to this key by that sender, or was
-// altered.
-func Open(seed string, box []byte, sender string) ([]byte, error) {
-	kp, err := curvePair(seed)
+// Open opens a box sealed to k by the holder of the public curve key sender (only k.Seed is
+// needed): an *InvalidError (ReasonSealed) when it was not sealed to this key by that sender,
+// or was altered. It is pkg/contract's Opener.
+func (k CurveKey) Open(box []byte, sender string) ([]byte, error) {
+	kp, err := curvePair(k.Seed)
 	if err != nil {
 		return nil, err
 	}
 	data, err := kp.Open(box, sender)
 	if err != nil {
-		return nil, &InvalidError{Reason: ReasonSealed, Detail: "sealed box does not open: not sealed to this process by the launcher, or altered (" + err.Error() + ")"}
+		return nil, &wire.InvalidError{Reason: wire.ReasonSealed, Detail: "sealed box does not open: not sealed to this process by the launcher, or altered (" + err.Error() + ")"}
 	}
 	return data, nil
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/nats-io/nkeys"
+
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // Message signing (optional: dpsim run --sign). Every process holds an ed25519 key (an nkeys
@@ -16,9 +18,6 @@ import (
 // a compromised role, or anyone on a server without permissions, cannot speak for another
 // sender. The seed reaches a process through its environment (EnvSignSeed), never argv; the
 // public keys are a JSON file {"plant.0": "U...", ...}.
-
-// HeaderSig is the NATS header carrying a data message's signature (base64, raw URL).
-const HeaderSig = "Dpsim-Sig"
 
 // EnvSignSeed carries a process's signing seed.
 const EnvSignSeed = "DPSIM_SIGN_SEED"
@@ -115,17 +114,17 @@ func ReadVerifier(path string) (*Verifier, error) {
 func (v *Verifier) Verify(sender string, data []byte, sig string) error {
 	kp := v.keys[sender]
 	if kp == nil {
-		return &InvalidError{Reason: ReasonSignature, Detail: "no public key for sender " + sender}
+		return &wire.InvalidError{Reason: wire.ReasonSignature, Detail: "no public key for sender " + sender}
 	}
 	if sig == "" {
-		return &InvalidError{Reason: ReasonSignature, Detail: "unsigned message"}
+		return &wire.InvalidError{Reason: wire.ReasonSignature, Detail: "unsigned message"}
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil {
-		return &InvalidError{Reason: ReasonSignature, Detail: "signature is not base64"}
+		return &wire.InvalidError{Reason: wire.ReasonSignature, Detail: "signature is not base64"}
 	}
 	if err := kp.Verify(data, raw); err != nil {
-		return &InvalidError{Reason: ReasonSignature, Detail: "signature does not verify: not " + sender + "'s, or altered"}
+		return &wire.InvalidError{Reason: wire.ReasonSignature, Detail: "signature does not verify: not " + sender + "'s, or altered"}
 	}
 	return nil
 }

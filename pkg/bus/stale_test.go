@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // An inbox of episode 3 hands on a valid copy of an earlier episode only with PassStale (its
@@ -15,19 +16,19 @@ import (
 // episode is wrong either way, and every drop is counted once.
 func TestInboxPassStale(t *testing.T) {
 	srv := startServer(t)
-	s, _ := NewSubjects("st1")
+	s, _ := wire.NewSubjects("st1")
 	tx := connect(t, srv.URL(), "tx")
 	for _, pass := range []bool{false, true} {
 		rx := connect(t, srv.URL(), "rx")
-		var counters Counters
+		var counters wire.Counters
 		logged := 0
 		in := rx.NewInbox(InboxOptions{Counters: &counters, PassStale: pass, OnInvalid: func(string, error) { logged++ }})
-		in.Expect(s.PlantYhat(0), Expect{Run: "st1", Steps: 10, Sender: "plant.0", Kind: endpoint.StreamYhat, Dim: 1})
+		in.Expect(s.PlantYhat(0), wire.Expect{Run: "st1", Steps: 10, Sender: "plant.0", Kind: endpoint.StreamYhat, Dim: 1})
 		require.NoError(t, in.Subscribe())
 		require.NoError(t, rx.Flush(time.Second))
 		in.SetEpisode(3)
 		for _, ep := range []int{2, 0, 4, 3} {
-			m := &Message{V: Version, Run: "st1", Episode: ep, Step: 1, Sender: "plant.0", Kind: endpoint.StreamYhat, Values: []float64{1}}
+			m := &wire.Message{V: wire.Version, Run: "st1", Episode: ep, Step: 1, Sender: "plant.0", Kind: endpoint.StreamYhat, Values: []float64{1}}
 			require.NoError(t, tx.Publish(s.PlantYhat(0), m))
 		}
 		require.NoError(t, tx.Flush(time.Second))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 func TestProcName(t *testing.T) {
@@ -33,71 +34,71 @@ func TestDecodeResult(t *testing.T) {
 // Each payload reads back what was written, in the order the protocol documents, from the
 // wire form; a message without a valid pid is an error.
 func TestCtlPayloads(t *testing.T) {
-	wire := func(m *bus.Message) *bus.Message {
+	roundTrip := func(m *wire.Message) *wire.Message {
 		t.Helper()
-		b, err := bus.EncodeJSON(nil, m)
+		b, err := wire.EncodeJSON(nil, m)
 		require.NoError(t, err)
-		var out bus.Message
-		require.NoError(t, bus.Decode(b, &out))
+		var out wire.Message
+		require.NoError(t, wire.Decode(b, &out))
 		return &out
 	}
 	for _, tc := range []struct {
 		name string
-		msg  *bus.Message
+		msg  *wire.Message
 		vals []float64
-		read func(*bus.Message) (any, error)
+		read func(*wire.Message) (any, error)
 		want any
 	}{
 		{"ready", Ready{PID: 12, Plan: 1<<48 - 1}.Message("r", "plant.0"), []float64{12, 1<<48 - 1},
-			func(m *bus.Message) (any, error) { return ParseReady(m) }, Ready{PID: 12, Plan: 1<<48 - 1}},
-		{"ready without plan", &bus.Message{Kind: bus.CtlReady, Values: []float64{12}}, []float64{12},
-			func(m *bus.Message) (any, error) { return ParseReady(m) }, Ready{PID: 12}},
-		{"ready with a plan that is no digest", &bus.Message{Kind: bus.CtlReady, Values: []float64{12, 0.5}}, []float64{12, 0.5},
-			func(m *bus.Message) (any, error) { return ParseReady(m) }, Ready{PID: 12}},
+			func(m *wire.Message) (any, error) { return ParseReady(m) }, Ready{PID: 12, Plan: 1<<48 - 1}},
+		{"ready without plan", &wire.Message{Kind: wire.CtlReady, Values: []float64{12}}, []float64{12},
+			func(m *wire.Message) (any, error) { return ParseReady(m) }, Ready{PID: 12}},
+		{"ready with a plan that is no digest", &wire.Message{Kind: wire.CtlReady, Values: []float64{12, 0.5}}, []float64{12, 0.5},
+			func(m *wire.Message) (any, error) { return ParseReady(m) }, Ready{PID: 12}},
 		{"done", Done{Steps: 100, Missed: 2, PID: 7, TraceNext: 1 << 40}.Message("r", "cloud.0", 3), []float64{100, 2, 7, 1 << 40},
-			func(m *bus.Message) (any, error) { return ParseDone(m) }, Done{Steps: 100, Missed: 2, PID: 7, TraceNext: 1 << 40}},
+			func(m *wire.Message) (any, error) { return ParseDone(m) }, Done{Steps: 100, Missed: 2, PID: 7, TraceNext: 1 << 40}},
 		{"rejoin", Rejoin{Step: 40, PID: 9}.Message("r", "plant.0", 1), []float64{40, 9},
-			func(m *bus.Message) (any, error) { return ParseRejoin(m) }, Rejoin{Step: 40, PID: 9}},
+			func(m *wire.Message) (any, error) { return ParseRejoin(m) }, Rejoin{Step: 40, PID: 9}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := wire(tc.msg)
+			m := roundTrip(tc.msg)
 			require.Equal(t, tc.vals, m.Values)
 			got, err := tc.read(m)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, got)
 		})
 	}
-	for _, m := range []*bus.Message{
-		{Kind: bus.CtlDone, Values: []float64{100, 2}}, {Kind: bus.CtlDone, Values: []float64{100, 2, 0}},
-		{Kind: bus.CtlRejoin, Values: []float64{4}}, {Kind: bus.CtlReady, Values: []float64{-3, 1}},
+	for _, m := range []*wire.Message{
+		{Kind: wire.CtlDone, Values: []float64{100, 2}}, {Kind: wire.CtlDone, Values: []float64{100, 2, 0}},
+		{Kind: wire.CtlRejoin, Values: []float64{4}}, {Kind: wire.CtlReady, Values: []float64{-3, 1}},
 	} {
 		_, err := PID(m)
 		require.Error(t, err, "%+v", m)
-		require.Equal(t, bus.ReasonDim, bus.ReasonOf(err))
+		require.Equal(t, wire.ReasonDim, wire.ReasonOf(err))
 	}
 	for _, vals := range [][]float64{{1}, {100, 2, 7}, {100, 2, 7, -1}, {100, 2, 7, 0.5}} {
-		_, err := ParseDone(&bus.Message{Kind: bus.CtlDone, Values: vals})
+		_, err := ParseDone(&wire.Message{Kind: wire.CtlDone, Values: vals})
 		require.Error(t, err, "%v", vals)
 	}
-	_, err := ParseDone(&bus.Message{Kind: bus.CtlDone, Values: []float64{100, 2, 7, 0}})
+	_, err := ParseDone(&wire.Message{Kind: wire.CtlDone, Values: []float64{100, 2, 7, 0}})
 	require.NoError(t, err)
-	_, err = ParseRejoin(&bus.Message{Kind: bus.CtlRejoin})
+	_, err = ParseRejoin(&wire.Message{Kind: wire.CtlRejoin})
 	require.Error(t, err)
-	_, err = ParseReady(&bus.Message{Kind: bus.CtlReady})
+	_, err = ParseReady(&wire.Message{Kind: wire.CtlReady})
 	require.Error(t, err)
 
 	ep := EpisodeMessage("r", 4, false)
-	require.Equal(t, bus.CtlEpisode, ep.Kind)
+	require.Equal(t, wire.CtlEpisode, ep.Kind)
 	require.Nil(t, X0(ep), "the scenario's x(0)")
 	hand := withX0(EpisodeMessage("r", 4, false), 1, 2) // a hand-driven run's ctl.episode
 	got := X0(hand)
 	require.Equal(t, []float64{1, 2}, got)
 	got[0] = 9
 	require.Equal(t, 1.0, hand.Values[0], "X0 returns a copy")
-	require.Equal(t, bus.CtlStop, StopMessage("r").Kind)
+	require.Equal(t, wire.CtlStop, StopMessage("r").Kind)
 }
 
-func withX0(m *bus.Message, x0 ...float64) *bus.Message {
+func withX0(m *wire.Message, x0 ...float64) *wire.Message {
 	m.Values = x0
 	return m
 }
@@ -110,13 +111,13 @@ func ExampleEpisodeMessage() {
 	launcher, _ := bus.NewCurveKey()
 	plant, _ := bus.NewCurveKey()
 	pub := EpisodeMessage("r1", 7, true)
-	priv, _ := X0Message("r1", 7, []float64{0.5, 0}, launcher.Seed, []X0Recipient{{Endpoint: endpoint.Endpoint{Role: endpoint.Plant}, Last: 1, Public: plant.Public}})
+	priv, _ := X0Message("r1", 7, []float64{0.5, 0}, launcher, []X0Recipient{{Endpoint: endpoint.Endpoint{Role: endpoint.Plant}, Last: 1, Public: plant.Public}})
 	pub.SentUnixNano, priv.SentUnixNano = 1700000000000000000, 1700000000000000000 // fixed for the example
-	subj, _ := bus.NewSubjects("r1")
-	b, _ := bus.EncodeJSON(nil, pub)
+	subj, _ := wire.NewSubjects("r1")
+	b, _ := wire.EncodeJSON(nil, pub)
 	fmt.Println(subj.CtlEpisode(), string(b))
 	fmt.Println(subj.ChallengerX0(), priv.Kind, priv.Values[:2], len(priv.Values))
-	x0, _ := OpenX0(priv, endpoint.Endpoint{Role: endpoint.Plant}, plant.Seed, launcher.Public)
+	x0, _ := OpenX0(priv, endpoint.Endpoint{Role: endpoint.Plant}, plant, launcher.Public)
 	fmt.Println("the plant opens", x0)
 	// Output:
 	// dpsim.r1.ctl.episode {"v":1,"run":"r1","ep":7,"step":0,"from":"launcher.0","sent":1700000000000000000,"kind":"episode-x0","vals":[]}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // Every ctl message built by the constructors passes its receiver's typed subscription;
@@ -19,16 +20,16 @@ func TestCtlProtocol(t *testing.T) {
 	srv := startServer(t)
 	launcher := connect(t, srv.URL(), "launcher")
 	proc := connect(t, srv.URL(), "proc")
-	subj, err := bus.NewSubjects("ctl1")
+	subj, err := wire.NewSubjects("ctl1")
 	require.NoError(t, err)
 
 	var mu sync.Mutex
-	var got []*bus.Message
-	var counters bus.Counters
-	var invalid []bus.Reason
-	o := bus.CtlOptions{Expect: bus.Expect{Run: "ctl1", Episode: bus.AnyEpisode}, Counters: &counters,
-		OnInvalid: func(_ string, err error) { mu.Lock(); invalid = append(invalid, bus.ReasonOf(err)); mu.Unlock() }}
-	sub, err := proc.SubscribeCtl(subj.CtlEpisode(), o, func(_ string, m *bus.Message) {
+	var got []*wire.Message
+	var counters wire.Counters
+	var invalid []wire.Reason
+	o := bus.CtlOptions{Expect: wire.Expect{Run: "ctl1", Episode: wire.AnyEpisode}, Counters: &counters,
+		OnInvalid: func(_ string, err error) { mu.Lock(); invalid = append(invalid, wire.ReasonOf(err)); mu.Unlock() }}
+	sub, err := proc.SubscribeCtl(subj.CtlEpisode(), o, func(_ string, m *wire.Message) {
 		mu.Lock()
 		defer mu.Unlock()
 		c := *m
@@ -50,18 +51,18 @@ func TestCtlProtocol(t *testing.T) {
 	}, 2*time.Second, 5*time.Millisecond)
 	mu.Lock()
 	require.Len(t, got, 2)
-	assert.Equal(t, bus.CtlEpisode, got[0].Kind)
-	assert.Equal(t, bus.CtlEpisodeX0, got[1].Kind)
+	assert.Equal(t, wire.CtlEpisode, got[0].Kind)
+	assert.Equal(t, wire.CtlEpisodeX0, got[1].Kind)
 	assert.Empty(t, got[1].Values, "the public message of a private episode carries no x(0)")
-	assert.Equal(t, bus.LauncherSender, got[0].Sender)
-	assert.ElementsMatch(t, []bus.Reason{bus.ReasonRun, bus.ReasonDecode}, invalid)
+	assert.Equal(t, wire.LauncherSender, got[0].Sender)
+	assert.ElementsMatch(t, []wire.Reason{wire.ReasonRun, wire.ReasonDecode}, invalid)
 	mu.Unlock()
 	require.NoError(t, sub.Unsubscribe())
 
-	// ready and done carry the pid; a forged sender is refused by the bus.Expect.
-	var dones []*bus.Message
-	od := bus.CtlOptions{Expect: bus.Expect{Run: "ctl1", Episode: bus.AnyEpisode, Kind: bus.CtlDone, Sender: "plant.0"}, Counters: &counters}
-	_, err = launcher.SubscribeCtl(subj.CtlDone(endpoint.Plant, 0), od, func(_ string, m *bus.Message) {
+	// ready and done carry the pid; a forged sender is refused by the wire.Expect.
+	var dones []*wire.Message
+	od := bus.CtlOptions{Expect: wire.Expect{Run: "ctl1", Episode: wire.AnyEpisode, Kind: wire.CtlDone, Sender: "plant.0"}, Counters: &counters}
+	_, err = launcher.SubscribeCtl(subj.CtlDone(endpoint.Plant, 0), od, func(_ string, m *wire.Message) {
 		mu.Lock()
 		c := *m
 		dones = append(dones, &c)
@@ -84,10 +85,10 @@ func TestCtlProtocol(t *testing.T) {
 	mu.Unlock()
 	require.NoError(t, err)
 	assert.Equal(t, 4242, pid)
-	assert.Equal(t, uint64(1), counters.Dropped(bus.ReasonSender))
-	assert.Equal(t, uint64(1), counters.Dropped(bus.ReasonKind))
+	assert.Equal(t, uint64(1), counters.Dropped(wire.ReasonSender))
+	assert.Equal(t, uint64(1), counters.Dropped(wire.ReasonKind))
 
-	for _, m := range []*bus.Message{Ready{PID: 0, Plan: 0}.Message("r", "agent.1"), {Kind: bus.CtlDone, Values: []float64{1, 2, 3.5}}, {Kind: bus.CtlReady}} {
+	for _, m := range []*wire.Message{Ready{PID: 0, Plan: 0}.Message("r", "agent.1"), {Kind: wire.CtlDone, Values: []float64{1, 2, 3.5}}, {Kind: wire.CtlReady}} {
 		_, err := PID(m)
 		assert.Error(t, err, "%+v", m)
 	}
@@ -120,9 +121,9 @@ func TestEpisodesMessageRoundTrip(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, [2]int{48, 16}, [2]int{first, count})
 		if private {
-			require.Equal(t, bus.CtlEpisodesX0, m.Kind)
+			require.Equal(t, wire.CtlEpisodesX0, m.Kind)
 		} else {
-			require.Equal(t, bus.CtlEpisodes, m.Kind)
+			require.Equal(t, wire.CtlEpisodes, m.Kind)
 		}
 	}
 	for _, bad := range [][]float64{nil, {0}, {-1}, {1.5}, {MaxInflight + 1}, {math.NaN()}, {1, 2}} {
@@ -130,7 +131,7 @@ func TestEpisodesMessageRoundTrip(t *testing.T) {
 		m.Values = bad
 		_, _, err := ParseEpisodes(m)
 		require.Error(t, err, "values %v", bad)
-		var inv *bus.InvalidError
+		var inv *wire.InvalidError
 		require.ErrorAs(t, err, &inv)
 	}
 }

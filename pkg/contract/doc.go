@@ -5,8 +5,8 @@
 //
 //   - Files: the names of a process's files in its --out directory (ProcName, PlanFile,
 //     TraceFile, ResultFile, TranscriptFile, FaultsFile, CheckpointFile, LogFile).
-//   - Coordination payloads on dpsim.<run>.ctl.* (the words are pkg/bus's Ctl* tokens, the
-//     envelope is bus.Message): Ready [pid, plan digest], Done [steps, missed, pid, trace
+//   - Coordination payloads on dpsim.<run>.ctl.* (the words are pkg/wire's Ctl* tokens, the
+//     envelope is wire.Message): Ready [pid, plan digest], Done [steps, missed, pid, trace
 //     next], Rejoin [restart step, pid], the launcher's episode, x0 and stop messages, and the
 //     timing the two sides share (GridLead, ReadyRepeat). Neither side indexes Message.Values
 //     by hand.

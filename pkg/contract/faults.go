@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // LiveFaultsVersion is the version of a LiveFaults file.
@@ -69,24 +69,24 @@ func DecodeLiveFaults(b []byte, run string, gen int, digest uint64) (LiveFaults,
 // FaultsMessage is the launcher's ctl.faults: the faults of LiveFaultsFile(gen) (whose digest
 // is digest) apply from step "step" of episode ep on (Message.Step; 0: from the episode's
 // start, sent before its ctl.episode). Values [generation, digest].
-func FaultsMessage(run string, ep, step, gen int, digest uint64) *bus.Message {
-	m := ctlMessage(run, bus.LauncherSender, bus.CtlFaults, ep, []float64{float64(gen), float64(digest)})
+func FaultsMessage(run string, ep, step, gen int, digest uint64) *wire.Message {
+	m := ctlMessage(run, wire.LauncherSender, wire.CtlFaults, ep, []float64{float64(gen), float64(digest)})
 	m.Step = step
 	return m
 }
 
 // ParseFaults reads a ctl.faults: its generation (>= 1) and digest (1..2^48-1), else an error
-// (bus.ReasonDim).
-func ParseFaults(m *bus.Message) (gen int, digest uint64, err error) {
+// (wire.ReasonDim).
+func ParseFaults(m *wire.Message) (gen int, digest uint64, err error) {
 	if len(m.Values) != 2 {
-		return 0, 0, &bus.InvalidError{Reason: bus.ReasonDim, Detail: "ctl.faults carries [generation, digest]"}
+		return 0, 0, &wire.InvalidError{Reason: wire.ReasonDim, Detail: "ctl.faults carries [generation, digest]"}
 	}
 	g, d := m.Values[0], m.Values[1]
 	if g < 1 || g > 1<<31-1 || g != float64(int64(g)) {
-		return 0, 0, &bus.InvalidError{Reason: bus.ReasonDim, Detail: "generation " + strconv.FormatFloat(g, 'g', -1, 64) + " is not a positive integer"}
+		return 0, 0, &wire.InvalidError{Reason: wire.ReasonDim, Detail: "generation " + strconv.FormatFloat(g, 'g', -1, 64) + " is not a positive integer"}
 	}
 	if d < 1 || d >= 1<<48 || d != float64(int64(d)) {
-		return 0, 0, &bus.InvalidError{Reason: bus.ReasonDim, Detail: "digest " + strconv.FormatFloat(d, 'g', -1, 64) + " is not a 48-bit file digest"}
+		return 0, 0, &wire.InvalidError{Reason: wire.ReasonDim, Detail: "digest " + strconv.FormatFloat(d, 'g', -1, 64) + " is not a 48-bit file digest"}
 	}
 	return int(g), uint64(d), nil
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/fault"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // ResultVersion is the version of the ProcessResult JSON.
@@ -36,10 +36,10 @@ type ProcessResult struct {
 
 	// Invalid counts the data messages received and dropped (by reason: decode, dim,
 	// nonfinite, late, ...); CtlInvalid the coordination messages that were dropped.
-	Invalid    bus.CountersSnapshot `json:"invalid"`
-	CtlInvalid bus.CountersSnapshot `json:"ctl_invalid"`
-	Timing     bus.TimingStats      `json:"timing"`
-	Conn       bus.ConnStats        `json:"conn"`
+	Invalid    wire.CountersSnapshot `json:"invalid"`
+	CtlInvalid wire.CountersSnapshot `json:"ctl_invalid"`
+	Timing     wire.TimingStats      `json:"timing"`
+	Conn       wire.ConnStats        `json:"conn"`
 
 	// PeakRSSBytes is the process's own peak resident set size in bytes, read when it ends;
 	// PeakRSSSource says from where: rss.VmHWM (/proc/self/status, Linux) or rss.Getrusage

@@ -11,8 +11,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 const asyncAPIPath = "../../docs/asyncapi.yaml"
@@ -147,12 +147,12 @@ func (c channel) covers(filter string) bool {
 
 const sentinelID = 7654321
 
-// busSubjects calls every method of bus.Subjects that builds a subject, for run "{run}" and id
+// busSubjects calls every method of wire.Subjects that builds a subject, for run "{run}" and id
 // "{id}": with each process role for a Role argument, each data publisher for an Endpoint, each
 // per-process ctl word for a string. Filters (with * or >) and concrete subjects come apart.
 func busSubjects(t *testing.T) (concrete, filters map[string]string) {
 	t.Helper()
-	subj, err := bus.NewSubjects("{run}")
+	subj, err := wire.NewSubjects("{run}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func busSubjects(t *testing.T) (concrete, filters map[string]string) {
 			publishers = append(publishers, endpoint.Endpoint{Role: r, ID: sentinelID})
 		}
 	}
-	words := []string{bus.CtlReady, bus.CtlDone, bus.CtlRejoin, bus.CtlResult}
+	words := []string{wire.CtlReady, wire.CtlDone, wire.CtlRejoin, wire.CtlResult}
 	argsOf := func(tp reflect.Type) []reflect.Value {
 		var out []reflect.Value
 		switch tp {
@@ -185,7 +185,7 @@ func busSubjects(t *testing.T) (concrete, filters map[string]string) {
 				out = append(out, reflect.ValueOf(w))
 			}
 		default:
-			t.Fatalf("bus.Subjects: a method takes a %v: teach this test its values", tp)
+			t.Fatalf("wire.Subjects: a method takes a %v: teach this test its values", tp)
 		}
 		return out
 	}
@@ -209,7 +209,7 @@ func busSubjects(t *testing.T) (concrete, filters map[string]string) {
 		}
 		for _, args := range calls {
 			s := m.Call(args)[0].String()
-			if !strings.HasPrefix(s, bus.Prefix+".") && !strings.HasPrefix(s, bus.ChallengerPrefix) {
+			if !strings.HasPrefix(s, wire.Prefix+".") && !strings.HasPrefix(s, wire.ChallengerPrefix) {
 				continue // Run()
 			}
 			s = strings.ReplaceAll(s, strconv.Itoa(sentinelID), "{id}")
@@ -221,14 +221,14 @@ func busSubjects(t *testing.T) (concrete, filters map[string]string) {
 		}
 	}
 	if len(concrete) < 10 || len(filters) < 5 {
-		t.Fatalf("only %d subjects and %d filters from bus.Subjects: the reflection went wrong", len(concrete), len(filters))
+		t.Fatalf("only %d subjects and %d filters from wire.Subjects: the reflection went wrong", len(concrete), len(filters))
 	}
 	return concrete, filters
 }
 
-// docs/asyncapi.yaml is an AsyncAPI 3 document whose channels are pkg/bus's subjects: every
+// docs/asyncapi.yaml is an AsyncAPI 3 document whose channels are pkg/wire's subjects: every
 // subject a Subjects method builds is a channel, every filter covers a channel, every channel
-// is a subject of pkg/bus, and its parameters are those of its address.
+// is a subject of pkg/wire, and its parameters are those of its address.
 func TestAsyncAPIChannelsAreTheSubjects(t *testing.T) {
 	a := readAsyncAPI(t)
 	if v, _ := a.doc["asyncapi"].(string); !strings.HasPrefix(v, "3.") {
@@ -241,7 +241,7 @@ func TestAsyncAPIChannelsAreTheSubjects(t *testing.T) {
 			found = found || c.matches(s)
 		}
 		if !found {
-			t.Errorf("bus.Subjects.%s: %s is no channel of docs/asyncapi.yaml", method, s)
+			t.Errorf("wire.Subjects.%s: %s is no channel of docs/asyncapi.yaml", method, s)
 		}
 	}
 	for f, method := range filters {
@@ -250,7 +250,7 @@ func TestAsyncAPIChannelsAreTheSubjects(t *testing.T) {
 			found = found || c.covers(f)
 		}
 		if !found {
-			t.Errorf("bus.Subjects.%s: the filter %s covers no channel of docs/asyncapi.yaml", method, f)
+			t.Errorf("wire.Subjects.%s: the filter %s covers no channel of docs/asyncapi.yaml", method, f)
 		}
 	}
 	for name, c := range a.channels {
@@ -259,7 +259,7 @@ func TestAsyncAPIChannelsAreTheSubjects(t *testing.T) {
 			found = found || c.matches(s)
 		}
 		if !found {
-			t.Errorf("channel %s (%s) is no subject of bus.Subjects", name, c.address)
+			t.Errorf("channel %s (%s) is no subject of wire.Subjects", name, c.address)
 		}
 		n := 0
 		for _, tok := range strings.Split(c.address, ".") {

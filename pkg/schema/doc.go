@@ -13,7 +13,7 @@
 //
 //	| File                           | Document                                                    |
 //	|--------------------------------|-------------------------------------------------------------|
-//	| message.json                   | a bus message (bus.Message, JSON encoding), any kind        |
+//	| message.json                   | a wire message (wire.Message, JSON encoding), any kind        |
 //	| data-yhat.json, data-u.json,   | a data message of each stream (plant yhat, cloud u, agent   |
 //	| data-y.json                    | or agent-host y)                                            |
 //	| ctl-<word>.json                | a coordination message of each ctl word (ready, done,       |
@@ -27,7 +27,7 @@
 //	| trace-consensus.json           |                                                             |
 //	| plan.json                      | a process's plan file <name>.plan.json                      |
 //
-// A data message may also travel in the binary encoding (bus.EncodeBinary, first byte 0xD5):
+// A data message may also travel in the binary encoding (wire.EncodeBinary, first byte 0xD5):
 // the schemas describe the JSON one, which carries the same fields.
 //
 // Load compiles the committed schemas (github.com/santhosh-tekuri/jsonschema) and Set.Validate

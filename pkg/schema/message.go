@@ -5,16 +5,16 @@ import (
 
 	"github.com/invopop/jsonschema"
 
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/trace"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // Patterns of the subject tokens a message names.
 const (
-	// RunPattern is a run id: one NATS subject token (bus.ValidToken; at most 64 bytes).
+	// RunPattern is a run id: one NATS subject token (wire.ValidToken; at most 64 bytes).
 	RunPattern = `^[^.*>\s\x00-\x1f\x7f]+$`
 	idPattern  = `(0|[1-9][0-9]*)`
 	// SenderPattern is any "<role>.<id>".
@@ -24,15 +24,15 @@ const (
 	processPattern = `^(plant|cloud|agent|eavesdropper)\.` + idPattern + `$`
 )
 
-// message is the schema of every bus message (bus.Message in its JSON encoding), whatever its
+// message is the schema of every bus message (wire.Message in its JSON encoding), whatever its
 // kind: the fields a receiver requires and their ranges.
 func (g *gen) message() *jsonschema.Schema {
-	s := g.reflector(true).Reflect(&bus.Message{})
-	s.Title = "dpsim bus message (version " + strconv.Itoa(bus.Version) + ", JSON encoding)"
+	s := g.reflector(true).Reflect(&wire.Message{})
+	s.Title = "dpsim bus message (version " + strconv.Itoa(wire.Version) + ", JSON encoding)"
 	v := prop(s, "v")
-	v.Const = bus.Version
+	v.Const = wire.Version
 	r := prop(s, "run")
-	r.Pattern, r.MinLength, r.MaxLength = RunPattern, u64(1), u64(bus.MaxTokenLen)
+	r.Pattern, r.MinLength, r.MaxLength = RunPattern, u64(1), u64(wire.MaxTokenLen)
 	prop(s, "ep").Minimum = "0"
 	prop(s, "step").Minimum = "0"
 	prop(s, "from").Pattern = SenderPattern
@@ -75,7 +75,7 @@ func from(pattern, desc string) *jsonschema.Schema {
 	return &jsonschema.Schema{Pattern: pattern, Description: desc}
 }
 
-var launcher = &jsonschema.Schema{Const: bus.LauncherSender, Description: "the launcher (bus.LauncherSender)"}
+var launcher = &jsonschema.Schema{Const: wire.LauncherSender, Description: "the launcher (wire.LauncherSender)"}
 
 func numbers(min uint64, max *uint64, desc string) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "number"}, MinItems: u64(min), MaxItems: max, Description: desc}
@@ -129,48 +129,48 @@ func (g *gen) ctlKinds() []kindSpec {
 	}
 	epEpisode := "the episode that begins, > every episode started before"
 	return []kindSpec{{
-		kind: bus.CtlReady, subject: "dpsim.<run>.ctl.ready.<role>.<id>", title: "ctl.ready (process -> launcher)",
+		kind: wire.CtlReady, subject: "dpsim.<run>.ctl.ready.<role>.<id>", title: "ctl.ready (process -> launcher)",
 		desc: g.comment(contract.Ready{}, ""), from: processFrom, ep: "0",
 		vals: positional(1, "[pid, plan digest]: the pid is required, the digest may be left out (0: none)", pidOf(contract.Ready{}), readyPlan),
 	}, {
-		kind: bus.CtlDone, subject: "dpsim.<run>.ctl.done.<role>.<id>", title: "ctl.done (process -> launcher)",
+		kind: wire.CtlDone, subject: "dpsim.<run>.ctl.done.<role>.<id>", title: "ctl.done (process -> launcher)",
 		desc: g.comment(contract.Done{}, ""), from: processFrom, ep: "the episode finished",
 		vals: positional(4, "[steps, missed, pid, trace next]",
 			integer(0, 0, "steps: "+g.comment(contract.Done{}, "Steps")),
 			integer(0, 0, "missed: "+g.comment(contract.Done{}, "Missed")),
 			pidOf(contract.Done{}), doneNext),
 	}, {
-		kind: bus.CtlRejoin, subject: "dpsim.<run>.ctl.rejoin.<role>.<id>", title: "ctl.rejoin (restarted process -> peers, launcher)",
+		kind: wire.CtlRejoin, subject: "dpsim.<run>.ctl.rejoin.<role>.<id>", title: "ctl.rejoin (restarted process -> peers, launcher)",
 		desc: g.comment(contract.Rejoin{}, ""), from: processFrom, ep: "the episode it resumes",
 		vals: positional(2, "[restart step, pid]", integer(0, 0, "restart step: "+g.comment(contract.Rejoin{}, "Step")), pidOf(contract.Rejoin{})),
 	}, {
-		kind: bus.CtlEpisode, subject: "dpsim.<run>.ctl.episode", title: "ctl.episode, kind episode (launcher -> all)",
+		kind: wire.CtlEpisode, subject: "dpsim.<run>.ctl.episode", title: "ctl.episode, kind episode (launcher -> all)",
 		desc: "Start episode ep from the scenario's x(0) (contract.EpisodeMessage).", from: launcher, ep: epEpisode,
 		vals: numbers(0, nil, "none from the launcher; a hand-driven run may put the episode's x(0) here (nx values for the plant, N for the agents)"),
 	}, {
-		kind: bus.CtlEpisodeX0, subject: "dpsim.<run>.ctl.episode", title: "ctl.episode, kind episode-x0 (launcher -> all)",
+		kind: wire.CtlEpisodeX0, subject: "dpsim.<run>.ctl.episode", title: "ctl.episode, kind episode-x0 (launcher -> all)",
 		desc: "Start episode ep whose explicit x(0) travels on the private challenger subject dpsim-challenger.<run>.x0 (ctl-x0.json), sent before this message: nothing on dpsim.<run>.> reveals it.", from: launcher, ep: epEpisode,
 		vals: empty("none: the secret x(0) is never on a sniffable subject"),
 	}, {
-		kind: bus.CtlEpisodes, subject: "dpsim.<run>.ctl.episode", title: "ctl.episode, kind episodes (launcher -> all)",
+		kind: wire.CtlEpisodes, subject: "dpsim.<run>.ctl.episode", title: "ctl.episode, kind episodes (launcher -> all)",
 		desc: "Start the count consecutive episodes ep..ep+count-1 at once (episodes in flight, contract.EpisodesMessage). Each process answers with one ctl.done per episode, in episode order, once the whole group is done.", from: launcher, ep: "the group's first episode",
 		vals: positional(1, "[count]", count),
 	}, {
-		kind: bus.CtlEpisodesX0, subject: "dpsim.<run>.ctl.episode", title: "ctl.episode, kind episodes-x0 (launcher -> all)",
+		kind: wire.CtlEpisodesX0, subject: "dpsim.<run>.ctl.episode", title: "ctl.episode, kind episodes-x0 (launcher -> all)",
 		desc: "As episodes, for episodes whose explicit x(0)s travel on the private challenger subject, one x0 message per episode, sent before this message.", from: launcher, ep: "the group's first episode",
 		vals: positional(1, "[count]", count),
 	}, {
-		kind: bus.CtlFaults, subject: "dpsim.<run>.ctl.episode", title: "ctl.episode, kind faults (launcher -> all)",
+		kind: wire.CtlFaults, subject: "dpsim.<run>.ctl.episode", title: "ctl.episode, kind faults (launcher -> all)",
 		desc: g.comment(contract.LiveFaults{}, "") + " (contract.FaultsMessage). step is 0 for a change from the start of episode ep (sent before its ctl.episode), or in a realtime episode in progress the step from which its link rules and partitions act.", from: launcher, ep: "the first episode the live faults apply to: the next episode to start, or (step > 0) the realtime episode in progress",
 		vals: positional(2, "[generation, digest]",
 			integer(1, 1<<31-1, "generation: "+g.comment(contract.LiveFaults{}, "Generation")+"; the file is faults.live.<generation>.json beside the plan files"),
 			integer(1, 1<<48-1, "digest: the first 48 bits of the file's SHA-256 (plan.FileDigest), checked before the file is used")),
 	}, {
-		kind: bus.CtlX0, subject: bus.ChallengerPrefix + "<run>.x0", title: "x0 (launcher -> plant, agents; private)",
+		kind: wire.CtlX0, subject: wire.ChallengerPrefix + "<run>.x0", title: "x0 (launcher -> plant, agents; private)",
 		desc: "The challenger's secret initial state of episode ep (contract.X0Message), sealed (nkeys curve keys) to each process that owns a part of it, on a subject outside dpsim.>: a subscriber reads ciphertext only, and each receiver opens its own box. vals are the boxes one after the other, each [id, n, w_1..w_k]: the receiver's id (the plant's; an agent host's first agent), the box's length n in bytes, and its bytes six per value as integers in [0, 2^48), big-endian, the last padded with zeros (k = ceil(n/6)). A box opens to {run, ep, to, x0}: the run, episode and receiver it was sealed for (which must be the message's and the receiver's own) and the receiver's values.", from: launcher, ep: "the episode whose x(0) this is",
 		vals: numbers(3, nil, "the sealed boxes: [id, n, w_1..w_k] per receiver (integers)"),
 	}, {
-		kind: bus.CtlStop, subject: "dpsim.<run>.ctl.stop", title: "ctl.stop (launcher -> all)",
+		kind: wire.CtlStop, subject: "dpsim.<run>.ctl.stop", title: "ctl.stop (launcher -> all)",
 		desc: "Finish, abandoning a running episode; flush, write and publish the result, exit (contract.StopMessage). Repeated until every process exited: stopping is idempotent.", from: launcher, ep: "0",
 		vals: empty("none"),
 	}}
@@ -183,7 +183,7 @@ func (g *gen) result() *jsonschema.Schema {
 	s.Description += "\n\nSubject: dpsim.<run>.ctl.result.<role>.<id> (the payload is this JSON document, not a bus message)."
 	prop(s, "v").Const = contract.ResultVersion
 	r := prop(s, "run")
-	r.Pattern, r.MinLength, r.MaxLength = RunPattern, u64(1), u64(bus.MaxTokenLen)
+	r.Pattern, r.MinLength, r.MaxLength = RunPattern, u64(1), u64(wire.MaxTokenLen)
 	prop(s, "role").Enum = []any{"plant", "cloud", "agent", "eavesdropper"}
 	prop(s, "status").Enum = []any{contract.StatusOK, contract.StatusInterrupted, contract.StatusFailed}
 	return s

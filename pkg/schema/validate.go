@@ -10,7 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // Set is the compiled schemas of a schema directory (docs/schema), by file name.
@@ -61,28 +61,28 @@ func (s *Set) Validate(name string, doc []byte) error {
 
 // ctlKinds are the kinds a message may have on each ctl word's subject.
 var ctlKinds = map[string][]string{
-	bus.CtlReady:   {bus.CtlReady},
-	bus.CtlDone:    {bus.CtlDone},
-	bus.CtlRejoin:  {bus.CtlRejoin},
-	bus.CtlStop:    {bus.CtlStop},
-	bus.CtlEpisode: {bus.CtlEpisode, bus.CtlEpisodeX0, bus.CtlEpisodes, bus.CtlEpisodesX0, bus.CtlFaults},
+	wire.CtlReady:   {wire.CtlReady},
+	wire.CtlDone:    {wire.CtlDone},
+	wire.CtlRejoin:  {wire.CtlRejoin},
+	wire.CtlStop:    {wire.CtlStop},
+	wire.CtlEpisode: {wire.CtlEpisode, wire.CtlEpisodeX0, wire.CtlEpisodes, wire.CtlEpisodesX0, wire.CtlFaults},
 }
 
 // ValidateMessage checks a message as it travels: subject, payload and NATS headers (name ->
 // values; nil for none). It picks the schema the subject and the message's kind call for (a
 // data stream's, a ctl word's, a result's, the challenger's x0), checks that the subject's
 // sender is the message's, and validates the headers. A binary-encoded message
-// (bus.BinaryMagic) is checked as its JSON encoding, which carries the same fields.
+// (wire.BinaryMagic) is checked as its JSON encoding, which carries the same fields.
 func (s *Set) ValidateMessage(subject string, data []byte, header map[string][]string) error {
 	if err := s.validateHeaders(header); err != nil {
 		return fmt.Errorf("%s: %w", subject, err)
 	}
-	if len(data) > 0 && data[0] == bus.BinaryMagic {
-		var m bus.Message
-		if err := bus.Decode(data, &m); err != nil {
+	if len(data) > 0 && data[0] == wire.BinaryMagic {
+		var m wire.Message
+		if err := wire.Decode(data, &m); err != nil {
 			return fmt.Errorf("%s: %w", subject, err)
 		}
-		j, err := bus.EncodeJSON(nil, &m)
+		j, err := wire.EncodeJSON(nil, &m)
 		if err != nil {
 			return fmt.Errorf("%s: %w", subject, err)
 		}
@@ -93,8 +93,8 @@ func (s *Set) ValidateMessage(subject string, data []byte, header map[string][]s
 		return err
 	}
 	if name == "" { // a ctl subject: the kind picks the schema
-		var m bus.Message
-		if err := bus.Decode(data, &m); err != nil {
+		var m wire.Message
+		if err := wire.Decode(data, &m); err != nil {
 			return fmt.Errorf("%s: %w", subject, err)
 		}
 		word := strings.Split(subject, ".")[3]
@@ -110,14 +110,14 @@ func (s *Set) ValidateMessage(subject string, data []byte, header map[string][]s
 	if err := s.Validate(name, data); err != nil {
 		return fmt.Errorf("%s: %w", subject, err)
 	}
-	var m bus.Message
+	var m wire.Message
 	if name == "result.json" {
 		var r struct {
 			Run string `json:"run"`
 		}
 		_ = json.Unmarshal(data, &r)
 		m.Run = r.Run
-	} else if err := bus.Decode(data, &m); err != nil {
+	} else if err := wire.Decode(data, &m); err != nil {
 		return fmt.Errorf("%s: %w", subject, err)
 	}
 	if m.Run != run {
@@ -133,13 +133,13 @@ func (s *Set) ValidateMessage(subject string, data []byte, header map[string][]s
 // ctl.result: the kind decides), the run and the sender the subject names ("" when it names
 // none).
 func schemaOf(subject string) (name, run, sender string, err error) {
-	if rest, ok := strings.CutPrefix(subject, bus.ChallengerPrefix); ok {
-		if run, ok := strings.CutSuffix(rest, "."+bus.CtlX0); ok && bus.ValidToken(run) == nil {
-			return "ctl-x0.json", run, bus.LauncherSender, nil
+	if rest, ok := strings.CutPrefix(subject, wire.ChallengerPrefix); ok {
+		if run, ok := strings.CutSuffix(rest, "."+wire.CtlX0); ok && wire.ValidToken(run) == nil {
+			return "ctl-x0.json", run, wire.LauncherSender, nil
 		}
-		return "", "", "", fmt.Errorf("%s: not a challenger subject %s<run>.x0", subject, bus.ChallengerPrefix)
+		return "", "", "", fmt.Errorf("%s: not a challenger subject %s<run>.x0", subject, wire.ChallengerPrefix)
 	}
-	sub, err := bus.ParseSubject(subject)
+	sub, err := wire.ParseSubject(subject)
 	if err != nil {
 		return "", "", "", err
 	}
@@ -151,12 +151,12 @@ func schemaOf(subject string) (name, run, sender string, err error) {
 	}
 	word := sub.Ctl[0]
 	switch {
-	case word == bus.CtlResult && len(sub.Ctl) == 3:
+	case word == wire.CtlResult && len(sub.Ctl) == 3:
 		return "result.json", sub.Run, "", nil
-	case (word == bus.CtlReady || word == bus.CtlDone || word == bus.CtlRejoin) && len(sub.Ctl) == 3:
+	case (word == wire.CtlReady || word == wire.CtlDone || word == wire.CtlRejoin) && len(sub.Ctl) == 3:
 		return "", sub.Run, sub.Ctl[1] + "." + sub.Ctl[2], nil
-	case (word == bus.CtlEpisode || word == bus.CtlStop) && len(sub.Ctl) == 1:
-		return "", sub.Run, bus.LauncherSender, nil
+	case (word == wire.CtlEpisode || word == wire.CtlStop) && len(sub.Ctl) == 1:
+		return "", sub.Run, wire.LauncherSender, nil
 	}
 	return "", "", "", fmt.Errorf("%s: no ctl subject of the protocol", subject)
 }

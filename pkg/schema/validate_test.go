@@ -11,6 +11,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/schema"
 	"github.com/dpsim/dpsim/pkg/trace"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 func load(t *testing.T) *schema.Set {
@@ -22,36 +23,36 @@ func load(t *testing.T) *schema.Set {
 	return set
 }
 
-func encode(t *testing.T, m *bus.Message) []byte {
+func encode(t *testing.T, m *wire.Message) []byte {
 	t.Helper()
-	b, err := bus.EncodeJSON(nil, m)
+	b, err := wire.EncodeJSON(nil, m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-func data(from endpoint.Endpoint, vals ...float64) *bus.Message {
-	return &bus.Message{V: bus.Version, Run: "r1", Episode: 3, Step: 7, Sender: from.String(), SentUnixNano: 1700000000123456789, Kind: from.Role.Stream(), Values: vals}
+func data(from endpoint.Endpoint, vals ...float64) *wire.Message {
+	return &wire.Message{V: wire.Version, Run: "r1", Episode: 3, Step: 7, Sender: from.String(), SentUnixNano: 1700000000123456789, Kind: from.Role.Stream(), Values: vals}
 }
 
 // Every message the Go side builds - the contract's constructors, the data streams - is valid
 // on its subject, in both encodings.
 func TestGoMessagesValid(t *testing.T) {
 	set := load(t)
-	subj, _ := bus.NewSubjects("r1")
+	subj, _ := wire.NewSubjects("r1")
 	plant, cloud := endpoint.Endpoint{Role: endpoint.Plant}, endpoint.Endpoint{Role: endpoint.Cloud}
 	agent, host := endpoint.Endpoint{Role: endpoint.Agent, ID: 4}, endpoint.Endpoint{Role: endpoint.Host, ID: 8}
 	cases := []struct {
 		subject string
-		m       *bus.Message
+		m       *wire.Message
 		header  map[string][]string
 	}{
 		{subj.PlantYhat(0), data(plant, 0.5), nil},
-		{subj.CloudU(0), data(cloud, -1.25), map[string][]string{bus.HeaderTo: {"plant.0"}, bus.HeaderAt: {"9"}, bus.HeaderMore: {"1"}}},
-		{subj.AgentY(4), data(agent, 2), map[string][]string{bus.HeaderExcept: {"agent.3,eavesdropper.0"}, bus.HeaderSig: {"abc-_09"}}},
-		{subj.AgentY(4), data(agent), map[string][]string{bus.HeaderTo: {"agent.5"}, bus.HeaderGap: {"1"}}},
-		{subj.HostY(8), data(host, 1, 2, 3, 4, 5, 6, 7, 8), map[string][]string{bus.HeaderEpisodes: {"2"}}},
+		{subj.CloudU(0), data(cloud, -1.25), map[string][]string{wire.HeaderTo: {"plant.0"}, wire.HeaderAt: {"9"}, wire.HeaderMore: {"1"}}},
+		{subj.AgentY(4), data(agent, 2), map[string][]string{wire.HeaderExcept: {"agent.3,eavesdropper.0"}, wire.HeaderSig: {"abc-_09"}}},
+		{subj.AgentY(4), data(agent), map[string][]string{wire.HeaderTo: {"agent.5"}, wire.HeaderGap: {"1"}}},
+		{subj.HostY(8), data(host, 1, 2, 3, 4, 5, 6, 7, 8), map[string][]string{wire.HeaderEpisodes: {"2"}}},
 		{subj.CtlReady(endpoint.Plant, 0), contract.Ready{PID: 4242, Plan: 1 << 47}.Message("r1", "plant.0"), nil},
 		{subj.CtlDone(endpoint.Agent, 3), contract.Done{Steps: 30, Missed: 0, PID: 1234567, TraceNext: 1 << 40}.Message("r1", "agent.3", 5), nil},
 		{subj.CtlRejoin(endpoint.Cloud, 0), contract.Rejoin{Step: 17, PID: 99}.Message("r1", "cloud.0", 2), nil},
@@ -66,7 +67,7 @@ func TestGoMessagesValid(t *testing.T) {
 		if err := set.ValidateMessage(c.subject, encode(t, c.m), c.header); err != nil {
 			t.Errorf("JSON: %v", err)
 		}
-		b, err := bus.EncodeBinary(nil, c.m)
+		b, err := wire.EncodeBinary(nil, c.m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +76,7 @@ func TestGoMessagesValid(t *testing.T) {
 		}
 	}
 	res, err := json.Marshal(&contract.ProcessResult{V: contract.ResultVersion, Run: "r1", Role: "plant", Name: "plant-0", PID: 7, Status: contract.StatusOK,
-		Invalid: bus.CountersSnapshot{ByReason: map[string]uint64{"late": 2}}})
+		Invalid: wire.CountersSnapshot{ByReason: map[string]uint64{"late": 2}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,11 +164,11 @@ func TestBrokenMessagesFail(t *testing.T) {
 		why string
 		h   map[string][]string
 	}{
-		{"batch for one subscriber", map[string][]string{bus.HeaderEpisodes: {"4"}, bus.HeaderTo: {"plant.0"}}},
-		{"exceptions for one subscriber", map[string][]string{bus.HeaderExcept: {"agent.1"}, bus.HeaderTo: {"agent.2"}}},
-		{"step that is no number", map[string][]string{bus.HeaderAt: {"soon"}}},
-		{"gap of 2", map[string][]string{bus.HeaderGap: {"2"}}},
-		{"to no sender", map[string][]string{bus.HeaderTo: {"plant"}}},
+		{"batch for one subscriber", map[string][]string{wire.HeaderEpisodes: {"4"}, wire.HeaderTo: {"plant.0"}}},
+		{"exceptions for one subscriber", map[string][]string{wire.HeaderExcept: {"agent.1"}, wire.HeaderTo: {"agent.2"}}},
+		{"step that is no number", map[string][]string{wire.HeaderAt: {"soon"}}},
+		{"gap of 2", map[string][]string{wire.HeaderGap: {"2"}}},
+		{"to no sender", map[string][]string{wire.HeaderTo: {"plant"}}},
 	}
 	for _, c := range headers {
 		if err := set.ValidateMessage("dpsim.r1.plant.0.yhat", []byte(ok), c.h); err == nil {
@@ -186,7 +187,7 @@ func TestBrokenMessagesFail(t *testing.T) {
 }
 
 // sealedX0 is the x0 message of episode 34 with x(0) = (0.5, -2), sealed to a plant.
-func sealedX0(t *testing.T) *bus.Message {
+func sealedX0(t *testing.T) *wire.Message {
 	t.Helper()
 	launcher, err := bus.NewCurveKey()
 	if err != nil {
@@ -196,7 +197,7 @@ func sealedX0(t *testing.T) *bus.Message {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := contract.X0Message("r1", 34, []float64{0.5, -2}, launcher.Seed,
+	m, err := contract.X0Message("r1", 34, []float64{0.5, -2}, launcher,
 		[]contract.X0Recipient{{Endpoint: endpoint.Endpoint{Role: endpoint.Plant, ID: 0}, First: 0, Last: 1, Public: plant.Public}})
 	if err != nil {
 		t.Fatal(err)

@@ -25,12 +25,12 @@ import (
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/internal/live"
 	"github.com/dpsim/dpsim/pkg/audit"
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/privacy"
 	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // Command is the table entry for `dpsim audit`.
@@ -323,7 +323,7 @@ func (o *Options) checkWire() error {
 			o.Encoding = "json" // what dpsim run gives a program: one may decode json only (docs/protocol.md 2.1)
 		}
 	}
-	if _, err := bus.ParseEncoding(o.Encoding); err != nil {
+	if _, err := wire.ParseEncoding(o.Encoding); err != nil {
 		return cli.UsageError("--encoding: %v", err)
 	}
 	if o.Inflight < 1 || o.Inflight > contract.MaxInflight {

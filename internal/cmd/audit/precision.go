@@ -8,10 +8,10 @@ import (
 	"os"
 
 	"github.com/dpsim/dpsim/pkg/audit"
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/trace"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // The wire engine's precision evidence (docs/math.md section 6.3). The scores of the wire engine
@@ -84,7 +84,7 @@ func (w *wireTranscript) read(path string) error {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 1<<16), trace.MaxLine)
 	var rec transcriptRecord
-	var m bus.Message
+	var m wire.Message
 	line := 0
 	for sc.Scan() {
 		line++
@@ -96,7 +96,7 @@ func (w *wireTranscript) read(path string) error {
 		if err := json.Unmarshal(b, &rec); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		s, err := bus.ParseSubject(rec.Subject)
+		s, err := wire.ParseSubject(rec.Subject)
 		if err != nil || s.IsCtl() {
 			continue
 		}
@@ -104,7 +104,7 @@ func (w *wireTranscript) read(path string) error {
 		if len(data) == 0 {
 			data = rec.DataB64
 		}
-		if bus.Decode(data, &m) != nil {
+		if wire.Decode(data, &m) != nil {
 			continue // not a data message the eavesdropper could read
 		}
 		w.file(s.Endpoint(), &m)
@@ -116,7 +116,7 @@ func (w *wireTranscript) read(path string) error {
 }
 
 // file takes one data message (the first copy of a sender's step counts).
-func (w *wireTranscript) file(from endpoint.Endpoint, m *bus.Message) {
+func (w *wireTranscript) file(from endpoint.Endpoint, m *wire.Message) {
 	t := m.Step
 	if t < 0 || t >= w.T || m.Episode < 0 {
 		return

@@ -19,6 +19,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // secretForms are the byte strings that would give a secret value away: its decimal text (as
@@ -66,7 +67,7 @@ func TestChallengerX0SealedOnOpenServer(t *testing.T) {
 	t.Cleanup(nc.Close)
 	var mu sync.Mutex
 	var heard []*nats.Msg
-	_, err = nc.Subscribe(bus.ChallengerPrefix+">", func(m *nats.Msg) {
+	_, err = nc.Subscribe(wire.ChallengerPrefix+">", func(m *nats.Msg) {
 		mu.Lock()
 		heard = append(heard, m)
 		mu.Unlock()
@@ -80,7 +81,7 @@ func TestChallengerX0SealedOnOpenServer(t *testing.T) {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	require.NoError(t, cmd.Run(), errb.String())
-	wire := decodeReport(t, out.String())
+	wireRep := decodeReport(t, out.String())
 	require.NoError(t, nc.Flush())
 
 	mu.Lock()
@@ -94,11 +95,11 @@ func TestChallengerX0SealedOnOpenServer(t *testing.T) {
 		for _, sec := range secrets {
 			require.False(t, bytes.Contains(raw, sec), "payload %d on %s holds the secret bytes %q", i, m.Subject, sec)
 		}
-		var msg bus.Message
-		if bus.Decode(m.Data, &msg) != nil {
+		var msg wire.Message
+		if wire.Decode(m.Data, &msg) != nil {
 			continue
 		}
-		require.Equal(t, bus.CtlX0, msg.Kind)
+		require.Equal(t, wire.CtlX0, msg.Kind)
 		for _, v := range msg.Values {
 			for _, sec := range append(append([]float64{}, x0...), x0p...) {
 				require.NotEqual(t, sec, v, "payload %d carries a secret value", i)
@@ -109,8 +110,8 @@ func TestChallengerX0SealedOnOpenServer(t *testing.T) {
 	fastOut, _, err := runIn(t, path, "--trials", strconv.Itoa(trials), "--json", "--seed", "77")
 	require.NoError(t, err)
 	fast := decodeReport(t, fastOut)
-	require.Equal(t, 2*trials, wire.Episodes)
-	require.Equal(t, fast.Verdict, wire.Verdict)
-	require.Equal(t, fast.EpsilonLBCP, wire.EpsilonLBCP)
-	require.Equal(t, fast.EpsilonLBGDP, wire.EpsilonLBGDP)
+	require.Equal(t, 2*trials, wireRep.Episodes)
+	require.Equal(t, fast.Verdict, wireRep.Verdict)
+	require.Equal(t, fast.EpsilonLBCP, wireRep.EpsilonLBCP)
+	require.Equal(t, fast.EpsilonLBGDP, wireRep.EpsilonLBGDP)
 }

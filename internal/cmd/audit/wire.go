@@ -23,6 +23,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 type wireConfig struct {
@@ -87,7 +88,7 @@ func runWire(ctx context.Context, o *Options, c wireConfig) (*audit.Outcome, err
 	cfg := launch.SessionConfig{
 		Exe: exe, ScenarioPath: o.ScenarioPath, Point: c.point, Plan: p, Seeds: sim.NewSeeds(c.seed), Runs: 2 * c.trials, Run: runID,
 		// the eavesdropper's transcript: what the precision score reads (precision.go)
-		Dir: dir, Mode: bus.Lockstep, Timeout: o.Timeout, LogLevel: o.LogLevel, Transcript: g.HasPrecision(), Log: c.log, Encoding: o.Encoding,
+		Dir: dir, Mode: wire.Lockstep, Timeout: o.Timeout, LogLevel: o.LogLevel, Transcript: g.HasPrecision(), Log: c.log, Encoding: o.Encoding,
 		Inflight: c.inflight, KeepSecrets: o.KeepSecrets, Programs: o.Roles, ShareOutputs: o.ShareOutputs,
 	}
 	srv.Configure(&cfg, 0)

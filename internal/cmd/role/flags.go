@@ -13,6 +13,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // roleDoc is a role's usage text (synopsis, description) and which of the optional flags it
@@ -193,7 +194,7 @@ func applyRunFlags(cfg *roleproc.Config, rf *roleFlags) error {
 	if cfg.Run == "" {
 		return cli.UsageError("--run is required")
 	}
-	if err := bus.ValidToken(cfg.Run); err != nil {
+	if err := wire.ValidToken(cfg.Run); err != nil {
 		return cli.UsageError("--run: %v", err)
 	}
 	switch {
@@ -241,13 +242,13 @@ func applyProcessFlags(cfg *roleproc.Config, rf *roleFlags, set map[string]bool)
 		cfg.ID, cfg.LastAgent = lo, hi
 	}
 	if *mode != "" {
-		m, err := bus.ParseMode(*mode)
+		m, err := wire.ParseMode(*mode)
 		if err != nil {
 			return cli.UsageError("--mode: %v", err)
 		}
 		cfg.Mode, cfg.ModeSet = m, true
 	}
-	enc, err := bus.ParseEncoding(*encoding)
+	enc, err := wire.ParseEncoding(*encoding)
 	if err != nil {
 		return cli.UsageError("--encoding: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 func TestParseAgents(t *testing.T) {
@@ -59,7 +60,7 @@ func TestParseConfig(t *testing.T) {
 		{role: endpoint.Plant, args: append(base, "--seed", "42", "--id", "2", "--mode", "realtime", "--period", "10ms"), check: func(t *testing.T, c *roleproc.Config) {
 			require.Equal(t, uint64(42), c.Seed)
 			require.True(t, c.SeedSet)
-			require.Equal(t, bus.Realtime, c.Mode)
+			require.Equal(t, wire.Realtime, c.Mode)
 			require.Equal(t, 10*time.Millisecond, c.Period)
 			require.Equal(t, "plant-2", c.Name())
 		}},

@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/report"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // securitySummary is the part of summary.json that says how a run was secured and which data
@@ -60,8 +60,8 @@ func startForger(t *testing.T, url string, f *forger) *forger {
 	t.Cleanup(nc.Close)
 	f.nc, f.done = nc, make(chan struct{})
 	_, err = nc.Subscribe(f.subject, func(m *nats.Msg) {
-		var msg bus.Message
-		if bus.Decode(m.Data, &msg) != nil || msg.Episode != f.ep || msg.Step != f.trigger || msg.Sender != "plant.0" {
+		var msg wire.Message
+		if wire.Decode(m.Data, &msg) != nil || msg.Episode != f.ep || msg.Step != f.trigger || msg.Sender != "plant.0" {
 			return
 		}
 		f.mu.Lock()
@@ -81,9 +81,9 @@ func startForger(t *testing.T, url string, f *forger) *forger {
 func (f *forger) forge() {
 	defer close(f.done)
 	for s := 1; s < f.steps; s++ {
-		m := bus.Message{V: bus.Version, Run: f.run, Episode: f.ep, Step: s, Sender: "plant.0", SentUnixNano: time.Now().UnixNano(),
+		m := wire.Message{V: wire.Version, Run: f.run, Episode: f.ep, Step: s, Sender: "plant.0", SentUnixNano: time.Now().UnixNano(),
 			Kind: endpoint.StreamYhat, Values: []float64{1e4 + float64(s)}}
-		data, err := bus.Encode(nil, &m, bus.JSON)
+		data, err := wire.Encode(nil, &m, wire.JSON)
 		if err == nil {
 			err = f.nc.Publish(f.subject, data)
 		}
@@ -137,7 +137,7 @@ func TestForgedBurstNeverSilent(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			run := fmt.Sprintf("forge%d", tc.seed)
-			subj, _ := bus.NewSubjects(run)
+			subj, _ := wire.NewSubjects(run)
 			ep := attacked
 			if tc.last {
 				ep = runs - 1
@@ -222,11 +222,11 @@ func TestForgedBurstNeverSilent(t *testing.T) {
 func TestInvalidCountedOnce(t *testing.T) {
 	srv := server(t)
 	const run, runs, steps, k = "once", 2, 100, 7
-	subj, _ := bus.NewSubjects(run)
+	subj, _ := wire.NewSubjects(run)
 	pub, err := nats.Connect(srv.URL(), nats.Name("test-attacker"))
 	require.NoError(t, err)
 	t.Cleanup(pub.Close)
-	wrongDim, err := bus.EncodeJSON(nil, &bus.Message{V: bus.Version, Run: run, Episode: 0, Step: 3, Sender: "plant.0", Kind: endpoint.StreamYhat, Values: []float64{1, 2, 3}})
+	wrongDim, err := wire.EncodeJSON(nil, &wire.Message{V: wire.Version, Run: run, Episode: 0, Step: 3, Sender: "plant.0", Kind: endpoint.StreamYhat, Values: []float64{1, 2, 3}})
 	require.NoError(t, err)
 	var once sync.Once
 	fired := make(chan struct{})

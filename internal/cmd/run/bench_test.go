@@ -19,9 +19,9 @@ import (
 	"github.com/dpsim/dpsim/internal/cmd/role"
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/internal/roleproc"
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // The raw request-reply baseline runs as two OS processes (this test binary re-executed), like
@@ -126,7 +126,7 @@ func inProcessRoles(b *testing.B, url string, runs int, id string) float64 {
 		go func() { errs <- r(common, io.Discard, io.Discard) }()
 	}
 	sess, err := launch.StartSession(context.Background(), launch.SessionConfig{Attach: true, Plan: p, Seeds: sim.NewSeeds(53), URL: url,
-		Run: id, Dir: dir, Timeout: 10 * time.Second, Mode: bus.Lockstep})
+		Run: id, Dir: dir, Timeout: 10 * time.Second, Mode: wire.Lockstep})
 	require.NoError(b, err)
 	for ep := 0; ep < runs; ep++ {
 		require.NoError(b, sess.Episode(context.Background(), ep, nil))

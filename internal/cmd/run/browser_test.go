@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/dpsimtest"
-	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // pageView is what the page drew (window.dpsimLive) at one moment.
@@ -124,8 +124,8 @@ func TestLiveUIBrowser(t *testing.T) {
 
 	var sum struct {
 		Processes []struct {
-			Name   string          `json:"name"`
-			Timing bus.TimingStats `json:"timing"`
+			Name   string           `json:"name"`
+			Timing wire.TimingStats `json:"timing"`
 		} `json:"processes"`
 	}
 	data, err := os.ReadFile(filepath.Join(out, "summary.json"))

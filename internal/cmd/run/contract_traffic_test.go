@@ -12,9 +12,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/schema"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // The contract of docs/schema and docs/asyncapi.yaml is what real runs do: every message a
@@ -37,7 +37,7 @@ func sniffWire(t *testing.T, url string) func() []wireMsg {
 	t.Cleanup(nc.Close)
 	var mu sync.Mutex
 	var msgs []wireMsg
-	for _, filter := range []string{bus.AllRuns(), bus.ChallengerPrefix + ">"} {
+	for _, filter := range []string{wire.AllRuns(), wire.ChallengerPrefix + ">"} {
 		_, err := nc.Subscribe(filter, func(m *nats.Msg) {
 			mu.Lock()
 			msgs = append(msgs, wireMsg{m.Subject, append([]byte(nil), m.Data...), m.Header})
@@ -81,7 +81,7 @@ func TestContractTraffic(t *testing.T) {
 		// episodes in flight (ctl.episodes, Dpsim-Episodes) and signing (Dpsim-Sig): the
 		// launcher signs by default with an external server
 		want: []string{"data-yhat.json", "data-u.json", "ctl-ready.json", "ctl-episodes.json", "ctl-done.json", "ctl-stop.json", "result.json",
-			"header " + bus.HeaderEpisodes, "header " + bus.HeaderSig},
+			"header " + wire.HeaderEpisodes, "header " + wire.HeaderSig},
 	}, {
 		name: "consensus-hosts",
 		scenario: func(t *testing.T) string {
@@ -95,17 +95,17 @@ func TestContractTraffic(t *testing.T) {
 		scenario: func(t *testing.T) string { return writeScenario(t, fmt.Sprintf(faultyConsensus, 2, "reuse-last")) },
 		args:     []string{"--agents-per-process", "1"},
 		eve:      "trace-eavesdropper-consensus.json",
-		want:     []string{"data-y.json", "header " + bus.HeaderTo, "header " + bus.HeaderGap},
+		want:     []string{"data-y.json", "header " + wire.HeaderTo, "header " + wire.HeaderGap},
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			wire := sniffWire(t, srv.URL())
+			sniffed := sniffWire(t, srv.URL())
 			dir := t.TempDir()
 			run := "contract-" + c.name
 			args := append([]string{"run", c.scenario(t), "--nats-url", srv.URL(), "--out", dir, "--run-id", run, "--log-level", "warn"}, c.args...)
 			code, _, stderr := runDpsim(t, 90*time.Second, args...)
 			require.Equal(t, 0, code, "stderr:\n%s", stderr)
-			seen := checkWire(t, set, run, wire())
+			seen := checkWire(t, set, run, sniffed())
 			for _, w := range c.want {
 				require.Positive(t, seen[w], "no %s in the run's traffic: %v", w, seen)
 			}
@@ -119,7 +119,7 @@ func checkWire(t *testing.T, set *schema.Set, run string, msgs []wireMsg) map[st
 	t.Helper()
 	seen := map[string]int{}
 	for _, m := range msgs {
-		if !strings.Contains(m.subject, "."+run+".") && !strings.HasPrefix(m.subject, bus.ChallengerPrefix+run+".") {
+		if !strings.Contains(m.subject, "."+run+".") && !strings.HasPrefix(m.subject, wire.ChallengerPrefix+run+".") {
 			continue // another case's late ctl.stop
 		}
 		if err := set.ValidateMessage(m.subject, m.data, m.header); err != nil {
@@ -137,18 +137,18 @@ func checkWire(t *testing.T, set *schema.Set, run string, msgs []wireMsg) map[st
 
 // schemaName is the schema a valid message was checked against (for the counts).
 func schemaName(t *testing.T, m wireMsg) string {
-	sub, err := bus.ParseSubject(m.subject)
+	sub, err := wire.ParseSubject(m.subject)
 	if err != nil {
 		return "ctl-x0.json"
 	}
 	if !sub.IsCtl() {
 		return "data-" + sub.Stream + ".json"
 	}
-	if sub.Ctl[0] == bus.CtlResult {
+	if sub.Ctl[0] == wire.CtlResult {
 		return "result.json"
 	}
-	var msg bus.Message
-	require.NoError(t, bus.Decode(m.data, &msg))
+	var msg wire.Message
+	require.NoError(t, wire.Decode(m.data, &msg))
 	return "ctl-" + msg.Kind + ".json"
 }
 
@@ -211,14 +211,14 @@ func checkFiles(t *testing.T, set *schema.Set, dir, eve string) {
 func TestContractTrafficBroken(t *testing.T) {
 	set := loadSchemas(t)
 	srv := server(t)
-	wire := sniffWire(t, srv.URL())
+	sniffed := sniffWire(t, srv.URL())
 	dir := t.TempDir()
 	const run = "contract-broken"
 	code, _, stderr := runDpsim(t, 60*time.Second, "run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(), "--out", dir,
 		"--run-id", run, "--log-level", "warn", "--runs", "1")
 	require.Equal(t, 0, code, "stderr:\n%s", stderr)
 	var yhat, done *wireMsg
-	for _, m := range wire() {
+	for _, m := range sniffed() {
 		switch {
 		case yhat == nil && strings.HasSuffix(m.subject, ".yhat"):
 			yhat = &m
@@ -240,15 +240,15 @@ func TestContractTrafficBroken(t *testing.T) {
 		require.NotEqual(t, string(yhat.data), data, b.why)
 		require.Error(t, set.ValidateMessage(yhat.subject, []byte(data), yhat.header), b.why)
 	}
-	var msg bus.Message
-	require.NoError(t, bus.Decode(done.data, &msg))
+	var msg wire.Message
+	require.NoError(t, wire.Decode(done.data, &msg))
 	msg.Values = msg.Values[:3]
-	short, err := bus.EncodeJSON(nil, &msg)
+	short, err := wire.EncodeJSON(nil, &msg)
 	require.NoError(t, err)
 	require.Error(t, set.ValidateMessage(done.subject, short, done.header), "done without its trace offset")
 	h := nats.Header{}
-	h.Set(bus.HeaderEpisodes, "2")
-	h.Set(bus.HeaderTo, "cloud.0")
+	h.Set(wire.HeaderEpisodes, "2")
+	h.Set(wire.HeaderTo, "cloud.0")
 	require.Error(t, set.ValidateMessage(yhat.subject, yhat.data, h), "a batch for one subscriber")
 	trace := filepath.Join(dir, "procs", "plant-0.trace.jsonl")
 	data, err := os.ReadFile(trace)

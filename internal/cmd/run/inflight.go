@@ -6,7 +6,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/launch"
-	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // inflightHelp is the help of --inflight.
@@ -37,7 +37,7 @@ type InflightSummary struct {
 // 1 in realtime, where the processes keep one episode on the wall-clock grid at a time.
 func (l *launcher) resolveInflight() error {
 	o := l.o
-	if o.Mode != bus.Realtime {
+	if o.Mode != wire.Realtime {
 		if !o.InflightSet {
 			for _, p := range l.plans {
 				o.Inflight = min(o.Inflight, launch.DefaultInflightFor(p, o.AgentsPerProcess))

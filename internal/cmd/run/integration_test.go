@@ -30,6 +30,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // The integration tests run the real binary: every role its own OS process, over an embedded
@@ -76,7 +77,7 @@ func sniff(t testing.TB, url string, onMsg func(string, []byte)) *sniffer {
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	s := &sniffer{nc: nc, onMsg: onMsg}
-	_, err = nc.Subscribe(bus.AllRuns(), func(m *nats.Msg) {
+	_, err = nc.Subscribe(wire.AllRuns(), func(m *nats.Msg) {
 		s.mu.Lock()
 		s.msgs = append(s.msgs, sniffed{m.Subject, append([]byte(nil), m.Data...)})
 		s.mu.Unlock()
@@ -156,7 +157,7 @@ type summary struct {
 	Metrics        json.RawMessage    `json:"metrics"`
 	Processes      []procSummary      `json:"processes"`
 	Problems       []run.PointProblem `json:"problems"`
-	Invalid        map[string]bus.CountersSnapshot
+	Invalid        map[string]wire.CountersSnapshot
 	Points         []struct {
 		Metrics       *metrics.Results `json:"metrics"`
 		Requested     int              `json:"requested"`
@@ -202,22 +203,22 @@ func (s *summary) events(ev string) int {
 }
 
 type procSummary struct {
-	Role                string               `json:"role"`
-	ID                  int                  `json:"id"`
-	PID                 int                  `json:"pid"`
-	Name                string               `json:"name"`
-	Point               int                  `json:"point"`
-	Agents              []int                `json:"agents"`
-	ExitCode            int                  `json:"exit_code"`
-	Status              string               `json:"status"`
-	MaxRSSBytes         int64                `json:"max_rss_bytes"`
-	RSSSource           string               `json:"max_rss_source"`
-	WaitRSS             int64                `json:"wait_max_rss_bytes"`
-	StepsPerSec         float64              `json:"steps_per_sec"`
-	Invalid             bus.CountersSnapshot `json:"invalid"`
-	TraceFile           string               `json:"trace_file"`
-	SlowConsumerDropped int                  `json:"slow_consumer_dropped"`
-	CtlInvalid          bus.CountersSnapshot `json:"ctl_invalid"`
+	Role                string                `json:"role"`
+	ID                  int                   `json:"id"`
+	PID                 int                   `json:"pid"`
+	Name                string                `json:"name"`
+	Point               int                   `json:"point"`
+	Agents              []int                 `json:"agents"`
+	ExitCode            int                   `json:"exit_code"`
+	Status              string                `json:"status"`
+	MaxRSSBytes         int64                 `json:"max_rss_bytes"`
+	RSSSource           string                `json:"max_rss_source"`
+	WaitRSS             int64                 `json:"wait_max_rss_bytes"`
+	StepsPerSec         float64               `json:"steps_per_sec"`
+	Invalid             wire.CountersSnapshot `json:"invalid"`
+	TraceFile           string                `json:"trace_file"`
+	SlowConsumerDropped int                   `json:"slow_consumer_dropped"`
+	CtlInvalid          wire.CountersSnapshot `json:"ctl_invalid"`
 }
 
 func readSummary(t testing.TB, dir string) *summary {
@@ -240,9 +241,9 @@ func (s *summary) proc(t testing.TB, name string) procSummary {
 	return procSummary{}
 }
 
-func decode(t testing.TB, data []byte) *bus.Message {
-	var m bus.Message
-	if err := bus.Decode(data, &m); err != nil {
+func decode(t testing.TB, data []byte) *wire.Message {
+	var m wire.Message
+	if err := wire.Decode(data, &m); err != nil {
 		return nil
 	}
 	return &m
@@ -294,7 +295,7 @@ func TestCloudVehicleOverNATS(t *testing.T) {
 		for _, m := range msgs {
 			count[m.subject]++
 		}
-		subj, _ := bus.NewSubjects(run)
+		subj, _ := wire.NewSubjects(run)
 		require.Equal(t, runs*T, count[subj.PlantYhat(0)], "yhat: one per step")
 		require.Equal(t, runs*T, count[subj.CloudU(0)], "u: one per step")
 		require.Equal(t, runs, count[subj.CtlEpisode()])
@@ -308,14 +309,14 @@ func TestCloudVehicleOverNATS(t *testing.T) {
 		}
 		// Every data message is a valid version-1 message with the subject's sender.
 		for _, m := range msgs {
-			s, err := bus.ParseSubject(m.subject)
+			s, err := wire.ParseSubject(m.subject)
 			require.NoError(t, err, m.subject)
 			if s.IsCtl() {
 				continue
 			}
 			msg := decode(t, m.data)
 			require.NotNil(t, msg, m.subject)
-			require.NoError(t, bus.Validate(msg, bus.Expect{Run: run, Dim: 1, Steps: T, Episode: bus.AnyEpisode, Sender: s.Sender(), Kind: s.Stream}))
+			require.NoError(t, wire.Validate(msg, wire.Expect{Run: run, Dim: 1, Steps: T, Episode: wire.AnyEpisode, Sender: s.Sender(), Kind: s.Stream}))
 		}
 		// The eavesdropper saw every message of the run after it subscribed.
 		eve := sum.proc(t, "eavesdropper-0")
@@ -480,20 +481,20 @@ privacy: {mechanism: gaussian, epsilon: 1, delta: 0.01}
 func TestHostileMessages(t *testing.T) {
 	srv := server(t)
 	const run, runs = "ithostile", 20
-	subj, _ := bus.NewSubjects(run)
+	subj, _ := wire.NewSubjects(run)
 	pub, err := nats.Connect(srv.URL(), nats.Name("test-attacker"))
 	require.NoError(t, err)
 	t.Cleanup(pub.Close)
 	var once sync.Once
 	fired := make(chan struct{})
-	nan, err := bus.EncodeBinary(nil, &bus.Message{V: 1, Run: run, Episode: 1, Step: 0, Sender: "plant.0", Kind: "yhat", Values: []float64{math.NaN()}})
+	nan, err := wire.EncodeBinary(nil, &wire.Message{V: 1, Run: run, Episode: 1, Step: 0, Sender: "plant.0", Kind: "yhat", Values: []float64{math.NaN()}})
 	require.NoError(t, err)
-	wrongDim, err := bus.EncodeJSON(nil, &bus.Message{V: 1, Run: run, Episode: 1, Step: 0, Sender: "cloud.0", Kind: "u", Values: []float64{1, 2, 3}})
+	wrongDim, err := wire.EncodeJSON(nil, &wire.Message{V: 1, Run: run, Episode: 1, Step: 0, Sender: "cloud.0", Kind: "u", Values: []float64{1, 2, 3}})
 	require.NoError(t, err)
-	otherRun, err := bus.EncodeJSON(nil, &bus.Message{V: 1, Run: "someoneelse", Episode: 1, Step: 0, Sender: "plant.0", Kind: "yhat", Values: []float64{1}})
+	otherRun, err := wire.EncodeJSON(nil, &wire.Message{V: 1, Run: "someoneelse", Episode: 1, Step: 0, Sender: "plant.0", Kind: "yhat", Values: []float64{1}})
 	require.NoError(t, err)
 	badVersion := []byte(`{"v":7,"run":"ithostile","ep":1,"step":0,"from":"plant.0","sent":0,"kind":"yhat","vals":[1]}`)
-	forgedSender, err := bus.EncodeJSON(nil, &bus.Message{V: 1, Run: run, Episode: 1, Step: 0, Sender: "cloud.0", Kind: "yhat", Values: []float64{1}})
+	forgedSender, err := wire.EncodeJSON(nil, &wire.Message{V: 1, Run: run, Episode: 1, Step: 0, Sender: "cloud.0", Kind: "yhat", Values: []float64{1}})
 	require.NoError(t, err)
 	sniff(t, srv.URL(), func(subject string, data []byte) {
 		if subject != subj.CtlDone(endpoint.Plant, 0) {
@@ -588,15 +589,15 @@ func watch(n int, readyOf string) (func(string, []byte), <-chan struct{}, func()
 	return func(subject string, data []byte) {
 			switch {
 			case strings.HasSuffix(subject, ".ctl.ready."+readyOf):
-				var m bus.Message
-				if bus.Decode(data, &m) == nil && len(m.Values) >= 1 {
+				var m wire.Message
+				if wire.Decode(data, &m) == nil && len(m.Values) >= 1 {
 					mu.Lock()
 					pid = int(m.Values[0])
 					mu.Unlock()
 				}
 			case strings.HasSuffix(subject, ".ctl.done.plant.0"):
-				var m bus.Message
-				if bus.Decode(data, &m) == nil && m.Episode >= n {
+				var m wire.Message
+				if wire.Decode(data, &m) == nil && m.Episode >= n {
 					once.Do(func() { close(reached) })
 				}
 			}
@@ -752,10 +753,10 @@ func TestRealtime(t *testing.T) {
 		Metrics   json.RawMessage
 		TimingRaw map[string]any `json:"timing"`
 		Processes []struct {
-			Name    string               `json:"name"`
-			Invalid bus.CountersSnapshot `json:"invalid"`
-			Timing  bus.TimingStats      `json:"timing"`
-			Elapsed float64              `json:"busy_seconds"`
+			Name    string                `json:"name"`
+			Invalid wire.CountersSnapshot `json:"invalid"`
+			Timing  wire.TimingStats      `json:"timing"`
+			Elapsed float64               `json:"busy_seconds"`
 		} `json:"processes"`
 	}
 	require.NoError(t, json.Unmarshal(data, &sum))
@@ -846,8 +847,8 @@ func TestAttach(t *testing.T) {
 	// The challenger's x(0) reached the plant (below) but never travelled on dpsim.>: the
 	// public ctl.episode of episode 1 only says the x(0) is private.
 	for _, m := range sn.all() {
-		var msg bus.Message
-		if bus.Decode(m.data, &msg) != nil {
+		var msg wire.Message
+		if wire.Decode(m.data, &msg) != nil {
 			continue
 		}
 		if strings.HasSuffix(m.subject, ".ctl.episode") {

@@ -12,8 +12,8 @@ import (
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/internal/live"
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/scenario"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // AppliedFaultsFile is the faults section of a run with its live interventions (--ui): the
@@ -68,7 +68,7 @@ func (l *launcher) startInterventions() error {
 				l.log.Warn().Err(err).Msg("interventions")
 			}
 		}}
-	if l.o.Mode == bus.Realtime {
+	if l.o.Mode == wire.Realtime {
 		cfg.Period = l.o.Period // link rules and partitions change in the episode in progress
 	}
 	l.iv = launch.NewInterventions(cfg)

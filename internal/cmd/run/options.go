@@ -18,6 +18,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/trace"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 const synopsis = `dpsim run SCENARIO [--out DIR] [--seed N] [--nats-url URL] [--mode lockstep|realtime] [--period D]
@@ -91,7 +92,7 @@ type Options struct {
 	Seed             uint64
 	SeedSet          bool
 	NATSURL          string
-	Mode             bus.Mode
+	Mode             wire.Mode
 	ModeSet          bool
 	TimeoutSet       bool // --timeout given (else the scenario's transport.timeout, if any)
 	Period           time.Duration
@@ -180,7 +181,7 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*Options, error) {
 		return nil, err
 	}
 	if mode != "" {
-		m, err := bus.ParseMode(mode)
+		m, err := wire.ParseMode(mode)
 		if err != nil {
 			return nil, cli.UsageError("--mode: %v", err)
 		}
@@ -359,11 +360,11 @@ func (o *Options) checkLimits(budget string) error {
 	if _, err := trace.EpisodesOf(o.TraceEpisodes); err != nil {
 		return cli.UsageError("--trace-episodes %v", err)
 	}
-	if _, err := bus.ParseEncoding(o.Encoding); err != nil {
+	if _, err := wire.ParseEncoding(o.Encoding); err != nil {
 		return cli.UsageError("--encoding: %v", err)
 	}
 	if o.RunID != "" {
-		if err := bus.ValidToken(o.RunID); err != nil {
+		if err := wire.ValidToken(o.RunID); err != nil {
 			return cli.UsageError("--run-id: %v", err)
 		}
 	}

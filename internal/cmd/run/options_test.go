@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/cli"
-	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -42,7 +42,7 @@ func TestParseOptions(t *testing.T) {
 			require.Equal(t, uint64(9), o.Seed)
 			require.True(t, o.SeedSet)
 			require.Equal(t, 5, o.Runs)
-			require.Equal(t, bus.Realtime, o.Mode)
+			require.Equal(t, wire.Realtime, o.Mode)
 			require.Equal(t, 20*time.Millisecond, o.Period)
 			require.Equal(t, "fast", o.Engine)
 		}},

@@ -22,11 +22,11 @@ import (
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/finitejson"
 	"github.com/dpsim/dpsim/internal/launch"
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/report"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // ResumeFile is the resume state of a run in progress, in OUT (mode 0600). While it exists the
@@ -74,8 +74,8 @@ type resumeState struct {
 	Done    []resumePoint   `json:"done"`
 	Current *resumeProgress `json:"current,omitempty"`
 	// Connections and LauncherCtlInvalid are the summary's totals over the Done points.
-	Connections        ConnectionSummary    `json:"connections"`
-	LauncherCtlInvalid bus.CountersSnapshot `json:"launcher_ctl_invalid"`
+	Connections        ConnectionSummary     `json:"connections"`
+	LauncherCtlInvalid wire.CountersSnapshot `json:"launcher_ctl_invalid"`
 	// Digest is the HMAC-SHA256 of the file's bytes before it ("hmac-sha256:HEX"), keyed by
 	// ResumeKeyFile; written last (signResume), so empty when the state is marshalled.
 	Digest string `json:"digest,omitempty"`

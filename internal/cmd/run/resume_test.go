@@ -14,7 +14,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/cmd/run"
 	"github.com/dpsim/dpsim/internal/launch"
-	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // resumeSweep is a 3-point sweep of the vehicle, short enough for a test.
@@ -40,8 +40,8 @@ func doneOf(run string, ep int) (func(string, []byte), <-chan struct{}) {
 		if subject != "dpsim."+run+".ctl.done.plant.0" {
 			return
 		}
-		var m bus.Message
-		if bus.Decode(data, &m) == nil && m.Episode >= ep {
+		var m wire.Message
+		if wire.Decode(data, &m) == nil && m.Episode >= ep {
 			once.Do(func() { close(ch) })
 		}
 	}, ch

@@ -34,6 +34,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // Command is the table entry for `dpsim run`.
@@ -161,7 +162,7 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 // purpose (faults.links) are the experiment, not a degradation: they are counted per link in
 // the metrics.
 func (l *launcher) degradation() error {
-	d := launch.Degradation{Realtime: l.sum.Mode == bus.Realtime.String(), Missed: l.sum.Timing.Missed,
+	d := launch.Degradation{Realtime: l.sum.Mode == wire.Realtime.String(), Missed: l.sum.Timing.Missed,
 		Disconnects: l.sum.Connections.Disconnects, Reconnects: l.sum.Connections.Reconnects, ServerRestarts: l.sum.Connections.ServerRestarts}
 	for _, p := range l.sum.Processes {
 		cores := 1
@@ -308,7 +309,7 @@ func (l *launcher) applyScenarioSettings(s *scenario.Scenario) error {
 		l.runs = o.Runs
 	}
 	if !o.ModeSet && s.Transport.Mode == scenario.Realtime {
-		o.Mode = bus.Realtime
+		o.Mode = wire.Realtime
 	}
 	if o.Period == 0 {
 		o.Period = s.Transport.Period
@@ -316,7 +317,7 @@ func (l *launcher) applyScenarioSettings(s *scenario.Scenario) error {
 	if !o.TimeoutSet && s.Transport.Timeout > 0 {
 		o.Timeout = s.Transport.Timeout
 	}
-	if o.Mode == bus.Realtime && o.Period <= 0 {
+	if o.Mode == wire.Realtime && o.Period <= 0 {
 		return cli.UsageError("realtime mode needs a period: pass --period or set transport.period in the scenario")
 	}
 	if err := l.resolveInflight(); err != nil {
@@ -324,7 +325,7 @@ func (l *launcher) applyScenarioSettings(s *scenario.Scenario) error {
 	}
 	if f := s.Faults; len(f.Crashes) > 0 && o.Engine == "nats" {
 		switch {
-		case o.Mode == bus.Realtime:
+		case o.Mode == wire.Realtime:
 			return cli.UsageError("scenario %s: faults.crashes needs lockstep mode (a restarted process rejoins at a logical step)", o.ScenarioPath)
 		case o.AgentsPerProcess > 1:
 			return cli.UsageError("scenario %s: faults.crashes kills one agent's process: run with --agents-per-process 1", o.ScenarioPath)
@@ -349,10 +350,10 @@ func (l *launcher) newSummary(s *scenario.Scenario, seed uint64, seedSource stri
 		Scenario: s.Name, ScenarioFile: o.ScenarioPath, Description: s.Description, Kind: string(s.Kind),
 		Seed: seed, SeedString: strconv.FormatUint(seed, 10), SeedSource: seedSource, Runs: l.runs, Steps: s.Steps, Engine: o.Engine,
 		Mode: o.Mode.String(), RunID: o.RunID, Started: l.started.UTC().Format(time.RFC3339),
-		Warnings: s.Warnings, Processes: []ProcessSummary{}, Invalid: map[string]bus.CountersSnapshot{},
+		Warnings: s.Warnings, Processes: []ProcessSummary{}, Invalid: map[string]wire.CountersSnapshot{},
 		Files: Files{Summary: "summary.json", Traces: []string{}}, Attached: o.Attach,
 	}
-	if o.Mode == bus.Realtime {
+	if o.Mode == wire.Realtime {
 		sum.PeriodNS = int64(o.Period)
 	}
 	sum.Timing = TimingSummary{Mode: sum.Mode, PeriodNS: sum.PeriodNS}
@@ -747,7 +748,7 @@ func (l *launcher) recordResults(po *launch.PointOutcome, ps *PointSummary) {
 	}
 }
 
-func addCounters(a, b bus.CountersSnapshot) bus.CountersSnapshot {
+func addCounters(a, b wire.CountersSnapshot) wire.CountersSnapshot {
 	a.Received += b.Received
 	a.Accepted += b.Accepted
 	a.Dropped += b.Dropped

@@ -16,6 +16,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // childrenOf returns the argv and environment of every dpsim role process of a run.
@@ -129,14 +130,14 @@ func TestForgedFutureStepIsFlagged(t *testing.T) {
 	for _, mode := range []string{"", "strict", "sign"} {
 		strict := mode == "strict"
 		run := "forge" + mode
-		subj, _ := bus.NewSubjects(run)
+		subj, _ := wire.NewSubjects(run)
 		attacker, err := nats.Connect(srv.URL(), nats.Name("test-forger"))
 		require.NoError(t, err)
 		forged := map[int]bool{}
 		var mu sync.Mutex
 		_, err = attacker.Subscribe(subj.PlantYhat(0), func(m *nats.Msg) {
-			var msg bus.Message
-			if bus.Decode(m.Data, &msg) != nil || msg.Step != 1 {
+			var msg wire.Message
+			if wire.Decode(m.Data, &msg) != nil || msg.Step != 1 {
 				return
 			}
 			mu.Lock()
@@ -145,9 +146,9 @@ func TestForgedFutureStepIsFlagged(t *testing.T) {
 				return
 			}
 			forged[msg.Episode] = true
-			f := bus.Message{V: bus.Version, Run: run, Episode: msg.Episode, Step: 90, Sender: "plant.0", SentUnixNano: time.Now().UnixNano(),
+			f := wire.Message{V: wire.Version, Run: run, Episode: msg.Episode, Step: 90, Sender: "plant.0", SentUnixNano: time.Now().UnixNano(),
 				Kind: endpoint.StreamYhat, Values: []float64{1e6}}
-			data, _ := bus.Encode(nil, &f, bus.JSON)
+			data, _ := wire.Encode(nil, &f, wire.JSON)
 			_ = attacker.Publish(subj.PlantYhat(0), data)
 		})
 		require.NoError(t, err)
@@ -224,7 +225,7 @@ func TestScenarioOverTLS(t *testing.T) {
 func TestFloodCountsSlowConsumers(t *testing.T) {
 	srv := server(t)
 	const run = "flood"
-	subj, _ := bus.NewSubjects(run)
+	subj, _ := wire.NewSubjects(run)
 	dir := t.TempDir()
 	l := start(t, "run", scenarioPath("cloud-vehicle"), "--nats-url", srv.URL(), "--runs", "60", "--out", dir, "--run-id", run, "--log-level", "warn", "--timeout", "500ms")
 	flooder, err := nats.Connect(srv.URL(), nats.Name("test-flooder"))
@@ -260,16 +261,16 @@ func TestFloodCountsSlowConsumers(t *testing.T) {
 func TestForgedStopRefusedWhenSigned(t *testing.T) {
 	srv := server(t)
 	const run = "forgestop"
-	subj, _ := bus.NewSubjects(run)
+	subj, _ := wire.NewSubjects(run)
 	attacker, err := nats.Connect(srv.URL(), nats.Name("test-forger"))
 	require.NoError(t, err)
 	defer attacker.Close()
 	var once sync.Once
 	_, err = attacker.Subscribe(subj.PlantYhat(0), func(m *nats.Msg) {
 		once.Do(func() {
-			stop, _ := bus.Encode(nil, contract.StopMessage(run), bus.JSON)
+			stop, _ := wire.Encode(nil, contract.StopMessage(run), wire.JSON)
 			_ = attacker.Publish(subj.CtlStop(), stop)
-			ep, _ := bus.Encode(nil, contract.EpisodeMessage(run, 77, false), bus.JSON)
+			ep, _ := wire.Encode(nil, contract.EpisodeMessage(run, 77, false), wire.JSON)
 			_ = attacker.Publish(subj.CtlEpisode(), ep)
 		})
 	})

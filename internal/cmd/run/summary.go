@@ -11,12 +11,12 @@ import (
 	"github.com/dpsim/dpsim/internal/farm"
 	"github.com/dpsim/dpsim/internal/finitejson"
 	"github.com/dpsim/dpsim/internal/launch"
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/noise"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/privacy"
 	"github.com/dpsim/dpsim/pkg/report"
+	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // Summary is DIR/summary.json.
@@ -86,9 +86,9 @@ type Summary struct {
 	// signature, ...: wrong messages); LauncherCtlInvalid the launcher's dropped coordination
 	// messages. Stale counts per process the data messages that came for an episode its cores
 	// had finished (late, not wrong: compared with the copy used, never used themselves).
-	Invalid            map[string]bus.CountersSnapshot `json:"invalid"`
-	LauncherCtlInvalid bus.CountersSnapshot            `json:"launcher_ctl_invalid"`
-	Stale              map[string]uint64               `json:"stale,omitempty"`
+	Invalid            map[string]wire.CountersSnapshot `json:"invalid"`
+	LauncherCtlInvalid wire.CountersSnapshot            `json:"launcher_ctl_invalid"`
+	Stale              map[string]uint64                `json:"stale,omitempty"`
 	// Security says how the traffic was secured (NATS engine only).
 	Security *report.Security `json:"security,omitempty"`
 	// Secrets says which files holding secrets the processes left were removed when the run
@@ -147,20 +147,20 @@ type ProcessSummary struct {
 	// rusage of the exited child: on Linux this includes the launcher's memory at fork/exec,
 	// so it overstates a small child of a large launcher). WaitMaxRSSBytes is always that
 	// wait4 value, for comparison.
-	MaxRSSBytes     int64                `json:"max_rss_bytes"`
-	MaxRSSSource    string               `json:"max_rss_source"`
-	WaitMaxRSSBytes int64                `json:"wait_max_rss_bytes"`
-	UserCPUSec      float64              `json:"user_cpu_seconds"`
-	SysCPUSec       float64              `json:"sys_cpu_seconds"`
-	Episodes        int                  `json:"episodes"`
-	Steps           int                  `json:"steps"`
-	StepsPerSec     float64              `json:"steps_per_sec"`
-	Invalid         bus.CountersSnapshot `json:"invalid"`
-	CtlInvalid      bus.CountersSnapshot `json:"ctl_invalid"`
-	Unexpected      uint64               `json:"unexpected"` // deliveries its cores dropped as not theirs
-	Timing          bus.TimingStats      `json:"timing"`
-	Conn            bus.ConnStats        `json:"conn"`
-	Messages        int                  `json:"messages,omitempty"`
+	MaxRSSBytes     int64                 `json:"max_rss_bytes"`
+	MaxRSSSource    string                `json:"max_rss_source"`
+	WaitMaxRSSBytes int64                 `json:"wait_max_rss_bytes"`
+	UserCPUSec      float64               `json:"user_cpu_seconds"`
+	SysCPUSec       float64               `json:"sys_cpu_seconds"`
+	Episodes        int                   `json:"episodes"`
+	Steps           int                   `json:"steps"`
+	StepsPerSec     float64               `json:"steps_per_sec"`
+	Invalid         wire.CountersSnapshot `json:"invalid"`
+	CtlInvalid      wire.CountersSnapshot `json:"ctl_invalid"`
+	Unexpected      uint64                `json:"unexpected"` // deliveries its cores dropped as not theirs
+	Timing          wire.TimingStats      `json:"timing"`
+	Conn            wire.ConnStats        `json:"conn"`
+	Messages        int                   `json:"messages,omitempty"`
 	// SlowConsumerDropped counts the messages (not events) the process's NATS client dropped
 	// because the process fell behind.
 	SlowConsumerDropped int    `json:"slow_consumer_dropped"`

@@ -7,7 +7,7 @@ import (
 )
 
 // The committed vectors still say what dpsim's plant makes of each x0 message: the x(0) it
-// opens or the reason it drops it (pkg/contract OpenX0, pkg/bus Open and the plant's check of
+// opens or the reason it drops it (pkg/contract OpenX0, pkg/bus CurveKey.Open and the plant's check of
 // nx finite values) - a change to the sealed x(0) of docs/protocol.md section 7 shows here,
 // without Node.js. The boxes' nonces and keys are random: if the change is intended, regenerate
 // the file (go run ./examples/js-plant/vectors/sealed > examples/js-plant/vectors/sealed.json),

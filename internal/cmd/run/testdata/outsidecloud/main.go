@@ -1,6 +1,6 @@
 // Command outsidecloud is a cloud controller written the way an outside implementer would
 // write one: from the protocol (go doc github.com/dpsim/dpsim/internal/launch,
-// pkg/contract, pkg/bus/message.go), talking to NATS with github.com/nats-io/nats.go
+// pkg/contract, pkg/wire/message.go), talking to NATS with github.com/nats-io/nats.go
 // directly, with none of dpsim's role or bus connection code. Only the controller's
 // arithmetic (pkg/sim.Controller, eq. (24)) and the plan file reader (pkg/plan) are
 // borrowed, so that a working run gives the Go cloud's numbers.
@@ -170,7 +170,7 @@ func readPlan(path string) (*plan.Plan, uint64, error) {
 	return p, plan.FileDigest(data), nil
 }
 
-// msg is the bus message schema, version 1 (pkg/bus/message.go).
+// msg is the bus message schema, version 1 (pkg/wire/message.go).
 type msg struct {
 	V    int       `json:"v"`
 	Run  string    `json:"run"`

@@ -1,4 +1,4 @@
-package bus
+package wire
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 type Reason uint8
 
 // Drop reasons. Validate reports ReasonVersion..ReasonKind; Decode reports ReasonDecode
-// (and ReasonVersion for a binary message of another version); the Inbox ReasonSender for a
+// (and ReasonVersion for a binary message of another version); pkg/bus's Inbox ReasonSender for a
 // subject nobody of the run publishes on, and the ctl receivers ReasonAhead when their queue
 // is full.
 const (
@@ -63,7 +63,7 @@ type InvalidError struct {
 }
 
 func (e *InvalidError) Error() string {
-	return "bus: invalid message (" + e.Reason.String() + "): " + e.Detail
+	return "wire: invalid message (" + e.Reason.String() + "): " + e.Detail
 }
 
 // ReasonOf classifies err: the Reason of an *InvalidError in its chain, ReasonDecode
@@ -155,7 +155,7 @@ func stepsWant(steps int) string {
 }
 
 // Counters counts received messages and the dropped ones by Reason. Each message is
-// counted as received once (the Inbox or a ctl subscription does this) and dropped at most
+// counted as received once (pkg/bus's Inbox or a ctl subscription does this) and dropped at most
 // once (when it fails to decode or validate, or later by its handler); the accepted count is
 // the difference. All methods are safe for concurrent use and allocation-free except
 // Snapshot. The zero value is ready.
@@ -190,7 +190,7 @@ func (c *Counters) DropFrom(subject string, err error) {
 	if r >= numReasons {
 		return
 	}
-	sender := senderOfSubject(subject)
+	sender := SenderOfSubject(subject)
 	if sender == "" {
 		sender = "?"
 	}

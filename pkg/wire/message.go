@@ -1,4 +1,4 @@
-package bus
+package wire
 
 import (
 	"encoding/binary"
@@ -65,7 +65,7 @@ func ParseEncoding(s string) (Encoding, error) {
 	case "binary", "bin":
 		return Binary, nil
 	}
-	return JSON, fmt.Errorf("bus: unknown encoding %q (want json or binary)", s)
+	return JSON, fmt.Errorf("wire: unknown encoding %q (want json or binary)", s)
 }
 
 // BinaryMagic is the first byte of a binary-encoded message. It can never start a JSON
@@ -76,10 +76,10 @@ const BinaryMagic byte = 0xD5
 const binaryHeader = 25
 
 // ErrEncode is wrapped by encoding errors (non-finite values in JSON, oversized fields).
-var ErrEncode = errors.New("bus: cannot encode message")
+var ErrEncode = errors.New("wire: cannot encode message")
 
 // ErrDecode is wrapped by every decoding error.
-var ErrDecode = errors.New("bus: cannot decode message")
+var ErrDecode = errors.New("wire: cannot decode message")
 
 // Encode appends the encoding of m to dst and returns the extended slice. It does not
 // allocate when dst has enough capacity.

@@ -1,4 +1,4 @@
-package bus
+package wire
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ func ParseMode(s string) (Mode, error) {
 	case "realtime":
 		return Realtime, nil
 	}
-	return Lockstep, fmt.Errorf("bus: unknown time mode %q (want lockstep or realtime)", s)
+	return Lockstep, fmt.Errorf("wire: unknown time mode %q (want lockstep or realtime)", s)
 }
 
 // DurationStats summarises a set of durations.

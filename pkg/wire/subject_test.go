@@ -1,4 +1,4 @@
-package bus
+package wire
 
 import (
 	"errors"
@@ -132,13 +132,13 @@ func TestParseSubject(t *testing.T) {
 		if got.Sender() != tc.sender {
 			t.Errorf("ParseSubject(%q).Sender() = %q, want %q", tc.subj, got.Sender(), tc.sender)
 		}
-		if !got.IsCtl() && senderOfSubject(tc.subj) != tc.sender {
-			t.Errorf("senderOfSubject(%q) = %q, want %q", tc.subj, senderOfSubject(tc.subj), tc.sender)
+		if !got.IsCtl() && SenderOfSubject(tc.subj) != tc.sender {
+			t.Errorf("SenderOfSubject(%q) = %q, want %q", tc.subj, SenderOfSubject(tc.subj), tc.sender)
 		}
 	}
 	for _, subj := range []string{"", "dpsim", "dpsim.r", "dpsim.r.x", "dpsim.r.a.b.c.d"} {
-		if got := senderOfSubject(subj); got != "" {
-			t.Errorf("senderOfSubject(%q) = %q, want empty", subj, got)
+		if got := SenderOfSubject(subj); got != "" {
+			t.Errorf("SenderOfSubject(%q) = %q, want empty", subj, got)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package bus
+package wire
 
 import (
 	"errors"
@@ -37,7 +37,7 @@ const (
 )
 
 // ErrToken is wrapped by every token validation error.
-var ErrToken = errors.New("bus: invalid subject token")
+var ErrToken = errors.New("wire: invalid subject token")
 
 // ValidToken checks that s can be used as one NATS subject token (a run id, a role, a
 // coordination word): non-empty, at most MaxTokenLen bytes, valid UTF-8, and free of the
@@ -219,40 +219,40 @@ func (s Subject) Sender() string {
 func ParseSubject(subject string) (Subject, error) {
 	toks := strings.Split(subject, ".")
 	if len(toks) < 3 || toks[0] != Prefix {
-		return Subject{}, fmt.Errorf("bus: subject %q is not dpsim.<run>.<...>", subject)
+		return Subject{}, fmt.Errorf("wire: subject %q is not dpsim.<run>.<...>", subject)
 	}
 	for _, t := range toks[1:] {
 		if err := ValidToken(t); err != nil {
-			return Subject{}, fmt.Errorf("bus: subject %q: %w", subject, err)
+			return Subject{}, fmt.Errorf("wire: subject %q: %w", subject, err)
 		}
 	}
 	out := Subject{Run: toks[1]}
 	if toks[2] == "ctl" {
 		if len(toks) < 4 {
-			return Subject{}, fmt.Errorf("bus: ctl subject %q has no command token", subject)
+			return Subject{}, fmt.Errorf("wire: ctl subject %q has no command token", subject)
 		}
 		out.Ctl = toks[3:]
 		return out, nil
 	}
 	if len(toks) != 5 {
-		return Subject{}, fmt.Errorf("bus: data subject %q must have 5 tokens dpsim.<run>.<role>.<id>.<stream>, has %d", subject, len(toks))
+		return Subject{}, fmt.Errorf("wire: data subject %q must have 5 tokens dpsim.<run>.<role>.<id>.<stream>, has %d", subject, len(toks))
 	}
 	id, err := strconv.Atoi(toks[3])
 	if err != nil || id < 0 || strconv.Itoa(id) != toks[3] {
-		return Subject{}, fmt.Errorf("bus: subject %q: id %q is not a canonical non-negative integer", subject, toks[3])
+		return Subject{}, fmt.Errorf("wire: subject %q: id %q is not a canonical non-negative integer", subject, toks[3])
 	}
 	role, err := endpoint.ParseRole(toks[2])
 	if err != nil {
-		return Subject{}, fmt.Errorf("bus: subject %q: %w", subject, err)
+		return Subject{}, fmt.Errorf("wire: subject %q: %w", subject, err)
 	}
 	out.Role, out.ID, out.Stream = role, id, toks[4]
 	return out, nil
 }
 
-// senderOfSubject returns the "<role>.<id>" part of a data subject
+// SenderOfSubject returns the "<role>.<id>" part of a data subject
 // "dpsim.<run>.<role>.<id>.<stream>" without allocating, or "" if the subject has another
 // shape. It does not validate the tokens.
-func senderOfSubject(subject string) string {
+func SenderOfSubject(subject string) string {
 	// skip "dpsim." and "<run>."
 	i := strings.IndexByte(subject, '.')
 	if i < 0 {
