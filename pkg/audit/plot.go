@@ -243,30 +243,28 @@ func CompositionFigure(scenario string, reports []*GameReport, name string) (*fi
 	// the lower bounds of each audit, in k order
 	sorted := slices.Clone(reports)
 	slices.SortFunc(sorted, func(a, b *GameReport) int { return a.EpisodesPerTrial - b.EpisodesPerTrial })
-	type series struct {
-		name string
-		v    func(*GameReport) float64
-	}
-	ss := []series{{"eps_lb_cp (Clopper-Pearson, any mechanism)", func(r *GameReport) float64 { return r.EpsilonLBCP }}}
-	if gauss {
-		ss = append(ss, series{"eps_lb_gdp (Gaussian-DP fit)", func(r *GameReport) float64 { return r.EpsilonLBGDP }})
+	var ss []LowerBound // the bounds the figure plots (LowerBound.Composition)
+	for _, b := range Bounds {
+		if b.Composition != "" && b.ValidFor(r0.Mechanism) {
+			ss = append(ss, b)
+		}
 	}
 	top := run[len(run)-1].Y
 	for i, s := range ss {
 		xy := make(plotter.XYs, len(sorted))
 		for j, r := range sorted {
-			xy[j] = plotter.XY{X: lg(r.EpisodesPerTrial), Y: s.v(r)}
+			xy[j] = plotter.XY{X: lg(r.EpisodesPerTrial), Y: s.OfReport(r)}
 			top = math.Max(top, xy[j].Y)
 		}
 		line, sc, err := plotter.NewLinePoints(xy)
 		if err != nil {
 			return nil, fmt.Errorf("audit: composition plot: %w", err)
 		}
-		col := figure.Color([]int{0, 2}[i])
+		col := figure.Color(2 * i)
 		line.Color, line.Width = col, figure.LineWidth
 		sc.Color, sc.Shape, sc.Radius = col, figure.Marker(i), vg.Points(3.5)
 		p.Add(line, sc)
-		p.Legend.Add(s.name, line, sc)
+		p.Legend.Add(s.Composition, line, sc)
 	}
 	figure.SetLogX(p, float64(kmin), float64(kmax))
 	p.Y.Min, p.Y.Max = 0, top
