@@ -790,15 +790,12 @@ func notes(o Options, r *Result, scores int) []string {
 	st := r.singleThresholdLevel()
 	n = append(n, fmt.Sprintf("FPR_up and FNR_up are one-sided Clopper-Pearson upper bounds on the error rates, at level %.6g each; all %d of them hold jointly with probability >= %.6g",
 		r.RateLevel, r.Statements, st))
-	n = append(n, fmt.Sprintf("eps_lb_cp (epsilon_lb_cp in audit.json) = max ln((1-delta-FNR_up)/FPR_up), ln((1-delta-FPR_up)/FNR_up), clamped at 0: a lower bound on eps with probability >= %.6g, %s",
-		st, validityAny))
-	if r.GDP != nil {
-		n = append(n, fmt.Sprintf("eps_lb_gdp (epsilon_lb_gdp) solves kappa(eps, mu_gdp) = delta with mu_gdp = PhiInv(1-FPR_up) - PhiInv(FNR_up) fitted to the trials: a lower bound on eps with probability >= %.6g %s",
-			st, validityGaussian))
-		if r.FDP != nil {
-			n = append(n, fdpNote(r, scores))
+	for _, b := range Bounds {
+		if w := b.note(r, st, scores); w != "" {
+			n = append(n, w)
 		}
-	} else {
+	}
+	if r.GDP == nil {
 		n = append(n, "pure-eps (Laplace) audit: the Clopper-Pearson bound only (no Gaussian-DP bound is computed)")
 	}
 	n = append(n, fmt.Sprintf("violation when a lower bound on eps > the claimed eps = %g, else consistent; consistent means no evidence of a violation at this confidence with this adversary, it does not prove the claim",

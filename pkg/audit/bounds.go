@@ -29,6 +29,8 @@ type LowerBound struct {
 	// SingleThreshold: computed from one chosen threshold's error rates (the single-threshold
 	// bounds, at Result.singleThresholdLevel), not from the f-DP statistic's folds.
 	SingleThreshold bool
+	// Label is its short name in the trade-off figure's title ("CP").
+	Label string
 	// Composition is its legend in the composition figure, "" when the figure does not plot it.
 	Composition string
 
@@ -42,6 +44,9 @@ type LowerBound struct {
 	setup func(r *GameReport) string
 	// columns are its columns in report.md's table of scores.
 	columns []scoreColumn
+	// note is its note in a Result's Notes, st the level of the single-threshold bounds and
+	// scores the number of scores analysed together; "" when r has no such bound.
+	note func(r *Result, st float64, scores int) string
 	// line is its part of dpsim audit's line of a score, g printing numbers.
 	line func(res *Result, g func(float64) string) string
 }
@@ -63,7 +68,7 @@ const (
 // (docs/math.md section 6). The one list of them: see LowerBound.
 var Bounds = []LowerBound{
 	{
-		ID: "cp", Name: "eps_lb_cp", JSONKey: "epsilon_lb_cp", SingleThreshold: true,
+		ID: "cp", Name: "eps_lb_cp", JSONKey: "epsilon_lb_cp", SingleThreshold: true, Label: "CP",
 		Composition: "eps_lb_cp (Clopper-Pearson, any mechanism)",
 		what:        "the Clopper-Pearson lower bound on eps, max(ln((1-delta-FNR_up)/FPR_up), ln((1-delta-FPR_up)/FNR_up)) over the bounded tests",
 		validity:    validityAny,
@@ -72,11 +77,15 @@ var Bounds = []LowerBound{
 		setup: func(r *GameReport) string {
 			return "Clopper-Pearson, " + validityAny
 		},
+		note: func(r *Result, st float64, _ int) string {
+			return fmt.Sprintf("eps_lb_cp (epsilon_lb_cp in audit.json) = max ln((1-delta-FNR_up)/FPR_up), ln((1-delta-FPR_up)/FNR_up), clamped at 0: a lower bound on eps with probability >= %.6g, %s",
+				st, validityAny)
+		},
 		columns: []scoreColumn{{"eps_lb_cp", func(res *Result) string { return fmtG(res.EpsilonLBCP) }}},
 		line:    func(res *Result, g func(float64) string) string { return "eps_lb_cp " + g(res.EpsilonLBCP) },
 	},
 	{
-		ID: "gdp", Name: "eps_lb_gdp", JSONKey: "epsilon_lb_gdp", MuKey: "mu_gdp", Gaussian: true, SingleThreshold: true,
+		ID: "gdp", Name: "eps_lb_gdp", JSONKey: "epsilon_lb_gdp", MuKey: "mu_gdp", Gaussian: true, SingleThreshold: true, Label: "GDP",
 		Composition: "eps_lb_gdp (Gaussian-DP fit)",
 		what:        "the Gaussian-DP lower bound on eps, the eps with kappa(eps, mu_gdp) = delta for the mu_gdp fitted to the trials",
 		validity:    validityGaussian,
@@ -84,6 +93,13 @@ var Bounds = []LowerBound{
 		ofReport:    func(r *GameReport) (*float64, *float64) { return &r.EpsilonLBGDP, &r.MuGDP },
 		setup: func(r *GameReport) string {
 			return fmt.Sprintf("Gaussian-DP fit: mu_gdp = %s fitted to the trials, against mu_claimed = %s; %s", fmtG(r.MuGDP), fmtG(r.MuClaimed), validityGaussian)
+		},
+		note: func(r *Result, st float64, _ int) string {
+			if r.GDP == nil {
+				return ""
+			}
+			return fmt.Sprintf("eps_lb_gdp (epsilon_lb_gdp) solves kappa(eps, mu_gdp) = delta with mu_gdp = PhiInv(1-FPR_up) - PhiInv(FNR_up) fitted to the trials: a lower bound on eps with probability >= %.6g %s",
+				st, validityGaussian)
 		},
 		columns: []scoreColumn{
 			{"eps_lb_gdp", func(res *Result) string { return fmtG(res.EpsilonLBGDP) }},
@@ -94,13 +110,19 @@ var Bounds = []LowerBound{
 		},
 	},
 	{
-		ID: "fdp", Name: "eps_lb_fdp", JSONKey: "epsilon_lb_fdp", MuKey: "mu_fdp", Gaussian: true,
+		ID: "fdp", Name: "eps_lb_fdp", JSONKey: "epsilon_lb_fdp", MuKey: "mu_fdp", Gaussian: true, Label: "f-DP",
 		what:     "the f-DP lower bound on eps, the eps with kappa(eps, mu_fdp) = delta for the largest mu_fdp whose mu-GDP trade-off curve a joint confidence region of both error rates of the chosen test contradicts",
 		validity: validityGaussian,
 		of:       func(r *Result) (*float64, *float64) { return &r.EpsilonLBFDP, &r.MuFDP },
 		ofReport: func(r *GameReport) (*float64, *float64) { return &r.EpsilonLBFDP, &r.MuFDP },
 		setup: func(r *GameReport) string {
 			return fmt.Sprintf("f-DP statistic: mu_fdp = %s, the largest mu-GDP curve a joint confidence region of both error rates contradicts; %s", fmtG(r.MuFDP), validityGaussian)
+		},
+		note: func(r *Result, _ float64, scores int) string {
+			if r.GDP == nil || r.FDP == nil { // the f-DP statistic goes with the Gaussian-DP fit
+				return ""
+			}
+			return fdpNote(r, scores)
 		},
 		columns: []scoreColumn{{"eps_lb_fdp", func(res *Result) string {
 			if res.FDP == nil {

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,7 +24,10 @@ func jsonKeys(t reflect.Type) []string {
 // boundsReport is a report of mechanism whose every bound (and the mu behind it) has a distinct
 // value, set through the table alone: headline row i is 1.5 + i, the score's 1.25 + i.
 func boundsReport(mechanism string) *GameReport {
-	res := &Result{EpsilonClaimed: 1, Delta: 0.01, Mechanism: mechanism, Confidence: 0.95, GDP: &Bound{}, FDP: []FDPBound{{}}}
+	res := &Result{EpsilonClaimed: 1, Delta: 0.01, Mechanism: mechanism, Confidence: 0.95}
+	if mechanism == "gaussian" { // the tests behind the Gaussian-DP fit and the f-DP statistic
+		res.GDP, res.FDP = &Bound{}, []FDPBound{{}}
+	}
 	r := &GameReport{Scenario: "s", EpsilonClaimed: 1, Delta: 0.01, Mechanism: mechanism, Confidence: 0.95, EpisodesPerTrial: 1,
 		Scores: []ScoreResult{{Name: ScoreLLR, Result: res}}, Score: ScoreLLR}
 	for i, b := range Bounds {
@@ -107,6 +111,21 @@ func TestBoundsTableIsTheSource(t *testing.T) {
 			require.Contains(t, c.Sentence(), valid[i].validity)
 		}
 		require.Equal(t, Violation, r.Verdict)
+
+		// a result's notes: one per row its audit computes, naming the row's keys
+		ns := strings.Join(notes(Options{Selection: SelectSplit}, res, 1), "\n")
+		fig, err := TradeoffFigure(res, "t")
+		require.NoError(t, err)
+		title := fig.Panels[0][0].Title.Text
+		for _, b := range Bounds {
+			require.Equal(t, b.ValidFor(mech), strings.Contains(ns, b.Name+" ("), "%s: note of %s", mech, b.Name)
+			if b.ValidFor(mech) {
+				require.Contains(t, title, fmt.Sprintf("%s %.3g", b.Label, b.Of(res)))
+			} else {
+				require.Contains(t, title, b.Label)
+				require.Contains(t, title, "n/a (pure eps)")
+			}
+		}
 
 		// report.md: a verdict line and a setup row per valid row, a column per row's column
 		md := r.Markdown("")

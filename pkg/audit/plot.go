@@ -32,12 +32,19 @@ func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 	if r == nil {
 		return nil, errors.New("audit: plot: nil result")
 	}
-	gdp := fmt.Sprintf("GDP %.3g, f-DP %.3g", r.EpsilonLBGDP, r.EpsilonLBFDP)
-	if r.Mechanism == string(privacy.Laplace) {
-		gdp = "GDP n/a (pure eps)"
+	var lbs, na []string // the bounds (Bounds), and those a pure-eps audit does not compute
+	for _, b := range Bounds {
+		if b.ValidFor(r.Mechanism) {
+			lbs = append(lbs, fmt.Sprintf("%s %.3g", b.Label, b.Of(r)))
+		} else {
+			na = append(na, b.Label)
+		}
 	}
-	p := figure.New(fmt.Sprintf("Trade-off: claim eps = %.3g, delta = %.3g\nlower bounds on eps: CP %.3g, %s - %s",
-		r.EpsilonClaimed, r.Delta, r.EpsilonLBCP, gdp, r.Verdict),
+	if len(na) > 0 {
+		lbs = append(lbs, strings.Join(na, ", ")+" n/a (pure eps)")
+	}
+	p := figure.New(fmt.Sprintf("Trade-off: claim eps = %.3g, delta = %.3g\nlower bounds on eps: %s - %s",
+		r.EpsilonClaimed, r.Delta, strings.Join(lbs, ", "), r.Verdict),
 		"FPR = P(guess x' | x)", "FNR = P(guess x | x')")
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
 
