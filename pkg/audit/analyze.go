@@ -654,14 +654,17 @@ func (sp *split) curve(res *Result, points int) []CurvePoint {
 	return empiricalCurve(&full, points, or)
 }
 
-// singleThreshold chooses the tests of the single-threshold bounds (CP; GDP for a Gaussian
-// mechanism) and bounds them, all rate statements holding jointly at level 1 - alpha.
+// singleThreshold chooses the tests of the single-threshold bounds (the SingleThreshold rows of
+// Bounds: CP; GDP for a Gaussian mechanism) and bounds them, all rate statements holding jointly at level 1 - alpha.
 func (sp *split) singleThreshold(o Options, alpha float64) (*Result, error) {
 	sel, bnd := &sp.sel, &sp.bnd
 	gauss := o.Mechanism == privacy.Gaussian
-	crits := []criterion{critCP}
-	if gauss {
-		crits = append(crits, critGDP)
+	var rows []LowerBound // the single-threshold rows of Bounds this mechanism's audit computes
+	var crits []criterion
+	for _, b := range Bounds {
+		if b.SingleThreshold && b.ValidFor(string(o.Mechanism)) {
+			rows, crits = append(rows, b), append(crits, b.crit)
+		}
 	}
 	orient := orientations(o.Orientation)
 	res := &Result{
@@ -685,7 +688,10 @@ func (sp *split) singleThreshold(o Options, alpha float64) (*Result, error) {
 	rateAlpha := alpha / float64(res.Statements)
 
 	// Bound every chosen test on the bounding trials; all its statements hold jointly at 1 - alpha.
-	bestCP, bestMu := math.Inf(-1), math.Inf(-1)
+	best, chosen := make([]float64, len(rows)), make([]*Bound, len(rows))
+	for i := range best {
+		best[i] = math.Inf(-1)
+	}
 	for _, tt := range tests {
 		fp, fn := bnd.errorsAt(tt.tau, tt.o)
 		e := evalTest(fp, bnd.n(0), fn, bnd.n(1), rateAlpha, o.Delta)
@@ -700,24 +706,16 @@ func (sp *split) singleThreshold(o Options, alpha float64) (*Result, error) {
 			EpsXXPrime:  math.Max(0, e.epsX),
 			Mu:          math.Max(0, e.mu),
 		}
-		if v := e.cp(); v > bestCP {
-			bestCP = v
-			res.CP = bd
-		}
-		if gauss && e.mu > bestMu {
-			bestMu = e.mu
-			b := bd
-			res.GDP = &b
+		for i, b := range rows {
+			if v := b.crit.value(e); v > best[i] {
+				best[i], chosen[i] = v, &bd
+			}
 		}
 	}
-	res.EpsilonLBCP = math.Max(0, bestCP)
-	if gauss {
-		res.MuGDP = math.Max(0, bestMu)
-		eps, err := privacy.EpsilonForGDP(res.MuGDP, o.Delta)
-		if err != nil {
-			return nil, fmt.Errorf("audit: gaussian-DP bound: %w", err)
+	for i, b := range rows {
+		if err := b.set(res, best[i], chosen[i], o.Delta); err != nil {
+			return nil, err
 		}
-		res.EpsilonLBGDP = eps
 	}
 	return res, nil
 }

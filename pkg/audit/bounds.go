@@ -27,8 +27,13 @@ type LowerBound struct {
 	// mechanism's trade-off curve is Gaussian (mu-GDP); a pure-eps audit has no such bound.
 	Gaussian bool
 	// SingleThreshold: computed from one chosen threshold's error rates (the single-threshold
-	// bounds, at Result.singleThresholdLevel), not from the f-DP statistic's folds.
+	// bounds, at Result.singleThresholdLevel), not from the f-DP statistic's folds (fdp.go).
+	// Such a bound's test is chosen on the selection trials by crit (one test per row, in the
+	// table's order), and on the bounding trials the bounded test with the largest crit value
+	// gives it: set writes best (that value; -Inf when none) and its test (nil when none) to r.
 	SingleThreshold bool
+	crit            criterion
+	set             func(r *Result, best float64, test *Bound, delta float64) error
 	// Label is its short name in the trade-off figure's title ("CP").
 	Label string
 	// Composition is its legend in the composition figure, "" when the figure does not plot it.
@@ -72,8 +77,16 @@ var Bounds = []LowerBound{
 		Composition: "eps_lb_cp (Clopper-Pearson, any mechanism)",
 		what:        "the Clopper-Pearson lower bound on eps, max(ln((1-delta-FNR_up)/FPR_up), ln((1-delta-FPR_up)/FNR_up)) over the bounded tests",
 		validity:    validityAny,
-		of:          func(r *Result) (*float64, *float64) { return &r.EpsilonLBCP, nil },
-		ofReport:    func(r *GameReport) (*float64, *float64) { return &r.EpsilonLBCP, nil },
+		crit:        critCP,
+		set: func(r *Result, best float64, test *Bound, _ float64) error {
+			if test != nil {
+				r.CP = *test
+			}
+			r.EpsilonLBCP = math.Max(0, best)
+			return nil
+		},
+		of:       func(r *Result) (*float64, *float64) { return &r.EpsilonLBCP, nil },
+		ofReport: func(r *GameReport) (*float64, *float64) { return &r.EpsilonLBCP, nil },
 		setup: func(r *GameReport) string {
 			return "Clopper-Pearson, " + validityAny
 		},
@@ -89,8 +102,19 @@ var Bounds = []LowerBound{
 		Composition: "eps_lb_gdp (Gaussian-DP fit)",
 		what:        "the Gaussian-DP lower bound on eps, the eps with kappa(eps, mu_gdp) = delta for the mu_gdp fitted to the trials",
 		validity:    validityGaussian,
-		of:          func(r *Result) (*float64, *float64) { return &r.EpsilonLBGDP, &r.MuGDP },
-		ofReport:    func(r *GameReport) (*float64, *float64) { return &r.EpsilonLBGDP, &r.MuGDP },
+		crit:        critGDP,
+		set: func(r *Result, best float64, test *Bound, delta float64) error {
+			r.GDP = test
+			r.MuGDP = math.Max(0, best)
+			eps, err := privacy.EpsilonForGDP(r.MuGDP, delta)
+			if err != nil {
+				return fmt.Errorf("audit: gaussian-DP bound: %w", err)
+			}
+			r.EpsilonLBGDP = eps
+			return nil
+		},
+		of:       func(r *Result) (*float64, *float64) { return &r.EpsilonLBGDP, &r.MuGDP },
+		ofReport: func(r *GameReport) (*float64, *float64) { return &r.EpsilonLBGDP, &r.MuGDP },
 		setup: func(r *GameReport) string {
 			return fmt.Sprintf("Gaussian-DP fit: mu_gdp = %s fitted to the trials, against mu_claimed = %s; %s", fmtG(r.MuGDP), fmtG(r.MuClaimed), validityGaussian)
 		},

@@ -57,6 +57,7 @@ func TestBoundsTableIsTheSource(t *testing.T) {
 		require.NotEmpty(t, b.what)
 		require.NotEmpty(t, b.validity)
 		require.NotEmpty(t, b.columns)
+		require.Equal(t, b.SingleThreshold, b.set != nil, "%s: a single-threshold bound says how its test makes it", b.Name)
 	}
 
 	// Every epsilon_lb_ key of Result and GameReport is a row's; every row's keys are there.
