@@ -95,12 +95,25 @@ func NewAuditPoint(name string, g *audit.Game, trials int, o audit.ReportOptions
 }
 
 // AuditBounds are a point's lower bounds on eps against the trials they were computed from
-// (both values of the secret bit), oldest first.
+// (both values of the secret bit), oldest first: one series per row of audit.Bounds, its JSON
+// key the row's Name (series lines them up; audit_bounds_test.go checks the keys).
 type AuditBounds struct {
 	Trials []int       `json:"trials"`
 	CP     ExactFloats `json:"eps_lb_cp"`
 	GDP    ExactFloats `json:"eps_lb_gdp"` // null for a Laplace claim
 	FDP    ExactFloats `json:"eps_lb_fdp"`
+}
+
+// series are b's series in the order of audit.Bounds: series()[i] is audit.Bounds[i]'s.
+func (b *AuditBounds) series() []*ExactFloats { return []*ExactFloats{&b.CP, &b.GDP, &b.FDP} }
+
+// newAuditBounds are the empty series of a point before its first recomputation.
+func newAuditBounds() AuditBounds {
+	b := AuditBounds{Trials: []int{}}
+	for _, s := range b.series() {
+		*s = ExactFloats{}
+	}
+	return b
 }
 
 // ExactFloats is a series written with every digit (the final bounds equal --json's numbers
@@ -174,7 +187,7 @@ type AuditHub struct {
 func NewAuditHub(info AuditInfo, start time.Time) *AuditHub {
 	h := &AuditHub{info: info, start: start, status: "running", ended: make(chan struct{})}
 	for _, pi := range info.Points {
-		h.points = append(h.points, &AuditPoint{AuditPointInfo: pi, Bounds: AuditBounds{Trials: []int{}, CP: ExactFloats{}, GDP: ExactFloats{}, FDP: ExactFloats{}}})
+		h.points = append(h.points, &AuditPoint{AuditPointInfo: pi, Bounds: newAuditBounds()})
 	}
 	return h
 }
@@ -284,7 +297,10 @@ func (p *AuditPoint) record(rep *audit.GameReport, final bool) {
 	}
 	b := &p.Bounds
 	if k := len(b.Trials) - 1; final && k >= 0 && b.Trials[k] == n {
-		b.Trials, b.CP, b.GDP, b.FDP = b.Trials[:k], b.CP[:k], b.GDP[:k], b.FDP[:k]
+		b.Trials = b.Trials[:k]
+		for _, s := range b.series() {
+			*s = (*s)[:k]
+		}
 	}
 	if len(b.Trials) >= MaxBoundPoints { // keep every other point, and the newest
 		thin := func(v ExactFloats) ExactFloats {
@@ -299,16 +315,19 @@ func (p *AuditPoint) record(rep *audit.GameReport, final bool) {
 		for i := 0; i < len(b.Trials); i += 2 {
 			ts = append(ts, b.Trials[i])
 		}
-		b.Trials, b.CP, b.GDP, b.FDP = ts, thin(b.CP), thin(b.GDP), thin(b.FDP)
+		b.Trials = ts
+		for _, s := range b.series() {
+			*s = thin(*s)
+		}
 	}
 	b.Trials = append(b.Trials, n)
-	b.CP = append(b.CP, rep.EpsilonLBCP)
-	gdp, fdp := rep.EpsilonLBGDP, rep.EpsilonLBFDP
-	if p.Mechanism == string(privacy.Laplace) { // no GDP or f-DP bound of a pure-eps claim
-		gdp, fdp = math.NaN(), math.NaN()
+	for i, s := range b.series() {
+		v := math.NaN() // a bound the claim's audit does not compute (pure eps: no GDP or f-DP bound) is null
+		if lb := audit.Bounds[i]; lb.ValidFor(p.Mechanism) {
+			v = lb.OfReport(rep)
+		}
+		*s = append(*s, v)
 	}
-	b.GDP = append(b.GDP, gdp)
-	b.FDP = append(b.FDP, fdp)
 	p.Score = rep.Score
 	p.Curve = TradeoffCurve{FPR: Floats{}, FNR: Floats{}}
 	if best := rep.Best(); best != nil {

@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/dpsim/dpsim/pkg/privacy"
+	"github.com/dpsim/dpsim/pkg/audit"
 )
 
 // The metrics of an audit's /metrics (Prometheus text format), made from the audit hub when
@@ -45,8 +45,8 @@ func (c auditCollector) Describe(ch chan<- *prometheus.Desc) {
 type auditRow struct {
 	name                    string
 	played, n0, n1, planned int
-	bounds                  []float64 // cp, gdp, fdp; none before the first recomputation
-	laplace                 bool
+	bounds                  []float64 // the latest of each row of audit.Bounds; none before the first recomputation
+	mechanism               string
 	claim                   float64
 	analyses                int
 	cost                    float64
@@ -60,9 +60,11 @@ func (c auditCollector) Collect(ch chan<- prometheus.Metric) {
 	rows := make([]auditRow, len(st.Points))
 	for i, p := range st.Points {
 		r := auditRow{name: p.Name, played: p.Played, n0: p.Scored.X, n1: p.Scored.XPrime, planned: 2 * p.Trials,
-			laplace: p.Mechanism == string(privacy.Laplace), claim: p.EpsilonClaimedRun, analyses: p.Analyses, cost: p.AnalysisSec, verdict: p.Verdict}
-		if n := len(p.Bounds.CP); n > 0 {
-			r.bounds = []float64{p.Bounds.CP[n-1], p.Bounds.GDP[n-1], p.Bounds.FDP[n-1]}
+			mechanism: p.Mechanism, claim: p.EpsilonClaimedRun, analyses: p.Analyses, cost: p.AnalysisSec, verdict: p.Verdict}
+		if n := len(p.Bounds.Trials); n > 0 {
+			for _, s := range p.Bounds.series() {
+				r.bounds = append(r.bounds, (*s)[n-1])
+			}
 		}
 		rows[i] = r
 	}
@@ -82,10 +84,9 @@ func (c auditCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descAuditAnalyses, float64(r.analyses), r.name)
 		gauge(descAuditCost, r.cost, r.name)
 		for i, b := range r.bounds {
-			if i > 0 && r.laplace {
-				break
+			if lb := audit.Bounds[i]; lb.ValidFor(r.mechanism) {
+				gauge(descAuditBound, b, r.name, lb.ID)
 			}
-			gauge(descAuditBound, b, r.name, []string{"cp", "gdp", "fdp"}[i])
 		}
 		if r.verdict != "" {
 			gauge(descAuditVerdict, 1, r.name, r.verdict)

@@ -654,14 +654,17 @@ func (sp *split) curve(res *Result, points int) []CurvePoint {
 	return empiricalCurve(&full, points, or)
 }
 
-// singleThreshold chooses the tests of the single-threshold bounds (CP; GDP for a Gaussian
-// mechanism) and bounds them, all rate statements holding jointly at level 1 - alpha.
+// singleThreshold chooses the tests of the single-threshold bounds (the SingleThreshold rows of
+// Bounds: CP; GDP for a Gaussian mechanism) and bounds them, all rate statements holding jointly at level 1 - alpha.
 func (sp *split) singleThreshold(o Options, alpha float64) (*Result, error) {
 	sel, bnd := &sp.sel, &sp.bnd
 	gauss := o.Mechanism == privacy.Gaussian
-	crits := []criterion{critCP}
-	if gauss {
-		crits = append(crits, critGDP)
+	var rows []LowerBound // the single-threshold rows of Bounds this mechanism's audit computes
+	var crits []criterion
+	for _, b := range Bounds {
+		if b.SingleThreshold && b.ValidFor(string(o.Mechanism)) {
+			rows, crits = append(rows, b), append(crits, b.crit)
+		}
 	}
 	orient := orientations(o.Orientation)
 	res := &Result{
@@ -685,7 +688,10 @@ func (sp *split) singleThreshold(o Options, alpha float64) (*Result, error) {
 	rateAlpha := alpha / float64(res.Statements)
 
 	// Bound every chosen test on the bounding trials; all its statements hold jointly at 1 - alpha.
-	bestCP, bestMu := math.Inf(-1), math.Inf(-1)
+	best, chosen := make([]float64, len(rows)), make([]*Bound, len(rows))
+	for i := range best {
+		best[i] = math.Inf(-1)
+	}
 	for _, tt := range tests {
 		fp, fn := bnd.errorsAt(tt.tau, tt.o)
 		e := evalTest(fp, bnd.n(0), fn, bnd.n(1), rateAlpha, o.Delta)
@@ -700,24 +706,16 @@ func (sp *split) singleThreshold(o Options, alpha float64) (*Result, error) {
 			EpsXXPrime:  math.Max(0, e.epsX),
 			Mu:          math.Max(0, e.mu),
 		}
-		if v := e.cp(); v > bestCP {
-			bestCP = v
-			res.CP = bd
-		}
-		if gauss && e.mu > bestMu {
-			bestMu = e.mu
-			b := bd
-			res.GDP = &b
+		for i, b := range rows {
+			if v := b.crit.value(e); v > best[i] {
+				best[i], chosen[i] = v, &bd
+			}
 		}
 	}
-	res.EpsilonLBCP = math.Max(0, bestCP)
-	if gauss {
-		res.MuGDP = math.Max(0, bestMu)
-		eps, err := privacy.EpsilonForGDP(res.MuGDP, o.Delta)
-		if err != nil {
-			return nil, fmt.Errorf("audit: gaussian-DP bound: %w", err)
+	for i, b := range rows {
+		if err := b.set(res, best[i], chosen[i], o.Delta); err != nil {
+			return nil, err
 		}
-		res.EpsilonLBGDP = eps
 	}
 	return res, nil
 }
@@ -790,15 +788,12 @@ func notes(o Options, r *Result, scores int) []string {
 	st := r.singleThresholdLevel()
 	n = append(n, fmt.Sprintf("FPR_up and FNR_up are one-sided Clopper-Pearson upper bounds on the error rates, at level %.6g each; all %d of them hold jointly with probability >= %.6g",
 		r.RateLevel, r.Statements, st))
-	n = append(n, fmt.Sprintf("eps_lb_cp (epsilon_lb_cp in audit.json) = max ln((1-delta-FNR_up)/FPR_up), ln((1-delta-FPR_up)/FNR_up), clamped at 0: a lower bound on eps with probability >= %.6g, %s",
-		st, ruleCP.validity))
-	if r.GDP != nil {
-		n = append(n, fmt.Sprintf("eps_lb_gdp (epsilon_lb_gdp) solves kappa(eps, mu_gdp) = delta with mu_gdp = PhiInv(1-FPR_up) - PhiInv(FNR_up) fitted to the trials: a lower bound on eps with probability >= %.6g %s",
-			st, ruleGDP.validity))
-		if r.FDP != nil {
-			n = append(n, fdpNote(r, scores))
+	for _, b := range Bounds {
+		if w := b.note(r, st, scores); w != "" {
+			n = append(n, w)
 		}
-	} else {
+	}
+	if r.GDP == nil {
 		n = append(n, "pure-eps (Laplace) audit: the Clopper-Pearson bound only (no Gaussian-DP bound is computed)")
 	}
 	n = append(n, fmt.Sprintf("violation when a lower bound on eps > the claimed eps = %g, else consistent; consistent means no evidence of a violation at this confidence with this adversary, it does not prove the claim",

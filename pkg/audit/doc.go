@@ -92,6 +92,11 @@
 // audit shows eps_lb close to eps. For a mechanism exactly at its claim a false "violation" happens with
 // probability at most 1 - Confidence.
 //
+// The bounds are the rows of one table, [Bounds]: each row's name and JSON keys, when it is
+// computed (any mechanism, or Gaussian only), how a single-threshold bound is made from its chosen
+// test, and its words. The verdict, report.md, dpsim audit's table and --json, the figures and the
+// live view iterate it; a new statistic is a new row (and its fields in [Result] and [GameReport]).
+//
 // # Cost
 //
 // Analyze sorts each part once (O(n log n), the four sorts in parallel) and evaluates O(GridSize + 32 x

@@ -283,5 +283,5 @@ func fdpNote(r *Result, scores int) string {
 	}
 	return fmt.Sprintf("eps_lb_fdp (epsilon_lb_fdp) solves kappa(eps, mu_fdp) = delta with mu_fdp = the largest mu whose mu-GDP trade-off curve lies above every point of the joint confidence region of (FPR, FNR) of one of %d test(s), "+
 		"each chosen on one part of the trials%s and bounded on the other (cross-fitted; per test: the two exact binomial p-values combined by a weighted Stouffer sum; the regions take %g of the joint error level): a lower bound on eps with probability >= %.6g %s",
-		len(r.FDP), among, fdpLevelShare, r.FDPConfidence, ruleFDP.validity)
+		len(r.FDP), among, fdpLevelShare, r.FDPConfidence, validityGaussian)
 }

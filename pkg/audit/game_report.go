@@ -163,14 +163,10 @@ func (g *Game) Analyze(out *Outcome, o ReportOptions) (*GameReport, error) {
 	for i, name := range g.names {
 		res := an.results[i]
 		r.Scores = append(r.Scores, ScoreResult{Name: name, Result: res})
-		r.EpsilonLBCP = math.Max(r.EpsilonLBCP, res.EpsilonLBCP)
-		r.EpsilonLBGDP = math.Max(r.EpsilonLBGDP, res.EpsilonLBGDP)
-		r.MuGDP = math.Max(r.MuGDP, res.MuGDP)
-		r.EpsilonLBFDP = math.Max(r.EpsilonLBFDP, res.EpsilonLBFDP)
-		r.MuFDP = math.Max(r.MuFDP, res.MuFDP)
+		r.raiseHeadline(res)
 		r.MuClaimed = res.MuClaimed
 		// >=: on a tie the later score (the likelihood ratio, optimal where it exists) is named.
-		if s := math.Max(res.EpsilonLBCP, math.Max(res.EpsilonLBGDP, res.EpsilonLBFDP)); s >= best {
+		if s := res.Strongest(); s >= best {
 			best, r.Score = s, name
 		}
 	}
@@ -209,14 +205,14 @@ func levelNote(r *GameReport, an analysis, k int) string {
 	if an.fdpScore < 0 {
 		return fmt.Sprintf("%d scores, the bounds of each at confidence %.6g, so that all bounds hold jointly at %g (Bonferroni)", k, st, r.Confidence)
 	}
-	return fmt.Sprintf("%d scores: the single-threshold bounds (eps_lb_cp, eps_lb_gdp) of each at confidence %.6g, the f-DP statistic at %.6g, each of its two folds for the score its choosing half preferred (the larger bound: %s), so that all bounds hold jointly at %g (Bonferroni)",
-		k, st, an.results[an.fdpScore].FDPConfidence, r.FDPScore, r.Confidence)
+	return fmt.Sprintf("%d scores: the single-threshold bounds (%s) of each at confidence %.6g, the f-DP statistic at %.6g, each of its two folds for the score its choosing half preferred (the larger bound: %s), so that all bounds hold jointly at %g (Bonferroni)",
+		k, boundNames(func(b LowerBound) bool { return b.SingleThreshold }, ", "), st, an.results[an.fdpScore].FDPConfidence, r.FDPScore, r.Confidence)
 }
 
 // BoundCheck is one comparison the verdict is decided on: a lower bound on eps against the
 // claimed eps. The claim is contradicted (violation) when Value > Claimed; Value <= Claimed is
 // consistent with it. The decision (Violated) and every sentence about the comparison
-// (Comparison, Sentence) come from the rule of its bound (boundRules), so words and numbers
+// (Comparison, Sentence) come from the row of its bound in Bounds, so words and numbers
 // cannot diverge.
 type BoundCheck struct {
 	// Bound is the bound's name as the reports print it: eps_lb_cp, eps_lb_gdp or eps_lb_fdp.
@@ -232,28 +228,6 @@ type BoundCheck struct {
 	ClaimName string
 }
 
-// boundRule is one kind of bound the verdict compares with the claim: its name, what the
-// number is and when it is a lower bound on eps. The one place these words come from.
-type boundRule struct {
-	name     string
-	what     string // what the number is
-	validity string // when it is a lower bound on eps
-}
-
-// The bounds, in the order the reports print them (docs/math.md section 6).
-var (
-	ruleCP = boundRule{name: "eps_lb_cp",
-		what:     "the Clopper-Pearson lower bound on eps, max(ln((1-delta-FNR_up)/FPR_up), ln((1-delta-FPR_up)/FNR_up)) over the bounded tests",
-		validity: "for any mechanism"}
-	ruleGDP = boundRule{name: "eps_lb_gdp",
-		what:     "the Gaussian-DP lower bound on eps, the eps with kappa(eps, mu_gdp) = delta for the mu_gdp fitted to the trials",
-		validity: "only if the mechanism's trade-off curve is Gaussian (mu-GDP)"}
-	ruleFDP = boundRule{name: "eps_lb_fdp",
-		what:     "the f-DP lower bound on eps, the eps with kappa(eps, mu_fdp) = delta for the largest mu_fdp whose mu-GDP trade-off curve a joint confidence region of both error rates of the chosen test contradicts",
-		validity: "only if the mechanism's trade-off curve is Gaussian (mu-GDP)"}
-	boundRules = map[string]boundRule{ruleCP.name: ruleCP, ruleGDP.name: ruleGDP, ruleFDP.name: ruleFDP}
-)
-
 // The verdict's operators: violation when bound > claimed eps, consistent when bound <= it.
 const (
 	opViolation  = ">"
@@ -262,18 +236,6 @@ const (
 
 // exceeds is the verdict's comparison: a lower bound above the claimed eps contradicts it.
 func exceeds(bound, claimed float64) bool { return bound > claimed }
-
-// boundChecks returns the comparisons of a verdict: eps_lb_cp always, eps_lb_gdp and eps_lb_fdp
-// for a Gaussian mechanism (a pure-eps audit has no Gaussian-DP bound), each at level.
-func boundChecks(cp, gdp, fdp, claimed, level float64, gaussian bool) []BoundCheck {
-	c := []BoundCheck{{Bound: ruleCP.name, Value: cp, Claimed: claimed, Level: level, Violated: exceeds(cp, claimed)}}
-	if gaussian {
-		c = append(c,
-			BoundCheck{Bound: ruleGDP.name, Value: gdp, Claimed: claimed, Level: level, Violated: exceeds(gdp, claimed)},
-			BoundCheck{Bound: ruleFDP.name, Value: fdp, Claimed: claimed, Level: level, Violated: exceeds(fdp, claimed)})
-	}
-	return c
-}
 
 // verdictOf is Violation when any comparison is violated, else Consistent.
 func verdictOf(checks []BoundCheck) string {
@@ -310,7 +272,7 @@ func (c BoundCheck) Comparison() string {
 
 // Sentence is the comparison with what the bound is, its level and its assumption.
 func (c BoundCheck) Sentence() string {
-	ru := boundRules[c.Bound]
+	ru, _ := bound(c.Bound)
 	return fmt.Sprintf("%s. %s is %s; it holds with probability >= %g %s.", c.Comparison(), c.Bound, ru.what, c.Level, ru.validity)
 }
 
@@ -327,13 +289,13 @@ func distinct(v, t float64) (string, string) {
 
 // Checks returns the comparisons of a score's verdict, at the score's own level.
 func (r *Result) Checks() []BoundCheck {
-	return boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.EpsilonLBFDP, r.EpsilonClaimed, r.Confidence, r.Mechanism == string(privacy.Gaussian))
+	return checksOf(func(b LowerBound) float64 { return b.Of(r) }, r.EpsilonClaimed, r.Confidence, r.Mechanism)
 }
 
 // Checks returns the comparisons of the report's verdict: the headline bounds (the maxima over
 // the scores, all holding jointly at Confidence) against the claimed eps (Claimed).
 func (r *GameReport) Checks() []BoundCheck {
-	return r.named(boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.EpsilonLBFDP, r.Claimed(), r.Confidence, r.Mechanism == string(privacy.Gaussian)))
+	return r.named(checksOf(func(b LowerBound) float64 { return b.OfReport(r) }, r.Claimed(), r.Confidence, r.Mechanism))
 }
 
 // Claimed is the claim the verdict is judged against: the per-episode eps for one episode per
@@ -348,7 +310,7 @@ func (r *GameReport) Claimed() float64 {
 // EpisodeChecks compares the same headline bounds with the per-episode claim (what it would say
 // of a trial of k > 1 episodes; for k = 1 these are Checks).
 func (r *GameReport) EpisodeChecks() []BoundCheck {
-	return boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.EpsilonLBFDP, r.EpsilonClaimed, r.Confidence, r.Mechanism == string(privacy.Gaussian))
+	return checksOf(func(b LowerBound) float64 { return b.OfReport(r) }, r.EpsilonClaimed, r.Confidence, r.Mechanism)
 }
 
 // named names the claim of checks against the composed claim "eps_run" in their sentences.
@@ -386,7 +348,7 @@ func (r *GameReport) VerdictLine() string {
 	s := fmt.Sprintf("%s: %s (lower bounds on eps, all holding at joint confidence %g; violation when a bound > the claimed eps)",
 		strings.ToUpper(verdictOf(checks)), strings.Join(parts, "; "), r.Confidence)
 	if gdpOnly(checks) {
-		s += "; the violation rests on the Gaussian-DP bounds alone (" + gaussianViolated(checks) + "), valid " + ruleGDP.validity
+		s += "; the violation rests on the Gaussian-DP bounds alone (" + gaussianViolated(checks) + "), valid " + validityGaussian
 	}
 	if w := r.claimWords(); w != "" {
 		s += "; " + w
@@ -395,15 +357,15 @@ func (r *GameReport) VerdictLine() string {
 }
 
 // gdpOnly reports a violation decided by the bounds that assume a Gaussian trade-off curve
-// (eps_lb_gdp, eps_lb_fdp) while the assumption-free Clopper-Pearson bound stays within the claim.
+// (LowerBound.Gaussian: eps_lb_gdp, eps_lb_fdp) while the assumption-free ones (the
+// Clopper-Pearson bound) stay within the claim.
 func gdpOnly(checks []BoundCheck) bool {
-	cp := false
 	for _, c := range checks {
-		if c.Bound == ruleCP.name {
-			cp = c.Violated
+		if b, _ := bound(c.Bound); c.Violated && !b.Gaussian {
+			return false
 		}
 	}
-	return !cp && gaussianViolated(checks) != ""
+	return gaussianViolated(checks) != ""
 }
 
 // gaussianViolated names the violated bounds that assume a Gaussian trade-off curve, joined by
@@ -411,7 +373,7 @@ func gdpOnly(checks []BoundCheck) bool {
 func gaussianViolated(checks []BoundCheck) string {
 	var v []string
 	for _, c := range checks {
-		if c.Violated && (c.Bound == ruleGDP.name || c.Bound == ruleFDP.name) {
+		if b, _ := bound(c.Bound); c.Violated && b.Gaussian {
 			v = append(v, c.Bound)
 		}
 	}
@@ -458,7 +420,8 @@ func (r *GameReport) mdVerdict(b *strings.Builder) {
 		fmt.Fprintf(b, "- %s\n", c.Sentence())
 	}
 	if gdpOnly(checks) {
-		fmt.Fprintf(b, "\nThe violation rests on the Gaussian-DP bounds alone (%s), lower bounds %s; the assumption-free eps_lb_cp does not exceed the claim.\n", gaussianViolated(checks), ruleGDP.validity)
+		fmt.Fprintf(b, "\nThe violation rests on the Gaussian-DP bounds alone (%s), lower bounds %s; the assumption-free %s does not exceed the claim.\n", gaussianViolated(checks), validityGaussian,
+			boundNames(func(b LowerBound) bool { return !b.Gaussian }, " and "))
 	}
 	if w := r.claimWords(); w != "" {
 		fmt.Fprintf(b, "\nEach trial played %d episodes of the same secret: the verdict is %s.\n", r.EpisodesPerTrial, w)
@@ -492,12 +455,10 @@ func (r *GameReport) mdSetup(b *strings.Builder) {
 		fmt.Fprintf(b, "| pair | %s: x0 = %s, x0' = %s", r.Pair.Source, vec(r.Pair.X0), vec(r.Pair.X0Prime))
 	}
 	b.WriteString(" |\n")
-	fmt.Fprintf(b, "| eps_lb_cp | %s (Clopper-Pearson, %s) |\n", fmtG(r.EpsilonLBCP), ruleCP.validity)
-	if r.Mechanism == string(privacy.Gaussian) {
-		fmt.Fprintf(b, "| eps_lb_gdp | %s (Gaussian-DP fit: mu_gdp = %s fitted to the trials, against mu_claimed = %s; %s) |\n",
-			fmtG(r.EpsilonLBGDP), fmtG(r.MuGDP), fmtG(r.MuClaimed), ruleGDP.validity)
-		fmt.Fprintf(b, "| eps_lb_fdp | %s (f-DP statistic: mu_fdp = %s, the largest mu-GDP curve a joint confidence region of both error rates contradicts; %s) |\n",
-			fmtG(r.EpsilonLBFDP), fmtG(r.MuFDP), ruleFDP.validity)
+	for _, lb := range Bounds {
+		if lb.ValidFor(r.Mechanism) {
+			fmt.Fprintf(b, "| %s | %s (%s) |\n", lb.Name, fmtG(lb.OfReport(r)), lb.setup(r))
+		}
 	}
 	if t := r.Theory; t != nil {
 		switch {
@@ -514,16 +475,25 @@ func (r *GameReport) mdSetup(b *strings.Builder) {
 
 // mdScores writes one row per score: its bounds and its own verdict, at the score's level.
 func (r *GameReport) mdScores(b *strings.Builder) {
-	fmt.Fprintf(b, "| score | eps_lb_cp | eps_lb_gdp | mu_gdp (fitted) | eps_lb_fdp | verdict (this score alone, at the joint level of its own bounds) |\n|---|---|---|---|---|---|\n")
+	head, rule := "| score |", "|---|"
+	for _, lb := range Bounds {
+		for _, c := range lb.columns {
+			head, rule = head+" "+c.header+" |", rule+"---|"
+		}
+	}
+	fmt.Fprintf(b, "%s verdict (this score alone, at the joint level of its own bounds) |\n%s---|\n", head, rule)
 	for _, s := range r.Scores {
-		gdp, mu, fdp := "n/a", "n/a", "n/a" // a pure-eps audit computes no Gaussian-DP bound: not a 0
-		if s.Result.Mechanism == string(privacy.Gaussian) {
-			gdp, mu, fdp = fmtG(s.Result.EpsilonLBGDP), fmtG(s.Result.MuGDP), fmtG(s.Result.EpsilonLBFDP)
-			if s.Result.FDP == nil {
-				fdp = "n/a (another score chosen)"
+		row := "| " + s.Name + " |"
+		for _, lb := range Bounds {
+			for _, c := range lb.columns {
+				cell := "n/a" // a pure-eps audit computes no Gaussian-DP bound: not a 0
+				if lb.ValidFor(s.Result.Mechanism) {
+					cell = c.cell(s.Result)
+				}
+				row += " " + cell + " |"
 			}
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s at %g |\n", s.Name, fmtG(s.Result.EpsilonLBCP), gdp, mu, fdp, verdictOf(s.Result.Checks()), s.Result.Confidence)
+		fmt.Fprintf(b, "%s %s at %g |\n", row, verdictOf(s.Result.Checks()), s.Result.Confidence)
 	}
 }
 

@@ -32,12 +32,19 @@ func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 	if r == nil {
 		return nil, errors.New("audit: plot: nil result")
 	}
-	gdp := fmt.Sprintf("GDP %.3g, f-DP %.3g", r.EpsilonLBGDP, r.EpsilonLBFDP)
-	if r.Mechanism == string(privacy.Laplace) {
-		gdp = "GDP n/a (pure eps)"
+	var lbs, na []string // the bounds (Bounds), and those a pure-eps audit does not compute
+	for _, b := range Bounds {
+		if b.ValidFor(r.Mechanism) {
+			lbs = append(lbs, fmt.Sprintf("%s %.3g", b.Label, b.Of(r)))
+		} else {
+			na = append(na, b.Label)
+		}
 	}
-	p := figure.New(fmt.Sprintf("Trade-off: claim eps = %.3g, delta = %.3g\nlower bounds on eps: CP %.3g, %s - %s",
-		r.EpsilonClaimed, r.Delta, r.EpsilonLBCP, gdp, r.Verdict),
+	if len(na) > 0 {
+		lbs = append(lbs, strings.Join(na, ", ")+" n/a (pure eps)")
+	}
+	p := figure.New(fmt.Sprintf("Trade-off: claim eps = %.3g, delta = %.3g\nlower bounds on eps: %s - %s",
+		r.EpsilonClaimed, r.Delta, strings.Join(lbs, ", "), r.Verdict),
 		"FPR = P(guess x' | x)", "FNR = P(guess x | x')")
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
 
@@ -243,30 +250,28 @@ func CompositionFigure(scenario string, reports []*GameReport, name string) (*fi
 	// the lower bounds of each audit, in k order
 	sorted := slices.Clone(reports)
 	slices.SortFunc(sorted, func(a, b *GameReport) int { return a.EpisodesPerTrial - b.EpisodesPerTrial })
-	type series struct {
-		name string
-		v    func(*GameReport) float64
-	}
-	ss := []series{{"eps_lb_cp (Clopper-Pearson, any mechanism)", func(r *GameReport) float64 { return r.EpsilonLBCP }}}
-	if gauss {
-		ss = append(ss, series{"eps_lb_gdp (Gaussian-DP fit)", func(r *GameReport) float64 { return r.EpsilonLBGDP }})
+	var ss []LowerBound // the bounds the figure plots (LowerBound.Composition)
+	for _, b := range Bounds {
+		if b.Composition != "" && b.ValidFor(r0.Mechanism) {
+			ss = append(ss, b)
+		}
 	}
 	top := run[len(run)-1].Y
 	for i, s := range ss {
 		xy := make(plotter.XYs, len(sorted))
 		for j, r := range sorted {
-			xy[j] = plotter.XY{X: lg(r.EpisodesPerTrial), Y: s.v(r)}
+			xy[j] = plotter.XY{X: lg(r.EpisodesPerTrial), Y: s.OfReport(r)}
 			top = math.Max(top, xy[j].Y)
 		}
 		line, sc, err := plotter.NewLinePoints(xy)
 		if err != nil {
 			return nil, fmt.Errorf("audit: composition plot: %w", err)
 		}
-		col := figure.Color([]int{0, 2}[i])
+		col := figure.Color(2 * i)
 		line.Color, line.Width = col, figure.LineWidth
 		sc.Color, sc.Shape, sc.Radius = col, figure.Marker(i), vg.Points(3.5)
 		p.Add(line, sc)
-		p.Legend.Add(s.name, line, sc)
+		p.Legend.Add(s.Composition, line, sc)
 	}
 	figure.SetLogX(p, float64(kmin), float64(kmax))
 	p.Y.Min, p.Y.Max = 0, top

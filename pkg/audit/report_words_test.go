@@ -50,7 +50,7 @@ func handReport(c wordsCase) *GameReport {
 		} else {
 			r.Delta = 0
 		}
-		r.Verdict = verdictOf(boundChecks(r.EpsilonLBCP, r.EpsilonLBGDP, r.EpsilonLBFDP, r.EpsilonClaimed, r.Confidence, c.mechanism == "gaussian"))
+		r.Verdict = verdictOf(r.Checks())
 		return r
 	}
 	r := &GameReport{Scenario: c.name, Kind: "cloud-control", Engine: EngineFast, Seed: 1, Trials: 5000, Steps: 100,
@@ -184,7 +184,7 @@ func TestBoundChecksDecide(t *testing.T) {
 		v, eps float64
 		want   bool
 	}{{0.5, 1, false}, {1, 1, false}, {1.0000001, 1, true}, {3, 1, true}, {0, 0.5, false}} {
-		ch := boundChecks(c.v, 0, 0, c.eps, 0.95, false)
+		ch := (&Result{EpsilonLBCP: c.v, EpsilonClaimed: c.eps, Confidence: 0.95, Mechanism: "laplace"}).Checks()
 		require.Len(t, ch, 1)
 		require.Equal(t, c.want, ch[0].Violated, "%v vs %v", c.v, c.eps)
 		cmp := ch[0].Comparison()

@@ -763,7 +763,7 @@ func sweepOutput(name, verdict string, conf float64, reports []*audit.GameReport
 		Confidence: conf, ConfidencePerPoint: reports[0].Confidence, Points: reports}
 	best := -1.0
 	for _, r := range reports {
-		ratio := math.Max(r.EpsilonLBCP, math.Max(r.EpsilonLBGDP, r.EpsilonLBFDP)) / r.Claimed()
+		ratio := r.Strongest() / r.Claimed()
 		if ratio > best {
 			best = ratio
 			o.WorstPoint, o.EpsilonClaimed, o.Delta = r.Scenario, r.EpsilonClaimed, r.Delta
@@ -830,15 +830,7 @@ func printTable(w io.Writer, reports []*audit.GameReport, out string) {
 		}
 		fmt.Fprintf(tw, "game\t%s engine, seed %d, %d + %d trials, %.3g s (%.0f episodes/s)\n", r.Engine, r.Seed, r.Trials, r.Trials, r.ElapsedSec, r.EpisodesPerSec)
 		for _, s := range r.Scores {
-			line := fmt.Sprintf("eps_lb_cp %s", g(s.Result.EpsilonLBCP))
-			if r.Mechanism == string(privacy.Gaussian) {
-				line += fmt.Sprintf(", eps_lb_gdp %s (mu_gdp %s, fitted to the trials), ", g(s.Result.EpsilonLBGDP), g(s.Result.MuGDP))
-				if s.Result.FDP == nil {
-					line += "eps_lb_fdp n/a (the f-DP statistic chose another score on the selection trials)"
-				} else {
-					line += fmt.Sprintf("eps_lb_fdp %s (mu_fdp %s)", g(s.Result.EpsilonLBFDP), g(s.Result.MuFDP))
-				}
-			}
+			line := s.Result.ScoreLine(g)
 			mark := ""
 			if s.Name == r.Score {
 				mark = "  <- strongest"
@@ -928,7 +920,13 @@ func printComposition(tw io.Writer, reports []*audit.GameReport) {
 		if ep == "" {
 			ep = r.Verdict
 		}
-		fmt.Fprintf(tw, "composition k = %d\teps_lb_cp %s, eps_lb_gdp %s; against eps_run = %s: %s; against the per-episode eps = %s: %s\n",
-			k, g(r.EpsilonLBCP), g(r.EpsilonLBGDP), g(r.Claimed()), r.Verdict, g(r.EpsilonClaimed), ep)
+		var bs []string // the bounds of the composition figure (LowerBound.Composition)
+		for _, b := range audit.Bounds {
+			if b.Composition != "" {
+				bs = append(bs, b.Name+" "+g(b.OfReport(r)))
+			}
+		}
+		fmt.Fprintf(tw, "composition k = %d\t%s; against eps_run = %s: %s; against the per-episode eps = %s: %s\n",
+			k, strings.Join(bs, ", "), g(r.Claimed()), r.Verdict, g(r.EpsilonClaimed), ep)
 	}
 }

@@ -10,6 +10,17 @@ function g4(v) { return v === null || v === undefined ? "-" : Number(v).toPrecis
 
 function last(a) { return a && a.length ? a[a.length - 1] : null; }
 
+// boundKeys are a point's lower bounds on eps: the keys of its bounds other than trials, one
+// per row of the audit's table (audit.Bounds), in its order - the page names none of them.
+function boundKeys(p) { return Object.keys(p.bounds).filter((k) => k !== "trials"); }
+
+// absent: the point's audit does not compute bound k (a pure-eps claim has no Gaussian-DP
+// bound): the hub writes null for every one of its values.
+function absent(p, k) { const s = p.bounds[k]; return s.length > 0 && s.every((v) => v === null); }
+
+// BOUND_COLORS are the palette indices of the bounds, in the table's order (1 is the claim's).
+const BOUND_COLORS = [0, 3, 4, 5, 6, 8, 9];
+
 // current is the point shown: the one in progress, or the last one once every point ended.
 function current(st) { return st.points[Math.min(st.point, st.points.length - 1)]; }
 
@@ -89,11 +100,10 @@ function renderBounds(st, p) {
   const b = p.bounds;
   const x = b.trials;
   const claim = x.map(() => p.epsilon_claimed_run);
-  const lines = [{ label: "eps_lb_cp", color: PALETTE[0], values: b.eps_lb_cp, points: true }];
-  if (p.mechanism !== "laplace") {
-    lines.push({ label: "eps_lb_gdp", color: PALETTE[3], values: b.eps_lb_gdp, points: true });
-    lines.push({ label: "eps_lb_fdp", color: PALETTE[4], values: b.eps_lb_fdp, points: true });
-  }
+  const lines = [];
+  boundKeys(p).forEach((k, i) => {
+    if (!absent(p, k)) lines.push({ label: k, color: PALETTE[BOUND_COLORS[i]], values: b[k], points: true });
+  });
   lines.push({ label: "claimed eps" + (p.episodes_per_trial > 1 ? "_run" : ""), color: PALETTE[1], dash: [6, 4], values: claim });
   const title = "Lower bounds on eps against the trials so far (" + (p.final ? "last point: the result" : "intermediate: not a verdict") + ")";
   // from 0 to above the bounds and the claim (which must show: the bounds are compared with it)
@@ -143,8 +153,8 @@ function renderPlots(st) {
   const p = current(st);
   view.point = st.points.indexOf(p);
   const n = p.bounds.trials.length;
-  let note = n === 0 ? (p.note || "No bounds yet.") : n + " updates shown, the latest from " + last(p.bounds.trials) + " trials: eps_lb_cp " +
-    g4(last(p.bounds.eps_lb_cp)) + (p.mechanism !== "laplace" ? ", eps_lb_gdp " + g4(last(p.bounds.eps_lb_gdp)) + ", eps_lb_fdp " + g4(last(p.bounds.eps_lb_fdp)) : "") +
+  let note = n === 0 ? (p.note || "No bounds yet.") : n + " updates shown, the latest from " + last(p.bounds.trials) + " trials: " +
+    boundKeys(p).filter((k) => !absent(p, k)).map((k) => k + " " + g4(last(p.bounds[k]))).join(", ") +
     " (claimed " + g4(p.epsilon_claimed_run) + ")" + (p.final ? ", the result." : ", not a verdict.");
   if (p.analysis_sec > 0) note += " Last recomputation " + (1000 * p.analysis_sec).toFixed(0) + " ms.";
   $("plots-note").textContent = note;
@@ -159,21 +169,23 @@ function renderPoints(st) {
   const t = $("points");
   t.textContent = "";
   const head = t.insertRow();
-  ["point", "trials played", "x", "x'", "eps claimed", "eps_lb_cp", "eps_lb_gdp", "eps_lb_fdp", "verdict"].forEach((h, i) => {
+  const keys = st.points.length ? boundKeys(st.points[0]) : [];
+  const heads = ["point", "trials played", "x", "x'", "eps claimed", ...keys, "verdict"];
+  heads.forEach((h, i) => {
     const th = document.createElement("th");
     th.textContent = h;
-    if (i === 0 || i === 8) th.className = "l";
+    if (i === 0 || i === heads.length - 1) th.className = "l";
     head.appendChild(th);
   });
   st.points.forEach((p) => {
     const r = t.insertRow();
     if (p.verdict === "violation") r.className = "bad";
-    const lap = p.mechanism === "laplace";
-    [p.name, p.played + " / " + 2 * p.trials, p.scored.x, p.scored.x_prime, g4(p.epsilon_claimed_run), g4(last(p.bounds.eps_lb_cp)),
-      lap ? "n/a" : g4(last(p.bounds.eps_lb_gdp)), lap ? "n/a" : g4(last(p.bounds.eps_lb_fdp)), p.final ? p.verdict : (p.played > 0 ? "running" : "")].forEach((v, i) => {
+    const cells = [p.name, p.played + " / " + 2 * p.trials, p.scored.x, p.scored.x_prime, g4(p.epsilon_claimed_run),
+      ...keys.map((k) => absent(p, k) ? "n/a" : g4(last(p.bounds[k]))), p.final ? p.verdict : (p.played > 0 ? "running" : "")];
+    cells.forEach((v, i) => {
       const td = r.insertCell();
       td.textContent = String(v);
-      if (i === 0 || i === 8) td.className = "l";
+      if (i === 0 || i === cells.length - 1) td.className = "l";
     });
   });
 }
