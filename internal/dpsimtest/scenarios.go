@@ -1,6 +1,9 @@
 package dpsimtest
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -78,4 +81,21 @@ func LoadPlanSampler(t testing.TB, name string, sampler noise.Sampler) (*scenari
 	s := LoadScenario(t, name).Expand()[0]
 	s.Privacy.Sampler = sampler
 	return s, PlanOf(t, s)
+}
+
+// ScenarioVariant writes the shipped scenario scenarios/<name>.yaml with its text replaced
+// (pairs regexp -> literal; each regexp must match) into a temporary file and returns its path.
+func ScenarioVariant(t testing.TB, name string, repl ...string) string {
+	t.Helper()
+	data, err := os.ReadFile(Scenario(name))
+	require.NoError(t, err)
+	s := string(data)
+	for i := 0; i+1 < len(repl); i += 2 {
+		re := regexp.MustCompile(repl[i])
+		require.True(t, re.MatchString(s), "%s: %q", name, repl[i])
+		s = re.ReplaceAllLiteralString(s, repl[i+1])
+	}
+	path := filepath.Join(t.TempDir(), name+"-variant.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(s), 0o644))
+	return path
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,26 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
-
-// variant writes a shipped scenario with its text replaced (regexp -> literal, each must match)
-// and returns its path.
-func variant(t *testing.T, name string, repl ...string) string {
-	t.Helper()
-	data, err := os.ReadFile(scenarioPath(name))
-	require.NoError(t, err)
-	s := string(data)
-	for i := 0; i < len(repl); i += 2 {
-		re := regexp.MustCompile(repl[i])
-		require.True(t, re.MatchString(s), "%s: %q", name, repl[i])
-		s = re.ReplaceAllLiteralString(s, repl[i+1])
-	}
-	path := filepath.Join(t.TempDir(), name+"-variant.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(s), 0o644))
-	return path
-}
 
 // guardedAudit runs `dpsim audit args...` as its own process under a 3 GB address-space limit
 // (a regression that allocates the game dies there instead of taking the machine down) and
@@ -89,7 +71,7 @@ func TestAuditRefusesTheLargeRingUpFront(t *testing.T) {
 	for i := range x0 {
 		x0[i] = fmt.Sprint(i % 100)
 	}
-	ring := variant(t, "audit-consensus-gaussian", `(?m)^graph:\n(  .*\n)+`, "graph: {name: ring, n: 100000, weight: 0.25}\n",
+	ring := dpsimtest.ScenarioVariant(t, "audit-consensus-gaussian", `(?m)^graph:\n(  .*\n)+`, "graph: {name: ring, n: 100000, weight: 0.25}\n",
 		`(?m)^x0: \[.*\]$`, "x0: ["+strings.Join(x0, ", ")+"]")
 	for _, eng := range []string{"fast", "wire"} {
 		code, stderr, rss := guardedAudit(t, 2*time.Minute, ring, "--engine", eng, "--trials", "100")
@@ -104,7 +86,7 @@ func TestAuditRefusesTheLargeRingUpFront(t *testing.T) {
 // keep u(t) of 64 episodes per worker; the game's O_T matrices) passed 3 GB; now both engines
 // refuse it up front.
 func TestAuditRefusesTenMillionSteps(t *testing.T) {
-	long := variant(t, "audit-vehicle-structured", `(?m)^steps: 100$`, "steps: 10000000")
+	long := dpsimtest.ScenarioVariant(t, "audit-vehicle-structured", `(?m)^steps: 100$`, "steps: 10000000")
 	for _, eng := range []string{"fast", "wire"} {
 		code, stderr, rss := guardedAudit(t, 2*time.Minute, long, "--engine", eng, "--trials", "10")
 		refusedWithEstimate(t, code, stderr, rss)
@@ -115,7 +97,7 @@ func TestAuditRefusesTenMillionSteps(t *testing.T) {
 // TestAuditBudgetConfirms: an audit refused at a small --budget runs with the --budget its
 // refusal names; the estimate bounds the measured peak from above within a small factor.
 func TestAuditBudgetConfirms(t *testing.T) {
-	veh := variant(t, "audit-vehicle-structured", `(?m)^steps: 100$`, "steps: 100000")
+	veh := dpsimtest.ScenarioVariant(t, "audit-vehicle-structured", `(?m)^steps: 100$`, "steps: 100000")
 	code, stderr, rss := guardedAudit(t, 2*time.Minute, veh, "--trials", "100", "--workers", "1", "--budget", "64MiB")
 	require.Equal(t, 1, code, stderr)
 	require.Contains(t, stderr, "exceeds the memory budget 64 MiB")

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/schema"
 	"github.com/dpsim/dpsim/pkg/wire"
@@ -85,7 +86,7 @@ func TestContractTraffic(t *testing.T) {
 	}, {
 		name: "consensus-hosts",
 		scenario: func(t *testing.T) string {
-			return writeVariant(t, "consensus-gaussian", `(?s)\nsweep:.*$`, "\n")
+			return dpsimtest.ScenarioVariant(t, "consensus-gaussian", `(?s)\nsweep:.*$`, "\n")
 		},
 		args: []string{"--runs", "2", "--agents-per-process", "4", "--inflight", "1"},
 		eve:  "trace-eavesdropper-consensus.json",

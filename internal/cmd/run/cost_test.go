@@ -4,37 +4,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-)
 
-// writeVariant writes a shipped scenario with its lines replaced (old -> new, each must occur)
-// and returns its path.
-func writeVariant(t *testing.T, name string, repl ...string) string {
-	t.Helper()
-	data, err := os.ReadFile(scenarioPath(name))
-	require.NoError(t, err)
-	s := string(data)
-	for i := 0; i < len(repl); i += 2 {
-		re := regexp.MustCompile(repl[i])
-		require.True(t, re.MatchString(s), "%s: %q", name, repl[i])
-		s = re.ReplaceAllLiteralString(s, repl[i+1])
-	}
-	path := filepath.Join(t.TempDir(), name+"-variant.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(s), 0o644))
-	return path
-}
+	"github.com/dpsim/dpsim/internal/dpsimtest"
+)
 
 // TestRunCostBounds is the acceptance case on the command: the vehicle with T = 10^6
 // (fast engine, one run) runs with a bounded summary.json and report.md; the ring of 10^5
 // nodes is refused before it starts, with its estimated cost and the --budget that confirms
 // it (before, it took 2.2 GB and wrote a 595 MB summary.json).
 func TestRunCostBounds(t *testing.T) {
-	veh := writeVariant(t, "cloud-vehicle", `(?m)^steps: 100.*$`, "steps: 1000000")
+	veh := dpsimtest.ScenarioVariant(t, "cloud-vehicle", `(?m)^steps: 100.*$`, "steps: 1000000")
 	dir := t.TempDir()
 	start := time.Now()
 	code, _, stderr := runDpsim(t, 3*time.Minute, "run", veh, "--engine", "fast", "--runs", "1", "--trace-episodes", "0", "--out", dir)
@@ -50,7 +34,7 @@ func TestRunCostBounds(t *testing.T) {
 	for i := range x0 {
 		x0[i] = fmt.Sprint(i % 100)
 	}
-	ring := writeVariant(t, "consensus-gaussian", `(?m)^graph:\n(  .*\n)+`, "graph: {name: ring, n: 100000, weight: 0.25}\n",
+	ring := dpsimtest.ScenarioVariant(t, "consensus-gaussian", `(?m)^graph:\n(  .*\n)+`, "graph: {name: ring, n: 100000, weight: 0.25}\n",
 		`(?m)^x0: \[.*\]$`, "x0: ["+strings.Join(x0, ", ")+"]", `(?s)\nsweep:.*$`, "\n")
 	dir = t.TempDir()
 	code, _, stderr = runDpsim(t, time.Minute, "run", ring, "--engine", "fast", "--runs", "1", "--out", dir)
@@ -73,7 +57,7 @@ func TestRunCostBounds(t *testing.T) {
 // launcher's measured peak from above within 3x, T = 10^7 is refused up front with the
 // --budget that confirms it, and a --budget confirms a run refused at a smaller one.
 func TestRunCostCountsTracedRecords(t *testing.T) {
-	veh := writeVariant(t, "cloud-vehicle", `(?m)^steps: 100.*$`, "steps: 1000000")
+	veh := dpsimtest.ScenarioVariant(t, "cloud-vehicle", `(?m)^steps: 100.*$`, "steps: 1000000")
 	dir := t.TempDir()
 	code, _, stderr := runDpsim(t, 3*time.Minute, "run", veh, "--engine", "fast", "--runs", "1", "--out", dir)
 	require.Equal(t, 0, code, stderr)
@@ -85,7 +69,7 @@ func TestRunCostCountsTracedRecords(t *testing.T) {
 	require.LessOrEqual(t, s.EstimatedMemory, 3*s.LauncherMaxRSSBytes, "the estimate is within 3x of the peak")
 	require.Greater(t, s.EstimatedMemory, int64(840e6), "it counts the 10^6 traced records")
 
-	long := writeVariant(t, "cloud-vehicle", `(?m)^steps: 100.*$`, "steps: 10000000")
+	long := dpsimtest.ScenarioVariant(t, "cloud-vehicle", `(?m)^steps: 100.*$`, "steps: 10000000")
 	dir = t.TempDir()
 	code, _, stderr = runDpsim(t, time.Minute, "run", long, "--engine", "fast", "--runs", "1", "--out", dir)
 	require.Equal(t, 1, code, stderr)
@@ -96,7 +80,7 @@ func TestRunCostCountsTracedRecords(t *testing.T) {
 	require.True(t, os.IsNotExist(err), "nothing ran")
 
 	// a --budget confirms what a smaller one refuses: T = 10^5 (traced: ~230 MiB) at 64 MiB
-	short := writeVariant(t, "cloud-vehicle", `(?m)^steps: 100.*$`, "steps: 100000")
+	short := dpsimtest.ScenarioVariant(t, "cloud-vehicle", `(?m)^steps: 100.*$`, "steps: 100000")
 	code, _, stderr = runDpsim(t, time.Minute, "run", short, "--engine", "fast", "--runs", "1", "--budget", "64MiB", "--out", t.TempDir())
 	require.Equal(t, 1, code, stderr)
 	require.Contains(t, stderr, "exceeds the memory budget 64 MiB")
@@ -110,7 +94,7 @@ func TestRunCostCountsTracedRecords(t *testing.T) {
 // warnings (here the noise swamping an unstable loop's control) are in the final table: they
 // used to be in report.md only.
 func TestWarningsOnTerminal(t *testing.T) {
-	path := writeVariant(t, "cloud-vehicle", `K: \[3\.4240, 4\.3095\]`, "K: [-3.4240, -4.3095]")
+	path := dpsimtest.ScenarioVariant(t, "cloud-vehicle", `K: \[3\.4240, 4\.3095\]`, "K: [-3.4240, -4.3095]")
 	code, stdout, stderr := runDpsim(t, time.Minute, "run", path, "--engine", "fast", "--runs", "5", "--out", t.TempDir())
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stderr, "dpsim run: warning: controller.K: A - B K has spectral radius")

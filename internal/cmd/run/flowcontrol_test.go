@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/internal/dpsimtest"
 )
 
 // cpuHogs starts n CPU-bound processes beside the test (another user's job on a 2-core
@@ -31,7 +33,7 @@ func cpuHogs(t *testing.T, n int) {
 // never completed and the run failed after the idle timeout. Now it waits behind: the run
 // completes at the default --inflight with the fast engine's numbers bit for bit.
 func TestFlowControlUnderLoad(t *testing.T) {
-	path := writeVariant(t, "faults-consensus-loss", `(?s)\nsweep:.*$`, "\n", `(?m)^      drop: 0 .*$`, "      drop: 0.2")
+	path := dpsimtest.ScenarioVariant(t, "faults-consensus-loss", `(?s)\nsweep:.*$`, "\n", `(?m)^      drop: 0 .*$`, "      drop: 0.2")
 	cpuHogs(t, 3)
 	dir, fdir := t.TempDir(), t.TempDir()
 	code, _, stderr := runDpsim(t, 5*time.Minute, "run", path, "--runs", "384", "--out", dir, "--progress=false", "--log-level", "warn")

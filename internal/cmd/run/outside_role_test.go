@@ -67,7 +67,7 @@ func TestOutsideRoleWorks(t *testing.T) {
 // the process the cloud misled; report.md lists every problem, fatal or not.
 func TestOutsideRoleBroken(t *testing.T) {
 	// A 10-step vehicle: the modes whose u never reaches the plant cost a --timeout per step.
-	scn := writeVariant(t, "cloud-vehicle", `(?m)^steps: 100.*$`, "steps: 10")
+	scn := dpsimtest.ScenarioVariant(t, "cloud-vehicle", `(?m)^steps: 100.*$`, "steps: 10")
 	for _, c := range []struct {
 		mode   string
 		kind   string // the problem attributed to cloud-0 ("": the run's error names it)
