@@ -196,17 +196,7 @@ func TestResumeFastEngine(t *testing.T) {
 	code, _, stderr := runDpsim(t, 180*time.Second, append(args, "--out", ref)...)
 	require.Equal(t, 0, code, stderr)
 
-	dir := t.TempDir()
-	l := start(t, append(args, "--out", dir)...)
-	var state struct {
-		Done []json.RawMessage `json:"done"`
-	}
-	require.Eventually(t, func() bool {
-		data, err := os.ReadFile(filepath.Join(dir, run.ResumeFile))
-		return err == nil && json.Unmarshal(data, &state) == nil && len(state.Done) == 1
-	}, 120*time.Second, 5*time.Millisecond, "point 0 never completed: %s", l.stderr.String())
-	require.NoError(t, l.cmd.Process.Kill())
-	_ = l.wait(t, 10*time.Second)
+	dir := killedFastRun(t, args...)
 	_, err := os.Stat(filepath.Join(dir, "summary.json"))
 	require.ErrorIs(t, err, os.ErrNotExist, "killed before the end")
 
