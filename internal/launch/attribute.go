@@ -12,6 +12,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/wire"
 )
@@ -30,32 +31,8 @@ const (
 	ProblemLate             = "late-messages"           // most of its messages on a link came after their step
 )
 
-// Problem is something wrong the launcher attributes to the process that caused it: a role
-// process breaking the contract (docs/protocol.md), most often a user's program (--role). A
-// fatal problem fails the point (its numbers would be computed from nothing); the others are
-// named and counted, and what they did to the results shows where it always does (steps that
-// timed out, conflicts, lost messages make the run degraded). Forged messages (ProblemForged)
-// are listed under the sender they claimed to be, which did not send them.
-type Problem struct {
-	Process string `json:"process"`           // its name (cloud-0)
-	Sender  string `json:"sender"`            // its sender name (cloud.0)
-	Program string `json:"program,omitempty"` // the user's command that played it (--role)
-	Kind    string `json:"kind"`              // ProblemNoResult, ...
-	Count   uint64 `json:"count,omitempty"`   // messages concerned, where it counts some
-	Detail  string `json:"detail"`            // the reason, in words
-	Fatal   bool   `json:"fatal"`
-}
-
-func (p Problem) String() string {
-	who := p.Process
-	if p.Program != "" {
-		who += fmt.Sprintf(" (--role %s=%q)", p.Sender, p.Program)
-	}
-	return fmt.Sprintf("%s: %s: %s", who, p.Kind, p.Detail)
-}
-
 // ProblemsError is the error of the fatal problems among ps (nil: none).
-func ProblemsError(ps []Problem) error {
+func ProblemsError(ps []record.Problem) error {
 	var fatal []string
 	for _, p := range ps {
 		if p.Fatal {
@@ -72,9 +49,9 @@ func ProblemsError(ps []Problem) error {
 // process reported (its result, its receivers' per-sender drop counts and link counters), its
 // files in cfg.Dir, and the embedded server's permission violations. A process that failed
 // (its exit is the point's error already) is not blamed for what its failure left undone.
-func (out *PointOutcome) attribute(sess *Session, cfg SessionConfig) []Problem {
+func (out *PointOutcome) attribute(sess *Session, cfg SessionConfig) []record.Problem {
 	byKey := map[string]*ProcOutcome{}
-	var ps []Problem
+	var ps []record.Problem
 	for i := range out.Procs {
 		pr := &out.Procs[i]
 		key := endpoint.Endpoint{Role: pr.Role, ID: pr.ID}.String()
@@ -91,14 +68,14 @@ func (out *PointOutcome) attribute(sess *Session, cfg SessionConfig) []Problem {
 // contractProblems checks what process pr (sender key) must leave: a result with its links
 // and a trace file, once it played episodes (played) and exited 0. refused says why its
 // result was refused, when it sent one ("": it sent none).
-func (pr *ProcOutcome) contractProblems(key string, played int, dir, refused string) []Problem {
+func (pr *ProcOutcome) contractProblems(key string, played int, dir, refused string) []record.Problem {
 	if pr.Failure != "" {
 		return nil
 	}
-	blame := func(kind, detail string) Problem {
-		return Problem{Process: pr.Name, Sender: key, Program: pr.Program, Kind: kind, Detail: detail, Fatal: true}
+	blame := func(kind, detail string) record.Problem {
+		return record.Problem{Process: pr.Name, Sender: key, Program: pr.Program, Kind: kind, Detail: detail, Fatal: true}
 	}
-	var ps []Problem
+	var ps []record.Problem
 	switch {
 	case pr.Result == nil && refused != "":
 		ps = append(ps, blame(ProblemInvalidResult, refused+": the run cannot account for its messages"))
@@ -197,19 +174,19 @@ func (out *PointOutcome) forged(sender, receiver string, n uint64) {
 
 // forgedProblems names the messages sent in a process's name by someone else (its signature
 // did not verify them): counted, not blamed on it.
-func (out *PointOutcome) forgedProblems() []Problem {
+func (out *PointOutcome) forgedProblems() []record.Problem {
 	senders := make([]string, 0, len(out.forgedBy))
 	for s := range out.forgedBy {
 		senders = append(senders, s)
 	}
 	sort.Strings(senders)
-	var ps []Problem
+	var ps []record.Problem
 	for _, s := range senders {
 		var most uint64
 		for _, n := range out.forgedBy[s] {
 			most = max(most, n)
 		}
-		ps = append(ps, Problem{Process: "(not a process of the run)", Sender: s, Kind: ProblemForged, Count: most,
+		ps = append(ps, record.Problem{Process: "(not a process of the run)", Sender: s, Kind: ProblemForged, Count: most,
 			Detail: fmt.Sprintf("%d message(s) in the name of %s failed its signature and were dropped (by %s): someone else published on its subjects",
 				most, s, joinCounts(out.forgedBy[s]))})
 	}
@@ -237,11 +214,11 @@ func processSender(s string) string {
 //
 // Unsigned (signed false), a message is the named sender's only by its subject: on a server
 // without permissions another client may have published it, and the detail says so.
-func (out *PointOutcome) deliveryProblems(byKey map[string]*ProcOutcome, signed, inflight bool) []Problem {
+func (out *PointOutcome) deliveryProblems(byKey map[string]*ProcOutcome, signed, inflight bool) []record.Problem {
 	drops := out.dropsBySender()
-	var ps []Problem
-	blame := func(sender string) Problem {
-		p := Problem{Sender: sender, Process: sender}
+	var ps []record.Problem
+	blame := func(sender string) record.Problem {
+		p := record.Problem{Sender: sender, Process: sender}
 		if pr := byKey[sender]; pr != nil {
 			p.Process, p.Program = pr.Name, pr.Program
 		}
@@ -339,7 +316,7 @@ func (out *PointOutcome) deliveryProblems(byKey map[string]*ProcOutcome, signed,
 // lateProblems names the user's programs (--role) most of whose messages on a link came after
 // their step, on a link the scenario delays no message of: it publishes too late (not fatal:
 // the receivers applied their missing-input rules, and the run is degraded by those steps).
-func (out *PointOutcome) lateProblems(byKey map[string]*ProcOutcome, f *scenario.FaultsSpec) []Problem {
+func (out *PointOutcome) lateProblems(byKey map[string]*ProcOutcome, f *scenario.FaultsSpec) []record.Problem {
 	if out.Results == nil || f.Active() {
 		return nil
 	}
@@ -359,10 +336,10 @@ func (out *PointOutcome) lateProblems(byKey map[string]*ProcOutcome, f *scenario
 		senders = append(senders, s)
 	}
 	sort.Strings(senders)
-	var ps []Problem
+	var ps []record.Problem
 	for _, s := range senders {
 		pr := byKey[s]
-		ps = append(ps, Problem{Process: pr.Name, Sender: s, Program: pr.Program, Kind: ProblemLate, Count: most[s],
+		ps = append(ps, record.Problem{Process: pr.Name, Sender: s, Program: pr.Program, Kind: ProblemLate, Count: most[s],
 			Detail: fmt.Sprintf("most of its messages came after their step (%s), on links the scenario delays nothing on: it publishes a step's message late (docs/protocol.md: as soon as the step's input came)",
 				strings.Join(late[s], ", "))})
 	}
@@ -388,7 +365,7 @@ func reported(pr *ProcOutcome) bool {
 
 // violationProblems blames the processes whose publishes or subscriptions the embedded server
 // refused (bus.Embedded.Violations), by their NATS user.
-func violationProblems(cfg SessionConfig, byKey map[string]*ProcOutcome) []Problem {
+func violationProblems(cfg SessionConfig, byKey map[string]*ProcOutcome) []record.Problem {
 	servers := []*bus.Embedded{cfg.Server}
 	if cfg.Cluster != nil {
 		servers = cfg.Cluster.Members
@@ -397,7 +374,7 @@ func violationProblems(cfg SessionConfig, byKey map[string]*ProcOutcome) []Probl
 	for sender, u := range cfg.Users {
 		userOf[u.Name] = sender
 	}
-	var ps []Problem
+	var ps []record.Problem
 	for _, srv := range servers {
 		if srv == nil {
 			continue
@@ -407,7 +384,7 @@ func violationProblems(cfg SessionConfig, byKey map[string]*ProcOutcome) []Probl
 			if !ok {
 				continue // another point's process, or not one of this run's
 			}
-			p := Problem{Process: sender, Sender: sender, Kind: ProblemPermission, Count: v.Count,
+			p := record.Problem{Process: sender, Sender: sender, Kind: ProblemPermission, Count: v.Count,
 				Detail: fmt.Sprintf("the server refused %d %s(s) on %s (not its subject: docs/protocol.md)", v.Count, v.Op, v.Subject)}
 			if pr := byKey[sender]; pr != nil {
 				p.Process, p.Program = pr.Name, pr.Program

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/dpsim/dpsim/pkg/endpoint"
-	"github.com/dpsim/dpsim/pkg/report"
+	"github.com/dpsim/dpsim/pkg/fault"
 )
 
 // Degradation counts what went wrong in the processes of a run without failing it: steps
@@ -106,7 +106,7 @@ func (out *PointOutcome) Degradation(realtime bool) Degradation {
 		for _, lk := range out.Results.Links {
 			d.Conflicts += lk.Conflicts
 		}
-		d.LostInTransport = report.LostInTransport(out.Results.Links)
+		d.LostInTransport = fault.LostInTransport(out.Results.Links)
 	}
 	return d
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/dpsim/dpsim/internal/proxy"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/wire"
 )
@@ -108,7 +109,7 @@ func (s *Session) watchServer() error {
 					detail = err.Error()
 				}
 				s.cfg.Log.Warn().Str("proc", proc).Int("episode", at.Episode).Int("step", step).Msg("faults: connection reset")
-				s.cfg.Timeline.Add(time.Now(), TimelineEvent{Point: s.cfg.PointIndex, Episode: at.Episode, Step: step, Proc: contract.ProcName(procRole(proc)), Event: EvReset, Detail: detail})
+				s.cfg.Timeline.Add(time.Now(), record.TimelineEvent{Point: s.cfg.PointIndex, Episode: at.Episode, Step: step, Proc: contract.ProcName(procRole(proc)), Event: EvReset, Detail: detail})
 			}})
 		}
 	}
@@ -178,12 +179,12 @@ func (s *Session) restartServer(r scenario.ServerRestart, step int) {
 			what = fmt.Sprintf("cluster member %d", r.Server)
 		}
 		s.cfg.Log.Warn().Int("episode", r.Episode).Int("step", step).Dur("down", r.Down).Str("server", what).Msg("faults: stopping the NATS server")
-		tl.Add(time.Now(), TimelineEvent{Point: pt, Episode: r.Episode, Step: step, Event: EvServerStopped, Detail: fmt.Sprintf("%s down for %v", what, r.Down)})
+		tl.Add(time.Now(), record.TimelineEvent{Point: pt, Episode: r.Episode, Step: step, Event: EvServerStopped, Detail: fmt.Sprintf("%s down for %v", what, r.Down)})
 		err := member.Restart(r.Down)
 		if err != nil {
-			tl.Add(time.Now(), TimelineEvent{Point: pt, Episode: r.Episode, Step: -1, Event: EvServerFailed, Detail: err.Error()})
+			tl.Add(time.Now(), record.TimelineEvent{Point: pt, Episode: r.Episode, Step: -1, Event: EvServerFailed, Detail: err.Error()})
 		} else {
-			tl.Add(time.Now(), TimelineEvent{Point: pt, Episode: r.Episode, Step: -1, Event: EvServerStarted, Detail: "same port"})
+			tl.Add(time.Now(), record.TimelineEvent{Point: pt, Episode: r.Episode, Step: -1, Event: EvServerStarted, Detail: "same port"})
 			s.cfg.Log.Warn().Msg("faults: the NATS server is back")
 		}
 		s.faults.restartMu.Lock()
@@ -222,14 +223,14 @@ func (s *Session) scheduledCrash(p *Proc, ep int) *scenario.Crash {
 func (s *Session) restartCrashed(p *Proc, c *scenario.Crash, ep int) error {
 	s.Crashes++
 	tl, pt := s.cfg.Timeline, s.cfg.PointIndex
-	tl.Add(time.Now(), TimelineEvent{Point: pt, Episode: ep, Step: c.Step, Proc: p.Name, Event: EvKilled,
+	tl.Add(time.Now(), record.TimelineEvent{Point: pt, Episode: ep, Step: c.Step, Proc: p.Name, Event: EvKilled,
 		Detail: fmt.Sprintf("SIGKILL (pid %d, faults.crashes); checkpoint at step %d", p.PID(), c.Step)})
 	s.cfg.Log.Warn().Str("proc", p.Name).Int("episode", ep).Int("step", c.Step).Msg("faults: process killed; restarting it from its checkpoint")
 	if err := s.spawnWith(p, true); err != nil {
 		return fmt.Errorf("restart %s after its crash: %w", p.Name, err)
 	}
 	s.Restarts++
-	tl.Add(time.Now(), TimelineEvent{Point: pt, Episode: ep, Step: c.Restart, Proc: p.Name, Event: EvRestarted,
+	tl.Add(time.Now(), record.TimelineEvent{Point: pt, Episode: ep, Step: c.Restart, Proc: p.Name, Event: EvRestarted,
 		Detail: fmt.Sprintf("pid %d resumes from its checkpoint, back at step %d (noise: %s)", p.PID(), c.Restart, c.Noise)})
 	return nil
 }

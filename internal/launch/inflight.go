@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
@@ -101,27 +102,8 @@ func aloneReason(f *scenario.FaultsSpec, ep int) string {
 	return ""
 }
 
-// InflightCounts count how a session's episodes were grouped: the groups played, the largest,
-// and the episodes run alone by reason (NextGroup).
-type InflightCounts struct {
-	Groups  int         `json:"groups"`
-	Largest int         `json:"largest_group"`
-	Alone   AloneCounts `json:"alone"`
-}
-
-// AloneCounts count the episodes run in a group of their own because of a fault scheduled in
-// them (a group that is alone only because of K = 1 or the point's end is not counted).
-type AloneCounts struct {
-	Crash         int `json:"crash"`
-	ServerRestart int `json:"server_restart"`
-	Proxy         int `json:"proxy"`
-}
-
-// Total is the number of episodes run alone.
-func (a AloneCounts) Total() int { return a.Crash + a.ServerRestart + a.Proxy }
-
-// Add counts the played group g.
-func (c *InflightCounts) Add(g Group) {
+// countGroup counts the played group g in c.
+func countGroup(c *record.InflightCounts, g Group) {
 	c.Groups++
 	c.Largest = max(c.Largest, g.Count)
 	switch g.Alone {
@@ -132,13 +114,4 @@ func (c *InflightCounts) Add(g Group) {
 	case AloneProxy:
 		c.Alone.Proxy++
 	}
-}
-
-// Merge adds the counts of o (another point's).
-func (c *InflightCounts) Merge(o InflightCounts) {
-	c.Groups += o.Groups
-	c.Largest = max(c.Largest, o.Largest)
-	c.Alone.Crash += o.Alone.Crash
-	c.Alone.ServerRestart += o.Alone.ServerRestart
-	c.Alone.Proxy += o.Alone.Proxy
 }

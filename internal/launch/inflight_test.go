@@ -7,6 +7,7 @@ import (
 
 	"github.com/dpsim/dpsim/pkg/dynamics"
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
@@ -66,15 +67,15 @@ func TestNextGroup(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			got := groupsOf(c.f, c.start, c.end, c.k)
 			require.Equal(t, c.want, got)
-			var counts InflightCounts
+			var counts record.InflightCounts
 			episodes := 0
 			for _, g := range got {
-				counts.Add(g)
+				countGroup(&counts, g)
 				episodes += g.Count
 				require.LessOrEqual(t, g.Count, max(c.k, 1))
 			}
 			require.Equal(t, c.end-c.start, episodes, "every episode in exactly one group")
-			require.Equal(t, AloneCounts{Crash: c.crash, ServerRestart: c.restarts, Proxy: c.proxy}, counts.Alone)
+			require.Equal(t, record.AloneCounts{Crash: c.crash, ServerRestart: c.restarts, Proxy: c.proxy}, counts.Alone)
 			require.Equal(t, len(got), counts.Groups)
 		})
 	}
@@ -86,9 +87,9 @@ func TestGroupString(t *testing.T) {
 }
 
 func TestInflightCountsMerge(t *testing.T) {
-	a := InflightCounts{Groups: 2, Largest: 4, Alone: AloneCounts{Crash: 1}}
-	a.Merge(InflightCounts{Groups: 3, Largest: 16, Alone: AloneCounts{ServerRestart: 1, Proxy: 2}})
-	require.Equal(t, InflightCounts{Groups: 5, Largest: 16, Alone: AloneCounts{Crash: 1, ServerRestart: 1, Proxy: 2}}, a)
+	a := record.InflightCounts{Groups: 2, Largest: 4, Alone: record.AloneCounts{Crash: 1}}
+	a.Merge(record.InflightCounts{Groups: 3, Largest: 16, Alone: record.AloneCounts{ServerRestart: 1, Proxy: 2}})
+	require.Equal(t, record.InflightCounts{Groups: 5, Largest: 16, Alone: record.AloneCounts{Crash: 1, ServerRestart: 1, Proxy: 2}}, a)
 	require.Equal(t, 4, a.Alone.Total())
 }
 

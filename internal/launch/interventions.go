@@ -14,6 +14,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
@@ -30,9 +31,9 @@ import (
 type Interventions struct {
 	mu      sync.Mutex
 	cfg     InterventionsConfig
-	cur     faultState      // the faults in force (the scenario's plus every applied change)
-	all     []*Intervention // every change asked for, in order
-	pending []*Intervention
+	cur     faultState // the faults in force (the scenario's plus every applied change)
+	all     []*change  // every change asked for, in order
+	pending []*change
 	next    int // the first episode of the next group: where a pending change takes effect
 	gen     int // live faults generations sent (ctl.faults)
 	ended   bool
@@ -54,7 +55,7 @@ type InterventionsConfig struct {
 	Refuse string
 	// OnApply, if set, is called after each episode boundary at which changes took effect,
 	// with every change so far and the faults now in force (outside the lock).
-	OnApply func(all []Intervention, faults scenario.FaultsSpec)
+	OnApply func(all []record.Intervention, faults scenario.FaultsSpec)
 	// Timeline, if set, gets an event per applied change; PointIndex is the point's index.
 	Timeline   *Timeline
 	PointIndex int
@@ -84,38 +85,12 @@ const (
 // EvIntervention is the timeline event of an applied intervention.
 const EvIntervention = "intervention"
 
-// Intervention is one change asked for and, once applied, the (episode, step) it took effect at.
-type Intervention struct {
-	ID     int    `json:"id"`     // 1, 2, ... in the order asked
-	Op     string `json:"op"`     // add, change, remove, crash
-	Target string `json:"target"` // link, partition, proc
-	// Name is the rule or partition as the user names it (a changed rule keeps its name: its
-	// versions are Name, Name.v2, ...), or the crashed process (plant.0, agent.3).
-	Name string `json:"name"`
-	// Rule is the entry of the faults the change put in force: the rule or partition's
-	// version, or "crashes[k]".
-	Rule    string `json:"rule,omitempty"`
-	Applied bool   `json:"applied"`
-	Episode int    `json:"episode"` // where it took effect (-1 while pending)
-	Step    int    `json:"step"`
-	Detail  string `json:"detail,omitempty"`
-	// At is when it was asked for (UTC), Body the fields it was asked with (the request's
-	// JSON body; none for a remove) and Requester who asked.
-	At   time.Time      `json:"at"`
-	Body map[string]any `json:"body,omitempty"`
-	Requester
-
+// change is an Intervention with what it puts in force, decoded from its body.
+type change struct {
+	record.Intervention
 	link  *scenario.LinkFault
 	part  *scenario.Partition
 	crash *scenario.Crash
-}
-
-// Requester is who asked for a change (the live view's API, internal/live): the client's
-// address, User-Agent and Origin header (empty: none sent).
-type Requester struct {
-	RemoteAddr string `json:"remote_addr"`
-	UserAgent  string `json:"user_agent"`
-	Origin     string `json:"origin"`
 }
 
 // Refusal is a change that cannot be made: what kind of refusal (the live view's HTTP server
@@ -185,10 +160,10 @@ type InterventionsState struct {
 	Realtime bool `json:"realtime"`
 	// NextEpisode is where a change asked for now takes effect (step 0); -1 when no episode
 	// is left to start.
-	NextEpisode   int                 `json:"next_episode"`
-	Faults        scenario.FaultsSpec `json:"faults"`      // in force, with every applied change
-	FaultsYAML    string              `json:"faults_yaml"` // the same, as faults.applied.yaml has it
-	Interventions []Intervention      `json:"interventions"`
+	NextEpisode   int                   `json:"next_episode"`
+	Faults        scenario.FaultsSpec   `json:"faults"`      // in force, with every applied change
+	FaultsYAML    string                `json:"faults_yaml"` // the same, as faults.applied.yaml has it
+	Interventions []record.Intervention `json:"interventions"`
 	// Current are the rules and partitions acting from the next episode on, by the name the
 	// user knows them by (what PUT and DELETE name).
 	Current struct {
@@ -233,16 +208,16 @@ func (iv *Interventions) Faults() scenario.FaultsSpec {
 }
 
 // List returns every change asked for, applied or pending.
-func (iv *Interventions) List() []Intervention {
+func (iv *Interventions) List() []record.Intervention {
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
 	return iv.list()
 }
 
-func (iv *Interventions) list() []Intervention {
-	out := make([]Intervention, len(iv.all))
+func (iv *Interventions) list() []record.Intervention {
+	out := make([]record.Intervention, len(iv.all))
 	for i, c := range iv.all {
-		out[i] = *c
+		out[i] = c.Intervention
 	}
 	return out
 }
@@ -263,7 +238,7 @@ func (iv *Interventions) provisional() (faultState, error) {
 // Do asks for change op (OpAdd, OpChange, OpRemove, OpCrash) of target (TargetLink,
 // TargetPartition, TargetProc) name ("" for an add) with the fields of body, recording by as
 // who asked (AddLink ... Crash with no requester).
-func (iv *Interventions) Do(by Requester, op, target, name string, body map[string]any) (Intervention, error) {
+func (iv *Interventions) Do(by record.Requester, op, target, name string, body map[string]any) (record.Intervention, error) {
 	switch {
 	case op == OpCrash:
 		return iv.crash(by, name, body)
@@ -275,48 +250,48 @@ func (iv *Interventions) Do(by Requester, op, target, name string, body map[stri
 	case (target == TargetLink || target == TargetPartition) && op == OpRemove:
 		return iv.ask(by, op, target, name, nil, nil)
 	}
-	return Intervention{}, &Refusal{Kind: RefusedNotFound, Reason: "unknown change " + op + " " + target}
+	return record.Intervention{}, &Refusal{Kind: RefusedNotFound, Reason: "unknown change " + op + " " + target}
 }
 
 // AddLink asks for a new link rule (the fields of a faults.links entry, as in a scenario file).
-func (iv *Interventions) AddLink(rule map[string]any) (Intervention, error) {
-	return iv.Do(Requester{}, OpAdd, TargetLink, "", rule)
+func (iv *Interventions) AddLink(rule map[string]any) (record.Intervention, error) {
+	return iv.Do(record.Requester{}, OpAdd, TargetLink, "", rule)
 }
 
 // ChangeLink asks for rule name to be replaced by rule (its name stays).
-func (iv *Interventions) ChangeLink(name string, rule map[string]any) (Intervention, error) {
-	return iv.Do(Requester{}, OpChange, TargetLink, name, rule)
+func (iv *Interventions) ChangeLink(name string, rule map[string]any) (record.Intervention, error) {
+	return iv.Do(record.Requester{}, OpChange, TargetLink, name, rule)
 }
 
 // RemoveLink asks for rule name to stop acting.
-func (iv *Interventions) RemoveLink(name string) (Intervention, error) {
-	return iv.Do(Requester{}, OpRemove, TargetLink, name, nil)
+func (iv *Interventions) RemoveLink(name string) (record.Intervention, error) {
+	return iv.Do(record.Requester{}, OpRemove, TargetLink, name, nil)
 }
 
 // AddPartition asks for a new partition (the fields of a faults.partitions entry; its window
 // defaults to every step).
-func (iv *Interventions) AddPartition(p map[string]any) (Intervention, error) {
-	return iv.Do(Requester{}, OpAdd, TargetPartition, "", p)
+func (iv *Interventions) AddPartition(p map[string]any) (record.Intervention, error) {
+	return iv.Do(record.Requester{}, OpAdd, TargetPartition, "", p)
 }
 
 // ChangePartition asks for partition name to be replaced by p (its name stays).
-func (iv *Interventions) ChangePartition(name string, p map[string]any) (Intervention, error) {
-	return iv.Do(Requester{}, OpChange, TargetPartition, name, p)
+func (iv *Interventions) ChangePartition(name string, p map[string]any) (record.Intervention, error) {
+	return iv.Do(record.Requester{}, OpChange, TargetPartition, name, p)
 }
 
 // RemovePartition asks for partition name to stop acting.
-func (iv *Interventions) RemovePartition(name string) (Intervention, error) {
-	return iv.Do(Requester{}, OpRemove, TargetPartition, name, nil)
+func (iv *Interventions) RemovePartition(name string) (record.Intervention, error) {
+	return iv.Do(record.Requester{}, OpRemove, TargetPartition, name, nil)
 }
 
 // Crash asks for process proc (plant.0, cloud.0, agent.3; or its file name agent-3) to be
 // killed at step "step" of the next episode and back at step "restart" (or after "down"
 // steps), with the crash's "noise" rule: the fields of a faults.crashes entry.
-func (iv *Interventions) Crash(proc string, c map[string]any) (Intervention, error) {
-	return iv.Do(Requester{}, OpCrash, TargetProc, proc, c)
+func (iv *Interventions) Crash(proc string, c map[string]any) (record.Intervention, error) {
+	return iv.Do(record.Requester{}, OpCrash, TargetProc, proc, c)
 }
 
-func (iv *Interventions) crash(by Requester, proc string, body map[string]any) (Intervention, error) {
+func (iv *Interventions) crash(by record.Requester, proc string, body map[string]any) (record.Intervention, error) {
 	c := map[string]any{}
 	if body != nil {
 		c = cloneMap(body)
@@ -331,12 +306,12 @@ func (iv *Interventions) crash(by Requester, proc string, body map[string]any) (
 	if d, ok := c["down"]; ok {
 		delete(c, "down")
 		if _, has := c["restart"]; has {
-			return Intervention{}, &Refusal{Kind: RefusedInvalid, Field: "down", Reason: "give restart or down, not both"}
+			return record.Intervention{}, &Refusal{Kind: RefusedInvalid, Field: "down", Reason: "give restart or down, not both"}
 		}
 		df, ok1 := d.(float64)
 		s, ok2 := toFloat(c["step"])
 		if !ok1 || !ok2 || df != float64(int(df)) || df < 1 {
-			return Intervention{}, &Refusal{Kind: RefusedInvalid, Field: "down", Reason: fmt.Sprintf("%v: want the steps the process stays down (an integer >= 1)", d)}
+			return record.Intervention{}, &Refusal{Kind: RefusedInvalid, Field: "down", Reason: fmt.Sprintf("%v: want the steps the process stays down (an integer >= 1)", d)}
 		}
 		c["restart"] = int(s) + int(df)
 	}
@@ -368,47 +343,47 @@ func cloneMap(m map[string]any) map[string]any {
 
 // ask checks a change against the faults it will apply to (the scenario validator names the
 // field at fault) and queues it for the next episode; by asked for it with body (recorded).
-func (iv *Interventions) ask(by Requester, op, target, name string, fields, body map[string]any) (Intervention, error) {
+func (iv *Interventions) ask(by record.Requester, op, target, name string, fields, body map[string]any) (record.Intervention, error) {
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
 	midStep := iv.midStep(target)
 	switch {
 	case iv.cfg.Refuse != "":
-		return Intervention{}, &Refusal{Kind: RefusedConflict, Reason: iv.cfg.Refuse}
+		return record.Intervention{}, &Refusal{Kind: RefusedConflict, Reason: iv.cfg.Refuse}
 	case midStep < 0 && (iv.ended || iv.next >= iv.cfg.Runs):
-		return Intervention{}, &Refusal{Kind: RefusedConflict, Reason: "no episode of the run is left to start: a change takes effect at the start of the next episode"}
+		return record.Intervention{}, &Refusal{Kind: RefusedConflict, Reason: "no episode of the run is left to start: a change takes effect at the start of the next episode"}
 	}
 	prov, err := iv.provisional()
 	if err != nil {
-		return Intervention{}, err
+		return record.Intervention{}, err
 	}
-	c := &Intervention{ID: len(iv.all) + 1, Op: op, Target: target, Name: name, Episode: -1, At: time.Now().UTC(), Requester: by}
+	c := &change{Intervention: record.Intervention{ID: len(iv.all) + 1, Op: op, Target: target, Name: name, Episode: -1, At: time.Now().UTC(), Requester: by}}
 	if body != nil {
 		c.Body = cloneMap(body)
 	}
 	if err := iv.decode(c, prov, fields); err != nil {
-		return Intervention{}, err
+		return record.Intervention{}, err
 	}
 	at := scenario.StepPoint{Episode: iv.next}
 	if midStep >= 0 {
 		at = scenario.StepPoint{Episode: iv.epNow, Step: midStep}
 	}
 	if err := applyChange(&prov, c, at); err != nil {
-		return Intervention{}, err
+		return record.Intervention{}, err
 	}
 	if _, err := checkFaults(iv.cfg.Scenario, prov.faults); err != nil {
-		return Intervention{}, err
+		return record.Intervention{}, err
 	}
 	iv.all = append(iv.all, c)
 	if midStep < 0 {
 		iv.pending = append(iv.pending, c)
-		return *c, nil
+		return c.Intervention, nil
 	}
 	if err := iv.publish(iv.sess, prov, at); err != nil {
-		return Intervention{}, &Refusal{Kind: RefusedInternal, Reason: err.Error()}
+		return record.Intervention{}, &Refusal{Kind: RefusedInternal, Reason: err.Error()}
 	}
-	iv.commit([]*Intervention{c}, prov, at)
-	out := *c
+	iv.commit([]*change{c}, prov, at)
+	out := c.Intervention
 	if iv.cfg.OnApply != nil {
 		all, faults := iv.list(), iv.cur.faults.Clone()
 		go iv.cfg.OnApply(all, faults) // outside the lock; it reads the state again
@@ -461,11 +436,11 @@ func (iv *Interventions) publish(s *Session, st faultState, at scenario.StepPoin
 }
 
 // commit records changes cs as in force from at, with the faults st.
-func (iv *Interventions) commit(cs []*Intervention, st faultState, at scenario.StepPoint) {
+func (iv *Interventions) commit(cs []*change, st faultState, at scenario.StepPoint) {
 	now := time.Now()
 	for _, c := range cs {
 		c.Applied, c.Episode, c.Step = true, at.Episode, at.Step
-		iv.cfg.Timeline.Add(now, TimelineEvent{Point: iv.cfg.PointIndex, Episode: at.Episode, Step: at.Step, Proc: procOf(c), Event: EvIntervention,
+		iv.cfg.Timeline.Add(now, record.TimelineEvent{Point: iv.cfg.PointIndex, Episode: at.Episode, Step: at.Step, Proc: procOf(c), Event: EvIntervention,
 			Detail: describe(c)})
 	}
 	iv.cur = st
@@ -474,7 +449,7 @@ func (iv *Interventions) commit(cs []*Intervention, st faultState, at scenario.S
 // decode decodes the fields of a change into c, with the scenario validator: they are put in
 // the faults as they will be (prov) and the whole section is checked, so a problem is named
 // by its field (faults.links[3].drop).
-func (iv *Interventions) decode(c *Intervention, prov faultState, fields map[string]any) error {
+func (iv *Interventions) decode(c *change, prov faultState, fields map[string]any) error {
 	if c.Op == OpRemove {
 		return iv.findCurrent(c, prov)
 	}
@@ -538,7 +513,7 @@ func (iv *Interventions) decode(c *Intervention, prov faultState, fields map[str
 
 // settleName gives a changed rule or partition (name: its decoded name) the name it changes,
 // takes a new one's name as the intervention's, and refuses a new one whose name was ever used.
-func (c *Intervention) settleName(name *string, prov faultState) error {
+func (c *change) settleName(name *string, prov faultState) error {
 	if c.Op == OpChange {
 		*name = c.Name
 		return nil
@@ -551,7 +526,7 @@ func (c *Intervention) settleName(name *string, prov faultState) error {
 }
 
 // findCurrent checks that c names a rule (or partition) acting from the next episode on.
-func (iv *Interventions) findCurrent(c *Intervention, prov faultState) error {
+func (iv *Interventions) findCurrent(c *change, prov faultState) error {
 	if currentVersion(prov, c.Target, c.Name) == "" {
 		return &Refusal{Kind: RefusedNotFound, Field: "name", Reason: fmt.Sprintf("no %s named %q acts from episode %d on", c.Target, c.Name, iv.next)}
 	}
@@ -581,7 +556,7 @@ func currentVersion(st faultState, target, name string) string {
 }
 
 // applyChange puts change c in st, taking effect at step point at.
-func applyChange(st *faultState, c *Intervention, at scenario.StepPoint) error {
+func applyChange(st *faultState, c *change, at scenario.StepPoint) error {
 	switch c.Target {
 	case TargetProc:
 		cr := *c.crash
@@ -787,7 +762,7 @@ func (iv *Interventions) end() {
 	iv.pending = nil
 }
 
-func procOf(c *Intervention) string {
+func procOf(c *change) string {
 	if c.Target == TargetProc {
 		return c.Name
 	}
@@ -795,7 +770,7 @@ func procOf(c *Intervention) string {
 }
 
 // describe is an intervention as the timeline says it.
-func describe(c *Intervention) string {
+func describe(c *change) string {
 	d := c.Op + " " + c.Target + " " + c.Name
 	if c.Rule != "" && c.Rule != c.Name {
 		d += " (" + c.Rule + ")"

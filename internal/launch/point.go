@@ -10,6 +10,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/metrics"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
 	"github.com/dpsim/dpsim/pkg/wire"
@@ -64,7 +65,7 @@ type PlayOptions struct {
 // results.
 type PointOutcome struct {
 	FaultCounts                       // the process faults executed
-	Inflight    InflightCounts        // how the played episodes were grouped (NextGroup)
+	Inflight    record.InflightCounts // how the played episodes were grouped (NextGroup)
 	Played      int                   // episodes played by every process, from PlayOptions.Start
 	Episodes    int                   // Start + Played: the point's completed episodes
 	EpisodeNS   time.Duration         // wall time inside the played episodes (Session.EpisodeNS)
@@ -83,9 +84,9 @@ type PointOutcome struct {
 	TracedEpisodes int
 	// Problems are what the processes did wrong, each attributed to its process (attribute);
 	// the fatal ones are in the point's error.
-	Problems []Problem
+	Problems []record.Problem
 	// Leftovers are the processes that outlived their role and were killed at the stop.
-	Leftovers []Leftover
+	Leftovers []record.Leftover
 	forgedBy  map[string]map[string]uint64 // claimed sender -> receiver -> forged messages dropped
 }
 

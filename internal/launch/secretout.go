@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
-	"github.com/dpsim/dpsim/pkg/report"
+	"github.com/dpsim/dpsim/pkg/record"
 )
 
 // SecretOutput is an output of dpsim run or dpsim audit that holds the run's secrets: x(0), the
@@ -44,7 +44,7 @@ func SecretOutputs() []SecretOutput {
 		{"procs", "*.checkpoint.json", "a crashed process's noise draw", true},
 		{"procs", "attach/*", "the attached processes' credentials", true},
 	}
-	for _, f := range report.FigureNames() {
+	for _, f := range record.FigureNames() {
 		for _, ext := range []string{".png", ".svg"} {
 			out = append(out, SecretOutput{"", f + ext, "a figure of the run: the true trajectory or the errors against it", false})
 		}
@@ -59,7 +59,7 @@ func IsSecretOutput(rel string) bool {
 	dir = strings.TrimSuffix(dir, "/")
 	switch {
 	case dir == "":
-	case dir == report.FigureDataDir:
+	case dir == record.FigureDataDir:
 		dir = "figures"
 	case strings.HasPrefix(dir, "procs"):
 		if d, rest, ok := strings.Cut(dir, "/"); ok && (rest == AttachDir || strings.HasSuffix(rest, "/"+AttachDir)) {

@@ -10,20 +10,8 @@ import (
 
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/record"
 )
-
-// SecretFiles says what became of the files holding secrets that a run's processes left in
-// their directories (summary.json "secrets"): the plan files of the plant and the agents (their
-// x(0) and the run seed), the checkpoints of crashed processes (their noise draw) and the attach
-// credentials files (passwords, signing and curve seeds). They are removed when the run ends,
-// however it ends, unless the user keeps them (--keep-secrets); a launcher that is killed
-// cannot remove them.
-type SecretFiles struct {
-	// Kept: --keep-secrets; Files are then the files kept, else those removed.
-	Kept    bool     `json:"kept"`
-	Removed int      `json:"removed"`
-	Files   []string `json:"files,omitempty"` // relative to the output directory, sorted
-}
 
 // IsSecretFile reports whether a file named name, in a process directory, holds a secret:
 // the plan file of a plant or agent process, a checkpoint, an attach credentials file.
@@ -44,7 +32,7 @@ func IsSecretFile(name string) bool {
 // RemoveSecrets removes the secret files (IsSecretFile) below dir, a process directory (its
 // point directories and attach/ included), or with keep only lists them; paths relative to
 // base go into s. It adds to s and returns the errors of the files it could not remove.
-func RemoveSecrets(s *SecretFiles, base, dir string, keep bool) error {
+func RemoveSecrets(s *record.SecretFiles, base, dir string, keep bool) error {
 	s.Kept = keep
 	var errs []error
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dpsim/dpsim/pkg/record"
 )
 
 // The files holding secrets are the plant's and the agents' plan files, checkpoints and attach
@@ -22,7 +24,7 @@ func TestRemoveSecrets(t *testing.T) {
 			require.NoError(t, os.MkdirAll(filepath.Join(out, filepath.Dir(f)), 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(out, f), []byte("x"), 0o600))
 		}
-		var s SecretFiles
+		var s record.SecretFiles
 		require.NoError(t, RemoveSecrets(&s, out, filepath.Join(out, "procs"), keep))
 		require.Equal(t, keep, s.Kept)
 		require.ElementsMatch(t, secret, s.Files)
@@ -39,6 +41,6 @@ func TestRemoveSecrets(t *testing.T) {
 			require.FileExists(t, filepath.Join(out, f))
 		}
 	}
-	var s SecretFiles
+	var s record.SecretFiles
 	require.NoError(t, RemoveSecrets(&s, t.TempDir(), filepath.Join(t.TempDir(), "none"), false), "no process directory: nothing to do")
 }

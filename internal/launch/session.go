@@ -15,6 +15,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
@@ -135,7 +136,7 @@ type Session struct {
 
 	Episodes  int           // episodes completed by every process
 	EpisodeNS time.Duration // wall time inside episodes (from ctl.episode to the last done)
-	Inflight  InflightCounts
+	Inflight  record.InflightCounts
 	stopped   bool
 	lateness  *latenessTap // realtime steps' lateness for the live view (nil: not measured)
 	// lastCtl is each sender's last ctl event; onStall receives the stalls of the waits
@@ -147,7 +148,7 @@ type Session struct {
 	// process group it started, restarted ones included; leftovers is what the sweep ended.
 	launchTag string
 	groups    map[int]string
-	leftovers []Leftover
+	leftovers []record.Leftover
 }
 
 // Procs returns the children.
@@ -318,7 +319,7 @@ func (s *Session) Group(ctx context.Context, g Group, x0s [][]float64) error {
 	}
 	s.Episodes += g.Count
 	s.EpisodeNS += time.Since(start)
-	s.Inflight.Add(g)
+	countGroup(&s.Inflight, g)
 	return nil
 }
 
@@ -486,7 +487,7 @@ func (s *Session) exitedIn(p *Proc, g Group) error {
 		}
 	}
 	s.exits <- p // keep it for Stop's accounting
-	s.cfg.Timeline.Add(time.Now(), TimelineEvent{Point: s.cfg.PointIndex, Episode: g.First, Step: -1, Proc: p.Name, Event: EvExited,
+	s.cfg.Timeline.Add(time.Now(), record.TimelineEvent{Point: s.cfg.PointIndex, Episode: g.First, Step: -1, Proc: p.Name, Event: EvExited,
 		Detail: fmt.Sprintf("pid %d: %s; the episodes finished before are kept", p.PID(), p.Failure())})
 	if f := p.Failure(); f != "" {
 		return fmt.Errorf("%v: process %s failed: %s", g, p.who(), f)

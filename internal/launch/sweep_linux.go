@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dpsim/dpsim/pkg/record"
 )
 
 // sweepPoll is how often the sweep looks whether its signals took effect.
@@ -19,7 +21,7 @@ const sweepPoll = 20 * time.Millisecond
 // process group of one of its children, after the children themselves exited or were killed:
 // SIGTERM, then SIGKILL killGrace later for what still runs (docs/protocol.md, section 2.3).
 // A process that both cleared its environment and left the group escapes it (documented).
-func (s *Session) sweep() []Leftover {
+func (s *Session) sweep() []record.Leftover {
 	s.ctl.mu.Lock()
 	tag, groups := s.launchTag, maps.Clone(s.groups)
 	s.ctl.mu.Unlock()
@@ -31,7 +33,7 @@ func (s *Session) sweep() []Leftover {
 	if len(found) == 0 {
 		return nil
 	}
-	var out []Leftover
+	var out []record.Leftover
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		for pid := range found {
 			if own.of(pid) == "" { // gone, or its pid now names another process
@@ -44,7 +46,7 @@ func (s *Session) sweep() []Leftover {
 		for len(found) > 0 && time.Now().Before(deadline) {
 			for pid, of := range found {
 				if !alive(pid) {
-					out = append(out, Leftover{PID: pid, Command: comm(pid), Of: of, Signal: signalName(sig)})
+					out = append(out, record.Leftover{PID: pid, Command: comm(pid), Of: of, Signal: signalName(sig)})
 					delete(found, pid)
 				}
 			}
@@ -52,7 +54,7 @@ func (s *Session) sweep() []Leftover {
 		}
 	}
 	for pid, of := range found { // not even SIGKILL ended it (uninterruptible sleep): name it
-		out = append(out, Leftover{PID: pid, Command: comm(pid), Of: of, Signal: "SIGKILL (still running)"})
+		out = append(out, record.Leftover{PID: pid, Command: comm(pid), Of: of, Signal: "SIGKILL (still running)"})
 	}
 	return out
 }

@@ -8,13 +8,9 @@ import (
 
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
-	"github.com/dpsim/dpsim/pkg/report"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
-
-// TimelineEvent is one entry of a run's fault timeline (summary.json "timeline", report.md
-// "Timeline of faults").
-type TimelineEvent = report.TimelineEvent
 
 // The events of the timeline.
 const (
@@ -36,14 +32,14 @@ const (
 type Timeline struct {
 	mu     sync.Mutex
 	origin time.Time
-	events []TimelineEvent
+	events []record.TimelineEvent
 }
 
 // NewTimeline returns a timeline whose events are timed in seconds from origin (the run's start).
 func NewTimeline(origin time.Time) *Timeline { return &Timeline{origin: origin} }
 
 // Add records ev at time at (nothing on a nil timeline).
-func (t *Timeline) Add(at time.Time, ev TimelineEvent) {
+func (t *Timeline) Add(at time.Time, ev record.TimelineEvent) {
 	if t == nil {
 		return
 	}
@@ -54,13 +50,13 @@ func (t *Timeline) Add(at time.Time, ev TimelineEvent) {
 }
 
 // Sorted returns the events in time order.
-func (t *Timeline) Sorted() []TimelineEvent {
+func (t *Timeline) Sorted() []record.TimelineEvent {
 	if t == nil {
 		return nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := append([]TimelineEvent(nil), t.events...)
+	out := append([]record.TimelineEvent(nil), t.events...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Sec < out[j].Sec })
 	return out
 }
@@ -68,7 +64,7 @@ func (t *Timeline) Sorted() []TimelineEvent {
 // AddConnEvents puts a process's connection events on the timeline.
 func (t *Timeline) AddConnEvents(point int, r *contract.ProcessResult) {
 	for _, ce := range r.ConnEvents {
-		ev := TimelineEvent{Point: point, Episode: ce.Episode, Step: -1, Proc: r.Name, Detail: ce.Error}
+		ev := record.TimelineEvent{Point: point, Episode: ce.Episode, Step: -1, Proc: r.Name, Detail: ce.Error}
 		switch ce.Event {
 		case bus.EventDisconnected.String():
 			ev.Event = EvDisconnected
@@ -89,11 +85,11 @@ func (t *Timeline) AddStatic(point int, f *scenario.FaultsSpec) {
 		if x.Bandwidth > 0 {
 			bw = fmt.Sprintf("%d KB/s", x.Bandwidth)
 		}
-		t.Add(time.Now(), TimelineEvent{Point: point, Episode: -1, Step: -1, Proc: contract.ProcName(procRole(x.Proc)), Event: EvProxy,
+		t.Add(time.Now(), record.TimelineEvent{Point: point, Episode: -1, Step: -1, Proc: contract.ProcName(procRole(x.Proc)), Event: EvProxy,
 			Detail: fmt.Sprintf("toxiproxy between %s and the server for the whole run: latency %v +- %v, %s, both directions", x.Proc, x.Latency, x.Jitter, bw)})
 	}
 	for _, p := range f.Partitions {
-		t.Add(time.Now(), TimelineEvent{Point: point, Episode: -1, Step: p.Window.From, Event: EvPartitionStart,
+		t.Add(time.Now(), record.TimelineEvent{Point: point, Episode: -1, Step: p.Window.From, Event: EvPartitionStart,
 			Detail: fmt.Sprintf("%s: agents %v cut off the others for steps %d..%d of every episode", p.Name, p.Side, p.Window.From, p.Window.To-1)})
 	}
 }

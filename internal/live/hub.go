@@ -7,7 +7,7 @@ import (
 
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/figure"
-	"github.com/dpsim/dpsim/pkg/report"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/trace"
 )
@@ -136,7 +136,7 @@ type State struct {
 	Links         []LinkRow              `json:"links"`
 	LiveLinks     []LinkRow              `json:"live_links"` // the point in progress (or the last one played): injector side, replayed
 	Processes     []*Proc                `json:"processes"`
-	Timeline      []report.TimelineEvent `json:"timeline"`
+	Timeline      []record.TimelineEvent `json:"timeline"`
 	// Lateness is realtime mode's histogram of how late the steps' messages were published
 	// after their tick, by publisher role (absent: none observed).
 	Lateness map[string]*LatenessSummary `json:"lateness,omitempty"`
@@ -182,7 +182,7 @@ type Hub struct {
 	stream   *Stream                  // realtime: the episode in progress as released
 	procs    []*Proc
 	procIdx  map[string]*Proc
-	timeline func() []report.TimelineEvent
+	timeline func() []record.TimelineEvent
 	status   string
 	err      string
 	endAt    time.Time // when the run ended (Finish)
@@ -208,7 +208,7 @@ func NewHub(info Info, start time.Time) *Hub {
 
 // SetTimeline sets where the hub reads the run's timeline of faults and exits (called when a
 // snapshot is made).
-func (h *Hub) SetTimeline(f func() []report.TimelineEvent) {
+func (h *Hub) SetTimeline(f func() []record.TimelineEvent) {
 	if h == nil {
 		return
 	}

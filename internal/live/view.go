@@ -17,13 +17,14 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/dpsim/dpsim/pkg/figure"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/report"
 	"github.com/dpsim/dpsim/pkg/trace"
 )
 
 // The files of a run directory the view reads.
 const (
-	SummaryFile       = "summary.json"
+	SummaryFile       = record.FileName
 	FaultsAppliedFile = "faults.applied.yaml"
 )
 
@@ -48,7 +49,7 @@ type ViewState struct {
 	Figures []ViewFigure `json:"figures"`
 	// Timeline is the run's timeline of faults and exits (summary.json), FaultsApplied the
 	// text of faults.applied.yaml when the run wrote one.
-	Timeline      []report.TimelineEvent `json:"timeline"`
+	Timeline      []record.TimelineEvent `json:"timeline"`
 	FaultsApplied string                 `json:"faults_applied,omitempty"`
 	// Notes say what the view shows only in part (episodes beyond MaxViewEpisodes, figures
 	// of a run written before their data was).
@@ -93,37 +94,6 @@ type View struct {
 // State returns the view's state (the caller must not change it).
 func (v *View) State() *ViewState { return v.st }
 
-// runSummary is what the view reads of summary.json.
-type runSummary struct {
-	Scenario string `json:"scenario"`
-	Kind     string `json:"kind"`
-	Engine   string `json:"engine"`
-	Mode     string `json:"mode"`
-	Runs     int    `json:"runs"`
-	Steps    int    `json:"steps"`
-	Status   string `json:"status"`
-	Error    string `json:"error"`
-	Points   []struct {
-		Name          string            `json:"name"`
-		Point         map[string]string `json:"point"`
-		Requested     int               `json:"requested"`
-		Episodes      int               `json:"episodes"`
-		TraceFile     string            `json:"trace_file"`
-		TraceEpisodes int               `json:"trace_episodes"`
-		Metrics       *struct {
-			Steps         int     `json:"steps"`
-			NoiseVariance float64 `json:"noise_variance"`
-			Consensus     *struct {
-				Prop1Bound float64 `json:"prop1_bound"`
-			} `json:"consensus"`
-		} `json:"metrics"`
-	} `json:"points"`
-	Timeline []report.TimelineEvent `json:"timeline"`
-	Files    struct {
-		Report string `json:"report"`
-	} `json:"files"`
-}
-
 // LoadView reads the finished run in dir: summary.json, report.md and its figures' data,
 // the merged traces of the traced episodes and faults.applied.yaml. An error names the file
 // and what is wrong with it.
@@ -145,7 +115,7 @@ func LoadView(dir string) (*View, error) {
 	st := &ViewState{Page: "view", Dir: dir, Scenario: sum.Scenario, Kind: sum.Kind, Engine: sum.Engine, Mode: sum.Mode,
 		Runs: sum.Runs, Status: sum.Status, Error: sum.Error, Timeline: sum.Timeline, Notes: []string{}, Summary: trimSeries(raw).(map[string]any)}
 	if st.Timeline == nil {
-		st.Timeline = []report.TimelineEvent{}
+		st.Timeline = []record.TimelineEvent{}
 	}
 	delete(st.Summary, "metrics") // the points' metrics hold the same
 	v.st = st
@@ -165,7 +135,7 @@ func LoadView(dir string) (*View, error) {
 }
 
 // readSummary reads and checks dir/summary.json.
-func readSummary(dir string) (map[string]any, *runSummary, error) {
+func readSummary(dir string) (map[string]any, *record.Summary, error) {
 	path := filepath.Join(dir, SummaryFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -175,7 +145,7 @@ func readSummary(dir string) (map[string]any, *runSummary, error) {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var raw map[string]any
-	var sum runSummary
+	var sum record.Summary
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return nil, nil, fmt.Errorf("%s: invalid JSON: %w", path, err)
 	}
@@ -192,7 +162,7 @@ func readSummary(dir string) (map[string]any, *runSummary, error) {
 }
 
 // loadPoints reads each point's traced episodes.
-func (v *View) loadPoints(sum *runSummary) error {
+func (v *View) loadPoints(sum *record.Summary) error {
 	for k, p := range sum.Points {
 		vp := ViewPoint{Name: p.Name, Params: p.Point, Steps: sum.Steps, Requested: p.Requested, Completed: p.Episodes,
 			TraceFile: p.TraceFile, Traced: p.TraceEpisodes, Episodes: []int{}}

@@ -9,12 +9,11 @@ import (
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/pkg/figure"
+	"github.com/dpsim/dpsim/pkg/record"
 )
 
-// FigureDataDir is the directory, in the output directory, where Write puts the data of each
-// figure as NAME.json (figure.Data: the panels' titles, axes and series in data units), so
-// that a page can draw the figures of report.md again as interactive plots (dpsim view).
-const FigureDataDir = "figures"
+// FigureDataDir is where Write puts the data of each figure (record.FigureDataDir).
+const FigureDataDir = record.FigureDataDir
 
 // FigureDataFile is the path, relative to the output directory, of the data of figure name.
 func FigureDataFile(name string) string {

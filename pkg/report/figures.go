@@ -14,19 +14,20 @@ import (
 
 	"github.com/dpsim/dpsim/pkg/figure"
 	"github.com/dpsim/dpsim/pkg/metrics"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
-// Figure names (files NAME.png and NAME.svg).
+// Figure names (files NAME.png and NAME.svg): declared with the run's record (pkg/record).
 const (
-	FigTrackingError     = "tracking-error"      // cloud control: x - x_r against t (paper Fig. 2)
-	FigTrackingMSE       = "tracking-mse"        // cloud control: E[(x - x_r)^2] against t
-	FigEavesdropper      = "eavesdropper-error"  // E||x0hat(t) - x(0)||^2 against t
-	FigSweepFinalMSE     = "sweep-final-mse"     // final mean-square error against the swept parameter (Fig. 3)
-	FigSweepEavesdropper = "sweep-eavesdropper"  // eavesdropper error against t per noise kind
-	FigConsensusDev      = "consensus-deviation" // E[x_i(t) - x*] against t (Fig. 5)
-	FigConsensusMSE      = "consensus-mse"       // E||x(t) - 1x*||^2 with the Proposition 1 bound (Figs. 6, 7)
-	FigFaults            = "faults"              // final errors (and sum drift) against a swept fault parameter
+	FigTrackingError     = record.FigTrackingError
+	FigTrackingMSE       = record.FigTrackingMSE
+	FigEavesdropper      = record.FigEavesdropper
+	FigSweepFinalMSE     = record.FigSweepFinalMSE
+	FigSweepEavesdropper = record.FigSweepEavesdropper
+	FigConsensusDev      = record.FigConsensusDev
+	FigConsensusMSE      = record.FigConsensusMSE
+	FigFaults            = record.FigFaults
 )
 
 // figures builds every figure of the run (no I/O).

@@ -13,6 +13,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/figure"
 	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
@@ -87,18 +88,8 @@ type Input struct {
 	Timeline []TimelineEvent
 }
 
-// TimelineEvent is one entry of a run's fault timeline: what happened, to which process, when
-// (seconds since the run started) and where in the run (point, episode, step; -1 when not
-// known or not applicable).
-type TimelineEvent struct {
-	Sec     float64 `json:"t_sec"`
-	Point   int     `json:"point"`
-	Episode int     `json:"episode"`
-	Step    int     `json:"step"`
-	Proc    string  `json:"proc,omitempty"`
-	Event   string  `json:"event"`
-	Detail  string  `json:"detail,omitempty"`
-}
+// TimelineEvent is one entry of a run's fault timeline (pkg/record).
+type TimelineEvent = record.TimelineEvent
 
 // Point is one scenario point of the run.
 type Point struct {
@@ -125,12 +116,8 @@ type Process struct {
 	Point string
 }
 
-// FigureNames lists every figure Write may create (as NAME.png and NAME.svg), so that a
-// caller reusing an output directory can remove those of an earlier run.
-func FigureNames() []string {
-	return []string{FigTrackingError, FigTrackingMSE, FigEavesdropper, FigSweepFinalMSE, FigSweepEavesdropper,
-		FigConsensusDev, FigConsensusMSE, FigFaults}
-}
+// FigureNames lists every figure Write may create (record.FigureNames).
+func FigureNames() []string { return record.FigureNames() }
 
 // MergeGraphWarnings appends to the scenario's warnings the graph warnings of a plan
 // (plan.GraphWarnings) that the scenario did not already state. The scenario loader and the

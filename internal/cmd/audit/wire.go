@@ -21,6 +21,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
 	"github.com/dpsim/dpsim/pkg/wire"
@@ -196,7 +197,7 @@ func wireDir(o *Options, c wireConfig) (dir string, remove func(), err error) {
 	if o.Out != "" {
 		dir := filepath.Join(o.Out, "procs"+suffix(c.points, c.point))
 		return dir, func() {
-			var s launch.SecretFiles
+			var s record.SecretFiles
 			if err := launch.RemoveSecrets(&s, o.Out, dir, o.KeepSecrets); err != nil {
 				c.log.Warn().Err(err).Msg("removing the files holding secrets")
 			}
@@ -246,7 +247,7 @@ func playWireEpisodes(ctx context.Context, sess *launch.Session, c wireConfig) (
 }
 
 // inflightNote is the outputs' line on the trials in flight: asked k, how they were grouped.
-func inflightNote(k int, c launch.InflightCounts) string {
+func inflightNote(k int, c record.InflightCounts) string {
 	s := fmt.Sprintf("wire engine: up to %d trials in flight at once over the processes (--inflight); %d group(s), the largest %d", k, c.Groups, c.Largest)
 	if n := c.Alone.Total(); n > 0 {
 		s += fmt.Sprintf("; %d trial(s) alone (a process crash, server restart or proxy reset scheduled in them: %d, %d, %d)",

@@ -14,14 +14,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/pkg/endpoint"
-	"github.com/dpsim/dpsim/pkg/report"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // securitySummary is the part of summary.json that says how a run was secured and which data
 // messages came for a finished episode.
 type securitySummary struct {
-	Security *report.Security  `json:"security"`
+	Security *record.Security  `json:"security"`
 	Stale    map[string]uint64 `json:"stale"`
 }
 

@@ -1,11 +1,9 @@
 package run
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/wire"
 )
 
@@ -19,18 +17,6 @@ const inflightHelp = "episodes kept in flight at once over the same role process
 	"the vehicle's whole run (500 episodes) 0.50-0.53 s at K=128 against 0.62-0.66 s at K=32, the 21-point " +
 	"cloud-vehicle-sweep 8.0 s against 10.5 s (K=256: 8.1 s); consensus agent hosts get 128 / agents per process " +
 	"(at least 1), so each process holds about 128 cores"
-
-// InflightSummary is summary.json "inflight": how many episodes were kept in flight at once over
-// the processes (NATS engine).
-type InflightSummary struct {
-	// Asked is --inflight (or its default for the mode) and Used the group size the launcher
-	// played with (realtime: 1). The counts say how many groups were played, the largest, and
-	// how many episodes ran in a group of their own because a fault was scheduled in them
-	// (launch.NextGroup): a process crash, a server restart, a proxy reset.
-	Asked int `json:"asked"`
-	Used  int `json:"used"`
-	launch.InflightCounts
-}
 
 // resolveInflight fixes the episodes in flight once the time mode is known: --inflight, else
 // in lockstep launch.DefaultInflightFor the points' processes (the smallest over a sweep), and
@@ -53,37 +39,11 @@ func (l *launcher) resolveInflight() error {
 }
 
 // noteInflight adds a played point's grouping to the summary.
-func (l *launcher) noteInflight(c launch.InflightCounts) {
+func (l *launcher) noteInflight(c record.InflightCounts) {
 	s := l.sum.Inflight
 	if s == nil {
-		s = &InflightSummary{Asked: l.o.Inflight, Used: l.o.Inflight}
+		s = &record.InflightSummary{Asked: l.o.Inflight, Used: l.o.Inflight}
 		l.sum.Inflight = s
 	}
 	s.Merge(c)
-}
-
-// String is the report's line: "16 (asked 16); 40 groups, the largest 16; 2 episodes alone
-// (crash 1, server restart 1)".
-func (s *InflightSummary) String() string {
-	if s == nil {
-		return ""
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d (asked %d); %d group(s), the largest %d", s.Used, s.Asked, s.Groups, s.Largest)
-	a := s.Alone
-	if a.Total() == 0 {
-		b.WriteString("; no episode alone")
-		return b.String()
-	}
-	var why []string
-	for _, w := range []struct {
-		n    int
-		name string
-	}{{a.Crash, "process crash"}, {a.ServerRestart, "server restart"}, {a.Proxy, "proxy reset"}} {
-		if w.n > 0 {
-			why = append(why, fmt.Sprintf("%s %d", w.name, w.n))
-		}
-	}
-	fmt.Fprintf(&b, "; %d episode(s) alone (%s)", a.Total(), strings.Join(why, ", "))
-	return b.String()
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dpsim/dpsim/internal/cmd/run"
 	"github.com/dpsim/dpsim/internal/dpsimtest"
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/internal/roleproc"
@@ -28,6 +27,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/metrics"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
 	"github.com/dpsim/dpsim/pkg/wire"
@@ -153,10 +153,10 @@ type summary struct {
 	Error               string   `json:"error"`
 	Degraded            []string `json:"degraded"`
 	// MissedFraction is the fraction of process steps that went on without their messages.
-	MissedFraction float64            `json:"missed_fraction"`
-	Metrics        json.RawMessage    `json:"metrics"`
-	Processes      []procSummary      `json:"processes"`
-	Problems       []run.PointProblem `json:"problems"`
+	MissedFraction float64               `json:"missed_fraction"`
+	Metrics        json.RawMessage       `json:"metrics"`
+	Processes      []procSummary         `json:"processes"`
+	Problems       []record.PointProblem `json:"problems"`
 	Invalid        map[string]wire.CountersSnapshot
 	Points         []struct {
 		Metrics       *metrics.Results `json:"metrics"`

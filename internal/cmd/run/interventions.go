@@ -12,6 +12,7 @@ import (
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/internal/live"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/wire"
 )
@@ -20,18 +21,6 @@ import (
 // scenario's faults plus every change applied, with the (episode, step) it took effect at.
 // Running the scenario with it as its faults section replays the run.
 const AppliedFaultsFile = "faults.applied.yaml"
-
-// InterventionsSummary is summary.json "interventions": the live changes of the run's faults
-// made through the live view (--ui), applied and not, each with when it was asked for (at), its
-// body and who asked (remote_addr, user_agent, origin: launch.Intervention). A run with an
-// applied change that completed has status "intervened", never "ok" (report.md's and the
-// terminal's status say so and list them).
-type InterventionsSummary struct {
-	Applied int                   `json:"applied"`
-	Pending int                   `json:"not_applied,omitempty"` // asked for, but the run ended first
-	File    string                `json:"file"`                  // faults.applied.yaml
-	List    []launch.Intervention `json:"list"`
-}
 
 // interventionsRefused says why this run cannot take live interventions ("": it can).
 func (l *launcher) interventionsRefused() string {
@@ -60,7 +49,7 @@ func (l *launcher) startInterventions() error {
 	// Interventions.startGroup), so --ui leaves --inflight as it is and the run plays as without it.
 	refuse := l.interventionsRefused()
 	cfg := launch.InterventionsConfig{Scenario: l.points[0], Runs: l.runs, Refuse: refuse,
-		Timeline: l.tl, OnApply: func(_ []launch.Intervention, faults scenario.FaultsSpec) {
+		Timeline: l.tl, OnApply: func(_ []record.Intervention, faults scenario.FaultsSpec) {
 			if err := l.hub.LinkFaults(0, faults); err != nil { // the live links follow the changes
 				l.log.Warn().Err(err).Msg("live view: links no longer replayed")
 			}
@@ -76,7 +65,7 @@ func (l *launcher) startInterventions() error {
 	if refuse != "" {
 		return nil
 	}
-	l.sum.Interventions = &InterventionsSummary{File: AppliedFaultsFile, List: []launch.Intervention{}}
+	l.sum.Interventions = &record.InterventionsSummary{File: AppliedFaultsFile, List: []record.Intervention{}}
 	return l.writeAppliedFaults()
 }
 
@@ -119,10 +108,6 @@ func (l *launcher) finishInterventions() {
 		l.sum.Warnings = append(l.sum.Warnings, err.Error())
 	}
 }
-
-// StatusIntervened is the status of a run that completed with live changes of its faults
-// applied (summary.json "status"; the banners' word).
-const StatusIntervened = "intervened"
 
 // intervened says whether a live change of the faults was applied.
 func (l *launcher) intervened() bool {
@@ -181,5 +166,5 @@ type intervener struct{ iv *launch.Interventions }
 func (v intervener) State() any { return v.iv.State() }
 
 func (v intervener) Do(op, target, name string, body map[string]any, by live.Requester) (any, error) {
-	return v.iv.Do(launch.Requester{RemoteAddr: by.RemoteAddr, UserAgent: by.UserAgent, Origin: by.Origin}, op, target, name, body)
+	return v.iv.Do(record.Requester{RemoteAddr: by.RemoteAddr, UserAgent: by.UserAgent, Origin: by.Origin}, op, target, name, body)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/dpsim/dpsim/internal/live"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/metrics"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
@@ -130,7 +131,7 @@ func (l *launcher) hubBegin(k int) {
 }
 
 // hubPoint gives the live view point k's final counts.
-func (l *launcher) hubPoint(k int, ps PointSummary, res *metrics.Results) {
+func (l *launcher) hubPoint(k int, ps record.PointSummary, res *metrics.Results) {
 	if l.hub == nil {
 		return
 	}
@@ -152,7 +153,7 @@ func (l *launcher) hubAggregate(k int) func(int, metrics.Series) {
 }
 
 // hubProcess gives the live view what a process of a finished point reported.
-func (l *launcher) hubProcess(ps ProcessSummary) {
+func (l *launcher) hubProcess(ps record.ProcessSummary) {
 	if l.hub == nil {
 		return
 	}

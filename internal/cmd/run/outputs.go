@@ -9,13 +9,9 @@ import (
 
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/report"
 )
-
-// RSSWait is ProcessSummary.MaxRSSSource when the peak comes from the wait4 rusage of the
-// exited child (the process reported none): on Linux it includes the launcher's memory at
-// fork/exec.
-const RSSWait = "wait4"
 
 // procFileSuffixes are the files a role process writes into its --out directory.
 var procFileSuffixes = []string{contract.LogFile(""), contract.TraceFile(""), contract.ResultFile(""), contract.TranscriptFile(""),
@@ -49,7 +45,7 @@ func cleanOutputs(dir string) error {
 	}
 	// A link where dpsim keeps a folder of its own (procs/, figures/) is removed itself, never
 	// followed: cleaning through it would delete, and writing through it would write, outside OUT.
-	for _, sub := range []string{"procs", report.FigureDataDir} {
+	for _, sub := range []string{"procs", record.FigureDataDir} {
 		if fi, err := os.Lstat(filepath.Join(dir, sub)); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			remove(filepath.Join(dir, sub))
 		}
@@ -90,7 +86,7 @@ func isRunOutput(name string) bool {
 		name == "faults.jsonl" || name == AppliedFaultsFile || isPointTrace(strings.Replace(name, "faults-p", "trace-p", 1)) {
 		return true
 	}
-	for _, f := range report.FigureNames() {
+	for _, f := range record.FigureNames() {
 		if name == f+".png" || name == f+".svg" {
 			return true
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/finitejson"
 	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/report"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
@@ -95,7 +96,7 @@ func (l *launcher) reportTiming() any {
 		return l.sum.Timing
 	}
 	return struct {
-		TimingSummary
+		record.TimingSummary
 		EpisodesInFlight string `json:"episodes_in_flight"`
 	}{l.sum.Timing, l.sum.Inflight.String()}
 }
@@ -193,7 +194,7 @@ func (l *launcher) printTable(w io.Writer) {
 	fmt.Fprintf(tw, "out\t%s\n", l.o.Out)
 	ivs := l.interventionLines()
 	switch {
-	case s.Status == StatusIntervened:
+	case s.Status == record.StatusIntervened:
 		fmt.Fprintf(tw, "status\tintervened: %d live intervention(s) through the live view changed the faults (summary.json interventions; not the scenario's results)\n", len(ivs))
 		if len(s.Degraded) > 0 {
 			fmt.Fprintf(tw, "degraded\t%s\n", strings.Join(s.Degraded, "; "))
@@ -224,7 +225,7 @@ func oneLine(s string) string {
 // copy of a wrong message (the plant and the eavesdropper both drop a bad u), so the copies
 // dropped are summed per receiver and the messages are, per sender, the most any receiver
 // dropped of its; a run without attribution (an older process) counts copies.
-func invalidLine(s *Summary) string {
+func invalidLine(s *record.Summary) string {
 	var copies, messages uint64
 	from := map[string]map[string]uint64{} // point/sender -> receiver -> dropped
 	for key, c := range s.Invalid {
@@ -261,7 +262,7 @@ func invalidLine(s *Summary) string {
 // reportNotes are the banner's lines on what happened around the results without changing
 // them: the processes the stop had to kill.
 func (l *launcher) reportNotes() []string {
-	if t := launch.LeftoverText(l.sum.LeftoverProcesses); t != "" {
+	if t := record.LeftoverText(l.sum.LeftoverProcesses); t != "" {
 		return []string{t}
 	}
 	return nil

@@ -22,10 +22,14 @@ import (
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/finitejson"
 	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/report"
+	"github.com/dpsim/dpsim/pkg/sim"
+	"github.com/dpsim/dpsim/pkg/trace"
 	"github.com/dpsim/dpsim/pkg/wire"
 )
 
@@ -74,8 +78,8 @@ type resumeState struct {
 	Done    []resumePoint   `json:"done"`
 	Current *resumeProgress `json:"current,omitempty"`
 	// Connections and LauncherCtlInvalid are the summary's totals over the Done points.
-	Connections        ConnectionSummary     `json:"connections"`
-	LauncherCtlInvalid wire.CountersSnapshot `json:"launcher_ctl_invalid"`
+	Connections        record.ConnectionSummary `json:"connections"`
+	LauncherCtlInvalid wire.CountersSnapshot    `json:"launcher_ctl_invalid"`
 	// Digest is the HMAC-SHA256 of the file's bytes before it ("hmac-sha256:HEX"), keyed by
 	// ResumeKeyFile; written last (signResume), so empty when the state is marshalled.
 	Digest string `json:"digest,omitempty"`
@@ -83,9 +87,9 @@ type resumeState struct {
 
 // resumePoint is a completed point: what summary.json has of it.
 type resumePoint struct {
-	Summary   PointSummary     `json:"summary"`
-	Processes []ProcessSummary `json:"processes"`
-	Traces    []string         `json:"traces,omitempty"`
+	Summary   record.PointSummary     `json:"summary"`
+	Processes []record.ProcessSummary `json:"processes"`
+	Traces    []string                `json:"traces,omitempty"`
 }
 
 // resumeProgress is the point in progress.
@@ -340,7 +344,7 @@ func (l *launcher) resumeBegin() {
 				p.Program = l.o.Roles[p.Role+"."+strconv.Itoa(p.ID)] // given again, the run's (applyResume)
 				l.sum.Processes = append(l.sum.Processes, p)
 				l.sum.Invalid[l.processKey(p)] = p.Invalid
-				l.sum.Timing.add(p)
+				l.sum.Timing.Add(p)
 			}
 			l.sum.Files.Traces = append(l.sum.Files.Traces, d.Traces...)
 			l.tick(l.runs)
@@ -447,7 +451,7 @@ func (l *launcher) saveResume(force bool) {
 
 // resumeEnd removes the state of a run whose every episode completed: nothing is partial.
 func (l *launcher) resumeEnd() {
-	if l.resume.state == nil || (l.sum.Status != "ok" && l.sum.Status != "degraded" && l.sum.Status != StatusIntervened) {
+	if l.resume.state == nil || (l.sum.Status != "ok" && l.sum.Status != "degraded" && l.sum.Status != record.StatusIntervened) {
 		return
 	}
 	for _, f := range []string{ResumeFile, ResumeKeyFile} {
@@ -470,7 +474,7 @@ func (l *launcher) resumePoint(ctx context.Context, k int, p *plan.Plan) (int, *
 	if c == nil || c.Point != k || c.Episodes == 0 {
 		return 0, nil, nil
 	}
-	acc, links, err := launch.ReplayEpisodes(ctx, p, l.seeds, c.Episodes, l.o.AgentsPerProcess)
+	acc, links, err := replayEpisodes(ctx, p, l.seeds, c.Episodes, l.o.AgentsPerProcess)
 	if err != nil {
 		return 0, nil, fmt.Errorf("resume: replaying episodes 0..%d of point %d: %w", c.Episodes-1, k, err)
 	}
@@ -485,4 +489,31 @@ func (l *launcher) resumePoint(ctx context.Context, k int, p *plan.Plan) (int, *
 	l.resume.replayed[k] = links
 	l.tick(c.Episodes)
 	return c.Episodes, acc, nil
+}
+
+// replayEpisodes runs episodes 0..n-1 of p with the fast engine and folds their records into a
+// fresh Accumulator, as the collector folds the processes' records.
+func replayEpisodes(ctx context.Context, p *plan.Plan, seeds sim.Seeds, n, perHost int) (*metrics.Accumulator, []fault.LinkStats, error) {
+	acc, err := metrics.NewAccumulator(p, seeds.Run)
+	if err != nil {
+		return nil, nil, err
+	}
+	sink := func(tr *trace.Traces) error {
+		for i := range tr.Control {
+			if err := acc.AddControl(&tr.Control[i]); err != nil {
+				return err
+			}
+		}
+		for i := range tr.Consensus {
+			if err := acc.AddConsensus(&tr.Consensus[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	res, _, err := engine.Run(ctx, p, seeds, engine.Options{Runs: n, AgentsPerHost: perHost, TraceSink: sink})
+	if err != nil {
+		return nil, nil, err
+	}
+	return acc, res.Links, nil
 }

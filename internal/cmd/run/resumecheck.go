@@ -21,7 +21,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/cli"
-	"github.com/dpsim/dpsim/pkg/report"
+	"github.com/dpsim/dpsim/pkg/record"
 )
 
 // What resume.json may hold, and how it is checked. OUT may be writable by others (a
@@ -349,7 +349,7 @@ func removeOutputLinks(dir string) error {
 			}
 		}
 	}
-	check(dir, func(name string) bool { return isRunOutput(name) || name == "procs" || name == report.FigureDataDir })
+	check(dir, func(name string) bool { return isRunOutput(name) || name == "procs" || name == record.FigureDataDir })
 	check(filepath.Join(dir, "procs"), func(name string) bool { return isPointDir(name) || hasAnySuffix(name, procFileSuffixes) })
 	return errors.Join(errs...)
 }

@@ -28,8 +28,10 @@ import (
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/endpoint"
 	"github.com/dpsim/dpsim/pkg/engine"
+	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/report"
 	"github.com/dpsim/dpsim/pkg/scenario"
 	"github.com/dpsim/dpsim/pkg/sim"
@@ -41,8 +43,8 @@ import (
 var Command = cli.Command{Name: "run", Summary: "run a scenario: every role its own process over NATS (or --engine fast)", Run: Run}
 
 // security says how the run's traffic is secured (summary.json "security", report.md).
-func (l *launcher) security(embedded bool) *report.Security {
-	s := &report.Security{Server: "external", Signed: l.o.Sign, Authenticated: l.o.Sign, TLS: "off", Strict: l.o.Strict}
+func (l *launcher) security(embedded bool) *record.Security {
+	s := &record.Security{Server: "external", Signed: l.o.Sign, Authenticated: l.o.Sign, TLS: "off", Strict: l.o.Strict}
 	if embedded {
 		s.Server, s.Permissions, s.Cluster = "embedded", true, max(l.o.Cluster, 1)
 	}
@@ -77,7 +79,7 @@ type launcher struct {
 	points []*scenario.Scenario
 	plans  []*plan.Plan
 	runs   int
-	sum    *Summary
+	sum    *record.Summary
 	cost   engine.Cost // the run's estimate (checkCost)
 	// reportWarnings are report.md's warnings, printed with the final table.
 	reportWarnings []string
@@ -114,7 +116,7 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	}
 	switch {
 	case runErr == nil && l.intervened(): // never "ok": the faults are not the scenario's (degraded named too)
-		l.sum.Status = StatusIntervened
+		l.sum.Status = record.StatusIntervened
 	case runErr == nil && len(l.sum.Degraded) > 0:
 		l.sum.Status = "degraded"
 	case runErr == nil:
@@ -180,7 +182,7 @@ func (l *launcher) degradation() error {
 			for _, lk := range ps.Metrics.Links {
 				d.Conflicts += lk.Conflicts
 			}
-			d.LostInTransport += report.LostInTransport(ps.Metrics.Links)
+			d.LostInTransport += fault.LostInTransport(ps.Metrics.Links)
 		}
 	}
 	for _, ev := range l.sum.Timeline {
@@ -344,19 +346,19 @@ func (l *launcher) applyScenarioSettings(s *scenario.Scenario) error {
 
 // newSummary returns the run's summary before any point runs: the scenario s, the seed and where
 // it came from, the settings, and the graph warnings of every point.
-func (l *launcher) newSummary(s *scenario.Scenario, seed uint64, seedSource string) *Summary {
+func (l *launcher) newSummary(s *scenario.Scenario, seed uint64, seedSource string) *record.Summary {
 	o := l.o
-	sum := &Summary{
+	sum := &record.Summary{
 		Scenario: s.Name, ScenarioFile: o.ScenarioPath, Description: s.Description, Kind: string(s.Kind),
 		Seed: seed, SeedString: strconv.FormatUint(seed, 10), SeedSource: seedSource, Runs: l.runs, Steps: s.Steps, Engine: o.Engine,
 		Mode: o.Mode.String(), RunID: o.RunID, Started: l.started.UTC().Format(time.RFC3339),
-		Warnings: s.Warnings, Processes: []ProcessSummary{}, Invalid: map[string]wire.CountersSnapshot{},
-		Files: Files{Summary: "summary.json", Traces: []string{}}, Attached: o.Attach,
+		Warnings: s.Warnings, Processes: []record.ProcessSummary{}, Invalid: map[string]wire.CountersSnapshot{},
+		Files: record.Files{Summary: "summary.json", Traces: []string{}}, Attached: o.Attach,
 	}
 	if o.Mode == wire.Realtime {
 		sum.PeriodNS = int64(o.Period)
 	}
-	sum.Timing = TimingSummary{Mode: sum.Mode, PeriodNS: sum.PeriodNS}
+	sum.Timing = record.TimingSummary{Mode: sum.Mode, PeriodNS: sum.PeriodNS}
 	if o.Engine == "fast" {
 		sum.Mode = "none (fast engine: no pacing)"
 		sum.Timing.Mode = sum.Mode
@@ -431,7 +433,7 @@ func (l *launcher) traceName(k int) string {
 	return fmt.Sprintf("trace-p%02d.jsonl", k)
 }
 
-func (l *launcher) addPoint(ps PointSummary, res *metrics.Results) {
+func (l *launcher) addPoint(ps record.PointSummary, res *metrics.Results) {
 	ps.Metrics = res
 	if res != nil && res.Point != nil {
 		ps.Point = res.Point
@@ -467,8 +469,8 @@ func (l *launcher) runFast(ctx context.Context) error {
 		done := 0
 		l.hubBegin(k)
 		opts := engine.Options{Runs: l.runs, AgentsPerHost: l.o.AgentsPerProcess, Progress: func(d, _ int) { l.tick(d - done); done = d }}
-		ps := PointSummary{Index: k, Name: l.points[k].Name, Requested: l.runs}
-		ps.setGuarantee(p)
+		ps := record.PointSummary{Index: k, Name: l.points[k].Name, Requested: l.runs}
+		ps.SetGuarantee(p)
 		var out *launch.TraceOut
 		if t := l.traced(); !t.None() {
 			var err error
@@ -615,7 +617,7 @@ func (l *launcher) removeSecrets() {
 	if l.sum.Files.Procs == "" { // the fast engine: no processes, no files
 		return
 	}
-	s := &launch.SecretFiles{}
+	s := &record.SecretFiles{}
 	if err := launch.RemoveSecrets(s, l.o.Out, filepath.Join(l.o.Out, l.sum.Files.Procs), l.o.KeepSecrets); err != nil {
 		l.log.Warn().Err(err).Msg("removing the files holding secrets")
 	}
@@ -700,14 +702,14 @@ func (l *launcher) pointTrace(k, first int) (*launch.TraceOut, error) {
 
 // recordSession adds the stopped session's connection counters, processes and ctl counters to
 // the summary and returns the point's summary so far (its episodes, time and speed).
-func (l *launcher) recordSession(po *launch.PointOutcome, k int, p *plan.Plan, cfg launch.SessionConfig) PointSummary {
+func (l *launcher) recordSession(po *launch.PointOutcome, k int, p *plan.Plan, cfg launch.SessionConfig) record.PointSummary {
 	l.sum.Connections.ServerRestarts += po.ServerRestarts
 	l.sum.Connections.Crashes += po.Crashes
 	l.sum.Connections.Restarts += po.Restarts
 	l.noteInflight(po.Inflight)
-	ps := PointSummary{Index: k, Name: l.points[k].Name, RunID: cfg.Run, Requested: l.runs, Episodes: po.Episodes,
+	ps := record.PointSummary{Index: k, Name: l.points[k].Name, RunID: cfg.Run, Requested: l.runs, Episodes: po.Episodes,
 		ElapsedSec: po.Elapsed.Seconds()}
-	ps.setGuarantee(p)
+	ps.SetGuarantee(p)
 	if po.EpisodeNS > 0 {
 		ps.StepsPerSec = float64(po.Played*p.Steps) / po.EpisodeNS.Seconds()
 	}
@@ -726,16 +728,16 @@ func (l *launcher) recordSession(po *launch.PointOutcome, k int, p *plan.Plan, c
 // recordProblems puts what the processes of point k did wrong in summary.json (problems) and
 // on stderr. The fatal ones are the point's error already; the others change the status only
 // through their effects (timeouts, conflicts, losses: degradation).
-func (l *launcher) recordProblems(k int, problems []launch.Problem) {
+func (l *launcher) recordProblems(k int, problems []record.Problem) {
 	for _, pb := range problems {
-		l.sum.Problems = append(l.sum.Problems, PointProblem{Point: k, Problem: pb})
+		l.sum.Problems = append(l.sum.Problems, record.PointProblem{Point: k, Problem: pb})
 		fmt.Fprintf(l.stderr, "dpsim run: problem: %s\n", pb) // whatever the log level: a role broke the contract
 	}
 }
 
 // recordResults adds the point's late messages (its links' counters) to the summary and
 // records its missing record pieces in ps.
-func (l *launcher) recordResults(po *launch.PointOutcome, ps *PointSummary) {
+func (l *launcher) recordResults(po *launch.PointOutcome, ps *record.PointSummary) {
 	for _, lk := range po.Results.Links {
 		l.sum.Timing.LateMessages += lk.Late // delivered after their step
 	}
@@ -764,7 +766,7 @@ func addCounters(a, b wire.CountersSnapshot) wire.CountersSnapshot {
 // addProcess adds the process pr of point k (its files in rel, relative to OUT; attached: not
 // started by the launcher) to the summary's processes, invalid and stale counts and timing.
 func (l *launcher) addProcess(pr launch.ProcOutcome, point int, rel string, attached bool) {
-	ps := ProcessSummary{Role: pr.Role.String(), ID: pr.ID, PID: pr.PID, Name: pr.Name, Program: pr.Program, Point: point, ExitCode: pr.ExitCode,
+	ps := record.ProcessSummary{Role: pr.Role.String(), ID: pr.ID, PID: pr.PID, Name: pr.Name, Program: pr.Program, Point: point, ExitCode: pr.ExitCode,
 		LogFile: filepath.Join(rel, contract.LogFile(pr.Name))}
 	if attached {
 		ps.LogFile = "" // an attached process logs where whoever started it sends its stderr
@@ -774,7 +776,7 @@ func (l *launcher) addProcess(pr launch.ProcOutcome, point int, rel string, atta
 	}
 	ps.WaitMaxRSSBytes, ps.UserCPUSec, ps.SysCPUSec = pr.WaitMaxRSSBytes, pr.UserCPUSec, pr.SysCPUSec
 	if ps.WaitMaxRSSBytes > 0 {
-		ps.MaxRSSBytes, ps.MaxRSSSource = ps.WaitMaxRSSBytes, RSSWait
+		ps.MaxRSSBytes, ps.MaxRSSSource = ps.WaitMaxRSSBytes, record.RSSWait
 	}
 	if pr.Failure != "" {
 		ps.Status, ps.Error = contract.StatusFailed, pr.Failure
@@ -806,12 +808,12 @@ func (l *launcher) addProcess(pr launch.ProcOutcome, point int, rel string, atta
 		}
 		l.sum.Stale[key] = r.Stale
 	}
-	l.sum.Timing.add(ps)
+	l.sum.Timing.Add(ps)
 	l.hubProcess(ps)
 }
 
 // processKey is the key of a process in summary.json's invalid map.
-func (l *launcher) processKey(p ProcessSummary) string {
+func (l *launcher) processKey(p record.ProcessSummary) string {
 	if len(l.points) > 1 {
 		return fmt.Sprintf("p%02d/%s", p.Point, p.Name)
 	}

@@ -19,15 +19,16 @@ import (
 
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/record"
 )
 
 // readSecrets reads summary.json's secrets.
-func readSecrets(t *testing.T, dir string) launch.SecretFiles {
+func readSecrets(t *testing.T, dir string) record.SecretFiles {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	require.NoError(t, err)
 	var s struct {
-		Secrets *launch.SecretFiles `json:"secrets"`
+		Secrets *record.SecretFiles `json:"secrets"`
 	}
 	require.NoError(t, json.Unmarshal(data, &s))
 	require.NotNil(t, s.Secrets, "summary.json has no secrets")
@@ -45,14 +46,14 @@ func TestSecretFilesRemovedAtTheEnd(t *testing.T) {
 		require.Equal(t, 0, code, stderr)
 		require.NoFileExists(t, filepath.Join(dir, plantPlan))
 		require.FileExists(t, filepath.Join(dir, "procs", "cloud-0.plan.json"))
-		require.Equal(t, launch.SecretFiles{Kept: false, Removed: 1, Files: []string{plantPlan}}, readSecrets(t, dir))
+		require.Equal(t, record.SecretFiles{Kept: false, Removed: 1, Files: []string{plantPlan}}, readSecrets(t, dir))
 	})
 	t.Run("kept", func(t *testing.T) {
 		dir := t.TempDir()
 		code, _, stderr := runDpsim(t, 60*time.Second, "run", scenarioPath("cloud-vehicle"), "--runs", "3", "--out", dir, "--log-level", "warn", "--keep-secrets")
 		require.Equal(t, 0, code, stderr)
 		require.FileExists(t, filepath.Join(dir, plantPlan))
-		require.Equal(t, launch.SecretFiles{Kept: true, Removed: 0, Files: []string{plantPlan}}, readSecrets(t, dir))
+		require.Equal(t, record.SecretFiles{Kept: true, Removed: 0, Files: []string{plantPlan}}, readSecrets(t, dir))
 	})
 	t.Run("interrupted", func(t *testing.T) {
 		srv := server(t)
@@ -71,7 +72,7 @@ func TestSecretFilesRemovedAtTheEnd(t *testing.T) {
 		require.Equal(t, 1, l.wait(t, 30*time.Second), l.stderr.String())
 		require.Equal(t, "interrupted", readSummary(t, dir).Status)
 		require.NoFileExists(t, filepath.Join(dir, plantPlan))
-		require.Equal(t, launch.SecretFiles{Kept: false, Removed: 1, Files: []string{plantPlan}}, readSecrets(t, dir))
+		require.Equal(t, record.SecretFiles{Kept: false, Removed: 1, Files: []string{plantPlan}}, readSecrets(t, dir))
 	})
 }
 
