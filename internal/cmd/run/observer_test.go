@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dpsim/dpsim/internal/cmd/run"
+	"github.com/dpsim/dpsim/internal/runner"
 	"github.com/dpsim/dpsim/pkg/bus"
 )
 
@@ -24,7 +24,7 @@ func TestObserverWatchesTheRun(t *testing.T) {
 	// enough episodes for a few seconds of traffic to watch
 	l := start(t, "run", scenarioPath("cloud-vehicle"), "--runs", "2000", "--trace-episodes", "2",
 		"--out", dir, "--log-level", "warn", "--run-id", "watched")
-	ctxFile := filepath.Join(dir, run.ObserverFile)
+	ctxFile := filepath.Join(dir, runner.ObserverFile)
 	var c bus.ObserverContext
 	require.Eventually(t, func() bool {
 		var err error

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/runner"
 	"github.com/dpsim/dpsim/pkg/wire"
 )
 
@@ -19,25 +20,25 @@ func TestParseOptions(t *testing.T) {
 	for _, tc := range []struct {
 		args    []string
 		wantErr string
-		check   func(*testing.T, *Options)
+		check   func(*testing.T, *runner.Options)
 	}{
-		{args: []string{"s.yaml"}, check: func(t *testing.T, o *Options) {
+		{args: []string{"s.yaml"}, check: func(t *testing.T, o *runner.Options) {
 			require.Equal(t, "s.yaml", o.ScenarioPath)
 			require.Equal(t, "nats", o.Engine)
 			require.False(t, o.SeedSet)
 			require.Equal(t, 1, o.AgentsPerProcess)
-			require.Equal(t, DefaultTraceEpisodes, o.TraceEpisodes, "traces are bounded by default")
+			require.Equal(t, runner.DefaultTraceEpisodes, o.TraceEpisodes, "traces are bounded by default")
 		}},
-		{args: []string{"s.yaml", "--trace-episodes", "-1"}, check: func(t *testing.T, o *Options) {
+		{args: []string{"s.yaml", "--trace-episodes", "-1"}, check: func(t *testing.T, o *runner.Options) {
 			require.Equal(t, -1, o.TraceEpisodes, "-1: every episode")
 		}},
-		{args: []string{"s.yaml", "--trace-episodes", "0"}, check: func(t *testing.T, o *Options) {
+		{args: []string{"s.yaml", "--trace-episodes", "0"}, check: func(t *testing.T, o *runner.Options) {
 			require.Equal(t, 0, o.TraceEpisodes, "0: no trace")
 		}},
 		{args: []string{"s.yaml", "--trace-episodes", "-2"}, wantErr: "--trace-episodes -2"},
 		{args: []string{"s.yaml", "--timeout", "1ns"}, wantErr: "--timeout 1ns: must be at least 1ms"},
 		// flags after the scenario, as in the synopsis
-		{args: []string{"s.yaml", "--out", "d", "--seed", "9", "--runs", "5", "--mode", "realtime", "--period", "20ms", "--engine", "fast"}, check: func(t *testing.T, o *Options) {
+		{args: []string{"s.yaml", "--out", "d", "--seed", "9", "--runs", "5", "--mode", "realtime", "--period", "20ms", "--engine", "fast"}, check: func(t *testing.T, o *runner.Options) {
 			require.Equal(t, "d", o.Out)
 			require.Equal(t, uint64(9), o.Seed)
 			require.True(t, o.SeedSet)
@@ -46,7 +47,7 @@ func TestParseOptions(t *testing.T) {
 			require.Equal(t, 20*time.Millisecond, o.Period)
 			require.Equal(t, "fast", o.Engine)
 		}},
-		{args: []string{"--runs", "3", "s.yaml", "--agents-per-process", "25"}, check: func(t *testing.T, o *Options) {
+		{args: []string{"--runs", "3", "s.yaml", "--agents-per-process", "25"}, check: func(t *testing.T, o *runner.Options) {
 			require.Equal(t, 3, o.Runs)
 			require.Equal(t, 25, o.AgentsPerProcess)
 		}},

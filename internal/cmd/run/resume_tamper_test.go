@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsim/dpsim/internal/runner"
 	"github.com/stretchr/testify/require"
-
-	"github.com/dpsim/dpsim/internal/cmd/run"
 )
 
 // killedFastRun starts the fast engine on resumeSweep with args into a new OUT and kills the
@@ -26,7 +25,7 @@ func killedFastRun(t *testing.T, args ...string) string {
 		Done []json.RawMessage `json:"done"`
 	}
 	require.Eventually(t, func() bool {
-		data, err := os.ReadFile(filepath.Join(dir, run.ResumeFile))
+		data, err := os.ReadFile(filepath.Join(dir, runner.ResumeFile))
 		return err == nil && json.Unmarshal(data, &state) == nil && len(state.Done) == 1
 	}, 120*time.Second, 5*time.Millisecond, "point 0 never completed: %s", l.stderr.String())
 	require.NoError(t, l.cmd.Process.Kill())
@@ -39,7 +38,7 @@ func killedFastRun(t *testing.T, args ...string) string {
 // who can read the key could do.
 func resignResume(t *testing.T, dir string, state map[string]any) {
 	t.Helper()
-	key, err := os.ReadFile(filepath.Join(dir, run.ResumeKeyFile))
+	key, err := os.ReadFile(filepath.Join(dir, runner.ResumeKeyFile))
 	require.NoError(t, err)
 	delete(state, "digest")
 	data, err := json.Marshal(state)
@@ -48,13 +47,13 @@ func resignResume(t *testing.T, dir string, state map[string]any) {
 	m := hmac.New(sha256.New, key)
 	m.Write(body)
 	out := append(append([]byte{}, body...), `,"digest":"hmac-sha256:`+hex.EncodeToString(m.Sum(nil))+`"}`...)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, run.ResumeFile), out, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, runner.ResumeFile), out, 0o600))
 }
 
 // readState returns dir's resume.json as a generic object (numbers kept exact).
 func readState(t *testing.T, dir string) map[string]any {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, run.ResumeFile))
+	data, err := os.ReadFile(filepath.Join(dir, runner.ResumeFile))
 	require.NoError(t, err)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -187,14 +186,14 @@ func TestResumeRefusesTamperedState(t *testing.T) {
 				delete(st, "digest")
 				data, err := json.Marshal(st)
 				require.NoError(t, err)
-				require.NoError(t, os.WriteFile(filepath.Join(out, run.ResumeFile), data, 0o600))
+				require.NoError(t, os.WriteFile(filepath.Join(out, runner.ResumeFile), data, 0o600))
 			case tc.extra == nil:
 				delete(st, "digest")
-				data, err := os.ReadFile(filepath.Join(out, run.ResumeFile))
+				data, err := os.ReadFile(filepath.Join(out, runner.ResumeFile))
 				require.NoError(t, err)
 				edited := bytes.Replace(data, []byte(`"runs":"3000"`), []byte(`"runs":"3001"`), 1)
 				require.NotEqual(t, data, edited)
-				require.NoError(t, os.WriteFile(filepath.Join(out, run.ResumeFile), edited, 0o600))
+				require.NoError(t, os.WriteFile(filepath.Join(out, runner.ResumeFile), edited, 0o600))
 			}
 			code, _, stderr := runDpsim(t, 60*time.Second, append([]string{"run", path, "--resume", out}, tc.extra...)...)
 			require.Equal(t, 2, code, stderr)
@@ -218,14 +217,14 @@ func TestResumeRefusesTamperedState(t *testing.T) {
 	// The key: planted by someone else (readable by others) or a link, the state is refused.
 	t.Run("key readable by others", func(t *testing.T) {
 		out := copyDir(t, root, dir)
-		require.NoError(t, os.Chmod(filepath.Join(out, run.ResumeKeyFile), 0o644))
+		require.NoError(t, os.Chmod(filepath.Join(out, runner.ResumeKeyFile), 0o644))
 		code, _, stderr := runDpsim(t, 60*time.Second, "run", path, "--resume", out)
 		require.Equal(t, 2, code, stderr)
 		require.Contains(t, stderr, "want no access for group and others")
 	})
 	t.Run("key link", func(t *testing.T) {
 		out := copyDir(t, root, dir)
-		key := filepath.Join(out, run.ResumeKeyFile)
+		key := filepath.Join(out, runner.ResumeKeyFile)
 		require.NoError(t, os.Rename(key, filepath.Join(root, "key")))
 		require.NoError(t, os.Symlink(filepath.Join(root, "key"), key))
 		code, _, stderr := runDpsim(t, 60*time.Second, "run", path, "--resume", out)
@@ -243,7 +242,7 @@ func TestResumeRefusesTamperedState(t *testing.T) {
 	got := readSummary(t, dir)
 	require.Equal(t, "ok", got.Status, got.Error)
 	require.JSONEq(t, string(readSummary(t, ref).Metrics), string(got.Metrics))
-	for _, f := range []string{run.ResumeFile, run.ResumeKeyFile} {
+	for _, f := range []string{runner.ResumeFile, runner.ResumeKeyFile} {
 		_, err := os.Stat(filepath.Join(dir, f))
 		require.ErrorIs(t, err, os.ErrNotExist, "%s removed by the completed run", f)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dpsim/dpsim/internal/cmd/run"
 	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/internal/runner"
 	"github.com/dpsim/dpsim/pkg/wire"
 )
 
@@ -96,7 +96,7 @@ func TestResumeAfterLauncherKilled(t *testing.T) {
 	// The state is written at most every 500 ms while a point runs: kill once it holds a
 	// checkpoint of point 1 (episode 12 may come sooner than that after point 0's save).
 	require.Eventually(t, func() bool {
-		data, err := os.ReadFile(filepath.Join(dir, run.ResumeFile))
+		data, err := os.ReadFile(filepath.Join(dir, runner.ResumeFile))
 		var st struct {
 			Current *struct {
 				Point int `json:"point"`
@@ -109,7 +109,7 @@ func TestResumeAfterLauncherKilled(t *testing.T) {
 
 	_, err := os.Stat(filepath.Join(dir, "summary.json"))
 	require.ErrorIs(t, err, os.ErrNotExist, "the killed launcher wrote no summary")
-	st, err := os.Stat(filepath.Join(dir, run.ResumeFile))
+	st, err := os.Stat(filepath.Join(dir, runner.ResumeFile))
 	require.NoError(t, err, "the outputs are marked partial")
 	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
 	var state struct {
@@ -119,7 +119,7 @@ func TestResumeAfterLauncherKilled(t *testing.T) {
 			Episodes int `json:"episodes"`
 		} `json:"current"`
 	}
-	data, err := os.ReadFile(filepath.Join(dir, run.ResumeFile))
+	data, err := os.ReadFile(filepath.Join(dir, runner.ResumeFile))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &state))
 	require.Len(t, state.Done, 1, "point 0 completed")
@@ -182,7 +182,7 @@ func TestResumeAfterLauncherKilled(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	require.NoError(t, err)
 	require.True(t, strings.Contains(string(md), "**Status: ok**"))
-	_, err = os.Stat(filepath.Join(dir, run.ResumeFile))
+	_, err = os.Stat(filepath.Join(dir, runner.ResumeFile))
 	require.ErrorIs(t, err, os.ErrNotExist, "a completed run leaves no resume state")
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/internal/roleproc"
 	"github.com/dpsim/dpsim/internal/rss"
+	"github.com/dpsim/dpsim/internal/runner"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
@@ -249,10 +250,10 @@ func TestFastRunMemoryBounded(t *testing.T) {
 	require.Less(t, growth, int64(96<<20), "heap grew by %d MB for 20000 episodes", growth>>20)
 	trace, err := os.ReadFile(filepath.Join(dir, "trace.jsonl"))
 	require.NoError(t, err)
-	require.Equal(t, run.DefaultTraceEpisodes*101, bytes.Count(trace, []byte("\n")), "the first 100 episodes only")
+	require.Equal(t, runner.DefaultTraceEpisodes*101, bytes.Count(trace, []byte("\n")), "the first 100 episodes only")
 	sum := readSummary(t, dir)
 	require.Equal(t, 20000, sum.Points[0].Metrics.Runs, "the metrics cover every episode")
-	require.Equal(t, run.DefaultTraceEpisodes, sum.Points[0].TraceEpisodes)
+	require.Equal(t, runner.DefaultTraceEpisodes, sum.Points[0].TraceEpisodes)
 	require.Equal(t, 20000, sum.Points[0].Requested)
 }
 

@@ -1,4 +1,4 @@
-package run
+package runner
 
 import (
 	"context"
@@ -13,10 +13,6 @@ import (
 	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
-
-const uiHelp = "serve a live view of the run while it goes: --ui alone serves on 127.0.0.1 at a free port, --ui=HOST:PORT there (an empty host is 127.0.0.1; an address other than loopback, e.g. 0.0.0.0, shows the plant's true state to the network and takes interventions from it: it needs --ui-public). The URL is printed on stderr at the start, with a random token (http://HOST:PORT/?token=...) that every request needs: the page keeps it as a cookie, other clients send it as ?token= or Authorization: Bearer (so does a Prometheus scraper of /metrics); a page of another site can neither read the view nor change the run (its Host, Origin and Content-Type are checked). The page (/) plots the Monte Carlo mean square over the completed episodes with its 95% band against the paper's bound (as the launcher folds them), the latest traced episode, saying which (see --trace-episodes; in realtime also the episode in progress, step by step), the links (the injector side replayed live, the rest when a point finishes), the processes (memory sampled every second) and the timeline; /api/state is its JSON, /events its Server-Sent Events, /metrics Prometheus metrics. It stops when the run ends (see --ui-hold)"
-
-const uiPublicHelp = "with --ui=HOST:PORT: allow an address other than loopback (0.0.0.0, ::, a LAN address or name): the live view then serves the network, over plain HTTP - whoever can reach it and learns the URL with its token sees the true state and can change the run's faults (a warning is printed)"
 
 // checkUI checks the live view's flags.
 func (o *Options) checkUI() error {

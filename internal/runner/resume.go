@@ -1,4 +1,4 @@
-package run
+package runner
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -117,16 +116,6 @@ type resumer struct {
 	key       []byte // of the state's digest (ResumeKeyFile)
 }
 
-// scenarioArg is cli.ParseScenarioArgs, except that with --resume a missing SCENARIO is left to
-// applyResume, which says why it is needed.
-func scenarioArg(fs *flag.FlagSet, args []string, o *Options) (string, error) {
-	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/cloud-vehicle.yaml")
-	if errors.Is(err, cli.ErrMissingScenario) && o.Resume != "" {
-		return "", nil
-	}
-	return path, err
-}
-
 // applyResume turns the options of `dpsim run SCENARIO --resume OUT [flags]` into those of the
 // run being resumed: the command line parsed again after the recorded values of the flags that
 // decide the results (resumeFlags: resumeValue) it leaves out, and the run's seed. SCENARIO must
@@ -143,7 +132,7 @@ func (l *launcher) applyResume() error {
 		return cli.UsageError("--out %s and --resume %s: a resumed run writes where it ran (leave --out out)", o.Out, o.Resume)
 	}
 	o.Out = o.Resume // the caller's options name where the outputs are, as a fresh run's do
-	st, key, err := readResumeState(o.Resume, o.flags)
+	st, key, err := readResumeState(o.Resume, o.Flags)
 	if err != nil {
 		return err
 	}
@@ -154,9 +143,9 @@ func (l *launcher) applyResume() error {
 		return err
 	}
 	given := map[string]bool{}
-	o.flags.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	o.Flags.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var args, diffs []string
-	o.flags.VisitAll(func(f *flag.Flag) {
+	o.Flags.VisitAll(func(f *flag.Flag) {
 		switch resumeClassOf(f.Name) {
 		case resumeValue:
 			want, recorded := st.Flags[f.Name]
@@ -187,11 +176,14 @@ func (l *launcher) applyResume() error {
 	if len(diffs) > 0 {
 		return cli.UsageError("--resume %s: the run being resumed was started with other options: %s", o.Resume, strings.Join(diffs, "; "))
 	}
-	args = append(args, o.args...)
+	args = append(args, o.Args...)
 	if !given["out"] { // o.Out is set above, the flag was not given
 		args = append(args, "--out="+o.Resume)
 	}
-	ro, err := parseOptions(args, io.Discard, io.Discard)
+	if o.Reparse == nil {
+		return fmt.Errorf("--resume %s: the options have no parser to read the recorded command line again", o.Resume)
+	}
+	ro, err := o.Reparse(args)
 	if err != nil {
 		return fmt.Errorf("--resume %s: the recorded options: %w", o.Resume, err)
 	}
@@ -313,11 +305,11 @@ func (l *launcher) prepareOutputs() error {
 // points and seed source; every run writes its state before the first episode.
 func (l *launcher) resumeBegin() {
 	l.resume.replayed = map[int][]fault.LinkStats{}
-	if l.o.flags == nil {
+	if l.o.Flags == nil {
 		return // Options not parsed from a command line (a caller of Execute): nothing to record
 	}
 	flags := map[string]string{}
-	l.o.flags.Visit(func(f *flag.Flag) {
+	l.o.Flags.Visit(func(f *flag.Flag) {
 		if resumeClassOf(f.Name) == resumeValue && f.Name != "seed" {
 			flags[f.Name] = f.Value.String()
 		}

@@ -1,14 +1,10 @@
-package run
+package runner
 
 import (
 	"context"
 
 	"github.com/dpsim/dpsim/internal/farm"
 	"github.com/dpsim/dpsim/pkg/bus"
-	"github.com/dpsim/dpsim/pkg/engine"
-	"github.com/dpsim/dpsim/pkg/metrics"
-	"github.com/dpsim/dpsim/pkg/plan"
-	"github.com/dpsim/dpsim/pkg/trace"
 )
 
 // startDispatch starts the workers' coordinator with --dispatch (credentials under --out) and
@@ -37,13 +33,4 @@ func (l *launcher) stopDispatch() {
 	l.farm.Close()
 	l.sum.Dispatch = l.farm.Report()
 	l.sum.Degraded = append(l.sum.Degraded, l.sum.Dispatch.Lines()...)
-}
-
-// fastPoint plays point k with the fast engine: in-process, or by the workers with --dispatch
-// (the same Results and traces, bit for bit).
-func (l *launcher) fastPoint(ctx context.Context, k int, p *plan.Plan, opts engine.Options) (*metrics.Results, *trace.Traces, error) {
-	if l.farm == nil {
-		return engine.Run(ctx, p, l.seeds, opts)
-	}
-	return l.farm.Run(ctx, k, p, l.seeds, opts)
 }

@@ -1,4 +1,4 @@
-package run
+package runner
 
 import (
 	"bytes"
@@ -122,7 +122,7 @@ func givenDigest(o *Options, f *flag.Flag) string {
 // is its default, which a resumption must leave out too).
 func givenDigests(o *Options) map[string]string {
 	m := map[string]string{}
-	o.flags.VisitAll(func(f *flag.Flag) {
+	o.Flags.VisitAll(func(f *flag.Flag) {
 		if resumeClassOf(f.Name) == resumeGiven {
 			m[f.Name] = givenDigest(o, f)
 		}
@@ -352,4 +352,17 @@ func removeOutputLinks(dir string) error {
 	check(dir, func(name string) bool { return isRunOutput(name) || name == "procs" || name == record.FigureDataDir })
 	check(filepath.Join(dir, "procs"), func(name string) bool { return isPointDir(name) || hasAnySuffix(name, procFileSuffixes) })
 	return errors.Join(errs...)
+}
+
+// ResumeFlags lists the flags the table of --resume classifies, each with its class: "value"
+// (recorded, taken from the file when not given again), "given" (a command or who starts the
+// processes: given again, checked against its sha256) or "free" (not recorded). A command
+// holds its flags to it (every flag classified).
+func ResumeFlags() map[string]string {
+	words := map[resumeClass]string{resumeValue: "value", resumeGiven: "given", resumeFree: "free"}
+	m := make(map[string]string, len(resumeFlags))
+	for name, c := range resumeFlags {
+		m[name] = words[c]
+	}
+	return m
 }
