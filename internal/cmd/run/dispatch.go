@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/dpsim/dpsim/internal/farm"
+	"github.com/dpsim/dpsim/internal/farm/kinds"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/metrics"
@@ -45,5 +46,5 @@ func (l *launcher) fastPoint(ctx context.Context, k int, p *plan.Plan, opts engi
 	if l.farm == nil {
 		return engine.Run(ctx, p, l.seeds, opts)
 	}
-	return l.farm.Run(ctx, k, p, l.seeds, opts)
+	return kinds.Run(l.farm, ctx, k, p, l.seeds, opts)
 }
