@@ -58,7 +58,7 @@ type Config struct {
 	// Silence is how long a worker holding a chunk may stay silent before the chunk is
 	// re-issued (<= 0: DefaultSilence).
 	Silence time.Duration
-	// ChunkEpisodes is the episodes of a Run chunk (<= 0: DefaultChunkEpisodes).
+	// ChunkEpisodes is the episodes of a run chunk (kinds.Run; <= 0: DefaultChunkEpisodes).
 	ChunkEpisodes int
 	Log           zerolog.Logger
 }
