@@ -3,17 +3,12 @@ package farm
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
-	"io"
-	"math"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/bus"
-	"github.com/dpsim/dpsim/pkg/metrics"
 )
 
 // answer takes a worker's answer. Its sender is the subject's identity (the server lets a worker
@@ -23,7 +18,7 @@ import (
 func (s *scheduler) answer(req *bus.Request) {
 	w := sender(req.Subject)
 	var a answer
-	if err := decode(req.Data, &a); err != nil {
+	if err := Decode(req.Data, &a); err != nil {
 		s.refuse(req, Degradation{Kind: KindInvalid, Worker: w, Chunk: -1, Detail: "an answer that does not decode: " + err.Error()}, "invalid: "+err.Error())
 		return
 	}
@@ -96,8 +91,8 @@ func (s *scheduler) take(req *bus.Request, js *jobState, i int, a *answer, is *i
 		return
 	}
 	why := ""
-	if cs.span != (span{a.Lo, a.Hi}) {
-		why = fmt.Sprintf("episodes %d..%d, the chunk is %d..%d", a.Lo, a.Hi-1, cs.lo, cs.hi-1)
+	if cs.Span != (Span{a.Lo, a.Hi}) {
+		why = fmt.Sprintf("episodes %d..%d, the chunk is %d..%d", a.Lo, a.Hi-1, cs.Lo, cs.Hi-1)
 	} else if err := js.check(a); err != nil {
 		why = err.Error()
 	}
@@ -119,7 +114,7 @@ func (s *scheduler) take(req *bus.Request, js *jobState, i int, a *answer, is *i
 			return
 		}
 		s.decide(js, i, false)
-	case same(a, cs.result):
+	case js.same(a, cs.result):
 		cs.verified = true
 		s.decide(js, i, false)
 	default:
@@ -189,7 +184,7 @@ func (s *scheduler) decide(js *jobState, i int, local bool) {
 	cs := js.chunks[i]
 	cs.final, cs.pending, cs.queued = true, false, false
 	js.left--
-	js.done += cs.hi - cs.lo
+	js.done += cs.Hi - cs.Lo
 	s.c.rep.decided(cs.verified, local)
 	if js.progress != nil {
 		js.progress(js.done)
@@ -208,7 +203,7 @@ func (s *scheduler) settle(js *jobState, i int, claims map[string]*answer) {
 	}
 	cs.local, cs.queued = true, false
 	go func() {
-		res, err := s.c.compute(js, cs.span)
+		res, err := s.c.compute(js, cs.Span)
 		s.c.do(func(s *scheduler) { s.settled(js, i, claims, res, err) })
 	}()
 }
@@ -227,18 +222,18 @@ func (s *scheduler) settled(js *jobState, i int, claims map[string]*answer, res 
 	}
 	if err != nil {
 		cs.local = false
-		s.fail(js, fmt.Errorf("chunk %d (episodes %d..%d) fails at the coordinator too: %w%s", i, cs.lo, cs.hi-1, err, claimText(claims)))
+		s.fail(js, fmt.Errorf("chunk %d (episodes %d..%d) fails at the coordinator too: %w%s", i, cs.Lo, cs.Hi-1, err, claimText(claims)))
 		return
 	}
 	for _, w := range sortedKeys(claims) {
 		a := claims[w]
 		switch {
-		case a.Err != "" || (a.invalid == "" && same(a, res)):
+		case a.Err != "" || (a.invalid == "" && js.same(a, res)):
 			continue
 		case a.invalid != "":
-			s.quarantine(w, fmt.Sprintf("its answer of chunk %d (episodes %d..%d) of job %s was invalid (%s) where the coordinator's is valid", i, cs.lo, cs.hi-1, js.job.ID, a.invalid))
+			s.quarantine(w, fmt.Sprintf("its answer of chunk %d (episodes %d..%d) of job %s was invalid (%s) where the coordinator's is valid", i, cs.Lo, cs.Hi-1, js.job.ID, a.invalid))
 		default:
-			s.quarantine(w, fmt.Sprintf("its result of chunk %d (episodes %d..%d) of job %s differs from the coordinator's", i, cs.lo, cs.hi-1, js.job.ID))
+			s.quarantine(w, fmt.Sprintf("its result of chunk %d (episodes %d..%d) of job %s differs from the coordinator's", i, cs.Lo, cs.Hi-1, js.job.ID))
 		}
 		s.c.rep.recomputed(w, ChunkRef{Job: js.job.ID, Chunk: i}, false, false) // the coordinator's result replaces it
 	}
@@ -291,7 +286,7 @@ func (s *scheduler) forget(js *jobState, i int, w string) {
 	if cs.final {
 		cs.final = false
 		js.left++
-		js.done -= cs.hi - cs.lo
+		js.done -= cs.Hi - cs.Lo
 	}
 	cs.result, cs.by, cs.pending, cs.verified = nil, "", false, false
 }
@@ -330,50 +325,21 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // same reports whether two valid answers hold the same result (their digests, computed once
 // and only for the answers compared: most are never).
-func same(a, b *answer) bool {
+func (js *jobState) same(a, b *answer) bool {
 	for _, x := range []*answer{a, b} {
 		if x.digest == nil {
-			x.digest = digest(x)
+			x.digest = js.digest(x)
 		}
 	}
 	return bytes.Equal(a.digest, b.digest)
 }
 
-// digest is a hash of an answer's result in a canonical form (the scores' bits; a Run chunk's
-// episodes - metrics.CanonicalEpisode: their gob bytes differ between processes - link counters
-// and traces, the traces by episode, their values as fmt prints them, exactly): two computations
+// digest is a hash of an answer's range and its result in the canonical form of the job's
+// judge (Judge.Digest: a run chunk's gob bytes, say, differ between processes): two computations
 // of a chunk agree when their digests are equal.
-func digest(a *answer) []byte {
+func (js *jobState) digest(a *answer) []byte {
 	h := sha256.New()
-	fmt.Fprintf(h, "%d %d %d\n", a.Lo, a.Hi, len(a.Scores))
-	var b [8]byte
-	for _, v := range a.Scores {
-		binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
-		h.Write(b[:])
-	}
-	if r := a.Run; r != nil {
-		fmt.Fprintf(h, "run %d %d %d\n", r.Lo, r.Hi, len(r.Episodes))
-		for _, e := range r.Episodes {
-			c, err := metrics.CanonicalEpisode(e)
-			if err != nil {
-				c = append([]byte("undecodable:"), e...)
-			}
-			fmt.Fprintf(h, "%d:", len(c))
-			h.Write(c)
-		}
-		fmt.Fprintf(h, "\nlinks %+v\n", r.Links)
-		eps := make([]int, 0, len(r.Traces))
-		for ep := range r.Traces {
-			eps = append(eps, ep)
-		}
-		slices.Sort(eps)
-		for _, ep := range eps {
-			writeTrace(h, ep, r.Traces[ep])
-		}
-	}
+	fmt.Fprintf(h, "%d %d\n", a.Lo, a.Hi)
+	h.Write(js.judge.Digest(a.checked))
 	return h.Sum(nil)
-}
-
-func writeTrace(w io.Writer, ep int, tr any) {
-	fmt.Fprintf(w, "trace %d %+v\n", ep, tr)
 }

@@ -1,4 +1,4 @@
-package farm
+package farm_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/dpsim/dpsim/internal/farm"
+	"github.com/dpsim/dpsim/internal/farm/kinds"
 	"github.com/dpsim/dpsim/pkg/audit"
 )
 
@@ -22,12 +24,12 @@ import (
 func BenchmarkDispatchScaling(b *testing.B) {
 	f := load(b, "audit-vehicle-structured", true)
 	const trials = 250000 // per value of the secret bit: 5e5 episodes, 489 chunks (about 3 s for one worker)
-	var coords [2]*Coordinator
+	var coords [2]*farm.Coordinator
 	for i := range coords {
-		cfg := Config{Spawn: i + 1, SpawnThreads: 1, SpawnEnv: []string{"GOMAXPROCS=1"}}
+		cfg := farm.Config{Spawn: i + 1, SpawnThreads: 1, SpawnEnv: []string{"GOMAXPROCS=1"}}
 		coords[i] = startB(b, f, cfg)
 		defer coords[i].Close()
-		if _, err := coords[i].Audit(context.Background(), 0, f.game, audit.GameOptions{}, 1, audit.ChunkTrials, nil); err != nil {
+		if _, err := kinds.Audit(coords[i], context.Background(), 0, f.game, audit.GameOptions{}, 1, audit.ChunkTrials, nil); err != nil {
 			b.Fatal(err) // warm up: the workers have joined and resolved a job
 		}
 	}
@@ -37,7 +39,7 @@ func BenchmarkDispatchScaling(b *testing.B) {
 	for n := range b.N {
 		for _, i := range []int{n % 2, 1 - n%2} { // alternate which goes first
 			start, cpu0, self0 := time.Now(), cpuOf(coords[i].Spawned()...), cpuOf(os.Getpid())
-			if _, err := coords[i].Audit(context.Background(), 0, f.game, audit.GameOptions{}, uint64(n+2), trials, nil); err != nil {
+			if _, err := kinds.Audit(coords[i], context.Background(), 0, f.game, audit.GameOptions{}, uint64(n+2), trials, nil); err != nil {
 				b.Fatal(err)
 			}
 			took[i] += time.Since(start)
@@ -77,10 +79,10 @@ func cpuOf(pids ...int) time.Duration {
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }
 
-func startB(b *testing.B, f *fixture, cfg Config) *Coordinator {
+func startB(b *testing.B, f *fixture, cfg farm.Config) *farm.Coordinator {
 	b.Helper()
 	cfg.Scenario, cfg.Source, cfg.Exe, cfg.Dir, cfg.Log = []byte(f.yaml), f.source, bin, b.TempDir(), zerolog.Nop()
-	c, err := Start(context.Background(), cfg)
+	c, err := farm.Start(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

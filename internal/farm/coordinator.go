@@ -17,7 +17,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/bus"
 )
 
@@ -59,7 +58,7 @@ type Config struct {
 	// Silence is how long a worker holding a chunk may stay silent before the chunk is
 	// re-issued (<= 0: DefaultSilence).
 	Silence time.Duration
-	// ChunkEpisodes is the episodes of a Run chunk (<= 0: DefaultChunkEpisodes).
+	// ChunkEpisodes is the episodes of a run chunk (kinds.Run; <= 0: DefaultChunkEpisodes).
 	ChunkEpisodes int
 	Log           zerolog.Logger
 }
@@ -86,12 +85,12 @@ const NoWorkerCreds = -1
 // itself to break a tie, retry a failed one or check one no other worker can).
 const coordinatorName = "coordinator"
 
-// Coordinator hands a command's episodes to workers (see the package doc). Audit and Run may be
-// called one after the other (a sweep's points); Close ends the session.
+// Coordinator hands a command's episodes to workers (see the package doc). Play (the kinds'
+// Run and Audit) may be called one after the other (a sweep's points); Close ends the session.
 type Coordinator struct {
 	cfg  Config
 	log  zerolog.Logger
-	srv  *launch.Server
+	srv  *server
 	conn *bus.Conn
 	subs []*bus.Subscription
 	// WorkerCommand is the command to run on another host to join (no secret in it).
@@ -190,7 +189,7 @@ func (c *Coordinator) startServer() (coord bus.User, shared *bus.User, err error
 	if coord, err = bus.NewUser("dpsim-farm-coordinator", []string{inboxes}, []string{subjectPrefix + ">"}); err != nil {
 		return
 	}
-	sc := launch.ServerConfig{URL: c.cfg.URL, Users: append([]bus.User{coord}, c.creds.users...)}
+	sc := bus.EmbeddedOptions{Users: append([]bus.User{coord}, c.creds.users...)}
 	if c.cfg.Listen != "" {
 		host, port, err := net.SplitHostPort(c.cfg.Listen)
 		if err != nil {
@@ -204,7 +203,7 @@ func (c *Coordinator) startServer() (coord bus.User, shared *bus.User, err error
 			c.log.Warn().Str("listen", c.cfg.Listen).Msg("workers connect over plain TCP: their credentials and jobs (scenario, seed) cross the network in clear; use a trusted network")
 		}
 	}
-	if c.srv, err = launch.StartServer(sc); err != nil {
+	if c.srv, err = startServer(c.cfg.URL, sc); err != nil {
 		return coord, nil, err
 	}
 	c.workerURL = advertised(c.srv.URL, sc.Host)
@@ -269,7 +268,7 @@ func (c *Coordinator) subscribe() error {
 	handlers := map[string]func(*bus.Request){
 		verbNext: func(r *bus.Request) {
 			if c.over.Load() || c.isBanned(sender(r.Subject)) {
-				if data, err := encode(&assignment{Over: true}); err == nil {
+				if data, err := Encode(&assignment{Over: true}); err == nil {
 					_ = r.Respond(data)
 				}
 				return
@@ -279,7 +278,7 @@ func (c *Coordinator) subscribe() error {
 		verbAnswer: func(r *bus.Request) { c.do(func(s *scheduler) { s.answer(r) }) },
 		verbBeat: func(r *bus.Request) {
 			var b beat
-			if decode(r.Data, &b) == nil {
+			if Decode(r.Data, &b) == nil {
 				c.do(func(s *scheduler) { s.beat(sender(r.Subject), &b) })
 			}
 		},
@@ -307,7 +306,7 @@ func (c *Coordinator) serveJob(r *bus.Request) {
 		_ = r.Respond(nil) // the job is over: the worker's answer would be a duplicate anyway
 		return
 	}
-	if data, err := encode(j); err == nil {
+	if data, err := Encode(j); err == nil {
 		_ = r.Respond(data)
 	}
 }
@@ -366,13 +365,9 @@ func (c *Coordinator) retire(id string) {
 	delete(c.jobs, id)
 }
 
-// play runs job j's chunks through the workers until every one is decided, the job fails or ctx
-// ends, and returns the decided results in chunk order (nil: undecided) for the caller to fold:
-// nothing is folded before the job is over, so that a worker caught lying late has none of its
-// results in the fold, and the fold's order does not depend on the workers. check validates an
-// answer (from the scheduler's goroutine); progress hears the episodes decided.
-func (c *Coordinator) play(ctx context.Context, j *Job, spans []span, check func(*answer) error, progress func(int)) ([]*answer, error) {
-	js := newJobState(j, spans, check, progress)
+// play serves job j and runs the chunks of w through the workers (Play).
+func (c *Coordinator) play(ctx context.Context, j *Job, w Work) ([]*answer, error) {
+	js := newJobState(j, w)
 	c.serve(j)
 	c.do(func(s *scheduler) { s.submit(js) })
 	select {
@@ -389,6 +384,9 @@ func (c *Coordinator) play(ctx context.Context, j *Job, spans []span, check func
 	}
 	return js.results, js.err
 }
+
+// ChunkEpisodes is the episodes of a run chunk (Config.ChunkEpisodes, defaulted).
+func (c *Coordinator) ChunkEpisodes() int { return c.cfg.ChunkEpisodes }
 
 // Report returns what the dispatch did so far.
 func (c *Coordinator) Report() *Report { return c.rep.snapshot() }
@@ -418,6 +416,35 @@ func (c *Coordinator) Close() {
 			_ = os.RemoveAll(c.privDir)
 		}
 	})
+}
+
+// server is where the coordinator and its workers meet: the embedded server, or the external
+// one (Embedded nil).
+type server struct {
+	URL      string        // what the workers connect to (without credentials)
+	Embedded *bus.Embedded // nil with an external server
+	TLS      bus.TLSFiles  // what the coordinator connects with (zero: plain TCP)
+}
+
+// startServer starts the embedded server with opts (its accounts only; plain TCP), or prepares
+// the connection to the external server url (its accounts are its own: opts unused).
+func startServer(url string, opts bus.EmbeddedOptions) (*server, error) {
+	if url != "" {
+		clean, _, _ := bus.SplitURL(url)
+		return &server{URL: clean}, nil
+	}
+	e, err := bus.StartEmbedded(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &server{URL: e.URL(), Embedded: e}, nil
+}
+
+// Close stops the embedded server (nothing for an external one).
+func (s *server) Close() {
+	if s.Embedded != nil {
+		s.Embedded.Shutdown()
+	}
 }
 
 func randomID() string {

@@ -1,16 +1,22 @@
 // Package farm hands chunks of Monte Carlo episodes to worker processes on this or other hosts,
-// through NATS, and merges their answers so that the result is the in-process fast engine's, bit
-// for bit, whatever the number of workers or their hosts - and no worker can change it unnoticed.
+// through NATS, and returns their results in chunk order so that the caller's fold is the
+// in-process engine's, bit for bit, whatever the number of workers or their hosts - and no worker
+// can change it unnoticed.
 //
-//   - Coordinator: starts the embedded server (internal/launch's StartServer, with an account for
-//     itself and one for each worker), writes the workers' credential files (one per worker: a
-//     pool for hosts elsewhere, private ones for the spawned workers), optionally spawns local
-//     `dpsim worker` processes, and plays a point's episodes: Audit (pkg/audit's game, the chunks
-//     of audit.PlayChunk) or Run (pkg/engine's Run, the chunks of engine.PlayChunk folded by
-//     engine.Fold).
+// The farm is generic: a chunk is a range lo..hi-1 and the bytes of its result. What it is - the
+// fast engine's episodes or the audit's game - is a Kind (how a worker prepares a job and plays a
+// chunk) with a Judge per job (how the coordinator checks a result and compares two), plugged in
+// from internal/farm/kinds (kinds.Run, kinds.Audit); the farm imports neither pkg/engine nor
+// pkg/audit.
+//
+//   - Coordinator: starts the embedded server (pkg/bus, with an account for itself and one for
+//     each worker), writes the workers' credential files (one per worker: a pool for hosts
+//     elsewhere, private ones for the spawned workers), optionally spawns local `dpsim worker`
+//     processes, and plays a point's chunks: Play, with a Work (its kind, the kind's parameters,
+//     the chunks, the judge).
 //   - Serve: a worker's loop (`dpsim worker`): asks for a chunk, fetches the job it belongs to
-//     once (scenario, point, seed, options: never on argv, only to authenticated workers), plays
-//     it with the in-process engine, and answers.
+//     once (scenario, point, the kind's parameters - seed, options: never on argv, only to
+//     authenticated workers), plays it with its Kind of the job's name, and answers.
 //
 // The protocol pulls: an idle worker asks for work (dpsim.farm.next.<id>, a request held by the
 // coordinator until a chunk is free), so chunks go to whoever is free and a slow host takes

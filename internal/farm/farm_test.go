@@ -1,4 +1,4 @@
-package farm
+package farm_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/dpsimtest"
+	"github.com/dpsim/dpsim/internal/farm"
+	"github.com/dpsim/dpsim/internal/farm/kinds"
 	"github.com/dpsim/dpsim/pkg/audit"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/engine"
@@ -47,13 +49,13 @@ func load(t testing.TB, name string, game bool) *fixture {
 	return f
 }
 
-func start(t *testing.T, f *fixture, cfg Config) *Coordinator {
+func start(t *testing.T, f *fixture, cfg farm.Config) *farm.Coordinator {
 	t.Helper()
 	cfg.Scenario, cfg.Source, cfg.Exe, cfg.Dir, cfg.Log = []byte(f.yaml), f.source, bin, t.TempDir(), zerolog.Nop()
 	if cfg.Stderr == nil {
 		cfg.Stderr = os.Stderr
 	}
-	c, err := Start(context.Background(), cfg)
+	c, err := farm.Start(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
@@ -73,13 +75,13 @@ func report(t *testing.T, g *audit.Game, o *audit.Outcome) *audit.GameReport {
 // verdict, bounds, counts.
 func TestAuditWorkersEqualFastEngine(t *testing.T) {
 	f := load(t, "audit-vehicle-structured", true)
-	const trials, seed = 4 * 2600, 9 // 6 chunks of AuditChunk
+	const trials, seed = 4 * 2600, 9 // 6 chunks of kinds.AuditChunk
 	want, err := audit.PlayFast(context.Background(), f.game, audit.FastOptions{Trials: trials, Seed: seed})
 	require.NoError(t, err)
 	wantRep := report(t, f.game, want)
 	for _, n := range []int{1, 2, 3} {
-		c := start(t, f, Config{Spawn: n, SpawnThreads: 1})
-		got, err := c.Audit(context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
+		c := start(t, f, farm.Config{Spawn: n, SpawnThreads: 1})
+		got, err := kinds.Audit(c, context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
 		require.NoError(t, err, "%d workers", n)
 		require.Equal(t, wantRep, report(t, f.game, got), "%d workers", n)
 		rep := c.Report()
@@ -104,7 +106,7 @@ func TestRunWorkersEqualFastEngine(t *testing.T) {
 			opts := engine.Options{Runs: 60, KeepTraces: true, TraceEpisodes: trace.FirstEpisodes(3)}
 			want, wantTr, err := engine.Run(context.Background(), f.plan, seeds, opts)
 			require.NoError(t, err)
-			c := start(t, f, Config{Spawn: 2, SpawnThreads: 1, ChunkEpisodes: 7})
+			c := start(t, f, farm.Config{Spawn: 2, SpawnThreads: 1, ChunkEpisodes: 7})
 			var sunk []int
 			opts.TraceSink = func(tr *trace.Traces) error {
 				if len(tr.Control) > 0 {
@@ -114,7 +116,7 @@ func TestRunWorkersEqualFastEngine(t *testing.T) {
 				}
 				return nil
 			}
-			got, gotTr, err := c.Run(context.Background(), 0, f.plan, seeds, opts)
+			got, gotTr, err := kinds.Run(c, context.Background(), 0, f.plan, seeds, opts)
 			require.NoError(t, err)
 			require.Equal(t, want, got)
 			require.Equal(t, wantTr, gotTr)
@@ -132,7 +134,7 @@ func TestRunWorkersEqualFastEngine(t *testing.T) {
 				episodes += w.Episodes
 			}
 			require.GreaterOrEqual(t, episodes, opts.Runs)
-			require.Equal(t, len(runSpans(opts.Runs, 7, true, opts.TraceEpisodes)), rep.Chunks)
+			require.Equal(t, len(kinds.RunSpans(opts.Runs, 7, true, opts.TraceEpisodes)), rep.Chunks)
 			require.Empty(t, rep.Quarantined)
 		})
 	}
@@ -146,9 +148,9 @@ func TestKilledWorkerChunkReissued(t *testing.T) {
 		const trials, seed = 4 * 4000, 3
 		want, err := audit.PlayFast(context.Background(), f.game, audit.FastOptions{Trials: trials, Seed: seed})
 		require.NoError(t, err)
-		c := start(t, f, Config{Spawn: 2, SpawnThreads: 1, Silence: 1500 * time.Millisecond})
+		c := start(t, f, farm.Config{Spawn: 2, SpawnThreads: 1, Silence: 1500 * time.Millisecond})
 		killed := killWhenHolding(t, c)
-		got, err := c.Audit(context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
+		got, err := kinds.Audit(c, context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
 		require.NoError(t, err)
 		<-killed
 		require.Equal(t, report(t, f.game, want), report(t, f.game, got))
@@ -159,9 +161,9 @@ func TestKilledWorkerChunkReissued(t *testing.T) {
 		seeds, opts := sim.NewSeeds(6), engine.Options{Runs: 400, KeepTraces: true, TraceEpisodes: trace.FirstEpisodes(2)}
 		want, wantTr, err := engine.Run(context.Background(), f.plan, seeds, opts)
 		require.NoError(t, err)
-		c := start(t, f, Config{Spawn: 2, SpawnThreads: 1, Silence: 1500 * time.Millisecond, ChunkEpisodes: 40})
+		c := start(t, f, farm.Config{Spawn: 2, SpawnThreads: 1, Silence: 1500 * time.Millisecond, ChunkEpisodes: 40})
 		killed := killWhenHolding(t, c)
-		got, gotTr, err := c.Run(context.Background(), 0, f.plan, seeds, opts)
+		got, gotTr, err := kinds.Run(c, context.Background(), 0, f.plan, seeds, opts)
 		require.NoError(t, err)
 		<-killed
 		require.Equal(t, want, got)
@@ -172,7 +174,7 @@ func TestKilledWorkerChunkReissued(t *testing.T) {
 
 // killWhenHolding kills worker local-0 (SIGKILL) as soon as it holds two chunks it has not
 // answered (one playing, one fetched ahead: at least one is surely lost with it).
-func killWhenHolding(t *testing.T, c *Coordinator) <-chan struct{} {
+func killWhenHolding(t *testing.T, c *farm.Coordinator) <-chan struct{} {
 	victim := c.Spawned()[0]
 	killed := make(chan struct{})
 	go func() {
@@ -191,7 +193,7 @@ func killWhenHolding(t *testing.T, c *Coordinator) <-chan struct{} {
 }
 
 // requireBlamed checks that the dispatch re-issued chunks of local-0, lost it, and blames it alone.
-func requireBlamed(t *testing.T, rep *Report) {
+func requireBlamed(t *testing.T, rep *farm.Report) {
 	t.Helper()
 	require.GreaterOrEqual(t, rep.Reissued, 1)
 	require.Equal(t, 1, rep.Lost)
@@ -207,30 +209,30 @@ func requireBlamed(t *testing.T, rep *Report) {
 // an answer after the job is over is late.
 func TestForgedAnswersRefused(t *testing.T) {
 	f := load(t, "audit-vehicle-structured", true)
-	const trials, seed = 4 * 1500, 4 // 3 chunks of AuditChunk
+	const trials, seed = 4 * 1500, 4 // 3 chunks of kinds.AuditChunk
 	want, err := audit.PlayFast(context.Background(), f.game, audit.FastOptions{Trials: trials, Seed: seed})
 	require.NoError(t, err)
-	c := start(t, f, Config{VerifyShare: -1}) // no check: the holder rule alone keeps the forgeries out
+	c := start(t, f, farm.Config{VerifyShare: -1}) // no check: the holder rule alone keeps the forgeries out
 	type result struct {
 		o   *audit.Outcome
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		o, err := c.Audit(context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
+		o, err := kinds.Audit(c, context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
 		done <- result{o, err}
 	}()
-	job := c.session + "-1"
-	require.Eventually(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.jobs[job] != nil }, 5*time.Second, time.Millisecond)
+	job := c.Session() + "-1"
+	require.Eventually(t, func() bool { return c.HasJob(job) }, 5*time.Second, time.Millisecond)
 
 	conn, id := workerConn(t, c, 0)
 	k := len(f.game.ScoreNames())
-	forged := []answer{
-		{Lease: lease{Job: job, Chunk: 0, Attempt: 1}, Lo: 0, Hi: AuditChunk, Scores: make([]float64, AuditChunk*k)},   // the right shape, not held
-		{Lease: lease{Job: job, Chunk: 0}, Lo: 0, Hi: 10, Scores: make([]float64, 10*k)},                               // not the chunk's range
-		{Lease: lease{Job: job, Chunk: 1, Attempt: 1}, Lo: AuditChunk, Hi: 2 * AuditChunk, Scores: make([]float64, 5)}, // too few scores
-		{Lease: lease{Job: "no-such-job", Chunk: 0}, Lo: 0, Hi: AuditChunk, Scores: make([]float64, 3)},                // unknown job
-		{Lease: lease{Job: job, Chunk: 9}, Lo: 0, Hi: AuditChunk},                                                      // no such chunk
+	forged := []farm.Answer{
+		{Lease: farm.Lease{Job: job, Chunk: 0, Attempt: 1}, Lo: 0, Hi: kinds.AuditChunk, Result: kinds.EncodeScores(make([]float64, kinds.AuditChunk*k))},   // the right shape, not held
+		{Lease: farm.Lease{Job: job, Chunk: 0}, Lo: 0, Hi: 10, Result: kinds.EncodeScores(make([]float64, 10*k))},                                           // not the chunk's range
+		{Lease: farm.Lease{Job: job, Chunk: 1, Attempt: 1}, Lo: kinds.AuditChunk, Hi: 2 * kinds.AuditChunk, Result: kinds.EncodeScores(make([]float64, 5))}, // too few scores
+		{Lease: farm.Lease{Job: "no-such-job", Chunk: 0}, Lo: 0, Hi: kinds.AuditChunk, Result: kinds.EncodeScores(make([]float64, 3))},                      // unknown job
+		{Lease: farm.Lease{Job: job, Chunk: 9}, Lo: 0, Hi: kinds.AuditChunk},                                                                                // no such chunk
 	}
 	for _, a := range forged {
 		require.Equal(t, "foreign", ask(t, conn, id, encodeT(t, &a)))
@@ -238,7 +240,7 @@ func TestForgedAnswersRefused(t *testing.T) {
 	require.Contains(t, ask(t, conn, id, []byte("not gob at all")), "invalid")
 
 	creds := c.Report().CredentialsFiles[1]
-	w := exec.Command(bin, "worker", "--server", c.srv.URL, "--creds", creds, "--name", "honest", "--log-level", "error")
+	w := exec.Command(bin, "worker", "--server", c.ServerURL(), "--creds", creds, "--name", "honest", "--log-level", "error")
 	w.Stderr = os.Stderr
 	require.NoError(t, w.Start())
 	t.Cleanup(func() { _ = w.Process.Kill(); _ = w.Wait() })
@@ -246,7 +248,7 @@ func TestForgedAnswersRefused(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Equal(t, report(t, f.game, want), report(t, f.game, r.o))
 
-	late := answer{Lease: lease{Job: job, Chunk: 0}, Lo: 0, Hi: AuditChunk, Scores: make([]float64, AuditChunk*k)}
+	late := farm.Answer{Lease: farm.Lease{Job: job, Chunk: 0}, Lo: 0, Hi: kinds.AuditChunk, Result: kinds.EncodeScores(make([]float64, kinds.AuditChunk*k))}
 	require.Equal(t, "late", ask(t, conn, id, encodeT(t, &late)))
 	rep := c.Report()
 	require.Equal(t, 5, rep.Foreign)
@@ -263,7 +265,7 @@ func TestForgedAnswersRefused(t *testing.T) {
 }
 
 // workerNames are the names of the workers that were issued chunks.
-func workerNames(rep *Report) []string {
+func workerNames(rep *farm.Report) []string {
 	var names []string
 	for _, w := range rep.Workers {
 		names = append(names, w.Name)
@@ -273,28 +275,28 @@ func workerNames(rep *Report) []string {
 
 // workerConn connects to c's server with the i-th credentials file of its pool, and returns the
 // identity the file carries.
-func workerConn(t *testing.T, c *Coordinator, i int) (*bus.Conn, string) {
+func workerConn(t *testing.T, c *farm.Coordinator, i int) (*bus.Conn, string) {
 	t.Helper()
 	creds, err := bus.ReadCredentials(c.Report().CredentialsFiles[i])
 	require.NoError(t, err)
-	conn, err := bus.Connect(c.srv.URL, "test-forger", bus.WithUser(creds.User, creds.Password))
+	conn, err := bus.Connect(c.ServerURL(), "test-forger", bus.WithUser(creds.User, creds.Password))
 	require.NoError(t, err)
 	t.Cleanup(conn.Close)
-	return conn, IdentityOf(creds.User, "")
+	return conn, farm.IdentityOf(creds.User, "")
 }
 
 func ask(t *testing.T, conn *bus.Conn, id string, data []byte) string {
 	t.Helper()
-	resp, err := conn.Request(context.Background(), Subject(verbAnswer, id), data, 5*time.Second)
+	resp, err := conn.Request(context.Background(), farm.Subject(farm.VerbAnswer, id), data, 5*time.Second)
 	require.NoError(t, err)
-	var r reply
-	require.NoError(t, decode(resp, &r))
+	var r farm.Reply
+	require.NoError(t, farm.Decode(resp, &r))
 	return r.Status
 }
 
 func encodeT(t *testing.T, v any) []byte {
 	t.Helper()
-	data, err := encode(v)
+	data, err := farm.Encode(v)
 	require.NoError(t, err)
 	return data
 }
@@ -303,20 +305,20 @@ func encodeT(t *testing.T, v any) []byte {
 // not read the protocol's subjects (another worker's answers), nor speak as another worker.
 func TestServerAdmitsWorkersOnly(t *testing.T) {
 	f := load(t, "audit-vehicle-structured", true)
-	c := start(t, f, Config{})
-	_, err := bus.Connect(c.srv.URL, "anonymous")
+	c := start(t, f, farm.Config{})
+	_, err := bus.Connect(c.ServerURL(), "anonymous")
 	require.Error(t, err)
 	creds, err := bus.ReadCredentials(c.Report().Credentials)
 	require.NoError(t, err)
 	denied := make(chan string, 8)
-	conn, err := bus.Connect(c.srv.URL, "test-snoop", bus.WithUser(creds.User, creds.Password), bus.WithEvents(func(ev bus.Event) {
+	conn, err := bus.Connect(c.ServerURL(), "test-snoop", bus.WithUser(creds.User, creds.Password), bus.WithEvents(func(ev bus.Event) {
 		if ev.Kind == bus.EventError && ev.Err != nil {
 			denied <- ev.Err.Error()
 		}
 	}))
 	require.NoError(t, err)
 	defer conn.Close()
-	_, err = conn.Serve(Subject(verbAnswer, "*"), "", func(*bus.Request) {})
+	_, err = conn.Serve(farm.Subject(farm.VerbAnswer, "*"), "", func(*bus.Request) {})
 	require.NoError(t, err) // the server refuses asynchronously
 	select {
 	case msg := <-denied:
@@ -325,7 +327,7 @@ func TestServerAdmitsWorkersOnly(t *testing.T) {
 		t.Fatal("a worker's account could subscribe the answers")
 	}
 	// nor publish under another worker's name (w2's answers, as w1)
-	require.NoError(t, conn.PublishRaw(Subject(verbAnswer, "w2"), []byte("x")))
+	require.NoError(t, conn.PublishRaw(farm.Subject(farm.VerbAnswer, "w2"), []byte("x")))
 	select {
 	case msg := <-denied:
 		require.Contains(t, strings.ToLower(msg), "permission")
@@ -338,12 +340,12 @@ func TestServerAdmitsWorkersOnly(t *testing.T) {
 // connected, the job fails with the reason instead of waiting for ever.
 func TestNoWorkerLeftFails(t *testing.T) {
 	f := load(t, "audit-vehicle-structured", true)
-	cfg := Config{Spawn: 1, Silence: 200 * time.Millisecond}
+	cfg := farm.Config{Spawn: 1, Silence: 200 * time.Millisecond}
 	cfg.Scenario, cfg.Source, cfg.Exe, cfg.Dir, cfg.Log = []byte(f.yaml), f.source, "/bin/false", t.TempDir(), zerolog.Nop()
-	c, err := Start(context.Background(), cfg)
+	c, err := farm.Start(context.Background(), cfg)
 	require.NoError(t, err)
 	defer c.Close()
-	_, err = c.Audit(context.Background(), 0, f.game, audit.GameOptions{}, 1, 1000, nil)
+	_, err = kinds.Audit(c, context.Background(), 0, f.game, audit.GameOptions{}, 1, 1000, nil)
 	require.ErrorContains(t, err, "no worker left")
 }
 
@@ -357,10 +359,10 @@ func TestExternalServer(t *testing.T) {
 	const trials, seed = 1200, 5
 	want, err := audit.PlayFast(context.Background(), f.game, audit.FastOptions{Trials: trials, Seed: seed})
 	require.NoError(t, err)
-	c := start(t, f, Config{URL: ext.URL(), Spawn: 1})
-	require.Nil(t, c.srv.Embedded)
+	c := start(t, f, farm.Config{URL: ext.URL(), Spawn: 1})
+	require.Nil(t, c.Embedded())
 	require.Contains(t, c.WorkerCommand, ext.URL())
-	got, err := c.Audit(context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
+	got, err := kinds.Audit(c, context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
 	require.NoError(t, err)
 	require.Equal(t, report(t, f.game, want), report(t, f.game, got))
 	c.Close() // while the server is up: the worker hears that the coordinator is done

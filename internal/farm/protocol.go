@@ -5,8 +5,6 @@ import (
 	"encoding/gob"
 	"fmt"
 	"strings"
-
-	"github.com/dpsim/dpsim/pkg/engine"
 )
 
 // The subjects of the protocol: a worker publishes on dpsim.farm.<verb>.<id>, id its identity.
@@ -94,18 +92,17 @@ type beat struct {
 	Held   []lease
 }
 
-// answer is a worker's result for one chunk: the scores of an audit chunk (audit.PlayChunk) or
-// an engine chunk (engine.PlayChunk); Err when the chunk cannot be played (the coordinator plays
-// it itself then: an episode that fails there too fails the job).
+// answer is a worker's result for one chunk: the bytes its job's Kind played (Player.Play: an
+// audit chunk's scores, a run chunk's episodes), or Err when the chunk cannot be played (the
+// coordinator plays it itself then: an episode that fails there too fails the job).
 type answer struct {
 	Worker string
 	Lease  lease
 	Lo, Hi int
 	Err    string
-	Scores []float64
-	Run    *engine.Chunk
-	// checked is what the job's check made of the answer (a Run chunk's decoded episodes), kept
-	// for its fold; digest is its canonical content's hash (same). Not sent.
+	Result []byte
+	// checked is what the job's Judge made of Result (Judge.Check), kept for the fold and the
+	// digest; digest is its canonical content's hash (compare). Not sent.
 	checked any
 	digest  []byte
 	invalid string // why the answer was refused (take)
@@ -116,7 +113,9 @@ type answer struct {
 // "failed" (an error answer, retried elsewhere) or "quarantined".
 type reply struct{ Status string }
 
-func encode(v any) ([]byte, error) {
+// Encode is the protocol's encoding (gob) of v: the messages', and the one the kinds may use
+// for their jobs' parameters and results.
+func Encode(v any) ([]byte, error) {
 	var b bytes.Buffer
 	if err := gob.NewEncoder(&b).Encode(v); err != nil {
 		return nil, fmt.Errorf("farm: encode %T: %w", v, err)
@@ -124,7 +123,8 @@ func encode(v any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func decode(data []byte, v any) error {
+// Decode decodes data, encoded by Encode, into v.
+func Decode(data []byte, v any) error {
 	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(v); err != nil {
 		return fmt.Errorf("farm: decode %T: %w", v, err)
 	}

@@ -1,4 +1,4 @@
-package farm
+package farm_test
 
 import (
 	"context"
@@ -12,9 +12,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpsim/dpsim/internal/farm"
+	"github.com/dpsim/dpsim/internal/farm/kinds"
 	"github.com/dpsim/dpsim/pkg/audit"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/engine"
+	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
 )
@@ -39,17 +42,17 @@ type rogue struct {
 	took   chan struct{}
 	once   sync.Once
 	mu     sync.Mutex
-	held   []lease
+	held   []farm.Lease
 	denied chan string
 }
 
 // For rogueImpost, victim is the worker it tries to speak for and chunks the job's chunks.
-func startRogue(t *testing.T, c *Coordinator, mode, victim string, chunks []span) *rogue {
+func startRogue(t *testing.T, c *farm.Coordinator, mode, victim string, chunks []farm.Span) *rogue {
 	t.Helper()
 	creds, err := bus.ReadCredentials(c.Report().CredentialsFiles[0])
 	require.NoError(t, err)
-	r := &rogue{mode: mode, id: IdentityOf(creds.User, ""), took: make(chan struct{}), denied: make(chan string, 16)}
-	r.conn, err = bus.Connect(c.srv.URL, "rogue", bus.WithUser(creds.User, creds.Password), bus.WithReconnect(0, time.Millisecond),
+	r := &rogue{mode: mode, id: farm.IdentityOf(creds.User, ""), took: make(chan struct{}), denied: make(chan string, 16)}
+	r.conn, err = bus.Connect(c.ServerURL(), "rogue", bus.WithUser(creds.User, creds.Password), bus.WithReconnect(0, time.Millisecond),
 		bus.WithEvents(func(ev bus.Event) {
 			if ev.Kind == bus.EventError && ev.Err != nil {
 				select {
@@ -76,16 +79,16 @@ func startRogue(t *testing.T, c *Coordinator, mode, victim string, chunks []span
 // serve takes chunks and answers them as the mode says, until the coordinator is over, ctx ends
 // or its account is revoked.
 func (r *rogue) serve(ctx context.Context) {
-	hi, _ := encode(hello{Worker: "rogue"})
+	hi, _ := farm.Encode(farm.Hello{Worker: "rogue"})
 	jobs := map[string]*player{}
 	for ctx.Err() == nil && !r.conn.IsClosed() {
-		data, err := r.conn.Request(ctx, Subject(verbNext, r.id), hi, 3*time.Second)
+		data, err := r.conn.Request(ctx, farm.Subject(farm.VerbNext, r.id), hi, 3*time.Second)
 		if err != nil {
 			sleep(ctx, 20*time.Millisecond)
 			continue
 		}
-		var a assignment
-		if decode(data, &a) != nil || a.Over {
+		var a farm.Assignment
+		if farm.Decode(data, &a) != nil || a.Over {
 			return
 		}
 		if a.Wait {
@@ -106,60 +109,89 @@ func (r *rogue) serve(ctx context.Context) {
 			jobs[a.Lease.Job] = pl
 		}
 		ans := r.forge(ctx, pl, a)
-		if data, err := encode(&ans); err == nil {
-			_, _ = r.conn.Request(ctx, Subject(verbAnswer, r.id), data, 3*time.Second)
+		if data, err := farm.Encode(&ans); err == nil {
+			_, _ = r.conn.Request(ctx, farm.Subject(farm.VerbAnswer, r.id), data, 3*time.Second)
 		}
 	}
 }
 
+// player is a job as the rogue resolves it: its plan, its parameters and, for an audit, its game.
+type player struct {
+	job   *farm.Job
+	plan  *plan.Plan
+	game  *audit.Game
+	seed  uint64          // the audit's
+	run   kinds.RunParams // the run's
+	seeds sim.Seeds       // the seeds of the run, or the audit's game seed as Seeds.Run
+}
+
 // job fetches and resolves a job, as a worker does: the rogue learns the seed.
 func (r *rogue) job(ctx context.Context, id string) *player {
-	data, err := r.conn.Request(ctx, Subject(verbJob, r.id), []byte(id), 3*time.Second)
+	data, err := r.conn.Request(ctx, farm.Subject(farm.VerbJob, r.id), []byte(id), 3*time.Second)
 	if err != nil || len(data) == 0 {
 		return nil
 	}
-	var j Job
-	if decode(data, &j) != nil {
+	var j farm.Job
+	if farm.Decode(data, &j) != nil {
 		return nil
 	}
-	pl, err := j.resolve()
-	if err != nil {
+	pl := &player{job: &j}
+	if pl.plan, err = kinds.Plan(&j); err != nil {
+		return nil
+	}
+	switch j.Kind {
+	case kinds.RunName:
+		if farm.Decode(j.Params, &pl.run) != nil {
+			return nil
+		}
+		pl.seeds = pl.run.Seeds
+	case kinds.AuditName:
+		var ps kinds.AuditParams
+		if farm.Decode(j.Params, &ps) != nil {
+			return nil
+		}
+		if pl.game, err = audit.NewGame(pl.plan, ps.Game); err != nil {
+			return nil
+		}
+		pl.seeds = sim.NewSeeds(ps.Seed)
+	default:
 		return nil
 	}
 	return pl
 }
 
 // forge is the rogue's answer of chunk a.
-func (r *rogue) forge(ctx context.Context, pl *player, a assignment) answer {
-	ans := answer{Worker: "rogue", Lease: a.Lease, Lo: a.Lo, Hi: a.Hi}
+func (r *rogue) forge(ctx context.Context, pl *player, a farm.Assignment) farm.Answer {
+	ans := farm.Answer{Worker: "rogue", Lease: a.Lease, Lo: a.Lo, Hi: a.Hi}
 	switch {
 	case r.mode == rogueFail:
 		ans.Err = "rogue: out of luck"
-	case pl.job.Kind == KindRun: // hide and frame alike: well-formed episodes of another seed
-		ans.Run, _ = engine.PlayChunk(ctx, pl.plan, sim.NewSeeds(pl.job.Seeds.Run+1), a.Lo, a.Hi,
-			engine.ChunkOptions{Workers: 1, Traces: pl.job.Traces, TraceEpisodes: trace.FirstEpisodes(pl.job.TraceEpisodes)})
+	case pl.job.Kind == kinds.RunName: // hide and frame alike: well-formed episodes of another seed
+		ch, _ := engine.PlayChunk(ctx, pl.plan, sim.NewSeeds(pl.seeds.Run+1), a.Lo, a.Hi, pl.run.ChunkOptions(1))
+		ans.Result, _ = kinds.EncodeChunk(ch)
 	default:
 		k := len(pl.game.ScoreNames())
-		ans.Scores = make([]float64, (a.Hi-a.Lo)*k)
+		scores := make([]float64, (a.Hi-a.Lo)*k)
 		if r.mode == rogueNaN {
-			ans.Scores[len(ans.Scores)/2] = math.NaN()
+			scores[len(scores)/2] = math.NaN()
 		}
 		if r.mode == rogueFrame { // a perfect distinguisher: the score says the secret bit
 			for e := a.Lo; e < a.Hi; e++ {
 				for s := range k {
-					ans.Scores[(e-a.Lo)*k+s] = float64(2*audit.Bit(pl.job.Seeds.Run, uint64(e))-1) * 1e3
+					scores[(e-a.Lo)*k+s] = float64(2*audit.Bit(pl.seeds.Run, uint64(e))-1) * 1e3
 				}
 			}
 		}
+		ans.Result = kinds.EncodeScores(scores)
 	}
 	return ans
 }
 
 // impost answers every chunk of the coordinator's first job with zeros under its own name,
 // without holding any, and tries the same under victim's name.
-func (r *rogue) impost(ctx context.Context, c *Coordinator, victim string, chunks []span) {
-	job := c.session + "-1"
-	for ctx.Err() == nil && !c.hasJob(job) {
+func (r *rogue) impost(ctx context.Context, c *farm.Coordinator, victim string, chunks []farm.Span) {
+	job := c.Session() + "-1"
+	for ctx.Err() == nil && !c.HasJob(job) {
 		sleep(ctx, time.Millisecond)
 	}
 	pl := r.job(ctx, job)
@@ -167,15 +199,16 @@ func (r *rogue) impost(ctx context.Context, c *Coordinator, victim string, chunk
 		return
 	}
 	for i, sp := range chunks {
-		a := answer{Worker: victim, Lease: lease{Job: job, Chunk: i, Attempt: 1}, Lo: sp.lo, Hi: sp.hi}
+		a := farm.Answer{Worker: victim, Lease: farm.Lease{Job: job, Chunk: i, Attempt: 1}, Lo: sp.Lo, Hi: sp.Hi}
 		if pl.game != nil {
-			a.Scores = make([]float64, (sp.hi-sp.lo)*len(pl.game.ScoreNames()))
+			a.Result = kinds.EncodeScores(make([]float64, (sp.Hi-sp.Lo)*len(pl.game.ScoreNames())))
 		} else {
-			a.Run, _ = engine.PlayChunk(ctx, pl.plan, sim.NewSeeds(pl.job.Seeds.Run+1), sp.lo, sp.hi, engine.ChunkOptions{Workers: 1})
+			ch, _ := engine.PlayChunk(ctx, pl.plan, sim.NewSeeds(pl.seeds.Run+1), sp.Lo, sp.Hi, engine.ChunkOptions{Workers: 1})
+			a.Result, _ = kinds.EncodeChunk(ch)
 		}
-		data, _ := encode(&a)
-		_, _ = r.conn.Request(ctx, Subject(verbAnswer, r.id), data, 3*time.Second)
-		_ = r.conn.PublishRaw(Subject(verbAnswer, victim), data) // refused by the server
+		data, _ := farm.Encode(&a)
+		_, _ = r.conn.Request(ctx, farm.Subject(farm.VerbAnswer, r.id), data, 3*time.Second)
+		_ = r.conn.PublishRaw(farm.Subject(farm.VerbAnswer, victim), data) // refused by the server
 	}
 	r.once.Do(func() { close(r.took) })
 }
@@ -184,26 +217,26 @@ func (r *rogue) impost(ctx context.Context, c *Coordinator, victim string, chunk
 func (r *rogue) beats(ctx context.Context) {
 	for ctx.Err() == nil {
 		r.mu.Lock()
-		b := beat{Worker: "rogue", Held: append([]lease(nil), r.held...)}
+		b := farm.Beat{Worker: "rogue", Held: append([]farm.Lease(nil), r.held...)}
 		r.mu.Unlock()
-		if data, err := encode(&b); err == nil && !r.conn.IsClosed() {
-			_ = r.conn.PublishRaw(Subject(verbBeat, r.id), data)
+		if data, err := farm.Encode(&b); err == nil && !r.conn.IsClosed() {
+			_ = r.conn.PublishRaw(farm.Subject(farm.VerbBeat, r.id), data)
 		}
 		sleep(ctx, 50*time.Millisecond)
 	}
 }
 
-// hasJob reports whether job id is being served.
-func (c *Coordinator) hasJob(id string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.jobs[id] != nil
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
 }
 
 // honest starts an honest `dpsim worker` process with the pool's i-th credentials file.
-func honest(t *testing.T, c *Coordinator, i int) {
+func honest(t *testing.T, c *farm.Coordinator, i int) {
 	t.Helper()
-	w := exec.Command(bin, "worker", "--server", c.srv.URL, "--creds", c.Report().CredentialsFiles[i], "--threads", "1", "--log-level", "error")
+	w := exec.Command(bin, "worker", "--server", c.ServerURL(), "--creds", c.Report().CredentialsFiles[i], "--threads", "1", "--log-level", "error")
 	w.Stderr = os.Stderr
 	require.NoError(t, w.Start())
 	t.Cleanup(func() { _ = w.Process.Kill(); _ = w.Wait() })
@@ -212,8 +245,8 @@ func honest(t *testing.T, c *Coordinator, i int) {
 // rogueConfig is the coordinator's configuration against a rogue of mode: every chunk checked
 // where the test needs the forgery caught for certain, and a short chunk bound against the
 // hoarder (a flag's value: nothing here asserts a duration).
-func rogueConfig(mode string) Config {
-	cfg := Config{VerifyShare: 1, Silence: time.Second}
+func rogueConfig(mode string) farm.Config {
+	cfg := farm.Config{VerifyShare: 1, Silence: time.Second}
 	switch mode {
 	case rogueHoard:
 		cfg.ChunkTimeout = 500 * time.Millisecond
@@ -225,7 +258,7 @@ func rogueConfig(mode string) Config {
 
 // requireNamed checks that the rogue is named in the report as its mode says, and never an
 // honest worker as a liar.
-func requireNamed(t *testing.T, rep *Report, mode, id string) {
+func requireNamed(t *testing.T, rep *farm.Report, mode, id string) {
 	t.Helper()
 	kinds := map[string]int{}
 	for _, d := range rep.Degradations {
@@ -239,14 +272,14 @@ func requireNamed(t *testing.T, rep *Report, mode, id string) {
 		require.Equal(t, id, rep.Quarantined[0].Worker)
 		require.NotEmpty(t, rep.Quarantined[0].Chunks)
 		require.Equal(t, len(rep.Quarantined[0].Chunks), rep.Recomputed)
-		require.Positive(t, kinds[KindQuarantined])
+		require.Positive(t, kinds[farm.KindQuarantined])
 	case rogueHoard:
-		require.Positive(t, kinds[KindOverdue], "%+v", rep.Degradations)
+		require.Positive(t, kinds[farm.KindOverdue], "%+v", rep.Degradations)
 	case rogueFail:
-		require.Positive(t, kinds[KindFailed], "%+v", rep.Degradations)
+		require.Positive(t, kinds[farm.KindFailed], "%+v", rep.Degradations)
 		require.Positive(t, rep.Local)
 	case rogueImpost:
-		require.Positive(t, kinds[KindForeign], "%+v", rep.Degradations)
+		require.Positive(t, kinds[farm.KindForeign], "%+v", rep.Degradations)
 		require.Empty(t, rep.Quarantined)
 	}
 	for _, q := range rep.Quarantined {
@@ -270,18 +303,18 @@ func TestRogueWorkerAudit(t *testing.T) {
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			f := load(t, tc.scenario, true)
-			const trials, seed = 3 * AuditChunk, 21 // 6 chunks
+			const trials, seed = 3 * kinds.AuditChunk, 21 // 6 chunks
 			want, err := audit.PlayFast(context.Background(), f.game, audit.FastOptions{Trials: trials, Seed: seed})
 			require.NoError(t, err)
 			c := start(t, f, rogueConfig(tc.mode))
-			r := startRogue(t, c, tc.mode, "w2", spans(2*trials, AuditChunk))
+			r := startRogue(t, c, tc.mode, "w2", farm.Spans(2*trials, kinds.AuditChunk))
 			type result struct {
 				o   *audit.Outcome
 				err error
 			}
 			done := make(chan result, 1)
 			go func() {
-				o, err := c.Audit(context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
+				o, err := kinds.Audit(c, context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
 				done <- result{o, err}
 			}()
 			<-r.took // the rogue played its part before an honest worker joins
@@ -319,7 +352,7 @@ func TestRogueWorkerRun(t *testing.T) {
 				cfg.ChunkTimeout = 0 // the bound derived from the honest worker's chunk times (at least 4 silences)
 			}
 			c := start(t, f, cfg)
-			r := startRogue(t, c, mode, "w2", runSpans(opts.Runs, cfg.ChunkEpisodes, true, opts.TraceEpisodes))
+			r := startRogue(t, c, mode, "w2", kinds.RunSpans(opts.Runs, cfg.ChunkEpisodes, true, opts.TraceEpisodes))
 			if mode == rogueHide {
 				honest(t, c, 1)
 			}
@@ -330,7 +363,7 @@ func TestRogueWorkerRun(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				res, tr, err := c.Run(context.Background(), 0, f.plan, seeds, opts)
+				res, tr, err := kinds.Run(c, context.Background(), 0, f.plan, seeds, opts)
 				done <- result{res, tr, err}
 			}()
 			<-r.took
@@ -351,15 +384,15 @@ func TestRogueWorkerRun(t *testing.T) {
 // chunks, and the result is the same either way.
 func TestVerifyDrawUnpredictable(t *testing.T) {
 	f := load(t, "audit-vehicle-structured", true)
-	const trials, seed = 8 * AuditChunk, 5 // 16 chunks
+	const trials, seed = 8 * kinds.AuditChunk, 5 // 16 chunks
 	want, err := audit.PlayFast(context.Background(), f.game, audit.FastOptions{Trials: trials, Seed: seed})
 	require.NoError(t, err)
 	var draws [2][]bool
 	for k := range draws {
-		c := start(t, f, Config{Spawn: 2, SpawnThreads: 1, VerifyShare: 0.5})
+		c := start(t, f, farm.Config{Spawn: 2, SpawnThreads: 1, VerifyShare: 0.5})
 		draws[k] = make([]bool, 16)
-		c.drawn = func(_ string, chunk int, checked bool) { draws[k][chunk] = checked }
-		got, err := c.Audit(context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
+		c.SetDrawn(func(_ string, chunk int, checked bool) { draws[k][chunk] = checked })
+		got, err := kinds.Audit(c, context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
 		require.NoError(t, err)
 		require.Equal(t, report(t, f.game, want), report(t, f.game, got))
 		rep := c.Report()
@@ -377,11 +410,11 @@ func TestVerifyDrawUnpredictable(t *testing.T) {
 func TestHonestWorkersAgree(t *testing.T) {
 	t.Run("audit", func(t *testing.T) {
 		f := load(t, "audit-vehicle-structured", true)
-		const trials, seed = 2 * AuditChunk, 8
+		const trials, seed = 2 * kinds.AuditChunk, 8
 		want, err := audit.PlayFast(context.Background(), f.game, audit.FastOptions{Trials: trials, Seed: seed})
 		require.NoError(t, err)
-		c := start(t, f, Config{Spawn: 2, SpawnThreads: 1, VerifyShare: 1})
-		got, err := c.Audit(context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
+		c := start(t, f, farm.Config{Spawn: 2, SpawnThreads: 1, VerifyShare: 1})
+		got, err := kinds.Audit(c, context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
 		require.NoError(t, err)
 		require.Equal(t, report(t, f.game, want), report(t, f.game, got))
 		rep := c.Report()
@@ -394,8 +427,8 @@ func TestHonestWorkersAgree(t *testing.T) {
 		seeds, opts := sim.NewSeeds(3), engine.Options{Runs: 40, KeepTraces: true, TraceEpisodes: trace.FirstEpisodes(2)}
 		want, wantTr, err := engine.Run(context.Background(), f.plan, seeds, opts)
 		require.NoError(t, err)
-		c := start(t, f, Config{Spawn: 2, SpawnThreads: 1, VerifyShare: 1, ChunkEpisodes: 10})
-		got, gotTr, err := c.Run(context.Background(), 0, f.plan, seeds, opts)
+		c := start(t, f, farm.Config{Spawn: 2, SpawnThreads: 1, VerifyShare: 1, ChunkEpisodes: 10})
+		got, gotTr, err := kinds.Run(c, context.Background(), 0, f.plan, seeds, opts)
 		require.NoError(t, err)
 		require.Equal(t, want, got)
 		require.Equal(t, wantTr, gotTr)
@@ -411,12 +444,19 @@ func TestHonestWorkersAgree(t *testing.T) {
 // the rogue answers errors): the job never ends with a result nobody could compute.
 func TestChunkFailingEverywhereFailsJob(t *testing.T) {
 	f := load(t, "audit-vehicle-structured", true)
-	c := start(t, f, Config{VerifyShare: -1})
+	c := start(t, f, farm.Config{VerifyShare: -1})
 	r := startRogue(t, c, rogueFail, "", nil)
-	j := c.newJob(KindAudit, 0)
-	j.Seeds = sim.NewSeeds(3)
-	_, err := c.play(context.Background(), j, spans(2*AuditChunk, AuditChunk), func(*answer) error { return errors.New("refused by the test") }, nil)
+	params, err := farm.Encode(kinds.AuditParams{Seed: 3})
+	require.NoError(t, err)
+	_, err = c.Play(context.Background(), farm.Work{Kind: kinds.AuditKind, Params: params,
+		Spans: farm.Spans(2*kinds.AuditChunk, kinds.AuditChunk), Judge: refuse{}})
 	<-r.took
 	require.ErrorContains(t, err, "fails at the coordinator too: refused by the test")
 	require.ErrorContains(t, err, "worker w1: rogue: out of luck")
 }
+
+// refuse is a judge that refuses every result.
+type refuse struct{}
+
+func (refuse) Check(int, int, []byte) (any, error) { return nil, errors.New("refused by the test") }
+func (refuse) Digest(any) []byte                   { return nil }

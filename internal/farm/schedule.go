@@ -11,8 +11,8 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 )
 
-// span is one chunk of a job: episodes (trials) lo..hi-1.
-type span struct{ lo, hi int }
+// Span is one chunk of a job: episodes (trials) Lo..Hi-1.
+type Span struct{ Lo, Hi int }
 
 // MaxHeld is how many chunks a worker may hold unanswered (one playing, one fetched ahead, one
 // answer in flight): a worker that asks for more waits, so one that hoards holds this many.
@@ -34,7 +34,7 @@ type issue struct {
 // when its first valid answer was not drawn for a check, when a second computation by another
 // worker agreed with it bit for bit, or when the coordinator played it itself.
 type chunkState struct {
-	span
+	Span
 	issues   map[int]*issue  // the open issues by attempt
 	attempts int             // issues so far
 	ever     map[string]bool // workers it was ever issued to (their late answers are not foreign)
@@ -53,25 +53,33 @@ type chunkState struct {
 type jobState struct {
 	job      *Job
 	chunks   []*chunkState
-	check    func(a *answer) error // an answer that may be folded (shape, finiteness); keeps what the fold needs in a.checked
-	progress func(done int)        // episodes decided so far (may go back when a liar is caught)
-	left     int                   // chunks not decided
+	kind     Kind
+	judge    Judge          // an answer that may be folded (shape, finiteness): check
+	progress func(done int) // episodes decided so far (may go back when a liar is caught)
+	left     int            // chunks not decided
 	done     int
 	results  []*answer // the decided results in chunk order, set when the job ends
 	err      error     // the job failed (a chunk failing at the coordinator too, no worker left)
 	finish   chan struct{}
 	// the coordinator's own player of the job (settle), resolved once
 	localOnce sync.Once
-	localPl   *player
+	localPl   Player
 	localErr  error
 }
 
-func newJobState(j *Job, spans []span, check func(*answer) error, progress func(int)) *jobState {
-	js := &jobState{job: j, check: check, progress: progress, left: len(spans), finish: make(chan struct{})}
-	for _, sp := range spans {
-		js.chunks = append(js.chunks, &chunkState{span: sp, issues: map[int]*issue{}, ever: map[string]bool{}, exclude: map[string]bool{}})
+func newJobState(j *Job, w Work) *jobState {
+	js := &jobState{job: j, kind: w.Kind, judge: w.Judge, progress: w.Progress, left: len(w.Spans), finish: make(chan struct{})}
+	for _, sp := range w.Spans {
+		js.chunks = append(js.chunks, &chunkState{Span: sp, issues: map[int]*issue{}, ever: map[string]bool{}, exclude: map[string]bool{}})
 	}
 	return js
+}
+
+// check has the job's judge validate answer a, keeping what it made of it for the fold.
+func (js *jobState) check(a *answer) error {
+	var err error
+	a.checked, err = js.judge.Check(a.Lo, a.Hi, a.Result)
+	return err
 }
 
 // queued is a chunk waiting for a worker.
@@ -234,7 +242,7 @@ func (s *scheduler) issue(js *jobState, i int, h held) {
 	}
 	s.holding[h.worker][l] = true
 	s.c.rep.issued(h.worker)
-	s.respond(h.req, assignment{Lease: l, Lo: cs.lo, Hi: cs.hi})
+	s.respond(h.req, assignment{Lease: l, Lo: cs.Lo, Hi: cs.Hi})
 }
 
 // chunkBound is how long a worker may hold a chunk: Config.ChunkTimeout, else ten times the
@@ -321,10 +329,10 @@ func (s *scheduler) lapse(js *jobState, i int, now time.Time, bound time.Duratio
 		d := Degradation{Worker: is.worker, Job: js.job.ID, Chunk: i}
 		if silent {
 			s.release(is.worker, lease{Job: js.job.ID, Chunk: i, Attempt: at})
-			d.Kind, d.Detail = KindReissued, fmt.Sprintf("no heartbeat for %v: chunk %d (episodes %d..%d) re-issued", s.c.cfg.Silence, i, cs.lo, cs.hi-1)
+			d.Kind, d.Detail = KindReissued, fmt.Sprintf("no heartbeat for %v: chunk %d (episodes %d..%d) re-issued", s.c.cfg.Silence, i, cs.Lo, cs.Hi-1)
 		} else {
 			cs.exclude[is.worker] = true
-			d.Kind, d.Detail = KindOverdue, fmt.Sprintf("held chunk %d (episodes %d..%d) for %v without answering (bound %v): re-issued to another", i, cs.lo, cs.hi-1, now.Sub(is.start).Round(time.Millisecond), bound.Round(time.Millisecond))
+			d.Kind, d.Detail = KindOverdue, fmt.Sprintf("held chunk %d (episodes %d..%d) for %v without answering (bound %v): re-issued to another", i, cs.Lo, cs.Hi-1, now.Sub(is.start).Round(time.Millisecond), bound.Round(time.Millisecond))
 		}
 		s.c.rep.degrade(d)
 		if silent && !s.lost[is.worker] {
@@ -395,7 +403,7 @@ func (s *scheduler) end(js *jobState) {
 }
 
 func (s *scheduler) respond(req *bus.Request, a assignment) {
-	data, err := encode(&a)
+	data, err := Encode(&a)
 	if err == nil {
 		err = req.Respond(data)
 	}
@@ -405,7 +413,7 @@ func (s *scheduler) respond(req *bus.Request, a assignment) {
 }
 
 func (s *scheduler) ack(req *bus.Request, status string) {
-	if data, err := encode(&reply{Status: status}); err == nil {
+	if data, err := Encode(&reply{Status: status}); err == nil {
 		_ = req.Respond(data)
 	}
 }

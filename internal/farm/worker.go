@@ -22,7 +22,10 @@ type WorkerOptions struct {
 	Name    string        // a label for the logs (the coordinator names a worker by its ID)
 	Threads int           // goroutines playing a chunk (<= 0: GOMAXPROCS)
 	Beat    time.Duration // heartbeat period (<= 0: DefaultBeat)
-	Log     zerolog.Logger
+	// Kinds are the kinds of work the worker plays (a job of another kind is answered with an
+	// error: the coordinator plays its chunks itself).
+	Kinds []Kind
+	Log   zerolog.Logger
 }
 
 // DefaultBeat is a worker's heartbeat period: well below DefaultSilence.
@@ -40,7 +43,7 @@ type worker struct {
 	o    WorkerOptions
 	mu   sync.Mutex
 	held []lease // fetched, not answered yet: named in every heartbeat
-	jobs map[string]*player
+	jobs map[string]Player
 	st   WorkerStats // under mu
 	// answering holds a token while an answer is in flight (capacity 1); answers counts them,
 	// so that Serve returns only once each was acknowledged or given up.
@@ -70,7 +73,7 @@ func Serve(ctx context.Context, c *bus.Conn, o WorkerOptions) (WorkerStats, erro
 	if !ValidID(o.ID) {
 		return WorkerStats{}, fmt.Errorf("farm: worker identity %q: want letters, digits, '-' and '_'", o.ID)
 	}
-	w := &worker{c: c, o: o, jobs: map[string]*player{}, logged: time.Now(), answering: make(chan struct{}, 1)}
+	w := &worker{c: c, o: o, jobs: map[string]Player{}, logged: time.Now(), answering: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go w.beats(ctx)
@@ -108,7 +111,7 @@ var (
 // fetch asks for chunks and hands them to Serve's loop until the coordinator is over (errOver)
 // or ctx ends.
 func (w *worker) fetch(ctx context.Context, next chan<- assignment) error {
-	hi, err := encode(hello{Worker: w.o.Name, Threads: w.o.Threads})
+	hi, err := Encode(hello{Worker: w.o.Name, Threads: w.o.Threads})
 	if err != nil {
 		return err
 	}
@@ -125,7 +128,7 @@ func (w *worker) fetch(ctx context.Context, next chan<- assignment) error {
 			continue
 		}
 		var a assignment
-		if err := decode(data, &a); err != nil {
+		if err := Decode(data, &a); err != nil {
 			return err
 		}
 		switch {
@@ -157,20 +160,23 @@ func (w *worker) playOne(ctx context.Context, a assignment) error {
 	}
 	ans := answer{Worker: w.o.Name, Lease: a.Lease, Lo: a.Lo, Hi: a.Hi}
 	start := time.Now()
-	if err := pl.play(ctx, a.Lo, a.Hi, w.o.Threads, &ans); err != nil {
+	res, err := pl.Play(ctx, a.Lo, a.Hi, w.o.Threads)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		ans.Err = err.Error()
+	} else {
+		ans.Result = res
 	}
-	data, err := encode(&ans)
+	data, err := Encode(&ans)
 	if err != nil {
 		return err
 	}
 	if limit := w.c.MaxPayload(); int64(len(data)) > limit {
 		ans = answer{Worker: w.o.Name, Lease: a.Lease, Lo: a.Lo, Hi: a.Hi,
 			Err: fmt.Sprintf("the answer has %d bytes, more than the server's max payload %d: trace fewer episodes (--trace-episodes)", len(data), limit)}
-		if data, err = encode(&ans); err != nil {
+		if data, err = Encode(&ans); err != nil {
 			return err
 		}
 	}
@@ -192,7 +198,7 @@ func (w *worker) answer(ctx context.Context, a assignment, data []byte, start ti
 	resp, err := w.c.Request(ctx, Subject(verbAnswer, w.o.ID), data, 30*time.Second)
 	var r reply
 	if err == nil {
-		err = decode(resp, &r)
+		err = Decode(resp, &r)
 	}
 	if err != nil {
 		w.o.Log.Warn().Err(err).Int("chunk", a.Lease.Chunk).Msg("answer not acknowledged (the chunk will be re-issued)")
@@ -217,7 +223,7 @@ func (w *worker) answer(ctx context.Context, a assignment, data []byte, start ti
 }
 
 // job returns the resolved job id, fetching it from the coordinator the first time.
-func (w *worker) job(ctx context.Context, id string) (*player, error) {
+func (w *worker) job(ctx context.Context, id string) (Player, error) {
 	if pl := w.jobs[id]; pl != nil {
 		return pl, nil
 	}
@@ -229,10 +235,10 @@ func (w *worker) job(ctx context.Context, id string) (*player, error) {
 		return nil, errJobOver
 	}
 	var j Job
-	if err := decode(data, &j); err != nil {
+	if err := Decode(data, &j); err != nil {
 		return nil, err
 	}
-	pl, err := j.resolve()
+	pl, err := w.prepare(&j)
 	if err != nil {
 		return nil, fmt.Errorf("farm: job %s: %w", id, err)
 	}
@@ -240,8 +246,18 @@ func (w *worker) job(ctx context.Context, id string) (*player, error) {
 		clear(w.jobs)
 	}
 	w.jobs[id] = pl
-	w.o.Log.Info().Str("job", id).Str("kind", j.Kind).Str("scenario", pl.plan.Scenario.Name).Msg("joined a job")
+	w.o.Log.Info().Str("job", id).Str("kind", j.Kind).Str("scenario", j.Source).Int("point", j.Point).Msg("joined a job")
 	return pl, nil
+}
+
+// prepare resolves job j with the worker's kind of its name.
+func (w *worker) prepare(j *Job) (Player, error) {
+	for _, k := range w.o.Kinds {
+		if k.Name() == j.Kind {
+			return k.Prepare(j)
+		}
+	}
+	return nil, fmt.Errorf("unknown kind %q", j.Kind)
 }
 
 // hold adds (or removes) l from the chunks the heartbeats name.
@@ -263,7 +279,7 @@ func (w *worker) beats(ctx context.Context) {
 		w.mu.Lock()
 		b := beat{Worker: w.o.Name, Held: slices.Clone(w.held)}
 		w.mu.Unlock()
-		if data, err := encode(&b); err == nil {
+		if data, err := Encode(&b); err == nil {
 			_ = w.c.PublishRaw(Subject(verbBeat, w.o.ID), data)
 		}
 		select {

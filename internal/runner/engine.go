@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dpsim/dpsim/internal/farm"
+	"github.com/dpsim/dpsim/internal/farm/kinds"
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/engine"
@@ -269,5 +270,5 @@ func (e *natsEngine) play(ctx context.Context, k int, p *plan.Plan) (pointPlayed
 
 // farmRun is the worker farm's run of a point's episodes (the fast engine's chunks).
 func farmRun(ctx context.Context, c *farm.Coordinator, k int, p *plan.Plan, seeds sim.Seeds, opts engine.Options) (*metrics.Results, *trace.Traces, error) {
-	return c.Run(ctx, k, p, seeds, opts)
+	return kinds.Run(c, ctx, k, p, seeds, opts)
 }

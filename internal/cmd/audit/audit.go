@@ -22,6 +22,7 @@ import (
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/farm"
+	"github.com/dpsim/dpsim/internal/farm/kinds"
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/internal/live"
 	"github.com/dpsim/dpsim/pkg/audit"
@@ -684,7 +685,7 @@ func (a *auditRun) play(ctx context.Context, k int, g *audit.Game) (*audit.Outco
 	switch a.o.Engine {
 	case audit.EngineFast:
 		if a.farm != nil {
-			return a.farm.Audit(ctx, k, g, a.gameOpts, a.seed, a.trials, progress)
+			return kinds.Audit(a.farm, ctx, k, g, a.gameOpts, a.seed, a.trials, progress)
 		}
 		return audit.PlayFast(ctx, g, audit.FastOptions{Trials: a.trials, Seed: a.seed, Workers: a.o.Workers, Progress: progress, Chunk: a.chunkHook()})
 	default:

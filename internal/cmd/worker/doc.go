@@ -1,6 +1,7 @@
 // Package workercmd implements `dpsim worker`: a process on this or another host that plays
 // chunks of episodes for a coordinator (`dpsim audit --dispatch`, `dpsim run --engine fast
-// --dispatch`) through NATS, with the in-process fast engine (internal/farm.Serve).
+// --dispatch`) through NATS, with the in-process fast engine (internal/farm.Serve, playing the
+// kinds of internal/farm/kinds).
 //
 //	dpsim worker --server nats://coordinator-host:4222 --creds out/run/workers/w1.creds
 //

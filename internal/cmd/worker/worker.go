@@ -12,6 +12,7 @@ import (
 
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/farm"
+	"github.com/dpsim/dpsim/internal/farm/kinds"
 	"github.com/dpsim/dpsim/pkg/bus"
 )
 
@@ -111,7 +112,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	}
 	defer conn.Close()
 	log.Info().Str("server", o.Server).Str("name", o.Name).Int("threads", o.Threads).Msg("waiting for chunks")
-	st, err := farm.Serve(ctx, conn, farm.WorkerOptions{ID: id, Name: o.Name, Threads: o.Threads, Log: log})
+	st, err := farm.Serve(ctx, conn, farm.WorkerOptions{ID: id, Name: o.Name, Threads: o.Threads, Kinds: kinds.All(), Log: log})
 	log.Info().Int("chunks", st.Chunks).Int("episodes", st.Episodes).Int("refused", st.Refused).Msg("worker done")
 	return err
 }

@@ -1,0 +1,41 @@
+package farm
+
+import "github.com/dpsim/dpsim/pkg/bus"
+
+// The protocol's messages and the coordinator's internals, for the tests of package farm_test
+// (an external test package: they play the kinds of internal/farm/kinds, which import farm).
+type (
+	Answer     = answer
+	Lease      = lease
+	Assignment = assignment
+	Hello      = hello
+	Beat       = beat
+	Reply      = reply
+)
+
+// The protocol's verbs.
+const (
+	VerbNext   = verbNext
+	VerbJob    = verbJob
+	VerbBeat   = verbBeat
+	VerbAnswer = verbAnswer
+)
+
+// Session is the coordinator's session: its jobs are Session()-1, Session()-2, ...
+func (c *Coordinator) Session() string { return c.session }
+
+// HasJob reports whether job id is being served.
+func (c *Coordinator) HasJob(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.jobs[id] != nil
+}
+
+// ServerURL is the URL of the coordinator's server.
+func (c *Coordinator) ServerURL() string { return c.srv.URL }
+
+// Embedded is the coordinator's embedded server (nil: an external one).
+func (c *Coordinator) Embedded() *bus.Embedded { return c.srv.Embedded }
+
+// SetDrawn has f hear each draw of whether a chunk's first answer is checked.
+func (c *Coordinator) SetDrawn(f func(job string, chunk int, checked bool)) { c.drawn = f }
