@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/record"
 )
 
 // answer takes a worker's answer. Its sender is the subject's identity (the server lets a worker
@@ -19,13 +20,13 @@ func (s *scheduler) answer(req *bus.Request) {
 	w := sender(req.Subject)
 	var a answer
 	if err := Decode(req.Data, &a); err != nil {
-		s.refuse(req, Degradation{Kind: KindInvalid, Worker: w, Chunk: -1, Detail: "an answer that does not decode: " + err.Error()}, "invalid: "+err.Error())
+		s.refuse(req, record.Degradation{Kind: KindInvalid, Worker: w, Chunk: -1, Detail: "an answer that does not decode: " + err.Error()}, "invalid: "+err.Error())
 		return
 	}
 	a.Worker = w
 	l := a.Lease
 	if why := s.quarantined[w]; why != "" {
-		s.refuse(req, Degradation{Kind: KindForeign, Worker: w, Job: l.Job, Chunk: l.Chunk, Detail: fmt.Sprintf("answer of chunk %d of a quarantined worker ignored", l.Chunk)}, "quarantined")
+		s.refuse(req, record.Degradation{Kind: KindForeign, Worker: w, Job: l.Job, Chunk: l.Chunk, Detail: fmt.Sprintf("answer of chunk %d of a quarantined worker ignored", l.Chunk)}, "quarantined")
 		return
 	}
 	s.seen[w] = time.Now()
@@ -54,14 +55,14 @@ func (s *scheduler) answer(req *bus.Request) {
 }
 
 // refuse counts d and acknowledges with status.
-func (s *scheduler) refuse(req *bus.Request, d Degradation, status string) {
+func (s *scheduler) refuse(req *bus.Request, d record.Degradation, status string) {
 	s.c.rep.degrade(d)
 	s.ack(req, status)
 }
 
 // foreign refuses an answer of a chunk its sender never held.
 func (s *scheduler) foreign(req *bus.Request, a *answer) {
-	s.refuse(req, Degradation{Kind: KindForeign, Worker: a.Worker, Job: a.Lease.Job, Chunk: a.Lease.Chunk,
+	s.refuse(req, record.Degradation{Kind: KindForeign, Worker: a.Worker, Job: a.Lease.Job, Chunk: a.Lease.Chunk,
 		Detail: fmt.Sprintf("answer of chunk %d (issue %d) refused: the sender does not hold it", a.Lease.Chunk, a.Lease.Attempt)}, "foreign")
 }
 
@@ -69,7 +70,7 @@ func (s *scheduler) foreign(req *bus.Request, a *answer) {
 // sender's silence or deadline, or its job is over) and releases the lease.
 func (s *scheduler) late(req *bus.Request, a *answer) {
 	s.release(a.Worker, a.Lease)
-	s.refuse(req, Degradation{Kind: KindDuplicate, Worker: a.Worker, Job: a.Lease.Job, Chunk: a.Lease.Chunk,
+	s.refuse(req, record.Degradation{Kind: KindDuplicate, Worker: a.Worker, Job: a.Lease.Job, Chunk: a.Lease.Chunk,
 		Detail: fmt.Sprintf("a late answer of chunk %d (issue %d) ignored: the chunk was decided or re-issued meanwhile", a.Lease.Chunk, a.Lease.Attempt)}, "late")
 	s.dispatch()
 }
@@ -98,7 +99,7 @@ func (s *scheduler) take(req *bus.Request, js *jobState, i int, a *answer, is *i
 	}
 	if why != "" {
 		a.invalid = why
-		s.refuse(req, Degradation{Kind: KindInvalid, Worker: a.Worker, Job: js.job.ID, Chunk: i, Detail: fmt.Sprintf("answer of chunk %d refused: %s", i, why)}, "invalid: "+why)
+		s.refuse(req, record.Degradation{Kind: KindInvalid, Worker: a.Worker, Job: js.job.ID, Chunk: i, Detail: fmt.Sprintf("answer of chunk %d refused: %s", i, why)}, "invalid: "+why)
 		s.settle(js, i, s.claims(cs, a.Worker, a))
 		return
 	}
@@ -118,7 +119,7 @@ func (s *scheduler) take(req *bus.Request, js *jobState, i int, a *answer, is *i
 		cs.verified = true
 		s.decide(js, i, false)
 	default:
-		s.c.rep.degrade(Degradation{Kind: KindMismatch, Workers: []string{cs.by, a.Worker}, Job: js.job.ID, Chunk: i,
+		s.c.rep.degrade(record.Degradation{Kind: KindMismatch, Workers: []string{cs.by, a.Worker}, Job: js.job.ID, Chunk: i,
 			Detail: fmt.Sprintf("chunk %d: the results of %s and %s differ: the coordinator plays it to decide", i, cs.by, a.Worker)})
 		s.settle(js, i, s.claims(cs, a.Worker, a))
 	}
@@ -129,7 +130,7 @@ func (s *scheduler) take(req *bus.Request, js *jobState, i int, a *answer, is *i
 func (s *scheduler) failed(req *bus.Request, js *jobState, i int, a *answer) {
 	cs := js.chunks[i]
 	cs.exclude[a.Worker] = true
-	s.refuse(req, Degradation{Kind: KindFailed, Worker: a.Worker, Job: js.job.ID, Chunk: i,
+	s.refuse(req, record.Degradation{Kind: KindFailed, Worker: a.Worker, Job: js.job.ID, Chunk: i,
 		Detail: fmt.Sprintf("chunk %d (episodes %d..%d) failed: %s (the coordinator plays it)", i, a.Lo, a.Hi-1, a.Err)}, "failed")
 	if s.failures[a.Worker]++; s.failures[a.Worker] >= MaxFailures {
 		s.quarantine(a.Worker, fmt.Sprintf("%d error answers (the last: %s)", s.failures[a.Worker], a.Err))
@@ -235,7 +236,7 @@ func (s *scheduler) settled(js *jobState, i int, claims map[string]*answer, res 
 		default:
 			s.quarantine(w, fmt.Sprintf("its result of chunk %d (episodes %d..%d) of job %s differs from the coordinator's", i, cs.Lo, cs.Hi-1, js.job.ID))
 		}
-		s.c.rep.recomputed(w, ChunkRef{Job: js.job.ID, Chunk: i}, false, false) // the coordinator's result replaces it
+		s.c.rep.recomputed(w, record.ChunkRef{Job: js.job.ID, Chunk: i}, false, false) // the coordinator's result replaces it
 	}
 	cs.local = false
 	if s.jobs[js.job.ID] != js || cs.final { // a quarantine ended the job
@@ -260,8 +261,8 @@ func (s *scheduler) quarantine(w, why string) {
 	s.quarantined[w] = why
 	s.c.ban(w)
 	s.c.log.Warn().Str("worker", w).Str("reason", why).Msg("worker quarantined: its answers are ignored and its chunks played again")
-	s.c.rep.quarantine(Quarantine{Worker: w, Reason: why, Chunks: []ChunkRef{}, Earlier: s.unchecked[w]})
-	s.c.rep.degrade(Degradation{Kind: KindQuarantined, Worker: w, Chunk: -1, Detail: "quarantined: " + why})
+	s.c.rep.quarantine(record.Quarantine{Worker: w, Reason: why, Chunks: []record.ChunkRef{}, Earlier: s.unchecked[w]})
+	s.c.rep.degrade(record.Degradation{Kind: KindQuarantined, Worker: w, Chunk: -1, Detail: "quarantined: " + why})
 	delete(s.holding, w)
 	for _, js := range s.jobs {
 		for i, cs := range js.chunks {
@@ -282,7 +283,7 @@ func (s *scheduler) quarantine(w, why string) {
 // forget throws away chunk i's result computed by quarantined worker w.
 func (s *scheduler) forget(js *jobState, i int, w string) {
 	cs := js.chunks[i]
-	s.c.rep.recomputed(w, ChunkRef{Job: js.job.ID, Chunk: i}, cs.final, cs.verified)
+	s.c.rep.recomputed(w, record.ChunkRef{Job: js.job.ID, Chunk: i}, cs.final, cs.verified)
 	if cs.final {
 		cs.final = false
 		js.left++

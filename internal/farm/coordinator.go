@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/record"
 )
 
 // Config configures a Coordinator.
@@ -389,7 +390,7 @@ func (c *Coordinator) play(ctx context.Context, j *Job, w Work) ([]*answer, erro
 func (c *Coordinator) ChunkEpisodes() int { return c.cfg.ChunkEpisodes }
 
 // Report returns what the dispatch did so far.
-func (c *Coordinator) Report() *Report { return c.rep.snapshot() }
+func (c *Coordinator) Report() *record.Dispatch { return c.rep.snapshot() }
 
 // Close tells the workers the session is over, stops the spawned ones, the connection and the
 // embedded server, and removes the temporary credentials.

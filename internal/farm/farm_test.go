@@ -19,6 +19,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
 )
@@ -193,7 +194,7 @@ func killWhenHolding(t *testing.T, c *farm.Coordinator) <-chan struct{} {
 }
 
 // requireBlamed checks that the dispatch re-issued chunks of local-0, lost it, and blames it alone.
-func requireBlamed(t *testing.T, rep *farm.Report) {
+func requireBlamed(t *testing.T, rep *record.Dispatch) {
 	t.Helper()
 	require.GreaterOrEqual(t, rep.Reissued, 1)
 	require.Equal(t, 1, rep.Lost)
@@ -265,7 +266,7 @@ func TestForgedAnswersRefused(t *testing.T) {
 }
 
 // workerNames are the names of the workers that were issued chunks.
-func workerNames(rep *farm.Report) []string {
+func workerNames(rep *record.Dispatch) []string {
 	var names []string
 	for _, w := range rep.Workers {
 		names = append(names, w.Name)

@@ -25,19 +25,10 @@ const (
 	KindQuarantined = "worker quarantined" // caught lying (or failing): its answers ignored, its chunks played again
 )
 
-// The farm's report is summary.json's "dispatch" (pkg/record): declared there once.
-type (
-	Report       = record.Dispatch
-	Degradation  = record.Degradation
-	WorkerReport = record.WorkerReport
-	ChunkRef     = record.ChunkRef
-	Quarantine   = record.Quarantine
-)
-
 // collector gathers the Report under a lock (the scheduler writes, the commands read).
 type collector struct {
 	mu      sync.Mutex
-	r       Report
+	r       record.Dispatch
 	details map[[2]string]int // degradations listed by (worker, kind)
 }
 
@@ -46,13 +37,13 @@ type collector struct {
 // outputs).
 const MaxDetails = 20
 
-func (c *collector) worker(name string) *WorkerReport {
+func (c *collector) worker(name string) *record.WorkerReport {
 	for i := range c.r.Workers {
 		if c.r.Workers[i].Name == name {
 			return &c.r.Workers[i]
 		}
 	}
-	c.r.Workers = append(c.r.Workers, WorkerReport{Name: name})
+	c.r.Workers = append(c.r.Workers, record.WorkerReport{Name: name})
 	return &c.r.Workers[len(c.r.Workers)-1]
 }
 
@@ -84,7 +75,7 @@ func (c *collector) decided(verified, local bool) {
 	}
 }
 
-func (c *collector) quarantine(q Quarantine) {
+func (c *collector) quarantine(q record.Quarantine) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.r.Quarantined = append(c.r.Quarantined, q)
@@ -92,7 +83,7 @@ func (c *collector) quarantine(q Quarantine) {
 
 // recomputed adds chunk ref, computed by quarantined worker, to the chunks played again, and
 // takes back its count among the decided ones (decided, verified: how it was counted).
-func (c *collector) recomputed(worker string, ref ChunkRef, decided, verified bool) {
+func (c *collector) recomputed(worker string, ref record.ChunkRef, decided, verified bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.r.Recomputed++
@@ -109,7 +100,7 @@ func (c *collector) recomputed(worker string, ref ChunkRef, decided, verified bo
 	}
 }
 
-func (c *collector) degrade(d Degradation) {
+func (c *collector) degrade(d record.Degradation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.details == nil {
@@ -128,14 +119,14 @@ func (c *collector) degrade(d Degradation) {
 }
 
 // snapshot returns a copy of the report, workers by name.
-func (c *collector) snapshot() *Report {
+func (c *collector) snapshot() *record.Dispatch {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.r
 	r.Workers = slices.Clone(c.r.Workers)
-	slices.SortFunc(r.Workers, func(a, b WorkerReport) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(r.Workers, func(a, b record.WorkerReport) int { return strings.Compare(a.Name, b.Name) })
 	r.Degradations = slices.Clone(c.r.Degradations)
-	r.Quarantined = make([]Quarantine, 0, len(c.r.Quarantined))
+	r.Quarantined = make([]record.Quarantine, 0, len(c.r.Quarantined))
 	for _, q := range c.r.Quarantined {
 		q.Chunks = slices.Clone(q.Chunks)
 		r.Quarantined = append(r.Quarantined, q)

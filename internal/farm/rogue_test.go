@@ -18,6 +18,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
 )
@@ -258,7 +259,7 @@ func rogueConfig(mode string) farm.Config {
 
 // requireNamed checks that the rogue is named in the report as its mode says, and never an
 // honest worker as a liar.
-func requireNamed(t *testing.T, rep *farm.Report, mode, id string) {
+func requireNamed(t *testing.T, rep *record.Dispatch, mode, id string) {
 	t.Helper()
 	kinds := map[string]int{}
 	for _, d := range rep.Degradations {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/record"
 )
 
 // Span is one chunk of a job: episodes (trials) Lo..Hi-1.
@@ -326,7 +327,7 @@ func (s *scheduler) lapse(js *jobState, i int, now time.Time, bound time.Duratio
 			continue
 		}
 		delete(cs.issues, at)
-		d := Degradation{Worker: is.worker, Job: js.job.ID, Chunk: i}
+		d := record.Degradation{Worker: is.worker, Job: js.job.ID, Chunk: i}
 		if silent {
 			s.release(is.worker, lease{Job: js.job.ID, Chunk: i, Attempt: at})
 			d.Kind, d.Detail = KindReissued, fmt.Sprintf("no heartbeat for %v: chunk %d (episodes %d..%d) re-issued", s.c.cfg.Silence, i, cs.Lo, cs.Hi-1)
@@ -337,7 +338,7 @@ func (s *scheduler) lapse(js *jobState, i int, now time.Time, bound time.Duratio
 		s.c.rep.degrade(d)
 		if silent && !s.lost[is.worker] {
 			s.lost[is.worker] = true
-			s.c.rep.degrade(Degradation{Kind: KindLost, Worker: is.worker, Job: js.job.ID, Chunk: i,
+			s.c.rep.degrade(record.Degradation{Kind: KindLost, Worker: is.worker, Job: js.job.ID, Chunk: i,
 				Detail: fmt.Sprintf("worker %s went silent while holding chunk %d", is.worker, i)})
 		}
 		s.requeueIdle(js, i)
