@@ -212,24 +212,7 @@ func faultAxis(p string) bool {
 // the first), the series (the values of the other parameters) and the representative point
 // (x value closest to 1 on a log scale, e.g. the paper's eps = 1; first series).
 func (r *run) sweepLayout() {
-	var params []string
-	if r.sc != nil {
-		for _, sw := range r.sc.Sweeps {
-			params = append(params, string(sw.Param))
-		}
-	}
-	if len(params) == 0 && r.points[0].sc != nil {
-		for _, v := range r.points[0].sc.Point {
-			params = append(params, string(v.Param))
-		}
-	}
-	if len(params) == 0 && len(r.points) > 1 {
-		// Points without sweep information: one categorical value per point.
-		params = []string{"point"}
-		for _, p := range r.points {
-			p.values["point"] = pointName(p)
-		}
-	}
+	params := r.sweptParams()
 	if len(params) == 0 {
 		r.rep = r.points[0]
 		r.points[0].label = pointName(r.points[0])
@@ -248,7 +231,42 @@ func (r *run) sweepLayout() {
 			r.seriesParams = append(r.seriesParams, p)
 		}
 	}
-	// Axis values in sweep order (from the file), else in order of appearance.
+	r.axisLayout()
+	for _, p := range r.points {
+		r.place(p, params)
+	}
+	r.rep = r.representative()
+}
+
+// sweptParams returns the swept parameters: the scenario's sweeps, else the first point's
+// values, else (several points without sweep information) "point", one categorical value per
+// point, set on each.
+func (r *run) sweptParams() []string {
+	var params []string
+	if r.sc != nil {
+		for _, sw := range r.sc.Sweeps {
+			params = append(params, string(sw.Param))
+		}
+	}
+	if len(params) == 0 && r.points[0].sc != nil {
+		for _, v := range r.points[0].sc.Point {
+			params = append(params, string(v.Param))
+		}
+	}
+	if len(params) == 0 && len(r.points) > 1 {
+		// Points without sweep information: one categorical value per point.
+		params = []string{"point"}
+		for _, p := range r.points {
+			p.values["point"] = pointName(p)
+		}
+	}
+	return params
+}
+
+// axisLayout sets the x axis's labels (in sweep order from the file, else in order of
+// appearance), whether it is numeric (every value a positive number, or >= 0 for a fault
+// parameter) with its values, and whether it is logarithmic (a decade or more, not a fault axis).
+func (r *run) axisLayout() {
 	if r.sc != nil {
 		for _, sw := range r.sc.Sweeps {
 			if string(sw.Param) == r.axisParam {
@@ -279,33 +297,41 @@ func (r *run) sweepLayout() {
 	} else if lo, hi := slices.Min(r.axisValues), slices.Max(r.axisValues); hi >= 10*lo && !faultAxis(r.axisParam) {
 		r.axisLog = true
 	}
-	for _, p := range r.points {
-		p.axis = slices.Index(r.axisLabels, p.values[r.axisParam])
-		var parts, vals []string
-		for _, sp := range r.seriesParams {
-			parts = append(parts, sp+"="+p.values[sp])
-			vals = append(vals, p.values[sp])
-		}
-		key := strings.Join(vals, ", ")
-		if len(r.seriesParams) > 1 {
-			key = strings.Join(parts, ", ")
-		}
-		if i := slices.Index(r.seriesLabels, key); i >= 0 {
-			p.series = i
-		} else {
-			p.series = len(r.seriesLabels)
-			r.seriesLabels = append(r.seriesLabels, key)
-		}
-		var all []string
-		for _, q := range params {
-			if q == "point" {
-				all = append(all, p.values[q])
-			} else {
-				all = append(all, q+"="+p.values[q])
-			}
-		}
-		p.label = strings.Join(all, ", ")
+}
+
+// place sets a point's axis index, its series (adding the series on first sight) and its label
+// (every swept parameter's value).
+func (r *run) place(p *pointInfo, params []string) {
+	p.axis = slices.Index(r.axisLabels, p.values[r.axisParam])
+	var parts, vals []string
+	for _, sp := range r.seriesParams {
+		parts = append(parts, sp+"="+p.values[sp])
+		vals = append(vals, p.values[sp])
 	}
+	key := strings.Join(vals, ", ")
+	if len(r.seriesParams) > 1 {
+		key = strings.Join(parts, ", ")
+	}
+	if i := slices.Index(r.seriesLabels, key); i >= 0 {
+		p.series = i
+	} else {
+		p.series = len(r.seriesLabels)
+		r.seriesLabels = append(r.seriesLabels, key)
+	}
+	var all []string
+	for _, q := range params {
+		if q == "point" {
+			all = append(all, p.values[q])
+		} else {
+			all = append(all, q+"="+p.values[q])
+		}
+	}
+	p.label = strings.Join(all, ", ")
+}
+
+// representative returns the point the per-point figures show: the first series at the x value
+// closest to 1 on a log scale (the first value on a categorical axis), else the first point.
+func (r *run) representative() *pointInfo {
 	repAxis := 0
 	if r.axisNumeric {
 		best := math.Inf(1)
@@ -315,13 +341,12 @@ func (r *run) sweepLayout() {
 			}
 		}
 	}
-	r.rep = r.points[0]
 	for _, p := range r.points {
 		if p.axis == repAxis && p.series == 0 {
-			r.rep = p
-			break
+			return p
 		}
 	}
+	return r.points[0]
 }
 
 func pointName(p *pointInfo) string {

@@ -174,69 +174,92 @@ func (r *run) faultsSection(b *strings.Builder) {
 	}
 	b.WriteString("## Faults and links\n\n")
 	if sc != nil {
-		if sc.Kind == scenario.CloudControl {
-			fmt.Fprintf(b, "Missing-input rules: the plant, missing u(t), applies **%s**; the cloud, missing yhat(t), predicts C xhat(t) (its observer runs open loop for the step); the eavesdropper estimates from what it received.\n\n", sc.Faults.Missing.Plant)
-		} else {
-			fmt.Fprintf(b, "Missing-input rule: an agent missing a neighbour's y_j(t) applies **%s**; the eavesdropper estimates from what it received.\n\n", sc.Faults.Missing.Agent)
-		}
+		missingRules(b, sc)
 	}
 	if hasProc {
 		processFaults(b, &sc.Faults)
 	}
 	if hasRules {
-		b.WriteString("Link rules (every rule matching a link applies, drawn from the run seed; lockstep delays count steps):\n\n")
-		var rows [][]string
-		for _, l := range sc.Faults.Links {
-			pub := l.From
-			if l.Subject != "" {
-				pub = "subject " + l.Subject
-			}
-			delay := num(l.Delay)
-			if l.RandomDelay != nil {
-				delay += " + " + string(l.RandomDelay.Dist)
-			}
-			if l.Jitter > 0 {
-				delay += " +- " + num(l.Jitter)
-			}
-			window := "all steps"
-			if l.Window != nil {
-				window = fmt.Sprintf("%d..%d", l.Window.From, l.Window.To-1)
-			}
-			rows = append(rows, []string{l.Name, pub, l.To, delay + " " + string(l.Unit), num(l.Drop), num(l.Duplicate), num(l.Reorder), window})
-		}
-		table(b, []string{"rule", "from", "to", "delay", "drop", "duplicate", "reorder", "window"}, rows)
-		if len(sc.Sweeps) > 0 {
-			var swept []string
-			for _, sw := range sc.Sweeps {
-				if strings.HasPrefix(string(sw.Param), "faults.") {
-					swept = append(swept, string(sw.Param))
-				}
-			}
-			if len(swept) > 0 {
-				fmt.Fprintf(b, "Swept: %s (a swept value is set on every rule above).\n\n", strings.Join(swept, ", "))
-			}
-		}
+		linkRules(b, sc)
 	}
 	if !any {
 		return
 	}
 	b.WriteString("Messages per link: sent (one per step), delivered (copies received, duplicates and late ones included), dropped, duplicated and reordered by the injector, late (received after their step), delayed (held back by the injector), expired (delayed past the episode's end), lost (due while the receiver's process was down: a crash), gaps (steps at which the receiver got nothing and applied its rule: a loss, or a sender that was down).\n\n")
 	if !r.sweep {
-		p := r.points[0]
-		// "on time" is said only when the counters add up too: a receiver that took fewer
-		// than were sent, without a fault to say why, is in the table (and the check fails)
-		if bad, _ := linkAccounting(p.res.Links, r.outage()); !faulty(linkTotals(p.res.Links)) && len(bad) == 0 {
-			t := linkTotals(p.res.Links)
-			fmt.Fprintf(b, "No link faults: every one of the %d messages on the %d links was delivered once, on time.\n\n", t.Sent, len(p.res.Links))
-			return
-		}
-		var rows [][]string
-		for _, l := range p.res.Links {
-			rows = append(rows, linkRow(l))
-		}
-		table(b, linkHeader, rows)
+		r.pointLinks(b)
 		return
 	}
+	r.sweepLinks(b)
+}
+
+// missingRules states what a process does when an input it waits for is missing.
+func missingRules(b *strings.Builder, sc *scenario.Scenario) {
+	if sc.Kind == scenario.CloudControl {
+		fmt.Fprintf(b, "Missing-input rules: the plant, missing u(t), applies **%s**; the cloud, missing yhat(t), predicts C xhat(t) (its observer runs open loop for the step); the eavesdropper estimates from what it received.\n\n", sc.Faults.Missing.Plant)
+	} else {
+		fmt.Fprintf(b, "Missing-input rule: an agent missing a neighbour's y_j(t) applies **%s**; the eavesdropper estimates from what it received.\n\n", sc.Faults.Missing.Agent)
+	}
+}
+
+// linkRules writes the table of the scenario's link rules and which of their parameters a sweep
+// sets.
+func linkRules(b *strings.Builder, sc *scenario.Scenario) {
+	b.WriteString("Link rules (every rule matching a link applies, drawn from the run seed; lockstep delays count steps):\n\n")
+	var rows [][]string
+	for _, l := range sc.Faults.Links {
+		pub := l.From
+		if l.Subject != "" {
+			pub = "subject " + l.Subject
+		}
+		delay := num(l.Delay)
+		if l.RandomDelay != nil {
+			delay += " + " + string(l.RandomDelay.Dist)
+		}
+		if l.Jitter > 0 {
+			delay += " +- " + num(l.Jitter)
+		}
+		window := "all steps"
+		if l.Window != nil {
+			window = fmt.Sprintf("%d..%d", l.Window.From, l.Window.To-1)
+		}
+		rows = append(rows, []string{l.Name, pub, l.To, delay + " " + string(l.Unit), num(l.Drop), num(l.Duplicate), num(l.Reorder), window})
+	}
+	table(b, []string{"rule", "from", "to", "delay", "drop", "duplicate", "reorder", "window"}, rows)
+	if len(sc.Sweeps) > 0 {
+		var swept []string
+		for _, sw := range sc.Sweeps {
+			if strings.HasPrefix(string(sw.Param), "faults.") {
+				swept = append(swept, string(sw.Param))
+			}
+		}
+		if len(swept) > 0 {
+			fmt.Fprintf(b, "Swept: %s (a swept value is set on every rule above).\n\n", strings.Join(swept, ", "))
+		}
+	}
+}
+
+// pointLinks writes the message counts per link of a single point, or one line when every
+// message arrived once and on time.
+func (r *run) pointLinks(b *strings.Builder) {
+	p := r.points[0]
+	// "on time" is said only when the counters add up too: a receiver that took fewer
+	// than were sent, without a fault to say why, is in the table (and the check fails)
+	if bad, _ := linkAccounting(p.res.Links, r.outage()); !faulty(linkTotals(p.res.Links)) && len(bad) == 0 {
+		t := linkTotals(p.res.Links)
+		fmt.Fprintf(b, "No link faults: every one of the %d messages on the %d links was delivered once, on time.\n\n", t.Sent, len(p.res.Links))
+		return
+	}
+	var rows [][]string
+	for _, l := range p.res.Links {
+		rows = append(rows, linkRow(l))
+	}
+	table(b, linkHeader, rows)
+}
+
+// sweepLinks writes a sweep's message counts: the totals per point, then an appendix with every
+// point's links.
+func (r *run) sweepLinks(b *strings.Builder) {
 	var rows [][]string
 	for _, p := range r.points {
 		t := linkTotals(p.res.Links)

@@ -254,9 +254,27 @@ func (r *run) deviationText() string {
 	return s
 }
 
+// setupSection writes the setup: the settings table, the processes and the warnings.
 func (r *run) setupSection(b *strings.Builder) {
-	in := r.in
 	b.WriteString("## Setup\n\n")
+	table(b, []string{"setting", "value"}, r.settingRows())
+	if len(r.in.Processes) > 0 {
+		r.processTable(b)
+	}
+	warn := r.warnings()
+	if len(warn) > 0 {
+		b.WriteString("Warnings:\n\n")
+		for _, w := range warn {
+			b.WriteString("- " + w + "\n")
+		}
+		b.WriteString("\n")
+	}
+}
+
+// settingRows returns the rows of the setup's settings table: the scenario, the run and how it
+// was played, then the system.
+func (r *run) settingRows() [][]string {
+	in := r.in
 	var rows [][]string
 	add := func(k, v string) { rows = append(rows, []string{k, v}) }
 	if r.sc != nil {
@@ -270,17 +288,7 @@ func (r *run) setupSection(b *strings.Builder) {
 	add("horizon T", fmt.Sprintf("%d steps", r.rep.res.Steps))
 	add("runs", r.runsText())
 	if r.sweep {
-		var sw []string
-		if r.sc != nil {
-			for _, s := range r.sc.Sweeps {
-				vals := make([]string, s.Len())
-				for i := range vals {
-					vals[i] = s.Value(i)
-				}
-				sw = append(sw, string(s.Param)+" in {"+strings.Join(vals, ", ")+"}")
-			}
-		}
-		add("sweep", fmt.Sprintf("%d points: %s", len(r.points), strings.Join(sw, " x ")))
+		add("sweep", r.sweepText())
 	}
 	add("seed", r.seedText())
 	if in.Engine != "" {
@@ -307,60 +315,68 @@ func (r *run) setupSection(b *strings.Builder) {
 		add("elapsed", duration(in.Elapsed))
 	}
 	r.systemRows(add)
-	table(b, []string{"setting", "value"}, rows)
+	return rows
+}
 
-	if len(in.Processes) > 0 {
-		procs := slices.Clone(in.Processes)
-		// Grouped by point (in the order the points first appear), then by role and id.
-		pointOrder := map[string]int{}
-		withPoint := false
-		for _, p := range procs {
-			if _, ok := pointOrder[p.Point]; !ok {
-				pointOrder[p.Point] = len(pointOrder)
+// sweepText says how many points the sweep has and which values of which parameters.
+func (r *run) sweepText() string {
+	var sw []string
+	if r.sc != nil {
+		for _, s := range r.sc.Sweeps {
+			vals := make([]string, s.Len())
+			for i := range vals {
+				vals[i] = s.Value(i)
 			}
-			withPoint = withPoint || p.Point != ""
-		}
-		sort.SliceStable(procs, func(i, j int) bool {
-			if a, b := pointOrder[procs[i].Point], pointOrder[procs[j].Point]; a != b {
-				return a < b
-			}
-			if procs[i].Role != procs[j].Role {
-				return procs[i].Role < procs[j].Role
-			}
-			return procs[i].ID < procs[j].ID
-		})
-		var pr [][]string
-		var peak int64
-		for _, p := range procs {
-			row := []string{p.Role, fmt.Sprint(p.ID), fmt.Sprint(p.PID), bytesMiB(p.PeakRSSBytes)}
-			if withPoint {
-				row = append([]string{p.Point}, row...)
-			}
-			pr = append(pr, row)
-			peak = max(peak, p.PeakRSSBytes)
-		}
-		header := []string{"role", "id", "pid", "peak RSS"}
-		if withPoint {
-			header = append([]string{"point"}, header...)
-		}
-		if len(procs) > maxInlineProcs {
-			// A sweep's or a large network's table would bury the setup: it goes to the appendix.
-			fmt.Fprintf(b, "Processes: %d, largest peak RSS %s (the table is in the appendix \"Processes\").\n\n", len(procs), bytesMiB(peak))
-			fmt.Fprintf(&r.appendix, "## Appendix: processes\n\nEvery OS process of the run (%d; largest peak RSS %s):\n\n", len(procs), bytesMiB(peak))
-			table(&r.appendix, header, pr)
-		} else {
-			fmt.Fprintf(b, "Processes (%d; largest peak RSS %s):\n\n", len(procs), bytesMiB(peak))
-			table(b, header, pr)
+			sw = append(sw, string(s.Param)+" in {"+strings.Join(vals, ", ")+"}")
 		}
 	}
+	return fmt.Sprintf("%d points: %s", len(r.points), strings.Join(sw, " x "))
+}
 
-	warn := r.warnings()
-	if len(warn) > 0 {
-		b.WriteString("Warnings:\n\n")
-		for _, w := range warn {
-			b.WriteString("- " + w + "\n")
+// processTable writes the run's OS processes with their peak RSS, grouped by point (in the order
+// the points first appear), then by role and id; past maxInlineProcs the table goes to the
+// appendix and the setup says where.
+func (r *run) processTable(b *strings.Builder) {
+	procs := slices.Clone(r.in.Processes)
+	pointOrder := map[string]int{}
+	withPoint := false
+	for _, p := range procs {
+		if _, ok := pointOrder[p.Point]; !ok {
+			pointOrder[p.Point] = len(pointOrder)
 		}
-		b.WriteString("\n")
+		withPoint = withPoint || p.Point != ""
+	}
+	sort.SliceStable(procs, func(i, j int) bool {
+		if a, b := pointOrder[procs[i].Point], pointOrder[procs[j].Point]; a != b {
+			return a < b
+		}
+		if procs[i].Role != procs[j].Role {
+			return procs[i].Role < procs[j].Role
+		}
+		return procs[i].ID < procs[j].ID
+	})
+	var pr [][]string
+	var peak int64
+	for _, p := range procs {
+		row := []string{p.Role, fmt.Sprint(p.ID), fmt.Sprint(p.PID), bytesMiB(p.PeakRSSBytes)}
+		if withPoint {
+			row = append([]string{p.Point}, row...)
+		}
+		pr = append(pr, row)
+		peak = max(peak, p.PeakRSSBytes)
+	}
+	header := []string{"role", "id", "pid", "peak RSS"}
+	if withPoint {
+		header = append([]string{"point"}, header...)
+	}
+	if len(procs) > maxInlineProcs {
+		// A sweep's or a large network's table would bury the setup: it goes to the appendix.
+		fmt.Fprintf(b, "Processes: %d, largest peak RSS %s (the table is in the appendix \"Processes\").\n\n", len(procs), bytesMiB(peak))
+		fmt.Fprintf(&r.appendix, "## Appendix: processes\n\nEvery OS process of the run (%d; largest peak RSS %s):\n\n", len(procs), bytesMiB(peak))
+		table(&r.appendix, header, pr)
+	} else {
+		fmt.Fprintf(b, "Processes (%d; largest peak RSS %s):\n\n", len(procs), bytesMiB(peak))
+		table(b, header, pr)
 	}
 }
 
@@ -518,27 +534,12 @@ func vecString(v []float64) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
+// resultsSection writes the results against the paper's bounds: for one point its statements
+// and checks, for a sweep the table, the checks across the sweep and every point's statements.
 func (r *run) resultsSection(b *strings.Builder) {
 	b.WriteString("## Results against the paper's bounds\n\n")
 	if !r.sweep {
-		p := r.points[0]
-		for _, s := range p.resInfo {
-			b.WriteString("- " + s + "\n")
-		}
-		b.WriteString("\n")
-		var mine []Check
-		for _, c := range r.checks {
-			if !strings.HasPrefix(c.Name, "calibration") {
-				mine = append(mine, c)
-			}
-		}
-		if len(mine) > 0 {
-			b.WriteString("Checks:\n\n")
-			for _, c := range mine {
-				b.WriteString("- " + checkLine(c) + "\n")
-			}
-			b.WriteString("\n")
-		}
+		r.pointResults(b)
 		r.extraSection(b)
 		return
 	}
@@ -550,28 +551,70 @@ func (r *run) resultsSection(b *strings.Builder) {
 			lines = append(lines, checkLine(c))
 		}
 	}
-	type agg struct {
-		name, series  string
-		subject       string
-		total, passed int
-		failedAt      []string
-		undecidedAt   []string
+	for _, a := range r.aggregateChecks() {
+		lines = append(lines, r.aggregateLine(a))
 	}
-	var aggs []*agg
+	if len(lines) > 0 {
+		b.WriteString("Across the sweep:\n\n")
+		for _, l := range lines {
+			b.WriteString("- " + l + "\n")
+		}
+		b.WriteString("\n")
+	}
+	r.everyPointStatements(b)
+	r.extraSection(b)
+}
+
+// pointResults writes a single point's statements and its checks (the calibration checks are in
+// the privacy section).
+func (r *run) pointResults(b *strings.Builder) {
+	p := r.points[0]
+	for _, s := range p.resInfo {
+		b.WriteString("- " + s + "\n")
+	}
+	b.WriteString("\n")
+	var mine []Check
+	for _, c := range r.checks {
+		if !strings.HasPrefix(c.Name, "calibration") {
+			mine = append(mine, c)
+		}
+	}
+	if len(mine) > 0 {
+		b.WriteString("Checks:\n\n")
+		for _, c := range mine {
+			b.WriteString("- " + checkLine(c) + "\n")
+		}
+		b.WriteString("\n")
+	}
+}
+
+// checkAggregate is one per-point check over the points of one series of a sweep.
+type checkAggregate struct {
+	name, series  string
+	subject       string
+	total, passed int
+	failedAt      []string // axis values where it fails
+	undecidedAt   []string // axis values where it is inconclusive
+}
+
+// aggregateChecks gathers the per-point checks (but calibration) by name and series, in the
+// order of the series.
+func (r *run) aggregateChecks() []*checkAggregate {
+	var aggs []*checkAggregate
 	for _, p := range r.points {
 		for _, c := range r.checks {
 			if c.Point != p.label || strings.HasPrefix(c.Name, "calibration") {
 				continue
 			}
 			ser := r.seriesLabels[p.series]
-			var a *agg
+			var a *checkAggregate
 			for _, x := range aggs {
 				if x.name == c.Name && x.series == ser {
 					a = x
 				}
 			}
 			if a == nil {
-				a = &agg{name: c.Name, series: ser, subject: c.subject}
+				a = &checkAggregate{name: c.Name, series: ser, subject: c.subject}
 				aggs = append(aggs, a)
 			}
 			a.total++
@@ -585,31 +628,32 @@ func (r *run) resultsSection(b *strings.Builder) {
 			}
 		}
 	}
-	slices.SortStableFunc(aggs, func(x, y *agg) int {
+	slices.SortStableFunc(aggs, func(x, y *checkAggregate) int {
 		return slices.Index(r.seriesLabels, x.series) - slices.Index(r.seriesLabels, y.series)
 	})
-	for _, a := range aggs {
-		d := ruleOf(a.name).summary(a.subject)
-		where := "at every " + r.axisParam
-		if a.series != "" {
-			where += " for " + a.series
-		}
-		text := fmt.Sprintf("%s %s (%d of %d points)", d, where, a.passed, a.total)
-		if len(a.failedAt) > 0 {
-			text += "; fails at " + r.axisParam + " = " + strings.Join(a.failedAt, ", ")
-		}
-		if len(a.undecidedAt) > 0 {
-			text += "; inconclusive at this number of runs at " + r.axisParam + " = " + strings.Join(a.undecidedAt, ", ")
-		}
-		lines = append(lines, checkLine(Check{Pass: a.passed == a.total, Inconclusive: len(a.failedAt) == 0, Text: text}))
+	return aggs
+}
+
+// aggregateLine states an aggregated check: how many points pass, and where it fails or is
+// inconclusive.
+func (r *run) aggregateLine(a *checkAggregate) string {
+	d := ruleOf(a.name).summary(a.subject)
+	where := "at every " + r.axisParam
+	if a.series != "" {
+		where += " for " + a.series
 	}
-	if len(lines) > 0 {
-		b.WriteString("Across the sweep:\n\n")
-		for _, l := range lines {
-			b.WriteString("- " + l + "\n")
-		}
-		b.WriteString("\n")
+	text := fmt.Sprintf("%s %s (%d of %d points)", d, where, a.passed, a.total)
+	if len(a.failedAt) > 0 {
+		text += "; fails at " + r.axisParam + " = " + strings.Join(a.failedAt, ", ")
 	}
+	if len(a.undecidedAt) > 0 {
+		text += "; inconclusive at this number of runs at " + r.axisParam + " = " + strings.Join(a.undecidedAt, ", ")
+	}
+	return checkLine(Check{Pass: a.passed == a.total, Inconclusive: len(a.failedAt) == 0, Text: text})
+}
+
+// everyPointStatements writes, folded, every point's statements and checks.
+func (r *run) everyPointStatements(b *strings.Builder) {
 	b.WriteString("<details><summary>Every point's statements</summary>\n\n")
 	for _, p := range r.points {
 		fmt.Fprintf(b, "**%s**\n\n", p.label)
@@ -624,7 +668,6 @@ func (r *run) resultsSection(b *strings.Builder) {
 		b.WriteString("\n")
 	}
 	b.WriteString("</details>\n\n")
-	r.extraSection(b)
 }
 
 func (r *run) sweepTable(b *strings.Builder) {

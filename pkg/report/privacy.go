@@ -19,6 +19,19 @@ const maxCompare = 8
 // privacySection writes the privacy budget and calibration.
 func (r *run) privacySection(b *strings.Builder) {
 	b.WriteString("## Privacy budget and calibration\n\n")
+	r.privacyTable(b)
+	r.samplerLines(b)
+	r.wholeRun(b)
+	r.noiseDesignLines(b)
+	r.worstPairLines(b)
+	r.conditioningLines(b)
+	r.calibrationLines(b)
+	r.adjacencySection(b)
+}
+
+// privacyTable writes the table of every point's budget, calibration and noise, and what its
+// numbers mean.
+func (r *run) privacyTable(b *strings.Builder) {
 	var rows [][]string
 	for _, p := range r.points {
 		row := r.privacyRow(p)
@@ -38,10 +51,10 @@ func (r *run) privacySection(b *strings.Builder) {
 		"for `iid-calibrated` noise it is the output difference over the whole released trajectory (Theorem 1 with Lambda = sigma I); " +
 		"for `iid-naive` noise the output difference of one single release. " +
 		"Gaussian: (eps, delta)-DP iff mu Delta / sigma <= kappa_eps^-1(delta) (eq. 7); Laplace: eps-DP iff mu Delta_L / b <= eps (eq. 14).\n\n")
-	r.samplerLines(b)
-	r.wholeRun(b)
+}
 
-	// Optimal Sigma (Algorithm 1) where it is a matrix.
+// noiseDesignLines states the optimal Sigma (Algorithm 1) where it is a matrix.
+func (r *run) noiseDesignLines(b *strings.Builder) {
 	var sig []string
 	for _, p := range r.points {
 		if p.plan == nil || p.plan.Gaussian == nil || p.plan.Gaussian.Sigma == nil {
@@ -68,13 +81,18 @@ func (r *run) privacySection(b *strings.Builder) {
 	} else if r.anyStructuredGaussian() {
 		b.WriteString("Noise design (Algorithm 1): the private model has one state (r = 1), so Sigma = sigma^2 is a scalar and the scalar choice is optimal.\n\n")
 	}
+}
 
-	// Worst adjacent pairs, grouped by identical description.
-	type group struct {
-		text   string
-		points []string
-	}
-	var groups []*group
+// worstPairGroup is one description of a worst adjacent pair and the points it describes.
+type worstPairGroup struct {
+	text   string
+	points []string
+}
+
+// worstPairGroups groups the points' worst adjacent pairs by identical description, in the order
+// first seen.
+func (r *run) worstPairGroups() []*worstPairGroup {
+	var groups []*worstPairGroup
 	for _, p := range r.points {
 		if p.plan == nil {
 			continue
@@ -89,9 +107,15 @@ func (r *run) privacySection(b *strings.Builder) {
 			}
 		}
 		if !found {
-			groups = append(groups, &group{text: t, points: []string{p.label}})
+			groups = append(groups, &worstPairGroup{text: t, points: []string{p.label}})
 		}
 	}
+	return groups
+}
+
+// worstPairLines states the worst adjacent pairs, one line per distinct description.
+func (r *run) worstPairLines(b *strings.Builder) {
+	groups := r.worstPairGroups()
 	if len(groups) > 0 {
 		b.WriteString("Worst adjacent pair (the pair that attains the sensitivity; the auditor replays it):\n\n")
 		for _, g := range groups {
@@ -103,10 +127,10 @@ func (r *run) privacySection(b *strings.Builder) {
 		}
 		b.WriteString("\n")
 	}
+}
 
-	r.conditioningLines(b)
-
-	// Calibration checks and honest statements about unsound baselines.
+// calibrationLines writes the calibration checks and honest statements about unsound baselines.
+func (r *run) calibrationLines(b *strings.Builder) {
 	var info []string
 	for _, p := range r.points {
 		if p.calInfo != "" {
@@ -137,7 +161,6 @@ func (r *run) privacySection(b *strings.Builder) {
 	if len(mine) > 0 || len(info) > 0 {
 		b.WriteString("\n")
 	}
-	r.adjacencySection(b)
 }
 
 // wholeRun states the guarantee of the whole run: its k episodes release the same secret with fresh
