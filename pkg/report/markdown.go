@@ -60,25 +60,44 @@ func (r *run) statusBanner(b *strings.Builder) {
 	if in.Status == "" && in.Error == "" {
 		return
 	}
-	var lines []string
+	items := r.statusItems()
+	b.WriteString("> " + r.statusHeadline() + "\n")
+	if len(items) > 0 {
+		b.WriteString(">\n")
+		for _, it := range items {
+			b.WriteString("> - " + it + "\n")
+		}
+	}
+	b.WriteString("\n")
+}
+
+// statusHeadline is the banner's first line: the status and what it means for the numbers below.
+func (r *run) statusHeadline() string {
+	in := r.in
 	switch {
 	case in.Status == "":
-		lines = append(lines, "**Status: not stated** - the run reported an error:")
+		return "**Status: not stated** - the run reported an error:"
 	case r.failedAfter:
-		lines = append(lines, fmt.Sprintf("**Status: %s** - every requested episode completed, but the run %s afterwards; the numbers below are complete:", in.Status, failedWord(in.Status)))
+		return fmt.Sprintf("**Status: %s** - every requested episode completed, but the run %s afterwards; the numbers below are complete:", in.Status, failedWord(in.Status))
 	case in.Status == "ok" && !r.partial:
-		lines = append(lines, "**Status: ok** - every requested episode completed.")
+		return "**Status: ok** - every requested episode completed."
 	case in.Status == "ok":
-		lines = append(lines, "**Status: ok, but incomplete** - the results below cover less than was asked for.")
+		return "**Status: ok, but incomplete** - the results below cover less than was asked for."
 	case in.Status == "degraded" && !r.partial:
-		lines = append(lines, "**Status: degraded** - every requested episode completed, but some steps went on without all their messages (the missing-input rules applied):")
+		return "**Status: degraded** - every requested episode completed, but some steps went on without all their messages (the missing-input rules applied):"
 	case in.Status == "intervened" && !r.partial:
-		lines = append(lines, fmt.Sprintf("**Status: intervened** - every requested episode completed, but %d live intervention(s) through the live view changed the run's faults while it went: the numbers below are not the scenario's own (faults.applied.yaml replays this run):", len(in.Interventions)))
+		return fmt.Sprintf("**Status: intervened** - every requested episode completed, but %d live intervention(s) through the live view changed the run's faults while it went: the numbers below are not the scenario's own (faults.applied.yaml replays this run):", len(in.Interventions))
 	case in.Status == "intervened":
-		lines = append(lines, fmt.Sprintf("**Status: intervened, and incomplete** - %d live intervention(s) through the live view changed the run's faults while it went, and the results below cover less than was asked for:", len(in.Interventions)))
+		return fmt.Sprintf("**Status: intervened, and incomplete** - %d live intervention(s) through the live view changed the run's faults while it went, and the results below cover less than was asked for:", len(in.Interventions))
 	default:
-		lines = append(lines, fmt.Sprintf("**Status: %s** - the run did not finish; every number below covers only the episodes completed before it stopped.", in.Status))
+		return fmt.Sprintf("**Status: %s** - the run did not finish; every number below covers only the episodes completed before it stopped.", in.Status)
 	}
+}
+
+// statusItems lists under the banner the error, what was degraded, the problems, interventions
+// and notes, each point's shortfalls, the points run and the realtime misses.
+func (r *run) statusItems() []string {
+	in := r.in
 	var items []string
 	if in.Error != "" {
 		items = append(items, "error: "+oneLine(in.Error))
@@ -96,27 +115,7 @@ func (r *run) statusBanner(b *strings.Builder) {
 		items = append(items, oneLine(n))
 	}
 	for _, p := range r.points {
-		pt := in.Points[p.idx]
-		where := ""
-		if r.sweep {
-			where = p.label + ": "
-		}
-		if pt.Requested > 0 && (p.res.Runs < pt.Requested || !r.sweep) {
-			items = append(items, fmt.Sprintf("%sepisodes completed: %d of %d requested", where, p.res.Runs, pt.Requested))
-		}
-		if n := len(p.res.IncompleteEpisodes); n > 0 {
-			items = append(items, fmt.Sprintf("%s%d incomplete episode(s) not aggregated: %s", where, n, intList(p.res.IncompleteEpisodes, 10)))
-		}
-		if pt.Missing > 0 {
-			s := fmt.Sprintf("%smissing record pieces: %d", where, pt.Missing)
-			if len(pt.MissingFirst) > 0 {
-				s += " (first: " + strings.Join(pt.MissingFirst, "; ") + ")"
-			}
-			items = append(items, s)
-		}
-		if pt.Error != "" && !strings.Contains(in.Error, pt.Error) {
-			items = append(items, where+"error: "+oneLine(pt.Error))
-		}
+		items = append(items, r.pointStatusItems(p)...)
 	}
 	if r.sweep {
 		done := 0
@@ -135,14 +134,36 @@ func (r *run) statusBanner(b *strings.Builder) {
 	if r.partial {
 		items = append(items, "the verdict below is partial: it covers the completed episodes only")
 	}
-	b.WriteString("> " + lines[0] + "\n")
-	if len(items) > 0 {
-		b.WriteString(">\n")
-		for _, it := range items {
-			b.WriteString("> - " + it + "\n")
-		}
+	return items
+}
+
+// pointStatusItems lists a point's episodes completed, incomplete episodes, missing record pieces
+// and its own error, prefixed by its label in a sweep.
+func (r *run) pointStatusItems(p *pointInfo) []string {
+	in := r.in
+	var items []string
+	pt := in.Points[p.idx]
+	where := ""
+	if r.sweep {
+		where = p.label + ": "
 	}
-	b.WriteString("\n")
+	if pt.Requested > 0 && (p.res.Runs < pt.Requested || !r.sweep) {
+		items = append(items, fmt.Sprintf("%sepisodes completed: %d of %d requested", where, p.res.Runs, pt.Requested))
+	}
+	if n := len(p.res.IncompleteEpisodes); n > 0 {
+		items = append(items, fmt.Sprintf("%s%d incomplete episode(s) not aggregated: %s", where, n, intList(p.res.IncompleteEpisodes, 10)))
+	}
+	if pt.Missing > 0 {
+		s := fmt.Sprintf("%smissing record pieces: %d", where, pt.Missing)
+		if len(pt.MissingFirst) > 0 {
+			s += " (first: " + strings.Join(pt.MissingFirst, "; ") + ")"
+		}
+		items = append(items, s)
+	}
+	if pt.Error != "" && !strings.Contains(in.Error, pt.Error) {
+		items = append(items, where+"error: "+oneLine(pt.Error))
+	}
+	return items
 }
 
 // failedWord is the verb of a status for the banner ("failed", "was interrupted").
