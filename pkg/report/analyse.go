@@ -22,8 +22,8 @@ type pointInfo struct {
 	res    *metrics.Results
 	label  string // "epsilon=0.01, noise=structured", or the scenario name without a sweep
 	values map[string]string
-	axis   int // index into run.axisLabels
-	series int // index into run.seriesLabels
+	axis   int // index into analysis.axisLabels
+	series int // index into analysis.seriesLabels
 
 	cond     *privacy.Conditioning // how fragile the sensitivity is (nil: no plan)
 	calInfo  string                // calibration statement that is not a check (baselines without guarantee)
@@ -31,8 +31,10 @@ type pointInfo struct {
 	resInfo  []string              // result lines that are not checks
 }
 
-// run is the analysed Input.
-type run struct {
+// analysis is the analysed run: the Input's points placed on the sweep's axis and series, the
+// checks computed from their numbers, and what the verdict must name (deviations, noise
+// dominance, an incomplete run). The report's sections and its figures render it.
+type analysis struct {
 	appendix strings.Builder // sections after the figures (a large process table)
 	in       Input
 	sc       *scenario.Scenario // the scenario file
@@ -76,11 +78,11 @@ type deviation struct {
 	rho   float64 // slowest closed-loop pole (0: unknown)
 }
 
-func analyse(in Input) (*run, error) {
+func analyse(in Input) (*analysis, error) {
 	if len(in.Points) == 0 {
 		return nil, errors.New("report: no points")
 	}
-	r := &run{in: in, sc: in.Scenario}
+	r := &analysis{in: in, sc: in.Scenario}
 	for i, p := range in.Points {
 		if p.Results == nil {
 			return nil, fmt.Errorf("report: point %d: no results", i)
@@ -138,7 +140,7 @@ func analyse(in Input) (*run, error) {
 
 // completeness decides whether the run covered what was asked, from Input.Status, the
 // episodes and points requested and the missing record pieces.
-func (r *run) completeness() {
+func (r *analysis) completeness() {
 	in := r.in
 	done, want := 0, 0
 	known := true
@@ -172,7 +174,7 @@ func (r *run) completeness() {
 }
 
 // evaluate computes every check (calibration first, then results) in point order.
-func (r *run) evaluate() {
+func (r *analysis) evaluate() {
 	for _, p := range r.points {
 		p.calInfo = r.calibrationCheck(p)
 	}
@@ -211,7 +213,7 @@ func faultAxis(p string) bool {
 // sweepLayout chooses the sweep figures' x parameter (the first numeric swept parameter, else
 // the first), the series (the values of the other parameters) and the representative point
 // (x value closest to 1 on a log scale, e.g. the paper's eps = 1; first series).
-func (r *run) sweepLayout() {
+func (r *analysis) sweepLayout() {
 	params := r.sweptParams()
 	if len(params) == 0 {
 		r.rep = r.points[0]
@@ -241,7 +243,7 @@ func (r *run) sweepLayout() {
 // sweptParams returns the swept parameters: the scenario's sweeps, else the first point's
 // values, else (several points without sweep information) "point", one categorical value per
 // point, set on each.
-func (r *run) sweptParams() []string {
+func (r *analysis) sweptParams() []string {
 	var params []string
 	if r.sc != nil {
 		for _, sw := range r.sc.Sweeps {
@@ -266,7 +268,7 @@ func (r *run) sweptParams() []string {
 // axisLayout sets the x axis's labels (in sweep order from the file, else in order of
 // appearance), whether it is numeric (every value a positive number, or >= 0 for a fault
 // parameter) with its values, and whether it is logarithmic (a decade or more, not a fault axis).
-func (r *run) axisLayout() {
+func (r *analysis) axisLayout() {
 	if r.sc != nil {
 		for _, sw := range r.sc.Sweeps {
 			if string(sw.Param) == r.axisParam {
@@ -301,7 +303,7 @@ func (r *run) axisLayout() {
 
 // place sets a point's axis index, its series (adding the series on first sight) and its label
 // (every swept parameter's value).
-func (r *run) place(p *pointInfo, params []string) {
+func (r *analysis) place(p *pointInfo, params []string) {
 	p.axis = slices.Index(r.axisLabels, p.values[r.axisParam])
 	var parts, vals []string
 	for _, sp := range r.seriesParams {
@@ -331,7 +333,7 @@ func (r *run) place(p *pointInfo, params []string) {
 
 // representative returns the point the per-point figures show: the first series at the x value
 // closest to 1 on a log scale (the first value on a categorical axis), else the first point.
-func (r *run) representative() *pointInfo {
+func (r *analysis) representative() *pointInfo {
 	repAxis := 0
 	if r.axisNumeric {
 		best := math.Inf(1)
@@ -358,7 +360,7 @@ func pointName(p *pointInfo) string {
 
 // components names the state components of a control run: p and v for the paper's vehicle
 // (A = [1 Ts; 0 1], C = [1 0]), x0, x1, ... otherwise.
-func (r *run) components() {
+func (r *analysis) components() {
 	if r.kind != string(scenario.CloudControl) {
 		return
 	}
@@ -377,7 +379,7 @@ func (r *run) components() {
 }
 
 // pointsAt returns the points at axis index a (in series order).
-func (r *run) pointsAt(a int) []*pointInfo {
+func (r *analysis) pointsAt(a int) []*pointInfo {
 	var out []*pointInfo
 	for _, p := range r.points {
 		if p.axis == a {
@@ -389,7 +391,7 @@ func (r *run) pointsAt(a int) []*pointInfo {
 }
 
 // pointsOfSeries returns the points of series s (in axis order).
-func (r *run) pointsOfSeries(s int) []*pointInfo {
+func (r *analysis) pointsOfSeries(s int) []*pointInfo {
 	var out []*pointInfo
 	for _, p := range r.points {
 		if p.series == s {
@@ -401,7 +403,7 @@ func (r *run) pointsOfSeries(s int) []*pointInfo {
 }
 
 // axisText is the axis value of p as printed.
-func (r *run) axisText(p *pointInfo) string {
+func (r *analysis) axisText(p *pointInfo) string {
 	if r.axisParam == "point" {
 		return p.values["point"]
 	}

@@ -13,7 +13,7 @@ import (
 // Points with the same private model, horizon, adjacency, noise and mechanism share one
 // computation (a sweep over the budget recomputes nothing). Plans without a sensitivity (read
 // from a plan file) have none.
-func (r *run) findConditioning() {
+func (r *analysis) findConditioning() {
 	cache := map[string]*privacy.Conditioning{}
 	for _, p := range r.points {
 		pl := p.plan
@@ -32,7 +32,7 @@ func (r *run) findConditioning() {
 }
 
 // conditioningLines writes the Privacy section's conditioning statement, grouped by identical text.
-func (r *run) conditioningLines(b *strings.Builder) {
+func (r *analysis) conditioningLines(b *strings.Builder) {
 	type group struct {
 		text   string
 		points []string
@@ -74,7 +74,7 @@ func (r *run) conditioningLines(b *strings.Builder) {
 }
 
 // anyFragile reports whether some point's sensitivity is fragile.
-func (r *run) anyFragile() bool {
+func (r *analysis) anyFragile() bool {
 	for _, p := range r.points {
 		if p.cond != nil && p.cond.Fragile {
 			return true
@@ -84,7 +84,7 @@ func (r *run) anyFragile() bool {
 }
 
 // fragileWarning is the Warnings entry of the points whose sensitivity is fragile ("" when none).
-func (r *run) fragileWarning() string {
+func (r *analysis) fragileWarning() string {
 	var pts []string
 	var first *privacy.Conditioning
 	for _, p := range r.points {

@@ -53,7 +53,7 @@ func LostInTransport(links []fault.LinkStats) uint64 {
 
 // outage reports whether the run names an outage: a server restart, a killed process or a
 // lost connection on its timeline.
-func (r *run) outage() bool {
+func (r *analysis) outage() bool {
 	for _, ev := range r.in.Timeline {
 		switch ev.Event {
 		case "nats-server-stopped", "killed", "disconnected", "exited":
@@ -64,7 +64,7 @@ func (r *run) outage() bool {
 }
 
 // faultChecks adds the link-accounting check of every point that reports links.
-func (r *run) faultChecks() {
+func (r *analysis) faultChecks() {
 	for _, p := range r.points {
 		if len(p.res.Links) == 0 {
 			continue
@@ -119,7 +119,7 @@ func processFaults(b *strings.Builder, f *scenario.FaultsSpec) {
 }
 
 // timelineSection lists the faults as they happened (Input.Timeline).
-func (r *run) timelineSection(b *strings.Builder) {
+func (r *analysis) timelineSection(b *strings.Builder) {
 	tl := r.in.Timeline
 	if len(tl) == 0 {
 		return
@@ -156,7 +156,7 @@ func (r *run) timelineSection(b *strings.Builder) {
 // faultsSection writes the scenario's fault rules, the missing-input rules in force and the
 // per-link message counts (a table per point; for a sweep a per-point summary in the body and
 // the tables in an appendix at the end of the section).
-func (r *run) faultsSection(b *strings.Builder) {
+func (r *analysis) faultsSection(b *strings.Builder) {
 	any := false
 	for _, p := range r.points {
 		if len(p.res.Links) > 0 {
@@ -241,7 +241,7 @@ func linkRules(b *strings.Builder, sc *scenario.Scenario) {
 
 // pointLinks writes the message counts per link of a single point, or one line when every
 // message arrived once and on time.
-func (r *run) pointLinks(b *strings.Builder) {
+func (r *analysis) pointLinks(b *strings.Builder) {
 	p := r.points[0]
 	// "on time" is said only when the counters add up too: a receiver that took fewer
 	// than were sent, without a fault to say why, is in the table (and the check fails)
@@ -259,7 +259,7 @@ func (r *run) pointLinks(b *strings.Builder) {
 
 // sweepLinks writes a sweep's message counts: the totals per point, then an appendix with every
 // point's links.
-func (r *run) sweepLinks(b *strings.Builder) {
+func (r *analysis) sweepLinks(b *strings.Builder) {
 	var rows [][]string
 	for _, p := range r.points {
 		t := linkTotals(p.res.Links)

@@ -13,7 +13,7 @@ import (
 )
 
 // markdown writes report.md.
-func (r *run) markdown(figs []*figure.Figure) []byte {
+func (r *analysis) markdown(figs []*figure.Figure) []byte {
 	var b strings.Builder
 	name := "dpsim run"
 	if r.sc != nil {
@@ -55,7 +55,7 @@ const maxInlineProcs = 12
 // (Input.Status): the error, the episodes completed of those requested, the points run, the
 // missing record pieces and the realtime misses - so that a failed or interrupted run never
 // reads as a normal one.
-func (r *run) statusBanner(b *strings.Builder) {
+func (r *analysis) statusBanner(b *strings.Builder) {
 	in := r.in
 	if in.Status == "" && in.Error == "" {
 		return
@@ -72,7 +72,7 @@ func (r *run) statusBanner(b *strings.Builder) {
 }
 
 // statusHeadline is the banner's first line: the status and what it means for the numbers below.
-func (r *run) statusHeadline() string {
+func (r *analysis) statusHeadline() string {
 	in := r.in
 	switch {
 	case in.Status == "":
@@ -96,7 +96,7 @@ func (r *run) statusHeadline() string {
 
 // statusItems lists under the banner the error, what was degraded, the problems, interventions
 // and notes, each point's shortfalls, the points run and the realtime misses.
-func (r *run) statusItems() []string {
+func (r *analysis) statusItems() []string {
 	in := r.in
 	var items []string
 	if in.Error != "" {
@@ -139,7 +139,7 @@ func (r *run) statusItems() []string {
 
 // pointStatusItems lists a point's episodes completed, incomplete episodes, missing record pieces
 // and its own error, prefixed by its label in a sweep.
-func (r *run) pointStatusItems(p *pointInfo) []string {
+func (r *analysis) pointStatusItems(p *pointInfo) []string {
 	in := r.in
 	var items []string
 	pt := in.Points[p.idx]
@@ -179,7 +179,7 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-func (r *run) verdict(b *strings.Builder) {
+func (r *analysis) verdict(b *strings.Builder) {
 	pass := 0
 	var failing, undecided []string
 	for _, c := range r.checks {
@@ -250,7 +250,7 @@ func shortList(l []string) []string {
 // deviationText lists, for the verdict, what misses a tolerance dpsim states though the
 // theory does not promise it: the velocity error at T against VelocityTol (the slowest
 // closed-loop pole leaves more than that at T with the paper's gains, even without noise).
-func (r *run) deviationText() string {
+func (r *analysis) deviationText() string {
 	if len(r.deviations) == 0 {
 		return ""
 	}
@@ -276,7 +276,7 @@ func (r *run) deviationText() string {
 }
 
 // setupSection writes the setup: the settings table, the processes and the warnings.
-func (r *run) setupSection(b *strings.Builder) {
+func (r *analysis) setupSection(b *strings.Builder) {
 	b.WriteString("## Setup\n\n")
 	table(b, []string{"setting", "value"}, r.settingRows())
 	if len(r.in.Processes) > 0 {
@@ -294,7 +294,7 @@ func (r *run) setupSection(b *strings.Builder) {
 
 // settingRows returns the rows of the setup's settings table: the scenario, the run and how it
 // was played, then the system.
-func (r *run) settingRows() [][]string {
+func (r *analysis) settingRows() [][]string {
 	in := r.in
 	var rows [][]string
 	add := func(k, v string) { rows = append(rows, []string{k, v}) }
@@ -340,7 +340,7 @@ func (r *run) settingRows() [][]string {
 }
 
 // sweepText says how many points the sweep has and which values of which parameters.
-func (r *run) sweepText() string {
+func (r *analysis) sweepText() string {
 	var sw []string
 	if r.sc != nil {
 		for _, s := range r.sc.Sweeps {
@@ -357,7 +357,7 @@ func (r *run) sweepText() string {
 // processTable writes the run's OS processes with their peak RSS, grouped by point (in the order
 // the points first appear), then by role and id; past maxInlineProcs the table goes to the
 // appendix and the setup says where.
-func (r *run) processTable(b *strings.Builder) {
+func (r *analysis) processTable(b *strings.Builder) {
 	procs := slices.Clone(r.in.Processes)
 	pointOrder := map[string]int{}
 	withPoint := false
@@ -403,7 +403,7 @@ func (r *run) processTable(b *strings.Builder) {
 
 // warnings lists the run's warnings: the scenario's, the plans' graph warnings (once), the
 // incomplete episodes and the noise-dominance warning.
-func (r *run) warnings() []string {
+func (r *analysis) warnings() []string {
 	var warn []string
 	if r.sc != nil {
 		warn = append(warn, r.sc.Warnings...)
@@ -445,7 +445,7 @@ func intList(v []int, n int) string {
 	return strings.Join(parts, ", ")
 }
 
-func (r *run) runsText() string {
+func (r *analysis) runsText() string {
 	want := 0
 	if r.sc != nil {
 		want = r.sc.Runs
@@ -479,7 +479,7 @@ func (r *run) runsText() string {
 // seedText says where the run seed came from, not its value: the seed decides every noise
 // draw, so whoever knows it can subtract the noise; it is recorded in summary.json only (to
 // reproduce the run), never in the report one may pass around.
-func (r *run) seedText() string {
+func (r *analysis) seedText() string {
 	seed := r.in.Seed
 	if seed == 0 {
 		seed = r.rep.res.Seed
@@ -493,7 +493,7 @@ func (r *run) seedText() string {
 	return "given on the command line (summary.json seed)"
 }
 
-func (r *run) systemRows(add func(k, v string)) {
+func (r *analysis) systemRows(add func(k, v string)) {
 	p := r.rep
 	sc := p.sc
 	if sc == nil {
@@ -557,7 +557,7 @@ func vecString(v []float64) string {
 
 // resultsSection writes the results against the paper's bounds: for one point its statements
 // and checks, for a sweep the table, the checks across the sweep and every point's statements.
-func (r *run) resultsSection(b *strings.Builder) {
+func (r *analysis) resultsSection(b *strings.Builder) {
 	b.WriteString("## Results against the paper's bounds\n\n")
 	if !r.sweep {
 		r.pointResults(b)
@@ -588,7 +588,7 @@ func (r *run) resultsSection(b *strings.Builder) {
 
 // pointResults writes a single point's statements and its checks (the calibration checks are in
 // the privacy section).
-func (r *run) pointResults(b *strings.Builder) {
+func (r *analysis) pointResults(b *strings.Builder) {
 	p := r.points[0]
 	for _, s := range p.resInfo {
 		b.WriteString("- " + s + "\n")
@@ -620,7 +620,7 @@ type checkAggregate struct {
 
 // aggregateChecks gathers the per-point checks (but calibration) by name and series, in the
 // order of the series.
-func (r *run) aggregateChecks() []*checkAggregate {
+func (r *analysis) aggregateChecks() []*checkAggregate {
 	var aggs []*checkAggregate
 	for _, p := range r.points {
 		for _, c := range r.checks {
@@ -657,7 +657,7 @@ func (r *run) aggregateChecks() []*checkAggregate {
 
 // aggregateLine states an aggregated check: how many points pass, and where it fails or is
 // inconclusive.
-func (r *run) aggregateLine(a *checkAggregate) string {
+func (r *analysis) aggregateLine(a *checkAggregate) string {
 	d := ruleOf(a.name).summary(a.subject)
 	where := "at every " + r.axisParam
 	if a.series != "" {
@@ -674,7 +674,7 @@ func (r *run) aggregateLine(a *checkAggregate) string {
 }
 
 // everyPointStatements writes, folded, every point's statements and checks.
-func (r *run) everyPointStatements(b *strings.Builder) {
+func (r *analysis) everyPointStatements(b *strings.Builder) {
 	b.WriteString("<details><summary>Every point's statements</summary>\n\n")
 	for _, p := range r.points {
 		fmt.Fprintf(b, "**%s**\n\n", p.label)
@@ -691,7 +691,7 @@ func (r *run) everyPointStatements(b *strings.Builder) {
 	b.WriteString("</details>\n\n")
 }
 
-func (r *run) sweepTable(b *strings.Builder) {
+func (r *analysis) sweepTable(b *strings.Builder) {
 	var header []string
 	var rows [][]string
 	switch r.kind {
@@ -732,7 +732,7 @@ func (r *run) sweepTable(b *strings.Builder) {
 }
 
 // anyOffsetChecked reports whether the position-offset check applies at some point.
-func (r *run) anyOffsetChecked() bool {
+func (r *analysis) anyOffsetChecked() bool {
 	for _, p := range r.points {
 		if r.offsetChecked(p) {
 			return true
@@ -749,7 +749,7 @@ func eveRatioText(p *pointInfo) string {
 	return num(safeRatio(late, early))
 }
 
-func (r *run) extraSection(b *strings.Builder) {
+func (r *analysis) extraSection(b *strings.Builder) {
 	if len(r.in.Extra) == 0 {
 		return
 	}
@@ -766,7 +766,7 @@ func (r *run) extraSection(b *strings.Builder) {
 	table(b, []string{"quantity", "value"}, rows)
 }
 
-func (r *run) transportSection(b *strings.Builder) {
+func (r *analysis) transportSection(b *strings.Builder) {
 	in := r.in
 	if len(in.Invalid) == 0 && len(in.Stale) == 0 && in.Timing == nil {
 		return
@@ -793,7 +793,7 @@ func (r *run) transportSection(b *strings.Builder) {
 }
 
 // invalidTable lists the invalid-message counters: messages that were wrong.
-func (r *run) invalidTable(b *strings.Builder) {
+func (r *analysis) invalidTable(b *strings.Builder) {
 	in := r.in
 	if len(in.Invalid) == 0 {
 		return
@@ -854,7 +854,7 @@ func staleTable(b *strings.Builder, stale map[string]uint64) {
 
 // securitySection says how the run's traffic was secured (Input.Security; none for the fast
 // engine, which has no traffic).
-func (r *run) securitySection(b *strings.Builder) {
+func (r *analysis) securitySection(b *strings.Builder) {
 	s := r.in.Security
 	if s == nil {
 		return
@@ -910,7 +910,7 @@ func (r *run) securitySection(b *strings.Builder) {
 		{"signed", signed}, {"authenticated", auth}, {"TLS", tls}, {"strict", strict}})
 }
 
-func (r *run) figuresSection(b *strings.Builder, figs []*figure.Figure) {
+func (r *analysis) figuresSection(b *strings.Builder, figs []*figure.Figure) {
 	if len(figs) == 0 && len(r.skipped) == 0 {
 		return
 	}

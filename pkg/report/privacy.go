@@ -17,7 +17,7 @@ import (
 const maxCompare = 8
 
 // privacySection writes the privacy budget and calibration.
-func (r *run) privacySection(b *strings.Builder) {
+func (r *analysis) privacySection(b *strings.Builder) {
 	b.WriteString("## Privacy budget and calibration\n\n")
 	r.privacyTable(b)
 	r.samplerLines(b)
@@ -31,7 +31,7 @@ func (r *run) privacySection(b *strings.Builder) {
 
 // privacyTable writes the table of every point's budget, calibration and noise, and what its
 // numbers mean.
-func (r *run) privacyTable(b *strings.Builder) {
+func (r *analysis) privacyTable(b *strings.Builder) {
 	var rows [][]string
 	for _, p := range r.points {
 		row := r.privacyRow(p)
@@ -54,7 +54,7 @@ func (r *run) privacyTable(b *strings.Builder) {
 }
 
 // noiseDesignLines states the optimal Sigma (Algorithm 1) where it is a matrix.
-func (r *run) noiseDesignLines(b *strings.Builder) {
+func (r *analysis) noiseDesignLines(b *strings.Builder) {
 	var sig []string
 	for _, p := range r.points {
 		if p.plan == nil || p.plan.Gaussian == nil || p.plan.Gaussian.Sigma == nil {
@@ -91,7 +91,7 @@ type worstPairGroup struct {
 
 // worstPairGroups groups the points' worst adjacent pairs by identical description, in the order
 // first seen.
-func (r *run) worstPairGroups() []*worstPairGroup {
+func (r *analysis) worstPairGroups() []*worstPairGroup {
 	var groups []*worstPairGroup
 	for _, p := range r.points {
 		if p.plan == nil {
@@ -114,7 +114,7 @@ func (r *run) worstPairGroups() []*worstPairGroup {
 }
 
 // worstPairLines states the worst adjacent pairs, one line per distinct description.
-func (r *run) worstPairLines(b *strings.Builder) {
+func (r *analysis) worstPairLines(b *strings.Builder) {
 	groups := r.worstPairGroups()
 	if len(groups) > 0 {
 		b.WriteString("Worst adjacent pair (the pair that attains the sensitivity; the auditor replays it):\n\n")
@@ -130,7 +130,7 @@ func (r *run) worstPairLines(b *strings.Builder) {
 }
 
 // calibrationLines writes the calibration checks and honest statements about unsound baselines.
-func (r *run) calibrationLines(b *strings.Builder) {
+func (r *analysis) calibrationLines(b *strings.Builder) {
 	var info []string
 	for _, p := range r.points {
 		if p.calInfo != "" {
@@ -165,7 +165,7 @@ func (r *run) calibrationLines(b *strings.Builder) {
 
 // wholeRun states the guarantee of the whole run: its k episodes release the same secret with fresh
 // noise, and an eavesdropper who combines them sees their composition (docs/math.md section 9).
-func (r *run) wholeRun(b *strings.Builder) {
+func (r *analysis) wholeRun(b *strings.Builder) {
 	var lines []string
 	for _, p := range r.points {
 		pl := p.plan
@@ -215,7 +215,7 @@ func (r *run) wholeRun(b *strings.Builder) {
 }
 
 // calibrationStatus summarises a point's calibration checks for the sweep table.
-func (r *run) calibrationStatus(p *pointInfo) string {
+func (r *analysis) calibrationStatus(p *pointInfo) string {
 	if p.plan == nil {
 		return "n/a"
 	}
@@ -244,7 +244,7 @@ func (r *run) calibrationStatus(p *pointInfo) string {
 	return "FAIL"
 }
 
-func (r *run) anyStructuredGaussian() bool {
+func (r *analysis) anyStructuredGaussian() bool {
 	for _, p := range r.points {
 		if p.plan != nil && p.plan.Gaussian != nil {
 			return true
@@ -254,7 +254,7 @@ func (r *run) anyStructuredGaussian() bool {
 }
 
 // prefix labels a statement with its point in a sweep.
-func (r *run) prefix(p *pointInfo) string {
+func (r *analysis) prefix(p *pointInfo) string {
 	if !r.sweep {
 		return ""
 	}
@@ -271,7 +271,7 @@ func pointList(pts []string, total int) string {
 	return strings.Join(pts, "; ")
 }
 
-func (r *run) privacyRow(p *pointInfo) []string {
+func (r *analysis) privacyRow(p *pointInfo) []string {
 	res := p.res
 	label := p.label
 	if pl := p.plan; pl != nil {
@@ -302,7 +302,7 @@ func (r *run) privacyRow(p *pointInfo) []string {
 }
 
 // modelNames names the private model's state components.
-func (r *run) modelNames(p *pointInfo) []string {
+func (r *analysis) modelNames(p *pointInfo) []string {
 	n, _ := p.plan.ModelA.Dims()
 	if r.kind == string(scenario.Consensus) {
 		return []string{"x_i"}
@@ -321,7 +321,7 @@ func (r *run) modelNames(p *pointInfo) []string {
 }
 
 // worstWords describes the worst adjacent pair of a plan in words.
-func (r *run) worstWords(p *pointInfo) string {
+func (r *analysis) worstWords(p *pointInfo) string {
 	pl := p.plan
 	w := pl.Sensitivity.Worst
 	mu := pl.Scenario.Privacy.Mu
@@ -412,7 +412,7 @@ func denseString(m *mat.Dense) string {
 
 // calibrationCheck adds the point's calibration check (Theorem 1 / Theorem 2 inequality) and
 // returns an information sentence for baselines that carry no guarantee.
-func (r *run) calibrationCheck(p *pointInfo) string {
+func (r *analysis) calibrationCheck(p *pointInfo) string {
 	pl := p.plan
 	if pl == nil {
 		return ""
@@ -454,7 +454,7 @@ func (r *run) calibrationCheck(p *pointInfo) string {
 }
 
 // naiveGuarantee computes what iid-naive noise really gives over the T releases.
-func (r *run) naiveGuarantee(p *pointInfo) string {
+func (r *analysis) naiveGuarantee(p *pointInfo) string {
 	pl := p.plan
 	pr := pl.Scenario.Privacy
 	if pl.Scale <= 0 {
@@ -476,7 +476,7 @@ func (r *run) naiveGuarantee(p *pointInfo) string {
 
 // fullStatePrivate reports whether a control point protects the plant's whole state (the
 // private model is the plant itself, with more than one state).
-func (r *run) fullStatePrivate(p *pointInfo) bool {
+func (r *analysis) fullStatePrivate(p *pointInfo) bool {
 	if r.kind != string(scenario.CloudControl) || p.plan == nil || p.plan.System == nil {
 		return false
 	}
@@ -485,7 +485,7 @@ func (r *run) fullStatePrivate(p *pointInfo) bool {
 }
 
 // adjacencySection writes the manifold vs block table for full-state control scenarios.
-func (r *run) adjacencySection(b *strings.Builder) {
+func (r *analysis) adjacencySection(b *strings.Builder) {
 	var pts []*pointInfo
 	for _, p := range r.points {
 		if r.fullStatePrivate(p) {
@@ -560,7 +560,7 @@ func underCalibration(man, blk *plan.Plan) string {
 // samplerLines states how the noise became float64 values (docs/math.md section 10): with the
 // secure sampler the grid and that the guarantee holds for the bits at no cost; with the float
 // sampler that it holds in the reals only. Points with the same statement share a line.
-func (r *run) samplerLines(b *strings.Builder) {
+func (r *analysis) samplerLines(b *strings.Builder) {
 	var notes []string
 	points := map[string][]string{}
 	for _, p := range r.points {

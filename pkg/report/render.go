@@ -185,7 +185,7 @@ type faultWindow struct {
 
 // faultWindows lists the crash down-times, partitions and server restarts of the
 // representative point's scenario.
-func (r *run) faultWindows() []faultWindow {
+func (r *analysis) faultWindows() []faultWindow {
 	if r.rep == nil || r.rep.sc == nil {
 		return nil
 	}
@@ -209,7 +209,7 @@ func (r *run) faultWindows() []faultWindow {
 
 // shadeFaults draws the fault windows on p (call it after the data: it spans the y range the
 // data set) and returns the caption's sentence about them ("" when there are none).
-func (r *run) shadeFaults(p *plot.Plot) string {
+func (r *analysis) shadeFaults(p *plot.Plot) string {
 	ws := r.faultWindows()
 	if len(ws) == 0 {
 		return ""

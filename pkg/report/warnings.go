@@ -51,7 +51,7 @@ func (d noiseDominance) ratio() float64 {
 }
 
 // findNoiseDominance records the control points whose noise dominates the control.
-func (r *run) findNoiseDominance() {
+func (r *analysis) findNoiseDominance() {
 	if r.kind != string(scenario.CloudControl) {
 		return
 	}
@@ -128,7 +128,7 @@ func dominanceCriterion() string {
 }
 
 // dominanceWarning is the Warnings entry of the noise-dominance points ("" when none).
-func (r *run) dominanceWarning() string {
+func (r *analysis) dominanceWarning() string {
 	if len(r.dominated) == 0 {
 		return ""
 	}
@@ -176,7 +176,7 @@ func (r *run) dominanceWarning() string {
 
 // swampWords names the noise-dominance warning: under faults the tracking error is the noise's
 // and the faults' doing together.
-func (r *run) swampWords() string {
+func (r *analysis) swampWords() string {
 	if len(r.faultsInjected()) > 0 {
 		return "the noise and the faults swamp the control"
 	}
@@ -185,7 +185,7 @@ func (r *run) swampWords() string {
 
 // faultsInjected lists what the scenario injects that the theory does not model (nil: none):
 // link faults, crashes, partitions and server restarts.
-func (r *run) faultsInjected() []string {
+func (r *analysis) faultsInjected() []string {
 	sc := r.sc
 	if sc == nil && len(r.points) > 0 {
 		sc = r.points[0].sc
@@ -208,7 +208,7 @@ func (r *run) faultsInjected() []string {
 }
 
 // faultsNote opens the report of a scenario with faults: FAIL lines are expected there.
-func (r *run) faultsNote(b *strings.Builder) {
+func (r *analysis) faultsNote(b *strings.Builder) {
 	what := r.faultsInjected()
 	if len(what) == 0 {
 		return
