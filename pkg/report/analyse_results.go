@@ -333,17 +333,6 @@ func (r *analysis) sweepComparisons() {
 	}
 }
 
-// checkLine prints a check for report.md.
-func checkLine(c Check) string {
-	switch {
-	case c.Pass:
-		return "**PASS**: " + c.Text + ": yes"
-	case c.Inconclusive:
-		return "**INCONCLUSIVE**: " + c.Text + ": " + c.undecided()
-	}
-	return "**FAIL**: " + c.Text + ": no"
-}
-
 // slowestPole returns the spectral radius of the closed loop of eq. (24): the eigenvalues of
 // A - B K (controller) and A - L C (observer).
 func slowestPole(p *pointInfo) (float64, bool) {
