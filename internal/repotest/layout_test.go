@@ -2,9 +2,6 @@ package repotest
 
 import (
 	"encoding/json"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io"
 	"os"
 	"os/exec"
@@ -115,42 +112,6 @@ func TestEveryPackageHasDoc(t *testing.T) {
 		if !strings.Contains(string(data), "// Package "+p.Name+" ") {
 			t.Errorf("%s/doc.go: no \"// Package %s ...\" comment", me, p.Name)
 		}
-	}
-}
-
-// maxFuncLines bounds a non-test function in the launcher, the role adapter and the command
-// packages: a function past it hides a second concern.
-const maxFuncLines = 100
-
-func TestNoLongFunctionsAtTheEdges(t *testing.T) {
-	checked := 0
-	for _, p := range listPackages(t) {
-		me := rel(p.ImportPath)
-		if !strings.HasPrefix(me, "internal/cmd/") && !strings.HasPrefix(me, "internal/launch") && !strings.HasPrefix(me, "internal/roleproc") && !strings.HasPrefix(me, "cmd/") {
-			continue
-		}
-		for _, name := range p.GoFiles {
-			path := filepath.Join(p.Dir, name)
-			fset := token.NewFileSet()
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, decl := range f.Decls {
-				fn, ok := decl.(*ast.FuncDecl)
-				if !ok || fn.Body == nil {
-					continue
-				}
-				checked++
-				lines := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
-				if lines >= maxFuncLines {
-					t.Errorf("%s/%s: %s is %d lines (limit %d): split it by concern", me, name, fn.Name.Name, lines, maxFuncLines)
-				}
-			}
-		}
-	}
-	if checked < 100 {
-		t.Fatalf("only %d functions checked: the walk went wrong", checked)
 	}
 }
 

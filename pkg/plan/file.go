@@ -205,104 +205,28 @@ func ParseFile(data []byte) (*Plan, error) {
 	return p, nil
 }
 
+// plan checks the file and builds the plan it holds.
 func (f *planFile) plan() (*Plan, error) {
-	if f.Format != FileFormat {
-		return nil, fmt.Errorf("format %q, want %q", f.Format, FileFormat)
+	if err := f.checkHeader(); err != nil {
+		return nil, err
 	}
 	s := f.Scenario
-	if s == nil {
-		return nil, errors.New("no scenario")
-	}
-	if s.Steps < 1 {
-		return nil, fmt.Errorf("scenario.Steps %d < 1", s.Steps)
-	}
-	if len(s.Sweeps) > 0 {
-		return nil, errors.New("scenario: has a sweep: a plan file holds one point")
-	}
-	for _, v := range []struct {
-		name string
-		x    float64
-	}{{"scale", f.Scale}, {"kappa_inv", f.KappaInv}, {"alpha", f.Alpha}} {
-		if !(v.x >= 0) || math.IsInf(v.x, 0) {
-			return nil, fmt.Errorf("%s %v: want a finite value >= 0", v.name, v.x)
-		}
-	}
 	p := &Plan{Scenario: s, Steps: s.Steps, Adjacency: f.Adjacency, Mechanism: s.Privacy.Mechanism, Noise: s.Privacy.Noise,
 		Scale: f.Scale, KappaInv: f.KappaInv, Alpha: f.Alpha, GraphWarnings: f.GraphWarnings}
 	if f.RankError != "" {
 		p.RankErr = errors.New(f.RankError)
 	}
-	switch p.Noise {
-	case noise.Structured, noise.IIDCalibrated, noise.IIDNaive, noise.None:
-	default:
-		return nil, fmt.Errorf("scenario: unknown noise kind %q", p.Noise)
-	}
-	if p.Mechanism != privacy.Gaussian && p.Mechanism != privacy.Laplace {
-		return nil, fmt.Errorf("scenario: unknown mechanism %q", p.Mechanism)
-	}
-	p.ModelA, p.ModelC = s.PrivateModel()
-	if p.ModelA == nil {
-		return nil, errors.New("scenario: no private model")
-	}
-	if f.NoiseMatrix != nil {
-		n, _ := p.ModelA.Dims()
-		var err error
-		if p.NoiseMatrix, err = dense("noise_matrix", f.NoiseMatrix, n, n); err != nil {
-			return nil, err
-		}
-	} else if p.Noise == noise.Structured {
-		return nil, errors.New("noise_matrix: missing for structured noise")
+	if err := f.setNoise(p); err != nil {
+		return nil, err
 	}
 	switch s.Kind {
 	case scenario.CloudControl:
-		if s.Plant == nil || s.Controller == nil {
-			return nil, errors.New("scenario: a cloud-control plan without plant or controller")
-		}
-		if f.AgentsX0 != nil {
-			return nil, errors.New("agents_x0 in a cloud-control plan")
-		}
-		sys, err := s.System()
-		if err != nil {
-			return nil, fmt.Errorf("scenario.Plant: %w", err)
-		}
-		p.System = sys
-		if p.K, err = dense("k", f.K, sys.Nu(), sys.Nx()); err != nil {
+		if err := f.cloudControl(p); err != nil {
 			return nil, err
-		}
-		if p.L, err = dense("l", f.L, sys.Nx(), sys.Ny()); err != nil {
-			return nil, err
-		}
-		if p.Reference, err = s.Reference(); err != nil {
-			return nil, fmt.Errorf("scenario.Controller.Reference: %w", err)
-		}
-		s.Plant.X0 = nans(sys.Nx())
-		if f.PlantX0 != nil {
-			if len(f.PlantX0) != sys.Nx() {
-				return nil, fmt.Errorf("plant_x0: %d values, the plant has %d states", len(f.PlantX0), sys.Nx())
-			}
-			s.Plant.X0 = f.PlantX0
 		}
 	case scenario.Consensus:
-		if s.Network == nil {
-			return nil, errors.New("scenario: a consensus plan without a graph")
-		}
-		if f.PlantX0 != nil || f.K != nil || f.L != nil {
-			return nil, errors.New("plant_x0, k or l in a consensus plan")
-		}
-		g, err := s.BuildGraph()
-		if err != nil {
-			return nil, fmt.Errorf("scenario.Network: %w", err)
-		}
-		if err := sameEdges(f.Edges, g); err != nil {
+		if err := f.consensus(p); err != nil {
 			return nil, err
-		}
-		p.Graph = g
-		s.X0 = nans(g.N)
-		if a := f.AgentsX0; a != nil {
-			if a.First < 0 || a.First+len(a.Values) > g.N {
-				return nil, fmt.Errorf("agents_x0: agents %d..%d outside 0..%d", a.First, a.First+len(a.Values)-1, g.N-1)
-			}
-			copy(s.X0[a.First:], a.Values)
 		}
 	default:
 		return nil, fmt.Errorf("scenario: unknown kind %q", s.Kind)
@@ -311,6 +235,121 @@ func (f *planFile) plan() (*Plan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// checkHeader checks the format, that the file holds one point of a scenario, and the noise
+// numbers.
+func (f *planFile) checkHeader() error {
+	if f.Format != FileFormat {
+		return fmt.Errorf("format %q, want %q", f.Format, FileFormat)
+	}
+	s := f.Scenario
+	if s == nil {
+		return errors.New("no scenario")
+	}
+	if s.Steps < 1 {
+		return fmt.Errorf("scenario.Steps %d < 1", s.Steps)
+	}
+	if len(s.Sweeps) > 0 {
+		return errors.New("scenario: has a sweep: a plan file holds one point")
+	}
+	for _, v := range []struct {
+		name string
+		x    float64
+	}{{"scale", f.Scale}, {"kappa_inv", f.KappaInv}, {"alpha", f.Alpha}} {
+		if !(v.x >= 0) || math.IsInf(v.x, 0) {
+			return fmt.Errorf("%s %v: want a finite value >= 0", v.name, v.x)
+		}
+	}
+	return nil
+}
+
+// setNoise checks the noise kind and the mechanism and sets the private model and the noise matrix.
+func (f *planFile) setNoise(p *Plan) error {
+	switch p.Noise {
+	case noise.Structured, noise.IIDCalibrated, noise.IIDNaive, noise.None:
+	default:
+		return fmt.Errorf("scenario: unknown noise kind %q", p.Noise)
+	}
+	if p.Mechanism != privacy.Gaussian && p.Mechanism != privacy.Laplace {
+		return fmt.Errorf("scenario: unknown mechanism %q", p.Mechanism)
+	}
+	p.ModelA, p.ModelC = f.Scenario.PrivateModel()
+	if p.ModelA == nil {
+		return errors.New("scenario: no private model")
+	}
+	if f.NoiseMatrix != nil {
+		n, _ := p.ModelA.Dims()
+		var err error
+		if p.NoiseMatrix, err = dense("noise_matrix", f.NoiseMatrix, n, n); err != nil {
+			return err
+		}
+	} else if p.Noise == noise.Structured {
+		return errors.New("noise_matrix: missing for structured noise")
+	}
+	return nil
+}
+
+// cloudControl sets the plant, the gains and the reference of a cloud-control plan; the plant's
+// x(0) is the file's, or NaN where the file left it out.
+func (f *planFile) cloudControl(p *Plan) error {
+	s := f.Scenario
+	if s.Plant == nil || s.Controller == nil {
+		return errors.New("scenario: a cloud-control plan without plant or controller")
+	}
+	if f.AgentsX0 != nil {
+		return errors.New("agents_x0 in a cloud-control plan")
+	}
+	sys, err := s.System()
+	if err != nil {
+		return fmt.Errorf("scenario.Plant: %w", err)
+	}
+	p.System = sys
+	if p.K, err = dense("k", f.K, sys.Nu(), sys.Nx()); err != nil {
+		return err
+	}
+	if p.L, err = dense("l", f.L, sys.Nx(), sys.Ny()); err != nil {
+		return err
+	}
+	if p.Reference, err = s.Reference(); err != nil {
+		return fmt.Errorf("scenario.Controller.Reference: %w", err)
+	}
+	s.Plant.X0 = nans(sys.Nx())
+	if f.PlantX0 != nil {
+		if len(f.PlantX0) != sys.Nx() {
+			return fmt.Errorf("plant_x0: %d values, the plant has %d states", len(f.PlantX0), sys.Nx())
+		}
+		s.Plant.X0 = f.PlantX0
+	}
+	return nil
+}
+
+// consensus sets the graph of a consensus plan, checked against the file's edges; the agents'
+// x(0) are the file's, or NaN where the file left them out.
+func (f *planFile) consensus(p *Plan) error {
+	s := f.Scenario
+	if s.Network == nil {
+		return errors.New("scenario: a consensus plan without a graph")
+	}
+	if f.PlantX0 != nil || f.K != nil || f.L != nil {
+		return errors.New("plant_x0, k or l in a consensus plan")
+	}
+	g, err := s.BuildGraph()
+	if err != nil {
+		return fmt.Errorf("scenario.Network: %w", err)
+	}
+	if err := sameEdges(f.Edges, g); err != nil {
+		return err
+	}
+	p.Graph = g
+	s.X0 = nans(g.N)
+	if a := f.AgentsX0; a != nil {
+		if a.First < 0 || a.First+len(a.Values) > g.N {
+			return fmt.Errorf("agents_x0: agents %d..%d outside 0..%d", a.First, a.First+len(a.Values)-1, g.N-1)
+		}
+		copy(s.X0[a.First:], a.Values)
+	}
+	return nil
 }
 
 func nans(n int) []float64 {

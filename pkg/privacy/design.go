@@ -1,7 +1,6 @@
 package privacy
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -70,25 +69,9 @@ type GaussianDesign struct {
 // the scalar choice (r = 1, or isotropic constraints), the scalar Sigma is returned. Cost: ~60-120
 // Newton steps of O(w r^4) on a working set of w constraints, plus O(m r^3) checks over all m.
 func DesignGaussian(s Sensitivity, eps, delta, mu float64, cal Calibration, lambdaBar *mat.Dense) (GaussianDesign, error) {
-	if s.Norm != 2 {
-		return GaussianDesign{}, fmt.Errorf("gaussian design: needs the 2-norm sensitivity Delta_N, got norm %d", s.Norm)
-	}
-	if len(s.Constraints) == 0 {
-		return GaussianDesign{}, fmt.Errorf("gaussian design: the sensitivity carries no LMI constraints (iid baselines use GaussianSigma for a scalar sigma)")
-	}
-	if !(s.Value > 0) || math.IsInf(s.Value, 0) {
-		return GaussianDesign{}, fmt.Errorf("gaussian design: sensitivity %v must be finite and > 0", s.Value)
-	}
-	r := len(s.Constraints[0])
-	maxN := 0.0
-	for j, v := range s.Constraints {
-		if len(v) != r {
-			return GaussianDesign{}, fmt.Errorf("gaussian design: constraint %d has length %d, constraint 0 has %d", j, len(v), r)
-		}
-		maxN = math.Max(maxN, vecNorm(v, 2))
-	}
-	if maxN > s.Value*(1+1e-9) {
-		return GaussianDesign{}, fmt.Errorf("gaussian design: a constraint has norm %.6g above the sensitivity %.6g: constraints and sensitivity do not belong together", maxN, s.Value)
+	r, err := checkDesignSensitivity(s)
+	if err != nil {
+		return GaussianDesign{}, fmt.Errorf("gaussian design: %w", err)
 	}
 	kinv, err := KappaInverse(eps, delta)
 	if err != nil {
@@ -105,25 +88,10 @@ func DesignGaussian(s Sensitivity, eps, delta, mu float64, cal Calibration, lamb
 	if cal == Tight || cal == "" {
 		c = (mu / kinv) * (mu / kinv)
 	}
-	// Weight W = LambdaBar^T LambdaBar (r x r) and its Cholesky factor.
-	W := mat.NewSymDense(r, nil)
-	if lambdaBar == nil {
-		for i := 0; i < r; i++ {
-			W.SetSym(i, i, 1)
-		}
-	} else {
-		lm, lr := lambdaBar.Dims()
-		if lr != r {
-			return GaussianDesign{}, fmt.Errorf("gaussian design: LambdaBar is %dx%d but the constraints live in R^%d", lm, lr, r)
-		}
-		W.SymOuterK(1, lambdaBar.T())
+	W, L, err := designWeight(lambdaBar, r)
+	if err != nil {
+		return GaussianDesign{}, fmt.Errorf("gaussian design: %w", err)
 	}
-	var chol mat.Cholesky
-	if !chol.Factorize(W) {
-		return GaussianDesign{}, fmt.Errorf("gaussian design: LambdaBar^T LambdaBar is not positive definite (LambdaBar must have full column rank)")
-	}
-	var L mat.TriDense
-	chol.LTo(&L)
 	trW := mat.Trace(W)
 
 	d := GaussianDesign{Sensitivity: s, KappaInv: kinv, ScalarSigma: sigma, Calibration: cal,
@@ -132,18 +100,8 @@ func DesignGaussian(s Sensitivity, eps, delta, mu float64, cal Calibration, lamb
 		d.Calibration = Tight
 	}
 
-	// u_j = L^T v_j
 	m := len(s.Constraints)
-	us := make([]float64, m*r)
-	for j, v := range s.Constraints {
-		for a := 0; a < r; a++ {
-			x := 0.0
-			for b := a; b < r; b++ {
-				x += L.At(b, a) * v[b]
-			}
-			us[j*r+a] = x
-		}
-	}
+	us := whitenConstraints(s.Constraints, L, r)
 	if rk := numRank(mat.NewDense(m, r, us)); rk < r {
 		return GaussianDesign{}, fmt.Errorf("gaussian design: the %d constraints span only %d of the %d dimensions: the LMIs (12) would leave a direction without noise, violating (8); pass the complete constraint set", m, rk, r)
 	}
@@ -156,26 +114,111 @@ func DesignGaussian(s Sensitivity, eps, delta, mu float64, cal Calibration, lamb
 	d.DualWeights = sol.lambda
 	d.DualBound = c * sol.bound
 
-	// Sigma = L^{-T} X L^{-1} with X = M^{1/2}, then scaled to feasibility.
-	var Linv mat.TriDense
-	if err := Linv.InverseTri(&L); err != nil {
+	Sigma, err := feasibleSigma(sol.X, L, s.Constraints, c)
+	if err != nil {
 		return GaussianDesign{}, fmt.Errorf("gaussian design: %w", err)
+	}
+	if err := d.settle(Sigma, W); err != nil {
+		return GaussianDesign{}, fmt.Errorf("gaussian design: %w", err)
+	}
+	return d, nil
+}
+
+// checkDesignSensitivity checks that s is a 2-norm sensitivity with constraints of one length r,
+// none longer than its finite, positive Value, and returns r.
+func checkDesignSensitivity(s Sensitivity) (int, error) {
+	if s.Norm != 2 {
+		return 0, fmt.Errorf("needs the 2-norm sensitivity Delta_N, got norm %d", s.Norm)
+	}
+	if len(s.Constraints) == 0 {
+		return 0, fmt.Errorf("the sensitivity carries no LMI constraints (iid baselines use GaussianSigma for a scalar sigma)")
+	}
+	if !(s.Value > 0) || math.IsInf(s.Value, 0) {
+		return 0, fmt.Errorf("sensitivity %v must be finite and > 0", s.Value)
+	}
+	r := len(s.Constraints[0])
+	maxN := 0.0
+	for j, v := range s.Constraints {
+		if len(v) != r {
+			return 0, fmt.Errorf("constraint %d has length %d, constraint 0 has %d", j, len(v), r)
+		}
+		maxN = math.Max(maxN, vecNorm(v, 2))
+	}
+	if maxN > s.Value*(1+1e-9) {
+		return 0, fmt.Errorf("a constraint has norm %.6g above the sensitivity %.6g: constraints and sensitivity do not belong together", maxN, s.Value)
+	}
+	return r, nil
+}
+
+// designWeight returns the weight W = LambdaBar^T LambdaBar (r x r; I for a nil lambdaBar) and its
+// lower Cholesky factor L (W = L L^T).
+func designWeight(lambdaBar *mat.Dense, r int) (*mat.SymDense, *mat.TriDense, error) {
+	W := mat.NewSymDense(r, nil)
+	if lambdaBar == nil {
+		for i := 0; i < r; i++ {
+			W.SetSym(i, i, 1)
+		}
+	} else {
+		lm, lr := lambdaBar.Dims()
+		if lr != r {
+			return nil, nil, fmt.Errorf("LambdaBar is %dx%d but the constraints live in R^%d", lm, lr, r)
+		}
+		W.SymOuterK(1, lambdaBar.T())
+	}
+	var chol mat.Cholesky
+	if !chol.Factorize(W) {
+		return nil, nil, fmt.Errorf("LambdaBar^T LambdaBar is not positive definite (LambdaBar must have full column rank)")
+	}
+	var L mat.TriDense
+	chol.LTo(&L)
+	return W, &L, nil
+}
+
+// whitenConstraints returns u_j = L^T v_j for every constraint v_j, m x r row-major.
+func whitenConstraints(cons [][]float64, L *mat.TriDense, r int) []float64 {
+	us := make([]float64, len(cons)*r)
+	for j, v := range cons {
+		for a := 0; a < r; a++ {
+			x := 0.0
+			for b := a; b < r; b++ {
+				x += L.At(b, a) * v[b]
+			}
+			us[j*r+a] = x
+		}
+	}
+	return us
+}
+
+// feasibleSigma maps the solver's X back: Sigma = L^{-T} X L^{-1}, then scaled so that every LMI
+// Sigma >= c N N^T holds.
+func feasibleSigma(X *mat.SymDense, L *mat.TriDense, cons [][]float64, c float64) (*mat.SymDense, error) {
+	var Linv mat.TriDense
+	if err := Linv.InverseTri(L); err != nil {
+		return nil, err
 	}
 	var tmp, sig mat.Dense
-	tmp.Mul(Linv.T(), sol.X)
+	tmp.Mul(Linv.T(), X)
 	sig.Mul(&tmp, &Linv)
 	Sigma := symmetrize(&sig)
-	if err := scaleToFeasible(Sigma, s.Constraints, c); err != nil {
-		return GaussianDesign{}, fmt.Errorf("gaussian design: %w", err)
+	if err := scaleToFeasible(Sigma, cons, c); err != nil {
+		return nil, err
 	}
+	return Sigma, nil
+}
+
+// settle sets Sigma (or the scalar choice when Sigma does not beat it) and what is computed from
+// it: the traces, the duality gap, the LMI check and the square root. W is the weight
+// LambdaBar^T LambdaBar; d holds the scalar choice, the constraints and the dual bound.
+func (d *GaussianDesign) settle(Sigma *mat.SymDense, W *mat.SymDense) error {
 	var ws mat.Dense
 	ws.Mul(W, Sigma)
 	d.TraceOptimal = mat.Trace(&ws)
 	if !(d.TraceOptimal < d.TraceScalar) {
 		d.ScalarIsOptimal = true
+		r := Sigma.SymmetricDim()
 		Sigma = mat.NewSymDense(r, nil)
 		for i := 0; i < r; i++ {
-			Sigma.SetSym(i, i, sigma*sigma)
+			Sigma.SetSym(i, i, d.ScalarSigma*d.ScalarSigma)
 		}
 		d.TraceOptimal = d.TraceScalar
 	}
@@ -183,13 +226,11 @@ func DesignGaussian(s Sensitivity, eps, delta, mu float64, cal Calibration, lamb
 	d.DualityGap = d.TraceOptimal/d.DualBound - 1
 	d.Converged = d.DualityGap <= 10*DesignTolerance
 	d.TraceSavedPercent = 100 * (1 - d.TraceOptimal/d.TraceScalar)
-	d.MinLMIEigenvalue = minLMIEigenvalue(Sigma, s.Constraints, c)
+	d.MinLMIEigenvalue = minLMIEigenvalue(Sigma, d.Constraints, d.LMIScale)
 	d.MaxLMIViolation = math.Max(0, -d.MinLMIEigenvalue)
+	var err error
 	d.SqrtSigma, err = symSqrt(Sigma)
-	if err != nil {
-		return GaussianDesign{}, fmt.Errorf("gaussian design: %w", err)
-	}
-	return d, nil
+	return err
 }
 
 type coverSolution struct {
@@ -212,30 +253,93 @@ type coverSolution struct {
 // feasible for the whole problem, so the bound stays valid; the primal is scaled to feasibility on
 // every constraint by the caller.
 func solveMinTraceCover(us []float64, m, r int) (coverSolution, error) {
-	// normalise: max ||u_j|| = 1
-	smax := 0.0
-	norms := make([]float64, m)
+	u, norms, smax, err := normaliseConstraints(us, m, r)
+	if err != nil {
+		return coverSolution{}, err
+	}
+	p := r * (r + 1) / 2
+	ws := workingSet{in: make([]bool, m)}
+	if err := ws.addSpanning(u, m, r); err != nil {
+		return coverSolution{}, err
+	}
+	ws.addLongest(norms, min(m, 2*p+8))
+	sol := coverSolution{}
+	P := make([]float64, r*r)
+	var viols []violation
+	var res barrierResult
+	for round := 0; round < 200; round++ {
+		sub := make([]float64, 0, len(ws.list)*r)
+		for _, j := range ws.list {
+			sub = append(sub, u[j*r:j*r+r]...)
+		}
+		var err error
+		res, err = barrierCover(sub, len(ws.list), r)
+		sol.iterations += res.Steps
+		sol.rounds++
+		if err != nil {
+			return coverSolution{}, err
+		}
+		if _, ok := invSymSmall(res.X, P, r); !ok {
+			return coverSolution{}, fmt.Errorf("barrier: the working-set solution is not positive definite")
+		}
+		viols = violations(viols[:0], u, P, ws.in, m, r)
+		if len(viols) == 0 {
+			break
+		}
+		sort.Slice(viols, func(a, b int) bool { return viols[a].h > viols[b].h })
+		for _, v := range viols[:min(len(viols), 2*p+8)] {
+			ws.add(v.j)
+		}
+	}
+	sol.working = len(ws.list)
+	sol.lambda = make([]float64, m)
+	for i, j := range ws.list {
+		sol.lambda[j] = res.Lambda[i]
+	}
+	sol.bound = smax * smax * res.Bound
+	sol.X = mat.NewSymDense(r, nil)
+	for a := 0; a < r; a++ {
+		for b := a; b < r; b++ {
+			sol.X.SetSym(a, b, smax*smax*0.5*(res.X[a*r+b]+res.X[b*r+a]))
+		}
+	}
+	return sol, nil
+}
+
+// normaliseConstraints scales the m constraints us (m x r, row-major) to max ||u_j|| = 1 and
+// returns them with their norms before scaling and the largest norm smax.
+func normaliseConstraints(us []float64, m, r int) (u, norms []float64, smax float64, err error) {
+	norms = make([]float64, m)
 	for j := 0; j < m; j++ {
 		norms[j] = vecNorm(us[j*r:j*r+r], 2)
 		smax = math.Max(smax, norms[j])
 	}
 	if !(smax > 0) || math.IsInf(smax, 0) {
-		return coverSolution{}, fmt.Errorf("constraints must be finite and not all zero")
+		return nil, nil, 0, fmt.Errorf("constraints must be finite and not all zero")
 	}
-	u := make([]float64, m*r)
+	u = make([]float64, m*r)
 	for i := range u {
 		u[i] = us[i] / smax
 	}
-	p := r * (r + 1) / 2
-	inSet := make([]bool, m)
-	var set []int
-	add := func(j int) {
-		if !inSet[j] {
-			inSet[j] = true
-			set = append(set, j)
-		}
+	return u, norms, smax, nil
+}
+
+// workingSet is the subset of the constraints the barrier method solves on, in the order added.
+type workingSet struct {
+	in   []bool // in[j]: constraint j is in the set
+	list []int
+}
+
+func (ws *workingSet) add(j int) {
+	if !ws.in[j] {
+		ws.in[j] = true
+		ws.list = append(ws.list, j)
 	}
-	// a spanning subset: greedy pivoting on the residual after projection (Gram-Schmidt)
+}
+
+// addSpanning adds r constraints that span R^r: greedy pivoting on the residual after projection
+// (Gram-Schmidt).
+func (ws *workingSet) addSpanning(u []float64, m, r int) error {
 	var ortho [][]float64
 	res := make([]float64, r)
 	for len(ortho) < r {
@@ -258,356 +362,56 @@ func solveMinTraceCover(us []float64, m, r int) (coverSolution, error) {
 			}
 		}
 		if bi < 0 || best <= rankTol {
-			return coverSolution{}, fmt.Errorf("the constraints do not span R^%d", r)
+			return fmt.Errorf("the constraints do not span R^%d", r)
 		}
 		for a := range bestRes {
 			bestRes[a] /= best
 		}
 		ortho = append(ortho, bestRes)
-		add(bi)
+		ws.add(bi)
 	}
-	// plus the longest constraints
-	order := make([]int, m)
+	return nil
+}
+
+// addLongest adds the n constraints of largest norm.
+func (ws *workingSet) addLongest(norms []float64, n int) {
+	order := make([]int, len(norms))
 	for j := range order {
 		order[j] = j
 	}
 	sort.Slice(order, func(a, b int) bool { return norms[order[a]] > norms[order[b]] })
-	for _, j := range order[:min(m, 2*p+8)] {
-		add(j)
+	for _, j := range order[:n] {
+		ws.add(j)
 	}
-	sol := coverSolution{}
-	P := make([]float64, r*r)
-	type viol struct {
-		j int
-		h float64
-	}
-	var viols []viol
-	var X, lamS []float64
-	var bound float64
-	for round := 0; round < 200; round++ {
-		sub := make([]float64, 0, len(set)*r)
-		for _, j := range set {
-			sub = append(sub, u[j*r:j*r+r]...)
-		}
-		var steps int
-		var err error
-		X, lamS, bound, steps, err = barrierCover(sub, len(set), r)
-		sol.iterations += steps
-		sol.rounds++
-		if err != nil {
-			return coverSolution{}, err
-		}
-		if _, ok := invSymSmall(X, P, r); !ok {
-			return coverSolution{}, fmt.Errorf("barrier: the working-set solution is not positive definite")
-		}
-		viols = viols[:0]
-		for j := 0; j < m; j++ {
-			if inSet[j] {
-				continue
-			}
-			uj := u[j*r : j*r+r]
-			h := 0.0
-			for a := 0; a < r; a++ {
-				x := 0.0
-				for b := 0; b < r; b++ {
-					x += P[a*r+b] * uj[b]
-				}
-				h += uj[a] * x
-			}
-			if h > 1+DesignTolerance {
-				viols = append(viols, viol{j, h})
-			}
-		}
-		if len(viols) == 0 {
-			break
-		}
-		sort.Slice(viols, func(a, b int) bool { return viols[a].h > viols[b].h })
-		for _, v := range viols[:min(len(viols), 2*p+8)] {
-			add(v.j)
-		}
-	}
-	sol.working = len(set)
-	sol.lambda = make([]float64, m)
-	for i, j := range set {
-		sol.lambda[j] = lamS[i]
-	}
-	sol.bound = smax * smax * bound
-	sol.X = mat.NewSymDense(r, nil)
-	for a := 0; a < r; a++ {
-		for b := a; b < r; b++ {
-			sol.X.SetSym(a, b, smax*smax*0.5*(X[a*r+b]+X[b*r+a]))
-		}
-	}
-	return sol, nil
 }
 
-// barrierCover solves min tr(X) s.t. u_j^T X^{-1} u_j <= 1 (j < m, ||u_j|| <= 1) by a primal barrier
-// method: minimise t tr(X) - sum_j log det [[X, u_j], [u_j^T, 1]]
-// = t tr(X) - sum_j log(1 - u_j^T X^{-1} u_j) - m log det X (a self-concordant barrier of parameter
-// nu = m (r+1)) by damped Newton steps on the r(r+1)/2 entries of X, multiplying t by 10 until
-// nu/t <= DesignTolerance*tr(X). The dual weights lambda_j = 1/(t s_j) (s_j = 1 - u_j^T X^{-1} u_j)
-// give the lower bound (tr M^{1/2})^2 / sum(lambda), M = sum lambda_j u_j u_j^T, of the dual problem
-// max_lambda 2 tr(M^{1/2}) - sum(lambda). It returns X (row-major), lambda (sum 1), the bound and the
-// number of Newton steps.
-func barrierCover(u []float64, m, r int) ([]float64, []float64, float64, int, error) {
-	p := r * (r + 1) / 2
-	pa := make([]int, p) // basis E_alpha = sym(e_a e_b^T)
-	pb := make([]int, p)
-	{
-		k := 0
+// violation is a constraint outside the working set that the working-set solution violates.
+type violation struct {
+	j int
+	h float64 // u_j^T X^{-1} u_j > 1 + DesignTolerance
+}
+
+// violations appends to out the constraints outside the working set (in) with
+// h_j = u_j^T P u_j > 1 + DesignTolerance, P = X^{-1}.
+func violations(out []violation, u, P []float64, in []bool, m, r int) []violation {
+	for j := 0; j < m; j++ {
+		if in[j] {
+			continue
+		}
+		uj := u[j*r : j*r+r]
+		h := 0.0
 		for a := 0; a < r; a++ {
-			for b := a; b < r; b++ {
-				pa[k], pb[k] = a, b
-				k++
+			x := 0.0
+			for b := 0; b < r; b++ {
+				x += P[a*r+b] * uj[b]
 			}
+			h += uj[a] * x
+		}
+		if h > 1+DesignTolerance {
+			out = append(out, violation{j, h})
 		}
 	}
-	X := make([]float64, r*r)
-	for i := 0; i < r; i++ {
-		X[i*r+i] = 2
-	}
-	nu := float64(m * (r + 1))
-	t := nu / trace(X, r)
-	P := make([]float64, r*r)
-	w := make([]float64, m*r)
-	sj := make([]float64, m)
-	Q := make([]float64, r*r)
-	G := make([]float64, r*r)
-	g := make([]float64, p)
-	H := mat.NewSymDense(p, nil)
-	bvec := make([]float64, p)
-	K := make([]float64, r*r)
-	Eb := make([]float64, r*r)
-	Xn := make([]float64, r*r)
-	dX := make([]float64, r*r)
-	var dv mat.VecDense
-	// eval computes f(X) = t tr X - sum log s_j - m log det X and fills P, w, s; ok=false outside the domain.
-	eval := func(X []float64) (float64, bool) {
-		ld, ok := invSymSmall(X, P, r)
-		if !ok {
-			return 0, false
-		}
-		f := t*trace(X, r) - float64(m)*ld
-		for j := 0; j < m; j++ {
-			uj := u[j*r : j*r+r]
-			wj := w[j*r : j*r+r]
-			h := 0.0
-			for a := 0; a < r; a++ {
-				x := 0.0
-				for b := 0; b < r; b++ {
-					x += P[a*r+b] * uj[b]
-				}
-				wj[a] = x
-				h += uj[a] * x
-			}
-			s := 1 - h
-			if !(s > 0) {
-				return 0, false
-			}
-			sj[j] = s
-			f -= math.Log(s)
-		}
-		return f, true
-	}
-	f, ok := eval(X)
-	if !ok {
-		return nil, nil, 0, 0, fmt.Errorf("barrier: the starting point is infeasible")
-	}
-	lam := make([]float64, m)
-	bestLam := make([]float64, m)
-	bestX := make([]float64, r*r)
-	bestPrimal, bestBound := math.Inf(1), 0.0
-	M := mat.NewSymDense(r, nil)
-	var eig mat.EigenSym
-	// dualBound sets lam_j = 1/(t s_j) and returns (tr M^{1/2})^2 / sum(lam), M = sum lam_j u_j u_j^T:
-	// max over the scale of the dual objective 2 tr(M^{1/2}) - sum(lam), a lower bound on min tr(X).
-	dualBound := func(sj []float64, t float64) (float64, error) {
-		M.Zero()
-		sum := 0.0
-		for j := 0; j < m; j++ {
-			lam[j] = 1 / (t * sj[j])
-			sum += lam[j]
-			uj := u[j*r : j*r+r]
-			for a := 0; a < r; a++ {
-				for b := a; b < r; b++ {
-					M.SetSym(a, b, M.At(a, b)+lam[j]*uj[a]*uj[b])
-				}
-			}
-		}
-		if !eig.Factorize(M, false) {
-			return 0, fmt.Errorf("barrier: eigendecomposition of the dual matrix failed")
-		}
-		tr := 0.0
-		for _, v := range eig.Values(nil) {
-			tr += math.Sqrt(math.Max(v, 0))
-		}
-		return tr * tr / sum, nil
-	}
-	steps := 0
-	stalled := false
-	dscale := make([]float64, p)
-	gs := make([]float64, p)
-	for outer := 0; outer < 60 && !stalled; outer++ {
-		near := 0
-		for inner := 0; inner < 50; inner++ {
-			// gradient G = t I - Q - m P, Q = sum w w^T / s
-			for i := range Q {
-				Q[i] = 0
-			}
-			H.Zero()
-			for j := 0; j < m; j++ {
-				wj := w[j*r : j*r+r]
-				is := 1 / sj[j]
-				for a := 0; a < r; a++ {
-					for b := 0; b < r; b++ {
-						Q[a*r+b] += is * wj[a] * wj[b]
-					}
-				}
-				// term B: b_alpha = w^T E_alpha w
-				for k := 0; k < p; k++ {
-					a, b := pa[k], pb[k]
-					if a == b {
-						bvec[k] = wj[a] * wj[a]
-					} else {
-						bvec[k] = 2 * wj[a] * wj[b]
-					}
-				}
-				is2 := is * is
-				for k := 0; k < p; k++ {
-					bk := is2 * bvec[k]
-					for l := k; l < p; l++ {
-						H.SetSym(k, l, H.At(k, l)+bk*bvec[l])
-					}
-				}
-			}
-			for a := 0; a < r; a++ {
-				for b := 0; b < r; b++ {
-					G[a*r+b] = -Q[a*r+b] - float64(m)*P[a*r+b]
-				}
-				G[a*r+a] += t
-			}
-			for k := 0; k < p; k++ {
-				a, b := pa[k], pb[k]
-				if a == b {
-					g[k] = G[a*r+a]
-				} else {
-					g[k] = 2 * G[a*r+b]
-				}
-			}
-			// terms A and C: H_A(alpha,beta) = 2 tr(E_a P E_b Q), H_C = m tr(P E_a P E_b)
-			for l := 0; l < p; l++ {
-				basis(Eb, pa[l], pb[l], r)
-				for _, term := range [2]struct {
-					R    []float64
-					coef float64
-				}{{Q, 2}, {P, float64(m)}} {
-					// K = P E_b R
-					tripleProduct(K, P, Eb, term.R, r)
-					for k := 0; k <= l; k++ {
-						a, b := pa[k], pb[k]
-						v := K[b*r+a]
-						if a != b {
-							v += K[a*r+b]
-						}
-						H.SetSym(k, l, H.At(k, l)+term.coef*v)
-					}
-				}
-			}
-			// Jacobi scaling: near the boundary H mixes entries ~1/s_j^2 ~ t^2 with O(1) ones.
-			for k := 0; k < p; k++ {
-				dscale[k] = 1 / math.Sqrt(H.At(k, k))
-			}
-			for k := 0; k < p; k++ {
-				for l := k; l < p; l++ {
-					H.SetSym(k, l, H.At(k, l)*dscale[k]*dscale[l])
-				}
-				gs[k] = g[k] * dscale[k]
-			}
-			var ch mat.Cholesky
-			if !ch.Factorize(H) {
-				stalled = true // rounding has made the Newton system indefinite: stop here
-				break
-			}
-			gv := mat.NewVecDense(p, gs)
-			if err := ch.SolveVecTo(&dv, gv); err != nil {
-				var cond mat.Condition
-				if !errors.As(err, &cond) {
-					return nil, nil, 0, steps, fmt.Errorf("barrier: %w", err)
-				}
-				// ill-conditioned but solved: the Newton direction is still usable
-			}
-			dec := mat.Dot(gv, &dv) // Newton decrement^2 (direction is -D dv)
-			for k := 0; k < p; k++ {
-				dv.SetVec(k, dv.AtVec(k)*dscale[k])
-			}
-			if dec <= 1e-12 {
-				break
-			}
-			for k := 0; k < p; k++ {
-				a, b := pa[k], pb[k]
-				dX[a*r+b] = -dv.AtVec(k)
-				dX[b*r+a] = -dv.AtVec(k)
-			}
-			// Damped Newton: inside the quadratic region (decrement^2 < 0.25) the full step stays in
-			// the domain of a self-concordant barrier and is taken as is; otherwise backtrack (Armijo).
-			tau := 1.0
-			accepted := false
-			for ls := 0; ls < 60; ls++ {
-				for i := range Xn {
-					Xn[i] = X[i] + tau*dX[i]
-				}
-				fn, ok := eval(Xn)
-				if ok && (dec < 0.25 || fn <= f-0.25*tau*dec) {
-					copy(X, Xn)
-					f = fn
-					accepted = true
-					break
-				}
-				tau /= 2
-			}
-			if !accepted {
-				f, _ = eval(X) // restore P, w, s at X
-				break
-			}
-			steps++
-			if dec < 1e-7 {
-				break // centred well enough: f is within dec/2 of the centre, and rounding limits more
-			}
-			if dec < 1e-4 {
-				if near++; near > 5 {
-					break // in the quadratic region but stalled by rounding (large t)
-				}
-			}
-		}
-		// Keep the best certified pair seen so far: the primal X scaled to feasibility (objective
-		// tr(X) max_j h_j) and the dual bound of lambda_j = 1/(t s_j) - both valid at any X.
-		if pv := trace(X, r) * maxH(sj); pv < bestPrimal {
-			bestPrimal = pv
-			copy(bestX, X)
-		}
-		if bd, err := dualBound(sj, t); err != nil {
-			return nil, nil, 0, steps, err
-		} else if bd > bestBound {
-			bestBound = bd
-			copy(bestLam, lam)
-		}
-		if nu/t <= DesignTolerance*trace(X, r) || bestPrimal <= bestBound*(1+0.1*DesignTolerance) {
-			break
-		}
-		t *= 10
-		f, _ = eval(X)
-	}
-	if math.IsInf(bestPrimal, 1) || bestBound == 0 {
-		return nil, nil, 0, steps, fmt.Errorf("barrier: no certified solution (the Newton system broke down at the first centring)")
-	}
-	sum := 0.0
-	for _, l := range bestLam {
-		sum += l
-	}
-	for j := range bestLam {
-		bestLam[j] /= sum
-	}
-	return bestX, bestLam, bestBound, steps, nil
+	return out
 }
 
 // maxH returns max_j h_j = max_j (1 - s_j).

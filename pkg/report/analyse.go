@@ -3,9 +3,6 @@ package report
 import (
 	"errors"
 	"fmt"
-	"math"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/dpsim/dpsim/pkg/metrics"
@@ -22,8 +19,8 @@ type pointInfo struct {
 	res    *metrics.Results
 	label  string // "epsilon=0.01, noise=structured", or the scenario name without a sweep
 	values map[string]string
-	axis   int // index into run.axisLabels
-	series int // index into run.seriesLabels
+	axis   int // index into analysis.axisLabels
+	series int // index into analysis.seriesLabels
 
 	cond     *privacy.Conditioning // how fragile the sensitivity is (nil: no plan)
 	calInfo  string                // calibration statement that is not a check (baselines without guarantee)
@@ -31,8 +28,10 @@ type pointInfo struct {
 	resInfo  []string              // result lines that are not checks
 }
 
-// run is the analysed Input.
-type run struct {
+// analysis is the analysed run: the Input's points placed on the sweep's axis and series, the
+// checks computed from their numbers, and what the verdict must name (deviations, noise
+// dominance, an incomplete run). The report's sections and its figures render it.
+type analysis struct {
 	appendix strings.Builder // sections after the figures (a large process table)
 	in       Input
 	sc       *scenario.Scenario // the scenario file
@@ -76,11 +75,11 @@ type deviation struct {
 	rho   float64 // slowest closed-loop pole (0: unknown)
 }
 
-func analyse(in Input) (*run, error) {
+func analyse(in Input) (*analysis, error) {
 	if len(in.Points) == 0 {
 		return nil, errors.New("report: no points")
 	}
-	r := &run{in: in, sc: in.Scenario}
+	r := &analysis{in: in, sc: in.Scenario}
 	for i, p := range in.Points {
 		if p.Results == nil {
 			return nil, fmt.Errorf("report: point %d: no results", i)
@@ -138,7 +137,7 @@ func analyse(in Input) (*run, error) {
 
 // completeness decides whether the run covered what was asked, from Input.Status, the
 // episodes and points requested and the missing record pieces.
-func (r *run) completeness() {
+func (r *analysis) completeness() {
 	in := r.in
 	done, want := 0, 0
 	known := true
@@ -172,7 +171,7 @@ func (r *run) completeness() {
 }
 
 // evaluate computes every check (calibration first, then results) in point order.
-func (r *run) evaluate() {
+func (r *analysis) evaluate() {
 	for _, p := range r.points {
 		p.calInfo = r.calibrationCheck(p)
 	}
@@ -194,146 +193,9 @@ func (r *run) evaluate() {
 	r.findConditioning()
 }
 
-// numericParam reports whether a sweep parameter takes numbers.
-func numericParam(p string) bool {
-	return p == string(scenario.SweepEpsilon) || p == string(scenario.SweepDelta) || p == string(scenario.SweepMu) || faultAxis(p)
-}
-
-// faultAxis reports whether p is a numeric fault parameter (a linear axis that may start at 0).
-func faultAxis(p string) bool {
-	switch scenario.SweepParam(p) {
-	case scenario.SweepFaultDelay, scenario.SweepFaultJitter, scenario.SweepFaultDrop, scenario.SweepFaultDuplicate, scenario.SweepFaultReorder:
-		return true
-	}
-	return false
-}
-
-// sweepLayout chooses the sweep figures' x parameter (the first numeric swept parameter, else
-// the first), the series (the values of the other parameters) and the representative point
-// (x value closest to 1 on a log scale, e.g. the paper's eps = 1; first series).
-func (r *run) sweepLayout() {
-	var params []string
-	if r.sc != nil {
-		for _, sw := range r.sc.Sweeps {
-			params = append(params, string(sw.Param))
-		}
-	}
-	if len(params) == 0 && r.points[0].sc != nil {
-		for _, v := range r.points[0].sc.Point {
-			params = append(params, string(v.Param))
-		}
-	}
-	if len(params) == 0 && len(r.points) > 1 {
-		// Points without sweep information: one categorical value per point.
-		params = []string{"point"}
-		for _, p := range r.points {
-			p.values["point"] = pointName(p)
-		}
-	}
-	if len(params) == 0 {
-		r.rep = r.points[0]
-		r.points[0].label = pointName(r.points[0])
-		return
-	}
-	r.sweep = len(r.points) > 1 || r.sc != nil && len(r.sc.Sweeps) > 0
-	r.axisParam = params[0]
-	for _, p := range params {
-		if numericParam(p) {
-			r.axisParam = p
-			break
-		}
-	}
-	for _, p := range params {
-		if p != r.axisParam {
-			r.seriesParams = append(r.seriesParams, p)
-		}
-	}
-	// Axis values in sweep order (from the file), else in order of appearance.
-	if r.sc != nil {
-		for _, sw := range r.sc.Sweeps {
-			if string(sw.Param) == r.axisParam {
-				for i := 0; i < sw.Len(); i++ {
-					r.axisLabels = append(r.axisLabels, sw.Value(i))
-				}
-			}
-		}
-	}
-	for _, p := range r.points {
-		if v := p.values[r.axisParam]; !slices.Contains(r.axisLabels, v) {
-			r.axisLabels = append(r.axisLabels, v)
-		}
-	}
-	r.axisNumeric = numericParam(r.axisParam)
-	if r.axisNumeric {
-		for _, l := range r.axisLabels {
-			v, err := strconv.ParseFloat(l, 64)
-			if err != nil || !(v > 0 || faultAxis(r.axisParam) && v >= 0) {
-				r.axisNumeric = false
-				break
-			}
-			r.axisValues = append(r.axisValues, v)
-		}
-	}
-	if !r.axisNumeric {
-		r.axisValues = nil
-	} else if lo, hi := slices.Min(r.axisValues), slices.Max(r.axisValues); hi >= 10*lo && !faultAxis(r.axisParam) {
-		r.axisLog = true
-	}
-	for _, p := range r.points {
-		p.axis = slices.Index(r.axisLabels, p.values[r.axisParam])
-		var parts, vals []string
-		for _, sp := range r.seriesParams {
-			parts = append(parts, sp+"="+p.values[sp])
-			vals = append(vals, p.values[sp])
-		}
-		key := strings.Join(vals, ", ")
-		if len(r.seriesParams) > 1 {
-			key = strings.Join(parts, ", ")
-		}
-		if i := slices.Index(r.seriesLabels, key); i >= 0 {
-			p.series = i
-		} else {
-			p.series = len(r.seriesLabels)
-			r.seriesLabels = append(r.seriesLabels, key)
-		}
-		var all []string
-		for _, q := range params {
-			if q == "point" {
-				all = append(all, p.values[q])
-			} else {
-				all = append(all, q+"="+p.values[q])
-			}
-		}
-		p.label = strings.Join(all, ", ")
-	}
-	repAxis := 0
-	if r.axisNumeric {
-		best := math.Inf(1)
-		for i, v := range r.axisValues {
-			if d := math.Abs(math.Log(v)); d < best-1e-12 {
-				best, repAxis = d, i
-			}
-		}
-	}
-	r.rep = r.points[0]
-	for _, p := range r.points {
-		if p.axis == repAxis && p.series == 0 {
-			r.rep = p
-			break
-		}
-	}
-}
-
-func pointName(p *pointInfo) string {
-	if p.sc != nil {
-		return p.sc.Name
-	}
-	return p.res.Scenario
-}
-
 // components names the state components of a control run: p and v for the paper's vehicle
 // (A = [1 Ts; 0 1], C = [1 0]), x0, x1, ... otherwise.
-func (r *run) components() {
+func (r *analysis) components() {
 	if r.kind != string(scenario.CloudControl) {
 		return
 	}
@@ -349,38 +211,6 @@ func (r *run) components() {
 		r.comps = append(r.comps, fmt.Sprintf("x%d", i))
 		r.compLong = append(r.compLong, fmt.Sprintf("state x%d", i))
 	}
-}
-
-// pointsAt returns the points at axis index a (in series order).
-func (r *run) pointsAt(a int) []*pointInfo {
-	var out []*pointInfo
-	for _, p := range r.points {
-		if p.axis == a {
-			out = append(out, p)
-		}
-	}
-	slices.SortStableFunc(out, func(x, y *pointInfo) int { return x.series - y.series })
-	return out
-}
-
-// pointsOfSeries returns the points of series s (in axis order).
-func (r *run) pointsOfSeries(s int) []*pointInfo {
-	var out []*pointInfo
-	for _, p := range r.points {
-		if p.series == s {
-			out = append(out, p)
-		}
-	}
-	slices.SortStableFunc(out, func(x, y *pointInfo) int { return x.axis - y.axis })
-	return out
-}
-
-// axisText is the axis value of p as printed.
-func (r *run) axisText(p *pointInfo) string {
-	if r.axisParam == "point" {
-		return p.values["point"]
-	}
-	return r.axisParam + " = " + p.values[r.axisParam]
 }
 
 // eveTrend returns the eavesdropper's mean error at the first step with an estimate and at the

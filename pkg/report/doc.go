@@ -54,7 +54,7 @@
 // # Statements
 //
 // Every PASS/FAIL in report.md is computed from the run's numbers (Report.Checks), and every
-// one is built from one rule (checks.go: the check's name, its claim, the quantity compared,
+// one is built from one rule (analyse_checks.go: the check's name, its claim, the quantity compared,
 // the operator, what the threshold is and the confidence level of any interval it uses). The
 // rule decides (Check.Pass is "Value Op Threshold") and words the check ("QUANTITY = V,
 // required OP T (what T is)"), so the words cannot say more or other than the numbers test;
@@ -117,4 +117,11 @@
 //
 // The Markdown is deterministic (maps are sorted, no clock is read): the same Input gives the
 // same bytes. Numbers are printed with 3 significant digits (4 for noise scales).
+//
+// # Code
+//
+// analyse computes the type analysis from an Input: analyse*.go hold the computations (the
+// sweep's layout, the rules and checks, the calibration checks, noise dominance, conditioning)
+// and faults.go the link accounting; markdown*.go write report.md from it, one file per group
+// of sections, and render*.go draw the figures; format.go prints numbers and tables for both.
 package report

@@ -32,14 +32,26 @@ func addSeries(p *plot.Plot, s *metrics.Series, x func(t int) float64, st series
 	if s == nil || s.Len() == 0 {
 		return false, nil
 	}
-	var segs []plotter.XYs
-	var bands []plotter.XYs
+	segs, bands := seriesSegments(s, x, st.band, logY, floor)
+	if len(segs) == 0 {
+		return false, nil
+	}
+	if err := drawSegments(p, segs, bands, st); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// seriesSegments returns the runs of consecutive drawable steps of s's mean as line segments
+// and, with band, the 95% CI band of each segment of two points or more as a closed ring (upper
+// edge forward, lower edge back). On a log axis the values are in log10, clipped below at floor.
+func seriesSegments(s *metrics.Series, x func(t int) float64, band, logY bool, floor float64) (segs, bands []plotter.XYs) {
 	var cur plotter.XYs
 	var lo, hi []float64
 	flush := func() {
 		if len(cur) > 0 {
 			segs = append(segs, cur)
-			if st.band && len(cur) > 1 {
+			if band && len(cur) > 1 {
 				ring := make(plotter.XYs, 0, 2*len(cur))
 				for k := range cur {
 					ring = append(ring, plotter.XY{X: cur[k].X, Y: hi[k]})
@@ -76,9 +88,12 @@ func addSeries(p *plot.Plot, s *metrics.Series, x func(t int) float64, st series
 		lo, hi = append(lo, l), append(hi, h)
 	}
 	flush()
-	if len(segs) == 0 {
-		return false, nil
-	}
+	return segs, bands
+}
+
+// drawSegments adds the bands (one shaded polygon) and the line segments to p in the style st,
+// with one legend entry when st is named.
+func drawSegments(p *plot.Plot, segs, bands []plotter.XYs, st seriesStyle) error {
 	width := st.width
 	if width == 0 {
 		width = vg.Points(1.5)
@@ -91,7 +106,7 @@ func addSeries(p *plot.Plot, s *metrics.Series, x func(t int) float64, st series
 		}
 		var err error
 		if poly, err = plotter.NewPolygon(rings...); err != nil {
-			return false, fmt.Errorf("report: band: %w", err)
+			return fmt.Errorf("report: band: %w", err)
 		}
 		poly.Color = figure.Translucent(st.color, 60)
 		poly.LineStyle.Width = 0
@@ -101,7 +116,7 @@ func addSeries(p *plot.Plot, s *metrics.Series, x func(t int) float64, st series
 	for _, seg := range segs {
 		l, err := plotter.NewLine(seg)
 		if err != nil {
-			return false, fmt.Errorf("report: line: %w", err)
+			return fmt.Errorf("report: line: %w", err)
 		}
 		l.Color, l.Width, l.Dashes = st.color, width, st.dashes
 		p.Add(l)
@@ -116,7 +131,7 @@ func addSeries(p *plot.Plot, s *metrics.Series, x func(t int) float64, st series
 			p.Legend.Add(st.name, first)
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // hline draws a horizontal line at y over [x0, x1] (y > 0 on a log axis).
@@ -170,7 +185,7 @@ type faultWindow struct {
 
 // faultWindows lists the crash down-times, partitions and server restarts of the
 // representative point's scenario.
-func (r *run) faultWindows() []faultWindow {
+func (r *analysis) faultWindows() []faultWindow {
 	if r.rep == nil || r.rep.sc == nil {
 		return nil
 	}
@@ -194,7 +209,7 @@ func (r *run) faultWindows() []faultWindow {
 
 // shadeFaults draws the fault windows on p (call it after the data: it spans the y range the
 // data set) and returns the caption's sentence about them ("" when there are none).
-func (r *run) shadeFaults(p *plot.Plot) string {
+func (r *analysis) shadeFaults(p *plot.Plot) string {
 	ws := r.faultWindows()
 	if len(ws) == 0 {
 		return ""

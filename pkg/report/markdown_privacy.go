@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
@@ -17,8 +16,21 @@ import (
 const maxCompare = 8
 
 // privacySection writes the privacy budget and calibration.
-func (r *run) privacySection(b *strings.Builder) {
+func (r *analysis) privacySection(b *strings.Builder) {
 	b.WriteString("## Privacy budget and calibration\n\n")
+	r.privacyTable(b)
+	r.samplerLines(b)
+	r.wholeRun(b)
+	r.noiseDesignLines(b)
+	r.worstPairLines(b)
+	r.conditioningLines(b)
+	r.calibrationLines(b)
+	r.adjacencySection(b)
+}
+
+// privacyTable writes the table of every point's budget, calibration and noise, and what its
+// numbers mean.
+func (r *analysis) privacyTable(b *strings.Builder) {
 	var rows [][]string
 	for _, p := range r.points {
 		row := r.privacyRow(p)
@@ -38,10 +50,10 @@ func (r *run) privacySection(b *strings.Builder) {
 		"for `iid-calibrated` noise it is the output difference over the whole released trajectory (Theorem 1 with Lambda = sigma I); " +
 		"for `iid-naive` noise the output difference of one single release. " +
 		"Gaussian: (eps, delta)-DP iff mu Delta / sigma <= kappa_eps^-1(delta) (eq. 7); Laplace: eps-DP iff mu Delta_L / b <= eps (eq. 14).\n\n")
-	r.samplerLines(b)
-	r.wholeRun(b)
+}
 
-	// Optimal Sigma (Algorithm 1) where it is a matrix.
+// noiseDesignLines states the optimal Sigma (Algorithm 1) where it is a matrix.
+func (r *analysis) noiseDesignLines(b *strings.Builder) {
 	var sig []string
 	for _, p := range r.points {
 		if p.plan == nil || p.plan.Gaussian == nil || p.plan.Gaussian.Sigma == nil {
@@ -68,13 +80,18 @@ func (r *run) privacySection(b *strings.Builder) {
 	} else if r.anyStructuredGaussian() {
 		b.WriteString("Noise design (Algorithm 1): the private model has one state (r = 1), so Sigma = sigma^2 is a scalar and the scalar choice is optimal.\n\n")
 	}
+}
 
-	// Worst adjacent pairs, grouped by identical description.
-	type group struct {
-		text   string
-		points []string
-	}
-	var groups []*group
+// worstPairGroup is one description of a worst adjacent pair and the points it describes.
+type worstPairGroup struct {
+	text   string
+	points []string
+}
+
+// worstPairGroups groups the points' worst adjacent pairs by identical description, in the order
+// first seen.
+func (r *analysis) worstPairGroups() []*worstPairGroup {
+	var groups []*worstPairGroup
 	for _, p := range r.points {
 		if p.plan == nil {
 			continue
@@ -89,9 +106,15 @@ func (r *run) privacySection(b *strings.Builder) {
 			}
 		}
 		if !found {
-			groups = append(groups, &group{text: t, points: []string{p.label}})
+			groups = append(groups, &worstPairGroup{text: t, points: []string{p.label}})
 		}
 	}
+	return groups
+}
+
+// worstPairLines states the worst adjacent pairs, one line per distinct description.
+func (r *analysis) worstPairLines(b *strings.Builder) {
+	groups := r.worstPairGroups()
 	if len(groups) > 0 {
 		b.WriteString("Worst adjacent pair (the pair that attains the sensitivity; the auditor replays it):\n\n")
 		for _, g := range groups {
@@ -103,10 +126,10 @@ func (r *run) privacySection(b *strings.Builder) {
 		}
 		b.WriteString("\n")
 	}
+}
 
-	r.conditioningLines(b)
-
-	// Calibration checks and honest statements about unsound baselines.
+// calibrationLines writes the calibration checks and honest statements about unsound baselines.
+func (r *analysis) calibrationLines(b *strings.Builder) {
 	var info []string
 	for _, p := range r.points {
 		if p.calInfo != "" {
@@ -137,12 +160,11 @@ func (r *run) privacySection(b *strings.Builder) {
 	if len(mine) > 0 || len(info) > 0 {
 		b.WriteString("\n")
 	}
-	r.adjacencySection(b)
 }
 
 // wholeRun states the guarantee of the whole run: its k episodes release the same secret with fresh
 // noise, and an eavesdropper who combines them sees their composition (docs/math.md section 9).
-func (r *run) wholeRun(b *strings.Builder) {
+func (r *analysis) wholeRun(b *strings.Builder) {
 	var lines []string
 	for _, p := range r.points {
 		pl := p.plan
@@ -192,7 +214,7 @@ func (r *run) wholeRun(b *strings.Builder) {
 }
 
 // calibrationStatus summarises a point's calibration checks for the sweep table.
-func (r *run) calibrationStatus(p *pointInfo) string {
+func (r *analysis) calibrationStatus(p *pointInfo) string {
 	if p.plan == nil {
 		return "n/a"
 	}
@@ -221,7 +243,7 @@ func (r *run) calibrationStatus(p *pointInfo) string {
 	return "FAIL"
 }
 
-func (r *run) anyStructuredGaussian() bool {
+func (r *analysis) anyStructuredGaussian() bool {
 	for _, p := range r.points {
 		if p.plan != nil && p.plan.Gaussian != nil {
 			return true
@@ -231,7 +253,7 @@ func (r *run) anyStructuredGaussian() bool {
 }
 
 // prefix labels a statement with its point in a sweep.
-func (r *run) prefix(p *pointInfo) string {
+func (r *analysis) prefix(p *pointInfo) string {
 	if !r.sweep {
 		return ""
 	}
@@ -248,7 +270,7 @@ func pointList(pts []string, total int) string {
 	return strings.Join(pts, "; ")
 }
 
-func (r *run) privacyRow(p *pointInfo) []string {
+func (r *analysis) privacyRow(p *pointInfo) []string {
 	res := p.res
 	label := p.label
 	if pl := p.plan; pl != nil {
@@ -279,7 +301,7 @@ func (r *run) privacyRow(p *pointInfo) []string {
 }
 
 // modelNames names the private model's state components.
-func (r *run) modelNames(p *pointInfo) []string {
+func (r *analysis) modelNames(p *pointInfo) []string {
 	n, _ := p.plan.ModelA.Dims()
 	if r.kind == string(scenario.Consensus) {
 		return []string{"x_i"}
@@ -298,7 +320,7 @@ func (r *run) modelNames(p *pointInfo) []string {
 }
 
 // worstWords describes the worst adjacent pair of a plan in words.
-func (r *run) worstWords(p *pointInfo) string {
+func (r *analysis) worstWords(p *pointInfo) string {
 	pl := p.plan
 	w := pl.Sensitivity.Worst
 	mu := pl.Scenario.Privacy.Mu
@@ -387,73 +409,9 @@ func denseString(m *mat.Dense) string {
 	return "[" + strings.Join(rows, ", ") + "]"
 }
 
-// calibrationCheck adds the point's calibration check (Theorem 1 / Theorem 2 inequality) and
-// returns an information sentence for baselines that carry no guarantee.
-func (r *run) calibrationCheck(p *pointInfo) string {
-	pl := p.plan
-	if pl == nil {
-		return ""
-	}
-	pr := pl.Scenario.Privacy
-	eps, delta, mu := pr.Epsilon, pr.Delta, pr.Mu
-	switch pl.Noise {
-	case noise.None:
-		return "noise `none`: nothing is added, the rank condition (8) fails and no (eps, delta) guarantee holds"
-	case noise.IIDNaive:
-		return r.naiveGuarantee(p)
-	}
-	sens := pl.Sensitivity.Value
-	if pl.Mechanism == privacy.Laplace {
-		ratio := mu * sens / pl.Scale
-		r.addRule(p, "calibration-laplace", measured{value: ratio, threshold: eps * (1 + LaplaceTol),
-			detail: fmt.Sprintf("mu = %s, Delta_L = %s, b = %s, eps = %s", numP(mu, 4), numP(sens, 4), numP(pl.Scale, 4), numP(eps, 4))})
-		return ""
-	}
-	sigma := pl.Scale
-	y := mu * sens / sigma
-	// privacy.GaussianSatisfies decides exactly kappa_eps(y) <= delta (y = 0 passes: no
-	// sensitivity, nothing to hide); the rule states that comparison.
-	k := 0.0
-	if y > 0 {
-		k = privacy.Kappa(eps, y)
-	}
-	r.addRule(p, "calibration", measured{value: k, threshold: delta,
-		detail: fmt.Sprintf("eps = %s, mu Delta / sigma = %s", numP(eps, 4), numP(y, 4))})
-	if g := pl.Gaussian; g != nil && g.Sigma != nil && g.Sigma.SymmetricDim() > 1 && !g.ScalarIsOptimal {
-		mx := 0.0
-		for i := 0; i < g.Sigma.SymmetricDim(); i++ {
-			mx = math.Max(mx, math.Abs(g.Sigma.At(i, i)))
-		}
-		r.addRule(p, "calibration-lmi", measured{value: g.MaxLMIViolation, threshold: LMITol * mx,
-			detail: fmt.Sprintf("largest diagonal entry of Sigma %s", num(mx))})
-	}
-	return ""
-}
-
-// naiveGuarantee computes what iid-naive noise really gives over the T releases.
-func (r *run) naiveGuarantee(p *pointInfo) string {
-	pl := p.plan
-	pr := pl.Scenario.Privacy
-	if pl.Scale <= 0 {
-		return ""
-	}
-	fullValue, effEps, err := pl.NaiveOverT()
-	if err != nil {
-		return fmt.Sprintf("noise `iid-naive` is calibrated for one release only; its guarantee over the %d releases could not be computed: %v", pl.Steps, err)
-	}
-	p.naiveEps = effEps
-	verdict := "the claimed eps does not hold (unsound baseline, as intended)"
-	if effEps <= pr.Epsilon*(1+1e-9) {
-		verdict = "within the claimed eps"
-	}
-	return fmt.Sprintf("noise `iid-naive`: sigma = %s is calibrated for one release (Delta = %s); over the T = %d releases the sensitivity is %s, "+
-		"so the mechanism is only (eps' = %s, delta = %s)-DP against eps = %s: %s",
-		numP(pl.Scale, 4), numP(pl.Sensitivity.Value, 4), pl.Steps, numP(fullValue, 4), numP(effEps, 3), numP(pr.Delta, 3), numP(pr.Epsilon, 4), verdict)
-}
-
 // fullStatePrivate reports whether a control point protects the plant's whole state (the
 // private model is the plant itself, with more than one state).
-func (r *run) fullStatePrivate(p *pointInfo) bool {
+func (r *analysis) fullStatePrivate(p *pointInfo) bool {
 	if r.kind != string(scenario.CloudControl) || p.plan == nil || p.plan.System == nil {
 		return false
 	}
@@ -462,7 +420,7 @@ func (r *run) fullStatePrivate(p *pointInfo) bool {
 }
 
 // adjacencySection writes the manifold vs block table for full-state control scenarios.
-func (r *run) adjacencySection(b *strings.Builder) {
+func (r *analysis) adjacencySection(b *strings.Builder) {
 	var pts []*pointInfo
 	for _, p := range r.points {
 		if r.fullStatePrivate(p) {
@@ -537,7 +495,7 @@ func underCalibration(man, blk *plan.Plan) string {
 // samplerLines states how the noise became float64 values (docs/math.md section 10): with the
 // secure sampler the grid and that the guarantee holds for the bits at no cost; with the float
 // sampler that it holds in the reals only. Points with the same statement share a line.
-func (r *run) samplerLines(b *strings.Builder) {
+func (r *analysis) samplerLines(b *strings.Builder) {
 	var notes []string
 	points := map[string][]string{}
 	for _, p := range r.points {
@@ -557,6 +515,48 @@ func (r *run) samplerLines(b *strings.Builder) {
 	b.WriteString("Sampler:\n\n")
 	for _, n := range notes {
 		fmt.Fprintf(b, "- %s: %s\n", pointList(points[n], len(r.points)), n)
+	}
+	b.WriteString("\n")
+}
+
+// conditioningLines writes the Privacy section's conditioning statement, grouped by identical text.
+func (r *analysis) conditioningLines(b *strings.Builder) {
+	type group struct {
+		text   string
+		points []string
+	}
+	var groups []*group
+	for _, p := range r.points {
+		if p.cond == nil {
+			continue
+		}
+		t := p.cond.Summary()
+		if p.cond.Fragile {
+			t += " - **fragile** (see Warnings)"
+		}
+		found := false
+		for _, g := range groups {
+			if g.text == t {
+				g.points = append(g.points, p.label)
+				found = true
+				break
+			}
+		}
+		if !found {
+			groups = append(groups, &group{text: t, points: []string{p.label}})
+		}
+	}
+	if len(groups) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "Conditioning of the sensitivity (fragile when the smallest |det D_dj| of the free sets it kept is below %g, or when it moves by more than %g%% "+
+		"under %g relative changes of the private model's entries):\n\n", privacy.FragileMinDet, 100*privacy.FragilePerturbation, privacy.PerturbationSize)
+	for _, g := range groups {
+		if r.sweep {
+			fmt.Fprintf(b, "- %s: %s\n", pointList(g.points, len(r.points)), g.text)
+		} else {
+			fmt.Fprintf(b, "- %s\n", g.text)
+		}
 	}
 	b.WriteString("\n")
 }

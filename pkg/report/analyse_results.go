@@ -24,7 +24,7 @@ func noiseOf(p *pointInfo) string {
 
 // controlChecks computes the cloud-control statements of one point and returns its
 // information lines.
-func (r *run) controlChecks(p *pointInfo) []string {
+func (r *analysis) controlChecks(p *pointInfo) []string {
 	c := p.res.Control
 	T := p.res.Steps
 	kind := noiseOf(p)
@@ -89,7 +89,7 @@ func (r *run) controlChecks(p *pointInfo) []string {
 // componentLines states each state component's error at T: its mean, its mean square (with,
 // for the position of the paper's vehicle, the interval the position-offset check uses first)
 // and its largest absolute value over the runs.
-func (r *run) componentLines(p *pointInfo) []string {
+func (r *analysis) componentLines(p *pointInfo) []string {
 	c := p.res.Control
 	var info []string
 	for i := range c.FinalSqError {
@@ -119,7 +119,7 @@ func (r *run) componentLines(p *pointInfo) []string {
 
 // offsetChecked reports whether the position-offset check applies to p: the paper's vehicle
 // with a constant offset of known variance and a final position error measured.
-func (r *run) offsetChecked(p *pointInfo) bool {
+func (r *analysis) offsetChecked(p *pointInfo) bool {
 	c := p.res.Control
 	return r.vehicle && p.plan.ConstantOffset() && p.res.NoiseVariance > 0 && c != nil && len(c.FinalSqError) > 1 &&
 		len(c.FinalAbsErrorMax) > 1 && len(c.TrackingSqError) > 1 && c.FinalSqError[0].N > 0
@@ -170,7 +170,7 @@ func safeRatio(a, b float64) float64 {
 }
 
 // eveCheck states the eavesdropper's trend: flat for structured noise, shrinking for iid-naive.
-func (r *run) eveCheck(p *pointInfo) []string {
+func (r *analysis) eveCheck(p *pointInfo) []string {
 	s := eveSeries(p)
 	if !hasData(s) {
 		return []string{"no eavesdropper estimates were recorded"}
@@ -194,7 +194,7 @@ func (r *run) eveCheck(p *pointInfo) []string {
 }
 
 // consensusChecks computes the consensus statements of one point and returns information lines.
-func (r *run) consensusChecks(p *pointInfo) []string {
+func (r *analysis) consensusChecks(p *pointInfo) []string {
 	c := p.res.Consensus
 	T := p.res.Steps
 	var info []string
@@ -263,7 +263,7 @@ func (r *run) consensusChecks(p *pointInfo) []string {
 
 // sweepComparisons states, for a sweep with noise kinds, whether structured noise beats the
 // i.i.d. calibrated baseline at every value of the swept parameter.
-func (r *run) sweepComparisons() {
+func (r *analysis) sweepComparisons() {
 	if !r.sweep || !slices.Contains(r.seriesParams, "noise") || len(r.seriesParams) != 1 {
 		return
 	}
@@ -331,17 +331,6 @@ func (r *run) sweepComparisons() {
 		}
 		r.addRule(nil, "structured-beats-iid", measured{subject: m.name, value: maxRatio, threshold: 1, detail: detail})
 	}
-}
-
-// checkLine prints a check for report.md.
-func checkLine(c Check) string {
-	switch {
-	case c.Pass:
-		return "**PASS**: " + c.Text + ": yes"
-	case c.Inconclusive:
-		return "**INCONCLUSIVE**: " + c.Text + ": " + c.undecided()
-	}
-	return "**FAIL**: " + c.Text + ": no"
 }
 
 // slowestPole returns the spectral radius of the closed loop of eq. (24): the eigenvalues of

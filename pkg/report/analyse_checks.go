@@ -221,7 +221,7 @@ func numPair(a, b float64, op cmp) (string, string) {
 
 // addRule evaluates rule name for point p (nil: a statement about the whole run) and records
 // the check.
-func (r *run) addRule(p *pointInfo, name string, m measured) {
+func (r *analysis) addRule(p *pointInfo, name string, m measured) {
 	c := ruleOf(name).check(m)
 	if p != nil && r.sweep {
 		c.Point = p.label

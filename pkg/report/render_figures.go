@@ -31,7 +31,7 @@ const (
 )
 
 // figures builds every figure of the run (no I/O).
-func (r *run) figures() ([]*figure.Figure, error) {
+func (r *analysis) figures() ([]*figure.Figure, error) {
 	var figs []*figure.Figure
 	add := func(f *figure.Figure, err error) error {
 		if err != nil {
@@ -69,14 +69,14 @@ func (r *run) figures() ([]*figure.Figure, error) {
 }
 
 // repSuffix names the representative point in titles of a sweep.
-func (r *run) repSuffix() string {
+func (r *analysis) repSuffix() string {
 	if !r.sweep {
 		return ""
 	}
 	return " (" + r.rep.label + ")"
 }
 
-func (r *run) figTrackingError() (*figure.Figure, error) {
+func (r *analysis) figTrackingError() (*figure.Figure, error) {
 	c := r.rep.res.Control
 	f := &figure.Figure{Name: FigTrackingError}
 	shaded := ""
@@ -136,7 +136,7 @@ const trackingDecades = 8
 // clipNote is the caption's sentence for a log panel that cut small values off.
 var clipNote = fmt.Sprintf(" A log panel spans at most %d decades below its largest value; smaller values are drawn on its lower edge.", figure.MaxLogDecades)
 
-func (r *run) figTrackingMSE() (*figure.Figure, error) {
+func (r *analysis) figTrackingMSE() (*figure.Figure, error) {
 	c := r.rep.res.Control
 	f := &figure.Figure{Name: FigTrackingMSE}
 	clipped, shaded := false, ""
@@ -215,11 +215,11 @@ func hasData(s *metrics.Series) bool {
 }
 
 // eveLabel is the y label of the eavesdropper figures.
-func (r *run) eveLabel() string {
+func (r *analysis) eveLabel() string {
 	return "E||x0hat(t) - x(0)||^2"
 }
 
-func (r *run) figEavesdropper() (*figure.Figure, error) {
+func (r *analysis) figEavesdropper() (*figure.Figure, error) {
 	s := eveSeries(r.rep)
 	if !hasData(s) {
 		return nil, nil
@@ -244,7 +244,7 @@ func (r *run) figEavesdropper() (*figure.Figure, error) {
 
 // plotEve draws eavesdropper series on p with a log y axis when they span decades; it
 // returns the caption's note on a cut-off log axis ("" if none).
-func (r *run) plotEve(p *plot.Plot, ss []*metrics.Series, styles []seriesStyle) (string, error) {
+func (r *analysis) plotEve(p *plot.Plot, ss []*metrics.Series, styles []seriesStyle) (string, error) {
 	var means, all []float64
 	for _, s := range ss {
 		means = append(means, seriesValues(s, false)...)
@@ -281,7 +281,7 @@ func deviationAgent(c *metrics.ConsensusMetrics, k int) int {
 	return k
 }
 
-func (r *run) figConsensusDeviation() (*figure.Figure, error) {
+func (r *analysis) figConsensusDeviation() (*figure.Figure, error) {
 	c := r.rep.res.Consensus
 	p := figure.New(fmt.Sprintf("Deviation from the average, mean over %d runs%s", r.rep.res.Runs, r.repSuffix()),
 		"step t", "E[x_i(t) - x*]")
@@ -326,14 +326,14 @@ func (r *run) figConsensusDeviation() (*figure.Figure, error) {
 
 // mseGroup returns the points the consensus-mse figure compares: the representative series
 // across the swept values (one point without a sweep).
-func (r *run) mseGroup() []*pointInfo {
+func (r *analysis) mseGroup() []*pointInfo {
 	if !r.sweep {
 		return []*pointInfo{r.rep}
 	}
 	return r.pointsOfSeries(r.rep.series)
 }
 
-func (r *run) figConsensusMSE() (*figure.Figure, error) {
+func (r *analysis) figConsensusMSE() (*figure.Figure, error) {
 	group := r.mseGroup()
 	title := "Mean-square deviation and the Proposition 1 bound"
 	if r.sweep && len(r.seriesLabels) > 1 {
@@ -419,7 +419,7 @@ func (e errPoints) XY(i int) (float64, float64)     { return e.xy[i].X, e.xy[i].
 func (e errPoints) YError(i int) (float64, float64) { return e.lo[i], e.hi[i] }
 
 // sweepX is the x coordinate of axis index a.
-func (r *run) sweepX(a int) float64 {
+func (r *analysis) sweepX(a int) float64 {
 	if r.axisNumeric {
 		return r.axisValues[a]
 	}
@@ -430,7 +430,7 @@ func (r *run) sweepX(a int) float64 {
 // error bars; bound(point) > 0 adds a dashed line per series (one grey line when the bound is
 // the same for every series). Series with identical values are drawn once, named together. It
 // returns the caption note of a cut-off log axis ("" if none).
-func (r *run) sweepPanel(title, ylabel string, stat func(*pointInfo) metrics.Stat, bound func(*pointInfo) float64, boundName string) (*plot.Plot, string, error) {
+func (r *analysis) sweepPanel(title, ylabel string, stat func(*pointInfo) metrics.Stat, bound func(*pointInfo) float64, boundName string) (*plot.Plot, string, error) {
 	p := figure.New(title, r.sweepXLabel(), ylabel)
 	var means, all []float64
 	for _, pt := range r.points {
@@ -482,7 +482,7 @@ func (r *run) sweepPanel(title, ylabel string, stat func(*pointInfo) metrics.Sta
 
 // sweepXLabel is the x label of a sweep panel: the swept parameter, in words where dpsim has
 // them.
-func (r *run) sweepXLabel() string {
+func (r *analysis) sweepXLabel() string {
 	if r.axisParam == string(scenario.SweepEpsilon) {
 		return "privacy budget epsilon"
 	}
@@ -516,7 +516,7 @@ type sweepLine struct {
 }
 
 // sweepSeriesLine computes series s of a sweep panel; false when it has no point to draw.
-func (r *run) sweepSeriesLine(s int, stat func(*pointInfo) metrics.Stat, bound func(*pointInfo) float64, ax sweepAxes) (sweepLine, bool) {
+func (r *analysis) sweepSeriesLine(s int, stat func(*pointInfo) metrics.Stat, bound func(*pointInfo) float64, ax sweepAxes) (sweepLine, bool) {
 	l := sweepLine{series: s, names: []string{r.seriesLabels[s]}}
 	for _, pt := range r.pointsOfSeries(s) {
 		st := stat(pt)
@@ -562,7 +562,7 @@ next:
 
 // drawSweepLines draws the lines of a sweep panel and their bounds (one grey line, after the
 // series, when oneBound).
-func (r *run) drawSweepLines(p *plot.Plot, lines []sweepLine, boundName string, oneBound bool) error {
+func (r *analysis) drawSweepLines(p *plot.Plot, lines []sweepLine, boundName string, oneBound bool) error {
 	var shared plotter.XYs
 	for _, l := range lines {
 		col := figure.Color(l.series)
@@ -649,7 +649,7 @@ func addBoundLine(p *plot.Plot, xy plotter.XYs, col color.RGBA, name string) err
 // sameSweepBounds reports whether bound (nil: no bound) gives every series the same values
 // at the same swept value, so that one line stands for all instead of identical lines drawn
 // over each other (the Proposition 1 bound does not depend on how lost messages are handled).
-func (r *run) sameSweepBounds(bound func(*pointInfo) float64) bool {
+func (r *analysis) sameSweepBounds(bound func(*pointInfo) float64) bool {
 	if bound == nil || len(r.seriesLabels) < 2 {
 		return false
 	}
@@ -664,7 +664,7 @@ func (r *run) sameSweepBounds(bound func(*pointInfo) float64) bool {
 	return true
 }
 
-func (r *run) figSweepFinal() (*figure.Figure, error) {
+func (r *analysis) figSweepFinal() (*figure.Figure, error) {
 	T := r.rep.res.Steps
 	f := &figure.Figure{Name: FigSweepFinalMSE}
 	note := ""
@@ -708,7 +708,7 @@ func (r *run) figSweepFinal() (*figure.Figure, error) {
 	return f, nil
 }
 
-func seriesWord(r *run) string {
+func seriesWord(r *analysis) string {
 	if len(r.seriesParams) == 1 {
 		if r.seriesParams[0] == string(scenario.SweepNoise) {
 			return "noise kind"
@@ -729,7 +729,7 @@ const colourFirst = 1 << 20
 // maxBands is the most confidence bands one panel draws.
 const maxBands = 4
 
-func (r *run) figSweepEavesdropper() (*figure.Figure, error) {
+func (r *analysis) figSweepEavesdropper() (*figure.Figure, error) {
 	var group []*pointInfo
 	var title, cap string
 	if len(r.seriesLabels) > 1 {
@@ -803,7 +803,7 @@ func nonNegAxis(p *plot.Plot, logY bool) {
 
 // delayUnit is " in UNIT" for a sweep of the links' delay or jitter when every link of the
 // representative point counts it in one unit (steps or ms), else "".
-func (r *run) delayUnit() string {
+func (r *analysis) delayUnit() string {
 	p := scenario.SweepParam(r.axisParam)
 	if (p != scenario.SweepFaultDelay && p != scenario.SweepFaultJitter) || r.rep == nil || r.rep.sc == nil {
 		return ""
@@ -848,7 +848,7 @@ func eveFinal(pt *pointInfo) metrics.Stat {
 // of the first state component and the eavesdropper's final error; consensus - the final
 // deviation with the Proposition 1 bound, the network-sum drift and the eavesdropper's final
 // error.
-func (r *run) figFaults() (*figure.Figure, error) {
+func (r *analysis) figFaults() (*figure.Figure, error) {
 	T := r.rep.res.Steps
 	var panels [][]*plot.Plot
 	note := ""
