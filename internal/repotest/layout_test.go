@@ -73,8 +73,11 @@ func TestImportRules(t *testing.T) {
 			if me == "pkg/report" && d == "pkg/sim" {
 				t.Errorf("pkg/report depends on the machine (pkg/sim): it reads pkg/metrics only")
 			}
-			if me == "internal/launch" && strings.HasPrefix(d, "internal/cmd/") {
-				t.Errorf("internal/launch depends on the command package %s", d)
+			if strings.HasPrefix(d, "internal/cmd/") && !strings.HasPrefix(me, "internal/cmd/") && !strings.HasPrefix(me, "cmd/") {
+				t.Errorf("%s depends on the command package %s: libraries never import a command (only the binaries in cmd/ list them)", me, d)
+			}
+			if (me == "internal/launch" || me == "internal/farm") && (d == "pkg/report" || d == "pkg/engine") {
+				t.Errorf("%s depends on %s: the launcher and the farm fill the run's record (pkg/record) and play what they are given; the report and the engine are the run library's (internal/runner)", me, d)
 			}
 			if me == "pkg/endpoint" && strings.HasPrefix(dep, module) {
 				t.Errorf("pkg/endpoint depends on %s: the vocabulary is a leaf every layer can use", d)
@@ -84,6 +87,13 @@ func TestImportRules(t *testing.T) {
 			}
 			if (me == "pkg/wire" || me == "pkg/contract" || me == "pkg/schema") && (d == "pkg/bus" || strings.HasPrefix(dep, "github.com/nats-io/")) {
 				t.Errorf("%s depends on %s: the wire format, and what only reads or writes messages, need no NATS", me, d)
+			}
+		}
+		if me == "pkg/record" {
+			for _, imp := range p.Imports {
+				if strings.HasPrefix(imp, module) && !recordHomes[rel(imp)] {
+					t.Errorf("pkg/record imports %s: the run's record is plain data low in the house (it imports only %v)", rel(imp), recordHomeList())
+				}
 			}
 		}
 		if me == "pkg/bus" {
