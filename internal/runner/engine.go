@@ -44,9 +44,9 @@ type pointPlayed struct {
 }
 
 // playPoints is the run's loop: every point not completed yet (a resumed run skips those it
-// completed), one after the other, on eng. The point is recorded in the summary and told to the
-// observers (the live view, the resume state) as it ends, and the run's steps per second kept
-// up to date.
+// completed), one after the other, on eng. The observers (observe.go: the summary, the live
+// view, the progress display, the resume state) are told as each begins and ends, and the
+// run's steps per second is kept up to date.
 func (l *launcher) playPoints(ctx context.Context, eng pointEngine) error {
 	var steps int
 	var busy time.Duration
@@ -54,7 +54,9 @@ func (l *launcher) playPoints(ctx context.Context, eng pointEngine) error {
 		if l.pointDone(k) {
 			continue
 		}
-		l.hubBegin(k)
+		for _, ob := range l.observers {
+			ob.pointBegin(k)
+		}
 		pp, err := eng.play(ctx, k, p)
 		if !pp.started {
 			return err
@@ -67,11 +69,12 @@ func (l *launcher) playPoints(ctx context.Context, eng pointEngine) error {
 		if err != nil {
 			pp.summary.Error = err.Error()
 		}
-		l.addPoint(pp.summary, pp.results)
+		for _, ob := range l.observers {
+			ob.pointEnd(k, pp.summary, pp.results, err == nil)
+		}
 		if err != nil {
 			return err
 		}
-		l.completePoint(k)
 	}
 	return nil
 }

@@ -105,6 +105,8 @@ type Options struct {
 	Flags   *flag.FlagSet
 	Args    []string
 	Reparse func(args []string) (*Options, error)
+	// observers are added to the run's own (tests watch the loop with them).
+	observers []observer
 }
 
 // Check checks the options, each on its own and against each other (the server, the

@@ -28,24 +28,13 @@ func (l *launcher) runAll(ctx context.Context) error {
 		l.plain = &plainProgress{w: l.stderr, total: total, start: time.Now(), last: time.Now(), name: l.scn.Name}
 	}
 	l.resumeBegin()
+	l.observe()
 	eng, closeEngine, err := l.openEngine(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeEngine()
 	return l.playPoints(ctx, eng)
-}
-
-// tick tells the observers of progress that n more episodes completed: the live view, the
-// progress bar or the plain progress lines.
-func (l *launcher) tick(n int) {
-	l.hub.Progress(n)
-	if l.bar != nil {
-		_ = l.bar.Add(n)
-	}
-	if l.plain != nil {
-		l.plain.add(n)
-	}
 }
 
 // PlainProgressEvery is how often a run that does not write to a terminal prints a progress line.

@@ -187,7 +187,7 @@ func (l *launcher) applyResume() error {
 	if err != nil {
 		return fmt.Errorf("--resume %s: the recorded options: %w", o.Resume, err)
 	}
-	ro.Resume = o.Resume
+	ro.Resume, ro.observers = o.Resume, o.observers // the caller's observers watch the resumed run
 	l.o = ro
 	l.resume.from, l.resume.key = st, key
 	return nil

@@ -1,33 +1,40 @@
 package runner
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/pkg/contract"
 )
 
-// testParse parses the flags of `dpsim run` that the resumption of a run started with --role
-// reads (the command's parser is its own; its flags are held to the table by the command's
-// test): SCENARIO, --out, --resume, --role, --attach, --runs, --seed.
+// testParse parses the flags of `dpsim run` that the tests of the run's loop and of its
+// resumption give (the command's parser is its own; its flags are held to the resume table by
+// the command's test), with the command's defaults for the others, and checks them.
 func testParse(args []string, _, _ any) (*Options, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	o := &Options{Roles: launch.Programs{}, Engine: "nats", AgentsPerProcess: 1}
+	fs.SetOutput(io.Discard)
+	o := &Options{Roles: launch.Programs{}, AgentsPerProcess: 1, Timeout: contract.DefaultTimeout, Encoding: "json",
+		Inflight: launch.DefaultInflight, MaxMissedFraction: 1, ChildProcs: 1, AttachTimeout: time.Minute}
 	fs.StringVar(&o.Out, "out", "", "")
 	fs.StringVar(&o.Resume, "resume", "", "")
 	fs.Func("role", "", o.Roles.ParseProgram)
 	fs.BoolVar(&o.Attach, "attach", false, "")
 	fs.IntVar(&o.Runs, "runs", 0, "")
+	fs.StringVar(&o.Engine, "engine", "nats", "")
+	fs.IntVar(&o.TraceEpisodes, "trace-episodes", DefaultTraceEpisodes, "")
 	seed := fs.String("seed", "", "")
 	path, err := cli.ParseScenarioArgs(fs, args, "s.yaml")
-	if err != nil {
+	if err != nil && !(errors.Is(err, cli.ErrMissingScenario) && o.Resume != "") {
 		return nil, err
 	}
 	o.ScenarioPath, o.Flags, o.Args = path, fs, args
@@ -35,7 +42,7 @@ func testParse(args []string, _, _ any) (*Options, error) {
 		return nil, err
 	}
 	o.Reparse = func(args []string) (*Options, error) { return testParse(args, nil, nil) }
-	return o, nil
+	return o, o.Check("")
 }
 
 // A run started with --role resumes with the same --role given again (the command comes from

@@ -71,6 +71,7 @@ type launcher struct {
 	hub            *live.Hub         // --ui: the live view's state (nil: none)
 	ui             *live.Server
 	iv             *launch.Interventions // --ui: the live changes of the faults (interventions.go)
+	observers      []observer            // of the loop (observe.go)
 }
 
 // Outcome is what a run leaves its caller besides OUT: the summary (summary.json, when Written),
@@ -368,7 +369,6 @@ func (l *launcher) addPoint(ps record.PointSummary, res *metrics.Results) {
 		ps.Point = res.Point
 	}
 	l.sum.Points = append(l.sum.Points, ps)
-	l.hubPoint(ps.Index, ps, res)
 	if len(l.points) == 1 {
 		l.sum.Metrics = res
 		return
