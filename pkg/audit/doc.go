@@ -118,6 +118,6 @@
 // structured Laplace noise). PlayFast (engine.go) plays it in-process with the role cores of pkg/sim
 // (engine.Player), parallel and deterministic for a seed; PlayChunk and Outcome.AddChunk (chunk.go) cut it
 // into chunks that workers on other hosts play (internal/farm) with the same outcome; the wire engine
-// (internal/cmd/audit) plays it with the real processes over NATS. Game.Analyze runs the statistics above on every score, each at
+// (internal/auditrun's WirePlayer) plays it with the real processes over NATS. Game.Analyze runs the statistics above on every score, each at
 // confidence 1 - (1 - Confidence)/k so that the strongest, chosen afterwards, holds at Confidence.
 package audit

@@ -18,7 +18,7 @@ import (
 // Engine names.
 const (
 	EngineFast = "fast" // in-process: the role cores of pkg/sim, parallel over cores
-	EngineWire = "wire" // the real processes over NATS (internal/cmd/audit)
+	EngineWire = "wire" // the real processes over NATS (internal/auditrun.WirePlayer)
 )
 
 // Outcome is what an engine recorded: one Trials per score of the game (Game.ScoreNames order),

@@ -117,55 +117,101 @@ var OneRunAssumptions = []string{
 // lowest, abstains on the rest, and the bound OneRunBoundFor names (Steinke et al.'s, or Mahloujifar et
 // al.'s f-DP bound for Gaussian) turns (m, r = 2k, v correct) into eps_lb.
 func PlayOneRun(p *plan.Plan, o OneRunOptions) (*OneRunReport, error) {
+	g, err := newOneRun(p, o)
+	if err != nil {
+		return nil, err
+	}
+	bits, x0 := drawCanaries(o.Seed, g.base, g.d)
+	vari := canaryVariances(g.em, g.m)
+	start := time.Now()
+	player, err := newPlayerFor(p, o.Seed, g.m)
+	if err != nil {
+		return nil, err
+	}
+	est := make([]float64, g.m)
+	if err := playEpisode(player, 0, x0, est); err != nil {
+		return nil, fmt.Errorf("audit: one-run: %w", err)
+	}
+	elapsed := time.Since(start)
+	v := correctGuesses(canaryScores(est, g.base, vari, g.d), bits, g.k)
+	return g.report(o.Seed, v, vari, elapsed), nil
+}
+
+// oneRun is a one-run audit fixed before its episode: the confidence, the estimate's noise
+// model, the base state, the canaries' gap d and the guesses per side k (with the bound expected
+// at the claim when k comes from OneRunGuesses' rule).
+type oneRun struct {
+	p        *plan.Plan
+	conf     float64
+	em       *estimateModel
+	base     []float64
+	m        int     // the canaries: one per agent
+	d        float64 // x_i(0) - base_i of a canary whose coin is 1
+	k        int
+	expected float64
+}
+
+// newOneRun checks p and o and fixes the one-run audit: the adjacency's worst pair gives d, and
+// the guesses per side are o's or OneRunGuesses' (from m and the claim only, never the run's).
+func newOneRun(p *plan.Plan, o OneRunOptions) (*oneRun, error) {
 	if p == nil || p.Scenario == nil {
 		return nil, errors.New("audit: one-run: plan is nil")
 	}
 	if p.Scenario.Kind != scenario.Consensus {
 		return nil, fmt.Errorf("audit: one-run: kind %s: the one-run audit needs kind consensus (one canary per agent)", p.Scenario.Kind)
 	}
-	conf := o.Confidence
-	if conf == 0 {
-		conf = 0.95
+	g := &oneRun{p: p, conf: o.Confidence}
+	if g.conf == 0 {
+		g.conf = 0.95
 	}
-	if !(conf > 0 && conf < 1) {
-		return nil, fmt.Errorf("audit: one-run: confidence %v: want (0, 1)", conf)
+	if !(g.conf > 0 && g.conf < 1) {
+		return nil, fmt.Errorf("audit: one-run: confidence %v: want (0, 1)", g.conf)
 	}
 	adj := o.Adjacency
 	if adj == "" {
 		adj = p.Adjacency
 	}
-	em, err := estimateNoise(p)
+	var err error
+	if g.em, err = estimateNoise(p); err != nil {
+		return nil, err
+	}
+	g.base = baseState(p)
+	pair, err := worstPair(p, adj, o.Budget, g.base, g.em)
 	if err != nil {
 		return nil, err
 	}
-	base := baseState(p)
-	pair, err := worstPair(p, adj, o.Budget, base, em)
-	if err != nil {
-		return nil, err
-	}
-	m := len(base)
-	d := pair.X0Prime[pair.Agent] - pair.X0[pair.Agent]
-	if !(d != 0) {
+	g.m = len(g.base)
+	g.d = pair.X0Prime[pair.Agent] - pair.X0[pair.Agent]
+	if !(g.d != 0) {
 		return nil, errors.New("audit: one-run: the adjacent pair does not differ")
 	}
 	pr := p.Scenario.Privacy
-	k := o.Guesses
-	expected := 0.0
-	if k == 0 {
-		k, expected = OneRunGuesses(m, p.Mechanism, pr.Epsilon, pr.Delta, conf)
+	g.k = o.Guesses
+	if g.k == 0 {
+		g.k, g.expected = OneRunGuesses(g.m, p.Mechanism, pr.Epsilon, pr.Delta, g.conf)
 	}
-	if k < 1 || 2*k > m {
-		return nil, fmt.Errorf("audit: one-run: %d guesses per side with %d canaries: want 1..%d", k, m, m/2)
+	if g.k < 1 || 2*g.k > g.m {
+		return nil, fmt.Errorf("audit: one-run: %d guesses per side with %d canaries: want 1..%d", g.k, g.m, g.m/2)
 	}
-	// the canaries
-	bits := make([]int, m)
-	x0 := slices.Clone(base)
-	cr := rng.New(o.Seed, rng.Label("one-run-canary"))
+	return g, nil
+}
+
+// drawCanaries draws the canaries' fair coins S_i from the seed (their own stream,
+// "one-run-canary") and returns them with the initial state x_i(0) = base_i + S_i d.
+func drawCanaries(seed uint64, base []float64, d float64) (bits []int, x0 []float64) {
+	bits = make([]int, len(base))
+	x0 = slices.Clone(base)
+	cr := rng.New(seed, rng.Label("one-run-canary"))
 	for i := range bits {
 		bits[i] = int(cr.Uint64() >> 63)
 		x0[i] += float64(bits[i]) * d
 	}
-	// per-agent variance of the estimate (diagonal: estimateNoise's consensus M)
+	return bits, x0
+}
+
+// canaryVariances is the per-agent variance of the estimate (diagonal: estimateNoise's consensus
+// M; 1 where it has none).
+func canaryVariances(em *estimateModel, m int) []float64 {
 	vari := make([]float64, m)
 	for i := range vari {
 		vari[i] = 1
@@ -175,21 +221,23 @@ func PlayOneRun(p *plan.Plan, o OneRunOptions) (*OneRunReport, error) {
 			}
 		}
 	}
-	start := time.Now()
-	player, err := newPlayerFor(p, o.Seed, m)
-	if err != nil {
-		return nil, err
-	}
-	est := make([]float64, m)
-	if err := playEpisode(player, 0, x0, est); err != nil {
-		return nil, fmt.Errorf("audit: one-run: %w", err)
-	}
-	elapsed := time.Since(start)
-	// the scores: the Gaussian log-likelihood ratio of x_i(0) = base_i + d against base_i
-	scores := make([]float64, m)
+	return vari
+}
+
+// canaryScores are the Gaussian log-likelihood ratios of x_i(0) = base_i + d against base_i,
+// d (est_i - base_i - d/2) / var_i.
+func canaryScores(est, base, vari []float64, d float64) []float64 {
+	scores := make([]float64, len(est))
 	for i := range scores {
 		scores[i] = d * (est[i] - base[i] - d/2) / vari[i]
 	}
+	return scores
+}
+
+// correctGuesses guesses S_i = 0 on the k lowest scores and S_i = 1 on the k highest (ties in
+// agent order) and counts the correct guesses v.
+func correctGuesses(scores []float64, bits []int, k int) int {
+	m := len(scores)
 	order := make([]int, m)
 	for i := range order {
 		order[i] = i
@@ -204,14 +252,22 @@ func PlayOneRun(p *plan.Plan, o OneRunOptions) (*OneRunReport, error) {
 			v++
 		}
 	}
+	return v
+}
+
+// report turns v correct guesses of 2k into the one-run bounds (Steinke et al.'s and the f-DP
+// one, OneRunBoundFor naming the verdict's), the pair's own eps where the noise law gives it, and
+// the verdict: violation when the verdict's bound exceeds the claimed eps.
+func (g *oneRun) report(seed uint64, v int, vari []float64, elapsed time.Duration) *OneRunReport {
+	p, pr, m, k, d := g.p, g.p.Scenario.Privacy, g.m, g.k, g.d
 	rep := &OneRunReport{
 		Scenario: p.Scenario.Name, Mode: "one-run", Canaries: m, GuessesPerSide: k, Guesses: 2 * k, Correct: v,
-		EpsilonClaimed: pr.Epsilon, Delta: pr.Delta, Confidence: conf,
-		EpsilonLBSteinke:  OneRunEpsilonLB(m, 2*k, v, pr.Delta, conf),
-		EpsilonLBFDP:      OneRunFDPEpsilonLB(p.Mechanism, m, 2*k, v, pr.Delta, conf),
+		EpsilonClaimed: pr.Epsilon, Delta: pr.Delta, Confidence: g.conf,
+		EpsilonLBSteinke:  OneRunEpsilonLB(m, 2*k, v, pr.Delta, g.conf),
+		EpsilonLBFDP:      OneRunFDPEpsilonLB(p.Mechanism, m, 2*k, v, pr.Delta, g.conf),
 		Bound:             OneRunBoundFor(p.Mechanism),
-		EpsilonLBExpected: expected,
-		Score:             "llr", Difference: d, Engine: EngineFast, Seed: o.Seed,
+		EpsilonLBExpected: g.expected,
+		Score:             "llr", Difference: d, Engine: EngineFast, Seed: seed,
 		ElapsedSeconds: elapsed.Seconds(), Assumptions: slices.Clone(OneRunAssumptions),
 	}
 	rep.EpsilonLBOneRun = rep.EpsilonLBSteinke
@@ -221,19 +277,19 @@ func PlayOneRun(p *plan.Plan, o OneRunOptions) (*OneRunReport, error) {
 	if p.Mechanism == privacy.Laplace {
 		rep.Score = ScoreProjection
 	}
-	if p.Mechanism == privacy.Gaussian && em.M != nil {
+	if p.Mechanism == privacy.Gaussian && g.em.M != nil {
 		if e, err := privacy.EpsilonForGDP(math.Abs(d)/math.Sqrt(vari[0]), pr.Delta); err == nil {
 			rep.EpsilonPair = e
 		}
 	}
-	if p.Mechanism == privacy.Laplace && em.laplaceExact && em.M != nil {
+	if p.Mechanism == privacy.Laplace && g.em.laplaceExact && g.em.M != nil {
 		rep.EpsilonPair = math.Abs(d) / math.Sqrt(vari[0])
 	}
 	rep.Verdict = Consistent
 	if rep.EpsilonLBOneRun > pr.Epsilon {
 		rep.Verdict = Violation
 	}
-	return rep, nil
+	return rep
 }
 
 // newPlayerFor builds the fast engine's player of p and checks it estimates every agent.

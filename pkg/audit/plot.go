@@ -32,6 +32,27 @@ func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 	if r == nil {
 		return nil, errors.New("audit: plot: nil result")
 	}
+	p := figure.New(tradeoffTitle(r), "FPR = P(guess x' | x)", "FNR = P(guess x | x')")
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
+	if err := addForbiddenRegion(p, r); err != nil {
+		return nil, err
+	}
+	if err := addGDPCurves(p, r); err != nil {
+		return nil, err
+	}
+	if err := addEmpiricalCurve(p, r); err != nil {
+		return nil, err
+	}
+	if err := addBoundTests(p, r); err != nil {
+		return nil, err
+	}
+	// square data area: the trade-off curve's symmetry is visible
+	return &figure.Figure{Name: name, Panels: [][]*plot.Plot{{p}}, PanelHeight: figure.MaxPanelHeight}, nil
+}
+
+// tradeoffTitle is the figure's title: the claim, every lower bound the audit computes for the
+// mechanism (Bounds; those a pure-eps audit does not, named n/a) and the verdict.
+func tradeoffTitle(r *Result) string {
 	var lbs, na []string // the bounds (Bounds), and those a pure-eps audit does not compute
 	for _, b := range Bounds {
 		if b.ValidFor(r.Mechanism) {
@@ -43,11 +64,13 @@ func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 	if len(na) > 0 {
 		lbs = append(lbs, strings.Join(na, ", ")+" n/a (pure eps)")
 	}
-	p := figure.New(fmt.Sprintf("Trade-off: claim eps = %.3g, delta = %.3g\nlower bounds on eps: %s - %s",
-		r.EpsilonClaimed, r.Delta, strings.Join(lbs, ", "), r.Verdict),
-		"FPR = P(guess x' | x)", "FNR = P(guess x | x')")
-	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
+	return fmt.Sprintf("Trade-off: claim eps = %.3g, delta = %.3g\nlower bounds on eps: %s - %s",
+		r.EpsilonClaimed, r.Delta, strings.Join(lbs, ", "), r.Verdict)
+}
 
+// addForbiddenRegion shades the region below the (eps, delta) curve the claim forbids and draws
+// its boundary FNR = AllowedFNR(eps, delta, FPR).
+func addForbiddenRegion(p *plot.Plot, r *Result) error {
 	const k = 400
 	allowed := make(plotter.XYs, 0, k+1)
 	for i := 0; i <= k; i++ {
@@ -58,7 +81,7 @@ func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 	region = append(region, plotter.XY{X: 1, Y: 0})
 	poly, err := plotter.NewPolygon(region)
 	if err != nil {
-		return nil, fmt.Errorf("audit: plot: %w", err)
+		return fmt.Errorf("audit: plot: %w", err)
 	}
 	poly.Color = color.RGBA{R: 250, G: 200, B: 200, A: 255}
 	poly.LineStyle.Width = 0
@@ -67,50 +90,64 @@ func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 
 	bl, err := plotter.NewLine(allowed)
 	if err != nil {
-		return nil, fmt.Errorf("audit: plot: %w", err)
+		return fmt.Errorf("audit: plot: %w", err)
 	}
 	bl.Color = color.RGBA{R: 200, A: 255}
 	bl.Width = vg.Points(1.5)
 	p.Add(bl)
 	p.Legend.Add(fmt.Sprintf("(eps, delta) = (%.3g, %.3g) boundary", r.EpsilonClaimed, r.Delta), bl)
+	return nil
+}
 
-	// Both GDP curves, each named by whose mu it is: the claim's and the one fitted to the
-	// trials (the mu behind the GDP lower bound), which differ.
+// addGDPCurves draws the mu-GDP curves of the result, each named by whose mu it is: the claim's
+// (MuClaimed), the one fitted to the trials (MuGDP, behind the GDP lower bound), which differ,
+// and the one the f-DP statistic rejects (MuFDP).
+func addGDPCurves(p *plot.Plot, r *Result) error {
 	if r.MuClaimed > 0 {
 		if err := addGDPCurve(p, r.MuClaimed, color.RGBA{R: 200, G: 100, A: 255}, figure.Dashed,
 			fmt.Sprintf("mu-GDP of the claim, mu = %.4g", r.MuClaimed)); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if r.GDP != nil && r.MuGDP > 0 {
 		if err := addGDPCurve(p, r.MuGDP, figure.Color(4), figure.Dotted,
 			fmt.Sprintf("mu-GDP fitted to the trials (lower bound), mu = %.4g", r.MuGDP)); err != nil {
-			return nil, err
+			return err
 		}
 	}
-
 	if len(r.FDP) > 0 && r.MuFDP > 0 {
 		if err := addGDPCurve(p, r.MuFDP, figure.Color(2), figure.Dashed,
 			fmt.Sprintf("mu-GDP the f-DP statistic rejects (lower bound), mu = %.4g", r.MuFDP)); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
 
-	if len(r.Curve) > 0 {
-		e := make(plotter.XYs, len(r.Curve))
-		for i, c := range r.Curve {
-			e[i] = plotter.XY{X: c.FPR, Y: c.FNR}
-		}
-		el, err := plotter.NewLine(e)
-		if err != nil {
-			return nil, fmt.Errorf("audit: plot: %w", err)
-		}
-		el.Color = figure.Color(0)
-		el.Width = vg.Points(1.5)
-		p.Add(el)
-		p.Legend.Add(fmt.Sprintf("empirical (%d+%d trials)", r.Trials.X, r.Trials.XPrime), el)
+// addEmpiricalCurve draws the empirical (FPR, FNR) curve of the trials (Result.Curve; nothing
+// without one).
+func addEmpiricalCurve(p *plot.Plot, r *Result) error {
+	if len(r.Curve) == 0 {
+		return nil
 	}
+	e := make(plotter.XYs, len(r.Curve))
+	for i, c := range r.Curve {
+		e[i] = plotter.XY{X: c.FPR, Y: c.FNR}
+	}
+	el, err := plotter.NewLine(e)
+	if err != nil {
+		return fmt.Errorf("audit: plot: %w", err)
+	}
+	el.Color = figure.Color(0)
+	el.Width = vg.Points(1.5)
+	p.Add(el)
+	p.Legend.Add(fmt.Sprintf("empirical (%d+%d trials)", r.Trials.X, r.Trials.XPrime), el)
+	return nil
+}
 
+// addBoundTests marks the bounded tests (FPR_up, FNR_up) that gave the CP and the GDP lower
+// bounds, and the corners of the f-DP tests' joint regions (open circles).
+func addBoundTests(p *plot.Plot, r *Result) error {
 	// One test may give both bounds (the same threshold chosen for each): drawn once, named so.
 	same := r.GDP != nil && r.GDP.Threshold == r.CP.Threshold && r.GDP.Orientation == r.CP.Orientation
 	cpName := "test giving the CP bound (FPR_up, FNR_up)"
@@ -118,11 +155,11 @@ func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 		cpName = "test giving the CP and GDP bounds (FPR_up, FNR_up)"
 	}
 	if err := addTestPoint(p, r.CP, draw.CrossGlyph{}, cpName); err != nil {
-		return nil, err
+		return err
 	}
 	if r.GDP != nil && !same {
 		if err := addTestPoint(p, *r.GDP, draw.PlusGlyph{}, "test giving the GDP bound (FPR_up, FNR_up)"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i, f := range r.FDP {
@@ -131,11 +168,10 @@ func TradeoffFigure(r *Result, name string) (*figure.Figure, error) {
 			name = "" // one legend entry for the f-DP tests
 		}
 		if err := addTestPoint(p, Bound{FPRUpper: f.FPRCorner, FNRUpper: f.FNRCorner}, draw.CircleGlyph{}, name); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	// square data area: the trade-off curve's symmetry is visible
-	return &figure.Figure{Name: name, Panels: [][]*plot.Plot{{p}}, PanelHeight: figure.MaxPanelHeight}, nil
+	return nil
 }
 
 // addGDPCurve draws the trade-off curve of mu-GDP, FNR = GDPFNR(mu, FPR), named name.

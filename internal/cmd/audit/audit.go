@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,30 +18,24 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/dpsim/dpsim/internal/atomicfile"
+	"github.com/dpsim/dpsim/internal/auditrun"
 	"github.com/dpsim/dpsim/internal/cli"
-	"github.com/dpsim/dpsim/internal/farm"
-	"github.com/dpsim/dpsim/internal/farm/kinds"
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/internal/live"
 	"github.com/dpsim/dpsim/pkg/audit"
-	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/engine"
-	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/privacy"
 	"github.com/dpsim/dpsim/pkg/scenario"
-	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // Command is the table entry for `dpsim audit`.
 var Command = cli.Command{Name: "audit", Summary: "empirical privacy audit: lower bounds on epsilon from the distinguishing game", Run: Run}
 
-// DefaultWireTrials caps the default trial count of the wire engine (an explicit --trials is used as given).
-const DefaultWireTrials = 1000
-
-// DefaultTrials is the number of trials per value of the secret bit when neither --trials nor the
-// scenario's audit.trials is given.
-const DefaultTrials = 100_000
+// DefaultWireTrials and DefaultTrials are the default trial counts (auditrun.EffectiveTrials).
+const (
+	DefaultWireTrials = auditrun.DefaultWireTrials
+	DefaultTrials     = auditrun.DefaultTrials
+)
 
 const synopsis = `dpsim audit SCENARIO [--engine fast|wire] [--trials N] [--audit-adjacency manifold|block]
                    [--episodes-per-trial K | --episodes-per-trial-sweep K1,K2,...]
@@ -135,82 +128,18 @@ verdict (see --fail-on-violation), 1 if the audit fails, 2 on a usage error.`
 // CompositionFigure is the base name of --episodes-per-trial-sweep's figure in --out.
 const CompositionFigure = "composition"
 
-// ErrViolation is returned (wrapped) with --fail-on-violation when the verdict is violation.
-var ErrViolation = &ViolationError{}
+// ErrViolation is returned (wrapped) with --fail-on-violation when the verdict is violation; a
+// ViolationError's exit code is 3.
+var ErrViolation = auditrun.ErrViolation
 
-// ViolationError reports a violation verdict under --fail-on-violation; its exit code is 3.
-type ViolationError struct{ Points []string }
+// ViolationError reports a violation verdict under --fail-on-violation (auditrun.ViolationError).
+type ViolationError = auditrun.ViolationError
 
-func (e *ViolationError) Error() string {
-	if len(e.Points) == 0 {
-		return "privacy violation detected"
-	}
-	return "privacy violation detected: " + strings.Join(e.Points, ", ")
-}
+// Options are the parsed flags of `dpsim audit`: the audit's settings (auditrun.Options).
+type Options = auditrun.Options
 
-// Is makes errors.Is(err, ErrViolation) true for every ViolationError.
-func (e *ViolationError) Is(target error) bool { _, ok := target.(*ViolationError); return ok }
-
-// ExitCode is the process exit status dpsim should use: 3.
-func (e *ViolationError) ExitCode() int { return 3 }
-
-// Options are the parsed flags of `dpsim audit`.
-type Options struct {
-	ScenarioPath    string
-	Engine          string
-	Trials          int // 0 = the scenario's audit.trials, else DefaultTrials
-	Adjacency       privacy.Adjacency
-	Confidence      float64 // 0 = the scenario's, else 0.95
-	Seed            uint64
-	SeedSet         bool
-	Out             string
-	JSON            bool
-	Workers         int
-	NATSURL         string
-	FailOnViolation bool
-	Selection       audit.Selection
-	Timeout         time.Duration
-	Encoding        string // wire engine: data message encoding (binary or json)
-	LogLevel        string
-	Progress        bool
-	// Exe is the dpsim binary the wire engine spawns (default os.Executable()).
-	Exe string
-	// Roles are --role: the users' programs that play roles in place of dpsim's own in the
-	// wire engine (launch.Programs, as dpsim run --role).
-	Roles launch.Programs
-	// Inflight is --inflight: the wire engine's trials kept in flight at once.
-	Inflight int
-	// KeepSecrets is --keep-secrets: the wire engine keeps the files holding secrets in
-	// OUT/procs (else removed when the audit ends).
-	KeepSecrets bool
-	// ShareOutputs is --share-outputs: audit.json, report.md and the processes' traces 0644
-	// (else 0600, OUT/procs 0700; launch.SecretOutputs).
-	ShareOutputs bool
-	// Farm is --dispatch, --spawn-workers, --worker-listen: the fast engine's trials played by
-	// `dpsim worker` processes (internal/farm).
-	Farm farm.Flags
-	// EpisodesPerTrial is --episodes-per-trial (1: one episode per trial); EpisodesSweep is
-	// --episodes-per-trial-sweep, one audit per value (nil: none).
-	EpisodesPerTrial int
-	EpisodesSweep    []int
-	// OneRun is --one-run: one episode whose agents are the canaries; Guesses is
-	// --guesses, the guesses per side (0: audit.OneRunGuesses' rule).
-	OneRun  bool
-	Guesses int
-	// UI is --ui: the live view's address ("": none; live.DefaultAddr for --ui alone), and
-	// UIHold --ui-hold: how long it stays up after the audit.
-	UI     string
-	UIHold time.Duration
-	// UIPublic is --ui-public: the opt-in to a --ui address other than loopback.
-	UIPublic bool
-	// Precision is --precision (default true): the precision score, which reads the bits of the
-	// published float64 values (docs/math.md section 6.3).
-	Precision bool
-	// Budget is --budget: the memory the audit may be estimated to need (bytes; 0:
-	// engine.DefaultMemoryBudget); an audit estimated above it is refused with its estimate
-	// (engine.EstimateAuditCost), before any plan or game is built.
-	Budget int64
-}
+// Output is the --json object of a scenario with a sweep (auditrun.Output).
+type Output = auditrun.Output
 
 func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs := cli.NewFlagSet("audit", synopsis, description, stderr)
@@ -256,85 +185,67 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["trials"] && o.Trials == 0 {
-		return nil, cli.UsageError("--trials 0: want %d..%d trials per value of the secret bit (omit the flag for the default)", scenario.MinAuditTrials, scenario.MaxAuditTrials)
-	}
-	if set["confidence"] && o.Confidence == 0 {
-		return nil, cli.UsageError("--confidence 0: want a level in (0, 1), e.g. 0.95 (omit the flag for the default)")
-	}
-	if o.Trials < 0 || (o.Trials > 0 && o.Trials < scenario.MinAuditTrials) || o.Trials > scenario.MaxAuditTrials {
-		return nil, cli.UsageError("--trials %d: want %d..%d trials per value of the secret bit", o.Trials, scenario.MinAuditTrials, scenario.MaxAuditTrials)
-	}
-	if adj != "" {
-		a, err := privacy.ParseAdjacency(adj)
-		if err != nil {
-			return nil, cli.UsageError("--audit-adjacency: %v", err)
-		}
-		o.Adjacency = a
-	}
-	if o.Confidence != 0 && !(o.Confidence > 0 && o.Confidence < 1) {
-		return nil, cli.UsageError("--confidence %v: want a level in (0, 1), e.g. 0.95", o.Confidence)
-	}
-	if o.Seed, o.SeedSet, err = cli.ParseSeed(seed); err != nil {
-		return nil, err
-	}
-	if o.Workers < 0 {
-		return nil, cli.UsageError("--workers %d: want >= 0", o.Workers)
-	}
-	if budget != "" {
-		if o.Budget, err = engine.ParseBytes(budget); err != nil {
-			return nil, cli.UsageError("--budget: %v", err)
-		}
-	}
-	s, err := audit.ParseSelection(sel)
-	if err != nil {
-		return nil, cli.UsageError("--selection: %v", err)
-	}
-	o.Selection = s
-	if err := o.checkWire(); err != nil {
-		return nil, err
-	}
-	if err := o.Farm.Check(o.Engine == audit.EngineFast, "--engine fast"); err != nil {
-		return nil, err
-	}
-	if err := o.parseEpisodes(set, ksweep); err != nil {
-		return nil, err
-	}
-	if err := o.checkOneRun(set); err != nil {
-		return nil, err
-	}
-	if err := o.checkUI(); err != nil {
+	if err := checkOptions(o, set, seed, adj, sel, ksweep, budget); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
-// checkWire checks the wire engine's flags: --role (which needs it), --timeout, --encoding (by
-// default binary, json with --role) and --inflight.
-func (o *Options) checkWire() error {
-	if len(o.Roles) > 0 && o.Engine != audit.EngineWire {
-		return cli.UsageError("--role starts a program in place of a role process: it needs --engine wire (the fast engine plays in-process, with no role processes)")
+// checkOptions checks the parsed flags (set: those given) and parses the string ones into o.
+func checkOptions(o *Options, set map[string]bool, seed, adj, sel, ksweep, budget string) error {
+	if set["trials"] && o.Trials == 0 {
+		return cli.UsageError("--trials 0: want %d..%d trials per value of the secret bit (omit the flag for the default)", scenario.MinAuditTrials, scenario.MaxAuditTrials)
 	}
-	if o.Timeout <= 0 {
-		return cli.UsageError("--timeout must be > 0")
+	if set["confidence"] && o.Confidence == 0 {
+		return cli.UsageError("--confidence 0: want a level in (0, 1), e.g. 0.95 (omit the flag for the default)")
 	}
-	if o.Encoding == "" {
-		o.Encoding = "binary"
-		if len(o.Roles) > 0 {
-			o.Encoding = "json" // what dpsim run gives a program: one may decode json only (docs/protocol.md 2.1)
+	if o.Trials < 0 || (o.Trials > 0 && o.Trials < scenario.MinAuditTrials) || o.Trials > scenario.MaxAuditTrials {
+		return cli.UsageError("--trials %d: want %d..%d trials per value of the secret bit", o.Trials, scenario.MinAuditTrials, scenario.MaxAuditTrials)
+	}
+	if adj != "" {
+		a, err := privacy.ParseAdjacency(adj)
+		if err != nil {
+			return cli.UsageError("--audit-adjacency: %v", err)
+		}
+		o.Adjacency = a
+	}
+	if o.Confidence != 0 && !(o.Confidence > 0 && o.Confidence < 1) {
+		return cli.UsageError("--confidence %v: want a level in (0, 1), e.g. 0.95", o.Confidence)
+	}
+	var err error
+	if o.Seed, o.SeedSet, err = cli.ParseSeed(seed); err != nil {
+		return err
+	}
+	if o.Workers < 0 {
+		return cli.UsageError("--workers %d: want >= 0", o.Workers)
+	}
+	if budget != "" {
+		if o.Budget, err = engine.ParseBytes(budget); err != nil {
+			return cli.UsageError("--budget: %v", err)
 		}
 	}
-	if _, err := wire.ParseEncoding(o.Encoding); err != nil {
-		return cli.UsageError("--encoding: %v", err)
+	s, err := audit.ParseSelection(sel)
+	if err != nil {
+		return cli.UsageError("--selection: %v", err)
 	}
-	if o.Inflight < 1 || o.Inflight > contract.MaxInflight {
-		return cli.UsageError("--inflight %d: want 1..%d trials in flight", o.Inflight, contract.MaxInflight)
+	o.Selection = s
+	if err := o.CheckWire(); err != nil {
+		return err
 	}
-	return nil
+	if err := o.Farm.Check(o.Engine == audit.EngineFast, "--engine fast"); err != nil {
+		return err
+	}
+	if err := parseEpisodes(o, set, ksweep); err != nil {
+		return err
+	}
+	if err := o.CheckOneRun(set); err != nil {
+		return err
+	}
+	return o.CheckUI()
 }
 
 // parseEpisodes checks --episodes-per-trial and parses --episodes-per-trial-sweep.
-func (o *Options) parseEpisodes(set map[string]bool, ksweep string) error {
+func parseEpisodes(o *Options, set map[string]bool, ksweep string) error {
 	check := func(flag string, k int) error {
 		if k < 1 || k > audit.MaxEpisodesPerTrial {
 			return cli.UsageError("%s %d: want 1..%d episodes per trial", flag, k, audit.MaxEpisodesPerTrial)
@@ -386,75 +297,51 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	return Execute(ctx, o, stdout, stderr, log)
 }
 
-// Output is the --json object of a scenario with a sweep: one report per point. A scenario without
-// a sweep prints its single GameReport directly.
-type Output struct {
-	Scenario string `json:"scenario"`
-	Verdict  string `json:"verdict"` // violation if any point shows one
-	Engine   string `json:"engine"`
-	Trials   int    `json:"trials"`
-	// Confidence is the joint level of the verdict over all points; each point is analysed at
-	// ConfidencePerPoint = 1 - (1 - Confidence)/K (Bonferroni).
-	Confidence         float64 `json:"confidence"`
-	ConfidencePerPoint float64 `json:"confidence_per_point"`
-	// The point whose strongest bound is largest relative to its claim, and its figures.
-	WorstPoint     string              `json:"worst_point"`
-	EpsilonClaimed float64             `json:"epsilon_claimed"`
-	Delta          float64             `json:"delta"`
-	EpsilonLBCP    float64             `json:"epsilon_lb_cp"`
-	EpsilonLBGDP   float64             `json:"epsilon_lb_gdp"`
-	MuGDP          float64             `json:"mu_gdp"`
-	EpsilonLBFDP   float64             `json:"epsilon_lb_fdp"`
-	MuFDP          float64             `json:"mu_fdp"`
-	Points         []*audit.GameReport `json:"points"`
-}
-
-// Execute runs the audit with parsed options: it loads the scenario and resolves the seed, builds
-// the game of every point (newAuditRun), plays them in turn (playAll) and prints the result (report).
+// Execute runs the audit with parsed options: it loads the scenario and resolves the seed
+// (auditrun.Load), builds the game of every point (auditrun.New), plays them in turn with the
+// player of --engine (auditrun.NewPlayer, Audit.PlayAll; the progress bar, the live view and the
+// files its observers) and prints the result (report).
 func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zerolog.Logger) (err error) {
 	start := time.Now()
-	if err := cli.CheckScenarioFile(o.ScenarioPath); err != nil {
-		return err
-	}
-	s, err := scenario.Load(o.ScenarioPath)
+	s, seed, err := auditrun.Load(o, log)
 	if err != nil {
 		return err
 	}
-	seed, seedSource := cli.ResolveSeed(o.Seed, o.SeedSet, s.Seed)
-	if seedSource == cli.SeedFromCrypto {
-		log.Info().Uint64("seed", seed).Msg("no seed given: drew one (reported in the output)")
-	}
-	if err := checkCost(o, s); err != nil {
+	if err := auditrun.CheckCost(o, s); err != nil {
 		return err
 	}
 	if o.OneRun {
 		return executeOneRun(o, s, seed, stdout)
 	}
-	a, err := newAuditRun(o, s, seed, log)
+	a, err := auditrun.New(o, s, seed, log)
 	if err != nil {
 		return err
 	}
-	a.stderr = stderr
-	if err := a.startDispatch(ctx, stderr); err != nil {
+	player, closePlayer, err := auditrun.NewPlayer(ctx, a, stderr)
+	if err != nil {
 		return err
 	}
-	defer a.stopDispatch()
-	if err := a.startUI(stderr, start); err != nil {
+	defer closePlayer()
+	_, dispatch := player.(*auditrun.Farm)
+	ui, err := auditrun.StartUI(a, dispatch, stderr, start)
+	if err != nil {
 		return err
 	}
 	var reports []*audit.GameReport
 	var violations []string
-	defer func() { a.stopUI(ctx, stderr, err, len(reports) == len(a.points), violations) }()
+	defer func() { ui.Stop(ctx, stderr, err, len(reports) == len(a.Points), violations) }()
 	if o.Out != "" {
 		if err := os.MkdirAll(o.Out, 0o755); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
-	if a.bar = newProgressBar(stderr, o, s.Name, 2*a.trials*len(a.points)); a.bar != nil {
-		defer func() { _ = a.bar.Finish() }()
+	obs := auditrun.Observer{Done: a.WriteReport, Partial: func(reps []*audit.GameReport) { printTable(stdout, reps, o.Out) }}
+	bar := newProgressBar(stderr, o, s.Name, 2*a.Trials*len(a.Points))
+	if bar != nil {
+		defer func() { _ = bar.Finish() }()
+		obs.Progress = func(k, done, _ int) { _ = bar.Set64(int64(2*a.Trials*k) + int64(done)) }
 	}
-	reports, violations, err = a.playAll(ctx, stdout)
-	if err != nil {
+	if reports, violations, err = a.PlayAll(ctx, player, ui.Observe(obs)); err != nil {
 		return err
 	}
 	if len(o.EpisodesSweep) > 0 && o.Out != "" {
@@ -462,148 +349,10 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 			return err
 		}
 	}
-	if a.bar != nil {
-		_ = a.bar.Finish()
+	if bar != nil {
+		_ = bar.Finish()
 	}
-	return a.report(stdout, reports, violations)
-}
-
-// checkCost refuses an audit whose estimated memory exceeds --budget, or its audit.json 1/16
-// of it (engine.EstimateAuditCost, engine.CheckCost: the table dpsim run's estimate uses), before
-// any plan, game or process is made: a game of 10^5 agents would allocate dense N x N matrices
-// (80 GB each) and a cloud-control game of 10^7 steps its T x n observability matrices.
-func checkCost(o *Options, s *scenario.Scenario) error {
-	spec := s.Audit
-	if spec == nil {
-		spec = &scenario.AuditSpec{}
-	}
-	trials, _ := effectiveTrials(o, spec)
-	points, k := s.Expand(), o.EpisodesPerTrial
-	if o.OneRun {
-		trials = 1 // one episode; the estimate counts its game as the trials' game
-	}
-	if len(o.EpisodesSweep) > 0 {
-		k = slices.Max(o.EpisodesSweep)
-		points = slices.Repeat(points, len(o.EpisodesSweep)) // every K is a point of its own
-	}
-	scores := 2 // projection, llr
-	if o.Precision {
-		scores++
-	}
-	c, err := engine.EstimateAuditCost(points, engine.AuditCostOptions{Trials: trials, EpisodesPerTrial: k,
-		Scores: scores, Workers: o.Workers, Wire: o.Engine == audit.EngineWire, OneRun: o.OneRun})
-	if err != nil {
-		return err
-	}
-	return engine.CheckCost(c, o.Budget)
-}
-
-// auditRun is one audit in progress: the games of a scenario's points and the settings they share.
-type auditRun struct {
-	o         *Options
-	name      string               // the scenario's name
-	points    []*scenario.Scenario // the sweep's points (one without a sweep)
-	games     []*audit.Game        // games[k] audits points[k]
-	seed      uint64
-	trials    int     // trials per secret bit and point
-	conf      float64 // joint confidence of the verdict over all points
-	pointConf float64 // confidence of each point: 1 - (1 - conf)/K (Bonferroni)
-	log       zerolog.Logger
-	bar       *progressbar.ProgressBar // nil without a terminal or without --progress
-	gameOpts  audit.GameOptions        // what every point's game was built with (a worker builds the same)
-	farm      *farm.Coordinator        // --dispatch: the workers' coordinator (nil: in-process)
-	notes     []string                 // the engine's notes on the point being played (wire: the trials in flight)
-	roles     *wireRoles               // the wire engine's processes, problems and degradation on the point being played
-	stderr    io.Writer                // where the problems the wire engine attributes are printed
-	hub       *live.AuditHub           // --ui: the live view's state (nil: none)
-	ui        *live.Server
-}
-
-// newAuditRun resolves the trials, adjacency and confidence (flags first, then the scenario's audit
-// section, then the defaults) and builds the game of every point of s.
-func newAuditRun(o *Options, s *scenario.Scenario, seed uint64, log zerolog.Logger) (*auditRun, error) {
-	spec := s.Audit
-	if spec == nil {
-		spec = &scenario.AuditSpec{}
-	}
-	trials, capped := effectiveTrials(o, spec)
-	adj := o.Adjacency
-	if adj == "" {
-		adj = spec.Adjacency
-	}
-	conf := o.Confidence
-	if conf == 0 {
-		conf = spec.Confidence
-	}
-	if conf == 0 {
-		conf = 0.95
-	}
-	points := s.Expand()
-	gameOpts := audit.GameOptions{Adjacency: adj, Pair: spec.Pair, EpisodesPerTrial: o.EpisodesPerTrial, NoPrecision: !o.Precision}
-	var games []*audit.Game
-	var err error
-	if len(o.EpisodesSweep) > 0 {
-		points, games, err = episodeSweep(points, gameOpts, o.EpisodesSweep)
-	} else {
-		games, err = newGames(points, gameOpts)
-	}
-	if err != nil {
-		return nil, err
-	}
-	for k, g := range games {
-		if err := o.Roles.Check(g.Plan, 1); err != nil { // the wire engine runs one agent per process
-			return nil, cli.UsageError("%v", pointErr(len(points), k, points[k], err))
-		}
-	}
-	if capped {
-		// The wire engine plays every episode through real processes (~50 episodes/s here): a
-		// scenario's fast-engine count would take hours. Only an explicit --trials goes higher.
-		log.Warn().Int("trials", trials).Msg("wire engine: default trial count capped; pass --trials to play more")
-	}
-	return &auditRun{
-		o: o, name: s.Name, points: points, games: games, gameOpts: gameOpts, seed: seed, trials: trials, conf: conf,
-		// Every point is one more chance of a false violation: a sweep's points are analysed at
-		// 1 - (1 - conf)/K each (Bonferroni), so its overall verdict holds at the stated conf.
-		pointConf: 1 - (1-conf)/float64(len(points)),
-		log:       log,
-	}, nil
-}
-
-// newGames plans every point and builds its audit game; an error names the point.
-func newGames(points []*scenario.Scenario, opts audit.GameOptions) ([]*audit.Game, error) {
-	games := make([]*audit.Game, len(points))
-	for k, pt := range points {
-		p, err := plan.New(pt, plan.Options{})
-		if err != nil {
-			return nil, pointErr(len(points), k, pt, err)
-		}
-		if games[k], err = audit.NewGame(p, opts); err != nil {
-			return nil, pointErr(len(points), k, pt, err)
-		}
-	}
-	return games, nil
-}
-
-// episodeSweep returns the points and games of --episodes-per-trial-sweep: the scenario's one
-// point once per k, named NAME@k=K, each game playing k episodes per trial.
-func episodeSweep(points []*scenario.Scenario, opts audit.GameOptions, ks []int) ([]*scenario.Scenario, []*audit.Game, error) {
-	if len(points) != 1 {
-		return nil, nil, cli.UsageError("--episodes-per-trial-sweep: the scenario %s already sweeps %d points; give a scenario without a sweep", points[0].Name, len(points))
-	}
-	var pts []*scenario.Scenario
-	var games []*audit.Game
-	for _, k := range ks {
-		pt := *points[0]
-		pt.Name = fmt.Sprintf("%s@k=%d", points[0].Name, k)
-		o := opts
-		o.EpisodesPerTrial = k
-		g, err := newGames([]*scenario.Scenario{&pt}, o)
-		if err != nil {
-			return nil, nil, err
-		}
-		pts, games = append(pts, &pt), append(games, g[0])
-	}
-	return pts, games, nil
+	return report(a, o, stdout, reports, violations)
 }
 
 // newProgressBar returns a progress bar over all episodes on stderr, or nil when --progress is off
@@ -619,190 +368,20 @@ func newProgressBar(stderr io.Writer, o *Options, name string, episodes int) *pr
 		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 }
 
-// playAll plays and analyses the game of every point in turn (each report written to --out as soon
-// as it is ready) and returns the reports and the names of the points that show a violation.
-func (a *auditRun) playAll(ctx context.Context, stdout io.Writer) (reports []*audit.GameReport, violations []string, err error) {
-	for k, g := range a.games {
-		rep, err := a.playPoint(ctx, k, g, stdout, reports)
-		if err != nil {
-			return nil, nil, err
-		}
-		if rep.Verdict == audit.Violation {
-			violations = append(violations, a.points[k].Name)
-		}
-		reports = append(reports, rep)
-	}
-	return reports, violations, nil
-}
-
-// playPoint plays and analyses the game g of point k, notes its share of the sweep's confidence and
-// writes its report to --out. Interrupted with episodes played, it reports those (after done, the
-// reports of the earlier points) and returns an error.
-func (a *auditRun) playPoint(ctx context.Context, k int, g *audit.Game, stdout io.Writer, done []*audit.GameReport) (*audit.GameReport, error) {
-	n, pt := len(a.points), a.points[k]
-	out, err := a.play(ctx, k, g)
-	interrupted := err != nil && ctx.Err() != nil && out != nil && out.Episodes > 0
-	if err != nil && !interrupted {
-		return nil, pointErr(n, k, pt, err)
-	}
-	rep, aerr := g.Analyze(out, a.reportOptions())
-	if interrupted {
-		return nil, a.interrupted(ctx, k, out, rep, aerr, stdout, done)
-	}
-	if aerr != nil {
-		return nil, pointErr(n, k, pt, aerr)
-	}
-	rep.Scenario = pt.Name
-	a.hub.PointDone(k, rep)
-	a.noteDispatch(rep)
-	rep.Notes, a.notes = append(rep.Notes, a.notes...), nil // the engine's, on this point
-	a.roles.apply(rep)
-	a.roles = nil
-	if n > 1 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("sweep point %d of %d: its bounds hold jointly at %g, so that those of all %d points hold jointly at %g (Bonferroni)",
-			k, n, a.pointConf, n, a.conf))
-	}
-	if a.o.Out != "" {
-		if err := writeFiles(a.o.Out, suffix(n, k), rep, a.o.ShareOutputs); err != nil {
-			return nil, err
-		}
-	}
-	return rep, nil
-}
-
-// play plays the episodes of game g (point k) with --engine, advancing the progress bar.
-func (a *auditRun) play(ctx context.Context, k int, g *audit.Game) (*audit.Outcome, error) {
-	base := int64(2 * a.trials * k)
-	progress := func(done, _ int) {
-		if a.bar != nil {
-			_ = a.bar.Set64(base + int64(done))
-		}
-		a.hub.Progress(done)
-	}
-	a.hub.BeginPoint(k)
-	a.log.Info().Str("point", a.points[k].Name).Str("engine", a.o.Engine).Int("trials", a.trials).
-		Str("audited", string(g.Audited)).Str("calibrated", string(g.Calibrated)).Msg("playing the game")
-	switch a.o.Engine {
-	case audit.EngineFast:
-		if a.farm != nil {
-			return kinds.Audit(a.farm, ctx, k, g, a.gameOpts, a.seed, a.trials, progress)
-		}
-		return audit.PlayFast(ctx, g, audit.FastOptions{Trials: a.trials, Seed: a.seed, Workers: a.o.Workers, Progress: progress, Chunk: a.chunkHook()})
-	default:
-		return runWire(ctx, a.o, wireConfig{point: k, points: len(a.points), game: g, seed: a.seed, trials: a.trials, log: a.log, progress: progress,
-			inflight: a.o.Inflight, note: func(s string) { a.notes = append(a.notes, s) }, chunk: a.chunkHook(),
-			outcome: func(r *wireRoles) { a.roles = r; r.print(a.stderr) }})
-	}
-}
-
-// interrupted handles Ctrl-C during point k: what was played (out, analysed as rep, or aerr when too
-// few episodes) is written, marked as such, and printed after done; the error it returns makes the
-// exit status say the audit did not finish.
-func (a *auditRun) interrupted(ctx context.Context, k int, out *audit.Outcome, rep *audit.GameReport, aerr error, stdout io.Writer, done []*audit.GameReport) error {
-	n, pt := len(a.points), a.points[k]
-	if aerr != nil {
-		return pointErr(n, k, pt, fmt.Errorf("interrupted after %d of %d episodes, too few to analyse: %w", out.Episodes, 2*a.trials, aerr))
-	}
-	rep.Scenario = pt.Name
-	a.roles.apply(rep)
-	a.roles = nil
-	rep.Notes = append(rep.Notes, fmt.Sprintf("INTERRUPTED: %d of %d episodes were played; the bounds use those only", out.Episodes, 2*a.trials))
-	if a.o.Out != "" {
-		if werr := writeFiles(a.o.Out, suffix(n, k), rep, a.o.ShareOutputs); werr != nil {
-			return werr
-		}
-	}
-	printTable(stdout, append(done, rep), a.o.Out)
-	return fmt.Errorf("audit interrupted (%v) after %d of %d episodes of point %s: partial results written", context.Cause(ctx), out.Episodes, 2*a.trials, pt.Name)
-}
-
 // report prints the reports (--json: the single report, or a sweep's Output; else the table) and,
 // with --fail-on-violation, returns a ViolationError when a point shows a violation.
-func (a *auditRun) report(stdout io.Writer, reports []*audit.GameReport, violations []string) error {
-	if a.o.JSON {
-		var v any = reports[0]
-		if len(reports) > 1 {
-			verdict := audit.Consistent
-			if len(violations) > 0 {
-				verdict = audit.Violation
-			}
-			v = sweepOutput(a.name, verdict, a.conf, reports)
-		}
-		if err := cli.WriteJSON(stdout, v); err != nil {
+func report(a *auditrun.Audit, o *Options, stdout io.Writer, reports []*audit.GameReport, violations []string) error {
+	if o.JSON {
+		if err := cli.WriteJSON(stdout, a.Summary(reports, violations)); err != nil {
 			return err
 		}
 	} else {
-		printTable(stdout, reports, a.o.Out)
+		printTable(stdout, reports, o.Out)
 	}
-	if a.o.FailOnViolation && len(violations) > 0 {
+	if o.FailOnViolation && len(violations) > 0 {
 		return &ViolationError{Points: violations}
 	}
 	return nil
-}
-
-// effectiveTrials resolves the trials per secret bit: --trials, else the scenario's
-// audit.trials, else DefaultTrials - capped at DefaultWireTrials for the wire engine unless
-// --trials asked for more (capped reports that).
-func effectiveTrials(o *Options, spec *scenario.AuditSpec) (trials int, capped bool) {
-	trials = o.Trials
-	if trials == 0 {
-		trials = spec.Trials
-	}
-	if trials == 0 {
-		trials = DefaultTrials
-	}
-	if o.Trials == 0 && o.Engine == audit.EngineWire && trials > DefaultWireTrials {
-		return DefaultWireTrials, true
-	}
-	return trials, false
-}
-
-// sweepOutput summarises a sweep: the verdict, and the figures of the point whose strongest
-// bound is largest relative to its claimed epsilon, so the required keys exist at the top level.
-func sweepOutput(name, verdict string, conf float64, reports []*audit.GameReport) *Output {
-	o := &Output{Scenario: name, Verdict: verdict, Engine: reports[0].Engine, Trials: reports[0].Trials,
-		Confidence: conf, ConfidencePerPoint: reports[0].Confidence, Points: reports}
-	best := -1.0
-	for _, r := range reports {
-		ratio := r.Strongest() / r.Claimed()
-		if ratio > best {
-			best = ratio
-			o.WorstPoint, o.EpsilonClaimed, o.Delta = r.Scenario, r.EpsilonClaimed, r.Delta
-			o.EpsilonLBCP, o.EpsilonLBGDP, o.MuGDP = r.EpsilonLBCP, r.EpsilonLBGDP, r.MuGDP
-			o.EpsilonLBFDP, o.MuFDP = r.EpsilonLBFDP, r.MuFDP
-		}
-	}
-	return o
-}
-
-func pointErr(n, k int, pt *scenario.Scenario, err error) error {
-	if n > 1 {
-		return fmt.Errorf("sweep point %d (%s): %w", k, pt.Name, err)
-	}
-	return err
-}
-
-func suffix(n, k int) string {
-	if n == 1 {
-		return ""
-	}
-	return fmt.Sprintf("-p%02d", k)
-}
-
-// writeFiles writes DIR/audit<sfx>.json, DIR/report<sfx>.md and DIR/tradeoff<sfx>.png/.svg.
-// audit.json and report.md hold the seed and the audited pair: 0600 unless share (--share-outputs).
-func writeFiles(dir, sfx string, r *audit.GameReport, share bool) error {
-	if err := atomicfile.Write(filepath.Join(dir, "audit"+sfx+".json"), launch.OutputMode("audit"+sfx+".json", share), func(w io.Writer) error { return cli.WriteJSON(w, r) }); err != nil {
-		return err
-	}
-	plotName := ""
-	if best := r.Best(); best != nil {
-		if _, err := audit.PlotTradeoff(filepath.Join(dir, "tradeoff"+sfx), best); err != nil {
-			return err
-		}
-		plotName = "tradeoff" + sfx + ".png"
-	}
-	return atomicfile.WriteFile(filepath.Join(dir, "report"+sfx+".md"), []byte(r.Markdown(plotName)), launch.OutputMode("report"+sfx+".md", share))
 }
 
 func printTable(w io.Writer, reports []*audit.GameReport, out string) {
@@ -849,7 +428,7 @@ func printTable(w io.Writer, reports []*audit.GameReport, out string) {
 		printRoles(tw, r)
 	}
 	if len(reports) > 1 {
-		fmt.Fprintf(tw, "\nsweep\t%s\n", sweepVerdictLine(reports))
+		fmt.Fprintf(tw, "\nsweep\t%s\n", auditrun.SweepVerdictLine(reports))
 	}
 	for _, r := range reports {
 		if r.EpisodesPerTrial > 1 {
@@ -880,23 +459,6 @@ func printRoles(tw io.Writer, r *audit.GameReport) {
 	for _, d := range r.Degraded {
 		fmt.Fprintf(tw, "degraded\t%s (the bounds are those of the game as played)\n", d)
 	}
-}
-
-// sweepVerdictLine is the verdict over the points printed: violation when any point's is, at the
-// joint level of those points (each at its own level, Bonferroni: 1 - sum of 1 - level).
-func sweepVerdictLine(reports []*audit.GameReport) string {
-	var bad []string
-	miss := 0.0
-	for _, r := range reports {
-		miss += 1 - r.Confidence
-		if r.Verdict == audit.Violation {
-			bad = append(bad, r.Scenario)
-		}
-	}
-	if len(bad) == 0 {
-		return fmt.Sprintf("CONSISTENT at every one of %d points (joint confidence %.6g over the points)", len(reports), 1-miss)
-	}
-	return fmt.Sprintf("VIOLATION at %d of %d points: %s (joint confidence %.6g over the points)", len(bad), len(reports), strings.Join(bad, ", "), 1-miss)
 }
 
 func vec(v []float64) string {

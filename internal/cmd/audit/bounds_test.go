@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpsim/dpsim/internal/auditrun"
 	"github.com/dpsim/dpsim/pkg/audit"
 )
 
@@ -46,7 +47,7 @@ func TestOutputBoundsFromTable(t *testing.T) {
 			withBounds(t, r, base)
 			reps = append(reps, r)
 		}
-		o := sweepOutput("s", audit.Violation, 0.95, reps)
+		o := auditrun.SweepOutput("s", audit.Violation, 0.95, reps)
 		raw, err := json.Marshal(o)
 		require.NoError(t, err)
 		var js map[string]any

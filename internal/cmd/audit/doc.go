@@ -2,7 +2,9 @@
 // section 6): it plays the distinguishing game against a scenario's system - a challenger picks,
 // per trial and secretly, the initial state x or an adjacent x', the system runs one episode, the
 // eavesdropper scores what it saw - and turns the scores into lower bounds on epsilon with a
-// verdict (pkg/audit).
+// verdict (pkg/audit). This package holds the command: its flags, its printing and the report
+// call; the audit itself - the point loop, the players of the engines, the live view's glue, the
+// summary and the files - is the library internal/auditrun.
 //
 //	dpsim audit scenarios/audit-vehicle-structured.yaml
 //	dpsim audit scenarios/audit-vehicle-iid-naive.yaml --trials 20000 --json

@@ -6,53 +6,15 @@ import (
 	"io"
 	"strings"
 
-	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/auditrun"
 	"github.com/dpsim/dpsim/pkg/audit"
-	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
-// checkOneRun refuses the flags --one-run does not combine with (it plays one episode in-process).
-func (o *Options) checkOneRun(set map[string]bool) error {
-	if !o.OneRun {
-		if set["guesses"] {
-			return cli.UsageError("--guesses needs --one-run")
-		}
-		return nil
-	}
-	for _, f := range []string{"trials", "episodes-per-trial", "episodes-per-trial-sweep", "selection"} {
-		if set[f] {
-			return cli.UsageError("--one-run plays ONE episode (one canary per agent): --%s does not apply", f)
-		}
-	}
-	if o.Engine != audit.EngineFast || o.Farm.Enabled() {
-		return cli.UsageError("--one-run plays in-process with the fast engine (no --engine wire, no --dispatch)")
-	}
-	if o.Guesses < 0 {
-		return cli.UsageError("--guesses %d: want >= 1 per side (0: the rule fixed from the claim)", o.Guesses)
-	}
-	return nil
-}
-
-// executeOneRun runs `dpsim audit --one-run` on the single point of s and prints the result.
+// executeOneRun runs `dpsim audit --one-run` on the single point of s (auditrun.OneRun) and prints
+// the result.
 func executeOneRun(o *Options, s *scenario.Scenario, seed uint64, stdout io.Writer) error {
-	points := s.Expand()
-	if len(points) != 1 {
-		return cli.UsageError("--one-run: the scenario %s sweeps %d points; give a scenario without a sweep", s.Name, len(points))
-	}
-	conf := o.Confidence
-	if conf == 0 && s.Audit != nil {
-		conf = s.Audit.Confidence
-	}
-	adj := o.Adjacency
-	if adj == "" && s.Audit != nil {
-		adj = s.Audit.Adjacency
-	}
-	p, err := plan.New(points[0], plan.Options{})
-	if err != nil {
-		return err
-	}
-	r, err := audit.PlayOneRun(p, audit.OneRunOptions{Seed: seed, Confidence: conf, Guesses: o.Guesses, Adjacency: adj})
+	r, err := auditrun.OneRun(o, s, seed)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package auditcmd
+package auditrun
 
 import (
 	"bufio"
