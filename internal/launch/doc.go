@@ -1,5 +1,5 @@
 // Package launch runs the role processes of one scenario point and collects what they
-// recorded: the launcher library behind `dpsim run` (internal/cmd/run) and the audit's wire
+// recorded: the launcher library behind `dpsim run` (internal/runner) and the audit's wire
 // engine (internal/auditrun). Its one concern is the launcher's side of the role-process
 // protocol (pkg/contract has the payloads, file names and result type both sides share):
 //
