@@ -8,10 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/dpsim/dpsim/internal/cli"
-	"github.com/dpsim/dpsim/internal/rowmajor"
 	"github.com/dpsim/dpsim/pkg/noise"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/privacy"
@@ -168,17 +165,20 @@ func runScalar(o scalarFlags, set map[string]bool, stdout io.Writer) error {
 	perEp, perDelta := eps, d
 	if forRun {
 		var err error
-		if perEp, perDelta, err = episodeBudget(mech, eps, runDelta, o.episodes); err != nil {
+		if perEp, perDelta, err = privacy.EpisodeBudget(mech, eps, runDelta, o.episodes); err != nil {
 			return fmt.Errorf("--run-epsilon %v over --episodes %d: %w", eps, o.episodes, err)
 		}
 	}
-	res, err := scalar(mech, cal, perEp, perDelta, o.mu, o.sensitivity)
+	sn, err := privacy.CalibrateScalar(mech, cal, perEp, perDelta, o.mu, o.sensitivity)
 	if err != nil {
 		return err
 	}
-	if err := res.addRun(o.episodes, runDelta, cal, forRun); err != nil {
+	g, err := sn.Run(o.episodes, runDelta, cal)
+	if err != nil {
 		return err
 	}
+	res := newScalarResult(sn)
+	res.RunFields = g.Fields(forRun)
 	if o.asJSON {
 		return cli.WriteJSON(stdout, res)
 	}
@@ -191,17 +191,6 @@ func checkEpisodes(k int) error {
 		return cli.UsageError("--episodes %d must be an integer in [1, %d]", k, privacy.MaxEpisodes)
 	}
 	return nil
-}
-
-// episodeBudget splits a whole run's budget (eps, runDelta) over k episodes (docs/math.md section 9):
-// the per-episode (eps, delta) to calibrate each episode for.
-func episodeBudget(mech privacy.Mechanism, eps, runDelta float64, k int) (float64, float64, error) {
-	if mech == privacy.Laplace {
-		e, err := privacy.LaplaceEpisodeEpsilon(eps, runDelta, k)
-		return e, 0, err
-	}
-	e, d, _, err := privacy.GaussianEpisodeBudget(eps, runDelta, k)
-	return e, d, err
 }
 
 // checkFlags refuses values outside the documented ranges, naming the flag.
@@ -238,103 +227,34 @@ type ScalarResult struct {
 	KappaAtSigma *float64           `json:"kappa_at_sigma,omitempty"`
 	Adjacency    *string            `json:"adjacency"`
 	RankOK       bool               `json:"rank_ok"`
-	WorstPair    *WorstPairJSON     `json:"worst_pair"`
+	WorstPair    *plan.WorstPair    `json:"worst_pair"`
 	Alternatives map[string]float64 `json:"alternatives,omitempty"`
 	// Sampler and Granularity: dpsim's secure sampler releases the value rounded exactly to
 	// g = 2^(floor(log2 scale) - 20), at no cost in (eps, delta) (docs/math.md section 10).
 	Sampler     noise.Sampler `json:"sampler"`
 	Granularity float64       `json:"granularity"`
-	RunFields
+	privacy.RunFields
 }
 
-// RunFields is the whole run's guarantee for k episodes of one secret (docs/math.md section 9), in
-// both modes. Epsilon and Delta of the result stay the per-episode budget the noise is calibrated for.
-type RunFields struct {
-	Episodes int `json:"episodes"`
-	// CalibratedFor is "episode" (the budget is per episode) or "run" (--run-epsilon or
-	// privacy.run_epsilon: the budget is the whole run's, split over the episodes).
-	CalibratedFor string `json:"calibrated_for"`
-	// EpsilonRun is the whole run's epsilon at DeltaRun, composed by the rule Composition.
-	EpsilonRun  float64 `json:"epsilon_run"`
-	DeltaRun    float64 `json:"delta_run"`
-	Composition string  `json:"composition"`
-	// MuEpisode and MuRun (Gaussian): the exact per-episode GDP parameter mu*Delta/sigma and sqrt(k) times it.
-	MuEpisode *float64 `json:"mu_episode,omitempty"`
-	MuRun     *float64 `json:"mu_run,omitempty"`
-	// RunAlternatives (Laplace, delta > 0): the bounds the optimal composition improves on, for comparison.
-	RunAlternatives map[string]float64 `json:"run_alternatives,omitempty"`
-	CompositionNote string             `json:"composition_note,omitempty"`
+// newScalarResult is scalar mode's JSON of the noise sn; dpsim's secure sampler releases it rounded
+// exactly to the granularity of its scale (docs/math.md section 10).
+func newScalarResult(sn *privacy.ScalarNoise) *ScalarResult {
+	r := &ScalarResult{Mode: "scalar", Mechanism: sn.Mechanism, Epsilon: sn.Epsilon, Delta: sn.Delta, Mu: sn.Mu,
+		Sensitivity: sn.Sensitivity, Calibration: sn.Calibration, Variance: sn.Variance, RankOK: true,
+		Alternatives: sn.Alternatives, Sampler: noise.SamplerSecure, Granularity: noise.Granularity(sn.Scale)}
+	r.Sigma, r.B = privacy.ScaleKeys(sn.Mechanism, sn.Scale)
+	if sn.Mechanism == privacy.Gaussian {
+		kinv, k := sn.KappaInverse, sn.KappaAtScale
+		r.KappaInverse, r.KappaAtSigma = &kinv, &k
+	}
+	return r
 }
 
-// setRun fills RunFields from a composed guarantee.
-func (f *RunFields) setRun(g privacy.RunGuarantee, forRun bool) {
-	f.Episodes, f.EpsilonRun, f.DeltaRun = g.Episodes, g.EpsilonRun, g.DeltaRun
-	f.Composition, f.CompositionNote = string(g.Composition), g.Note
-	f.CalibratedFor = "episode"
-	if forRun {
-		f.CalibratedFor = "run"
-	}
-	if g.Mechanism == privacy.Gaussian {
-		mu, mr := g.MuEpisode, g.MuRun
-		f.MuEpisode, f.MuRun = &mu, &mr
-		return
-	}
-	if g.DeltaRun > 0 {
-		f.RunAlternatives = map[string]float64{
-			"basic":    float64(g.Episodes) * g.EpsilonEpisode,
-			"advanced": privacy.AdvancedComposition(g.EpsilonEpisode, g.Episodes, g.DeltaRun),
-		}
-	}
-}
-
-// addRun composes the scalar result over k episodes at runDelta.
-func (r *ScalarResult) addRun(k int, runDelta float64, cal privacy.Calibration, forRun bool) error {
-	var g privacy.RunGuarantee
-	var err error
-	if r.Mechanism == privacy.Laplace {
-		// The exact per-episode eps of the noise: mu*Delta_L/b (equal to the budget up to rounding).
-		g, err = privacy.ComposeLaplace(k, r.Mu*r.Sensitivity / *r.B, runDelta)
-	} else {
-		g, err = privacy.ComposeGaussian(k, r.Epsilon, r.Delta, r.Mu*r.Sensitivity / *r.Sigma, runDelta, cal)
-	}
-	if err != nil {
-		return err
-	}
-	r.RunFields.setRun(g, forRun)
-	return nil
-}
-
-func scalar(mech privacy.Mechanism, cal privacy.Calibration, eps, delta, mu, sens float64) (*ScalarResult, error) {
-	r := &ScalarResult{Mode: "scalar", Mechanism: mech, Epsilon: eps, Delta: delta, Mu: mu, Sensitivity: sens, RankOK: true}
-	if mech == privacy.Laplace {
-		b, err := privacy.LaplaceScale(eps, mu, sens)
-		if err != nil {
-			return nil, err
-		}
-		r.Calibration, r.Variance = "exact", 2*b*b
-		r.Sigma, r.B = scaleKeys(mech, b)
-		r.Sampler, r.Granularity = noise.SamplerSecure, noise.Granularity(b)
-		return r, nil
-	}
-	sigma, err := privacy.GaussianSigma(cal, eps, delta, mu, sens)
-	if err != nil {
-		return nil, err
-	}
-	kinv, err := privacy.KappaInverse(eps, delta)
-	if err != nil {
-		return nil, err
-	}
-	k := privacy.Kappa(eps, mu*sens/sigma)
-	r.Calibration, r.Variance, r.KappaInverse, r.KappaAtSigma = string(cal), sigma*sigma, &kinv, &k
-	r.Sigma, r.B = scaleKeys(mech, sigma)
-	r.Sampler, r.Granularity = noise.SamplerSecure, noise.Granularity(sigma)
-	r.Alternatives = map[string]float64{}
-	for _, c := range privacy.Calibrations {
-		if s, err := privacy.GaussianSigma(c, eps, delta, mu, sens); err == nil {
-			r.Alternatives[string(c)] = s
-		}
-	}
-	return r, nil
+// ScenarioResult is the JSON of scenario mode (one per sweep point): the mode, then the point's
+// calibration.
+type ScenarioResult struct {
+	Mode string `json:"mode"`
+	plan.CalibrationResult
 }
 
 func printScalar(w io.Writer, r *ScalarResult) error {
@@ -361,7 +281,7 @@ func printScalar(w io.Writer, r *ScalarResult) error {
 }
 
 // printRun prints the per-episode and the whole run's guarantee (docs/math.md section 9).
-func printRun(w io.Writer, m privacy.Mechanism, eps, delta float64, f *RunFields) {
+func printRun(w io.Writer, m privacy.Mechanism, eps, delta float64, f *privacy.RunFields) {
 	if f.Episodes == 0 {
 		return
 	}
@@ -379,100 +299,6 @@ func printRun(w io.Writer, m privacy.Mechanism, eps, delta float64, f *RunFields
 			fmt.Fprintf(w, "  for comparison\tbasic k eps = %.6g, advanced composition = %.6g\n", a["basic"], a["advanced"])
 		}
 	}
-}
-
-// WorstPairJSON is the worst adjacent pair as printed (0-based coordinates).
-type WorstPairJSON struct {
-	FreeSet          []int     `json:"free_set"`
-	Coordinate       int       `json:"coordinate"`
-	Time             *int      `json:"time,omitempty"`
-	Component        *int      `json:"component,omitempty"`
-	Diff             []float64 `json:"diff"`
-	Param            []float64 `json:"param"`
-	InitialStateDiff []float64 `json:"initial_state_diff,omitempty"`
-}
-
-// ScenarioResult is the JSON of scenario mode (one per sweep point).
-type ScenarioResult struct {
-	Mode         string            `json:"mode"`
-	Scenario     string            `json:"scenario"`
-	Kind         scenario.Kind     `json:"kind"`
-	Steps        int               `json:"steps"`
-	Mechanism    privacy.Mechanism `json:"mechanism"`
-	Epsilon      float64           `json:"epsilon"`
-	Delta        float64           `json:"delta"`
-	Mu           float64           `json:"mu"`
-	Adjacency    privacy.Adjacency `json:"adjacency"`
-	Calibration  string            `json:"calibration"`
-	Noise        noise.Kind        `json:"noise"`
-	PrivateModel map[string]any    `json:"private_model"`
-	Sensitivity  float64           `json:"sensitivity"`
-	Sigma        *float64          `json:"sigma,omitempty"` // gaussian; see scaleKeys
-	B            *float64          `json:"b,omitempty"`     // laplace
-	SigmaMatrix  [][]float64       `json:"sigma_matrix,omitempty"`
-	KappaInverse float64           `json:"kappa_inverse,omitempty"`
-	// Sampler and Granularity: how the noise becomes float64 values (docs/math.md section 10);
-	// SamplerInfo states its cost (none for secure) and, for float, that the guarantee is void.
-	Sampler       noise.Sampler    `json:"sampler"`
-	Granularity   float64          `json:"granularity"`
-	SamplerInfo   plan.SamplerInfo `json:"sampler_info"`
-	TraceScalar   float64          `json:"trace_scalar,omitempty"`
-	TraceOptimal  float64          `json:"trace_optimal,omitempty"`
-	TraceSavedPct float64          `json:"trace_saved_percent,omitempty"`
-	LMIViolation  float64          `json:"max_lmi_violation"`
-	RankOK        bool             `json:"rank_ok"`
-	RankError     string           `json:"rank_error,omitempty"`
-	WorstPair     *WorstPairJSON   `json:"worst_pair"`
-	Evaluated     int64            `json:"evaluated"`
-	// How fragile the sensitivity is (privacy.Conditioning): the smallest |det D_dj| it kept, its
-	// largest relative change (a fraction; null when not computed or unbounded, see
-	// sensitivity_perturbation_note) under 1e-4 relative changes of the private model (A, C), the
-	// perturbation that attains it and how many were evaluated; fragile with its reasons and what to change.
-	SensitivityMinDet        float64           `json:"sensitivity_min_det"`
-	SensitivityPerturbation  *float64          `json:"sensitivity_perturbation"`
-	SensitivityPerturbedBy   string            `json:"sensitivity_perturbed_by,omitempty"`
-	SensitivityPerturbations int               `json:"sensitivity_perturbations"`
-	PerturbationNote         string            `json:"sensitivity_perturbation_note,omitempty"`
-	Conditioning             string            `json:"conditioning"`
-	Fragile                  bool              `json:"fragile"`
-	FragileReason            string            `json:"fragile_reason,omitempty"`
-	OtherAdjacency           *OtherAdjacency   `json:"other_adjacency,omitempty"`
-	GraphAlpha               float64           `json:"graph_alpha,omitempty"`
-	Point                    map[string]string `json:"sweep_point,omitempty"`
-	Warnings                 []string          `json:"warnings,omitempty"`
-	ComparisonNote           string            `json:"comparison_note,omitempty"`
-	// Unsound: for iid-naive noise, what it is worth over all T releases.
-	NaiveSensitivityT float64            `json:"naive_sensitivity_over_T,omitempty"`
-	NaiveEpsilonT     float64            `json:"naive_epsilon_over_T,omitempty"`
-	PerAgentSigma     map[string]float64 `json:"per_agent_sigma,omitempty"` // gaussian
-	PerAgentB         map[string]float64 `json:"per_agent_b,omitempty"`     // laplace
-	NoiseVariance0    float64            `json:"noise_variance_step0"`
-	SeedFromFile      uint64             `json:"seed,omitempty"`
-	ScalarIsOptimal   bool               `json:"scalar_is_optimal,omitempty"`
-	// The whole run's guarantee (absent for noise none); EpisodesFrom says where k came from:
-	// --episodes, privacy.episodes or runs. RunEpsilonAsked is privacy.run_epsilon when the file
-	// calibrates for a whole run.
-	RunFields
-	EpisodesFrom    string  `json:"episodes_from,omitempty"`
-	RunEpsilonAsked float64 `json:"run_epsilon_asked,omitempty"`
-}
-
-// OtherAdjacency reports what the other adjacency would require, for comparison.
-type OtherAdjacency struct {
-	Adjacency   privacy.Adjacency `json:"adjacency"`
-	Sensitivity float64           `json:"sensitivity"`
-	Sigma       *float64          `json:"sigma,omitempty"` // gaussian
-	B           *float64          `json:"b,omitempty"`     // laplace
-}
-
-// scaleKeys puts the noise scale v under the key that names it: "sigma", the standard deviation, for
-// the Gaussian mechanism, or "b", the Laplace scale (standard deviation sqrt(2) b), for the Laplace
-// mechanism. Exactly one of the two is non-nil.
-func scaleKeys(m privacy.Mechanism, v float64) (sigma, b *float64) {
-	if m == privacy.Laplace {
-		return nil, &v
-	}
-	return &v, nil
 }
 
 // scaleOf returns whichever of sigma and b is set.
@@ -508,14 +334,14 @@ func runScenario(path string, adj privacy.Adjacency, budget int64, episodes int,
 	points := s.Expand()
 	results := make([]*ScenarioResult, 0, len(points))
 	for _, pt := range points {
-		r, err := calibrateScenario(pt, plan.Options{Adjacency: adj, Budget: budget}, episodes)
+		c, err := plan.Calibrate(pt, plan.Options{Adjacency: adj, Budget: budget}, episodes)
 		if err != nil {
 			if strings.Contains(err.Error(), "budget") {
 				return fmt.Errorf("%w (raise it with --budget FLOPS)", err)
 			}
 			return err
 		}
-		results = append(results, r)
+		results = append(results, &ScenarioResult{Mode: "scenario", CalibrationResult: *c})
 	}
 	if asJSON {
 		if len(s.Sweeps) == 0 {
@@ -527,157 +353,6 @@ func runScenario(path string, adj privacy.Adjacency, budget int64, episodes int,
 		return printSweep(stdout, s, results)
 	}
 	return printScenario(stdout, results[0])
-}
-
-// CalibrateScenario resolves one scenario point into its printed result. The whole run's guarantee is
-// for episodes (--episodes; 0: privacy.episodes when the file gives a whole-run budget, else its runs).
-func calibrateScenario(s *scenario.Scenario, opt plan.Options, episodes int) (*ScenarioResult, error) {
-	p, err := plan.New(s, opt)
-	if err != nil {
-		return nil, err
-	}
-	pr := s.Privacy
-	r := &ScenarioResult{
-		Mode: "scenario", Scenario: s.Name, Kind: s.Kind, Steps: s.Steps, Mechanism: p.Mechanism,
-		Epsilon: pr.Epsilon, Delta: pr.Delta, Mu: pr.Mu, Adjacency: p.Adjacency, Noise: p.Noise,
-		Sensitivity: p.Sensitivity.Value, KappaInverse: p.KappaInv,
-		RankOK: p.RankErr == nil, Evaluated: p.Sensitivity.Evaluated, NoiseVariance0: p.NoiseVariance(),
-		SeedFromFile: s.Seed, GraphAlpha: p.Alpha, Warnings: s.Warnings,
-	}
-	r.Sigma, r.B = scaleKeys(p.Mechanism, p.Scale)
-	r.SamplerInfo = p.SamplerInfo()
-	r.Sampler, r.Granularity = r.SamplerInfo.Sampler, r.SamplerInfo.Granularity
-	r.setConditioning(p.Conditioning())
-	r.Calibration = string(pr.Calibration)
-	if p.Mechanism == privacy.Laplace {
-		r.Calibration = "exact"
-	}
-	if p.RankErr != nil {
-		r.RankError = p.RankErr.Error()
-	}
-	r.PrivateModel = map[string]any{"A": rowmajor.Rows(p.ModelA), "C": rowmajor.Rows(p.ModelC), "from": modelSource(s)}
-	if g := p.Gaussian; g != nil {
-		r.SigmaMatrix = symRows(g.Sigma)
-		r.TraceScalar, r.TraceOptimal, r.TraceSavedPct = g.TraceScalar, g.TraceOptimal, g.TraceSavedPercent
-		r.LMIViolation, r.ScalarIsOptimal = g.MaxLMIViolation, g.ScalarIsOptimal
-	}
-	if len(s.Point) > 0 {
-		r.Point = map[string]string{}
-		for _, sp := range s.Point {
-			r.Point[string(sp.Param)] = sp.Value
-		}
-	}
-	if s.Kind == scenario.Consensus && p.Noise != noise.None {
-		if p.Mechanism == privacy.Laplace {
-			r.PerAgentB = map[string]float64{"all": p.Scale}
-		} else {
-			r.PerAgentSigma = map[string]float64{"all": p.Scale}
-		}
-	}
-	if p.Noise != noise.None {
-		r.WorstPair = worstPair(p)
-	}
-	if p.Noise == noise.IIDNaive {
-		if sensT, eps, err := p.NaiveOverT(); err == nil {
-			r.NaiveSensitivityT, r.NaiveEpsilonT = sensT, eps
-		}
-	}
-	r.EpisodesFrom = "--episodes"
-	if episodes == 0 {
-		episodes, r.EpisodesFrom = s.Runs, "runs"
-		if pr.Episodes > 0 {
-			episodes, r.EpisodesFrom = pr.Episodes, "privacy.episodes"
-		}
-	}
-	if p.Noise != noise.None {
-		g, err := p.RunGuarantee(episodes)
-		if err != nil {
-			return nil, err
-		}
-		r.RunFields.setRun(g, pr.Episodes > 0)
-		if pr.Episodes > 0 {
-			r.RunEpsilonAsked = pr.RunEpsilon
-		}
-	}
-	// What the other adjacency costs, so the choice is visible (docs/math.md section 1).
-	other := privacy.Block
-	if p.Adjacency == privacy.Block {
-		other = privacy.Manifold
-	}
-	// Its cost is capped: the comparison must not dominate the run.
-	if p.Noise != noise.None {
-		cmpBudget := int64(comparisonBudget)
-		if opt.Budget > 0 && opt.Budget < cmpBudget {
-			cmpBudget = opt.Budget
-		}
-		po, err := plan.New(s, plan.Options{Adjacency: other, Budget: cmpBudget})
-		if err != nil {
-			r.ComparisonNote = fmt.Sprintf("%s adjacency not computed: %v", other, err)
-		} else {
-			r.OtherAdjacency = &OtherAdjacency{Adjacency: other, Sensitivity: po.Sensitivity.Value}
-			r.OtherAdjacency.Sigma, r.OtherAdjacency.B = scaleKeys(p.Mechanism, po.Scale)
-		}
-	}
-	return r, nil
-}
-
-// setConditioning fills the conditioning keys.
-func (r *ScenarioResult) setConditioning(c privacy.Conditioning) {
-	r.SensitivityMinDet, r.SensitivityPerturbations = c.MinDet, c.Directions
-	if !math.IsNaN(c.Perturbation) && !math.IsInf(c.Perturbation, 0) {
-		v := c.Perturbation
-		r.SensitivityPerturbation = &v
-		r.SensitivityPerturbedBy = c.PerturbedBy
-	}
-	r.PerturbationNote = c.Note
-	if c.Err != "" {
-		r.PerturbationNote = "a perturbed model is refused: " + c.Err
-	}
-	r.Conditioning = c.Summary()
-	if c.Fragile {
-		r.Fragile, r.FragileReason = true, c.Advice()
-	}
-}
-
-// comparisonBudget caps the flops spent on the other adjacency's sensitivity (about a second).
-const comparisonBudget = 1e9
-
-func modelSource(s *scenario.Scenario) string {
-	switch {
-	case s.Kind == scenario.Consensus:
-		return "consensus agent (1, 1)"
-	case s.Privacy.Model != nil:
-		return "privacy.model"
-	}
-	return "plant"
-}
-
-func worstPair(p *plan.Plan) *WorstPairJSON {
-	w := p.Sensitivity.Worst
-	out := &WorstPairJSON{FreeSet: w.FreeSet, Coordinate: w.Coordinate, Diff: w.Diff, Param: w.Param}
-	if w.Time >= 0 {
-		t, c := w.Time, w.Component
-		out.Time, out.Component = &t, &c
-	}
-	if p.Noise == noise.Structured {
-		out.InitialStateDiff = w.Param
-	}
-	return out
-}
-
-func symRows(m *mat.SymDense) [][]float64 {
-	if m == nil {
-		return nil
-	}
-	n := m.SymmetricDim()
-	out := make([][]float64, n)
-	for i := range out {
-		out[i] = make([]float64, n)
-		for j := range out[i] {
-			out[i][j] = m.At(i, j)
-		}
-	}
-	return out
 }
 
 func printScenario(w io.Writer, r *ScenarioResult) error {

@@ -289,7 +289,7 @@ func (f *johnFlags) addPlot(out *output, a *mat.Dense, set map[string]bool, plot
 		eps = append(eps, *f.epsilon)
 		slices.Sort(eps)
 	}
-	files, notes, err := Plot(a, PlotConfig{
+	files, notes, err := john.Plot(a, john.PlotConfig{
 		Dir: *f.plotOut, Xi: plotXi, MaxIter: *f.maxIter, Seed: *f.seed, Workers: *f.workers,
 		Delta: pd, Eps0: pe, Epsilons: eps,
 	})

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/pkg/rng"
 )
@@ -296,8 +294,8 @@ func TestNotConverged(t *testing.T) {
 	}
 }
 
-// TestPlot: --plot-out writes the PNG and SVG and the JSON lists them; the curves end
-// below the target for exact.
+// TestPlot: --plot-out writes the PNG and SVG and the JSON lists them (the curves themselves:
+// pkg/john TestAccuracyCurves).
 func TestPlot(t *testing.T) {
 	p := randomCSV(t, 300, 3)
 	dir := filepath.Join(t.TempDir(), "plots")
@@ -315,59 +313,5 @@ func TestPlot(t *testing.T) {
 		if err != nil || st.Size() < 1000 {
 			t.Errorf("%v: %v", f, err)
 		}
-	}
-	a, err := ReadMatrix(p, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	curves, _, err := Curves(a, PlotConfig{Xi: 0.1, MaxIter: 120, Seed: 2, Delta: 1e-6, Eps0: 1e-3, Epsilons: []float64{0.5, 1, 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(curves) != 5 || curves[0].Label != ExactLabel || !strings.HasPrefix(curves[2].Label, "dp eps=0.5") {
-		t.Fatalf("curves %d, labels %q %q", len(curves), curves[0].Label, curves[2].Label)
-	}
-	if last := curves[0].Acc[len(curves[0].Acc)-1]; last > 1e-9 {
-		t.Errorf("exact curve ends at %g above 1e-9 (its default accuracy)", last)
-	}
-	fig, err := AccuracyFigure(a, 0.1, curves)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fig.Check(); err != nil {
-		t.Error(err)
-	}
-	// A zero row: no calibration possible, the dp curves fall back to fixed sigmas.
-	z := writeFile(t, "zero.csv", "1,0\n0,1\n0,0\n1,1\n")
-	a, err = ReadMatrix(z, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	curves, notes, err := Curves(a, PlotConfig{Xi: 0.1, MaxIter: 20, Seed: 2, Delta: 1e-6, Eps0: 1e-3, Epsilons: []float64{1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(notes) == 0 || len(curves) != 2+len(FallbackSigmas) {
-		t.Errorf("fallback: notes %q, %d curves", notes, len(curves))
-	}
-}
-
-// The cube's uniform weights are optimal from the start: the exact curve is one point, not a
-// panic, and the figure still passes the house style.
-func TestCurvesWhenExactStartsOptimal(t *testing.T) {
-	a := mat.NewDense(3, 3, []float64{1, 0, 0, 0, 1, 0, 0, 0, 1})
-	curves, _, err := Curves(a, PlotConfig{Xi: 0.1, MaxIter: 20, Seed: 2, Delta: 1e-6, Eps0: 1e-3, Epsilons: []float64{1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := curves[0]; c.Label != ExactLabel || len(c.Iter) != 1 || c.Acc[0] > 1e-9 {
-		t.Fatalf("exact curve %+v", c)
-	}
-	fig, err := AccuracyFigure(a, 0.1, curves)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fig.Check(); err != nil {
-		t.Error(err)
 	}
 }

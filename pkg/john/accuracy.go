@@ -1,4 +1,4 @@
-package johncmd
+package john
 
 import (
 	"fmt"
@@ -12,9 +12,13 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/dpsim/dpsim/pkg/figure"
-	"github.com/dpsim/dpsim/pkg/john"
 	"github.com/dpsim/dpsim/pkg/rng"
 )
+
+// The accuracy experiment: max_i h_i(v) - 1, the verified accuracy of each method's output
+// (h_i(v) = a_i^T Q^{-1} a_i, Q = A^T diag(v) A), against its iterations, for the exact method
+// (Wolfe-Atwood, Todd and Yildirim 2007) and for Algorithm 1 of Gu et al. without (fast) and
+// with (dp) noise, drawn in pkg/figure's one plot style.
 
 // PlotConfig parameterises the accuracy plot.
 type PlotConfig struct {
@@ -24,7 +28,7 @@ type PlotConfig struct {
 	Seed    uint64
 	Workers int
 	// dp curves: one per epsilon, noise calibrated with Delta and Eps0 (heuristic, see
-	// john.CalibrateNoise); if the local sensitivity is unbounded the curves use the fixed
+	// CalibrateNoise); if the local sensitivity is unbounded the curves use the fixed
 	// noise scales FallbackSigmas instead.
 	Delta, Eps0 float64
 	Epsilons    []float64
@@ -56,8 +60,8 @@ func checkpoints(T int) []int {
 
 // traceRun steps a solver to T iterations and evaluates its output exactly at the
 // checkpoints.
-func traceRun(a *mat.Dense, cfg john.Config, T int, label string) (Curve, error) {
-	s, err := john.NewSolver(a, cfg)
+func traceRun(a *mat.Dense, cfg Config, T int, label string) (Curve, error) {
+	s, err := NewSolver(a, cfg)
 	if err != nil {
 		return Curve{}, err
 	}
@@ -82,16 +86,16 @@ func traceRun(a *mat.Dense, cfg john.Config, T int, label string) (Curve, error)
 // ExactLabel names the exact method's curve.
 const ExactLabel = "exact (Wolfe-Atwood, O(nd) per iteration)"
 
-// Curves runs exact (john.ExactTrace), fast and dp (one curve per epsilon) on a for the plot.
+// Curves runs exact (ExactTrace), fast and dp (one curve per epsilon) on a for the plot.
 // notes explain fallbacks.
 func Curves(a *mat.Dense, pc PlotConfig) (curves []Curve, notes []string, err error) {
 	n, d := a.Dims()
 	T := pc.MaxIter
 	if T == 0 {
-		T = john.DefaultMaxIter(john.Fast, n, d, pc.Xi, john.DefaultSketchSize(pc.Xi))
+		T = DefaultMaxIter(Fast, n, d, pc.Xi, DefaultSketchSize(pc.Xi))
 	}
-	base := john.Config{Xi: pc.Xi, Workers: pc.Workers, MaxIter: 1 << 30}
-	run := func(cfg john.Config, label string, stream string) error {
+	base := Config{Xi: pc.Xi, Workers: pc.Workers, MaxIter: 1 << 30}
+	run := func(cfg Config, label string, stream string) error {
 		cfg.Seed = rng.Derive(pc.Seed, rng.Label("john-plot"), rng.Label(stream))
 		c, err := traceRun(a, cfg, T, label)
 		if err != nil {
@@ -100,28 +104,14 @@ func Curves(a *mat.Dense, pc PlotConfig) (curves []Curve, notes []string, err er
 		curves = append(curves, c)
 		return nil
 	}
-	// exact: the Wolfe-Atwood iterations dpsim john --method exact runs, to its default
-	// accuracy; its x axis counts its own (cheaper, O(n d)) iterations.
-	tr, err := john.ExactTrace(a, john.DefaultXiExact, john.MaxIterWolfeAtwood)
+	ex, err := exactCurve(a)
 	if err != nil {
-		return nil, nil, fmt.Errorf("exact curve: %w", err)
-	}
-	ex := Curve{Label: ExactLabel}
-	if len(tr) == 1 {
-		// optimal at the start (a symmetric polytope): the flat curve of a method that has
-		// nothing left to do, drawn from iteration 1 on the log axis
-		ex.Iter, ex.Acc = []int{1}, []float64{tr[0].MaxLeverage - 1}
-	}
-	for _, it := range checkpoints(len(tr) - 1) {
-		if it < len(tr) {
-			ex.Iter = append(ex.Iter, it)
-			ex.Acc = append(ex.Acc, tr[it].MaxLeverage-1)
-		}
+		return nil, nil, err
 	}
 	curves = append(curves, ex)
 	fast := base
-	fast.Method = john.Fast
-	if err := run(fast, string(john.Fast), string(john.Fast)); err != nil {
+	fast.Method = Fast
+	if err := run(fast, string(Fast), string(Fast)); err != nil {
 		return nil, nil, err
 	}
 	// dp: calibrate sigma per epsilon from the local sensitivity at w_1.
@@ -129,7 +119,7 @@ func Curves(a *mat.Dense, pc PlotConfig) (curves []Curve, notes []string, err er
 	for i := range w1 {
 		w1[i] = float64(d) / float64(n)
 	}
-	sens, err := john.LocalSensitivity(a, w1, pc.Eps0)
+	sens, err := LocalSensitivity(a, w1, pc.Eps0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -140,7 +130,7 @@ func Curves(a *mat.Dense, pc PlotConfig) (curves []Curve, notes []string, err er
 	var runs []dpRun
 	if sens.Finite {
 		for _, eps := range pc.Epsilons {
-			sigma, err := john.CalibrateNoise(sens, T, eps, pc.Delta)
+			sigma, err := CalibrateNoise(sens, T, eps, pc.Delta)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -154,12 +144,34 @@ func Curves(a *mat.Dense, pc PlotConfig) (curves []Curve, notes []string, err er
 	}
 	for _, r := range runs {
 		cfg := base
-		cfg.Method, cfg.NoiseScale = john.DP, r.sigma
+		cfg.Method, cfg.NoiseScale = DP, r.sigma
 		if err := run(cfg, r.label, r.label); err != nil {
 			return nil, nil, err
 		}
 	}
 	return curves, notes, nil
+}
+
+// exactCurve is the exact method's curve: the Wolfe-Atwood iterations dpsim john --method exact
+// runs, to its default accuracy; its x axis counts its own (cheaper, O(n d)) iterations.
+func exactCurve(a *mat.Dense) (Curve, error) {
+	tr, err := ExactTrace(a, DefaultXiExact, MaxIterWolfeAtwood)
+	if err != nil {
+		return Curve{}, fmt.Errorf("exact curve: %w", err)
+	}
+	ex := Curve{Label: ExactLabel}
+	if len(tr) == 1 {
+		// optimal at the start (a symmetric polytope): the flat curve of a method that has
+		// nothing left to do, drawn from iteration 1 on the log axis
+		ex.Iter, ex.Acc = []int{1}, []float64{tr[0].MaxLeverage - 1}
+	}
+	for _, it := range checkpoints(len(tr) - 1) {
+		if it < len(tr) {
+			ex.Iter = append(ex.Iter, it)
+			ex.Acc = append(ex.Acc, tr[it].MaxLeverage-1)
+		}
+	}
+	return ex, nil
 }
 
 // Plot writes john_accuracy.png and john_accuracy.svg into pc.Dir (created if needed):
