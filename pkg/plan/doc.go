@@ -19,4 +19,7 @@
 //
 // Consensus (Section 6) uses the same machinery with the scalar agent model (A, C) = (1, 1):
 // every agent adds gamma_i(t) = sigma_i eta_i with eta_i drawn once per run (eqs. (29)-(31)).
+//
+// Calibrate states a scenario's calibration as `dpsim calibrate SCENARIO` prints it: the scale,
+// the sensitivity, the worst adjacent pair, the model it came from and the conditioning.
 package plan

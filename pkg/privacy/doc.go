@@ -58,4 +58,7 @@
 // references for eps in [0, 50]); [LogKappa] stays finite far below that. KappaInverse runs Newton's method
 // on log kappa, which is concave in y, from a point below the root: a few microseconds per call, no
 // allocation. The package is pure: no I/O, no logging, errors name the offending value.
+//
+// CalibrateScalar is a scalar mechanism's calibration (`dpsim calibrate --epsilon ...`), with
+// EpisodeBudget splitting a whole run's budget over its episodes (docs/math.md section 9).
 package privacy
