@@ -589,7 +589,7 @@ func (r *coreRunner) drainStale() {
 		}
 		for _, c := range cores(m) {
 			if c.Done() && addressedTo(m, c) { // an unfinished core (interrupted) is left as it is
-				_ = c.Step(m) // a finished core files it as stale: no output, no error
+				_ = c.Deliver(m) // a finished core files it as stale: no output, no error
 				c.Ready()
 			}
 		}

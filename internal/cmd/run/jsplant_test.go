@@ -202,7 +202,7 @@ privacy: {PRIVACY}
 					if (st+ep)%4 == 1 { // nothing came: the deadline
 						require.NoError(t, c.Tick(st))
 					} else {
-						require.NoError(t, c.Step(&sim.Msg{From: sim.CloudEndpoint, ToAll: true, Episode: ep, Step: st, At: st, Values: arithmeticInput(st, nu)}))
+						require.NoError(t, c.Deliver(&sim.Msg{From: sim.CloudEndpoint, ToAll: true, Episode: ep, Step: st, At: st, Values: arithmeticInput(st, nu)}))
 					}
 					for i := range c.Ready().Control {
 						require.NoError(t, tw.Write(&c.Ready().Control[i]))
