@@ -32,8 +32,8 @@ var topTable = []field[document]{
 	{key: "kind", need: "want " + joinNames(Kinds), set: setKind},
 	{key: "steps", need: "the horizon T, an integer >= 1",
 		set: to(intRange(1, MaxSteps, " (the horizon T)"), func(t *document) *int { return &t.s.Steps })},
-	{key: "runs", need: "the number of Monte Carlo runs, an integer >= 1",
-		set: to(intRange(1, MaxRuns, " (Monte Carlo runs)"), func(t *document) *int { return &t.s.Runs })},
+	{key: "episodes", was: "runs", need: "the number of Monte Carlo episodes, an integer >= 1",
+		set: to(intRange(1, MaxRuns, " (Monte Carlo episodes)"), func(t *document) *int { return &t.s.Runs })},
 	{key: "seed", set: to(unsigned, func(t *document) *uint64 { return &t.s.Seed })},
 	{key: "plant", set: func(d *decoder, t *document, n *yaml.Node, _ string) bool {
 		t.s.Plant = d.plant(n)
@@ -171,7 +171,7 @@ func decodeScenario(data []byte, source string, d *decoder) *Scenario {
 	if root == nil {
 		return nil
 	}
-	f := d.mapping(root, "", keysOf(topTable)...)
+	f := d.mappingRenamed(root, "", oldNamesOf(topTable), keysOf(topTable)...)
 	if f == nil {
 		return nil
 	}
@@ -188,7 +188,7 @@ func decodeScenario(data []byte, source string, d *decoder) *Scenario {
 	if t.pr != nil {
 		s.Privacy = d.checkPrivacy(t.pr, t.sweeps)
 		if k := s.Privacy.Episodes; k > 0 && s.Runs > k {
-			d.warn("privacy.episodes is %d but runs is %d: the run releases the secret %d times, more than the whole-run budget privacy.run_epsilon covers (the report states what %d episodes give)", k, s.Runs, s.Runs, s.Runs)
+			d.warn("privacy.episodes is %d but episodes (top level) is %d: the run releases the secret %d times, more than the whole-run budget privacy.run_epsilon covers (the report states what %d episodes give)", k, s.Runs, s.Runs, s.Runs)
 		}
 	}
 	s.Faults = defaultFaults()

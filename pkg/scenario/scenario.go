@@ -101,8 +101,11 @@ type Scenario struct {
 	Description string `json:"description,omitempty"`
 	Kind        Kind   `json:"kind"`
 	Steps       int    `json:"steps"` // T, the horizon of one run (>= 1)
-	Runs        int    `json:"runs"`  // Monte Carlo runs (>= 1)
-	Seed        uint64 `json:"seed"`  // run seed; 0 = not fixed in the file (see cli.ResolveSeed)
+	// Runs is the number of Monte Carlo episodes (>= 1): the file's key episodes (its old
+	// name runs is still read). The Go field and its JSON name keep the old name, which the
+	// plan, summary.json and their readers use.
+	Runs int    `json:"runs"`
+	Seed uint64 `json:"seed"` // run seed; 0 = not fixed in the file (see cli.ResolveSeed)
 
 	Plant      *PlantSpec      `json:"plant,omitempty"`      // cloud-control only
 	Controller *ControllerSpec `json:"controller,omitempty"` // cloud-control only

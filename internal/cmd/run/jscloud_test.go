@@ -74,7 +74,7 @@ func TestJSCloudArithmetic(t *testing.T) {
 	dim3 := `name: dim3
 kind: cloud-control
 steps: 30
-runs: 2
+episodes: 2
 seed: 5
 plant:
   A: [[1, 0.1, 0], [0, 1, 0.1], [0, 0, 0.9]]

@@ -137,7 +137,7 @@ func TestJSPlantArithmetic(t *testing.T) {
 	dim3 := `name: dim3
 kind: cloud-control
 steps: 30
-runs: 3
+episodes: 3
 seed: 18446744073709551557
 plant:
   A: [[1, 0.1, 0], [0, 1, 0.1], [0, 0, 0.9]]
