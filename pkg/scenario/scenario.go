@@ -101,9 +101,8 @@ type Scenario struct {
 	Description string `json:"description,omitempty"`
 	Kind        Kind   `json:"kind"`
 	Steps       int    `json:"steps"` // T, the horizon of one run (>= 1)
-	// Runs is the number of Monte Carlo episodes (>= 1): the file's key episodes (its old
-	// name runs is still read). The Go field and its JSON name keep the old name, which the
-	// plan, summary.json and their readers use.
+	// Runs is the number of Monte Carlo episodes (>= 1): the scenario file's key episodes (or
+	// its old name runs). The Go field and its JSON name keep the old name.
 	Runs int    `json:"runs"`
 	Seed uint64 `json:"seed"` // run seed; 0 = not fixed in the file (see cli.ResolveSeed)
 
