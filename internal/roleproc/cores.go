@@ -84,7 +84,7 @@ func buildCores(proc *process) ([]sim.Core, error) {
 		}
 		return []sim.Core{c}, nil
 	}
-	if cfg.Role != endpoint.Agent && cfg.ID != 0 {
+	if !cfg.Role.Many() && cfg.ID != 0 {
 		return nil, fmt.Errorf("--id %d: a run has one %s, id 0", cfg.ID, cfg.Role)
 	}
 	switch cfg.Role {
