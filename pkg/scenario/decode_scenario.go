@@ -109,40 +109,15 @@ func setConsensusX0(d *decoder, t *document, n *yaml.Node, path string) bool {
 	return true
 }
 
-// kindSections says which top-level sections each kind requires (with the help of their
-// "missing: ..." message) and which it forbids (with why).
-var kindSections = map[Kind]struct{ requires, forbids [][2]string }{
-	CloudControl: {
-		requires: [][2]string{
-			{"plant", "kind cloud-control requires plant: {A, B, C, x0}"},
-			{"controller", "kind cloud-control requires controller: {K, L, reference} or {lqr, observer, reference}"},
-		},
-		forbids: [][2]string{
-			{"graph", "only for kind consensus (this scenario is cloud-control)"},
-			{"x0", "only for kind consensus (a cloud-control plant's initial state is plant.x0)"},
-		},
-	},
-	Consensus: {
-		requires: [][2]string{
-			{"graph", "kind consensus requires graph: a named graph {name: paper10, ...} or an edge list {n, edges}"},
-			{"x0", "kind consensus requires x0, one initial value per node"},
-		},
-		forbids: [][2]string{
-			{"plant", "only for kind cloud-control (consensus agents follow eq. 25)"},
-			{"controller", "only for kind cloud-control (consensus agents follow eq. 25)"},
-		},
-	},
-}
-
 // kindPresence checks the sections the scenario's kind requires and forbids.
 func (d *decoder) kindPresence(t *document) {
-	rules := kindSections[t.s.Kind]
-	for _, r := range rules.requires {
+	rules, _ := t.s.Kind.Info()
+	for _, r := range rules.Requires {
 		if !t.f.has(r[0]) {
 			d.missing(t.f, r[0], r[1])
 		}
 	}
-	for _, r := range rules.forbids {
+	for _, r := range rules.Forbids {
 		if n := t.f.get(r[0]); n != nil {
 			d.add(n, r[0], "%s", r[1])
 		}

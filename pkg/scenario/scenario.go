@@ -41,9 +41,6 @@ const (
 	Consensus Kind = "consensus"
 )
 
-// Kinds lists the accepted scenario kinds.
-var Kinds = []Kind{CloudControl, Consensus}
-
 // ParseKind accepts "cloud-control" or "consensus".
 func ParseKind(s string) (Kind, error) {
 	for _, k := range Kinds {
