@@ -450,8 +450,8 @@ type ScenarioResult struct {
 	SeedFromFile      uint64             `json:"seed,omitempty"`
 	ScalarIsOptimal   bool               `json:"scalar_is_optimal,omitempty"`
 	// The whole run's guarantee (absent for noise none); EpisodesFrom says where k came from:
-	// --episodes, privacy.episodes or runs. RunEpsilonAsked is privacy.run_epsilon when the file
-	// calibrates for a whole run.
+	// --episodes, privacy.episodes or episodes (the scenario's top-level key, once named runs).
+	// RunEpsilonAsked is privacy.run_epsilon when the file calibrates for a whole run.
 	RunFields
 	EpisodesFrom    string  `json:"episodes_from,omitempty"`
 	RunEpsilonAsked float64 `json:"run_epsilon_asked,omitempty"`
@@ -584,7 +584,7 @@ func calibrateScenario(s *scenario.Scenario, opt plan.Options, episodes int) (*S
 	}
 	r.EpisodesFrom = "--episodes"
 	if episodes == 0 {
-		episodes, r.EpisodesFrom = s.Runs, "runs"
+		episodes, r.EpisodesFrom = s.Runs, "episodes"
 		if pr.Episodes > 0 {
 			episodes, r.EpisodesFrom = pr.Episodes, "privacy.episodes"
 		}
