@@ -12,7 +12,7 @@ import (
 const ivScenario = `name: iv
 kind: consensus
 steps: 20
-runs: 10
+episodes: 10
 graph: {name: paper10, weight: 0.25}
 x0: [10, 100, 20, -30, -20, -60, 70, 0, 80, -20]
 privacy: {mechanism: gaussian, epsilon: 1, delta: 0.01, noise: structured}

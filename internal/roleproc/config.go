@@ -183,7 +183,7 @@ func (c *Config) resolveSeed(s *scenario.Scenario) error {
 func (c *Config) resolveFaultSeed(s *scenario.Scenario) error {
 	switch {
 	case c.FaultSeedSet:
-	case c.Role == endpoint.Plant || c.Role == endpoint.Agent:
+	case c.Role.Private(): // the plant and the agents hold the run seed
 		c.FaultSeed = sim.NewSeeds(c.Seed).Fault // a process started by hand: its run seed is decided here
 	case s.Faults.Active():
 		return cli.UsageError("the scenario has link faults: pass --fault-seed (the launcher passes the run's)")

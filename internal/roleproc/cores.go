@@ -84,7 +84,7 @@ func buildCores(proc *process) ([]sim.Core, error) {
 		}
 		return []sim.Core{c}, nil
 	}
-	if cfg.Role != endpoint.Agent && cfg.ID != 0 {
+	if !cfg.Role.Many() && cfg.ID != 0 {
 		return nil, fmt.Errorf("--id %d: a run has one %s, id 0", cfg.ID, cfg.Role)
 	}
 	switch cfg.Role {
@@ -589,7 +589,7 @@ func (r *coreRunner) drainStale() {
 		}
 		for _, c := range cores(m) {
 			if c.Done() && addressedTo(m, c) { // an unfinished core (interrupted) is left as it is
-				_ = c.Step(m) // a finished core files it as stale: no output, no error
+				_ = c.Deliver(m) // a finished core files it as stale: no output, no error
 				c.Ready()
 			}
 		}

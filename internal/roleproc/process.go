@@ -162,7 +162,7 @@ func Serve(cfg *Config, stderr io.Writer) error {
 	if err := cfg.resolveTiming(scn); err != nil {
 		return err
 	}
-	if role == endpoint.Plant || role == endpoint.Agent {
+	if role.Private() { // the plant and the agents draw noise from the run seed
 		if err := cfg.resolveSeed(scn); err != nil {
 			return err
 		}
@@ -564,7 +564,7 @@ type x0Msg struct {
 // takesX0 reports whether this role accepts an explicit x(0): the plant and the agents hold
 // the private state; the cloud and the eavesdropper must never receive it.
 func (proc *process) takesX0() bool {
-	return proc.cfg.Role == endpoint.Plant || proc.cfg.Role == endpoint.Agent
+	return proc.cfg.Role.Private()
 }
 
 // subscribeX0 listens on the challenger's private subject (outside dpsim.>) for explicit

@@ -66,7 +66,7 @@ const vehicleDoc = `
 name: inline-vehicle
 kind: cloud-control
 steps: 100
-runs: 10
+episodes: 10
 seed: 5
 plant:
   A: [[1, 0.1], [0, 1]]

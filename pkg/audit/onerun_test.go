@@ -21,7 +21,7 @@ func oneRunPlan(t testing.TB, n int, mech, noise string, eps, delta float64) *pl
 	y := fmt.Sprintf(`name: onerun-%s
 kind: consensus
 steps: 30
-runs: 1
+episodes: 1
 seed: 7
 graph: {name: ring, n: %d, weight: 0.25}
 x0: [%s]

@@ -27,15 +27,69 @@ const (
 // NumRoles is the number of roles: arrays indexed by Role have this length.
 const NumRoles = int(Launcher) + 1
 
-var roleNames = [NumRoles]string{"plant", "cloud", "agent", "eavesdropper", "host", "launcher"}
+// RoleInfo is what the code needs to know about a role as data: one row of Roles. A new
+// role adds its constant above and its row here; TestRoleTable checks every role has one.
+type RoleInfo struct {
+	Role Role
+	// Name is the <role> token of the bus subjects and sender names, and the role's name in
+	// flags, files and scenario link endpoints.
+	Name string
+	// Stream is the data stream the role publishes ("": it publishes no data).
+	Stream string
+	// Process: the role runs as a role process of its own (dpsim plant, cloud, agent,
+	// eavesdropper), which reports a result; a host is a process of role agent.
+	Process bool
+	// Many: a run has several of the role (ids 0, 1, ...); the others have one, id 0.
+	Many bool
+	// Private: the role holds a secret - its private initial state and the seed of its
+	// noise - which the other roles must never receive.
+	Private bool
+}
+
+// Roles lists every role, indexed by Role.
+var Roles = [NumRoles]RoleInfo{
+	{Role: Plant, Name: "plant", Stream: StreamYhat, Process: true, Private: true},
+	{Role: Cloud, Name: "cloud", Stream: StreamU, Process: true},
+	{Role: Agent, Name: "agent", Stream: StreamY, Process: true, Many: true, Private: true},
+	{Role: Eavesdropper, Name: "eavesdropper", Process: true},
+	{Role: Host, Name: "host", Stream: StreamY, Many: true},
+	{Role: Launcher, Name: "launcher"},
+}
+
+// Info returns r's row of Roles (the zero RoleInfo for an invalid role).
+func (r Role) Info() RoleInfo {
+	if r.Valid() {
+		return Roles[r]
+	}
+	return RoleInfo{}
+}
+
+// ProcessRoles lists the names of the roles that run as role processes (RoleInfo.Process),
+// in the order of Roles.
+func ProcessRoles() []string {
+	var out []string
+	for _, ri := range Roles {
+		if ri.Process {
+			out = append(out, ri.Name)
+		}
+	}
+	return out
+}
 
 // String returns the role's name, the <role> token of the bus subjects and sender names.
 func (r Role) String() string {
-	if int(r) < len(roleNames) {
-		return roleNames[r]
+	if r.Valid() {
+		return Roles[r].Name
 	}
 	return "Role(" + strconv.Itoa(int(r)) + ")"
 }
+
+// Many reports whether a run has several of role r (RoleInfo.Many).
+func (r Role) Many() bool { return r.Info().Many }
+
+// Private reports whether role r holds a secret: its private initial state and its noise
+// seed (RoleInfo.Private).
+func (r Role) Private() bool { return r.Info().Private }
 
 // Valid reports whether r is one of the roles above.
 func (r Role) Valid() bool { return int(r) < NumRoles }
@@ -47,28 +101,19 @@ const (
 	StreamY    = "y"    // agent (or host) -> neighbours: y_i(t) = x_i(t) + gamma_i(t)
 )
 
-// Stream is the data stream role r publishes: yhat for the plant, u for the cloud, y for an
-// agent or a host; "" for the eavesdropper and the launcher, which publish no data.
-func (r Role) Stream() string {
-	switch r {
-	case Plant:
-		return StreamYhat
-	case Cloud:
-		return StreamU
-	case Agent, Host:
-		return StreamY
-	}
-	return ""
-}
+// Stream is the data stream role r publishes (RoleInfo.Stream): yhat for the plant, u for
+// the cloud, y for an agent or a host; "" for the eavesdropper and the launcher, which publish
+// no data.
+func (r Role) Stream() string { return r.Info().Stream }
 
 // ErrSyntax is wrapped by every ParseRole and Parse error.
 var ErrSyntax = errors.New("endpoint: invalid")
 
 // ParseRole returns the role named s.
 func ParseRole(s string) (Role, error) {
-	for r, name := range roleNames {
-		if s == name {
-			return Role(r), nil
+	for _, ri := range Roles {
+		if s == ri.Name {
+			return ri.Role, nil
 		}
 	}
 	return 0, fmt.Errorf("%w role %q", ErrSyntax, s)

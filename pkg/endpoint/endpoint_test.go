@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -49,18 +50,40 @@ func TestParseInvalid(t *testing.T) {
 	}
 }
 
+// Roles has one row per role, at the role's index, with a distinct name.
+func TestRoleTable(t *testing.T) {
+	seen := map[string]bool{}
+	for r := Role(0); int(r) < NumRoles; r++ {
+		ri := Roles[r]
+		if ri.Role != r || ri.Name == "" || seen[ri.Name] {
+			t.Errorf("Roles[%d] = %+v: want the row of role %d with a distinct name", r, ri, r)
+		}
+		seen[ri.Name] = true
+		if r.Info() != ri {
+			t.Errorf("%s.Info() = %+v, want %+v", r, r.Info(), ri)
+		}
+	}
+	if ri := Role(NumRoles).Info(); ri != (RoleInfo{}) {
+		t.Errorf("Role(NumRoles).Info() = %+v, want the zero RoleInfo", ri)
+	}
+	if got, want := ProcessRoles(), []string{"plant", "cloud", "agent", "eavesdropper"}; !slices.Equal(got, want) {
+		t.Errorf("ProcessRoles() = %v, want %v", got, want)
+	}
+}
+
 func TestRoleNames(t *testing.T) {
 	tests := []struct {
-		r      Role
-		name   string
-		stream string
+		r                      Role
+		name                   string
+		stream                 string
+		process, many, private bool
 	}{
-		{Plant, "plant", StreamYhat},
-		{Cloud, "cloud", StreamU},
-		{Agent, "agent", StreamY},
-		{Eavesdropper, "eavesdropper", ""},
-		{Host, "host", StreamY},
-		{Launcher, "launcher", ""},
+		{Plant, "plant", StreamYhat, true, false, true},
+		{Cloud, "cloud", StreamU, true, false, false},
+		{Agent, "agent", StreamY, true, true, true},
+		{Eavesdropper, "eavesdropper", "", true, false, false},
+		{Host, "host", StreamY, false, true, false},
+		{Launcher, "launcher", "", false, false, false},
 	}
 	if len(tests) != NumRoles {
 		t.Fatalf("%d roles tested, NumRoles = %d", len(tests), NumRoles)
@@ -71,6 +94,9 @@ func TestRoleNames(t *testing.T) {
 		}
 		if got := tc.r.Stream(); got != tc.stream {
 			t.Errorf("%s.Stream() = %q, want %q", tc.r, got, tc.stream)
+		}
+		if ri := tc.r.Info(); ri.Process != tc.process || tc.r.Many() != tc.many || tc.r.Private() != tc.private {
+			t.Errorf("%s: process %v, many %v, private %v; want %v, %v, %v", tc.r, ri.Process, tc.r.Many(), tc.r.Private(), tc.process, tc.many, tc.private)
 		}
 		got, err := ParseRole(tc.name)
 		if err != nil || got != tc.r {

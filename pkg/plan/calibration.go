@@ -83,8 +83,8 @@ type CalibrationResult struct {
 	SeedFromFile      uint64             `json:"seed,omitempty"`
 	ScalarIsOptimal   bool               `json:"scalar_is_optimal,omitempty"`
 	// The whole run's guarantee (absent for noise none); EpisodesFrom says where k came from:
-	// --episodes, privacy.episodes or runs. RunEpsilonAsked is privacy.run_epsilon when the file
-	// calibrates for a whole run.
+	// --episodes, privacy.episodes or episodes (the scenario's top-level key, once named runs).
+	// RunEpsilonAsked is privacy.run_epsilon when the file calibrates for a whole run.
 	privacy.RunFields
 	EpisodesFrom    string  `json:"episodes_from,omitempty"`
 	RunEpsilonAsked float64 `json:"run_epsilon_asked,omitempty"`
@@ -177,7 +177,7 @@ func newCalibrationResult(s *scenario.Scenario, p *Plan) *CalibrationResult {
 func (r *CalibrationResult) episodes(s *scenario.Scenario, episodes int) int {
 	r.EpisodesFrom = "--episodes"
 	if episodes == 0 {
-		episodes, r.EpisodesFrom = s.Runs, "runs"
+		episodes, r.EpisodesFrom = s.Runs, "episodes"
 		if s.Privacy.Episodes > 0 {
 			episodes, r.EpisodesFrom = s.Privacy.Episodes, "privacy.episodes"
 		}

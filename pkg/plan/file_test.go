@@ -143,7 +143,7 @@ func TestPlanFileRejects(t *testing.T) {
 // consensusYAML is a consensus scenario of n agents on a random 4-regular graph (graph seed gs).
 func consensusYAML(n int, gs uint64) []byte {
 	var b strings.Builder
-	fmt.Fprintf(&b, "name: c%d\nkind: consensus\nsteps: 200\nruns: 1\nseed: 5\ngraph: {name: random-regular, n: %d, degree: 4, seed: %d}\nx0: [", n, n, gs)
+	fmt.Fprintf(&b, "name: c%d\nkind: consensus\nsteps: 200\nepisodes: 1\nseed: 5\ngraph: {name: random-regular, n: %d, degree: 4, seed: %d}\nx0: [", n, n, gs)
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			b.WriteString(", ")

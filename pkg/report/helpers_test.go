@@ -29,7 +29,7 @@ name: synth-vehicle
 description: A synthetic vehicle run for the report tests.
 kind: cloud-control
 steps: 20
-runs: 100
+episodes: 100
 seed: 7
 plant:
   A: [[1, 0.1], [0, 1]]
@@ -51,7 +51,7 @@ name: synth-consensus
 description: A synthetic consensus sweep for the report tests.
 kind: consensus
 steps: 15
-runs: 100
+episodes: 100
 seed: 9
 graph: {name: ring, n: 4, weight: 0.3}
 x0: [4, -2, 6, 0]

@@ -12,7 +12,7 @@ const auditVehicle = `
 name: audit-test
 kind: cloud-control
 steps: 100
-runs: 10
+episodes: 10
 plant:
   A: [[1, 0.1], [0, 1]]
   B: [[0.005], [0.1]]

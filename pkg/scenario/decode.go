@@ -41,7 +41,7 @@ func parseDocument(data []byte, d *decoder) *yaml.Node {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			d.add(nil, "", "empty file: want a YAML mapping with at least name, kind, steps, runs and privacy")
+			d.add(nil, "", "empty file: want a YAML mapping with at least name, kind, steps, episodes and privacy")
 		} else {
 			d.syntax(err)
 		}
@@ -162,6 +162,12 @@ type fields struct {
 // mapping checks that n is a mapping whose keys are all in allowed (reporting unknown and
 // repeated keys) and returns its fields, or nil if n is not a mapping.
 func (d *decoder) mapping(n *yaml.Node, path string, allowed ...string) *fields {
+	return d.mappingRenamed(n, path, nil, allowed...)
+}
+
+// mappingRenamed is mapping that also accepts the old names of renamed keys (not listed in
+// its messages: a file is pointed at the current names).
+func (d *decoder) mappingRenamed(n *yaml.Node, path string, old []string, allowed ...string) *fields {
 	if n.Kind != yaml.MappingNode {
 		what := "a mapping"
 		if len(allowed) > 0 {
@@ -188,7 +194,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, allowed ...string) *fields 
 		if d.lines != nil {
 			d.lines[p] = k.Line
 		}
-		if !contains(allowed, key) {
+		if !contains(allowed, key) && !contains(old, key) {
 			msg := fmt.Sprintf("unknown field (allowed: %s)", strings.Join(allowed, ", "))
 			for _, a := range allowed {
 				if strings.EqualFold(a, key) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/dpsim/dpsim/pkg/endpoint"
 )
 
 var (
@@ -79,48 +81,32 @@ func (d *decoder) faults(n *yaml.Node, kind Kind, steps, graphN int) FaultsSpec 
 
 // missingTable is faults.missing: {plant, agent}, each for one kind.
 var missingTable = []field[faultsDoc]{
-	{key: "plant", set: missingRule(namesOf(PlantMissingRules), CloudControl, Consensus, func(t *faultsDoc, v string) {
+	{key: "plant", set: missingRule("plant", namesOf(PlantMissingRules), func(t *faultsDoc, v string) {
 		t.out.Missing.Plant = PlantMissing(v)
 	})},
-	{key: "agent", set: missingRule(namesOf(AgentMissingRules), Consensus, CloudControl, func(t *faultsDoc, v string) {
+	{key: "agent", set: missingRule("agent", namesOf(AgentMissingRules), func(t *faultsDoc, v string) {
 		t.out.Missing.Agent = AgentMissing(v)
 	})},
 }
 
-// missingRule decodes faults.missing.<role>: one of rules, in a scenario of kind own (an error
-// in one of kind other).
-func missingRule(rules []string, own, other Kind, store func(*faultsDoc, string)) func(*decoder, *faultsDoc, *yaml.Node, string) bool {
+// missingRule decodes faults.missing.<key>: one of rules, in a scenario of the kind whose
+// Missing is key (an error in one of another kind).
+func missingRule(key string, rules []string, store func(*faultsDoc, string)) func(*decoder, *faultsDoc, *yaml.Node, string) bool {
+	own, _ := kindOfMissing(key)
 	return func(d *decoder, t *faultsDoc, n *yaml.Node, path string) bool {
 		v, ok := d.str(n, path)
 		switch {
 		case !ok:
 		case !contains(rules, v):
 			d.add(n, path, "unknown rule %q (allowed: %s)", v, strings.Join(rules, ", "))
-		case t.kind == other:
-			d.add(n, path, "only for kind %s (this scenario is %s)", own, other)
+		case t.kind.known() && t.kind != own.Kind:
+			d.add(n, path, "only for kind %s (this scenario is %s)", own.Kind, t.kind)
 		default:
 			store(t, v)
 			return true
 		}
 		return false
 	}
-}
-
-// endpointRoles are the roles a link endpoint may name, per kind.
-func endpointRoles(kind Kind, publisher bool) []string {
-	var roles []string
-	switch kind {
-	case CloudControl:
-		roles = []string{"plant", "cloud"}
-	case Consensus:
-		roles = []string{"agent"}
-	default:
-		roles = []string{"plant", "cloud", "agent"}
-	}
-	if !publisher {
-		roles = append(roles, "eavesdropper")
-	}
-	return roles
 }
 
 // endpoint checks an endpoint pattern: *, <role>.*, or <role>.<id>.
@@ -132,7 +118,7 @@ func (d *decoder) endpoint(n *yaml.Node, path string, kind Kind, publisher bool,
 	if v == "*" {
 		return v, true
 	}
-	roles := endpointRoles(kind, publisher)
+	roles := kindRoles(kind, publisher) // the roles a link endpoint may name
 	role, id, found := strings.Cut(v, ".")
 	if !found || role == "" || id == "" {
 		d.add(n, path, "%q is not an endpoint (want *, <role>.* or <role>.<id> with role %s)", v, strings.Join(roles, ", "))
@@ -143,7 +129,7 @@ func (d *decoder) endpoint(n *yaml.Node, path string, kind Kind, publisher bool,
 		switch {
 		case role == "eavesdropper" && publisher:
 			why = ": the eavesdropper only listens, it publishes nothing"
-		case contains([]string{"plant", "cloud", "agent", "eavesdropper"}, role):
+		case contains(kindRoles("", false), role): // a role of another kind
 			why = " in a " + string(kind) + " scenario"
 		}
 		d.add(n, path, "%q: role %q is not allowed%s (allowed: %s)", v, role, why, strings.Join(roles, ", "))
@@ -153,14 +139,15 @@ func (d *decoder) endpoint(n *yaml.Node, path string, kind Kind, publisher bool,
 		return v, true
 	}
 	k, err := strconv.Atoi(id)
+	r, _ := endpoint.ParseRole(role) // one of roles
 	switch {
 	case err != nil || k < 0:
 		d.add(n, path, "%q: id %q is not a non-negative integer or *", v, id)
 		return "", false
-	case role != "agent" && k != 0:
+	case !r.Many() && k != 0:
 		d.add(n, path, "%q: a run has one %s, id 0", v, role)
 		return "", false
-	case role == "agent" && graphN > 0 && k >= graphN:
+	case r == endpoint.Agent && graphN > 0 && k >= graphN:
 		d.add(n, path, "%q: the graph has %d nodes (agents 0..%d)", v, graphN, graphN-1)
 		return "", false
 	}
@@ -431,15 +418,9 @@ func (d *decoder) checkFaultSweeps(fs FaultsSpec, kind Kind, sweeps []rawSweep) 
 		if !isFaultParam(sw.Param) {
 			continue
 		}
-		switch sw.Param {
-		case SweepMissingPlant:
-			if kind == Consensus {
-				d.add(sw.values[0], sw.path+".param", "%s is only for kind cloud-control", sw.Param)
-			}
-			continue
-		case SweepMissingAgent:
-			if kind == CloudControl {
-				d.add(sw.values[0], sw.path+".param", "%s is only for kind consensus", sw.Param)
+		if key, ok := strings.CutPrefix(string(sw.Param), "faults.missing."); ok {
+			if own, ok := kindOfMissing(key); ok && kind.known() && kind != own.Kind {
+				d.add(sw.values[0], sw.path+".param", "%s is only for kind %s", sw.Param, own.Kind)
 			}
 			continue
 		}

@@ -241,7 +241,7 @@ func (d *decoder) partition(c *yaml.Node, path string, k int, fd *faultsDoc) {
 	if f == nil {
 		return
 	}
-	if fd.kind == CloudControl {
+	if ki, ok := fd.kind.Info(); ok && !ki.Partitions {
 		d.add(c, path, "partitions cut consensus agents apart; this scenario is %s (use faults.links with drop: 1)", fd.kind)
 		return
 	}

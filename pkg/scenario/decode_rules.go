@@ -23,6 +23,10 @@ type field[T any] struct {
 	// or names the other key of an exclusive pair ("give key or or, not both"): the row with
 	// need set reports both being given (and the pair's absence); the other row only decodes.
 	or string
+	// was is the key's old name, still accepted in its place: alone it decodes as the key
+	// (with a warning that names the new key); given with the key, it is a problem naming
+	// both. The old name is allowed in the mapping but not listed among its keys.
+	was string
 	// set checks the value n (at path) and stores it into t; false when it is unusable (the
 	// problem is recorded).
 	set func(d *decoder, t *T, n *yaml.Node, path string) bool
@@ -32,6 +36,17 @@ type field[T any] struct {
 	// absent, when set, handles the key's absence instead of need (a conditional requirement
 	// or a default computed from other fields); false when the absence is a problem.
 	absent func(d *decoder, t *T, f *fields) bool
+}
+
+// oldNamesOf lists the old names (was) of a table's keys.
+func oldNamesOf[T any](table []field[T]) []string {
+	var out []string
+	for _, r := range table {
+		if r.was != "" {
+			out = append(out, r.was)
+		}
+	}
+	return out
 }
 
 // keysOf lists a table's keys in its order.
@@ -48,7 +63,16 @@ func keysOf[T any](table []field[T]) []string {
 func walk[T any](d *decoder, f *fields, t *T, table []field[T]) bool {
 	good := true
 	for _, r := range table {
-		n := f.get(r.key)
+		n, key := f.get(r.key), r.key
+		if old := f.get(r.was); r.was != "" && old != nil {
+			if n != nil {
+				d.add(old, f.sub(r.was), "both %s (line %d) and its old name %s are given: keep %s and remove %s", r.key, n.Line, r.was, r.key, r.was)
+				good = false
+				continue
+			}
+			d.warn("%s (line %d) is the old name of %s and is read as %s: rename it to %s", f.sub(r.was), old.Line, f.sub(r.key), r.key, r.key)
+			n, key = old, r.was
+		}
 		if r.or != "" && n != nil && f.has(r.or) {
 			if r.need != "" {
 				d.add(f.get(r.or), f.path, "give %s or %s, not both", r.key, r.or)
@@ -63,10 +87,10 @@ func walk[T any](d *decoder, f *fields, t *T, table []field[T]) bool {
 			d.missing(f, r.key, r.need)
 			good = false
 		case n == nil || r.set == nil:
-		case !r.set(d, t, n, f.sub(r.key)):
+		case !r.set(d, t, n, f.sub(key)):
 			good = false
 		case r.check != nil && good:
-			good = r.check(d, t, n, f.sub(r.key))
+			good = r.check(d, t, n, f.sub(key))
 		}
 	}
 	return good
@@ -78,7 +102,7 @@ func section[T any](d *decoder, n *yaml.Node, path string, t *T, table []field[T
 	if allowed == nil {
 		allowed = keysOf(table)
 	}
-	f := d.mapping(n, path, allowed...)
+	f := d.mappingRenamed(n, path, oldNamesOf(table), allowed...)
 	if f == nil {
 		return nil, false
 	}

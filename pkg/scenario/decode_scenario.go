@@ -32,8 +32,8 @@ var topTable = []field[document]{
 	{key: "kind", need: "want " + joinNames(Kinds), set: setKind},
 	{key: "steps", need: "the horizon T, an integer >= 1",
 		set: to(intRange(1, MaxSteps, " (the horizon T)"), func(t *document) *int { return &t.s.Steps })},
-	{key: "runs", need: "the number of Monte Carlo runs, an integer >= 1",
-		set: to(intRange(1, MaxRuns, " (Monte Carlo runs)"), func(t *document) *int { return &t.s.Runs })},
+	{key: "episodes", was: "runs", need: "the number of Monte Carlo episodes, an integer >= 1",
+		set: to(intRange(1, MaxRuns, " (Monte Carlo episodes)"), func(t *document) *int { return &t.s.Runs })},
 	{key: "seed", set: to(unsigned, func(t *document) *uint64 { return &t.s.Seed })},
 	{key: "plant", set: func(d *decoder, t *document, n *yaml.Node, _ string) bool {
 		t.s.Plant = d.plant(n)
@@ -109,40 +109,15 @@ func setConsensusX0(d *decoder, t *document, n *yaml.Node, path string) bool {
 	return true
 }
 
-// kindSections says which top-level sections each kind requires (with the help of their
-// "missing: ..." message) and which it forbids (with why).
-var kindSections = map[Kind]struct{ requires, forbids [][2]string }{
-	CloudControl: {
-		requires: [][2]string{
-			{"plant", "kind cloud-control requires plant: {A, B, C, x0}"},
-			{"controller", "kind cloud-control requires controller: {K, L, reference} or {lqr, observer, reference}"},
-		},
-		forbids: [][2]string{
-			{"graph", "only for kind consensus (this scenario is cloud-control)"},
-			{"x0", "only for kind consensus (a cloud-control plant's initial state is plant.x0)"},
-		},
-	},
-	Consensus: {
-		requires: [][2]string{
-			{"graph", "kind consensus requires graph: a named graph {name: paper10, ...} or an edge list {n, edges}"},
-			{"x0", "kind consensus requires x0, one initial value per node"},
-		},
-		forbids: [][2]string{
-			{"plant", "only for kind cloud-control (consensus agents follow eq. 25)"},
-			{"controller", "only for kind cloud-control (consensus agents follow eq. 25)"},
-		},
-	},
-}
-
 // kindPresence checks the sections the scenario's kind requires and forbids.
 func (d *decoder) kindPresence(t *document) {
-	rules := kindSections[t.s.Kind]
-	for _, r := range rules.requires {
+	rules, _ := t.s.Kind.Info()
+	for _, r := range rules.Requires {
 		if !t.f.has(r[0]) {
 			d.missing(t.f, r[0], r[1])
 		}
 	}
-	for _, r := range rules.forbids {
+	for _, r := range rules.Forbids {
 		if n := t.f.get(r[0]); n != nil {
 			d.add(n, r[0], "%s", r[1])
 		}
@@ -171,7 +146,7 @@ func decodeScenario(data []byte, source string, d *decoder) *Scenario {
 	if root == nil {
 		return nil
 	}
-	f := d.mapping(root, "", keysOf(topTable)...)
+	f := d.mappingRenamed(root, "", oldNamesOf(topTable), keysOf(topTable)...)
 	if f == nil {
 		return nil
 	}
@@ -188,7 +163,7 @@ func decodeScenario(data []byte, source string, d *decoder) *Scenario {
 	if t.pr != nil {
 		s.Privacy = d.checkPrivacy(t.pr, t.sweeps)
 		if k := s.Privacy.Episodes; k > 0 && s.Runs > k {
-			d.warn("privacy.episodes is %d but runs is %d: the run releases the secret %d times, more than the whole-run budget privacy.run_epsilon covers (the report states what %d episodes give)", k, s.Runs, s.Runs, s.Runs)
+			d.warn("privacy.episodes is %d but episodes (top level) is %d: the run releases the secret %d times, more than the whole-run budget privacy.run_epsilon covers (the report states what %d episodes give)", k, s.Runs, s.Runs, s.Runs)
 		}
 	}
 	s.Faults = defaultFaults()

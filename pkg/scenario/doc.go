@@ -23,13 +23,13 @@
 //
 // # The schema
 //
-// Top level (name, kind, steps, runs and privacy are required):
+// Top level (name, kind, steps, episodes and privacy are required):
 //
 //	name:        cloud-vehicle  # letters, digits, '.', '_', '-'; default: the file name without .yaml
 //	description: free text      # shown in reports
 //	kind:        cloud-control  # cloud-control (Section 5) | consensus (Section 6)
 //	steps:       100            # T, the horizon of one run: 1 .. 10^7
-//	runs:        500            # Monte Carlo runs: 1 .. 10^9
+//	episodes:    500            # Monte Carlo episodes: 1 .. 10^9 (old name: runs)
 //	seed:        53             # uint64 run seed; 0 or absent: drawn from crypto/rand
 //	                            # when the run starts (cli.ResolveSeed) and recorded
 //	plant:       {...}          # cloud-control only (required there)
@@ -41,6 +41,10 @@
 //	transport:   {...}          # optional
 //	faults:      {...}          # optional: missing-input rules and per-link faults
 //	audit:       {...}          # optional: defaults of dpsim audit
+//
+// episodes was named runs (a run is also one invocation of dpsim). A file that still says runs
+// is read as if it said episodes - the same scenario, the same results - with a warning in
+// Scenario.Warnings that names the line and the new key; a file giving both is refused.
 //
 // Numbers are YAML numbers (1, 0.5, 1e-2); a quoted "1" is a string and is refused, and so
 // are .nan and .inf. Integers may be written 1e3. Anchors and aliases (&a, *a) work.
@@ -150,7 +154,8 @@
 //
 // Each episode is then calibrated for its share (Gaussian: mu_episode = mu_run/sqrt(k), exact;
 // Laplace: the largest eps whose optimal k-fold composition is run_epsilon), PrivacySpec.Epsilon
-// and Delta hold that share, and runs > episodes draws a warning. A delta sweep sweeps the run's
+// and Delta hold that share, and a top-level episodes greater than privacy.episodes draws a
+// warning. A delta sweep sweeps the run's
 // delta; an epsilon sweep is refused with run_epsilon.
 //
 // # sweep

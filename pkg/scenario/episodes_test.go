@@ -12,7 +12,7 @@ const runBudgetDoc = `
 name: t
 kind: cloud-control
 steps: 10
-runs: 16
+episodes: 16
 plant: {A: 1, B: 1, C: 1}
 controller: {K: 0.5, L: 0.5}
 privacy: {PRIVACY}
@@ -82,7 +82,7 @@ func TestRunBudgetWarnsWhenRunsExceedEpisodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "privacy.episodes is 4 but runs is 16") {
+	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "privacy.episodes is 4 but episodes (top level) is 16") {
 		t.Errorf("warnings %v", s.Warnings)
 	}
 }

@@ -11,7 +11,7 @@ func Example() {
 name: tiny-vehicle
 kind: cloud-control
 steps: 100
-runs: 10
+episodes: 10
 seed: 7
 plant:
   A: [[1, 0.1], [0, 1]]
@@ -40,7 +40,7 @@ sweep: {param: epsilon, values: [0.1, 1]}
 	}
 
 	// Every problem is reported, each with its field, value, rule and line.
-	_, err = scenario.Parse([]byte("kind: consensus\nsteps: 0\nruns: 1\nprivacy: {epsilon: -1}\n"), "bad.yaml")
+	_, err = scenario.Parse([]byte("kind: consensus\nsteps: 0\nepisodes: 1\nprivacy: {epsilon: -1}\n"), "bad.yaml")
 	fmt.Println(err)
 	// Output:
 	// tiny-vehicle: cloud-control, T=100, B is 2x1, structured noise, tight calibration, mu=1

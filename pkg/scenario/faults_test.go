@@ -12,7 +12,7 @@ import (
 const faultsBase = `name: f
 kind: consensus
 steps: 30
-runs: 10
+episodes: 10
 graph: {name: ring, n: 6, weight: 0.25}
 x0: [1, 2, 3, 4, 5, 6]
 privacy: {mechanism: gaussian, epsilon: 1, delta: 0.01}

@@ -110,7 +110,7 @@ func TestNamedGraphs(t *testing.T) {
 		{"{name: grid, rows: 3, cols: 4}", 12, 17},
 		{"{name: random-regular, n: 20, degree: 4, seed: 7}", 20, 40},
 	} {
-		doc := "kind: consensus\nsteps: 3\nruns: 1\ngraph: " + tc.spec + "\nx0: [" +
+		doc := "kind: consensus\nsteps: 3\nepisodes: 1\ngraph: " + tc.spec + "\nx0: [" +
 			strings.TrimSuffix(strings.Repeat("1, ", tc.n), ", ") + "]\nprivacy: {epsilon: 1, delta: 0.1}\n"
 		s, err := Parse([]byte(doc), "g.yaml")
 		if err != nil {
@@ -161,7 +161,7 @@ func TestUnstableGainsWarn(t *testing.T) {
 
 func TestLargeGraphs(t *testing.T) {
 	doc := func(spec string, n int) string {
-		return "kind: consensus\nsteps: 3\nruns: 1\ngraph: " + spec + "\nx0: [" +
+		return "kind: consensus\nsteps: 3\nepisodes: 1\ngraph: " + spec + "\nx0: [" +
 			strings.TrimSuffix(strings.Repeat("1, ", n), ", ") + "]\nprivacy: {epsilon: 1, delta: 0.1}\n"
 	}
 	_, err := Parse([]byte(doc("{name: complete, n: 2000}", 2000)), "big.yaml")

@@ -41,9 +41,6 @@ const (
 	Consensus Kind = "consensus"
 )
 
-// Kinds lists the accepted scenario kinds.
-var Kinds = []Kind{CloudControl, Consensus}
-
 // ParseKind accepts "cloud-control" or "consensus".
 func ParseKind(s string) (Kind, error) {
 	for _, k := range Kinds {
@@ -101,8 +98,10 @@ type Scenario struct {
 	Description string `json:"description,omitempty"`
 	Kind        Kind   `json:"kind"`
 	Steps       int    `json:"steps"` // T, the horizon of one run (>= 1)
-	Runs        int    `json:"runs"`  // Monte Carlo runs (>= 1)
-	Seed        uint64 `json:"seed"`  // run seed; 0 = not fixed in the file (see cli.ResolveSeed)
+	// Runs is the number of Monte Carlo episodes (>= 1): the scenario file's key episodes (or
+	// its old name runs). The Go field and its JSON name keep the old name.
+	Runs int    `json:"runs"`
+	Seed uint64 `json:"seed"` // run seed; 0 = not fixed in the file (see cli.ResolveSeed)
 
 	Plant      *PlantSpec      `json:"plant,omitempty"`      // cloud-control only
 	Controller *ControllerSpec `json:"controller,omitempty"` // cloud-control only

@@ -176,7 +176,7 @@ const minimal = `
 name: t
 kind: cloud-control
 steps: 10
-runs: 2
+episodes: 2
 plant: {A: 1, B: 1, C: 1}
 controller: {K: 0.5, L: 0.5}
 privacy: {epsilon: 1, delta: 0.01}
@@ -203,7 +203,7 @@ func TestForms(t *testing.T) {
 	doc := `
 kind: cloud-control
 steps: 1e3
-runs: 1
+episodes: 1
 seed: 18446744073709551615
 plant:
   A: [[1, 0.1, 0], [0, 1, 0.1], [0, 0, 1]]
@@ -248,7 +248,7 @@ func TestEdgeList(t *testing.T) {
 	doc := `
 kind: consensus
 steps: 5
-runs: 1
+episodes: 1
 graph:
   n: 4
   edges: [[1, 2], [2, 3, 0.1], [3, 4], [4, 1]]
@@ -275,7 +275,7 @@ func TestAllProblemsReported(t *testing.T) {
 	doc := `
 kind: cloud-control
 steps: 0
-runs: -1
+episodes: -1
 plant: {A: [[1, 0], [0, 1]], B: [1, 2, 3], C: [1, 0]}
 controller: {K: [1, 2], L: [1, 2], reference: sine}
 privacy: {epsilon: -1, delta: 2, noise: loud}
@@ -287,7 +287,7 @@ privacy: {epsilon: -1, delta: 2, noise: loud}
 	}
 	want := []string{
 		"scenario many.yaml: steps: 0 must be >= 1 (the horizon T) (line 3)",
-		"runs: -1 must be >= 1",
+		"episodes: -1 must be >= 1",
 		"plant.B: 3 rows, plant.A is 2x2 (line 5)",
 		`controller.reference: unknown reference "sine"`,
 		"privacy.epsilon: -1 must be > 0",
@@ -311,10 +311,10 @@ privacy: {epsilon: -1, delta: 2, noise: loud}
 
 func TestSyntaxErrorLines(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
-		{"kind: consensus\nsteps: [1, 2\nruns: 3\n", "(line 2)"}, // unclosed flow list
-		{"kind: consensus\nsteps: 2\nruns: : 3\n", "(line 3)"},   // bad mapping value
-		{"kind: consensus\nsteps: 2\n  runs: 3\n", "(line 3)"},   // bad indentation
-		{"kind: consensus\n\tsteps: 2\n", "(line 2)"},            // tab
+		{"kind: consensus\nsteps: [1, 2\nepisodes: 3\n", "(line 2)"}, // unclosed flow list
+		{"kind: consensus\nsteps: 2\nepisodes: : 3\n", "(line 3)"},   // bad mapping value
+		{"kind: consensus\nsteps: 2\n  episodes: 3\n", "(line 3)"},   // bad indentation
+		{"kind: consensus\n\tsteps: 2\n", "(line 2)"},                // tab
 		{"kind: consensus\nsteps: 2\nname: \"x\n", "invalid YAML: found unexpected end of stream"},
 	} {
 		_, err := Parse([]byte(tc.doc), "s.yaml")

@@ -15,7 +15,7 @@ import (
 func hugeScenario(t *testing.T, size int) string {
 	t.Helper()
 	var b strings.Builder
-	b.WriteString("name: huge\nkind: consensus\nsteps: 30\nruns: 1\ngraph: {name: ring, n: 10}\n")
+	b.WriteString("name: huge\nkind: consensus\nsteps: 30\nepisodes: 1\ngraph: {name: ring, n: 10}\n")
 	b.WriteString("privacy: {mechanism: gaussian, epsilon: 1, delta: 0.01, mu: 1}\nx0: [")
 	for b.Len() < size {
 		b.WriteString("123.5, ")
@@ -52,7 +52,7 @@ func TestLoadRefusesLargeFileCheaply(t *testing.T) {
 // TestLoadAcceptsLargeGraphWithinBound: a ring of 10^5 nodes given with its x0 fits the bound.
 func TestLoadAcceptsLargeGraphWithinBound(t *testing.T) {
 	var b strings.Builder
-	b.WriteString("name: ring\nkind: consensus\nsteps: 30\nruns: 1\ngraph: {name: ring, n: 100000, weight: 0.25}\n")
+	b.WriteString("name: ring\nkind: consensus\nsteps: 30\nepisodes: 1\ngraph: {name: ring, n: 100000, weight: 0.25}\n")
 	b.WriteString("privacy: {mechanism: gaussian, epsilon: 1, delta: 0.01, mu: 1}\nx0: [")
 	for i := 0; i < 100_000; i++ {
 		if i > 0 {

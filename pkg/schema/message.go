@@ -184,7 +184,11 @@ func (g *gen) result() *jsonschema.Schema {
 	prop(s, "v").Const = contract.ResultVersion
 	r := prop(s, "run")
 	r.Pattern, r.MinLength, r.MaxLength = RunPattern, u64(1), u64(wire.MaxTokenLen)
-	prop(s, "role").Enum = []any{"plant", "cloud", "agent", "eavesdropper"}
+	var roles []any // the role processes: plant, cloud, agent, eavesdropper
+	for _, name := range endpoint.ProcessRoles() {
+		roles = append(roles, name)
+	}
+	prop(s, "role").Enum = roles
 	prop(s, "status").Enum = []any{contract.StatusOK, contract.StatusInterrupted, contract.StatusFailed}
 	return s
 }

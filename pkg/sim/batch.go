@@ -163,9 +163,9 @@ func (c *batchPlantCore) complete() bool {
 	return false
 }
 
-func (c *batchPlantCore) Step(m *Msg) error { return c.step(m) }
-func (c *batchPlantCore) Tick(t int) error  { return c.tick(t) }
-func (c *batchPlantCore) Restart() error    { return c.restart() }
+func (c *batchPlantCore) Deliver(m *Msg) error { return c.step(m) }
+func (c *batchPlantCore) Tick(t int) error     { return c.tick(t) }
+func (c *batchPlantCore) Restart() error       { return c.restart() }
 
 // batchCloudCore is CloudCore for a batch of episodes.
 type batchCloudCore struct {
@@ -206,9 +206,9 @@ func (c *batchCloudCore) complete() bool {
 	return t+1 == c.T
 }
 
-func (c *batchCloudCore) Step(m *Msg) error { return c.step(m) }
-func (c *batchCloudCore) Tick(t int) error  { return c.tick(t) }
-func (c *batchCloudCore) Restart() error    { return c.restart() }
+func (c *batchCloudCore) Deliver(m *Msg) error { return c.step(m) }
+func (c *batchCloudCore) Tick(t int) error     { return c.tick(t) }
+func (c *batchCloudCore) Restart() error       { return c.restart() }
 
 // batchEveCore is EavesdropperCore (cloud control, no records) for a batch of episodes.
 type batchEveCore struct {
@@ -258,6 +258,6 @@ func (c *batchEveCore) complete() bool {
 	return t+1 == c.T
 }
 
-func (c *batchEveCore) Step(m *Msg) error { return c.step(m) }
-func (c *batchEveCore) Tick(t int) error  { return c.tick(t) }
-func (c *batchEveCore) Restart() error    { return c.restart() }
+func (c *batchEveCore) Deliver(m *Msg) error { return c.step(m) }
+func (c *batchEveCore) Tick(t int) error     { return c.tick(t) }
+func (c *batchEveCore) Restart() error       { return c.restart() }

@@ -69,12 +69,12 @@ type Ready struct {
 }
 
 // Core is a role as a deterministic, message-driven state machine (in the manner of etcd
-// raft's Step/Ready): messages and deadlines in, messages and records out, no I/O, no clock,
-// no goroutines. The order of a run's steps is not written in any loop: it follows from what
+// raft's Step/Ready; raft's Step is Deliver here, since a step is a time step): messages and
+// deadlines in, messages and records out, no I/O, no clock, no goroutines. The order of a run's steps is not written in any loop: it follows from what
 // each core needs before it can complete a step. One driver (Drive) runs cores over an
 // in-memory network or over NATS.
 //
-// Per episode: Begin, then Step for every delivery addressed to the core and Tick(t) when
+// Per episode: Begin, then Deliver for every delivery addressed to the core and Tick(t) when
 // the deadline of step t passed (a lockstep network needs no Tick: its gap notices complete
 // every step); after each call, Ready. Cur is the step whose inputs the core waits for; Done
 // reports the episode complete (the terminal record produced).
@@ -82,9 +82,9 @@ type Core interface {
 	Endpoint() endpoint.Endpoint
 	// Begin starts episode ep from the explicit initial state x0 (nil: the scenario's).
 	Begin(ep int, x0 []float64) error
-	// Step files one delivery. Deliveries of other episodes or from unexpected senders are
+	// Deliver files one delivery. Deliveries of other episodes or from unexpected senders are
 	// counted (Unexpected) and dropped.
-	Step(m *Msg) error
+	Deliver(m *Msg) error
 	// Tick says the deadline of step t passed: if the core still waits on step t, it completes
 	// it with its missing-input rule.
 	Tick(t int) error
@@ -703,7 +703,7 @@ type base struct {
 	redraw  bool
 	// work is the role's completion of the current step (the core's complete method, bound
 	// once at construction): it does the step's work with whatever arrived and reports
-	// whether the episode ended. Bound once, Step and Tick pass no method value per call.
+	// whether the episode ended. Bound once, Deliver and Tick pass no method value per call.
 	work func() bool
 }
 
@@ -809,7 +809,7 @@ func (b *base) finish() {
 	b.checkCrash()
 }
 
-// step is Step for every core: file the delivery, then complete what can be completed.
+// step is Deliver for every core: file the delivery, then complete what can be completed.
 func (b *base) step(m *Msg) error {
 	b.ob.clearIfConsumed()
 	if b.done {

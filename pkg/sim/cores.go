@@ -127,8 +127,8 @@ func plantInput(in *inputs, k int, rule scenario.PlantMissing, u []float64) {
 	}
 }
 
-// Step implements Core.
-func (c *PlantCore) Step(m *Msg) error { return c.step(m) }
+// Deliver implements Core.
+func (c *PlantCore) Deliver(m *Msg) error { return c.step(m) }
 
 // Tick implements Core.
 func (c *PlantCore) Tick(t int) error { return c.tick(t) }
@@ -208,8 +208,8 @@ func predictOutput(c *mat.Dense, xhat, yhat []float64) {
 	}
 }
 
-// Step implements Core.
-func (c *CloudCore) Step(m *Msg) error { return c.step(m) }
+// Deliver implements Core.
+func (c *CloudCore) Deliver(m *Msg) error { return c.step(m) }
 
 // Tick implements Core.
 func (c *CloudCore) Tick(t int) error { return c.tick(t) }
@@ -328,8 +328,8 @@ func (c *AgentCore) next() bool {
 	return false
 }
 
-// Step implements Core.
-func (c *AgentCore) Step(m *Msg) error { return c.step(m) }
+// Deliver implements Core.
+func (c *AgentCore) Deliver(m *Msg) error { return c.step(m) }
 
 // Tick implements Core.
 func (c *AgentCore) Tick(t int) error { return c.tick(t) }
@@ -470,8 +470,8 @@ func (c *EavesdropperCore) complete() bool {
 	return t+1 == c.T
 }
 
-// Step implements Core.
-func (c *EavesdropperCore) Step(m *Msg) error { return c.step(m) }
+// Deliver implements Core.
+func (c *EavesdropperCore) Deliver(m *Msg) error { return c.step(m) }
 
 // Tick implements Core.
 func (c *EavesdropperCore) Tick(t int) error { return c.tick(t) }

@@ -43,14 +43,14 @@ func TestPlantCoreMissingInput(t *testing.T) {
 			require.Len(t, rd.Out, 1)
 			assert.Equal(t, 0, rd.Out[0].Step)
 
-			require.NoError(t, c.Step(msgFrom(CloudEndpoint, 0, 2.5)))
+			require.NoError(t, c.Deliver(msgFrom(CloudEndpoint, 0, 2.5)))
 			ref.Step([]float64{2.5})
 			assert.Equal(t, ref.State(), c.Plant().State())
 			assert.Equal(t, 1, c.Cur())
 			assert.Equal(t, 0, c.Ready().Missing)
 
 			// step 1: the message is lost (lockstep: a gap notice)
-			require.NoError(t, c.Step(gapFrom(CloudEndpoint, 1)))
+			require.NoError(t, c.Deliver(gapFrom(CloudEndpoint, 1)))
 			want := 2.5
 			if rule == scenario.PlantZero {
 				want = 0
@@ -76,13 +76,13 @@ func TestPlantCoreHoldNewestByStep(t *testing.T) {
 	require.NoError(t, err)
 	ref := dynamics.NewPlant(p.System, p.Scenario.Plant.X0)
 	require.NoError(t, c.Begin(0, nil))
-	require.NoError(t, c.Step(msgFrom(CloudEndpoint, 0, 1)))
+	require.NoError(t, c.Deliver(msgFrom(CloudEndpoint, 0, 1)))
 	ref.Step([]float64{1})
-	require.NoError(t, c.Step(gapFrom(CloudEndpoint, 1))) // u(1) delayed by 1 step
+	require.NoError(t, c.Deliver(gapFrom(CloudEndpoint, 1))) // u(1) delayed by 1 step
 	ref.Step([]float64{1})
 	// step 2: the late u(1) = 7, then u(2) lost
-	require.NoError(t, c.Step(&Msg{From: CloudEndpoint, ToAll: true, Step: 1, At: 2, More: true, Values: []float64{7}}))
-	require.NoError(t, c.Step(gapFrom(CloudEndpoint, 2)))
+	require.NoError(t, c.Deliver(&Msg{From: CloudEndpoint, ToAll: true, Step: 1, At: 2, More: true, Values: []float64{7}}))
+	require.NoError(t, c.Deliver(gapFrom(CloudEndpoint, 2)))
 	ref.Step([]float64{7})
 	assert.Equal(t, ref.State(), c.Plant().State())
 	assert.Equal(t, uint64(1), c.LinkStats()[0].Late)
@@ -99,7 +99,7 @@ func TestCloudCorePredicts(t *testing.T) {
 	require.NoError(t, c.Begin(0, nil))
 	ref.Begin(0)
 	u := make([]float64, 1)
-	require.NoError(t, c.Step(msgFrom(PlantEndpoint, 0, 0.3)))
+	require.NoError(t, c.Deliver(msgFrom(PlantEndpoint, 0, 0.3)))
 	ref.Step(0, []float64{0.3}, u)
 	assert.Equal(t, u, c.Ready().Out[0].Values)
 	// step 1 missing: yhat = C xhat(1) = xhat_p(1)
@@ -140,16 +140,16 @@ func TestAgentCoreMissingInput(t *testing.T) {
 			// step 0: neighbour 9 never heard from (gap); the others on time
 			vals := []float64{10, 20, 40}
 			for k, j := range nb[:3] {
-				require.NoError(t, c.Step(msgFrom(AgentEndpoint(j), 0, vals[k])))
+				require.NoError(t, c.Deliver(msgFrom(AgentEndpoint(j), 0, vals[k])))
 			}
-			require.NoError(t, c.Step(gapFrom(AgentEndpoint(9), 0)))
+			require.NoError(t, c.Deliver(gapFrom(AgentEndpoint(9), 0)))
 			require.NoError(t, ref.Update(y0, []float64{10, 20, 40, y0}))
 			assert.Equal(t, ref.State(), c.agent.State())
 			y1 := ref.Emit()
 			// step 1: neighbour 2 missing (deadline), the others on time
-			require.NoError(t, c.Step(msgFrom(AgentEndpoint(0), 1, 11)))
-			require.NoError(t, c.Step(msgFrom(AgentEndpoint(4), 1, 41)))
-			require.NoError(t, c.Step(msgFrom(AgentEndpoint(9), 1, 91)))
+			require.NoError(t, c.Deliver(msgFrom(AgentEndpoint(0), 1, 11)))
+			require.NoError(t, c.Deliver(msgFrom(AgentEndpoint(4), 1, 41)))
+			require.NoError(t, c.Deliver(msgFrom(AgentEndpoint(9), 1, 91)))
 			require.NoError(t, c.Tick(1))
 			stand := y1 // skip
 			if rule == scenario.AgentReuseLast {
@@ -169,13 +169,13 @@ func TestEavesdropperCoreMarksGaps(t *testing.T) {
 	c, err := NewEavesdropperCore(p)
 	require.NoError(t, err)
 	require.NoError(t, c.Begin(0, nil))
-	require.NoError(t, c.Step(msgFrom(PlantEndpoint, 0, 0.5)))
-	require.NoError(t, c.Step(msgFrom(CloudEndpoint, 0, 1)))
+	require.NoError(t, c.Deliver(msgFrom(PlantEndpoint, 0, 0.5)))
+	require.NoError(t, c.Deliver(msgFrom(CloudEndpoint, 0, 1)))
 	rd := c.Ready()
 	require.Len(t, rd.Control, 1)
 	assert.Zero(t, rd.Control[0].EveMissing)
-	require.NoError(t, c.Step(gapFrom(PlantEndpoint, 1)))
-	require.NoError(t, c.Step(msgFrom(CloudEndpoint, 1, 1)))
+	require.NoError(t, c.Deliver(gapFrom(PlantEndpoint, 1)))
+	require.NoError(t, c.Deliver(msgFrom(CloudEndpoint, 1, 1)))
 	rd = c.Ready()
 	require.Len(t, rd.Control, 1)
 	assert.Equal(t, 1, rd.Control[0].EveMissing)
@@ -189,9 +189,9 @@ func TestCoreDropsStrangers(t *testing.T) {
 	c, err := NewCloudCore(p)
 	require.NoError(t, err)
 	require.NoError(t, c.Begin(3, nil))
-	require.NoError(t, c.Step(&Msg{From: PlantEndpoint, ToAll: true, Episode: 2, Values: []float64{1}}))
-	require.NoError(t, c.Step(&Msg{From: AgentEndpoint(0), ToAll: true, Episode: 3, Values: []float64{1}}))
-	require.NoError(t, c.Step(&Msg{From: PlantEndpoint, ToAll: true, Episode: 3, Step: 500, At: 500, Values: []float64{1}}))
+	require.NoError(t, c.Deliver(&Msg{From: PlantEndpoint, ToAll: true, Episode: 2, Values: []float64{1}}))
+	require.NoError(t, c.Deliver(&Msg{From: AgentEndpoint(0), ToAll: true, Episode: 3, Values: []float64{1}}))
+	require.NoError(t, c.Deliver(&Msg{From: PlantEndpoint, ToAll: true, Episode: 3, Step: 500, At: 500, Values: []float64{1}}))
 	assert.Equal(t, uint64(2), c.Unexpected())
 	assert.Equal(t, uint64(1), c.Stale())
 	assert.Equal(t, 0, c.Cur())
@@ -204,14 +204,14 @@ func TestCoreBoundsWaitingDeliveries(t *testing.T) {
 	c, err := NewCloudCore(p)
 	require.NoError(t, err)
 	require.NoError(t, c.Begin(0, nil))
-	require.NoError(t, c.Step(&Msg{From: PlantEndpoint, ToAll: true, Step: 3, At: p.Steps, Values: []float64{1}}))
+	require.NoError(t, c.Deliver(&Msg{From: PlantEndpoint, ToAll: true, Step: 3, At: p.Steps, Values: []float64{1}}))
 	assert.Equal(t, uint64(1), c.Unexpected(), "At beyond the horizon")
 	for i := 0; i < 10*p.Steps; i++ {
-		require.NoError(t, c.Step(&Msg{From: PlantEndpoint, ToAll: true, Step: 5, At: 5, More: true, Values: []float64{1}}))
+		require.NoError(t, c.Deliver(&Msg{From: PlantEndpoint, ToAll: true, Step: 5, At: 5, More: true, Values: []float64{1}}))
 	}
 	assert.LessOrEqual(t, len(c.in.ahead), 4*p.Steps)
 	assert.Greater(t, c.Unexpected(), uint64(1), "the flood beyond the bound is counted")
-	require.NoError(t, c.Step(msgFrom(PlantEndpoint, 0, 0.3)))
+	require.NoError(t, c.Deliver(msgFrom(PlantEndpoint, 0, 0.3)))
 	assert.Equal(t, 1, c.Cur(), "genuine traffic still goes through")
 }
 

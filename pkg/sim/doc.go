@@ -8,7 +8,7 @@
 //
 // Each role's arithmetic (Plant, Controller, Agent, Estimator: arithmetic.go) is a deterministic
 // value with step functions (no I/O, no goroutines, no allocation per step), wrapped in a Core: a message-driven state machine in the manner of etcd
-// raft's Step/Ready. Messages and deadlines go in (Core.Step, Core.Tick), messages to release
+// raft's Step/Ready. Messages and deadlines go in (Core.Deliver, Core.Tick), messages to release
 // and partial records come out (Core.Ready). The same cores run inside the NATS processes
 // (cmd/plant, cmd/cloud, cmd/agent, cmd/eavesdropper) and inside the engines of pkg/engine (engine.Run, engine.Player),
 // so there is one implementation of every algorithm.

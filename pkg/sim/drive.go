@@ -535,7 +535,7 @@ func (d *Driver) gapFor(m *Msg, e endpoint.Endpoint) *Msg {
 func (d *Driver) step(k int, m *Msg) error {
 	if b := d.bases[k]; b != nil {
 		_ = b.step(m) // a base's step files or drops: it has no error to return
-	} else if err := d.cores[k].Step(m); err != nil {
+	} else if err := d.cores[k].Deliver(m); err != nil {
 		return err
 	}
 	return d.flush(k)

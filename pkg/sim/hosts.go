@@ -226,8 +226,8 @@ func (c *HostCore) complete() bool {
 	return false
 }
 
-// Step implements Core.
-func (c *HostCore) Step(m *Msg) error { return c.step(m) }
+// Deliver implements Core.
+func (c *HostCore) Deliver(m *Msg) error { return c.step(m) }
 
 // Tick implements Core.
 func (c *HostCore) Tick(t int) error { return c.tick(t) }

@@ -134,7 +134,7 @@ func TestHostCoreRejectsWrongLength(t *testing.T) {
 	require.NoError(t, hc.Begin(0, nil))
 	from := hc.Senders()[0]
 	for _, vals := range [][]float64{{1}, make([]float64, 5), nil} {
-		require.NoError(t, hc.Step(&Msg{From: from, ToAll: true, Episode: 0, Step: 0, At: 0, Values: vals}))
+		require.NoError(t, hc.Deliver(&Msg{From: from, ToAll: true, Episode: 0, Step: 0, At: 0, Values: vals}))
 	}
 	require.EqualValues(t, 3, hc.Unexpected())
 	require.Zero(t, hc.LinkStats()[0].Delivered)

@@ -24,7 +24,7 @@ func cloudAt(t *testing.T, ep, n int) *CloudCore {
 	require.NoError(t, err)
 	require.NoError(t, c.Begin(ep, nil))
 	for s := 0; s < n; s++ {
-		require.NoError(t, c.Step(epMsg(PlantEndpoint, ep, s, float64(s))))
+		require.NoError(t, c.Deliver(epMsg(PlantEndpoint, ep, s, float64(s))))
 	}
 	if n == c.T {
 		require.True(t, c.Done())
@@ -68,9 +68,9 @@ func TestConflictWheneverTheCopyArrives(t *testing.T) {
 			if tc.next {
 				require.NoError(t, c.Begin(1, nil))
 			}
-			require.NoError(t, c.Step(epMsg(PlantEndpoint, 0, tc.step, float64(tc.step))))
+			require.NoError(t, c.Deliver(epMsg(PlantEndpoint, 0, tc.step, float64(tc.step))))
 			require.Zero(t, conflicts(c), "an exact copy is a duplicate, not a conflict")
-			require.NoError(t, c.Step(epMsg(PlantEndpoint, 0, tc.step, -1)))
+			require.NoError(t, c.Deliver(epMsg(PlantEndpoint, 0, tc.step, -1)))
 			require.Equal(t, uint64(1), conflicts(c), "the differing copy is a conflict")
 			require.Equal(t, tc.stale, c.Stale(), "copies for a finished episode are stale")
 			require.Zero(t, c.Unexpected())
@@ -80,10 +80,10 @@ func TestConflictWheneverTheCopyArrives(t *testing.T) {
 		c := cloudAt(t, 0, 3)
 		used := epMsg(PlantEndpoint, 0, 3, 3)
 		used.More = true // another delivery for step 3 follows: the step stays open
-		require.NoError(t, c.Step(used))
-		require.NoError(t, c.Step(used))
+		require.NoError(t, c.Deliver(used))
+		require.NoError(t, c.Deliver(used))
 		require.Zero(t, conflicts(c))
-		require.NoError(t, c.Step(epMsg(PlantEndpoint, 0, 3, -1)))
+		require.NoError(t, c.Deliver(epMsg(PlantEndpoint, 0, 3, -1)))
 		require.Equal(t, uint64(1), conflicts(c))
 		require.Equal(t, 4, c.Cur())
 	})
@@ -96,15 +96,15 @@ func TestForgedFirstThenGenuineIsConflict(t *testing.T) {
 	for _, forged := range []int{1, 30, 99} {
 		c := cloudAt(t, 0, 1)
 		for s := 1; s <= forged; s++ { // forged yhat(1..forged), each used at its step
-			require.NoError(t, c.Step(epMsg(PlantEndpoint, 0, s, 1e6)))
+			require.NoError(t, c.Deliver(epMsg(PlantEndpoint, 0, s, 1e6)))
 		}
 		last := min(forged+10, 99) // then the genuine ones, on time, up to step last
 		for s := forged + 1; s <= last; s++ {
-			require.NoError(t, c.Step(epMsg(PlantEndpoint, 0, s, float64(s))))
+			require.NoError(t, c.Deliver(epMsg(PlantEndpoint, 0, s, float64(s))))
 		}
 		require.Zero(t, conflicts(c))
 		for s := 1; s <= forged; s++ { // the genuine copies of the forged steps, late
-			require.NoError(t, c.Step(epMsg(PlantEndpoint, 0, s, float64(s))))
+			require.NoError(t, c.Deliver(epMsg(PlantEndpoint, 0, s, float64(s))))
 		}
 		require.Equal(t, uint64(forged), conflicts(c), "forged steps 1..%d", forged)
 		if last == 99 {
@@ -118,10 +118,10 @@ func TestForgedFirstThenGenuineIsConflict(t *testing.T) {
 // kept): they are stale, never unexpected; a later episode's copy is unexpected.
 func TestStaleAndUnexpectedEpisodes(t *testing.T) {
 	c := cloudAt(t, 5, 0)
-	require.NoError(t, c.Step(epMsg(PlantEndpoint, 2, 0, 1)))
-	require.NoError(t, c.Step(epMsg(PlantEndpoint, 4, 0, 1)))
+	require.NoError(t, c.Deliver(epMsg(PlantEndpoint, 2, 0, 1)))
+	require.NoError(t, c.Deliver(epMsg(PlantEndpoint, 4, 0, 1)))
 	require.Equal(t, uint64(2), c.Stale())
-	require.NoError(t, c.Step(epMsg(PlantEndpoint, 6, 0, 1)))
+	require.NoError(t, c.Deliver(epMsg(PlantEndpoint, 6, 0, 1)))
 	require.Equal(t, uint64(1), c.Unexpected())
 	require.Zero(t, conflicts(c))
 	require.Equal(t, 0, c.Cur(), "nothing of another episode is used")
@@ -135,9 +135,9 @@ func TestCheckpointKeepsCopyDigests(t *testing.T) {
 	fresh, err := NewCloudCore(planOf(t, vehiclePlan(t, scenario.PlantHold)))
 	require.NoError(t, err)
 	require.NoError(t, fresh.Restore(st))
-	require.NoError(t, fresh.Step(epMsg(PlantEndpoint, 2, 3, 3)))
+	require.NoError(t, fresh.Deliver(epMsg(PlantEndpoint, 2, 3, 3)))
 	require.Zero(t, conflicts(fresh))
-	require.NoError(t, fresh.Step(epMsg(PlantEndpoint, 2, 3, -1)))
+	require.NoError(t, fresh.Deliver(epMsg(PlantEndpoint, 2, 3, -1)))
 	require.Equal(t, uint64(1), conflicts(fresh))
 }
 

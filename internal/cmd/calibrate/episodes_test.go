@@ -86,11 +86,11 @@ func TestEpisodesUsageErrors(t *testing.T) {
 	}
 }
 
-// TestScenarioEpisodes: scenario mode states the run for its runs, for privacy.episodes, or for --episodes;
+// TestScenarioEpisodes: scenario mode states the run for its episodes, for privacy.episodes, or for --episodes;
 // a scenario calibrated with privacy.run_epsilon composes back to it.
 func TestScenarioEpisodes(t *testing.T) {
 	m := runJSON(t, "--scenario", scenarioPath("cloud-vehicle.yaml"))
-	require.Equal(t, "runs", m["episodes_from"])
+	require.Equal(t, "episodes", m["episodes_from"])
 	require.Contains(t, m, "epsilon_run")
 	m = runJSON(t, "--scenario", scenarioPath("cloud-vehicle.yaml"), "--episodes", "9")
 	require.EqualValues(t, 9, m["episodes"])

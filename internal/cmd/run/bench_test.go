@@ -222,7 +222,7 @@ func consensusScenario(tb testing.TB, n, d, steps, runs int) string {
 	yaml := fmt.Sprintf(`name: bench-consensus-%d
 kind: consensus
 steps: %d
-runs: %d
+episodes: %d
 seed: 7
 graph: {name: random-regular, n: %d, degree: %d, seed: 1}
 x0: [%s]

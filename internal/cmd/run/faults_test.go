@@ -20,7 +20,7 @@ import (
 const faultyVehicle = `name: faulty-vehicle
 kind: cloud-control
 steps: 60
-runs: %d
+episodes: %d
 seed: 91
 plant: {A: [[1, 0.1], [0, 1]], B: [[0.005], [0.1]], C: [[1, 0]], x0: [0, 0]}
 controller: {K: [3.4240, 4.3095], L: [0.8266, 0.6973], reference: tanh, xhat0: [0, 0]}
@@ -35,7 +35,7 @@ faults:
 const faultyConsensus = `name: faulty-consensus
 kind: consensus
 steps: 25
-runs: %d
+episodes: %d
 seed: 92
 graph: {name: paper10, weight: 0.25}
 x0: [10, 100, 20, -30, -20, -60, 70, 0, 80, -20]
@@ -112,7 +112,7 @@ func TestFaultsBitIdenticalOverNATS(t *testing.T) {
 const dropOnlyConsensus = `name: drop-only-consensus
 kind: consensus
 steps: 25
-runs: %d
+episodes: %d
 seed: 93
 graph: {name: paper10, weight: 0.25}
 x0: [10, 100, 20, -30, -20, -60, 70, 0, 80, -20]

@@ -460,7 +460,7 @@ func TestLongPathConsensus(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`name: path24
 kind: consensus
 steps: 60
-runs: 3
+episodes: 3
 seed: 5
 graph: {name: path, n: 24, weight: 0.3}
 x0: [`+strings.Join(x0, ", ")+`]

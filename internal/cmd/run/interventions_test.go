@@ -23,7 +23,7 @@ import (
 const interventionScenario = `name: iv
 kind: consensus
 steps: 20
-runs: %d
+episodes: %d
 seed: 97
 graph: {name: paper10, weight: 0.25}
 x0: [10, 100, 20, -30, -20, -60, 70, 0, 80, -20]

@@ -74,7 +74,7 @@ func TestJSCloudArithmetic(t *testing.T) {
 	dim3 := `name: dim3
 kind: cloud-control
 steps: 30
-runs: 2
+episodes: 2
 seed: 5
 plant:
   A: [[1, 0.1, 0], [0, 1, 0.1], [0, 0, 0.9]]
@@ -113,7 +113,7 @@ privacy: {epsilon: 1, delta: 0.01, noise: iid-calibrated, sampler: float} # a 3-
 					if (st+ep)%3 == 1 { // nothing came: the deadline
 						require.NoError(t, c.Tick(st))
 					} else {
-						require.NoError(t, c.Step(&sim.Msg{From: sim.PlantEndpoint, ToAll: true, Episode: ep, Step: st, At: st, Values: arithmeticInput(st, p.System.Ny())}))
+						require.NoError(t, c.Deliver(&sim.Msg{From: sim.PlantEndpoint, ToAll: true, Episode: ep, Step: st, At: st, Values: arithmeticInput(st, p.System.Ny())}))
 					}
 					for i := range c.Ready().Control {
 						require.NoError(t, tw.Write(&c.Ready().Control[i]))

@@ -137,7 +137,7 @@ func TestJSPlantArithmetic(t *testing.T) {
 	dim3 := `name: dim3
 kind: cloud-control
 steps: 30
-runs: 3
+episodes: 3
 seed: 18446744073709551557
 plant:
   A: [[1, 0.1, 0], [0, 1, 0.1], [0, 0, 0.9]]
@@ -202,7 +202,7 @@ privacy: {PRIVACY}
 					if (st+ep)%4 == 1 { // nothing came: the deadline
 						require.NoError(t, c.Tick(st))
 					} else {
-						require.NoError(t, c.Step(&sim.Msg{From: sim.CloudEndpoint, ToAll: true, Episode: ep, Step: st, At: st, Values: arithmeticInput(st, nu)}))
+						require.NoError(t, c.Deliver(&sim.Msg{From: sim.CloudEndpoint, ToAll: true, Episode: ep, Step: st, At: st, Values: arithmeticInput(st, nu)}))
 					}
 					for i := range c.Ready().Control {
 						require.NoError(t, tw.Write(&c.Ready().Control[i]))

@@ -147,7 +147,7 @@ func vehicleWith(runs int) string {
 	return `name: crash-vehicle
 kind: cloud-control
 steps: 60
-runs: ` + strconv.Itoa(runs) + `
+episodes: ` + strconv.Itoa(runs) + `
 seed: 93
 plant: {A: [[1, 0.1], [0, 1]], B: [[0.005], [0.1]], C: [[1, 0]], x0: [0, 0]}
 controller: {K: [3.4240, 4.3095], L: [0.8266, 0.6973], reference: tanh, xhat0: [0, 0]}

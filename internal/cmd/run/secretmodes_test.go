@@ -18,7 +18,7 @@ import (
 const secretProbe = `name: secret-probe
 kind: cloud-control
 steps: 20
-runs: 3
+episodes: 3
 seed: 918273645546372
 plant: {A: [[1, 0.1], [0, 1]], B: [[0.005], [0.1]], C: [[1, 0]], x0: [0.123456789, -7.654321]}
 controller: {K: [3.4240, 4.3095], L: [0.8266, 0.6973], reference: tanh, xhat0: [0, 0]}
