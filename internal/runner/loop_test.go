@@ -26,7 +26,7 @@ func smallSweep(t *testing.T) string {
 	return dpsimtest.ScenarioVariant(t, "cloud-vehicle-sweep",
 		`values: \[1e-2, 5e-2, 1e-1, 5e-1, 1, 5, 10\]`, "values: [0.5, 1]",
 		`values: \[structured, iid-calibrated, iid-naive\]`, "values: [structured, iid-naive]",
-		`(?m)^steps: 100$`, "steps: 20", `(?m)^runs: 500$`, "runs: 8")
+		`(?m)^steps: 100$`, "steps: 20", `(?m)^episodes: 500$`, "episodes: 8")
 }
 
 // watcher is an observer of the loop that records what it is told, and may act on it.
