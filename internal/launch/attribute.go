@@ -195,7 +195,7 @@ func (out *PointOutcome) forgedProblems() []record.Problem {
 
 // processSender maps a subject's sender to its process's sender name: host.<i> to agent.<i>.
 func processSender(s string) string {
-	if rest, ok := strings.CutPrefix(s, endpoint.Host.String()+"."); ok {
+	if rest, ok := strings.CutPrefix(s, endpoint.Block.String()+"."); ok {
 		return endpoint.Agent.String() + "." + rest
 	}
 	return s

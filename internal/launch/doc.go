@@ -31,7 +31,7 @@
 // eavesdropper-0. A host of agents i..j announces itself under its first agent's id: its
 // ctl.ready, ctl.done and ctl.result subjects end in agent.<i>. Unless the scenario has link
 // faults or crashes (per agent), a host publishes one message per step on
-// dpsim.<run>.host.<i>.y carrying the outputs of all its agents (sim.HostCore; the children get
+// dpsim.<run>.host.<i>.y carrying the outputs of all its agents (sim.BlockCore; the children get
 // --batch K), so a network step costs O(hosts) messages, not O(agents). Each child gets --nats-url, --run, --plan (its
 // plan file <out>/<name>.plan.json: the point resolved once by the launcher, with only that
 // child's private values; see Session.writePlans), --point, --out, --mode,

@@ -33,7 +33,7 @@ func (s *Session) makeKeys() error {
 			for i := p.ID; i <= p.LastAgent; i++ {
 				pub[endpoint.Endpoint{Role: endpoint.Agent, ID: i}.String()] = k.Public
 			}
-			pub[endpoint.Endpoint{Role: endpoint.Host, ID: p.ID}.String()] = k.Public
+			pub[endpoint.Endpoint{Role: endpoint.Block, ID: p.ID}.String()] = k.Public
 		} else {
 			pub[key] = k.Public
 		}

@@ -193,7 +193,7 @@ func (s *Session) args(p *Proc) []string {
 	case endpoint.Eavesdropper: // no seed: the eavesdropper never learns the noise
 		a = append(a, "--id", strconv.Itoa(p.ID), "--transcript="+strconv.FormatBool(c.Transcript))
 	}
-	if (p.Role == endpoint.Agent || p.Role == endpoint.Eavesdropper) && sim.NewHosts(c.Plan, c.AgentsPerProcess).Batched() {
+	if (p.Role == endpoint.Agent || p.Role == endpoint.Eavesdropper) && sim.NewBlocks(c.Plan, c.AgentsPerProcess).Batched() {
 		a = append(a, "--batch", strconv.Itoa(c.AgentsPerProcess)) // one message per host per step
 	}
 	return a

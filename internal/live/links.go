@@ -34,7 +34,7 @@ type LinkReplay struct {
 }
 
 // NewLinkReplay returns the replay of plan p's links with the run's fault seed, its agents
-// published by processes of perProcess agents (sim.NewHosts); nil when the point has no link
+// published by processes of perProcess agents (sim.NewBlocks); nil when the point has no link
 // (or replaying an episode would cost more than MaxReplaySteps).
 func NewLinkReplay(p *plan.Plan, faultSeed uint64, perProcess int) (*LinkReplay, error) {
 	if p == nil || p.Scenario == nil {
@@ -44,7 +44,7 @@ func NewLinkReplay(p *plan.Plan, faultSeed uint64, perProcess int) (*LinkReplay,
 	if err != nil {
 		return nil, fmt.Errorf("live view: the links' faults: %w", err)
 	}
-	hs := sim.NewHosts(p, perProcess)
+	hs := sim.NewBlocks(p, perProcess)
 	topo := sim.NewTopology(p, hs)
 	var pubs []endpoint.Endpoint
 	switch {

@@ -42,7 +42,7 @@ type Config struct {
 	FaultSeedSet bool
 	ID           int
 	LastAgent    int // agent hosts: the last agent hosted (= ID for one agent)
-	// Batch: the run's agents publish in blocks of Batch (--batch; sim.Hosts), when the
+	// Batch: the run's agents publish in blocks of Batch (--batch; sim.Blocks), when the
 	// scenario allows it (sim.Batchable); <= 1: one message per agent.
 	Batch       int
 	Out         string

@@ -93,7 +93,7 @@ func buildCores(proc *process) ([]sim.Core, error) {
 	case endpoint.Cloud:
 		return one(sim.NewCloudCore(p))
 	case endpoint.Eavesdropper:
-		return one(sim.NewHostedEavesdropperCore(p, sim.NewHosts(p, cfg.Batch)))
+		return one(sim.NewEavesdropperCoreOfBlocks(p, sim.NewBlocks(p, cfg.Batch)))
 	case endpoint.Agent:
 		if p.Graph == nil {
 			return nil, fmt.Errorf("agents need a consensus scenario")
@@ -101,11 +101,11 @@ func buildCores(proc *process) ([]sim.Core, error) {
 		if cfg.LastAgent >= p.Graph.N {
 			return nil, fmt.Errorf("agents %d..%d: the network has %d agents (0..%d)", cfg.ID, cfg.LastAgent, p.Graph.N, p.Graph.N-1)
 		}
-		if hs := sim.NewHosts(p, cfg.Batch); hs.Batched() {
+		if hs := sim.NewBlocks(p, cfg.Batch); hs.Batched() {
 			if lo, hi := hs.Block(hs.First(cfg.ID)); lo != cfg.ID || hi-1 != cfg.LastAgent {
 				return nil, fmt.Errorf("--batch %d: --agents %d..%d is not a block of the run (want %d..%d)", cfg.Batch, cfg.ID, cfg.LastAgent, lo, hi-1)
 			}
-			return one(sim.NewHostCore(p, cfg.Seed, hs, cfg.ID))
+			return one(sim.NewBlockCore(p, cfg.Seed, hs, cfg.ID))
 		}
 		var out []sim.Core
 		for i := cfg.ID; i <= cfg.LastAgent; i++ {
@@ -131,8 +131,8 @@ func expectOf(proc *process, s endpoint.Endpoint) (subject string, e wire.Expect
 		e.Dim = proc.plan.System.Ny()
 	case endpoint.Cloud:
 		e.Dim = proc.plan.System.Nu()
-	case endpoint.Host: // a block: one value per agent
-		lo, hi := sim.NewHosts(proc.plan, proc.cfg.Batch).Block(s.ID)
+	case endpoint.Block: // a block: one value per agent
+		lo, hi := sim.NewBlocks(proc.plan, proc.cfg.Batch).Block(s.ID)
 		e.Dim = hi - lo
 	default:
 		e.Dim = 1
@@ -375,7 +375,7 @@ func (r *coreRunner) checkX0(x0 []float64) error {
 		if len(x0) != r.nx || !finite(x0) {
 			return fmt.Errorf("plant x0 needs %d finite values, got %d", r.nx, len(x0))
 		}
-	case endpoint.Agent, endpoint.Host:
+	case endpoint.Agent, endpoint.Block:
 		if len(x0) != r.n || !finite(x0) {
 			return fmt.Errorf("consensus x0 needs %d finite values (one per agent), got %d", r.n, len(x0))
 		}

@@ -3,7 +3,7 @@
 // cmd/agent and cmd/eavesdropper), the mirror of internal/launch on the other side of the
 // role-process protocol (pkg/contract). The commands (internal/cmd/role) parse the flags into
 // a Config and call Serve; everything the process does is here. It hosts the pure cores of
-// pkg/sim (PlantCore, CloudCore, AgentCore or HostCore, EavesdropperCore), talking only over
+// pkg/sim (PlantCore, CloudCore, AgentCore or BlockCore, EavesdropperCore), talking only over
 // NATS (pkg/bus).
 //
 // Every process: connects to --nats-url (default $NATS_URL), subscribes to its data subjects,

@@ -95,7 +95,7 @@ func newNATSTransport(proc *process, in *bus.Inbox, cores []sim.Core, inj *fault
 		publisher: func(subject, sender, kind string) streamSender {
 			return proc.conn.Publisher(subject, proc.cfg.Run, sender, kind)
 		}}
-	topo := sim.NewTopology(proc.plan, sim.NewHosts(proc.plan, proc.cfg.Batch))
+	topo := sim.NewTopology(proc.plan, sim.NewBlocks(proc.plan, proc.cfg.Batch))
 	t := newTransport(tio, proc.subj, topo, cores, inj, proc.scn.Faults.Crashes)
 	if t.rejoins != nil {
 		if err := t.subscribeRejoins(proc); err != nil {

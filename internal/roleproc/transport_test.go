@@ -112,7 +112,7 @@ func plantTransport(t *testing.T, faults scenario.FaultsSpec, realtime bool) (*n
 	in, w, stop := &memInbox{}, &memWire{}, make(chan struct{})
 	tio := transportIO{run: "r1", realtime: realtime, in: in, conn: w, stop: stop,
 		publisher: func(subject, _, _ string) streamSender { return memStream{w, subject} }}
-	tr := newTransport(tio, subj, sim.NewTopology(p, sim.NewHosts(p, 1)), []sim.Core{plant}, inj, faults.Crashes)
+	tr := newTransport(tio, subj, sim.NewTopology(p, sim.NewBlocks(p, 1)), []sim.Core{plant}, inj, faults.Crashes)
 	t.Cleanup(tr.close)
 	return tr, in, w, stop
 }

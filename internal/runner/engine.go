@@ -117,7 +117,7 @@ func (e *fastEngine) play(ctx context.Context, k int, p *plan.Plan) (pointPlayed
 	l := e.l
 	start := time.Now()
 	done := 0
-	opts := engine.Options{Runs: l.runs, AgentsPerHost: l.o.AgentsPerProcess, Progress: func(d, _ int) { l.tick(d - done); done = d }}
+	opts := engine.Options{Runs: l.runs, AgentsPerBlock: l.o.AgentsPerProcess, Progress: func(d, _ int) { l.tick(d - done); done = d }}
 	pp := pointPlayed{summary: record.PointSummary{Index: k, Name: l.points[k].Name, Requested: l.runs}}
 	pp.summary.SetGuarantee(p)
 	var out *launch.TraceOut

@@ -503,7 +503,7 @@ func replayEpisodes(ctx context.Context, p *plan.Plan, seeds sim.Seeds, n, perHo
 		}
 		return nil
 	}
-	res, _, err := engine.Run(ctx, p, seeds, engine.Options{Runs: n, AgentsPerHost: perHost, TraceSink: sink})
+	res, _, err := engine.Run(ctx, p, seeds, engine.Options{Runs: n, AgentsPerBlock: perHost, TraceSink: sink})
 	if err != nil {
 		return nil, nil, err
 	}

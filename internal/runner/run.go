@@ -190,7 +190,7 @@ func (l *launcher) degradation() error {
 // 1/16 of it (engine.EstimateCost, engine.CheckCost), before any plan is built or process
 // started. The estimate is recorded in summary.json (estimated_memory_bytes).
 func (l *launcher) checkCost() error {
-	o := engine.CostOptions{Runs: l.scn.Runs, Workers: 1, AgentsPerHost: l.o.AgentsPerProcess} // the NATS launcher aggregates; its processes hold one set of cores
+	o := engine.CostOptions{Runs: l.scn.Runs, Workers: 1, AgentsPerBlock: l.o.AgentsPerProcess} // the NATS launcher aggregates; its processes hold one set of cores
 	if l.o.Runs > 0 {
 		o.Runs = l.o.Runs
 	}

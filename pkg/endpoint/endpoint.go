@@ -17,9 +17,10 @@ const (
 	Agent             // a consensus agent (eq. (25)): publishes y_i(t)
 	// Eavesdropper listens to everything on the wire and publishes no data.
 	Eavesdropper
-	// Host is a block of consensus agents publishing together: host.<i> carries y(t) of
+	// Block is a block of consensus agents publishing together (its wire name is "host", the
+	// protocol's word, kept for the programs that speak it): host.<i> carries y(t) of
 	// agents i..i+K-1 in one message (dpsim run --agents-per-process K).
-	Host
+	Block
 	// Launcher starts a run's processes and coordinates them; it publishes no data.
 	Launcher
 )
@@ -52,7 +53,7 @@ var Roles = [NumRoles]RoleInfo{
 	{Role: Cloud, Name: "cloud", Stream: StreamU, Process: true},
 	{Role: Agent, Name: "agent", Stream: StreamY, Process: true, Many: true, Private: true},
 	{Role: Eavesdropper, Name: "eavesdropper", Process: true},
-	{Role: Host, Name: "host", Stream: StreamY, Many: true},
+	{Role: Block, Name: "host", Stream: StreamY, Many: true},
 	{Role: Launcher, Name: "launcher"},
 }
 

@@ -16,7 +16,7 @@ func TestStringParseRoundTrip(t *testing.T) {
 		{Endpoint{Agent, 7}, "agent.7"},
 		{Endpoint{Agent, 9999}, "agent.9999"},
 		{Endpoint{Eavesdropper, 0}, "eavesdropper.0"},
-		{Endpoint{Host, 250}, "host.250"},
+		{Endpoint{Block, 250}, "host.250"},
 		{Endpoint{Launcher, 0}, "launcher.0"},
 	}
 	for _, tc := range tests {
@@ -82,7 +82,7 @@ func TestRoleNames(t *testing.T) {
 		{Cloud, "cloud", StreamU, true, false, false},
 		{Agent, "agent", StreamY, true, true, true},
 		{Eavesdropper, "eavesdropper", "", true, false, false},
-		{Host, "host", StreamY, false, true, false},
+		{Block, "host", StreamY, false, true, false},
 		{Launcher, "launcher", "", false, false, false},
 	}
 	if len(tests) != NumRoles {

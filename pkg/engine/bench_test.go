@@ -22,7 +22,7 @@ func BenchmarkFastVehicleEpisode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := newNetSim(p, 1, acc, nil, sim.Hosts{Size: 1})
+	s, err := newNetSim(p, 1, acc, nil, sim.Blocks{Size: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func BenchmarkRunFastVehicle500(b *testing.B) {
 // reported per network step.
 func BenchmarkFastConsensus(b *testing.B) {
 	const steps = 1000
-	benchConsensusEpisodes(b, planOf(b, largeConsensus(b, 100, steps)), sim.Hosts{Size: 1})
+	benchConsensusEpisodes(b, planOf(b, largeConsensus(b, 100, steps)), sim.Blocks{Size: 1})
 }
 
 // Consensus with 10,000 agents on a random 4-regular graph (target: >= 2,000 network steps/s):
@@ -72,11 +72,11 @@ func BenchmarkFastConsensus10000(b *testing.B) {
 		name string
 		size int
 	}{{"hosts=4", 2500}, {"hosts=1", 10000}, {"per-agent", 1}} {
-		b.Run(bc.name, func(b *testing.B) { benchConsensusEpisodes(b, p, sim.NewHosts(p, bc.size)) })
+		b.Run(bc.name, func(b *testing.B) { benchConsensusEpisodes(b, p, sim.NewBlocks(p, bc.size)) })
 	}
 	b.Run("engine", func(b *testing.B) {
 		b.ReportAllocs()
-		res, _, err := Run(context.Background(), p, sim.NewSeeds(1), Options{Runs: b.N, AgentsPerHost: 2500})
+		res, _, err := Run(context.Background(), p, sim.NewSeeds(1), Options{Runs: b.N, AgentsPerBlock: 2500})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func BenchmarkFastConsensus10000(b *testing.B) {
 
 // benchConsensusEpisodes runs b.N episodes of p on one fast-engine worker with the agents in
 // the blocks of hs and reports network steps per second.
-func benchConsensusEpisodes(b *testing.B, p *plan.Plan, hs sim.Hosts) {
+func benchConsensusEpisodes(b *testing.B, p *plan.Plan, hs sim.Blocks) {
 	acc, err := metrics.NewAccumulator(p, 1)
 	if err != nil {
 		b.Fatal(err)

@@ -28,10 +28,10 @@ type Chunk struct {
 
 // ChunkOptions configure PlayChunk: the options of Run that change what a chunk holds.
 type ChunkOptions struct {
-	Workers       int            // goroutines (<= 0: GOMAXPROCS); the chunk does not depend on it
-	Traces        bool           // keep the records of the traced episodes (Run's KeepTraces or TraceSink)
-	TraceEpisodes trace.Episodes // which episodes are traced
-	AgentsPerHost int            // as Options.AgentsPerHost
+	Workers        int            // goroutines (<= 0: GOMAXPROCS); the chunk does not depend on it
+	Traces         bool           // keep the records of the traced episodes (Run's KeepTraces or TraceSink)
+	TraceEpisodes  trace.Episodes // which episodes are traced
+	AgentsPerBlock int            // as Options.AgentsPerBlock
 }
 
 // PlayChunk plays episodes lo..hi-1 of plan p with the run's seeds on the cores Run builds
@@ -55,7 +55,7 @@ func PlayChunk(ctx context.Context, p *plan.Plan, seeds sim.Seeds, lo, hi int, o
 	}
 	sims := make([]*netSim, max(1, min(workers, hi-lo)))
 	for w := range sims {
-		if sims[w], err = newNetSim(p, seeds.Run, acc, inj, sim.NewHosts(p, o.AgentsPerHost)); err != nil {
+		if sims[w], err = newNetSim(p, seeds.Run, acc, inj, sim.NewBlocks(p, o.AgentsPerBlock)); err != nil {
 			return nil, fmt.Errorf("engine: chunk: %w", err)
 		}
 	}

@@ -97,8 +97,8 @@ type CostOptions struct {
 	// Workers is the goroutines playing episodes at once (<= 0: GOMAXPROCS); the NATS
 	// launcher's processes hold one set of buffers: 1.
 	Workers int
-	// AgentsPerHost is the agents per consensus core (<= 1: one core per agent).
-	AgentsPerHost int
+	// AgentsPerBlock is the agents per consensus core (<= 1: one core per agent).
+	AgentsPerBlock int
 	// Traced is the episodes whose records are kept in memory whole until the episode ends:
 	// the fast engine's traced episodes (--trace-episodes; -1: every one). The NATS launcher
 	// streams the processes' traces to the file: 0.
@@ -138,7 +138,7 @@ func EstimateCost(points []*scenario.Scenario, o CostOptions) (Cost, error) {
 	var engine int64
 	graphs := map[string][2]int{} // graph spec -> nodes, edges (a sweep shares its graph)
 	for _, pt := range points {
-		pc, err := estimatePoint(pt, o.AgentsPerHost, graphs)
+		pc, err := estimatePoint(pt, o.AgentsPerBlock, graphs)
 		if err != nil {
 			return Cost{}, err
 		}

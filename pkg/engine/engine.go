@@ -40,10 +40,10 @@ type Options struct {
 	// Progress, when set, is called after every finished episode with the number done and the
 	// total, from one goroutine at a time.
 	Progress func(done, total int)
-	// AgentsPerHost groups consensus agents in blocks of that many, as the NATS run's
-	// --agents-per-process does (sim.NewHosts: batched when the plan allows it; <= 1: one core per
+	// AgentsPerBlock groups consensus agents in blocks of that many, as the NATS run's
+	// --agents-per-process does (sim.NewBlocks: batched when the plan allows it; <= 1: one core per
 	// agent). The metrics.Results do not depend on it, except the link names (host.<i> -> host.<j>).
-	AgentsPerHost int
+	AgentsPerBlock int
 }
 
 // netSim is one worker of the fast engine: every core of the run on an in-memory sim.Network,
@@ -58,8 +58,8 @@ type netSim struct {
 	logFn  func(*fault.Event)
 }
 
-func newNetSim(p *plan.Plan, seed uint64, acc *metrics.Accumulator, inj *fault.Injector, hs sim.Hosts) (*netSim, error) {
-	cores, err := sim.NewHostedCores(p, seed, hs)
+func newNetSim(p *plan.Plan, seed uint64, acc *metrics.Accumulator, inj *fault.Injector, hs sim.Blocks) (*netSim, error) {
+	cores, err := sim.NewCoresInBlocks(p, seed, hs)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func newRun(p *plan.Plan, seeds sim.Seeds, opts Options) (*run, error) {
 	r := &run{p: p, opts: opts, runs: runs, acc: acc, runners: make([]*netSim, workers), errEp: -1,
 		free: make(chan *metrics.Episode, 2*workers+2), held: map[int]*trace.Traces{}}
 	for w := range r.runners {
-		if r.runners[w], err = newNetSim(p, seeds.Run, acc, inj, sim.NewHosts(p, opts.AgentsPerHost)); err != nil {
+		if r.runners[w], err = newNetSim(p, seeds.Run, acc, inj, sim.NewBlocks(p, opts.AgentsPerBlock)); err != nil {
 			return nil, fmt.Errorf("engine: %s: %w", p.Scenario.Name, err)
 		}
 	}

@@ -193,7 +193,7 @@ func TestStepsDoNotAllocate(t *testing.T) {
 		p := planOf(t, s)
 		acc, err := metrics.NewAccumulator(p, 1)
 		require.NoError(t, err)
-		ns, err := newNetSim(p, 1, acc, nil, sim.Hosts{Size: 1})
+		ns, err := newNetSim(p, 1, acc, nil, sim.Blocks{Size: 1})
 		require.NoError(t, err)
 		e := acc.NewEpisode(0)
 		ep := 0

@@ -18,9 +18,9 @@ func TestHostsBitIdentical(t *testing.T) {
 	want, wantTr := runFast(t, p, 7, Options{Runs: runs, KeepTraces: true})
 	for _, size := range []int{3, 7, 20} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			hs := sim.NewHosts(p, size)
+			hs := sim.NewBlocks(p, size)
 			require.True(t, hs.Batched())
-			res, tr, err := Run(context.Background(), p, sim.NewSeeds(7), Options{Runs: runs, KeepTraces: true, AgentsPerHost: size})
+			res, tr, err := Run(context.Background(), p, sim.NewSeeds(7), Options{Runs: runs, KeepTraces: true, AgentsPerBlock: size})
 			require.NoError(t, err)
 			links := res.Links
 			require.Equal(t, want, withoutLinks(res))

@@ -47,7 +47,7 @@ func NewPlayer(p *plan.Plan, seeds sim.Seeds) (*Player, error) {
 	for _, c := range cores {
 		c.SetRecords(false) // only the final estimate is wanted
 	}
-	l := &Player{T: p.Steps, cores: cores, net: sim.NewNetwork(sim.NewTopology(p, sim.Hosts{}), cores, inj)}
+	l := &Player{T: p.Steps, cores: cores, net: sim.NewNetwork(sim.NewTopology(p, sim.Blocks{}), cores, inj)}
 	l.drv = sim.NewDriver(cores, l.net, nil, nil)
 	l.eve = cores[len(cores)-1].(*sim.EavesdropperCore)
 	if p.Scenario.Kind == scenario.CloudControl {
@@ -114,7 +114,7 @@ func NewBatchPlayer(p *plan.Plan, seeds sim.Seeds, width int) (*BatchPlayer, err
 		return nil, fmt.Errorf("engine: batch player: %w", err)
 	}
 	cores := b.Cores()
-	l := &BatchPlayer{T: p.Steps, batch: b, net: sim.NewNetwork(sim.NewTopology(p, sim.Hosts{}), cores, nil), nx: p.System.Nx()}
+	l := &BatchPlayer{T: p.Steps, batch: b, net: sim.NewNetwork(sim.NewTopology(p, sim.Blocks{}), cores, nil), nx: p.System.Nx()}
 	l.drv = sim.NewDriver(cores, l.net, nil, nil)
 	return l, nil
 }

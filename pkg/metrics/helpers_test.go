@@ -44,7 +44,7 @@ func playControl(t testing.TB, p *plan.Plan, seed uint64, runs int) *trace.Trace
 		}
 		return nil
 	}
-	net := sim.NewNetwork(sim.NewTopology(p, sim.Hosts{}), cores, inj)
+	net := sim.NewNetwork(sim.NewTopology(p, sim.Blocks{}), cores, inj)
 	drv := sim.NewDriver(cores, net, nil, sink)
 	tr := &trace.Traces{}
 	for ep := range runs {

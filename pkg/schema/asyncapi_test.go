@@ -159,7 +159,7 @@ func busSubjects(t *testing.T) (concrete, filters map[string]string) {
 	var roles []endpoint.Role
 	var publishers []endpoint.Endpoint
 	for r := endpoint.Role(0); int(r) < endpoint.NumRoles; r++ {
-		if r != endpoint.Launcher && r != endpoint.Host {
+		if r != endpoint.Launcher && r != endpoint.Block {
 			roles = append(roles, r)
 		}
 		if r.Stream() != "" {

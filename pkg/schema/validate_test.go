@@ -42,7 +42,7 @@ func TestGoMessagesValid(t *testing.T) {
 	set := load(t)
 	subj, _ := wire.NewSubjects("r1")
 	plant, cloud := endpoint.Endpoint{Role: endpoint.Plant}, endpoint.Endpoint{Role: endpoint.Cloud}
-	agent, host := endpoint.Endpoint{Role: endpoint.Agent, ID: 4}, endpoint.Endpoint{Role: endpoint.Host, ID: 8}
+	agent, host := endpoint.Endpoint{Role: endpoint.Agent, ID: 4}, endpoint.Endpoint{Role: endpoint.Block, ID: 8}
 	cases := []struct {
 		subject string
 		m       *wire.Message

@@ -342,7 +342,7 @@ func (c *Controller) Xhat() []float64 { return c.used }
 func (c *Controller) Next() []float64 { return c.ctl.Estimate() }
 
 // Agent is the arithmetic of consensus agent i (Section 6, eq. (25)), which AgentCore (or a
-// HostCore, for a block of agents) wraps as a Core:
+// BlockCore, for a block of agents) wraps as a Core:
 //
 //	y_i(t) = x_i(t) + gamma_i(t),   x_i(t+1) = x_i(t) + sum_j w_ij (y_j(t) - y_i(t)),
 //

@@ -12,7 +12,7 @@ import (
 )
 
 // Episode batches: the cloud-control cores hosting up to Width consecutive episodes each, as a
-// HostCore hosts a block of agents. One core per role plays episodes ep, ep+1, ..., ep+w-1 side
+// BlockCore hosts a block of agents. One core per role plays episodes ep, ep+1, ..., ep+w-1 side
 // by side: at step t the plant releases ONE message carrying yhat(t) of every episode of the
 // batch (w*ny values, episode j's at j*ny), the cloud answers with one message of w*nu inputs,
 // and the eavesdropper reads both. Each episode keeps its own arithmetic (Plant, Controller,

@@ -356,13 +356,13 @@ type EavesdropperCore struct {
 // NewEavesdropperCore returns the eavesdropper core of a plan (every agent publishing its own
 // messages, for consensus).
 func NewEavesdropperCore(p *plan.Plan) (*EavesdropperCore, error) {
-	return NewHostedEavesdropperCore(p, Hosts{Size: 1})
+	return NewEavesdropperCoreOfBlocks(p, Blocks{Size: 1})
 }
 
-// NewHostedEavesdropperCore returns the eavesdropper core of a plan whose consensus agents
+// NewEavesdropperCoreOfBlocks returns the eavesdropper core of a plan whose consensus agents
 // publish in the blocks of hs (Hosts.Batched; else one message per agent): y_i(t) is read
 // from its block's message, and a block's message missing counts as each of its agents'.
-func NewHostedEavesdropperCore(p *plan.Plan, hs Hosts) (*EavesdropperCore, error) {
+func NewEavesdropperCoreOfBlocks(p *plan.Plan, hs Blocks) (*EavesdropperCore, error) {
 	estimator, err := NewEstimator(p)
 	if err != nil {
 		return nil, err
@@ -479,12 +479,12 @@ func (c *EavesdropperCore) Tick(t int) error { return c.tick(t) }
 // NewCores returns every core of a plan's run: plant, cloud and eavesdropper (cloud
 // control), or every agent and the eavesdropper (consensus).
 func NewCores(p *plan.Plan, seed uint64) ([]Core, error) {
-	return NewHostedCores(p, seed, Hosts{Size: 1})
+	return NewCoresInBlocks(p, seed, Blocks{Size: 1})
 }
 
-// NewHostedCores is NewCores with the consensus agents in the blocks of hs: one HostCore per
+// NewCoresInBlocks is NewCores with the consensus agents in the blocks of hs: one BlockCore per
 // block when hs.Batched(), else one AgentCore per agent.
-func NewHostedCores(p *plan.Plan, seed uint64, hs Hosts) ([]Core, error) {
+func NewCoresInBlocks(p *plan.Plan, seed uint64, hs Blocks) ([]Core, error) {
 	if p == nil || p.Scenario == nil {
 		return nil, fmt.Errorf("sim: cores: plan is nil")
 	}
@@ -506,7 +506,7 @@ func NewHostedCores(p *plan.Plan, seed uint64, hs Hosts) ([]Core, error) {
 		}
 		if hs.Batched() {
 			for _, h := range hs.Endpoints() {
-				hc, err := NewHostCore(p, seed, hs, h.ID)
+				hc, err := NewBlockCore(p, seed, hs, h.ID)
 				if err != nil {
 					return nil, err
 				}
@@ -524,7 +524,7 @@ func NewHostedCores(p *plan.Plan, seed uint64, hs Hosts) ([]Core, error) {
 	default:
 		return nil, fmt.Errorf("sim: cores: unknown scenario kind %q", p.Scenario.Kind)
 	}
-	ec, err := NewHostedEavesdropperCore(p, hs)
+	ec, err := NewEavesdropperCoreOfBlocks(p, hs)
 	if err != nil {
 		return nil, err
 	}

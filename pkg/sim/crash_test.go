@@ -21,7 +21,7 @@ func crashRun(t *testing.T, p *plan.Plan, seed uint64, ep int, onCrash func(Core
 	require.NoError(t, err)
 	inj, err := fault.New(&p.Scenario.Faults, fault.SeedOf(seed))
 	require.NoError(t, err)
-	net := NewNetwork(NewTopology(p, Hosts{}), cores, inj)
+	net := NewNetwork(NewTopology(p, Blocks{}), cores, inj)
 	var ctl []trace.ControlRecord
 	var ag []trace.AgentRecord
 	drv := NewDriver(cores, net, nil, func(_ Core, rd *Ready) error {

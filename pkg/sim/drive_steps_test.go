@@ -47,7 +47,7 @@ func TestDriverStepsEqualEpisode(t *testing.T) {
 				require.NoError(t, err)
 				inj, err := fault.New(&pt.Faults, 7)
 				require.NoError(t, err)
-				net := NewNetwork(NewTopology(p, Hosts{}), cores, inj)
+				net := NewNetwork(NewTopology(p, Blocks{}), cores, inj)
 				var log recordLog
 				drv := NewDriver(cores, net, nil, log.sink)
 				for ep := range 3 {

@@ -24,7 +24,7 @@ func ExampleDriver() {
 	}
 	cores, _ := sim.NewCores(p, s.Seed) // plant, cloud, eavesdropper
 	// no link faults; NewTopology: who hears whom (the zero Hosts: one core per agent)
-	net := sim.NewNetwork(sim.NewTopology(p, sim.Hosts{}), cores, nil)
+	net := sim.NewNetwork(sim.NewTopology(p, sim.Blocks{}), cores, nil)
 	drv := sim.NewDriver(cores, net, nil, nil)
 	const episode = 0
 	net.Begin(episode)

@@ -150,7 +150,7 @@ func TestNetworkKeepsNoCopyDigests(t *testing.T) {
 	for _, c := range cores {
 		require.NotNil(t, inputsOf(c).from[0].used, "%s: on by default", c.Endpoint())
 	}
-	NewNetwork(NewTopology(p, Hosts{}), cores, nil)
+	NewNetwork(NewTopology(p, Blocks{}), cores, nil)
 	for _, c := range cores {
 		for _, f := range inputsOf(c).from {
 			require.Nil(t, f.used, c.Endpoint())

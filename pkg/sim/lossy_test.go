@@ -34,7 +34,7 @@ func TestWrappedNetworkLossy(t *testing.T) {
 			require.NoError(t, err)
 			inj, err := fault.New(&s.Faults, 11)
 			require.NoError(t, err)
-			net := NewNetwork(NewTopology(p, Hosts{}), cores, inj)
+			net := NewNetwork(NewTopology(p, Blocks{}), cores, inj)
 			var tr Transport = net
 			if wrap {
 				tr = passTransport{net}

@@ -13,15 +13,15 @@ import (
 // which must agree: the fate of a message on a faulty link is drawn per subscriber in this
 // order, so the fast engine and NATS are bit-identical only with the same lists. The cores'
 // Senders are its inverse: core c expects a delivery from publisher e exactly when c is among
-// Subscribers(e), and the subscribers come in the order of the run's cores (NewHostedCores).
+// Subscribers(e), and the subscribers come in the order of the run's cores (NewCoresInBlocks).
 type Topology struct {
 	plan  *plan.Plan
-	hosts Hosts
+	hosts Blocks
 }
 
 // NewTopology returns the topology of a run of p whose agents publish in the blocks of hs
 // (the zero Hosts: one AgentCore per agent, as NewCores).
-func NewTopology(p *plan.Plan, hs Hosts) Topology { return Topology{plan: p, hosts: hs} }
+func NewTopology(p *plan.Plan, hs Blocks) Topology { return Topology{plan: p, hosts: hs} }
 
 // Subscribers lists the endpoints that receive publisher from's stream, in delivery order:
 // plant.0 -> cloud.0, eavesdropper.0; cloud.0 -> plant.0, eavesdropper.0; agent i -> its
@@ -40,22 +40,22 @@ func (t Topology) Subscribers(from endpoint.Endpoint) []endpoint.Endpoint {
 			out = append(out, AgentEndpoint(e.J))
 		}
 		return append(out, EavesdropperEndpoint)
-	case endpoint.Host:
+	case endpoint.Block:
 		return append(t.hosts.neighbourBlocks(t.plan, from.ID), EavesdropperEndpoint)
 	}
 	return nil
 }
 
 // neighbourBlocks lists the blocks other than the one starting at lo that hold a neighbour
-// of one of its agents, ascending: the senders of that block's HostCore, and (the graph being
+// of one of its agents, ascending: the senders of that block's BlockCore, and (the graph being
 // undirected) the blocks its message goes to.
-func (h Hosts) neighbourBlocks(p *plan.Plan, lo int) []endpoint.Endpoint {
+func (h Blocks) neighbourBlocks(p *plan.Plan, lo int) []endpoint.Endpoint {
 	var out []endpoint.Endpoint
 	lo, hi := h.Block(lo)
 	for i := lo; i < hi; i++ {
 		for _, e := range p.Graph.Neighbors(i) {
-			if f := h.First(e.J); f != lo && !slices.Contains(out, HostEndpoint(f)) {
-				out = append(out, HostEndpoint(f))
+			if f := h.First(e.J); f != lo && !slices.Contains(out, BlockEndpoint(f)) {
+				out = append(out, BlockEndpoint(f))
 			}
 		}
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // The cores' Senders are the inverse of the topology: every publisher's subscribers are
-// exactly the cores that expect it, in the order of the run's cores (NewHostedCores) - the
+// exactly the cores that expect it, in the order of the run's cores (NewCoresInBlocks) - the
 // order both transports draw link fates in.
 func TestTopologyIsTheInverseOfSenders(t *testing.T) {
 	_, ctl := loadPlan(t, "cloud-vehicle")
@@ -18,16 +18,16 @@ func TestTopologyIsTheInverseOfSenders(t *testing.T) {
 	tests := []struct {
 		name string
 		p    *plan.Plan
-		hs   Hosts
+		hs   Blocks
 	}{
-		{"cloud control", ctl, Hosts{}},
-		{"consensus", cons, Hosts{}},
-		{"consensus, blocks of 4", cons, NewHosts(cons, 4)},
-		{"consensus, blocks of 5", cons, NewHosts(cons, 5)},
+		{"cloud control", ctl, Blocks{}},
+		{"consensus", cons, Blocks{}},
+		{"consensus, blocks of 4", cons, NewBlocks(cons, 4)},
+		{"consensus, blocks of 5", cons, NewBlocks(cons, 5)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cores, err := NewHostedCores(tc.p, 1, tc.hs)
+			cores, err := NewCoresInBlocks(tc.p, 1, tc.hs)
 			require.NoError(t, err)
 			topo := NewTopology(tc.p, tc.hs)
 			for _, pub := range cores {
@@ -47,7 +47,7 @@ func TestTopologyIsTheInverseOfSenders(t *testing.T) {
 
 func TestTopologySubscribers(t *testing.T) {
 	_, ctl := loadPlan(t, "cloud-vehicle")
-	topo := NewTopology(ctl, Hosts{})
+	topo := NewTopology(ctl, Blocks{})
 	require.Equal(t, []endpoint.Endpoint{CloudEndpoint, EavesdropperEndpoint}, topo.Subscribers(PlantEndpoint))
 	require.Equal(t, []endpoint.Endpoint{PlantEndpoint, EavesdropperEndpoint}, topo.Subscribers(CloudEndpoint))
 	require.Nil(t, topo.Subscribers(EavesdropperEndpoint), "the eavesdropper only listens")

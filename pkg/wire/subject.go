@@ -20,7 +20,7 @@ const MaxTokenLen = 64
 
 // The roles, senders and data streams are pkg/endpoint's: a subject's <role>.<id> is an
 // endpoint.Endpoint's String, its stream the role's endpoint.Role.Stream. The process hosting
-// a block of agents (endpoint.Host) publishes host.<i>'s data; its ctl subjects stay
+// a block of agents (endpoint.Block) publishes host.<i>'s data; its ctl subjects stay
 // agent.<i>'s.
 
 // Coordination tokens below dpsim.<run>.ctl.
@@ -119,10 +119,10 @@ func (s Subjects) AllCloudU() string { return s.dataAll(endpoint.Cloud) }
 func (s Subjects) AgentY(i int) string { return s.Data(endpoint.Endpoint{Role: endpoint.Agent, ID: i}) }
 
 // HostY is the data subject of the block of agents starting at agent i: y(t) of all of them.
-func (s Subjects) HostY(i int) string { return s.Data(endpoint.Endpoint{Role: endpoint.Host, ID: i}) }
+func (s Subjects) HostY(i int) string { return s.Data(endpoint.Endpoint{Role: endpoint.Block, ID: i}) }
 
 // AllHostY matches every block's data subject.
-func (s Subjects) AllHostY() string { return s.dataAll(endpoint.Host) }
+func (s Subjects) AllHostY() string { return s.dataAll(endpoint.Block) }
 
 // AllAgentY is "dpsim.<run>.agent.*.y".
 func (s Subjects) AllAgentY() string { return s.dataAll(endpoint.Agent) }

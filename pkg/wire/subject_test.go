@@ -74,7 +74,7 @@ func TestSubjects(t *testing.T) {
 		{s.AllCtlWord(CtlDone), "dpsim.r7.ctl.done.>"},
 		{mustCtl("fault", "drop"), "dpsim.r7.ctl.fault.drop"},
 		{endpoint.Endpoint{Role: endpoint.Plant, ID: 4}.String(), "plant.4"},
-		{s.Data(endpoint.Endpoint{Role: endpoint.Host, ID: 4}), "dpsim.r7.host.4.y"},
+		{s.Data(endpoint.Endpoint{Role: endpoint.Block, ID: 4}), "dpsim.r7.host.4.y"},
 		{s.Data(endpoint.Endpoint{Role: endpoint.Cloud, ID: 0}), s.CloudU(0)},
 		{LauncherSender, endpoint.Endpoint{Role: endpoint.Launcher, ID: 0}.String()},
 	}

@@ -19,16 +19,16 @@ import (
 // RunParams are a run job's parameters (farm.Job.Params, farm.Encode): the run's seeds and the
 // options of engine.Run that change what a chunk holds.
 type RunParams struct {
-	Seeds         sim.Seeds
-	Traces        bool // keep the records of the traced episodes
-	TraceEpisodes int  // trace.Episodes.Int
-	AgentsPerHost int
+	Seeds          sim.Seeds
+	Traces         bool // keep the records of the traced episodes
+	TraceEpisodes  int  // trace.Episodes.Int
+	AgentsPerBlock int
 }
 
 // ChunkOptions are the options of engine.PlayChunk the parameters say (threads: its workers).
 func (ps RunParams) ChunkOptions(threads int) engine.ChunkOptions {
 	return engine.ChunkOptions{Workers: threads, Traces: ps.Traces, TraceEpisodes: trace.FirstEpisodes(ps.TraceEpisodes),
-		AgentsPerHost: ps.AgentsPerHost}
+		AgentsPerBlock: ps.AgentsPerBlock}
 }
 
 // RunKind plays run jobs: a chunk's result is engine.PlayChunk's chunk, gob-encoded (EncodeChunk).
@@ -148,7 +148,7 @@ func Run(c *farm.Coordinator, ctx context.Context, point int, p *plan.Plan, seed
 	if err != nil {
 		return nil, nil, err
 	}
-	ps := RunParams{Seeds: seeds, AgentsPerHost: opts.AgentsPerHost,
+	ps := RunParams{Seeds: seeds, AgentsPerBlock: opts.AgentsPerBlock,
 		Traces: opts.KeepTraces || opts.TraceSink != nil, TraceEpisodes: opts.TraceEpisodes.Int()}
 	params, err := farm.Encode(ps)
 	if err != nil {

@@ -10,23 +10,23 @@ import (
 	"github.com/dpsim/dpsim/pkg/trace"
 )
 
-// Hosts partitions the N agents of a consensus run into blocks of Size consecutive agents,
+// Blocks partitions the N agents of a consensus run into blocks of Size consecutive agents,
 // the agents of one process (dpsim run --agents-per-process): block b holds agents
 // b*Size..min((b+1)*Size, N)-1 and is named host.<b*Size>, after its first agent. With
-// Size > 1 a block runs as one HostCore and publishes one message per step carrying the
+// Size > 1 a block runs as one BlockCore and publishes one message per step carrying the
 // outputs of all its agents, so a network step costs O(blocks) messages instead of O(agents).
 // Size <= 1 means one AgentCore per agent (one message per agent per step).
-type Hosts struct {
+type Blocks struct {
 	N, Size int
 }
 
-// NewHosts returns the blocks of perProcess agents of a consensus plan, batched when
+// NewBlocks returns the blocks of perProcess agents of a consensus plan, batched when
 // Batchable(p); otherwise (or for cloud control) Hosts with Size 1: one core per agent.
-func NewHosts(p *plan.Plan, perProcess int) Hosts {
+func NewBlocks(p *plan.Plan, perProcess int) Blocks {
 	if p == nil || p.Graph == nil || perProcess <= 1 || !Batchable(p) {
-		return Hosts{Size: 1}
+		return Blocks{Size: 1}
 	}
-	return Hosts{N: p.Graph.N, Size: perProcess}
+	return Blocks{N: p.Graph.N, Size: perProcess}
 }
 
 // Batchable reports whether a consensus plan's agents may publish in blocks: no link fault
@@ -41,25 +41,25 @@ func Batchable(p *plan.Plan) bool {
 }
 
 // Batched reports whether agents publish in blocks (Size > 1).
-func (h Hosts) Batched() bool { return h.Size > 1 }
+func (h Blocks) Batched() bool { return h.Size > 1 }
 
 // First returns the first agent of the block holding agent i.
-func (h Hosts) First(i int) int { return i / h.Size * h.Size }
+func (h Blocks) First(i int) int { return i / h.Size * h.Size }
 
 // Block returns the agents lo..hi-1 of the block that starts at agent lo.
-func (h Hosts) Block(lo int) (int, int) { return lo, min(lo+h.Size, h.N) }
+func (h Blocks) Block(lo int) (int, int) { return lo, min(lo+h.Size, h.N) }
 
 // Endpoints returns every block's endpoint, in agent order.
-func (h Hosts) Endpoints() []endpoint.Endpoint {
+func (h Blocks) Endpoints() []endpoint.Endpoint {
 	var out []endpoint.Endpoint
 	for lo := 0; lo < h.N; lo += h.Size {
-		out = append(out, HostEndpoint(lo))
+		out = append(out, BlockEndpoint(lo))
 	}
 	return out
 }
 
 // dims returns the message length of each block in senders (its number of agents).
-func (h Hosts) dims(senders []endpoint.Endpoint) []int {
+func (h Blocks) dims(senders []endpoint.Endpoint) []int {
 	out := make([]int, len(senders))
 	for k, s := range senders {
 		lo, hi := h.Block(s.ID)
@@ -68,14 +68,14 @@ func (h Hosts) dims(senders []endpoint.Endpoint) []int {
 	return out
 }
 
-// HostEndpoint is the block of agents starting at agent lo.
-func HostEndpoint(lo int) endpoint.Endpoint { return endpoint.Endpoint{Role: endpoint.Host, ID: lo} }
+// BlockEndpoint is the block of agents starting at agent lo.
+func BlockEndpoint(lo int) endpoint.Endpoint { return endpoint.Endpoint{Role: endpoint.Block, ID: lo} }
 
 // nbrSrc is where a hosted agent finds one neighbour's y_j(t): sender k of the core's inputs at
 // offset off in its message, or (k = -1) the hosted agent at position off.
 type nbrSrc struct{ k, off int32 }
 
-// HostCore is a block of consensus agents lo..hi-1 as one Core (Hosts): each agent is an
+// BlockCore is a block of consensus agents lo..hi-1 as one Core (Hosts): each agent is an
 // Agent (its arithmetic) with its own noise stream, and each completes step t exactly as its AgentCore would
 // - the same eq. (25) update over its neighbours in Neighbors() order, the same missing-input
 // rule - so a run gives bit-identical numbers however its agents are grouped. It releases one
@@ -84,7 +84,7 @@ type nbrSrc struct{ k, off int32 }
 // missing at the deadline is missing for each agent it carries: the rule applies per agent
 // (reuse-last: that agent's newest y_j; skip) and Ready.Missing counts per agent and
 // neighbour, as the agents' own cores would.
-type HostCore struct {
+type BlockCore struct {
 	base
 	lo     int
 	agents []*Agent
@@ -95,9 +95,9 @@ type HostCore struct {
 	vals   [][]float64 // per sender, the values the step uses (complete's scratch)
 }
 
-// NewHostCore returns the block of hs starting at agent lo (a multiple of hs.Size) of a
+// NewBlockCore returns the block of hs starting at agent lo (a multiple of hs.Size) of a
 // consensus plan with run seed seed.
-func NewHostCore(p *plan.Plan, seed uint64, hs Hosts, lo int) (*HostCore, error) {
+func NewBlockCore(p *plan.Plan, seed uint64, hs Blocks, lo int) (*BlockCore, error) {
 	if err := needConsensus(p, "host"); err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func NewHostCore(p *plan.Plan, seed uint64, hs Hosts, lo int) (*HostCore, error)
 		return nil, fmt.Errorf("sim: host %d: a block starts at a multiple of %d below %d", lo, hs.Size, hs.N)
 	}
 	lo, hi := hs.Block(lo)
-	c := &HostCore{lo: lo, rule: p.Scenario.Faults.Missing.Agent, y: make([]float64, hi-lo)}
+	c := &BlockCore{lo: lo, rule: p.Scenario.Faults.Missing.Agent, y: make([]float64, hi-lo)}
 	if c.rule == "" {
 		c.rule = scenario.AgentReuseLast
 	}
@@ -130,7 +130,7 @@ func NewHostCore(p *plan.Plan, seed uint64, hs Hosts, lo int) (*HostCore, error)
 				srcs[n] = nbrSrc{k: -1, off: int32(j - lo)}
 				continue
 			}
-			k := slices.Index(senders, HostEndpoint(f))
+			k := slices.Index(senders, BlockEndpoint(f))
 			srcs[n] = nbrSrc{k: int32(k), off: int32(j - f)}
 			weight[k]++
 		}
@@ -138,7 +138,7 @@ func NewHostCore(p *plan.Plan, seed uint64, hs Hosts, lo int) (*HostCore, error)
 		maxDeg = max(maxDeg, len(srcs))
 	}
 	c.buf, c.vals = make([]float64, maxDeg), make([][]float64, len(senders))
-	self := HostEndpoint(lo)
+	self := BlockEndpoint(lo)
 	c.base = base{self: self, T: p.Steps, in: newInputs(self, senders, p.Steps)}
 	c.work = c.complete
 	c.in.weight, c.in.dim = weight, hs.dims(senders)
@@ -146,11 +146,11 @@ func NewHostCore(p *plan.Plan, seed uint64, hs Hosts, lo int) (*HostCore, error)
 }
 
 // Agents returns the hosted agents' arithmetic, in agent order.
-func (c *HostCore) Agents() []*Agent { return c.agents }
+func (c *BlockCore) Agents() []*Agent { return c.agents }
 
 // Begin implements Core: x_i(0) from x0 (every agent's initial state, len N; nil: the
 // scenario's), noise reseeded, y(0) released.
-func (c *HostCore) Begin(ep int, x0 []float64) error {
+func (c *BlockCore) Begin(ep int, x0 []float64) error {
 	c.beginBase(ep)
 	for _, agent := range c.agents {
 		x0i := agent.X0()
@@ -169,7 +169,7 @@ func (c *HostCore) Begin(ep int, x0 []float64) error {
 }
 
 // emit releases y(t) of every hosted agent, each y_i(t) = x_i(t) + gamma_i(t) (eq. 25).
-func (c *HostCore) emit() {
+func (c *BlockCore) emit() {
 	t := c.agents[0].Step()
 	for a, agent := range c.agents {
 		c.y[a] = agent.Emit()
@@ -183,7 +183,7 @@ func (c *HostCore) emit() {
 }
 
 // record adds the block's record of step t: every hosted agent's state and message y (nil at T).
-func (c *HostCore) record(t int, y []float64) {
+func (c *BlockCore) record(t int, y []float64) {
 	x := c.ob.mem.take(len(c.agents))
 	for a, agent := range c.agents {
 		x[a] = agent.State()
@@ -191,7 +191,7 @@ func (c *HostCore) record(t int, y []float64) {
 	c.ob.rd.Blocks = append(c.ob.rd.Blocks, trace.BlockRecord{Episode: c.agents[0].episode, Step: t, First: c.lo, X: x, Y: y})
 }
 
-func (c *HostCore) complete() bool {
+func (c *BlockCore) complete() bool {
 	// Each sender's values for this step, once: its message, or by the rule its newest
 	// (reuse-last), or nil (skip: the agents' terms are 0).
 	for k := range c.vals {
@@ -227,10 +227,10 @@ func (c *HostCore) complete() bool {
 }
 
 // Deliver implements Core.
-func (c *HostCore) Deliver(m *Msg) error { return c.step(m) }
+func (c *BlockCore) Deliver(m *Msg) error { return c.step(m) }
 
 // Tick implements Core.
-func (c *HostCore) Tick(t int) error { return c.tick(t) }
+func (c *BlockCore) Tick(t int) error { return c.tick(t) }
 
 // Restart implements Core (a block never crashes: Batchable excludes crashes).
-func (c *HostCore) Restart() error { return c.restart() }
+func (c *BlockCore) Restart() error { return c.restart() }

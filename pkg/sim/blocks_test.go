@@ -17,15 +17,15 @@ import (
 // Link faults act per agent link, crashes per agent process: such plans are not batched.
 func TestHostsNotBatchedUnderFaults(t *testing.T) {
 	s := largeConsensus(t, 12, 10)
-	require.True(t, NewHosts(planOf(t, s), 4).Batched())
-	require.False(t, NewHosts(planOf(t, s), 1).Batched())
+	require.True(t, NewBlocks(planOf(t, s), 4).Batched())
+	require.False(t, NewBlocks(planOf(t, s), 1).Batched())
 
 	lossy := largeConsensus(t, 12, 10)
 	lossy.Faults.Links = []scenario.LinkFault{{Name: "loss", Drop: 0.1}}
-	require.False(t, NewHosts(planOf(t, lossy), 4).Batched())
+	require.False(t, NewBlocks(planOf(t, lossy), 4).Batched())
 
 	_, ctl := loadPlan(t, "cloud-vehicle")
-	require.False(t, NewHosts(ctl, 4).Batched())
+	require.False(t, NewBlocks(ctl, 4).Batched())
 }
 
 // dropTransport is the in-memory network losing the deliveries of the given senders at one
@@ -54,15 +54,15 @@ func (d *dropTransport) Recv(dl time.Time) (*Msg, error) {
 // runDropped runs one episode of p with the cores of hs, losing at step 5 the outputs of agents
 // 4..7 to everyone but themselves (in blocks of 4: the message of block 4..7), and returns its records sorted and the
 // missing-input count.
-func runDropped(t *testing.T, p *plan.Plan, hs Hosts) ([]trace.AgentRecord, []trace.ConsensusRecord, int) {
+func runDropped(t *testing.T, p *plan.Plan, hs Blocks) ([]trace.AgentRecord, []trace.ConsensusRecord, int) {
 	t.Helper()
-	cores, err := NewHostedCores(p, 3, hs)
+	cores, err := NewCoresInBlocks(p, 3, hs)
 	require.NoError(t, err)
 	lost := func(e endpoint.Endpoint) bool {
 		switch e.Role {
 		case endpoint.Agent:
 			return e.ID >= 4 && e.ID < 8
-		case endpoint.Host:
+		case endpoint.Block:
 			return e.ID == 4 // the block 4..7
 		}
 		return false
@@ -112,8 +112,8 @@ func TestHostsMissingInputPerAgent(t *testing.T) {
 			s := largeConsensus(t, 12, 10)
 			s.Faults.Missing.Agent = rule
 			p := planOf(t, s)
-			wantA, wantE, wantMissing := runDropped(t, p, Hosts{Size: 1})
-			gotA, gotE, gotMissing := runDropped(t, p, NewHosts(p, 4))
+			wantA, wantE, wantMissing := runDropped(t, p, Blocks{Size: 1})
+			gotA, gotE, gotMissing := runDropped(t, p, NewBlocks(p, 4))
 			require.Positive(t, wantMissing)
 			require.Equal(t, wantMissing, gotMissing)
 			require.Equal(t, wantA, gotA)
@@ -125,10 +125,10 @@ func TestHostsMissingInputPerAgent(t *testing.T) {
 
 // A block's message must carry every one of its agents: another length is dropped (counted),
 // never read out of range.
-func TestHostCoreRejectsWrongLength(t *testing.T) {
+func TestBlockCoreRejectsWrongLength(t *testing.T) {
 	p := planOf(t, largeConsensus(t, 12, 10))
-	hs := NewHosts(p, 4)
-	hc, err := NewHostCore(p, 1, hs, 0)
+	hs := NewBlocks(p, 4)
+	hc, err := NewBlockCore(p, 1, hs, 0)
 	require.NoError(t, err)
 	require.NotEmpty(t, hc.Senders())
 	require.NoError(t, hc.Begin(0, nil))
@@ -139,8 +139,8 @@ func TestHostCoreRejectsWrongLength(t *testing.T) {
 	require.EqualValues(t, 3, hc.Unexpected())
 	require.Zero(t, hc.LinkStats()[0].Delivered)
 
-	_, err = NewHostCore(p, 1, hs, 2) // not the start of a block
+	_, err = NewBlockCore(p, 1, hs, 2) // not the start of a block
 	require.ErrorContains(t, err, "multiple of 4")
-	_, err = NewHostCore(p, 1, Hosts{Size: 1}, 0)
+	_, err = NewBlockCore(p, 1, Blocks{Size: 1}, 0)
 	require.Error(t, err)
 }
