@@ -399,25 +399,17 @@ func (s *Session) publishGroup(g Group, x0s [][]float64) error {
 }
 
 // episodeBound is how long episode ep may take at most. Every child bounds each step by
-// --timeout and exits when it fails; this bound only catches a child that stalls without
-// exiting.
+// --timeout and exits when it fails, so an episode whose every step times out (a peer that
+// sends nothing usable: each step then waits its whole --timeout) takes up to steps x
+// (--timeout + the period); this bound only catches a child that stalls without exiting
+// (the stall reporter names a slow one long before).
 func (s *Session) episodeBound(ep int) time.Duration {
 	steps := time.Duration(s.cfg.Plan.Steps)
-	bound := 2*s.cfg.Timeout + contract.GridLead + steps*(s.cfg.Period+100*time.Millisecond)
+	bound := 2*s.cfg.Timeout + contract.GridLead + steps*(s.cfg.Timeout+s.cfg.Period+100*time.Millisecond)
 	for _, r := range s.cfg.Plan.Scenario.Faults.ServerRestarts {
 		if r.Episode == ep { // down, then every message lost in the gap costs a timeout
 			bound += r.Down + 10*s.cfg.Timeout + 10*time.Second
 		}
-	}
-	return bound
-}
-
-// groupBound is how long the group g may take at most: the sum of its episodes' bounds (its
-// episodes share the processes, so in the worst case they take as long as one after the other).
-func (s *Session) groupBound(g Group) time.Duration {
-	var bound time.Duration
-	for ep := g.First; ep <= g.Last(); ep++ {
-		bound += s.episodeBound(ep)
 	}
 	return bound
 }
@@ -433,7 +425,9 @@ func (s *Session) awaitDone(ctx context.Context, g Group) error {
 	for k := range s.byKey {
 		last[k], waiting[k] = g.First-1, true
 	}
-	bound := s.groupBound(g)
+	// the bound is one episode's, from the last progress: a group of K episodes in flight may
+	// take K times as long, but each of its ctl.done is progress
+	bound := s.episodeBound(g.First)
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	watch := s.watchStall(g)
@@ -457,6 +451,8 @@ func (s *Session) awaitDone(ctx context.Context, g Group) error {
 					delete(waiting, ev.sender)
 				}
 				watch.advanced()
+				bound = s.episodeBound(min(ev.ep+1, g.Last()))
+				timer.Reset(bound)
 			}
 		case p := <-s.exits:
 			if err := s.exitedIn(p, g); err != nil {
