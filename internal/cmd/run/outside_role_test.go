@@ -84,8 +84,8 @@ func TestOutsideRoleBroken(t *testing.T) {
 		{mode: "inf", kind: "nothing-delivered", reason: "nonfinite"},
 		{mode: "digest", reason: "plan digest", not: "stale"},                                   // the launcher wrote the file before it started the cloud
 		{mode: "forbidden", kind: "permission-violation", reason: "dpsim.outside.plant.0.yhat"}, // and nothing delivered
-		// every u dropped, and each step's wait for it (--timeout) outlasts the episode's bound:
-		// the wait times out, and the headline is the cause, not "no ctl.done from" everyone
+		// every u dropped, and each step waits for it its whole --timeout: the run fails, and the
+		// headline is the cause, not "no ctl.done from" everyone
 		{mode: "dropall", kind: "nothing-delivered", reason: "run", args: []string{"--timeout", "400ms"}},
 		// the plant's messages carry several episodes: the cloud misreads them, the plant is not blamed
 		{mode: "noheader", kind: "rejected-valid-messages", reason: "Dpsim-Episodes", not: "plant-0 (", args: []string{"--inflight", "4", "--runs", "8"}},
