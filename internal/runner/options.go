@@ -201,7 +201,7 @@ func (o *Options) checkLimits(budget string) error {
 		o.Budget = b
 	}
 	if o.Runs < 0 || o.Runs > scenario.MaxRuns {
-		return cli.UsageError("--runs %d: want 1..%d (0 = the scenario's)", o.Runs, scenario.MaxRuns)
+		return cli.UsageError("--episodes (--runs) %d: want 1..%d (0 = the scenario's)", o.Runs, scenario.MaxRuns)
 	}
 	if o.Timeout < contract.MinTimeout {
 		return cli.UsageError("--timeout %v: must be at least %v (it bounds every wait for a step's messages)", o.Timeout, contract.MinTimeout)

@@ -142,10 +142,21 @@ func (l *launcher) applyResume() error {
 	if err := st.checkScenario(o.ScenarioPath); err != nil {
 		return err
 	}
-	given := map[string]bool{}
-	o.Flags.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	given, typed := map[string]bool{}, map[string]string{} // typed: the name the command line used
+	o.Flags.Visit(func(f *flag.Flag) { given[canonicalFlag(f.Name)], typed[canonicalFlag(f.Name)] = true, f.Name })
+	for old, name := range resumeOldNames { // a state recorded under a flag's old name
+		if v, ok := st.Flags[old]; ok {
+			if _, has := st.Flags[name]; !has {
+				st.Flags[name] = v
+			}
+			delete(st.Flags, old)
+		}
+	}
 	var args, diffs []string
 	o.Flags.VisitAll(func(f *flag.Flag) {
+		if canonicalFlag(f.Name) != f.Name {
+			return // an old name: its value is its flag's (the same variable)
+		}
 		switch resumeClassOf(f.Name) {
 		case resumeValue:
 			want, recorded := st.Flags[f.Name]
@@ -165,7 +176,7 @@ func (l *launcher) applyResume() error {
 				if want == "" {
 					want = "the default"
 				}
-				diffs = append(diffs, fmt.Sprintf("--%s %s (the run has %s)", f.Name, f.Value.String(), want))
+				diffs = append(diffs, fmt.Sprintf("--%s %s (the run has %s)", typed[f.Name], f.Value.String(), want))
 			}
 		case resumeGiven:
 			if givenDigest(o, f) != st.Given[f.Name] {
@@ -311,7 +322,7 @@ func (l *launcher) resumeBegin() {
 	flags := map[string]string{}
 	l.o.Flags.Visit(func(f *flag.Flag) {
 		if resumeClassOf(f.Name) == resumeValue && f.Name != "seed" {
-			flags[f.Name] = f.Value.String()
+			flags[f.Name] = f.Value.String() // as given (an old name is read back as its flag's)
 		}
 	})
 	sum, _ := fileSHA256(l.o.ScenarioPath)

@@ -65,7 +65,7 @@ const (
 // resumeFlags is the one table of how --resume treats each flag of `dpsim run`.
 var resumeFlags = map[string]resumeClass{
 	// the result-deciding values (the seed is recorded as "seed", not in flags)
-	"seed": resumeValue, "engine": resumeValue, "runs": resumeValue, "mode": resumeValue, "period": resumeValue,
+	"seed": resumeValue, "engine": resumeValue, "episodes": resumeValue, "runs": resumeValue, "mode": resumeValue, "period": resumeValue,
 	"timeout": resumeValue, "agents-per-process": resumeValue, "trace-episodes": resumeValue, "encoding": resumeValue,
 	"transcript": resumeValue, "sign": resumeValue, "strict": resumeValue, "max-missed-fraction": resumeValue,
 	// commands and who starts the processes: given again, checked against their sha256
@@ -78,6 +78,18 @@ var resumeFlags = map[string]resumeClass{
 	"ui": resumeFree, "ui-hold": resumeFree, "ui-public": resumeFree, "nats-monitor": resumeFree,
 	"dispatch": resumeFree, "spawn-workers": resumeFree, "worker-listen": resumeFree, "worker-creds": resumeFree,
 	"verify-share": resumeFree, "chunk-timeout": resumeFree,
+}
+
+// resumeOldNames maps a flag's old name, still read, to its name: the state records a flag as
+// the command line named it, and a resumption reads and compares it under its name.
+var resumeOldNames = map[string]string{"runs": "episodes"}
+
+// canonicalFlag is the name a flag is recorded and compared under (resumeOldNames).
+func canonicalFlag(name string) string {
+	if n, ok := resumeOldNames[name]; ok {
+		return n
+	}
+	return name
 }
 
 // resumeClassOf is the class of flag name: an unlisted flag is resumeGiven (the safe side).

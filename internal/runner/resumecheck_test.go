@@ -29,6 +29,7 @@ func testParse(args []string, _, _ any) (*Options, error) {
 	fs.StringVar(&o.Resume, "resume", "", "")
 	fs.Func("role", "", o.Roles.ParseProgram)
 	fs.BoolVar(&o.Attach, "attach", false, "")
+	fs.IntVar(&o.Runs, "episodes", 0, "")
 	fs.IntVar(&o.Runs, "runs", 0, "")
 	fs.StringVar(&o.Engine, "engine", "nats", "")
 	fs.IntVar(&o.TraceEpisodes, "trace-episodes", DefaultTraceEpisodes, "")

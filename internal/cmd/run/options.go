@@ -16,7 +16,7 @@ import (
 )
 
 const synopsis = `dpsim run SCENARIO [--out DIR] [--seed N] [--nats-url URL] [--mode lockstep|realtime] [--period D]
-                 [--ui[=ADDR] [--ui-hold D] [--ui-public]] [--engine nats|fast] [--runs N] [--inflight K] [--trace-episodes N] [--timeout D] [--agents-per-process K] [--json]
+                 [--ui[=ADDR] [--ui-hold D] [--ui-public]] [--engine nats|fast] [--episodes N] [--inflight K] [--trace-episodes N] [--timeout D] [--agents-per-process K] [--json]
                  [--engine fast --dispatch [--spawn-workers N] [--worker-listen ADDR] [--worker-creds N] [--verify-share P] [--chunk-timeout D]]
        dpsim run SCENARIO --resume OUT [--nats-url URL] [the run's --role and --attach, given again]`
 
@@ -38,7 +38,7 @@ the same seed it gives the same numbers as the NATS run.
 The seed is --seed, else the scenario's seed, else drawn from crypto/rand; it is recorded in
 summary.json. A scenario with a sweep runs every point (one entry per point in summary.json).
 
-Memory does not grow with --runs: the metrics are aggregated as episodes complete, and the merged
+Memory does not grow with --episodes: the metrics are aggregated as episodes complete, and the merged
 per-step records of the first --trace-episodes episodes (default 100) are streamed to trace.jsonl.
 
 --out is reused safely: before it writes, dpsim removes what an earlier run wrote there - summary.json,
@@ -68,7 +68,7 @@ A completed run removes resume.json.
 resume.json is read as input from whoever can write OUT: it holds no command and no path. SCENARIO is
 given again (its sha256 must be the run's), as are --role and --attach (resume.json keeps their
 sha256 only; given otherwise, the resumption is refused); only plain result-deciding values (seed,
---engine, --runs, --mode, --period, --timeout, --agents-per-process, --trace-episodes, --encoding,
+--engine, --episodes, --mode, --period, --timeout, --agents-per-process, --trace-episodes, --encoding,
 --transcript, --sign, --strict, --max-missed-fraction) are taken from it. The trace it continues
 is a bare name in OUT, opened without following a link and checked against its recorded sha256.
 Its last member is an HMAC-SHA256 keyed by OUT/resume.key (mode 0600, the user's own): an edited
@@ -97,6 +97,9 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*runner.Options, err
 			return nil, cli.UsageError("--mode: %v", err)
 		}
 		o.Mode, o.ModeSet = m, true
+	}
+	if given := givenFlags(fs); given["episodes"] && given["runs"] {
+		return nil, cli.UsageError("--episodes and --runs (its old name) are both given: keep --episodes")
 	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
@@ -128,7 +131,8 @@ func defineFlags(fs *flag.FlagSet, o *runner.Options, seed, mode, budget *string
 	fs.StringVar(mode, "mode", "", "time mode: lockstep (each step when its messages arrived, as fast as possible) or realtime (period Ts on the wall clock); default the scenario's transport.mode")
 	fs.DurationVar(&o.Period, "period", 0, "realtime step period Ts, e.g. 100ms (default the scenario's transport.period)")
 	fs.StringVar(&o.Engine, "engine", "nats", "nats (every role its own process over NATS) or fast (in-process, no NATS; same numbers for the same seed)")
-	fs.IntVar(&o.Runs, "runs", 0, "number of Monte Carlo episodes per point (0, the default: the scenario's runs)")
+	fs.IntVar(&o.Runs, "episodes", 0, "number of Monte Carlo episodes per point (0, the default: the scenario's episodes)")
+	fs.IntVar(&o.Runs, "runs", 0, "the old name of --episodes, still read")
 	fs.DurationVar(&o.Timeout, "timeout", contract.DefaultTimeout, "longest wait for one step's messages (lockstep) in every process (at least 1ms; NATS flushes and a private x(0) wait max(--timeout, 10s)); a step that times out goes on with the missing-input rules, is counted, and makes the run degraded (see --max-missed-fraction)")
 	fs.IntVar(&o.AgentsPerProcess, "agents-per-process", 1, "consensus: agents hosted per agent process (1 = one process per agent; e.g. 25 runs 100 agents in 4 processes). Unless the scenario has link faults or crashes (which act per agent), each process publishes one message per step carrying all its agents' outputs (dpsim.<run>.host.<i>.y), so a step costs O(processes) messages; --engine fast groups its agents the same way, so both engines report the same links")
 	fs.IntVar(&o.TraceEpisodes, "trace-episodes", runner.DefaultTraceEpisodes, "write the merged per-step records of the first N episodes to trace.jsonl (0 = no trace file, -1 = every episode: about 25 KB per cloud-control episode of 100 steps, 2.5 GB for 100000 runs); it also bounds the disk of the NATS engine: each process keeps its trace, transcript and fault log for these N episodes only (plus the episode in progress), and the metrics still cover every episode")
@@ -183,3 +187,10 @@ const inflightHelp = "episodes kept in flight at once over the same role process
 const uiHelp = "serve a live view of the run while it goes: --ui alone serves on 127.0.0.1 at a free port, --ui=HOST:PORT there (an empty host is 127.0.0.1; an address other than loopback, e.g. 0.0.0.0, shows the plant's true state to the network and takes interventions from it: it needs --ui-public). The URL is printed on stderr at the start, with a random token (http://HOST:PORT/?token=...) that every request needs: the page keeps it as a cookie, other clients send it as ?token= or Authorization: Bearer (so does a Prometheus scraper of /metrics); a page of another site can neither read the view nor change the run (its Host, Origin and Content-Type are checked). The page (/) plots the Monte Carlo mean square over the completed episodes with its 95% band against the paper's bound (as the launcher folds them), the latest traced episode, saying which (see --trace-episodes; in realtime also the episode in progress, step by step), the links (the injector side replayed live, the rest when a point finishes), the processes (memory sampled every second) and the timeline; /api/state is its JSON, /events its Server-Sent Events, /metrics Prometheus metrics. It stops when the run ends (see --ui-hold)"
 
 const uiPublicHelp = "with --ui=HOST:PORT: allow an address other than loopback (0.0.0.0, ::, a LAN address or name): the live view then serves the network, over plain HTTP - whoever can reach it and learns the URL with its token sees the true state and can change the run's faults (a warning is printed)"
+
+// givenFlags is the set of flags given on the command line.
+func givenFlags(fs *flag.FlagSet) map[string]bool {
+	m := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { m[f.Name] = true })
+	return m
+}

@@ -89,3 +89,17 @@ func TestParseOptions(t *testing.T) {
 	require.Empty(t, errb.String(), "one error line, not the whole help")
 	require.ErrorContains(t, err, "flag provided but not defined: -bogus (see 'dpsim run --help')")
 }
+
+// --episodes is the number of episodes per point; --runs, its old name, is still read, and
+// both together are refused.
+func TestEpisodesFlagAndItsOldName(t *testing.T) {
+	for _, name := range []string{"--episodes", "--runs"} {
+		o, err := parseOptions([]string{"s.yaml", name, "7"}, io.Discard, io.Discard)
+		require.NoError(t, err, name)
+		require.Equal(t, 7, o.Runs, name)
+	}
+	_, err := parseOptions([]string{"s.yaml", "--episodes", "7", "--runs", "7"}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "--episodes and --runs (its old name) are both given")
+	_, err = parseOptions([]string{"s.yaml", "--episodes", "-1"}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "--episodes (--runs) -1: want 1..")
+}
