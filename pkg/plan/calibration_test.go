@@ -25,7 +25,7 @@ func TestCalibrate(t *testing.T) {
 	require.Equal(t, p.Sensitivity.Value, r.Sensitivity)
 	require.Equal(t, p.Adjacency, r.Adjacency)
 	require.Equal(t, p.RankErr == nil, r.RankOK)
-	require.Equal(t, "runs", r.EpisodesFrom)
+	require.Equal(t, "episodes", r.EpisodesFrom)
 	require.NotEqual(t, noise.None, p.Noise, "the scenario has noise: a whole run and a comparison")
 	require.Equal(t, pt.Runs, r.Episodes)
 	require.NotNil(t, r.WorstPair)
