@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
@@ -127,4 +128,15 @@ func weightWarning(g *dynamics.Graph, alpha float64) string {
 	}
 	return fmt.Sprintf("graph: agents %s (0-based, as x0 and agent.N) have edge-weight sums >= 1 (up to %.4g); "+
 		"the paper asks sum_j w_ij < 1, but the rate alpha = %.4g < 1, so consensus still converges", list, top, alpha)
+}
+
+// warnings returns the scenario's warnings followed by the plan's that are not among them.
+func (p *Plan) warnings(scenarioWarnings []string) []string {
+	out := slices.Clone(scenarioWarnings)
+	for _, w := range p.Warnings {
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
