@@ -10,6 +10,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/audit"
 	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/report"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
@@ -25,6 +26,9 @@ type Audit struct {
 	PointConf float64           // confidence of each point: 1 - (1 - Conf)/K (Bonferroni)
 	GameOpts  audit.GameOptions // what every point's game was built with (a worker builds the same)
 	Log       zerolog.Logger
+	// Warnings are the scenario's and its points' plans' (what plan.New's dynamics checks
+	// found), each once: the command shows them before it plays.
+	Warnings []string
 }
 
 // Load checks and loads the scenario of o and resolves the run seed: the flag's, else the
@@ -115,8 +119,12 @@ func New(o *Options, s *scenario.Scenario, seed uint64, log zerolog.Logger) (*Au
 		// scenario's fast-engine count would take hours. Only an explicit --trials goes higher.
 		log.Warn().Int("trials", trials).Msg("wire engine: default trial count capped; pass --trials to play more")
 	}
+	warnings := s.Warnings
+	for _, g := range games {
+		warnings = report.MergePlanWarnings(warnings, g.Plan)
+	}
 	return &Audit{
-		Opts: o, Name: s.Name, Points: points, Games: games, GameOpts: gameOpts, Seed: seed, Trials: trials, Conf: conf,
+		Opts: o, Name: s.Name, Points: points, Games: games, Warnings: warnings, GameOpts: gameOpts, Seed: seed, Trials: trials, Conf: conf,
 		// Every point is one more chance of a false violation: a sweep's points are analysed at
 		// 1 - (1 - conf)/K each (Bonferroni), so its overall verdict holds at the stated conf.
 		PointConf: 1 - (1-conf)/float64(len(points)),

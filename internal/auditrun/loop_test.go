@@ -113,3 +113,11 @@ func (p *notingPlayer) Annotate(rep *audit.GameReport, complete bool) {
 	p.complete = append(p.complete, complete)
 	rep.Notes = append(rep.Notes, "noted by the player")
 }
+
+// The plans' warnings (here the paper graph's weight sums of 1) are the audit's, once for all
+// the points, as dpsim run shows them.
+func TestAuditWarnings(t *testing.T) {
+	a := newTestAudit(t, "audit-consensus-laplace", 10, Options{EpisodesSweep: []int{1, 2}})
+	require.Len(t, a.Warnings, 1, "%q", a.Warnings)
+	require.Contains(t, a.Warnings[0], "agents 1, 4, 6, 9 (0-based, as x0 and agent.N) have edge-weight sums >= 1")
+}

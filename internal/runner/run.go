@@ -256,8 +256,8 @@ func (l *launcher) prepare() error {
 	}
 	l.sum = l.newSummary(s, seed, seedSource)
 	l.sum.EstimatedMemoryBytes = l.cost.MemoryBytes
-	// the scenario's warnings (fragile sensitivity, an unstable loop, weights that sum to 1 or
-	// more) are on the terminal before the run, not in report.md only
+	// the scenario's and its plans' warnings (an unstable loop, weights that sum to 1 or more)
+	// are on the terminal before the run, not in report.md only
 	for _, w := range l.sum.Warnings {
 		fmt.Fprintf(l.stderr, "dpsim run: warning: %s\n", cli.OneLine(w))
 	}
@@ -327,7 +327,7 @@ func (l *launcher) applyScenarioSettings(s *scenario.Scenario) error {
 }
 
 // newSummary returns the run's summary before any point runs: the scenario s, the seed and where
-// it came from, the settings, and the graph warnings of every point.
+// it came from, the settings, and the warnings of every point's plan (its dynamics checks).
 func (l *launcher) newSummary(s *scenario.Scenario, seed uint64, seedSource string) *record.Summary {
 	o := l.o
 	sum := &record.Summary{
@@ -348,7 +348,7 @@ func (l *launcher) newSummary(s *scenario.Scenario, seed uint64, seedSource stri
 		sum.Encoding = o.Encoding
 	}
 	for _, p := range l.plans {
-		sum.Warnings = report.MergeGraphWarnings(sum.Warnings, p.GraphWarnings)
+		sum.Warnings = report.MergePlanWarnings(sum.Warnings, p)
 	}
 	if len(l.plans) > 0 { // the sampler is the scenario's, the grid the first point's (each point has its own)
 		sum.Sampler, sum.Granularity = l.plans[0].Sampler, l.plans[0].Granularity

@@ -67,7 +67,7 @@ type RateInfo struct {
 //
 // The last result is kept for the process with a copy of the graph it belongs to, and served
 // again for a graph with the same N and edges: Validate and Rate, and the same graph built
-// twice (a scenario's check on load, then its plan), share one computation - a dense
+// twice (a plan built again for the same point), share one computation - a dense
 // eigen-decomposition costs seconds at N = 1000, the O(E) comparison nothing. A graph edited
 // in place no longer matches and is recomputed. Safe for concurrent use.
 func (g *Graph) RateInfo() (RateInfo, error) {

@@ -129,7 +129,7 @@ func newCalibrationResult(s *scenario.Scenario, p *Plan) *CalibrationResult {
 		Epsilon: pr.Epsilon, Delta: pr.Delta, Mu: pr.Mu, Adjacency: p.Adjacency, Noise: p.Noise,
 		Sensitivity: p.Sensitivity.Value, KappaInverse: p.KappaInv,
 		RankOK: p.RankErr == nil, Evaluated: p.Sensitivity.Evaluated, NoiseVariance0: p.NoiseVariance(),
-		SeedFromFile: s.Seed, GraphAlpha: p.Alpha, Warnings: s.Warnings,
+		SeedFromFile: s.Seed, GraphAlpha: p.Alpha, Warnings: p.warnings(s.Warnings),
 	}
 	r.Sigma, r.B = privacy.ScaleKeys(p.Mechanism, p.Scale)
 	r.SamplerInfo = p.SamplerInfo()

@@ -6,6 +6,11 @@
 // One plan serves every consumer - `dpsim calibrate`, the in-process engine, the plant and
 // agent processes, and the auditor - so a calibration is computed in exactly one place.
 //
+// New is also where a scenario's dynamics are solved, once per point (scenario.Parse solves
+// none): the plant, the gains (an LQR design), the observer-controller, or the graph and its
+// rate alpha. What only they refuse is a *scenario.ValidationError naming the field and its
+// line, as Parse's problems; what they make suspicious is in Plan.Warnings.
+//
 // Noise kinds (docs/math.md section 4), for a private model (A_m, C_m) over T steps:
 //
 //   - structured: Lambda_bar = O_T (Theorem 3); Gaussian noise gamma(t) = C_m A_m^t sqrt(Sigma) eta

@@ -93,6 +93,8 @@ type planFile struct {
 	L             [][]float64        `json:"l,omitempty"`
 	Alpha         float64            `json:"alpha"`
 	GraphWarnings []string           `json:"graph_warnings,omitempty"`
+	// Warnings are the plan's (Plan.Warnings): what its dynamics checks found suspicious.
+	Warnings []string `json:"warnings,omitempty"`
 	// Edges is the consensus graph resolved (a named graph's edges, random-regular's drawn
 	// ones): an outside agent need not rebuild it.
 	Edges    []scenario.Edge `json:"edges,omitempty"`
@@ -130,7 +132,8 @@ func dense(name string, v [][]float64, r, c int) (*mat.Dense, error) {
 func (p *Plan) WriteFile(w io.Writer, keep Keep) error {
 	s := p.Scenario.Clone()
 	f := planFile{Format: FileFormat, Scenario: s, Adjacency: p.Adjacency, Scale: p.Scale, KappaInv: p.KappaInv,
-		NoiseMatrix: rowmajor.Rows(p.NoiseMatrix), K: rowmajor.Rows(p.K), L: rowmajor.Rows(p.L), Alpha: p.Alpha, GraphWarnings: p.GraphWarnings}
+		NoiseMatrix: rowmajor.Rows(p.NoiseMatrix), K: rowmajor.Rows(p.K), L: rowmajor.Rows(p.L), Alpha: p.Alpha, GraphWarnings: p.GraphWarnings,
+		Warnings: p.Warnings}
 	if p.RankErr != nil {
 		f.RankError = p.RankErr.Error()
 	}
@@ -212,7 +215,8 @@ func (f *planFile) plan() (*Plan, error) {
 	}
 	s := f.Scenario
 	p := &Plan{Scenario: s, Steps: s.Steps, Adjacency: f.Adjacency, Mechanism: s.Privacy.Mechanism, Noise: s.Privacy.Noise,
-		Scale: f.Scale, KappaInv: f.KappaInv, Alpha: f.Alpha, GraphWarnings: f.GraphWarnings}
+		Scale: f.Scale, KappaInv: f.KappaInv, Alpha: f.Alpha, GraphWarnings: f.GraphWarnings,
+		Warnings: f.Warnings}
 	if f.RankError != "" {
 		p.RankErr = errors.New(f.RankError)
 	}

@@ -67,6 +67,12 @@ type Plan struct {
 	Graph         *dynamics.Graph
 	Alpha         float64  // convergence rate max(|1-lambda_2|, |1-lambda_n|)
 	GraphWarnings []string // e.g. weight sums >= 1 (the paper's own graph)
+
+	// Warnings are what the dynamics make suspicious, worded as the scenario's warnings (field
+	// path first): an unstable closed loop (controller.K, controller.L), graph nodes whose
+	// weights sum to 1 or more, with the rate alpha (graph). Commands show them with the
+	// scenario's (report.MergePlanWarnings).
+	Warnings []string
 }
 
 // New resolves s. s must be a single point (no sweep left): call Expand first.
@@ -88,17 +94,8 @@ func New(s *scenario.Scenario, opt Options) (*Plan, error) {
 	if p.ModelA == nil {
 		return nil, fmt.Errorf("scenario %s: no private model", s.Name)
 	}
-	switch s.Kind {
-	case scenario.CloudControl:
-		if err := p.resolveControl(); err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
-		}
-	case scenario.Consensus:
-		if err := p.resolveConsensus(); err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
-		}
-	default:
-		return nil, fmt.Errorf("scenario %s: unknown kind %q", s.Name, s.Kind)
+	if err := p.resolveDynamics(); err != nil {
+		return nil, err
 	}
 	if err := p.design(opt.Budget); err != nil {
 		return nil, fmt.Errorf("scenario %s: privacy: %w", s.Name, err)
@@ -107,43 +104,6 @@ func New(s *scenario.Scenario, opt Options) (*Plan, error) {
 		return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
 	}
 	return p, nil
-}
-
-func (p *Plan) resolveControl() error {
-	s := p.Scenario
-	sys, err := s.System()
-	if err != nil {
-		return fmt.Errorf("plant: %w", err)
-	}
-	p.System = sys
-	if p.K, p.L, err = s.Gains(); err != nil {
-		return fmt.Errorf("controller: %w", err)
-	}
-	if p.Reference, err = s.Reference(); err != nil {
-		return fmt.Errorf("controller.reference: %w", err)
-	}
-	if _, my := p.ModelC.Dims(); my > 0 {
-		if mr, _ := p.ModelC.Dims(); mr != sys.Ny() {
-			return fmt.Errorf("privacy.model.C: %d outputs, the plant has %d: the noise is added to the plant's output", mr, sys.Ny())
-		}
-	}
-	return nil
-}
-
-func (p *Plan) resolveConsensus() error {
-	g, err := p.Scenario.Graph()
-	if err != nil {
-		return fmt.Errorf("graph: %w", err)
-	}
-	warnings, err := g.Validate()
-	if err != nil {
-		return fmt.Errorf("graph: %w", err)
-	}
-	p.Graph, p.GraphWarnings = g, warnings
-	if p.Alpha, err = g.Rate(); err != nil {
-		return fmt.Errorf("graph: %w", err)
-	}
-	return nil
 }
 
 // norm returns the sensitivity norm of the mechanism: 2 (Delta_N, Gaussian) or 1 (Delta_L, Laplace).

@@ -112,8 +112,10 @@
 // quantities (mean squares, the eavesdropper's squared error) metrics.Accumulator.Results clamps the
 // lower limit at 0, which the normal approximation can cross with few runs.
 //
-// The graph's weight-sum warning is stated once (MergeGraphWarnings: the scenario loader and
-// the plan find the same thing in different words).
+// The plans' warnings (what plan.New's dynamics checks found) follow the scenario's, each once
+// across the points, and the graph's weight-sum warning is stated once (MergePlanWarnings,
+// MergeGraphWarnings: the plan and dynamics.Graph.Validate find the same thing in different
+// words).
 //
 // The Markdown is deterministic (maps are sorted, no clock is read): the same Input gives the
 // same bytes. Numbers are printed with 3 significant digits (4 for noise scales).

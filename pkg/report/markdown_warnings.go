@@ -9,7 +9,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
-// warnings lists the run's warnings: the scenario's, the plans' graph warnings (once), the
+// warnings lists the run's warnings: the scenario's, the plans' (once), the
 // incomplete episodes and the noise-dominance warning.
 func (r *analysis) warnings() []string {
 	var warn []string
@@ -18,7 +18,7 @@ func (r *analysis) warnings() []string {
 	}
 	for _, p := range r.points {
 		if p.plan != nil {
-			warn = MergeGraphWarnings(warn, p.plan.GraphWarnings)
+			warn = MergePlanWarnings(warn, p.plan)
 		}
 	}
 	for _, p := range r.points {

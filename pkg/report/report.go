@@ -119,10 +119,25 @@ type Process struct {
 // FigureNames lists every figure Write may create (record.FigureNames).
 func FigureNames() []string { return record.FigureNames() }
 
+// MergePlanWarnings appends to warnings (the scenario's) those of plan p: its Warnings (what
+// its dynamics checks found: an unstable loop, weight sums >= 1 with the rate alpha) not
+// already there, then its graph warnings (MergeGraphWarnings). Every point of a sweep plans
+// its own dynamics, so a warning they share is stated once.
+func MergePlanWarnings(warnings []string, p *plan.Plan) []string {
+	out := slices.Clone(warnings)
+	for _, w := range p.Warnings {
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return MergeGraphWarnings(out, p.GraphWarnings)
+}
+
 // MergeGraphWarnings appends to the scenario's warnings the graph warnings of a plan
-// (plan.GraphWarnings) that the scenario did not already state. The scenario loader and the
-// plan both check the edge-weight sums and word the same finding differently, so a plan's
-// graph warnings are dropped when the scenario already has one about the graph ("graph: ...").
+// (plan.GraphWarnings) that the scenario did not already state. The plan's Warnings and
+// dynamics.Graph.Validate both check the edge-weight sums and word the same finding
+// differently, so a plan's graph warnings are dropped when the warnings already have one
+// about the graph ("graph: ...").
 func MergeGraphWarnings(scenarioWarnings, graphWarnings []string) []string {
 	for _, w := range scenarioWarnings {
 		if strings.HasPrefix(w, "graph:") {

@@ -692,3 +692,15 @@ func TestLargeProcessTableInAppendix(t *testing.T) {
 		t.Error("the table is still in the setup")
 	}
 }
+
+// A plan's warnings follow the scenario's, each once across the points, and push out the
+// plan's graph warnings that say the same thing.
+func TestMergePlanWarnings(t *testing.T) {
+	p := &plan.Plan{Warnings: []string{"graph: agents 1 have edge-weight sums >= 1"}, GraphWarnings: []string{"weight sums >= 1 at node 1"}}
+	got := MergePlanWarnings([]string{"old key"}, p)
+	got = MergePlanWarnings(got, p)
+	want := []string{"old key", "graph: agents 1 have edge-weight sums >= 1"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("MergePlanWarnings = %q, want %q", got, want)
+	}
+}

@@ -14,12 +14,13 @@
 //	scenario bad.yaml: plant.B: 3 rows, plant.A is 2x2 (line 5)
 //	scenario bad.yaml: plant.Aa: unknown field (allowed: A, B, C, x0) (line 6)
 //
-// Indices in field paths count from 0 (plant.A[1][0] is row 1, column 0). Once a file is
-// well formed, Parse also builds it with pkg/dynamics (the graph, the LQR gains, the
-// controller), so what only the dynamics can refuse - a graph whose consensus rate
-// alpha >= 1, an LQR problem without a stabilising solution - fails at load time as well.
-// Allowed but suspicious settings (an unstable closed loop, graph nodes whose weights sum
-// to 1 or more, as in the paper's own graph) are listed in Scenario.Warnings.
+// Indices in field paths count from 0 (plant.A[1][0] is row 1, column 0). Parse solves no
+// dynamics: plan.New builds each point once with pkg/dynamics (the graph and its rate, the
+// LQR gains, the controller) and refuses what only the dynamics can refuse - a graph whose
+// consensus rate alpha >= 1, an LQR problem without a stabilising solution - with the same
+// *ValidationError, field path and line (Scenario.Problem, Refuse), and lists what is allowed
+// but suspicious (an unstable closed loop, graph nodes whose weights sum to 1 or more, as in
+// the paper's own graph) in Plan.Warnings; every command plans before it runs.
 //
 // # The schema
 //

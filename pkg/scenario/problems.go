@@ -84,3 +84,47 @@ func (ps *problems) err(source string) error {
 	})
 	return &ValidationError{Source: source, Problems: out}
 }
+
+// Line returns the line of the field at path (e.g. "controller.lqr", "graph") in the file
+// the scenario was parsed from; 0 when unknown (a scenario built in code, a path the file
+// does not give).
+func (s *Scenario) Line(path string) int { return s.lines[path] }
+
+// Problem returns err as a problem of the field at path, with its line (Line) and without
+// the "dynamics: " prefix of pkg/dynamics: for the problems only the dynamics find, after
+// Parse (plan.New builds the plant, the gains and the graph).
+func (s *Scenario) Problem(path string, err error) Problem {
+	return Problem{Path: path, Line: s.Line(path), Message: strings.TrimPrefix(err.Error(), "dynamics: ")}
+}
+
+// Refuse returns the problems found in s after Parse as Parse returns its own: a
+// *ValidationError named by s.Source (else s.Name), the problems in file order; nil when
+// list is empty.
+func (s *Scenario) Refuse(list []Problem) error {
+	ps := &problems{}
+	for _, p := range list {
+		ps.add(p.Path, p.Line, "%s", p.Message)
+	}
+	source := s.Source
+	if source == "" {
+		source = s.Name
+	}
+	return ps.err(source)
+}
+
+// dynamicsFields are the sections whose problems only the dynamics find (plan.New).
+var dynamicsFields = []string{"plant", "controller", "graph", "privacy.model"}
+
+// dynamicsLines keeps of lines (every field path of a file) those of dynamicsFields and their
+// fields: what Line answers.
+func dynamicsLines(lines map[string]int) map[string]int {
+	out := map[string]int{}
+	for path, line := range lines {
+		for _, f := range dynamicsFields {
+			if path == f || strings.HasPrefix(path, f+".") || strings.HasPrefix(path, f+"[") {
+				out[path] = line
+			}
+		}
+	}
+	return out
+}

@@ -3,7 +3,6 @@ package scenario
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -81,22 +80,17 @@ func (s *Scenario) Reference() (dynamics.Reference, error) {
 
 // Graph returns the consensus communication graph, checked by dynamics.Graph.Validate
 // (connected, positive weights, rate alpha < 1; the rate costs O(n^3) time and O(n^2)
-// memory). Parse records its warnings (weight sums >= 1) in s.Warnings.
+// memory up to dynamics.MaxDenseRateNodes nodes). plan.New checks it once and keeps it
+// (Plan.Graph), with its warnings (weight sums >= 1).
 func (s *Scenario) Graph() (*dynamics.Graph, error) {
-	g, _, err := s.graph()
-	return g, err
-}
-
-func (s *Scenario) graph() (*dynamics.Graph, []string, error) {
 	g, err := s.buildGraph()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	warnings, err := g.Validate()
-	if err != nil {
-		return nil, warnings, err
+	if _, err := g.Validate(); err != nil {
+		return nil, err
 	}
-	return g, warnings, nil
+	return g, nil
 }
 
 // BuildGraph returns the graph the scenario describes with only its structure checked
@@ -135,74 +129,4 @@ func (s *Scenario) buildGraph() (*dynamics.Graph, error) {
 		}
 	}
 	return g, nil
-}
-
-// checkBuild builds what the scenario describes with pkg/dynamics and records what fails
-// as problems (a graph whose rate alpha >= 1, an LQR design without a solution) and what
-// is suspicious as warnings (an unstable closed loop, weight sums >= 1).
-func (s *Scenario) checkBuild(d *decoder) {
-	line := func(path string) int { return d.lines[path] }
-	trim := func(err error) string { return strings.TrimPrefix(err.Error(), "dynamics: ") }
-	switch s.Kind {
-	case CloudControl:
-		sys, err := s.System()
-		if err != nil {
-			d.ps.add("plant", line("plant"), "%s", trim(err))
-			return
-		}
-		if _, err := s.PrivateSystem(); err != nil {
-			d.ps.add("privacy.model", line("privacy.model"), "%s", trim(err))
-		}
-		K, L, err := s.Gains()
-		if err != nil {
-			path, msg, _ := strings.Cut(err.Error(), ": ")
-			d.ps.add(path, line(path), "%s", strings.TrimPrefix(msg, "dynamics: "))
-			return
-		}
-		ref, err := s.Reference()
-		if err != nil {
-			d.ps.add("controller.reference", line("controller.reference"), "%s", trim(err))
-			return
-		}
-		if _, err := dynamics.NewObserverController(sys, K, L, ref, s.Controller.Xhat0); err != nil {
-			d.ps.add("controller", line("controller"), "%s", trim(err))
-			return
-		}
-		var acl, aol mat.Dense
-		acl.Mul(sys.B, K)
-		acl.Sub(sys.A, &acl)
-		if rho := dynamics.SpectralRadius(&acl); !(rho < 1) {
-			s.Warnings = append(s.Warnings, fmt.Sprintf("controller.K: A - B K has spectral radius %.4g >= 1: the state feedback is not stabilising", rho))
-		}
-		aol.Mul(L, sys.C)
-		aol.Sub(sys.A, &aol)
-		if rho := dynamics.SpectralRadius(&aol); !(rho < 1) {
-			s.Warnings = append(s.Warnings, fmt.Sprintf("controller.L: A - L C has spectral radius %.4g >= 1: the observer does not converge", rho))
-		}
-	case Consensus:
-		if s.Network.N > RateCheckNodes {
-			s.Warnings = append(s.Warnings, fmt.Sprintf("graph: %d nodes: the consensus rate alpha is not checked at load time "+
-				"for graphs above %d nodes (dense eigenvalues, O(n^3)); Graph() checks it", s.Network.N, RateCheckNodes))
-			return
-		}
-		g, _, err := s.graph()
-		if err != nil {
-			d.ps.add("graph", line("graph"), "%s", trim(err))
-			return
-		}
-		var heavy []string
-		top := 0.0
-		for i, sum := range g.WeightSums() {
-			if sum >= 1 {
-				heavy = append(heavy, fmt.Sprint(i)) // 0-based, as x0 and agent.N
-				top = max(top, sum)
-			}
-		}
-		if len(heavy) > 0 {
-			alpha, _ := g.Rate()
-			s.Warnings = append(s.Warnings, fmt.Sprintf("graph: agents %s (0-based, as x0 and agent.N) have edge-weight sums >= 1 (up to %.4g); "+
-				"the paper asks sum_j w_ij < 1, but the rate alpha = %.4g < 1, so consensus still converges",
-				strings.Join(heavy, ", "), top, alpha))
-		}
-	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dpsim/dpsim/pkg/dynamics"
 	"github.com/dpsim/dpsim/pkg/noise"
 	"github.com/dpsim/dpsim/pkg/privacy"
 )
@@ -26,9 +27,11 @@ const (
 	MaxRuns  = 1_000_000_000
 	MaxNodes = 100_000
 	MaxEdges = 1_000_000
-	// RateCheckNodes is the largest graph whose consensus rate alpha Parse checks (the
-	// Laplacian's eigenvalues are computed densely, O(n^3)); larger graphs get a warning.
-	RateCheckNodes = 2000
+	// RateCheckNodes is the largest graph whose consensus rate alpha is computed from the
+	// Laplacian's whole spectrum (dense, O(n^3)): dynamics.MaxDenseRateNodes. Parse computes
+	// no rate; plan.New checks every graph's, above this size with the sparse rate (Lanczos)
+	// or, when every weight sum is below 1, the Gershgorin bound (dynamics.Graph.Validate).
+	RateCheckNodes = dynamics.MaxDenseRateNodes
 )
 
 // Kind is the kind of system a scenario simulates.
@@ -121,9 +124,15 @@ type Scenario struct {
 	// Point records, on a scenario produced by Expand, the sweep values it was built from.
 	Point []SweepPoint `json:"point,omitempty"`
 
-	// Warnings are things that are allowed but suspicious (an unstable closed loop, a
-	// graph node whose weights sum to 1 or more); commands should show them.
+	// Warnings are things in the file that are allowed but suspicious (an old key name,
+	// more episodes than the whole-run budget covers); commands should show them. What the dynamics make suspicious (an
+	// unstable closed loop, a graph node whose weights sum to 1 or more) is found by
+	// plan.New: Plan.Warnings.
 	Warnings []string `json:"warnings,omitempty"`
+
+	// lines is the line of the fields the dynamics checks of plan.New name (Line), in the
+	// file Parse read. Not serialized.
+	lines map[string]int
 }
 
 // PlantSpec is the LTI plant x(t+1) = A x + B u, y = C x (eq. 23).
@@ -402,13 +411,9 @@ func Parse(data []byte, source string) (*Scenario, error) {
 	if err := ps.err(source); err != nil {
 		return nil, err
 	}
-	// Everything is well formed: build it, so that what only the dynamics can refuse
-	// (a graph that does not converge, an LQR design without a solution) fails here too.
-	s.checkBuild(d)
-	if err := ps.err(source); err != nil {
-		return nil, err
-	}
-	s.Source = source
+	// What only the dynamics can refuse (a graph that does not converge, an LQR design
+	// without a solution) is checked by plan.New, once per point: see Problem and Refuse.
+	s.Source, s.lines = source, dynamicsLines(d.lines)
 	return s, nil
 }
 

@@ -311,11 +311,14 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 		return err
 	}
 	if o.OneRun {
-		return executeOneRun(o, s, seed, stdout)
+		return executeOneRun(o, s, seed, stdout, stderr)
 	}
 	a, err := auditrun.New(o, s, seed, log)
 	if err != nil {
 		return err
+	}
+	for _, w := range a.Warnings { // as dpsim run: on the terminal before anything plays
+		fmt.Fprintf(stderr, "dpsim audit: warning: %s\n", cli.OneLine(w))
 	}
 	player, closePlayer, err := auditrun.NewPlayer(ctx, a, stderr)
 	if err != nil {

@@ -7,14 +7,15 @@ import (
 	"strings"
 
 	"github.com/dpsim/dpsim/internal/auditrun"
+	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/pkg/audit"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
 // executeOneRun runs `dpsim audit --one-run` on the single point of s (auditrun.OneRun) and prints
 // the result.
-func executeOneRun(o *Options, s *scenario.Scenario, seed uint64, stdout io.Writer) error {
-	r, err := auditrun.OneRun(o, s, seed)
+func executeOneRun(o *Options, s *scenario.Scenario, seed uint64, stdout, stderr io.Writer) error {
+	r, err := auditrun.OneRun(o, s, seed, func(w string) { fmt.Fprintf(stderr, "dpsim audit: warning: %s\n", cli.OneLine(w)) })
 	if err != nil {
 		return err
 	}

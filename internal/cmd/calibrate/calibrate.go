@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -416,7 +417,8 @@ func printScenario(w io.Writer, r *ScenarioResult) error {
 	return tw.Flush()
 }
 
-// printSweep prints one row per sweep point, then the scenario's warnings once.
+// printSweep prints one row per sweep point, then the warnings of the scenario and of the
+// points' plans once.
 func printSweep(w io.Writer, s *scenario.Scenario, rs []*ScenarioResult) error {
 	fmt.Fprintf(w, "scenario %s (%s, T = %d): %d sweep points; --json gives every field of every point\n\n", s.Name, s.Kind, s.Steps, len(rs))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -442,7 +444,15 @@ func printSweep(w io.Writer, s *scenario.Scenario, rs []*ScenarioResult) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, wmsg := range s.Warnings {
+	var warnings []string // the scenario's, then each point's plan's, once
+	for _, r := range rs {
+		for _, wmsg := range r.Warnings {
+			if !slices.Contains(warnings, wmsg) {
+				warnings = append(warnings, wmsg)
+			}
+		}
+	}
+	for _, wmsg := range warnings {
 		fmt.Fprintf(w, "warning: %s\n", wmsg)
 	}
 	return nil
