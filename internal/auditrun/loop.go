@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/dpsim/dpsim/pkg/audit"
+	"github.com/dpsim/dpsim/pkg/report"
 )
 
 // Player plays the distinguishing game of one point: 2 trials episodes (trials per value of the
@@ -92,6 +93,9 @@ func (a *Audit) playPoint(ctx context.Context, p Player, obs Observer, k int, g 
 	}
 	if an, ok := p.(Annotator); ok {
 		an.Annotate(rep, true)
+	}
+	for _, w := range report.MergePlanWarnings(pt.Warnings, g.Plan) { // in audit.json and report.md, as on the terminal
+		rep.Notes = append(rep.Notes, "scenario warning: "+w)
 	}
 	if n > 1 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("sweep point %d of %d: its bounds hold jointly at %g, so that those of all %d points hold jointly at %g (Bonferroni)",

@@ -120,4 +120,10 @@ func TestAuditWarnings(t *testing.T) {
 	a := newTestAudit(t, "audit-consensus-laplace", 10, Options{EpisodesSweep: []int{1, 2}})
 	require.Len(t, a.Warnings, 1, "%q", a.Warnings)
 	require.Contains(t, a.Warnings[0], "agents 1, 4, 6, 9 (0-based, as x0 and agent.N) have edge-weight sums >= 1")
+	// and each point's report (audit.json, report.md) says it too
+	reports, _, err := a.PlayAll(context.Background(), FastPlayer{Seed: a.Seed, Workers: 2}, Observer{})
+	require.NoError(t, err)
+	for _, rep := range reports {
+		require.Contains(t, rep.Notes, "scenario warning: "+a.Warnings[0], rep.Scenario)
+	}
 }
