@@ -102,7 +102,7 @@ func TestReadmeCommands(t *testing.T) {
 		}
 		switch args[0] {
 		case "run":
-			args = small(args, "--runs", "2")
+			args = small(args, "--episodes", "2")
 			if !strings.Contains(c, "--out") {
 				args = append(args, "--out", filepath.Join(tmp, "out"))
 			}
