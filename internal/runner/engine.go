@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/dpsim/dpsim/internal/farm"
 	"github.com/dpsim/dpsim/internal/farm/kinds"
 	"github.com/dpsim/dpsim/internal/launch"
 	"github.com/dpsim/dpsim/pkg/bus"
@@ -15,7 +14,6 @@ import (
 	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
 	"github.com/dpsim/dpsim/pkg/record"
-	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
 )
 
@@ -93,7 +91,7 @@ func (l *launcher) openEngine(ctx context.Context) (eng pointEngine, close func(
 		}}
 		if c := l.farm; c != nil {
 			fe.episodes = func(ctx context.Context, k int, p *plan.Plan, opts engine.Options) (*metrics.Results, error) {
-				res, _, err := farmRun(ctx, c, k, p, l.seeds, opts)
+				res, _, err := kinds.Run(c, ctx, k, p, l.seeds, opts)
 				return res, err
 			}
 		}
@@ -269,9 +267,4 @@ func (e *natsEngine) play(ctx context.Context, k int, p *plan.Plan) (pointPlayed
 		l.recordResults(po, &pp.summary)
 	}
 	return pp, runErr
-}
-
-// farmRun is the worker farm's run of a point's episodes (the fast engine's chunks).
-func farmRun(ctx context.Context, c *farm.Coordinator, k int, p *plan.Plan, seeds sim.Seeds, opts engine.Options) (*metrics.Results, *trace.Traces, error) {
-	return kinds.Run(c, ctx, k, p, seeds, opts)
 }
