@@ -57,7 +57,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	var (
 		mechanism   = fs.String("mechanism", "gaussian", "noise law: gaussian or laplace (scalar mode)")
 		epsilon     = fs.Float64("epsilon", 0, "privacy budget epsilon > 0 (scalar mode, required)")
-		delta       = fs.Float64("delta", 0, "privacy budget delta in (0, 1) for gaussian; omit or 0 for laplace (scalar mode)")
+		delta       = fs.Float64("delta", 0, "privacy budget delta in (0, 1) for gaussian; for laplace omit it (pure eps), except with --episodes K, where it is the whole run's delta (the composition of K pure-eps episodes is tighter with a small delta)")
 		mu          = fs.Float64("mu", 1, "adjacency level mu > 0: adjacent inputs differ by at most mu (scalar mode)")
 		sensitivity = fs.Float64("sensitivity", 1, "sensitivity Delta > 0 of the query per unit of mu: 2-norm for gaussian, 1-norm for laplace (scalar mode)")
 		calibration = fs.String("calibration", string(privacy.Tight), "gaussian calibration: tight, paper-bound or classic (scalar mode)")
