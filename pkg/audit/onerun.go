@@ -100,9 +100,11 @@ var OneRunAssumptions = []string{
 		"need it to be f-DP (the Gaussian mechanism's mu-GDP curve), in each agent's canary with " +
 		"every other agent's x_j(0) held fixed at any value: that is the consensus claim (one agent's x_i(0) changes by mu), so the bound is valid " +
 		"however the canaries interact",
-	"the canaries interfere through the dynamics: every message mixes the neighbours' states, and the guesses are made on a joint ranking, " +
-		"so the per-agent guesses are not independent trials; the theorem does not need them to be (its proof conditions on the other canaries), " +
-		"but the run-to-run spread of the bound is not that of independent guesses",
+	"the messages mix the neighbours' states, but in fault-free consensus the transcript is a function of x(0) + noise that the " +
+		"eavesdropper's estimate inverts: each agent's score depends on its own canary and its own noise only, so the per-agent evidence is " +
+		"independent across agents; only the ranking (the top guesses of all scores) is joint, which the theorem allows (its guesses may be " +
+		"chosen from every score). With faults (lost messages, crashes) the estimate no longer separates the agents exactly and the scores may " +
+		"be correlated: the bound then rests on the per-canary DP condition alone",
 	"the per-agent score reads the eavesdropper's estimate of x_i(0) alone; with structured noise its error sigma_i eta_i is independent across " +
 		"agents (the estimate separates the agents exactly), with i.i.d. noise it is the mean of T draws per agent; the other agents' estimates " +
 		"carry no information about agent i's canary in either case",
