@@ -1,9 +1,12 @@
 package dpsimtest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -73,6 +76,35 @@ func LargeConsensus(t testing.TB, n, steps int) *scenario.Scenario {
 	}
 	s.Steps = steps
 	return s
+}
+
+// ConsensusYAML is the scenario file of LargeConsensus's kind: n agents on a random 4-regular
+// graph drawn with seed (weight 0.2, every weight sum 0.8), x_i(0) = i, as the bytes a parser
+// reads (the benchmarks of parsing and planning draw a new graph per iteration with it).
+func ConsensusYAML(n, seed int) []byte {
+	x0 := make([]string, n)
+	for i := range x0 {
+		x0[i] = strconv.Itoa(i)
+	}
+	return []byte(fmt.Sprintf(`name: large
+kind: consensus
+steps: 30
+episodes: 10
+seed: 1
+graph:
+  name: random-regular
+  n: %d
+  degree: 4
+  weight: 0.2
+  seed: %d
+x0: [%s]
+privacy:
+  mechanism: gaussian
+  epsilon: 1
+  delta: 0.01
+  mu: 1
+  noise: structured
+`, n, seed, strings.Join(x0, ", ")))
 }
 
 // LoadPlanSampler is LoadPlan with privacy.sampler set to sampler (secure or float).
