@@ -80,4 +80,3 @@ func executeScores(o *Options, stdout io.Writer) error {
 	}
 	return nil
 }
-
