@@ -470,7 +470,7 @@ func orderedScores(raw json.RawMessage, ln int) ([]string, []float64, error) {
 		t, err = d.Token()
 		num, ok := t.(json.Number)
 		if err != nil || !ok {
-			return nil, nil, scoresErr(ln, name, "%v is not a number", t)
+			return nil, nil, scoresErr(ln, name, "%s is not a number", jsonText(t))
 		}
 		v, err := parseScore(ln, name, string(num))
 		if err != nil {
@@ -479,4 +479,17 @@ func orderedScores(raw json.RawMessage, ln int) ([]string, []float64, error) {
 		names, vals = append(names, name), append(vals, v)
 	}
 	return names, vals, nil
+}
+
+// jsonText is a JSON token as the file has it (a string quoted, null as null).
+func jsonText(t json.Token) string {
+	switch v := t.(type) {
+	case nil:
+		return "null"
+	case string:
+		return strconv.Quote(v)
+	case json.Delim:
+		return string(v)
+	}
+	return fmt.Sprint(t)
 }
