@@ -3,9 +3,13 @@ package auditrun
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -115,7 +119,7 @@ func TestScoresFromPython(t *testing.T) {
 // writeGoSnippet writes what the Python snippet writes, with Go's random numbers.
 func writeGoSnippet(t *testing.T, path string) {
 	t.Helper()
-	r := newRand(1)
+	r := rand.New(rand.NewPCG(1, 0))
 	b := []byte("trial,bit,loss\r\n")
 	for trial := 0; trial < 4000; trial++ {
 		bit := trial % 2
@@ -123,7 +127,31 @@ func writeGoSnippet(t *testing.T, path string) {
 		if bit == 1 {
 			mean = -1
 		}
-		b = append(b, []byte(itoa(trial)+","+itoa(bit)+","+ftoa(mean+r.NormFloat64())+"\r\n")...)
+		b = fmt.Appendf(b, "%d,%d,%s\r\n", trial, bit, strconv.FormatFloat(mean+r.NormFloat64(), 'g', -1, 64))
 	}
 	require.NoError(t, os.WriteFile(path, b, 0o600))
+}
+
+// TestScoresFileLimit: a file above the limit is refused before it is read, with the trials and
+// memory it would take; a directory or a wrong extension is refused too.
+func TestScoresFileLimit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "big.csv")
+	writeGoSnippet(t, path)
+	_, err := ReadScoresFile(path, 1000)
+	require.ErrorContains(t, err, "above the limit of 1000 B for a scores file (about ")
+	require.ErrorContains(t, err, " trials, about ")
+	out, err := ReadScoresFile(path, 0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"loss"}, out.ScoreNames())
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "d.csv"), 0o700))
+	_, err = ReadScoresFile(filepath.Join(dir, "d.csv"), 0)
+	require.ErrorContains(t, err, "not a regular file")
+	_, err = ReadScoresFile(filepath.Join(dir, "s.txt"), 0)
+	require.ErrorContains(t, err, "want the extension .csv or .jsonl")
+	_, err = ReadScoresFile(filepath.Join(dir, "bad.csv"), 0)
+	require.Error(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.csv"), []byte(strings.Repeat("x", 10)), 0o600))
+	_, err = ReadScoresFile(filepath.Join(dir, "bad.csv"), 0)
+	require.ErrorContains(t, err, "bad.csv: line 1: header")
 }

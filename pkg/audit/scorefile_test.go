@@ -23,6 +23,7 @@ func TestScoresRoundTripGame(t *testing.T) {
 	require.NoError(t, err)
 	want, err := g.Analyze(out, ReportOptions{})
 	require.NoError(t, err)
+	require.Positive(t, want.EpsilonLBGDP, "bounds with evidence, not zeros, are compared")
 	for _, f := range []ScoreFormat{ScoresCSV, ScoresJSONL} {
 		var buf bytes.Buffer
 		require.NoError(t, WriteScores(&buf, f, out))
