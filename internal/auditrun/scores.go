@@ -38,13 +38,17 @@ func ScoresPath(path string, n, k int) string {
 	return strings.TrimSuffix(path, ext) + Suffix(n, k) + ext
 }
 
-// CheckWriteScores checks the --write-scores path's extension.
-func CheckWriteScores(path string) error {
-	if path == "" {
+// CheckWriteScores checks --write-scores: a .csv or .jsonl path, and a game that has trials (not
+// --one-run's single episode).
+func (o *Options) CheckWriteScores() error {
+	if o.WriteScores == "" {
 		return nil
 	}
-	if _, err := audit.ScoreFormatOf(path); err != nil {
+	if _, err := audit.ScoreFormatOf(o.WriteScores); err != nil {
 		return cli.UsageError("--write-scores: %v", err)
+	}
+	if o.OneRun {
+		return cli.UsageError("--write-scores writes the trials of the distinguishing game; --one-run plays one episode, not trials")
 	}
 	return nil
 }

@@ -99,8 +99,11 @@ func (o *Outcome) EachTrial(f func(trial uint64, bit int, scores []float64) erro
 	var sc [2][][]float64
 	for k, t := range o.Trials {
 		n0, n1, bad := t.Count()
-		if bad > 0 || n0 != len(o.trial[0]) || n1 != len(o.trial[1]) {
+		if bad > 0 {
 			return fmt.Errorf("audit: score %s: %d trials rejected (bit not 0/1 or non-finite score): the trials cannot be written", o.names[k], bad)
+		}
+		if n0 != len(o.trial[0]) || n1 != len(o.trial[1]) {
+			return fmt.Errorf("audit: score %s: %d + %d trials but %d + %d trial numbers: the trials cannot be written", o.names[k], n0, n1, len(o.trial[0]), len(o.trial[1]))
 		}
 		for b := range sc {
 			sc[b] = append(sc[b], t.Scores(b))

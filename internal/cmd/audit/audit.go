@@ -247,7 +247,7 @@ func checkOptions(o *Options, set map[string]bool, seed, adj, sel, ksweep, budge
 	if err := o.CheckOneRun(set); err != nil {
 		return err
 	}
-	if err := auditrun.CheckWriteScores(o.WriteScores); err != nil {
+	if err := o.CheckWriteScores(); err != nil {
 		return err
 	}
 	return o.CheckUI()

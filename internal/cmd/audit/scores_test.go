@@ -49,6 +49,7 @@ func TestScoresCommandUsage(t *testing.T) {
 		{[]string{"--scores", "x.csv", "--epsilon", "1", "--mechanism", "cauchy"}, "--mechanism:"},
 		{[]string{"--scores", "x.csv", "--epsilon", "1", "--trials", "100"}, "--scores: [--trials] play a game"},
 		{[]string{"--scores", "x.csv", "--epsilon", "1", scenarioPath("audit-consensus-laplace")}, "give no SCENARIO"},
+		{[]string{"--one-run", scenarioPath("audit-consensus-onerun"), "--write-scores", "x.csv"}, "--one-run plays one episode, not trials"},
 		{[]string{scenarioPath("audit-consensus-laplace"), "--write-scores", "x.parquet"}, "--write-scores: audit: scores file x.parquet: want the extension .csv or .jsonl"},
 	} {
 		_, _, err := runIn(t, c.args...)
