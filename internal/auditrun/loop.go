@@ -87,6 +87,9 @@ func (a *Audit) playPoint(ctx context.Context, p Player, obs Observer, k int, g 
 	if aerr != nil {
 		return nil, PointErr(n, k, pt, aerr)
 	}
+	if err := a.WriteScores(k, out); err != nil {
+		return nil, PointErr(n, k, pt, err)
+	}
 	rep.Scenario = pt.Name
 	if obs.Analysed != nil {
 		obs.Analysed(k, rep)

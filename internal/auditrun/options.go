@@ -93,6 +93,12 @@ type Options struct {
 	// engine.DefaultMemoryBudget); an audit estimated above it is refused with its estimate
 	// (engine.EstimateAuditCost), before any plan or game is built.
 	Budget int64
+	// WriteScores is --write-scores FILE: every point's trials (secret bit and scores) written to
+	// FILE, FILE-pNN.EXT for point NN of a sweep ("": none).
+	WriteScores string
+	// Scores is --scores FILE with its claim (--epsilon, --delta, --mechanism): the trials of the
+	// file analysed instead of a scenario's game (Scores.Path "": none).
+	Scores ScoresOptions
 }
 
 // EffectiveTrials resolves the trials per secret bit: --trials, else the scenario's

@@ -36,6 +36,8 @@ func SecretOutputs() []SecretOutput {
 		{"", "audit-p*.json", "the seed and the audited pair x(0), x'(0)", false},
 		{"", "report.md", "an audit's holds the seed (a run's, which does not, is kept private by the same rule)", false},
 		{"", "report-p*.md", "an audit's sweep point's: the seed", false},
+		{"", "scores*.csv", "an audit's --write-scores file (this name in OUT, or any name anywhere: ScoresMode): every trial's secret bit beside its scores", false},
+		{"", "scores*.jsonl", "an audit's --write-scores file (this name in OUT, or any name anywhere: ScoresMode): every trial's secret bit beside its scores", false},
 		{"", "resume.json", "the seed and every completed point's results", true},
 		{"", "resume.key", "the key of resume.json's digest", true},
 		{"figures", "*.json", "the figures' data: the true trajectory and the estimation errors", false},
@@ -76,6 +78,11 @@ func IsSecretOutput(rel string) bool {
 	}
 	return false
 }
+
+// ScoresMode is the mode of dpsim audit's --write-scores file, whatever its name and folder:
+// that of its rows in SecretOutputs (scores.csv), 0600 unless share (--share-outputs) - it
+// holds the secret bit of every trial.
+func ScoresMode(share bool) os.FileMode { return OutputMode("scores.csv", share) }
 
 // OutputMode is the mode dpsim writes rel (a path in OUT) with: private when it is secret and
 // the outputs are not shared.

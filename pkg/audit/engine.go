@@ -33,7 +33,10 @@ type Outcome struct {
 	Episodes int
 	Elapsed  time.Duration
 	names    []string
-	mu       sync.Mutex
+	// trial holds the trial numbers of the bit's trials, in the order of every Trials' scores
+	// of that bit (Add appends to all together, Merge under mu): what EachTrial exports.
+	trial [2][]uint64
+	mu    sync.Mutex
 }
 
 // NewOutcome returns an empty outcome for n trials per value of the secret bit of game g.
@@ -41,6 +44,9 @@ func (g *Game) NewOutcome(engine string, seed uint64, n int) *Outcome {
 	o := &Outcome{Engine: engine, Seed: seed, N: n, names: g.ScoreNames()}
 	for range o.names {
 		o.Trials = append(o.Trials, NewTrials(n))
+	}
+	for b := range o.trial {
+		o.trial[b] = make([]uint64, 0, n)
 	}
 	return o
 }
@@ -51,27 +57,37 @@ func (o *Outcome) Add(trial uint64, bit int, scores []float64) {
 	for k, t := range o.Trials {
 		t.AddTrial(trial, bit, scores[k])
 	}
+	if bit == 0 || bit == 1 {
+		o.trial[bit] = append(o.trial[bit], trial)
+	}
 	o.Episodes++
 }
 
-// Merge appends the trials of w (a worker's outcome of the same game). Safe for concurrent use.
+// Merge appends the trials of w (a worker's outcome of the same game). Safe for concurrent use:
+// one merge at a time, so that every score's trials and the trial numbers keep the same order.
 func (o *Outcome) Merge(w *Outcome) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	for k, t := range o.Trials {
 		t.Merge(w.Trials[k])
 	}
-	o.mu.Lock()
+	for b := range o.trial {
+		o.trial[b] = append(o.trial[b], w.trial[b]...)
+	}
 	o.Episodes += w.Episodes
-	o.mu.Unlock()
 }
 
 // Reset empties the outcome, keeping its capacity (a chunk's buffer reused after Merge).
 func (o *Outcome) Reset() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	for _, t := range o.Trials {
 		t.Reset()
 	}
-	o.mu.Lock()
+	for b := range o.trial {
+		o.trial[b] = o.trial[b][:0]
+	}
 	o.Episodes = 0
-	o.mu.Unlock()
 }
 
 // FastOptions configure PlayFast.

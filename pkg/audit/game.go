@@ -125,6 +125,7 @@ type Game struct {
 	lapG  *mat.Dense      // Laplace: the estimate error is M w with w iid Laplace(0,1); lapG = M^+
 	dim   int             // estimate length
 	k     int             // episodes per trial (>= 1)
+	claim *Claim          // a claim game's (NewClaimGame; nil: the plan's)
 }
 
 // NewGame builds the game of plan p (one scenario point, calibrated as the scenario says).
@@ -260,8 +261,18 @@ func (g *Game) compose() {
 // guarantee.epsilon_run for k episodes; with a looser calibration that guarantee composes the smaller
 // exact mu of the noise actually injected, and is below this composed claim.
 func (g *Game) ClaimRun() (float64, error) {
+	c := g.Claim()
+	return ComposeClaim(c.Mechanism, c.Epsilon, c.Delta, g.k)
+}
+
+// Claim is the guarantee the game audits: the plan's (its scenario's privacy section), or a
+// claim game's own.
+func (g *Game) Claim() Claim {
+	if g.claim != nil {
+		return *g.claim
+	}
 	pr := g.Plan.Scenario.Privacy
-	return ComposeClaim(g.Plan.Mechanism, pr.Epsilon, pr.Delta, g.k)
+	return Claim{Epsilon: pr.Epsilon, Delta: pr.Delta, Mechanism: g.Plan.Mechanism}
 }
 
 // ComposeClaim composes a per-episode claim (eps, delta) of a Gaussian or Laplace mechanism over k

@@ -119,8 +119,7 @@ func (g *Game) Analyze(out *Outcome, o ReportOptions) (*GameReport, error) {
 	} else if curve < 0 {
 		curve = 0
 	}
-	p := g.Plan
-	pr := p.Scenario.Privacy
+	c := g.Claim()
 	k := len(g.names)
 	claimRun, err := g.ClaimRun()
 	if err != nil {
@@ -129,25 +128,28 @@ func (g *Game) Analyze(out *Outcome, o ReportOptions) (*GameReport, error) {
 	opts := Options{
 		// each score is judged against the claim for a trial: the composed one (k = 1: eps)
 		EpsilonClaimed: claimRun,
-		Delta:          pr.Delta,
-		Mechanism:      p.Mechanism,
+		Delta:          c.Delta,
+		Mechanism:      c.Mechanism,
 		Confidence:     o.Confidence, // the joint level of every score's bounds (analyzeSplits)
 		Selection:      o.Selection,
 		CurvePoints:    curve,
 	}
-	if p.Mechanism == privacy.Laplace {
+	if c.Mechanism == privacy.Laplace {
 		opts.Delta = 0
 	}
 	r := &GameReport{
-		Scenario: p.Scenario.Name, Kind: string(p.Scenario.Kind), Engine: out.Engine, Seed: out.Seed,
-		Trials: out.N, Episodes: out.Episodes * g.k, Steps: p.Steps, EpisodesPerTrial: g.k, EpsilonClaimedRun: claimRun,
-		EpsilonClaimed: pr.Epsilon, Delta: opts.Delta, Mechanism: string(p.Mechanism), Noise: string(p.Noise),
+		Engine: out.Engine, Seed: out.Seed,
+		Trials: out.N, Episodes: out.Episodes * g.k, EpisodesPerTrial: g.k, EpsilonClaimedRun: claimRun,
+		EpsilonClaimed: c.Epsilon, Delta: opts.Delta, Mechanism: string(c.Mechanism),
 		AdjacencyCalibrated: string(g.Calibrated), AdjacencyAudited: string(g.Audited),
 		Confidence: o.Confidence, Pair: g.Pair, Theory: g.Theory, Verdict: Consistent,
 		ElapsedSec: out.Elapsed.Seconds(),
 	}
-	if p.Mechanism == privacy.Gaussian {
-		r.Calibration = string(pr.Calibration)
+	if p := g.Plan; p != nil {
+		r.Scenario, r.Kind, r.Steps, r.Noise = p.Scenario.Name, string(p.Scenario.Kind), p.Steps, string(p.Noise)
+		if p.Mechanism == privacy.Gaussian {
+			r.Calibration = string(p.Scenario.Privacy.Calibration)
+		}
 	}
 	if out.Elapsed > 0 {
 		r.EpisodesPerSec = float64(r.Episodes) / out.Elapsed.Seconds()
@@ -177,8 +179,12 @@ func (g *Game) Analyze(out *Outcome, o ReportOptions) (*GameReport, error) {
 		r.VerdictEpisode = verdictOf(r.EpisodeChecks())
 	}
 	r.Notes = append(r.Notes, g.Notes...)
+	r.Notes = append(r.Notes, levelNote(r, an, k))
+	if g.claim != nil {
+		r.Notes = append(r.Notes, "scores read from a file: every trial's secret bit and scores as given (the bounds hold if the bits are fair coins independent of everything the scores saw but the secret), judged against the claim as given")
+		return r, nil
+	}
 	r.Notes = append(r.Notes,
-		levelNote(r, an, k),
 		fmt.Sprintf("challenger: balanced secret bits (trials 2k, 2k+1 opposite, coin from rng(seed, challenger, 2k)); episode e = trial e uses the noise stream of episode e"),
 		"the adversary sees only the transcript (yhat and u, or every y_i); its score is a public function of its final least-squares estimate of the initial state and of the public pair"+g.precisionWords())
 	return r, nil

@@ -83,12 +83,15 @@ const (
 	// analysis copies of them (the halves, sorted and merged): per trial and score (measured:
 	// 125 bytes a trial with 3 scores at 6 x 10^5 trials).
 	costPerTrialScore = 64
-	costAuditJSONDim  = 80     // audit.json: x0, x0prime, dx (and z) per state value or agent
-	costSecPerStep    = 4e-6   // CPU seconds per step of a cloud-control episode
-	costSecPerLink    = 1.5e-6 // CPU seconds per message (link) and step of a consensus episode
-	costSecPerPoint   = 0.1    // CPU seconds per sweep point: its plan (sensitivity, calibration), its report entry
-	costSecDenseN3    = 2e-9   // CPU seconds per N^3 of an audit's consensus game (its eigen-decomposition)
-	costSecAuditStep  = 5e-7   // CPU seconds per step of an audit's cloud-control episode (the batch player)
+	// An audit trial's number (audit.Outcome: 8 bytes a trial, whatever its scores), which
+	// --write-scores exports beside the scores.
+	costPerTrialNumber = 8
+	costAuditJSONDim   = 80     // audit.json: x0, x0prime, dx (and z) per state value or agent
+	costSecPerStep     = 4e-6   // CPU seconds per step of a cloud-control episode
+	costSecPerLink     = 1.5e-6 // CPU seconds per message (link) and step of a consensus episode
+	costSecPerPoint    = 0.1    // CPU seconds per sweep point: its plan (sensitivity, calibration), its report entry
+	costSecDenseN3     = 2e-9   // CPU seconds per N^3 of an audit's consensus game (its eigen-decomposition)
+	costSecAuditStep   = 5e-7   // CPU seconds per step of an audit's cloud-control episode (the batch player)
 )
 
 // CostOptions say how the points of a run are played (EstimateCost).
@@ -217,9 +220,9 @@ func EstimateAuditCost(points []*scenario.Scenario, o AuditCostOptions) (Cost, e
 		if o.Wire {
 			player = pc.engine // a role process's buffers of one episode, as dpsim run's NATS engine
 		}
-		trialMem := trials * scores * costPerTrialScore
+		trialMem := trials * (scores*costPerTrialScore + costPerTrialNumber)
 		peak = max(peak, game+workers*player+trialMem)
-		c.MemoryBytes += costPerPoint + trials*scores*9 // a played point keeps its trials
+		c.MemoryBytes += costPerPoint + trials*(scores*9+costPerTrialNumber) // a played point keeps its trials
 		c.SummaryBytes += costAuditJSONDim*pc.dim + costPerPoint
 		perEpisode := pc.seconds
 		if pt.Kind == scenario.CloudControl && k == 1 && !o.Wire {

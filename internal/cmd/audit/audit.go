@@ -5,14 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -43,6 +41,8 @@ const synopsis = `dpsim audit SCENARIO [--engine fast|wire] [--trials N] [--audi
                    [--fail-on-violation] [--dispatch] [--spawn-workers N] [--worker-listen ADDR]
                    [--worker-creds N] [--verify-share P] [--chunk-timeout D] [--budget B]
                    [--ui[=ADDR] [--ui-hold D] [--ui-public]] [--engine wire --role ENDPOINT=COMMAND ...]
+                   [--write-scores FILE.csv|FILE.jsonl]
+       dpsim audit --scores FILE.csv|FILE.jsonl --epsilon E [--delta D] [--mechanism gaussian|laplace] [--confidence C] [--json]
        dpsim audit --one-run SCENARIO [--guesses K] [--confidence C] [--seed S] [--json] [--fail-on-violation]`
 
 const description = `Audits the scenario's privacy claim empirically: plays the distinguishing game and reports lower
@@ -122,7 +122,9 @@ claim's, and the verdict at the end. Intermediate bounds are not a verdict: stop
 look good (optional stopping) voids the confidence level; only the planned trials' result counts.
 
 With --out DIR: DIR/audit.json (the --json object), DIR/report.md and the trade-off plot
-DIR/tradeoff.png and .svg (one set per sweep point: -pNN suffix). Exit status 0 whatever the
+DIR/tradeoff.png and .svg (one set per sweep point: -pNN suffix). --write-scores FILE writes every
+trial's secret bit and scores (.csv or .jsonl); --scores FILE analyses such a file - from dpsim or any
+other implementation - against --epsilon/--delta/--mechanism (docs/howto-audit.md). Exit status 0 whatever the
 verdict (see --fail-on-violation), 1 if the audit fails, 2 on a usage error.`
 
 // CompositionFigure is the base name of --episodes-per-trial-sweep's figure in --out.
@@ -175,7 +177,11 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.Func("role", "wire engine: ENDPOINT=COMMAND: start COMMAND (through sh) in place of dpsim's own process ENDPOINT (plant.0, cloud.0, eavesdropper.0, agent.<i>), with the arguments after the role name and the environment dpsim's own would get (docs/protocol.md); a plant or agent program gets each trial's secret x(0) sealed on the challenger's private line, an eavesdropper program's final estimates are scored; the outputs name the program and every problem it causes (repeatable)", o.Roles.ParseProgram)
 	fs.BoolVar(&o.ShareOutputs, "share-outputs", false, "with --out: write audit.json and report.md (they hold the seed and the audited pair x(0), x'(0)) and the wire engine's process traces readable by all (0644, OUT/procs 0755) instead of by you alone (0600, 0700)")
 	fs.BoolVar(&o.KeepSecrets, "keep-secrets", false, "wire engine with --out: keep the files holding secrets in OUT/procs when the audit ends (the plant's or agents' plan files: x(0) and the run seed); by default they are removed, however the audit ends")
+	sf := defineScores(fs, o)
 	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/audit-vehicle-structured.yaml")
+	if sf.path != "" {
+		return o, sf.check(fs, o, path, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -241,6 +247,9 @@ func checkOptions(o *Options, set map[string]bool, seed, adj, sel, ksweep, budge
 	if err := o.CheckOneRun(set); err != nil {
 		return err
 	}
+	if err := o.CheckWriteScores(); err != nil {
+		return err
+	}
 	return o.CheckUI()
 }
 
@@ -302,6 +311,9 @@ func Run(args []string, stdout, stderr io.Writer) error {
 // player of --engine (auditrun.NewPlayer, Audit.PlayAll; the progress bar, the live view and the
 // files its observers) and prints the result (report).
 func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zerolog.Logger) (err error) {
+	if o.Scores.Path != "" {
+		return executeScores(o, stdout)
+	}
 	start := time.Now()
 	s, seed, err := auditrun.Load(o, log)
 	if err != nil {
@@ -387,112 +399,8 @@ func report(a *auditrun.Audit, o *Options, stdout io.Writer, reports []*audit.Ga
 	return nil
 }
 
-func printTable(w io.Writer, reports []*audit.GameReport, out string) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
-	for i, r := range reports {
-		if i > 0 {
-			fmt.Fprintln(tw)
-		}
-		fmt.Fprintf(tw, "scenario\t%s (%s, T = %d)\n", r.Scenario, r.Kind, r.Steps)
-		claim := fmt.Sprintf("eps = %s, delta = %s, %s, %s noise", g(r.EpsilonClaimed), g(r.Delta), r.Mechanism, r.Noise)
-		if r.Calibration != "" {
-			claim += ", " + r.Calibration
-		}
-		if r.EpisodesPerTrial > 1 {
-			claim += fmt.Sprintf(" per episode; %d episodes per trial: composed eps_run = %s (the verdict's)", r.EpisodesPerTrial, g(r.EpsilonClaimedRun))
-		}
-		fmt.Fprintf(tw, "claim\t%s\n", claim)
-		fmt.Fprintf(tw, "adjacency\tcalibrated %s, audited %s\n", r.AdjacencyCalibrated, r.AdjacencyAudited)
-		if r.Pair.Null {
-			// As the scenario gives it: both bits run x0; the scores look along a direction.
-			fmt.Fprintf(tw, "pair\t%s: x0 = x0' = %s (null game: the system ignores the secret; the scores test the direction %s -> %s)\n",
-				r.Pair.Source, vec(r.Pair.X0), vec(r.Pair.X0), vec(r.Pair.X0Prime))
-		} else {
-			fmt.Fprintf(tw, "pair\t%s: x0 %s, x0' %s\n", r.Pair.Source, vec(r.Pair.X0), vec(r.Pair.X0Prime))
-		}
-		fmt.Fprintf(tw, "game\t%s engine, seed %d, %d + %d trials, %.3g s (%.0f episodes/s)\n", r.Engine, r.Seed, r.Trials, r.Trials, r.ElapsedSec, r.EpisodesPerSec)
-		for _, s := range r.Scores {
-			line := s.Result.ScoreLine(g)
-			mark := ""
-			if s.Name == r.Score {
-				mark = "  <- strongest"
-			}
-			fmt.Fprintf(tw, "score %s\t%s%s\n", s.Name, line, mark)
-		}
-		if t := r.Theory; t != nil && !t.Distinguishable {
-			th := fmt.Sprintf("eps of the calibrated mechanism on this pair %s", g(t.EpsilonPair))
-			if t.MuPair > 0 {
-				th += fmt.Sprintf(" (mu_pair %s; the claim allows mu_claimed %s)", g(t.MuPair), g(r.MuClaimed))
-			}
-			fmt.Fprintf(tw, "theory\t%s\n", th)
-		}
-		fmt.Fprintf(tw, "verdict\t%s\n", r.VerdictLine())
-		printRoles(tw, r)
-	}
-	if len(reports) > 1 {
-		fmt.Fprintf(tw, "\nsweep\t%s\n", auditrun.SweepVerdictLine(reports))
-	}
-	for _, r := range reports {
-		if r.EpisodesPerTrial > 1 {
-			printComposition(tw, reports)
-			break
-		}
-	}
-	if out != "" {
-		fmt.Fprintf(tw, "\nout\t%s\n", out)
-	}
-	_ = tw.Flush()
-}
-
-// printRoles prints who played the roles of a wire game when a user's program played one
-// (--role), whose program the verdict is about, and what went wrong in the game: each problem,
-// attributed, and each degradation.
-func printRoles(tw io.Writer, r *audit.GameReport) {
-	for _, p := range r.Programs() {
-		fmt.Fprintf(tw, "role %s\tplayed by your program %q (process %s, pid %d: %d steps, %d missed, %d invalid received)\n",
-			p.Sender, p.Program, p.Process, p.PID, p.Steps, p.Missed, p.Invalid)
-	}
-	if line := r.ProgramsLine(); line != "" {
-		fmt.Fprintf(tw, "programs\t%s\n", line)
-	}
-	for _, p := range r.Problems {
-		fmt.Fprintf(tw, "problem\t%s\n", p)
-	}
-	for _, d := range r.Degraded {
-		fmt.Fprintf(tw, "degraded\t%s (the bounds are those of the game as played)\n", d)
-	}
-}
-
-func vec(v []float64) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		if math.Abs(x) < 1e-300 {
-			x = 0
-		}
-		parts[i] = strconv.FormatFloat(x, 'g', 6, 64)
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
-}
-
-// printComposition prints one line per report with its episodes per trial, its bounds, the
-// composed claim and both verdicts: the composition at a glance.
-func printComposition(tw io.Writer, reports []*audit.GameReport) {
-	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
-	fmt.Fprintln(tw)
-	for _, r := range reports {
-		k := max(1, r.EpisodesPerTrial)
-		ep := r.VerdictEpisode
-		if ep == "" {
-			ep = r.Verdict
-		}
-		var bs []string // the bounds of the composition figure (LowerBound.Composition)
-		for _, b := range audit.Bounds {
-			if b.Composition != "" {
-				bs = append(bs, b.Name+" "+g(b.OfReport(r)))
-			}
-		}
-		fmt.Fprintf(tw, "composition k = %d\t%s; against eps_run = %s: %s; against the per-episode eps = %s: %s\n",
-			k, strings.Join(bs, ", "), g(r.Claimed()), r.Verdict, g(r.EpsilonClaimed), ep)
-	}
-}
+// printTable and printComposition are auditrun's (PrintTable, PrintComposition).
+var (
+	printTable       = auditrun.PrintTable
+	printComposition = auditrun.PrintComposition
+)

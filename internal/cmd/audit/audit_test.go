@@ -55,7 +55,8 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 	require.ErrorIs(t, err, flag.ErrHelp)
 	for _, f := range []string{"engine", "trials", "audit-adjacency", "confidence", "seed", "out", "json", "workers",
 		"nats-url", "fail-on-violation", "selection", "timeout", "encoding", "log-level", "progress", "inflight",
-		"episodes-per-trial", "episodes-per-trial-sweep", "ui", "ui-hold", "role", "budget"} {
+		"episodes-per-trial", "episodes-per-trial-sweep", "ui", "ui-hold", "role", "budget",
+		"write-scores", "scores", "epsilon", "delta", "mechanism"} {
 		require.Regexp(t, `\n  -`+f+`[ \n]`, errb.String(), "flag %s", f)
 	}
 	require.Contains(t, errb.String(), "EACH value of the secret bit")

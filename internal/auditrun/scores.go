@@ -1,0 +1,183 @@
+package auditrun
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dpsim/dpsim/internal/atomicfile"
+	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/pkg/audit"
+	"github.com/dpsim/dpsim/pkg/engine"
+	"github.com/dpsim/dpsim/pkg/privacy"
+)
+
+// MaxScoresBytes bounds a --scores file: a larger one is refused with its estimate before it is
+// read.
+const MaxScoresBytes int64 = 1 << 30
+
+// ScoresOptions are the flags of `dpsim audit --scores FILE`: the file and the claim its trials
+// are judged against.
+type ScoresOptions struct {
+	Path       string
+	Claim      audit.Claim
+	Confidence float64 // 0: 0.95
+	Selection  audit.Selection
+	// Limit is the largest file read (0: MaxScoresBytes).
+	Limit int64
+}
+
+// ScoresPath is the --write-scores file of point k of n: path with -pNN before its extension
+// for a sweep (as audit-pNN.json beside audit.json).
+func ScoresPath(path string, n, k int) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + Suffix(n, k) + ext
+}
+
+// CheckWriteScores checks --write-scores: a .csv or .jsonl path, and a game that has trials (not
+// --one-run's single episode).
+func (o *Options) CheckWriteScores() error {
+	if o.WriteScores == "" {
+		return nil
+	}
+	if _, err := audit.ScoreFormatOf(o.WriteScores); err != nil {
+		return cli.UsageError("--write-scores: %v", err)
+	}
+	if o.OneRun {
+		return cli.UsageError("--write-scores writes the trials of the distinguishing game; --one-run plays one episode, not trials")
+	}
+	return nil
+}
+
+// WriteScores writes the trials of point k's outcome to --write-scores (nothing without it),
+// atomically, 0600 unless --share-outputs: the secret bit of every trial is in it
+// (launch.SecretOutputs).
+func (a *Audit) WriteScores(k int, out *audit.Outcome) error {
+	if a.Opts.WriteScores == "" {
+		return nil
+	}
+	return WriteScoresFile(ScoresPath(a.Opts.WriteScores, len(a.Points), k), out, a.Opts.ShareOutputs)
+}
+
+// WriteScoresFile writes out's trials to path in the format of its extension.
+func WriteScoresFile(path string, out *audit.Outcome, share bool) error {
+	f, err := audit.ScoreFormatOf(path)
+	if err != nil {
+		return err
+	}
+	err = atomicfile.Write(path, launch.ScoresMode(share), func(w io.Writer) error { return audit.WriteScores(w, f, out) })
+	if err != nil {
+		return fmt.Errorf("--write-scores: %w", err)
+	}
+	return nil
+}
+
+// ReadScoresFile reads a scores file (the format of its extension), refusing one above limit
+// bytes (0: MaxScoresBytes) with the estimate of what it would hold.
+func ReadScoresFile(path string, limit int64) (*audit.Outcome, error) {
+	if limit <= 0 {
+		limit = MaxScoresBytes
+	}
+	f, err := audit.ScoreFormatOf(path)
+	if err != nil {
+		return nil, err
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s: %s, above the limit of %s for a scores file (%s); split the trials or analyse a sample",
+			path, engine.FormatBytes(st.Size()), engine.FormatBytes(limit), estimateScores(file, st.Size()))
+	}
+	out, err := audit.ReadScores(io.LimitReader(file, limit), f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
+
+// estimateScores estimates the trials of a file of size bytes from the length of its first lines,
+// and the memory their analysis would take (each score 8 bytes and a tag, twice: the sorted copies).
+func estimateScores(r io.Reader, size int64) string {
+	sc := bufio.NewScanner(io.LimitReader(r, 1<<16))
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<16)
+	var lines, bytes, fields int64
+	for sc.Scan() {
+		lines++
+		bytes += int64(len(sc.Bytes())) + 1
+		if lines == 2 {
+			fields = int64(strings.Count(sc.Text(), ",")) - 1 // the scores of a CSV row (JSONL: about)
+		}
+	}
+	if lines < 2 || bytes == 0 {
+		return "no line to estimate the trials from"
+	}
+	trials := size / (bytes / lines)
+	mem := trials * (max(1, fields)*(2*8+2) + 8)
+	return fmt.Sprintf("about %d trials, about %s of memory to analyse", trials, engine.FormatBytes(mem))
+}
+
+// AnalyzeScores is `dpsim audit --scores FILE`: the trials of the file judged against the claim
+// by the audit's own analysis (audit.NewClaimGame, Game.Analyze), without a scenario.
+func AnalyzeScores(o ScoresOptions) (*audit.GameReport, error) {
+	out, err := ReadScoresFile(o.Path, o.Limit)
+	if err != nil {
+		return nil, err
+	}
+	return AnalyzeOutcome(out, o)
+}
+
+// AnalyzeOutcome analyses out (read from o.Path) against o's claim.
+func AnalyzeOutcome(out *audit.Outcome, o ScoresOptions) (*audit.GameReport, error) {
+	g, err := audit.NewClaimGame(out.ScoreNames(), o.Claim)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := g.Analyze(out, audit.ReportOptions{Confidence: o.Confidence, Selection: o.Selection})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Path, err)
+	}
+	rep.Scenario = o.Path
+	return rep, nil
+}
+
+// ParseClaim parses --epsilon, --delta and --mechanism ("": gaussian when delta > 0, else laplace).
+func ParseClaim(eps, delta float64, mech string) (audit.Claim, error) {
+	c := audit.Claim{Epsilon: eps, Delta: delta}
+	switch mech {
+	case "":
+		c.Mechanism = privacy.Laplace
+		if delta > 0 {
+			c.Mechanism = privacy.Gaussian
+		}
+	default:
+		m, err := privacy.ParseMechanism(mech)
+		if err != nil {
+			return c, cli.UsageError("--mechanism: %v", err)
+		}
+		c.Mechanism = m
+	}
+	if !(eps > 0) || eps > 1e6 {
+		return c, cli.UsageError("--scores needs --epsilon E > 0, the claimed epsilon")
+	}
+	if !(delta >= 0 && delta < 1) {
+		return c, cli.UsageError("--delta %v: want a value in [0, 1)", delta)
+	}
+	if c.Mechanism == privacy.Gaussian && delta == 0 {
+		return c, cli.UsageError("--mechanism gaussian needs --delta D > 0 (a Gaussian mechanism is never (eps, 0)-DP)")
+	}
+	return c, nil
+}
