@@ -77,6 +77,7 @@ func TestReadmeCommands(t *testing.T) {
 		}
 		return append(args, flag, value)
 	}
+	scoresDir := t.TempDir()       // the scores files of `dpsim audit --write-scores` and `--scores`
 	prevOut := ""                  // the output directory of the command before: what a `dpsim view OUT` shows
 	ran := make(map[string]string) // a command already run -> its output directory
 	for _, c := range cmds {
@@ -96,8 +97,17 @@ func TestReadmeCommands(t *testing.T) {
 		args := shellFields(t, c)[1:]
 		tmp := t.TempDir()
 		for i := 0; i+1 < len(args); i++ {
-			if args[i] == "--out" || args[i] == "--plot-out" {
+			switch args[i] {
+			case "--out", "--plot-out":
 				args[i+1] = filepath.Join(tmp, "out")
+			case "--write-scores", "--scores": // by base name, in one folder: a page writes the file the next reads
+				args[i+1] = filepath.Join(scoresDir, filepath.Base(args[i+1]))
+			}
+		}
+		if slices.Contains(args, "--scores") {
+			if !scoresFile(t, root, args[slices.Index(args, "--scores")+1]) {
+				t.Logf("skipped (needs python3 for the page's snippet that writes its scores file): %s", c)
+				continue
 			}
 		}
 		switch args[0] {
@@ -107,6 +117,9 @@ func TestReadmeCommands(t *testing.T) {
 				args = append(args, "--out", filepath.Join(tmp, "out"))
 			}
 		case "audit":
+			if slices.Contains(args, "--scores") { // analyses a file: nothing to play, no OUT
+				break
+			}
 			if !slices.Contains(args, "--one-run") { // one episode: nothing to make small
 				args = small(args, "--trials", "300")
 			}
@@ -232,4 +245,42 @@ func tail(s string) string {
 		return "..." + s[len(s)-2000:]
 	}
 	return s
+}
+
+// scoresFile makes sure the scores file path exists for a `dpsim audit --scores` command: one
+// written by a command before (--write-scores), or else by the page's Python snippet that opens
+// a file of that name, run with python3 in the file's folder; false when python3 is missing.
+func scoresFile(t *testing.T, root, path string) bool {
+	t.Helper()
+	if _, err := os.Stat(path); err == nil {
+		return true
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		return false
+	}
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile("(?s)```python\n(.*?)```")
+	for _, page := range pages {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range block.FindAllStringSubmatch(string(data), -1) {
+			if !strings.Contains(m[1], `open("`+filepath.Base(path)+`"`) {
+				continue
+			}
+			cmd := exec.Command(py, "-c", m[1])
+			cmd.Dir = filepath.Dir(path)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s: the Python snippet that writes %s: %v\n%s", page, filepath.Base(path), err, out)
+			}
+			return true
+		}
+	}
+	t.Fatalf("no command before and no Python snippet of docs/ writes %s", filepath.Base(path))
+	return false
 }
