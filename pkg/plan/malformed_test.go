@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsim/dpsim/internal/golden"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
 
@@ -63,38 +64,13 @@ func planError(t *testing.T, path string) error {
 	return nil
 }
 
-// checkRefused checks the error of the malformed file at path (text data) against its wants
-// and its golden file.
+// checkRefused checks the error of the malformed file at path (text data): a
+// *scenario.ValidationError, held to its wants and golden file (golden.CheckRefusal).
 func checkRefused(t *testing.T, path, data string, err error) {
 	t.Helper()
 	var ve *scenario.ValidationError
 	if !errors.As(err, &ve) || len(ve.Problems) == 0 {
 		t.Errorf("error is not a *scenario.ValidationError with problems: %v", err)
 	}
-	got := err.Error()
-	for _, line := range strings.Split(data, "\n") {
-		if w, ok := strings.CutPrefix(line, "# want: "); ok && !strings.Contains(got, w) {
-			t.Errorf("error lacks %q:\n%s", w, got)
-		}
-	}
-	if !strings.HasPrefix(got, "scenario "+path+": ") {
-		t.Errorf("error does not start with the file name:\n%s", got)
-	}
-	golden := strings.TrimSuffix(path, ".yaml") + ".err"
-	if strings.Contains(data, "\n# golden: skip\n") {
-		return // the message comes from pkg/dynamics: the wants only
-	}
-	if *update {
-		if err := os.WriteFile(golden, []byte(got+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != strings.TrimSuffix(string(want), "\n") {
-		t.Errorf("error differs from %s:\ngot:\n%s\nwant:\n%s", golden, got, want)
-	}
+	golden.CheckRefusal(t, path, data, err.Error(), *update)
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpsim/dpsim/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the testdata/malformed/*.err golden files")
@@ -35,15 +37,6 @@ func TestMalformed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var wants []string
-			for _, line := range strings.Split(string(data), "\n") {
-				if w, ok := strings.CutPrefix(line, "# want: "); ok {
-					wants = append(wants, w)
-				}
-			}
-			if len(wants) == 0 {
-				t.Fatal("no '# want: ' line in the file")
-			}
 			s, err := Load(path)
 			if strings.Contains(string(data), refusedByPlan) {
 				if err != nil {
@@ -58,34 +51,7 @@ func TestMalformed(t *testing.T) {
 			if !errors.As(err, &ve) || len(ve.Problems) == 0 {
 				t.Errorf("error is not a *ValidationError with problems: %v", err)
 			}
-			got := err.Error()
-			for _, w := range wants {
-				if !strings.Contains(got, w) {
-					t.Errorf("error lacks %q:\n%s", w, got)
-				}
-			}
-			if !strings.HasPrefix(got, "scenario "+path+": ") {
-				t.Errorf("error does not start with the file name:\n%s", got)
-			}
-			golden := strings.TrimSuffix(path, ".yaml") + ".err"
-			if strings.Contains(string(data), "\n# golden: skip\n") {
-				// the message comes from another package (pkg/dynamics): check the wants only
-				_ = os.Remove(golden)
-				return
-			}
-			if *update {
-				if err := os.WriteFile(golden, []byte(got+"\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != strings.TrimSuffix(string(want), "\n") {
-				t.Errorf("error differs from %s:\ngot:\n%s\nwant:\n%s", golden, got, want)
-			}
+			golden.CheckRefusal(t, path, string(data), err.Error(), *update)
 		})
 	}
 }
