@@ -82,39 +82,41 @@ func (r *analysis) noiseDesignLines(b *strings.Builder) {
 	}
 }
 
-// worstPairGroup is one description of a worst adjacent pair and the points it describes.
-type worstPairGroup struct {
+// textGroup is one text (a worst adjacent pair's description, a conditioning statement) and the
+// points it describes.
+type textGroup struct {
 	text   string
 	points []string
 }
 
-// worstPairGroups groups the points' worst adjacent pairs by identical description, in the order
+// addToGroup adds point label to the group of text t in groups (a new group at the end when none
+// has t yet): groups in the order first seen.
+func addToGroup(groups []*textGroup, t, label string) []*textGroup {
+	for _, g := range groups {
+		if g.text == t {
+			g.points = append(g.points, label)
+			return groups
+		}
+	}
+	return append(groups, &textGroup{text: t, points: []string{label}})
+}
+
+// textGroups groups the points' worst adjacent pairs by identical description, in the order
 // first seen.
-func (r *analysis) worstPairGroups() []*worstPairGroup {
-	var groups []*worstPairGroup
+func (r *analysis) textGroups() []*textGroup {
+	var groups []*textGroup
 	for _, p := range r.points {
 		if p.plan == nil {
 			continue
 		}
-		t := r.worstWords(p)
-		found := false
-		for _, g := range groups {
-			if g.text == t {
-				g.points = append(g.points, p.label)
-				found = true
-				break
-			}
-		}
-		if !found {
-			groups = append(groups, &worstPairGroup{text: t, points: []string{p.label}})
-		}
+		groups = addToGroup(groups, r.worstWords(p), p.label)
 	}
 	return groups
 }
 
 // worstPairLines states the worst adjacent pairs, one line per distinct description.
 func (r *analysis) worstPairLines(b *strings.Builder) {
-	groups := r.worstPairGroups()
+	groups := r.textGroups()
 	if len(groups) > 0 {
 		b.WriteString("Worst adjacent pair (the pair that attains the sensitivity; the auditor replays it):\n\n")
 		for _, g := range groups {
@@ -521,11 +523,7 @@ func (r *analysis) samplerLines(b *strings.Builder) {
 
 // conditioningLines writes the Privacy section's conditioning statement, grouped by identical text.
 func (r *analysis) conditioningLines(b *strings.Builder) {
-	type group struct {
-		text   string
-		points []string
-	}
-	var groups []*group
+	var groups []*textGroup
 	for _, p := range r.points {
 		if p.cond == nil {
 			continue
@@ -534,17 +532,7 @@ func (r *analysis) conditioningLines(b *strings.Builder) {
 		if p.cond.Fragile {
 			t += " - **fragile** (see Warnings)"
 		}
-		found := false
-		for _, g := range groups {
-			if g.text == t {
-				g.points = append(g.points, p.label)
-				found = true
-				break
-			}
-		}
-		if !found {
-			groups = append(groups, &group{text: t, points: []string{p.label}})
-		}
+		groups = addToGroup(groups, t, p.label)
 	}
 	if len(groups) == 0 {
 		return
