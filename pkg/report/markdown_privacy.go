@@ -101,9 +101,9 @@ func addToGroup(groups []*textGroup, t, label string) []*textGroup {
 	return append(groups, &textGroup{text: t, points: []string{label}})
 }
 
-// textGroups groups the points' worst adjacent pairs by identical description, in the order
+// worstPairGroups groups the points' worst adjacent pairs by identical description, in the order
 // first seen.
-func (r *analysis) textGroups() []*textGroup {
+func (r *analysis) worstPairGroups() []*textGroup {
 	var groups []*textGroup
 	for _, p := range r.points {
 		if p.plan == nil {
@@ -116,7 +116,7 @@ func (r *analysis) textGroups() []*textGroup {
 
 // worstPairLines states the worst adjacent pairs, one line per distinct description.
 func (r *analysis) worstPairLines(b *strings.Builder) {
-	groups := r.textGroups()
+	groups := r.worstPairGroups()
 	if len(groups) > 0 {
 		b.WriteString("Worst adjacent pair (the pair that attains the sensitivity; the auditor replays it):\n\n")
 		for _, g := range groups {
