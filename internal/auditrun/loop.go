@@ -75,12 +75,22 @@ func (a *Audit) PlayAll(ctx context.Context, p Player, obs Observer) (reports []
 // done, the reports of the earlier points) and returns an error.
 func (a *Audit) playPoint(ctx context.Context, p Player, obs Observer, k int, g *audit.Game, done []*audit.GameReport) (*audit.GameReport, error) {
 	n, pt := len(a.Points), a.Points[k]
-	out, err := a.play(ctx, p, obs, k, g)
+	var out *audit.Outcome
+	var seq *audit.SequentialReport
+	var err error
+	if a.Opts.Sequential {
+		out, seq, err = a.playSequential(ctx, p, obs, k, g)
+	} else {
+		out, err = a.play(ctx, p, obs, k, g)
+	}
 	interrupted := err != nil && ctx.Err() != nil && out != nil && out.Episodes > 0
 	if err != nil && !interrupted {
 		return nil, PointErr(n, k, pt, err)
 	}
 	rep, aerr := g.Analyze(out, a.ReportOptions())
+	if rep != nil && seq != nil {
+		rep.ApplySequential(seq)
+	}
 	if interrupted {
 		return nil, a.interrupted(ctx, p, obs, k, out, rep, aerr, done)
 	}

@@ -96,6 +96,10 @@ type Options struct {
 	// WriteScores is --write-scores FILE: every point's trials (secret bit and scores) written to
 	// FILE, FILE-pNN.EXT for point NN of a sweep ("": none).
 	WriteScores string
+	// Sequential is --sequential: play until the anytime-valid test decides (a violation, or
+	// with Target a lower bound >= Target eps), at most Trials per side (audit.Sequential).
+	Sequential bool
+	Target     float64
 	// Scores is --scores FILE with its claim (--epsilon, --delta, --mechanism): the trials of the
 	// file analysed instead of a scenario's game (Scores.Path "": none).
 	Scores ScoresOptions

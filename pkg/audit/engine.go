@@ -392,3 +392,23 @@ func playEpisode(player *engine.Player, ep int, x0, est []float64) error {
 	}
 	return err
 }
+
+// Prefix returns the outcome of the trials of the first pairs pairs (trials 0 .. 2 pairs - 1) of
+// o, an outcome of game g: what a sequential audit's decision rests on.
+func (o *Outcome) Prefix(g *Game, pairs int) (*Outcome, error) {
+	p := g.NewOutcome(o.Engine, o.Seed, pairs)
+	err := o.EachTrial(func(trial uint64, bit int, scores []float64) error {
+		if trial < 2*uint64(pairs) {
+			p.Add(trial, bit, scores)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if p.Episodes != 2*pairs {
+		return nil, fmt.Errorf("audit: %d of the %d trials of the first %d pairs were played", p.Episodes, 2*pairs, pairs)
+	}
+	p.Elapsed = o.Elapsed
+	return p, nil
+}

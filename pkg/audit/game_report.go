@@ -73,6 +73,10 @@ type GameReport struct {
 	// (Gaussian mechanisms); the other scores have no f-DP statistic.
 	FDPScore string `json:"fdp_score,omitempty"`
 
+	// Sequential is what the sequential audit did (dpsim audit --sequential; nil: a fixed number
+	// of trials). Its verdict is the report's.
+	Sequential *SequentialReport `json:"sequential,omitempty"`
+
 	Pair   Pair          `json:"pair"`
 	Theory *Theory       `json:"theory,omitempty"`
 	Scores []ScoreResult `json:"scores"`
@@ -346,6 +350,9 @@ func (r *GameReport) verdict() string { return verdictOf(r.Checks()) }
 // VerdictLine is the printed verdict: the word, then every comparison it rests on, with the
 // joint level and, for a violation that rests on the Gaussian-DP bound alone, its assumption.
 func (r *GameReport) VerdictLine() string {
+	if r.Sequential != nil {
+		return r.sequentialVerdict()
+	}
 	checks := r.Checks()
 	parts := make([]string, len(checks))
 	for i, c := range checks {
@@ -414,6 +421,10 @@ func (r *GameReport) Markdown(plot string) string {
 
 // mdVerdict writes the verdict and every comparison it rests on (Checks).
 func (r *GameReport) mdVerdict(b *strings.Builder) {
+	if r.Sequential != nil {
+		fmt.Fprintf(b, "**Verdict: %s**\n\n", r.sequentialVerdict())
+		return
+	}
 	checks := r.Checks()
 	names := make([]string, len(checks))
 	for i, c := range checks {

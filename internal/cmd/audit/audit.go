@@ -165,6 +165,8 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.IntVar(&o.EpisodesPerTrial, "episodes-per-trial", 1, fmt.Sprintf("episodes of the same secret each trial plays with fresh noise (1..%d), averaged by the eavesdropper; the verdict is judged against the claim composed over them (fast engine)", audit.MaxEpisodesPerTrial))
 	fs.StringVar(&ksweep, "episodes-per-trial-sweep", "", "comma-separated episodes per trial, e.g. 1,2,4,8,16: one audit of each (a sweep's points), and with --out the figure composition.png/.svg (fast engine, a scenario without a sweep)")
 	fs.BoolVar(&o.OneRun, "one-run", false, "consensus: audit from ONE episode: every agent's x_i(0) is an independent canary of the adjacent pair, the eavesdropper guesses the canaries from the transcript, and Steinke et al. 2023's bound (Laplace) or Mahloujifar et al. 2024's f-DP bound (Gaussian) gives epsilon_lb_one_run (docs/math.md section 6.2)")
+	fs.BoolVar(&o.Sequential, "sequential", false, "play the trials in batches and stop as soon as the evidence decides: a violation, or with --target a lower bound on eps >= target x eps; --trials is then the cap. The error level holds over every look (test supermartingales by betting, Ville's inequality; docs/math.md section 6.4); --json key sequential says what it did")
+	fs.Float64Var(&o.Target, "target", 0, "with --sequential: stop once an anytime-valid lower bound on eps reaches this fraction of the claimed eps, in (0, 1], e.g. 0.95 (default: stop only on a violation or at the cap)")
 	fs.IntVar(&o.Guesses, "guesses", 0, "with --one-run: guesses on each side (0: the rule fixed from the number of agents and the claim)")
 	o.Farm.Define(fs)
 	fs.Var(live.AddrFlag{Addr: &o.UI}, "ui", uiHelp)
@@ -248,6 +250,9 @@ func checkOptions(o *Options, set map[string]bool, seed, adj, sel, ksweep, budge
 		return err
 	}
 	if err := o.CheckWriteScores(); err != nil {
+		return err
+	}
+	if err := o.CheckSequential(set); err != nil {
 		return err
 	}
 	return o.CheckUI()
