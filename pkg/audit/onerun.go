@@ -94,8 +94,8 @@ const (
 // slightly looser: its recursion bounds expectations); for the Gaussian mechanism the continuous
 // Gauss statistic (onerun_gauss.go), exact under its stated assumption and tighter than any count of
 // thresholded guesses; for a Gaussian claim outside that model (noise none: nothing to standardise
-// by; faults: the agents' errors may be correlated) Mahloujifar et al.'s against the mu-GDP curve, which an (eps, delta) bound cannot see (its
-// 2 m delta alpha term swamps it unless m delta << 1).
+// by; faults: the agents' errors may be correlated) Mahloujifar et al.'s against the mu-GDP curve,
+// which an (eps, delta) bound cannot see (its 2 m delta alpha term swamps it unless m delta << 1).
 func OneRunBoundFor(mech privacy.Mechanism, gaussModel bool) string {
 	switch {
 	case mech == privacy.Gaussian && gaussModel:
@@ -149,10 +149,11 @@ const OneRunGaussAssumption = "the Gauss statistic (Agrawal et al. 2026) assumes
 // is scored by the likelihood ratio of the two candidates (a Gaussian's; for Laplace the same
 // ranking, the projection). The auditor guesses S_i = 1 on the k highest scores and S_i = 0 on the k
 // lowest, abstains on the rest, and Steinke et al.'s and Mahloujifar et al.'s f-DP bound turn
-// (m, r = 2k, v correct) into eps_lb. For a Gaussian mechanism with a noise model the run's scores
-// also give the Gauss statistic (onerun_gauss.go: the standardised scores signed by the coins,
+// (m, r = 2k, v correct) into eps_lb. For a Gaussian mechanism whose plan has a noise model and no
+// faults the run's scores also give the Gauss statistic (onerun_gauss.go: the standardised scores signed by the coins,
 // summed; exact under its assumption, OneRunGaussAssumption). The verdict reads the bound
-// OneRunBoundFor names: Steinke et al.'s for Laplace, the Gauss statistic for Gaussian.
+// OneRunBoundFor names: Steinke et al.'s for Laplace, the Gauss statistic for Gaussian (the f-DP
+// bound outside its model).
 func PlayOneRun(p *plan.Plan, o OneRunOptions) (*OneRunReport, error) {
 	g, err := newOneRun(p, o)
 	if err != nil {
