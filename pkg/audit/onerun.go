@@ -42,17 +42,30 @@ type OneRunReport struct {
 	EpsilonClaimed float64 `json:"epsilon_claimed"`
 	Delta          float64 `json:"delta"`
 	Confidence     float64 `json:"confidence"`
-	// EpsilonLBOneRun is the one-run lower bound from (m, r, v) at Delta that the verdict reads:
-	// the bound Bound names, chosen by the mechanism before the run (OneRunBoundFor).
+	// EpsilonLBOneRun is the one-run lower bound at Delta that the verdict reads: the bound Bound
+	// names, chosen by the mechanism (and the plan's noise model) before the run (OneRunBoundFor).
 	EpsilonLBOneRun float64 `json:"epsilon_lb_one_run"`
-	// Bound names it: "steinke" (Steinke, Nasr & Jagielski 2023, exact for pure eps-DP) or "fdp"
-	// (Mahloujifar, Melis & Chaudhuri 2024, against the Gaussian mechanism's trade-off curve).
+	// Bound names it: "steinke" (Steinke, Nasr & Jagielski 2023, exact for pure eps-DP), "fdp"
+	// (Mahloujifar, Melis & Chaudhuri 2024, against the Gaussian mechanism's trade-off curve) or
+	// "gauss" (the continuous statistic of Agrawal et al. 2026, onerun_gauss.go: Gaussian claims).
 	Bound string `json:"one_run_bound"`
-	// Both bounds from the same guesses, for comparison (only Bound's is the audit's result: taking
-	// the larger of the two would need a multiplicity correction).
+	// The bounds from the same run, for comparison (only Bound's is the audit's result: taking the
+	// largest would need a multiplicity correction). Steinke et al.'s and the f-DP one read the
+	// guesses (m, r, v); the Gauss one is given for Gaussian mechanisms whose plan fits its model only
+	// (a noise model, no faults: OneRunBoundFor).
 	EpsilonLBSteinke float64 `json:"epsilon_lb_one_run_steinke"`
 	EpsilonLBFDP     float64 `json:"epsilon_lb_one_run_fdp"`
-	// EpsilonLBExpected is what the guess rule expects under the claim (the rule's figure of merit).
+	// EpsilonLBGauss is eps of MuLBGauss-GDP at Delta; MuLBGauss = 2 (T - Phi^{-1}(confidence)) /
+	// sqrt(m), the exact lower confidence bound on the canaries' mean separation from
+	// T = GaussStatistic = sum_i s_i z_i / sqrt(m); GaussScoreVariance is the sample variance of the
+	// s_i z_i (1 up to about sqrt(2/m) when the statistic's assumption holds).
+	EpsilonLBGauss     *float64 `json:"epsilon_lb_one_run_gauss,omitempty"`
+	MuLBGauss          *float64 `json:"mu_lb_one_run_gauss,omitempty"`
+	GaussStatistic     *float64 `json:"gauss_statistic,omitempty"`
+	GaussScoreVariance *float64 `json:"gauss_score_variance,omitempty"`
+	// EpsilonLBExpected is what the verdict's bound expects for a mechanism exactly at the claim:
+	// for "steinke" and "fdp" the guess rule's figure of merit (0 when --guesses fixed k), for
+	// "gauss" its median (OneRunGaussExpected).
 	EpsilonLBExpected float64 `json:"epsilon_lb_expected_at_claim"`
 	Verdict           string  `json:"verdict"`
 	// Score is how the agents are ranked; Difference the canaries' gap x'_i(0) - x_i(0).
@@ -71,24 +84,33 @@ type OneRunReport struct {
 const (
 	OneRunBoundSteinke = "steinke"
 	OneRunBoundFDP     = "fdp"
+	OneRunBoundGauss   = "gauss"
 )
 
 // OneRunBoundFor is the bound the verdict of a one-run audit of mech reads, fixed before the run by
-// the mechanism alone: for pure eps-DP (Laplace) Steinke et al.'s, whose binomial tail is exactly
+// the mechanism and by whether the plan fits the Gauss statistic's model (gaussModel: a noise model
+// to standardise by, not noise none, and no faults; OneRunGaussAssumption), never by the run: for pure eps-DP (Laplace) Steinke et al.'s, whose binomial tail is exactly
 // randomized response's, the extreme pure eps-DP mechanism (the f-DP bound against the same curve is
-// slightly looser: its recursion bounds expectations); for the Gaussian mechanism Mahloujifar et
-// al.'s against the mu-GDP curve, which an (eps, delta) bound cannot see (its 2 m delta alpha term
-// swamps it unless m delta << 1).
-func OneRunBoundFor(mech privacy.Mechanism) string {
-	if mech == privacy.Gaussian {
+// slightly looser: its recursion bounds expectations); for the Gaussian mechanism the continuous
+// Gauss statistic (onerun_gauss.go), exact under its stated assumption and tighter than any count of
+// thresholded guesses; for a Gaussian claim outside that model (noise none: nothing to standardise
+// by; faults: the agents' errors may be correlated) Mahloujifar et al.'s against the mu-GDP curve,
+// which an (eps, delta) bound cannot see (its 2 m delta alpha term swamps it unless m delta << 1).
+func OneRunBoundFor(mech privacy.Mechanism, gaussModel bool) string {
+	switch {
+	case mech == privacy.Gaussian && gaussModel:
+		return OneRunBoundGauss
+	case mech == privacy.Gaussian:
 		return OneRunBoundFDP
 	}
 	return OneRunBoundSteinke
 }
 
-// oneRunBound is the bound OneRunBoundFor names, as a function of (m, r, v).
-func oneRunBound(mech privacy.Mechanism, m, r, v int, delta, conf float64) float64 {
-	if OneRunBoundFor(mech) == OneRunBoundFDP {
+// guessBound is the bound over the guesses (m, r, v) that the guess rule maximises: Mahloujifar et
+// al.'s for Gaussian, Steinke et al.'s otherwise (the verdict's unless it reads the Gauss statistic,
+// which makes no guesses).
+func guessBound(mech privacy.Mechanism, m, r, v int, delta, conf float64) float64 {
+	if mech == privacy.Gaussian {
 		return OneRunFDPEpsilonLB(mech, m, r, v, delta, conf)
 	}
 	return OneRunEpsilonLB(m, r, v, delta, conf)
@@ -111,13 +133,27 @@ var OneRunAssumptions = []string{
 	"the number of guesses is fixed before the run (OneRunGuesses: from m and the claim only), never tuned on the run's scores",
 }
 
+// OneRunGaussAssumption is stated with every one-run result of a Gaussian mechanism that reports the
+// Gauss statistic (onerun_gauss.go).
+const OneRunGaussAssumption = "the Gauss statistic (Agrawal et al. 2026) assumes each agent's estimate is xhat_i = x_i(0) + e_i with e_i " +
+	"EXACTLY N(0, var_i), var_i the plan's noise model (structured: sigma_i^2; i.i.d.: s^2/T), and e_1..e_m independent of each other " +
+	"and of the canaries' coins (fault-free consensus: the transcript is a function of x(0) + noise); then T = sum_i s_i z_i / sqrt(m), " +
+	"z_i the score standardised by var_i and s_i = +-1 the secret coin, is exactly N(sqrt(m) mubar/2, 1), mubar the canaries' mean " +
+	"separation, and mu_lb = 2 (T - Phi^-1(confidence)) / sqrt(m) is an exact lower confidence bound: a mechanism at its claim is " +
+	"called a violation with probability exactly 1 - confidence. If the noise is not Gaussian, its variance is not var_i, or the " +
+	"agents' errors are correlated (faults), the level does not hold (gauss_score_variance far from 1 is a sign)"
+
 // PlayOneRun audits plan p (consensus) from ONE episode: agent i starts at x_i(0) = base_i or
 // base_i + d by an independent fair coin S_i (d = mu z of the adjacency's worst pair, the same for
 // every agent), the fast engine plays one episode, and the eavesdropper's estimate of every x_i(0)
 // is scored by the likelihood ratio of the two candidates (a Gaussian's; for Laplace the same
 // ranking, the projection). The auditor guesses S_i = 1 on the k highest scores and S_i = 0 on the k
-// lowest, abstains on the rest, and the bound OneRunBoundFor names (Steinke et al.'s, or Mahloujifar et
-// al.'s f-DP bound for Gaussian) turns (m, r = 2k, v correct) into eps_lb.
+// lowest, abstains on the rest, and Steinke et al.'s and Mahloujifar et al.'s f-DP bound turn
+// (m, r = 2k, v correct) into eps_lb. For a Gaussian mechanism whose plan has a noise model and no
+// faults the run's scores also give the Gauss statistic (onerun_gauss.go: the standardised scores signed by the coins,
+// summed; exact under its assumption, OneRunGaussAssumption). The verdict reads the bound
+// OneRunBoundFor names: Steinke et al.'s for Laplace, the Gauss statistic for Gaussian (the f-DP
+// bound outside its model).
 func PlayOneRun(p *plan.Plan, o OneRunOptions) (*OneRunReport, error) {
 	g, err := newOneRun(p, o)
 	if err != nil {
@@ -136,7 +172,11 @@ func PlayOneRun(p *plan.Plan, o OneRunOptions) (*OneRunReport, error) {
 	}
 	elapsed := time.Since(start)
 	v := correctGuesses(canaryScores(est, g.base, vari, g.d), bits, g.k)
-	return g.report(o.Seed, v, vari, elapsed), nil
+	rep := g.report(o.Seed, v, vari, elapsed)
+	if g.gaussOK {
+		g.gauss(rep, est, vari, bits)
+	}
+	return rep, nil
 }
 
 // oneRun is a one-run audit fixed before its episode: the confidence, the estimate's noise
@@ -151,6 +191,15 @@ type oneRun struct {
 	d        float64 // x_i(0) - base_i of a canary whose coin is 1
 	k        int
 	expected float64
+	bound    string // the verdict's (OneRunBoundFor)
+	gaussOK  bool   // the plan fits the Gauss statistic's model: it is computed and reported
+}
+
+// faultFree reports whether f configures no fault at all (link rules, partitions, crashes, server
+// restarts, proxies): the Gauss statistic's model needs each agent's estimate to carry its own
+// noise only.
+func faultFree(f *scenario.FaultsSpec) bool {
+	return !f.Active() && len(f.Crashes) == 0 && len(f.ServerRestarts) == 0 && len(f.Proxies) == 0
 }
 
 // newOneRun checks p and o and fixes the one-run audit: the adjacency's worst pair gives d, and
@@ -188,9 +237,14 @@ func newOneRun(p *plan.Plan, o OneRunOptions) (*oneRun, error) {
 		return nil, errors.New("audit: one-run: the adjacent pair does not differ")
 	}
 	pr := p.Scenario.Privacy
+	g.gaussOK = p.Mechanism == privacy.Gaussian && g.em.M != nil && faultFree(&p.Scenario.Faults)
+	g.bound = OneRunBoundFor(p.Mechanism, g.gaussOK)
 	g.k = o.Guesses
 	if g.k == 0 {
 		g.k, g.expected = OneRunGuesses(g.m, p.Mechanism, pr.Epsilon, pr.Delta, g.conf)
+	}
+	if g.bound == OneRunBoundGauss {
+		g.expected = OneRunGaussExpected(g.m, pr.Epsilon, pr.Delta, g.conf)
 	}
 	if g.k < 1 || 2*g.k > g.m {
 		return nil, fmt.Errorf("audit: one-run: %d guesses per side with %d canaries: want 1..%d", g.k, g.m, g.m/2)
@@ -267,7 +321,7 @@ func (g *oneRun) report(seed uint64, v int, vari []float64, elapsed time.Duratio
 		EpsilonClaimed: pr.Epsilon, Delta: pr.Delta, Confidence: g.conf,
 		EpsilonLBSteinke:  OneRunEpsilonLB(m, 2*k, v, pr.Delta, g.conf),
 		EpsilonLBFDP:      OneRunFDPEpsilonLB(p.Mechanism, m, 2*k, v, pr.Delta, g.conf),
-		Bound:             OneRunBoundFor(p.Mechanism),
+		Bound:             g.bound,
 		EpsilonLBExpected: g.expected,
 		Score:             "llr", Difference: d, Engine: EngineFast, Seed: seed,
 		ElapsedSeconds: elapsed.Seconds(), Assumptions: slices.Clone(OneRunAssumptions),
@@ -287,11 +341,30 @@ func (g *oneRun) report(seed uint64, v int, vari []float64, elapsed time.Duratio
 	if p.Mechanism == privacy.Laplace && g.em.laplaceExact && g.em.M != nil {
 		rep.EpsilonPair = math.Abs(d) / math.Sqrt(vari[0])
 	}
+	rep.setVerdict()
+	return rep
+}
+
+// gauss adds the Gauss statistic of the run (onerun_gauss.go) to rep, with its assumption, and
+// makes it the verdict's when it is the bound fixed for the run.
+func (g *oneRun) gauss(rep *OneRunReport, est, vari []float64, bits []int) {
+	t, sv := oneRunGaussStatistic(est, g.base, vari, g.d, bits)
+	mu := OneRunGaussMuLB(t, g.m, g.conf)
+	e := OneRunGaussEpsilonLB(mu, rep.Delta)
+	rep.GaussStatistic, rep.GaussScoreVariance, rep.MuLBGauss, rep.EpsilonLBGauss = &t, &sv, &mu, &e
+	rep.Assumptions = append(rep.Assumptions, OneRunGaussAssumption)
+	if g.bound == OneRunBoundGauss {
+		rep.EpsilonLBOneRun = e
+		rep.setVerdict()
+	}
+}
+
+// setVerdict is violation when the verdict's bound exceeds the claimed eps.
+func (rep *OneRunReport) setVerdict() {
 	rep.Verdict = Consistent
-	if rep.EpsilonLBOneRun > pr.Epsilon {
+	if rep.EpsilonLBOneRun > rep.EpsilonClaimed {
 		rep.Verdict = Violation
 	}
-	return rep
 }
 
 // newPlayerFor builds the fast engine's player of p and checks it estimates every agent.
@@ -302,7 +375,8 @@ func newPlayerFor(p *plan.Plan, seed uint64, m int) (*engine.Player, error) {
 
 // OneRunGuesses is the rule fixing k, the guesses per side, BEFORE the run, from the number of
 // canaries m and the claim alone: the k on a grid (multiples of max(1, m/200), up to m/2) whose
-// EXPECTED bound (the one OneRunBoundFor names) is largest when the mechanism is exactly at the claim - scores N(+-mu/2, 1) with
+// EXPECTED bound over the guesses (guessBound's: Mahloujifar et al.'s for Gaussian, Steinke et al.'s
+// otherwise) is largest when the mechanism is exactly at the claim - scores N(+-mu/2, 1) with
 // mu = KappaInverse(eps, delta) for Gaussian, Laplace(+-eps/2, 1) for Laplace - taking the expected
 // number of correct guesses 2k acc(k) (acc: the top-k precision of that model) rounded down. It
 // returns k and that expected eps_lb. Since it reads neither the run's scores nor its canaries the
@@ -344,7 +418,7 @@ func OneRunGuesses(m int, mech privacy.Mechanism, eps, delta, conf float64) (int
 		a, b := tail(lo-shift/2), tail(lo+shift/2)
 		acc := a / (a + b)
 		v := int(math.Floor(2 * float64(k) * acc))
-		if e := oneRunBound(mech, m, 2*k, v, delta, conf); e > best {
+		if e := guessBound(mech, m, 2*k, v, delta, conf); e > best {
 			bestK, best = k, e
 		}
 	}

@@ -45,9 +45,9 @@ func TestOneRunThousandAgents(t *testing.T) {
 		mech, noise string
 		delta       float64
 		want        string
-		atLeast     float64 // the sound run's eps_lb must reach this (seed 25)
+		atLeast     float64 // the sound run's eps_lb must reach this (seed 26)
 	}{
-		{"gaussian", "structured", 1e-5, Consistent, 0.3}, // the f-DP bound; Steinke et al.'s gives 0.28 here
+		{"gaussian", "structured", 1e-5, Consistent, 0.5}, // the Gauss statistic (0.619 here; the f-DP bound 0.318, Steinke et al.'s 0.196)
 		{"gaussian", "iid-naive", 1e-5, Violation, 0},
 		{"laplace", "structured", 0, Consistent, 0.5}, // tight: see TestOneRunLaplaceFalsePositives
 		{"laplace", "iid-naive", 0, Violation, 0},

@@ -110,10 +110,14 @@ One-run audit (--one-run, consensus; docs/math.md section 6.2): ONE episode in w
 x_i(0) is an independent canary (x_i or x_i + mu by a fair coin); the eavesdropper's estimate of each
 x_i(0) is scored, the auditor guesses the canaries of the K highest and K lowest scores (K fixed from
 the number of agents and the claim before the run, or --guesses) and a one-run bound turns the
-correct guesses into epsilon_lb_one_run: Steinke, Nasr & Jagielski 2023 (Thm 3.1, Cor. 5.4) for
-Laplace (pure eps), Mahloujifar, Melis & Chaudhuri 2024's f-DP bound against the mu-GDP curve for
-Gaussian (one_run_bound names it; both are reported); the output states the bounds' assumptions (the
-canaries interfere through the dynamics).
+correct guesses into a bound: Steinke, Nasr & Jagielski 2023 (Thm 3.1, Cor. 5.4), the verdict's for
+Laplace (pure eps), and Mahloujifar, Melis & Chaudhuri 2024's f-DP bound against the mu-GDP curve.
+For Gaussian claims of fault-free plans the verdict reads the Gauss statistic (after Agrawal et al.
+2026): the scores standardised by the modelled variance, signed by the coins and summed, exactly
+normal when each estimate's error is exactly Gaussian with that variance and independent across
+agents (an assumption the output states), an exact lower bound on mu and so on eps. one_run_bound
+names the verdict's bound, fixed before the run; the others are reported beside it (no maximum is
+taken); the output states the bounds' assumptions (the canaries interfere through the dynamics).
 
 With --ui the audit serves a live view while it plays (the URL on stderr): the progress, the lower
 bounds recomputed from the trials so far by the same analysis as the result (threshold selection

@@ -36,8 +36,11 @@ func executeOneRun(o *Options, s *scenario.Scenario, seed uint64, stdout, stderr
 
 // oneRunBoundName names a one-run bound with its paper.
 func oneRunBoundName(b string) string {
-	if b == audit.OneRunBoundFDP {
+	switch b {
+	case audit.OneRunBoundFDP:
 		return "f-DP (Mahloujifar, Melis & Chaudhuri 2024)"
+	case audit.OneRunBoundGauss:
+		return "Gauss statistic (Agrawal et al. 2026)"
 	}
 	return "Steinke, Nasr & Jagielski 2023"
 }
@@ -48,8 +51,13 @@ func writeOneRun(w io.Writer, r *audit.OneRunReport) {
 	fmt.Fprintf(w, "guesses: %d per side (%d in all, fixed before the run), %d correct (score: %s)\n", r.GuessesPerSide, r.Guesses, r.Correct, r.Score)
 	fmt.Fprintf(w, "epsilon_lb_one_run = %.4f at confidence %g (delta %g), the %s bound; claimed eps %g; expected at the claim %.4f\n",
 		r.EpsilonLBOneRun, r.Confidence, r.Delta, oneRunBoundName(r.Bound), r.EpsilonClaimed, r.EpsilonLBExpected)
-	fmt.Fprintf(w, "  from the same guesses: Steinke et al. %.4f, f-DP %.4f (only the %s bound, fixed by the mechanism before the run, gives the verdict)\n",
-		r.EpsilonLBSteinke, r.EpsilonLBFDP, oneRunBoundName(r.Bound))
+	gauss := ""
+	if r.EpsilonLBGauss != nil {
+		gauss = fmt.Sprintf(", Gauss statistic %.4f (T = %.3f, mu_lb %.4f, the signed standardised scores' variance %.3f: 1 under its assumption)",
+			*r.EpsilonLBGauss, *r.GaussStatistic, *r.MuLBGauss, *r.GaussScoreVariance)
+	}
+	fmt.Fprintf(w, "  from the same run: Steinke et al. %.4f, f-DP %.4f (both from the guesses)%s; only the %s bound, fixed by the mechanism before the run, gives the verdict\n",
+		r.EpsilonLBSteinke, r.EpsilonLBFDP, gauss, oneRunBoundName(r.Bound))
 	cmp := "<="
 	if r.Verdict == audit.Violation {
 		cmp = ">"
