@@ -73,7 +73,7 @@ type GameReport struct {
 	// (Gaussian mechanisms); the other scores have no f-DP statistic.
 	FDPScore string `json:"fdp_score,omitempty"`
 
-	Pair   Pair          `json:"pair"`
+	Pair   Pair          `json:"pair,omitzero"` // none from a scores file (Pair.IsZero)
 	Theory *Theory       `json:"theory,omitempty"`
 	Scores []ScoreResult `json:"scores"`
 
