@@ -129,12 +129,26 @@ func readParquetRows(r io.ReaderAt, size int64) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	var trial, bit *parquetCol
-	var scores []*parquetCol
+	trial, bit, scores, err := parquetColumns(f)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(scores))
+	for k, c := range scores {
+		names[k] = c.name
+	}
+	if err := checkNames(names, 0); err != nil {
+		return nil, err
+	}
+	return readParquetGroups(f, trial, bit, scores, names)
+}
+
+// parquetColumns finds the trial, bit and score columns of f by name.
+func parquetColumns(f *parquet.File) (trial, bit *parquetCol, scores []*parquetCol, err error) {
 	for _, c := range f.Root().Columns() {
 		name := c.Name()
 		if !c.Leaf() || c.Repeated() {
-			return nil, scoresErr(0, name, "a nested or repeated column: want one number per row")
+			return nil, nil, nil, scoresErr(0, name, "a nested or repeated column: want one number per row")
 		}
 		pc := &parquetCol{name: name, index: c.Index(), kind: c.Type().Kind()}
 		if lt := c.Type().LogicalType(); lt != nil {
@@ -145,7 +159,7 @@ func readParquetRows(r io.ReaderAt, size int64) (*Outcome, error) {
 		switch name {
 		case "trial", "bit":
 			if pc.kind != parquet.Int32 && pc.kind != parquet.Int64 {
-				return nil, scoresErr(0, name, "of type %s: want an integer", c.Type())
+				return nil, nil, nil, scoresErr(0, name, "of type %s: want an integer", c.Type())
 			}
 			if name == "trial" {
 				trial = pc
@@ -154,7 +168,7 @@ func readParquetRows(r io.ReaderAt, size int64) (*Outcome, error) {
 			}
 		default:
 			if pc.kind != parquet.Float && pc.kind != parquet.Double {
-				return nil, scoresErr(0, name, "of type %s: want a score, FLOAT or DOUBLE", c.Type())
+				return nil, nil, nil, scoresErr(0, name, "of type %s: want a score, FLOAT or DOUBLE", c.Type())
 			}
 			scores = append(scores, pc)
 		}
@@ -164,19 +178,18 @@ func readParquetRows(r io.ReaderAt, size int64) (*Outcome, error) {
 		col  *parquetCol
 	}{{"trial", trial}, {"bit", bit}} {
 		if c.col == nil {
-			return nil, scoresErr(0, c.name, "missing (want the columns trial, bit and one per score)")
+			return nil, nil, nil, scoresErr(0, c.name, "missing (want the columns trial, bit and one per score)")
 		}
 	}
 	if len(scores) == 0 {
-		return nil, scoresErr(0, "", "no score column (want the columns trial, bit and one per score)")
+		return nil, nil, nil, scoresErr(0, "", "no score column (want the columns trial, bit and one per score)")
 	}
-	names := make([]string, len(scores))
-	for k, c := range scores {
-		names[k] = c.name
-	}
-	if err := checkNames(names, 0); err != nil {
-		return nil, err
-	}
+	return trial, bit, scores, nil
+}
+
+// readParquetGroups reads the rows of f's row groups into an outcome of the scores.
+func readParquetGroups(f *parquet.File, trial, bit *parquetCol, scores []*parquetCol, names []string) (*Outcome, error) {
+	var err error
 	var total int64
 	for _, rg := range f.RowGroups() {
 		total += rg.NumRows()
