@@ -27,6 +27,9 @@ type ScoresOptions struct {
 	Claim      audit.Claim
 	Confidence float64 // 0: 0.95
 	Selection  audit.Selection
+	// EpisodesPerTrial is k (0: 1): each trial of the file played k episodes, and is judged
+	// against the claim composed over them (audit.NewComposedClaimGame).
+	EpisodesPerTrial int
 	// Limit is the largest file read (0: MaxScoresBytes).
 	Limit int64
 }
@@ -38,7 +41,7 @@ func ScoresPath(path string, n, k int) string {
 	return strings.TrimSuffix(path, ext) + Suffix(n, k) + ext
 }
 
-// CheckWriteScores checks --write-scores: a .csv or .jsonl path, and a game that has trials (not
+// CheckWriteScores checks --write-scores: a .csv, .jsonl or .parquet path, and a game that has trials (not
 // --one-run's single episode).
 func (o *Options) CheckWriteScores() error {
 	if o.WriteScores == "" {
@@ -77,7 +80,10 @@ func WriteScoresFile(path string, out *audit.Outcome, share bool) error {
 }
 
 // ReadScoresFile reads a scores file (the format of its extension), refusing one above limit
-// bytes (0: MaxScoresBytes) with the estimate of what it would hold.
+// bytes (0: MaxScoresBytes) with the estimate of what it would hold. A Parquet file is read in
+// place (its footer, then only its trial, bit and score columns) and refused too when what it
+// would decode - 8 bytes per value, its rows and columns from the footer - is above limit: a
+// compressed file holds many more trials than its size.
 func ReadScoresFile(path string, limit int64) (*audit.Outcome, error) {
 	if limit <= 0 {
 		limit = MaxScoresBytes
@@ -98,11 +104,39 @@ func ReadScoresFile(path string, limit int64) (*audit.Outcome, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
+	if f == audit.ScoresParquet {
+		return readParquetFile(path, file, st.Size(), limit)
+	}
 	if st.Size() > limit {
 		return nil, fmt.Errorf("%s: %s, above the limit of %s for a scores file (%s); split the trials or analyse a sample",
 			path, engine.FormatBytes(st.Size()), engine.FormatBytes(limit), estimateScores(file, st.Size()))
 	}
 	out, err := audit.ReadScores(io.LimitReader(file, limit), f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
+
+// readParquetFile reads the Parquet scores file of size bytes after checking its size and the
+// size of what it would decode against limit.
+func readParquetFile(path string, file *os.File, size, limit int64) (*audit.Outcome, error) {
+	rows, scores, shapeErr := audit.ParquetShape(file, size)
+	estimate := "no footer to estimate the trials from"
+	decoded := int64(0)
+	if shapeErr == nil {
+		decoded = rows * 8 * int64(2+scores)
+		estimate = fmt.Sprintf("%d trials, about %s of memory to analyse", rows, engine.FormatBytes(rows*(int64(max(1, scores))*(2*8+2)+8)))
+	}
+	if size > limit {
+		return nil, fmt.Errorf("%s: %s, above the limit of %s for a scores file (%s); split the trials or analyse a sample",
+			path, engine.FormatBytes(size), engine.FormatBytes(limit), estimate)
+	}
+	if decoded > limit || decoded < 0 {
+		return nil, fmt.Errorf("%s: %s decoded, above the limit of %s for a scores file (%s); split the trials or analyse a sample",
+			path, engine.FormatBytes(decoded), engine.FormatBytes(limit), estimate)
+	}
+	out, err := audit.ReadScores(io.NewSectionReader(file, 0, size), audit.ScoresParquet)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -140,9 +174,10 @@ func AnalyzeScores(o ScoresOptions) (*audit.GameReport, error) {
 	return AnalyzeOutcome(out, o)
 }
 
-// AnalyzeOutcome analyses out (read from o.Path) against o's claim.
+// AnalyzeOutcome analyses out (read from o.Path) against o's claim (composed over
+// o.EpisodesPerTrial episodes).
 func AnalyzeOutcome(out *audit.Outcome, o ScoresOptions) (*audit.GameReport, error) {
-	g, err := audit.NewClaimGame(out.ScoreNames(), o.Claim)
+	g, err := audit.NewComposedClaimGame(out.ScoreNames(), o.Claim, max(1, o.EpisodesPerTrial))
 	if err != nil {
 		return nil, err
 	}

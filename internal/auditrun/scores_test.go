@@ -44,11 +44,12 @@ func boundsOf(t *testing.T, r *audit.GameReport) map[string]any {
 }
 
 // TestScoresRoundTrip: a sweep's audit writes every point's trials (-pNN before the extension,
-// 0600), and --scores' code path reads them back to exactly the bounds of the audit, in both
-// formats.
+// 0600), and --scores' code path reads them back to exactly the bounds of the audit, in every
+// format; the point of two episodes per trial is judged against the claim composed over them,
+// by hand or by ScoresOptions.EpisodesPerTrial alike.
 func TestScoresRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	for _, ext := range []string{".csv", ".jsonl"} {
+	for _, ext := range []string{".csv", ".jsonl", ".parquet"} {
 		file := filepath.Join(dir, "scores"+ext)
 		a := newTestAudit(t, "audit-consensus-laplace", 1500, Options{EpisodesSweep: []int{1, 2}, WriteScores: file})
 		reports, _, err := a.PlayAll(context.Background(), FastPlayer{Seed: a.Seed, Workers: 2}, Observer{})
@@ -67,6 +68,13 @@ func TestScoresRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, boundsOf(t, rep), boundsOf(t, got), "point %d %s", k, ext)
 			require.Positive(t, got.EpsilonLBCP, "a Laplace audit finds evidence")
+			composed, err := AnalyzeScores(ScoresOptions{Path: path, Claim: a.Games[k].Claim(), Confidence: a.PointConf, Selection: a.Opts.Selection,
+				EpisodesPerTrial: a.Games[k].EpisodesPerTrial()})
+			require.NoError(t, err)
+			require.Equal(t, boundsOf(t, rep), boundsOf(t, composed), "point %d %s, composed by --episodes-per-trial", k, ext)
+			require.Equal(t, rep.EpsilonClaimedRun, composed.EpsilonClaimedRun)
+			require.Equal(t, rep.EpsilonClaimed, composed.EpsilonClaimed)
+			require.Equal(t, rep.VerdictEpisode, composed.VerdictEpisode)
 		}
 		_, err = os.Stat(file)
 		require.True(t, os.IsNotExist(err), "a sweep writes only the per-point files")
@@ -148,10 +156,41 @@ func TestScoresFileLimit(t *testing.T) {
 	_, err = ReadScoresFile(filepath.Join(dir, "d.csv"), 0)
 	require.ErrorContains(t, err, "not a regular file")
 	_, err = ReadScoresFile(filepath.Join(dir, "s.txt"), 0)
-	require.ErrorContains(t, err, "want the extension .csv or .jsonl")
+	require.ErrorContains(t, err, "want the extension .csv, .jsonl or .parquet")
 	_, err = ReadScoresFile(filepath.Join(dir, "bad.csv"), 0)
 	require.Error(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.csv"), []byte(strings.Repeat("x", 10)), 0o600))
 	_, err = ReadScoresFile(filepath.Join(dir, "bad.csv"), 0)
 	require.ErrorContains(t, err, "bad.csv: line 1: header")
+}
+
+// TestScoresFileLimitParquet: a Parquet file is refused above the limit with the trials its
+// footer holds, and also when what it would decode is above the limit though the file is not (a
+// compressed file holds more trials than its size says); below both it reads.
+func TestScoresFileLimitParquet(t *testing.T) {
+	dir := t.TempDir()
+	g, err := audit.NewClaimGame([]string{"a", "b"}, audit.Claim{Epsilon: 1, Mechanism: "laplace"})
+	require.NoError(t, err)
+	out := g.NewOutcome(audit.EngineFile, 0, 0)
+	for i := 0; i < 4000; i++ {
+		out.Add(uint64(i), i%2, []float64{float64(i % 3), 0})
+	}
+	path := filepath.Join(dir, "s.parquet")
+	require.NoError(t, WriteScoresFile(path, out, false))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	decoded := int64(4000 * 8 * 4)
+	require.Less(t, fi.Size(), decoded/4, "the constant and periodic columns compress")
+	_, err = ReadScoresFile(path, fi.Size()-1)
+	require.ErrorContains(t, err, "above the limit of")
+	require.ErrorContains(t, err, "for a scores file (4000 trials, about ")
+	_, err = ReadScoresFile(path, decoded-1)
+	require.ErrorContains(t, err, "decoded, above the limit of")
+	back, err := ReadScoresFile(path, decoded)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b"}, back.ScoreNames())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.parquet"), []byte("trial,bit,s\n"), 0o600))
+	_, err = ReadScoresFile(filepath.Join(dir, "bad.parquet"), 0)
+	require.ErrorContains(t, err, "bad.parquet: not a Parquet file")
 }

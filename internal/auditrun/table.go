@@ -138,6 +138,10 @@ func printFileHeader(tw io.Writer, r *audit.GameReport, g func(float64) string) 
 	}
 	n := r.Scores[0].Result.Trials
 	fmt.Fprintf(tw, "scores\t%s (%d trials with bit 0, %d with bit 1)\n", r.Scenario, n.X, n.XPrime)
-	fmt.Fprintf(tw, "claim\teps = %s, delta = %s, %s\n", g(r.EpsilonClaimed), g(r.Delta), r.Mechanism)
+	claim := fmt.Sprintf("eps = %s, delta = %s, %s", g(r.EpsilonClaimed), g(r.Delta), r.Mechanism)
+	if r.EpisodesPerTrial > 1 {
+		claim += fmt.Sprintf(" per episode; %d episodes per trial: composed eps_run = %s (the verdict's)", r.EpisodesPerTrial, g(r.EpsilonClaimedRun))
+	}
+	fmt.Fprintf(tw, "claim\t%s\n", claim)
 	return true
 }

@@ -38,6 +38,7 @@ func SecretOutputs() []SecretOutput {
 		{"", "report-p*.md", "an audit's sweep point's: the seed", false},
 		{"", "scores*.csv", "an audit's --write-scores file (this name in OUT, or any name anywhere: ScoresMode): every trial's secret bit beside its scores", false},
 		{"", "scores*.jsonl", "an audit's --write-scores file (this name in OUT, or any name anywhere: ScoresMode): every trial's secret bit beside its scores", false},
+		{"", "scores*.parquet", "an audit's --write-scores file (this name in OUT, or any name anywhere: ScoresMode): every trial's secret bit beside its scores", false},
 		{"", "resume.json", "the seed and every completed point's results", true},
 		{"", "resume.key", "the key of resume.json's digest", true},
 		{"figures", "*.json", "the figures' data: the true trajectory and the estimation errors", false},

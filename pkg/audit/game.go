@@ -36,6 +36,9 @@ const (
 
 // Pair is the adjacent pair of the game: the challenger runs the system from X0 (secret bit 0) or
 // X0Prime (bit 1). Cloud control: the plant's initial state; consensus: every agent's x_i(0).
+//
+// A claim game's (NewClaimGame: trials from a scores file) has no pair: its zero Source and X0
+// (IsZero), left out of the report's JSON.
 type Pair struct {
 	X0      []float64 `json:"x0"`
 	X0Prime []float64 `json:"x0prime"`
@@ -264,6 +267,9 @@ func (g *Game) ClaimRun() (float64, error) {
 	c := g.Claim()
 	return ComposeClaim(c.Mechanism, c.Epsilon, c.Delta, g.k)
 }
+
+// IsZero says the game has no pair (a claim game's): the report's JSON omits it.
+func (p Pair) IsZero() bool { return p.Source == "" && p.X0 == nil && p.X0Prime == nil }
 
 // Claim is the guarantee the game audits: the plan's (its scenario's privacy section), or a
 // claim game's own.

@@ -77,7 +77,7 @@ type GameReport struct {
 	// of trials). Its verdict is the report's.
 	Sequential *SequentialReport `json:"sequential,omitempty"`
 
-	Pair   Pair          `json:"pair"`
+	Pair   Pair          `json:"pair,omitzero"` // none from a scores file (Pair.IsZero)
 	Theory *Theory       `json:"theory,omitempty"`
 	Scores []ScoreResult `json:"scores"`
 

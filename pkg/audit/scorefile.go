@@ -20,12 +20,15 @@ import (
 // (0: the system ran on x, "out"; 1: on the adjacent x', "in", the member) and every score
 // (larger or smaller may point to bit 1: the analysis tries both orientations). dpsim audit
 // --write-scores writes the audit's own, --scores analyses one from anywhere (docs/howto-audit.md,
-// "Scores from elsewhere"). Two formats, chosen by the file's extension:
+// "Scores from elsewhere"). Three formats, chosen by the file's extension:
 //
-//	.csv    a header trial,bit,<score names...>, then one row per trial: 17,1,0.25,-3.5
-//	.jsonl  one object per line: {"trial":17,"bit":1,"scores":{"projection":0.25,"llr":-3.5}}
+//	.csv      a header trial,bit,<score names...>, then one row per trial: 17,1,0.25,-3.5
+//	.jsonl    one object per line: {"trial":17,"bit":1,"scores":{"projection":0.25,"llr":-3.5}}
+//	.parquet  the CSV's columns: trial (INT64), bit (INT32) and one DOUBLE column per score,
+//	          named as the CSV's header names them (scorefile_parquet.go)
 //
-// Floats are written with strconv 'g' -1 (the shortest text that reads back to the same float64)
+// Floats are written with strconv 'g' -1 (the shortest text that reads back to the same float64;
+// Parquet keeps the float64 itself)
 // and the trial number decides which half of the trials chooses the tests (a hash of it), so the
 // analysis of a written file is bit for bit the audit's.
 
@@ -40,8 +43,9 @@ type ScoreFormat string
 
 // The formats of a scores file.
 const (
-	ScoresCSV   ScoreFormat = "csv"
-	ScoresJSONL ScoreFormat = "jsonl"
+	ScoresCSV     ScoreFormat = "csv"
+	ScoresJSONL   ScoreFormat = "jsonl"
+	ScoresParquet ScoreFormat = "parquet"
 )
 
 // ScoreFormatOf is the format of the scores file path, by its extension.
@@ -51,8 +55,10 @@ func ScoreFormatOf(path string) (ScoreFormat, error) {
 		return ScoresCSV, nil
 	case ".jsonl":
 		return ScoresJSONL, nil
+	case ".parquet":
+		return ScoresParquet, nil
 	}
-	return "", fmt.Errorf("audit: scores file %s: want the extension .csv or .jsonl", path)
+	return "", fmt.Errorf("audit: scores file %s: want the extension .csv, .jsonl or .parquet", path)
 }
 
 // Claim is a guarantee under audit: (Epsilon, Delta)-DP of a Gaussian or Laplace mechanism
@@ -65,7 +71,17 @@ type Claim struct {
 // NewClaimGame is a game without a scenario: its trials come from elsewhere (ReadScores) with the
 // scores names, and Analyze judges them against c with the same statistics as a scenario's
 // game (one trial = one release of the mechanism the claim is about).
-func NewClaimGame(names []string, c Claim) (*Game, error) {
+func NewClaimGame(names []string, c Claim) (*Game, error) { return NewComposedClaimGame(names, c, 1) }
+
+// NewComposedClaimGame is NewClaimGame for trials that each played k episodes of the mechanism
+// c is about (c is the per-episode claim): Analyze judges them against c composed over k
+// episodes (ComposeClaim, as a scenario's game with GameOptions.EpisodesPerTrial k: the report's
+// EpsilonClaimed is c's, EpsilonClaimedRun the composed one, VerdictEpisode what c alone would
+// say). k = 1 is NewClaimGame.
+func NewComposedClaimGame(names []string, c Claim, k int) (*Game, error) {
+	if k < 1 || k > MaxEpisodesPerTrial {
+		return nil, fmt.Errorf("audit: %d episodes per trial: want 1..%d", k, MaxEpisodesPerTrial)
+	}
 	if len(names) == 0 {
 		return nil, errors.New("audit: claim game: no scores")
 	}
@@ -83,8 +99,17 @@ func NewClaimGame(names []string, c Claim) (*Game, error) {
 	if !(c.Epsilon > 0) {
 		return nil, fmt.Errorf("audit: claimed epsilon %v must be > 0", c.Epsilon)
 	}
-	return &Game{names: slices.Clone(names), k: 1, claim: &c,
-		Pair: Pair{Time: -1, Component: -1, Agent: -1}}, nil
+	g := &Game{names: slices.Clone(names), k: k, claim: &c,
+		Pair: Pair{Time: -1, Component: -1, Agent: -1}}
+	if k > 1 {
+		run, err := g.ClaimRun()
+		if err != nil {
+			return nil, err
+		}
+		g.Notes = append(g.Notes, fmt.Sprintf("%d episodes per trial: each trial of the file played %d episodes of the mechanism, "+
+			"and is judged against the per-episode claim eps = %s composed over them, eps_run = %s", k, k, fmtScore(c.Epsilon), fmtScore(run)))
+	}
+	return g, nil
 }
 
 // ScoreNames are the names of the outcome's scores (its Trials' order).
@@ -146,6 +171,9 @@ func fmtScore(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // WriteScores writes the trials of out to w in format f.
 func WriteScores(w io.Writer, f ScoreFormat, out *Outcome) error {
+	if f == ScoresParquet {
+		return writeParquet(w, out)
+	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	names := out.ScoreNames()
 	switch f {
@@ -198,21 +226,29 @@ func WriteScores(w io.Writer, f ScoreFormat, out *Outcome) error {
 }
 
 // ScoresError is a malformed scores file: the line (1-based; 0 for the file as a whole) and the
-// field it is about.
+// field it is about; in a Parquet file (Row) the row (1-based, across its row groups) and the
+// column.
 type ScoresError struct {
 	Line  int
 	Field string
 	Msg   string
+	Row   bool
 }
 
 func (e *ScoresError) Error() string {
-	switch {
-	case e.Line == 0:
-		return e.Msg
-	case e.Field == "":
-		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	line, field := "line", "field"
+	if e.Row {
+		line, field = "row", "column"
 	}
-	return fmt.Sprintf("line %d: field %q: %s", e.Line, e.Field, e.Msg)
+	switch {
+	case e.Line == 0 && e.Field == "":
+		return e.Msg
+	case e.Line == 0:
+		return fmt.Sprintf("%s %q: %s", field, e.Field, e.Msg)
+	case e.Field == "":
+		return fmt.Sprintf("%s %d: %s", line, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s %d: %s %q: %s", line, e.Line, field, e.Field, e.Msg)
 }
 
 func scoresErr(line int, field, format string, a ...any) error {
@@ -225,8 +261,21 @@ const maxScoresLine = 1 << 20
 // ReadScores reads a scores file in format f: the outcome of its trials (engine EngineFile,
 // N the larger side), whose ScoreNames are the file's. Anything malformed is a *ScoresError
 // naming the line and the field; every bit must be 0 or 1, every score finite, every trial number
-// once, and each bit needs MinFileTrials trials. The caller bounds the input's size.
+// once, and each bit needs MinFileTrials trials. The caller bounds the input's size. A Parquet
+// file is read in place when r is an io.ReaderAt with a Size (an *io.SectionReader, a
+// *bytes.Reader), else into memory first (readParquet).
 func ReadScores(r io.Reader, f ScoreFormat) (*Outcome, error) {
+	if f == ScoresParquet {
+		ra, ok := r.(sizedReaderAt)
+		if !ok {
+			b, err := io.ReadAll(r)
+			if err != nil {
+				return nil, err
+			}
+			ra = bytes.NewReader(b)
+		}
+		return readParquet(ra, ra.Size())
+	}
 	if f != ScoresCSV && f != ScoresJSONL {
 		return nil, fmt.Errorf("audit: unknown scores format %q", f)
 	}
@@ -290,7 +339,7 @@ func ReadScores(r io.Reader, f ScoreFormat) (*Outcome, error) {
 	if out == nil {
 		return nil, scoresErr(0, "", "no trials (an empty file)")
 	}
-	if err := checkTrials(out, nums, lines); err != nil {
+	if err := checkTrials(out, nums, lines, false); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -319,8 +368,8 @@ func checkNames(names []string, ln int) error {
 }
 
 // checkTrials checks that every trial number appears once and that each bit has enough trials,
-// and sets out.N.
-func checkTrials(out *Outcome, nums []uint64, lines []int) error {
+// and sets out.N; lines are the line of each trial, or its row in a Parquet file (rows).
+func checkTrials(out *Outcome, nums []uint64, lines []int, rows bool) error {
 	idx := make([]int, len(nums))
 	for i := range idx {
 		idx[i] = i
@@ -336,7 +385,11 @@ func checkTrials(out *Outcome, nums []uint64, lines []int) error {
 	})
 	for i := 1; i < len(idx); i++ {
 		if nums[idx[i]] == nums[idx[i-1]] {
-			return scoresErr(lines[idx[i]], "trial", "trial %d appears twice (also on line %d)", nums[idx[i]], lines[idx[i-1]])
+			where := "on line"
+			if rows {
+				where = "in row"
+			}
+			return scoresErr(lines[idx[i]], "trial", "trial %d appears twice (also %s %d)", nums[idx[i]], where, lines[idx[i-1]])
 		}
 	}
 	n0, n1 := len(out.trial[0]), len(out.trial[1])

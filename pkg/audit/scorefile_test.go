@@ -24,7 +24,7 @@ func TestScoresRoundTripGame(t *testing.T) {
 	want, err := g.Analyze(out, ReportOptions{})
 	require.NoError(t, err)
 	require.Positive(t, want.EpsilonLBGDP, "bounds with evidence, not zeros, are compared")
-	for _, f := range []ScoreFormat{ScoresCSV, ScoresJSONL} {
+	for _, f := range allFormats {
 		var buf bytes.Buffer
 		require.NoError(t, WriteScores(&buf, f, out))
 		back, err := ReadScores(&buf, f)
@@ -55,7 +55,11 @@ func fileOf(n int, bit func(i int) int, score func(i int) float64) string {
 	return b.String()
 }
 
-// analyzeFile reads and analyses a CSV scores file against a claim.
+// allFormats are the formats of a scores file.
+var allFormats = []ScoreFormat{ScoresCSV, ScoresJSONL, ScoresParquet}
+
+// analyzeFile reads and analyses a CSV scores file against a claim, and the same trials written
+// in every format and read back: every format's bounds and verdict must be the CSV's.
 func analyzeFile(t *testing.T, doc string, c Claim) *GameReport {
 	t.Helper()
 	out, err := ReadScores(strings.NewReader(doc), ScoresCSV)
@@ -64,13 +68,26 @@ func analyzeFile(t *testing.T, doc string, c Claim) *GameReport {
 	require.NoError(t, err)
 	r, err := g.Analyze(out, ReportOptions{})
 	require.NoError(t, err)
+	for _, f := range allFormats {
+		var buf bytes.Buffer
+		require.NoError(t, WriteScores(&buf, f, out))
+		back, err := ReadScores(&buf, f)
+		require.NoError(t, err, f)
+		rf, err := g.Analyze(back, ReportOptions{})
+		require.NoError(t, err, f)
+		for _, b := range Bounds {
+			require.Equal(t, b.OfReport(r), b.OfReport(rf), "%s %s", f, b.JSONKey)
+		}
+		require.Equal(t, r.Verdict, rf.Verdict, f)
+	}
 	return r
 }
 
 // TestNullScores: scores that carry no evidence about the bit - independent of it, all tied, or
 // too few - give every bound 0 and never a violation, even against a tiny claim; scores separated
 // the wrong way round (bit 1 smaller) are evidence like any other (the analysis tries both
-// orientations), exactly the mirror image's.
+// orientations), exactly the mirror image's. Every file is analysed in every format too
+// (analyzeFile).
 func TestNullScores(t *testing.T) {
 	alt := func(i int) int { return i % 2 }
 	claims := []Claim{{Epsilon: 0.01, Delta: 1e-5, Mechanism: privacy.Gaussian}, {Epsilon: 0.01, Mechanism: privacy.Laplace}}
@@ -154,8 +171,8 @@ func TestScoresMalformed(t *testing.T) {
 		require.Error(t, err, c.name)
 		require.Equal(t, c.want, err.Error(), c.name)
 	}
-	_, err := ScoreFormatOf("x.parquet")
-	require.EqualError(t, err, "audit: scores file x.parquet: want the extension .csv or .jsonl")
+	_, err := ScoreFormatOf("x.parquet.gz")
+	require.EqualError(t, err, "audit: scores file x.parquet.gz: want the extension .csv, .jsonl or .parquet")
 }
 
 // TestScoresFloatsExact: the written text reads back to the same float64 bits, extremes included.
@@ -167,7 +184,7 @@ func TestScoresFloatsExact(t *testing.T) {
 	for i := 0; i < 2*MinFileTrials; i++ {
 		out.Add(uint64(i), i%2, []float64{vals[i%len(vals)]})
 	}
-	for _, f := range []ScoreFormat{ScoresCSV, ScoresJSONL} {
+	for _, f := range allFormats {
 		var buf bytes.Buffer
 		require.NoError(t, WriteScores(&buf, f, out))
 		back, err := ReadScores(&buf, f)

@@ -42,7 +42,7 @@ const synopsis = `dpsim audit SCENARIO [--engine fast|wire] [--trials N] [--audi
                    [--worker-creds N] [--verify-share P] [--chunk-timeout D] [--budget B]
                    [--ui[=ADDR] [--ui-hold D] [--ui-public]] [--engine wire --role ENDPOINT=COMMAND ...]
                    [--write-scores FILE.csv|FILE.jsonl]
-       dpsim audit --scores FILE.csv|FILE.jsonl --epsilon E [--delta D] [--mechanism gaussian|laplace] [--confidence C] [--json]
+       dpsim audit --scores FILE.csv|FILE.jsonl|FILE.parquet --epsilon E [--delta D] [--mechanism gaussian|laplace] [--episodes-per-trial K] [--confidence C] [--json]
        dpsim audit --one-run SCENARIO [--guesses K] [--confidence C] [--seed S] [--json] [--fail-on-violation]`
 
 const description = `Audits the scenario's privacy claim empirically: plays the distinguishing game and reports lower
@@ -127,7 +127,7 @@ look good (optional stopping) voids the confidence level; only the planned trial
 
 With --out DIR: DIR/audit.json (the --json object), DIR/report.md and the trade-off plot
 DIR/tradeoff.png and .svg (one set per sweep point: -pNN suffix). --write-scores FILE writes every
-trial's secret bit and scores (.csv or .jsonl); --scores FILE analyses such a file - from dpsim or any
+trial's secret bit and scores (.csv, .jsonl or .parquet); --scores FILE analyses such a file - from dpsim or any
 other implementation - against --epsilon/--delta/--mechanism (docs/howto-audit.md). Exit status 0 whatever the
 verdict (see --fail-on-violation), 1 if the audit fails, 2 on a usage error.`
 

@@ -19,8 +19,8 @@ type scoresFlags struct {
 // defineScores defines --write-scores, --scores and the claim's flags on fs.
 func defineScores(fs *flag.FlagSet, o *Options) *scoresFlags {
 	sf := &scoresFlags{}
-	fs.StringVar(&o.WriteScores, "write-scores", "", "write every trial's secret bit and scores to FILE (.csv: trial,bit,<scores>; .jsonl: one object per trial; FILE-pNN.EXT per sweep point), which --scores reads back to the same bounds; it holds the secret bits: 0600 unless --share-outputs (docs/howto-audit.md)")
-	fs.StringVar(&sf.path, "scores", "", "analyse the trials of FILE (.csv or .jsonl, as --write-scores writes them: scores from any implementation) against --epsilon, --delta and --mechanism instead of playing a scenario's game")
+	fs.StringVar(&o.WriteScores, "write-scores", "", "write every trial's secret bit and scores to FILE (.csv: trial,bit,<scores>; .jsonl: one object per trial; .parquet: the CSV's columns; FILE-pNN.EXT per sweep point), which --scores reads back to the same bounds; it holds the secret bits: 0600 unless --share-outputs (docs/howto-audit.md)")
+	fs.StringVar(&sf.path, "scores", "", "analyse the trials of FILE (.csv, .jsonl or .parquet, as --write-scores writes them: scores from any implementation) against --epsilon, --delta and --mechanism (per episode, composed over --episodes-per-trial K when each trial played K episodes) instead of playing a scenario's game")
 	fs.Float64Var(&sf.eps, "epsilon", 0, "with --scores: the claimed epsilon")
 	fs.Float64Var(&sf.delta, "delta", 0, "with --scores: the claimed delta (0: pure eps)")
 	fs.StringVar(&sf.mech, "mechanism", "", "with --scores: gaussian or laplace; default gaussian when --delta > 0, else laplace")
@@ -38,13 +38,16 @@ func (sf *scoresFlags) check(fs *flag.FlagSet, o *Options, scenarioPath string, 
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "scores", "epsilon", "delta", "mechanism", "confidence", "selection", "json", "fail-on-violation", "log-level":
+		case "scores", "epsilon", "delta", "mechanism", "episodes-per-trial", "confidence", "selection", "json", "fail-on-violation", "log-level":
 		default:
 			bad = append(bad, "--"+f.Name)
 		}
 	})
 	if len(bad) > 0 {
-		return cli.UsageError("--scores: %v play a game; with --scores only --epsilon, --delta, --mechanism, --confidence, --selection, --json and --fail-on-violation apply", bad)
+		return cli.UsageError("--scores: %v play a game; with --scores only --epsilon, --delta, --mechanism, --episodes-per-trial, --confidence, --selection, --json and --fail-on-violation apply", bad)
+	}
+	if k := o.EpisodesPerTrial; k < 1 || k > audit.MaxEpisodesPerTrial {
+		return cli.UsageError("--episodes-per-trial %d: want 1..%d episodes per trial", k, audit.MaxEpisodesPerTrial)
 	}
 	c, err := auditrun.ParseClaim(sf.eps, sf.delta, sf.mech)
 	if err != nil {
@@ -57,7 +60,7 @@ func (sf *scoresFlags) check(fs *flag.FlagSet, o *Options, scenarioPath string, 
 	if err != nil {
 		return cli.UsageError("--selection: %v", err)
 	}
-	o.Scores = auditrun.ScoresOptions{Path: sf.path, Claim: c, Confidence: o.Confidence, Selection: sel}
+	o.Scores = auditrun.ScoresOptions{Path: sf.path, Claim: c, Confidence: o.Confidence, Selection: sel, EpisodesPerTrial: o.EpisodesPerTrial}
 	return nil
 }
 
