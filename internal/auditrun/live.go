@@ -70,6 +70,7 @@ func (u *UI) Observe(obs Observer) Observer {
 		u.hub.Progress(done)
 	}
 	obs.Chunk = u.hub.Chunk
+	obs.Evidence = u.hub.Evidence
 	obs.Analysed = u.hub.PointDone
 	return obs
 }

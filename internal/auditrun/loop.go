@@ -45,6 +45,8 @@ type Observer struct {
 	Progress func(k, done, total int)
 	// Chunk receives the trials scored so far (see Feed.Chunk).
 	Chunk func(*audit.Outcome)
+	// Evidence receives the sequential test's evidence of point k at each look (--sequential).
+	Evidence func(k int, rep *audit.SequentialReport)
 	// Analysed receives point k's report as analysed, before the players' notes.
 	Analysed func(k int, rep *audit.GameReport)
 	// Done receives point k's final report (also an interrupted one); an error stops the audit.

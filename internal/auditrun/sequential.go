@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/pkg/audit"
@@ -45,6 +46,11 @@ type sequentialMonitor struct {
 	cancel  context.CancelCauseFunc
 	err     error
 	pass    func(*audit.Outcome)
+	// evidence, if set, receives the test's report at every look (the live view)
+	evidence func(*audit.SequentialReport)
+	// seen keeps every trial handed over: a player cancelled once the test decided need not
+	// return what it played (the wire player does not).
+	seen *audit.Outcome
 }
 
 func (m *sequentialMonitor) chunk(part *audit.Outcome) {
@@ -56,6 +62,7 @@ func (m *sequentialMonitor) chunk(part *audit.Outcome) {
 	if m.err != nil || m.seq.Decision() != "" {
 		return
 	}
+	m.seen.Merge(part)
 	m.err = part.EachTrial(func(trial uint64, bit int, scores []float64) error {
 		pr := trial / 2
 		if pr < m.next {
@@ -80,7 +87,12 @@ func (m *sequentialMonitor) chunk(part *audit.Outcome) {
 		}
 		delete(m.pending, m.next)
 		m.next++
-		if m.seq.AddPair(p[0], p[1]) != "" {
+		looks := m.seq.Looks()
+		decided := m.seq.AddPair(p[0], p[1]) != ""
+		if m.evidence != nil && m.seq.Looks() > looks {
+			m.evidence(m.seq.Report(m.seq.Decision()))
+		}
+		if decided {
 			m.cancel(errDecided)
 			return
 		}
@@ -107,7 +119,12 @@ func (a *Audit) playSequential(ctx context.Context, p Player, obs Observer, k in
 	}
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	m := &sequentialMonitor{seq: seq, pending: map[uint64]*[2][]float64{}, cancel: cancel, pass: obs.Chunk}
+	m := &sequentialMonitor{seq: seq, pending: map[uint64]*[2][]float64{}, cancel: cancel, pass: obs.Chunk,
+		seen: g.NewOutcome(a.Opts.Engine, a.Seed, min(a.Trials, 1<<16))}
+	if obs.Evidence != nil {
+		m.evidence = func(r *audit.SequentialReport) { obs.Evidence(k, r) }
+	}
+	start := time.Now()
 	feed := Feed{Chunk: m.chunk, Progress: func(done, total int) {
 		if obs.Progress != nil {
 			obs.Progress(k, done, total)
@@ -130,9 +147,10 @@ func (a *Audit) playSequential(ctx context.Context, p Player, obs Observer, k in
 		return nil, nil, fmt.Errorf("sequential audit: the player finished with %d of %d pairs in order", seq.Pairs(), a.Trials)
 	}
 	rep := seq.Report(seq.Decision())
-	used, err := out.Prefix(g, rep.TrialsUsed.Bit0)
+	used, err := m.seen.Prefix(g, rep.TrialsUsed.Bit0)
 	if err != nil {
 		return nil, nil, err
 	}
+	used.Elapsed = time.Since(start)
 	return used, rep, nil
 }

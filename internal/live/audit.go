@@ -141,6 +141,10 @@ type AuditPoint struct {
 	Final       bool   `json:"final"`
 	Verdict     string `json:"verdict,omitempty"`
 	VerdictLine string `json:"verdict_line,omitempty"`
+	// Sequential is the running evidence of dpsim audit --sequential: at every look, each
+	// family's ln e-value of the claim against ln(1/alpha) and its anytime-valid lower bound
+	// (nil without --sequential). Unlike the fixed-size bounds, it may be watched and stopped on.
+	Sequential *audit.SequentialReport `json:"sequential,omitempty"`
 
 	pending, spare *audit.Outcome // trials received, not yet analysed (two buffers, swapped)
 	stop, stopped  chan struct{}
@@ -360,6 +364,17 @@ func (h *AuditHub) PointDone(k int, rep *audit.GameReport) {
 	p.record(rep, true)
 	p.Verdict, p.VerdictLine = rep.Verdict, rep.VerdictLine()
 	h.played += p.Played
+	h.seq++
+}
+
+// Evidence records the sequential test's evidence of point k at its latest look.
+func (h *AuditHub) Evidence(k int, rep *audit.SequentialReport) {
+	if h == nil || k >= len(h.points) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.points[k].Sequential = rep
 	h.seq++
 }
 

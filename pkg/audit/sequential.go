@@ -1,8 +1,10 @@
 package audit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -43,7 +45,8 @@ import (
 // rejecting any eps' >= eps* (the true eps) means K_n(eps*) >= 1/alpha too. The largest rejected
 // eps' is therefore a lower bound on eps* that holds at every look at once, with probability
 // >= 1 - alpha (a confidence sequence: Howard, Ramdas, McAuliffe & Sekhon 2021). The two families
-// share the level (alpha/2 each; the free family alone gets alpha for a Laplace claim).
+// share the level (3/4 of alpha for gdp, 1/4 for free; the free family alone gets alpha for a
+// Laplace claim).
 
 // DefaultFirstLook is the number of pairs played before the first bet of the sequential audit.
 const DefaultFirstLook = 100
@@ -60,6 +63,11 @@ const (
 	betShrink = 0.75
 	// seMargin: the bet counts on the estimated gap less this many standard errors.
 	seMargin = 1.0
+	// gdpShare is the gdp family's share of the level for a Gaussian claim: the tight bounds of
+	// a Gaussian mechanism are its, and ln(1/alpha) is what every test must reach.
+	gdpShare = 0.75
+	// localStep: see combinations.
+	localStep = 0.05
 	// seqGrid is the number of parameters of each family on its grid (plus the claim's and
 	// the target's, exact).
 	seqGrid = 600
@@ -270,11 +278,11 @@ func NewSequential(names []string, o SequentialOptions) (*Sequential, error) {
 	gauss := o.Claim.Mechanism == privacy.Gaussian && o.Claim.Delta > 0
 	share := alpha
 	if gauss {
-		share = alpha / 2
+		share = alpha * (1 - gdpShare)
 	}
 	s.fams = append(s.fams, freeFamily(o.Claim, o.Target, share))
 	if gauss {
-		f, err := gdpFamily(o.Claim, o.Target, share)
+		f, err := gdpFamily(o.Claim, o.Target, alpha*gdpShare)
 		if err != nil {
 			return nil, err
 		}
@@ -373,6 +381,9 @@ func (s *Sequential) Decision() string { return s.decision }
 // Pairs is the number of pairs fed so far.
 func (s *Sequential) Pairs() int { return s.pairs }
 
+// Looks is the number of looks so far.
+func (s *Sequential) Looks() int { return len(s.history) }
+
 // NextLook is the number of pairs at which the next look comes.
 func (s *Sequential) NextLook() int { return s.next }
 
@@ -400,10 +411,14 @@ func (s *Sequential) AddPair(x, xPrime []float64) string {
 // decides, and chooses the next bet.
 func (s *Sequential) look() {
 	if b := s.bet; b != nil {
+		// the cells in a fixed order: the sum, to the last bit, does not depend on the map's
+		cells := slices.SortedFunc(maps.Keys(s.counts), func(x, y [2]int) int {
+			return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1]))
+		})
 		for _, f := range s.fams {
 			for i := range f.params {
-				for j, n := range s.counts {
-					f.logK[i] += float64(n) * math.Log1p(b.lam*(f.h[i]-b.wA[j[0]]-b.wB[j[1]]))
+				for _, j := range cells {
+					f.logK[i] += float64(s.counts[j]) * math.Log1p(b.lam*(f.h[i]-b.wA[j[0]]-b.wB[j[1]]))
 				}
 				if f.logK[i] >= math.Log(1/f.alpha) {
 					f.rejected[i] = true
@@ -580,10 +595,11 @@ func combinations(f *seqFamily, param float64, p, q, a []float64) [][]float64 {
 		return out
 	}
 	if f.name == "gdp" {
-		// the gaps the weights aim at: those of the mu-GDP curve fitted to the tests (smooth in k),
-		// not each test's own noisy estimate
+		// the gaps the weights aim at: those of the mu-GDP curve fitted to the tests (smooth in k,
+		// not each test's own noisy estimate), at least localStep beyond the hypothesis (so
+		// that the direction is defined before the fit clears it)
 		for k := range p {
-			gap[k] = f.support(param, a[k]) - (a[k]*p[k] + GDPFNR(mu, p[k]))
+			gap[k] = f.support(param, a[k]) - (a[k]*p[k] + GDPFNR(math.Max(mu, param+localStep), p[k]))
 		}
 	}
 	cov := make([][]float64, K)
@@ -695,14 +711,17 @@ func slopeSets(f *seqFamily, param float64, p []float64) [][]float64 {
 }
 
 // Report is what the audit did and found, stopped for the reason given (the decision, or
-// StopInterrupted).
+// StopInterrupted; "" while it plays on: the evidence so far, without a verdict).
 func (s *Sequential) Report(stopped string) *SequentialReport {
 	r := &SequentialReport{
 		Construction: "test supermartingales by betting on the error indicators of a test chosen from the earlier pairs (Waudby-Smith & Ramdas 2024), rejected by Ville's inequality; the rejected parameters of each family form a confidence sequence (Howard et al. 2021); docs/math.md section 6.4",
 		Confidence:   s.o.Confidence, Target: s.o.Target, MaxTrials: s.o.MaxPairs,
-		Looks: len(s.history), StoppedBecause: stopped, Verdict: Consistent, History: s.history,
+		Looks: len(s.history), StoppedBecause: stopped, Verdict: Consistent, History: slices.Clone(s.history),
 	}
 	r.TrialsUsed.Bit0, r.TrialsUsed.Bit1 = s.lastLook(), s.lastLook()
+	if stopped == "" {
+		r.Verdict = "" // still playing: evidence, not a verdict
+	}
 	if s.decision == StopViolation {
 		r.Verdict = Violation
 	}

@@ -69,3 +69,48 @@ func TestLiveUIBrowser(t *testing.T) {
 	require.GreaterOrEqual(t, len(gained), 2, "the bounds plot gained no point while the audit ran: %+v", views)
 	require.Empty(t, problems(), "the page logged errors")
 }
+
+// seqPage is what TestLiveUISequentialBrowser reads of the page.
+type seqPage struct {
+	Ended    bool   `json:"ended"`
+	Status   string `json:"status"`
+	Evidence int    `json:"evidence"`
+	Note     string `json:"note"`
+	Hidden   bool   `json:"hidden"`
+}
+
+// TestLiveUISequentialBrowser: with --sequential the page shows the running evidence - the
+// evidence plot gains looks while the audit plays, and its note ends with the decision.
+func TestLiveUISequentialBrowser(t *testing.T) {
+	exe := dpsimtest.Chromium(t)
+	l := startAudit(t, scenarioPath("audit-vehicle-structured"), "--engine", "wire", "--sequential", "--trials", "1500", "--seed", "8", "--json",
+		"--ui", "--ui-hold", "2m", "--progress=false")
+	url := l.url(t)
+	ctx, problems := dpsimtest.Browser(t, exe)
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(url)))
+	const js = `(() => { const v = window.dpsimAudit; const s = v.state || {};
+		return {ended: v.ended, status: s.status || "", evidence: v.evidence, note: document.getElementById("evidence-note").textContent,
+			hidden: document.getElementById("evidence").hidden}; })()`
+	views, ok := dpsimtest.PollPage(t, ctx, js, func(v seqPage) bool { return v.Ended })
+	if !ok {
+		t.Fatalf("the page did not show the audit's end: %+v\n%s", views[len(views)-1], l.stderr.String())
+	}
+	code, rep := l.stop(t)
+	require.Equal(t, 0, code, l.stderr.String())
+	end := views[len(views)-1]
+	require.False(t, end.Hidden)
+	require.NotNil(t, rep.Sequential)
+	require.Equal(t, rep.Sequential.Looks, end.Evidence, "the evidence plot has every look")
+	require.Contains(t, end.Note, "stopped ("+rep.Sequential.StoppedBecause+") after")
+	gained := map[int]bool{}
+	for _, v := range views[:len(views)-1] {
+		if v.Status == "running" && v.Evidence > 0 {
+			gained[v.Evidence] = true
+			if v.Evidence < end.Evidence {
+				require.Contains(t, v.Note, "running: ", "before the last look the evidence says it runs")
+			}
+		}
+	}
+	require.GreaterOrEqual(t, len(gained), 2, "the evidence gained no look while the audit ran: %+v", views)
+	require.Empty(t, problems(), "the page logged errors")
+}

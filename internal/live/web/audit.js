@@ -4,7 +4,7 @@
 // window.dpsimAudit holds what was drawn (the browser test reads it).
 "use strict";
 
-const view = window.dpsimAudit = { state: null, events: 0, ended: false, point: -1, bounds: 0, empirical: 0, claim: 0, gdp: 0, plots: {} };
+const view = window.dpsimAudit = { state: null, events: 0, ended: false, point: -1, bounds: 0, evidence: 0, empirical: 0, claim: 0, gdp: 0, plots: {} };
 
 function g4(v) { return v === null || v === undefined ? "-" : Number(v).toPrecision(4); }
 
@@ -112,6 +112,33 @@ function renderBounds(st, p) {
   view.bounds = x.length;
 }
 
+// renderEvidence draws the sequential test's running evidence (--sequential): each family's
+// ln e-value of the claim against the pairs, with its rejection line ln(1/alpha). Unlike the
+// fixed-size bounds, this may be watched and stopped on: Ville's inequality holds at every look.
+function renderEvidence(st, p) {
+  const q = p.sequential;
+  const box = $("evidence");
+  if (!q) {
+    box.hidden = true;
+    return;
+  }
+  box.hidden = false;
+  const x = q.history.map((l) => l.pairs);
+  const lines = [];
+  q.families.forEach((f, i) => {
+    lines.push({ label: f.name + ": ln e of the claim", color: PALETTE[BOUND_COLORS[i]], values: q.history.map((l) => l.log_e[i]), points: true });
+    lines.push({ label: f.name + ": ln(1/alpha)", color: PALETTE[BOUND_COLORS[i]], dash: [6, 4], values: x.map(() => f.log_threshold) });
+  });
+  const vals = lines.flatMap((l) => l.values).filter((v) => v !== null && isFinite(v));
+  drawPlot("evidence", "Sequential evidence: the claim is rejected when a family's ln e reaches its line", "trials per side", "ln e-value", x, lines,
+    null, [Math.max(-10, Math.min(0, ...vals)), Math.max(...vals) * 1.1 || 1]);
+  const stop = q.stopped_because ? "stopped (" + q.stopped_because + ") after " : "running: ";
+  $("evidence-note").textContent = stop + q.trials_used.bit0 + " trials per side, " + q.looks + " looks; " +
+    q.families.map((f) => f.name + " e-value " + g4(Math.exp(f.log_e)) + " of 1/alpha = " + g4(Math.exp(f.log_threshold)) +
+      ", eps_lb " + g4(f.epsilon_lb)).join("; ") + (q.target ? "; target " + g4(q.target) + " eps" : "") + ".";
+  view.evidence = x.length;
+}
+
 // union merges the x values of several curves (each {fpr, fnr}, in any order) into one sorted
 // axis and returns it with each curve's values on it (null where a curve has no point): the
 // lowest FNR where a curve has several at the same FPR.
@@ -163,6 +190,7 @@ function renderPlots(st) {
     renderBounds(st, p);
     renderTradeoff(st, p);
   }
+  renderEvidence(st, p);
 }
 
 function renderPoints(st) {
