@@ -3,6 +3,7 @@ package auditcmd
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,4 +130,25 @@ func TestSequentialWire(t *testing.T) {
 	fast, _, err := runIn(t, scenarioPath("audit-vehicle-iid-naive"), "--sequential", "--trials", "1000", "--json", "--seed", "5")
 	require.NoError(t, err)
 	require.Equal(t, decodeSeq(t, fast).Sequential, wire.Sequential, "the wire engine plays the fast engine's episodes bit for bit: the same decision")
+}
+
+// Sound shipped scenarios at their claim: false violations of the sequential audit stay within
+// its level, 5 % per run (20 seeds of each of two scenarios, 2,000 trials per side at most;
+// scripts/sequential-trials runs 400). More than 6 of 40 has probability 0.0086 at 5 %.
+func TestSequentialSoundScenarios(t *testing.T) {
+	if testing.Short() {
+		t.Skip("40 audits")
+	}
+	viol := 0
+	for _, name := range []string{"audit-vehicle-structured", "audit-consensus-gaussian"} {
+		for seed := 1; seed <= 20; seed++ {
+			stdout, _, err := runIn(t, scenarioPath(name), "--sequential", "--json", "--trials", "2000", "--seed", fmt.Sprint(seed), "--precision=false")
+			require.NoError(t, err)
+			if decodeSeq(t, stdout).Verdict == audit.Violation {
+				viol++
+				t.Logf("%s seed %d: false violation", name, seed)
+			}
+		}
+	}
+	require.LessOrEqual(t, viol, 6, "false violations of 40 sound audits")
 }
