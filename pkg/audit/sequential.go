@@ -490,24 +490,9 @@ func (s *Sequential) sortNew() {
 			old := s.sorted[c][b]
 			add := slices.Clone(s.scores[c][b][len(old):])
 			slices.Sort(add)
-			s.sorted[c][b] = mergeSorted(old, add)
+			s.sorted[c][b] = merge(old, add)
 		}
 	}
-}
-
-func mergeSorted(a, b []float64) []float64 {
-	out := make([]float64, 0, len(a)+len(b))
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		if a[i] <= b[j] {
-			out = append(out, a[i])
-			i++
-		} else {
-			out = append(out, b[j])
-			j++
-		}
-	}
-	return append(append(out, a[i:]...), b[j:]...)
 }
 
 // objective is one hypothesis the next bet may aim at: a family's claim or target parameter.
@@ -538,7 +523,7 @@ func (s *Sequential) chooseBet() *seqBet {
 	var best *seqBet
 	for col := range s.names {
 		s0, s1 := s.sorted[col][0], s.sorted[col][1]
-		z := mergeSorted(s0, s1)
+		z := merge(s0, s1)
 		var taus []float64
 		for _, lv := range curveLevels(betThresholds, len(z)) {
 			taus = append(taus, z[int(math.Round(lv*float64(len(z)-1)))])
