@@ -27,6 +27,10 @@ type Feed struct {
 	// Chunk, if set, receives the trials scored so far (the live view); nil costs the player
 	// no extra work. A player that cannot feed them (the farm) ignores it.
 	Chunk func(*audit.Outcome)
+	// Enough, if set, says the caller has the trials it needs (the sequential audit decided):
+	// the player stops at its next clean boundary - a chunk (fast engine), a group of trials in
+	// flight (wire engine) - and returns what it played, without an error.
+	Enough func() bool
 }
 
 // Annotator is a player that adds what it knows of a point to its report: the farm its

@@ -16,7 +16,7 @@ type FastPlayer struct {
 
 // Play plays point k's game with audit.PlayFast.
 func (f FastPlayer) Play(ctx context.Context, _ int, g *audit.Game, trials int, feed Feed) (*audit.Outcome, error) {
-	return audit.PlayFast(ctx, g, audit.FastOptions{Trials: trials, Seed: f.Seed, Workers: f.Workers, Progress: feed.Progress, Chunk: feed.Chunk})
+	return audit.PlayFast(ctx, g, audit.FastOptions{Trials: trials, Seed: f.Seed, Workers: f.Workers, Progress: feed.Progress, Chunk: feed.Chunk, Enough: feed.Enough})
 }
 
 // NewPlayer returns the player of the audit's --engine: the wire player (problems the launcher

@@ -2,7 +2,6 @@ package auditrun
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,9 +10,6 @@ import (
 	"github.com/dpsim/dpsim/pkg/audit"
 	"github.com/dpsim/dpsim/pkg/privacy"
 )
-
-// errDecided is the cause the sequential audit cancels its player with once the test decided.
-var errDecided = errors.New("the sequential test decided")
 
 // CheckSequential checks --sequential and --target.
 func (o *Options) CheckSequential(set map[string]bool) error {
@@ -35,8 +31,9 @@ func (o *Options) CheckSequential(set map[string]bool) error {
 }
 
 // sequentialMonitor feeds the trials a player hands over (Feed.Chunk, in any order, from any
-// goroutine) to the sequential test in the order of their pairs (trials 2k and 2k+1), and cancels
-// the player once the test decided. The decision depends on the pairs only, not on their order
+// goroutine) to the sequential test in the order of their pairs (trials 2k and 2k+1), and tells
+// the player it has enough (Feed.Enough) once the test decided: the player stops cleanly, between
+// chunks or groups of trials in flight. The decision depends on the pairs only, not on their order
 // of arrival or the number of workers.
 type sequentialMonitor struct {
 	mu      sync.Mutex
@@ -93,10 +90,16 @@ func (m *sequentialMonitor) chunk(part *audit.Outcome) {
 			m.evidence(m.seq.Report(m.seq.Decision()))
 		}
 		if decided {
-			m.cancel(errDecided)
 			return
 		}
 	}
+}
+
+// enough reports that the test decided.
+func (m *sequentialMonitor) enough() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.seq.Decision() != ""
 }
 
 // playSequential plays point k's game until the sequential test of its claim decides (or the
@@ -125,7 +128,7 @@ func (a *Audit) playSequential(ctx context.Context, p Player, obs Observer, k in
 		m.evidence = func(r *audit.SequentialReport) { obs.Evidence(k, r) }
 	}
 	start := time.Now()
-	feed := Feed{Chunk: m.chunk, Progress: func(done, total int) {
+	feed := Feed{Chunk: m.chunk, Enough: m.enough, Progress: func(done, total int) {
 		if obs.Progress != nil {
 			obs.Progress(k, done, total)
 		}
@@ -141,7 +144,7 @@ func (a *Audit) playSequential(ctx context.Context, p Player, obs Observer, k in
 	switch {
 	case m.err != nil:
 		return nil, nil, fmt.Errorf("sequential audit: %w", m.err)
-	case err != nil && !errors.Is(context.Cause(pctx), errDecided):
+	case err != nil:
 		return out, seq.Report(audit.StopInterrupted), err
 	case seq.Decision() == "":
 		return nil, nil, fmt.Errorf("sequential audit: the player finished with %d of %d pairs in order", seq.Pairs(), a.Trials)

@@ -42,7 +42,7 @@ func NewWirePlayer(a *Audit, stderr io.Writer) *WirePlayer {
 // Play plays point k's game over NATS (runWire).
 func (w *WirePlayer) Play(ctx context.Context, k int, g *audit.Game, trials int, feed Feed) (*audit.Outcome, error) {
 	return runWire(ctx, w.o, wireConfig{point: k, points: w.points, game: g, seed: w.seed, trials: trials, log: w.log, progress: feed.Progress,
-		inflight: w.o.Inflight, note: func(s string) { w.notes = append(w.notes, s) }, chunk: feed.Chunk,
+		inflight: w.o.Inflight, note: func(s string) { w.notes = append(w.notes, s) }, chunk: feed.Chunk, enough: feed.Enough,
 		outcome: func(r *wireRoles) { w.roles = r; r.print(w.stderr) }})
 }
 
@@ -69,6 +69,8 @@ type wireConfig struct {
 	note func(string)
 	// chunk, if set, receives the trials scored as the eavesdropper's trace grows (--ui).
 	chunk func(*audit.Outcome)
+	// enough, if set and true after a group, ends the game there (Feed.Enough).
+	enough func() bool
 	// trace is the eavesdropper's trace file (set by runWire).
 	trace string
 	// outcome, if set, receives what the processes were and did once they stopped: who played

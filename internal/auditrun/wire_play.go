@@ -111,6 +111,9 @@ func playWireEpisodes(ctx context.Context, sess *launch.Session, c wireConfig) (
 				c.log.Debug().Err(err).Msg("live view: reading the eavesdropper's estimates")
 			}
 		}
+		if c.enough != nil && e < total && c.enough() {
+			return bits[:e], nil // a clean stop between groups: every episode begun has ended
+		}
 	}
 	return bits, nil
 }

@@ -108,6 +108,9 @@ type FastOptions struct {
 	// --ui recomputes the bounds from them as they come. It changes nothing recorded; without
 	// it the engine does no extra work (one nil check per chunk).
 	Chunk func(part *Outcome)
+	// Enough, when set, is asked before each chunk: true ends the game there, the trials played
+	// returned without an error (the sequential audit decided).
+	Enough func() bool
 }
 
 // fastChunk is the number of consecutive trials a worker takes at a time.
@@ -192,7 +195,7 @@ func PlayFast(ctx context.Context, g *Game, o FastOptions) (*Outcome, error) {
 	if err := context.Cause(ctx); err != nil {
 		return out, err
 	}
-	if out.Episodes != total {
+	if out.Episodes != total && (o.Enough == nil || !o.Enough()) {
 		return out, fmt.Errorf("audit: fast engine: %d of %d episodes played", out.Episodes, total)
 	}
 	return out, nil
@@ -243,6 +246,9 @@ func (f *fastRun) work(ctx context.Context, player *trialPlayer) {
 	bit := func(e int) int { return ch.bit(uint64(e)) }
 	add := func(e, bit int, scores []float64) { rec.Add(uint64(e), bit, scores) }
 	for {
+		if o.Enough != nil && o.Enough() {
+			return
+		}
 		lo := int(f.next.Add(fastChunk)) - fastChunk
 		if lo >= f.total || ctx.Err() != nil {
 			return
