@@ -70,6 +70,11 @@ func CheckCost(o *Options, s *scenario.Scenario) error {
 	if o.Precision {
 		scores++
 	}
+	if o.Sequential {
+		// the sequential test keeps its own copy of every pair's scores in order and one sorted,
+		// and the monitor the trials it weighed: three more copies of the scores
+		scores *= 4
+	}
 	c, err := engine.EstimateAuditCost(points, engine.AuditCostOptions{Trials: trials, EpisodesPerTrial: k,
 		Scores: scores, Workers: o.Workers, Wire: o.Engine == audit.EngineWire, OneRun: o.OneRun})
 	if err != nil {
