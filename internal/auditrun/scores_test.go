@@ -156,7 +156,7 @@ func TestScoresFileLimit(t *testing.T) {
 	_, err = ReadScoresFile(filepath.Join(dir, "d.csv"), 0)
 	require.ErrorContains(t, err, "not a regular file")
 	_, err = ReadScoresFile(filepath.Join(dir, "s.txt"), 0)
-	require.ErrorContains(t, err, "want the extension .csv, .jsonl or .parquet")
+	require.ErrorContains(t, err, "want the extension .csv, .jsonl, .parquet or .json (the canary layout)")
 	_, err = ReadScoresFile(filepath.Join(dir, "bad.csv"), 0)
 	require.Error(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.csv"), []byte(strings.Repeat("x", 10)), 0o600))

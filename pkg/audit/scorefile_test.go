@@ -142,8 +142,8 @@ func TestScoresMalformed(t *testing.T) {
 		want string
 	}{
 		{"empty", ScoresCSV, "", "no trials (an empty file)"},
-		{"header", ScoresCSV, "trial,score\n1,0\n", `line 1: header "trial,score": want trial,bit,<score names...> (at least one score)`},
-		{"header no score", ScoresCSV, "trial,bit\n", `line 1: header "trial,bit": want trial,bit,<score names...> (at least one score)`},
+		{"header", ScoresCSV, "trial,score\n1,0\n", `line 1: header "trial,score": want trial,bit,<score names...> (at least one score), or in_canary_scores,out_canary_scores`},
+		{"header no score", ScoresCSV, "trial,bit\n", `line 1: header "trial,bit": want trial,bit,<score names...> (at least one score), or in_canary_scores,out_canary_scores`},
 		{"name twice", ScoresCSV, "trial,bit,s,s\n", `line 1: field "s": the score name appears twice`},
 		{"missing column", ScoresCSV, "trial,bit,s,u\n1,0,0.5\n", "line 2: 3 fields, want 4 (trial,bit,s,u)"},
 		{"bit 2", ScoresCSV, "trial,bit,s\n1,2,0.5\n", `line 2: field "bit": "2" is not 0 or 1`},
@@ -172,7 +172,7 @@ func TestScoresMalformed(t *testing.T) {
 		require.Equal(t, c.want, err.Error(), c.name)
 	}
 	_, err := ScoreFormatOf("x.parquet.gz")
-	require.EqualError(t, err, "audit: scores file x.parquet.gz: want the extension .csv, .jsonl or .parquet")
+	require.EqualError(t, err, "audit: scores file x.parquet.gz: want the extension .csv, .jsonl, .parquet or .json (the canary layout)")
 }
 
 // TestScoresFloatsExact: the written text reads back to the same float64 bits, extremes included.

@@ -66,7 +66,7 @@ func TestScoresCommandUsage(t *testing.T) {
 		{[]string{"--scores", "x.csv", "--epsilon", "1", "--trials", "100"}, "--scores: [--trials] play a game"},
 		{[]string{"--scores", "x.csv", "--epsilon", "1", scenarioPath("audit-consensus-laplace")}, "give no SCENARIO"},
 		{[]string{"--one-run", scenarioPath("audit-consensus-onerun"), "--write-scores", "x.csv"}, "--one-run plays one episode, not trials"},
-		{[]string{scenarioPath("audit-consensus-laplace"), "--write-scores", "x.txt"}, "--write-scores: audit: scores file x.txt: want the extension .csv, .jsonl or .parquet"},
+		{[]string{scenarioPath("audit-consensus-laplace"), "--write-scores", "x.txt"}, "--write-scores: audit: scores file x.txt: want the extension .csv, .jsonl, .parquet or .json (the canary layout)"},
 		{[]string{"--scores", "x.csv", "--epsilon", "1", "--episodes-per-trial", "0"}, "--episodes-per-trial 0: want 1..65536 episodes per trial"},
 	} {
 		_, _, err := runIn(t, c.args...)
