@@ -216,7 +216,9 @@ func TestCanaryMalformed(t *testing.T) {
 	js := func(in, out string) string {
 		return `{"in_canary_scores": [` + in + `], "out_canary_scores": [` + out + `]}`
 	}
-	csv := func(rows ...string) string { return "in_canary_scores,out_canary_scores\n" + strings.Join(rows, "\n") + "\n" }
+	csv := func(rows ...string) string {
+		return "in_canary_scores,out_canary_scores\n" + strings.Join(rows, "\n") + "\n"
+	}
 	for _, c := range []struct {
 		name string
 		f    ScoreFormat
