@@ -2,10 +2,12 @@ package auditrun
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
@@ -47,7 +49,11 @@ func (o *Options) CheckWriteScores() error {
 	if o.WriteScores == "" {
 		return nil
 	}
-	if _, err := audit.ScoreFormatOf(o.WriteScores); err != nil {
+	f, err := audit.ScoreFormatOf(o.WriteScores)
+	if err == nil {
+		err = audit.WritableFormat(f)
+	}
+	if err != nil {
 		return cli.UsageError("--write-scores: %v", err)
 	}
 	if o.OneRun {
@@ -109,7 +115,7 @@ func ReadScoresFile(path string, limit int64) (*audit.Outcome, error) {
 	}
 	if st.Size() > limit {
 		return nil, fmt.Errorf("%s: %s, above the limit of %s for a scores file (%s); split the trials or analyse a sample",
-			path, engine.FormatBytes(st.Size()), engine.FormatBytes(limit), estimateScores(file, st.Size()))
+			path, engine.FormatBytes(st.Size()), engine.FormatBytes(limit), estimateScores(file, f, st.Size()))
 	}
 	out, err := audit.ReadScores(io.LimitReader(file, limit), f)
 	if err != nil {
@@ -121,12 +127,12 @@ func ReadScoresFile(path string, limit int64) (*audit.Outcome, error) {
 // readParquetFile reads the Parquet scores file of size bytes after checking its size and the
 // size of what it would decode against limit.
 func readParquetFile(path string, file *os.File, size, limit int64) (*audit.Outcome, error) {
-	rows, scores, shapeErr := audit.ParquetShape(file, size)
+	shape, shapeErr := audit.ParquetShape(file, size)
 	estimate := "no footer to estimate the trials from"
 	decoded := int64(0)
 	if shapeErr == nil {
-		decoded = rows * 8 * int64(2+scores)
-		estimate = fmt.Sprintf("%d trials, about %s of memory to analyse", rows, engine.FormatBytes(rows*(int64(max(1, scores))*(2*8+2)+8)))
+		decoded = shape.Rows * 8 * int64(shape.Columns)
+		estimate = fmt.Sprintf("%d trials, %s", shape.Trials, memoryOf(shape.Trials, int64(shape.Scores)))
 	}
 	if size > limit {
 		return nil, fmt.Errorf("%s: %s, above the limit of %s for a scores file (%s); split the trials or analyse a sample",
@@ -143,25 +149,50 @@ func readParquetFile(path string, file *os.File, size, limit int64) (*audit.Outc
 	return out, nil
 }
 
-// estimateScores estimates the trials of a file of size bytes from the length of its first lines,
-// and the memory their analysis would take (each score 8 bytes and a tag, twice: the sorted copies).
-func estimateScores(r io.Reader, size int64) string {
+// estimateScores estimates the trials of a file of size bytes in format f from the length of its
+// first lines (a .json file of the canary layout: from the values of its first 64 KiB), and the
+// memory their analysis would take (memoryOf).
+func estimateScores(r io.Reader, f audit.ScoreFormat, size int64) string {
+	if f == audit.ScoresJSON {
+		head, _ := io.ReadAll(io.LimitReader(r, 1<<16))
+		values := int64(bytes.Count(head, []byte{','})) + 1
+		if len(head) == 0 || !bytes.ContainsAny(head, "0123456789") {
+			return "no value to estimate the trials from"
+		}
+		trials := size * values / int64(len(head))
+		return fmt.Sprintf("about %d trials, %s", trials, memoryOf(trials, 1))
+	}
 	sc := bufio.NewScanner(io.LimitReader(r, 1<<16))
 	sc.Buffer(make([]byte, 0, 1<<16), 1<<16)
-	var lines, bytes, fields int64
+	var lines, n, fields int64
+	perLine := int64(1) // trials per line: 2 in the canary layout
 	for sc.Scan() {
 		lines++
-		bytes += int64(len(sc.Bytes())) + 1
-		if lines == 2 {
+		n += int64(len(sc.Bytes())) + 1
+		switch lines {
+		case 1:
+			h := strings.Split(strings.ReplaceAll(sc.Text(), " ", ""), ",")
+			if slices.Contains(h, audit.CanaryIn) && slices.Contains(h, audit.CanaryOut) {
+				perLine = 2
+			}
+		case 2:
 			fields = int64(strings.Count(sc.Text(), ",")) - 1 // the scores of a CSV row (JSONL: about)
 		}
 	}
-	if lines < 2 || bytes == 0 {
+	if lines < 2 || n == 0 {
 		return "no line to estimate the trials from"
 	}
-	trials := size / (bytes / lines)
-	mem := trials * (max(1, fields)*(2*8+2) + 8)
-	return fmt.Sprintf("about %d trials, about %s of memory to analyse", trials, engine.FormatBytes(mem))
+	if perLine == 2 {
+		fields = 1
+	}
+	trials := perLine * size / (n / lines)
+	return fmt.Sprintf("about %d trials, %s", trials, memoryOf(trials, fields))
+}
+
+// memoryOf is the memory the analysis of trials of scores each would take: each score 8 bytes and
+// a tag, twice (the sorted copies), and the trial's number.
+func memoryOf(trials, scores int64) string {
+	return fmt.Sprintf("about %s of memory to analyse", engine.FormatBytes(trials*(max(1, scores)*(2*8+2)+8)))
 }
 
 // AnalyzeScores is `dpsim audit --scores FILE`: the trials of the file judged against the claim

@@ -156,7 +156,7 @@ func TestScoresFileLimit(t *testing.T) {
 	_, err = ReadScoresFile(filepath.Join(dir, "d.csv"), 0)
 	require.ErrorContains(t, err, "not a regular file")
 	_, err = ReadScoresFile(filepath.Join(dir, "s.txt"), 0)
-	require.ErrorContains(t, err, "want the extension .csv, .jsonl or .parquet")
+	require.ErrorContains(t, err, "want the extension .csv, .jsonl, .parquet or .json (the canary layout)")
 	_, err = ReadScoresFile(filepath.Join(dir, "bad.csv"), 0)
 	require.Error(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.csv"), []byte(strings.Repeat("x", 10)), 0o600))
@@ -193,4 +193,91 @@ func TestScoresFileLimitParquet(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.parquet"), []byte("trial,bit,s\n"), 0o600))
 	_, err = ReadScoresFile(filepath.Join(dir, "bad.parquet"), 0)
 	require.ErrorContains(t, err, "bad.parquet: not a Parquet file")
+}
+
+// canarySnippet is docs/howto-audit.md's example of the canary layout (section "Scores from
+// elsewhere").
+const canarySnippet = `import json, random
+
+random.seed(2)
+in_scores, out_scores = [], []
+for canary in range(4000):
+    if random.random() < 0.5:  # a fair coin, drawn before training: the canary goes in
+        in_scores.append(random.gauss(1.0, 1.0))
+    else:
+        out_scores.append(random.gauss(0.0, 1.0))
+with open("canaries.json", "w") as f:
+    json.dump({"in_canary_scores": in_scores, "out_canary_scores": out_scores}, f)
+`
+
+// TestScoresCanaryFromPython: the howto's canary snippet's .json file (its logic in Go, and the
+// snippet itself when python3 is on PATH) is audited: a mu = 1 separation, higher for the
+// canaries in, against claims it violates and not; the trials are the arrays' values.
+func TestScoresCanaryFromPython(t *testing.T) {
+	dir := t.TempDir()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "howto-audit.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(doc), canarySnippet, "the test runs the howto's snippet")
+	r := rand.New(rand.NewPCG(2, 0))
+	var in, out []float64
+	for range 4000 {
+		if r.IntN(2) == 1 {
+			in = append(in, 1+r.NormFloat64())
+		} else {
+			out = append(out, r.NormFloat64())
+		}
+	}
+	b, err := json.Marshal(map[string][]float64{"in_canary_scores": in, "out_canary_scores": out})
+	require.NoError(t, err)
+	files := []string{filepath.Join(dir, "go.json")}
+	require.NoError(t, os.WriteFile(files[0], b, 0o600))
+	if py, err := exec.LookPath("python3"); err == nil {
+		cmd := exec.Command(py, "-c", canarySnippet)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		files = append(files, filepath.Join(dir, "canaries.json"))
+	}
+	for _, f := range files {
+		rep, err := AnalyzeScores(ScoresOptions{Path: f, Claim: audit.Claim{Epsilon: 0.1, Delta: 1e-5, Mechanism: "gaussian"}})
+		require.NoError(t, err, f)
+		require.Equal(t, audit.Violation, rep.Verdict, "%s: mu = 1 is far above eps = 0.1's", f)
+		require.Equal(t, audit.CanaryScore, rep.Scores[0].Name)
+		require.InDelta(t, 2000, rep.Trials, 100, "the larger array: about half the canaries")
+		rep, err = AnalyzeScores(ScoresOptions{Path: f, Claim: audit.Claim{Epsilon: 8, Delta: 1e-5, Mechanism: "gaussian"}})
+		require.NoError(t, err, f)
+		require.Equal(t, audit.Consistent, rep.Verdict, f)
+	}
+}
+
+// TestScoresFileLimitCanary: a file of the canary layout above the limit is refused with an
+// estimate of its trials - two a CSV row, one a .json value - near the truth.
+func TestScoresFileLimitCanary(t *testing.T) {
+	dir := t.TempDir()
+	csv := []byte("in_canary_scores,out_canary_scores\n")
+	var in, out []float64
+	for i := range 5000 {
+		v := float64(i) / 7
+		in, out = append(in, v), append(out, -v)
+		csv = fmt.Appendf(csv, "%s,%s\n", strconv.FormatFloat(v, 'g', -1, 64), strconv.FormatFloat(-v, 'g', -1, 64))
+	}
+	js, err := json.Marshal(map[string][]float64{"in_canary_scores": in, "out_canary_scores": out})
+	require.NoError(t, err)
+	files := map[string][]byte{"c.csv": csv, "c.json": js}
+	for name, b := range files {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, b, 0o600))
+		_, err := ReadScoresFile(path, 1000)
+		require.ErrorContains(t, err, "above the limit of 1000 B for a scores file (about ", name)
+		var trials int
+		_, scanErr := fmt.Sscanf(err.Error()[strings.Index(err.Error(), "(about ")+len("(about "):], "%d trials", &trials)
+		require.NoError(t, scanErr, err.Error())
+		require.InEpsilon(t, 10000, trials, 0.1, "%s: %s", name, err)
+		o, err := ReadScoresFile(path, 0)
+		require.NoError(t, err, name)
+		require.Equal(t, []string{audit.CanaryScore}, o.ScoreNames())
+		require.Equal(t, 5000, o.N)
+	}
+	_, err = ReadScoresFile(filepath.Join(dir, "x.json"), 0)
+	require.ErrorContains(t, err, "no such file")
 }

@@ -27,6 +27,10 @@ import (
 //	.parquet  the CSV's columns: trial (INT64), bit (INT32) and one DOUBLE column per score,
 //	          named as the CSV's header names them (scorefile_parquet.go)
 //
+// Read, a file may also be in the canary layout of the canary-score auditors (jax_privacy's
+// CanaryScoreAuditor): two arrays of one score, in_canary_scores and out_canary_scores, as two CSV
+// columns, two Parquet columns or one .json object (scorefile_canary.go).
+//
 // Floats are written with strconv 'g' -1 (the shortest text that reads back to the same float64;
 // Parquet keeps the float64 itself)
 // and the trial number decides which half of the trials chooses the tests (a hash of it), so the
@@ -46,6 +50,8 @@ const (
 	ScoresCSV     ScoreFormat = "csv"
 	ScoresJSONL   ScoreFormat = "jsonl"
 	ScoresParquet ScoreFormat = "parquet"
+	// ScoresJSON is a .json file of the canary layout alone, read only (scorefile_canary.go).
+	ScoresJSON ScoreFormat = "json"
 )
 
 // ScoreFormatOf is the format of the scores file path, by its extension.
@@ -57,8 +63,19 @@ func ScoreFormatOf(path string) (ScoreFormat, error) {
 		return ScoresJSONL, nil
 	case ".parquet":
 		return ScoresParquet, nil
+	case ".json":
+		return ScoresJSON, nil
 	}
-	return "", fmt.Errorf("audit: scores file %s: want the extension .csv, .jsonl or .parquet", path)
+	return "", fmt.Errorf("audit: scores file %s: want the extension .csv, .jsonl, .parquet or .json (the canary layout)", path)
+}
+
+// WritableFormat refuses a format WriteScores cannot write: .json holds the canary layout alone,
+// two arrays of scores, not the trials of a game whose bits are coins.
+func WritableFormat(f ScoreFormat) error {
+	if f == ScoresJSON {
+		return errors.New("audit: .json is the canary layout, read only: write the trials as .csv, .jsonl or .parquet")
+	}
+	return nil
 }
 
 // Claim is a guarantee under audit: (Epsilon, Delta)-DP of a Gaussian or Laplace mechanism
@@ -171,6 +188,9 @@ func fmtScore(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // WriteScores writes the trials of out to w in format f.
 func WriteScores(w io.Writer, f ScoreFormat, out *Outcome) error {
+	if err := WritableFormat(f); err != nil {
+		return err
+	}
 	if f == ScoresParquet {
 		return writeParquet(w, out)
 	}
@@ -276,18 +296,22 @@ func ReadScores(r io.Reader, f ScoreFormat) (*Outcome, error) {
 		}
 		return readParquet(ra, ra.Size())
 	}
+	if f == ScoresJSON {
+		return readCanaryJSON(r)
+	}
 	if f != ScoresCSV && f != ScoresJSONL {
 		return nil, fmt.Errorf("audit: unknown scores format %q", f)
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<16), maxScoresLine)
 	var (
-		out   *Outcome
-		names []string
-		lines []int // the line of each trial, by order of reading
-		nums  []uint64
-		row   []float64
-		ln    int
+		out    *Outcome
+		header []string // the CSV's
+		names  []string
+		lines  []int // the line of each trial, by order of reading
+		nums   []uint64
+		row    []float64
+		ln     int
 	)
 	for sc.Scan() {
 		ln++
@@ -300,10 +324,13 @@ func ReadScores(r io.Reader, f ScoreFormat) (*Outcome, error) {
 			for i := range h {
 				h[i] = strings.TrimSpace(h[i])
 			}
-			if len(h) < 3 || h[0] != "trial" || h[1] != "bit" {
-				return nil, scoresErr(ln, "", "header %q: want trial,bit,<score names...> (at least one score)", text)
+			if canaryNames(h) {
+				return readCanaryCSV(sc, ln, h)
 			}
-			names = h[2:]
+			if len(h) < 3 || h[0] != "trial" || h[1] != "bit" {
+				return nil, scoresErr(ln, "", "header %q: want trial,bit,<score names...> (at least one score), or in_canary_scores,out_canary_scores", text)
+			}
+			header, names = h, h[2:]
 			if err := checkNames(names, ln); err != nil {
 				return nil, err
 			}
@@ -317,7 +344,7 @@ func ReadScores(r io.Reader, f ScoreFormat) (*Outcome, error) {
 			err   error
 		)
 		if f == ScoresCSV {
-			trial, bit, err = csvRow(text, ln, names, row)
+			trial, bit, err = csvRow(text, ln, header, row)
 		} else {
 			trial, bit, names, err = jsonlRow(text, ln, names, &row)
 			if out == nil && err == nil {
@@ -330,10 +357,7 @@ func ReadScores(r io.Reader, f ScoreFormat) (*Outcome, error) {
 		out.Add(trial, bit, row)
 		lines, nums = append(lines, ln), append(nums, trial)
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, scoresErr(ln+1, "", "longer than %d bytes", maxScoresLine)
-		}
+	if err := scanErr(sc, ln); err != nil {
 		return nil, err
 	}
 	if out == nil {
@@ -343,6 +367,15 @@ func ReadScores(r io.Reader, f ScoreFormat) (*Outcome, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// scanErr is the error of the scan of a scores file after line ln.
+func scanErr(sc *bufio.Scanner, ln int) error {
+	err := sc.Err()
+	if errors.Is(err, bufio.ErrTooLong) {
+		return scoresErr(ln+1, "", "longer than %d bytes", maxScoresLine)
+	}
+	return err
 }
 
 // newFileOutcome is an empty outcome of a scores file with the scores names.
@@ -367,8 +400,8 @@ func checkNames(names []string, ln int) error {
 	return nil
 }
 
-// checkTrials checks that every trial number appears once and that each bit has enough trials,
-// and sets out.N; lines are the line of each trial, or its row in a Parquet file (rows).
+// checkTrials checks that every trial number appears once and that each bit has enough trials
+// (checkCounts); lines are the line of each trial, or its row in a Parquet file (rows).
 func checkTrials(out *Outcome, nums []uint64, lines []int, rows bool) error {
 	idx := make([]int, len(nums))
 	for i := range idx {
@@ -392,8 +425,17 @@ func checkTrials(out *Outcome, nums []uint64, lines []int, rows bool) error {
 			return scoresErr(lines[idx[i]], "trial", "trial %d appears twice (also %s %d)", nums[idx[i]], where, lines[idx[i-1]])
 		}
 	}
+	return checkCounts(out, false)
+}
+
+// checkCounts checks that each bit has MinFileTrials trials and sets out.N; canary: a file of the
+// canary layout, whose trials of bit 0 are its out_canary_scores, of bit 1 its in_canary_scores.
+func checkCounts(out *Outcome, canary bool) error {
 	n0, n1 := len(out.trial[0]), len(out.trial[1])
 	if n0 < MinFileTrials || n1 < MinFileTrials {
+		if canary {
+			return scoresErr(0, "", "%d %s and %d %s: want at least %d of each", n0, CanaryOut, n1, CanaryIn, MinFileTrials)
+		}
 		return scoresErr(0, "", "%d trials with bit 0 and %d with bit 1: want at least %d of each", n0, n1, MinFileTrials)
 	}
 	out.N = max(n0, n1)
@@ -431,14 +473,25 @@ func finite(ln int, name string, v float64, s string) error {
 	return nil
 }
 
-// csvRow parses a CSV row into row.
-func csvRow(text string, ln int, names []string, row []float64) (uint64, int, error) {
+// csvFields splits a CSV row into its fields, trimmed, refusing any other number than the
+// header's.
+func csvFields(text string, ln int, header []string) ([]string, error) {
 	f := strings.Split(text, ",")
-	if len(f) != len(names)+2 {
-		return 0, 0, scoresErr(ln, "", "%d fields, want %d (trial,bit,%s)", len(f), len(names)+2, strings.Join(names, ","))
+	if len(f) != len(header) {
+		return nil, scoresErr(ln, "", "%d fields, want %d (%s)", len(f), len(header), strings.Join(header, ","))
 	}
 	for i := range f {
 		f[i] = strings.TrimSpace(f[i])
+	}
+	return f, nil
+}
+
+// csvRow parses a CSV row of the header trial,bit,<names...> into row.
+func csvRow(text string, ln int, header []string, row []float64) (uint64, int, error) {
+	names := header[2:]
+	f, err := csvFields(text, ln, header)
+	if err != nil {
+		return 0, 0, err
 	}
 	trial, bit, err := parseTrialBit(ln, f[0], f[1])
 	if err != nil {

@@ -18,7 +18,9 @@ import (
 // FLOAT or DOUBLE (what pandas' to_parquet writes), and every column that is not trial or bit is
 // a score. Every value goes through the CSV's checks (parseTrialBit, finite, checkNames,
 // checkTrials): the file is refused where the same rows as CSV would be, naming the row (1-based,
-// across the row groups) and the column.
+// across the row groups) and the column. A file of the canary layout (scorefile_canary.go) has
+// the two columns in_canary_scores and out_canary_scores alone, and nulls at the end of the
+// shorter; everywhere else a null is refused.
 
 // sizedReaderAt is what a Parquet file is read from in place.
 type sizedReaderAt interface {
@@ -86,14 +88,30 @@ func writeParquet(w io.Writer, out *Outcome) error {
 	return pw.Close()
 }
 
-// ParquetShape is the rows and score columns of the Parquet file r of size bytes, from its footer
-// alone: what reading it would decode (the caller's bound before reading).
-func ParquetShape(r io.ReaderAt, size int64) (rows int64, scores int, err error) {
+// ParquetSize is the shape of a Parquet scores file from its footer alone: what reading it would
+// decode (the caller's bound before reading).
+type ParquetSize struct {
+	Rows    int64 // its rows
+	Columns int   // its columns, every one read
+	Trials  int64 // the trials they hold: Rows, or twice Rows in the canary layout
+	Scores  int   // the scores of a trial
+}
+
+// ParquetShape is the shape of the Parquet file r of size bytes, from its footer alone.
+func ParquetShape(r io.ReaderAt, size int64) (ParquetSize, error) {
 	f, err := openParquet(r, size)
 	if err != nil {
-		return 0, 0, err
+		return ParquetSize{}, err
 	}
-	return f.NumRows(), max(0, len(f.Root().Columns())-2), nil
+	var names []string
+	for _, c := range f.Root().Columns() {
+		names = append(names, c.Name())
+	}
+	s := ParquetSize{Rows: f.NumRows(), Columns: len(names), Trials: f.NumRows(), Scores: max(0, len(names)-2)}
+	if canaryNames(names) {
+		s.Trials, s.Scores = 2*s.Rows, 1
+	}
+	return s, nil
 }
 
 func openParquet(r io.ReaderAt, size int64) (*parquet.File, error) {
@@ -111,6 +129,8 @@ type parquetCol struct {
 	index    int
 	unsigned bool
 	kind     parquet.Kind
+	nullTail bool // nulls allowed at its end (a column of the canary layout)
+	ended    int  // the row of its first null (nullTail)
 }
 
 // readParquet reads a Parquet scores file of size bytes: only the trial, bit and score columns,
@@ -132,6 +152,9 @@ func readParquetRows(r io.ReaderAt, size int64) (*Outcome, error) {
 	trial, bit, scores, err := parquetColumns(f)
 	if err != nil {
 		return nil, err
+	}
+	if trial == nil {
+		return readParquetCanary(f, scores)
 	}
 	names := make([]string, len(scores))
 	for k, c := range scores {
@@ -173,6 +196,9 @@ func parquetColumns(f *parquet.File) (trial, bit *parquetCol, scores []*parquetC
 			scores = append(scores, pc)
 		}
 	}
+	if trial == nil && bit == nil && len(scores) == 2 && canaryNames([]string{scores[0].name, scores[1].name}) {
+		return nil, nil, scores, nil // the canary layout
+	}
 	for _, c := range []struct {
 		name string
 		col  *parquetCol
@@ -189,16 +215,9 @@ func parquetColumns(f *parquet.File) (trial, bit *parquetCol, scores []*parquetC
 
 // readParquetGroups reads the rows of f's row groups into an outcome of the scores.
 func readParquetGroups(f *parquet.File, trial, bit *parquetCol, scores []*parquetCol, names []string) (*Outcome, error) {
-	var err error
-	var total int64
-	for _, rg := range f.RowGroups() {
-		total += rg.NumRows()
-	}
-	if total != f.NumRows() {
-		return nil, scoresErr(0, "", "%d rows in the row groups, %d in the footer", total, f.NumRows())
-	}
-	if total == 0 {
-		return nil, scoresErr(0, "", "no trials (an empty file)")
+	err := checkRowGroups(f)
+	if err != nil {
+		return nil, err
 	}
 	out := newFileOutcome(names)
 	var (
@@ -247,6 +266,21 @@ func readParquetGroups(f *parquet.File, trial, bit *parquetCol, scores []*parque
 	return out, nil
 }
 
+// checkRowGroups checks that f has rows, as many in its row groups as its footer says.
+func checkRowGroups(f *parquet.File) error {
+	var total int64
+	for _, rg := range f.RowGroups() {
+		total += rg.NumRows()
+	}
+	if total != f.NumRows() {
+		return scoresErr(0, "", "%d rows in the row groups, %d in the footer", total, f.NumRows())
+	}
+	if total == 0 {
+		return scoresErr(0, "", "no trials (an empty file)")
+	}
+	return nil
+}
+
 // appendInt appends the text of an integer value of column c (held as its 64 bits).
 func appendInt(b []byte, c *parquetCol, v uint64) []byte {
 	if c.unsigned {
@@ -276,20 +310,22 @@ func floatValue(c *parquetCol, v parquet.Value) float64 {
 }
 
 // readColumn appends to dst the n values of column c's chunk in the row group whose first row is
-// base+1, refusing a null and more or fewer values than rows.
+// base+1, refusing a null (but at the end of a nullTail column: then dst holds the values before
+// it) and more or fewer values than rows.
 func readColumn[T any](cc parquet.ColumnChunk, c *parquetCol, base, n int, dst []T, conv func(*parquetCol, parquet.Value) T) ([]T, error) {
 	pages := cc.Pages()
 	defer pages.Close()
 	buf := make([]parquet.Value, parquetBatch)
+	got := 0 // the values read, nulls included
 	for {
 		p, err := pages.ReadPage()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, scoresErr(base+len(dst)+1, c.name, "%v", err)
+			return nil, scoresErr(base+got+1, c.name, "%v", err)
 		}
-		if int64(len(dst))+p.NumValues() > int64(n) {
+		if int64(got)+p.NumValues() > int64(n) {
 			parquet.Release(p)
 			return nil, scoresErr(0, c.name, "more values than the %d rows of its row group", n)
 		}
@@ -297,24 +333,72 @@ func readColumn[T any](cc parquet.ColumnChunk, c *parquetCol, base, n int, dst [
 		for {
 			m, err := vr.ReadValues(buf)
 			for _, v := range buf[:m] {
-				if v.IsNull() {
+				got++
+				if err := nullTail(c, base+got, v.IsNull()); err != nil {
 					parquet.Release(p)
-					return nil, scoresErr(base+len(dst)+1, c.name, "null is not a number")
+					return nil, err
 				}
-				dst = append(dst, conv(c, v))
+				if !v.IsNull() {
+					dst = append(dst, conv(c, v))
+				}
 			}
 			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {
 				parquet.Release(p)
-				return nil, scoresErr(base+len(dst)+1, c.name, "%v", err)
+				return nil, scoresErr(base+got+1, c.name, "%v", err)
 			}
 		}
 		parquet.Release(p)
 	}
-	if len(dst) != n {
-		return nil, scoresErr(0, c.name, "%d values for the %d rows of its row group", len(dst), n)
+	if got != n {
+		return nil, scoresErr(0, c.name, "%d values for the %d rows of its row group", got, n)
 	}
 	return dst, nil
+}
+
+// nullTail checks the value of row of column c, null or not: a null only at the end of a column
+// of the canary layout, which then ends.
+func nullTail(c *parquetCol, row int, null bool) error {
+	switch {
+	case null && !c.nullTail:
+		return scoresErr(row, c.name, "null is not a number")
+	case null && c.ended == 0:
+		c.ended = row
+	case !null && c.ended != 0:
+		return scoresErr(row, c.name, "a value after the null of row %d: a column may end early, with nulls at its end only", c.ended)
+	}
+	return nil
+}
+
+// readParquetCanary reads the two columns of a file of the canary layout, one row group at a
+// time: row r of out_canary_scores is trial 2(r-1) with bit 0, of in_canary_scores trial 2r-1
+// with bit 1.
+func readParquetCanary(f *parquet.File, cols []*parquetCol) (*Outcome, error) {
+	if err := checkRowGroups(f); err != nil {
+		return nil, err
+	}
+	c := newCanaryFile()
+	base := 0
+	var vals []float64
+	for _, rg := range f.RowGroups() {
+		n := int(rg.NumRows())
+		for _, col := range cols {
+			col.nullTail = true
+			var err error
+			if vals, err = readColumn(rg.ColumnChunks()[col.index], col, base, n, vals[:0], floatValue); err != nil {
+				return nil, err
+			}
+			bit, _ := canaryBit(col.name)
+			for i, v := range vals {
+				if err := finite(base+i+1, col.name, v, fmtScore(v)); err != nil {
+					return nil, err
+				}
+				c.add(bit, v)
+			}
+		}
+		base += n
+	}
+	return c.done()
 }

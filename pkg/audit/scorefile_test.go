@@ -59,7 +59,9 @@ func fileOf(n int, bit func(i int) int, score func(i int) float64) string {
 var allFormats = []ScoreFormat{ScoresCSV, ScoresJSONL, ScoresParquet}
 
 // analyzeFile reads and analyses a CSV scores file against a claim, and the same trials written
-// in every format and read back: every format's bounds and verdict must be the CSV's.
+// in every format and read back: every format's bounds and verdict must be the CSV's; and when
+// its trials are the game's pairs of one score (trial 2i bit 0, 2i+1 bit 1), in every format of
+// the canary layout too (analyzeCanary).
 func analyzeFile(t *testing.T, doc string, c Claim) *GameReport {
 	t.Helper()
 	out, err := ReadScores(strings.NewReader(doc), ScoresCSV)
@@ -80,14 +82,21 @@ func analyzeFile(t *testing.T, doc string, c Claim) *GameReport {
 		}
 		require.Equal(t, r.Verdict, rf.Verdict, f)
 	}
+	if in, bout, ok := canaryArrays(out); ok { // the game's pairs: the canary layout too
+		rc := analyzeCanary(t, in, bout, c)
+		for _, b := range Bounds {
+			require.Equal(t, b.OfReport(r), b.OfReport(rc), "canary layout %s", b.JSONKey)
+		}
+		require.Equal(t, r.Verdict, rc.Verdict, "canary layout")
+	}
 	return r
 }
 
 // TestNullScores: scores that carry no evidence about the bit - independent of it, all tied, or
 // too few - give every bound 0 and never a violation, even against a tiny claim; scores separated
 // the wrong way round (bit 1 smaller) are evidence like any other (the analysis tries both
-// orientations), exactly the mirror image's. Every file is analysed in every format too
-// (analyzeFile).
+// orientations), exactly the mirror image's. Every file is analysed in every format too, and in
+// the canary layout's (analyzeFile: its trials alternate the bits).
 func TestNullScores(t *testing.T) {
 	alt := func(i int) int { return i % 2 }
 	claims := []Claim{{Epsilon: 0.01, Delta: 1e-5, Mechanism: privacy.Gaussian}, {Epsilon: 0.01, Mechanism: privacy.Laplace}}
@@ -142,8 +151,8 @@ func TestScoresMalformed(t *testing.T) {
 		want string
 	}{
 		{"empty", ScoresCSV, "", "no trials (an empty file)"},
-		{"header", ScoresCSV, "trial,score\n1,0\n", `line 1: header "trial,score": want trial,bit,<score names...> (at least one score)`},
-		{"header no score", ScoresCSV, "trial,bit\n", `line 1: header "trial,bit": want trial,bit,<score names...> (at least one score)`},
+		{"header", ScoresCSV, "trial,score\n1,0\n", `line 1: header "trial,score": want trial,bit,<score names...> (at least one score), or in_canary_scores,out_canary_scores`},
+		{"header no score", ScoresCSV, "trial,bit\n", `line 1: header "trial,bit": want trial,bit,<score names...> (at least one score), or in_canary_scores,out_canary_scores`},
 		{"name twice", ScoresCSV, "trial,bit,s,s\n", `line 1: field "s": the score name appears twice`},
 		{"missing column", ScoresCSV, "trial,bit,s,u\n1,0,0.5\n", "line 2: 3 fields, want 4 (trial,bit,s,u)"},
 		{"bit 2", ScoresCSV, "trial,bit,s\n1,2,0.5\n", `line 2: field "bit": "2" is not 0 or 1`},
@@ -172,7 +181,7 @@ func TestScoresMalformed(t *testing.T) {
 		require.Equal(t, c.want, err.Error(), c.name)
 	}
 	_, err := ScoreFormatOf("x.parquet.gz")
-	require.EqualError(t, err, "audit: scores file x.parquet.gz: want the extension .csv, .jsonl or .parquet")
+	require.EqualError(t, err, "audit: scores file x.parquet.gz: want the extension .csv, .jsonl, .parquet or .json (the canary layout)")
 }
 
 // TestScoresFloatsExact: the written text reads back to the same float64 bits, extremes included.
@@ -197,4 +206,16 @@ func TestScoresFloatsExact(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestNullScoresCanary: the null-score files of TestNullScores go through the canary layout
+// (their trials alternate the bits from 0), not only around it.
+func TestNullScoresCanary(t *testing.T) {
+	alt := func(i int) int { return i % 2 }
+	out, err := ReadScores(strings.NewReader(fileOf(40, alt, func(i int) float64 { return 0.5 })), ScoresCSV)
+	require.NoError(t, err)
+	in, bout, ok := canaryArrays(out)
+	require.True(t, ok)
+	require.Len(t, in, 20)
+	require.Len(t, bout, 20)
 }

@@ -128,7 +128,8 @@ look good (optional stopping) voids the confidence level; only the planned trial
 With --out DIR: DIR/audit.json (the --json object), DIR/report.md and the trade-off plot
 DIR/tradeoff.png and .svg (one set per sweep point: -pNN suffix). --write-scores FILE writes every
 trial's secret bit and scores (.csv, .jsonl or .parquet); --scores FILE analyses such a file - from dpsim or any
-other implementation - against --epsilon/--delta/--mechanism (docs/howto-audit.md). Exit status 0 whatever the
+other implementation, or the two arrays in_canary_scores and out_canary_scores of the canary-score auditors
+(CSV or Parquet columns, a .json object) - against --epsilon/--delta/--mechanism (docs/howto-audit.md). Exit status 0 whatever the
 verdict (see --fail-on-violation), 1 if the audit fails, 2 on a usage error.`
 
 // CompositionFigure is the base name of --episodes-per-trial-sweep's figure in --out.

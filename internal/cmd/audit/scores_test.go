@@ -66,7 +66,8 @@ func TestScoresCommandUsage(t *testing.T) {
 		{[]string{"--scores", "x.csv", "--epsilon", "1", "--trials", "100"}, "--scores: [--trials] play a game"},
 		{[]string{"--scores", "x.csv", "--epsilon", "1", scenarioPath("audit-consensus-laplace")}, "give no SCENARIO"},
 		{[]string{"--one-run", scenarioPath("audit-consensus-onerun"), "--write-scores", "x.csv"}, "--one-run plays one episode, not trials"},
-		{[]string{scenarioPath("audit-consensus-laplace"), "--write-scores", "x.txt"}, "--write-scores: audit: scores file x.txt: want the extension .csv, .jsonl or .parquet"},
+		{[]string{scenarioPath("audit-consensus-laplace"), "--write-scores", "x.txt"}, "--write-scores: audit: scores file x.txt: want the extension .csv, .jsonl, .parquet or .json (the canary layout)"},
+		{[]string{scenarioPath("audit-consensus-laplace"), "--write-scores", "x.json"}, "--write-scores: audit: .json is the canary layout, read only: write the trials as .csv, .jsonl or .parquet"},
 		{[]string{"--scores", "x.csv", "--epsilon", "1", "--episodes-per-trial", "0"}, "--episodes-per-trial 0: want 1..65536 episodes per trial"},
 	} {
 		_, _, err := runIn(t, c.args...)
@@ -173,4 +174,74 @@ func TestScoresCommandForeignParquet(t *testing.T) {
 	text, _, err := runIn(t, "--scores", pq, "--epsilon", "1")
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)^scores +`+regexp.QuoteMeta(pq)+` \(500 trials with bit 0, 500 with bit 1\)$`, text)
+}
+
+// canaryRow is a row of a Parquet file of the canary layout: the shorter column ends in nulls.
+type canaryRow struct {
+	In  *float64 `parquet:"in_canary_scores,optional"`
+	Out *float64 `parquet:"out_canary_scores,optional"`
+}
+
+// TestScoresCommandCanary: dpsim audit --scores on a file of the canary layout - CSV columns, a
+// .json object, Parquet columns, arrays of unequal lengths - prints the bounds of the same
+// trials as a per-trial CSV (trial 2i bit 0 out[i], 2i+1 bit 1 in[i]), its one score named
+// canary_score.
+func TestScoresCommandCanary(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(9, 10))
+	in, out := make([]float64, 700), make([]float64, 760)
+	for i := range in {
+		in[i] = 1.5 + r.NormFloat64()
+	}
+	for i := range out {
+		out[i] = r.NormFloat64()
+	}
+	perTrial := []byte("trial,bit,canary_score\n")
+	csv := []byte("out_canary_scores,in_canary_scores\n")
+	rows := make([]canaryRow, len(out))
+	for i := range out {
+		perTrial = fmt.Appendf(perTrial, "%d,0,%s\n", 2*i, strconvG(out[i]))
+		rows[i].Out = &out[i]
+		if i < len(in) {
+			perTrial = fmt.Appendf(perTrial, "%d,1,%s\n", 2*i+1, strconvG(in[i]))
+			csv = fmt.Appendf(csv, "%s,%s\n", strconvG(out[i]), strconvG(in[i]))
+			rows[i].In = &in[i]
+		} else {
+			csv = fmt.Appendf(csv, "%s,\n", strconvG(out[i]))
+		}
+	}
+	js, err := json.Marshal(map[string][]float64{"in_canary_scores": in, "out_canary_scores": out})
+	require.NoError(t, err)
+	f, err := os.Create(filepath.Join(dir, "c.parquet"))
+	require.NoError(t, err)
+	w := parquet.NewGenericWriter[canaryRow](f)
+	_, err = w.Write(rows)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, f.Close())
+	for name, b := range map[string][]byte{"trials.csv": perTrial, "c.csv": csv, "c.json": js} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o600))
+	}
+	args := []string{"--epsilon", "1", "--delta", "1e-5", "--json"}
+	stdout, _, err := runIn(t, append([]string{"--scores", filepath.Join(dir, "trials.csv")}, args...)...)
+	require.NoError(t, err)
+	want := decodeReport(t, stdout)
+	require.Equal(t, audit.Violation, want.Verdict, "mu = 1.5 is above eps = 1's")
+	for _, name := range []string{"c.csv", "c.json", "c.parquet"} {
+		path := filepath.Join(dir, name)
+		stdout, _, err := runIn(t, append([]string{"--scores", path}, args...)...)
+		require.NoError(t, err, name)
+		got := decodeReport(t, stdout)
+		require.Equal(t, audit.CanaryScore, got.Score, name)
+		for _, b := range audit.Bounds {
+			require.Equal(t, b.OfReport(want), b.OfReport(got), "%s %s", name, b.JSONKey)
+		}
+		require.Equal(t, want.Verdict, got.Verdict, name)
+		text, _, err := runIn(t, "--scores", path, "--epsilon", "1", "--delta", "1e-5")
+		require.NoError(t, err, name)
+		require.Regexp(t, `(?m)^scores +`+regexp.QuoteMeta(path)+` \(760 trials with bit 0, 700 with bit 1\)$`, text)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"in_canary_scores": [1, NaN]}`), 0o600))
+	_, _, err = runIn(t, "--scores", filepath.Join(dir, "bad.json"), "--epsilon", "1")
+	require.ErrorContains(t, err, `bad.json: line 1: field "in_canary_scores[1]": NaN is not a finite number`)
 }
