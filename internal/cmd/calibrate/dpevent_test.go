@@ -251,4 +251,3 @@ func jsonDiff(at string, a, b any) string {
 	}
 	return ""
 }
-
