@@ -288,6 +288,13 @@ type RunGuarantee struct {
 	Composition Composition `json:"composition"`
 	// Note says what the numbers rest on (e.g. a non-tight calibration computed through its exact mu).
 	Note string `json:"note,omitempty"`
+	// DpEvent and DpEventCurve are the guarantee as accountants' events and its eps(delta) at a few
+	// deltas (NewDpEvent; docs/math.md section 9.1), DpEventError why they are absent. They are
+	// written beside the guarantee, under dp_event, dp_event_curve and dp_event_error, by RunFields
+	// (dpsim calibrate) and record.PointSummary (summary.json).
+	DpEvent      *DpEventRecord `json:"-"`
+	DpEventCurve []EpsDelta     `json:"-"`
+	DpEventError string         `json:"-"`
 }
 
 // ComposeGaussian returns the run guarantee of k episodes of a Gaussian mechanism whose exact per-episode
@@ -305,6 +312,7 @@ func ComposeGaussian(k int, epsEp, deltaEp, muEpisode, deltaRun float64, cal Cal
 	if cal != "" && cal != Tight {
 		g.Note += fmt.Sprintf("; the %s calibration adds more noise than its (eps, delta) needs, and the run is composed through its exact mu = mu*Delta/sigma", cal)
 	}
+	g.setDpEvent(muEpisode)
 	return g, nil
 }
 
@@ -319,6 +327,8 @@ func ComposeLaplace(k int, eps0, deltaRun float64) (RunGuarantee, error) {
 	if deltaRun == 0 {
 		note += "; at delta = 0 it is k eps (basic composition is optimal)"
 	}
-	return RunGuarantee{Episodes: k, Mechanism: Laplace, EpsilonEpisode: eps0, EpsilonRun: eps, DeltaRun: deltaRun,
-		Composition: ComposeKOV, Note: note}, nil
+	g := RunGuarantee{Episodes: k, Mechanism: Laplace, EpsilonEpisode: eps0, EpsilonRun: eps, DeltaRun: deltaRun,
+		Composition: ComposeKOV, Note: note}
+	g.setDpEvent(eps0)
+	return g, nil
 }

@@ -101,6 +101,11 @@ type RunFields struct {
 	// RunAlternatives (Laplace, delta > 0): the bounds the optimal composition improves on, for comparison.
 	RunAlternatives map[string]float64 `json:"run_alternatives,omitempty"`
 	CompositionNote string             `json:"composition_note,omitempty"`
+	// DpEvent and DpEventCurve: the run as accountants' events and its eps(delta) at a few deltas
+	// (NewDpEvent; docs/math.md section 9.1); DpEventError says why they are absent.
+	DpEvent      *DpEventRecord `json:"dp_event,omitempty"`
+	DpEventCurve []EpsDelta     `json:"dp_event_curve,omitempty"`
+	DpEventError string         `json:"dp_event_error,omitempty"`
 }
 
 // Fields returns the run guarantee as RunFields; forRun says the budget was the whole run's. For
@@ -108,7 +113,8 @@ type RunFields struct {
 // Theorem 3.3) improves on: basic k eps and [AdvancedComposition].
 func (g RunGuarantee) Fields(forRun bool) RunFields {
 	f := RunFields{Episodes: g.Episodes, EpsilonRun: g.EpsilonRun, DeltaRun: g.DeltaRun,
-		Composition: string(g.Composition), CompositionNote: g.Note, CalibratedFor: "episode"}
+		Composition: string(g.Composition), CompositionNote: g.Note, CalibratedFor: "episode",
+		DpEvent: g.DpEvent, DpEventCurve: g.DpEventCurve, DpEventError: g.DpEventError}
 	if forRun {
 		f.CalibratedFor = "run"
 	}

@@ -198,6 +198,12 @@ type PointSummary struct {
 	Guarantee *privacy.RunGuarantee `json:"guarantee,omitempty"`
 	// GuaranteeError says why Guarantee could not be computed.
 	GuaranteeError string `json:"guarantee_error,omitempty"`
+	// DpEvent and DpEventCurve are Guarantee as privacy accountants' events (dp_accounting's
+	// DpEvent tree, prv_accountant's mechanisms) and its eps(delta) at a few deltas
+	// (privacy.NewDpEvent; docs/math.md section 9.1); DpEventError says why they are absent.
+	DpEvent      *privacy.DpEventRecord `json:"dp_event,omitempty"`
+	DpEventCurve []privacy.EpsDelta     `json:"dp_event_curve,omitempty"`
+	DpEventError string                 `json:"dp_event_error,omitempty"`
 	// Sampler states how the point's noise became float64 values and what that cost.
 	Sampler *plan.SamplerInfo `json:"sampler,omitempty"`
 }
@@ -219,6 +225,7 @@ func (ps *PointSummary) SetGuarantee(p *plan.Plan) {
 		return
 	}
 	ps.Guarantee = &g
+	ps.DpEvent, ps.DpEventCurve, ps.DpEventError = g.DpEvent, g.DpEventCurve, g.DpEventError
 }
 
 // PointProblem is a problem of a role process of sweep point Point.

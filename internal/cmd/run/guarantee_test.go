@@ -27,7 +27,9 @@ func TestSummaryStatesWholeRun(t *testing.T) {
 	require.NoError(t, err)
 	var sum struct {
 		Points []struct {
-			Guarantee *privacy.RunGuarantee `json:"guarantee"`
+			Guarantee    *privacy.RunGuarantee  `json:"guarantee"`
+			DpEvent      *privacy.DpEventRecord `json:"dp_event"`
+			DpEventCurve []privacy.EpsDelta     `json:"dp_event_curve"`
 		} `json:"points"`
 	}
 	require.NoError(t, json.Unmarshal(data, &sum))
@@ -42,6 +44,14 @@ func TestSummaryStatesWholeRun(t *testing.T) {
 	require.InDelta(t, 4*g.MuEpisode, g.MuRun, 1e-12)
 	d := privacy.Phi(-g.EpsilonRun/g.MuRun+g.MuRun/2) - math.Exp(g.EpsilonRun)*privacy.Phi(-g.EpsilonRun/g.MuRun-g.MuRun/2)
 	require.InDelta(t, 1, d/g.DeltaRun, 1e-9)
+	// Beside the guarantee, the same run as accountants' events: k GaussianDpEvents of 1/mu_episode.
+	ev := sum.Points[0].DpEvent
+	require.NotNil(t, ev, string(data))
+	require.Equal(t, "SelfComposedDpEvent", ev.Event.ClassName)
+	require.Equal(t, runs, *ev.Event.Count)
+	require.Equal(t, "GaussianDpEvent", ev.Event.Event.ClassName)
+	require.InDelta(t, 1, *ev.Event.Event.NoiseMultiplier*g.MuEpisode, 1e-15)
+	require.Contains(t, sum.Points[0].DpEventCurve, privacy.EpsDelta{Delta: g.DeltaRun, Epsilon: g.EpsilonRun})
 	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	require.NoError(t, err)
 	require.True(t, strings.Contains(string(rep), fmt.Sprintf("the %d episodes together: eps_run = ", runs)), "report.md states the whole run")
