@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/busrec"
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/launch"
@@ -45,7 +46,8 @@ func (l *launcher) recordPath() string {
 	return l.o.Record
 }
 
-// startRecording creates the recording (nothing without --record) with the run's metadata: the
+// startRecording creates the recording (nothing without --record; 0600 unless --share-outputs:
+// the processes' results on ctl.result are computed from the true states) with the run's metadata: the
 // scenario, the seed, the run ids of the points. The digests of the processes' plan files
 // travel on the bus in their ctl.ready messages, which the recording holds.
 func (l *launcher) startRecording() error {
@@ -59,7 +61,7 @@ func (l *launcher) startRecording() error {
 		md["run_id_p"+strconv.Itoa(k)] = l.pointRunID(k)
 	}
 	path := l.recordPath()
-	rec, err := busrec.Create(busrec.Options{Path: path, Perm: l.outMode(filepath.Base(path)), Limit: l.o.RecordLimit, Metadata: md})
+	rec, err := busrec.Create(busrec.Options{Path: path, Perm: atomicfile.Mode(true, l.o.ShareOutputs), Limit: l.o.RecordLimit, Metadata: md})
 	if err != nil {
 		return fmt.Errorf("--record: %w", err)
 	}
