@@ -8,8 +8,8 @@ import (
 	"github.com/dpsim/dpsim/pkg/wire"
 )
 
-// drainTimeout bounds the wait for the messages already delivered to a listener when it stops.
-const drainTimeout = 5 * time.Second
+// DrainTimeout bounds the wait for the messages already delivered to a listener when it stops.
+const DrainTimeout = 5 * time.Second
 
 // Listener is the subscription of one run id (a point of a run) feeding a Recorder.
 type Listener struct {
@@ -35,7 +35,7 @@ func (r *Recorder) Listen(url, name, run string, opts ...bus.Option) (*Listener,
 		conn.Close()
 		return nil, fmt.Errorf("recording: %w", err)
 	}
-	if err := conn.Flush(drainTimeout); err != nil {
+	if err := conn.Flush(DrainTimeout); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("recording: subscribing %s: %w", subj.All(), err)
 	}
@@ -48,8 +48,8 @@ func (l *Listener) Stop() error {
 	if l == nil || l.conn.IsClosed() {
 		return nil
 	}
-	_ = l.conn.Flush(drainTimeout) // what was published before is delivered before the answer
-	if err := l.conn.Drain(drainTimeout); err != nil {
+	_ = l.conn.Flush(DrainTimeout) // what was published before is delivered before the answer
+	if err := l.conn.Drain(DrainTimeout); err != nil {
 		l.conn.Close()
 		return fmt.Errorf("recording: %w", err)
 	}
