@@ -5,6 +5,7 @@ import (
 	auditcmd "github.com/dpsim/dpsim/internal/cmd/audit"
 	"github.com/dpsim/dpsim/internal/cmd/calibrate"
 	johncmd "github.com/dpsim/dpsim/internal/cmd/john"
+	replaycmd "github.com/dpsim/dpsim/internal/cmd/replay"
 	"github.com/dpsim/dpsim/internal/cmd/role"
 	runcmd "github.com/dpsim/dpsim/internal/cmd/run"
 	vecsumcmd "github.com/dpsim/dpsim/internal/cmd/vecsum"
@@ -21,6 +22,7 @@ func commands() map[string]cli.Command {
 		vecsumcmd.Command,
 		runcmd.Command,
 		viewcmd.Command,
+		replaycmd.Command,
 		role.PlantCommand,
 		role.CloudCommand,
 		role.AgentCommand,

@@ -11,8 +11,9 @@
 //
 // What a run writes are observers of that loop: the summary (pkg/record's Summary, written as
 // summary.json), the point's trace file, the resume state (resume.json, checkpointed as
-// episodes complete), the live view's hub (--ui), the progress bar or plain progress lines, and
-// the timeline of faults; report.md is written from the summary at the end (pkg/report).
+// episodes complete), the live view's hub (--ui), the progress bar or plain progress lines, the
+// MCAP recording of the bus (--record, recording.go over internal/busrec) and the timeline of
+// faults; report.md is written from the summary at the end (pkg/report).
 //
 //	o := &runner.Options{ScenarioPath: "scenarios/cloud-vehicle.yaml", Engine: "fast", ...}
 //	out, err := runner.Execute(ctx, o, os.Stderr, log)

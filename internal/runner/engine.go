@@ -197,6 +197,7 @@ func (l *launcher) startNATS() (*natsEngine, error) {
 		return nil, fmt.Errorf("cannot find the dpsim binary to spawn the roles: %w", err)
 	}
 	l.sum.Files.Procs = "procs"
+	l.srv = srv
 	return &natsEngine{l: l, exe: exe, srv: srv}, nil
 }
 

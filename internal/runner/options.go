@@ -105,6 +105,10 @@ type Options struct {
 	Flags   *flag.FlagSet
 	Args    []string
 	Reparse func(args []string) (*Options, error)
+	// Record is --record: the MCAP file recording the run's bus traffic ("": none; a bare file
+	// name lies in OUT), RecordLimit --record-limit (bytes; 0: busrec.DefaultLimit).
+	Record      string
+	RecordLimit int64
 	// observers are added to the run's own (tests watch the loop with them).
 	observers []observer
 }
@@ -122,6 +126,9 @@ func (o *Options) Check(budget string) error {
 		return err
 	}
 	if err := o.Farm.Check(o.Engine == "fast", "--engine fast"); err != nil {
+		return err
+	}
+	if err := o.checkRecord(); err != nil {
 		return err
 	}
 	return o.checkUI()

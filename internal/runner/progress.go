@@ -34,6 +34,10 @@ func (l *launcher) runAll(ctx context.Context) error {
 		return err
 	}
 	defer closeEngine()
+	if err := l.startRecording(); err != nil {
+		return err
+	}
+	defer l.stopRecording() // before the server stops and summary.json is written
 	return l.playPoints(ctx, eng)
 }
 

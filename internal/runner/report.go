@@ -132,10 +132,14 @@ func (l *launcher) writeSummary() error {
 // reportNotes are the banner's lines on what happened around the results without changing
 // them: the processes the stop had to kill.
 func (l *launcher) reportNotes() []string {
+	var notes []string
 	if t := record.LeftoverText(l.sum.LeftoverProcesses); t != "" {
-		return []string{t}
+		notes = append(notes, t)
 	}
-	return nil
+	if t := l.recordingNote(); t != "" {
+		notes = append(notes, t)
+	}
+	return notes
 }
 
 // problemLines are the problems attributed to the role processes (summary.json problems), one

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/dpsim/dpsim/internal/busrec"
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/farm"
 	"github.com/dpsim/dpsim/internal/launch"
@@ -72,6 +73,9 @@ type launcher struct {
 	ui             *live.Server
 	iv             *launch.Interventions // --ui: the live changes of the faults (interventions.go)
 	observers      []observer            // of the loop (observe.go)
+	srv            *launch.Server        // the NATS engine's server (nil: the fast engine)
+	rec            *busrec.Recorder      // --record (recording.go; nil: none)
+	recListen      recListener
 }
 
 // Outcome is what a run leaves its caller besides OUT: the summary (summary.json, when Written),

@@ -102,6 +102,8 @@ type Summary struct {
 	// Secrets says which files holding secrets the processes left were removed when the run
 	// ended, or kept (--keep-secrets) (NATS engine only).
 	Secrets *SecretFiles `json:"secrets,omitempty"`
+	// Recording is the MCAP recording of the run's bus traffic (dpsim run --record; nil without).
+	Recording *Recording `json:"recording,omitempty"`
 	// Inflight says how many episodes were kept in flight at once over the processes (NATS
 	// engine; --inflight).
 	Inflight *InflightSummary `json:"inflight,omitempty"`
@@ -256,4 +258,24 @@ func (t *TimingSummary) Add(p ProcessSummary) {
 	t.JitterMeanMaxNS = max(t.JitterMeanMaxNS, p.Timing.Jitter.Mean)
 	t.JitterP99MaxNS = max(t.JitterP99MaxNS, p.Timing.Jitter.P99)
 	t.JitterMaxNS = max(t.JitterMaxNS, p.Timing.Jitter.Max)
+}
+
+// Recording is the MCAP recording of a run's bus traffic (dpsim run --record, internal/busrec):
+// every message on dpsim.<run>.> of each point, one channel per subject.
+type Recording struct {
+	File     string `json:"file"`     // as given to --record, or its place in OUT
+	Messages uint64 `json:"messages"` // written
+	Channels int    `json:"channels"` // subjects
+	// Bytes are the recorded messages counted against LimitBytes (uncompressed, with their
+	// records and index entries); FileBytes the file's size when closed.
+	Bytes      int64 `json:"bytes"`
+	FileBytes  int64 `json:"file_bytes"`
+	LimitBytes int64 `json:"limit_bytes"`
+	// Dropped are the messages not written because the limit was reached (or after a write
+	// error); Undecodable those that were no wire message.
+	Dropped     uint64 `json:"dropped"`
+	Undecodable uint64 `json:"undecodable,omitempty"`
+	// Complete: the file was closed with its summary section (else Error says why not).
+	Complete bool   `json:"complete"`
+	Error    string `json:"error,omitempty"`
 }

@@ -12,11 +12,13 @@ import (
 	"github.com/dpsim/dpsim/internal/runner"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
+	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 const synopsis = `dpsim run SCENARIO [--out DIR] [--seed N] [--nats-url URL] [--mode lockstep|realtime] [--period D]
                  [--ui[=ADDR] [--ui-hold D] [--ui-public]] [--engine nats|fast] [--episodes N] [--inflight K] [--trace-episodes N] [--timeout D] [--agents-per-process K] [--json]
+                 [--record FILE.mcap [--record-limit BYTES]]
                  [--engine fast --dispatch [--spawn-workers N] [--worker-listen ADDR] [--worker-creds N] [--verify-share P] [--chunk-timeout D]]
        dpsim run SCENARIO --resume OUT [--nats-url URL] [the run's --role and --attach, given again]`
 
@@ -118,6 +120,12 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*runner.Options, err
 // defineFlags defines the flags of `dpsim run` on fs: into o, and into seed, mode and budget the
 // ones parseOptions parses further.
 func defineFlags(fs *flag.FlagSet, o *runner.Options, seed, mode, budget *string) {
+	fs.StringVar(&o.Record, "record", "", "record every message on the run's bus (dpsim.<run>.>: data, ctl, results; not the challenger's private x(0) line) into this MCAP file (.mcap: one channel per subject, JSON with its docs/schema schema, zstd chunks; a bare name is written in OUT, a path where it says); --engine nats only")
+	fs.Func("record-limit", "with --record: the most the recording holds (bytes, or with a unit: 64MiB; default 256MiB); past it messages are dropped and counted (summary.json recording.dropped)", func(s string) error {
+		b, err := engine.ParseBytes(s)
+		o.RecordLimit = b
+		return err
+	})
 	fs.StringVar(budget, "budget", "", "memory budget (bytes, or with a unit: 512MiB, 4GiB, 2GB; default 2GiB): the run's memory, summary.json size and CPU time are estimated before it starts, and a run estimated above the budget is refused with its estimate")
 	fs.StringVar(&o.Out, "out", "", "output directory (default out/<scenario name>); created if missing; the files an earlier dpsim run wrote there are removed first (see above), other files are kept")
 	fs.StringVar(seed, "seed", "", "run seed (uint64); default the scenario's seed, else one drawn from crypto/rand (recorded in summary.json)")

@@ -1,0 +1,152 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"github.com/dpsim/dpsim/internal/atomicfile"
+	"github.com/dpsim/dpsim/internal/busrec"
+	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/pkg/bus"
+)
+
+// Command is the table entry for `dpsim replay`.
+var Command = cli.Command{Name: "replay", Summary: "publish a run's MCAP recording (dpsim run --record) onto a NATS bus, check it, or recover a killed one", Run: Run}
+
+const synopsis = `dpsim replay FILE.mcap --nats-url URL [--speed X]
+       dpsim replay FILE.mcap --check
+       dpsim replay FILE.mcap --recover DST.mcap`
+
+const description = `Publishes every message of a recording of dpsim run --record onto the NATS server --nats-url
+(default $` + bus.EnvURL + `), on its subject and with its recorded JSON payload, in the order received,
+at the recorded pace scaled by --speed (2: twice as fast; 0: as fast as possible): what was on
+the bus of the run is on the bus again, for a subscriber or an eavesdropper of your own. The
+NATS headers were not recorded: a message of a group of episodes in flight is published without
+its Dpsim-Episodes header, and nothing is signed.
+
+--check reads the recording and checks each message (a wire message of its subject's run, or a
+result document) and prints the subjects with their counts. --recover DST.mcap writes what a
+recording killed before it closed holds (every complete chunk) into a closed recording DST.
+A recording killed before it closed is read up to its last complete chunk in every mode.
+
+Exit status: 0 done; 1 a message failed --check, the file is no MCAP recording, or publishing
+failed; 2 a usage error.`
+
+// Run executes `dpsim replay` with args (without the command name).
+func Run(args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("replay", synopsis, description, stderr)
+	var (
+		url       = fs.String("nats-url", "", "the NATS server to publish on (default $"+bus.EnvURL+"); credentials in the URL are used, never printed")
+		speed     = fs.Float64("speed", 1, "pace: the recorded one scaled by this factor (2: twice as fast); 0: as fast as possible")
+		check     = fs.Bool("check", false, "check the recording and print its subjects instead of publishing")
+		recoverTo = fs.String("recover", "", "write what the recording holds into this new, closed MCAP file instead of publishing (a recording killed mid-run)")
+	)
+	var pos []string
+	for {
+		if err := cli.Parse(fs, args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch {
+	case len(pos) != 1:
+		return cli.UsageError("want one FILE.mcap, got %d arguments", len(pos))
+	case *speed < 0:
+		return cli.UsageError("--speed %v: want >= 0", *speed)
+	case *check && *recoverTo != "":
+		return cli.UsageError("--check and --recover: one at a time")
+	}
+	path := pos[0]
+	if st, err := os.Stat(path); err != nil || st.IsDir() {
+		return cli.UsageError("%s: no such recording file", path)
+	}
+	switch {
+	case *check:
+		return runCheck(path, stdout)
+	case *recoverTo != "":
+		return runRecover(path, *recoverTo, stdout)
+	}
+	target := bus.ResolveURL(*url)
+	if target == "" {
+		return cli.UsageError("no NATS server: pass --nats-url (or set $%s)", bus.EnvURL)
+	}
+	return publish(path, target, *speed, stdout)
+}
+
+// publish replays path onto the server at url until done or interrupted.
+func publish(path, url string, speed float64, stdout io.Writer) error {
+	clean, user, pass := bus.SplitURL(url)
+	conn, err := bus.Connect(clean, "dpsim-replay", bus.WithUser(user, pass))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := busrec.Replay(ctx, path, conn.PublishRaw, busrec.ReplayOptions{Speed: speed})
+	if ferr := conn.Drain(busrec.DrainTimeout); err == nil && ferr != nil {
+		err = ferr
+	}
+	if c != nil {
+		fmt.Fprintf(stdout, "published %d messages on %d subjects to %s\n", c.Messages, len(c.Channels), bus.RedactURL(url))
+		if c.Truncated != "" {
+			fmt.Fprintf(stdout, "the recording was not closed: %s\n", c.Truncated)
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("replay interrupted")
+	}
+	return err
+}
+
+// runCheck prints the recording's subjects and counts, and fails on a bad message.
+func runCheck(path string, stdout io.Writer) error {
+	r, err := busrec.Check(path)
+	if err != nil {
+		return err
+	}
+	c := r.Contents
+	topics := make([]string, 0, len(c.Channels))
+	for t := range c.Channels {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	for _, t := range topics {
+		fmt.Fprintf(stdout, "%-50s %-20s %d\n", t, c.Channels[t].Schema, c.Channels[t].Messages)
+	}
+	state := "closed (summary section present)"
+	if !c.Complete {
+		state = "not closed: " + c.Truncated
+	}
+	fmt.Fprintf(stdout, "%d messages on %d subjects; %s\n", c.Messages, len(c.Channels), state)
+	if r.Bad > 0 {
+		for _, p := range r.Problems {
+			fmt.Fprintf(stdout, "problem: %s\n", p)
+		}
+		return fmt.Errorf("%s: %d messages failed the check", path, r.Bad)
+	}
+	return nil
+}
+
+// runRecover writes the recording's readable messages into a closed file dst.
+func runRecover(src, dst string, stdout io.Writer) error {
+	c, st, err := busrec.Recover(src, dst, atomicfile.Mode(true, false))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "recovered %d messages on %d subjects into %s\n", st.Messages, st.Channels, dst)
+	if c.Truncated != "" {
+		fmt.Fprintf(stdout, "the source was not closed: %s\n", c.Truncated)
+	}
+	return nil
+}

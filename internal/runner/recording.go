@@ -1,0 +1,155 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/dpsim/dpsim/internal/atomicfile"
+	"github.com/dpsim/dpsim/internal/busrec"
+	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/pkg/bus"
+	"github.com/dpsim/dpsim/pkg/metrics"
+	"github.com/dpsim/dpsim/pkg/record"
+)
+
+// The MCAP recording of a run's bus traffic (--record, internal/busrec): an observer of the
+// loop that subscribes to each point's dpsim.<run>.> as the point begins - before its
+// processes start - and stops listening when it ends; the file is opened before the first
+// point and closed (its summary section written) when the loop returns, however it ended:
+// completed, failed or interrupted (Ctrl-C), before summary.json records it.
+
+// checkRecord refuses --record where there is no bus to record, and a negative --record-limit.
+func (o *Options) checkRecord() error {
+	switch {
+	case o.Record == "":
+		return nil
+	case o.Engine == "fast":
+		return cli.UsageError("--record records the messages on the bus: the fast engine has none (run with --engine nats)")
+	case o.RecordLimit < 0:
+		return cli.UsageError("--record-limit %d: want a size in bytes", o.RecordLimit)
+	case !strings.HasSuffix(o.Record, ".mcap"):
+		return cli.UsageError("--record %s: want a file name ending in .mcap", o.Record)
+	}
+	return nil
+}
+
+// recordPath is where --record writes: a bare file name in OUT, a path as given (the user
+// named it).
+func (l *launcher) recordPath() string {
+	if filepath.Base(l.o.Record) == l.o.Record {
+		return filepath.Join(l.o.Out, l.o.Record)
+	}
+	return l.o.Record
+}
+
+// startRecording creates the recording (nothing without --record; 0600 unless --share-outputs:
+// the processes' results on ctl.result are computed from the true states) with the run's metadata: the
+// scenario, the seed, the run ids of the points. The digests of the processes' plan files
+// travel on the bus in their ctl.ready messages, which the recording holds.
+func (l *launcher) startRecording() error {
+	if l.o.Record == "" {
+		return nil
+	}
+	md := map[string]string{"scenario": l.sum.Scenario, "scenario_file": l.sum.ScenarioFile, "seed": l.sum.SeedString,
+		"run_id": l.sum.RunID, "runs": strconv.Itoa(l.runs), "steps": strconv.Itoa(l.sum.Steps), "mode": l.sum.Mode,
+		"encoding": l.sum.Encoding, "points": strconv.Itoa(len(l.plans)), "started": l.sum.Started}
+	for k := range l.plans {
+		md["run_id_p"+strconv.Itoa(k)] = l.pointRunID(k)
+	}
+	path := l.recordPath()
+	rec, err := busrec.Create(busrec.Options{Path: path, Perm: atomicfile.Mode(true, l.o.ShareOutputs), Limit: l.o.RecordLimit, Metadata: md})
+	if err != nil {
+		return fmt.Errorf("--record: %w", err)
+	}
+	l.rec = rec
+	l.sum.Recording = &record.Recording{File: path, LimitBytes: l.o.RecordLimit}
+	if l.sum.Recording.LimitBytes == 0 {
+		l.sum.Recording.LimitBytes = busrec.DefaultLimit
+	}
+	l.observers = append(l.observers, recordObserver{l})
+	return nil
+}
+
+// stopRecording closes the recording and records its counts in the summary.
+func (l *launcher) stopRecording() {
+	if l.rec == nil {
+		return
+	}
+	l.recListen.stop(l)
+	st, err := l.rec.Close()
+	r := l.sum.Recording
+	r.Messages, r.Channels, r.Bytes, r.Dropped, r.Undecodable = st.Messages, st.Channels, st.Bytes, st.Dropped, st.Undecodable
+	if fi, serr := os.Stat(r.File); serr == nil {
+		r.FileBytes = fi.Size()
+	}
+	r.Complete = err == nil
+	if err != nil && r.Error == "" {
+		r.Error = err.Error()
+	}
+	if r.Error != "" {
+		l.log.Warn().Str("error", r.Error).Msg("recording")
+	}
+}
+
+// recListener is the subscription of the point being recorded (nil: none).
+type recListener struct{ ln *busrec.Listener }
+
+func (rl *recListener) stop(l *launcher) {
+	if rl.ln == nil {
+		return
+	}
+	if err := rl.ln.Stop(); err != nil && l.sum.Recording.Error == "" {
+		l.sum.Recording.Error = err.Error()
+	}
+	rl.ln = nil
+}
+
+// recordObserver listens to each point's subjects while it plays.
+type recordObserver struct{ l *launcher }
+
+func (o recordObserver) pointBegin(k int) {
+	l := o.l
+	if l.srv == nil {
+		return
+	}
+	var cfg launch.SessionConfig
+	l.srv.Configure(&cfg, k) // the URL, the TLS files and point k's launcher account
+	opts := []bus.Option{bus.WithTLS(cfg.TLS)}
+	if cfg.Launcher != nil {
+		opts = append(opts, bus.WithUser(cfg.Launcher.Name, cfg.Launcher.Password))
+	}
+	ln, err := l.rec.Listen(cfg.URL, "dpsim-recorder", l.pointRunID(k), opts...)
+	if err != nil {
+		if l.sum.Recording.Error == "" {
+			l.sum.Recording.Error = err.Error()
+		}
+		l.log.Warn().Err(err).Int("point", k).Msg("recording: not listening")
+		return
+	}
+	l.recListen.ln = ln
+}
+
+func (recordObserver) episodesDone(int) {}
+func (o recordObserver) pointEnd(int, record.PointSummary, *metrics.Results, bool) {
+	o.l.recListen.stop(o.l)
+}
+
+// recordingNote is report.md's line on the recording ("": none).
+func (l *launcher) recordingNote() string {
+	r := l.sum.Recording
+	if r == nil {
+		return ""
+	}
+	s := fmt.Sprintf("Recording: %d bus messages on %d subjects in %s (MCAP, %d bytes)", r.Messages, r.Channels, r.File, r.FileBytes)
+	if r.Dropped > 0 {
+		s += fmt.Sprintf("; %d messages dropped past --record-limit %d bytes", r.Dropped, r.LimitBytes)
+	}
+	if r.Error != "" {
+		s += "; error: " + r.Error
+	}
+	return s + "."
+}
