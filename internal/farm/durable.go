@@ -65,6 +65,7 @@ type jobPrint struct {
 // journalRecord is one accepted chunk result in the journal (Encode); an empty record is a
 // result taken back.
 type journalRecord struct {
+	Job      string // the job's print (jobPrint.key): a record of another job is never restored
 	Lo, Hi   int
 	Result   []byte
 	By       string // the worker (or the coordinator) that computed it
@@ -185,14 +186,20 @@ func (d *durable) begin(seq int, j *Job, w Work) error {
 	return d.j.Resize(ctx, msgs, bytes)
 }
 
+// key is the print as one string, carried by each of the job's records.
+func (p jobPrint) key() string {
+	return fmt.Sprintf("%s/%d/%d/%s/%s", p.Kind, p.Point, p.Chunks, p.Params, p.Spans)
+}
+
 func describe(p jobPrint) string {
 	return fmt.Sprintf("%s of point %d in %d chunks (parameters %.12s, chunks %.12s)", p.Kind, p.Point, p.Chunks, p.Params, p.Spans)
 }
 
 // restore reads back the journaled results of the seq-th job's chunks (nil: none there, or
-// taken back): each must be of its chunk's range and pass the job's judge, else it is played
-// again.
+// taken back): each must be of this job (a store whose manifest was removed may hold another's),
+// of its chunk's range and pass the job's judge, else it is played again.
 func (d *durable) restore(seq int, w Work, check func(*answer) error) ([]*answer, error) {
+	job := d.man.Jobs[seq-1].key()
 	out := make([]*answer, len(w.Spans))
 	ctx, cancel := context.WithTimeout(context.Background(), journalTimeout)
 	defer cancel()
@@ -205,7 +212,7 @@ func (d *durable) restore(seq int, w Work, check func(*answer) error) ([]*answer
 			continue
 		}
 		var r journalRecord
-		if err := Decode(data, &r); err != nil || (Span{r.Lo, r.Hi}) != sp {
+		if err := Decode(data, &r); err != nil || r.Job != job || (Span{r.Lo, r.Hi}) != sp {
 			continue
 		}
 		a := &answer{Worker: r.By, Lo: r.Lo, Hi: r.Hi, Result: r.Result}
@@ -219,7 +226,7 @@ func (d *durable) restore(seq int, w Work, check func(*answer) error) ([]*answer
 
 // append journals chunk i's decided result (seq: its job's) and returns once it is stored.
 func (d *durable) append(seq, i int, cs *chunkState) error {
-	data, err := Encode(journalRecord{Lo: cs.Lo, Hi: cs.Hi, Result: cs.result.Result, By: cs.by, Verified: cs.verified})
+	data, err := Encode(journalRecord{Job: d.man.Jobs[seq-1].key(), Lo: cs.Lo, Hi: cs.Hi, Result: cs.result.Result, By: cs.by, Verified: cs.verified})
 	if err != nil {
 		return err
 	}
