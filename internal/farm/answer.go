@@ -183,6 +183,12 @@ func (s *scheduler) claims(cs *chunkState, w string, a *answer) map[string]*answ
 // decide makes chunk i's result final (local: the coordinator's).
 func (s *scheduler) decide(js *jobState, i int, local bool) {
 	cs := js.chunks[i]
+	if d := s.c.dur; d != nil { // journaled before it counts
+		if err := d.append(js.job.seq, i, cs); err != nil {
+			s.fail(js, err)
+			return
+		}
+	}
 	cs.final, cs.pending, cs.queued = true, false, false
 	js.left--
 	js.done += cs.Hi - cs.Lo
@@ -285,6 +291,12 @@ func (s *scheduler) forget(js *jobState, i int, w string) {
 	cs := js.chunks[i]
 	s.c.rep.recomputed(w, record.ChunkRef{Job: js.job.ID, Chunk: i}, cs.final, cs.verified)
 	if cs.final {
+		if d := s.c.dur; d != nil {
+			if err := d.retract(js.job.seq, i); err != nil {
+				s.fail(js, err)
+				return
+			}
+		}
 		cs.final = false
 		js.left++
 		js.done -= cs.Hi - cs.Lo

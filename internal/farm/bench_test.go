@@ -2,6 +2,7 @@ package farm_test
 
 import (
 	"context"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -87,4 +88,57 @@ func startB(b *testing.B, f *fixture, cfg farm.Config) *farm.Coordinator {
 		b.Fatal(err)
 	}
 	return c
+}
+
+// BenchmarkDurableOverhead plays the vehicle's audit game through the plain farm and through the
+// durable one (--dispatch-durable: every accepted chunk journaled in JetStream before it counts),
+// two local workers each, alternately, and reports both throughputs (trials/s) and their ratio
+// (durable / plain, over all rounds, and the lowest and highest round's). The coordinators and their workers are started once; only the games are
+// timed, each on a new seed (a new job: the durable farm journals all its chunks).
+//
+//	go test -run '^$' -bench DurableOverhead -benchtime 6x ./internal/farm
+func BenchmarkDurableOverhead(b *testing.B) {
+	f := load(b, "audit-vehicle-structured", true)
+	const trials = 100000 // per value of the secret bit: 2e5 trials, 49 chunks
+	var coords [2]*farm.Coordinator
+	for i := range coords {
+		cfg := farm.Config{Spawn: 2}
+		if i == 1 {
+			cfg.Durable = b.TempDir()
+		}
+		coords[i] = startB(b, f, cfg)
+		defer coords[i].Close()
+		if _, err := kinds.Audit(coords[i], context.Background(), 0, f.game, audit.GameOptions{}, 1, audit.ChunkTrials, nil); err != nil {
+			b.Fatal(err) // warm up: the workers have joined and resolved a job
+		}
+	}
+	var took [2]time.Duration
+	lo, hi := math.Inf(1), math.Inf(-1) // the rounds' ratios
+	b.ResetTimer()
+	for n := range b.N {
+		var round [2]time.Duration
+		for _, i := range []int{n % 2, 1 - n%2} { // alternate which goes first
+			start := time.Now()
+			if _, err := kinds.Audit(coords[i], context.Background(), 0, f.game, audit.GameOptions{}, uint64(n+2), trials, nil); err != nil {
+				b.Fatal(err)
+			}
+			round[i] = time.Since(start)
+			took[i] += round[i]
+		}
+		r := round[0].Seconds() / round[1].Seconds()
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	b.ReportMetric(lo, "ratio-min")
+	b.ReportMetric(hi, "ratio-max")
+	plain := float64(2*trials*b.N) / took[0].Seconds()
+	durable := float64(2*trials*b.N) / took[1].Seconds()
+	b.ReportMetric(plain, "trials/s-plain")
+	b.ReportMetric(durable, "trials/s-durable")
+	b.ReportMetric(durable/plain, "ratio")
+	// The journal's own cost, less at the mercy of the machine's load than the ratio: the time
+	// the scheduler waited for JetStream to store a record, per record and as a share of the
+	// durable farm's wall time (the warm-up's records included).
+	spent, writes := coords[1].JournalSpent()
+	b.ReportMetric(float64(spent.Microseconds())/float64(max(writes, 1)), "journal-us/chunk")
+	b.ReportMetric(spent.Seconds()/took[1].Seconds(), "journal-share")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -61,7 +62,12 @@ type Config struct {
 	Silence time.Duration
 	// ChunkEpisodes is the episodes of a run chunk (kinds.Run; <= 0: DefaultChunkEpisodes).
 	ChunkEpisodes int
-	Log           zerolog.Logger
+	// Durable, when set, is the directory of the durable farm's journal (JournalDir under the
+	// command's --out; see durable.go): the embedded server keeps its JetStream store there,
+	// every accepted chunk result is journaled before it counts, and a coordinator started again
+	// on it plays only the chunks not journaled. Not with an external server (URL).
+	Durable string
+	Log     zerolog.Logger
 }
 
 // DefaultSilence is Config.Silence's default: many heartbeats (DefaultBeat) long.
@@ -116,6 +122,7 @@ type Coordinator struct {
 	nextJob int
 
 	rep   collector
+	dur   *durable // the journal (Config.Durable), nil without
 	procs *spawned
 	local chan struct{} // a token while the coordinator plays a chunk itself (one at a time)
 	// drawn, when set (tests), hears each draw of whether a chunk's first answer is checked.
@@ -159,12 +166,26 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 	if c.creds, err = newCredentials(cfg.WorkerCreds, cfg.Spawn); err != nil {
 		return nil, err
 	}
+	if cfg.Durable != "" {
+		if cfg.URL != "" {
+			return nil, errors.New("farm: --dispatch-durable keeps its journal in the embedded server: not with an external server (--nats-url)")
+		}
+		if c.dur, err = openDurable(cfg.Durable, cfg.Scenario); err != nil {
+			return nil, err
+		}
+	}
 	coord, shared, err := c.startServer()
 	if err != nil {
 		return nil, err
 	}
 	if c.conn, err = bus.Connect(c.srv.URL, "dpsim-farm-coordinator", bus.WithUser(coord.Name, coord.Password), bus.WithTLS(c.srv.TLS)); err != nil {
 		return nil, err
+	}
+	if c.dur != nil {
+		if err := c.dur.open(c.conn); err != nil {
+			return nil, err
+		}
+		c.rep.r.Journal = cfg.Durable
 	}
 	if err := c.writeCredentials(shared); err != nil {
 		return nil, err
@@ -187,10 +208,17 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 // worker (the pool's and the spawned ones'), each allowed only its side of the protocol, or
 // prepares the external server's: its URL's account is everyone's (shared, not nil).
 func (c *Coordinator) startServer() (coord bus.User, shared *bus.User, err error) {
-	if coord, err = bus.NewUser("dpsim-farm-coordinator", []string{inboxes}, []string{subjectPrefix + ">"}); err != nil {
+	pub, sub := []string{inboxes}, []string{subjectPrefix + ">"}
+	if c.dur != nil { // the journal: JetStream's API, the journal's subjects, and its replies
+		pub, sub = append(pub, bus.JournalAPI, journalPrefix+">"), append(sub, inboxes)
+	}
+	if coord, err = bus.NewUser("dpsim-farm-coordinator", pub, sub); err != nil {
 		return
 	}
 	sc := bus.EmbeddedOptions{Users: append([]bus.User{coord}, c.creds.users...)}
+	if c.dur != nil {
+		sc.JetStream, sc.StoreDir = true, c.dur.dir
+	}
 	if c.cfg.Listen != "" {
 		host, port, err := net.SplitHostPort(c.cfg.Listen)
 		if err != nil {
@@ -349,7 +377,7 @@ func (c *Coordinator) newJob(kind string, point int) *Job {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nextJob++
-	return &Job{ID: fmt.Sprintf("%s-%d", c.session, c.nextJob), Kind: kind, Scenario: c.cfg.Scenario, Source: c.cfg.Source, Point: point}
+	return &Job{ID: fmt.Sprintf("%s-%d", c.session, c.nextJob), Kind: kind, Scenario: c.cfg.Scenario, Source: c.cfg.Source, Point: point, seq: c.nextJob}
 }
 
 // serve serves job j to the workers until it is retired.
@@ -369,6 +397,11 @@ func (c *Coordinator) retire(id string) {
 // play serves job j and runs the chunks of w through the workers (Play).
 func (c *Coordinator) play(ctx context.Context, j *Job, w Work) ([]*answer, error) {
 	js := newJobState(j, w)
+	if c.dur != nil {
+		if err := c.resume(js, w); err != nil {
+			return nil, err
+		}
+	}
 	c.serve(j)
 	c.do(func(s *scheduler) { s.submit(js) })
 	select {

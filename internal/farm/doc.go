@@ -37,4 +37,9 @@
 // it in the open jobs is played again. Nothing is folded before a job is over, so a worker caught
 // late leaves nothing behind in it; a chunk that fails at the coordinator too fails the job.
 // Every event names its worker (Report: the "dispatch" object of the outputs).
+//
+// Durable (Config.Durable, --dispatch-durable; durable.go): every accepted result is journaled in
+// a JetStream stream of the embedded server, stored under the command's --out, before it counts;
+// a coordinator started again on it restores those chunks (Report: restored_chunks) and plays
+// only the rest, to the same fold bit for bit, and refuses a journal of another command.
 package farm

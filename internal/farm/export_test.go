@@ -1,6 +1,10 @@
 package farm
 
-import "github.com/dpsim/dpsim/pkg/bus"
+import (
+	"time"
+
+	"github.com/dpsim/dpsim/pkg/bus"
+)
 
 // The protocol's messages and the coordinator's internals, for the tests of package farm_test
 // (an external test package: they play the kinds of internal/farm/kinds, which import farm).
@@ -39,3 +43,12 @@ func (c *Coordinator) Embedded() *bus.Embedded { return c.srv.Embedded }
 
 // SetDrawn has f hear each draw of whether a chunk's first answer is checked.
 func (c *Coordinator) SetDrawn(f func(job string, chunk int, checked bool)) { c.drawn = f }
+
+// JournalSpent is the time the scheduler waited for the durable journal and the records it
+// wrote (no job may be running).
+func (c *Coordinator) JournalSpent() (time.Duration, int) {
+	if c.dur == nil {
+		return 0, 0
+	}
+	return c.dur.spent, c.dur.writes
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -22,16 +23,18 @@ type Flags struct {
 	WorkerCreds  int
 	VerifyShare  float64
 	ChunkTimeout time.Duration
+	Durable      bool
 }
 
-// Define defines --dispatch, --spawn-workers, --worker-listen, --worker-creds, --verify-share
-// and --chunk-timeout on fs.
+// Define defines --dispatch, --spawn-workers, --worker-listen, --worker-creds, --verify-share,
+// --chunk-timeout and --dispatch-durable on fs.
 func (f *Flags) Define(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Dispatch, "dispatch", false, "fast engine: hand chunks of episodes to dpsim worker processes on this or other hosts through NATS (the command to start one is printed; one credentials file per worker is written under --out/workers, mode 0600: see --worker-creds); the results are the in-process engine's, bit for bit, for any number of workers; a worker that dies or hoards has its chunks re-issued, one caught answering wrongly (--verify-share) is quarantined and its chunks played again (all counted and named in the output's \"dispatch\")")
 	fs.IntVar(&f.WorkerCreds, "worker-creds", DefaultWorkerCreds, "with --dispatch: write N credential files --out/workers/w1.creds .. wN.creds, one per worker started on another host (each its own account, named in the outputs and revoked if caught lying); spawned workers get their own besides (0: none)")
 	fs.Float64Var(&f.VerifyShare, "verify-share", DefaultVerifyShare, "with --dispatch: the share of chunks, drawn secretly by the coordinator, played a second time by another worker (or the coordinator) and compared bit for bit; a worker whose result differs from the coordinator's is quarantined and all its chunks played again. A worker forging k chunks escapes with probability (1-P)^k; 1 checks every chunk (twice the work), 0 none")
 	fs.DurationVar(&f.ChunkTimeout, "chunk-timeout", 0, "with --dispatch: how long a worker may hold a chunk, heartbeats or not, before it is re-issued to another (0: ten times the median chunk time observed, at least 12 s; 60 s before any chunk came back)")
 	fs.IntVar(&f.Spawn, "spawn-workers", 0, "with --dispatch (implied): start N local dpsim worker processes, each with GOMAXPROCS/N threads (0: none, only workers started elsewhere)")
+	fs.BoolVar(&f.Durable, "dispatch-durable", false, "with --dispatch: a durable farm that survives a killed coordinator: the embedded NATS server keeps a JetStream store in --out/"+JournalDir+" (mode 0700; needs --out, not --nats-url) and every chunk result the coordinator accepted is journaled there before it counts; the same command run again with the same --out plays only the chunks not journaled (the output's dispatch.restored_chunks counts the others) and its result is the uninterrupted one, bit for bit. A different scenario, seed, options or trials is refused. Spawned workers are started again; a worker started elsewhere rejoins with the credential file the new coordinator writes")
 	fs.StringVar(&f.Listen, "worker-listen", "", "with --dispatch: the embedded NATS server's address host:port that workers on other hosts reach, e.g. 0.0.0.0:4222 (plain TCP: a trusted network); default 127.0.0.1 on a random free port")
 }
 
@@ -54,6 +57,8 @@ func (f *Flags) Check(fast bool, engineFlag string) error {
 		return cli.UsageError("--verify-share %g: want 0..1", f.VerifyShare)
 	case f.ChunkTimeout < 0:
 		return cli.UsageError("--chunk-timeout %v: want >= 0", f.ChunkTimeout)
+	case f.Durable && !f.Enabled():
+		return cli.UsageError("--dispatch-durable journals the dispatch's chunks: give --dispatch too")
 	}
 	if f.Listen != "" {
 		if _, _, err := net.SplitHostPort(f.Listen); err != nil {
@@ -84,8 +89,17 @@ func (f *Flags) Config(path string, points []*scenario.Scenario, natsURL, dir st
 			return Config{}, fmt.Errorf("--dispatch: scenario %s changed while the command started", path)
 		}
 	}
+	if f.Durable && dir == "" {
+		return Config{}, cli.UsageError("--dispatch-durable keeps its journal in --out/%s: give --out", JournalDir)
+	}
+	if f.Durable && natsURL != "" {
+		return Config{}, cli.UsageError("--dispatch-durable keeps its journal in the embedded server: not with --nats-url")
+	}
 	cfg := Config{Scenario: data, Source: path, URL: natsURL, Listen: f.Listen, Dir: dir, Spawn: f.Spawn,
 		WorkerCreds: f.WorkerCreds, VerifyShare: f.VerifyShare, ChunkTimeout: f.ChunkTimeout, Stderr: stderr, Log: log}
+	if f.Durable {
+		cfg.Durable = filepath.Join(dir, JournalDir)
+	}
 	if f.WorkerCreds == 0 {
 		cfg.WorkerCreds = NoWorkerCreds
 	}

@@ -16,6 +16,7 @@ type Job struct {
 	Source   string // its name in messages (the path on the coordinator's host)
 	Point    int    // the index in Expand()
 	Params   []byte // the kind's parameters (Work.Params), in the kind's encoding
+	seq      int    // the job's number in the coordinator's session (1, 2, ...): its key in the journal
 }
 
 // Kind is one kind of work the farm plays: the farm knows nothing of what a chunk is beyond its

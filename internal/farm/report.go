@@ -75,6 +75,13 @@ func (c *collector) decided(verified, local bool) {
 	}
 }
 
+// restore counts chunks restored from the durable journal (decided by an earlier coordinator).
+func (c *collector) restore(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.r.Restored += n
+}
+
 func (c *collector) quarantine(q record.Quarantine) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -47,6 +47,7 @@ type chunkState struct {
 	verified bool      // two computations agreed on result
 	local    bool      // the coordinator plays it (settle)
 	queued   bool      // waits in the queue
+	restored bool      // decided by an earlier coordinator: read back from the journal (durable.go)
 	since    time.Time // queued since
 }
 
@@ -157,8 +158,18 @@ func secretCoin() float64 {
 // submit queues the chunks of js.
 func (s *scheduler) submit(js *jobState) {
 	s.jobs[js.job.ID] = js
-	for i := range js.chunks {
-		js.chunks[i].queued, js.chunks[i].since = true, time.Now()
+	if js.done > 0 && js.progress != nil { // chunks restored from the journal
+		js.progress(js.done)
+	}
+	if js.left == 0 {
+		s.end(js)
+		return
+	}
+	for i, cs := range js.chunks {
+		if cs.final {
+			continue
+		}
+		cs.queued, cs.since = true, time.Now()
 		s.queue = append(s.queue, queued{js, i})
 	}
 	s.dispatch()
@@ -383,7 +394,7 @@ func (s *scheduler) end(js *jobState) {
 	for i, cs := range js.chunks {
 		if cs.final {
 			js.results[i] = cs.result
-			if !cs.verified && js.err == nil {
+			if !cs.verified && !cs.restored && js.err == nil {
 				s.unchecked[cs.by]++
 			}
 		}

@@ -42,6 +42,7 @@ func (c *Coordinator) spawn(ctx context.Context) (*spawned, error) {
 		cmd.Stdout, cmd.Stderr = c.cfg.Stderr, c.cfg.Stderr
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) } // a worker stops cleanly
 		cmd.WaitDelay = 2 * time.Second
+		dieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			sp.stop(0)
 			return nil, fmt.Errorf("farm: spawn worker %d: %w", i, err)

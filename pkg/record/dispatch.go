@@ -64,6 +64,11 @@ type Dispatch struct {
 	Duplicates       int            `json:"duplicate_answers"`
 	Invalid          int            `json:"invalid_answers"`
 	Degradations     []Degradation  `json:"degradations,omitempty"`
+	// Journal is the durable farm's journal (--dispatch-durable: its directory, "" without), and
+	// Restored the chunks read back from it - decided and judged by an earlier coordinator of
+	// the same --out, not played nor drawn for a check again (not among Chunks).
+	Journal  string `json:"journal,omitempty"`
+	Restored int    `json:"restored_chunks,omitempty"`
 }
 
 // Lines are the degradations as sentences, for the commands' "degraded" notes (nil: none): one
