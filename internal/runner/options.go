@@ -99,6 +99,8 @@ type Options struct {
 	UIPublic bool
 	// NATSMonitor is --nats-monitor: the embedded server's HTTP monitoring address ("": none).
 	NATSMonitor string
+	// Parquet is --parquet: episodes.parquet and trace.parquet beside summary.json (parquet.go).
+	Parquet bool
 	// Flags are the parsed flags (what was given: the resume state records it), Args the
 	// command line they were parsed from, and Reparse the command's parser: --resume parses
 	// the command line again after the recorded values of the flags that decide the results.

@@ -72,6 +72,7 @@ type launcher struct {
 	ui             *live.Server
 	iv             *launch.Interventions // --ui: the live changes of the faults (interventions.go)
 	observers      []observer            // of the loop (observe.go)
+	episodes       episodeTable          // --parquet: the rows of episodes.parquet (parquet.go)
 }
 
 // Outcome is what a run leaves its caller besides OUT: the summary (summary.json, when Written),
@@ -238,6 +239,9 @@ func (l *launcher) prepare() error {
 		}
 	}
 	if err := l.applyScenarioSettings(s); err != nil {
+		return err
+	}
+	if err := l.checkParquet(); err != nil {
 		return err
 	}
 	if o.Out == "" {
