@@ -126,6 +126,9 @@ func (o *Options) Check(budget string) error {
 	if err := o.Farm.Check(o.Engine == "fast", "--engine fast"); err != nil {
 		return err
 	}
+	if o.Parquet && o.Resume != "" {
+		return cli.UsageError("--parquet cannot be combined with --resume: the points the interrupted run completed kept no per-episode rows; run again with --parquet")
+	}
 	return o.checkUI()
 }
 

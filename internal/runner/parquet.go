@@ -10,7 +10,6 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
-	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/pkg/engine"
 	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/record"
@@ -75,17 +74,14 @@ func (l *launcher) episodeSink(k int) func(ep int, values []float64) {
 	return func(ep int, values []float64) { pt.rows[ep] = values }
 }
 
-// checkParquet refuses --parquet with --resume (the points the killed run completed left no
-// rows) and adds episodes.parquet to the run's estimate: its rows in memory until the run ends,
+// checkParquet adds episodes.parquet to the run's estimate (Options.Check refuses --parquet
+// with --resume: the points the killed run completed left no rows): its rows in memory until the run ends,
 // and the file, held to summary.json's bound (1/engine.SummaryShare of the budget). trace.parquet
 // holds the records of the trace files, bounded as they are by --trace-episodes, and is written
 // a row group at a time.
 func (l *launcher) checkParquet() error {
 	if !l.o.Parquet {
 		return nil
-	}
-	if l.o.Resume != "" {
-		return cli.UsageError("--parquet cannot be combined with --resume: the points the interrupted run completed kept no per-episode rows; run again with --parquet")
 	}
 	var mem, file int64
 	for _, p := range l.plans {

@@ -314,3 +314,18 @@ print(json.dumps(out))
 	cols, _ := json.Marshal(names)
 	require.JSONEq(t, string(cols), string(got["episodes"][1]))
 }
+
+// TestParquetRefusals: --parquet with --resume is a usage error, and a run whose episodes.parquet
+// would pass summary.json's bound (1/16 of the budget) is refused up front with its estimate.
+func TestParquetRefusals(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runDpsim(t, 30*time.Second, "run", scenarioPath("cloud-vehicle"), "--engine", "fast", "--parquet", "--resume", dir)
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "--parquet cannot be combined with --resume")
+	code, _, stderr = runDpsim(t, 30*time.Second, "run", scenarioPath("cloud-vehicle"), "--engine", "fast", "--parquet", "--runs", "2000000", "--out", dir)
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "--parquet: episodes.parquet estimated ~")
+	require.Contains(t, stderr, "confirm with --budget 3 GiB")
+	_, err := os.Stat(filepath.Join(dir, "summary.json"))
+	require.True(t, os.IsNotExist(err), "nothing ran")
+}
