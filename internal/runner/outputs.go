@@ -19,8 +19,7 @@ var procFileSuffixes = []string{contract.LogFile(""), contract.TraceFile(""), co
 
 // cleanOutputs removes from dir what an earlier dpsim run wrote there, so that a reused --out
 // holds only this run's outputs: summary.json, report.md, resume.json and resume.key, trace.jsonl and trace-pNN.jsonl (and
-// episodes.parquet, trace.parquet beside them, and
-// faults.jsonl, faults-pNN.jsonl beside them), faults.applied.yaml (--ui), the
+// faults.jsonl, faults-pNN.jsonl beside them), episodes.parquet and trace.parquet (--parquet), faults.applied.yaml (--ui), the
 // report's figures (report.FigureNames as .png and .svg), and procs/ with the processes'
 // files (procs/ and procs/pNN/: *.log, *.trace.jsonl, *.result.json, *.transcript.jsonl, *.faults.jsonl, *.checkpoint.json, *.plan.json, faults.live.*.json; the
 // directories go when that leaves them empty). Nothing else is touched.
