@@ -96,6 +96,9 @@ type Options struct {
 	// WriteScores is --write-scores FILE: every point's trials (secret bit and scores) written to
 	// FILE, FILE-pNN.EXT for point NN of a sweep ("": none).
 	WriteScores string
+	// Parquet is --parquet: every point's trials also written to OUT/scores.parquet
+	// (OUT/scores-pNN.parquet for point NN of a sweep), as --write-scores writes a .parquet file.
+	Parquet bool
 	// Sequential is --sequential: play until the anytime-valid test decides (a violation, or
 	// with Target a lower bound >= Target eps), at most Trials per side (audit.Sequential).
 	Sequential bool

@@ -44,8 +44,14 @@ func ScoresPath(path string, n, k int) string {
 }
 
 // CheckWriteScores checks --write-scores: a .csv, .jsonl or .parquet path, and a game that has trials (not
-// --one-run's single episode).
+// --one-run's single episode); and --parquet: --out, and trials.
 func (o *Options) CheckWriteScores() error {
+	if o.Parquet && o.Out == "" {
+		return cli.UsageError("--parquet writes OUT/%s: give --out", ParquetScores)
+	}
+	if o.Parquet && o.OneRun {
+		return cli.UsageError("--parquet writes the trials of the distinguishing game; --one-run plays one episode, not trials")
+	}
 	if o.WriteScores == "" {
 		return nil
 	}
@@ -62,25 +68,41 @@ func (o *Options) CheckWriteScores() error {
 	return nil
 }
 
-// WriteScores writes the trials of point k's outcome to --write-scores (nothing without it),
+// WriteScores writes the trials of point k's outcome to OUT/scores.parquet with --parquet and to
+// --write-scores (nothing without either),
 // atomically, 0600 unless --share-outputs: the secret bit of every trial is in it
 // (launch.SecretOutputs).
 func (a *Audit) WriteScores(k int, out *audit.Outcome) error {
+	if a.Opts.Parquet {
+		path := filepath.Join(a.Opts.Out, ScoresPath(ParquetScores, len(a.Points), k))
+		if err := writeScoresFile(path, out, a.Opts.ShareOutputs, "--parquet"); err != nil {
+			return err
+		}
+	}
 	if a.Opts.WriteScores == "" {
 		return nil
 	}
 	return WriteScoresFile(ScoresPath(a.Opts.WriteScores, len(a.Points), k), out, a.Opts.ShareOutputs)
 }
 
+// ParquetScores is the file of --parquet in OUT (scores-pNN.parquet per sweep point): the
+// trials as --write-scores FILE.parquet writes them.
+const ParquetScores = "scores.parquet"
+
 // WriteScoresFile writes out's trials to path in the format of its extension.
 func WriteScoresFile(path string, out *audit.Outcome, share bool) error {
+	return writeScoresFile(path, out, share, "--write-scores")
+}
+
+// writeScoresFile writes out's trials to path, its errors named by flag.
+func writeScoresFile(path string, out *audit.Outcome, share bool, flag string) error {
 	f, err := audit.ScoreFormatOf(path)
 	if err != nil {
 		return err
 	}
 	err = atomicfile.Write(path, launch.ScoresMode(share), func(w io.Writer) error { return audit.WriteScores(w, f, out) })
 	if err != nil {
-		return fmt.Errorf("--write-scores: %w", err)
+		return fmt.Errorf("%s: %w", flag, err)
 	}
 	return nil
 }

@@ -55,6 +55,9 @@ type CollectOptions struct {
 	Watch RecordWatcher
 	// Point is the point's index handed to Watch.
 	Point int
+	// Episodes, if set, receives each aggregated episode's per-run values
+	// (metrics.Accumulator.SetEpisodeSink), a resumed point's replayed ones included.
+	Episodes func(ep int, values []float64)
 }
 
 // RecordWatcher sees the merged records of a point's traced episodes as the collector writes
@@ -119,6 +122,7 @@ func (s *Session) NewCollector(o CollectOptions) (*Collector, error) {
 	if err != nil {
 		return nil, err
 	}
+	acc.SetEpisodeSink(o.Episodes)
 	c := &Collector{s: s, o: o, acc: acc, off: map[string]int64{}}
 	out := &Collected{}
 	c.f = &folder{out: out, steps: s.cfg.Plan.Steps, unfinishedFrom: math.MaxInt, unfinished: -1,
@@ -360,6 +364,9 @@ func (c *Collector) advanceOffsets() {
 func (c *Collector) ResumeAt(start int, acc *metrics.Accumulator) {
 	f := c.f
 	c.acc, f.merged, f.folded, f.out.Episodes = acc, start, start, start
+	if c.o.Episodes != nil {
+		acc.SetEpisodeSink(c.o.Episodes)
+	}
 	if c.o.Trace != nil {
 		f.out.TracedEpisodes = start
 		if n, bounded := c.o.TraceEpisodes.Limit(); bounded {

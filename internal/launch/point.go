@@ -24,6 +24,9 @@ type PlayOptions struct {
 	Runs, Start int
 	Folded      *metrics.Accumulator
 	FoldedLinks []fault.LinkStats
+	// Episodes, if set, receives each aggregated episode's per-run values
+	// (CollectOptions.Episodes).
+	Episodes func(ep int, values []float64)
 	// TraceEpisodes are the traced episodes: the processes keep their per-step records only
 	// (SessionConfig.KeepEpisodes) and the collector writes them, merged, to Trace (nil: no
 	// trace file). PlayPoint closes Trace.
@@ -123,7 +126,7 @@ func PlayPoint(ctx context.Context, cfg SessionConfig, o PlayOptions) (*PointOut
 		o.Started = time.Now()
 	}
 	cfg.KeepEpisodes = o.TraceEpisodes.From(o.Start)
-	copts := CollectOptions{}
+	copts := CollectOptions{Episodes: o.Episodes}
 	if o.Trace != nil {
 		copts.Trace, copts.TraceEpisodes = o.Trace.Writer(), o.TraceEpisodes
 		copts.Watch, copts.Point = o.Watch, cfg.PointIndex

@@ -30,6 +30,8 @@ func SecretOutputs() []SecretOutput {
 		{"", "summary.json", "the seed and x(0)", false},
 		{"", "trace.jsonl", "the true states of the traced episodes", false},
 		{"", "trace-p*.jsonl", "the true states of the traced episodes", false},
+		{"", "trace.parquet", "the true states of the traced episodes (--parquet)", false},
+		{"", "episodes.parquet", "every episode's errors against its true state, and x* = mean x(0) (--parquet)", false},
 		{"", "faults.jsonl", "the messages' faults of the traced episodes, beside their true states", false},
 		{"", "faults-p*.jsonl", "the messages' faults of the traced episodes, beside their true states", false},
 		{"", "audit.json", "the seed and the audited pair x(0), x'(0)", false},

@@ -115,7 +115,8 @@ func (e *fastEngine) play(ctx context.Context, k int, p *plan.Plan) (pointPlayed
 	l := e.l
 	start := time.Now()
 	done := 0
-	opts := engine.Options{Runs: l.runs, AgentsPerBlock: l.o.AgentsPerProcess, Progress: func(d, _ int) { l.tick(d - done); done = d }}
+	opts := engine.Options{Runs: l.runs, AgentsPerBlock: l.o.AgentsPerProcess, Progress: func(d, _ int) { l.tick(d - done); done = d },
+		EpisodeSink: l.episodeSink(k)}
 	pp := pointPlayed{summary: record.PointSummary{Index: k, Name: l.points[k].Name, Requested: l.runs}}
 	pp.summary.SetGuarantee(p)
 	var out *launch.TraceOut
@@ -252,7 +253,7 @@ func (e *natsEngine) play(ctx context.Context, k int, p *plan.Plan) (pointPlayed
 	po, runErr := launch.PlayPoint(ctx, cfg, launch.PlayOptions{
 		Runs: l.runs, Start: first, Folded: acc, FoldedLinks: l.resume.replayed[k],
 		TraceEpisodes: l.traced(), Trace: out, Started: start, Progress: l.tick, Watch: l.watcher(), Ready: l.hubReady(k), Data: l.hubData(),
-		Aggregate:     l.hubAggregate(k),
+		Aggregate: l.hubAggregate(k), Episodes: l.episodeSink(k),
 		Checkpoint:    func(episodes int, col *launch.Collector, final bool) { l.checkpoint(k, episodes, col, out, final) },
 		Interventions: l.iv, Stall: (&stallReporter{l: l}).report,
 	})

@@ -99,6 +99,8 @@ type Options struct {
 	UIPublic bool
 	// NATSMonitor is --nats-monitor: the embedded server's HTTP monitoring address ("": none).
 	NATSMonitor string
+	// Parquet is --parquet: episodes.parquet and trace.parquet beside summary.json (parquet.go).
+	Parquet bool
 	// Flags are the parsed flags (what was given: the resume state records it), Args the
 	// command line they were parsed from, and Reparse the command's parser: --resume parses
 	// the command line again after the recorded values of the flags that decide the results.
@@ -130,6 +132,9 @@ func (o *Options) Check(budget string) error {
 	}
 	if err := o.checkRecord(); err != nil {
 		return err
+	}
+	if o.Parquet && o.Resume != "" {
+		return cli.UsageError("--parquet cannot be combined with --resume: the points the interrupted run completed kept no per-episode rows; run again with --parquet")
 	}
 	return o.checkUI()
 }

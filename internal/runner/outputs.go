@@ -19,7 +19,7 @@ var procFileSuffixes = []string{contract.LogFile(""), contract.TraceFile(""), co
 
 // cleanOutputs removes from dir what an earlier dpsim run wrote there, so that a reused --out
 // holds only this run's outputs: summary.json, report.md, resume.json and resume.key, trace.jsonl and trace-pNN.jsonl (and
-// faults.jsonl, faults-pNN.jsonl beside them), faults.applied.yaml (--ui), the
+// faults.jsonl, faults-pNN.jsonl beside them), episodes.parquet and trace.parquet (--parquet), faults.applied.yaml (--ui), the
 // report's figures (report.FigureNames as .png and .svg), and procs/ with the processes'
 // files (procs/ and procs/pNN/: *.log, *.trace.jsonl, *.result.json, *.transcript.jsonl, *.faults.jsonl, *.checkpoint.json, *.plan.json, faults.live.*.json; the
 // directories go when that leaves them empty). Nothing else is touched.
@@ -83,7 +83,7 @@ func cleanOutputs(dir string) error {
 // isRunOutput reports whether name, in OUT, is a file dpsim run writes there (cleanOutputs).
 func isRunOutput(name string) bool {
 	if name == "summary.json" || name == report.FileName || name == ResumeFile || name == ResumeKeyFile || name == "trace.jsonl" || isPointTrace(name) ||
-		name == "faults.jsonl" || name == AppliedFaultsFile || isPointTrace(strings.Replace(name, "faults-p", "trace-p", 1)) {
+		name == "faults.jsonl" || name == AppliedFaultsFile || name == EpisodesParquet || name == TraceParquet || isPointTrace(strings.Replace(name, "faults-p", "trace-p", 1)) {
 		return true
 	}
 	for _, f := range record.FigureNames() {

@@ -76,6 +76,7 @@ type launcher struct {
 	srv            *launch.Server        // the NATS engine's server (nil: the fast engine)
 	rec            *busrec.Recorder      // --record (recording.go; nil: none)
 	recListen      recListener
+	episodes       episodeTable // --parquet: the rows of episodes.parquet (parquet.go)
 }
 
 // Outcome is what a run leaves its caller besides OUT: the summary (summary.json, when Written),
@@ -242,6 +243,9 @@ func (l *launcher) prepare() error {
 		}
 	}
 	if err := l.applyScenarioSettings(s); err != nil {
+		return err
+	}
+	if err := l.checkParquet(); err != nil {
 		return err
 	}
 	if o.Out == "" {

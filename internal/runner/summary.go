@@ -10,12 +10,17 @@ import (
 	"github.com/dpsim/dpsim/pkg/report"
 )
 
-// writeOutputs writes report.md, then summary.json, so that the two never disagree: a file
+// writeOutputs writes the Parquet tables of --parquet (a failure is the run's, named in both
+// files), report.md, then summary.json, so that the two never disagree: a file
 // that cannot be written (a full disk) is recorded as the run's failure in the other, or,
 // when neither can say it, in neither - report.md is then removed rather than left saying the
 // run went well - and the error goes to stderr through the returned error. It returns runErr
 // joined with the write errors, and whether summary.json was written.
 func (l *launcher) writeOutputs(runErr error) (error, bool) {
+	if err := l.writeParquet(); err != nil {
+		runErr = errors.Join(runErr, err)
+		l.recordWriteFailure(err)
+	}
 	if err := l.writeReport(); err != nil {
 		err = fmt.Errorf("report.md: %w", err)
 		runErr = errors.Join(runErr, err)

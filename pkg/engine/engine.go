@@ -44,6 +44,10 @@ type Options struct {
 	// --agents-per-process does (sim.NewBlocks: batched when the plan allows it; <= 1: one core per
 	// agent). The metrics.Results do not depend on it, except the link names (host.<i> -> host.<j>).
 	AgentsPerBlock int
+	// EpisodeSink, when set, receives each aggregated episode's per-run values
+	// (metrics.Accumulator.SetEpisodeSink; their names: EpisodeColumns), from one goroutine at a
+	// time: the rows of dpsim run --parquet's episodes.parquet.
+	EpisodeSink func(ep int, values []float64)
 }
 
 // netSim is one worker of the fast engine: every core of the run on an in-memory sim.Network,
@@ -157,6 +161,7 @@ func newRun(p *plan.Plan, seeds sim.Seeds, opts Options) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	acc.SetEpisodeSink(opts.EpisodeSink)
 	runs := opts.Runs
 	if runs == 0 {
 		runs = p.Scenario.Runs

@@ -9,4 +9,6 @@
 // Results is the JSON shape of summary.json "metrics" (see its field docs); every interval is
 // the normal 95% interval mean +- Z95 SE over independent runs, per-step series keep at most
 // MaxSeriesPoints steps, and the consensus deviation series at most MaxDeviationAgents agents.
+// SetEpisodeSink hands out each aggregated episode's per-run values (EpisodeColumns: the rows
+// of dpsim run --parquet's episodes.parquet).
 package metrics

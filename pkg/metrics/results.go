@@ -360,6 +360,10 @@ type Accumulator struct {
 	pending map[int]*Episode
 	free    []*Episode
 	sums    sums
+	// sink, when set, receives each episode's per-run values (EpisodeColumns) once (sunk: the
+	// waiting episodes Results handed over before they were folded).
+	sink func(ep int, values []float64)
+	sunk map[int]bool
 }
 
 // sums are the running aggregates over folded episodes.
@@ -684,6 +688,8 @@ func (a *Accumulator) maybeFold(e *Episode) {
 			return
 		}
 		a.fold(&a.sums, e)
+		a.sinkEpisode(e, false)
+		delete(a.sunk, a.next)
 		delete(a.pending, a.next)
 		a.free = append(a.free, e)
 		a.next++
@@ -761,6 +767,7 @@ func (a *Accumulator) results() *Results {
 		slices.Sort(waiting)
 		for _, ep := range waiting {
 			a.fold(&s, a.pending[ep])
+			a.sinkEpisode(a.pending[ep], true)
 		}
 	}
 	slices.Sort(incomplete)

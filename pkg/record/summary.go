@@ -134,6 +134,8 @@ type Files struct {
 	Traces  []string `json:"traces"`
 	Procs   string   `json:"procs,omitempty"` // the processes' own trace, result and log files
 	Report  string   `json:"report,omitempty"`
+	// Parquet are the Parquet tables of --parquet (episodes.parquet, trace.parquet).
+	Parquet []string `json:"parquet,omitempty"`
 }
 
 // ProcessSummary is one role process.

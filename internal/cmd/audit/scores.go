@@ -21,6 +21,7 @@ func defineScores(fs *flag.FlagSet, o *Options) *scoresFlags {
 	sf := &scoresFlags{}
 	fs.StringVar(&o.WriteScores, "write-scores", "", "write every trial's secret bit and scores to FILE (.csv: trial,bit,<scores>; .jsonl: one object per trial; .parquet: the CSV's columns; FILE-pNN.EXT per sweep point), which --scores reads back to the same bounds; it holds the secret bits: 0600 unless --share-outputs (docs/howto-audit.md)")
 	fs.StringVar(&sf.path, "scores", "", "analyse the trials of FILE (.csv, .jsonl or .parquet, as --write-scores writes them: scores from any implementation; or the canary layout, in_canary_scores and out_canary_scores as CSV or Parquet columns or a .json object) against --epsilon, --delta and --mechanism (per episode, composed over --episodes-per-trial K when each trial played K episodes) instead of playing a scenario's game")
+	fs.BoolVar(&o.Parquet, "parquet", false, "with --out: also write every trial's secret bit and scores to OUT/scores.parquet (OUT/scores-pNN.parquet per sweep point; columns trial INT64, bit INT32 and one DOUBLE per score, as --write-scores FILE.parquet); it holds the secret bits: 0600 unless --share-outputs")
 	fs.Float64Var(&sf.eps, "epsilon", 0, "with --scores: the claimed epsilon")
 	fs.Float64Var(&sf.delta, "delta", 0, "with --scores: the claimed delta (0: pure eps)")
 	fs.StringVar(&sf.mech, "mechanism", "", "with --scores: gaussian or laplace; default gaussian when --delta > 0, else laplace")

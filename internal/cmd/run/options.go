@@ -150,6 +150,7 @@ func defineFlags(fs *flag.FlagSet, o *runner.Options, seed, mode, budget *string
 	fs.BoolVar(&o.Transcript, "transcript", true, "the eavesdropper writes every message it saw to its transcript file")
 	fs.IntVar(&o.ChildProcs, "child-gomaxprocs", 1, "GOMAXPROCS of every role process (0 = Go's default: one thread per core); 1 is fastest for the lockstep loops")
 	fs.BoolVar(&o.JSON, "json", false, "print summary.json on stdout instead of the short table")
+	fs.BoolVar(&o.Parquet, "parquet", false, "also write Parquet tables beside summary.json: episodes.parquet (one row per point and episode: the per-episode values the metrics aggregate) and trace.parquet (the records of the trace files, flattened; none when no episode is traced); both 0600 unless --share-outputs, columns in docs/outputs.md; counted in the --budget estimate; not with --resume")
 	fs.BoolVar(&o.Progress, "progress", true, "show progress: a bar when stderr is a terminal, else a plain line every 5 s (piped output, CI logs)")
 	fs.StringVar(&o.TLS, "tls", "", "auto: the embedded server requires TLS with a certificate of a throwaway CA made for this run (every process trusts it); default off")
 	fs.StringVar(&o.TLSFiles.CA, "tls-ca", "", "external server over TLS: the CA file (PEM) that signed its certificate; every process trusts it")

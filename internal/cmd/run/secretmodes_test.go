@@ -72,7 +72,7 @@ func checkOutputModes(t *testing.T, out string, share bool) (files int) {
 }
 
 // TestSecretOutputModes: a run's (NATS engine, the plan files kept) and an audit's
-// (wire engine) outputs holding x(0), the seed or the true states are 0600 in folders 0700,
+// (wire engine) outputs holding x(0), the seed or the true states (--parquet's tables too) are 0600 in folders 0700,
 // and 0644 / 0755 with --share-outputs.
 func TestSecretOutputModes(t *testing.T) {
 	path := writeScenario(t, secretProbe)
@@ -82,17 +82,23 @@ func TestSecretOutputModes(t *testing.T) {
 			extra = append(extra, "--share-outputs")
 		}
 		out := t.TempDir()
-		code, _, stderr := runDpsim(t, 120*time.Second, append([]string{"run", path, "--out", out, "--log-level", "warn", "--keep-secrets"}, extra...)...)
+		code, _, stderr := runDpsim(t, 120*time.Second, append([]string{"run", path, "--out", out, "--log-level", "warn", "--keep-secrets", "--parquet"}, extra...)...)
 		require.Equal(t, 0, code, stderr)
 		require.Greater(t, checkOutputModes(t, out, share), 10)
 		_, err := os.Stat(filepath.Join(out, "procs", "plant-0.plan.json"))
 		require.NoError(t, err, "--keep-secrets kept the plant's plan file (x(0), the seed)")
+		for _, f := range []string{"episodes.parquet", "trace.parquet"} {
+			_, err = os.Stat(filepath.Join(out, f))
+			require.NoError(t, err)
+		}
 
 		out = t.TempDir()
-		code, _, stderr = runDpsim(t, 120*time.Second, append([]string{"audit", path, "--trials", "10", "--engine", "wire", "--out", out, "--log-level", "warn", "--keep-secrets"}, extra...)...)
+		code, _, stderr = runDpsim(t, 120*time.Second, append([]string{"audit", path, "--trials", "10", "--engine", "wire", "--out", out, "--log-level", "warn", "--keep-secrets", "--parquet"}, extra...)...)
 		require.Equal(t, 0, code, stderr)
 		require.Greater(t, checkOutputModes(t, out, share), 5)
-		_, err = os.Stat(filepath.Join(out, "audit.json"))
-		require.NoError(t, err)
+		for _, f := range []string{"audit.json", "scores.parquet"} {
+			_, err = os.Stat(filepath.Join(out, f))
+			require.NoError(t, err)
+		}
 	}
 }
