@@ -5,6 +5,7 @@ import (
 	auditcmd "github.com/dpsim/dpsim/internal/cmd/audit"
 	"github.com/dpsim/dpsim/internal/cmd/calibrate"
 	johncmd "github.com/dpsim/dpsim/internal/cmd/john"
+	mergecmd "github.com/dpsim/dpsim/internal/cmd/merge"
 	"github.com/dpsim/dpsim/internal/cmd/role"
 	runcmd "github.com/dpsim/dpsim/internal/cmd/run"
 	vecsumcmd "github.com/dpsim/dpsim/internal/cmd/vecsum"
@@ -26,6 +27,7 @@ func commands() map[string]cli.Command {
 		role.AgentCommand,
 		role.EveCommand,
 		workercmd.Command,
+		mergecmd.Command,
 	}
 	m := make(map[string]cli.Command, len(list))
 	for _, c := range list {
