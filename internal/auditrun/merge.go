@@ -159,6 +159,9 @@ func NewMerged(parts []*ShardPart, mo MergeOptions, log zerolog.Logger) (*Audit,
 	if err != nil {
 		return nil, fmt.Errorf("merge: part %s: the scenario it carries: %w", parts[0].Dir, err)
 	}
+	if err := CheckCost(o, s); err != nil { // the audit the parts claim, estimated as dpsim audit estimates it
+		return nil, fmt.Errorf("merge: part %s: %w", parts[0].Dir, err)
+	}
 	a, err := New(o, s, m.Seed, log)
 	if err != nil {
 		return nil, err

@@ -197,6 +197,9 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.BoolVar(&o.KeepSecrets, "keep-secrets", false, "wire engine with --out: keep the files holding secrets in OUT/procs when the audit ends (the plant's or agents' plan files: x(0) and the run seed); by default they are removed, however the audit ends")
 	sf := defineScores(fs, o)
 	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/audit-vehicle-structured.yaml")
+	if sf.path != "" && o.Shard.Enabled() {
+		return nil, cli.UsageError("--shard and --scores exclude each other (a shard plays trials; --scores analyses a file)")
+	}
 	if sf.path != "" {
 		return o, sf.check(fs, o, path, err)
 	}
