@@ -35,7 +35,7 @@ type ShardPart struct {
 // error names the part (and the field) that does not fit. The parts come back by index.
 func ReadShards(dirs []string) ([]*ShardPart, error) {
 	if len(dirs) == 0 {
-		return nil, fmt.Errorf("merge: no parts given")
+		return nil, fmt.Errorf("no parts given")
 	}
 	var parts []*ShardPart
 	for _, d := range dirs {
@@ -58,27 +58,27 @@ func readManifest(dir string) (*ShardManifest, error) {
 	path := filepath.Join(dir, ShardManifestFile)
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("merge: part %s: %w (not the --out of a dpsim audit --shard, or the shard did not finish)", dir, err)
+		return nil, fmt.Errorf("part %s: %w (not the --out of a dpsim audit --shard, or the shard did not finish)", dir, err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxManifest+1))
 	if err != nil {
-		return nil, fmt.Errorf("merge: %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(data) > maxManifest {
-		return nil, fmt.Errorf("merge: %s: larger than %d bytes, not a part's manifest", path, maxManifest)
+		return nil, fmt.Errorf("%s: larger than %d bytes, not a part's manifest", path, maxManifest)
 	}
 	var m ShardManifest
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("merge: %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if m.Format != ShardFormat {
-		return nil, fmt.Errorf("merge: %s: format %q, want %q", path, m.Format, ShardFormat)
+		return nil, fmt.Errorf("%s: format %q, want %q", path, m.Format, ShardFormat)
 	}
 	if m.Shard.N < 1 || m.Shard.N > MaxShards || m.Shard.I < 0 || m.Shard.I >= m.Shard.N {
-		return nil, fmt.Errorf("merge: %s: shard %s out of range", path, m.Shard)
+		return nil, fmt.Errorf("%s: shard %s out of range", path, m.Shard)
 	}
 	return &m, nil
 }
@@ -86,7 +86,7 @@ func readManifest(dir string) (*ShardManifest, error) {
 // sameAudit says which field of part p differs from the first part's.
 func sameAudit(first, p *ShardPart) error {
 	diff := func(field string, a, b any) error {
-		return fmt.Errorf("merge: part %s (shard %s) is not of the same audit as part %s (shard %s): %s %v, not %v",
+		return fmt.Errorf("part %s (shard %s) is not of the same audit as part %s (shard %s): %s %v, not %v",
 			p.Dir, p.Shard, first.Dir, first.Shard, field, b, a)
 	}
 	switch {
@@ -115,7 +115,7 @@ func checkIndices(parts []*ShardPart) ([]*ShardPart, error) {
 	byIndex := make([]*ShardPart, n)
 	for _, p := range parts {
 		if q := byIndex[p.Shard.I]; q != nil {
-			return nil, fmt.Errorf("merge: shard %s given twice: parts %s and %s", p.Shard, q.Dir, p.Dir)
+			return nil, fmt.Errorf("shard %s given twice: parts %s and %s", p.Shard, q.Dir, p.Dir)
 		}
 		byIndex[p.Shard.I] = p
 	}
@@ -126,7 +126,7 @@ func checkIndices(parts []*ShardPart) ([]*ShardPart, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("merge: %d of %d shards missing: %s (run dpsim audit --shard for each and give all their parts)",
+		return nil, fmt.Errorf("%d of %d shards missing: %s (run dpsim audit --shard for each and give all their parts)",
 			len(missing), n, strings.Join(missing, ", "))
 	}
 	return byIndex, nil
@@ -151,23 +151,23 @@ func NewMerged(parts []*ShardPart, mo MergeOptions, log zerolog.Logger) (*Audit,
 	if st.Adjacency != "" {
 		adj, err := privacy.ParseAdjacency(st.Adjacency)
 		if err != nil {
-			return nil, fmt.Errorf("merge: part %s: settings.adjacency: %w", parts[0].Dir, err)
+			return nil, fmt.Errorf("part %s: settings.adjacency: %w", parts[0].Dir, err)
 		}
 		o.Adjacency = adj
 	}
 	s, err := scenario.Parse(m.YAML, m.Source)
 	if err != nil {
-		return nil, fmt.Errorf("merge: part %s: the scenario it carries: %w", parts[0].Dir, err)
+		return nil, fmt.Errorf("part %s: the scenario it carries: %w", parts[0].Dir, err)
 	}
 	if err := CheckCost(o, s); err != nil { // the audit the parts claim, estimated as dpsim audit estimates it
-		return nil, fmt.Errorf("merge: part %s: %w", parts[0].Dir, err)
+		return nil, fmt.Errorf("part %s: %w", parts[0].Dir, err)
 	}
 	a, err := New(o, s, m.Seed, log)
 	if err != nil {
 		return nil, err
 	}
 	if a.Trials != st.Trials || a.Conf != st.Confidence || len(a.Points) != len(m.Points) {
-		return nil, fmt.Errorf("merge: part %s: the audit rebuilt from it has %d trials, confidence %v and %d points, not %d, %v and %d",
+		return nil, fmt.Errorf("part %s: the audit rebuilt from it has %d trials, confidence %v and %d points, not %d, %v and %d",
 			parts[0].Dir, a.Trials, a.Conf, len(a.Points), st.Trials, st.Confidence, len(m.Points))
 	}
 	return a, nil
@@ -183,20 +183,20 @@ func (sp ShardsPlayer) Play(_ context.Context, k int, g *audit.Game, trials int,
 	var elapsed float64
 	for _, p := range sp.Parts {
 		if len(p.Points) <= k {
-			return nil, fmt.Errorf("merge: part %s: no point %d", p.Dir, k)
+			return nil, fmt.Errorf("part %s: no point %d", p.Dir, k)
 		}
 		pt := p.Points[k]
 		if lo, hi := p.Shard.Range(2 * trials); pt.Lo != lo || pt.Hi != hi || !slices.Equal(pt.Scores, g.ScoreNames()) {
-			return nil, fmt.Errorf("merge: part %s: point %d holds trials %d..%d of scores %v, want %d..%d of %v",
+			return nil, fmt.Errorf("part %s: point %d holds trials %d..%d of scores %v, want %d..%d of %v",
 				p.Dir, k, pt.Lo, pt.Hi-1, pt.Scores, lo, hi-1, g.ScoreNames())
 		}
 		scores, err := readScores(filepath.Join(p.Dir, filepath.Base(pt.File)), (pt.Hi-pt.Lo)*len(pt.Scores))
 		if err != nil {
-			return nil, fmt.Errorf("merge: part %s: %w", p.Dir, err)
+			return nil, fmt.Errorf("part %s: %w", p.Dir, err)
 		}
 		if pt.Hi > pt.Lo {
 			if err := out.AddChunk(pt.Lo, pt.Hi, scores); err != nil {
-				return nil, fmt.Errorf("merge: part %s: %w", p.Dir, err)
+				return nil, fmt.Errorf("part %s: %w", p.Dir, err)
 			}
 		}
 		elapsed = max(elapsed, pt.ElapsedSec) // the shards ran side by side: the longest is the wall time
