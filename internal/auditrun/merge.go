@@ -96,6 +96,8 @@ func sameAudit(first, p *ShardPart) error {
 		return diff("scenario_sha256 (the scenario file differs)", first.Digest, p.Digest)
 	case p.Seed != first.Seed:
 		return diff("seed", first.Seed, p.Seed)
+	case p.Build != first.Build:
+		return diff("build (another dpsim binary)", first.Build, p.Build)
 	case p.Shard.N != first.Shard.N:
 		return diff("shard count N", first.Shard.N, p.Shard.N)
 	}

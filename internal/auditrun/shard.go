@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -98,11 +99,14 @@ type ShardManifest struct {
 	Kind   string `json:"kind"`
 	// Scenario is the scenario's name, Source its path as given, Digest the SHA-256 of its YAML
 	// (hex) and YAML the file itself: the merge rebuilds the games from it.
-	Scenario string        `json:"scenario"`
-	Source   string        `json:"source"`
-	Digest   string        `json:"scenario_sha256"`
-	YAML     []byte        `json:"scenario_yaml"`
-	Seed     uint64        `json:"seed"`
+	Scenario string `json:"scenario"`
+	Source   string `json:"source"`
+	Digest   string `json:"scenario_sha256"`
+	YAML     []byte `json:"scenario_yaml"`
+	Seed     uint64 `json:"seed"`
+	// Build is the dpsim binary that played the part (buildID): parts of different builds may
+	// have played different arithmetic, and are not merged.
+	Build    string        `json:"build"`
 	Shard    Shard         `json:"shard"`
 	Settings ShardSettings `json:"settings"`
 	Points   []ShardPoint  `json:"points"`
@@ -170,7 +174,7 @@ func (a *Audit) WriteShard(ctx context.Context, play ShardPlayer) (*ShardManifes
 	}
 	sum := sha256.Sum256(yaml)
 	m := &ShardManifest{Format: ShardFormat, Kind: ShardKindAudit, Scenario: a.Name, Source: o.ScenarioPath, Digest: hex.EncodeToString(sum[:]),
-		YAML: yaml, Seed: a.Seed, Shard: o.Shard, Settings: a.shardSettings()}
+		YAML: yaml, Seed: a.Seed, Build: buildID(), Shard: o.Shard, Settings: a.shardSettings()}
 	total := 2 * a.Trials
 	if o.Shard.N > total {
 		return nil, cli.UsageError("--shard %s: %d shards of %d trials: at most %d shards", o.Shard, o.Shard.N, total, total)
@@ -193,4 +197,29 @@ func (a *Audit) WriteShard(ctx context.Context, play ShardPlayer) (*ShardManifes
 	}
 	err = atomicfile.Write(filepath.Join(o.Out, ShardManifestFile), mode, func(w io.Writer) error { return cli.WriteJSON(w, m) })
 	return m, err
+}
+
+// buildID names this binary's build: its Go version, module version and, when built from a
+// git checkout, the commit (and "+modified" for uncommitted changes).
+func buildID() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	id := bi.GoVersion + " " + bi.Main.Version
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+modified"
+			}
+		}
+	}
+	if rev != "" {
+		id += " " + rev + modified
+	}
+	return id
 }
