@@ -1,11 +1,8 @@
 package auditrun
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,14 +12,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/dpsim/dpsim/internal/shard"
 	"github.com/dpsim/dpsim/pkg/audit"
 	"github.com/dpsim/dpsim/pkg/privacy"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
-
-// maxManifest bounds a part's shard.json: the scenario file (scenario.MaxFileSize, base64) and
-// a line per point.
-const maxManifest = 2*scenario.MaxFileSize + 1<<20
 
 // ShardPart is a part as dpsim merge read it: its directory and manifest.
 type ShardPart struct {
@@ -30,108 +24,42 @@ type ShardPart struct {
 	*ShardManifest
 }
 
-// ReadShards reads the parts' manifests and checks that they are the N shards of one audit:
-// the same kind, scenario (digest), seed, N and settings, every index 0..N-1 exactly once. An
-// error names the part (and the field) that does not fit. The parts come back by index.
+// ReadShards reads the parts' manifests and checks that they are the N shards of one audit
+// (shard.Check: the same scenario, seed, build and N, every index 0..N-1 exactly once; here also
+// the same settings). An error names the part (and the field) that does not fit. The parts come
+// back by index.
 func ReadShards(dirs []string) ([]*ShardPart, error) {
-	if len(dirs) == 0 {
-		return nil, fmt.Errorf("no parts given")
-	}
 	var parts []*ShardPart
+	var hs []shard.Part
 	for _, d := range dirs {
-		m, err := readManifest(d)
-		if err != nil {
+		m := &ShardManifest{}
+		if err := shard.ReadManifest(d, shard.KindAudit, m, func() shard.Header { return m.Header }); err != nil {
 			return nil, err
 		}
-		if len(parts) > 0 {
-			if err := sameAudit(parts[0], &ShardPart{d, m}); err != nil {
-				return nil, err
-			}
-		}
 		parts = append(parts, &ShardPart{d, m})
+		hs = append(hs, shard.Part{Dir: d, Header: m.Header})
 	}
-	return checkIndices(parts)
-}
-
-// readManifest reads and checks DIR/shard.json.
-func readManifest(dir string) (*ShardManifest, error) {
-	path := filepath.Join(dir, ShardManifestFile)
-	f, err := os.Open(path)
+	order, err := shard.Check(hs, func(first, p int) (string, any, any) { return settingDiff(parts[first].Settings, parts[p].Settings) })
 	if err != nil {
-		return nil, fmt.Errorf("part %s: %w (not the --out of a dpsim audit --shard, or the shard did not finish)", dir, err)
+		return nil, err
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxManifest+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > maxManifest {
-		return nil, fmt.Errorf("%s: larger than %d bytes, not a part's manifest", path, maxManifest)
-	}
-	var m ShardManifest
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if m.Format != ShardFormat {
-		return nil, fmt.Errorf("%s: format %q, want %q", path, m.Format, ShardFormat)
-	}
-	if m.Shard.N < 1 || m.Shard.N > MaxShards || m.Shard.I < 0 || m.Shard.I >= m.Shard.N {
-		return nil, fmt.Errorf("%s: shard %s out of range", path, m.Shard)
-	}
-	return &m, nil
-}
-
-// sameAudit says which field of part p differs from the first part's.
-func sameAudit(first, p *ShardPart) error {
-	diff := func(field string, a, b any) error {
-		return fmt.Errorf("part %s (shard %s) is not of the same audit as part %s (shard %s): %s %v, not %v",
-			p.Dir, p.Shard, first.Dir, first.Shard, field, b, a)
-	}
-	switch {
-	case p.Kind != first.Kind:
-		return diff("kind", first.Kind, p.Kind)
-	case p.Digest != first.Digest:
-		return diff("scenario_sha256 (the scenario file differs)", first.Digest, p.Digest)
-	case p.Seed != first.Seed:
-		return diff("seed", first.Seed, p.Seed)
-	case p.Build != first.Build:
-		return diff("build (another dpsim binary)", first.Build, p.Build)
-	case p.Shard.N != first.Shard.N:
-		return diff("shard count N", first.Shard.N, p.Shard.N)
-	}
-	a, b := reflect.ValueOf(first.Settings), reflect.ValueOf(p.Settings)
-	for i := range a.NumField() {
-		if !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
-			tag, _, _ := strings.Cut(a.Type().Field(i).Tag.Get("json"), ",")
-			return diff("setting "+tag, a.Field(i).Interface(), b.Field(i).Interface())
-		}
-	}
-	return nil
-}
-
-// checkIndices orders the parts by index and refuses a duplicated or missing one.
-func checkIndices(parts []*ShardPart) ([]*ShardPart, error) {
-	n := parts[0].Shard.N
-	byIndex := make([]*ShardPart, n)
-	for _, p := range parts {
-		if q := byIndex[p.Shard.I]; q != nil {
-			return nil, fmt.Errorf("shard %s given twice: parts %s and %s", p.Shard, q.Dir, p.Dir)
-		}
-		byIndex[p.Shard.I] = p
-	}
-	var missing []string
-	for i, p := range byIndex {
-		if p == nil {
-			missing = append(missing, fmt.Sprintf("%d/%d", i, n))
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("%d of %d shards missing: %s (run dpsim audit --shard for each and give all their parts)",
-			len(missing), n, strings.Join(missing, ", "))
+	byIndex := make([]*ShardPart, len(order))
+	for i, q := range order {
+		byIndex[i] = parts[q]
 	}
 	return byIndex, nil
+}
+
+// settingDiff names the first setting that differs between a and b ("": none).
+func settingDiff(a, b ShardSettings) (field string, want, got any) {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	for i := range va.NumField() {
+		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			tag, _, _ := strings.Cut(va.Type().Field(i).Tag.Get("json"), ",")
+			return "setting " + tag, va.Field(i).Interface(), vb.Field(i).Interface()
+		}
+	}
+	return "", nil, nil
 }
 
 // MergeOptions are dpsim merge's flags that reach the outputs.

@@ -2,19 +2,15 @@ package auditrun
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/cli"
+	"github.com/dpsim/dpsim/internal/shard"
 	"github.com/dpsim/dpsim/pkg/audit"
 	"github.com/dpsim/dpsim/pkg/scenario"
 )
@@ -25,49 +21,11 @@ import (
 // played - its secret bit audit.Bit(seed, e), its noise episode e's streams, its split tag a hash
 // of e (pkg/audit/trials.go) - so the analysis of the merged trials is the analysis of the whole.
 
-// MaxShards bounds N in --shard I/N.
-const MaxShards = 10_000
+// Shard is --shard I/N (internal/shard).
+type Shard = shard.Shard
 
-// ShardFormat names the format of a part's manifest (ShardManifestFile).
-const ShardFormat = "dpsim-shard/1"
-
-// ShardManifestFile is the part's manifest in its directory, written last: a part without it is
-// incomplete.
-const ShardManifestFile = "shard.json"
-
-// ShardKindAudit is the Kind of an audit's part.
-const ShardKindAudit = "audit"
-
-// Shard is --shard I/N: slice I (0-based) of N.
-type Shard struct {
-	I int `json:"index"`
-	N int `json:"count"`
-}
-
-// Enabled reports whether --shard was given.
-func (s Shard) Enabled() bool { return s.N > 0 }
-
-func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.I, s.N) }
-
-// ParseShard parses --shard I/N: 0 <= I < N <= MaxShards.
-func ParseShard(v string) (Shard, error) {
-	is, ns, ok := strings.Cut(strings.TrimSpace(v), "/")
-	i, ierr := strconv.Atoi(is)
-	n, nerr := strconv.Atoi(ns)
-	if !ok || ierr != nil || nerr != nil {
-		return Shard{}, cli.UsageError("--shard %q: want I/N, e.g. 0/7 (slice I of N, I = 0..N-1)", v)
-	}
-	if n < 1 || n > MaxShards || i < 0 || i >= n {
-		return Shard{}, cli.UsageError("--shard %q: want 0 <= I < N <= %d", v, MaxShards)
-	}
-	return Shard{I: i, N: n}, nil
-}
-
-// Range is the shard's trials of total: lo..hi-1, the I-th of N contiguous slices whose sizes
-// differ by at most one.
-func (s Shard) Range(total int) (lo, hi int) {
-	return int(int64(s.I) * int64(total) / int64(s.N)), int(int64(s.I+1) * int64(total) / int64(s.N))
-}
+// ParseShard parses --shard I/N (shard.Parse).
+var ParseShard = shard.Parse
 
 // ShardSettings are the settings that change an audit's result: every part of a merge must have
 // the same (the flags resolved: the scenario's audit section and the defaults applied).
@@ -93,21 +51,12 @@ type ShardPoint struct {
 	ElapsedSec float64  `json:"elapsed_sec"`
 }
 
-// ShardManifest is a part's shard.json: what it holds and everything a merge checks.
+// ShardManifest is an audit part's shard.json: the header every part has (the scenario's
+// digest, the seed, the build, I and N), the scenario file itself (the merge rebuilds the games
+// from it), the settings and every point's trials.
 type ShardManifest struct {
-	Format string `json:"format"`
-	Kind   string `json:"kind"`
-	// Scenario is the scenario's name, Source its path as given, Digest the SHA-256 of its YAML
-	// (hex) and YAML the file itself: the merge rebuilds the games from it.
-	Scenario string `json:"scenario"`
-	Source   string `json:"source"`
-	Digest   string `json:"scenario_sha256"`
-	YAML     []byte `json:"scenario_yaml"`
-	Seed     uint64 `json:"seed"`
-	// Build is the dpsim binary that played the part (buildID): parts of different builds may
-	// have played different arithmetic, and are not merged.
-	Build    string        `json:"build"`
-	Shard    Shard         `json:"shard"`
+	shard.Header
+	YAML     []byte        `json:"scenario_yaml"`
 	Settings ShardSettings `json:"settings"`
 	Points   []ShardPoint  `json:"points"`
 }
@@ -172,9 +121,7 @@ func (a *Audit) WriteShard(ctx context.Context, play ShardPlayer) (*ShardManifes
 	if err := atomicfile.MkdirOutputs(o.Out, o.ShareOutputs); err != nil {
 		return nil, fmt.Errorf("--out: %w", err)
 	}
-	sum := sha256.Sum256(yaml)
-	m := &ShardManifest{Format: ShardFormat, Kind: ShardKindAudit, Scenario: a.Name, Source: o.ScenarioPath, Digest: hex.EncodeToString(sum[:]),
-		YAML: yaml, Seed: a.Seed, Build: buildID(), Shard: o.Shard, Settings: a.shardSettings()}
+	m := &ShardManifest{Header: shard.NewHeader(shard.KindAudit, a.Name, o.ScenarioPath, yaml, a.Seed, o.Shard), YAML: yaml, Settings: a.shardSettings()}
 	total := 2 * a.Trials
 	if o.Shard.N > total {
 		return nil, cli.UsageError("--shard %s: %d shards of %d trials: at most %d shards", o.Shard, o.Shard.N, total, total)
@@ -195,31 +142,6 @@ func (a *Audit) WriteShard(ctx context.Context, play ShardPlayer) (*ShardManifes
 		}
 		m.Points = append(m.Points, p)
 	}
-	err = atomicfile.Write(filepath.Join(o.Out, ShardManifestFile), mode, func(w io.Writer) error { return cli.WriteJSON(w, m) })
+	err = atomicfile.Write(filepath.Join(o.Out, shard.ManifestFile), mode, func(w io.Writer) error { return cli.WriteJSON(w, m) })
 	return m, err
-}
-
-// buildID names this binary's build: its Go version, module version and, when built from a
-// git checkout, the commit (and "+modified" for uncommitted changes).
-func buildID() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	id := bi.GoVersion + " " + bi.Main.Version
-	var rev, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = "+modified"
-			}
-		}
-	}
-	if rev != "" {
-		id += " " + rev + modified
-	}
-	return id
 }

@@ -1,4 +1,4 @@
-package auditrun
+package shard
 
 import (
 	"testing"
@@ -25,12 +25,12 @@ func TestShardRangesCoverTheTrials(t *testing.T) {
 	}
 }
 
-func TestParseShard(t *testing.T) {
-	s, err := ParseShard("3/7")
+func TestParse(t *testing.T) {
+	s, err := Parse("3/7")
 	require.NoError(t, err)
 	require.Equal(t, Shard{I: 3, N: 7}, s)
 	for _, bad := range []string{"", "3", "7/7", "-1/7", "0/0", "a/b", "1/10001"} {
-		_, err := ParseShard(bad)
+		_, err := Parse(bad)
 		require.ErrorIs(t, err, cli.ErrUsage, bad)
 	}
 }
