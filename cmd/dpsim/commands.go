@@ -27,7 +27,7 @@ func commands() map[string]cli.Command {
 		role.AgentCommand,
 		role.EveCommand,
 		workercmd.Command,
-		mergecmd.Command,
+		mergecmd.New(runcmd.ParseArgs),
 	}
 	m := make(map[string]cli.Command, len(list))
 	for _, c := range list {
