@@ -33,7 +33,7 @@ func ReadShards(dirs []string) ([]*ShardPart, error) {
 	var hs []shard.Part
 	for _, d := range dirs {
 		m := &ShardManifest{}
-		if err := shard.ReadManifest(d, shard.KindAudit, m, func() shard.Header { return m.Header }); err != nil {
+		if err := shard.ReadManifest(d, shard.KindAudit, m); err != nil {
 			return nil, err
 		}
 		parts = append(parts, &ShardPart{d, m})

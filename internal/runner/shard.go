@@ -179,7 +179,7 @@ func ReadRunShards(dirs []string) ([]*RunShardPart, error) {
 	var hs []shard.Part
 	for _, d := range dirs {
 		m := &RunShardManifest{}
-		if err := shard.ReadManifest(d, shard.KindRun, m, func() shard.Header { return m.Header }); err != nil {
+		if err := shard.ReadManifest(d, shard.KindRun, m); err != nil {
 			return nil, err
 		}
 		parts = append(parts, &RunShardPart{d, m})

@@ -117,9 +117,9 @@ func BuildID() string {
 	return id
 }
 
-// ReadManifest reads DIR/shard.json into m (a kind's manifest, which embeds Header; unknown
-// fields refused) and checks its header: the format, the kind, I and N.
-func ReadManifest(dir, kind string, m any, header func() Header) error {
+// ReadManifest reads DIR/shard.json, checks its header - the format, the kind, I and N - and
+// decodes it into m (the kind's manifest, which embeds Header; unknown fields refused).
+func ReadManifest(dir, kind string, m any) error {
 	path := filepath.Join(dir, ManifestFile)
 	f, err := os.Open(path)
 	if err != nil {
@@ -133,12 +133,10 @@ func ReadManifest(dir, kind string, m any, header func() Header) error {
 	if len(data) > MaxManifest {
 		return fmt.Errorf("%s: larger than %d bytes, not a part's manifest", path, MaxManifest)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(m); err != nil {
+	var h Header // first the header alone: a part of another kind has other fields
+	if err := json.Unmarshal(data, &h); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	h := header()
 	switch {
 	case h.Format != Format:
 		return fmt.Errorf("%s: format %q, want %q", path, h.Format, Format)
@@ -146,6 +144,11 @@ func ReadManifest(dir, kind string, m any, header func() Header) error {
 		return fmt.Errorf("%s: a part of dpsim %s, not of dpsim %s", path, h.Kind, kind)
 	case h.Shard.N < 1 || h.Shard.N > Max || h.Shard.I < 0 || h.Shard.I >= h.Shard.N:
 		return fmt.Errorf("%s: shard %s out of range", path, h.Shard)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(m); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }
