@@ -114,6 +114,10 @@ func NewShardPlayer(a *Audit, stderr io.Writer) ShardPlayer {
 // each point's scores (trials-pNN.bin), then the manifest (shard.json), which it returns.
 func (a *Audit) WriteShard(ctx context.Context, play ShardPlayer) (*ShardManifest, error) {
 	o := a.Opts
+	total := 2 * a.Trials
+	if o.Shard.N > total {
+		return nil, cli.UsageError("--shard %s: %d shards of %d trials: at most %d shards", o.Shard, o.Shard.N, total, total)
+	}
 	yaml, err := os.ReadFile(o.ScenarioPath)
 	if err != nil {
 		return nil, fmt.Errorf("--shard: %w", err)
@@ -122,10 +126,6 @@ func (a *Audit) WriteShard(ctx context.Context, play ShardPlayer) (*ShardManifes
 		return nil, fmt.Errorf("--out: %w", err)
 	}
 	m := &ShardManifest{Header: shard.NewHeader(shard.KindAudit, a.Name, o.ScenarioPath, yaml, a.Seed, o.Shard), YAML: yaml, Settings: a.shardSettings()}
-	total := 2 * a.Trials
-	if o.Shard.N > total {
-		return nil, cli.UsageError("--shard %s: %d shards of %d trials: at most %d shards", o.Shard, o.Shard.N, total, total)
-	}
 	mode := atomicfile.Mode(true, o.ShareOutputs) // the scores, like audit.json, are the audit's
 	for k, g := range a.Games {
 		lo, hi := o.Shard.Range(total)

@@ -125,7 +125,6 @@ func (l *launcher) writeShard(ctx context.Context) error {
 					return err
 				}
 				pt.Chunks = append(pt.Chunks, i)
-				l.tick(sp.Hi - sp.Lo)
 			}
 			return nil
 		})

@@ -47,8 +47,8 @@ played by shard i mod N, as the workers of --dispatch play them) are merged by r
 command line again with --out OUT, its engine folding their chunks in order (the coordinator's
 check and fold) instead of playing them: OUT's summary.json, report.md, traces and figures are
 the unsharded run's, bit for bit but the times and the run id. The scenario file must be where the
-shards read it, with the same bytes (its SHA-256 is checked); the run's own flags (--json,
---share-outputs, ...) are the shards' command line's.
+shards read it, with the same bytes (its SHA-256 is checked); the run's flags (--share-outputs,
+--trace-episodes, ...) are the shards' command line's, and --json here prints its summary.json.
 
 Exit status 0 whatever the verdict (3 with --fail-on-violation and a violation), 1 when a part is
 missing, duplicated or does not fit, 2 on a usage error.`
