@@ -216,9 +216,8 @@ func MergeRunShards(ctx context.Context, parts []*RunShardPart, out string, pars
 	if sum, err := fileSHA256(o.ScenarioPath); err != nil || sum != m.Digest {
 		return nil, cli.UsageError("scenario %s: not the file the shards played (sha256 %s; run dpsim merge where they ran, with that file): %v", o.ScenarioPath, m.Digest, err)
 	}
-	if !o.SeedSet {
-		o.Seed, o.SeedSet = m.Seed, true // the scenario's, as the shards resolved it
-	}
+	// the seed is the command line's or the scenario's (a shard refuses a drawn one): the same
+	// as the shards', and summary.json's seed_source says which, as the unsharded run's
 	o.shardParts = parts
 	return Execute(ctx, o, stderr, log)
 }
