@@ -17,7 +17,7 @@ import (
 
 // Shards: `dpsim audit --shard I/N` plays the I-th of N deterministic slices of an audit's
 // trials and writes them into a part (its --out); `dpsim merge` folds the N parts into the
-// outputs of the unsharded audit, bit for bit (MergeShards). Trial e is the same wherever it is
+// outputs of the unsharded audit, bit for bit (merge.go). Trial e is the same wherever it is
 // played - its secret bit audit.Bit(seed, e), its noise episode e's streams, its split tag a hash
 // of e (pkg/audit/trials.go) - so the analysis of the merged trials is the analysis of the whole.
 
