@@ -105,10 +105,41 @@ func NewMerged(parts []*ShardPart, mo MergeOptions, log zerolog.Logger) (*Audit,
 
 // ShardsPlayer is the player of dpsim merge: point k's outcome is the parts' trials of it,
 // folded in order of their index as the farm folds its chunks (audit.Outcome.AddChunk).
-type ShardsPlayer struct{ Parts []*ShardPart }
+type ShardsPlayer struct {
+	Parts []*ShardPart
+	point int // the point played last (Annotate's)
+}
+
+// Annotate adds to the point's report what the wire engine's processes of each shard were and
+// did (their list, problems, degradation and notes, named by shard); nothing for the fast engine.
+func (sp *ShardsPlayer) Annotate(rep *audit.GameReport, complete bool) {
+	for _, p := range sp.Parts {
+		w := p.Points[sp.point].Wire
+		if w == nil {
+			continue
+		}
+		for _, pr := range w.Processes {
+			pr.Process = fmt.Sprintf("%s (shard %s)", pr.Process, p.Shard)
+			rep.Processes = append(rep.Processes, pr)
+		}
+		for _, pr := range w.Problems {
+			pr.Process = fmt.Sprintf("%s (shard %s)", pr.Process, p.Shard)
+			rep.Problems = append(rep.Problems, pr)
+		}
+		for _, d := range w.Degraded {
+			rep.Degraded = append(rep.Degraded, fmt.Sprintf("shard %s: %s", p.Shard, d))
+		}
+		for _, n := range w.Notes {
+			if complete {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("shard %s: %s", p.Shard, n))
+			}
+		}
+	}
+}
 
 // Play reads and folds every part's trials of point k (checking each part's range and scores).
-func (sp ShardsPlayer) Play(_ context.Context, k int, g *audit.Game, trials int, feed Feed) (*audit.Outcome, error) {
+func (sp *ShardsPlayer) Play(_ context.Context, k int, g *audit.Game, trials int, feed Feed) (*audit.Outcome, error) {
+	sp.point = k
 	out := g.NewOutcome(sp.Parts[0].Settings.Engine, sp.Parts[0].Seed, trials)
 	var elapsed float64
 	for _, p := range sp.Parts {

@@ -49,6 +49,19 @@ type ShardPoint struct {
 	Scores     []string `json:"scores"`
 	File       string   `json:"file"`
 	ElapsedSec float64  `json:"elapsed_sec"`
+	// Wire is what the wire engine's processes of the shard were and did (nil: the fast engine):
+	// the merge adds it to the point's report, named by shard.
+	Wire *ShardWire `json:"wire,omitempty"`
+}
+
+// ShardWire is a wire shard's record of its processes: who played each role, the problems
+// attributed to them, the degradation and the engine's notes (what WirePlayer.Annotate adds to
+// an unsharded report).
+type ShardWire struct {
+	Processes []audit.RoleProcess `json:"processes,omitempty"`
+	Problems  []audit.RoleProblem `json:"problems,omitempty"`
+	Degraded  []string            `json:"degraded,omitempty"`
+	Notes     []string            `json:"notes,omitempty"`
 }
 
 // ShardManifest is an audit part's shard.json: the header every part has (the scenario's
@@ -94,19 +107,20 @@ func (o *Options) CheckShardSeed(s *scenario.Scenario) error {
 }
 
 // ShardPlayer plays trials lo..hi-1 of point k's game and returns their scores, trial after
-// trial (audit.PlayChunk's layout).
-type ShardPlayer func(ctx context.Context, k int, g *audit.Game, lo, hi int) ([]float64, error)
+// trial (audit.PlayChunk's layout), and the wire engine's record of its processes (nil: none).
+type ShardPlayer func(ctx context.Context, k int, g *audit.Game, lo, hi int) ([]float64, *ShardWire, error)
 
 // NewShardPlayer is the player of a shard of a: the wire engine's processes, else in-process.
 func NewShardPlayer(a *Audit, stderr io.Writer) ShardPlayer {
 	if a.Opts.Engine == audit.EngineWire {
 		w := NewWirePlayer(a, stderr)
-		return func(ctx context.Context, k int, g *audit.Game, lo, hi int) ([]float64, error) {
+		return func(ctx context.Context, k int, g *audit.Game, lo, hi int) ([]float64, *ShardWire, error) {
 			return w.playRange(ctx, k, g, a.Trials, lo, hi)
 		}
 	}
-	return func(ctx context.Context, _ int, g *audit.Game, lo, hi int) ([]float64, error) {
-		return audit.PlayChunk(ctx, g, a.Seed, lo, hi, a.Opts.Workers)
+	return func(ctx context.Context, _ int, g *audit.Game, lo, hi int) ([]float64, *ShardWire, error) {
+		scores, err := audit.PlayChunk(ctx, g, a.Seed, lo, hi, a.Opts.Workers)
+		return scores, nil, err
 	}
 }
 
@@ -131,12 +145,12 @@ func (a *Audit) WriteShard(ctx context.Context, play ShardPlayer) (*ShardManifes
 		lo, hi := o.Shard.Range(total)
 		a.Log.Info().Str("point", a.Points[k].Name).Str("shard", o.Shard.String()).Int("lo", lo).Int("hi", hi).Msg("playing the shard's trials")
 		start := time.Now()
-		scores, err := play(ctx, k, g, lo, hi)
+		scores, wire, err := play(ctx, k, g, lo, hi)
 		if err != nil {
 			return nil, PointErr(len(a.Points), k, a.Points[k], err)
 		}
 		p := ShardPoint{Name: a.Points[k].Name, Lo: lo, Hi: hi, Scores: g.ScoreNames(), File: fmt.Sprintf("trials-p%02d.bin", k),
-			ElapsedSec: time.Since(start).Seconds()}
+			ElapsedSec: time.Since(start).Seconds(), Wire: wire}
 		if err := atomicfile.WriteFile(filepath.Join(o.Out, p.File), encodeScores(scores), mode); err != nil {
 			return nil, err
 		}

@@ -47,12 +47,18 @@ func (w *WirePlayer) Play(ctx context.Context, k int, g *audit.Game, trials int,
 }
 
 // playRange plays episodes lo..hi-1 of point k's game over NATS (a shard's, --shard) and
-// returns their scores trial after trial (audit.PlayChunk's layout).
-func (w *WirePlayer) playRange(ctx context.Context, k int, g *audit.Game, trials, lo, hi int) ([]float64, error) {
+// returns their scores trial after trial (audit.PlayChunk's layout), with what its processes
+// were and did.
+func (w *WirePlayer) playRange(ctx context.Context, k int, g *audit.Game, trials, lo, hi int) ([]float64, *ShardWire, error) {
+	rec := &ShardWire{}
 	out, err := runWire(ctx, w.o, wireConfig{point: k, points: w.points, game: g, seed: w.seed, trials: trials, log: w.log,
-		inflight: w.o.Inflight, lo: lo, hi: hi, outcome: func(r *wireRoles) { r.print(w.stderr) }})
+		inflight: w.o.Inflight, lo: lo, hi: hi, note: func(s string) { rec.Notes = append(rec.Notes, s) },
+		outcome: func(r *wireRoles) {
+			r.print(w.stderr)
+			rec.Processes, rec.Problems, rec.Degraded = r.procs, r.problems, r.degraded
+		}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	n := len(g.ScoreNames())
 	scores := make([]float64, (hi-lo)*n)
@@ -60,7 +66,7 @@ func (w *WirePlayer) playRange(ctx context.Context, k int, g *audit.Game, trials
 		copy(scores[(int(trial)-lo)*n:], s)
 		return nil
 	})
-	return scores, err
+	return scores, rec, err
 }
 
 // Annotate adds the point's processes, problems and degradation to its report and, when it is

@@ -107,7 +107,7 @@ func mergeAudit(ctx context.Context, mo auditrun.MergeOptions, dirs []string, st
 	if err := os.MkdirAll(mo.Out, 0o755); err != nil {
 		return cli.UsageError("OUT %s: %v", mo.Out, err)
 	}
-	reports, violations, err := a.PlayAll(ctx, auditrun.ShardsPlayer{Parts: parts}, auditrun.Observer{Done: a.WriteReport})
+	reports, violations, err := a.PlayAll(ctx, &auditrun.ShardsPlayer{Parts: parts}, auditrun.Observer{Done: a.WriteReport})
 	if err != nil {
 		return err
 	}

@@ -150,7 +150,7 @@ func TestShardsMergeSweep(t *testing.T) {
 
 // Two shards over NATS (--engine wire: the real role processes on an embedded server) merge to
 // the unsharded wire audit: the same trials, bounds and verdict. What differs is the processes'
-// record (each shard had its own processes: their list, problems and notes are not merged).
+// record: each shard had its own processes, listed with their problems and notes by shard.
 func TestWireShardsMerge(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{dpsimtest.Scenario("audit-vehicle-structured"), "--engine", "wire", "--trials", "40", "--seed", "3", "--inflight", "8"}
@@ -163,6 +163,24 @@ func TestWireShardsMerge(t *testing.T) {
 	require.Equal(t, "wire", got["engine"])
 	require.Equal(t, float64(80), got["episodes"])
 	require.Equal(t, want, got)
+	// each shard's processes, named by shard, and its notes
+	var full1, merged struct {
+		Processes []struct{ Process string }
+		Notes     []string
+	}
+	readJSON(t, filepath.Join(full, "audit.json"), &full1)
+	readJSON(t, filepath.Join(out, "audit.json"), &merged)
+	require.NotEmpty(t, full1.Processes)
+	require.Len(t, merged.Processes, 2*len(full1.Processes))
+	require.Equal(t, full1.Processes[0].Process+" (shard 0/2)", merged.Processes[0].Process)
+	require.Contains(t, strings.Join(merged.Notes, "\n"), "shard 1/2: wire engine: up to 8 trials in flight")
+}
+
+func readJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, v), path)
 }
 
 // A missing part, a part given twice and a part of another audit are refused, naming them.
