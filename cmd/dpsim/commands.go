@@ -5,6 +5,7 @@ import (
 	auditcmd "github.com/dpsim/dpsim/internal/cmd/audit"
 	"github.com/dpsim/dpsim/internal/cmd/calibrate"
 	johncmd "github.com/dpsim/dpsim/internal/cmd/john"
+	mergecmd "github.com/dpsim/dpsim/internal/cmd/merge"
 	replaycmd "github.com/dpsim/dpsim/internal/cmd/replay"
 	"github.com/dpsim/dpsim/internal/cmd/role"
 	runcmd "github.com/dpsim/dpsim/internal/cmd/run"
@@ -28,6 +29,7 @@ func commands() map[string]cli.Command {
 		role.AgentCommand,
 		role.EveCommand,
 		workercmd.Command,
+		mergecmd.New(runcmd.ParseArgs),
 	}
 	m := make(map[string]cli.Command, len(list))
 	for _, c := range list {

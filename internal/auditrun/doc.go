@@ -30,5 +30,7 @@
 // Besides the loop: Load and CheckCost (the scenario, the seed and the estimated cost before any
 // game is built), New (the points' games, trials and confidence: flags, then the scenario's audit
 // section, then the defaults), OneRun (the one-run audit of docs/math.md section 6.2), the
-// summary of a sweep (SweepOutput, SweepVerdictLine) and the report files (WriteFiles).
+// summary of a sweep (SweepOutput, SweepVerdictLine) and the report files (WriteFiles); the
+// shards of --shard I/N (WriteShard: a slice of the trials into a part) and their merge (ReadShards,
+// NewMerged, and ShardsPlayer, the player that folds the parts' trials as the farm folds chunks).
 package auditrun

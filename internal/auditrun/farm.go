@@ -60,3 +60,9 @@ func (f *Farm) Annotate(rep *audit.GameReport, complete bool) {
 	rep.Dispatch = r
 	rep.Notes = append(rep.Notes, r.Lines()...)
 }
+
+// encodeScores and decodeScores are the farm's encoding of a chunk's scores (kinds.EncodeScores):
+// a shard's part holds its trials' scores as a worker's answer holds a chunk's.
+func encodeScores(scores []float64) []byte { return kinds.EncodeScores(scores) }
+
+func decodeScores(b []byte) ([]float64, error) { return kinds.DecodeScores(b) }

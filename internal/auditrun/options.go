@@ -106,6 +106,9 @@ type Options struct {
 	// Scores is --scores FILE with its claim (--epsilon, --delta, --mechanism): the trials of the
 	// file analysed instead of a scenario's game (Scores.Path "": none).
 	Scores ScoresOptions
+	// Shard is --shard I/N: play slice I of N of the trials and write them into --out, a part
+	// that dpsim merge folds with the others (shard.go; zero: the whole audit).
+	Shard Shard
 }
 
 // EffectiveTrials resolves the trials per secret bit: --trials, else the scenario's

@@ -107,3 +107,29 @@ func WriteFiles(dir, sfx string, r *audit.GameReport, share bool) error {
 	}
 	return atomicfile.WriteFile(filepath.Join(dir, "report"+sfx+".md"), []byte(r.Markdown(plotName)), launch.OutputMode("report"+sfx+".md", share))
 }
+
+// CompositionFigure is the base name of --episodes-per-trial-sweep's figure in --out.
+const CompositionFigure = "composition"
+
+// Finish ends a played audit as dpsim audit and dpsim merge end it: the composition figure of
+// --episodes-per-trial-sweep in --out, the reports printed (--json: Summary, else the table) and,
+// with --fail-on-violation, a ViolationError when a point shows a violation.
+func (a *Audit) Finish(stdout io.Writer, reports []*audit.GameReport, violations []string) error {
+	o := a.Opts
+	if len(o.EpisodesSweep) > 0 && o.Out != "" {
+		if _, err := audit.PlotComposition(o.Out, CompositionFigure, a.Name, reports); err != nil {
+			return err
+		}
+	}
+	if o.JSON {
+		if err := cli.WriteJSON(stdout, a.Summary(reports, violations)); err != nil {
+			return err
+		}
+	} else {
+		PrintTable(stdout, reports, o.Out)
+	}
+	if o.FailOnViolation && len(violations) > 0 {
+		return &ViolationError{Points: violations}
+	}
+	return nil
+}

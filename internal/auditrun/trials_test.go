@@ -22,20 +22,20 @@ func TestReadEstimates(t *testing.T) {
 
 {"episode":0,"step":1,"eve_x0":[1,2]}
 `)
-	est, err := readEstimates(dir, 2, 2, 2)
+	est, err := readEstimates(dir, 2, 0, 2, 2, 2)
 	require.NoError(t, err)
 	require.Equal(t, [][]float64{{1, 2}, {3, 4}}, est)
-	_, err = readEstimates(dir, 2, 3, 2)
+	_, err = readEstimates(dir, 2, 0, 3, 3, 2)
 	require.ErrorContains(t, err, "no final estimate for 1 episode(s), first 2")
-	_, err = readEstimates(dir, 2, 2, 3)
+	_, err = readEstimates(dir, 2, 0, 2, 2, 3)
 	require.ErrorContains(t, err, "final estimate has 2 values, want 3")
 	write("{\"episode\":5,\"step\":1,\"eve_x0\":[1,2]}\n")
-	_, err = readEstimates(dir, 2, 2, 2)
+	_, err = readEstimates(dir, 2, 0, 2, 2, 2)
 	require.ErrorContains(t, err, "episode 5 out of range")
 	write("not json\n")
-	_, err = readEstimates(dir, 2, 2, 2)
+	_, err = readEstimates(dir, 2, 0, 2, 2, 2)
 	require.ErrorContains(t, err, ":1: ")
-	_, err = readEstimates(t.TempDir(), 2, 2, 2)
+	_, err = readEstimates(t.TempDir(), 2, 0, 2, 2, 2)
 	require.ErrorContains(t, err, "the eavesdropper's estimates")
 }
 

@@ -46,6 +46,29 @@ func (w *WirePlayer) Play(ctx context.Context, k int, g *audit.Game, trials int,
 		outcome: func(r *wireRoles) { w.roles = r; r.print(w.stderr) }})
 }
 
+// playRange plays episodes lo..hi-1 of point k's game over NATS (a shard's, --shard) and
+// returns their scores trial after trial (audit.PlayChunk's layout), with what its processes
+// were and did.
+func (w *WirePlayer) playRange(ctx context.Context, k int, g *audit.Game, trials, lo, hi int) ([]float64, *ShardWire, error) {
+	rec := &ShardWire{}
+	out, err := runWire(ctx, w.o, wireConfig{point: k, points: w.points, game: g, seed: w.seed, trials: trials, log: w.log,
+		inflight: w.o.Inflight, lo: lo, hi: hi, note: func(s string) { rec.Notes = append(rec.Notes, s) },
+		outcome: func(r *wireRoles) {
+			r.print(w.stderr)
+			rec.Processes, rec.Problems, rec.Degraded = r.procs, r.problems, r.degraded
+		}})
+	if err != nil {
+		return nil, nil, err
+	}
+	n := len(g.ScoreNames())
+	scores := make([]float64, (hi-lo)*n)
+	err = out.EachTrial(func(trial uint64, _ int, s []float64) error {
+		copy(scores[(int(trial)-lo)*n:], s)
+		return nil
+	})
+	return scores, rec, err
+}
+
 // Annotate adds the point's processes, problems and degradation to its report and, when it is
 // complete, the engine's notes; then forgets them (the next point has its own).
 func (w *WirePlayer) Annotate(rep *audit.GameReport, complete bool) {
@@ -76,6 +99,16 @@ type wireConfig struct {
 	// outcome, if set, receives what the processes were and did once they stopped: who played
 	// each role (--role), the problems attributed to them, the degradation.
 	outcome func(*wireRoles)
+	// lo and hi, when hi > 0, are the episodes a shard plays (--shard): lo..hi-1 of the 2N.
+	lo, hi int
+}
+
+// span is the episodes c plays: lo..hi-1, every one of the 2N without a shard.
+func (c wireConfig) span() (lo, hi int) {
+	if c.hi > 0 {
+		return c.lo, c.hi
+	}
+	return 0, 2 * c.trials
 }
 
 // runWire plays the game with the real processes over NATS (the wire engine).

@@ -91,8 +91,9 @@ func playWireEpisodes(ctx context.Context, sess *launch.Session, c wireConfig) (
 	if c.chunk != nil {
 		tail = newEstimateTail(c.trace, c.game, total)
 	}
-	for e := 0; e < total; {
-		g := launch.NextGroup(&c.game.Plan.Scenario.Faults, e, total, c.inflight)
+	lo, end := c.span()
+	for e := lo; e < end; {
+		g := launch.NextGroup(&c.game.Plan.Scenario.Faults, e, end, c.inflight)
 		x0s = x0s[:0]
 		for ep := g.First; ep <= g.Last(); ep++ {
 			bit := audit.Bit(c.seed, uint64(ep))
@@ -103,15 +104,15 @@ func playWireEpisodes(ctx context.Context, sess *launch.Session, c wireConfig) (
 			return bits, err
 		}
 		e += g.Count
-		if c.progress != nil && ((e-g.Count)/64 != e/64 || e == total) {
+		if c.progress != nil && ((e-g.Count)/64 != e/64 || e == end) {
 			c.progress(e, total)
 		}
 		if tail != nil {
-			if err := tail.poll(bits, c.chunk, e == total); err != nil { // the live view only: the result reads the whole trace
+			if err := tail.poll(bits, c.chunk, e == end); err != nil { // the live view only: the result reads the whole trace
 				c.log.Debug().Err(err).Msg("live view: reading the eavesdropper's estimates")
 			}
 		}
-		if c.enough != nil && e < total && c.enough() {
+		if c.enough != nil && e < end && c.enough() {
 			return bits[:e], nil // a clean stop between groups: every episode begun has ended
 		}
 	}

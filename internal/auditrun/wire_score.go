@@ -20,7 +20,9 @@ import (
 // public pair and joins it with the episode's secret bit.
 func scoreWire(g *audit.Game, c wireConfig, dir string, bits []int8) (*audit.Outcome, error) {
 	total := len(bits)
-	est, err := readEstimates(dir, g.Plan.Steps, total, g.EstimateDim())
+	lo, hi := c.span()
+	hi = min(hi, total) // a sequential audit's stop between groups: bits[:e]
+	est, err := readEstimates(dir, g.Plan.Steps, lo, hi, total, g.EstimateDim())
 	if err != nil {
 		return nil, fmt.Errorf("wire engine: %w", err)
 	}
@@ -31,7 +33,7 @@ func scoreWire(g *audit.Game, c wireConfig, dir string, bits []int8) (*audit.Out
 	out := g.NewOutcome(audit.EngineWire, c.seed, c.trials)
 	sc := g.Scorer()
 	scores := make([]float64, len(g.ScoreNames()))
-	for e := 0; e < total; e++ {
+	for e := lo; e < hi; e++ {
 		var pe audit.PrecisionEvidence
 		if ev != nil {
 			pe = ev[e]
@@ -44,8 +46,8 @@ func scoreWire(g *audit.Game, c wireConfig, dir string, bits []int8) (*audit.Out
 
 // readEstimates streams the eavesdropper process's trace file (pkg/sim trace format, one JSON
 // record per step) and keeps its final estimate - the record of step T-1 - of every episode
-// 0..total-1: memory O(episodes), whatever T.
-func readEstimates(dir string, steps, total, dim int) ([][]float64, error) {
+// lo..hi-1 of the 0..total-1 (a shard's: --shard): memory O(episodes), whatever T.
+func readEstimates(dir string, steps, lo, hi, total, dim int) ([][]float64, error) {
 	path := launch.TracePath(dir, endpoint.Eavesdropper, 0, 0)
 	f, err := os.Open(path)
 	if err != nil {
@@ -87,8 +89,8 @@ func readEstimates(dir string, steps, total, dim int) ([][]float64, error) {
 		return nil, fmt.Errorf("%s:%d: %w", path, line+1, err)
 	}
 	var missing []int
-	for e, x := range est {
-		if x == nil {
+	for e := lo; e < hi; e++ {
+		if est[e] == nil {
 			missing = append(missing, e)
 		}
 	}

@@ -89,6 +89,9 @@ func (l *launcher) openEngine(ctx context.Context) (eng pointEngine, close func(
 			res, _, err := engine.Run(ctx, p, l.seeds, opts)
 			return res, err
 		}}
+		if l.o.shardParts != nil { // dpsim merge: the parts' chunks folded (shard.go)
+			fe.episodes = l.foldShards
+		}
 		if c := l.farm; c != nil {
 			fe.episodes = func(ctx context.Context, k int, p *plan.Plan, opts engine.Options) (*metrics.Results, error) {
 				res, _, err := kinds.Run(c, ctx, k, p, l.seeds, opts)

@@ -11,6 +11,7 @@ import (
 	"github.com/dpsim/dpsim/internal/cli"
 	"github.com/dpsim/dpsim/internal/farm"
 	"github.com/dpsim/dpsim/internal/launch"
+	"github.com/dpsim/dpsim/internal/shard"
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/contract"
 	"github.com/dpsim/dpsim/pkg/engine"
@@ -113,6 +114,10 @@ type Options struct {
 	RecordLimit int64
 	// observers are added to the run's own (tests watch the loop with them).
 	observers []observer
+	// Shard is --shard I/N: play chunks i mod N == I and write them into --out, a part of
+	// dpsim merge (shard.go); shardParts, the parts a merge folds instead of playing.
+	Shard      shard.Shard
+	shardParts []*RunShardPart
 }
 
 // Check checks the options, each on its own and against each other (the server, the

@@ -78,6 +78,7 @@ var resumeFlags = map[string]resumeClass{
 	"ui": resumeFree, "ui-hold": resumeFree, "ui-public": resumeFree, "nats-monitor": resumeFree,
 	"dispatch": resumeFree, "spawn-workers": resumeFree, "worker-listen": resumeFree, "worker-creds": resumeFree,
 	"verify-share": resumeFree, "chunk-timeout": resumeFree, "record": resumeFree, "record-limit": resumeFree, "parquet": resumeFree,
+	"shard": resumeFree, // a shard is never resumed (Options.checkShard)
 }
 
 // resumeOldNames maps a flag's old name, still read, to its name: the state records a flag as

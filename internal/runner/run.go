@@ -95,8 +95,14 @@ type Outcome struct {
 func Execute(ctx context.Context, o *Options, stderr io.Writer, log zerolog.Logger) (*Outcome, error) {
 	l := &launcher{o: o, log: log, stderr: stderr, started: time.Now()}
 	l.tl = launch.NewTimeline(l.started)
+	if err := o.checkShard(); err != nil {
+		return nil, err
+	}
 	if err := l.prepare(); err != nil {
 		return nil, err
+	}
+	if o.Shard.Enabled() { // a slice of the chunks into a part, not a run's outputs (shard.go)
+		return l.executeShard(ctx)
 	}
 	if err := l.startUI(); err != nil {
 		return nil, err

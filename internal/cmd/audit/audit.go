@@ -41,7 +41,7 @@ const synopsis = `dpsim audit SCENARIO [--engine fast|wire] [--trials N] [--audi
                    [--fail-on-violation] [--dispatch] [--spawn-workers N] [--worker-listen ADDR]
                    [--worker-creds N] [--verify-share P] [--chunk-timeout D] [--budget B]
                    [--ui[=ADDR] [--ui-hold D] [--ui-public]] [--engine wire --role ENDPOINT=COMMAND ...]
-                   [--write-scores FILE.csv|FILE.jsonl]
+                   [--write-scores FILE.csv|FILE.jsonl] [--shard I/N --out PART]
        dpsim audit --scores FILE.csv|FILE.jsonl|FILE.parquet --epsilon E [--delta D] [--mechanism gaussian|laplace] [--episodes-per-trial K] [--confidence C] [--json]
        dpsim audit --one-run SCENARIO [--guesses K] [--confidence C] [--seed S] [--json] [--fail-on-violation]`
 
@@ -129,11 +129,19 @@ With --out DIR: DIR/audit.json (the --json object), DIR/report.md and the trade-
 DIR/tradeoff.png and .svg (one set per sweep point: -pNN suffix). --write-scores FILE writes every
 trial's secret bit and scores (.csv, .jsonl or .parquet); --scores FILE analyses such a file - from dpsim or any
 other implementation, or the two arrays in_canary_scores and out_canary_scores of the canary-score auditors
-(CSV or Parquet columns, a .json object) - against --epsilon/--delta/--mechanism (docs/howto-audit.md). Exit status 0 whatever the
+(CSV or Parquet columns, a .json object) - against --epsilon/--delta/--mechanism (docs/howto-audit.md).
+
+Shards (--shard I/N --out PART, for cluster nodes that cannot reach a coordinator): the 2N trials
+are cut into N contiguous slices; shard I plays slice I (trial e is the same trial wherever it is
+played: its bit audit.Bit(seed, e), its noise episode e's) and writes its trials' scores and a
+manifest (scenario and its SHA-256, seed, I, N, trial range, the settings that change the result)
+into PART. dpsim merge OUT PART... checks that the parts are the N slices of one audit and writes
+OUT/audit.json, report.md and the figures the unsharded audit writes, bit for bit (but the
+elapsed time). Exit status 0 whatever the
 verdict (see --fail-on-violation), 1 if the audit fails, 2 on a usage error.`
 
 // CompositionFigure is the base name of --episodes-per-trial-sweep's figure in --out.
-const CompositionFigure = "composition"
+const CompositionFigure = auditrun.CompositionFigure
 
 // ErrViolation is returned (wrapped) with --fail-on-violation when the verdict is violation; a
 // ViolationError's exit code is 3.
@@ -152,6 +160,10 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs := cli.NewFlagSet("audit", synopsis, description, stderr)
 	o := &Options{}
 	var seed, adj, sel, ksweep, budget string
+	fs.Func("shard", "I/N: play only slice I (0..N-1) of N deterministic slices of the trials and write them, with a manifest, into --out PART; `dpsim merge OUT PART...` folds the N parts into the unsharded audit's outputs, bit for bit (Slurm job arrays, Kubernetes Indexed Jobs: examples/slurm, examples/kubernetes). Needs a fixed seed", func(v string) (err error) {
+		o.Shard, err = auditrun.ParseShard(v)
+		return err
+	})
 	fs.StringVar(&o.Engine, "engine", audit.EngineFast, "fast (in-process role cores on every core) or wire (the real role processes over NATS)")
 	fs.IntVar(&o.Trials, "trials", 0, fmt.Sprintf("trials for EACH value of the secret bit (N on x, N on x': 2N episodes); default the scenario's audit.trials, else %d", DefaultTrials))
 	fs.StringVar(&adj, "audit-adjacency", "", "adjacency to audit: manifold or block; default the scenario's audit.adjacency, else the adjacency its noise is calibrated for (privacy.adjacency)")
@@ -186,6 +198,9 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.BoolVar(&o.KeepSecrets, "keep-secrets", false, "wire engine with --out: keep the files holding secrets in OUT/procs when the audit ends (the plant's or agents' plan files: x(0) and the run seed); by default they are removed, however the audit ends")
 	sf := defineScores(fs, o)
 	path, err := cli.ParseScenarioArgs(fs, args, "scenarios/audit-vehicle-structured.yaml")
+	if sf.path != "" && o.Shard.Enabled() {
+		return nil, cli.UsageError("--shard and --scores exclude each other (a shard plays trials; --scores analyses a file)")
+	}
 	if sf.path != "" {
 		return o, sf.check(fs, o, path, err)
 	}
@@ -258,6 +273,9 @@ func checkOptions(o *Options, set map[string]bool, seed, adj, sel, ksweep, budge
 		return err
 	}
 	if err := o.CheckSequential(set); err != nil {
+		return err
+	}
+	if err := o.CheckShard(set); err != nil {
 		return err
 	}
 	return o.CheckUI()
@@ -335,12 +353,18 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	if o.OneRun {
 		return executeOneRun(o, s, seed, stdout, stderr)
 	}
+	if err := o.CheckShardSeed(s); err != nil {
+		return err
+	}
 	a, err := auditrun.New(o, s, seed, log)
 	if err != nil {
 		return err
 	}
 	for _, w := range a.Warnings { // as dpsim run: on the terminal before anything plays
 		fmt.Fprintf(stderr, "dpsim audit: warning: %s\n", cli.OneLine(w))
+	}
+	if o.Shard.Enabled() {
+		return executeShard(ctx, a, stdout, stderr)
 	}
 	player, closePlayer, err := auditrun.NewPlayer(ctx, a, stderr)
 	if err != nil {
@@ -369,15 +393,10 @@ func Execute(ctx context.Context, o *Options, stdout, stderr io.Writer, log zero
 	if reports, violations, err = a.PlayAll(ctx, player, ui.Observe(obs)); err != nil {
 		return err
 	}
-	if len(o.EpisodesSweep) > 0 && o.Out != "" {
-		if _, err := audit.PlotComposition(o.Out, CompositionFigure, s.Name, reports); err != nil {
-			return err
-		}
-	}
 	if bar != nil {
 		_ = bar.Finish()
 	}
-	return report(a, o, stdout, reports, violations)
+	return a.Finish(stdout, reports, violations)
 }
 
 // newProgressBar returns a progress bar over all episodes on stderr, or nil when --progress is off
@@ -391,22 +410,6 @@ func newProgressBar(stderr io.Writer, o *Options, name string, episodes int) *pr
 		progressbar.OptionSetDescription("audit "+name), progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(), progressbar.OptionSetItsString("episodes"),
 		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-}
-
-// report prints the reports (--json: the single report, or a sweep's Output; else the table) and,
-// with --fail-on-violation, returns a ViolationError when a point shows a violation.
-func report(a *auditrun.Audit, o *Options, stdout io.Writer, reports []*audit.GameReport, violations []string) error {
-	if o.JSON {
-		if err := cli.WriteJSON(stdout, a.Summary(reports, violations)); err != nil {
-			return err
-		}
-	} else {
-		printTable(stdout, reports, o.Out)
-	}
-	if o.FailOnViolation && len(violations) > 0 {
-		return &ViolationError{Points: violations}
-	}
-	return nil
 }
 
 // printTable and printComposition are auditrun's (PrintTable, PrintComposition).

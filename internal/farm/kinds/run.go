@@ -148,8 +148,7 @@ func Run(c *farm.Coordinator, ctx context.Context, point int, p *plan.Plan, seed
 	if err != nil {
 		return nil, nil, err
 	}
-	ps := RunParams{Seeds: seeds, AgentsPerBlock: opts.AgentsPerBlock,
-		Traces: opts.KeepTraces || opts.TraceSink != nil, TraceEpisodes: opts.TraceEpisodes.Int()}
+	ps := RunParamsOf(seeds, opts)
 	params, err := farm.Encode(ps)
 	if err != nil {
 		return nil, nil, err
@@ -167,4 +166,55 @@ func Run(c *farm.Coordinator, ctx context.Context, point int, p *plan.Plan, seed
 		}
 	}
 	return f.Finish(err)
+}
+
+// RunParamsOf are the parameters of a run job of seeds and the options of engine.Run (what Run
+// sends its workers, and what a shard of the run plays with).
+func RunParamsOf(seeds sim.Seeds, opts engine.Options) RunParams {
+	return RunParams{Seeds: seeds, AgentsPerBlock: opts.AgentsPerBlock,
+		Traces: opts.KeepTraces || opts.TraceSink != nil, TraceEpisodes: opts.TraceEpisodes.Int()}
+}
+
+// PlayRunChunk plays episodes lo..hi-1 of p in-process as a worker plays them (the run kind's
+// player) and returns the result a worker would answer: a shard of the run (dpsim run --shard)
+// keeps it for dpsim merge.
+func PlayRunChunk(ctx context.Context, p *plan.Plan, ps RunParams, lo, hi, threads int) ([]byte, error) {
+	return (&runPlayer{plan: p, params: ps}).Play(ctx, lo, hi, threads)
+}
+
+// FoldRun folds the results of the chunks spans (result(i): chunk i's, in chunk order) as Run
+// folds its workers' answers - each checked by the coordinator's judge, then engine.Fold - and
+// returns what engine.Run returns for the same arguments, bit for bit (dpsim merge of a run's
+// shards).
+func FoldRun(ctx context.Context, p *plan.Plan, seeds sim.Seeds, opts engine.Options, spans []farm.Span, result func(i int) ([]byte, error)) (*metrics.Results, *trace.Traces, error) {
+	f, err := engine.NewFold(ctx, p, seeds, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.Runs() != spanEnd(spans) {
+		return f.Finish(fmt.Errorf("chunks of %d episodes for a point of %d", spanEnd(spans), f.Runs()))
+	}
+	j := runJudge{f}
+	for i, sp := range spans {
+		data, err := result(i)
+		if err == nil {
+			var checked any
+			if checked, err = j.Check(sp.Lo, sp.Hi, data); err == nil {
+				rc := checked.(*runChecked)
+				err = f.Add(rc.chunk, rc.eps)
+			}
+		}
+		if err != nil {
+			return f.Finish(fmt.Errorf("episodes %d..%d: %w", sp.Lo, sp.Hi-1, err))
+		}
+	}
+	return f.Finish(nil)
+}
+
+// spanEnd is the end of the last of spans (0: none).
+func spanEnd(spans []farm.Span) int {
+	if len(spans) == 0 {
+		return 0
+	}
+	return spans[len(spans)-1].Hi
 }
