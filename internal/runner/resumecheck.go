@@ -77,7 +77,7 @@ var resumeFlags = map[string]resumeClass{
 	"attach-timeout": resumeFree, "no-sign": resumeFree, "budget": resumeFree, "inflight": resumeFree, "keep-secrets": resumeFree, "share-outputs": resumeFree,
 	"ui": resumeFree, "ui-hold": resumeFree, "ui-public": resumeFree, "nats-monitor": resumeFree,
 	"dispatch": resumeFree, "spawn-workers": resumeFree, "worker-listen": resumeFree, "worker-creds": resumeFree,
-	"verify-share": resumeFree, "chunk-timeout": resumeFree, "record": resumeFree, "record-limit": resumeFree, "parquet": resumeFree,
+	"verify-share": resumeFree, "chunk-timeout": resumeFree, "dispatch-durable": resumeFree, "record": resumeFree, "record-limit": resumeFree, "parquet": resumeFree,
 	"shard": resumeFree, // a shard is never resumed (Options.checkShard)
 }
 
