@@ -59,11 +59,14 @@ func TestBusPublications(t *testing.T) {
 
 			p := planOf(t, c.s)
 			perPub := map[endpoint.Endpoint]int{}
-			gaps := 0
+			gaps, late := 0, 0
 			last := map[endpoint.Endpoint]int{}
 			for i, pb := range pubs {
 				require.NotEqual(t, endpoint.Eavesdropper, pb.From.Role, "the eavesdropper only listens")
 				require.GreaterOrEqual(t, pb.Release, pb.Step, "a copy goes out at or after its step")
+				if pb.Release > pb.Step {
+					late++
+				}
 				if i > 0 && pubs[i-1].Episode == pb.Episode && pubs[i-1].From == pb.From {
 					require.GreaterOrEqual(t, pb.Release, last[pb.From], "a publisher's releases in step order")
 				}
@@ -79,11 +82,15 @@ func TestBusPublications(t *testing.T) {
 			require.NotEmpty(t, perPub)
 			if c.clean {
 				require.Zero(t, gaps)
+				require.Zero(t, late)
 				for from, n := range perPub {
 					require.Equal(t, c.s.Runs*p.Steps, n, "%s: one message per step", from)
 				}
 			} else {
 				require.Positive(t, gaps, "lost messages give gap notices")
+				if c.s.Kind == scenario.CloudControl {
+					require.Positive(t, late, "delayed copies go out at a later release")
+				}
 			}
 		})
 	}
