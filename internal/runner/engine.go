@@ -119,7 +119,7 @@ func (e *fastEngine) play(ctx context.Context, k int, p *plan.Plan) (pointPlayed
 	start := time.Now()
 	done := 0
 	opts := engine.Options{Runs: l.runs, AgentsPerBlock: l.o.AgentsPerProcess, Progress: func(d, _ int) { l.tick(d - done); done = d },
-		EpisodeSink: l.episodeSink(k)}
+		EpisodeSink: l.episodeSink(k), Bus: l.recordBus()}
 	pp := pointPlayed{summary: record.PointSummary{Index: k, Name: l.points[k].Name, Requested: l.runs}}
 	pp.summary.SetGuarantee(p)
 	var out *launch.TraceOut

@@ -14,21 +14,26 @@ import (
 	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/record"
+	"github.com/dpsim/dpsim/pkg/sim"
 )
 
 // The MCAP recording of a run's bus traffic (--record, internal/busrec): an observer of the
 // loop that subscribes to each point's dpsim.<run>.> as the point begins - before its
 // processes start - and stops listening when it ends; the file is opened before the first
 // point and closed (its summary section written) when the loop returns, however it ended:
-// completed, failed or interrupted (Ctrl-C), before summary.json records it.
+// completed, failed or interrupted (Ctrl-C), before summary.json records it. With the fast
+// engine there is no bus to listen to: the engine hands the messages its in-memory network's
+// publishers put out, episode by episode in order (engine.Options.Bus), to a busrec.Tap that
+// writes them as the NATS processes publish them, with the launcher's ctl.episode and ctl.stop.
 
-// checkRecord refuses --record where there is no bus to record, and a negative --record-limit.
+// checkRecord refuses --record where the run's messages are not all in this process (the fast
+// engine's episodes played by workers or in shards), and a negative --record-limit.
 func (o *Options) checkRecord() error {
 	switch {
 	case o.Record == "":
 		return nil
-	case o.Engine == "fast":
-		return cli.UsageError("--record records the messages on the bus: the fast engine has none (run with --engine nats)")
+	case o.Engine == "fast" && (o.Farm.Enabled() || o.Shard.Enabled()):
+		return cli.UsageError("--record with --engine fast records the episodes played in this process: not with --dispatch, --spawn-workers or --shard")
 	case o.RecordLimit < 0:
 		return cli.UsageError("--record-limit %d: want a size in bytes", o.RecordLimit)
 	case !strings.HasSuffix(o.Record, ".mcap"):
@@ -56,7 +61,10 @@ func (l *launcher) startRecording() error {
 	}
 	md := map[string]string{"scenario": l.sum.Scenario, "scenario_file": l.sum.ScenarioFile, "seed": l.sum.SeedString,
 		"run_id": l.sum.RunID, "runs": strconv.Itoa(l.runs), "steps": strconv.Itoa(l.sum.Steps), "mode": l.sum.Mode,
-		"encoding": l.sum.Encoding, "points": strconv.Itoa(len(l.plans)), "started": l.sum.Started}
+		"encoding": l.sum.Encoding, "points": strconv.Itoa(len(l.plans)), "started": l.sum.Started, "engine": l.o.Engine}
+	if l.o.Engine == "fast" {
+		md["clock"] = "simulated: " + busrec.StepClock.String() + " per step (busrec.Tap)"
+	}
 	for k := range l.plans {
 		md["run_id_p"+strconv.Itoa(k)] = l.pointRunID(k)
 	}
@@ -66,6 +74,9 @@ func (l *launcher) startRecording() error {
 		return fmt.Errorf("--record: %w", err)
 	}
 	l.rec = rec
+	if l.srv == nil { // the fast engine
+		l.recTap = busrec.NewTap(rec, l.started)
+	}
 	l.sum.Recording = &record.Recording{File: path, LimitBytes: l.o.RecordLimit}
 	if l.sum.Recording.LimitBytes == 0 {
 		l.sum.Recording.LimitBytes = busrec.DefaultLimit
@@ -83,6 +94,7 @@ func (l *launcher) stopRecording() {
 	st, err := l.rec.Close()
 	r := l.sum.Recording
 	r.Messages, r.Channels, r.Bytes, r.Dropped, r.Undecodable = st.Messages, st.Channels, st.Bytes, st.Dropped, st.Undecodable
+	r.Published = st.Messages + st.Dropped + st.Undecodable
 	if fi, serr := os.Stat(r.File); serr == nil {
 		r.FileBytes = fi.Size()
 	}
@@ -113,6 +125,12 @@ type recordObserver struct{ l *launcher }
 
 func (o recordObserver) pointBegin(k int) {
 	l := o.l
+	if l.recTap != nil {
+		if err := l.recTap.Point(l.pointRunID(k), l.plans[k].Steps); err != nil && l.sum.Recording.Error == "" {
+			l.sum.Recording.Error = err.Error()
+		}
+		return
+	}
 	if l.srv == nil {
 		return
 	}
@@ -135,7 +153,22 @@ func (o recordObserver) pointBegin(k int) {
 
 func (recordObserver) episodesDone(int) {}
 func (o recordObserver) pointEnd(int, record.PointSummary, *metrics.Results, bool) {
+	if o.l.recTap != nil {
+		o.l.recTap.Stop()
+	}
 	o.l.recListen.stop(o.l)
+}
+
+// recordBus is the fast engine's engine.Options.Bus with --record (nil: none): every episode's
+// publications to the tap.
+func (l *launcher) recordBus() func(ep int, pubs []sim.Publication) error {
+	if l.recTap == nil {
+		return nil
+	}
+	return func(ep int, pubs []sim.Publication) error {
+		l.recTap.Episode(ep, pubs)
+		return nil
+	}
 }
 
 // recordingNote is report.md's line on the recording ("": none).

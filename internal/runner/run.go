@@ -76,6 +76,7 @@ type launcher struct {
 	srv            *launch.Server        // the NATS engine's server (nil: the fast engine)
 	rec            *busrec.Recorder      // --record (recording.go; nil: none)
 	recListen      recListener
+	recTap         *busrec.Tap  // --record with the fast engine (nil: none)
 	episodes       episodeTable // --parquet: the rows of episodes.parquet (parquet.go)
 }
 

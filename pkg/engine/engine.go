@@ -48,6 +48,13 @@ type Options struct {
 	// (metrics.Accumulator.SetEpisodeSink; their names: EpisodeColumns), from one goroutine at a
 	// time: the rows of dpsim run --parquet's episodes.parquet.
 	EpisodeSink func(ep int, values []float64)
+	// Bus, when set, receives every message the episode's publishers put on the bus
+	// (sim.Network.SetPublish: what the NATS processes of a lockstep run with one episode in
+	// flight publish on their data subjects), in the order the network released them: one call
+	// per episode, in increasing episode order, from one goroutine at a time (bus.go). The
+	// publications are valid during the call only. An error from it stops the run and is
+	// returned.
+	Bus func(ep int, pubs []sim.Publication) error
 }
 
 // netSim is one worker of the fast engine: every core of the run on an in-memory sim.Network,
@@ -60,6 +67,7 @@ type netSim struct {
 	recs   *records
 	events []fault.Event // the traced episode's fault record
 	logFn  func(*fault.Event)
+	bus    *busTap // Options.Bus (nil: none)
 }
 
 func newNetSim(p *plan.Plan, seed uint64, acc *metrics.Accumulator, inj *fault.Injector, hs sim.Blocks) (*netSim, error) {
@@ -77,9 +85,28 @@ func newNetSim(p *plan.Plan, seed uint64, acc *metrics.Accumulator, inj *fault.I
 	return s, nil
 }
 
-// run plays episode ep into e (a reset buffer) and, when keep, returns its records.
+// tapBus makes the worker collect its episodes' publications (Options.Bus): each run into the
+// buffer set by collect.
+func (s *netSim) tapBus() {
+	s.bus = &busTap{}
+	s.net.SetPublish(s.bus.add)
+}
+
+// collect sets the buffer the next run's publications go to (reset there).
+func (s *netSim) collect(pubs *busEpisode) {
+	if s.bus != nil {
+		s.bus.next = pubs
+	}
+}
+
+// run plays episode ep into e (a reset buffer) and, when keep, returns its records (and its
+// publications to the buffer collect set).
 func (s *netSim) run(ctx context.Context, ep int, e *metrics.Episode, keep bool) (*trace.Traces, error) {
 	s.recs.begin(ep)
+	if s.bus != nil {
+		s.bus.begin()
+		defer s.bus.end()
+	}
 	s.net.Begin(ep)
 	s.events = nil
 	if keep { // a traced episode also keeps what the injector did to its messages
@@ -124,6 +151,9 @@ func Run(ctx context.Context, p *plan.Plan, seeds sim.Seeds, opts Options) (*met
 	if opts.TraceSink != nil {
 		r.deliver(true)
 	}
+	if opts.Bus != nil {
+		_ = r.bus.add(-1, nil, true)
+	}
 	return r.finish(ctx)
 }
 
@@ -136,6 +166,7 @@ type run struct {
 	runners []*netSim
 	free    chan *metrics.Episode // folded episode buffers, for the workers to reuse
 	traces  map[int]*trace.Traces // KeepTraces
+	bus     busOrder              // Options.Bus
 	// With a sink, finished episodes wait in held until every traced episode before them is
 	// delivered (episodes finish out of order across workers; the wait is a few episodes).
 	held      map[int]*trace.Traces
@@ -151,6 +182,7 @@ type episodeResult struct {
 	ep  int
 	e   *metrics.Episode
 	tr  *trace.Traces
+	bus *busEpisode // Options.Bus
 	err error
 }
 
@@ -184,9 +216,15 @@ func newRun(p *plan.Plan, seeds sim.Seeds, opts Options) (*run, error) {
 		if r.runners[w], err = newNetSim(p, seeds.Run, acc, inj, sim.NewBlocks(p, opts.AgentsPerBlock)); err != nil {
 			return nil, fmt.Errorf("engine: %s: %w", p.Scenario.Name, err)
 		}
+		if opts.Bus != nil {
+			r.runners[w].tapBus()
+		}
 	}
 	if opts.KeepTraces {
 		r.traces = map[int]*trace.Traces{}
+	}
+	if opts.Bus != nil {
+		r.bus = newBusOrder(opts.Bus, workers)
 	}
 	return r, nil
 }
@@ -235,8 +273,10 @@ func (r *run) work(ctx context.Context, ns *netSim, jobs <-chan int, out chan<- 
 		default:
 			e = r.acc.NewEpisode(ep)
 		}
+		pubs := r.bus.buffer()
+		ns.collect(pubs)
 		tr, err := ns.run(ctx, ep, e, r.keep(ep))
-		out <- episodeResult{ep: ep, e: e, tr: tr, err: err}
+		out <- episodeResult{ep: ep, e: e, tr: tr, bus: pubs, err: err}
 	}
 }
 
@@ -264,6 +304,9 @@ func (r *run) fold(ctx context.Context, cancel context.CancelFunc, res episodeRe
 		default:
 		}
 	})
+	if r.opts.Bus != nil && r.bus.add(res.ep, res.bus, false) != nil {
+		cancel()
+	}
 	if res.tr != nil {
 		if r.traces != nil {
 			r.traces[res.ep] = res.tr
@@ -316,6 +359,8 @@ func (r *run) finish(ctx context.Context) (*metrics.Results, *trace.Traces, erro
 	switch {
 	case r.sinkErr != nil:
 		return results, tr, fmt.Errorf("engine: %s: trace: %w", name, r.sinkErr)
+	case r.bus.err != nil:
+		return results, tr, fmt.Errorf("engine: %s: bus: %w", name, r.bus.err)
 	case r.firstErr != nil:
 		return results, tr, fmt.Errorf("engine: %s: episode %d: %w", name, r.errEp, r.firstErr)
 	case r.done < r.runs:
@@ -328,7 +373,7 @@ func (r *run) finish(ctx context.Context) (*metrics.Results, *trace.Traces, erro
 	return results, tr, nil
 }
 
-func minKey(m map[int]*trace.Traces) int {
+func minKey[V any](m map[int]V) int {
 	first := true
 	k := 0
 	for ep := range m {

@@ -267,7 +267,11 @@ func (t *TimingSummary) Add(p ProcessSummary) {
 type Recording struct {
 	File     string `json:"file"`     // as given to --record, or its place in OUT
 	Messages uint64 `json:"messages"` // written
-	Channels int    `json:"channels"` // subjects
+	// Published are the messages published on the recorded subjects that reached the
+	// recording: Messages + Dropped + Undecodable. Over NATS, what the recorder's subscription
+	// received; with the fast engine, every message the run put out (busrec.Tap).
+	Published uint64 `json:"published"`
+	Channels  int    `json:"channels"` // subjects
 	// Bytes are the recorded messages counted against LimitBytes (uncompressed, with their
 	// records and index entries); FileBytes the file's size when closed.
 	Bytes      int64 `json:"bytes"`

@@ -29,6 +29,12 @@ type Network struct {
 	// (or its publisher has more than 64 subscribers): the release's gaps are filed with it
 	// (Msg.gaps).
 	bc int
+	// publish hears every message the publishers put on the bus (SetPublish; nil: none), rel
+	// is the step of the release in progress and pubd its Publication.
+	publish func(*Publication)
+	rel     int
+	pubd    Publication
+	emitPub func(*fault.Delivery)
 }
 
 // netPub is one publisher of the network: its outbox and subscribers (in outbox order).
@@ -47,6 +53,7 @@ func DataSubject(from endpoint.Endpoint) string { return from.String() + "." + f
 func NewNetwork(t Topology, cores []Core, inj *fault.Injector) *Network {
 	n := &Network{}
 	n.emit = n.deliver
+	n.emitPub = n.deliverPublished
 	for _, c := range cores {
 		// Only the injector's exact copies travel here: no digests to keep (KeepCopyDigests).
 		if kc, ok := c.(interface{ KeepCopyDigests(bool) }); ok {
@@ -134,6 +141,11 @@ func (n *Network) send(np *netPub, o *Out) {
 	if np == nil {
 		return // nobody subscribes (a lone agent in a graph without edges)
 	}
+	if n.publish != nil { // every delivery the outbox emits is a bus message: no shortcut
+		n.from, n.to, n.bc, n.rel = o.From, np.subs, -1, o.Step
+		np.ob.Release(o.Step, o.Values, n.emitPub)
+		return
+	}
 	if np.ob.Clear() { // no rule on any link: one broadcast, on time (the outbox counts it)
 		np.ob.Count()
 		m := n.q.push()
@@ -195,6 +207,39 @@ func (n *Network) deliver(d *fault.Delivery) {
 		m.To = n.to[d.To]
 	}
 	m.Values = append(m.Values[:0], d.Values...) // a gap: none
+}
+
+// Publication is one message a publisher of the network puts on the bus as a NATS process
+// publishes it (internal/roleproc's transport): every delivery its outbox emits at a release
+// (fault.Outbox.Release) - the broadcast, a copy of its own to one subscriber (delayed,
+// duplicated, reordered), a lockstep gap notice - is one message on the publisher's data
+// subject, carrying the message's own step and values (a gap: none). Where it goes (the route)
+// travels in NATS headers, not in the message, and is not here either.
+type Publication struct {
+	From    endpoint.Endpoint
+	Episode int
+	// Release is the step of the release that put it out: the lockstep clock (a copy delayed
+	// from step Step goes out at a later release).
+	Release int
+	Step    int
+	Gap     bool
+	Values  []float64 // valid during the call only; nil for a gap
+}
+
+// SetPublish makes fn (nil: none) hear every message the publishers put on the bus, in the
+// order they put them out, before it is queued for delivery. With fn set every release takes
+// the outbox's general path (fault.Outbox.Release, the one the NATS publishers take) instead
+// of the network's shortcuts for clear and lossy publishers: the same draws and deliveries,
+// so the same numbers.
+func (n *Network) SetPublish(fn func(*Publication)) { n.publish = fn }
+
+// deliverPublished tells the publish hook of one delivery of the release in progress, then
+// queues it.
+func (n *Network) deliverPublished(d *fault.Delivery) {
+	p := &n.pubd
+	p.From, p.Episode, p.Release, p.Step, p.Gap, p.Values = n.from, n.ep, n.rel, d.Step, d.Gap, d.Values
+	n.publish(p)
+	n.deliver(d)
 }
 
 // gapAt reports whether the j-th of a broadcast's Except is one of its gaps (bits only):

@@ -120,7 +120,7 @@ func parseOptions(args []string, stdout, stderr io.Writer) (*runner.Options, err
 // defineFlags defines the flags of `dpsim run` on fs: into o, and into seed, mode and budget the
 // ones parseOptions parses further.
 func defineFlags(fs *flag.FlagSet, o *runner.Options, seed, mode, budget *string) {
-	fs.StringVar(&o.Record, "record", "", "record every message on the run's bus (dpsim.<run>.>: data, ctl, results; not the challenger's private x(0) line) into this MCAP file (.mcap: one channel per subject, JSON with its docs/schema schema, zstd chunks; a bare name is written in OUT, a path where it says); --engine nats only")
+	fs.StringVar(&o.Record, "record", "", "record every message on the run's bus (dpsim.<run>.>: data, ctl, results; not the challenger's private x(0) line) into this MCAP file (.mcap: one channel per subject, JSON with its docs/schema schema, zstd chunks; a bare name is written in OUT, a path where it says); with --engine fast the messages the NATS run would publish: the data subjects message for message, the launcher's ctl.episode and ctl.stop, at a simulated clock of 1ms per step, not the processes' ctl.ready/done/result (not with --dispatch, --spawn-workers or --shard)")
 	fs.Func("record-limit", "with --record: the most the recording holds (bytes, or with a unit: 64MiB; default 256MiB); past it messages are dropped and counted (summary.json recording.dropped)", func(s string) error {
 		b, err := engine.ParseBytes(s)
 		o.RecordLimit = b

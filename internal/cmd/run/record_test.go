@@ -148,9 +148,10 @@ func TestRecordLimit(t *testing.T) {
 	require.Contains(t, string(md), "dropped past --record-limit")
 }
 
-// --record is refused where there is no bus, and for a name that is no .mcap file.
+// --record is refused where the fast engine's episodes are not played in the process, and for
+// a name that is no .mcap file.
 func TestRecordRefused(t *testing.T) {
-	for _, args := range [][]string{{"--engine", "fast", "--record", "x.mcap"}, {"--record", "x.json"}} {
+	for _, args := range [][]string{{"--engine", "fast", "--dispatch", "--record", "x.mcap"}, {"--engine", "fast", "--shard", "0/2", "--seed", "1", "--record", "x.mcap"}, {"--record", "x.json"}} {
 		code, _, stderr := runDpsim(t, time.Minute, append([]string{"run", scenarioPath("cloud-vehicle"), "--out", t.TempDir()}, args...)...)
 		require.Equal(t, 2, code, stderr)
 		require.Contains(t, stderr, "--record")
