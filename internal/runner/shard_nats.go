@@ -41,15 +41,15 @@ type RunShardNATS struct {
 	Inflight    *record.InflightSummary  `json:"inflight,omitempty"`
 	CtlInvalid  wire.CountersSnapshot    `json:"launcher_ctl_invalid"`
 	// Stale is summary.json's stale (by process key, processKey).
-	Stale     map[string]uint64       `json:"stale,omitempty"`
-	Leftovers []record.Leftover       `json:"leftover_processes,omitempty"`
-	Timeline  []record.TimelineEvent  `json:"timeline,omitempty"`
-	Security  *record.Security        `json:"security,omitempty"`
-	Embedded  bool                    `json:"nats_embedded"`
-	Cluster   int                     `json:"nats_cluster,omitempty"`
-	TLS       string                  `json:"tls,omitempty"`
-	Secrets   *record.SecretFiles     `json:"secrets,omitempty"`
-	Degraded  []string                `json:"degraded,omitempty"` // the shard's own (the merge words the run's from all)
+	Stale     map[string]uint64      `json:"stale,omitempty"`
+	Leftovers []record.Leftover      `json:"leftover_processes,omitempty"`
+	Timeline  []record.TimelineEvent `json:"timeline,omitempty"`
+	Security  *record.Security       `json:"security,omitempty"`
+	Embedded  bool                   `json:"nats_embedded"`
+	Cluster   int                    `json:"nats_cluster,omitempty"`
+	TLS       string                 `json:"tls,omitempty"`
+	Secrets   *record.SecretFiles    `json:"secrets,omitempty"`
+	Degraded  []string               `json:"degraded,omitempty"` // the shard's own (the merge words the run's from all)
 }
 
 // playChunks plays the shard's chunks of point k (of spans) over the point's processes and
