@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,7 +124,144 @@ func TestRunShardsMergeEqualUnsharded(t *testing.T) {
 	}
 }
 
-// A run's missing or duplicated part is refused, naming it; a shard needs the fast engine.
+// natsRunFields are the keys of summary.json (at any depth) that record the processes and the
+// server of one run: a merged NATS run has every shard's processes instead (named by shard, with
+// their counters, files and timeline), their grouping of episodes in flight, and no server left.
+var natsRunFields = map[string]bool{"nats_url": true, "processes": true, "invalid": true, "stale": true, "launcher_ctl_invalid": true,
+	"inflight": true, "secrets": true, "procs": true, "timeline": true}
+
+// reportNumbers are report.md's sections of numbers - the privacy budget, the results against
+// the bounds, the faults and links, the figures - without the setup (times, server, processes),
+// the transport (each shard's timing) and the appendix of processes.
+func reportNumbers(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out []string
+	keep := false
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "## ") {
+			keep = l == "## Privacy budget and calibration" || l == "## Results against the paper's bounds" || l == "## Faults and links" || l == "## Figures"
+		}
+		if keep {
+			out = append(out, l)
+		}
+	}
+	require.NotEmpty(t, out, path)
+	return strings.TrimSpace(strings.Join(out, "\n")) // the appendix of a long process list follows or not
+}
+
+// sameNATSRunOutputs requires that the merge got of n NATS parts holds the outputs of the
+// unsharded NATS run want: the metrics (summary.json's and every point's: the same JSON, which
+// Go writes as the shortest decimal that reads back to the same float64 bits), summary.json but
+// the times and natsRunFields, report.md's numbers, the traces and figures byte for byte; and
+// that it lists every shard's processes, which played the run's episodes between them.
+func sameNATSRunOutputs(t *testing.T, want, got string, n int) {
+	t.Helper()
+	type sum struct {
+		Metrics json.RawMessage `json:"metrics"`
+		Points  []struct {
+			Metrics json.RawMessage `json:"metrics"`
+		} `json:"points"`
+		Processes []struct {
+			Name     string `json:"name"`
+			Role     string `json:"role"`
+			Status   string `json:"status"`
+			Episodes int    `json:"episodes"`
+			LogFile  string `json:"log_file"`
+		} `json:"processes"`
+	}
+	var a, b sum
+	readJSON(t, filepath.Join(want, "summary.json"), &a)
+	readJSON(t, filepath.Join(got, "summary.json"), &b)
+	require.Equal(t, string(a.Metrics), string(b.Metrics), "metrics, bit for bit")
+	require.Len(t, b.Points, len(a.Points))
+	for k := range a.Points {
+		require.Equal(t, string(a.Points[k].Metrics), string(b.Points[k].Metrics), "point %d's metrics", k)
+	}
+	var sa, sb map[string]any
+	readJSON(t, filepath.Join(want, "summary.json"), &sa)
+	readJSON(t, filepath.Join(got, "summary.json"), &sb)
+	require.Equal(t, "nats", sb["engine"])
+	for _, s := range []map[string]any{sa, sb} {
+		dropKeys(s, runTimes)
+		dropKeys(s, natsRunFields)
+	}
+	require.Equal(t, sa, sb, "summary.json but times and processes")
+	// every shard's processes, by shard; together they played every episode once
+	require.Len(t, b.Processes, n*len(a.Processes))
+	episodes := map[string]int{}
+	for _, p := range b.Processes {
+		require.Equal(t, "ok", p.Status, p.Name)
+		require.Regexp(t, fmt.Sprintf(`^[a-z]+-\d+ \(shard \d+/%d\)$`, n), p.Name)
+		require.FileExists(t, filepath.Join(got, p.LogFile), "its log, in its part")
+		episodes[p.Role] += p.Episodes
+	}
+	for _, p := range a.Processes {
+		require.Equal(t, p.Episodes, episodes[p.Role], p.Role)
+	}
+	require.Equal(t, reportNumbers(t, filepath.Join(want, "report.md")), reportNumbers(t, filepath.Join(got, "report.md")))
+	names := func(dir string) []string {
+		var out []string
+		require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || path == dir {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, path)
+			if d.IsDir() && rel == "procs" { // the processes' files: the merged run's are in the parts
+				return filepath.SkipDir
+			}
+			if !d.IsDir() {
+				out = append(out, rel)
+			}
+			return nil
+		}))
+		return out
+	}
+	w := names(want)
+	require.Equal(t, w, names(got), "the same files")
+	for _, name := range w {
+		if name == "summary.json" || name == "report.md" {
+			continue
+		}
+		x, err := os.ReadFile(filepath.Join(want, name))
+		require.NoError(t, err)
+		y, err := os.ReadFile(filepath.Join(got, name))
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(x, y), "%s differs", name)
+	}
+}
+
+// Over NATS (the default engine: each shard its own embedded server and role processes), the run
+// in 1, 2 and 7 shards - the fast engine's chunks, the traced episodes chunks of their own -
+// merged gives the unsharded NATS run's metrics, traces, figures and report numbers, bit for bit,
+// with every shard's processes listed by shard; a missing and a duplicated part are refused.
+func TestNATSRunShardsMergeEqualUnsharded(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{dpsimtest.Scenario("cloud-vehicle"), "--episodes", "40", "--trace-episodes", "5", "--seed", "9"}
+	full := filepath.Join(dir, "full")
+	mustDpsim(t, append([]string{"run", "--out", full}, args...)...)
+	for _, n := range []int{1, 2, 7} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			parts := runShards(t, filepath.Join(dir, fmt.Sprint(n)), n, args...)
+			out := filepath.Join(dir, fmt.Sprint(n), "merged")
+			mustDpsim(t, append([]string{"merge", out}, parts...)...)
+			sameNATSRunOutputs(t, full, out, n)
+			if n != 2 {
+				return
+			}
+			_, errb, err := dpsim(t, nil, "merge", filepath.Join(dir, "missing"), parts[1])
+			require.Error(t, err)
+			require.Contains(t, errb, "1 of 2 shards missing: 0/2")
+			_, errb, err = dpsim(t, nil, "merge", filepath.Join(dir, "twice"), parts[0], parts[1], parts[1])
+			require.Error(t, err)
+			require.Contains(t, errb, "shard 1/2 given twice")
+		})
+	}
+}
+
+// A run's missing or duplicated part is refused, naming it, and so is a mix of the fast and
+// the NATS engines' parts; --shard refuses the flags it does not combine with, naming both.
 func TestRunMergeRefusesBadParts(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{dpsimtest.Scenario("cloud-vehicle"), "--engine", "fast", "--episodes", "40", "--seed", "4"}
@@ -141,7 +279,21 @@ func TestRunMergeRefusesBadParts(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, errb, "a part of dpsim audit, not of dpsim run")
 	require.NoFileExists(t, filepath.Join(out, "summary.json"))
-	_, errb, err = dpsim(t, nil, "run", "--shard", "0/2", "--out", out, dpsimtest.Scenario("cloud-vehicle"))
+	nats := filepath.Join(dir, "nats-part")
+	mustDpsim(t, "run", "--shard", "1/3", "--out", nats, dpsimtest.Scenario("cloud-vehicle"), "--episodes", "40", "--seed", "4")
+	_, errb, err = dpsim(t, nil, "merge", out, parts[0], nats, parts[2])
 	require.Error(t, err)
-	require.Contains(t, errb, "--shard 0/2 plays the fast engine's episodes: add --engine fast")
+	require.Contains(t, errb, "engine (parts of the fast and the NATS engine are not merged) nats, not fast")
+	for _, c := range []struct{ flag, value, engine string }{{"--resume", out, "nats"}, {"--dispatch", "", "fast"}, {"--ui=127.0.0.1:0", "", "nats"},
+		{"--attach", "", "nats"}, {"--record", "bus.mcap", "nats"}} {
+		a := []string{"run", "--shard", "0/2", "--out", out, dpsimtest.Scenario("cloud-vehicle"), "--seed", "4", "--engine", c.engine, c.flag}
+		if c.value != "" {
+			a = append(a, c.value)
+		}
+		_, errb, err = dpsim(t, nil, a...)
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, c.flag)
+		require.Equal(t, 2, ee.ExitCode(), "%s: a usage error: %s", c.flag, errb)
+		require.Contains(t, errb, "--shard and "+strings.Split(c.flag, "=")[0]+" do not combine", c.flag)
+	}
 }
