@@ -27,7 +27,8 @@ import (
 
 // A run's shards: `dpsim run --engine fast --shard I/N --out PART` plays, of every point, the
 // chunks i of the farm's cut (kinds.RunSpans) with i mod N == I - each as a worker plays it
-// (kinds.PlayRunChunk) - and keeps their results in PART; `dpsim merge OUT PART...` runs the
+// (kinds.PlayRunChunk), or over NATS the same chunks by its own processes (shard_nats.go) - and
+// keeps their results in PART; `dpsim merge OUT PART...` runs the
 // same command line again with --out OUT, its fast engine folding the parts' chunks in chunk
 // order with the coordinator's judge and fold (kinds.FoldRun): what engine.Run returns, bit for
 // bit, so that OUT's summary.json, report.md, traces and figures are the unsharded run's (but

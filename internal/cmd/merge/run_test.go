@@ -232,31 +232,38 @@ func sameNATSRunOutputs(t *testing.T, want, got string, n int) {
 	}
 }
 
-// Over NATS (the default engine: each shard its own embedded server and role processes), the run
-// in 1, 2 and 7 shards - the fast engine's chunks, the traced episodes chunks of their own -
-// merged gives the unsharded NATS run's metrics, traces, figures and report numbers, bit for bit,
-// with every shard's processes listed by shard; a missing and a duplicated part are refused.
+// Over NATS (the default engine: each shard its own embedded server and role processes), the
+// vehicle's run in 1, 2 and 7 shards - the fast engine's chunks, the traced episodes chunks of
+// their own - and the consensus sweep (3 points, 11 processes each) in 2, merged, give the
+// unsharded NATS run's metrics, traces, figures and report numbers, bit for bit, with every
+// shard's processes listed by shard; a missing and a duplicated part are refused.
 func TestNATSRunShardsMergeEqualUnsharded(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{dpsimtest.Scenario("cloud-vehicle"), "--episodes", "40", "--trace-episodes", "5", "--seed", "9"}
-	full := filepath.Join(dir, "full")
-	mustDpsim(t, append([]string{"run", "--out", full}, args...)...)
-	for _, n := range []int{1, 2, 7} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			parts := runShards(t, filepath.Join(dir, fmt.Sprint(n)), n, args...)
-			out := filepath.Join(dir, fmt.Sprint(n), "merged")
-			mustDpsim(t, append([]string{"merge", out}, parts...)...)
-			sameNATSRunOutputs(t, full, out, n)
-			if n != 2 {
-				return
-			}
-			_, errb, err := dpsim(t, nil, "merge", filepath.Join(dir, "missing"), parts[1])
-			require.Error(t, err)
-			require.Contains(t, errb, "1 of 2 shards missing: 0/2")
-			_, errb, err = dpsim(t, nil, "merge", filepath.Join(dir, "twice"), parts[0], parts[1], parts[1])
-			require.Error(t, err)
-			require.Contains(t, errb, "shard 1/2 given twice")
-		})
+	for _, c := range []struct {
+		scenario, episodes string
+		ns                 []int
+	}{{"cloud-vehicle", "40", []int{1, 2, 7}}, {"consensus-gaussian", "20", []int{2}}} {
+		args := []string{dpsimtest.Scenario(c.scenario), "--episodes", c.episodes, "--trace-episodes", "5", "--seed", "9"}
+		full := filepath.Join(dir, c.scenario, "full")
+		mustDpsim(t, append([]string{"run", "--out", full}, args...)...)
+		for _, n := range c.ns {
+			t.Run(fmt.Sprintf("%s/%d", c.scenario, n), func(t *testing.T) {
+				base := filepath.Join(dir, c.scenario, fmt.Sprint(n))
+				parts := runShards(t, base, n, args...)
+				out := filepath.Join(base, "merged")
+				mustDpsim(t, append([]string{"merge", out}, parts...)...)
+				sameNATSRunOutputs(t, full, out, n)
+				if n != 2 {
+					return
+				}
+				_, errb, err := dpsim(t, nil, "merge", filepath.Join(base, "missing"), parts[1])
+				require.Error(t, err)
+				require.Contains(t, errb, "1 of 2 shards missing: 0/2")
+				_, errb, err = dpsim(t, nil, "merge", filepath.Join(base, "twice"), parts[0], parts[1], parts[1])
+				require.Error(t, err)
+				require.Contains(t, errb, "shard 1/2 given twice")
+			})
+		}
 	}
 }
 
