@@ -147,7 +147,11 @@ func (l *launcher) writeShard(ctx context.Context) (err error) {
 			return err
 		}
 		defer ne.srv.Close()
-		defer l.removeSecrets() // whatever happens: the part keeps no secret its processes left
+		defer func() { // however the shard ends, the part keeps no secret its processes left
+			if l.sum.Secrets == nil { // not yet removed (shardNATSRecord)
+				l.removeSecrets()
+			}
+		}()
 		play = ne.playChunks
 	}
 	for k, p := range l.plans {

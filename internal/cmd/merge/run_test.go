@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -165,7 +166,7 @@ func sameNATSRunOutputs(t *testing.T, want, got string, n int) {
 		} `json:"points"`
 		Processes []struct {
 			Name     string `json:"name"`
-			Role     string `json:"role"`
+			Point    int    `json:"point"`
 			Status   string `json:"status"`
 			Episodes int    `json:"episodes"`
 			LogFile  string `json:"log_file"`
@@ -188,17 +189,22 @@ func sameNATSRunOutputs(t *testing.T, want, got string, n int) {
 		dropKeys(s, natsRunFields)
 	}
 	require.Equal(t, sa, sb, "summary.json but times and processes")
-	// every shard's processes, by shard; together they played every episode once
-	require.Len(t, b.Processes, n*len(a.Processes))
-	episodes := map[string]int{}
+	// every shard's processes (a shard without chunks has none), by shard; together they played
+	// every episode once
+	episodes := map[string]int{} // of each process of the unsharded run (point, name), over the shards
+	shards := map[string]bool{}
 	for _, p := range b.Processes {
 		require.Equal(t, "ok", p.Status, p.Name)
-		require.Regexp(t, fmt.Sprintf(`^[a-z]+-\d+ \(shard \d+/%d\)$`, n), p.Name)
+		m := regexp.MustCompile(fmt.Sprintf(`^([a-z]+-\d+) \(shard (\d+)/%d\)$`, n)).FindStringSubmatch(p.Name)
+		require.NotNil(t, m, p.Name)
 		require.FileExists(t, filepath.Join(got, p.LogFile), "its log, in its part")
-		episodes[p.Role] += p.Episodes
+		episodes[fmt.Sprint(p.Point, m[1])] += p.Episodes
+		shards[m[2]] = true
 	}
+	require.Len(t, b.Processes, len(shards)*len(a.Processes))
+	require.Len(t, episodes, len(a.Processes))
 	for _, p := range a.Processes {
-		require.Equal(t, p.Episodes, episodes[p.Role], p.Role)
+		require.Equal(t, p.Episodes, episodes[fmt.Sprint(p.Point, p.Name)], "point %d %s", p.Point, p.Name)
 	}
 	require.Equal(t, reportNumbers(t, filepath.Join(want, "report.md")), reportNumbers(t, filepath.Join(got, "report.md")))
 	names := func(dir string) []string {
@@ -234,21 +240,23 @@ func sameNATSRunOutputs(t *testing.T, want, got string, n int) {
 
 // Over NATS (the default engine: each shard its own embedded server and role processes), the
 // vehicle's run in 1, 2 and 7 shards - the fast engine's chunks, the traced episodes chunks of
-// their own - and the consensus sweep (3 points, 11 processes each) in 2, merged, give the
-// unsharded NATS run's metrics, traces, figures and report numbers, bit for bit, with every
-// shard's processes listed by shard; a missing and a duplicated part are refused.
+// their own - and a small consensus in 7 (6 chunks: the last shard has none and starts no
+// process), merged, give the unsharded NATS run's metrics, traces, figures and report numbers,
+// bit for bit, with every shard's processes listed by shard; a missing and a duplicated part are
+// refused.
 func TestNATSRunShardsMergeEqualUnsharded(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct {
 		scenario, episodes string
 		ns                 []int
-	}{{"cloud-vehicle", "40", []int{1, 2, 7}}, {"consensus-gaussian", "20", []int{2}}} {
-		args := []string{dpsimtest.Scenario(c.scenario), "--episodes", c.episodes, "--trace-episodes", "5", "--seed", "9"}
-		full := filepath.Join(dir, c.scenario, "full")
+	}{{dpsimtest.Scenario("cloud-vehicle"), "40", []int{1, 2, 7}}, {filepath.Join("testdata", "consensus-ring.yaml"), "20", []int{7}}} {
+		args := []string{c.scenario, "--episodes", c.episodes, "--trace-episodes", "5", "--seed", "9"}
+		name := strings.TrimSuffix(filepath.Base(c.scenario), ".yaml")
+		full := filepath.Join(dir, name, "full")
 		mustDpsim(t, append([]string{"run", "--out", full}, args...)...)
 		for _, n := range c.ns {
-			t.Run(fmt.Sprintf("%s/%d", c.scenario, n), func(t *testing.T) {
-				base := filepath.Join(dir, c.scenario, fmt.Sprint(n))
+			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
+				base := filepath.Join(dir, name, fmt.Sprint(n))
 				parts := runShards(t, base, n, args...)
 				out := filepath.Join(base, "merged")
 				mustDpsim(t, append([]string{"merge", out}, parts...)...)
