@@ -23,6 +23,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/record"
 )
 
 // A run's shards: `dpsim run --engine fast --shard I/N --out PART` plays, of every point, the
@@ -44,10 +45,11 @@ type RunShardManifest struct {
 	Chunk  int             `json:"chunk_episodes"`
 	Points []RunShardPoint `json:"points"`
 	// Engine is the engine that played the part, fast or nats; NATS what the NATS engine's
-	// processes were and did (nil: the fast engine). Parts of different engines are not
-	// merged: the merged summary is of one engine's run.
-	Engine string        `json:"engine"`
-	NATS   *RunShardNATS `json:"nats,omitempty"`
+	// processes were and did (nil: the fast engine): the shard's own summary, without points
+	// (shardNATSRecord). Parts of different engines are not merged: the merged summary is of
+	// one engine's run.
+	Engine string          `json:"engine"`
+	NATS   *record.Summary `json:"nats,omitempty"`
 }
 
 // RunShardPoint is one point's chunks in a part: Chunks of the point's cut (their indices), their

@@ -15,7 +15,6 @@ import (
 	"github.com/dpsim/dpsim/pkg/record"
 	"github.com/dpsim/dpsim/pkg/sim"
 	"github.com/dpsim/dpsim/pkg/trace"
-	"github.com/dpsim/dpsim/pkg/wire"
 )
 
 // A run's shards over NATS: `dpsim run --shard I/N` (the NATS engine) plays the same chunks as
@@ -28,29 +27,9 @@ import (
 // whichever shard plays it, and the merge's fold (foldShards) gives the unsharded NATS run's
 // Results bit for bit (the NATS and fast engines agree bit for bit). What the chunks cannot
 // hold - the processes' link counters (counted per session) and what the processes were and did
-// - the part keeps in its manifest (RunShardPoint.Links, RunShardNATS), and the merge adds it to
-// the merged summary, each process named by its shard.
-
-// RunShardNATS is what a NATS shard's processes were and did, as the shard's own summary.json
-// would have said it; the merge adds it to the merged summary (mergeNATSRecords), each process
-// named with its shard.
-type RunShardNATS struct {
-	Processes   []record.ProcessSummary  `json:"processes"`
-	Problems    []record.PointProblem    `json:"problems,omitempty"`
-	Connections record.ConnectionSummary `json:"connections"`
-	Inflight    *record.InflightSummary  `json:"inflight,omitempty"`
-	CtlInvalid  wire.CountersSnapshot    `json:"launcher_ctl_invalid"`
-	// Stale is summary.json's stale (by process key, processKey).
-	Stale     map[string]uint64      `json:"stale,omitempty"`
-	Leftovers []record.Leftover      `json:"leftover_processes,omitempty"`
-	Timeline  []record.TimelineEvent `json:"timeline,omitempty"`
-	Security  *record.Security       `json:"security,omitempty"`
-	Embedded  bool                   `json:"nats_embedded"`
-	Cluster   int                    `json:"nats_cluster,omitempty"`
-	TLS       string                 `json:"tls,omitempty"`
-	Secrets   *record.SecretFiles    `json:"secrets,omitempty"`
-	Degraded  []string               `json:"degraded,omitempty"` // the shard's own (the merge words the run's from all)
-}
+// - the part keeps in its manifest (RunShardPoint.Links, and RunShardManifest.NATS: the shard's
+// own summary without points), and the merge adds it to the merged summary, each process named
+// by its shard.
 
 // playChunks plays the shard's chunks of point k (of spans) over the point's processes and
 // writes each chunk, as the fast engine's shard does, to w as soon as its last episode is
@@ -144,18 +123,21 @@ func (cw *chunkWriter) finish() error {
 }
 
 // shardNATSRecord is the part's record of what its processes were and did, once every point
-// was played: the summary's, with the degradation worded (a shard degraded past
-// --max-missed-fraction, or with a conflict and --strict, fails as the run would).
-func (l *launcher) shardNATSRecord() (*RunShardNATS, error) {
+// was played: the shard's own summary (its processes, problems, connections, episodes in flight,
+// timeline, security, secrets), with the degradation worded - a shard degraded past
+// --max-missed-fraction, or with a conflict and --strict, fails as the run would - and no
+// points: their numbers are in the chunks.
+func (l *launcher) shardNATSRecord() (*record.Summary, error) {
 	l.sum.Timeline = l.tl.Sorted()
 	if err := l.degradation(); err != nil {
 		return nil, err
 	}
+	l.sum.Status = record.StatusOK
+	if len(l.sum.Degraded) > 0 {
+		l.sum.Status = record.StatusDegraded
+	}
 	l.removeSecrets()
-	s := l.sum
-	return &RunShardNATS{Processes: s.Processes, Problems: s.Problems, Connections: s.Connections, Inflight: s.Inflight,
-		CtlInvalid: s.LauncherCtlInvalid, Stale: s.Stale, Leftovers: s.LeftoverProcesses, Timeline: s.Timeline, Security: s.Security,
-		Embedded: s.NATSEmbedded, Cluster: s.NATSCluster, TLS: s.TLS, Secrets: s.Secrets, Degraded: s.Degraded}, nil
+	return l.sum, nil
 }
 
 // natsPartsEngine is the merge's engine for parts of the NATS engine: the parts' chunks folded
@@ -184,7 +166,7 @@ func (e *natsPartsEngine) play(ctx context.Context, k int, p *plan.Plan) (pointP
 			if ps.Point != k {
 				continue
 			}
-			stale := r.Stale[l.processKey(ps)]
+			stale := r.Stale[l.processKey(ps)] // the same key: the shard ran the same points
 			ps.Name = byShard(ps.Name, part)
 			ps.LogFile, ps.TraceFile, ps.ResultFile = partFile(l.o.Out, part, ps.LogFile), partFile(l.o.Out, part, ps.TraceFile), partFile(l.o.Out, part, ps.ResultFile)
 			l.noteProcess(ps, stale)
@@ -208,7 +190,7 @@ func (e *natsPartsEngine) play(ctx context.Context, k int, p *plan.Plan) (pointP
 func (l *launcher) mergeNATSRecords() {
 	parts := l.o.shardParts
 	first := parts[0].NATS
-	l.sum.Security, l.sum.NATSEmbedded, l.sum.NATSCluster, l.sum.TLS = first.Security, first.Embedded, first.Cluster, first.TLS
+	l.sum.Security, l.sum.NATSEmbedded, l.sum.NATSCluster, l.sum.TLS = first.Security, first.NATSEmbedded, first.NATSCluster, first.TLS
 	for _, part := range parts {
 		r := part.NATS
 		c := &l.sum.Connections
@@ -220,8 +202,8 @@ func (l *launcher) mergeNATSRecords() {
 		if r.Inflight != nil {
 			l.noteInflight(r.Inflight.InflightCounts)
 		}
-		l.sum.LauncherCtlInvalid = addCounters(l.sum.LauncherCtlInvalid, r.CtlInvalid)
-		l.sum.LeftoverProcesses = append(l.sum.LeftoverProcesses, r.Leftovers...)
+		l.sum.LauncherCtlInvalid = addCounters(l.sum.LauncherCtlInvalid, r.LauncherCtlInvalid)
+		l.sum.LeftoverProcesses = append(l.sum.LeftoverProcesses, r.LeftoverProcesses...)
 		evs := make([]record.TimelineEvent, 0, len(r.Timeline))
 		for _, ev := range r.Timeline {
 			if ev.Proc != "" {
