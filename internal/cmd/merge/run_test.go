@@ -202,6 +202,30 @@ func sameNATSRunOutputs(t *testing.T, want, got string, n int) {
 		shards[m[2]] = true
 	}
 	require.Len(t, b.Processes, len(shards)*len(a.Processes))
+	// the same events in the episodes (process crashes and restarts, at their episode and step),
+	// each on its shard's timeline; a whole run's own (episode -1: a partition, a proxy) once per
+	// shard
+	var ta, tb struct {
+		Timeline []struct {
+			Episode, Step int
+			Event, Proc   string
+		} `json:"timeline"`
+	}
+	readJSON(t, filepath.Join(want, "summary.json"), &ta)
+	readJSON(t, filepath.Join(got, "summary.json"), &tb)
+	events := func(tl []struct {
+		Episode, Step int
+		Event, Proc   string
+	}) map[string]int {
+		m := map[string]int{}
+		for _, e := range tl {
+			if e.Episode >= 0 {
+				m[fmt.Sprintf("%s %d %d", e.Event, e.Episode, e.Step)]++
+			}
+		}
+		return m
+	}
+	require.Equal(t, events(ta.Timeline), events(tb.Timeline), "timeline")
 	require.Len(t, episodes, len(a.Processes))
 	for _, p := range a.Processes {
 		require.Equal(t, p.Episodes, episodes[fmt.Sprint(p.Point, p.Name)], "point %d %s", p.Point, p.Name)
@@ -240,17 +264,20 @@ func sameNATSRunOutputs(t *testing.T, want, got string, n int) {
 
 // Over NATS (the default engine: each shard its own embedded server and role processes), the
 // vehicle's run in 1, 2 and 7 shards - the fast engine's chunks, the traced episodes chunks of
-// their own - and a small consensus in 7 (6 chunks: the last shard has none and starts no
-// process), merged, give the unsharded NATS run's metrics, traces, figures and report numbers,
-// bit for bit, with every shard's processes listed by shard; a missing and a duplicated part are
-// refused.
+// their own - a small consensus in 7 (6 chunks: the last shard has none and starts no process)
+// and a consensus whose agent 0 crashes and restarts in every episode in 2, merged, give the
+// unsharded NATS run's metrics, traces, figures and report numbers, bit for bit, with every
+// shard's processes listed by shard and the crashes on their timelines and in the connections'
+// counts; a missing and a duplicated part are refused.
 func TestNATSRunShardsMergeEqualUnsharded(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct {
 		scenario, episodes string
 		ns                 []int
-	}{{dpsimtest.Scenario("cloud-vehicle"), "40", []int{1, 2, 7}}, {filepath.Join("testdata", "consensus-ring.yaml"), "20", []int{7}}} {
-		args := []string{c.scenario, "--episodes", c.episodes, "--trace-episodes", "5", "--seed", "9"}
+		traced             string
+	}{{dpsimtest.Scenario("cloud-vehicle"), "40", []int{1, 2, 7}, "5"}, {filepath.Join("testdata", "consensus-ring.yaml"), "20", []int{7}, "5"},
+		{dpsimtest.Scenario("faults-agent-crash"), "6", []int{2}, "2"}} {
+		args := []string{c.scenario, "--episodes", c.episodes, "--trace-episodes", c.traced, "--seed", "9"}
 		name := strings.TrimSuffix(filepath.Base(c.scenario), ".yaml")
 		full := filepath.Join(dir, name, "full")
 		mustDpsim(t, append([]string{"run", "--out", full}, args...)...)
