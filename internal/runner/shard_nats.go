@@ -56,7 +56,7 @@ func (e *natsEngine) playChunks(ctx context.Context, k int, p *plan.Plan, spans 
 		return nil
 	}
 	cfg := e.sessionConfig(k, p)
-	l.log.Info().Str("point", l.points[k].Name).Str("run", cfg.Run).Str("shard", l.o.Shard.String()).Int("chunks", len(ranges)).Msg("starting processes")
+	l.log.Info().Str("point", l.points[k].Name).Str("run", cfg.Run).Str("shard", l.o.Shard.String()).Int("chunks", len(cw.spans)).Msg("starting processes")
 	po, err := launch.PlayPoint(ctx, cfg, launch.PlayOptions{Runs: l.runs, Ranges: ranges, TraceEpisodes: l.traced(), Reduced: cw.episode,
 		Stall: (&stallReporter{l: l}).report})
 	if po == nil { // the processes did not start
