@@ -266,9 +266,9 @@ func sameNATSRunOutputs(t *testing.T, want, got string, n int) {
 // vehicle's run in 1, 2 and 7 shards - the fast engine's chunks, the traced episodes chunks of
 // their own - a small consensus in 7 (6 chunks: the last shard has none and starts no process)
 // and a consensus whose agent 0 crashes and restarts in every episode in 2, merged, give the
-// unsharded NATS run's metrics, traces, figures and report numbers, bit for bit, with every
-// shard's processes listed by shard and the crashes on their timelines and in the connections'
-// counts; a missing and a duplicated part are refused.
+// unsharded NATS run's metrics, traces, figures, Parquet tables and report numbers, bit for
+// bit, with every shard's processes listed by shard and the crashes on their timelines and in
+// the connections' counts; a missing and a duplicated part are refused.
 func TestNATSRunShardsMergeEqualUnsharded(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct {
@@ -277,7 +277,7 @@ func TestNATSRunShardsMergeEqualUnsharded(t *testing.T) {
 		traced             string
 	}{{dpsimtest.Scenario("cloud-vehicle"), "40", []int{1, 2, 7}, "5"}, {filepath.Join("testdata", "consensus-ring.yaml"), "20", []int{7}, "5"},
 		{dpsimtest.Scenario("faults-agent-crash"), "6", []int{2}, "2"}} {
-		args := []string{c.scenario, "--episodes", c.episodes, "--trace-episodes", c.traced, "--seed", "9"}
+		args := []string{c.scenario, "--episodes", c.episodes, "--trace-episodes", c.traced, "--seed", "9", "--parquet"}
 		name := strings.TrimSuffix(filepath.Base(c.scenario), ".yaml")
 		full := filepath.Join(dir, name, "full")
 		mustDpsim(t, append([]string{"run", "--out", full}, args...)...)
