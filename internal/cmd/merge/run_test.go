@@ -155,7 +155,8 @@ func reportNumbers(t *testing.T, path string) string {
 // sameNATSRunOutputs requires that the merge got of n NATS parts holds the outputs of the
 // unsharded NATS run want: the metrics (summary.json's and every point's: the same JSON, which
 // Go writes as the shortest decimal that reads back to the same float64 bits), summary.json but
-// the times and natsRunFields, report.md's numbers, the traces and figures byte for byte; and
+// the times and natsRunFields, report.md's numbers, every other file (traces, figures, Parquet
+// tables) byte for byte; and
 // that it lists every shard's processes, which played the run's episodes between them.
 func sameNATSRunOutputs(t *testing.T, want, got string, n int) {
 	t.Helper()
