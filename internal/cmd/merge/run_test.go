@@ -156,8 +156,8 @@ func reportNumbers(t *testing.T, path string) string {
 // unsharded NATS run want: the metrics (summary.json's and every point's: the same JSON, which
 // Go writes as the shortest decimal that reads back to the same float64 bits), summary.json but
 // the times and natsRunFields, report.md's numbers, every other file (traces, figures, Parquet
-// tables) byte for byte; and
-// that it lists every shard's processes, which played the run's episodes between them.
+// tables) byte for byte; and that it lists every shard's processes, which played the run's
+// episodes between them, and the events of its timeline.
 func sameNATSRunOutputs(t *testing.T, want, got string, n int) {
 	t.Helper()
 	type sum struct {
