@@ -58,6 +58,10 @@ type CollectOptions struct {
 	// Episodes, if set, receives each aggregated episode's per-run values
 	// (metrics.Accumulator.SetEpisodeSink), a resumed point's replayed ones included.
 	Episodes func(ep int, values []float64)
+	// Reduced, if set, receives each complete episode reduced on its own, under its own number
+	// (metrics.Accumulator.MarshalEpisode: what the fast engine's chunks hold, engine.Chunk),
+	// in episode order: a shard of a run keeps them for dpsim merge (PlayOptions.Reduced).
+	Reduced func(ep int, episode []byte) error
 }
 
 // RecordWatcher sees the merged records of a point's traced episodes as the collector writes
@@ -114,6 +118,8 @@ type Collector struct {
 	// off is where each process's trace is read from at the next Poll.
 	off  map[string]int64
 	errs []error
+	// reduced are the episodes being reduced on their own (CollectOptions.Reduced), by number.
+	reduced map[int]*metrics.Episode
 }
 
 // NewCollector returns a collector of the session's traces.
@@ -123,7 +129,7 @@ func (s *Session) NewCollector(o CollectOptions) (*Collector, error) {
 		return nil, err
 	}
 	acc.SetEpisodeSink(o.Episodes)
-	c := &Collector{s: s, o: o, acc: acc, off: map[string]int64{}}
+	c := &Collector{s: s, o: o, acc: acc, off: map[string]int64{}, reduced: map[int]*metrics.Episode{}}
 	out := &Collected{}
 	c.f = &folder{out: out, steps: s.cfg.Plan.Steps, unfinishedFrom: math.MaxInt, unfinished: -1,
 		traced: func(ep int) bool { return o.Trace != nil && o.TraceEpisodes.Traced(ep) },
@@ -296,7 +302,9 @@ func (c *Collector) mergeControl(open func(*Proc) io.Reader) error {
 				ms = missing
 			}
 			if err := foldRecord(f, &recs[i], ms, tw, keep, watch, func(r *trace.ControlRecord) (*int, int, []float64) { return &r.Episode, r.Step, r.X },
-				(*trace.ControlRecord).Clone, c.acc.AddControl, c.acc.Discard); err != nil {
+				(*trace.ControlRecord).Clone, func(r *trace.ControlRecord, ep int) error {
+					return c.addRecord(ep, r.Step, func() error { return c.acc.AddControl(r) }, func(e *metrics.Episode) error { return c.acc.PutControl(e, r) })
+				}, c.discard); err != nil {
 				return err
 			}
 		}
@@ -339,7 +347,9 @@ func (c *Collector) mergeConsensus(open func(*Proc) io.Reader) error {
 	}
 	mergeErr := trace.MergeConsensusStreams(p.Graph.N, p.Steps, agents, names, eve, func(r *trace.ConsensusRecord, missing []trace.Missing) error {
 		return foldRecord(f, r, missing, tw, keep, watch, func(r *trace.ConsensusRecord) (*int, int, []float64) { return &r.Episode, r.Step, r.X },
-			(*trace.ConsensusRecord).Clone, c.acc.AddConsensus, c.acc.Discard)
+			(*trace.ConsensusRecord).Clone, func(r *trace.ConsensusRecord, ep int) error {
+				return c.addRecord(ep, r.Step, func() error { return c.acc.AddConsensus(r) }, func(e *metrics.Episode) error { return c.acc.PutConsensus(e, r) })
+			}, c.discard)
 	})
 	if tw != nil {
 		if err := tw.Flush(); err != nil && mergeErr == nil {
@@ -434,11 +444,12 @@ func (f *folder) marker() map[string]PartialMarker {
 // set), keeps a copy in memory when asked
 // (keep non-nil), and hands the records of an episode to the accumulator (add) under the next
 // consecutive number - the fast engine's order - as they come: an episode found incomplete
-// (a record without X) is discarded there (drop) and listed instead. meta gives a record's
+// (a record without X) is discarded there (drop: its number and its own) and listed instead;
+// add also gets the episode's own number (CollectOptions.Reduced). meta gives a record's
 // episode and step fields and its state X (nil when a piece is missing); the record's slices
 // may be views valid during the call only.
 func foldRecord[R trace.ControlRecord | trace.ConsensusRecord](f *folder, rec *R, missing []trace.Missing, tw *trace.Writer[R],
-	keep *[]R, watch func(*R), meta func(*R) (ep *int, step int, x []float64), clone func(*R) R, add func(*R) error, drop func(ep int)) error {
+	keep *[]R, watch func(*R), meta func(*R) (ep *int, step int, x []float64), clone func(*R) R, add func(r *R, ep int) error, drop func(folded, ep int)) error {
 	epp, step, x := meta(rec)
 	ep := *epp
 	if step == 0 {
@@ -485,13 +496,13 @@ func foldRecord[R trace.ControlRecord | trace.ConsensusRecord](f *folder, rec *R
 	if f.whole && x == nil {
 		f.whole = false
 		f.incomplete = append(f.incomplete, ep)
-		drop(f.folded)
+		drop(f.folded, ep)
 	}
 	if f.whole {
 		r := *rec
 		p, _, _ := meta(&r)
 		*p = f.folded
-		if err := add(&r); err != nil {
+		if err := add(&r, ep); err != nil {
 			return fmt.Errorf("episode %d: %w", ep, err)
 		}
 		if step == f.steps {
@@ -514,4 +525,39 @@ type PartialMarker struct {
 	Episode int    `json:"episode"` // the unfinished episode
 	Records int    `json:"records"` // its records just above this line
 	Note    string `json:"note"`
+}
+
+// addRecord folds a record of episode ep (at step) into the point's metrics (add) and, with
+// CollectOptions.Reduced, into ep's own reduced episode (put), handed over at its last step.
+func (c *Collector) addRecord(ep, step int, add func() error, put func(*metrics.Episode) error) error {
+	if err := add(); err != nil {
+		return err
+	}
+	if c.o.Reduced == nil {
+		return nil
+	}
+	e := c.reduced[ep]
+	if e == nil {
+		e = c.acc.NewEpisode(ep)
+		c.reduced[ep] = e
+	}
+	if err := put(e); err != nil {
+		return err
+	}
+	if step < c.s.cfg.Plan.Steps {
+		return nil
+	}
+	delete(c.reduced, ep)
+	data, err := c.acc.MarshalEpisode(e)
+	if err != nil {
+		return fmt.Errorf("episode %d: %w", ep, err)
+	}
+	return c.o.Reduced(ep, data)
+}
+
+// discard drops what was added of an episode found incomplete: from the metrics under its
+// folded number, and its own reduction.
+func (c *Collector) discard(folded, ep int) {
+	c.acc.Discard(folded)
+	delete(c.reduced, ep)
 }

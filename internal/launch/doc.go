@@ -21,7 +21,9 @@
 //   - PlayPoint: one point from start to stop - the session, its episodes (from a resumed
 //     point's start), each collected as it completes with a checkpoint and progress callback,
 //     the merged records of the traced episodes to a TraceOut (traceout.go), the stop and the
-//     final collection - returning what the command reports (PointOutcome; point.go).
+//     final collection - returning what the command reports (PointOutcome; point.go). A shard
+//     of a run plays only its chunks' episode ranges and takes each episode reduced, as the
+//     fast engine's chunks hold it (ranges.go).
 //
 // # Processes
 //

@@ -62,6 +62,13 @@ type PlayOptions struct {
 	// Interventions, if set, are the live changes of the point's faults (dpsim run --ui):
 	// the pending ones take effect at the first episode of the next group (interventions.go).
 	Interventions *Interventions
+	// Ranges, if set, are the only episodes played, in increasing order, instead of
+	// Start..Runs-1 (Start is then 0): a shard of the run plays its chunks (ranges.go).
+	Ranges []EpisodeRange
+	// Reduced, if set, receives each complete episode as the fast engine's chunks hold it -
+	// reduced on its own (CollectOptions.Reduced) with, when traced, its merged records - in
+	// episode order (ranges.go).
+	Reduced func(ep int, episode []byte, tr *trace.Traces) error
 }
 
 // PointOutcome is what PlayPoint did: the session's counts, its processes and the point's
@@ -125,12 +132,13 @@ func PlayPoint(ctx context.Context, cfg SessionConfig, o PlayOptions) (*PointOut
 	if o.Started.IsZero() {
 		o.Started = time.Now()
 	}
-	cfg.KeepEpisodes = o.TraceEpisodes.From(o.Start)
+	cfg.KeepEpisodes = o.keepEpisodes()
 	copts := CollectOptions{Episodes: o.Episodes}
 	if o.Trace != nil {
 		copts.Trace, copts.TraceEpisodes = o.Trace.Writer(), o.TraceEpisodes
 		copts.Watch, copts.Point = o.Watch, cfg.PointIndex
 	}
+	o.reduce(&copts)
 	cfg.Timeline.AddStatic(cfg.PointIndex, &cfg.Plan.Scenario.Faults)
 	sess, col, runErr := playEpisodes(ctx, cfg, copts, o)
 	if sess == nil {
@@ -146,7 +154,7 @@ func PlayPoint(ctx context.Context, cfg SessionConfig, o PlayOptions) (*PointOut
 	var collected *Collected
 	var err error
 	if col != nil {
-		collected, err = finishCollection(col, out.Episodes, runErr != nil, cfg, o)
+		collected, err = finishCollection(col, o.nextEpisode(out.Played), runErr != nil, cfg, o)
 	}
 	if o.Trace != nil {
 		if werr := o.Trace.Close(); werr != nil && runErr == nil {
@@ -210,20 +218,10 @@ func playEpisodes(ctx context.Context, cfg SessionConfig, copts CollectOptions, 
 		col.ResumeAt(o.Start, o.Folded)
 	}
 	gc := &groupCollector{col: col, cfg: cfg, o: o}
-	for ep := o.Start; ep < o.Runs; {
-		// the pending interventions take effect at ep, and the group is made on the faults as
-		// they left them (startGroup says why no process has begun ep when they reach it)
-		var g Group
-		if g, runErr = o.Interventions.startGroup(sess, ep, o.Runs, sess.maxGroup()); runErr != nil {
+	for _, r := range o.ranges() {
+		if runErr = gc.play(ctx, sess, r); runErr != nil {
 			break
 		}
-		runErr = sess.Group(ctx, g, nil)
-		gc.wait() // the previous group was merged while g played
-		if runErr != nil {
-			break
-		}
-		ep += g.Count
-		gc.collect(g)
 	}
 	gc.wait()
 	o.Interventions.end()
@@ -242,6 +240,26 @@ type groupCollector struct {
 	o       PlayOptions
 	pending chan error // the merge in flight (nil: none), of the group g
 	g       Group
+}
+
+// play plays the episodes of r in groups, collecting each while the next plays.
+func (gc *groupCollector) play(ctx context.Context, sess *Session, r EpisodeRange) error {
+	for ep := r.Lo; ep < r.Hi; {
+		// the pending interventions take effect at ep, and the group is made on the faults as
+		// they left them (startGroup says why no process has begun ep when they reach it)
+		g, err := gc.o.Interventions.startGroup(sess, ep, r.Hi, sess.maxGroup())
+		if err != nil {
+			return err
+		}
+		err = sess.Group(ctx, g, nil)
+		gc.wait() // the previous group was merged while g played
+		if err != nil {
+			return err
+		}
+		ep += g.Count
+		gc.collect(g)
+	}
+	return nil
 }
 
 // collect merges the records of the group g just played (in the background when they fit).

@@ -93,3 +93,13 @@ func (t *Timeline) AddStatic(point int, f *scenario.FaultsSpec) {
 			Detail: fmt.Sprintf("%s: agents %v cut off the others for steps %d..%d of every episode", p.Name, p.Side, p.Window.From, p.Window.To-1)})
 	}
 }
+
+// Append adds events timed already (their Sec kept): the timelines of a merged run's shards.
+func (t *Timeline) Append(evs []record.TimelineEvent) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.events = append(t.events, evs...)
+}

@@ -81,6 +81,9 @@ func (l *launcher) playPoints(ctx context.Context, eng pointEngine) error {
 // workers' farm; --engine nats over the embedded server (or cluster) it starts or the external
 // one of --nats-url. close releases what it started.
 func (l *launcher) openEngine(ctx context.Context) (eng pointEngine, close func(), err error) {
+	if l.o.shardParts != nil { // dpsim merge: the parts' chunks folded (shard.go)
+		return l.shardsEngine(), func() {}, nil
+	}
 	if l.o.Engine == "fast" {
 		if err := l.startDispatch(ctx); err != nil {
 			return nil, nil, err
@@ -89,9 +92,6 @@ func (l *launcher) openEngine(ctx context.Context) (eng pointEngine, close func(
 			res, _, err := engine.Run(ctx, p, l.seeds, opts)
 			return res, err
 		}}
-		if l.o.shardParts != nil { // dpsim merge: the parts' chunks folded (shard.go)
-			fe.episodes = l.foldShards
-		}
 		if c := l.farm; c != nil {
 			fe.episodes = func(ctx context.Context, k int, p *plan.Plan, opts engine.Options) (*metrics.Results, error) {
 				res, _, err := kinds.Run(c, ctx, k, p, l.seeds, opts)

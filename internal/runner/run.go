@@ -550,14 +550,24 @@ func (l *launcher) addProcess(pr launch.ProcOutcome, point int, rel string, atta
 	} else if ps.Status == "" {
 		ps.Status = "no result"
 	}
+	var stale uint64
+	if r := pr.Result; r != nil {
+		stale = r.Stale
+	}
+	l.noteProcess(ps, stale)
+}
+
+// noteProcess adds the process ps (stale: its stale messages) to the summary's processes,
+// invalid and stale counts and timing, and to the live view.
+func (l *launcher) noteProcess(ps record.ProcessSummary, stale uint64) {
 	l.sum.Processes = append(l.sum.Processes, ps)
 	key := l.processKey(ps)
 	l.sum.Invalid[key] = ps.Invalid
-	if r := pr.Result; r != nil && r.Stale > 0 {
+	if stale > 0 {
 		if l.sum.Stale == nil {
 			l.sum.Stale = map[string]uint64{}
 		}
-		l.sum.Stale[key] = r.Stale
+		l.sum.Stale[key] = stale
 	}
 	l.sum.Timing.Add(ps)
 	l.hubProcess(ps)

@@ -20,13 +20,16 @@ import (
 	"github.com/dpsim/dpsim/internal/farm/kinds"
 	"github.com/dpsim/dpsim/internal/shard"
 	"github.com/dpsim/dpsim/pkg/engine"
+	"github.com/dpsim/dpsim/pkg/fault"
 	"github.com/dpsim/dpsim/pkg/metrics"
 	"github.com/dpsim/dpsim/pkg/plan"
+	"github.com/dpsim/dpsim/pkg/record"
 )
 
 // A run's shards: `dpsim run --engine fast --shard I/N --out PART` plays, of every point, the
 // chunks i of the farm's cut (kinds.RunSpans) with i mod N == I - each as a worker plays it
-// (kinds.PlayRunChunk) - and keeps their results in PART; `dpsim merge OUT PART...` runs the
+// (kinds.PlayRunChunk), or over NATS the same chunks by its own processes (shard_nats.go) - and
+// keeps their results in PART; `dpsim merge OUT PART...` runs the
 // same command line again with --out OUT, its fast engine folding the parts' chunks in chunk
 // order with the coordinator's judge and fold (kinds.FoldRun): what engine.Run returns, bit for
 // bit, so that OUT's summary.json, report.md, traces and figures are the unsharded run's (but
@@ -41,6 +44,12 @@ type RunShardManifest struct {
 	Runs   int             `json:"runs"`
 	Chunk  int             `json:"chunk_episodes"`
 	Points []RunShardPoint `json:"points"`
+	// Engine is the engine that played the part, fast or nats; NATS what the NATS engine's
+	// processes were and did (nil: the fast engine): the shard's own summary, without points
+	// (shardNATSRecord). Parts of different engines are not merged: the merged summary is of
+	// one engine's run.
+	Engine string          `json:"engine"`
+	NATS   *record.Summary `json:"nats,omitempty"`
 }
 
 // RunShardPoint is one point's chunks in a part: Chunks of the point's cut (their indices), their
@@ -49,21 +58,39 @@ type RunShardPoint struct {
 	Name   string `json:"name"`
 	Chunks []int  `json:"chunks"`
 	File   string `json:"file"`
+	// Links are the NATS engine's link counters of the point's processes over all the
+	// shard's episodes (the processes count them per session, not per chunk: the chunks hold
+	// none), merged into the point's at the merge.
+	Links []fault.LinkStats `json:"links,omitempty"`
 }
 
-// checkShard refuses what --shard cannot honour: it plays the fast engine's episodes, in this
-// process, into --out.
+// checkShard refuses what --shard cannot honour: it plays its chunks alone, in this process or
+// over its own processes, into --out, and the merge folds what the parts hold (no checkpoint, no
+// workers, no live view, no recording of the bus).
 func (o *Options) checkShard() error {
 	if !o.Shard.Enabled() {
 		return nil
 	}
-	switch {
-	case o.Engine != "fast":
-		return cli.UsageError("--shard %s plays the fast engine's episodes: add --engine fast", o.Shard)
-	case o.Out == "":
+	if o.Out == "" {
 		return cli.UsageError("--shard %s: give --out PART, the directory of this shard's part (dpsim merge reads it)", o.Shard)
-	case o.Resume != "" || o.Farm.Enabled() || o.UI != "" || o.Attach:
-		return cli.UsageError("--shard plays its chunks alone: without --resume, --dispatch, --spawn-workers, --ui or --attach")
+	}
+	farmFlag := "--dispatch"
+	if !o.Farm.Dispatch {
+		farmFlag = "--spawn-workers"
+	}
+	for _, c := range []struct {
+		on        bool
+		flag, why string
+	}{
+		{o.Resume != "", "--resume", "a part is played whole (run the shard again)"},
+		{o.Farm.Enabled(), farmFlag, "the shards are the workers (or give the whole run --dispatch instead)"},
+		{o.UI != "", "--ui", "the live view is of one run (dpsim view OUT shows the merged run)"},
+		{o.Attach, "--attach", "each shard starts its own processes"},
+		{o.Record != "", "--record", "a recording of one shard's bus is not the run's, and the merge cannot fold recordings"},
+	} {
+		if c.on {
+			return cli.UsageError("--shard and %s do not combine: %s", c.flag, c.why)
+		}
 	}
 	return nil
 }
@@ -73,6 +100,11 @@ func (o *Options) checkShard() error {
 func (l *launcher) executeShard(ctx context.Context) (*Outcome, error) {
 	if l.sum.SeedSource == cli.SeedFromCrypto {
 		return nil, cli.UsageError("--shard %s: the scenario %s fixes no seed: give every shard the same --seed S", l.o.Shard, l.scn.Name)
+	}
+	if l.o.Engine == "nats" {
+		// each shard its own subjects, should the shards share an external server (--nats-url)
+		l.o.RunID += fmt.Sprintf("-s%d", l.o.Shard.I)
+		l.sum.RunID = l.o.RunID
 	}
 	if err := l.writeShard(ctx); err != nil {
 		return nil, err
@@ -99,41 +131,68 @@ func (l *launcher) shardOptions() engine.Options {
 }
 
 // writeShard plays the shard's chunks of every point and writes them, then the manifest, into
-// --out (instead of the run's outputs).
-func (l *launcher) writeShard(ctx context.Context) error {
+// --out (instead of the run's outputs): in-process (playFastChunks) or over NATS
+// (shard_nats.go), whose part also keeps what its processes were and did.
+func (l *launcher) writeShard(ctx context.Context) (err error) {
 	o := l.o
 	yaml, err := os.ReadFile(o.ScenarioPath)
 	if err != nil {
 		return fmt.Errorf("--shard: %w", err)
 	}
 	m := &RunShardManifest{Header: shard.NewHeader(shard.KindRun, l.scn.Name, o.ScenarioPath, yaml, l.seeds.Run, o.Shard),
-		Args: shardArgs(o.Args), Runs: l.runs, Chunk: farm.DefaultChunkEpisodes}
+		Engine: o.Engine, Args: shardArgs(o.Args), Runs: l.runs, Chunk: farm.DefaultChunkEpisodes}
 	mode := atomicfile.Mode(true, o.ShareOutputs) // the episodes' traces hold the plant's true state
+	play := l.playFastChunks
+	if o.Engine == "nats" {
+		ne, err := l.startNATS()
+		if err != nil {
+			return err
+		}
+		defer ne.srv.Close()
+		defer func() { // however the shard ends, the part keeps no secret its processes left
+			if l.sum.Secrets == nil { // not yet removed (shardNATSRecord)
+				l.removeSecrets()
+			}
+		}()
+		play = ne.playChunks
+	}
 	for k, p := range l.plans {
-		ps, spans := l.shardSpans(l.shardOptions(), m.Chunk)
+		_, spans := l.shardSpans(l.shardOptions(), m.Chunk)
 		pt := RunShardPoint{Name: l.points[k].Name, File: fmt.Sprintf("chunks-p%02d.bin", k), Chunks: []int{}}
 		err := atomicfile.Write(filepath.Join(o.Out, pt.File), mode, func(w io.Writer) error {
-			for i, sp := range spans {
-				if !o.Shard.Mine(i) {
-					continue
-				}
-				data, err := kinds.PlayRunChunk(ctx, p, ps, sp.Lo, sp.Hi, 0)
-				if err != nil {
-					return fmt.Errorf("point %s, episodes %d..%d: %w", pt.Name, sp.Lo, sp.Hi-1, err)
-				}
-				if err := writeRecord(w, sp, data); err != nil {
-					return err
-				}
-				pt.Chunks = append(pt.Chunks, i)
-			}
-			return nil
+			return play(ctx, k, p, spans, &pt, w)
 		})
 		if err != nil {
 			return err
 		}
 		m.Points = append(m.Points, pt)
 	}
+	if o.Engine == "nats" {
+		if m.NATS, err = l.shardNATSRecord(); err != nil {
+			return err
+		}
+	}
 	return atomicfile.Write(filepath.Join(o.Out, shard.ManifestFile), mode, func(w io.Writer) error { return cli.WriteJSON(w, m) })
+}
+
+// playFastChunks plays the shard's chunks of point k in-process, each as a worker plays it, and
+// writes their results to w (pt: the point in the manifest).
+func (l *launcher) playFastChunks(ctx context.Context, k int, p *plan.Plan, spans []farm.Span, pt *RunShardPoint, w io.Writer) error {
+	ps, _ := l.shardSpans(l.shardOptions(), farm.DefaultChunkEpisodes)
+	for i, sp := range spans {
+		if !l.o.Shard.Mine(i) {
+			continue
+		}
+		data, err := kinds.PlayRunChunk(ctx, p, ps, sp.Lo, sp.Hi, 0)
+		if err != nil {
+			return fmt.Errorf("point %s, episodes %d..%d: %w", pt.Name, sp.Lo, sp.Hi-1, err)
+		}
+		if err := writeRecord(w, sp, data); err != nil {
+			return err
+		}
+		pt.Chunks = append(pt.Chunks, i)
+	}
+	return nil
 }
 
 // writeRecord writes one chunk's result: lo, hi, its length, its bytes.
@@ -181,12 +240,17 @@ func ReadRunShards(dirs []string) ([]*RunShardPart, error) {
 		if err := shard.ReadManifest(d, shard.KindRun, m); err != nil {
 			return nil, err
 		}
+		if (m.Engine == "nats") != (m.NATS != nil) {
+			return nil, fmt.Errorf("part %s: engine %q with no record of its processes, or the fast engine's with one", d, m.Engine)
+		}
 		parts = append(parts, &RunShardPart{d, m})
 		hs = append(hs, shard.Part{Dir: d, Header: m.Header})
 	}
 	order, err := shard.Check(hs, func(first, p int) (string, any, any) {
 		a, b := parts[first], parts[p]
 		switch {
+		case a.Engine != b.Engine:
+			return "engine (parts of the fast and the NATS engine are not merged)", a.Engine, b.Engine
 		case !slices.Equal(a.Args, b.Args):
 			return "command line", strings.Join(a.Args, " "), strings.Join(b.Args, " ")
 		case a.Runs != b.Runs || a.Chunk != b.Chunk || len(a.Points) != len(b.Points):
@@ -220,6 +284,17 @@ func MergeRunShards(ctx context.Context, parts []*RunShardPart, out string, pars
 	// as the shards', and summary.json's seed_source says which, as the unsharded run's
 	o.shardParts = parts
 	return Execute(ctx, o, stderr, log)
+}
+
+// shardsEngine is the merge's engine: the parts' chunks folded (foldShards) and, for parts of
+// the NATS engine, what their processes were and did added to the summary (natsPartsEngine).
+func (l *launcher) shardsEngine() pointEngine {
+	fe := &fastEngine{l: l, episodes: l.foldShards}
+	if l.o.shardParts[0].NATS == nil {
+		return fe
+	}
+	l.mergeNATSRecords()
+	return &natsPartsEngine{fe: fe}
 }
 
 // foldShards is the merge's fast engine for point k: the parts' chunks of it, in chunk order

@@ -42,13 +42,16 @@ parts carry the scenario file, which the merge rebuilds the games from), seed, N
 a missing or duplicated shard with its index. Each part's trials must be its slice, finite, of
 the expected size.
 
-The parts of dpsim run --engine fast --shard I/N --out PART (chunk i of every point's episodes
-played by shard i mod N, as the workers of --dispatch play them) are merged by running the parts'
-command line again with --out OUT, its engine folding their chunks in order (the coordinator's
-check and fold) instead of playing them: OUT's summary.json, report.md, traces and figures are
-the unsharded run's, bit for bit but the times and the run id. The scenario file must be where the
-shards read it, with the same bytes (its SHA-256 is checked); the run's flags (--share-outputs,
---trace-episodes, ...) are the shards' command line's, and --json here prints its summary.json.
+The parts of dpsim run --shard I/N --out PART (chunk i of every point's episodes played by shard
+i mod N, as the workers of --dispatch play them; with the NATS engine by the shard's own server and
+processes) are merged by running the parts' command line again with --out OUT, folding their
+chunks in order (the coordinator's check and fold) instead of playing them: OUT's summary.json,
+report.md, traces and figures are the unsharded run's, bit for bit but the times and the run id;
+a NATS run lists every shard's processes, problems and timeline named by shard (their files stay in
+the parts). Parts of the fast and the NATS engines are not merged together. The scenario file must
+be where the shards read it, with the same bytes (its SHA-256 is checked); the run's flags
+(--share-outputs, --trace-episodes, ...) are the shards' command line's, and --json here prints
+its summary.json.
 
 Exit status 0 whatever the verdict (3 with --fail-on-violation and a violation), 1 when a part is
 missing, duplicated or does not fit, 2 on a usage error.`
