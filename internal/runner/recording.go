@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/busrec"
@@ -56,7 +57,8 @@ func (l *launcher) startRecording() error {
 	}
 	md := map[string]string{"scenario": l.sum.Scenario, "scenario_file": l.sum.ScenarioFile, "seed": l.sum.SeedString,
 		"run_id": l.sum.RunID, "runs": strconv.Itoa(l.runs), "steps": strconv.Itoa(l.sum.Steps), "mode": l.sum.Mode,
-		"encoding": l.sum.Encoding, "points": strconv.Itoa(len(l.plans)), "started": l.sum.Started}
+		"encoding": l.sum.Encoding, "points": strconv.Itoa(len(l.plans)), "started": l.sum.Started,
+		"agents_per_process": strconv.Itoa(l.o.AgentsPerProcess), "timeout": l.o.Timeout.String(), "period": l.o.Period.String()}
 	for k := range l.plans {
 		md["run_id_p"+strconv.Itoa(k)] = l.pointRunID(k)
 	}
@@ -66,6 +68,12 @@ func (l *launcher) startRecording() error {
 		return fmt.Errorf("--record: %w", err)
 	}
 	l.rec = rec
+	// the scenario file as read, so that the recording stands alone (dpsim replay --check)
+	if data, err := os.ReadFile(l.o.ScenarioPath); err == nil {
+		if err := rec.Attach(busrec.ScenarioAttachment, busrec.ScenarioMediaType, data, time.Now()); err != nil {
+			l.log.Warn().Err(err).Msg("recording: the scenario file")
+		}
+	}
 	l.sum.Recording = &record.Recording{File: path, LimitBytes: l.o.RecordLimit}
 	if l.sum.Recording.LimitBytes == 0 {
 		l.sum.Recording.LimitBytes = busrec.DefaultLimit
@@ -134,8 +142,13 @@ func (o recordObserver) pointBegin(k int) {
 }
 
 func (recordObserver) episodesDone(int) {}
-func (o recordObserver) pointEnd(int, record.PointSummary, *metrics.Results, bool) {
+func (o recordObserver) pointEnd(k int, _ record.PointSummary, res *metrics.Results, _ bool) {
 	o.l.recListen.stop(o.l)
+	if md := busrec.PointMetadata(o.l.pointRunID(k), res); md != nil { // what dpsim replay --check compares
+		if err := o.l.rec.WriteMetadata(busrec.PointMetadataName(k), md); err != nil {
+			o.l.log.Warn().Err(err).Int("point", k).Msg("recording")
+		}
+	}
 }
 
 // recordingNote is report.md's line on the recording ("": none).
