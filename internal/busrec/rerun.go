@@ -87,11 +87,14 @@ type rerunSetup struct {
 }
 
 // Rerun re-runs the eavesdropper of the recording at path (c: what Scan found in it) point by
-// point. A recording that cannot be re-run (no scenario attachment or point results, as a
-// recording of an older dpsim or of a run that ended before its points did; realtime; server
-// restarts or proxies, outages the recording does not hold) returns a result that says why
+// point. A recording that cannot be re-run (not closed; no scenario attachment or point
+// results, as a recording of an older dpsim or of a run that ended before its points did;
+// realtime; server restarts or proxies, outages the recording does not hold) returns a result that says why
 // in Skipped, no error; an error is a failure of the re-run itself.
 func Rerun(ctx context.Context, path string, c *Contents, o RerunOptions) (*RerunResult, error) {
+	if !c.Complete { // a killed writer: the traffic after its last complete chunk is lost
+		return &RerunResult{Skipped: "the recording was not closed (its writer was killed): the end of its traffic is lost"}, nil
+	}
 	st, why := setupRerun(c)
 	if why != "" {
 		return &RerunResult{Skipped: why}, nil
