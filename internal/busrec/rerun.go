@@ -117,7 +117,7 @@ func Rerun(ctx context.Context, path string, c *Contents, o RerunOptions) (*Reru
 	for k := range st.plans {
 		md := c.Metadata[PointMetadataName(k)]
 		if md == nil {
-			return &RerunResult{Skipped: fmt.Sprintf("point %d (run %s) has no recorded results: the run ended before it did", k, st.runs[k])}, nil
+			return &RerunResult{Skipped: fmt.Sprintf("point %d (run %s) has no recorded results: the run ended before the point did, or was resumed (its results cover episodes played before the recording began)", k, st.runs[k])}, nil
 		}
 		pr, err := rerunPoint(ctx, path, st, k, md, srv, conn, o)
 		if err != nil {

@@ -49,8 +49,10 @@ func (l *launcher) recordPath() string {
 
 // startRecording creates the recording (nothing without --record; 0600 unless --share-outputs:
 // the processes' results on ctl.result are computed from the true states) with the run's metadata: the
-// scenario, the seed, the run ids of the points. The digests of the processes' plan files
-// travel on the bus in their ctl.ready messages, which the recording holds.
+// scenario, the seed, the run ids of the points, the settings of the processes, and the scenario
+// file as an attachment; each point adds its eavesdropper metrics as it ends (dpsim replay
+// --check re-runs them). The digests of the processes' plan files travel on the bus in their
+// ctl.ready messages, which the recording holds.
 func (l *launcher) startRecording() error {
 	if l.o.Record == "" {
 		return nil
@@ -144,6 +146,9 @@ func (o recordObserver) pointBegin(k int) {
 func (recordObserver) episodesDone(int) {}
 func (o recordObserver) pointEnd(k int, _ record.PointSummary, res *metrics.Results, _ bool) {
 	o.l.recListen.stop(o.l)
+	if o.l.resume.from != nil {
+		return // a resumed run's results cover episodes played before this recording began
+	}
 	if md := busrec.PointMetadata(o.l.pointRunID(k), res); md != nil { // what dpsim replay --check compares
 		if err := o.l.rec.WriteMetadata(busrec.PointMetadataName(k), md); err != nil {
 			o.l.log.Warn().Err(err).Int("point", k).Msg("recording")

@@ -116,13 +116,15 @@ func withHeader(hs []heard, name string) int {
 	return n
 }
 
-// --check passes a closed recording and reads a cut one to its last chunk; --recover makes a
-// closed recording of the cut one with every message read.
+// --check passes a closed recording (its re-run too) and reads a cut one to its last chunk
+// (without a re-run: its end is lost); --recover makes a closed recording of the cut one with
+// every message read.
 func TestCheckRecover(t *testing.T) {
 	path := recording(t)
 	code, stdout, stderr := dpsim(t, "replay", path, "--check")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "closed (summary section present)")
+	require.Contains(t, stdout, "a fresh eavesdropper gives the recorded eavesdropper metrics bit for bit (3 episodes)", "cloud control re-runs too")
 
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -134,6 +136,7 @@ func TestCheckRecover(t *testing.T) {
 	code, stdout, stderr = dpsim(t, "replay", cut, "--check")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "not closed")
+	require.Contains(t, stdout, "re-run: skipped: the recording was not closed")
 
 	dst := filepath.Join(t.TempDir(), "recovered.mcap")
 	code, stdout, stderr = dpsim(t, "replay", cut, "--recover", dst)
