@@ -17,8 +17,9 @@ type Listener struct {
 }
 
 // Listen connects to url as name (opts: the account and TLS of the run's launcher, which may
-// subscribe dpsim.<run>.>) and records every message of run with its NATS headers: the subscription is in place at the
-// server when Listen returns, so it hears everything published afterwards.
+// subscribe dpsim.<run>.>) and records every message of run with its NATS headers: the
+// subscription is in place at the server when Listen returns, so it hears everything published
+// afterwards.
 func (r *Recorder) Listen(url, name, run string, opts ...bus.Option) (*Listener, error) {
 	subj, err := wire.NewSubjects(run)
 	if err != nil {
