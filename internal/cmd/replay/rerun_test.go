@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -72,6 +73,16 @@ func TestCheckRerun(t *testing.T) {
 	require.Contains(t, stdout, "mismatch: eve_sq_error: step 2: mean = ", what)
 	require.Contains(t, stderr, "the re-run differs from the recorded run")
 	require.Equal(t, 2, strings.Count(stdout, "bit for bit"), "the other points are unchanged: %s", stdout)
+
+	// without its headers a group's message is no message of the episodes in flight: the
+	// eavesdropper drops it, and the re-run says so (with a short --timeout: the eavesdropper
+	// waits it out at each step that lacks its messages)
+	bare := filepath.Join(t.TempDir(), "bare.mcap")
+	rewrite(t, path, bare, "100ms", func(m busrec.Message) (map[string][]string, []byte) { return nil, m.Data })
+	code, stdout, stderr = dpsim(t, "replay", bare, "--check")
+	require.Equal(t, 1, code, "%s\n%s", stdout, stderr)
+	require.Contains(t, stdout, "0 with NATS headers")
+	require.Equal(t, 3, strings.Count(stdout, ": MISMATCH"), stdout)
 }
 
 // A recording of a run with episodes in flight and signatures holds each data message's
@@ -114,13 +125,47 @@ func bits(v []float64) []uint64 {
 	return out
 }
 
-// corrupt writes a copy of the recording src to dst with the busrec writer - its metadata,
-// attachments, messages and headers - with one value changed: agent 3's y of step 2 of point
-// 0's first episode, plus 1. It says what it changed.
+// corrupt writes a copy of the recording src to dst (rewrite) with one value changed: agent
+// 3's y of step 2 of point 0's first episode, plus 1. It says what it changed.
 func corrupt(t *testing.T, src, dst string) string {
+	c, err := busrec.Scan(src, nil)
+	require.NoError(t, err)
+	run0 := c.Metadata[busrec.MetadataName]["run_id_p0"]
+	what := ""
+	rewrite(t, src, dst, "", func(m busrec.Message) (map[string][]string, []byte) {
+		var h map[string][]string
+		if m.Header != nil {
+			h = m.Header.Headers
+		}
+		if what != "" || m.Topic != "dpsim."+run0+".agent.3.y" {
+			return h, m.Data
+		}
+		var w wire.Message
+		require.NoError(t, json.Unmarshal(m.Data, &w))
+		if w.Step != 2 {
+			return h, m.Data
+		}
+		what = m.Topic + " step 2 value " + string(mustJSON(t, w.Values[0]))
+		w.Values[0]++
+		data, err := wire.EncodeJSON(nil, &w)
+		require.NoError(t, err)
+		return h, data
+	})
+	require.NotEmpty(t, what, "no message to change")
+	return what
+}
+
+// rewrite writes a copy of the recording src to dst with the busrec writer - its metadata (with
+// the processes' timeout set to timeout, unless ""), attachments, and each message with the
+// headers and payload edit returns for it.
+func rewrite(t *testing.T, src, dst, timeout string, edit func(busrec.Message) (map[string][]string, []byte)) {
 	head, err := busrec.Scan(src, nil)
 	require.NoError(t, err)
-	rec, err := busrec.Create(busrec.Options{Path: dst, Perm: 0o600, Limit: math.MaxInt64, Metadata: head.Metadata[busrec.MetadataName]})
+	md := maps.Clone(head.Metadata[busrec.MetadataName])
+	if timeout != "" {
+		md["timeout"] = timeout
+	}
+	rec, err := busrec.Create(busrec.Options{Path: dst, Perm: 0o600, Limit: math.MaxInt64, Metadata: md})
 	require.NoError(t, err)
 	for name, md := range head.Metadata {
 		if strings.HasPrefix(name, busrec.MetadataName+"/point/") {
@@ -130,32 +175,14 @@ func corrupt(t *testing.T, src, dst string) string {
 	for name, a := range head.Attachments {
 		require.NoError(t, rec.Attach(name, a.MediaType, a.Data, time.Now()))
 	}
-	run0 := head.Metadata[busrec.MetadataName]["run_id_p0"]
-	what := ""
 	_, err = busrec.Scan(src, func(m busrec.Message) error {
-		data := m.Data
-		if what == "" && m.Topic == "dpsim."+run0+".agent.3.y" {
-			var w wire.Message
-			require.NoError(t, json.Unmarshal(data, &w))
-			if w.Step == 2 {
-				what = m.Topic + " step 2 value " + strings.TrimSpace(string(mustJSON(t, w.Values[0])))
-				w.Values[0]++
-				data, err = wire.EncodeJSON(nil, &w)
-				require.NoError(t, err)
-			}
-		}
-		var h map[string][]string
-		if m.Header != nil {
-			h = m.Header.Headers
-		}
+		h, data := edit(m)
 		rec.RecordHeaders(m.Topic, h, data, time.Unix(0, int64(m.LogTime)))
 		return nil
 	})
 	require.NoError(t, err)
 	_, err = rec.Close()
 	require.NoError(t, err)
-	require.NotEmpty(t, what, "no message to change")
-	return what
 }
 
 func mustJSON(t *testing.T, v any) []byte {
