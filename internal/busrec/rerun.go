@@ -113,13 +113,21 @@ func Rerun(ctx context.Context, path string, c *Contents, o RerunOptions) (*Reru
 		return nil, fmt.Errorf("re-run: %w", err)
 	}
 	defer conn.Close()
+	recs, err := recordedEavesdroppers(path, st.runs)
+	if err != nil {
+		return nil, err
+	}
 	res := &RerunResult{}
 	for k := range st.plans {
 		md := c.Metadata[PointMetadataName(k)]
 		if md == nil {
 			return &RerunResult{Skipped: fmt.Sprintf("point %d (run %s) has no recorded results: the run ended before the point did, or was resumed (its results cover episodes played before the recording began)", k, st.runs[k])}, nil
 		}
-		pr, err := rerunPoint(ctx, path, st, k, md, srv, conn, o)
+		rec := recs[st.runs[k]]
+		if rec == nil {
+			return &RerunResult{Skipped: fmt.Sprintf("the recording has no ctl.ready of the eavesdropper of point %d (run %s): no eavesdropper process ran it", k, st.runs[k])}, nil
+		}
+		pr, err := rerunPoint(ctx, path, st, k, md, rec, srv, conn, o)
 		if err != nil {
 			return res, fmt.Errorf("re-run of point %d (run %s): %w", k, st.runs[k], err)
 		}
@@ -187,15 +195,12 @@ func setupRerun(c *Contents) (*rerunSetup, string) {
 }
 
 // rerunPoint re-runs point k: its fresh eavesdropper, the recorded traffic, the comparison.
-func rerunPoint(ctx context.Context, path string, st *rerunSetup, k int, md map[string]string, srv *launch.Server, conn *bus.Conn, o RerunOptions) (*PointRerun, error) {
+func rerunPoint(ctx context.Context, path string, st *rerunSetup, k int, md map[string]string, rec *recorded, srv *launch.Server, conn *bus.Conn,
+	o RerunOptions) (*PointRerun, error) {
 	run := st.runs[k]
 	want, runs, err := recordedEve(md)
 	if err != nil {
 		return nil, fmt.Errorf("the recorded results: %w", err)
-	}
-	rec, err := recordedEavesdropper(path, run)
-	if err != nil {
-		return nil, err
 	}
 	cfg := launch.SessionConfig{
 		Exe: o.Exe, Point: k, Plan: st.plans[k], Seeds: sim.NewSeeds(st.seed), Runs: st.episodes, Run: run,
@@ -247,18 +252,21 @@ type recorded struct {
 	result *contract.ProcessResult
 }
 
-// recordedEavesdropper reads what the eavesdropper of run published in the recording.
-func recordedEavesdropper(path, run string) (*recorded, error) {
-	subj, err := wire.NewSubjects(run)
-	if err != nil {
-		return nil, err
+// recordedEavesdroppers reads what the eavesdropper of each run (of runs) published in the
+// recording: its first ctl.ready and its ctl.result (a run absent: not even its ctl.ready).
+func recordedEavesdroppers(path string, runs []string) (map[string]*recorded, error) {
+	ready, result := map[string]string{}, map[string]string{} // subject -> run
+	for _, run := range runs {
+		subj, err := wire.NewSubjects(run)
+		if err != nil {
+			return nil, err
+		}
+		ready[subj.CtlReady(endpoint.Eavesdropper, 0)] = run
+		result[subj.CtlResult(endpoint.Eavesdropper, 0)] = run
 	}
-	readySubj, resultSubj := subj.CtlReady(endpoint.Eavesdropper, 0), subj.CtlResult(endpoint.Eavesdropper, 0)
-	r := &recorded{}
-	ready := false
-	_, err = Scan(path, func(m Message) error {
-		switch {
-		case m.Topic == readySubj && !ready:
+	out := map[string]*recorded{}
+	_, err := Scan(path, func(m Message) error {
+		if run, ok := ready[m.Topic]; ok && out[run] == nil {
 			var w wire.Message
 			if err := wire.Decode(m.Data, &w); err != nil {
 				return fmt.Errorf("%s: %w", m.Topic, err)
@@ -267,20 +275,21 @@ func recordedEavesdropper(path, run string) (*recorded, error) {
 			if err != nil {
 				return fmt.Errorf("%s: %w", m.Topic, err)
 			}
-			r.plan, ready = rd.Plan, true
-		case m.Topic == resultSubj:
+			out[run] = &recorded{plan: rd.Plan}
+		}
+		if run, ok := result[m.Topic]; ok && out[run] != nil {
 			res, err := contract.DecodeResult(m.Data, run)
 			if err != nil {
 				return fmt.Errorf("%s: %w", m.Topic, err)
 			}
-			r.result = res
+			out[run].result = res
 		}
 		return nil
 	})
-	if err == nil && !ready {
-		err = fmt.Errorf("the recording has no ctl.ready of the eavesdropper of run %s", run)
+	if err != nil {
+		return nil, fmt.Errorf("the recorded eavesdropper: %w", err)
 	}
-	return r, err
+	return out, nil
 }
 
 // publishPoint publishes the recorded traffic of run with its headers, minus what the
