@@ -207,6 +207,9 @@ func rerunPoint(ctx context.Context, path string, st *rerunSetup, k int, md map[
 		Dir: filepath.Join(o.Dir, fmt.Sprintf("p%02d", k)), Mode: st.mode, Period: st.period, Timeout: st.timeout,
 		AgentsPerProcess: st.per, Encoding: st.md["encoding"], LogLevel: "warn", Log: o.Log,
 		Roles: []endpoint.Role{endpoint.Eavesdropper},
+		// the recorded ctl.episode says each group's size (the processes need no flag); the
+		// session's buffer of ctl events must hold the ctl.done of the largest group at once
+		Inflight: contract.MaxInflight,
 	}
 	srv.Configure(&cfg, k)
 	cfg.Server, cfg.Cluster = nil, nil // nothing to restart: the scenarios that would are not re-run

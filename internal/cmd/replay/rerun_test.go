@@ -190,3 +190,15 @@ func mustJSON(t *testing.T, v any) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// A group of episodes in flight larger than a session's default buffer of ctl events (40
+// episodes at once: the eavesdropper answers 40 ctl.done together) re-runs bit for bit.
+func TestCheckRerunLargeGroup(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := dpsim(t, "run", dpsimtest.Scenario("cloud-vehicle"), "--episodes", "40", "--inflight", "40",
+		"--out", dir, "--record", "bus.mcap", "--log-level", "warn", "--progress=false")
+	require.Equal(t, 0, code, stderr)
+	code, stdout, stderr := dpsim(t, "replay", filepath.Join(dir, "bus.mcap"), "--check")
+	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+	require.Contains(t, stdout, "gives the recorded eavesdropper metrics bit for bit (40 episodes)")
+}
