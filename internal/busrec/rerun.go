@@ -87,13 +87,17 @@ type rerunSetup struct {
 }
 
 // Rerun re-runs the eavesdropper of the recording at path (c: what Scan found in it) point by
-// point. A recording that cannot be re-run (not closed; no scenario attachment or point
-// results, as a recording of an older dpsim or of a run that ended before its points did;
-// realtime; server restarts or proxies, outages the recording does not hold) returns a result that says why
-// in Skipped, no error; an error is a failure of the re-run itself.
+// point. A recording that cannot be re-run returns a result that says why in Skipped, and no
+// error: one not closed or past its size limit (its traffic incomplete); one without its
+// scenario attachment, point results or eavesdropper (an older dpsim; a run that ended before
+// its points did, or was resumed); realtime; server restarts or proxies (outages the recording
+// does not hold). An error is a failure of the re-run itself.
 func Rerun(ctx context.Context, path string, c *Contents, o RerunOptions) (*RerunResult, error) {
 	if !c.Complete { // a killed writer: the traffic after its last complete chunk is lost
 		return &RerunResult{Skipped: "the recording was not closed (its writer was killed): the end of its traffic is lost"}, nil
+	}
+	if d := c.Metadata[MetadataName+"/counts"]["dropped"]; d != "" && d != "0" {
+		return &RerunResult{Skipped: "the recording dropped " + d + " messages past its size limit (--record-limit): its traffic is incomplete"}, nil
 	}
 	st, why := setupRerun(c)
 	if why != "" {

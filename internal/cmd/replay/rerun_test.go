@@ -202,3 +202,16 @@ func TestCheckRerunLargeGroup(t *testing.T) {
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
 	require.Contains(t, stdout, "gives the recorded eavesdropper metrics bit for bit (40 episodes)")
 }
+
+// A recording cut by its size limit is not re-run (its traffic is incomplete): --check says
+// why and passes on its messages alone.
+func TestCheckLimitedNotRerun(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := dpsim(t, "run", dpsimtest.Scenario("cloud-vehicle"), "--episodes", "3", "--out", dir, "--record", "bus.mcap",
+		"--record-limit", "8KiB", "--log-level", "warn", "--progress=false")
+	require.Equal(t, 0, code, stderr)
+	code, stdout, stderr := dpsim(t, "replay", filepath.Join(dir, "bus.mcap"), "--check")
+	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+	require.Contains(t, stdout, "re-run: skipped: the recording dropped ")
+	require.NotContains(t, stdout, "bit for bit")
+}
