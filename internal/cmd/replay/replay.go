@@ -37,8 +37,9 @@ each point of the run it starts an embedded NATS server and a fresh eavesdropper
 configured as in the run (its plan file from the recorded scenario and seed, whose digest must
 be the recorded eavesdropper's), publishes the recorded traffic minus what the recorded
 eavesdropper published, and compares the fresh eavesdropper's metrics (eve_sq_error) with the
-recorded run's bit for bit. A recording that cannot be re-run (of a realtime run, one without
-its scenario attachment or point results) says why and is only checked message by message.
+recorded run's bit for bit. A recording that cannot be re-run (not closed, cut by its size
+limit, of a realtime run, without its scenario attachment or point results) says why and is only
+checked message by message.
 
 --recover DST.mcap writes what a recording killed before it closed holds (every complete chunk)
 into a closed recording DST. A recording killed before it closed is read up to its last
