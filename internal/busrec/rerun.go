@@ -103,6 +103,18 @@ func Rerun(ctx context.Context, path string, c *Contents, o RerunOptions) (*Reru
 	if why != "" {
 		return &RerunResult{Skipped: why}, nil
 	}
+	recs, err := recordedEavesdroppers(path, st.runs)
+	if err != nil {
+		return nil, err
+	}
+	for k, run := range st.runs {
+		if c.Metadata[PointMetadataName(k)] == nil {
+			return &RerunResult{Skipped: fmt.Sprintf("point %d (run %s) has no recorded results: the run ended before the point did, or was resumed (its results cover episodes played before the recording began)", k, run)}, nil
+		}
+		if recs[run] == nil {
+			return &RerunResult{Skipped: fmt.Sprintf("the recording has no ctl.ready of the eavesdropper of point %d (run %s): no eavesdropper process ran it", k, run)}, nil
+		}
+	}
 	replayer, err := bus.NewUser("dpsim-replay", nil, nil) // publishes every process's subjects
 	if err != nil {
 		return nil, err
@@ -117,23 +129,11 @@ func Rerun(ctx context.Context, path string, c *Contents, o RerunOptions) (*Reru
 		return nil, fmt.Errorf("re-run: %w", err)
 	}
 	defer conn.Close()
-	recs, err := recordedEavesdroppers(path, st.runs)
-	if err != nil {
-		return nil, err
-	}
 	res := &RerunResult{}
-	for k := range st.plans {
-		md := c.Metadata[PointMetadataName(k)]
-		if md == nil {
-			return &RerunResult{Skipped: fmt.Sprintf("point %d (run %s) has no recorded results: the run ended before the point did, or was resumed (its results cover episodes played before the recording began)", k, st.runs[k])}, nil
-		}
-		rec := recs[st.runs[k]]
-		if rec == nil {
-			return &RerunResult{Skipped: fmt.Sprintf("the recording has no ctl.ready of the eavesdropper of point %d (run %s): no eavesdropper process ran it", k, st.runs[k])}, nil
-		}
-		pr, err := rerunPoint(ctx, path, st, k, md, rec, srv, conn, o)
+	for k, run := range st.runs {
+		pr, err := rerunPoint(ctx, path, st, k, c.Metadata[PointMetadataName(k)], recs[run], srv, conn, o)
 		if err != nil {
-			return res, fmt.Errorf("re-run of point %d (run %s): %w", k, st.runs[k], err)
+			return res, fmt.Errorf("re-run of point %d (run %s): %w", k, run, err)
 		}
 		res.Points = append(res.Points, *pr)
 	}
