@@ -129,3 +129,85 @@ func TestScanTruncated(t *testing.T) {
 		prev = c.Messages
 	}
 }
+
+// A message's NATS headers are recorded on the companion channel "<subject>#headers" and read
+// back with it; a binary message's record says it is not as sent, and a replay of it drops
+// its signature; a message without headers has none; the subject's channel keeps its schema.
+func TestHeaders(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.mcap")
+	r, err := Create(Options{Path: path, Perm: 0o600})
+	require.NoError(t, err)
+	const subj = "dpsim.r1.plant.0.yhat"
+	group := map[string][]string{wire.HeaderEpisodes: {"4"}, wire.HeaderSig: {"c2ln"}}
+	r.RecordHeaders(subj, group, msg(t, 0, wire.JSON), time.Now())
+	r.RecordHeaders(subj, nil, msg(t, 1, wire.JSON), time.Now())
+	r.RecordHeaders(subj, group, msg(t, 2, wire.Binary), time.Now())
+	r.Record(subj, msg(t, 3, wire.JSON), time.Now())
+	st, err := r.Close()
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), st.Messages)
+	require.Equal(t, uint64(2), st.Headers)
+	require.Equal(t, 1, st.Channels, "the subjects: not their companion channels")
+
+	var got []*HeaderRecord
+	c, err := Scan(path, func(m Message) error {
+		require.Equal(t, subj, m.Topic)
+		require.Equal(t, uint32(len(got)+1), m.Sequence)
+		got = append(got, m.Header)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), c.Messages)
+	require.Equal(t, uint64(2), c.Headers)
+	require.Len(t, c.Channels, 1)
+	require.Equal(t, &HeaderRecord{Seq: 1, Headers: group, AsSent: true}, got[0])
+	require.Nil(t, got[1])
+	require.Equal(t, &HeaderRecord{Seq: 3, Headers: group, AsSent: false}, got[2])
+	require.Nil(t, got[3])
+	require.Equal(t, group, ReplayHeader(got[0]), "as sent: the signature verifies")
+	require.Equal(t, map[string][]string{wire.HeaderEpisodes: {"4"}}, ReplayHeader(got[2]), "recorded as JSON: no signature")
+	require.Nil(t, ReplayHeader(&HeaderRecord{Headers: map[string][]string{wire.HeaderSig: {"x"}}}))
+
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	rd, err := mcap.NewReader(f)
+	require.NoError(t, err)
+	info, err := rd.Info()
+	require.NoError(t, err)
+	require.Equal(t, uint64(6), info.Statistics.MessageCount, "4 messages and 2 header records")
+	for _, ch := range info.Channels {
+		want := "dpsim/data-yhat"
+		if ch.Topic == subj+HeadersSuffix {
+			want = HeadersSchemaName
+		} else {
+			require.Equal(t, subj, ch.Topic)
+		}
+		require.Equal(t, want, info.Schemas[ch.SchemaID].Name)
+		require.True(t, json.Valid(info.Schemas[ch.SchemaID].Data))
+	}
+}
+
+// Recover keeps the headers (and whether each payload is as sent), the point metadata and the
+// attachments.
+func TestRecoverKeepsHeadersAttachments(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "a.mcap"), filepath.Join(dir, "b.mcap")
+	r, err := Create(Options{Path: src, Perm: 0o600, Metadata: map[string]string{"seed": "5"}})
+	require.NoError(t, err)
+	require.NoError(t, r.Attach(ScenarioAttachment, ScenarioMediaType, []byte("name: s\n"), time.Now()))
+	r.RecordHeaders("dpsim.r1.plant.0.yhat", map[string][]string{wire.HeaderGap: {"1"}}, msg(t, 0, wire.Binary), time.Now())
+	require.NoError(t, r.WriteMetadata(PointMetadataName(0), map[string]string{"run_id": "r1"}))
+	_, err = r.Close()
+	require.NoError(t, err)
+	_, st, err := Recover(src, dst, 0o600)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), st.Headers)
+	var h *HeaderRecord
+	c, err := Scan(dst, func(m Message) error { h = m.Header; return nil })
+	require.NoError(t, err)
+	require.Equal(t, &HeaderRecord{Seq: 1, Headers: map[string][]string{wire.HeaderGap: {"1"}}, AsSent: false}, h)
+	require.Equal(t, Attachment{MediaType: ScenarioMediaType, Data: []byte("name: s\n")}, c.Attachments[ScenarioAttachment])
+	require.Equal(t, "r1", c.Metadata[PointMetadataName(0)]["run_id"])
+	require.Equal(t, "5", c.Metadata[MetadataName]["seed"])
+}

@@ -12,7 +12,15 @@
 // test). Log time is the receive time, publish time the message's "sent" field (a result
 // document has none: its receive time). The challenger's private line
 // (wire.ChallengerPrefix, the secret x(0)s) lies outside dpsim.<run>.> and is never recorded.
-// NATS headers (the route of a batched or addressed message, signatures) are not recorded.
+// A message's NATS headers (the route of an addressed or delayed message, Dpsim-Episodes of a
+// group of episodes in flight, the signature) are recorded just before it on the companion
+// channel "<subject>#headers" (headers.go: HeaderRecord), and published again by Replay.
+//
+// The recording stands alone (meta.go): beside the run's metadata it holds the scenario file
+// as an attachment and each point's eavesdropper metrics; Rerun (rerun.go, dpsim replay
+// --check) plays each point's traffic to a fresh eavesdropper process spawned through the
+// launcher's session (internal/launch) and compares its metrics with the recorded ones bit
+// for bit (fold.go folds them with the one metrics.Accumulator).
 //
 // The file is chunked and zstd-compressed; a chunk is written to the file when it fills
 // (Options.ChunkSize), so a recording killed mid-run keeps every complete chunk and Recover

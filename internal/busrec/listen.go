@@ -17,8 +17,9 @@ type Listener struct {
 }
 
 // Listen connects to url as name (opts: the account and TLS of the run's launcher, which may
-// subscribe dpsim.<run>.>) and records every message of run: the subscription is in place at the
-// server when Listen returns, so it hears everything published afterwards.
+// subscribe dpsim.<run>.>) and records every message of run with its NATS headers: the
+// subscription is in place at the server when Listen returns, so it hears everything published
+// afterwards.
 func (r *Recorder) Listen(url, name, run string, opts ...bus.Option) (*Listener, error) {
 	subj, err := wire.NewSubjects(run)
 	if err != nil {
@@ -29,8 +30,8 @@ func (r *Recorder) Listen(url, name, run string, opts ...bus.Option) (*Listener,
 		return nil, fmt.Errorf("recording: %w", err)
 	}
 	// dpsim.<run>.>, as the eavesdropper: never the challenger's private line (wire.ChallengerPrefix)
-	if _, err := conn.SubscribeDocuments(subj.All(), nil, func(subject string, data []byte) {
-		r.Record(subject, data, time.Now())
+	if _, err := conn.SubscribeDocumentsHeaders(subj.All(), nil, func(subject string, header map[string][]string, data []byte) {
+		r.RecordHeaders(subject, header, data, time.Now())
 	}); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("recording: %w", err)

@@ -1,6 +1,7 @@
 package busrec
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,19 +21,28 @@ type Message struct {
 	LogTime     uint64 // received, Unix ns
 	PublishTime uint64 // sent, Unix ns
 	Data        []byte // JSON (valid until fn returns)
+	Sequence    uint32 // its number on its channel, from 1
+	// Header are the NATS headers it came with (its HeaderRecord; nil: none).
+	Header *HeaderRecord
 }
 
 // Channel is one channel of a recording.
 type Channel struct {
 	Topic, Schema, Encoding string
 	Messages                uint64
+	// headersOf is the subject of a companion channel of headers ("": a subject's channel).
+	headersOf string
 }
 
 // Contents are what Scan found in a recording.
 type Contents struct {
-	Channels map[string]*Channel // by topic
+	Channels map[string]*Channel // by topic: the subjects (not their companion channels of headers)
 	Metadata map[string]map[string]string
-	Messages uint64
+	// Attachments are the recording's attachments by name (ScenarioAttachment).
+	Attachments map[string]Attachment
+	Messages    uint64 // on the subjects' channels
+	// Headers counts the HeaderRecords read (the messages that came with NATS headers).
+	Headers uint64
 	// Complete: the footer and closing magic were read (a closed recording); else Truncated
 	// says where reading stopped (a recording killed before Close: its complete chunks read).
 	Complete  bool
@@ -49,14 +59,14 @@ func Scan(path string, fn func(Message) error) (*Contents, error) {
 		return nil, fmt.Errorf("recording: %w", err)
 	}
 	defer f.Close()
-	lex, err := mcap.NewLexer(f, &mcap.LexerOptions{ValidateChunkCRCs: true, MaxDecompressedChunkSize: maxChunk, MaxRecordSize: maxChunk})
+	c := &Contents{Channels: map[string]*Channel{}, Metadata: map[string]map[string]string{}, Attachments: map[string]Attachment{}}
+	lex, err := mcap.NewLexer(f, &mcap.LexerOptions{ValidateChunkCRCs: true, MaxDecompressedChunkSize: maxChunk, MaxRecordSize: maxChunk,
+		AttachmentCallback: c.attachment})
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: not an MCAP file: %w", path, err)
 	}
 	defer lex.Close()
-	c := &Contents{Channels: map[string]*Channel{}, Metadata: map[string]map[string]string{}}
-	byID := map[uint16]*Channel{}
-	schemas := map[uint16]string{}
+	st := &scanState{byID: map[uint16]*Channel{}, schemas: map[uint16]string{}, pending: map[string]*HeaderRecord{}}
 	var buf []byte
 	for {
 		tok, data, err := lex.Next(buf)
@@ -70,44 +80,68 @@ func Scan(path string, fn func(Message) error) (*Contents, error) {
 		if len(data) > len(buf) {
 			buf = data
 		}
-		if err := c.token(tok, data, byID, schemas, fn); err != nil {
+		if err := c.token(tok, data, st, fn); err != nil {
 			return c, fmt.Errorf("recording %s: %w", path, err)
 		}
 	}
 }
 
+// scanState is what Scan keeps across records: the channels and schemas by id, and the
+// headers read for each subject's next message.
+type scanState struct {
+	byID    map[uint16]*Channel
+	schemas map[uint16]string
+	pending map[string]*HeaderRecord
+}
+
+// attachment reads an attachment (at most maxChunk bytes) into c.Attachments.
+func (c *Contents) attachment(a *mcap.AttachmentReader) error {
+	if a.DataSize > maxChunk {
+		return fmt.Errorf("attachment %s: %d bytes, more than %d", a.Name, a.DataSize, maxChunk)
+	}
+	data, err := io.ReadAll(a.Data())
+	if err != nil {
+		return fmt.Errorf("attachment %s: %w", a.Name, err)
+	}
+	c.Attachments[a.Name] = Attachment{MediaType: a.MediaType, Data: data}
+	return nil
+}
+
+// Attachment is one attachment of a recording.
+type Attachment struct {
+	MediaType string
+	Data      []byte
+}
+
 // token takes one record of the lexer into c.
-func (c *Contents) token(tok mcap.TokenType, data []byte, byID map[uint16]*Channel, schemas map[uint16]string, fn func(Message) error) error {
+func (c *Contents) token(tok mcap.TokenType, data []byte, st *scanState, fn func(Message) error) error {
 	switch tok {
 	case mcap.TokenSchema:
 		s, err := mcap.ParseSchema(data)
 		if err != nil {
 			return err
 		}
-		schemas[s.ID] = s.Name
+		st.schemas[s.ID] = s.Name
 	case mcap.TokenChannel:
 		ch, err := mcap.ParseChannel(data)
 		if err != nil {
 			return err
 		}
-		if byID[ch.ID] == nil {
-			cc := &Channel{Topic: ch.Topic, Schema: schemas[ch.SchemaID], Encoding: ch.MessageEncoding}
-			byID[ch.ID], c.Channels[ch.Topic] = cc, cc
+		if st.byID[ch.ID] == nil {
+			cc := &Channel{Topic: ch.Topic, Schema: st.schemas[ch.SchemaID], Encoding: ch.MessageEncoding}
+			st.byID[ch.ID] = cc
+			if subject, ok := IsHeaders(ch.Topic); ok {
+				cc.headersOf = subject
+			} else {
+				c.Channels[ch.Topic] = cc
+			}
 		}
 	case mcap.TokenMessage:
 		m, err := mcap.ParseMessage(data)
 		if err != nil {
 			return err
 		}
-		ch := byID[m.ChannelID]
-		if ch == nil {
-			return fmt.Errorf("message on channel %d, which no channel record defined", m.ChannelID)
-		}
-		ch.Messages++
-		c.Messages++
-		if fn != nil {
-			return fn(Message{Topic: ch.Topic, Schema: ch.Schema, LogTime: m.LogTime, PublishTime: m.PublishTime, Data: m.Data})
-		}
+		return c.message(m, st, fn)
 	case mcap.TokenMetadata:
 		md, err := mcap.ParseMetadata(data)
 		if err != nil {
@@ -116,6 +150,39 @@ func (c *Contents) token(tok mcap.TokenType, data []byte, byID map[uint16]*Chann
 		c.Metadata[md.Name] = md.Metadata
 	case mcap.TokenFooter:
 		c.Complete = true
+	}
+	return nil
+}
+
+// message takes one message: a HeaderRecord is kept for its subject's next message, any other
+// is counted and handed to fn with its headers (those whose Seq is its sequence number).
+func (c *Contents) message(m *mcap.Message, st *scanState, fn func(Message) error) error {
+	ch := st.byID[m.ChannelID]
+	if ch == nil {
+		return fmt.Errorf("message on channel %d, which no channel record defined", m.ChannelID)
+	}
+	ch.Messages++
+	if ch.headersOf != "" {
+		h := &HeaderRecord{}
+		if err := json.Unmarshal(m.Data, h); err != nil {
+			return fmt.Errorf("%s: message %d: %w", ch.Topic, m.Sequence, err)
+		}
+		st.pending[ch.headersOf] = h
+		c.Headers++
+		return nil
+	}
+	c.Messages++
+	h := st.pending[ch.Topic]
+	if h != nil && h.Seq <= m.Sequence {
+		delete(st.pending, ch.Topic)
+		if h.Seq < m.Sequence {
+			h = nil // the headers of a message that is not in the file
+		}
+	} else {
+		h = nil
+	}
+	if fn != nil {
+		return fn(Message{Topic: ch.Topic, Schema: ch.Schema, LogTime: m.LogTime, PublishTime: m.PublishTime, Data: m.Data, Sequence: m.Sequence, Header: h})
 	}
 	return nil
 }

@@ -1,9 +1,12 @@
 package busrec
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +55,9 @@ type Stats struct {
 	// that were no wire message (a binary payload wire.Decode refused): never written.
 	Dropped     uint64
 	Undecodable uint64
+	// Headers counts the messages recorded with NATS headers: each is one more MCAP message,
+	// its HeaderRecord on the companion channel (Channels counts subjects, not those).
+	Headers uint64
 }
 
 // Recorder writes the messages it is handed to an MCAP file. Safe for concurrent use.
@@ -102,9 +108,23 @@ func Create(o Options) (*Recorder, error) {
 	return &Recorder{f: f, w: w, limit: limit, channels: map[string]uint16{}, schemas: map[string]uint16{}, seq: map[uint16]uint32{}}, nil
 }
 
-// Record writes one message received on subject at recv (a binary one as its JSON encoding),
-// or counts it as dropped past the limit or after a write error.
+// Record writes one message received on subject at recv without NATS headers: RecordHeaders
+// with none (the fast engine's bus, which has none).
 func (r *Recorder) Record(subject string, data []byte, recv time.Time) {
+	r.RecordHeaders(subject, nil, data, recv)
+}
+
+// RecordHeaders writes one message received on subject at recv (a binary one as its JSON
+// encoding) and, when it came with NATS headers, a HeaderRecord of them on the companion
+// channel "<subject>#headers" just before it; or counts the message as dropped past the limit
+// or after a write error (its headers with it).
+func (r *Recorder) RecordHeaders(subject string, header map[string][]string, data []byte, recv time.Time) {
+	r.record(subject, header, true, data, recv)
+}
+
+// record is RecordHeaders of a message whose payload is what was sent unless sent is false (a
+// recording copied by Recover: its HeaderRecord.AsSent).
+func (r *Recorder) record(subject string, header map[string][]string, sent bool, data []byte, recv time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -112,6 +132,7 @@ func (r *Recorder) Record(subject string, data []byte, recv time.Time) {
 	}
 	schema := SchemaFor(subject)
 	pub := uint64(recv.UnixNano())
+	asSent := sent
 	if schema != "result.json" {
 		if err := wire.Decode(data, &r.m); err != nil {
 			r.st.Undecodable++
@@ -126,56 +147,124 @@ func (r *Recorder) Record(subject string, data []byte, recv time.Time) {
 				r.st.Undecodable++
 				return
 			}
-			r.buf, data = j, j
+			r.buf, data, asSent = j, j, false
 		}
 	}
+	var hdr []byte
 	cost := int64(len(data) + perMessage)
+	if len(header) > 0 {
+		var err error
+		if hdr, err = json.Marshal(HeaderRecord{Headers: header, AsSent: asSent}); err != nil {
+			r.st.Undecodable++
+			return
+		}
+		cost += int64(len(hdr) + perMessage + len(`"seq":4294967295,`))
+	}
 	if r.err != nil || r.st.Bytes+cost > r.limit {
 		r.st.Dropped++
 		return
 	}
-	id, err := r.channel(subject, schema)
-	if err == nil {
-		r.seq[id]++
-		err = r.w.WriteMessage(&mcap.Message{ChannelID: id, Sequence: r.seq[id], LogTime: uint64(recv.UnixNano()), PublishTime: pub, Data: data})
-	}
-	if err != nil {
+	if err := r.write(subject, schema, header, asSent, data, recv, pub); err != nil {
 		r.err = fmt.Errorf("recording: %s: %w", subject, err)
 		r.st.Dropped++
 		return
 	}
 	r.st.Messages++
+	if len(header) > 0 {
+		r.st.Headers++
+	}
 	r.st.Bytes += cost
 }
 
-// channel returns the channel of subject, writing it (and its schema) at its first message.
-func (r *Recorder) channel(subject, schema string) (uint16, error) {
-	if id, ok := r.channels[subject]; ok {
+// write writes the message data on subject's channel, after its headers (none: nothing) on the
+// companion channel.
+func (r *Recorder) write(subject, schema string, header map[string][]string, asSent bool, data []byte, recv time.Time, pub uint64) error {
+	id, err := r.channel(subject, schemaName(schema), "docs/schema/"+schema, func() ([]byte, error) { return schemaData(schema) })
+	if err != nil {
+		return err
+	}
+	if len(header) > 0 {
+		hid, err := r.channel(subject+HeadersSuffix, HeadersSchemaName, "internal/busrec (docs/outputs.md)", func() ([]byte, error) { return []byte(headersSchema), nil })
+		if err != nil {
+			return err
+		}
+		hdr, err := json.Marshal(HeaderRecord{Seq: r.seq[id] + 1, Headers: header, AsSent: asSent})
+		if err != nil {
+			return err
+		}
+		r.seq[hid]++
+		if err := r.w.WriteMessage(&mcap.Message{ChannelID: hid, Sequence: r.seq[hid], LogTime: uint64(recv.UnixNano()), PublishTime: pub, Data: hdr}); err != nil {
+			return err
+		}
+	}
+	r.seq[id]++
+	return r.w.WriteMessage(&mcap.Message{ChannelID: id, Sequence: r.seq[id], LogTime: uint64(recv.UnixNano()), PublishTime: pub, Data: data})
+}
+
+// channel returns the channel of topic, writing it (and its schema, named name, whose bytes
+// data returns) at its first message; file says where the schema is documented.
+func (r *Recorder) channel(topic, name, file string, data func() ([]byte, error)) (uint16, error) {
+	if id, ok := r.channels[topic]; ok {
 		return id, nil
 	}
-	sid, ok := r.schemas[schema]
+	sid, ok := r.schemas[name]
 	if !ok {
-		data, err := schemaData(schema)
+		b, err := data()
 		if err != nil {
 			return 0, err
 		}
 		sid = uint16(len(r.schemas) + 1)
-		if err := r.w.WriteSchema(&mcap.Schema{ID: sid, Name: schemaName(schema), Encoding: "jsonschema", Data: data}); err != nil {
+		if err := r.w.WriteSchema(&mcap.Schema{ID: sid, Name: name, Encoding: "jsonschema", Data: b}); err != nil {
 			return 0, err
 		}
-		r.schemas[schema] = sid
+		r.schemas[name] = sid
 	}
 	if len(r.channels) >= 1<<16-1 {
 		return 0, fmt.Errorf("more than %d channels", 1<<16-1)
 	}
 	id := uint16(len(r.channels) + 1)
-	if err := r.w.WriteChannel(&mcap.Channel{ID: id, SchemaID: sid, Topic: subject, MessageEncoding: "json",
-		Metadata: map[string]string{"schema_file": "docs/schema/" + schema}}); err != nil {
+	if err := r.w.WriteChannel(&mcap.Channel{ID: id, SchemaID: sid, Topic: topic, MessageEncoding: "json",
+		Metadata: map[string]string{"schema_file": file}}); err != nil {
 		return 0, err
 	}
-	r.channels[subject] = id
-	r.st.Channels++
+	r.channels[topic] = id
+	if !strings.HasSuffix(topic, HeadersSuffix) {
+		r.st.Channels++
+	}
 	return id, nil
+}
+
+// WriteMetadata writes a metadata record named name (the run's results of a point, written
+// as it ends: PointMetadataName).
+func (r *Recorder) WriteMetadata(name string, md map[string]string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return fmt.Errorf("recording: metadata %s: the recording is closed", name)
+	}
+	if err := r.w.WriteMetadata(&mcap.Metadata{Name: name, Metadata: md}); err != nil {
+		return fmt.Errorf("recording: metadata %s: %w", name, err)
+	}
+	return nil
+}
+
+// Attach writes data as an attachment named name of media type media (the run's scenario
+// file: ScenarioAttachment), at most maxChunk bytes (what Scan reads back).
+func (r *Recorder) Attach(name, media string, data []byte, created time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.closed:
+		return fmt.Errorf("recording: attachment %s: the recording is closed", name)
+	case len(data) > maxChunk:
+		return fmt.Errorf("recording: attachment %s: %d bytes, more than %d", name, len(data), maxChunk)
+	}
+	t := uint64(created.UnixNano())
+	if err := r.w.WriteAttachment(&mcap.Attachment{LogTime: t, CreateTime: t, Name: name, MediaType: media,
+		DataSize: uint64(len(data)), Data: bytes.NewReader(data)}); err != nil {
+		return fmt.Errorf("recording: attachment %s: %w", name, err)
+	}
+	return nil
 }
 
 // Stats returns the recording's counts so far.
@@ -197,7 +286,7 @@ func (r *Recorder) Close() (Stats, error) {
 	r.closed = true
 	err := r.err
 	counts := map[string]string{"messages": strconv.FormatUint(r.st.Messages, 10), "dropped": strconv.FormatUint(r.st.Dropped, 10),
-		"undecodable": strconv.FormatUint(r.st.Undecodable, 10), "limit_bytes": strconv.FormatInt(r.limit, 10)}
+		"undecodable": strconv.FormatUint(r.st.Undecodable, 10), "headers": strconv.FormatUint(r.st.Headers, 10), "limit_bytes": strconv.FormatInt(r.limit, 10)}
 	if werr := r.w.WriteMetadata(&mcap.Metadata{Name: MetadataName + "/counts", Metadata: counts}); err == nil && werr != nil {
 		err = werr
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/wire"
@@ -17,11 +19,12 @@ type ReplayOptions struct {
 	Speed float64
 }
 
-// Replay publishes every message of the recording at path with publish, on its subject and
-// with its recorded (JSON) payload, in the order of the file (the order received), paced by the
-// recorded receive times scaled by o.Speed. It reads an unterminated recording up to its last
+// Replay publishes every message of the recording at path with publish, on its subject, with
+// its recorded (JSON) payload and its recorded NATS headers (ReplayHeader: without the
+// signature of a binary message recorded as JSON), in the order of the file (the order
+// received), paced by the recorded receive times scaled by o.Speed. It reads an unterminated recording up to its last
 // complete chunk (Contents.Truncated). It stops when ctx ends or publish fails.
-func Replay(ctx context.Context, path string, publish func(subject string, data []byte) error, o ReplayOptions) (*Contents, error) {
+func Replay(ctx context.Context, path string, publish func(subject string, header map[string][]string, data []byte) error, o ReplayOptions) (*Contents, error) {
 	var t0 uint64
 	var w0 time.Time
 	first := true
@@ -44,7 +47,7 @@ func Replay(ctx context.Context, path string, publish func(subject string, data 
 				}
 			}
 		}
-		if err := publish(m.Topic, m.Data); err != nil {
+		if err := publish(m.Topic, ReplayHeader(m.Header), m.Data); err != nil {
 			return fmt.Errorf("publishing on %s: %w", m.Topic, err)
 		}
 		return nil
@@ -101,8 +104,8 @@ func Check(path string) (*CheckResult, error) {
 }
 
 // Recover writes what the recording at src holds - all of it, or of an unterminated one every
-// message of its complete chunks - into a new, closed recording at dst (perm; its own size limit
-// the default), with src's run metadata.
+// message of its complete chunks with its headers - into a new, closed recording at dst (perm;
+// no size limit), with src's metadata records and attachments.
 func Recover(src, dst string, perm os.FileMode) (*Contents, Stats, error) {
 	head, err := Scan(src, nil) // the metadata first: dst writes it before any message
 	if err != nil {
@@ -112,8 +115,28 @@ func Recover(src, dst string, perm os.FileMode) (*Contents, Stats, error) {
 	if err != nil {
 		return nil, Stats{}, err
 	}
+	for _, name := range slices.Sorted(maps.Keys(head.Metadata)) {
+		if name != MetadataName && name != MetadataName+"/counts" {
+			if err := rec.WriteMetadata(name, head.Metadata[name]); err != nil {
+				_, _ = rec.Close()
+				return nil, Stats{}, err
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(head.Attachments)) {
+		a := head.Attachments[name]
+		if err := rec.Attach(name, a.MediaType, a.Data, time.Now()); err != nil {
+			_, _ = rec.Close()
+			return nil, Stats{}, err
+		}
+	}
 	c, err := Scan(src, func(m Message) error {
-		rec.Record(m.Topic, m.Data, time.Unix(0, int64(m.LogTime)))
+		var h map[string][]string
+		sent := true
+		if m.Header != nil {
+			h, sent = m.Header.Headers, m.Header.AsSent
+		}
+		rec.record(m.Topic, h, sent, m.Data, time.Unix(0, int64(m.LogTime)))
 		return nil
 	})
 	st, cerr := rec.Close()

@@ -49,6 +49,10 @@ func (s *Session) writePlans() error {
 	return nil
 }
 
+// PlanDigest is the digest of the plan file the session wrote for sender ("eavesdropper.0";
+// plan.FileDigest, what its ctl.ready says; 0: none written).
+func (s *Session) PlanDigest(sender string) uint64 { return s.plans.digests[sender] }
+
 // runPlan is the session's plan with this run's episodes and seed in its scenario.
 func (s *Session) runPlan() *plan.Plan {
 	p := *s.cfg.Plan

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -103,6 +104,10 @@ type SessionConfig struct {
 	// groups by NextGroup; 0: 1, one episode at a time). The processes learn it from each
 	// ctl.episodes: they need no flag.
 	Inflight int
+	// Roles, if set, are the only roles whose processes the session plans, spawns and waits
+	// for; the others' messages come from elsewhere (dpsim replay --check: a recording's
+	// traffic played to a fresh eavesdropper). Nil: every process the plan needs.
+	Roles []endpoint.Role
 }
 
 // connectRetry connects the launcher, retrying an unreachable server for cfg.ConnectRetry
@@ -210,7 +215,11 @@ func connectSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{cfg: cfg, subj: subj, byKey: map[string]*Proc{}, ctl: ctlState{results: map[string]*contract.ProcessResult{}, pids: map[string]int{}}}
-	s.procs = plannedProcs(cfg.Plan, cfg.AgentsPerProcess)
+	for _, p := range plannedProcs(cfg.Plan, cfg.AgentsPerProcess) {
+		if cfg.Roles == nil || slices.Contains(cfg.Roles, p.Role) {
+			s.procs = append(s.procs, p)
+		}
+	}
 	for _, p := range s.procs {
 		s.byKey[endpoint.Endpoint{Role: p.Role, ID: p.ID}.String()] = p
 	}
@@ -470,6 +479,11 @@ func (s *Session) awaitDone(ctx context.Context, g Group) error {
 	}
 	return nil
 }
+
+// WaitDone waits until every process of the session reported every episode of g done, as
+// Group does after it started them: for a session whose episodes someone else starts
+// (SessionConfig.Roles; dpsim replay --check publishes a recording's ctl.episode).
+func (s *Session) WaitDone(ctx context.Context, g Group) error { return s.awaitDone(ctx, g) }
 
 // exitedIn handles the exit of process p during the group g: a crash the scenario schedules
 // (its episode runs alone) is restarted (nil); any other exit fails the group.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dpsim/dpsim/internal/atomicfile"
 	"github.com/dpsim/dpsim/internal/busrec"
@@ -53,15 +54,18 @@ func (l *launcher) recordPath() string {
 
 // startRecording creates the recording (nothing without --record; 0600 unless --share-outputs:
 // the processes' results on ctl.result are computed from the true states) with the run's metadata: the
-// scenario, the seed, the run ids of the points. The digests of the processes' plan files
-// travel on the bus in their ctl.ready messages, which the recording holds.
+// scenario, the seed, the run ids of the points, the settings of the processes, and the scenario
+// file as an attachment; each point adds its eavesdropper metrics as it ends (dpsim replay
+// --check re-runs them). The digests of the processes' plan files travel on the bus in their
+// ctl.ready messages, which the recording holds.
 func (l *launcher) startRecording() error {
 	if l.o.Record == "" {
 		return nil
 	}
 	md := map[string]string{"scenario": l.sum.Scenario, "scenario_file": l.sum.ScenarioFile, "seed": l.sum.SeedString,
 		"run_id": l.sum.RunID, "runs": strconv.Itoa(l.runs), "steps": strconv.Itoa(l.sum.Steps), "mode": l.sum.Mode,
-		"encoding": l.sum.Encoding, "points": strconv.Itoa(len(l.plans)), "started": l.sum.Started, "engine": l.o.Engine}
+		"encoding": l.sum.Encoding, "points": strconv.Itoa(len(l.plans)), "started": l.sum.Started, "engine": l.o.Engine,
+		"agents_per_process": strconv.Itoa(l.o.AgentsPerProcess), "timeout": l.o.Timeout.String(), "period": l.o.Period.String()}
 	if l.o.Engine == "fast" {
 		md["clock"] = "simulated: " + busrec.StepClock.String() + " per step (busrec.Tap)"
 	}
@@ -74,6 +78,12 @@ func (l *launcher) startRecording() error {
 		return fmt.Errorf("--record: %w", err)
 	}
 	l.rec = rec
+	// the scenario file as read, so that the recording stands alone (dpsim replay --check)
+	if data, err := os.ReadFile(l.o.ScenarioPath); err == nil {
+		if err := rec.Attach(busrec.ScenarioAttachment, busrec.ScenarioMediaType, data, time.Now()); err != nil {
+			l.log.Warn().Err(err).Msg("recording: the scenario file")
+		}
+	}
 	if l.srv == nil { // the fast engine
 		l.recTap = busrec.NewTap(rec, l.started)
 	}
@@ -152,11 +162,19 @@ func (o recordObserver) pointBegin(k int) {
 }
 
 func (recordObserver) episodesDone(int) {}
-func (o recordObserver) pointEnd(int, record.PointSummary, *metrics.Results, bool) {
+func (o recordObserver) pointEnd(k int, _ record.PointSummary, res *metrics.Results, _ bool) {
 	if o.l.recTap != nil {
 		o.l.recTap.Stop()
 	}
 	o.l.recListen.stop(o.l)
+	if o.l.resume.from != nil {
+		return // a resumed run's results cover episodes played before this recording began
+	}
+	if md := busrec.PointMetadata(o.l.pointRunID(k), res); md != nil { // what dpsim replay --check compares
+		if err := o.l.rec.WriteMetadata(busrec.PointMetadataName(k), md); err != nil {
+			o.l.log.Warn().Err(err).Int("point", k).Msg("recording")
+		}
+	}
 }
 
 // recordBus is the fast engine's engine.Options.Bus with --record (nil: none): every episode's

@@ -211,6 +211,18 @@ func (c *Conn) PublishRaw(subject string, data []byte) error {
 	return nil
 }
 
+// PublishRawHeaders publishes data unchanged with the NATS headers header (nil or empty: a
+// plain publish): a recorded message published again as it travelled (dpsim replay).
+func (c *Conn) PublishRawHeaders(subject string, header map[string][]string, data []byte) error {
+	if len(header) == 0 {
+		return c.PublishRaw(subject, data)
+	}
+	if err := c.nc.PublishMsg(&nats.Msg{Subject: subject, Data: data, Header: nats.Header(header)}); err != nil {
+		return fmt.Errorf("bus: publish on %s: %w", subject, err)
+	}
+	return nil
+}
+
 // Flush waits until the server processed everything published so far.
 func (c *Conn) Flush(timeout time.Duration) error {
 	if err := c.nc.FlushTimeout(timeout); err != nil {

@@ -90,5 +90,21 @@ func (c *Conn) SubscribeDocuments(subject string, counters *wire.Counters, fn fu
 	return &Subscription{sub}, nil
 }
 
+// SubscribeDocumentsHeaders is SubscribeDocuments handing fn each message's NATS headers too
+// (nil: none; the route headers of wire.Route and the signature of wire.HeaderSig): what a
+// recording of the bus keeps beside the payload. fn must not keep header or data.
+func (c *Conn) SubscribeDocumentsHeaders(subject string, counters *wire.Counters, fn func(subject string, header map[string][]string, data []byte)) (*Subscription, error) {
+	sub, err := c.nc.Subscribe(subject, func(nm *nats.Msg) {
+		if counters != nil {
+			counters.Receive()
+		}
+		fn(nm.Subject, nm.Header, nm.Data)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: subscribe %q to %s: %w", c.name, subject, err)
+	}
+	return &Subscription{sub}, nil
+}
+
 // IsClosed reports whether the connection is closed for good.
 func (c *Conn) IsClosed() bool { return c.nc.IsClosed() }

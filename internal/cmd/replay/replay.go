@@ -24,19 +24,29 @@ const synopsis = `dpsim replay FILE.mcap --nats-url URL [--speed X]
        dpsim replay FILE.mcap --recover DST.mcap`
 
 const description = `Publishes every message of a recording of dpsim run --record onto the NATS server --nats-url
-(default $` + bus.EnvURL + `), on its subject and with its recorded JSON payload, in the order received,
-at the recorded pace scaled by --speed (2: twice as fast; 0: as fast as possible): what was on
-the bus of the run is on the bus again, for a subscriber or an eavesdropper of your own. The
-NATS headers were not recorded: a message of a group of episodes in flight is published without
-its Dpsim-Episodes header, and nothing is signed.
+(default $` + bus.EnvURL + `), on its subject, with its recorded JSON payload and its recorded NATS
+headers (the route of a faulty link, Dpsim-Episodes of a group of episodes in flight, the
+Dpsim-Sig signature), in the order received, at the recorded pace scaled by --speed (2: twice as
+fast; 0: as fast as possible): what was on the bus of the run is on the bus again, for a
+subscriber or an eavesdropper of your own. A binary message is recorded as its JSON equivalent,
+which its signature does not verify: it is published without its Dpsim-Sig header.
 
 --check reads the recording and checks each message (a wire message of its subject's run, or a
-result document) and prints the subjects with their counts. --recover DST.mcap writes what a
-recording killed before it closed holds (every complete chunk) into a closed recording DST.
-A recording killed before it closed is read up to its last complete chunk in every mode.
+result document) and prints the subjects with their counts; then it re-runs the recording: for
+each point of the run it starts an embedded NATS server and a fresh eavesdropper process
+configured as in the run (its plan file from the recorded scenario and seed, whose digest must
+be the recorded eavesdropper's), publishes the recorded traffic minus what the recorded
+eavesdropper published, and compares the fresh eavesdropper's metrics (eve_sq_error) with the
+recorded run's bit for bit. A recording that cannot be re-run (not closed, cut by its size
+limit, of a realtime run, without its scenario attachment or point results) says why and is only
+checked message by message.
 
-Exit status: 0 done; 1 a message failed --check, the file is no MCAP recording, or publishing
-failed; 2 a usage error.`
+--recover DST.mcap writes what a recording killed before it closed holds (every complete chunk)
+into a closed recording DST. A recording killed before it closed is read up to its last
+complete chunk in every mode.
+
+Exit status: 0 done; 1 a message failed --check, the re-run differs from the recording, the file
+is no MCAP recording, or publishing failed; 2 a usage error.`
 
 // Run executes `dpsim replay` with args (without the command name).
 func Run(args []string, stdout, stderr io.Writer) error {
@@ -44,7 +54,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	var (
 		url       = fs.String("nats-url", "", "the NATS server to publish on (default $"+bus.EnvURL+"); credentials in the URL are used, never printed")
 		speed     = fs.Float64("speed", 1, "pace: the recorded one scaled by this factor (2: twice as fast); 0: as fast as possible")
-		check     = fs.Bool("check", false, "check the recording and print its subjects instead of publishing")
+		check     = fs.Bool("check", false, "check the recording's messages, print its subjects, and re-run its eavesdropper to the recorded metrics bit for bit, instead of publishing")
 		recoverTo = fs.String("recover", "", "write what the recording holds into this new, closed MCAP file instead of publishing (a recording killed mid-run)")
 	)
 	var pos []string
@@ -72,7 +82,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case *check:
-		return runCheck(path, stdout)
+		return runCheck(path, stdout, stderr)
 	case *recoverTo != "":
 		return runRecover(path, *recoverTo, stdout)
 	}
@@ -93,7 +103,7 @@ func publish(path, url string, speed float64, stdout io.Writer) error {
 	defer conn.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c, err := busrec.Replay(ctx, path, conn.PublishRaw, busrec.ReplayOptions{Speed: speed})
+	c, err := busrec.Replay(ctx, path, conn.PublishRawHeaders, busrec.ReplayOptions{Speed: speed})
 	if ferr := conn.Drain(busrec.DrainTimeout); err == nil && ferr != nil {
 		err = ferr
 	}
@@ -109,8 +119,9 @@ func publish(path, url string, speed float64, stdout io.Writer) error {
 	return err
 }
 
-// runCheck prints the recording's subjects and counts, and fails on a bad message.
-func runCheck(path string, stdout io.Writer) error {
+// runCheck prints the recording's subjects and counts, re-runs it, and fails on a bad message
+// or a re-run that differs.
+func runCheck(path string, stdout, stderr io.Writer) error {
 	r, err := busrec.Check(path)
 	if err != nil {
 		return err
@@ -128,14 +139,60 @@ func runCheck(path string, stdout io.Writer) error {
 	if !c.Complete {
 		state = "not closed: " + c.Truncated
 	}
-	fmt.Fprintf(stdout, "%d messages on %d subjects; %s\n", c.Messages, len(c.Channels), state)
-	if r.Bad > 0 {
-		for _, p := range r.Problems {
-			fmt.Fprintf(stdout, "problem: %s\n", p)
-		}
+	fmt.Fprintf(stdout, "%d messages on %d subjects (%d with NATS headers); %s\n", c.Messages, len(c.Channels), c.Headers, state)
+	for _, p := range r.Problems {
+		fmt.Fprintf(stdout, "problem: %s\n", p)
+	}
+	same, err := rerun(path, c, stdout, stderr)
+	switch {
+	case r.Bad > 0:
 		return fmt.Errorf("%s: %d messages failed the check", path, r.Bad)
+	case err != nil:
+		return err
+	case !same:
+		return fmt.Errorf("%s: the re-run differs from the recorded run", path)
 	}
 	return nil
+}
+
+// rerun re-runs the recording's eavesdropper (busrec.Rerun) in a private temporary folder,
+// removed after, prints the verdict of each point and reports whether the re-run matched (or
+// could not be done, which it says).
+func rerun(path string, c *busrec.Contents, stdout, stderr io.Writer) (bool, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return false, fmt.Errorf("re-run: cannot find the dpsim binary: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "dpsim-replay-check-") // 0700: the fresh eavesdropper's estimates
+	if err != nil {
+		return false, fmt.Errorf("re-run: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	log, err := cli.Logger(stderr, "warn")
+	if err != nil {
+		return false, err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := busrec.Rerun(ctx, path, c, busrec.RerunOptions{Exe: exe, Dir: dir, Log: log})
+	if err != nil {
+		return false, err
+	}
+	if res.Skipped != "" {
+		fmt.Fprintf(stdout, "re-run: skipped: %s\n", res.Skipped)
+		return true, nil
+	}
+	for _, p := range res.Points {
+		if p.Differences == 0 {
+			fmt.Fprintf(stdout, "re-run: point %d (run %s): a fresh eavesdropper gives the recorded eavesdropper metrics bit for bit (%d episodes)\n", p.Point, p.Run, p.Episodes)
+			continue
+		}
+		fmt.Fprintf(stdout, "re-run: point %d (run %s): MISMATCH, %d differences from the recorded run\n", p.Point, p.Run, p.Differences)
+		for _, m := range p.Mismatches {
+			fmt.Fprintf(stdout, "mismatch: %s\n", m)
+		}
+	}
+	return res.Same(), nil
 }
 
 // runRecover writes the recording's readable messages into a closed file dst.

@@ -2,9 +2,11 @@ package replay_test
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -45,53 +47,84 @@ func recording(t *testing.T) string {
 
 type heard struct {
 	subject string
+	header  map[string][]string
 	data    []byte
 }
 
-// Replayed as fast as possible onto a fresh server, every recorded message is heard by a
-// subscriber of dpsim.>, in the recorded order, with its recorded payload.
-func TestReplay(t *testing.T) {
-	path := recording(t)
-	var want []heard
-	_, err := busrec.Scan(path, func(m busrec.Message) error {
-		want = append(want, heard{m.Topic, append([]byte(nil), m.Data...)})
-		return nil
-	})
-	require.NoError(t, err)
-
-	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	conn, err := bus.Connect(srv.URL(), "test-subscriber")
+// listen subscribes to every run's subjects on the server at url and collects what it hears,
+// with the NATS headers.
+func listen(t *testing.T, url string) func() []heard {
+	conn, err := bus.Connect(url, "test-subscriber")
 	require.NoError(t, err)
 	t.Cleanup(conn.Close)
 	var mu sync.Mutex
 	var got []heard
-	_, err = conn.SubscribeDocuments(wire.AllRuns(), nil, func(subject string, data []byte) {
+	_, err = conn.SubscribeDocumentsHeaders(wire.AllRuns(), nil, func(subject string, header map[string][]string, data []byte) {
 		mu.Lock()
-		got = append(got, heard{subject, append([]byte(nil), data...)})
+		got = append(got, heard{subject, maps.Clone(header), append([]byte(nil), data...)})
 		mu.Unlock()
 	})
 	require.NoError(t, err)
 	require.NoError(t, conn.Flush(5*time.Second))
+	return func() []heard {
+		require.NoError(t, conn.Flush(5*time.Second))
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+}
+
+// recorded is what a replay of the recording at path publishes: every message with its headers
+// (busrec.ReplayHeader).
+func recorded(t *testing.T, path string) []heard {
+	var want []heard
+	_, err := busrec.Scan(path, func(m busrec.Message) error {
+		want = append(want, heard{m.Topic, busrec.ReplayHeader(m.Header), append([]byte(nil), m.Data...)})
+		return nil
+	})
+	require.NoError(t, err)
+	return want
+}
+
+// Replayed as fast as possible onto a fresh server, every recorded message is heard by a
+// subscriber of dpsim.>, in the recorded order, with its recorded payload and headers (the
+// run keeps episodes in flight: its data messages carry Dpsim-Episodes).
+func TestReplay(t *testing.T) {
+	path := recording(t)
+	want := recorded(t, path)
+	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	got := listen(t, srv.URL())
 
 	code, stdout, stderr := dpsim(t, "replay", path, "--nats-url", srv.URL(), "--speed", "0")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "published 217 messages")
-	require.NoError(t, conn.Flush(5*time.Second))
-	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= len(want) }, time.Minute, 10*time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, want, got)
+	require.Eventually(t, func() bool { return len(got()) >= len(want) }, time.Minute, 10*time.Millisecond)
+	require.Equal(t, want, got())
+	require.Positive(t, withHeader(want, wire.HeaderEpisodes), "a group of episodes in flight")
 }
 
-// --check passes a closed recording and reads a cut one to its last chunk; --recover makes a
-// closed recording of the cut one with every message read.
+// withHeader counts the messages of hs that carry the header name.
+func withHeader(hs []heard, name string) int {
+	n := 0
+	for _, h := range hs {
+		if len(h.header[name]) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// --check passes a closed recording (its re-run too) and reads a cut one to its last chunk
+// (without a re-run: its end is lost); --recover makes a closed recording of the cut one with
+// every message read.
 func TestCheckRecover(t *testing.T) {
 	path := recording(t)
 	code, stdout, stderr := dpsim(t, "replay", path, "--check")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "closed (summary section present)")
+	require.Contains(t, stdout, "a fresh eavesdropper gives the recorded eavesdropper metrics bit for bit (3 episodes)", "cloud control re-runs too")
 
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -103,6 +136,7 @@ func TestCheckRecover(t *testing.T) {
 	code, stdout, stderr = dpsim(t, "replay", cut, "--check")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "not closed")
+	require.Contains(t, stdout, "re-run: skipped: the recording was not closed")
 
 	dst := filepath.Join(t.TempDir(), "recovered.mcap")
 	code, stdout, stderr = dpsim(t, "replay", cut, "--recover", dst)
