@@ -16,12 +16,16 @@ import (
 
 // recorded is a recording read back with the MCAP reader: its summary section's statistics,
 // and each channel's messages (decoded, their sent time cleared) in the file's order, and the
-// subjects in the order of the log times.
+// subjects in the order of the log times. The companion channels of NATS headers
+// ("<subject>#headers") are counted apart: headers and headerChans.
 type recorded struct {
-	info   *mcap.Info
-	byChan map[string][]wire.Message
-	order  []string // the subjects in log-time order
-	times  []uint64 // their log times
+	info        *mcap.Info
+	byChan      map[string][]wire.Message
+	order       []string // the subjects in log-time order
+	times       []uint64 // their log times
+	headers     uint64   // header records
+	headerChans int
+	subjects    int // channels of subjects
 }
 
 // readRecording reads the recording at path: every channel has its schema (the one of its
@@ -36,20 +40,30 @@ func readRecording(t *testing.T, path string) recorded {
 	info, err := rd.Info()
 	require.NoError(t, err)
 	require.NotNil(t, info.Statistics, "the summary section")
+	r := recorded{info: info, byChan: map[string][]wire.Message{}}
 	for _, ch := range info.Channels {
 		s := info.Schemas[ch.SchemaID]
 		require.NotNil(t, s, "%s: its schema", ch.Topic)
 		require.Equal(t, "jsonschema", s.Encoding)
-		require.Equal(t, "dpsim/"+strings.TrimSuffix(busrec.SchemaFor(ch.Topic), ".json"), s.Name)
 		require.Equal(t, "json", ch.MessageEncoding)
+		if _, ok := busrec.IsHeaders(ch.Topic); ok {
+			require.Equal(t, busrec.HeadersSchemaName, s.Name, ch.Topic)
+			r.headerChans++
+			continue
+		}
+		require.Equal(t, "dpsim/"+strings.TrimSuffix(busrec.SchemaFor(ch.Topic), ".json"), s.Name)
+		r.subjects++
 	}
-	r := recorded{info: info, byChan: map[string][]wire.Message{}}
 	it, err := rd.Messages(mcap.InOrder(mcap.LogTimeOrder))
 	require.NoError(t, err)
 	for {
 		_, ch, m, err := it.NextInto(nil)
 		if err != nil {
 			break
+		}
+		if _, ok := busrec.IsHeaders(ch.Topic); ok {
+			r.headers++
+			continue
 		}
 		r.order, r.times = append(r.order, ch.Topic), append(r.times, m.LogTime)
 		if busrec.SchemaFor(ch.Topic) == "result.json" {
@@ -61,7 +75,7 @@ func readRecording(t *testing.T, path string) recorded {
 		w.SentUnixNano = 0
 		r.byChan[ch.Topic] = append(r.byChan[ch.Topic], w)
 	}
-	require.Equal(t, info.Statistics.MessageCount, uint64(len(r.order)))
+	require.Equal(t, info.Statistics.MessageCount, uint64(len(r.order))+r.headers)
 	return r
 }
 
@@ -110,9 +124,13 @@ func TestRecordFastMatchesNATS(t *testing.T) {
 				require.True(t, sum.Recording.Complete, sum.Recording.Error)
 				require.Zero(t, sum.Recording.Dropped)
 				r := readRecording(t, filepath.Join(dir, "bus.mcap"))
-				require.Equal(t, sum.Recording.Messages, r.info.Statistics.MessageCount, eng)
-				require.Equal(t, sum.Recording.Published, r.info.Statistics.MessageCount, "%s: every message published was recorded", eng)
-				require.Len(t, r.info.Channels, sum.Recording.Channels)
+				msgs := r.info.Statistics.MessageCount - r.headers // MCAP counts the header records too
+				require.Equal(t, sum.Recording.Messages, msgs, eng)
+				require.Equal(t, sum.Recording.Published, msgs, "%s: every message published was recorded", eng)
+				require.Equal(t, sum.Recording.Channels, r.subjects, eng)
+				if eng == "fast" {
+					require.Zero(t, r.headers+uint64(r.headerChans), "the fast engine records no NATS headers")
+				}
 				rec[eng], pub[eng] = r, sum.Recording.Published
 			}
 			nats, fast := rec["nats"], rec["fast"]
@@ -190,7 +208,7 @@ func TestRecordFastLimit(t *testing.T) {
 	require.Equal(t, uint64(3*100*2+3+1), r.Published, "yhat and u at each of 100 steps of 3 episodes, 3 ctl.episode, 1 ctl.stop")
 	require.Equal(t, r.Published, r.Messages+r.Dropped)
 	rd := readRecording(t, filepath.Join(dir, "bus.mcap"))
-	require.Equal(t, r.Messages, rd.info.Statistics.MessageCount)
+	require.Equal(t, r.Messages, rd.info.Statistics.MessageCount-rd.headers)
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	require.NoError(t, err)
 	require.Contains(t, string(md), "dropped past --record-limit")
