@@ -22,7 +22,10 @@ const StepClock = time.Millisecond
 //     engine.Options.Bus) on its data subject dpsim.<run>.<role>.<id>.<stream>, sender
 //     <role>.<id>, kind its stream, its own step and values (a lockstep gap notice: none), in
 //     the order the network released them - per subject the order of its one publisher, the
-//     order of the NATS run.
+//     order of the NATS run - and its route under link faults (to one subscriber, all but
+//     some, delivered at a later step, more to follow, a gap notice) in the NATS headers the
+//     NATS transport sends it with (wire.Route.Header; the recorder's companion channel
+//     "<subject>#headers"). No signature: a fast run signs nothing.
 //   - ctl.episode (the launcher's, sender launcher.0, kind episode, no values) before each
 //     episode's data, and ctl.stop after the point's last episode.
 //   - Not recorded: what only a process has - ctl.ready ([pid, plan file digest]), ctl.done
@@ -92,7 +95,7 @@ func (t *Tap) Episode(ep int, pubs []sim.Publication) {
 		}
 		t.m = wire.Message{V: wire.Version, Run: t.run, Episode: p.Episode, Step: p.Step, Sender: p.From.String(),
 			Kind: p.From.Role.Stream(), Values: p.Values}
-		t.write(subject, &t.m, t.at(ep, 1+min(int64(p.Release), t.span-2)))
+		t.writeRouted(subject, &t.m, route(p), t.at(ep, 1+min(int64(p.Release), t.span-2)))
 	}
 	t.ended = max(t.ended, ep+1)
 }
@@ -104,10 +107,30 @@ func (t *Tap) Stop() {
 	t.next = max(at, t.last) + int64(StepClock)
 }
 
-// write records m published at (Unix ns). A message JSON cannot carry (a non-finite value)
-// goes as the binary encoding a NATS run would have carried it in, which the recorder counts
-// as undecodable, as it does such a message of a NATS run.
+// route is the route of p as the NATS transport (internal/roleproc) sends it in headers.
+func route(p *sim.Publication) wire.Route {
+	r := wire.Route{More: p.More, Gap: p.Gap}
+	if p.At != p.Step {
+		r.At = p.At
+	}
+	if p.ToOne {
+		r.To = p.To.String()
+	}
+	for _, e := range p.Except {
+		r.Except = append(r.Except, e.String())
+	}
+	return r
+}
+
+// write records m published at (Unix ns), without headers.
 func (t *Tap) write(subject string, m *wire.Message, at int64) {
+	t.writeRouted(subject, m, wire.Route{}, at)
+}
+
+// writeRouted records m published at (Unix ns) with the NATS headers of route r (none for the
+// zero route). A message JSON cannot carry (a non-finite value) goes as the binary encoding a NATS run would have carried it in, which the recorder counts
+// as undecodable, as it does such a message of a NATS run.
+func (t *Tap) writeRouted(subject string, m *wire.Message, r wire.Route, at int64) {
 	m.SentUnixNano = at
 	data, err := wire.EncodeJSON(t.buf[:0], m)
 	if err != nil {
@@ -116,5 +139,9 @@ func (t *Tap) write(subject string, m *wire.Message, at int64) {
 	t.buf = data
 	log := max(at, t.last+1)
 	t.last = log
+	if h := r.Header(); h != nil {
+		t.rec.RecordHeaders(subject, h, data, time.Unix(0, log))
+		return
+	}
 	t.rec.Record(subject, data, time.Unix(0, log))
 }

@@ -1,6 +1,7 @@
 package busrec
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,15 +21,26 @@ var (
 )
 
 // tapEpisode is a two-step episode of a plant and a cloud, the cloud's step-0 message lost
-// (a gap notice) and its step-1 one with a copy of the plant's delayed step 0.
+// (a gap notice to the plant) and the plant's step 0 delayed to step 1 for the cloud (its
+// broadcast for all but the cloud, then a copy for the cloud alone at step 1, more to follow).
 func tapEpisode(ep int) []sim.Publication {
 	return []sim.Publication{
-		{From: tapPlant, Episode: ep, Release: 0, Step: 0, Values: []float64{0.1 + float64(ep), -3}},
-		{From: tapCloud, Episode: ep, Release: 0, Step: 0, Gap: true},
-		{From: tapPlant, Episode: ep, Release: 1, Step: 1, Values: []float64{1e-300, 2}},
-		{From: tapPlant, Episode: ep, Release: 1, Step: 0, Values: []float64{0.1 + float64(ep), -3}},
-		{From: tapCloud, Episode: ep, Release: 1, Step: 1, Values: []float64{0.30000000000000004}},
+		{From: tapPlant, Episode: ep, Release: 0, Step: 0, Values: []float64{0.1 + float64(ep), -3}, Except: []endpoint.Endpoint{tapCloud}},
+		{From: tapCloud, Episode: ep, Release: 0, Step: 0, Gap: true, ToOne: true, To: tapPlant},
+		{From: tapPlant, Episode: ep, Release: 1, Step: 1, Values: []float64{1e-300, 2}, At: 1},
+		{From: tapPlant, Episode: ep, Release: 1, Step: 0, Values: []float64{0.1 + float64(ep), -3}, ToOne: true, To: tapCloud, At: 1, More: true},
+		{From: tapCloud, Episode: ep, Release: 1, Step: 1, Values: []float64{0.30000000000000004}, At: 1},
 	}
+}
+
+// tapRoutes are the NATS headers of tapEpisode's publications, as internal/roleproc's
+// transport sends them.
+var tapRoutes = []map[string][]string{
+	{wire.HeaderExcept: {"cloud.0"}},
+	{wire.HeaderTo: {"plant.0"}, wire.HeaderGap: {"1"}},
+	nil,
+	{wire.HeaderTo: {"cloud.0"}, wire.HeaderAt: {"1"}, wire.HeaderMore: {"1"}},
+	nil,
 }
 
 // The tap writes, per point, ctl.episode before each episode's publications and ctl.stop
@@ -63,9 +75,14 @@ func TestTap(t *testing.T) {
 	info, err := rd.Info()
 	require.NoError(t, err)
 	require.NotNil(t, info.Statistics)
-	require.Equal(t, st.Messages, info.Statistics.MessageCount)
+	const routed = 2 * 2 * 3 // per point and episode: the broadcast, the gap notice, the copy
+	require.Equal(t, st.Messages+routed, info.Statistics.MessageCount, "the messages and their header records")
 	for _, ch := range info.Channels {
 		require.NotNil(t, info.Schemas[ch.SchemaID], ch.Topic)
+		if _, ok := IsHeaders(ch.Topic); ok {
+			require.Equal(t, HeadersSchemaName, info.Schemas[ch.SchemaID].Name)
+			continue
+		}
 		require.Equal(t, "dpsim/"+SchemaFor(ch.Topic)[:len(SchemaFor(ch.Topic))-5], info.Schemas[ch.SchemaID].Name)
 	}
 
@@ -73,8 +90,10 @@ func TestTap(t *testing.T) {
 		topic    string
 		m        wire.Message
 		pub, log uint64
+		headers  map[string][]string
 	}
 	var msgs []got
+	var pending *HeaderRecord // the header record of the next message on its subject
 	it, err := rd.Messages(mcap.InOrder(mcap.LogTimeOrder))
 	require.NoError(t, err)
 	for {
@@ -82,9 +101,20 @@ func TestTap(t *testing.T) {
 		if err != nil {
 			break
 		}
+		if subject, ok := IsHeaders(ch.Topic); ok {
+			pending = &HeaderRecord{}
+			require.NoError(t, json.Unmarshal(m.Data, pending))
+			require.Equal(t, subject+HeadersSuffix, ch.Topic)
+			continue
+		}
 		var w wire.Message
 		require.NoError(t, wire.Decode(m.Data, &w))
-		msgs = append(msgs, got{ch.Topic, w, m.PublishTime, m.LogTime})
+		g := got{topic: ch.Topic, m: w, pub: m.PublishTime, log: m.LogTime}
+		if pending != nil {
+			require.True(t, pending.AsSent)
+			g.headers, pending = pending.Headers, nil
+		}
+		msgs = append(msgs, g)
 	}
 	require.Len(t, msgs, int(st.Messages))
 	ms := uint64(StepClock)
@@ -100,7 +130,7 @@ func TestTap(t *testing.T) {
 			require.Equal(t, ep, e.m.Episode)
 			require.Equal(t, pbase+uint64(ep)*(steps+3)*ms, e.pub)
 			i++
-			for _, pb := range tapEpisode(ep) {
+			for k, pb := range tapEpisode(ep) {
 				g := msgs[i]
 				require.Equal(t, "dpsim."+run+"."+pb.From.String()+"."+pb.From.Role.Stream(), g.topic)
 				require.Equal(t, run, g.m.Run)
@@ -115,6 +145,7 @@ func TestTap(t *testing.T) {
 				}
 				require.Equal(t, pbase+(uint64(ep)*(steps+3)+1+uint64(pb.Release))*ms, g.pub)
 				require.Equal(t, g.pub, uint64(g.m.SentUnixNano))
+				require.Equal(t, tapRoutes[k], g.headers, "%s: its route in NATS headers", g.topic)
 				i++
 			}
 		}

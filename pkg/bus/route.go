@@ -14,31 +14,9 @@ import (
 // A wire.Route travels in NATS headers (wire.HeaderTo, ...): routeHeader writes them,
 // routeOf reads and checks them.
 
-// routeHeader returns r as NATS headers (nil for the zero Route).
+// routeHeader returns r as NATS headers (nil for the zero Route): wire.Route.Header.
 func routeHeader(r wire.Route) nats.Header {
-	if r.IsZero() {
-		return nil
-	}
-	h := nats.Header{}
-	if r.To != "" {
-		h.Set(wire.HeaderTo, r.To)
-	}
-	if r.At > 0 {
-		h.Set(wire.HeaderAt, strconv.Itoa(r.At))
-	}
-	if r.More {
-		h.Set(wire.HeaderMore, "1")
-	}
-	if r.Gap {
-		h.Set(wire.HeaderGap, "1")
-	}
-	if len(r.Except) > 0 {
-		h.Set(wire.HeaderExcept, strings.Join(r.Except, ","))
-	}
-	if r.Episodes > 1 {
-		h.Set(wire.HeaderEpisodes, strconv.Itoa(r.Episodes))
-	}
-	return h
+	return r.Header()
 }
 
 // routeOf parses the route headers of a message (zero Route without headers).

@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/dpsim/dpsim/pkg/sim"
+import (
+	"github.com/dpsim/dpsim/pkg/endpoint"
+	"github.com/dpsim/dpsim/pkg/sim"
+)
 
 // The bus traffic of a run (Options.Bus): each worker collects the publications of the
 // episode it plays (busTap, over sim.Network.SetPublish) into a buffer of its own
@@ -9,21 +12,31 @@ import "github.com/dpsim/dpsim/pkg/sim"
 // buffer waits until those before it were handed on: a few episodes, each one episode's
 // messages (its publications and their values), and buffers are reused.
 
-// busEpisode is one episode's publications; Values of each point into vals once the episode
-// ended (fix).
+// busEpisode is one episode's publications; Values and Except of each point into vals and
+// excs once the episode ended (fix).
 type busEpisode struct {
-	pubs []sim.Publication
-	offs []int // where each publication's values begin in vals
-	vals []float64
+	pubs  []sim.Publication
+	offs  []int // where each publication's values begin in vals
+	vals  []float64
+	xoffs []int // where each publication's Except begins in excs
+	excs  []endpoint.Endpoint
 }
 
 func (e *busEpisode) reset() {
-	e.pubs, e.offs, e.vals = e.pubs[:0], e.offs[:0], e.vals[:0]
+	e.pubs, e.offs, e.vals, e.xoffs, e.excs = e.pubs[:0], e.offs[:0], e.vals[:0], e.xoffs[:0], e.excs[:0]
 }
 
 // fix points each publication's Values into vals (nil for a gap): vals no longer grows.
 func (e *busEpisode) fix() {
 	for i := range e.pubs {
+		xend := len(e.excs)
+		if i+1 < len(e.xoffs) {
+			xend = e.xoffs[i+1]
+		}
+		e.pubs[i].Except = nil
+		if xend > e.xoffs[i] {
+			e.pubs[i].Except = e.excs[e.xoffs[i]:xend:xend]
+		}
 		end := len(e.vals)
 		if i+1 < len(e.offs) {
 			end = e.offs[i+1]
@@ -54,8 +67,10 @@ func (b *busTap) add(p *sim.Publication) {
 	e := b.cur
 	e.offs = append(e.offs, len(e.vals))
 	e.vals = append(e.vals, p.Values...)
+	e.xoffs = append(e.xoffs, len(e.excs))
+	e.excs = append(e.excs, p.Except...)
 	q := *p
-	q.Values = nil
+	q.Values, q.Except = nil, nil
 	e.pubs = append(e.pubs, q)
 }
 

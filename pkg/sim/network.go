@@ -213,8 +213,9 @@ func (n *Network) deliver(d *fault.Delivery) {
 // publishes it (internal/roleproc's transport): every delivery its outbox emits at a release
 // (fault.Outbox.Release) - the broadcast, a copy of its own to one subscriber (delayed,
 // duplicated, reordered), a lockstep gap notice - is one message on the publisher's data
-// subject, carrying the message's own step and values (a gap: none). Where it goes (the route)
-// travels in NATS headers, not in the message, and is not here either.
+// subject, carrying the message's own step and values (a gap: none). Where it goes - its
+// route, which a NATS run carries in headers (wire.Route) - is To or every subscriber but
+// Except, at step At, More.
 type Publication struct {
 	From    endpoint.Endpoint
 	Episode int
@@ -224,6 +225,13 @@ type Publication struct {
 	Step    int
 	Gap     bool
 	Values  []float64 // valid during the call only; nil for a gap
+	// ToOne: the message is for To alone; else for every subscriber but Except (valid during
+	// the call only; nil: every one), in the publisher's subscriber order.
+	ToOne  bool
+	To     endpoint.Endpoint
+	Except []endpoint.Endpoint
+	At     int  // the step it is delivered at (> Step: delayed)
+	More   bool // more deliveries from From to To for step At follow
 }
 
 // SetPublish makes fn (nil: none) hear every message the publishers put on the bus, in the
@@ -238,6 +246,13 @@ func (n *Network) SetPublish(fn func(*Publication)) { n.publish = fn }
 func (n *Network) deliverPublished(d *fault.Delivery) {
 	p := &n.pubd
 	p.From, p.Episode, p.Release, p.Step, p.Gap, p.Values = n.from, n.ep, n.rel, d.Step, d.Gap, d.Values
+	p.ToOne, p.To, p.Except, p.At, p.More = d.To != fault.Broadcast, endpoint.Endpoint{}, p.Except[:0], d.At, d.More
+	if p.ToOne {
+		p.To = n.to[d.To]
+	}
+	for _, k := range d.Except {
+		p.Except = append(p.Except, n.to[k])
+	}
 	n.publish(p)
 	n.deliver(d)
 }

@@ -1,5 +1,10 @@
 package wire
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Route is the delivery metadata of a data message under link faults (see pkg/fault): the
 // subscriber it is addressed to, the logical step it is delivered at, and the lockstep end
 // marker. It travels in NATS headers, not in the payload, and only when it says something:
@@ -17,6 +22,34 @@ type Route struct {
 	// vectors concatenated in episode order. Only a plain broadcast is batched (no To, Except,
 	// At, More or Gap). 0 or 1: one episode.
 	Episodes int
+}
+
+// Header returns r as the NATS headers that carry it (nil for the zero Route): the one
+// encoding pkg/bus publishes and a recording of a run writes.
+func (r Route) Header() map[string][]string {
+	if r.IsZero() {
+		return nil
+	}
+	h := map[string][]string{}
+	if r.To != "" {
+		h[HeaderTo] = []string{r.To}
+	}
+	if r.At > 0 {
+		h[HeaderAt] = []string{strconv.Itoa(r.At)}
+	}
+	if r.More {
+		h[HeaderMore] = []string{"1"}
+	}
+	if r.Gap {
+		h[HeaderGap] = []string{"1"}
+	}
+	if len(r.Except) > 0 {
+		h[HeaderExcept] = []string{strings.Join(r.Except, ",")}
+	}
+	if r.Episodes > 1 {
+		h[HeaderEpisodes] = []string{strconv.Itoa(r.Episodes)}
+	}
+	return h
 }
 
 // MaxEpisodes bounds Route.Episodes: the episodes one message may carry.
