@@ -22,7 +22,7 @@ func busRun(t *testing.T, s *scenario.Scenario, workers int) (*metrics.Results, 
 		eps = append(eps, ep)
 		for _, p := range ps {
 			require.Equal(t, ep, p.Episode)
-			p.Values = append([]float64(nil), p.Values...)
+			p.Values, p.Except = append([]float64(nil), p.Values...), append([]endpoint.Endpoint(nil), p.Except...)
 			pubs = append(pubs, p)
 		}
 		return nil
