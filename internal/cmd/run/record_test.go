@@ -1,6 +1,7 @@
 package run_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -205,6 +206,7 @@ func TestRecordKilled(t *testing.T) {
 			}
 			require.Equal(t, c.Messages, total)
 			if sig == syscall.SIGKILL {
+				waitNoProcessUnder(t, dir) // the role processes end when their server is gone
 				require.False(t, c.Complete, "killed: no summary section")
 				require.NotEmpty(t, c.Truncated)
 				return
@@ -215,4 +217,35 @@ func TestRecordKilled(t *testing.T) {
 			require.Equal(t, sum.Recording.Messages, c.Messages)
 		})
 	}
+}
+
+// waitNoProcessUnder waits until no process names dir on its command line (the role processes
+// of a launcher killed with SIGKILL end by themselves once their server is gone; until then
+// they may still write their files under dir, which the test's cleanup removes).
+func waitNoProcessUnder(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var left []string
+		cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, f := range cmdlines {
+			b, err := os.ReadFile(f)
+			if err == nil && bytes.Contains(b, []byte(dir)) && running(pidOf(f)) {
+				left = append(left, string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes of the killed run still running after 2 minutes: %q", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// pidOf is the pid of /proc/<pid>/cmdline.
+func pidOf(cmdline string) int {
+	pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(cmdline)))
+	return pid
 }
