@@ -20,7 +20,7 @@ import (
 var Command = cli.Command{Name: "replay", Summary: "publish a run's MCAP recording (dpsim run --record) onto a NATS bus, check it, or recover a killed one", Run: Run}
 
 const synopsis = `dpsim replay FILE.mcap --nats-url URL [--speed X]
-       dpsim replay FILE.mcap --check
+       dpsim replay FILE.mcap --check [--out DIR]
        dpsim replay FILE.mcap --recover DST.mcap`
 
 const description = `Publishes every message of a recording of dpsim run --record onto the NATS server --nats-url
@@ -39,7 +39,9 @@ be the recorded eavesdropper's), publishes the recorded traffic minus what the r
 eavesdropper published, and compares the fresh eavesdropper's metrics (eve_sq_error) with the
 recorded run's bit for bit. A recording that cannot be re-run (not closed, cut by its size
 limit, of a realtime run, without its scenario attachment or point results) says why and is only
-checked message by message.
+checked message by message. The fresh eavesdropper's files (a folder per point: its plan file,
+log, trace and result) go into --out DIR when given (a new or empty folder, private), else into
+a private temporary folder removed afterwards.
 
 --recover DST.mcap writes what a recording killed before it closed holds (every complete chunk)
 into a closed recording DST. A recording killed before it closed is read up to its last
@@ -56,6 +58,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		speed     = fs.Float64("speed", 1, "pace: the recorded one scaled by this factor (2: twice as fast); 0: as fast as possible")
 		check     = fs.Bool("check", false, "check the recording's messages, print its subjects, and re-run its eavesdropper to the recorded metrics bit for bit, instead of publishing")
 		recoverTo = fs.String("recover", "", "write what the recording holds into this new, closed MCAP file instead of publishing (a recording killed mid-run)")
+		out       = fs.String("out", "", "with --check: keep the re-run's files - the fresh eavesdropper's plan, log, trace and result, a folder per point - in this new or empty folder (private) instead of a temporary one removed after")
 	)
 	var pos []string
 	for {
@@ -75,6 +78,15 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		return cli.UsageError("--speed %v: want >= 0", *speed)
 	case *check && *recoverTo != "":
 		return cli.UsageError("--check and --recover: one at a time")
+	case *out != "" && !*check:
+		return cli.UsageError("--out: only with --check (where the re-run's files go)")
+	}
+	if *out != "" {
+		if entries, err := os.ReadDir(*out); err == nil && len(entries) > 0 {
+			return cli.UsageError("--out %s: not empty (the re-run writes a folder per point there; give a new or empty folder)", *out)
+		} else if err != nil && !os.IsNotExist(err) {
+			return cli.UsageError("--out %s: %v", *out, err)
+		}
 	}
 	path := pos[0]
 	if st, err := os.Stat(path); err != nil || st.IsDir() {
@@ -82,7 +94,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case *check:
-		return runCheck(path, stdout, stderr)
+		return runCheck(path, *out, stdout, stderr)
 	case *recoverTo != "":
 		return runRecover(path, *recoverTo, stdout)
 	}
@@ -121,7 +133,7 @@ func publish(path, url string, speed float64, stdout io.Writer) error {
 
 // runCheck prints the recording's subjects and counts, re-runs it, and fails on a bad message
 // or a re-run that differs.
-func runCheck(path string, stdout, stderr io.Writer) error {
+func runCheck(path, out string, stdout, stderr io.Writer) error {
 	r, err := busrec.Check(path)
 	if err != nil {
 		return err
@@ -143,7 +155,7 @@ func runCheck(path string, stdout, stderr io.Writer) error {
 	for _, p := range r.Problems {
 		fmt.Fprintf(stdout, "problem: %s\n", p)
 	}
-	same, err := rerun(path, c, stdout, stderr)
+	same, err := rerun(path, out, c, stdout, stderr)
 	switch {
 	case r.Bad > 0:
 		return fmt.Errorf("%s: %d messages failed the check", path, r.Bad)
@@ -155,19 +167,24 @@ func runCheck(path string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// rerun re-runs the recording's eavesdropper (busrec.Rerun) in a private temporary folder,
-// removed after, prints the verdict of each point and reports whether the re-run matched (or
-// could not be done, which it says).
-func rerun(path string, c *busrec.Contents, stdout, stderr io.Writer) (bool, error) {
+// rerun re-runs the recording's eavesdropper (busrec.Rerun) in out (private), or without it
+// in a private temporary folder removed after, prints the verdict of each point and reports
+// whether the re-run matched (or could not be done, which it says).
+func rerun(path, out string, c *busrec.Contents, stdout, stderr io.Writer) (bool, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return false, fmt.Errorf("re-run: cannot find the dpsim binary: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "dpsim-replay-check-") // 0700: the fresh eavesdropper's estimates
+	dir := out
+	if dir != "" {
+		err = atomicfile.MkdirOutputs(dir, false) // 0700: the fresh eavesdropper's estimates
+	} else {
+		dir, err = os.MkdirTemp("", "dpsim-replay-check-") // 0700 too
+		defer os.RemoveAll(dir)
+	}
 	if err != nil {
 		return false, fmt.Errorf("re-run: %w", err)
 	}
-	defer os.RemoveAll(dir)
 	log, err := cli.Logger(stderr, "warn")
 	if err != nil {
 		return false, err

@@ -148,7 +148,7 @@ func TestCheckRecover(t *testing.T) {
 	require.Equal(t, c.Messages, r.Messages)
 	require.Equal(t, c.Metadata[busrec.MetadataName], r.Metadata[busrec.MetadataName])
 
-	for _, args := range [][]string{{"replay"}, {"replay", path}, {"replay", path, "--check", "--recover", dst}, {"replay", path, "--speed", "-1", "--check"}} {
+	for _, args := range [][]string{{"replay"}, {"replay", path}, {"replay", path, "--check", "--recover", dst}, {"replay", path, "--speed", "-1", "--check"}, {"replay", path, "--out", t.TempDir()}} {
 		code, _, stderr := dpsim(t, args...)
 		require.Equal(t, 2, code, "%v: %s", args, stderr)
 	}

@@ -60,9 +60,20 @@ func TestCheckRerun(t *testing.T) {
 		require.Positive(t, want.N[len(want.N)-1])
 	}
 
-	code, stdout, stderr := dpsim(t, "replay", path, "--check")
+	kept := filepath.Join(t.TempDir(), "check")
+	code, stdout, stderr := dpsim(t, "replay", path, "--check", "--out", kept)
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
 	require.Equal(t, 3, strings.Count(stdout, "gives the recorded eavesdropper metrics bit for bit (3 episodes)"), stdout)
+	// --out keeps the fresh eavesdropper's files, a folder per point, private
+	fi, err := os.Stat(kept)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	points, err := os.ReadDir(kept)
+	require.NoError(t, err)
+	require.Len(t, points, 3, "a folder per point")
+	code, _, stderr = dpsim(t, "replay", path, "--check", "--out", kept)
+	require.Equal(t, 2, code, "a folder that is not empty is refused: %s", stderr)
+	require.Contains(t, stderr, "not empty")
 
 	bad := filepath.Join(t.TempDir(), "bad.mcap")
 	what := corrupt(t, path, bad)
