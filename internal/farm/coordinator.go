@@ -67,7 +67,13 @@ type Config struct {
 	// every accepted chunk result is journaled before it counts, and a coordinator started again
 	// on it plays only the chunks not journaled. Not with an external server (URL).
 	Durable string
-	Log     zerolog.Logger
+	// AckWait is how long a worker of a durable farm may keep a chunk of the work queue without
+	// a heartbeat (InProgress) before the queue delivers it to another (<= 0: Silence), and
+	// MaxDeliver how many deliveries a chunk gets before the coordinator plays it (<= 0:
+	// DefaultMaxDeliver). See queue.go.
+	AckWait    time.Duration
+	MaxDeliver int
+	Log        zerolog.Logger
 }
 
 // DefaultSilence is Config.Silence's default: many heartbeats (DefaultBeat) long.
@@ -123,6 +129,7 @@ type Coordinator struct {
 
 	rep   collector
 	dur   *durable // the journal (Config.Durable), nil without
+	wq    *queue   // the work queues of a durable farm (queue.go), nil without
 	procs *spawned
 	local chan struct{} // a token while the coordinator plays a chunk itself (one at a time)
 	// drawn, when set (tests), hears each draw of whether a chunk's first answer is checked.
@@ -134,6 +141,12 @@ type Coordinator struct {
 func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 	if cfg.Silence <= 0 {
 		cfg.Silence = DefaultSilence
+	}
+	if cfg.AckWait <= 0 {
+		cfg.AckWait = cfg.Silence
+	}
+	if cfg.MaxDeliver <= 0 {
+		cfg.MaxDeliver = DefaultMaxDeliver
 	}
 	if cfg.ChunkEpisodes <= 0 {
 		cfg.ChunkEpisodes = DefaultChunkEpisodes
@@ -163,9 +176,6 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 		}
 	}()
 	var err error
-	if c.creds, err = newCredentials(cfg.WorkerCreds, cfg.Spawn); err != nil {
-		return nil, err
-	}
 	if cfg.Durable != "" {
 		if cfg.URL != "" {
 			return nil, errors.New("farm: --dispatch-durable keeps its journal in the embedded server: not with an external server (--nats-url)")
@@ -173,6 +183,12 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 		if c.dur, err = openDurable(cfg.Durable, cfg.Scenario); err != nil {
 			return nil, err
 		}
+		if c.session, err = c.dur.session(c.session); err != nil {
+			return nil, err
+		}
+	}
+	if c.creds, err = newCredentials(cfg.WorkerCreds, cfg.Spawn, c.dur != nil, c.keptDir()); err != nil {
+		return nil, err
 	}
 	coord, shared, err := c.startServer()
 	if err != nil {
@@ -186,12 +202,23 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 			return nil, err
 		}
 		c.rep.r.Journal = cfg.Durable
+		qctx, cancel := context.WithTimeout(ctx, journalTimeout)
+		c.wq, err = openQueue(qctx, c.conn, cfg.Durable, cfg.AckWait, cfg.MaxDeliver)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := c.writeCredentials(shared); err != nil {
 		return nil, err
 	}
 	if err := c.subscribe(); err != nil {
 		return nil, err
+	}
+	if c.wq != nil {
+		if err := c.consume(); err != nil {
+			return nil, err
+		}
 	}
 	go c.loop()
 	c.looping = true
@@ -209,8 +236,9 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 // prepares the external server's: its URL's account is everyone's (shared, not nil).
 func (c *Coordinator) startServer() (coord bus.User, shared *bus.User, err error) {
 	pub, sub := []string{inboxes}, []string{subjectPrefix + ">"}
-	if c.dur != nil { // the journal: JetStream's API, the journal's subjects, and its replies
-		pub, sub = append(pub, bus.JournalAPI, journalPrefix+">"), append(sub, inboxes)
+	if c.dur != nil { // the journal and the work queues: JetStream's API, their subjects, their replies and advisories
+		pub = append(pub, bus.JournalAPI, journalPrefix+">", queueSubject, "$JS.ACK."+answerStream+"."+answerConsumer+".>")
+		sub = append(sub, inboxes, bus.MaxDeliveries(queueStream, queueConsumer))
 	}
 	if coord, err = bus.NewUser("dpsim-farm-coordinator", pub, sub); err != nil {
 		return
@@ -304,7 +332,7 @@ func (c *Coordinator) subscribe() error {
 			}
 			c.do(func(s *scheduler) { s.next(r) })
 		},
-		verbAnswer: func(r *bus.Request) { c.do(func(s *scheduler) { s.answer(r) }) },
+		verbAnswer: func(r *bus.Request) { c.do(func(s *scheduler) { s.answer(request{r}) }) },
 		verbBeat: func(r *bus.Request) {
 			var b beat
 			if Decode(r.Data, &b) == nil {
@@ -312,6 +340,9 @@ func (c *Coordinator) subscribe() error {
 			}
 		},
 		verbJob: c.serveJob,
+	}
+	if c.wq != nil { // the answers are stored in the answer queue: consume takes them
+		delete(handlers, verbAnswer)
 	}
 	for verb, h := range handlers {
 		sub, err := c.conn.Serve(Subject(verb, "*"), "", h)
@@ -433,6 +464,9 @@ func (c *Coordinator) Close() {
 		if c.looping {
 			close(c.closing)
 			<-c.closed
+		}
+		if c.wq != nil && c.wq.stop != nil {
+			c.wq.stop()
 		}
 		if c.procs != nil {
 			c.procs.stop(5 * time.Second)

@@ -23,6 +23,7 @@ const (
 	KindFailed      = "failed answer"      // an error answer: the chunk played by the coordinator
 	KindMismatch    = "mismatch"           // two computations of a chunk differed: the coordinator's decided
 	KindQuarantined = "worker quarantined" // caught lying (or failing): its answers ignored, its chunks played again
+	KindUndelivered = "chunk undelivered"  // the work queue delivered it MaxDeliver times without an answer: the coordinator played it
 )
 
 // collector gathers the Report under a lock (the scheduler writes, the commands read).
