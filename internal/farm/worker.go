@@ -46,7 +46,7 @@ type worker struct {
 	jobs map[string]Player
 	// puller takes the chunks of a durable farm's work queue (fetch's goroutine only).
 	puller *bus.Puller
-	st   WorkerStats // under mu
+	st     WorkerStats // under mu
 	// answering holds a token while an answer is in flight (capacity 1); answers counts them,
 	// so that Serve returns only once each was acknowledged or given up.
 	answering chan struct{}
