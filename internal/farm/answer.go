@@ -97,12 +97,8 @@ func (s *scheduler) answerQueued(req inbound, a *answer) {
 	case is == nil: // an issue closed meanwhile (take judges it), or of a coordinator before
 		is = &issue{}
 	}
-	if is.worker != "" && is.worker != w && a.Delivery > 1 {
-		s.c.rep.degrade(record.Degradation{Kind: KindReissued, Worker: is.worker, Job: js.job.ID, Chunk: l.Chunk,
-			Detail: fmt.Sprintf("chunk %d (episodes %d..%d) delivered again by the work queue (delivery %d): its worker went silent past AckWait", l.Chunk, cs.Lo, cs.Hi-1, a.Delivery)})
-	}
 	if is.worker != w {
-		s.bind(w, l, cs, is, time.Now())
+		s.bind(w, js, l, is, time.Now())
 	}
 	s.closeIssue(cs, l.Attempt, false)
 	s.release(w, l)

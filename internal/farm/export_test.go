@@ -1,6 +1,7 @@
 package farm
 
 import (
+	"context"
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/bus"
@@ -52,3 +53,25 @@ func (c *Coordinator) JournalSpent() (time.Duration, int) {
 	}
 	return c.dur.spent, c.dur.writes
 }
+
+// QueueDepth is how many chunks wait in the durable farm's work queue (0 without one).
+func (c *Coordinator) QueueDepth() uint64 {
+	if c.wq == nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), journalTimeout)
+	defer cancel()
+	n, err := c.wq.chunks.Depth(ctx)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// The durable farm's work queues and their subjects.
+const (
+	QueueStream   = queueStream
+	QueueSubject  = queueSubject
+	QueueConsumer = queueConsumer
+	AnswerStream  = answerStream
+)

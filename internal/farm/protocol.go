@@ -110,9 +110,6 @@ type answer struct {
 	Lo, Hi int
 	Err    string
 	Result []byte
-	// Delivery is how many times the work queue delivered the chunk (a durable farm; 1 the first
-	// time): more means a worker before let it lapse.
-	Delivery uint64
 	// checked is what the job's Judge made of Result (Judge.Check), kept for the fold and the
 	// digest; digest is its canonical content's hash (compare). Not sent.
 	checked any

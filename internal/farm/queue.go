@@ -29,7 +29,10 @@ import (
 //     while it plays, and acknowledges it once its answer is stored. A chunk taken by a worker
 //     that dies is delivered again after AckWait (Config.AckWait); one delivered MaxDeliver
 //     times (Config.MaxDeliver) without an answer is played by the coordinator (KindUndelivered).
-//     A worker Naks a chunk it may not play (assignment.Not) and Terms one of a job that is over.
+//     A worker Naks a chunk it may not play (assignment.Not), or of a job the coordinator does
+//     not serve (over: the coordinator drops such chunks; or not begun yet), and Terms one that
+//     does not decode. A chunk nobody took for the chunk bound while workers were alive (its
+//     message gone) is queued again.
 //   - The answer queue (answerStream) captures what the workers publish on their own answer
 //     subjects (dpsim.farm.answer.<id>: the subject still names the sender). The coordinator
 //     consumes it and acknowledges an answer once it is done with it: refused, or its chunk
@@ -269,7 +272,7 @@ func (s *scheduler) put() {
 
 // open records issue at of chunk i, message seq of the chunk queue, taken by nobody yet.
 func (s *scheduler) open(js *jobState, i, at int, seq uint64) {
-	js.chunks[i].issues[at] = &issue{seq: seq}
+	js.chunks[i].issues[at] = &issue{seq: seq, start: time.Now()}
 	s.bySeq[seq] = queueRef{js: js, i: i, at: at}
 }
 

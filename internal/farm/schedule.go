@@ -317,7 +317,7 @@ func (s *scheduler) beat(w string, b *beat) {
 			case is.worker == w:
 				is.expires = now.Add(s.c.cfg.Silence)
 			case is.seq != 0 && s.c.wq.valid(l, cs.Lo, cs.Hi):
-				s.bind(w, l, cs, is, now)
+				s.bind(w, js, l, is, now)
 			}
 		}
 	}
@@ -325,9 +325,17 @@ func (s *scheduler) beat(w string, b *beat) {
 
 // bind binds chunk queue issue is of chunk cs (lease l) to worker w, which took it (the queue
 // delivered it to w: first, or again after the worker before went silent).
-func (s *scheduler) bind(w string, l lease, cs *chunkState, is *issue, now time.Time) {
-	if is.worker != "" {
-		s.release(is.worker, l)
+func (s *scheduler) bind(w string, js *jobState, l lease, is *issue, now time.Time) {
+	cs := js.chunks[l.Chunk]
+	if was := is.worker; was != "" { // the queue took it back from was: silent past AckWait
+		s.release(was, l)
+		s.c.rep.degrade(record.Degradation{Kind: KindReissued, Worker: was, Job: js.job.ID, Chunk: l.Chunk,
+			Detail: fmt.Sprintf("no heartbeat (InProgress) for AckWait %v: chunk %d (episodes %d..%d) delivered again by the work queue, to %s", s.c.cfg.AckWait, l.Chunk, cs.Lo, cs.Hi-1, w)})
+		if !s.lost[was] {
+			s.lost[was] = true
+			s.c.rep.degrade(record.Degradation{Kind: KindLost, Worker: was, Job: js.job.ID, Chunk: l.Chunk,
+				Detail: fmt.Sprintf("worker %s went silent while holding chunk %d", was, l.Chunk)})
+		}
 	}
 	is.worker, is.start = w, now
 	cs.ever[w] = true
@@ -377,11 +385,18 @@ func (s *scheduler) lapse(js *jobState, i int, now time.Time, bound time.Duratio
 	}
 	for at, is := range cs.issues {
 		silent, overdue := is.seq == 0 && now.After(is.expires), is.worker != "" && now.Sub(is.start) > bound
-		if !silent && !overdue {
+		untaken := is.seq != 0 && is.worker == "" && now.Sub(is.start) > bound && s.alive("")
+		if !silent && !overdue && !untaken {
 			continue
 		}
 		s.closeIssue(cs, at, true)
 		d := record.Degradation{Worker: is.worker, Job: js.job.ID, Chunk: i}
+		if untaken { // its message in the work queue was lost (taken and dropped by a worker)
+			d.Kind, d.Detail = KindReissued, fmt.Sprintf("chunk %d (episodes %d..%d) not taken from the work queue for %v while workers were alive: queued again", i, cs.Lo, cs.Hi-1, bound.Round(time.Millisecond))
+			s.c.rep.degrade(d)
+			s.requeueIdle(js, i)
+			continue
+		}
 		if silent {
 			s.release(is.worker, lease{Job: js.job.ID, Chunk: i, Attempt: at})
 			d.Kind, d.Detail = KindReissued, fmt.Sprintf("no heartbeat for %v: chunk %d (episodes %d..%d) re-issued", s.c.cfg.Silence, i, cs.Lo, cs.Hi-1)

@@ -211,10 +211,10 @@ func (w *worker) playOne(ctx context.Context, a assignment) error {
 	pl, err := w.job(ctx, a.Lease.Job)
 	if errors.Is(err, errJobOver) { // it ended (failed, interrupted) since the chunk was issued
 		w.hold(a, false)
-		if a.delivery != nil {
-			_ = a.delivery.Term("the job is over")
+		if a.delivery != nil { // or not begun yet by a coordinator started again: the coordinator drops a job's chunks when it is over
+			_ = a.delivery.Nak(pullWait)
 		}
-		w.o.Log.Debug().Str("job", a.Lease.Job).Msg("the job is over: chunk skipped")
+		w.o.Log.Debug().Str("job", a.Lease.Job).Msg("the job is over (or not served yet): chunk skipped")
 		return nil
 	}
 	if err != nil {
@@ -225,9 +225,6 @@ func (w *worker) playOne(ctx context.Context, a assignment) error {
 		return err
 	}
 	ans := answer{Worker: w.o.Name, Lease: a.Lease, Lo: a.Lo, Hi: a.Hi}
-	if a.delivery != nil {
-		ans.Delivery = a.delivery.Delivered
-	}
 	start := time.Now()
 	res, err := pl.Play(ctx, a.Lo, a.Hi, w.o.Threads)
 	if err != nil {

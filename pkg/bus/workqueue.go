@@ -92,11 +92,18 @@ func (q *WorkQueue) Put(ctx context.Context, subject string, data []byte) (uint6
 // Delete removes message seq from the queue (no error when it is gone already: acknowledged).
 func (q *WorkQueue) Delete(ctx context.Context, seq uint64) error {
 	err := q.stream.DeleteMsg(ctx, seq)
-	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+	var api *jetstream.APIError
+	if errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeMessageNotFound || api.ErrorCode == seqNotFound) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("bus: work queue %s: delete %d: %w", q.opts.Stream, seq, err)
 	}
 	return nil
 }
+
+// seqNotFound is the server's error code for a sequence the stream does not hold (any more).
+const seqNotFound jetstream.ErrorCode = 10043
 
 // Queued is a message in a work queue's stream.
 type Queued struct {
