@@ -85,7 +85,7 @@ func (s *scheduler) answerQueued(req inbound, a *answer) {
 		return
 	}
 	cs := js.chunks[l.Chunk]
-	if cs.restored {
+	if cs.restored || cs.answered[l.Attempt] { // decided before the restart, or delivered twice
 		req.reply("late")
 		return
 	}
@@ -156,6 +156,10 @@ func (s *scheduler) take(req inbound, js *jobState, i int, a *answer, is *issue)
 		return
 	}
 	s.c.rep.answered(a.Worker, a.Hi-a.Lo)
+	if cs.answered == nil {
+		cs.answered = map[int]bool{}
+	}
+	cs.answered[a.Lease.Attempt] = true
 	defer func() { req.reply("ok") }() // once decided (a stored answer: journaled first), unless held
 	switch {
 	case cs.result == nil:

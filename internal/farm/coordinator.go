@@ -117,13 +117,15 @@ type Coordinator struct {
 
 	events          chan func(*scheduler)
 	closing, closed chan struct{}
-	over            atomic.Bool
+	ended           atomic.Bool
 	closeOnce       sync.Once
 	looping         bool // the scheduler's loop runs (Close waits for it)
 
 	mu      sync.Mutex
 	jobs    map[string]*Job // served on SubjectJob until retired
 	banned  map[string]bool // quarantined workers: served nothing
+	beats   map[string]time.Time // each worker's last heartbeat
+	over    map[string]bool      // workers told the coordinator is over
 	session string
 	nextJob int
 
@@ -166,7 +168,7 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 		cfg.WorkerCreds = 0
 	}
 	c := &Coordinator{cfg: cfg, log: cfg.Log, events: make(chan func(*scheduler), 1024),
-		closing: make(chan struct{}), closed: make(chan struct{}), jobs: map[string]*Job{}, banned: map[string]bool{},
+		closing: make(chan struct{}), closed: make(chan struct{}), jobs: map[string]*Job{}, banned: map[string]bool{}, beats: map[string]time.Time{}, over: map[string]bool{},
 		local: make(chan struct{}, 1)}
 	c.session = randomID()
 	ok := false
@@ -324,7 +326,8 @@ func (c *Coordinator) writeCredentials(shared *bus.User) error {
 func (c *Coordinator) subscribe() error {
 	handlers := map[string]func(*bus.Request){
 		verbNext: func(r *bus.Request) {
-			if c.over.Load() || c.isBanned(sender(r.Subject)) {
+			if c.ended.Load() || c.isBanned(sender(r.Subject)) {
+				c.told(sender(r.Subject))
 				if data, err := Encode(&assignment{Over: true}); err == nil {
 					_ = r.Respond(data)
 				}
@@ -335,6 +338,7 @@ func (c *Coordinator) subscribe() error {
 		verbAnswer: func(r *bus.Request) { c.do(func(s *scheduler) { s.answer(request{r}) }) },
 		verbBeat: func(r *bus.Request) {
 			var b beat
+			c.heard(sender(r.Subject))
 			if Decode(r.Data, &b) == nil {
 				c.do(func(s *scheduler) { s.beat(sender(r.Subject), &b) })
 			}
@@ -369,6 +373,47 @@ func (c *Coordinator) serveJob(r *bus.Request) {
 	if data, err := Encode(j); err == nil {
 		_ = r.Respond(data)
 	}
+}
+
+// heard records a heartbeat of worker id.
+func (c *Coordinator) heard(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.beats[id] = time.Now()
+}
+
+// told records that worker id was told the coordinator is over.
+func (c *Coordinator) told(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.over[id] = true
+}
+
+// farewell lets the workers of a durable farm started elsewhere hear that the coordinator is
+// over before its server goes: they pull from the work queue and ask the coordinator only
+// when no chunk came for pullWait, so Close waits - at most that long and a silence - until
+// every one heard of within a silence asked (then it exits 0 instead of losing its server).
+// The spawned workers are stopped anyway.
+func (c *Coordinator) farewell() {
+	if c.wq == nil {
+		return
+	}
+	for deadline := time.Now().Add(pullWait + c.cfg.Silence); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if c.allTold() {
+			return
+		}
+	}
+}
+
+func (c *Coordinator) allTold() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, t := range c.beats {
+		if !strings.HasPrefix(id, "local-") && !c.banned[id] && !c.over[id] && time.Since(t) < c.cfg.Silence {
+			return false
+		}
+	}
+	return true
 }
 
 // isBanned reports whether worker id was quarantined.
@@ -460,7 +505,8 @@ func (c *Coordinator) Report() *record.Dispatch { return c.rep.snapshot() }
 // embedded server, and removes the temporary credentials.
 func (c *Coordinator) Close() {
 	c.closeOnce.Do(func() {
-		c.over.Store(true)
+		c.ended.Store(true)
+		c.farewell()
 		if c.looping {
 			close(c.closing)
 			<-c.closed

@@ -54,6 +54,9 @@ type chunkState struct {
 	restored bool      // decided by an earlier coordinator: read back from the journal (durable.go)
 	since    time.Time // queued since
 	held     inbound   // the stored first answer, acknowledged once the chunk is decided (queue.go)
+	// answered are the issues whose answer was taken: the work queue delivers at least once, so
+	// a chunk may come back twice from one issue (queue.go).
+	answered map[int]bool
 }
 
 // jobState is a job being played: its chunks and what came back.
