@@ -122,8 +122,8 @@ type Coordinator struct {
 	looping         bool // the scheduler's loop runs (Close waits for it)
 
 	mu      sync.Mutex
-	jobs    map[string]*Job // served on SubjectJob until retired
-	banned  map[string]bool // quarantined workers: served nothing
+	jobs    map[string]*Job      // served on SubjectJob until retired
+	banned  map[string]bool      // quarantined workers: served nothing
 	beats   map[string]time.Time // each worker's last heartbeat
 	over    map[string]bool      // workers told the coordinator is over
 	session string
