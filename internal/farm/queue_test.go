@@ -3,6 +3,7 @@ package farm_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -146,6 +147,44 @@ func TestQueueRedeliversLostChunk(t *testing.T) {
 		require.Equal(t, lost, d.Worker, d.Detail)
 	}
 	require.Contains(t, rep.Lines()[0], lost)
+}
+
+// A chunk the work queue delivered MaxDeliver times (1 here, an option) without an answer - its
+// worker stopped mid-chunk - is delivered no more: the server's advisory has the coordinator
+// play it, and the report counts and names it.
+func TestQueueUndeliveredChunkPlayedByCoordinator(t *testing.T) {
+	const trials, seed = 4 * 2600, 9
+	f, c, want := durableAudit(t, farm.Config{VerifyShare: -1, AckWait: 300 * time.Millisecond, MaxDeliver: 1}, trials, seed)
+	playing := make(chan struct{})
+	var once sync.Once
+	stuck := wrapped{kinds.AuditKind, func(ctx context.Context, _ farm.Player, _, _, _ int) ([]byte, error) {
+		once.Do(func() { close(playing) })
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	_, stop := inProcess(t, c, 0, []farm.Kind{stuck})
+	done := make(chan error, 1)
+	var got *audit.Outcome
+	go func() {
+		var err error
+		got, err = kinds.Audit(c, context.Background(), 0, f.game, audit.GameOptions{}, seed, trials, nil)
+		done <- err
+	}()
+	<-playing
+	stop()
+	honest(t, c, 1)
+	require.NoError(t, <-done)
+	require.Equal(t, want, report(t, f.game, got))
+	rep := c.Report()
+	// the chunk it played and the one it fetched ahead, if any
+	require.Positive(t, rep.Undelivered, "%+v", rep.Degradations)
+	require.Equal(t, rep.Undelivered, rep.Local, "the coordinator played the undelivered chunks")
+	var named bool
+	for _, d := range rep.Degradations {
+		named = named || d.Kind == farm.KindUndelivered
+	}
+	require.True(t, named, "%+v", rep.Degradations)
+	require.Contains(t, strings.Join(rep.Lines(), "\n"), "undelivered")
 }
 
 // A worker that forges its results, taking its chunks from the work queue, is caught by the
