@@ -28,8 +28,9 @@ import (
 // (kind, point, a hash of its parameters and of its chunks): a command that differs (another
 // seed, options, trials, scenario) is refused rather than mixed with the journal.
 //
-// Only the coordinator's account may use JetStream (JournalAPI, the journal's subjects): a
-// worker publishes on its own protocol subjects only, so it cannot write the journal. A chunk
+// Only the coordinator's account may use JetStream's API (JournalAPI, the journal's subjects): a
+// worker publishes on its own protocol subjects and pulls from the work queue only (queue.go),
+// so it cannot write the journal. A chunk
 // result taken back later (its worker quarantined) is tombstoned (an empty record) before the
 // coordinator plays it again.
 

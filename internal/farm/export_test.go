@@ -75,3 +75,12 @@ const (
 	QueueConsumer = queueConsumer
 	AnswerStream  = answerStream
 )
+
+// QueueSpent is the time the scheduler waited for the work queue to store an issue and the
+// issues it put (no job may be running).
+func (c *Coordinator) QueueSpent() (time.Duration, int) {
+	if c.wq == nil {
+		return 0, 0
+	}
+	return c.wq.spent, c.wq.puts
+}

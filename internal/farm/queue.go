@@ -82,6 +82,10 @@ type queue struct {
 	chunks, answers *bus.WorkQueue
 	key             []byte
 	stop            func() // stops consuming the answers
+	// spent is the time the scheduler's loop waited for the chunk queue to store an issue, over
+	// puts issues (the loop's goroutine only; the benchmark reads them when no job runs).
+	spent time.Duration
+	puts  int
 	// survivors are the issues a coordinator before put in the chunk queue that are still there,
 	// by job: the scheduler adopts them when it begins the job (submit).
 	survivors map[string][]survivor
@@ -176,6 +180,8 @@ func (q *queue) put(a assignment) (uint64, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), journalTimeout)
 	defer cancel()
+	start := time.Now()
+	defer func() { q.spent += time.Since(start); q.puts++ }()
 	return q.chunks.Put(ctx, queueSubject, data)
 }
 

@@ -39,7 +39,9 @@ coordinator checks a random share of the chunks (--verify-share) by a second com
 
 The worker serves every job of one coordinator and exits 0 when the coordinator is done, or on
 SIGTERM / Ctrl-C (a chunk it was playing is re-issued to another worker); 1 when it cannot reach
-the server or loses it for good; 2 on a usage error. Progress is logged on stderr.`
+the server or loses it for good (a lost server is retried for --connect-retry: a durable farm's
+coordinator started again on the same address is rejoined, and its work queue served again); 2
+on a usage error. Progress is logged on stderr.`
 
 // Options are the parsed flags of `dpsim worker`.
 type Options struct {
