@@ -74,8 +74,10 @@ const (
 )
 
 // DefaultMaxDeliver is Config.MaxDeliver's default: a chunk delivered this many times without
-// an answer (its workers died, or each may not play it) is played by the coordinator.
-const DefaultMaxDeliver = 10
+// an answer (its workers died, or each may not play it) is played by the coordinator. A check
+// that only the worker it checks takes, and hands back (Nak, after a heartbeat), is played by
+// the coordinator after a silence anyway (as with core NATS: scheduler.expire), before that.
+const DefaultMaxDeliver = 20
 
 // queue is the coordinator's side of the two work queues.
 type queue struct {
