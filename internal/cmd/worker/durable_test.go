@@ -71,10 +71,15 @@ func TestDurableAuditResumesAfterKill(t *testing.T) {
 	require.True(t, ok, "the output has the dispatch")
 	restored, chunks := d["restored_chunks"].(float64), d["chunks"].(float64)
 	t.Logf("restarted: %v chunks restored from the journal, %v played", restored, chunks)
-	ws, _ := d["workers"].([]any)
-	require.Len(t, ws, 1, "%v", d["workers"])
-	w1, _ := ws[0].(map[string]any)
-	require.Equal(t, "w1", w1["name"])
+	// w1 played (the spawned workers of the first coordinator may be there too: their answers
+	// stored before the kill were taken by the second)
+	var w1 map[string]any
+	for _, w := range d["workers"].([]any) {
+		if m, _ := w.(map[string]any); m["name"] == "w1" {
+			w1 = m
+		}
+	}
+	require.NotNil(t, w1, "%v", d["workers"])
 	require.Positive(t, w1["chunks_answered"], "the worker started by hand served the restarted coordinator")
 	require.Greater(t, restored, 0.0, "chunks were restored from the journal")
 	require.Greater(t, chunks, 0.0, "the rest was played")
