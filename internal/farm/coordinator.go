@@ -178,16 +178,8 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 		}
 	}()
 	var err error
-	if cfg.Durable != "" {
-		if cfg.URL != "" {
-			return nil, errors.New("farm: --dispatch-durable keeps its journal in the embedded server: not with an external server (--nats-url)")
-		}
-		if c.dur, err = openDurable(cfg.Durable, cfg.Scenario); err != nil {
-			return nil, err
-		}
-		if c.session, err = c.dur.session(c.session); err != nil {
-			return nil, err
-		}
+	if err := c.prepareDurable(); err != nil {
+		return nil, err
 	}
 	if c.creds, err = newCredentials(cfg.WorkerCreds, cfg.Spawn, c.dur != nil, c.keptDir()); err != nil {
 		return nil, err
@@ -199,17 +191,8 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 	if c.conn, err = bus.Connect(c.srv.URL, "dpsim-farm-coordinator", bus.WithUser(coord.Name, coord.Password), bus.WithTLS(c.srv.TLS)); err != nil {
 		return nil, err
 	}
-	if c.dur != nil {
-		if err := c.dur.open(c.conn); err != nil {
-			return nil, err
-		}
-		c.rep.r.Journal = cfg.Durable
-		qctx, cancel := context.WithTimeout(ctx, journalTimeout)
-		c.wq, err = openQueue(qctx, c.conn, cfg.Durable, cfg.AckWait, cfg.MaxDeliver)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
+	if err := c.startDurable(ctx); err != nil {
+		return nil, err
 	}
 	if err := c.writeCredentials(shared); err != nil {
 		return nil, err
@@ -231,6 +214,39 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 	c.rep.r.CredentialsFiles, c.rep.r.VerifyShare = c.creds.pool, cfg.VerifyShare
 	ok = true
 	return c, nil
+}
+
+// prepareDurable opens the durable farm's directory (Config.Durable): its manifest, and the
+// session its jobs are named by.
+func (c *Coordinator) prepareDurable() error {
+	if c.cfg.Durable == "" {
+		return nil
+	}
+	if c.cfg.URL != "" {
+		return errors.New("farm: --dispatch-durable keeps its journal in the embedded server: not with an external server (--nats-url)")
+	}
+	var err error
+	if c.dur, err = openDurable(c.cfg.Durable, c.cfg.Scenario); err != nil {
+		return err
+	}
+	c.session, err = c.dur.session(c.session)
+	return err
+}
+
+// startDurable opens the durable farm's journal and work queues on the coordinator's connection.
+func (c *Coordinator) startDurable(ctx context.Context) error {
+	if c.dur == nil {
+		return nil
+	}
+	if err := c.dur.open(c.conn); err != nil {
+		return err
+	}
+	c.rep.r.Journal = c.cfg.Durable
+	qctx, cancel := context.WithTimeout(ctx, journalTimeout)
+	defer cancel()
+	var err error
+	c.wq, err = openQueue(qctx, c.conn, c.cfg.Durable, c.cfg.AckWait, c.cfg.MaxDeliver)
+	return err
 }
 
 // startServer starts the embedded server with an account for the coordinator and one for each
