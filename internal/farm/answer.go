@@ -8,18 +8,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpsim/dpsim/pkg/bus"
 	"github.com/dpsim/dpsim/pkg/record"
 )
 
 // answer takes a worker's answer. Its sender is the subject's identity (the server lets a worker
 // publish under its own only). An answer counts only when it answers an open issue its sender
 // holds: any other is foreign (never held) or late (held once), counted and attributed, never
-// folded. An answer of an open issue is checked (take).
-func (s *scheduler) answer(req *bus.Request) {
-	w := sender(req.Subject)
+// folded. An answer of an open issue is checked (take). From the chunk queue (a durable farm)
+// an answer must carry its issue's token (queue.go): then it counts from whichever worker the
+// queue delivered the chunk to.
+func (s *scheduler) answer(req inbound) {
+	w := sender(req.subject())
 	var a answer
-	if err := Decode(req.Data, &a); err != nil {
+	if err := Decode(req.payload(), &a); err != nil {
 		s.refuse(req, record.Degradation{Kind: KindInvalid, Worker: w, Chunk: -1, Detail: "an answer that does not decode: " + err.Error()}, "invalid: "+err.Error())
 		return
 	}
@@ -30,6 +31,10 @@ func (s *scheduler) answer(req *bus.Request) {
 		return
 	}
 	s.seen[w] = time.Now()
+	if s.c.wq != nil {
+		s.answerQueued(req, &a)
+		return
+	}
 	js := s.jobs[l.Job]
 	switch {
 	case js == nil && s.ended[l.Job]:
@@ -49,26 +54,72 @@ func (s *scheduler) answer(req *bus.Request) {
 		}
 		return
 	}
-	delete(cs.issues, l.Attempt)
+	s.closeIssue(cs, l.Attempt, false)
 	s.release(w, l)
 	s.take(req, js, l.Chunk, &a, is)
 }
 
+// answerQueued takes an answer of a chunk of the chunk queue: it needs its issue's token. An
+// answer of a chunk decided by a coordinator before (journaled, the answer not acknowledged
+// then) is dropped uncounted; one of a job not begun yet waits for it.
+func (s *scheduler) answerQueued(req inbound, a *answer) {
+	w, l := a.Worker, a.Lease
+	if !s.c.wq.valid(l, a.Lo, a.Hi) {
+		s.foreign(req, a)
+		return
+	}
+	js := s.jobs[l.Job]
+	switch {
+	case js == nil && s.ended[l.Job]:
+		if s.restored[l.Job] {
+			req.reply("late")
+			return
+		}
+		s.late(req, a)
+		return
+	case js == nil:
+		req.later()
+		return
+	case l.Chunk < 0 || l.Chunk >= len(js.chunks):
+		s.foreign(req, a)
+		return
+	}
+	cs := js.chunks[l.Chunk]
+	if cs.restored || cs.answered[l.Attempt] { // decided before the restart, or delivered twice
+		req.reply("late")
+		return
+	}
+	is := cs.issues[l.Attempt]
+	switch {
+	case is == nil && cs.exclude[w]:
+		s.late(req, a) // an issue taken back from w (overdue, failed)
+		return
+	case is == nil: // an issue closed meanwhile (take judges it), or of a coordinator before
+		is = &issue{}
+	}
+	if is.worker != w {
+		s.bind(w, js, l, is, time.Now())
+	}
+	s.closeIssue(cs, l.Attempt, false)
+	s.release(w, l)
+	s.take(req, js, l.Chunk, a, is)
+}
+
 // refuse counts d and acknowledges with status.
-func (s *scheduler) refuse(req *bus.Request, d record.Degradation, status string) {
+func (s *scheduler) refuse(req inbound, d record.Degradation, status string) {
 	s.c.rep.degrade(d)
-	s.ack(req, status)
+	req.reply(status)
 }
 
 // foreign refuses an answer of a chunk its sender never held.
-func (s *scheduler) foreign(req *bus.Request, a *answer) {
+func (s *scheduler) foreign(req inbound, a *answer) {
 	s.refuse(req, record.Degradation{Kind: KindForeign, Worker: a.Worker, Job: a.Lease.Job, Chunk: a.Lease.Chunk,
 		Detail: fmt.Sprintf("answer of chunk %d (issue %d) refused: the sender does not hold it", a.Lease.Chunk, a.Lease.Attempt)}, "foreign")
 }
 
 // late refuses an answer of a chunk its sender held once (it was decided, re-issued after the
 // sender's silence or deadline, or its job is over) and releases the lease.
-func (s *scheduler) late(req *bus.Request, a *answer) {
+func (s *scheduler) late(req inbound, a *answer) {
 	s.release(a.Worker, a.Lease)
 	s.refuse(req, record.Degradation{Kind: KindDuplicate, Worker: a.Worker, Job: a.Lease.Job, Chunk: a.Lease.Chunk,
 		Detail: fmt.Sprintf("a late answer of chunk %d (issue %d) ignored: the chunk was decided or re-issued meanwhile", a.Lease.Chunk, a.Lease.Attempt)}, "late")
@@ -80,10 +131,11 @@ func (s *scheduler) late(req *bus.Request, a *answer) {
 // from its own is quarantined); a valid first answer becomes the chunk's result, decided at once
 // unless the secret draw picks it for a check by another worker; a valid second answer decides
 // the chunk when it agrees bit for bit, else the coordinator settles it.
-func (s *scheduler) take(req *bus.Request, js *jobState, i int, a *answer, is *issue) {
+func (s *scheduler) take(req inbound, js *jobState, i int, a *answer, is *issue) {
 	cs := js.chunks[i]
 	if cs.final || cs.local || (cs.pending && cs.by == a.Worker) {
 		s.late(req, a)
+		s.requeueIdle(js, i) // the check of its own result, taken from the queue: another must play it
 		return
 	}
 	defer s.dispatch()
@@ -104,13 +156,22 @@ func (s *scheduler) take(req *bus.Request, js *jobState, i int, a *answer, is *i
 		return
 	}
 	s.c.rep.answered(a.Worker, a.Hi-a.Lo)
-	s.ack(req, "ok")
+	if cs.answered == nil {
+		cs.answered = map[int]bool{}
+	}
+	cs.answered[a.Lease.Attempt] = true
+	defer func() { req.reply("ok") }() // once decided (a stored answer: journaled first), unless held
 	switch {
 	case cs.result == nil:
-		s.observe(time.Since(is.start))
+		if !is.start.IsZero() {
+			s.observe(time.Since(is.start))
+		}
 		cs.result, cs.by = a, a.Worker
 		if s.draw(js, i) {
 			cs.pending = true
+			if req.stored() { // kept in the answer queue until its check decides
+				cs.held, req = req, nopReply{}
+			}
 			s.check(js, i)
 			return
 		}
@@ -127,7 +188,7 @@ func (s *scheduler) take(req *bus.Request, js *jobState, i int, a *answer, is *i
 
 // failed takes an error answer: counted against its worker (quarantined after MaxFailures), and
 // the coordinator plays the chunk - when it fails there too, the job fails with the error.
-func (s *scheduler) failed(req *bus.Request, js *jobState, i int, a *answer) {
+func (s *scheduler) failed(req inbound, js *jobState, i int, a *answer) {
 	cs := js.chunks[i]
 	cs.exclude[a.Worker] = true
 	s.refuse(req, record.Degradation{Kind: KindFailed, Worker: a.Worker, Job: js.job.ID, Chunk: i,
@@ -190,6 +251,12 @@ func (s *scheduler) decide(js *jobState, i int, local bool) {
 		}
 	}
 	cs.final, cs.pending, cs.queued = true, false, false
+	s.unhold(cs)
+	for at := range cs.issues {
+		if cs.issues[at].seq != 0 { // its other copies in the chunk queue: nobody should play them
+			s.closeIssue(cs, at, true)
+		}
+	}
 	js.left--
 	js.done += cs.Hi - cs.Lo
 	s.c.rep.decided(cs.verified, local)
@@ -250,7 +317,7 @@ func (s *scheduler) settled(js *jobState, i int, claims map[string]*answer, res 
 	}
 	cs.result, cs.by, cs.verified = res, coordinatorName, true
 	for at := range cs.issues { // other copies in flight are late now
-		delete(cs.issues, at)
+		s.closeIssue(cs, at, true)
 	}
 	s.decide(js, i, true)
 	s.dispatch()
@@ -274,7 +341,7 @@ func (s *scheduler) quarantine(w, why string) {
 		for i, cs := range js.chunks {
 			for at, is := range cs.issues {
 				if is.worker == w {
-					delete(cs.issues, at)
+					s.closeIssue(cs, at, true)
 				}
 			}
 			if cs.by == w && !cs.local {
@@ -301,6 +368,7 @@ func (s *scheduler) forget(js *jobState, i int, w string) {
 		js.left++
 		js.done -= cs.Hi - cs.Lo
 	}
+	s.unhold(cs)
 	cs.result, cs.by, cs.pending, cs.verified = nil, "", false, false
 }
 
@@ -356,3 +424,12 @@ func (js *jobState) digest(a *answer) []byte {
 	h.Write(js.judge.Digest(a.checked))
 	return h.Sum(nil)
 }
+
+// nopReply stands for a reply made elsewhere (a stored answer held by its chunk).
+type nopReply struct{}
+
+func (nopReply) subject() string { return "" }
+func (nopReply) payload() []byte { return nil }
+func (nopReply) reply(string)    {}
+func (nopReply) stored() bool    { return false }
+func (nopReply) later()          {}

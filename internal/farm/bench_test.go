@@ -90,9 +90,10 @@ func startB(b *testing.B, f *fixture, cfg farm.Config) *farm.Coordinator {
 	return c
 }
 
-// BenchmarkDurableOverhead plays the vehicle's audit game through the plain farm and through the
-// durable one (--dispatch-durable: every accepted chunk journaled in JetStream before it counts),
-// two local workers each, alternately, and reports both throughputs (trials/s) and their ratio
+// BenchmarkDurableOverhead plays the vehicle's audit game through the plain farm (chunks leased
+// over core NATS) and through the durable one (--dispatch-durable: chunks and answers through
+// JetStream work queues, every accepted chunk journaled before it counts), two local workers
+// each, alternately, and reports both throughputs (trials/s) and their ratio
 // (durable / plain, over all rounds, and the lowest and highest round's). The coordinators and their workers are started once; only the games are
 // timed, each on a new seed (a new job: the durable farm journals all its chunks).
 //
@@ -141,4 +142,8 @@ func BenchmarkDurableOverhead(b *testing.B) {
 	spent, writes := coords[1].JournalSpent()
 	b.ReportMetric(float64(spent.Microseconds())/float64(max(writes, 1)), "journal-us/chunk")
 	b.ReportMetric(spent.Seconds()/took[1].Seconds(), "journal-share")
+	// The same for putting the chunks in the work queue.
+	put, puts := coords[1].QueueSpent()
+	b.ReportMetric(float64(put.Microseconds())/float64(max(puts, 1)), "queue-us/chunk")
+	b.ReportMetric(put.Seconds()/took[1].Seconds(), "queue-share")
 }

@@ -67,7 +67,13 @@ type Config struct {
 	// every accepted chunk result is journaled before it counts, and a coordinator started again
 	// on it plays only the chunks not journaled. Not with an external server (URL).
 	Durable string
-	Log     zerolog.Logger
+	// AckWait is how long a worker of a durable farm may keep a chunk of the work queue without
+	// a heartbeat (InProgress) before the queue delivers it to another (<= 0: Silence), and
+	// MaxDeliver how many deliveries a chunk gets before the coordinator plays it (<= 0:
+	// DefaultMaxDeliver). See queue.go.
+	AckWait    time.Duration
+	MaxDeliver int
+	Log        zerolog.Logger
 }
 
 // DefaultSilence is Config.Silence's default: many heartbeats (DefaultBeat) long.
@@ -111,18 +117,21 @@ type Coordinator struct {
 
 	events          chan func(*scheduler)
 	closing, closed chan struct{}
-	over            atomic.Bool
+	ended           atomic.Bool
 	closeOnce       sync.Once
 	looping         bool // the scheduler's loop runs (Close waits for it)
 
 	mu      sync.Mutex
-	jobs    map[string]*Job // served on SubjectJob until retired
-	banned  map[string]bool // quarantined workers: served nothing
+	jobs    map[string]*Job      // served on SubjectJob until retired
+	banned  map[string]bool      // quarantined workers: served nothing
+	beats   map[string]time.Time // each worker's last heartbeat
+	over    map[string]bool      // workers told the coordinator is over
 	session string
 	nextJob int
 
 	rep   collector
 	dur   *durable // the journal (Config.Durable), nil without
+	wq    *queue   // the work queues of a durable farm (queue.go), nil without
 	procs *spawned
 	local chan struct{} // a token while the coordinator plays a chunk itself (one at a time)
 	// drawn, when set (tests), hears each draw of whether a chunk's first answer is checked.
@@ -134,6 +143,12 @@ type Coordinator struct {
 func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 	if cfg.Silence <= 0 {
 		cfg.Silence = DefaultSilence
+	}
+	if cfg.AckWait <= 0 {
+		cfg.AckWait = cfg.Silence
+	}
+	if cfg.MaxDeliver <= 0 {
+		cfg.MaxDeliver = DefaultMaxDeliver
 	}
 	if cfg.ChunkEpisodes <= 0 {
 		cfg.ChunkEpisodes = DefaultChunkEpisodes
@@ -153,7 +168,7 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 		cfg.WorkerCreds = 0
 	}
 	c := &Coordinator{cfg: cfg, log: cfg.Log, events: make(chan func(*scheduler), 1024),
-		closing: make(chan struct{}), closed: make(chan struct{}), jobs: map[string]*Job{}, banned: map[string]bool{},
+		closing: make(chan struct{}), closed: make(chan struct{}), jobs: map[string]*Job{}, banned: map[string]bool{}, beats: map[string]time.Time{}, over: map[string]bool{},
 		local: make(chan struct{}, 1)}
 	c.session = randomID()
 	ok := false
@@ -163,16 +178,11 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 		}
 	}()
 	var err error
-	if c.creds, err = newCredentials(cfg.WorkerCreds, cfg.Spawn); err != nil {
+	if err := c.prepareDurable(); err != nil {
 		return nil, err
 	}
-	if cfg.Durable != "" {
-		if cfg.URL != "" {
-			return nil, errors.New("farm: --dispatch-durable keeps its journal in the embedded server: not with an external server (--nats-url)")
-		}
-		if c.dur, err = openDurable(cfg.Durable, cfg.Scenario); err != nil {
-			return nil, err
-		}
+	if c.creds, err = newCredentials(cfg.WorkerCreds, cfg.Spawn, c.dur != nil, c.keptDir()); err != nil {
+		return nil, err
 	}
 	coord, shared, err := c.startServer()
 	if err != nil {
@@ -181,17 +191,19 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 	if c.conn, err = bus.Connect(c.srv.URL, "dpsim-farm-coordinator", bus.WithUser(coord.Name, coord.Password), bus.WithTLS(c.srv.TLS)); err != nil {
 		return nil, err
 	}
-	if c.dur != nil {
-		if err := c.dur.open(c.conn); err != nil {
-			return nil, err
-		}
-		c.rep.r.Journal = cfg.Durable
+	if err := c.startDurable(ctx); err != nil {
+		return nil, err
 	}
 	if err := c.writeCredentials(shared); err != nil {
 		return nil, err
 	}
 	if err := c.subscribe(); err != nil {
 		return nil, err
+	}
+	if c.wq != nil {
+		if err := c.consume(); err != nil {
+			return nil, err
+		}
 	}
 	go c.loop()
 	c.looping = true
@@ -204,13 +216,47 @@ func Start(ctx context.Context, cfg Config) (*Coordinator, error) {
 	return c, nil
 }
 
+// prepareDurable opens the durable farm's directory (Config.Durable): its manifest, and the
+// session its jobs are named by.
+func (c *Coordinator) prepareDurable() error {
+	if c.cfg.Durable == "" {
+		return nil
+	}
+	if c.cfg.URL != "" {
+		return errors.New("farm: --dispatch-durable keeps its journal in the embedded server: not with an external server (--nats-url)")
+	}
+	var err error
+	if c.dur, err = openDurable(c.cfg.Durable, c.cfg.Scenario); err != nil {
+		return err
+	}
+	c.session, err = c.dur.session(c.session)
+	return err
+}
+
+// startDurable opens the durable farm's journal and work queues on the coordinator's connection.
+func (c *Coordinator) startDurable(ctx context.Context) error {
+	if c.dur == nil {
+		return nil
+	}
+	if err := c.dur.open(c.conn); err != nil {
+		return err
+	}
+	c.rep.r.Journal = c.cfg.Durable
+	qctx, cancel := context.WithTimeout(ctx, journalTimeout)
+	defer cancel()
+	var err error
+	c.wq, err = openQueue(qctx, c.conn, c.cfg.Durable, c.cfg.AckWait, c.cfg.MaxDeliver)
+	return err
+}
+
 // startServer starts the embedded server with an account for the coordinator and one for each
 // worker (the pool's and the spawned ones'), each allowed only its side of the protocol, or
 // prepares the external server's: its URL's account is everyone's (shared, not nil).
 func (c *Coordinator) startServer() (coord bus.User, shared *bus.User, err error) {
 	pub, sub := []string{inboxes}, []string{subjectPrefix + ">"}
-	if c.dur != nil { // the journal: JetStream's API, the journal's subjects, and its replies
-		pub, sub = append(pub, bus.JournalAPI, journalPrefix+">"), append(sub, inboxes)
+	if c.dur != nil { // the journal and the work queues: JetStream's API, their subjects, their replies and advisories
+		pub = append(pub, bus.JournalAPI, journalPrefix+">", queueSubject, "$JS.ACK."+answerStream+"."+answerConsumer+".>")
+		sub = append(sub, inboxes, bus.MaxDeliveries(queueStream, queueConsumer))
 	}
 	if coord, err = bus.NewUser("dpsim-farm-coordinator", pub, sub); err != nil {
 		return
@@ -296,7 +342,8 @@ func (c *Coordinator) writeCredentials(shared *bus.User) error {
 func (c *Coordinator) subscribe() error {
 	handlers := map[string]func(*bus.Request){
 		verbNext: func(r *bus.Request) {
-			if c.over.Load() || c.isBanned(sender(r.Subject)) {
+			if c.ended.Load() || c.isBanned(sender(r.Subject)) {
+				c.told(sender(r.Subject))
 				if data, err := Encode(&assignment{Over: true}); err == nil {
 					_ = r.Respond(data)
 				}
@@ -304,14 +351,18 @@ func (c *Coordinator) subscribe() error {
 			}
 			c.do(func(s *scheduler) { s.next(r) })
 		},
-		verbAnswer: func(r *bus.Request) { c.do(func(s *scheduler) { s.answer(r) }) },
+		verbAnswer: func(r *bus.Request) { c.do(func(s *scheduler) { s.answer(request{r}) }) },
 		verbBeat: func(r *bus.Request) {
 			var b beat
+			c.heard(sender(r.Subject))
 			if Decode(r.Data, &b) == nil {
 				c.do(func(s *scheduler) { s.beat(sender(r.Subject), &b) })
 			}
 		},
 		verbJob: c.serveJob,
+	}
+	if c.wq != nil { // the answers are stored in the answer queue: consume takes them
+		delete(handlers, verbAnswer)
 	}
 	for verb, h := range handlers {
 		sub, err := c.conn.Serve(Subject(verb, "*"), "", h)
@@ -338,6 +389,47 @@ func (c *Coordinator) serveJob(r *bus.Request) {
 	if data, err := Encode(j); err == nil {
 		_ = r.Respond(data)
 	}
+}
+
+// heard records a heartbeat of worker id.
+func (c *Coordinator) heard(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.beats[id] = time.Now()
+}
+
+// told records that worker id was told the coordinator is over.
+func (c *Coordinator) told(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.over[id] = true
+}
+
+// farewell lets the workers of a durable farm started elsewhere hear that the coordinator is
+// over before its server goes: they pull from the work queue and ask the coordinator only
+// when no chunk came for pullWait, so Close waits - at most that long and a silence - until
+// every one heard of within a silence asked (then it exits 0 instead of losing its server).
+// The spawned workers are stopped anyway.
+func (c *Coordinator) farewell() {
+	if c.wq == nil {
+		return
+	}
+	for deadline := time.Now().Add(pullWait + c.cfg.Silence); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if c.allTold() {
+			return
+		}
+	}
+}
+
+func (c *Coordinator) allTold() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, t := range c.beats {
+		if !strings.HasPrefix(id, "local-") && !c.banned[id] && !c.over[id] && time.Since(t) < c.cfg.Silence {
+			return false
+		}
+	}
+	return true
 }
 
 // isBanned reports whether worker id was quarantined.
@@ -429,10 +521,14 @@ func (c *Coordinator) Report() *record.Dispatch { return c.rep.snapshot() }
 // embedded server, and removes the temporary credentials.
 func (c *Coordinator) Close() {
 	c.closeOnce.Do(func() {
-		c.over.Store(true)
+		c.ended.Store(true)
+		c.farewell()
 		if c.looping {
 			close(c.closing)
 			<-c.closed
+		}
+		if c.wq != nil && c.wq.stop != nil {
+			c.wq.stop()
 		}
 		if c.procs != nil {
 			c.procs.stop(5 * time.Second)

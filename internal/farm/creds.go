@@ -22,11 +22,16 @@ const DefaultWorkerCreds = 4
 const WorkersDir = "workers"
 
 // workerUser is the account of worker id: it may publish on its own subjects only (the server
-// refuses the others), so a message's subject proves its sender.
-func workerUser(id string) (bus.User, error) {
+// refuses the others), so a message's subject proves its sender; in a durable farm (queue) it
+// may also pull chunks from the work queue's consumer and acknowledge them (bus.PullAPI), which
+// lets it neither put nor delete one.
+func workerUser(id string, queue bool) (bus.User, error) {
 	var pub []string
 	for _, v := range verbs {
 		pub = append(pub, Subject(v, id))
+	}
+	if queue {
+		pub = append(pub, bus.PullAPI(queueStream, queueConsumer)...)
 	}
 	return bus.NewUser(WorkerUserPrefix+id, pub, []string{inboxes})
 }
@@ -50,18 +55,27 @@ type credentials struct {
 }
 
 // newCredentials makes the accounts of n pool workers (w1..wn) and of spawn local workers
-// (local-0..).
-func newCredentials(n, spawn int) (*credentials, error) {
+// (local-0..), for a durable farm's work queue when queue is set. With keep set (a durable
+// farm: its Dir), a pool worker whose file keep/workers/wI.creds a coordinator before wrote
+// keeps its password there, so that a worker started elsewhere serves the coordinator started
+// again on the same --out without a new file.
+func newCredentials(n, spawn int, queue bool, keep string) (*credentials, error) {
 	cr := &credentials{}
 	for i := 1; i <= n; i++ {
-		u, err := workerUser(fmt.Sprintf("w%d", i))
+		id := fmt.Sprintf("w%d", i)
+		u, err := workerUser(id, queue)
 		if err != nil {
 			return nil, err
+		}
+		if keep != "" {
+			if was, err := bus.ReadCredentials(filepath.Join(keep, WorkersDir, id+".creds")); err == nil && was.User == u.Name && was.Password != "" {
+				u.Password = was.Password
+			}
 		}
 		cr.users = append(cr.users, u)
 	}
 	for i := range spawn {
-		u, err := workerUser(fmt.Sprintf("local-%d", i))
+		u, err := workerUser(fmt.Sprintf("local-%d", i), queue)
 		if err != nil {
 			return nil, err
 		}
@@ -104,4 +118,13 @@ func removeStale(dir string, keep []string) {
 			_ = os.Remove(p)
 		}
 	}
+}
+
+// keptDir is where a durable farm's pool credentials are kept across coordinators (its Dir;
+// "" otherwise: new passwords every session).
+func (c *Coordinator) keptDir() string {
+	if c.dur == nil {
+		return ""
+	}
+	return c.cfg.Dir
 }

@@ -38,8 +38,12 @@
 // late leaves nothing behind in it; a chunk that fails at the coordinator too fails the job.
 // Every event names its worker (Report: the "dispatch" object of the outputs).
 //
-// Durable (Config.Durable, --dispatch-durable; durable.go): every accepted result is journaled in
-// a JetStream stream of the embedded server, stored under the command's --out, before it counts;
-// a coordinator started again on it restores those chunks (Report: restored_chunks) and plays
-// only the rest, to the same fold bit for bit, and refuses a journal of another command.
+// Durable (Config.Durable, --dispatch-durable; durable.go, queue.go): the chunks and the answers
+// travel through JetStream work queues of the embedded server, stored under the command's --out
+// (the workers pull; a chunk whose worker goes silent past AckWait is delivered again, one
+// delivered MaxDeliver times is played by the coordinator), with the same scheduler - draw,
+// checks, quarantine, fold; every accepted result is journaled before it counts; a coordinator
+// started again on it takes the queued chunks and stored answers, restores the journaled chunks
+// (Report: restored_chunks) and plays only the rest, to the same fold bit for bit, and refuses a
+// journal of another command.
 package farm

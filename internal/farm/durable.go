@@ -28,8 +28,9 @@ import (
 // (kind, point, a hash of its parameters and of its chunks): a command that differs (another
 // seed, options, trials, scenario) is refused rather than mixed with the journal.
 //
-// Only the coordinator's account may use JetStream (JournalAPI, the journal's subjects): a
-// worker publishes on its own protocol subjects only, so it cannot write the journal. A chunk
+// Only the coordinator's account may use JetStream's API (JournalAPI, the journal's subjects): a
+// worker publishes on its own protocol subjects and pulls from the work queue only (queue.go),
+// so it cannot write the journal. A chunk
 // result taken back later (its worker quarantined) is tombstoned (an empty record) before the
 // coordinator plays it again.
 
@@ -49,8 +50,11 @@ const (
 
 // manifest is what the journal was written for: the scenario and the jobs in their order.
 type manifest struct {
-	Scenario string     `json:"scenario_sha256"`
-	Jobs     []jobPrint `json:"jobs"`
+	Scenario string `json:"scenario_sha256"`
+	// Session names the jobs (Job.ID: session-seq) of every coordinator of the journal, so that
+	// the chunks and answers in the work queues (queue.go) keep their job across them.
+	Session string     `json:"session,omitempty"`
+	Jobs    []jobPrint `json:"jobs"`
 }
 
 // jobPrint identifies a job across coordinators (a job's ID is per session).
@@ -111,6 +115,17 @@ func openDurable(dir string, scenario []byte) (*durable, error) {
 			dir, d.man.Scenario, want, dir)
 	}
 	return d, nil
+}
+
+// session is the journal's session: the manifest's, else fresh (entered there).
+func (d *durable) session(fresh string) (string, error) {
+	if d.man.Session == "" {
+		d.man.Session = fresh
+		if err := d.save(); err != nil {
+			return "", err
+		}
+	}
+	return d.man.Session, nil
 }
 
 func (d *durable) save() error {

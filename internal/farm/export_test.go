@@ -1,6 +1,7 @@
 package farm
 
 import (
+	"context"
 	"time"
 
 	"github.com/dpsim/dpsim/pkg/bus"
@@ -51,4 +52,35 @@ func (c *Coordinator) JournalSpent() (time.Duration, int) {
 		return 0, 0
 	}
 	return c.dur.spent, c.dur.writes
+}
+
+// QueueDepth is how many chunks wait in the durable farm's work queue (0 without one).
+func (c *Coordinator) QueueDepth() uint64 {
+	if c.wq == nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), journalTimeout)
+	defer cancel()
+	n, err := c.wq.chunks.Depth(ctx)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// The durable farm's work queues and their subjects.
+const (
+	QueueStream   = queueStream
+	QueueSubject  = queueSubject
+	QueueConsumer = queueConsumer
+	AnswerStream  = answerStream
+)
+
+// QueueSpent is the time the scheduler waited for the work queue to store an issue and the
+// issues it put (no job may be running).
+func (c *Coordinator) QueueSpent() (time.Duration, int) {
+	if c.wq == nil {
+		return 0, 0
+	}
+	return c.wq.spent, c.wq.puts
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/gob"
 	"fmt"
 	"strings"
+
+	"github.com/dpsim/dpsim/pkg/bus"
 )
 
 // The subjects of the protocol: a worker publishes on dpsim.farm.<verb>.<id>, id its identity.
@@ -72,18 +74,25 @@ type hello struct {
 }
 
 // assignment answers a hello: a chunk to play, or Wait (ask again), or Over (the coordinator is
-// done: exit).
+// done: exit), or Queue: take the chunks from the work queue Queue's consumer Consumer (a durable
+// farm, queue.go). A chunk in the work queue is an assignment too, with the workers that may not
+// play it (Not: the check of a worker's own result, a worker that failed or overran it).
 type assignment struct {
-	Over, Wait bool
-	Lease      lease
-	Lo, Hi     int
+	Over, Wait      bool
+	Queue, Consumer string
+	Lease           lease
+	Lo, Hi          int
+	Not             []string
+	delivery        *bus.Delivery // the work queue's delivery of it (the worker's side)
 }
 
 // lease names one issue of a chunk: the job, the chunk's index and how many times it was issued
-// before (an answer to an old issue is still a valid answer of the chunk).
+// before (an answer to an old issue is still a valid answer of the chunk). Token, in a work
+// queue's chunk, proves that the coordinator issued it (queue.go): an answer must carry it.
 type lease struct {
 	Job            string
 	Chunk, Attempt int
+	Token          string
 }
 
 // beat is a worker's heartbeat.

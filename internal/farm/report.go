@@ -14,7 +14,7 @@ import (
 // caught lying has every chunk it answered played again - they cost time. A chunk that fails at
 // the coordinator too fails the job instead.
 const (
-	KindReissued    = "chunk re-issued"    // its worker went silent (no heartbeat for Config.Silence)
+	KindReissued    = "chunk re-issued"    // its worker went silent (no heartbeat for Config.Silence; in the work queue: for AckWait)
 	KindLost        = "worker lost"        // a worker went silent holding a chunk
 	KindDuplicate   = "late answer"        // an answer of a chunk decided, or re-issued meanwhile: ignored
 	KindInvalid     = "invalid answer"     // an answer that does not fit its chunk (shape, range, non-finite): refused
@@ -23,6 +23,7 @@ const (
 	KindFailed      = "failed answer"      // an error answer: the chunk played by the coordinator
 	KindMismatch    = "mismatch"           // two computations of a chunk differed: the coordinator's decided
 	KindQuarantined = "worker quarantined" // caught lying (or failing): its answers ignored, its chunks played again
+	KindUndelivered = "chunk undelivered"  // the work queue delivered it MaxDeliver times without an answer: the coordinator played it
 )
 
 // collector gathers the Report under a lock (the scheduler writes, the commands read).
@@ -119,7 +120,7 @@ func (c *collector) degrade(d record.Degradation) {
 	}
 	counter := map[string]*int{KindReissued: &c.r.Reissued, KindLost: &c.r.Lost, KindDuplicate: &c.r.Duplicates,
 		KindInvalid: &c.r.Invalid, KindForeign: &c.r.Foreign, KindOverdue: &c.r.Overdue, KindFailed: &c.r.Failed,
-		KindMismatch: &c.r.Mismatches}[d.Kind]
+		KindMismatch: &c.r.Mismatches, KindUndelivered: &c.r.Undelivered}[d.Kind]
 	if counter != nil {
 		*counter++
 	}

@@ -29,6 +29,10 @@ type issue struct {
 	worker  string
 	start   time.Time
 	expires time.Time // when it lapses without a heartbeat (it lapses whatever the heartbeats after chunkBound)
+	// seq is its message in the chunk queue (a durable farm, queue.go; 0: a core NATS lease).
+	// Its worker is "" until one took it (its heartbeat or its answer says so); the queue
+	// delivers it again when its worker goes silent, so it does not lapse on silence here.
+	seq uint64
 }
 
 // chunkState is one chunk of a job as the scheduler tracks it. Its result is decided (final)
@@ -49,6 +53,10 @@ type chunkState struct {
 	queued   bool      // waits in the queue
 	restored bool      // decided by an earlier coordinator: read back from the journal (durable.go)
 	since    time.Time // queued since
+	held     inbound   // the stored first answer, acknowledged once the chunk is decided (queue.go)
+	// answered are the issues whose answer was taken: the work queue delivers at least once, so
+	// a chunk may come back twice from one issue (queue.go).
+	answered map[int]bool
 }
 
 // jobState is a job being played: its chunks and what came back.
@@ -113,12 +121,14 @@ type scheduler struct {
 	times       []time.Duration                // recent chunk times (issue to answer), for chunkBound
 	draw        func(js *jobState, i int) bool // whether chunk i's first answer is checked
 	over        bool
+	bySeq       map[uint64]queueRef // the open issues in the chunk queue (queue.go)
+	restored    map[string]bool     // jobs with chunks restored from the journal
 }
 
 // loop runs the scheduler until the coordinator closes.
 func (c *Coordinator) loop() {
 	s := &scheduler{c: c, jobs: map[string]*jobState{}, seen: map[string]time.Time{}, lost: map[string]bool{}, ended: map[string]bool{},
-		holding: map[string]map[lease]bool{}, quarantined: map[string]string{}, failures: map[string]int{}, unchecked: map[string]int{}}
+		holding: map[string]map[lease]bool{}, quarantined: map[string]string{}, failures: map[string]int{}, unchecked: map[string]int{}, bySeq: map[uint64]queueRef{}, restored: map[string]bool{}}
 	s.draw = func(js *jobState, i int) bool {
 		v := c.cfg.VerifyShare > 0 && secretCoin() < c.cfg.VerifyShare
 		if c.drawn != nil {
@@ -158,15 +168,21 @@ func secretCoin() float64 {
 // submit queues the chunks of js.
 func (s *scheduler) submit(js *jobState) {
 	s.jobs[js.job.ID] = js
-	if js.done > 0 && js.progress != nil { // chunks restored from the journal
-		js.progress(js.done)
+	if js.done > 0 { // chunks restored from the journal
+		s.restored[js.job.ID] = true
+		if js.progress != nil {
+			js.progress(js.done)
+		}
+	}
+	if s.c.wq != nil {
+		s.adopt(js)
 	}
 	if js.left == 0 {
 		s.end(js)
 		return
 	}
 	for i, cs := range js.chunks {
-		if cs.final {
+		if cs.final || len(cs.issues) > 0 {
 			continue
 		}
 		cs.queued, cs.since = true, time.Now()
@@ -201,6 +217,10 @@ func (s *scheduler) next(req *bus.Request) {
 		s.respond(req, assignment{Over: true})
 		return
 	}
+	if s.c.wq != nil { // a durable farm: the chunks are in the work queue
+		s.respond(req, assignment{Queue: queueStream, Consumer: queueConsumer})
+		return
+	}
 	s.waiting = append(s.waiting, held{req, w, time.Now()})
 	s.dispatch()
 }
@@ -210,6 +230,10 @@ func (s *scheduler) next(req *bus.Request) {
 // than MaxHeld.
 func (s *scheduler) dispatch() {
 	s.queue = slices.DeleteFunc(s.queue, func(q queued) bool { return !q.js.chunks[q.i].queued || q.js.err != nil })
+	if s.c.wq != nil {
+		s.put()
+		return
+	}
 	keep := s.waiting[:0]
 	for _, h := range s.waiting {
 		if !s.assign(h) {
@@ -280,7 +304,7 @@ func (s *scheduler) observe(d time.Duration) {
 	}
 }
 
-// beat renews the issues a worker names.
+// beat renews the issues a worker names (in the chunk queue: binds those it took to it).
 func (s *scheduler) beat(w string, b *beat) {
 	if s.quarantined[w] != "" {
 		return
@@ -289,15 +313,45 @@ func (s *scheduler) beat(w string, b *beat) {
 	s.seen[w] = now
 	for _, l := range b.Held {
 		if js := s.jobs[l.Job]; js != nil && l.Chunk >= 0 && l.Chunk < len(js.chunks) {
-			if is := js.chunks[l.Chunk].issues[l.Attempt]; is != nil && is.worker == w {
+			cs := js.chunks[l.Chunk]
+			is := cs.issues[l.Attempt]
+			switch {
+			case is == nil:
+			case is.worker == w:
 				is.expires = now.Add(s.c.cfg.Silence)
+			case is.seq != 0 && s.c.wq.valid(l, cs.Lo, cs.Hi):
+				s.bind(w, js, l, is, now)
 			}
 		}
 	}
 }
 
+// bind binds chunk queue issue is of chunk cs (lease l) to worker w, which took it (the queue
+// delivered it to w: first, or again after the worker before went silent).
+func (s *scheduler) bind(w string, js *jobState, l lease, is *issue, now time.Time) {
+	cs := js.chunks[l.Chunk]
+	if was := is.worker; was != "" { // the queue took it back from was: silent past AckWait
+		s.release(was, l)
+		s.c.rep.degrade(record.Degradation{Kind: KindReissued, Worker: was, Job: js.job.ID, Chunk: l.Chunk,
+			Detail: fmt.Sprintf("no heartbeat (InProgress) for AckWait %v: chunk %d (episodes %d..%d) delivered again by the work queue, to %s", s.c.cfg.AckWait, l.Chunk, cs.Lo, cs.Hi-1, w)})
+		if !s.lost[was] {
+			s.lost[was] = true
+			s.c.rep.degrade(record.Degradation{Kind: KindLost, Worker: was, Job: js.job.ID, Chunk: l.Chunk,
+				Detail: fmt.Sprintf("worker %s went silent while holding chunk %d", was, l.Chunk)})
+		}
+	}
+	is.worker, is.start = w, now
+	cs.ever[w] = true
+	if s.holding[w] == nil {
+		s.holding[w] = map[lease]bool{}
+	}
+	l.Token = ""
+	s.holding[w][l] = true
+	s.c.rep.issued(w)
+}
+
 // release forgets that worker w holds lease l.
-func (s *scheduler) release(w string, l lease) { delete(s.holding[w], l) }
+func (s *scheduler) release(w string, l lease) { l.Token = ""; delete(s.holding[w], l) }
 
 // expire takes back the chunks whose worker went silent (their lease released: the worker is
 // gone) or held them past chunkBound (the worker keeps them counted against MaxHeld until it
@@ -308,7 +362,7 @@ func (s *scheduler) expire(now time.Time) {
 	for _, js := range s.jobs {
 		for i, cs := range js.chunks {
 			s.lapse(js, i, now, bound)
-			if cs.queued && (cs.pending || len(cs.exclude) > 0) && now.Sub(cs.since) > s.c.cfg.Silence {
+			if (cs.queued || unclaimed(cs)) && (cs.pending || len(cs.exclude) > 0) && now.Sub(cs.since) > s.c.cfg.Silence {
 				s.settle(js, i, s.claims(cs, "", nil))
 			}
 		}
@@ -333,12 +387,19 @@ func (s *scheduler) lapse(js *jobState, i int, now time.Time, bound time.Duratio
 		return
 	}
 	for at, is := range cs.issues {
-		silent, overdue := now.After(is.expires), now.Sub(is.start) > bound
-		if !silent && !overdue {
+		silent, overdue := is.seq == 0 && now.After(is.expires), is.worker != "" && now.Sub(is.start) > bound
+		untaken := is.seq != 0 && is.worker == "" && now.Sub(is.start) > bound && s.alive("")
+		if !silent && !overdue && !untaken {
 			continue
 		}
-		delete(cs.issues, at)
+		s.closeIssue(cs, at, true)
 		d := record.Degradation{Worker: is.worker, Job: js.job.ID, Chunk: i}
+		if untaken { // its message in the work queue was lost (taken and dropped by a worker)
+			d.Kind, d.Detail = KindReissued, fmt.Sprintf("chunk %d (episodes %d..%d) not taken from the work queue for %v while workers were alive: queued again", i, cs.Lo, cs.Hi-1, bound.Round(time.Millisecond))
+			s.c.rep.degrade(d)
+			s.requeueIdle(js, i)
+			continue
+		}
 		if silent {
 			s.release(is.worker, lease{Job: js.job.ID, Chunk: i, Attempt: at})
 			d.Kind, d.Detail = KindReissued, fmt.Sprintf("no heartbeat for %v: chunk %d (episodes %d..%d) re-issued", s.c.cfg.Silence, i, cs.Lo, cs.Hi-1)
@@ -399,6 +460,12 @@ func (s *scheduler) end(js *jobState) {
 			}
 		}
 		cs.queued = false
+		s.unhold(cs)
+		for at := range cs.issues {
+			if cs.issues[at].seq != 0 { // nobody should play it now
+				s.closeIssue(cs, at, true)
+			}
+		}
 	}
 	for _, ls := range s.holding {
 		for l := range ls {
@@ -424,8 +491,11 @@ func (s *scheduler) respond(req *bus.Request, a assignment) {
 	}
 }
 
-func (s *scheduler) ack(req *bus.Request, status string) {
-	if data, err := Encode(&reply{Status: status}); err == nil {
-		_ = req.Respond(data)
+// unhold acknowledges chunk cs's stored first answer (its chunk decided, or its result thrown
+// away).
+func (s *scheduler) unhold(cs *chunkState) {
+	if cs.held != nil {
+		cs.held.reply("ok")
+		cs.held = nil
 	}
 }

@@ -42,9 +42,11 @@ type worker struct {
 	c    *bus.Conn
 	o    WorkerOptions
 	mu   sync.Mutex
-	held []lease // fetched, not answered yet: named in every heartbeat
+	held []assignment // fetched, not answered yet: named in every heartbeat
 	jobs map[string]Player
-	st   WorkerStats // under mu
+	// puller takes the chunks of a durable farm's work queue (fetch's goroutine only).
+	puller *bus.Puller
+	st     WorkerStats // under mu
 	// answering holds a token while an answer is in flight (capacity 1); answers counts them,
 	// so that Serve returns only once each was acknowledged or given up.
 	answering chan struct{}
@@ -136,8 +138,13 @@ func (w *worker) fetch(ctx context.Context, next chan<- assignment) error {
 			return errOver
 		case a.Wait:
 			continue
+		case a.Queue != "":
+			if err := w.pull(ctx, a, next); err != nil {
+				return err
+			}
+			continue
 		}
-		w.hold(a.Lease, true)
+		w.hold(a, true)
 		select {
 		case next <- a:
 		case <-ctx.Done():
@@ -146,16 +153,75 @@ func (w *worker) fetch(ctx context.Context, next chan<- assignment) error {
 	return context.Cause(ctx)
 }
 
+// pull takes chunks from the durable farm's work queue q names and hands them to Serve's loop,
+// until none comes for pullWait (then fetch asks the coordinator again: it may be over). A
+// chunk this worker may not play (the check of its own result) goes back to the queue (Nak);
+// one that does not decode is dropped (Term).
+func (w *worker) pull(ctx context.Context, q assignment, next chan<- assignment) error {
+	if w.puller == nil {
+		p, err := w.c.Puller(ctx, q.Queue, q.Consumer)
+		if err != nil {
+			if w.c.IsClosed() {
+				return err
+			}
+			w.o.Log.Debug().Err(err).Msg("the coordinator's work queue is not reachable (yet)")
+			sleep(ctx, w.o.Beat)
+			return nil
+		}
+		w.puller = p
+	}
+	for ctx.Err() == nil {
+		d, err := w.puller.Next(pullWait)
+		if err != nil {
+			if w.c.IsClosed() {
+				return fmt.Errorf("farm: worker %s: the connection to the coordinator's server closed: %w", w.o.Name, err)
+			}
+			w.o.Log.Debug().Err(err).Msg("no chunk from the work queue")
+			sleep(ctx, w.o.Beat)
+			return nil
+		}
+		if d == nil {
+			return nil
+		}
+		var a assignment
+		if err := Decode(d.Data, &a); err != nil {
+			_ = d.Term("does not decode")
+			continue
+		}
+		if slices.Contains(a.Not, w.o.ID) {
+			_ = d.Nak(w.o.Beat)
+			continue
+		}
+		a.delivery = d
+		w.hold(a, true)
+		select {
+		case next <- a:
+		case <-ctx.Done():
+		}
+	}
+	return nil
+}
+
+// pullWait is how long a worker waits for a chunk of the work queue before it asks the
+// coordinator whether it is over.
+const pullWait = time.Second
+
 // playOne plays assignment a and answers it. Only a failure to reach the coordinator is an error.
 func (w *worker) playOne(ctx context.Context, a assignment) error {
 	pl, err := w.job(ctx, a.Lease.Job)
 	if errors.Is(err, errJobOver) { // it ended (failed, interrupted) since the chunk was issued
-		w.hold(a.Lease, false)
-		w.o.Log.Debug().Str("job", a.Lease.Job).Msg("the job is over: chunk skipped")
+		w.hold(a, false)
+		if a.delivery != nil { // or not begun yet by a coordinator started again: the coordinator drops a job's chunks when it is over
+			_ = a.delivery.Nak(pullWait)
+		}
+		w.o.Log.Debug().Str("job", a.Lease.Job).Msg("the job is over (or not served yet): chunk skipped")
 		return nil
 	}
 	if err != nil {
-		w.hold(a.Lease, false)
+		w.hold(a, false)
+		if a.delivery != nil {
+			_ = a.delivery.Nak(0) // another worker may play it
+		}
 		return err
 	}
 	ans := answer{Worker: w.o.Name, Lease: a.Lease, Lo: a.Lo, Hi: a.Hi}
@@ -187,7 +253,11 @@ func (w *worker) playOne(ctx context.Context, a assignment) error {
 	w.answering <- struct{}{}
 	w.answers.Add(1)
 	go func() {
-		defer func() { w.hold(a.Lease, false); <-w.answering; w.answers.Done() }()
+		defer func() { w.hold(a, false); <-w.answering; w.answers.Done() }()
+		if a.delivery != nil {
+			w.store(ctx, a, data, start)
+			return
+		}
 		w.answer(ctx, a, data, start)
 	}()
 	return nil
@@ -204,18 +274,48 @@ func (w *worker) answer(ctx context.Context, a assignment, data []byte, start ti
 		w.o.Log.Warn().Err(err).Int("chunk", a.Lease.Chunk).Msg("answer not acknowledged (the chunk will be re-issued)")
 		return
 	}
+	if r.Status == "quarantined" {
+		w.o.Log.Error().Int("chunk", a.Lease.Chunk).Msg("the coordinator quarantined this worker: its answers are ignored")
+	}
+	w.answered(a, r.Status, start)
+}
+
+// store stores chunk a's encoded answer in the durable farm's answer queue - trying again while
+// the server is away (a coordinator started again brings it back) or the queue is full - and
+// then acknowledges the chunk to the work queue. The coordinator judges the answer later: the
+// worker hears no status.
+func (w *worker) store(ctx context.Context, a assignment, data []byte, start time.Time) {
+	for {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := w.c.Store(sctx, Subject(verbAnswer, w.o.ID), data)
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil || w.c.IsClosed() {
+			w.o.Log.Warn().Err(err).Int("chunk", a.Lease.Chunk).Msg("answer not stored (the chunk will be delivered again)")
+			return
+		}
+		w.o.Log.Debug().Err(err).Int("chunk", a.Lease.Chunk).Msg("answer not stored yet: trying again")
+		sleep(ctx, w.o.Beat)
+	}
+	if err := a.delivery.Ack(); err != nil {
+		w.o.Log.Debug().Err(err).Int("chunk", a.Lease.Chunk).Msg("chunk not acknowledged (it will be delivered again; its answer is stored)")
+	}
+	w.answered(a, "stored", start)
+}
+
+// answered counts chunk a, answered with status, and logs the progress now and then.
+func (w *worker) answered(a assignment, status string, start time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.st.Chunks++
 	w.st.Episodes += a.Hi - a.Lo
-	if r.Status != "ok" {
+	if status != "ok" && status != "stored" {
 		w.st.Refused++
 	}
-	if r.Status == "quarantined" {
-		w.o.Log.Error().Int("chunk", a.Lease.Chunk).Msg("the coordinator quarantined this worker: its answers are ignored")
-	}
 	w.o.Log.Debug().Str("job", a.Lease.Job).Int("chunk", a.Lease.Chunk).Int("episodes", a.Hi-a.Lo).
-		Dur("took", time.Since(start)).Str("status", r.Status).Msg("chunk answered")
+		Dur("took", time.Since(start)).Str("status", status).Msg("chunk answered")
 	if now := time.Now(); now.Sub(w.logged) >= ProgressEvery {
 		w.logged = now
 		w.o.Log.Info().Int("chunks", w.st.Chunks).Int("episodes", w.st.Episodes).Int("refused", w.st.Refused).Msg("progress")
@@ -260,25 +360,36 @@ func (w *worker) prepare(j *Job) (Player, error) {
 	return nil, fmt.Errorf("unknown kind %q", j.Kind)
 }
 
-// hold adds (or removes) l from the chunks the heartbeats name.
-func (w *worker) hold(l lease, add bool) {
+// hold adds (or removes) a from the chunks the heartbeats name.
+func (w *worker) hold(a assignment, add bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if add {
-		w.held = append(w.held, l)
+		w.held = append(w.held, a)
 		return
 	}
-	w.held = slices.DeleteFunc(w.held, func(h lease) bool { return h == l })
+	w.held = slices.DeleteFunc(w.held, func(h assignment) bool { return h.Lease == a.Lease })
 }
 
-// beats publishes a heartbeat every Beat until ctx ends.
+// beats publishes a heartbeat every Beat until ctx ends; the chunks of a work queue are kept
+// too (InProgress: their AckWait starts again).
 func (w *worker) beats(ctx context.Context) {
 	t := time.NewTicker(w.o.Beat)
 	defer t.Stop()
 	for {
 		w.mu.Lock()
-		b := beat{Worker: w.o.Name, Held: slices.Clone(w.held)}
+		b := beat{Worker: w.o.Name}
+		var keep []*bus.Delivery
+		for _, a := range w.held {
+			b.Held = append(b.Held, a.Lease)
+			if a.delivery != nil {
+				keep = append(keep, a.delivery)
+			}
+		}
 		w.mu.Unlock()
+		for _, d := range keep {
+			_ = d.InProgress()
+		}
 		if data, err := Encode(&b); err == nil {
 			_ = w.c.PublishRaw(Subject(verbBeat, w.o.ID), data)
 		}

@@ -69,6 +69,9 @@ type Dispatch struct {
 	// the same --out, not played nor drawn for a check again (not among Chunks).
 	Journal  string `json:"journal,omitempty"`
 	Restored int    `json:"restored_chunks,omitempty"`
+	// Undelivered are the chunks the durable farm's work queue delivered MaxDeliver times
+	// without an answer: the coordinator played them.
+	Undelivered int `json:"undelivered_chunks,omitempty"`
 }
 
 // Lines are the degradations as sentences, for the commands' "degraded" notes (nil: none): one
@@ -92,7 +95,8 @@ func (r *Dispatch) Lines() []string {
 		what string
 	}{{len(r.Quarantined), "worker(s) quarantined"}, {r.Mismatches, "mismatch(es)"}, {r.Foreign, "foreign answer(s)"},
 		{r.Failed, "failed answer(s)"}, {r.Invalid, "invalid answer(s)"}, {r.Duplicates, "late answer(s)"},
-		{r.Overdue, "chunk(s) overdue"}, {r.Reissued, "chunk(s) re-issued after silence"}, {r.Lost, "worker(s) lost"}} {
+		{r.Overdue, "chunk(s) overdue"}, {r.Reissued, "chunk(s) re-issued after silence"}, {r.Undelivered, "chunk(s) undelivered (played by the coordinator)"},
+		{r.Lost, "worker(s) lost"}} {
 		if c.n > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", c.n, c.what))
 		}

@@ -3,6 +3,7 @@ package workercmd
 import (
 	"bytes"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +22,10 @@ import (
 // A durable farm's coordinator killed with SIGKILL once some chunk results are journaled takes
 // its spawned workers with it; the same command run again restores the journaled chunks, plays
 // the rest, and writes the audit.json of an uninterrupted in-process audit of the same seed;
-// a command with another seed is refused on that journal.
+// a command with another seed is refused on that journal. A worker started by hand (w1.creds)
+// keeps running across the restart: it reconnects to the new coordinator's server (the same
+// --worker-listen address, the same credentials) and keeps serving the work queue - after the
+// restart it is the only worker.
 func TestDurableAuditResumesAfterKill(t *testing.T) {
 	sc := dpsimtest.Scenario("audit-vehicle-structured")
 	const trials = "400000" // 196 chunks of farm's audit chunk: seconds of two workers
@@ -31,14 +35,24 @@ func TestDurableAuditResumesAfterKill(t *testing.T) {
 	want := auditJSON(t, ref)
 
 	out := t.TempDir()
-	durable := append(base, "--seed", "21", "--out", out, "--dispatch", "--spawn-workers", "2", "--dispatch-durable")
-	cmd := exec.Command(bin, durable...)
+	listen := freeAddr(t)
+	farmArgs := append(base, "--seed", "21", "--out", out, "--dispatch", "--dispatch-durable", "--worker-listen", listen)
+	cmd := exec.Command(bin, append(farmArgs, "--spawn-workers", "2")...)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	store := filepath.Join(out, farm.JournalDir)
+	creds := filepath.Join(out, farm.WorkersDir, "w1.creds")
+	require.Eventually(t, func() bool { _, err := os.Stat(creds); return err == nil }, time.Minute, 10*time.Millisecond)
+	hand := exec.Command(bin, "worker", "--server", "nats://"+listen, "--creds", creds, "--threads", "1", "--connect-retry", "2m", "--log-level", "error")
+	var handErr bytes.Buffer
+	hand.Stderr = &handErr
+	require.NoError(t, hand.Start())
+	handExited := make(chan error, 1)
+	go func() { handExited <- hand.Wait() }()
+	t.Cleanup(func() { _ = hand.Process.Kill() })
 	workers := journaled(t, store, cmd.Process.Pid, exited, &errb)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	<-exited
@@ -50,12 +64,23 @@ func TestDurableAuditResumesAfterKill(t *testing.T) {
 	require.Equal(t, 1, code, stderr)
 	require.Contains(t, stderr, "written by another command")
 
-	dpsim(t, durable...)
+	dpsim(t, farmArgs...) // no spawned worker: the one started by hand plays the rest
+	require.NoError(t, <-handExited, "the worker started by hand ends when the coordinator is over\n%s", handErr.String())
 	got := auditJSON(t, out)
 	d, ok := got["dispatch"].(map[string]any)
 	require.True(t, ok, "the output has the dispatch")
 	restored, chunks := d["restored_chunks"].(float64), d["chunks"].(float64)
 	t.Logf("restarted: %v chunks restored from the journal, %v played", restored, chunks)
+	// w1 played (the spawned workers of the first coordinator may be there too: their answers
+	// stored before the kill were taken by the second)
+	var w1 map[string]any
+	for _, w := range d["workers"].([]any) {
+		if m, _ := w.(map[string]any); m["name"] == "w1" {
+			w1 = m
+		}
+	}
+	require.NotNil(t, w1, "%v", d["workers"])
+	require.Positive(t, w1["chunks_answered"], "the worker started by hand served the restarted coordinator")
 	require.Greater(t, restored, 0.0, "chunks were restored from the journal")
 	require.Greater(t, chunks, 0.0, "the rest was played")
 	require.EqualValues(t, 196, restored+chunks)
@@ -69,6 +94,15 @@ func TestDurableAuditResumesAfterKill(t *testing.T) {
 	st, err := os.Stat(store)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o700), st.Mode().Perm())
+}
+
+// freeAddr is a loopback address with a port free now (for a server started again on it).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // auditJSON is dir/audit.json decoded.

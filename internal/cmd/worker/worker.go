@@ -39,7 +39,9 @@ coordinator checks a random share of the chunks (--verify-share) by a second com
 
 The worker serves every job of one coordinator and exits 0 when the coordinator is done, or on
 SIGTERM / Ctrl-C (a chunk it was playing is re-issued to another worker); 1 when it cannot reach
-the server or loses it for good; 2 on a usage error. Progress is logged on stderr.`
+the server or loses it for good (a lost server is retried for --connect-retry: a durable farm's
+coordinator started again on the same address is rejoined, and its work queue served again); 2
+on a usage error. Progress is logged on stderr.`
 
 // Options are the parsed flags of `dpsim worker`.
 type Options struct {
@@ -60,7 +62,7 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.IntVar(&o.Threads, "threads", 0, "goroutines playing a chunk (0 = every core); the results do not depend on it")
 	fs.StringVar(&o.TLSCA, "tls-ca", "", "CA certificate (PEM) to trust when the server requires TLS")
 	fs.StringVar(&o.Name, "name", "", "a label of this worker in its log (default HOST.PID); the coordinator names it by its credentials' account, or by this name with an external server's shared account")
-	fs.DurationVar(&o.ConnectRetry, "connect-retry", 30*time.Second, "how long to retry a server that cannot be reached yet")
+	fs.DurationVar(&o.ConnectRetry, "connect-retry", 30*time.Second, "how long to retry a server that cannot be reached yet, or was lost (a durable farm's coordinator started again on the same address is rejoined)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "zerolog level of the log on stderr: trace, debug, info, warn, error")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
@@ -102,8 +104,12 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	log = log.With().Str("worker", id).Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A server lost is retried as long as one not reached yet: a durable farm's coordinator
+	// started again on the same address is rejoined.
+	const wait = 250 * time.Millisecond
 	conn, err := bus.ConnectRetry(ctx, o.Server, "dpsim-worker-"+o.Name, o.ConnectRetry, nil,
-		bus.WithUser(creds.User, creds.Password), bus.WithTLS(bus.TLSFiles{CA: o.TLSCA}))
+		bus.WithUser(creds.User, creds.Password), bus.WithTLS(bus.TLSFiles{CA: o.TLSCA}),
+		bus.WithReconnect(max(1, int(o.ConnectRetry/wait)), wait))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
