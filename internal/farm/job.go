@@ -15,7 +15,7 @@ type Job struct {
 	Scenario []byte // the scenario's YAML
 	Source   string // its name in messages (the path on the coordinator's host)
 	Point    int    // the index in Expand()
-	Params   []byte // the kind's parameters (Work.Params), in the kind's encoding
+	Params   []byte // the kind's parameters (Work.Params), EncodeParams: the same bytes in every process
 	seq      int    // the job's number in the coordinator's session (1, 2, ...): its key in the journal
 }
 

@@ -3,6 +3,7 @@ package farm
 import (
 	"bytes"
 	"encoding/gob"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -130,6 +131,29 @@ func Encode(v any) ([]byte, error) {
 		return nil, fmt.Errorf("farm: encode %T: %w", v, err)
 	}
 	return b.Bytes(), nil
+}
+
+// EncodeParams encodes a job's parameters (Work.Params) as JSON: the same value gives the same
+// bytes in every process, which the durable farm's manifest hashes to recognise a job across
+// coordinators. (gob would not do: its type ids are numbered in the order a process first
+// meets the types, so the same value's bytes depend on what the process encoded before.)
+func EncodeParams(v any) ([]byte, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("farm: encode the parameters %T: %w", v, err)
+	}
+	return data, nil
+}
+
+// DecodeParams decodes a job's parameters, encoded by EncodeParams, into v (unknown fields
+// refused).
+func DecodeParams(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("farm: decode the parameters %T: %w", v, err)
+	}
+	return nil
 }
 
 // Decode decodes data, encoded by Encode, into v.

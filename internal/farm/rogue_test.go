@@ -142,13 +142,13 @@ func (r *rogue) job(ctx context.Context, id string) *player {
 	}
 	switch j.Kind {
 	case kinds.RunName:
-		if farm.Decode(j.Params, &pl.run) != nil {
+		if farm.DecodeParams(j.Params, &pl.run) != nil {
 			return nil
 		}
 		pl.seeds = pl.run.Seeds
 	case kinds.AuditName:
 		var ps kinds.AuditParams
-		if farm.Decode(j.Params, &ps) != nil {
+		if farm.DecodeParams(j.Params, &ps) != nil {
 			return nil
 		}
 		if pl.game, err = audit.NewGame(pl.plan, ps.Game); err != nil {
@@ -447,7 +447,7 @@ func TestChunkFailingEverywhereFailsJob(t *testing.T) {
 	f := load(t, "audit-vehicle-structured", true)
 	c := start(t, f, farm.Config{VerifyShare: -1})
 	r := startRogue(t, c, rogueFail, "", nil)
-	params, err := farm.Encode(kinds.AuditParams{Seed: 3})
+	params, err := farm.EncodeParams(kinds.AuditParams{Seed: 3})
 	require.NoError(t, err)
 	_, err = c.Play(context.Background(), farm.Work{Kind: kinds.AuditKind, Params: params,
 		Spans: farm.Spans(2*kinds.AuditChunk, kinds.AuditChunk), Judge: refuse{}})

@@ -18,7 +18,7 @@ import (
 // one; 1.94x with 4,096).
 const AuditChunk = 4 * audit.ChunkTrials
 
-// AuditParams are an audit job's parameters (farm.Job.Params, farm.Encode): the game's seed and
+// AuditParams are an audit job's parameters (farm.Job.Params, farm.EncodeParams): the game's seed and
 // the options the game is built from (the worker builds the same game).
 type AuditParams struct {
 	Seed uint64
@@ -34,7 +34,7 @@ func (auditKind) Name() string { return AuditName }
 
 func (auditKind) Prepare(j *farm.Job) (farm.Player, error) {
 	var ps AuditParams
-	if err := farm.Decode(j.Params, &ps); err != nil {
+	if err := farm.DecodeParams(j.Params, &ps); err != nil {
 		return nil, err
 	}
 	p, err := Plan(j)
@@ -107,7 +107,7 @@ func Audit(c *farm.Coordinator, ctx context.Context, point int, g *audit.Game, o
 	if trials < 1 {
 		return nil, fmt.Errorf("farm: audit: %d trials per value of the secret bit, want >= 1", trials)
 	}
-	params, err := farm.Encode(AuditParams{Seed: seed, Game: opts})
+	params, err := farm.EncodeParams(AuditParams{Seed: seed, Game: opts})
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/dpsim/dpsim/pkg/trace"
 )
 
-// RunParams are a run job's parameters (farm.Job.Params, farm.Encode): the run's seeds and the
+// RunParams are a run job's parameters (farm.Job.Params, farm.EncodeParams): the run's seeds and the
 // options of engine.Run that change what a chunk holds.
 type RunParams struct {
 	Seeds          sim.Seeds
@@ -40,7 +40,7 @@ func (runKind) Name() string { return RunName }
 
 func (runKind) Prepare(j *farm.Job) (farm.Player, error) {
 	var ps RunParams
-	if err := farm.Decode(j.Params, &ps); err != nil {
+	if err := farm.DecodeParams(j.Params, &ps); err != nil {
 		return nil, err
 	}
 	p, err := Plan(j)
@@ -149,7 +149,7 @@ func Run(c *farm.Coordinator, ctx context.Context, point int, p *plan.Plan, seed
 		return nil, nil, err
 	}
 	ps := RunParamsOf(seeds, opts)
-	params, err := farm.Encode(ps)
+	params, err := farm.EncodeParams(ps)
 	if err != nil {
 		return nil, nil, err
 	}
