@@ -157,20 +157,29 @@ func explainParseError(fs *flag.FlagSet, err error) string {
 	return prefix + rest[:i] + " for flag --" + name + ": " + want
 }
 
+// ParseInterspersed parses args with fs (Parse), flags before, between or after the positional
+// arguments, which it returns in order.
+func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := Parse(fs, args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
 // ParseScenarioArgs parses args where flags may come before or after the one SCENARIO
 // argument (dpsim run SCENARIO --out DIR): it returns the scenario path, or a usage error
 // naming what is missing or extra (example is shown in the "missing" message).
 func ParseScenarioArgs(fs *flag.FlagSet, args []string, example string) (string, error) {
-	var pos []string
-	for {
-		if err := Parse(fs, args); err != nil {
-			return "", err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, err := ParseInterspersed(fs, args)
+	if err != nil {
+		return "", err
 	}
 	switch len(pos) {
 	case 0:

@@ -65,16 +65,9 @@ func Run(args []string, stdout, stderr io.Writer, parseRun func([]string) (*runn
 	fs.BoolVar(&mo.FailOnViolation, "fail-on-violation", false, "exit with status 3 when the verdict is violation (default: exit 0 whatever the verdict)")
 	fs.BoolVar(&mo.ShareOutputs, "share-outputs", false, "write audit.json and report.md (they hold the seed and the audited pair) readable by all (0644) instead of by you alone (0600)")
 	level := fs.String("log-level", "info", "zerolog level of the log on stderr: trace, debug, info, warn, error")
-	var pos []string // OUT PART..., with flags before or after them
-	for {
-		if err := cli.Parse(fs, args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, err := cli.ParseInterspersed(fs, args) // OUT PART..., with flags before or after them
+	if err != nil {
+		return err
 	}
 	if len(pos) < 2 {
 		return cli.UsageError("want OUT and at least one PART (the --out of each dpsim audit|run --shard I/N), got %d arguments", len(pos))

@@ -60,16 +60,9 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		recoverTo = fs.String("recover", "", "write what the recording holds into this new, closed MCAP file instead of publishing (a recording killed mid-run)")
 		out       = fs.String("out", "", "with --check: keep the re-run's files - the fresh eavesdropper's plan, log, trace and result, a folder per point - in this new or empty folder (private) instead of a temporary one removed after")
 	)
-	var pos []string
-	for {
-		if err := cli.Parse(fs, args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, err := cli.ParseInterspersed(fs, args)
+	if err != nil {
+		return err
 	}
 	switch {
 	case len(pos) != 1:

@@ -46,16 +46,9 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		public = fs.Bool("public", false, "allow an --addr other than loopback (0.0.0.0, ::, a LAN address or name): the run's true state is then served to the network, over plain HTTP, to whoever learns the URL with its token (a warning is printed)")
 		dur    = fs.Duration("for", 0, "stop serving after this long (0: until interrupted), e.g. for scripts and tests")
 	)
-	var pos []string // OUT, with flags before or after it
-	for {
-		if err := cli.Parse(fs, args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, err := cli.ParseInterspersed(fs, args) // OUT, with flags before or after it
+	if err != nil {
+		return err
 	}
 	switch {
 	case len(pos) == 0:
